@@ -1,0 +1,76 @@
+// Command ceval evaluates AI coding agents on tasks: it runs each agent in a container it
+// launches itself through containerd, as an unprivileged UID, and grades the result outside.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/launcher"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // the task (or a checked thing) failed
+	exitInvalid  = 2 // bad input: flags, task files
+	exitInfraErr = 3 // ceval's side: containerd, images, ERROR or NOT_GRADED results
+)
+
+// exitError carries an exit code through cobra back to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// globalOptions are the flags every command sees.
+type globalOptions struct {
+	containerdAddress string
+	namespace         string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:           "ceval",
+		Short:         "Evaluate AI coding agents on tasks, safely",
+		Long:          "ceval runs an agent CLI in a hardened container launched through containerd\n(UID/GID 2000, no capabilities, no_new_privs, limits, read-only rootfs, no network)\nand grades what it left behind outside the container.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.containerdAddress, "containerd-address", launcher.AddressFromEnv(), "containerd socket (env CEVAL_CONTAINERD_ADDRESS)")
+	root.PersistentFlags().StringVar(&g.namespace, "namespace", launcher.NamespaceFromEnv(), "containerd namespace (env CEVAL_NAMESPACE)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(exitInvalid, err) })
+	root.AddCommand(newVersionCmd())
+	return root
+}
+
+func main() {
+	os.Exit(execute(os.Args[1:]))
+}
+
+func execute(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(os.Stderr, "ceval:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(os.Stderr, "ceval:", err)
+	return exitInvalid
+}

@@ -1,0 +1,80 @@
+// Package ctrtest connects integration tests to a real containerd. It starts nothing:
+// outside CI a missing daemon skips the test; under CI=true it fails it loudly.
+package ctrtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/snapshots"
+
+	"ceval.dev/ceval/launcher"
+)
+
+// Namespace is the containerd namespace tests in this process use: one per test binary, so
+// packages tested in parallel never share cgroup paths or images.
+var Namespace = fmt.Sprintf("ceval-test-%d", os.Getpid())
+
+// Connect returns a client and a namespaced context, or skips (fails under CI=true) when no
+// daemon answers at CEVAL_CONTAINERD_ADDRESS. At the end of the test it fails if any
+// container, task or snapshot that the test made is left in the namespace.
+func Connect(t testing.TB) (*client.Client, context.Context) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "integration tests need root to talk to containerd")
+	}
+	c, ctx, err := launcher.Connect(context.Background(), launcher.AddressFromEnv(), Namespace)
+	if err != nil {
+		skipOrFail(t, err.Error())
+	}
+	t.Cleanup(func() {
+		defer c.Close()
+		if err := Leftovers(ctx, c); err != nil {
+			t.Errorf("left behind in namespace %s: %v", Namespace, err)
+		}
+	})
+	return c, ctx
+}
+
+func skipOrFail(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and containerd is required: %s", msg)
+	}
+	t.Skipf("no containerd: %s", msg)
+}
+
+// Leftovers reports the containers, tasks and active snapshots in ctx's namespace.
+func Leftovers(ctx context.Context, c *client.Client) error {
+	var left []string
+	cs, err := c.Containers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ctr := range cs {
+		left = append(left, "container "+ctr.ID())
+	}
+	tasks, err := c.TaskService().List(ctx, nil)
+	if err == nil {
+		for _, tk := range tasks.Tasks {
+			left = append(left, "task "+tk.ID)
+		}
+	}
+	for _, name := range []string{"overlayfs", "native"} {
+		sn := c.SnapshotService(name)
+		_ = sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+			if info.Kind == snapshots.KindActive {
+				left = append(left, "snapshot "+info.Name)
+			}
+			return nil
+		})
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%s", strings.Join(left, ", "))
+	}
+	return nil
+}

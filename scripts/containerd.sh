@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Private containerd for development and CI: its own socket, root and state under
+# one directory, so it never touches a system containerd.
+#
+#   scripts/containerd.sh install        apt-get install containerd runc busybox-static (if missing)
+#   scripts/containerd.sh start [DIR]    start it (default DIR /tmp/ceval-containerd); prints the socket
+#   scripts/containerd.sh stop  [DIR]    stop it by PID and remove what runc leaves in cgroupfs
+#
+# Export CEVAL_CONTAINERD_ADDRESS=DIR/containerd.sock to point ceval and its tests at it.
+set -euo pipefail
+
+cmd=${1:-}
+dir=${2:-${CEVAL_CONTAINERD_DIR:-/tmp/ceval-containerd}}
+ns=${CEVAL_NAMESPACE:-ceval}
+
+case "$cmd" in
+install)
+  missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || missing+=(busybox-static)
+  command -v file >/dev/null || missing+=(file)
+  if [ ${#missing[@]} -gt 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq containerd runc busybox-static file >/dev/null
+  fi
+  ;;
+start)
+  mkdir -p "$dir"
+  sock="$dir/containerd.sock"
+  if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+    echo "$sock"; exit 0
+  fi
+  cat >"$dir/config.toml" <<CONF
+version = 2
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+CONF
+  containerd -c "$dir/config.toml" >"$dir/containerd.log" 2>&1 &
+  echo $! >"$dir/pid"
+  for _ in $(seq 1 100); do
+    if [ -S "$sock" ] && ctr --address "$sock" version >/dev/null 2>&1; then
+      echo "$sock"; exit 0
+    fi
+    sleep 0.1
+  done
+  echo "containerd did not come up; see $dir/containerd.log" >&2
+  tail -20 "$dir/containerd.log" >&2 || true
+  exit 1
+  ;;
+stop)
+  if [ -f "$dir/pid" ]; then
+    pid=$(cat "$dir/pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$dir/pid"
+  fi
+  # runc leaves empty per-namespace cgroup directories behind (cgroup v1).
+  for d in /sys/fs/cgroup/*/"$ns"* /sys/fs/cgroup/"$ns"*; do
+    [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+  ;;
+*)
+  sed -n '2,9p' "$0" >&2
+  exit 2
+  ;;
+esac
