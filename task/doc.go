@@ -1,0 +1,4 @@
+// Package task loads task files: the strict YAML schema, validation that reports every
+// problem as FILE:LINE:COL, and confinement of every path a task names to its own directory
+// (task files come from third parties). It never talks to containerd or runs anything.
+package task

@@ -1,0 +1,630 @@
+package task
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	jmespath "github.com/jmespath-community/go-jmespath"
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxTaskFileBytes bounds a task file and each file it references for reading.
+const MaxTaskFileBytes = 4 << 20
+
+var (
+	taskIDPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256Pattern  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// Load reads and validates the task file at path. Invalid input is reported as Problems
+// (every problem, each with its line and column); other errors are ceval's own.
+func Load(path string) (*Task, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readCapped(abs)
+	if err != nil {
+		return nil, Problems{{File: path, Msg: err.Error()}}
+	}
+	return Parse(path, filepath.Dir(abs), data)
+}
+
+func readCapped(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxTaskFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxTaskFileBytes {
+		return nil, fmt.Errorf("larger than %d bytes", MaxTaskFileBytes)
+	}
+	return data, nil
+}
+
+// Parse validates a task document named name (used in messages) whose paths resolve inside
+// dir.
+func Parse(name, dir string, data []byte) (*Task, error) {
+	d := &decoder{file: name, budget: maxValueNodes}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Problems{{File: name, Line: 1, Column: 1, Msg: "empty task file"}}
+		}
+		return nil, Problems{yamlProblem(name, err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, Problems{{File: name, Line: extra.Line, Column: extra.Column, Msg: "more than one YAML document; a task file holds exactly one"}}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open task directory %s: %w", dir, err)
+	}
+	defer root.Close()
+	l := &loader{decoder: d, root: root, dir: dir}
+	t := l.task(doc.Content[0])
+	if len(d.problems) > 0 {
+		return nil, d.problems.sorted()
+	}
+	t.Path = filepath.Join(dir, filepath.Base(name))
+	t.Dir = dir
+	return t, nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func yamlProblem(name string, err error) Problem {
+	p := Problem{File: name, Msg: "not valid YAML: " + err.Error()}
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		fmt.Sscan(m[1], &p.Line)
+		p.Column = 1
+		p.Msg = "not valid YAML: " + m[2]
+	}
+	return p
+}
+
+// loader holds what resolving a task's paths needs.
+type loader struct {
+	*decoder
+	root *os.Root // the task's directory; every task path is opened through it
+	dir  string
+}
+
+func (l *loader) task(n *yaml.Node) *Task {
+	t := &Task{
+		Sandbox: Sandbox{
+			Image:   DefaultImage,
+			Network: NetworkNone,
+			Limits: Limits{Timeout: DefaultTimeout, MemoryMB: DefaultMemoryMB, CPUs: DefaultCPUs,
+				Pids: DefaultPids, DiskMB: DefaultDiskMB},
+		},
+	}
+	var promptNode, promptFileNode, criteriaNode *yaml.Node
+	seen := l.mapping(n, "task", []field{
+		{"task_id", func(v *yaml.Node) {
+			l.str(v, "task_id", &t.ID)
+			if t.ID != "" && !taskIDPattern.MatchString(t.ID) {
+				l.errorf(resolve(v), "task_id %q may hold only lowercase letters, digits, '-' and '_', starting with a letter or digit", t.ID)
+			}
+		}},
+		{"description", func(v *yaml.Node) { l.str(v, "description", &t.Description) }},
+		{"tags", func(v *yaml.Node) { l.strings(v, "tags", &t.Tags) }},
+		{"initial_prompt", func(v *yaml.Node) { promptNode = v; l.str(v, "initial_prompt", &t.Prompt) }},
+		{"initial_prompt_file", func(v *yaml.Node) {
+			promptFileNode = v
+			l.str(v, "initial_prompt_file", &t.PromptFile)
+		}},
+		{"agent", func(v *yaml.Node) { t.Agent = l.agent(v) }},
+		{"sandbox", func(v *yaml.Node) { l.sandbox(v, &t.Sandbox) }},
+		{"reference", func(v *yaml.Node) {
+			l.mapping(v, "reference", []field{{"directory", func(v *yaml.Node) {
+				t.Reference = l.taskDir(v, "reference.directory")
+			}}})
+		}},
+		{"success_criteria", func(v *yaml.Node) { criteriaNode = v; t.Criteria = l.criteria(v) }},
+		{"protected_mocks", func(v *yaml.Node) {
+			l.errorf(resolve(v), "protected_mocks is not supported yet by this version of ceval")
+		}},
+		{"plugins", func(v *yaml.Node) { l.errorf(resolve(v), "plugins is not supported yet by this version of ceval") }},
+	})
+	if seen == nil {
+		return t
+	}
+	if _, ok := seen["task_id"]; !ok {
+		l.errorf(n, "missing required field task_id")
+	}
+	switch {
+	case promptNode != nil && promptFileNode != nil:
+		l.errorf(resolve(promptFileNode), "give initial_prompt or initial_prompt_file, not both")
+	case promptNode == nil && promptFileNode == nil:
+		l.errorf(n, "missing required field initial_prompt (or initial_prompt_file)")
+	case promptFileNode != nil && t.PromptFile != "":
+		if p := l.taskFile(promptFileNode, "initial_prompt_file"); p != "" {
+			if data, err := l.readTaskFile(p); err != nil {
+				l.errorf(resolve(promptFileNode), "initial_prompt_file: %v", err)
+			} else {
+				t.Prompt = string(data)
+			}
+		}
+	}
+	if criteriaNode == nil {
+		l.errorf(n, "missing required field success_criteria (a non-empty list)")
+	}
+	return t
+}
+
+func (l *loader) agent(n *yaml.Node) *Agent {
+	a := &Agent{}
+	var typeNode, commandNode *yaml.Node
+	seen := l.mapping(n, "agent", []field{
+		{"type", func(v *yaml.Node) {
+			typeNode = v
+			l.enum(v, "agent.type", []string{AgentCommand, AgentClaudeCode, AgentCodex}, &a.Type)
+		}},
+		{"command", func(v *yaml.Node) { commandNode = v; l.strings(v, "agent.command", &a.Command) }},
+		{"model", func(v *yaml.Node) { l.str(v, "agent.model", &a.Model) }},
+		{"args", func(v *yaml.Node) { l.strings(v, "agent.args", &a.Args) }},
+		{"env_passthrough", func(v *yaml.Node) {
+			l.list(v, "agent.env_passthrough", func(i int, item *yaml.Node) {
+				var s string
+				l.str(item, fmt.Sprintf("agent.env_passthrough[%d]", i), &s)
+				if s != "" && !envNamePattern.MatchString(s) {
+					l.errorf(resolve(item), "agent.env_passthrough[%d]: %q is not an environment variable name", i, s)
+				}
+				a.EnvPassthrough = append(a.EnvPassthrough, s)
+			})
+		}},
+	})
+	if seen == nil {
+		return a
+	}
+	if typeNode == nil {
+		l.errorf(n, "missing required field agent.type (command, claude-code or codex)")
+	}
+	switch {
+	case a.Type == AgentCommand && commandNode == nil:
+		l.errorf(n, "agent.command is required for agent type command (an argv list)")
+	case a.Type == AgentCommand && len(a.Command) == 0:
+		l.errorf(resolve(commandNode), "agent.command must not be empty")
+	case a.Type != AgentCommand && a.Type != "" && commandNode != nil:
+		l.errorf(resolve(commandNode), "agent.command is only for agent type command; use agent.args for %s", a.Type)
+	}
+	return a
+}
+
+func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
+	l.mapping(n, "sandbox", []field{
+		{"image", func(v *yaml.Node) {
+			l.str(v, "sandbox.image", &sb.Image)
+			if sb.Image == "" {
+				l.errorf(resolve(v), "sandbox.image must not be empty")
+			}
+		}},
+		{"network", func(v *yaml.Node) {
+			l.enum(v, "sandbox.network", []string{NetworkNone, NetworkHost}, &sb.Network)
+		}},
+		{"limits", func(v *yaml.Node) {
+			lim := &sb.Limits
+			l.mapping(v, "sandbox.limits", []field{
+				{"timeout", func(v *yaml.Node) { l.duration(v, "sandbox.limits.timeout", &lim.Timeout) }},
+				{"memory_mb", func(v *yaml.Node) { l.integer(v, "sandbox.limits.memory_mb", 16, 1<<20, &lim.MemoryMB) }},
+				{"cpus", func(v *yaml.Node) { l.number(v, "sandbox.limits.cpus", 0.01, 1024, &lim.CPUs) }},
+				{"pids", func(v *yaml.Node) { l.integer(v, "sandbox.limits.pids", 8, 1<<22, &lim.Pids) }},
+				{"disk_mb", func(v *yaml.Node) { l.integer(v, "sandbox.limits.disk_mb", 1, 1<<20, &lim.DiskMB) }},
+			})
+		}},
+		{"workspace", func(v *yaml.Node) {
+			ws := &sb.Workspace
+			l.mapping(v, "sandbox.workspace", []field{
+				{"starter_files", func(v *yaml.Node) {
+					seen := map[string]bool{}
+					l.list(v, "sandbox.workspace.starter_files", func(i int, item *yaml.Node) {
+						what := fmt.Sprintf("sandbox.workspace.starter_files[%d]", i)
+						var f StarterFile
+						var content bool
+						got := l.mapping(item, what, []field{
+							{"path", func(v *yaml.Node) { f.Path = l.workspacePath(v, what+".path", false) }},
+							{"content", func(v *yaml.Node) { content = true; l.str(v, what+".content", &f.Content) }},
+						})
+						if got == nil {
+							return
+						}
+						if _, ok := got["path"]; !ok {
+							l.errorf(item, "%s: missing required field path", what)
+						}
+						if !content {
+							l.errorf(item, "%s: missing required field content", what)
+						}
+						if f.Path != "" && seen[f.Path] {
+							l.errorf(item, "%s: path %q is given twice", what, f.Path)
+						}
+						seen[f.Path] = true
+						ws.StarterFiles = append(ws.StarterFiles, f)
+					})
+				}},
+				{"template_dir", func(v *yaml.Node) { ws.TemplateDir = l.taskDir(v, "sandbox.workspace.template_dir") }},
+			})
+		}},
+	})
+}
+
+func (l *loader) criteria(n *yaml.Node) []Criterion {
+	var out []Criterion
+	rn := resolve(n)
+	l.list(n, "success_criteria", func(i int, item *yaml.Node) {
+		if c, ok := l.criterion(i, item); ok {
+			out = append(out, c)
+		}
+	})
+	if rn.Kind == yaml.SequenceNode && len(rn.Content) == 0 {
+		l.errorf(rn, "success_criteria must not be empty")
+	}
+	return out
+}
+
+// criterionFields lists the fields each criterion type takes besides the common ones.
+var criterionFields = map[string][]string{
+	FileExists:          {"path"},
+	FileContains:        {"path", "includes", "excludes"},
+	FileMatchesRegex:    {"path", "pattern"},
+	FileCheck:           {"path", "includes", "excludes", "patterns"},
+	JSONCheck:           {"path", "json_schema", "assertions"},
+	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference"},
+	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
+}
+
+// CriterionTypes lists the criterion types in a stable order, for help and messages.
+var CriterionTypes = []string{FileExists, FileContains, FileMatchesRegex, FileCheck, JSONCheck, ClassificationMatch, RunCommand, WASMCheck}
+
+func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
+	what := fmt.Sprintf("success_criteria[%d]", i)
+	rn := resolve(n)
+	c := Criterion{Weight: DefaultWeight, PassThreshold: DefaultPassThreshold, Line: rn.Line, Column: rn.Column,
+		Timeout: DefaultCheckTimeout}
+	if rn.Kind != yaml.MappingNode {
+		l.errorf(rn, "%s must be a mapping, got %s", what, kindName(rn))
+		return c, false
+	}
+	// The type decides which other fields are allowed, so read it first.
+	for j := 0; j+1 < len(rn.Content); j += 2 {
+		if resolve(rn.Content[j]).Value == "type" {
+			l.enum(rn.Content[j+1], what+".type", CriterionTypes, &c.Type)
+		}
+	}
+	if c.Type == "" {
+		if !hasKey(rn, "type") {
+			l.errorf(rn, "%s: missing required field type (one of %s)", what, strings.Join(CriterionTypes, ", "))
+		}
+		return c, false
+	}
+	what = fmt.Sprintf("%s (%s)", what, c.Type)
+	var exitCode, includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout *yaml.Node
+	all := map[string]func(*yaml.Node){
+		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
+		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
+		"excludes": func(v *yaml.Node) { excludes = v; l.strings(v, what+".excludes", &c.Excludes) },
+		"pattern":  func(v *yaml.Node) { l.regex(v, what+".pattern", &c.Pattern) },
+		"patterns": func(v *yaml.Node) {
+			patterns = v
+			l.list(v, what+".patterns", func(j int, item *yaml.Node) {
+				pw := fmt.Sprintf("%s.patterns[%d]", what, j)
+				p := PatternCheck{MustMatch: true}
+				got := l.mapping(item, pw, []field{
+					{"pattern", func(v *yaml.Node) { l.regex(v, pw+".pattern", &p.Pattern) }},
+					{"must_match", func(v *yaml.Node) { l.boolean(v, pw+".must_match", &p.MustMatch) }},
+				})
+				if got != nil && got["pattern"] == nil {
+					l.errorf(item, "%s: missing required field pattern", pw)
+				}
+				c.Patterns = append(c.Patterns, p)
+			})
+		},
+		"json_schema":    func(v *yaml.Node) { schema = v; l.jsonSchema(v, what+".json_schema", &c) },
+		"assertions":     func(v *yaml.Node) { l.assertions(v, what+".assertions", &c) },
+		"expected_label": func(v *yaml.Node) { l.str(v, what+".expected_label", &c.ExpectedLabel) },
+		"allowed_labels": func(v *yaml.Node) { l.strings(v, what+".allowed_labels", &c.AllowedLabels) },
+		"command":        func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
+		"timeout":        func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
+		"expected_exit_code": func(v *yaml.Node) {
+			exitCode = v
+			var code int64
+			l.integer(v, what+".expected_exit_code", 0, 255, &code)
+			c.ExpectedExitCode = int(code)
+		},
+		"expected_stdout": func(v *yaml.Node) {
+			expectedStdout = v
+			var s string
+			l.str(v, what+".expected_stdout", &s)
+			c.ExpectedStdout = &s
+		},
+		"stdout_match": func(v *yaml.Node) {
+			stdoutMatch = v
+			l.enum(v, what+".stdout_match", []string{"exact", "contains", "regex"}, &c.StdoutMatch)
+		},
+		"score_from_stdout": func(v *yaml.Node) { scoreFromStdout = v; l.boolean(v, what+".score_from_stdout", &c.ScoreFromStdout) },
+		"uses_reference":    func(v *yaml.Node) { l.boolean(v, what+".uses_reference", &c.UsesReference) },
+		"module":            func(v *yaml.Node) { c.Module = l.taskFile(v, what+".module") },
+		"sha256": func(v *yaml.Node) {
+			l.str(v, what+".sha256", &c.ModuleSHA256)
+			if c.ModuleSHA256 != "" && !sha256Pattern.MatchString(c.ModuleSHA256) {
+				l.errorf(resolve(v), "%s.sha256 must be 64 lowercase hex digits", what)
+			}
+		},
+		"args": func(v *yaml.Node) { l.strings(v, what+".args", &c.Args) },
+	}
+	fields := []field{
+		{"type", nil},
+		{"description", func(v *yaml.Node) { l.str(v, what+".description", &c.Description) }},
+		{"weight", func(v *yaml.Node) { l.number(v, what+".weight", 0, 1e6, &c.Weight) }},
+		{"pass_threshold", func(v *yaml.Node) { l.number(v, what+".pass_threshold", 0, 1, &c.PassThreshold) }},
+	}
+	for _, name := range criterionFields[c.Type] {
+		fields = append(fields, field{name, all[name]})
+	}
+	seen := l.mapping(rn, what, fields)
+	need := func(name string) {
+		if _, ok := seen[name]; !ok {
+			l.errorf(rn, "%s: missing required field %s", what, name)
+		}
+	}
+	switch c.Type {
+	case FileExists, FileMatchesRegex, FileContains, FileCheck, JSONCheck, ClassificationMatch:
+		need("path")
+	}
+	switch c.Type {
+	case FileMatchesRegex:
+		need("pattern")
+	case FileContains:
+		if includes == nil && excludes == nil {
+			l.errorf(rn, "%s: give includes, excludes or both", what)
+		}
+	case FileCheck:
+		if includes == nil && excludes == nil && patterns == nil {
+			l.errorf(rn, "%s: give at least one of includes, excludes, patterns", what)
+		}
+	case JSONCheck:
+		if schema == nil && len(c.Assertions) == 0 && seen["assertions"] == nil {
+			l.errorf(rn, "%s: give json_schema, assertions or both", what)
+		}
+	case ClassificationMatch:
+		need("expected_label")
+		if len(c.AllowedLabels) > 0 && c.ExpectedLabel != "" && !contains(c.AllowedLabels, c.ExpectedLabel) {
+			l.errorf(rn, "%s: expected_label %q is not among allowed_labels", what, c.ExpectedLabel)
+		}
+	case RunCommand:
+		need("command")
+		if seen["command"] != nil && strings.TrimSpace(c.Command) == "" {
+			l.errorf(rn, "%s: command must not be empty", what)
+		}
+	case WASMCheck:
+		need("module")
+		need("sha256")
+	}
+	if c.Executes() {
+		if expectedStdout != nil && scoreFromStdout != nil && c.ScoreFromStdout {
+			l.errorf(resolve(scoreFromStdout), "%s: give expected_stdout or score_from_stdout, not both", what)
+		}
+		if stdoutMatch != nil && expectedStdout == nil {
+			l.errorf(resolve(stdoutMatch), "%s: stdout_match needs expected_stdout", what)
+		}
+		if expectedStdout != nil && c.StdoutMatch == "" {
+			c.StdoutMatch = "exact"
+		}
+		if c.StdoutMatch == "regex" && c.ExpectedStdout != nil {
+			if _, err := regexp.Compile(*c.ExpectedStdout); err != nil {
+				l.errorf(resolve(expectedStdout), "%s.expected_stdout: regular expression does not compile: %v", what, err)
+			}
+		}
+		_ = exitCode
+	}
+	return c, true
+}
+
+func hasKey(n *yaml.Node, key string) bool {
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if resolve(n.Content[j]).Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) assertions(n *yaml.Node, what string, c *Criterion) {
+	l.list(n, what, func(i int, item *yaml.Node) {
+		aw := fmt.Sprintf("%s[%d]", what, i)
+		a := Assertion{}
+		var exprNode, expectedNode *yaml.Node
+		got := l.mapping(item, aw, []field{
+			{"expression", func(v *yaml.Node) {
+				exprNode = v
+				l.str(v, aw+".expression", &a.Expression)
+				if a.Expression != "" {
+					if _, err := jmespath.Compile(a.Expression); err != nil {
+						l.errorf(resolve(v), "%s.expression: JMESPath does not parse: %v", aw, err)
+					}
+				}
+			}},
+			{"operator", func(v *yaml.Node) { l.enum(v, aw+".operator", Operators, &a.Operator) }},
+			{"expected", func(v *yaml.Node) {
+				expectedNode = v
+				a.Expected, _ = l.value(v)
+			}},
+		})
+		if got == nil {
+			return
+		}
+		if exprNode == nil {
+			l.errorf(item, "%s: missing required field expression", aw)
+		}
+		if got["operator"] == nil {
+			a.Operator = "equals"
+		}
+		if expectedNode == nil && a.Operator != "exists" {
+			l.errorf(item, "%s: missing required field expected (operator %s compares with it)", aw, a.Operator)
+		}
+		switch a.Operator {
+		case "regex":
+			if s, ok := a.Expected.(string); !ok {
+				l.errorf(item, "%s: operator regex needs a string pattern in expected", aw)
+			} else if _, err := regexp.Compile(s); err != nil {
+				l.errorf(resolve(expectedNode), "%s.expected: regular expression does not compile: %v", aw, err)
+			}
+		case "gt", "gte", "lt", "lte":
+			if _, ok := a.Expected.(float64); !ok && expectedNode != nil {
+				l.errorf(resolve(expectedNode), "%s: operator %s needs a number in expected", aw, a.Operator)
+			}
+		case "type":
+			if s, _ := a.Expected.(string); !contains(jsonTypes, s) {
+				l.errorf(item, "%s: operator type needs expected to be one of %s", aw, strings.Join(jsonTypes, ", "))
+			}
+		case "exists":
+			if expectedNode != nil {
+				if _, ok := a.Expected.(bool); !ok {
+					l.errorf(resolve(expectedNode), "%s: operator exists takes expected true or false (or none, meaning true)", aw)
+				}
+			} else {
+				a.Expected = true
+			}
+		}
+		c.Assertions = append(c.Assertions, a)
+	})
+}
+
+var jsonTypes = []string{"string", "number", "boolean", "array", "object", "null"}
+
+// taskRel checks a path the task names for its own material: relative, and not leaving
+// the task's directory.
+func (l *loader) taskRel(n *yaml.Node, what string) (string, bool) {
+	var p string
+	l.str(n, what, &p)
+	rn := resolve(n)
+	switch {
+	case p == "":
+		l.errorf(rn, "%s must not be empty", what)
+		return "", false
+	case filepath.IsAbs(p):
+		l.errorf(rn, "%s: %q is absolute; task paths are relative to the task file's directory", what, p)
+		return "", false
+	case !filepath.IsLocal(p):
+		l.errorf(rn, "%s: %q leaves the task file's directory", what, p)
+		return "", false
+	}
+	return filepath.Clean(p), true
+}
+
+// taskFile resolves a regular file inside the task's directory; symlinks that point out of
+// it are refused.
+func (l *loader) taskFile(n *yaml.Node, what string) string {
+	return l.taskEntry(n, what, false)
+}
+
+// taskDir resolves a directory inside the task's directory.
+func (l *loader) taskDir(n *yaml.Node, what string) string {
+	return l.taskEntry(n, what, true)
+}
+
+func (l *loader) taskEntry(n *yaml.Node, what string, dir bool) string {
+	rel, ok := l.taskRel(n, what)
+	if !ok {
+		return ""
+	}
+	fi, err := l.root.Stat(rel)
+	if err != nil {
+		l.errorf(resolve(n), "%s: %s", what, describeRootErr(rel, err))
+		return ""
+	}
+	switch {
+	case dir && !fi.IsDir():
+		l.errorf(resolve(n), "%s: %q is not a directory", what, rel)
+		return ""
+	case !dir && !fi.Mode().IsRegular():
+		l.errorf(resolve(n), "%s: %q is not a regular file", what, rel)
+		return ""
+	}
+	return filepath.Join(l.dir, rel)
+}
+
+func describeRootErr(rel string, err error) string {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("%q not found next to the task file", rel)
+	}
+	if strings.Contains(err.Error(), "escapes") {
+		return fmt.Sprintf("%q is a symlink that leaves the task file's directory", rel)
+	}
+	return err.Error()
+}
+
+// readTaskFile reads a file already resolved by taskFile, through the task's root, capped.
+func (l *loader) readTaskFile(abs string) ([]byte, error) {
+	rel, err := filepath.Rel(l.dir, abs)
+	if err != nil {
+		return nil, err
+	}
+	f, err := l.root.Open(rel)
+	if err != nil {
+		return nil, errors.New(describeRootErr(rel, err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxTaskFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxTaskFileBytes {
+		return nil, fmt.Errorf("%q is larger than %d bytes", rel, MaxTaskFileBytes)
+	}
+	return data, nil
+}
+
+// workspacePath checks a path inside the agent's workspace: relative, slash-separated, not
+// leaving it. With glob, the path may hold glob metacharacters (checked for syntax).
+func (l *loader) workspacePath(n *yaml.Node, what string, glob bool) string {
+	var p string
+	l.str(n, what, &p)
+	rn := resolve(n)
+	clean := path.Clean(strings.TrimPrefix(p, "./"))
+	switch {
+	case p == "":
+		l.errorf(rn, "%s must not be empty", what)
+	case strings.HasPrefix(p, "/"):
+		l.errorf(rn, "%s: %q is absolute; workspace paths are relative to /workspace", what, p)
+	case clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(p, "\x00") || strings.Contains(p, `\`):
+		l.errorf(rn, "%s: %q does not name a path inside the workspace", what, p)
+	default:
+		if glob {
+			if _, err := path.Match(strings.ReplaceAll(clean, "**", "*"), ""); err != nil {
+				l.errorf(rn, "%s: bad glob %q: %v", what, p, err)
+				return ""
+			}
+		} else if strings.ContainsAny(clean, "*?[") {
+			l.errorf(rn, "%s: %q has glob characters; only file_exists takes a glob", what, p)
+			return ""
+		}
+		return clean
+	}
+	return ""
+}

@@ -1,0 +1,95 @@
+package task
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
+)
+
+// jsonSchema reads a json_check schema, inline (a mapping) or from a file next to the task
+// (a string), and compiles it so a bad schema is a validation error, not a grading one.
+func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
+	rn := resolve(n)
+	var doc any
+	switch rn.Kind {
+	case yaml.MappingNode:
+		v, ok := l.value(rn)
+		if !ok {
+			return
+		}
+		doc = v
+	case yaml.ScalarNode:
+		p := l.taskFile(rn, what)
+		if p == "" {
+			return
+		}
+		data, err := l.readTaskFile(p)
+		if err != nil {
+			l.errorf(rn, "%s: %v", what, err)
+			return
+		}
+		if strings.HasSuffix(p, ".json") {
+			doc, err = jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		} else {
+			var node yaml.Node
+			if err = yaml.Unmarshal(data, &node); err == nil && len(node.Content) > 0 {
+				sub := &decoder{file: p, budget: maxValueNodes}
+				doc, _ = sub.value(node.Content[0])
+				if len(sub.problems) > 0 {
+					err = errors.New(sub.problems[0].Msg)
+				}
+			}
+		}
+		if err != nil {
+			l.errorf(rn, "%s: schema file %s does not parse: %v", what, p, err)
+			return
+		}
+		c.SchemaFile = p
+	default:
+		l.errorf(rn, "%s must be a mapping (inline schema) or a file name, got %s", what, kindName(rn))
+		return
+	}
+	normalized, err := normalizeJSON(doc)
+	if err != nil {
+		l.errorf(rn, "%s: %v", what, err)
+		return
+	}
+	if _, err := CompileSchema(normalized); err != nil {
+		l.errorf(rn, "%s: schema does not compile: %v", what, err)
+		return
+	}
+	c.JSONSchema = normalized
+}
+
+// normalizeJSON round-trips a value through JSON so numbers have the types the schema
+// library expects.
+func normalizeJSON(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("schema is not JSON-compatible: %w", err)
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(data))
+}
+
+// CompileSchema compiles a JSON Schema document. References to anything outside the
+// document ($ref to files or URLs) are refused: a task's schema must not read the host.
+func CompileSchema(doc any) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.UseLoader(refusingLoader{})
+	const loc = "ceval:///schema.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(loc)
+}
+
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("schema references %s; only references inside the schema are allowed", url)
+}

@@ -1,0 +1,148 @@
+package task
+
+import "time"
+
+// Defaults for fields a task may leave out.
+const (
+	DefaultImage         = "ceval.local/default:latest"
+	DefaultTimeout       = 30 * time.Minute
+	DefaultMemoryMB      = 2048
+	DefaultCPUs          = 2.0
+	DefaultPids          = 512
+	DefaultDiskMB        = 1024
+	DefaultPassThreshold = 0.9
+	DefaultWeight        = 1.0
+	DefaultCheckTimeout  = 30 * time.Second
+)
+
+// Agent types.
+const (
+	AgentCommand    = "command"
+	AgentClaudeCode = "claude-code"
+	AgentCodex      = "codex"
+)
+
+// Network modes.
+const (
+	NetworkNone = "none"
+	NetworkHost = "host"
+)
+
+// Task is a loaded, validated task file. Paths in it are absolute and confined to Dir (for
+// task material) or relative and confined to the workspace (starter files, criteria).
+type Task struct {
+	Path        string // absolute path of the task file
+	Dir         string // absolute directory of the task file; every task path stays inside it
+	ID          string
+	Description string
+	Tags        []string
+	Prompt      string // the prompt text, read from initial_prompt_file when that is used
+	PromptFile  string // initial_prompt_file as written, "" when the prompt is inline
+	Agent       *Agent // nil when the task names none (fine for validate and grade)
+	Sandbox     Sandbox
+	Reference   string // absolute path of reference.directory, "" when none
+	Criteria    []Criterion
+}
+
+// Agent says which agent CLI runs the task.
+type Agent struct {
+	Type           string
+	Command        []string // argv, for type command
+	Model          string
+	Args           []string
+	EnvPassthrough []string
+}
+
+// Sandbox is the agent's container.
+type Sandbox struct {
+	Image     string
+	Network   string
+	Limits    Limits
+	Workspace Workspace
+}
+
+// Limits bound the agent's container.
+type Limits struct {
+	Timeout  time.Duration
+	MemoryMB int64
+	CPUs     float64
+	Pids     int64
+	DiskMB   int64
+}
+
+// Workspace is what the agent finds in /workspace when it starts.
+type Workspace struct {
+	StarterFiles []StarterFile
+	TemplateDir  string // absolute, inside the task's directory; "" when none
+}
+
+// StarterFile is one file written into the workspace before the agent starts.
+type StarterFile struct {
+	Path    string // relative to the workspace, cleaned, never leaving it
+	Content string
+}
+
+// Criterion types.
+const (
+	FileExists          = "file_exists"
+	FileContains        = "file_contains"
+	FileMatchesRegex    = "file_matches_regex"
+	FileCheck           = "file_check"
+	JSONCheck           = "json_check"
+	ClassificationMatch = "classification_match"
+	RunCommand          = "run_command"
+	WASMCheck           = "wasm"
+)
+
+// Criterion is one success criterion; which fields are set depends on Type.
+type Criterion struct {
+	Type          string
+	Description   string
+	Weight        float64
+	PassThreshold float64
+	Line, Column  int // where it starts in the task file
+
+	Path     string // workspace-relative; a glob for file_exists
+	Includes []string
+	Excludes []string
+	Pattern  string
+	Patterns []PatternCheck
+
+	JSONSchema any    // decoded JSON Schema document (inline or from a file), nil when none
+	SchemaFile string // absolute path when the schema came from a file
+	Assertions []Assertion
+
+	ExpectedLabel string
+	AllowedLabels []string
+
+	// Executing criteria (run_command, wasm).
+	Command          string
+	Module           string // absolute path of the task's WASI module
+	ModuleSHA256     string
+	Args             []string
+	Timeout          time.Duration
+	ExpectedExitCode int
+	ExpectedStdout   *string
+	StdoutMatch      string // exact | contains | regex
+	ScoreFromStdout  bool
+	UsesReference    bool
+}
+
+// Executes reports whether the criterion runs code (and so runs in the WASM sandbox).
+func (c *Criterion) Executes() bool { return c.Type == RunCommand || c.Type == WASMCheck }
+
+// PatternCheck is one regular expression of a file_check.
+type PatternCheck struct {
+	Pattern   string
+	MustMatch bool
+}
+
+// Assertion is one JMESPath assertion of a json_check.
+type Assertion struct {
+	Expression string
+	Operator   string
+	Expected   any
+}
+
+// Operators of json_check assertions.
+var Operators = []string{"equals", "not_equals", "contains", "gt", "gte", "lt", "lte", "type", "regex", "exists"}
