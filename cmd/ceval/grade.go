@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/snapshot"
+)
+
+func newGradeCmd() *cobra.Command {
+	var workspace string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "grade TASK --workspace DIR",
+		Short: "Grade a workspace directory against a task's criteria, with no container",
+		Long: "grade snapshots DIR (a private copy that never follows a symlink) and grades the copy\n" +
+			"against TASK's success criteria. Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input,\n" +
+			"3 on ERROR or NOT_GRADED.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if workspace == "" {
+				return exitWith(exitInvalid, fmt.Errorf("--workspace DIR is required"))
+			}
+			t, err := loadTask(args[0])
+			if err != nil {
+				return err
+			}
+			if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
+				return exitWith(exitInvalid, fmt.Errorf("workspace %s is not a directory", workspace))
+			}
+			tmp, err := os.MkdirTemp("", "ceval-grade-")
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer os.RemoveAll(tmp)
+			snap, err := snapshot.Take(workspace, filepath.Join(tmp, "workspace"), snapshot.DefaultLimits())
+			if err != nil {
+				return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", workspace, err))
+			}
+			res := grader.Grade(cmd.Context(), t, snap, grader.Options{ReferenceDir: t.Reference})
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return exitWith(exitInfraErr, err)
+				}
+			} else {
+				printResult(cmd.OutOrStdout(), res)
+			}
+			return exitForStatus(res.Status)
+		},
+	}
+	cmd.Flags().StringVarP(&workspace, "workspace", "w", "", "directory to grade (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print exactly one JSON object")
+	return cmd
+}
+
+// exitForStatus maps a task status to the exit codes every command shares.
+func exitForStatus(status string) error {
+	switch status {
+	case grader.TaskSuccess:
+		return nil
+	case grader.TaskFailure, "TIMEOUT":
+		return exitWith(exitFailure, fmt.Errorf(""))
+	default:
+		return exitWith(exitInfraErr, fmt.Errorf(""))
+	}
+}
+
+// printResult writes the human table: one row a criterion, then the task's verdict.
+func printResult(w io.Writer, res *grader.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tCRITERION\tWEIGHT\tSCORE\tRESULT\tDETAILS")
+	for i, c := range res.Criteria {
+		name := c.Type
+		if c.Description != "" {
+			name += ": " + c.Description
+		}
+		weight := fmt.Sprintf("%g", c.Weight)
+		if !c.Gating {
+			weight += " (info)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.2f\t%s\t%s\n", i+1, clip(name, 60), weight, c.Score, c.Status, clip(oneLine(c.Details), 100))
+	}
+	tw.Flush()
+	for _, n := range res.SnapshotNotes {
+		fmt.Fprintf(w, "note: %s: %s\n", n.Path, n.Reason)
+	}
+	fmt.Fprintf(w, "%s: %s, score %.2f\n", res.TaskID, res.Status, res.Score)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,5 @@
+package supervisor
+
+import "syscall"
+
+const noFollow = syscall.O_NOFOLLOW

@@ -1,0 +1,198 @@
+package supervisor
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"ceval.dev/ceval/task"
+)
+
+// PrepareWorkspace fills an empty workspace directory: the task's template_dir first (a git
+// repository arrives with HEAD and its ancestors only), then its starter_files on top.
+// Ownership is left to the caller, which hands the tree to the agent without following links.
+func PrepareWorkspace(ws string, t *task.Task) error {
+	if t.Sandbox.Workspace.TemplateDir != "" {
+		if err := copyTemplate(t.Dir, t.Sandbox.Workspace.TemplateDir, ws); err != nil {
+			return fmt.Errorf("template_dir: %w", err)
+		}
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, f := range t.Sandbox.Workspace.StarterFiles {
+		if err := writeInRoot(root, f.Path, []byte(f.Content), 0o644); err != nil {
+			return fmt.Errorf("starter file %s: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// writeInRoot writes a file below root, creating parent directories; os.Root refuses any
+// path (or planted symlink) that would leave it.
+func writeInRoot(root *os.Root, rel string, data []byte, perm os.FileMode) error {
+	if dir := path.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// copyTemplate copies the template tree (task material from a third party) into ws through
+// an os.Root of the task's directory: regular files by their bytes, directories, and
+// symlinks recreated as links (never followed). A .git directory is not copied; the
+// repository is rebuilt with HEAD's history only.
+func copyTemplate(taskDir, templateDir, ws string) error {
+	rel, err := filepath.Rel(taskDir, templateDir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return fmt.Errorf("%s is not inside the task directory", templateDir)
+	}
+	troot, err := os.OpenRoot(taskDir)
+	if err != nil {
+		return err
+	}
+	defer troot.Close()
+	src, err := troot.OpenRoot(rel)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenRoot(ws)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	isGit := false
+	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if p == ".git" {
+			isGit = true
+			return fs.SkipDir
+		}
+		fi, err := src.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir():
+			return dst.Mkdir(p, 0o755)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := src.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return dst.Symlink(target, p)
+		case fi.Mode().IsRegular():
+			return copyRootFile(src, dst, p, fi.Mode().Perm()&0o755)
+		default:
+			return nil // devices, FIFOs, sockets have no place in a workspace
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if isGit {
+		return headOnlyRepo(templateDir, ws)
+	}
+	return nil
+}
+
+func copyRootFile(src, dst *os.Root, p string, perm os.FileMode) error {
+	in, err := src.OpenFile(p, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s changed while being copied", p)
+	}
+	out, err := dst.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// headOnlyRepo gives ws a git repository holding the template's HEAD and its ancestors
+// only: no other branch, tag, remote ref, reflog, stash or unreachable object, because
+// agents mine `git log --all` for answers. The working tree stays as the template had it.
+func headOnlyRepo(templateDir, ws string) error {
+	branch := "main"
+	if data, err := readHead(templateDir); err == nil {
+		if ref, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/heads/"); ok && ref != "" && !strings.ContainsAny(ref, " \t\\:~^?*[") {
+			branch = ref
+		}
+	}
+	home, err := os.MkdirTemp("", "ceval-git-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	run := func(args ...string) error {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		// No system or user config, no prompts; the template may belong to another user.
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1",
+			"GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_COUNT=1",
+			"GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*",
+			"GIT_AUTHOR_NAME=ceval", "GIT_AUTHOR_EMAIL=ceval@localhost", "GIT_COMMITTER_NAME=ceval", "GIT_COMMITTER_EMAIL=ceval@localhost"}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+		}
+		return nil
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return errors.New("template_dir is a git repository but git is not installed on the host (apt-get install git)")
+	}
+	steps := [][]string{
+		{"init", "-q", "--initial-branch=" + branch, "."},
+		{"fetch", "-q", "--update-head-ok", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", templateDir, "+HEAD:refs/heads/" + branch},
+		{"reset", "-q"},
+		{"reflog", "expire", "--expire=all", "--all"},
+		{"gc", "-q", "--prune=now"},
+	}
+	for _, s := range steps {
+		if err := run(s...); err != nil {
+			return err
+		}
+	}
+	return os.RemoveAll(filepath.Join(ws, ".git", "logs"))
+}
+
+func readHead(templateDir string) ([]byte, error) {
+	r, err := os.OpenRoot(templateDir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.ReadFile(".git/HEAD")
+}

@@ -1,0 +1,117 @@
+package supervisor
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/task"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// Agents mine `git log --all`, tags, stashes and dangling objects for the answer.
+func TestTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	taskDir := t.TempDir()
+	tpl := filepath.Join(taskDir, "tpl")
+	os.MkdirAll(tpl, 0o755)
+	git(t, tpl, "init", "-q", "--initial-branch=trunk")
+	os.WriteFile(filepath.Join(tpl, "a.txt"), []byte("one\n"), 0o644)
+	git(t, tpl, "add", ".")
+	git(t, tpl, "commit", "-qm", "first")
+	git(t, tpl, "checkout", "-qb", "solution")
+	os.WriteFile(filepath.Join(tpl, "answer.txt"), []byte("SECRET-ANSWER\n"), 0o644)
+	git(t, tpl, "add", ".")
+	git(t, tpl, "commit", "-qm", "the solution SECRET-ANSWER")
+	git(t, tpl, "tag", "v-solution")
+	git(t, tpl, "checkout", "-q", "trunk")
+	os.WriteFile(filepath.Join(tpl, "a.txt"), []byte("two\n"), 0o644)
+	git(t, tpl, "commit", "-qam", "second")
+	os.WriteFile(filepath.Join(tpl, "a.txt"), []byte("stashed SECRET-ANSWER\n"), 0o644)
+	git(t, tpl, "stash", "-q")
+	os.WriteFile(filepath.Join(tpl, "a.txt"), []byte("work in progress\n"), 0o644)
+
+	ws := t.TempDir()
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl,
+		StarterFiles: []task.StarterFile{{Path: "notes/hint.md", Content: "hint"}}}}}
+	if err := PrepareWorkspace(ws, tk); err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, ws, "log", "--all", "--format=%s"); strings.TrimSpace(got) != "second\nfirst" {
+		t.Errorf("git log --all = %q, want only HEAD's history", got)
+	}
+	if got := git(t, ws, "for-each-ref", "--format=%(refname)"); strings.TrimSpace(got) != "refs/heads/trunk" {
+		t.Errorf("refs = %q", got)
+	}
+	if got := git(t, ws, "rev-parse", "--abbrev-ref", "HEAD"); strings.TrimSpace(got) != "trunk" {
+		t.Errorf("HEAD = %q", got)
+	}
+	grep := exec.Command("grep", "-r", "SECRET-ANSWER", ws)
+	if out, _ := grep.CombinedOutput(); len(out) > 0 {
+		t.Errorf("the answer is reachable in the workspace:\n%s", out)
+	}
+	// Objects are compressed; ask git for every object it has, reachable or not.
+	objs := git(t, ws, "cat-file", "--batch-all-objects", "--batch-check")
+	for _, line := range strings.Split(strings.TrimSpace(objs), "\n") {
+		sha := strings.Fields(line)[0]
+		if body := git(t, ws, "cat-file", "-p", sha); strings.Contains(body, "SECRET-ANSWER") {
+			t.Errorf("object %s holds the answer", sha)
+		}
+	}
+	data, _ := os.ReadFile(filepath.Join(ws, "a.txt"))
+	if string(data) != "work in progress\n" {
+		t.Errorf("working tree not kept: %q", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "notes/hint.md")); string(data) != "hint" {
+		t.Errorf("starter file = %q", data)
+	}
+}
+
+func TestTemplateSymlinkIsCopiedAsLinkNotFollowed(t *testing.T) {
+	taskDir := t.TempDir()
+	tpl := filepath.Join(taskDir, "tpl")
+	os.MkdirAll(tpl, 0o755)
+	os.Symlink("/etc/passwd", filepath.Join(tpl, "passwd"))
+	ws := t.TempDir()
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl}}}
+	if err := PrepareWorkspace(ws, tk); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(filepath.Join(ws, "passwd"))
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("want a symlink, got %v %v", fi, err)
+	}
+}
+
+// A template planting a symlink must not let a starter file be written through it.
+func TestStarterFileIsNotWrittenThroughPlantedSymlink(t *testing.T) {
+	taskDir := t.TempDir()
+	outside := t.TempDir()
+	tpl := filepath.Join(taskDir, "tpl")
+	os.MkdirAll(tpl, 0o755)
+	os.Symlink(outside, filepath.Join(tpl, "out"))
+	ws := t.TempDir()
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl,
+		StarterFiles: []task.StarterFile{{Path: "out/pwned", Content: "x"}}}}}
+	if err := PrepareWorkspace(ws, tk); err == nil {
+		t.Fatal("starter file written through a symlink")
+	}
+	if _, err := os.Stat(filepath.Join(outside, "pwned")); err == nil {
+		t.Fatal("file created outside the workspace")
+	}
+}
