@@ -276,3 +276,27 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestDigestCoversReferencedFiles(t *testing.T) {
+	doc := "task_id: t\ninitial_prompt_file: p.md\nreference: {directory: ref}\nsuccess_criteria: [{type: file_exists, path: x}]\n"
+	p := writeTask(t, doc, map[string]string{"p.md": "prompt", "ref/answer.txt": "42"})
+	tk, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, err := Digest(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(p), "ref/answer.txt"), []byte("43"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := Digest(tk)
+	if d1 == d2 || len(d1) != 64 {
+		t.Errorf("digest did not change with the reference: %s %s", d1, d2)
+	}
+	os.WriteFile(filepath.Join(filepath.Dir(p), "unrelated.txt"), []byte("x"), 0o644)
+	if d3, _ := Digest(tk); d3 != d2 {
+		t.Error("digest changed with an unreferenced file")
+	}
+}
