@@ -1,0 +1,178 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+)
+
+func newImagesCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "images",
+		Short: "Build, import, check and label the images agents run in",
+		Long: "A run puts an agent only in an image labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + "\n" +
+			"with no setuid/setgid files and no file capabilities. build-default makes such an\n" +
+			"image from a static busybox; import brings in an OCI or docker-save archive; check\n" +
+			"reports on an image; label marks a checked image as ready.",
+	}
+	cmd.AddCommand(newImagesBuildDefaultCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	return cmd
+}
+
+func newImagesBuildDefaultCmd(g *globalOptions) *cobra.Command {
+	var busybox string
+	cmd := &cobra.Command{
+		Use:   "build-default",
+		Short: "Build " + images.DefaultName + " from a static busybox, without a registry",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			start := time.Now()
+			img, err := images.BuildDefault(ctx, c, images.DefaultOptions{Busybox: busybox})
+			if err != nil {
+				return exitWith(imagesExitCode(err), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s in %s\n", img.Name, time.Since(start).Round(time.Millisecond))
+			printImage(cmd.OutOrStdout(), img)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&busybox, "busybox", images.DefaultBusybox, "statically linked busybox to put in the image (Debian: apt-get install busybox-static)")
+	return cmd
+}
+
+func newImagesImportCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "import FILE",
+		Short: "Import an OCI image layout tarball or a docker save archive, and unpack it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			defer f.Close()
+			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			imgs, err := images.Import(ctx, c, f)
+			if err != nil {
+				return exitWith(exitInfraErr, fmt.Errorf("%s: %w", args[0], err))
+			}
+			out := cmd.OutOrStdout()
+			for _, img := range imgs {
+				fmt.Fprintf(out, "imported %s\n", img.Name)
+				printImage(out, img)
+			}
+			fmt.Fprintln(out, "check an image before running agents in it: ceval images check IMAGE")
+			return nil
+		},
+	}
+}
+
+func newImagesLabelCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "label IMAGE",
+		Short: "Mark an image isolation-ready, after its preflight finds nothing dangerous",
+		Long: "label scans IMAGE; if it holds no setuid/setgid file and no file capability it writes a\n" +
+			"new image config with " + images.IsolationLabel + "=" + images.IsolationLabelValue + " (layers unchanged)\n" +
+			"and points IMAGE at it. Otherwise it refuses and lists what it found.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			img, err := images.Label(ctx, c, args[0])
+			if err != nil {
+				return exitWith(imagesExitCode(err), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "labeled %s %s=%s\n", img.Name, images.IsolationLabel, images.IsolationLabelValue)
+			printImage(cmd.OutOrStdout(), img)
+			return nil
+		},
+	}
+}
+
+func newImagesCheckCmd(g *globalOptions) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "check IMAGE",
+		Short: "Preflight an image: label, setuid/setgid files, file capabilities, agent user",
+		Long:  "check prints one line per check. It exits 0 only when a run may use the image:\nlabeled, and no setuid/setgid file or file capability.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			rep, err := images.Preflight(ctx, c, args[0])
+			if err != nil {
+				return exitWith(imagesExitCode(err), err)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(struct {
+					*images.Report
+					Checks   []images.Check `json:"checks"`
+					Runnable bool           `json:"runnable"`
+				}{rep, rep.Checks(), rep.Runnable() == nil}); err != nil {
+					return exitWith(exitInfraErr, err)
+				}
+			} else {
+				printImage(out, rep.Image)
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				for _, ch := range rep.Checks() {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", ch.Status, ch.Name, ch.Detail)
+					if ch.Fix != "" {
+						fmt.Fprintf(tw, "\t\tfix: %s\n", ch.Fix)
+					}
+				}
+				tw.Flush()
+			}
+			if err := rep.Runnable(); err != nil {
+				return exitWith(exitFailure, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+func printImage(w io.Writer, img images.Image) {
+	fmt.Fprintf(w, "  image     %s\n  manifest  %s\n  config    %s\n", img.Name, img.ManifestDigest, img.ConfigDigest)
+}
+
+// imagesExitCode maps an images error to an exit code: what the user named or gave is
+// bad input, a refused image is a failed check, anything else is containerd's side.
+func imagesExitCode(err error) int {
+	var notFound *images.NotFoundError
+	switch {
+	case errors.Is(err, images.ErrNotRunnable):
+		return exitFailure
+	case errors.Is(err, images.ErrBusybox), errors.As(err, &notFound):
+		return exitInvalid
+	default:
+		return exitInfraErr
+	}
+}

@@ -1,0 +1,5 @@
+// Package images owns the container images ceval runs agents in: it builds the default
+// busybox image without a registry, imports OCI and docker-save archives, and preflights an
+// image (isolation label, setuid/setgid files, file capabilities, the agent's passwd entry)
+// before a run may use it. It never runs containers.
+package images

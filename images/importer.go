@@ -1,0 +1,82 @@
+package images
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/images"
+	digest "github.com/opencontainers/go-digest"
+)
+
+// importRepo names what an archive leaves unnamed: a bare OCI tag "v1" becomes
+// ceval.local/import:v1, an unnamed manifest ceval.local/import@sha256:....
+const importRepo = "ceval.local/import"
+
+// Import reads an OCI image layout tarball or a `docker save` archive from r into ctx's
+// namespace, unpacks each image for this platform and returns them. Names come from the
+// archive (io.containerd.image.name, org.opencontainers.image.ref.name, or docker's
+// RepoTags, normalised to docker.io/library/NAME:TAG); an existing image of the same name
+// is replaced.
+func Import(ctx context.Context, c *client.Client, r io.Reader) ([]Image, error) {
+	imgs, err := importArchive(ctx, c, r)
+	if err != nil {
+		return nil, fmt.Errorf("import image archive: %w", err)
+	}
+	return imgs, nil
+}
+
+func importArchive(ctx context.Context, c *client.Client, r io.Reader) ([]Image, error) {
+	// Hold a lease until the images are unpacked, so GC cannot take content in between.
+	ctx, done, err := c.WithLease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done(ctx)
+	recs, err := c.Import(ctx, r,
+		client.WithImageRefTranslator(func(ref string) string {
+			if strings.ContainsAny(ref, "/:@") {
+				return ref
+			}
+			return importRepo + ":" + ref
+		}),
+		client.WithDigestRef(func(d digest.Digest) string { return importRepo + "@" + d.String() }),
+		client.WithSkipDigestRef(func(name string) bool { return name != "" }),
+	)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("the archive holds no image for this platform")
+	}
+	var out []Image
+	for _, rec := range recs {
+		if err := unpack(ctx, c, rec); err != nil {
+			return nil, err
+		}
+		r, err := resolve(ctx, c.ContentStore(), rec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.image)
+	}
+	return out, nil
+}
+
+// unpack makes sure the image's layers are unpacked for Snapshotter.
+func unpack(ctx context.Context, c *client.Client, rec images.Image) error {
+	img := client.NewImage(c, rec)
+	ok, err := img.IsUnpacked(ctx, Snapshotter)
+	if err != nil {
+		return fmt.Errorf("image %s: check unpacked: %w", rec.Name, err)
+	}
+	if ok {
+		return nil
+	}
+	if err := img.Unpack(ctx, Snapshotter); err != nil {
+		return fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, err)
+	}
+	return nil
+}
