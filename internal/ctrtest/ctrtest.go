@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,8 +37,21 @@ func Connect(t testing.TB) (*client.Client, context.Context) {
 		if err := Leftovers(ctx, c); err != nil {
 			t.Errorf("left behind in namespace %s: %v", Namespace, err)
 		}
+		// Best effort: an empty namespace and the empty cgroup directories runc leaves.
+		if c.NamespaceService().Delete(ctx, Namespace) == nil {
+			removeCgroupDirs(Namespace)
+		}
 	})
 	return c, ctx
+}
+
+// removeCgroupDirs removes the empty per-namespace cgroup directories runc leaves behind.
+func removeCgroupDirs(ns string) {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + ns)
+	dirs = append(dirs, "/sys/fs/cgroup/"+ns)
+	for _, d := range dirs {
+		_ = os.Remove(d)
+	}
 }
 
 func skipOrFail(t testing.TB, msg string) {
