@@ -1,0 +1,283 @@
+package grader
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// readFile returns the captured bytes of the regular file at rel, or the verdict that the
+// criterion gets when there is none: FAIL for anything the workspace did (missing, left
+// out, a link, a directory), ERROR when the snapshot itself cannot be read.
+func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
+	e, ok := s.Lookup(rel)
+	if !ok {
+		v := failed("%s", missing(s, rel))
+		return nil, &v
+	}
+	switch e.Kind {
+	case snapshot.KindSymlink:
+		v := failed("%s is a symlink to %s; ceval does not follow links", rel, quote(e.Target, 200))
+		return nil, &v
+	case snapshot.KindDir:
+		v := failed("%s is a directory, not a file", rel)
+		return nil, &v
+	case snapshot.KindFile:
+	default:
+		v := failed("%s is a %s, not a regular file", rel, e.Kind)
+		return nil, &v
+	}
+	data, err := s.ReadFile(rel)
+	if err != nil {
+		v := errored("read %s from the snapshot: %v", rel, err)
+		return nil, &v
+	}
+	return data, nil
+}
+
+// readText is readFile for criteria that read text: the content must be UTF-8.
+func readText(s *snapshot.Snapshot, rel string) (string, *verdict) {
+	data, v := readFile(s, rel)
+	if v != nil {
+		return "", v
+	}
+	if !utf8.Valid(data) {
+		off := 0
+		for off < len(data) {
+			r, n := utf8.DecodeRune(data[off:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			off += n
+		}
+		f := failed("%s is not UTF-8 text (invalid byte at offset %d)", rel, off)
+		return "", &f
+	}
+	return string(data), nil
+}
+
+// missing explains why rel is not in the snapshot, with the snapshot's note when it has one.
+func missing(s *snapshot.Snapshot, rel string) string {
+	if n, ok := s.NoteFor(rel); ok {
+		return fmt.Sprintf("%s is not in the snapshot: %s %s", rel, quote(n.Path, 200), n.Reason)
+	}
+	return fmt.Sprintf("%s does not exist in the workspace", rel)
+}
+
+func isGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
+
+func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
+	var matches []snapshot.Entry
+	if isGlob(c.Path) {
+		matches = s.Glob(c.Path)
+	} else if e, ok := s.Lookup(c.Path); ok {
+		matches = []snapshot.Entry{e}
+	}
+	var found, links []string
+	for _, e := range matches {
+		switch e.Kind {
+		case snapshot.KindFile, snapshot.KindDir:
+			found = append(found, quote(e.Path, 200))
+		case snapshot.KindSymlink:
+			links = append(links, fmt.Sprintf("%s is a symlink to %s", quote(e.Path, 200), quote(e.Target, 200)))
+		}
+	}
+	if len(found) > 0 {
+		return scored(1, "found "+list(found, 5))
+	}
+	if len(links) > 0 {
+		return failed("%s; ceval does not follow links, and a link does not count", list(links, 5))
+	}
+	if !isGlob(c.Path) {
+		return failed("%s", missing(s, c.Path))
+	}
+	if notes := notesMatching(s, c.Path); len(notes) > 0 {
+		return failed("nothing matching %s is in the snapshot: %s", c.Path, list(notes, 5))
+	}
+	if s.Truncated && len(s.Notes) > 0 {
+		n := s.Notes[len(s.Notes)-1]
+		return failed("nothing matching %s is in the snapshot, which stopped early: %s %s", c.Path, quote(n.Path, 200), n.Reason)
+	}
+	return failed("nothing in the workspace matches %s", c.Path)
+}
+
+// notesMatching lists the snapshot notes whose path matches the glob pattern, matched
+// exactly as the snapshot matches its entries.
+func notesMatching(s *snapshot.Snapshot, pattern string) []string {
+	byPath := map[string]snapshot.Note{}
+	probe := &snapshot.Snapshot{}
+	for _, n := range s.Notes {
+		if _, dup := byPath[n.Path]; !dup {
+			byPath[n.Path] = n
+			probe.Entries = append(probe.Entries, snapshot.Entry{Path: n.Path, Kind: snapshot.KindFile})
+		}
+	}
+	var out []string
+	for _, e := range probe.Glob(pattern) {
+		out = append(out, fmt.Sprintf("%s %s", quote(e.Path, 200), byPath[e.Path].Reason))
+	}
+	return out
+}
+
+// list joins items, keeping at most n and saying how many more there were.
+func list(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// category is one scored part of a file_contains or file_check: its fraction met and what
+// was not met.
+type category struct {
+	met, total int
+	unmet      []string
+}
+
+func (k category) fraction() float64 {
+	if k.total == 0 {
+		return 1 // an empty list given explicitly asks for nothing
+	}
+	return float64(k.met) / float64(k.total)
+}
+
+func includesCategory(text string, includes []string) category {
+	k := category{total: len(includes)}
+	for _, want := range includes {
+		if strings.Contains(text, want) {
+			k.met++
+		} else {
+			k.unmet = append(k.unmet, "missing "+quote(want, 80))
+		}
+	}
+	return k
+}
+
+func excludesCategory(text string, excludes []string) category {
+	k := category{total: len(excludes)}
+	for _, bad := range excludes {
+		if strings.Contains(text, bad) {
+			k.unmet = append(k.unmet, "contains excluded "+quote(bad, 80))
+		} else {
+			k.met++
+		}
+	}
+	return k
+}
+
+// meanOf scores categories as the mean of their fractions and describes what was unmet.
+func meanOf(ks []category) verdict {
+	if len(ks) == 0 {
+		return scored(1, "nothing to check")
+	}
+	var sum float64
+	var met, total int
+	var unmet []string
+	for _, k := range ks {
+		sum += k.fraction()
+		met += k.met
+		total += k.total
+		unmet = append(unmet, k.unmet...)
+	}
+	details := fmt.Sprintf("%d/%d checks met", met, total)
+	if len(unmet) > 0 {
+		details += ": " + list(unmet, 10)
+	}
+	return scored(sum/float64(len(ks)), details)
+}
+
+func fileContains(c *task.Criterion, s *snapshot.Snapshot) verdict {
+	text, v := readText(s, c.Path)
+	if v != nil {
+		return *v
+	}
+	var ks []category
+	if c.Includes != nil {
+		ks = append(ks, includesCategory(text, c.Includes))
+	}
+	if c.Excludes != nil {
+		ks = append(ks, excludesCategory(text, c.Excludes))
+	}
+	return meanOf(ks)
+}
+
+func fileMatchesRegex(c *task.Criterion, s *snapshot.Snapshot) verdict {
+	re, err := regexp.Compile(c.Pattern)
+	if err != nil {
+		return errored("pattern %q does not compile: %v", c.Pattern, err)
+	}
+	text, v := readText(s, c.Path)
+	if v != nil {
+		return *v
+	}
+	if re.MatchString(text) {
+		return scored(1, fmt.Sprintf("pattern %q matches", c.Pattern))
+	}
+	return scored(0, fmt.Sprintf("pattern %q does not match", c.Pattern))
+}
+
+func fileCheck(c *task.Criterion, s *snapshot.Snapshot) verdict {
+	res := make([]*regexp.Regexp, len(c.Patterns))
+	for i, p := range c.Patterns {
+		re, err := regexp.Compile(p.Pattern)
+		if err != nil {
+			return errored("patterns[%d] %q does not compile: %v", i, p.Pattern, err)
+		}
+		res[i] = re
+	}
+	text, v := readText(s, c.Path)
+	if v != nil {
+		return *v
+	}
+	var ks []category
+	if c.Includes != nil {
+		ks = append(ks, includesCategory(text, c.Includes))
+	}
+	if c.Excludes != nil {
+		ks = append(ks, excludesCategory(text, c.Excludes))
+	}
+	if c.Patterns != nil {
+		k := category{total: len(c.Patterns)}
+		for i, p := range c.Patterns {
+			matched := res[i].MatchString(text)
+			switch {
+			case matched == p.MustMatch:
+				k.met++
+			case p.MustMatch:
+				k.unmet = append(k.unmet, fmt.Sprintf("pattern %q does not match", p.Pattern))
+			default:
+				k.unmet = append(k.unmet, fmt.Sprintf("pattern %q matches but must not", p.Pattern))
+			}
+		}
+		ks = append(ks, k)
+	}
+	return meanOf(ks)
+}
+
+func classificationMatch(c *task.Criterion, s *snapshot.Snapshot) verdict {
+	text, v := readText(s, c.Path)
+	if v != nil {
+		return *v
+	}
+	label := strings.TrimSpace(text)
+	switch {
+	case label == c.ExpectedLabel:
+		return scored(1, fmt.Sprintf("label %s", quote(label, 80)))
+	case len(c.AllowedLabels) > 0 && !slices.Contains(c.AllowedLabels, label):
+		return scored(0, fmt.Sprintf("label %s is not among the allowed labels %s", quote(label, 80), list(quoteAll(c.AllowedLabels), 10)))
+	}
+	return scored(0, fmt.Sprintf("label %s, expected %q", quote(label, 80), c.ExpectedLabel))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = quote(s, 80)
+	}
+	return out
+}

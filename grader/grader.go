@@ -1,0 +1,280 @@
+package grader
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// Status is the outcome of one criterion.
+type Status string
+
+// Criterion statuses. ERROR is only ever caused on ceval's side (a task the grader cannot
+// apply, an executor failure, a cancelled grade); whatever the workspace holds can at
+// worst make a criterion FAIL.
+const (
+	Pass      Status = "PASS"
+	Fail      Status = "FAIL"
+	NotGraded Status = "NOT_GRADED"
+	Error     Status = "ERROR"
+)
+
+// Task statuses.
+const (
+	TaskSuccess   = "SUCCESS"
+	TaskFailure   = "FAILURE"
+	TaskNotGraded = "NOT_GRADED"
+	TaskError     = "ERROR"
+)
+
+// scoreEpsilon absorbs float rounding when a score is compared with pass_threshold, so a
+// mean such as (2/3+1)/2 reaches a threshold written with the same value.
+const scoreEpsilon = 1e-9
+
+// maxDetailBytes caps a criterion's details, which quote workspace content.
+const maxDetailBytes = 2048
+
+// CriterionResult is the graded outcome of one criterion.
+type CriterionResult struct {
+	Type        string  `json:"type"`
+	Description string  `json:"description"`
+	Status      Status  `json:"status"`
+	Score       float64 `json:"score"`
+	Passed      bool    `json:"passed"`
+	Weight      float64 `json:"weight"`
+	Gating      bool    `json:"gating"`
+	Details     string  `json:"details"`
+}
+
+// Result is the graded outcome of a task.
+type Result struct {
+	TaskID        string            `json:"task_id"`
+	Status        string            `json:"status"`
+	Score         float64           `json:"score"`
+	Criteria      []CriterionResult `json:"criteria"`
+	SnapshotNotes []snapshot.Note   `json:"snapshot_notes,omitempty"`
+}
+
+// Executor grades criteria that run code (run_command, wasm). The score is in [0, 1]
+// (values outside are clamped, NaN counts as 0); details are shown to the user; a non-nil
+// err means the executor itself failed on ceval's side, and makes the criterion ERROR.
+// Whatever the workspace makes the executed code do must come back as a score, not an err.
+type Executor interface {
+	Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, referenceDir string) (score float64, details string, err error)
+}
+
+// Options configure Grade.
+type Options struct {
+	// Executor grades executing criteria; nil leaves them NOT_GRADED.
+	Executor Executor
+	// ReferenceDir is handed to the Executor; "" means the task's reference directory.
+	ReferenceDir string
+}
+
+// verdict is what evaluating one criterion yields before thresholds apply. A forced
+// status (FAIL, NOT_GRADED, ERROR) overrides the threshold, so a missing or unreadable
+// file fails even under pass_threshold 0.
+type verdict struct {
+	score   float64
+	details string
+	forced  Status
+}
+
+func scored(score float64, details string) verdict { return verdict{score: score, details: details} }
+
+func failed(format string, args ...any) verdict {
+	return verdict{forced: Fail, details: fmt.Sprintf(format, args...)}
+}
+
+func errored(format string, args ...any) verdict {
+	return verdict{forced: Error, details: fmt.Sprintf(format, args...)}
+}
+
+// Grade grades t against the snapshot s. It never fails: every problem becomes the status
+// of the criterion it affects. Criteria are reported in the task file's order.
+func Grade(ctx context.Context, t *task.Task, s *snapshot.Snapshot, opts Options) *Result {
+	r := &Result{TaskID: t.ID, Criteria: make([]CriterionResult, 0, len(t.Criteria))}
+	if s != nil && len(s.Notes) > 0 {
+		r.SnapshotNotes = s.Notes
+	}
+	if opts.ReferenceDir == "" {
+		opts.ReferenceDir = t.Reference
+	}
+	for i := range t.Criteria {
+		c := &t.Criteria[i]
+		v := evaluate(ctx, c, s, opts)
+		r.Criteria = append(r.Criteria, finish(c, v))
+	}
+	r.Score, r.Status = aggregate(r.Criteria)
+	return r
+}
+
+// evaluate grades one criterion; a panic is a ceval bug, reported as ERROR of that
+// criterion rather than taking down the whole grade.
+func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts Options) (v verdict) {
+	defer func() {
+		if p := recover(); p != nil {
+			v = errored("grader panicked: %v", p)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return errored("grading stopped: %v", err)
+	}
+	if s == nil {
+		return errored("no snapshot of the workspace to grade")
+	}
+	if c.Executes() {
+		return execute(ctx, c, s, opts)
+	}
+	switch c.Type {
+	case task.FileExists:
+		return fileExists(c, s)
+	case task.FileContains:
+		return fileContains(c, s)
+	case task.FileMatchesRegex:
+		return fileMatchesRegex(c, s)
+	case task.FileCheck:
+		return fileCheck(c, s)
+	case task.JSONCheck:
+		return jsonCheck(ctx, c, s)
+	case task.ClassificationMatch:
+		return classificationMatch(c, s)
+	}
+	return errored("unknown criterion type %q", c.Type)
+}
+
+func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts Options) verdict {
+	if opts.Executor == nil {
+		return verdict{forced: NotGraded, details: "executing criteria run in the WASM sandbox, which this ceval does not have yet"}
+	}
+	score, details, err := opts.Executor.Execute(ctx, c, s, opts.ReferenceDir)
+	if err != nil {
+		return errored("%s", err)
+	}
+	switch {
+	case math.IsNaN(score):
+		return failed("executor returned no usable score (NaN); %s", details)
+	case score < 0:
+		score = 0
+	case score > 1:
+		score = 1
+	}
+	return scored(score, details)
+}
+
+// finish applies the criterion's threshold and weight to a verdict.
+func finish(c *task.Criterion, v verdict) CriterionResult {
+	cr := CriterionResult{
+		Type:        c.Type,
+		Description: c.Description,
+		Weight:      c.Weight,
+		Gating:      c.Weight > 0,
+		Details:     capDetails(printable(v.details)),
+	}
+	switch v.forced {
+	case "":
+		cr.Score = v.score
+		cr.Status = Fail
+		if v.score+scoreEpsilon >= c.PassThreshold {
+			cr.Status = Pass
+		}
+	default:
+		// Forced outcomes score 0: a criterion that could not be graded earns nothing.
+		cr.Status = v.forced
+	}
+	cr.Passed = cr.Status == Pass
+	return cr
+}
+
+// aggregate computes the task's score (weighted mean over weighted criteria) and status.
+// A task with no gating criterion has nothing to fail and is SUCCESS, with score 0.
+func aggregate(crs []CriterionResult) (float64, string) {
+	var sum, weights float64
+	var failure, notGraded, errored bool
+	for _, cr := range crs {
+		if !cr.Gating {
+			continue
+		}
+		sum += cr.Weight * cr.Score
+		weights += cr.Weight
+		switch cr.Status {
+		case Fail:
+			failure = true
+		case NotGraded:
+			notGraded = true
+		case Error:
+			errored = true
+		}
+	}
+	score := 0.0
+	if weights > 0 {
+		score = sum / weights
+	}
+	switch {
+	case errored:
+		return score, TaskError
+	case notGraded:
+		return score, TaskNotGraded
+	case failure:
+		return score, TaskFailure
+	}
+	return score, TaskSuccess
+}
+
+func capDetails(s string) string {
+	if len(s) <= maxDetailBytes {
+		return s
+	}
+	cut := maxDetailBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "… (truncated)"
+}
+
+// quote renders workspace-controlled text for details: Go-quoted, so control characters
+// and terminal escapes are inert, and cut to n bytes.
+func quote(s string, n int) string {
+	if len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%q…", s[:cut])
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// printable escapes every non-printable rune, so no detail can carry a terminal escape
+// sequence or a line break out of the workspace.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+		} else {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func joinDetails(parts []string) string { return strings.Join(parts, "; ") }

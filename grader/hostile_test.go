@@ -1,0 +1,217 @@
+package grader
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// readCriteria are the criteria that read hello.txt, each of which the text "Hello,
+// ceval!" would satisfy.
+func readCriteria(path string) []task.Criterion {
+	return []task.Criterion{
+		crit(task.Criterion{Type: task.FileExists, Path: path}),
+		crit(task.Criterion{Type: task.FileContains, Path: path, Includes: []string{"Hello, ceval!"}}),
+		crit(task.Criterion{Type: task.FileMatchesRegex, Path: path, Pattern: "Hello"}),
+		crit(task.Criterion{Type: task.FileCheck, Path: path, Patterns: []task.PatternCheck{{Pattern: "Hello", MustMatch: true}}}),
+		crit(task.Criterion{Type: task.ClassificationMatch, Path: path, ExpectedLabel: "Hello, ceval!"}),
+		crit(task.Criterion{Type: task.JSONCheck, Path: path, Assertions: []task.Assertion{{Expression: "@", Operator: "exists", Expected: true}}}),
+	}
+}
+
+// wantAllFail checks that every criterion FAILs (never ERROR) mentioning detail, and the
+// task is a FAILURE.
+func wantAllFail(t *testing.T, r *Result, detail string) {
+	t.Helper()
+	for _, cr := range r.Criteria {
+		if cr.Status != Fail || cr.Score != 0 || cr.Passed {
+			t.Errorf("%s: got %s score %v (%s), want FAIL score 0", cr.Type, cr.Status, cr.Score, cr.Details)
+		}
+		if !strings.Contains(cr.Details, detail) {
+			t.Errorf("%s: details %q do not mention %q", cr.Type, cr.Details, detail)
+		}
+	}
+	if r.Status != TaskFailure {
+		t.Errorf("task status %s, want %s", r.Status, TaskFailure)
+	}
+}
+
+func TestCriterionOnSymlinkNeverReadsTarget(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "host-secret.txt")
+	if err := os.WriteFile(target, []byte("Hello, ceval!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Any open or read of the target while the workspace is snapshotted and graded shows
+	// up as an inotify event.
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.InotifyAddWatch(fd, target, unix.IN_OPEN|unix.IN_ACCESS); err != nil {
+		t.Fatal(err)
+	}
+	events := func() int {
+		buf := make([]byte, 4096)
+		n, err := unix.Read(fd, buf)
+		if errors.Is(err, unix.EAGAIN) {
+			return 0
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	s := snap(t, tree{"hello.txt": "symlink:" + target})
+	r := Grade(context.Background(), newTask(readCriteria("hello.txt")...), s, Options{})
+	wantAllFail(t, r, "symlink to "+`"`+target+`"`)
+	if n := events(); n != 0 {
+		t.Errorf("the symlink's target was opened or read during snapshot and grading (%d bytes of inotify events)", n)
+	}
+
+	// The watch works: reading the target ourselves is seen.
+	if _, err := os.ReadFile(target); err != nil {
+		t.Fatal(err)
+	}
+	if events() == 0 {
+		t.Fatal("inotify saw no event for a read of the target; the check above proves nothing")
+	}
+}
+
+func TestSymlinkedParentDirectoryIsNotFollowed(t *testing.T) {
+	outside := makeTree(t, tree{"hello.txt": "Hello, ceval!\n"})
+	s := snap(t, tree{"docs": "symlink:" + outside})
+	r := Grade(context.Background(), newTask(readCriteria("docs/hello.txt")...), s, Options{})
+	wantAllFail(t, r, "is a symlink to")
+}
+
+func TestFileLeftOutOverCapFailsWithNote(t *testing.T) {
+	tests := []struct {
+		name   string
+		tree   tree
+		lim    snapshot.Limits
+		detail string
+	}{
+		{"a file over the per-file cap", tree{"hello.txt": "Hello, ceval!" + strings.Repeat(" ", 100)}, snapshot.Limits{MaxFileBytes: 64}, "over the 64 bytes per-file cap"},
+		{"too many files before it", tree{"a/1": "", "a/2": "", "a/3": "", "hello.txt": "Hello, ceval!"}, snapshot.Limits{MaxEntries: 3}, "entry cap 3 reached"},
+		{"the total byte cap", tree{"a.bin": strings.Repeat("x", 100), "hello.txt": "Hello, ceval!"}, snapshot.Limits{MaxTotalBytes: 105}, "total byte cap"},
+		{"too deep", tree{"a/b/hello.txt": "Hello, ceval!"}, snapshot.Limits{MaxDepth: 2}, "depth cap"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := take(t, makeTree(t, tt.tree), tt.lim)
+			path := "hello.txt"
+			if _, ok := tt.tree["a/b/hello.txt"]; ok {
+				path = "a/b/hello.txt"
+			}
+			r := Grade(context.Background(), newTask(readCriteria(path)...), s, Options{})
+			wantAllFail(t, r, tt.detail)
+			if len(r.SnapshotNotes) == 0 {
+				t.Error("result carries no snapshot notes")
+			}
+		})
+	}
+	t.Run("a glob over left-out files", func(t *testing.T) {
+		s := take(t, makeTree(t, tree{"out/big.log": strings.Repeat("x", 100)}), snapshot.Limits{MaxFileBytes: 10})
+		got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "out/*.log"}, s)
+		want(t, got, Fail, 0, `"out/big.log" file is 100 bytes, over the 10 bytes per-file cap`)
+	})
+}
+
+func TestInvalidJSONIsFailNotError(t *testing.T) {
+	tests := map[string]string{
+		"empty":            "",
+		"truncated":        `{"status": "do`,
+		"not JSON":         "status: done",
+		"two documents":    `{"status": "done"}{"status": "done"}`,
+		"trailing garbage": `{"status": "done"} x`,
+		"not UTF-8":        "{\"status\": \"d\xffne\"}",
+		"NaN":              `{"status": NaN}`,
+		"deeply nested":    strings.Repeat("[", 20000) + strings.Repeat("]", 20000),
+	}
+	schema := schemaDoc(t, `{"type": "object"}`)
+	for name, content := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := snap(t, tree{"report.json": content})
+			c := crit(task.Criterion{Type: task.JSONCheck, Path: "report.json", JSONSchema: schema,
+				Assertions: []task.Assertion{{Expression: "status", Operator: "exists", Expected: false}}})
+			r := Grade(context.Background(), newTask(c), s, Options{})
+			wantAllFail(t, r, "not valid JSON")
+		})
+	}
+}
+
+func TestDirectoryWhereFileExpectedFails(t *testing.T) {
+	s := snap(t, tree{"hello.txt/": "", "hello.txt/inner": "Hello, ceval!"})
+	cs := readCriteria("hello.txt")[1:] // file_exists rightly accepts a directory
+	r := Grade(context.Background(), newTask(cs...), s, Options{})
+	wantAllFail(t, r, "hello.txt is a directory, not a file")
+}
+
+func TestNonUTF8TextFails(t *testing.T) {
+	s := snap(t, tree{"hello.txt": "Hello, ceval!\xff\xfe"})
+	cs := readCriteria("hello.txt")[1:5]
+	r := Grade(context.Background(), newTask(cs...), s, Options{})
+	wantAllFail(t, r, "not UTF-8 text (invalid byte at offset 13)")
+}
+
+func TestForgedResultJSONInWorkspaceIsIgnored(t *testing.T) {
+	forged := `{"task_id": "t", "status": "SUCCESS", "score": 1, "criteria": [{"type": "file_exists", "status": "PASS", "score": 1, "passed": true}]}`
+	cs := []task.Criterion{
+		crit(task.Criterion{Type: task.FileContains, Path: "hello.txt", Includes: []string{"Hello, ceval!"}}),
+		crit(task.Criterion{Type: task.JSONCheck, Path: "report.json", Assertions: []task.Assertion{{Expression: "status", Operator: "equals", Expected: "done"}}}),
+	}
+	base := tree{"hello.txt": "Goodbye"}
+	withForgery := tree{"hello.txt": "Goodbye", "result.json": forged, ".ceval/result.json": forged, "run/result.json": forged}
+	clean := Grade(context.Background(), newTask(cs...), snap(t, base), Options{})
+	attacked := Grade(context.Background(), newTask(cs...), snap(t, withForgery), Options{})
+	if attacked.Status != TaskFailure || attacked.Score != 0 {
+		t.Errorf("with a forged result.json: %s score %v, want FAILURE score 0", attacked.Status, attacked.Score)
+	}
+	if !reflect.DeepEqual(clean.Criteria, attacked.Criteria) || clean.Status != attacked.Status || clean.Score != attacked.Score {
+		t.Errorf("a forged result.json changed the grade:\nclean    %+v\nattacked %+v", clean, attacked)
+	}
+}
+
+func TestExampleHelloGrades(t *testing.T) {
+	tk, err := task.Load("../examples/hello/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("solved workspace succeeds", func(t *testing.T) {
+		s := take(t, "../examples/hello/solved", snapshot.Limits{})
+		r := Grade(context.Background(), tk, s, Options{})
+		if r.Status != TaskSuccess || !near(r.Score, 1) {
+			t.Errorf("got %s score %v, want SUCCESS score 1: %+v", r.Status, r.Score, r.Criteria)
+		}
+		if r.TaskID != "hello" || len(r.Criteria) != len(tk.Criteria) {
+			t.Errorf("task_id %q with %d criteria", r.TaskID, len(r.Criteria))
+		}
+		last := r.Criteria[len(r.Criteria)-1]
+		if last.Gating || last.Weight != 0 {
+			t.Errorf("the weight-0 regex criterion is gating: %+v", last)
+		}
+	})
+	t.Run("empty workspace fails", func(t *testing.T) {
+		s := snap(t, tree{})
+		r := Grade(context.Background(), tk, s, Options{})
+		if r.Status != TaskFailure || r.Score != 0 {
+			t.Errorf("got %s score %v, want FAILURE score 0: %+v", r.Status, r.Score, r.Criteria)
+		}
+		for _, cr := range r.Criteria {
+			if cr.Status != Fail {
+				t.Errorf("%s: %s (%s), want FAIL", cr.Type, cr.Status, cr.Details)
+			}
+		}
+	})
+}
