@@ -1,0 +1,159 @@
+package snapshot
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// manifestFormat names the manifest layout; Load refuses any other.
+const manifestFormat = "ceval-snapshot/1"
+
+// maxManifestBytes bounds what Load reads: 100,000 entries of long paths fit many times over.
+const maxManifestBytes = 256 << 20
+
+type manifest struct {
+	Format string `json:"format"`
+	*Snapshot
+}
+
+// entryJSON is Entry with its mode as an octal string ("0644"), as people read modes.
+type entryJSON struct {
+	Path   string `json:"path"`
+	Kind   Kind   `json:"kind"`
+	Size   int64  `json:"size"`
+	Mode   string `json:"mode,omitempty"`
+	Target string `json:"target,omitempty"`
+}
+
+// MarshalJSON writes the mode as an octal string.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	j := entryJSON{Path: e.Path, Kind: e.Kind, Size: e.Size, Target: e.Target}
+	if e.Kind != KindSymlink {
+		j.Mode = fmt.Sprintf("%04o", uint32(e.Mode.Perm()))
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var j entryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	var mode uint64
+	if j.Mode != "" {
+		var err error
+		if mode, err = strconv.ParseUint(j.Mode, 8, 32); err != nil || mode&^0o777 != 0 {
+			return fmt.Errorf("entry %s: bad mode %q", j.Path, j.Mode)
+		}
+	}
+	*e = Entry{Path: j.Path, Kind: j.Kind, Size: j.Size, Mode: fs.FileMode(mode), Target: j.Target}
+	return nil
+}
+
+// WriteManifest writes the snapshot's entries, notes, truncation, byte count and limits
+// as JSON to path, atomically: a temporary file beside it, fsynced, renamed over path,
+// and the directory fsynced. Keep path outside Dir, so no agent file can pose as it.
+func (s *Snapshot) WriteManifest(path string) error {
+	b, err := json.MarshalIndent(manifest{Format: manifestFormat, Snapshot: s}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("snapshot manifest: %w", err)
+	}
+	b = append(b, '\n')
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("snapshot manifest: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("snapshot manifest: write %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Load reopens a snapshot stored by Take in dir with its manifest written by
+// WriteManifest. It validates every entry path and kind, and that dir is a real
+// directory; file contents are checked against the manifest as ReadFile reads them.
+func Load(dir, manifestPath string) (*Snapshot, error) {
+	f, err := os.Open(manifestPath)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot load: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("snapshot load: read %s: %w", manifestPath, err)
+	}
+	if len(b) > maxManifestBytes {
+		return nil, fmt.Errorf("snapshot load: %s is over %s", manifestPath, human(maxManifestBytes))
+	}
+	s := &Snapshot{}
+	m := manifest{Snapshot: s}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("snapshot load: parse %s: %w", manifestPath, err)
+	}
+	if m.Format != manifestFormat {
+		return nil, fmt.Errorf("snapshot load: %s has format %q, want %q", manifestPath, m.Format, manifestFormat)
+	}
+	seen := make(map[string]bool, len(s.Entries))
+	for _, e := range s.Entries {
+		if c, ok := clean(e.Path); !ok || c != e.Path {
+			return nil, fmt.Errorf("snapshot load: %s: bad entry path %q", manifestPath, e.Path)
+		}
+		if seen[e.Path] {
+			return nil, fmt.Errorf("snapshot load: %s: duplicate entry %q", manifestPath, e.Path)
+		}
+		seen[e.Path] = true
+		switch e.Kind {
+		case KindFile, KindDir, KindSymlink:
+		default:
+			return nil, fmt.Errorf("snapshot load: %s: entry %q has unknown kind %q", manifestPath, e.Path, e.Kind)
+		}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot load: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("snapshot load: %s is not a directory", dir)
+	}
+	if s.Entries == nil {
+		s.Entries = []Entry{}
+	}
+	if s.Notes == nil {
+		s.Notes = []Note{}
+	}
+	s.Dir = dir
+	return s, nil
+}

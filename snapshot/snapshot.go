@@ -1,0 +1,165 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits caps what Take copies. A zero field means its default (see DefaultLimits).
+type Limits struct {
+	// MaxFileBytes is the largest regular file copied; a larger one is left out and noted.
+	MaxFileBytes int64 `json:"max_file_bytes"`
+	// MaxTotalBytes caps the bytes of all copied files; reaching it stops the snapshot.
+	MaxTotalBytes int64 `json:"max_total_bytes"`
+	// MaxEntries caps the directory entries examined (captured or skipped); reaching it
+	// stops the snapshot.
+	MaxEntries int `json:"max_entries"`
+	// MaxDepth is the deepest entry captured, counted in path segments ("a/b" is 2).
+	MaxDepth int `json:"max_depth"`
+}
+
+// DefaultLimits returns 16 MiB per file, 1 GiB in all, 100,000 entries and depth 64.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxFileBytes:  16 << 20,
+		MaxTotalBytes: 1 << 30,
+		MaxEntries:    100_000,
+		MaxDepth:      64,
+	}
+}
+
+// withDefaults fills zero fields from DefaultLimits and refuses negative ones.
+func (l Limits) withDefaults() (Limits, error) {
+	d := DefaultLimits()
+	if l.MaxFileBytes < 0 || l.MaxTotalBytes < 0 || l.MaxEntries < 0 || l.MaxDepth < 0 {
+		return l, fmt.Errorf("snapshot limits must not be negative: %+v", l)
+	}
+	if l.MaxFileBytes == 0 {
+		l.MaxFileBytes = d.MaxFileBytes
+	}
+	if l.MaxTotalBytes == 0 {
+		l.MaxTotalBytes = d.MaxTotalBytes
+	}
+	if l.MaxEntries == 0 {
+		l.MaxEntries = d.MaxEntries
+	}
+	if l.MaxDepth == 0 {
+		l.MaxDepth = d.MaxDepth
+	}
+	return l, nil
+}
+
+// Kind is the type of a captured entry.
+type Kind string
+
+// The kinds of entry a snapshot holds. Symlinks exist only in Entries, never on disk.
+const (
+	KindFile    Kind = "file"
+	KindDir     Kind = "dir"
+	KindSymlink Kind = "symlink"
+)
+
+// Entry is one captured workspace entry.
+type Entry struct {
+	// Path is slash-separated and relative to the workspace root ("src/main.go").
+	Path string `json:"path"`
+	Kind Kind   `json:"kind"`
+	// Size is the byte count of a file as copied; 0 for dirs, the target length for links.
+	Size int64 `json:"size"`
+	// Mode is the permission bits as stored in the snapshot: 0644 or 0755 for files, 0755
+	// for dirs, 0 for symlinks. Setuid, setgid and sticky bits are never kept.
+	Mode fs.FileMode `json:"mode"`
+	// Target is a symlink's target string, recorded and never followed.
+	Target string `json:"target,omitempty"`
+}
+
+// Note explains why a workspace path is missing from, or incomplete in, the snapshot.
+type Note struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Snapshot is a private copy of a workspace. Dir holds only regular files and directories
+// owned by the ceval process; Entries, in lexical walk order, also lists symlinks.
+type Snapshot struct {
+	Dir       string  `json:"-"`
+	Entries   []Entry `json:"entries"`
+	Notes     []Note  `json:"notes"`
+	Truncated bool    `json:"truncated"`
+	Bytes     int64   `json:"bytes"`
+	Limits    Limits  `json:"limits"`
+
+	indexOnce sync.Once
+	byPath    map[string]int
+	noteBy    map[string]int
+}
+
+// Take copies the workspace at src into dst, which must not exist and is created 0700.
+// It never follows a symlink below src and refuses a src that is itself a symlink. What
+// it skips or leaves out under lim is noted; the error is for ceval-side failures only
+// (src missing or not a directory, dst not creatable, a write to dst failing), in which
+// case dst is removed.
+func Take(src, dst string, lim Limits) (*Snapshot, error) {
+	lim, err := lim.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	srcFD, err := openRoot(src)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(srcFD)
+
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return nil, fmt.Errorf("snapshot: create %w", err)
+	}
+	s, err := take(srcFD, dst, lim)
+	if err != nil {
+		if rmErr := os.RemoveAll(dst); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("snapshot: remove partial %s: %w", dst, rmErr))
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// openRoot opens the workspace root without following a symlink in its last component.
+func openRoot(src string) (int, error) {
+	fd, err := openDir(unix.AT_FDCWD, src)
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return -1, fmt.Errorf("snapshot: workspace %s is a symlink; refusing to follow it", src)
+	case errors.Is(err, unix.ENOTDIR):
+		return -1, fmt.Errorf("snapshot: workspace %s is not a directory", src)
+	case err != nil:
+		return -1, fmt.Errorf("snapshot: open workspace %s: %w", src, err)
+	}
+	return fd, nil
+}
+
+func take(srcFD int, dst string, lim Limits) (*Snapshot, error) {
+	dstFD, err := openDir(unix.AT_FDCWD, dst)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: open %s: %w", dst, err)
+	}
+	defer unix.Close(dstFD)
+	// Mkdir's mode passes through the umask; make the root exactly 0700.
+	if err := unix.Fchmod(dstFD, 0o700); err != nil {
+		return nil, fmt.Errorf("snapshot: chmod %s: %w", dst, err)
+	}
+	w := &walker{
+		lim:  lim,
+		dst:  dst,
+		s:    &Snapshot{Dir: dst, Entries: []Entry{}, Notes: []Note{}, Limits: lim},
+		dbuf: make([]byte, 32<<10),
+	}
+	if err := w.walkDir(srcFD, dstFD, "", 0); err != nil {
+		return nil, err
+	}
+	return w.s, nil
+}

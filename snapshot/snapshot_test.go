@@ -1,0 +1,726 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// writeTree creates files (path -> content) under root, making parent directories.
+func writeTree(t testing.TB, root string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func symlink(t testing.TB, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// takeT snapshots src into a fresh "workspace" directory with a deadline, so a Take that
+// blocks (on a FIFO, say) fails the test instead of hanging it.
+func takeT(t testing.TB, src string, lim Limits) *Snapshot {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "workspace")
+	type result struct {
+		s   *Snapshot
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := Take(src, dst, lim)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("Take: %v", r.err)
+		}
+		checkDiskIsPlain(t, r.s)
+		return r.s
+	case <-time.After(10 * time.Second):
+		t.Fatal("Take did not return within 10s")
+		return nil
+	}
+}
+
+// checkDiskIsPlain asserts the snapshot dir holds only regular files and directories with
+// no special bits and no group/other write, matching Entries exactly.
+func checkDiskIsPlain(t testing.TB, s *Snapshot) {
+	t.Helper()
+	var onDisk []string
+	err := filepath.WalkDir(s.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if p == s.Dir {
+			if fi.Mode().Perm() != 0o700 || !fi.IsDir() {
+				t.Errorf("snapshot root mode %v, want drwx------", fi.Mode())
+			}
+			return nil
+		}
+		rel, _ := filepath.Rel(s.Dir, p)
+		onDisk = append(onDisk, filepath.ToSlash(rel))
+		if !fi.Mode().IsRegular() && !fi.IsDir() {
+			t.Errorf("snapshot holds %s of type %v", rel, fi.Mode().Type())
+		}
+		if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 || fi.Mode().Perm()&0o022 != 0 {
+			t.Errorf("snapshot holds %s with mode %v", rel, fi.Mode())
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
+			t.Errorf("snapshot holds %s owned by uid %d", rel, st.Uid)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range s.Entries {
+		if e.Kind != KindSymlink {
+			want = append(want, e.Path)
+		}
+	}
+	slices.Sort(onDisk)
+	slices.Sort(want)
+	if !slices.Equal(onDisk, want) {
+		t.Errorf("snapshot dir holds %q, Entries (without links) say %q", onDisk, want)
+	}
+}
+
+func noteContaining(t testing.TB, s *Snapshot, rel, substr string) {
+	t.Helper()
+	n, ok := s.NoteFor(rel)
+	if !ok {
+		t.Fatalf("no note for %s; notes: %+v", rel, s.Notes)
+	}
+	if !strings.Contains(n.Reason, substr) {
+		t.Fatalf("note for %s is %+v, want it to mention %q", rel, n, substr)
+	}
+}
+
+func paths(es []Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+// assertLinkNotFollowed checks that rel was recorded as a link to target and that no
+// byte behind it is reachable through the snapshot.
+func assertLinkNotFollowed(t *testing.T, s *Snapshot, rel, target string) {
+	t.Helper()
+	e, ok := s.Lookup(rel)
+	if !ok || e.Kind != KindSymlink || e.Target != target {
+		t.Fatalf("Lookup(%s) = %+v, %v; want symlink to %s", rel, e, ok, target)
+	}
+	_, err := s.ReadFile(rel)
+	if !errors.Is(err, ErrSymlink) || !strings.Contains(err.Error(), "is a symlink to "+target+"; ceval does not follow links") {
+		t.Fatalf("ReadFile(%s) error = %v, want the symlink refusal", rel, err)
+	}
+	if _, err := os.Lstat(filepath.Join(s.Dir, rel)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("%s exists on disk in the snapshot (err %v); links must never be recreated", rel, err)
+	}
+}
+
+func TestSnapshotDoesNotFollowSymlinkToEtcPasswd(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"real.txt": "mine"})
+	symlink(t, "/etc/passwd", filepath.Join(ws, "passwd"))
+	symlink(t, "real.txt", filepath.Join(ws, "alias"))
+	s := takeT(t, ws, Limits{})
+
+	assertLinkNotFollowed(t, s, "passwd", "/etc/passwd")
+	assertLinkNotFollowed(t, s, "alias", "real.txt") // even a link that stays inside
+	if got := paths(s.Entries); !slices.Equal(got, []string{"alias", "passwd", "real.txt"}) {
+		t.Fatalf("entries %q", got)
+	}
+	if b, err := s.ReadFile("real.txt"); err != nil || string(b) != "mine" {
+		t.Fatalf("ReadFile(real.txt) = %q, %v", b, err)
+	}
+}
+
+func TestSnapshotDoesNotFollowSymlinkToDirectoryOutside(t *testing.T) {
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"secret.txt": "expected output", "deep/key": "k"})
+	ws := t.TempDir()
+	symlink(t, outside, filepath.Join(ws, "out"))
+	s := takeT(t, ws, Limits{})
+
+	assertLinkNotFollowed(t, s, "out", outside)
+	for _, rel := range []string{"out/secret.txt", "out/deep/key"} {
+		if _, ok := s.Lookup(rel); ok {
+			t.Errorf("Lookup(%s) found an entry through the link", rel)
+		}
+		if _, err := s.ReadFile(rel); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadFile(%s) error = %v, want not-exist", rel, err)
+		}
+		noteContaining(t, s, rel, "symlink to "+outside)
+	}
+	if g := s.Glob("**/secret.txt"); len(g) != 0 {
+		t.Errorf("Glob found %q through the link", paths(g))
+	}
+	if len(s.Entries) != 1 {
+		t.Errorf("entries %q, want only the link", paths(s.Entries))
+	}
+}
+
+func TestSnapshotDoesNotFollowRelativeDotDotLink(t *testing.T) {
+	parent := t.TempDir()
+	writeTree(t, parent, map[string]string{"hidden/tests.py": "assert True", "ws/sub/keep.txt": "k"})
+	ws := filepath.Join(parent, "ws")
+	symlink(t, "../hidden/tests.py", filepath.Join(ws, "tests.py"))
+	symlink(t, "../..", filepath.Join(ws, "sub", "up"))
+	symlink(t, "../../../../../../../../etc/passwd", filepath.Join(ws, "sub", "pw"))
+	s := takeT(t, ws, Limits{})
+
+	assertLinkNotFollowed(t, s, "tests.py", "../hidden/tests.py")
+	assertLinkNotFollowed(t, s, "sub/up", "../..")
+	assertLinkNotFollowed(t, s, "sub/pw", "../../../../../../../../etc/passwd")
+	if _, ok := s.Lookup("sub/up/hidden/tests.py"); ok {
+		t.Fatal("found a file through sub/up")
+	}
+	want := []string{"sub", "sub/keep.txt", "sub/pw", "sub/up", "tests.py"}
+	if got := paths(s.Entries); !slices.Equal(got, want) {
+		t.Fatalf("entries %q, want %q", got, want)
+	}
+}
+
+func TestSnapshotSkipsFIFOWithoutBlocking(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"after.txt": "still captured"})
+	if err := unix.Mkfifo(filepath.Join(ws, "pipe"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// A FIFO with a writer holding it open, too: reading it would block forever.
+	if err := unix.Mkfifo(filepath.Join(ws, "pipe2"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(filepath.Join(ws, "pipe2"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l, err := net.Listen("unix", filepath.Join(ws, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	special := map[string]string{"pipe": "fifo skipped", "pipe2": "fifo skipped", "sock": "socket skipped"}
+	if os.Geteuid() == 0 {
+		if err := unix.Mknod(filepath.Join(ws, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err == nil {
+			special["null"] = "character device skipped"
+		}
+	}
+
+	start := time.Now()
+	s := takeT(t, ws, Limits{})
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Take took %v", d)
+	}
+	for rel, reason := range special {
+		if _, ok := s.Lookup(rel); ok {
+			t.Errorf("%s was captured", rel)
+		}
+		noteContaining(t, s, rel, reason)
+	}
+	if b, err := s.ReadFile("after.txt"); err != nil || string(b) != "still captured" {
+		t.Fatalf("ReadFile(after.txt) = %q, %v", b, err)
+	}
+}
+
+func TestSnapshotCopiesHardLinkBytesNotLink(t *testing.T) {
+	outside := t.TempDir()
+	orig := filepath.Join(outside, "answers.json")
+	if err := os.WriteFile(orig, []byte(`{"answer": 42}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	if err := os.Link(orig, filepath.Join(ws, "hl")); err != nil {
+		t.Fatal(err)
+	}
+	s := takeT(t, ws, Limits{})
+
+	var so, sc unix.Stat_t
+	if err := unix.Stat(orig, &so); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Lstat(filepath.Join(s.Dir, "hl"), &sc); err != nil {
+		t.Fatal(err)
+	}
+	if so.Ino == sc.Ino && so.Dev == sc.Dev {
+		t.Fatal("the copy is the original's inode")
+	}
+	if sc.Nlink != 1 {
+		t.Fatalf("the copy has %d links, want 1", sc.Nlink)
+	}
+	// Rewrite the original in place (same inode the workspace link points at).
+	f, err := os.OpenFile(orig, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte(`{"answer": 43}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, err := s.ReadFile("hl"); err != nil || string(b) != `{"answer": 42}` {
+		t.Fatalf("copy reads %q, %v after the original changed", b, err)
+	}
+}
+
+func TestSnapshotLeavesOutHugeFile(t *testing.T) {
+	ws := t.TempDir()
+	sparse := func(name string, size int64) {
+		f, err := os.Create(filepath.Join(ws, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sparse("at-cap.bin", 16<<20)
+	sparse("over-cap.bin", 16<<20+1)
+	sparse("sparse-10g.bin", 10<<30)
+	writeTree(t, ws, map[string]string{"small.txt": "ok"})
+
+	start := time.Now()
+	s := takeT(t, ws, Limits{})
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Take took %v; a huge file must be refused by its size, never read", d)
+	}
+	if s.Truncated {
+		t.Fatal("a file over the per-file cap must not stop the snapshot")
+	}
+	tests := []struct {
+		rel    string
+		kept   bool
+		reason string
+	}{
+		{"at-cap.bin", true, ""},
+		{"over-cap.bin", false, "file is 16.0 MiB, over the 16 MiB per-file cap; left out"},
+		{"sparse-10g.bin", false, "file is 10 GiB, over the 16 MiB per-file cap; left out"},
+		{"small.txt", true, ""},
+	}
+	for _, tt := range tests {
+		e, ok := s.Lookup(tt.rel)
+		if ok != tt.kept {
+			t.Errorf("%s captured = %v, want %v", tt.rel, ok, tt.kept)
+		}
+		if !tt.kept {
+			n, ok := s.NoteFor(tt.rel)
+			if !ok || n.Reason != tt.reason {
+				t.Errorf("note for %s = %+v, want %q", tt.rel, n, tt.reason)
+			}
+		} else if tt.rel == "at-cap.bin" && e.Size != 16<<20 {
+			t.Errorf("at-cap.bin size %d", e.Size)
+		}
+	}
+	if s.Bytes != 16<<20+2 {
+		t.Errorf("Bytes = %d", s.Bytes)
+	}
+}
+
+func TestSnapshotLeavesOutFileGrowingPastCapWhileCopied(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"grows.log": "small at fstat", "z.txt": "z"})
+	testHook = func(at string, dirFD int, name string) {
+		if at != "fstat" || name != "grows.log" {
+			return
+		}
+		fd, err := unix.Openat(dirFD, name, unix.O_WRONLY|unix.O_APPEND, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer unix.Close(fd)
+		unix.Write(fd, bytes.Repeat([]byte("x"), 4096))
+	}
+	defer func() { testHook = nil }()
+	s := takeT(t, ws, Limits{MaxFileBytes: 1024})
+	if _, ok := s.Lookup("grows.log"); ok {
+		t.Fatal("a file that grew past the cap while copied was kept")
+	}
+	noteContaining(t, s, "grows.log", "grew past the 1 KiB per-file cap")
+	if _, ok := s.Lookup("z.txt"); !ok || s.Truncated {
+		t.Fatal("the snapshot should go on after a file that grew")
+	}
+}
+
+func TestSnapshotStopsAtEntryCap(t *testing.T) {
+	tests := []struct {
+		name      string
+		files     int
+		cap       int
+		truncated bool
+	}{
+		{"exactly at cap", 10, 10, false},
+		{"one over cap", 11, 10, true},
+		{"far over cap", 500, 10, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			files := map[string]string{}
+			for i := range tt.files {
+				files[fmt.Sprintf("f%03d", i)] = "f"
+			}
+			writeTree(t, ws, files)
+			s := takeT(t, ws, Limits{MaxEntries: tt.cap})
+			if s.Truncated != tt.truncated {
+				t.Fatalf("Truncated = %v", s.Truncated)
+			}
+			if len(s.Entries) > tt.cap {
+				t.Fatalf("%d entries over the cap %d", len(s.Entries), tt.cap)
+			}
+			if !tt.truncated {
+				if len(s.Entries) != tt.files || len(s.Notes) != 0 {
+					t.Fatalf("%d entries, notes %+v", len(s.Entries), s.Notes)
+				}
+				return
+			}
+			if got := paths(s.Entries); got[0] != "f000" || got[9] != "f009" {
+				t.Fatalf("entries %q, want the first ten in order", got)
+			}
+			last := s.Notes[len(s.Notes)-1]
+			if last.Reason != "entry cap 10 reached; snapshot stopped" {
+				t.Fatalf("last note %+v", last)
+			}
+			// Something never reached explains itself with the stop note.
+			noteContaining(t, s, fmt.Sprintf("f%03d", tt.files-1), "entry cap 10 reached")
+		})
+	}
+}
+
+func TestSnapshotStopsAtTotalBytes(t *testing.T) {
+	ws := t.TempDir()
+	chunk := strings.Repeat("b", 300)
+	writeTree(t, ws, map[string]string{"a": chunk, "b": chunk, "c": chunk, "d": chunk, "e": "tiny"})
+	s := takeT(t, ws, Limits{MaxTotalBytes: 1000})
+	if !s.Truncated || s.Bytes != 900 {
+		t.Fatalf("Truncated = %v, Bytes = %d; want true, 900", s.Truncated, s.Bytes)
+	}
+	if got := paths(s.Entries); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("entries %q", got)
+	}
+	noteContaining(t, s, "d", "total byte cap 1000 bytes reached")
+	noteContaining(t, s, "e", "snapshot stopped") // never reached, even though it would fit
+}
+
+// nest makes depth directories named "d" under root and a file at the bottom, returning
+// the file's relative path.
+func nest(t testing.TB, root string, depth int) string {
+	t.Helper()
+	rel := strings.TrimSuffix(strings.Repeat("d/", depth), "/")
+	if err := os.MkdirAll(filepath.Join(root, rel), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := rel + "/bottom.txt"
+	if err := os.WriteFile(filepath.Join(root, file), []byte("deep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+func TestSnapshotDeepTreeStopsAtDepth(t *testing.T) {
+	ws := t.TempDir()
+	bottom := nest(t, ws, 70)
+	s := takeT(t, ws, Limits{})
+	capDir := strings.TrimSuffix(strings.Repeat("d/", 64), "/")
+	if _, ok := s.Lookup(capDir); !ok {
+		t.Fatal("the directory at depth 64 should be captured")
+	}
+	if _, ok := s.Lookup(capDir + "/d"); ok {
+		t.Fatal("an entry at depth 65 was captured")
+	}
+	for _, e := range s.Entries {
+		if n := strings.Count(e.Path, "/") + 1; n > 64 {
+			t.Fatalf("entry %s at depth %d", e.Path, n)
+		}
+	}
+	n, ok := s.NoteFor(bottom)
+	if !ok || n.Path != capDir || !strings.Contains(n.Reason, "depth cap 64") {
+		t.Fatalf("NoteFor(bottom) = %+v, %v", n, ok)
+	}
+	if s.Truncated {
+		t.Fatal("the depth cap must not stop the snapshot")
+	}
+}
+
+func TestSnapshotThousandDeepTreeIsQuick(t *testing.T) {
+	ws := t.TempDir()
+	bottom := nest(t, ws, 1000)
+	for _, lim := range []Limits{{}, {MaxDepth: 2000}} {
+		start := time.Now()
+		s := takeT(t, ws, lim)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("Take(%+v) took %v", lim, d)
+		}
+		_, ok := s.Lookup(bottom)
+		if ok != (lim.MaxDepth == 2000) {
+			t.Fatalf("limits %+v: bottom captured = %v", lim, ok)
+		}
+		if ok {
+			if b, err := s.ReadFile(bottom); err != nil || string(b) != "deep" {
+				t.Fatalf("ReadFile(bottom) = %q, %v", b, err)
+			}
+		}
+	}
+}
+
+func TestSnapshotDropsSetuidBits(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"suid": "#!/bin/sh", "sgid": "x", "shared": "x", "private": "x", "sticky/f": "x"})
+	for name, mode := range map[string]uint32{"suid": 0o4755, "sgid": 0o2775, "shared": 0o666, "private": 0o600, "sticky": 0o1777} {
+		if err := unix.Chmod(filepath.Join(ws, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := takeT(t, ws, Limits{})
+	want := map[string]fs.FileMode{"suid": 0o755, "sgid": 0o755, "shared": 0o644, "private": 0o644, "sticky": 0o755, "sticky/f": 0o644}
+	for rel, mode := range want {
+		e, ok := s.Lookup(rel)
+		if !ok || e.Mode != mode {
+			t.Errorf("%s: entry %+v, want mode %v", rel, e, mode)
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(s.Dir, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode&0o7777 != uint32(mode) {
+			t.Errorf("%s on disk has mode %#o, want %#o", rel, st.Mode&0o7777, mode)
+		}
+	}
+}
+
+// withoutDACOverride runs f on a thread that has dropped CAP_DAC_OVERRIDE and
+// CAP_DAC_READ_SEARCH from its effective set, so a root test sees permission bits the way
+// a rootless ceval would. Capabilities are per thread on Linux; Take starts no goroutines.
+func withoutDACOverride(t *testing.T, f func()) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		f()
+		return
+	}
+	runtime.LockOSThread()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var saved [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &saved[0]); err != nil {
+		runtime.UnlockOSThread()
+		t.Skipf("capget: %v", err)
+	}
+	dropped := saved
+	dropped[0].Effective &^= 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH
+	if err := unix.Capset(&hdr, &dropped[0]); err != nil {
+		runtime.UnlockOSThread()
+		t.Skipf("capset: %v", err)
+	}
+	f()
+	if err := unix.Capset(&hdr, &saved[0]); err != nil {
+		t.Fatalf("restoring capabilities: %v", err) // the thread stays locked and dies with the goroutine
+	}
+	runtime.UnlockOSThread()
+}
+
+func TestSnapshotUnreadableFileIsNoted(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{
+		"locked.txt":        "secret",
+		"closed/inner.txt":  "x",
+		"noexec/inner.txt":  "x",
+		"noread/inner.txt":  "x",
+		"readable.txt":      "fine",
+		"zz-after/last.txt": "still captured",
+	})
+	for name, mode := range map[string]uint32{"locked.txt": 0, "closed": 0, "noexec": 0o644, "noread": 0o311} {
+		if err := unix.Chmod(filepath.Join(ws, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, d := range []string{"closed", "noexec", "noread"} {
+			os.Chmod(filepath.Join(ws, d), 0o755)
+		}
+	})
+	dst := filepath.Join(t.TempDir(), "workspace")
+	var s *Snapshot
+	var err error
+	withoutDACOverride(t, func() {
+		// Confirm the simulation bites before trusting the result.
+		if fd, oerr := unix.Open(filepath.Join(ws, "locked.txt"), unix.O_RDONLY, 0); oerr == nil {
+			unix.Close(fd)
+			return
+		}
+		s, err = Take(ws, dst, Limits{})
+	})
+	if s == nil && err == nil {
+		t.Skip("cannot make a file unreadable to this process")
+	}
+	if err != nil {
+		t.Fatalf("Take: %v (a permission problem must be a note, not an error)", err)
+	}
+	checkDiskIsPlain(t, s)
+	tests := []struct{ rel, reason string }{
+		{"locked.txt", "permission denied; left out"},
+		{"closed", "permission denied; left out"},
+		{"closed/inner.txt", "permission denied; left out"},
+		{"noexec/inner.txt", "permission denied; left out"},
+		{"noread", "permission denied; left out"},
+	}
+	for _, tt := range tests {
+		if _, ok := s.Lookup(tt.rel); ok {
+			t.Errorf("%s captured", tt.rel)
+		}
+		noteContaining(t, s, tt.rel, tt.reason)
+	}
+	for _, rel := range []string{"readable.txt", "zz-after/last.txt", "noexec"} {
+		if _, ok := s.Lookup(rel); !ok {
+			t.Errorf("%s missing; notes %+v", rel, s.Notes)
+		}
+	}
+}
+
+func TestSnapshotSwapAfterLstat(t *testing.T) {
+	outside := t.TempDir()
+	writeTree(t, outside, map[string]string{"secret.txt": "hidden"})
+	tests := []struct {
+		name   string
+		victim string // created as a regular file, or a directory when it ends in "/"
+		swap   func(t *testing.T, path string)
+		reason string
+	}{
+		{"file becomes symlink to /etc/passwd", "victim", func(t *testing.T, p string) {
+			os.Remove(p)
+			symlink(t, "/etc/passwd", p)
+		}, "replaced by a symlink during the snapshot"},
+		{"file becomes fifo", "victim", func(t *testing.T, p string) {
+			os.Remove(p)
+			if err := unix.Mkfifo(p, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}, "changed from a regular file to a fifo"},
+		{"file becomes directory", "victim", func(t *testing.T, p string) {
+			os.Remove(p)
+			writeTree(t, p, map[string]string{"x": "x"})
+		}, "changed from a regular file to a directory"},
+		{"file vanishes", "victim", func(t *testing.T, p string) {
+			os.Remove(p)
+		}, "vanished during the snapshot"},
+		{"directory becomes symlink to outside dir", "victim/", func(t *testing.T, p string) {
+			os.RemoveAll(p)
+			symlink(t, outside, p)
+		}, "replaced by a symlink during the snapshot"},
+		{"directory becomes file", "victim/", func(t *testing.T, p string) {
+			os.RemoveAll(p)
+			writeTree(t, filepath.Dir(p), map[string]string{filepath.Base(p): "x"})
+		}, "changed type during the snapshot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			if strings.HasSuffix(tt.victim, "/") {
+				writeTree(t, ws, map[string]string{tt.victim + "secret.txt": "x"})
+			} else {
+				writeTree(t, ws, map[string]string{tt.victim: "innocent"})
+			}
+			writeTree(t, ws, map[string]string{"zz.txt": "after"})
+			name := strings.TrimSuffix(tt.victim, "/")
+			swapped := false
+			testHook = func(at string, dirFD int, n string) {
+				if at == "lstat" && n == name && !swapped {
+					swapped = true
+					tt.swap(t, filepath.Join(ws, name))
+				}
+			}
+			defer func() { testHook = nil }()
+			s := takeT(t, ws, Limits{})
+			if !swapped {
+				t.Fatal("hook never ran")
+			}
+			if _, ok := s.Lookup(name); ok {
+				t.Fatalf("%s captured after the swap: %+v", name, s.Entries)
+			}
+			if _, ok := s.Lookup(name + "/secret.txt"); ok {
+				t.Fatal("followed the swapped-in link")
+			}
+			noteContaining(t, s, name, tt.reason)
+			if _, ok := s.Lookup("zz.txt"); !ok {
+				t.Fatal("the snapshot should go on after a swap")
+			}
+		})
+	}
+}
+
+func TestSnapshotSkipsNonUTF8Name(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, map[string]string{"bad\xffname": "x", "good": "y"})
+	s := takeT(t, ws, Limits{})
+	if got := paths(s.Entries); !slices.Equal(got, []string{"good"}) {
+		t.Fatalf("entries %q", got)
+	}
+	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0].Reason, `"bad\xffname" is not valid UTF-8`) {
+		t.Fatalf("notes %+v", s.Notes)
+	}
+}
+
+func TestTakeRefusesBadRootsAndExistingDst(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"ws/a": "a", "file": "f"})
+	symlink(t, filepath.Join(dir, "ws"), filepath.Join(dir, "link"))
+	tests := []struct {
+		name, src, dst, want string
+	}{
+		{"missing src", filepath.Join(dir, "nope"), filepath.Join(dir, "s1"), "no such file"},
+		{"src is a file", filepath.Join(dir, "file"), filepath.Join(dir, "s2"), "not a directory"},
+		{"src is a symlink", filepath.Join(dir, "link"), filepath.Join(dir, "s3"), "is a symlink"},
+		{"dst exists", filepath.Join(dir, "ws"), filepath.Join(dir, "ws"), "exists"},
+		{"dst parent missing", filepath.Join(dir, "ws"), filepath.Join(dir, "no", "s4"), "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Take(tt.src, tt.dst, Limits{})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Take = %v, %v; want error mentioning %q", s, err, tt.want)
+			}
+		})
+	}
+	if _, err := Take(filepath.Join(dir, "ws"), filepath.Join(dir, "s5"), Limits{MaxDepth: -1}); err == nil {
+		t.Fatal("negative limits accepted")
+	}
+}
+
+func TestHuman(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 1000: "1000 bytes", 1536: "1.5 KiB", 16 << 20: "16 MiB", 10 << 30: "10 GiB"} {
+		if got := human(n); got != want {
+			t.Errorf("human(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
