@@ -75,11 +75,16 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 
 // WriteJSONAtomic writes v as indented JSON with WriteFileAtomic.
 func WriteJSONAtomic(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := marshalIndent(v)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(data, '\n'), 0o600)
+	return WriteFileAtomic(path, data, 0o600)
+}
+
+func marshalIndent(v any) ([]byte, error) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	return append(data, '\n'), err
 }
 
 // Events appends lifecycle events to events.jsonl, one JSON object a line, synced after

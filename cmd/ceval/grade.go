@@ -92,12 +92,23 @@ func printResult(w io.Writer, res *grader.Result) {
 	}
 	tw.Flush()
 	for _, n := range res.SnapshotNotes {
-		fmt.Fprintf(w, "note: %s: %s\n", n.Path, n.Reason)
+		fmt.Fprintf(w, "note: %q: %s\n", n.Path, printable(n.Reason))
 	}
 	fmt.Fprintf(w, "%s: %s, score %.2f\n", res.TaskID, res.Status, res.Score)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+func oneLine(s string) string { return strings.Join(strings.Fields(printable(s)), " ") }
+
+// printable escapes control characters: paths and details can come from the agent, and a
+// terminal must not interpret them.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}
 
 func clip(s string, n int) string {
 	r := []rune(s)

@@ -1,0 +1,206 @@
+package supervisor
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Attestation is the isolation of the agent's container as the kernel reports it, read by
+// the host from /proc of the container's init after its execve and before the agent starts
+// (the init waits for the host's go-ahead). The agent is the init's child and can only have
+// less, never more: no capabilities to regain and no_new_privs set.
+type Attestation struct {
+	UID        int      `json:"uid"`
+	GID        int      `json:"gid"`
+	Groups     []int    `json:"groups"`
+	CapInh     string   `json:"cap_inh"`
+	CapPrm     string   `json:"cap_prm"`
+	CapEff     string   `json:"cap_eff"`
+	CapBnd     string   `json:"cap_bnd"`
+	CapAmb     string   `json:"cap_amb"`
+	NoNewPrivs int      `json:"no_new_privs"`
+	Seccomp    int      `json:"seccomp"`
+	PidsMax    string   `json:"pids_max"`
+	Interfaces []string `json:"interfaces"`
+	Network    string   `json:"network"`
+}
+
+// Policy is what an attestation must show for a run to be graded.
+type Policy struct {
+	UID, GID int
+	PidsMax  int64
+	Network  string // "none": loopback only
+}
+
+// procRoot is /proc; tests point it elsewhere.
+var procRoot = "/proc"
+
+// cgroupRoot is /sys/fs/cgroup; tests point it elsewhere.
+var cgroupRoot = "/sys/fs/cgroup"
+
+// ReadAttestation reads pid's credentials, capability sets, no_new_privs and seccomp mode
+// from /proc/<pid>/status, its network interfaces from /proc/<pid>/net/dev, and its pids
+// limit from its cgroup.
+func ReadAttestation(pid uint32) (*Attestation, error) {
+	base := filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10))
+	status, err := os.ReadFile(filepath.Join(base, "status"))
+	if err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
+	a := &Attestation{Groups: []int{}}
+	fields := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	firstInt := func(k string) (int, error) {
+		f := strings.Fields(fields[k])
+		if len(f) == 0 {
+			return 0, fmt.Errorf("attest: no %s in /proc/%d/status", k, pid)
+		}
+		return strconv.Atoi(f[0])
+	}
+	// Uid and Gid lines are real, effective, saved, filesystem: all four must agree.
+	for _, k := range []string{"Uid", "Gid"} {
+		f := strings.Fields(fields[k])
+		if len(f) != 4 || f[0] != f[1] || f[1] != f[2] || f[2] != f[3] {
+			return nil, fmt.Errorf("attest: %s line %q is not one identity", k, fields[k])
+		}
+	}
+	if a.UID, err = firstInt("Uid"); err != nil {
+		return nil, err
+	}
+	if a.GID, err = firstInt("Gid"); err != nil {
+		return nil, err
+	}
+	for _, g := range strings.Fields(fields["Groups"]) {
+		n, err := strconv.Atoi(g)
+		if err != nil {
+			return nil, fmt.Errorf("attest: Groups %q", fields["Groups"])
+		}
+		a.Groups = append(a.Groups, n)
+	}
+	a.CapInh, a.CapPrm, a.CapEff, a.CapBnd, a.CapAmb = fields["CapInh"], fields["CapPrm"], fields["CapEff"], fields["CapBnd"], fields["CapAmb"]
+	if a.NoNewPrivs, err = firstInt("NoNewPrivs"); err != nil {
+		return nil, err
+	}
+	if a.Seccomp, err = firstInt("Seccomp"); err != nil {
+		return nil, err
+	}
+	if a.Interfaces, err = interfaces(filepath.Join(base, "net", "dev")); err != nil {
+		return nil, err
+	}
+	a.PidsMax, err = pidsMax(filepath.Join(base, "cgroup"))
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func interfaces(netDev string) ([]string, error) {
+	data, err := os.ReadFile(netDev)
+	if err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		name, _, ok := strings.Cut(line, ":")
+		name = strings.TrimSpace(name)
+		if ok && name != "" && !strings.Contains(name, "|") {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// pidsMax reads pids.max of the process's pids cgroup, v1 (a "pids" line) or v2 ("0::").
+func pidsMax(cgroupFile string) (string, error) {
+	data, err := os.ReadFile(cgroupFile)
+	if err != nil {
+		return "", fmt.Errorf("attest: %w", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var dir string
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			dir = filepath.Join(cgroupRoot, parts[2])
+		case containsField(parts[1], "pids"):
+			dir = filepath.Join(cgroupRoot, "pids", parts[2])
+		default:
+			continue
+		}
+		v, err := os.ReadFile(filepath.Join(dir, "pids.max"))
+		if err != nil {
+			return "", fmt.Errorf("attest: pids.max: %w", err)
+		}
+		return strings.TrimSpace(string(v)), nil
+	}
+	return "", fmt.Errorf("attest: no pids cgroup in %s", cgroupFile)
+}
+
+func containsField(list, f string) bool {
+	for _, x := range strings.Split(list, ",") {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+const noCaps = "0000000000000000"
+
+// Check returns every way the attestation differs from policy; a run with any is ERROR.
+func (a *Attestation) Check(p Policy) error {
+	var bad []string
+	if a.UID != p.UID || a.GID != p.GID {
+		bad = append(bad, fmt.Sprintf("uid/gid %d/%d, want %d/%d", a.UID, a.GID, p.UID, p.GID))
+	}
+	for _, g := range a.Groups {
+		if g != p.GID {
+			bad = append(bad, fmt.Sprintf("supplementary group %d", g))
+		}
+	}
+	for name, v := range map[string]string{"CapInh": a.CapInh, "CapPrm": a.CapPrm, "CapEff": a.CapEff, "CapBnd": a.CapBnd, "CapAmb": a.CapAmb} {
+		if v != noCaps {
+			bad = append(bad, fmt.Sprintf("%s %q, want none", name, v))
+		}
+	}
+	if a.NoNewPrivs != 1 {
+		bad = append(bad, "no_new_privs not set")
+	}
+	if a.Seccomp != 2 {
+		bad = append(bad, fmt.Sprintf("seccomp mode %d, want 2 (filter)", a.Seccomp))
+	}
+	if a.PidsMax != strconv.FormatInt(p.PidsMax, 10) {
+		bad = append(bad, fmt.Sprintf("pids.max %q, want %d", a.PidsMax, p.PidsMax))
+	}
+	if p.Network == "none" && (len(a.Interfaces) != 1 || a.Interfaces[0] != "lo") {
+		bad = append(bad, fmt.Sprintf("network interfaces %v, want only lo", a.Interfaces))
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return fmt.Errorf("isolation attestation does not match policy: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// execed reports whether pid has finished its execve into the init: its command name is
+// then the init's, no longer runc's.
+func execed(pid uint32, comm string) bool {
+	data, err := os.ReadFile(filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10), "comm"))
+	return err == nil && strings.TrimSpace(string(data)) == comm
+}

@@ -1,0 +1,497 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/launcher/initbin"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// Run statuses beyond the grader's.
+const (
+	StatusTimeout = "TIMEOUT"
+	StatusError   = grader.TaskError
+)
+
+// AgentUID and AgentGID are the agent's identity in its container.
+const (
+	AgentUID = 2000
+	AgentGID = 2000
+)
+
+// DefaultGrace is the time between SIGTERM and SIGKILL when a run is stopped.
+const DefaultGrace = 10 * time.Second
+
+// Options configure one run; the zero value of each optional field takes a sane default.
+type Options struct {
+	RunsDir string // default ./runs
+	RunID   string // default NewRunID(now)
+	Variant string // default "default"
+	Repeat  int    // default 1
+
+	Client    *client.Client // connected; the ctx given to Run carries the namespace
+	Namespace string
+
+	Allow     Allow
+	LookupEnv func(string) (string, bool) // host environment; default os.LookupEnv
+	Grace     time.Duration
+	Version   string                               // ceval's version, recorded in the result
+	Preflight *images.PreflightCache               // nil: images.Preflight without a disk cache
+	Busybox   string                               // for building the default image on first use
+	InitDir   string                               // where the static init is installed; default under the user cache dir
+	Progress  func(event string, f map[string]any) // optional: live events for the CLI
+}
+
+// Result is result.json: the grade plus what the run was.
+type Result struct {
+	grader.Result
+	RunID        string       `json:"run_id"`
+	Variant      string       `json:"variant"`
+	Repeat       int          `json:"repeat"`
+	Agent        AgentResult  `json:"agent"`
+	Isolation    *Attestation `json:"isolation,omitempty"`
+	Timings      Timings      `json:"timings"`
+	Resources    Resources    `json:"resources"`
+	Image        images.Image `json:"image"`
+	TaskSHA256   string       `json:"task_sha256"`
+	CevalVersion string       `json:"ceval_version"`
+	LimitsHit    []string     `json:"limits_hit,omitempty"`
+	Interrupted  bool         `json:"interrupted,omitempty"`
+	Error        string       `json:"error,omitempty"`
+	Complete     bool         `json:"complete"` // false when interrupted or failed on ceval's side
+	Dir          string       `json:"-"`
+}
+
+// AgentResult is what the agent did, as far as ceval saw it.
+type AgentResult struct {
+	Type      string         `json:"type"`
+	Model     string         `json:"model,omitempty"`
+	ExitCode  *int           `json:"exit_code"`
+	TimedOut  bool           `json:"timed_out"`
+	OutputCut bool           `json:"output_cut,omitempty"`
+	Turns     int            `json:"turns,omitempty"`
+	Tokens    map[string]int `json:"tokens,omitempty"`
+	Usage     string         `json:"usage_source,omitempty"`
+}
+
+// Timings are the lifecycle's phases in seconds.
+type Timings struct {
+	Prepare  float64 `json:"prepare"`
+	Agent    float64 `json:"agent"`
+	Reap     float64 `json:"reap"`
+	Snapshot float64 `json:"snapshot"`
+	Grade    float64 `json:"grade"`
+	Total    float64 `json:"total"`
+}
+
+// Resources are the container's peaks.
+type Resources struct {
+	PeakMemoryBytes uint64 `json:"peak_memory_bytes"`
+	PeakPids        uint64 `json:"peak_pids"`
+	OOMKills        uint64 `json:"oom_kills,omitempty"`
+}
+
+// InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
+// and the CLI exits 3.
+type InfraError struct{ Err error }
+
+func (e *InfraError) Error() string { return e.Err.Error() }
+func (e *InfraError) Unwrap() error { return e.Err }
+
+// InputError is bad input (a task or a permission the user did not give): exit 2.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+const (
+	homeMB     = 512
+	homeInodes = 65536
+)
+
+func workspaceInodes(diskMB int64) int64 {
+	return min(max(diskMB*256, 4096), 1_000_000)
+}
+
+// Run takes one task from file to graded result: it prepares the run directory and the
+// workspace, runs the agent in its container, attests its isolation, reaps everything,
+// snapshots the workspace and grades the snapshot on the host. The result is written to
+// result.json in the run directory whatever happens after that directory exists.
+func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) {
+	start := time.Now()
+	o = o.withDefaults(start)
+	argv, err := AgentArgv(t)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	env, secrets, err := AgentEnv(t, o.Allow, o.LookupEnv)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	if err := CheckNetwork(t, o.Allow); err != nil {
+		return nil, &InputError{err}
+	}
+	redact := Redactor(secrets)
+	dir := RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &InfraError{fmt.Errorf("run directory: %w", err)}
+	}
+	_ = os.Chmod(dir, 0o700)
+	ev, err := OpenEvents(dir, redact)
+	if err != nil {
+		return nil, &InfraError{err}
+	}
+	defer ev.Close()
+	emit := func(name string, f map[string]any) {
+		ev.Emit(name, f)
+		if o.Progress != nil {
+			o.Progress(name, f)
+		}
+	}
+	res = &Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, CevalVersion: o.Version, Dir: dir,
+		Agent: AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
+	res.TaskID = t.ID
+	res.Criteria = []grader.CriterionResult{}
+	res.Image.Name = t.Sandbox.Image
+	emit("run_started", map[string]any{"task_id": t.ID, "run_dir": dir, "image": t.Sandbox.Image})
+
+	// Whatever happens from here, result.json says it.
+	defer func() {
+		res.Timings.Total = time.Since(start).Seconds()
+		if err != nil {
+			res.Status = StatusError
+			res.Error = err.Error()
+			res.Complete = false
+		}
+		if werr := writeResult(dir, res, redact); werr != nil && err == nil {
+			err = &InfraError{werr}
+		}
+		emit("run_finished", map[string]any{"status": res.Status, "score": res.Score})
+	}()
+
+	if res.TaskSHA256, err = task.Digest(t); err != nil {
+		return res, &InfraError{err}
+	}
+	// cleanupCtx outlives a Ctrl-C so nothing is left behind.
+	cleanupCtx, cancelCleanup := launcher.CleanupContext(ctx)
+	defer cancelCleanup()
+
+	img, err := o.image(ctx, t.Sandbox.Image)
+	if err != nil {
+		return res, err
+	}
+	res.Image = img
+	emit("image_ready", map[string]any{"image": img.Name, "digest": img.ManifestDigest})
+
+	scratch := filepath.Join(dir, scratchSubdir)
+	wsDir, homeDir := filepath.Join(scratch, "workspace"), filepath.Join(scratch, "home")
+	for _, d := range []string{wsDir, homeDir} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return res, &InfraError{err}
+		}
+	}
+	defer os.RemoveAll(scratch)
+	unmountWS, err := launcher.MountScratch(wsDir, t.Sandbox.Limits.DiskMB, workspaceInodes(t.Sandbox.Limits.DiskMB), 0, 0)
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	defer unmountWS()
+	unmountHome, err := launcher.MountScratch(homeDir, homeMB, homeInodes, 0, 0)
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	defer unmountHome()
+	if err := PrepareWorkspace(wsDir, t); err != nil {
+		return res, &InputError{err}
+	}
+	if err := prepareHome(homeDir, t.Prompt); err != nil {
+		return res, &InfraError{err}
+	}
+	for _, d := range []string{wsDir, homeDir} {
+		if err := launcher.ChownTree(d, AgentUID, AgentGID); err != nil {
+			return res, &InfraError{err}
+		}
+	}
+	initPath, err := initbin.Install(o.InitDir)
+	if err != nil {
+		return res, &InfraError{fmt.Errorf("install init: %w", err)}
+	}
+	bootID, err := launcher.BootID()
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	cfg := oci.Config{
+		RunID: o.RunID + "-" + t.ID + fmt.Sprintf("-%d", o.Repeat), PID: os.Getpid(), BootID: bootID,
+		Args: argv, Env: env, WorkspaceDir: wsDir, HomeDir: homeDir, InitPath: initPath, WaitForGo: true,
+		Timeout: t.Sandbox.Limits.Timeout, Grace: o.Grace,
+		MemoryMB: t.Sandbox.Limits.MemoryMB, CPUs: t.Sandbox.Limits.CPUs, Pids: t.Sandbox.Limits.Pids,
+		Network: t.Sandbox.Network,
+	}
+	opts, err := oci.SpecOpts(cfg)
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	cimg, err := o.Client.GetImage(ctx, img.Name)
+	if err != nil {
+		return res, &InfraError{fmt.Errorf("image %s: %w", img.Name, err)}
+	}
+	goR, goW := io.Pipe()
+	defer goW.Close()
+	ctr, err := launcher.Create(ctx, o.Client, launcher.Spec{
+		ID: containerID(cfg.RunID), Image: cimg, Opts: opts, Labels: oci.Labels(cfg),
+		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile), Stdin: goR,
+	})
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	defer func() {
+		if derr := ctr.Delete(cleanupCtx); derr != nil && err == nil {
+			err = &InfraError{derr}
+		}
+		emit("container_deleted", nil)
+	}()
+	tk, err := ctr.Start(ctx, nil)
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	res.Timings.Prepare = time.Since(start).Seconds()
+
+	// The init waits for the go-ahead; attest it first, after its execve.
+	att, aerr := attest(ctx, tk.Pid())
+	if aerr == nil {
+		att.Network = t.Sandbox.Network
+		res.Isolation = att
+		aerr = att.Check(Policy{UID: AgentUID, GID: AgentGID, PidsMax: t.Sandbox.Limits.Pids, Network: t.Sandbox.Network})
+	}
+	if aerr != nil {
+		goW.Close() // EOF without the go-ahead: the init exits without starting the agent
+		_, _ = tk.Wait(cleanupCtx, time.Second, time.Second)
+		return res, &InfraError{aerr}
+	}
+	emit("attested", map[string]any{"isolation": att})
+	if _, err := goW.Write([]byte("go\n")); err != nil {
+		return res, &InfraError{fmt.Errorf("start agent: %w", err)}
+	}
+	goW.Close()
+	emit("agent_started", map[string]any{"argv0": argv[0]})
+
+	waitStart := time.Now()
+	exit, werr := tk.Wait(ctx, t.Sandbox.Limits.Timeout, o.Grace)
+	res.Timings.Agent = exit.Duration.Seconds()
+	res.Timings.Reap = max(0, time.Since(waitStart).Seconds()-res.Timings.Agent)
+	if r, err := tk.Metrics(cleanupCtx); err == nil {
+		res.Resources = Resources{PeakMemoryBytes: r.MemoryPeakBytes, PeakPids: r.PidsPeak, OOMKills: r.OOMKills}
+		if r.OOMKills > 0 {
+			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit %d MiB: %d process(es) OOM-killed", t.Sandbox.Limits.MemoryMB, r.OOMKills))
+		}
+		if r.PidsLimit > 0 && r.PidsPeak >= r.PidsLimit {
+			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("pids limit %d reached", r.PidsLimit))
+		}
+	}
+	if werr != nil {
+		return res, &InfraError{werr}
+	}
+	code := exit.Code
+	res.Agent.ExitCode = &code
+	res.Agent.TimedOut = exit.TimedOut
+	res.Agent.OutputCut = exit.OutputCut
+	emit("agent_exited", map[string]any{"exit_code": exit.Code, "timed_out": exit.TimedOut, "interrupted": exit.Interrupted, "cgroup_empty": exit.CgroupEmpty})
+	if exit.Interrupted {
+		res.Interrupted = true
+		emit("interrupted", map[string]any{"reason": "ceval was interrupted; the agent was stopped and the run was not graded"})
+		return res, &InfraError{errors.New("interrupted: the agent was stopped and the run was not graded")}
+	}
+	if !exit.CgroupEmpty {
+		return res, &InfraError{fmt.Errorf("processes remained in the container after the kill (%s); not grading a workspace that may still change", exit.CgroupError)}
+	}
+	if exit.OutputCut {
+		res.LimitsHit = append(res.LimitsHit, "agent output over the log cap was cut")
+	}
+	if full, note := scratchFull(wsDir); full {
+		res.LimitsHit = append(res.LimitsHit, note)
+	}
+	if u := agentUsage(t.Agent.Type, filepath.Join(dir, StdoutFile)); u != nil {
+		res.Agent.Turns, res.Agent.Tokens, res.Agent.Usage = u.Turns, u.Tokens, u.Source
+	}
+
+	// Everything of the agent's is dead: copy the workspace out, never following a link.
+	snapStart := time.Now()
+	snap, err := snapshot.Take(wsDir, filepath.Join(dir, WorkspaceDir), snapshot.DefaultLimits())
+	if err != nil {
+		return res, &InfraError{fmt.Errorf("snapshot: %w", err)}
+	}
+	if err := snap.WriteManifest(filepath.Join(dir, SnapshotFile)); err != nil {
+		return res, &InfraError{err}
+	}
+	res.Timings.Snapshot = time.Since(snapStart).Seconds()
+	if snap.Truncated {
+		res.LimitsHit = append(res.LimitsHit, "workspace snapshot caps reached; graded what was captured")
+	}
+	emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
+
+	gradeStart := time.Now()
+	g := grader.Grade(ctx, t, snap, grader.Options{ReferenceDir: t.Reference})
+	res.Result = *g
+	res.Timings.Grade = time.Since(gradeStart).Seconds()
+	if exit.TimedOut && res.Status != grader.TaskError {
+		res.Status = StatusTimeout
+		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("timeout %s", t.Sandbox.Limits.Timeout))
+	}
+	res.Complete = true
+	emit("graded", map[string]any{"status": res.Status, "score": res.Score})
+	if len(secrets) > 0 {
+		for _, f := range []string{StdoutFile, StderrFile} {
+			_ = redactFile(filepath.Join(dir, f), redact)
+		}
+	}
+	return res, nil
+}
+
+func (o Options) withDefaults(now time.Time) Options {
+	if o.RunsDir == "" {
+		o.RunsDir = "runs"
+	}
+	if o.RunID == "" {
+		o.RunID = NewRunID(now)
+	}
+	if o.Variant == "" {
+		o.Variant = "default"
+	}
+	if o.Repeat == 0 {
+		o.Repeat = 1
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.InitDir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			o.InitDir = filepath.Join(d, "ceval", "init")
+		} else {
+			o.InitDir = filepath.Join(os.TempDir(), "ceval-init")
+		}
+	}
+	return o
+}
+
+// image makes sure the task's image is present (building the default one on first use)
+// and passes the preflight: an image without the isolation label is refused.
+func (o Options) image(ctx context.Context, name string) (images.Image, error) {
+	var img images.Image
+	var err error
+	if name == images.DefaultName {
+		img, err = images.EnsureDefault(ctx, o.Client, images.DefaultOptions{Busybox: o.Busybox})
+	} else {
+		img, err = images.Lookup(ctx, o.Client, name)
+	}
+	if err != nil {
+		return img, &InfraError{err}
+	}
+	var rep *images.Report
+	if o.Preflight != nil {
+		rep, err = o.Preflight.Preflight(ctx, o.Client, name)
+	} else {
+		rep, err = images.Preflight(ctx, o.Client, name)
+	}
+	if err != nil {
+		return img, &InfraError{err}
+	}
+	if err := rep.Runnable(); err != nil {
+		return img, &InfraError{err}
+	}
+	return img, nil
+}
+
+// attest waits until the init has exec'd (seccomp is applied just before execve, so an
+// earlier read shows Seccomp: 0), then reads its isolation from the host's /proc.
+func attest(ctx context.Context, pid uint32) (*Attestation, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !execed(pid, "init") {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("attest: the container's init (pid %d) did not start within 10s", pid)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return ReadAttestation(pid)
+}
+
+func prepareHome(home, prompt string) error {
+	root, err := os.OpenRoot(home)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return writeInRoot(root, ".ceval/prompt.md", []byte(prompt), 0o644)
+}
+
+func containerID(runID string) string {
+	id := "ceval-" + strings.NewReplacer(":", "", ".", "-").Replace(runID)
+	if len(id) > 76 {
+		id = id[:76]
+	}
+	return id
+}
+
+// scratchFull says whether the workspace filesystem is (nearly) out of space or inodes.
+func scratchFull(dir string) (bool, string) {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return false, ""
+	}
+	if st.Bavail*100 < st.Blocks || st.Ffree*100 < st.Files {
+		return true, fmt.Sprintf("workspace disk limit reached (%d MiB or its inode cap)", st.Blocks*uint64(st.Bsize)>>20)
+	}
+	return false, ""
+}
+
+func agentUsage(agentType, stdoutLog string) *Usage {
+	f, err := os.Open(stdoutLog)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return ParseUsage(agentType, f)
+}
+
+func writeResult(dir string, res *Result, redact func(string) string) error {
+	tmp := *res
+	data, err := marshalIndent(&tmp)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, ResultFile), []byte(redact(string(data))), 0o600)
+}
+
+// redactFile rewrites a log with every secret replaced.
+func redactFile(path string, redact func(string) string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out := redact(string(data))
+	if out == string(data) {
+		return nil
+	}
+	return WriteFileAtomic(path, []byte(out), 0o600)
+}
