@@ -1,0 +1,9 @@
+// Command ceval-init is PID 1 in every agent container: it starts the agent, forwards
+// termination signals to it, reaps every process (orphans included), kills whatever is left
+// when the agent exits, and enforces a hard deadline that holds even if the host side died.
+// It is static, uses no writable filesystem and never writes to stdout, which is the agent's.
+//
+// Usage:
+//
+//	ceval-init [--timeout DURATION] [--grace DURATION] -- ARGV...
+package main

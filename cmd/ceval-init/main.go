@@ -1,0 +1,167 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Exit codes of the init itself; any other code is the agent's.
+const (
+	exitUsage       = 125 // the init was called wrongly: a ceval bug, not the agent's
+	exitCannotExec  = 126 // ARGV[0] exists but could not be executed
+	exitNotFound    = 127 // ARGV[0] does not exist
+	exitDeadline    = 137 // --timeout reached: 128+SIGKILL
+	defaultGrace    = 5 * time.Second
+	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] -- ARGV..."
+
+// config is the parsed command line.
+type config struct {
+	timeout time.Duration // 0: no deadline
+	grace   time.Duration
+	argv    []string
+}
+
+func main() {
+	// Every OS thread counts against the container's pids.max; the init needs no parallelism.
+	runtime.GOMAXPROCS(1)
+	cfg, err := parseArgs(os.Args[1:])
+	if err != nil {
+		logf(err.Error() + "; " + usage)
+		os.Exit(exitUsage)
+	}
+	os.Exit(run(cfg))
+}
+
+// parseArgs reads the options up to the mandatory "--"; everything after it is the agent's.
+func parseArgs(args []string) (config, error) {
+	cfg := config{grace: defaultGrace}
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if arg == "--" {
+			cfg.argv = args[i+1:]
+			if len(cfg.argv) == 0 || cfg.argv[0] == "" {
+				return cfg, errors.New("no command after --")
+			}
+			return cfg, nil
+		}
+		name, value, hasValue := strings.Cut(arg, "=")
+		var dst *time.Duration
+		switch name {
+		case "--timeout":
+			dst = &cfg.timeout
+		case "--grace":
+			dst = &cfg.grace
+		default:
+			return cfg, errors.New("unknown option " + strconv.Quote(arg))
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				return cfg, errors.New(name + " needs a duration")
+			}
+			i++
+			value = args[i]
+		}
+		d, err := time.ParseDuration(value)
+		if err != nil || d < 0 {
+			return cfg, errors.New(name + ": invalid duration " + strconv.Quote(value))
+		}
+		*dst = d
+	}
+	return cfg, errors.New("missing -- before the command")
+}
+
+// startError is why the agent could not be started, with the exit code a shell would use.
+type startError struct {
+	code int
+	err  error
+}
+
+func (e *startError) Error() string { return e.err.Error() }
+
+// start runs argv as a child sharing our environment, stdio and working directory.
+func start(argv []string) (int, error) {
+	path, err := lookPath(argv[0])
+	if err != nil {
+		return 0, err
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Env:   os.Environ(),
+		Files: []uintptr{0, 1, 2},
+	})
+	if err != nil {
+		code := exitCannotExec
+		if errors.Is(err, syscall.ENOENT) { // e.g. a missing #! interpreter
+			code = exitNotFound
+		}
+		return 0, &startError{code, err}
+	}
+	return pid, nil
+}
+
+// lookPath resolves name like execvp: as given when it has a slash, else through $PATH, where
+// an empty entry means the working directory. The first executable regular file wins; a match
+// that is not executable makes it 126 rather than 127 when nothing executable is found.
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		if err := checkExecutable(name); err != nil {
+			return "", err
+		}
+		return name, nil
+	}
+	pathList, ok := os.LookupEnv("PATH")
+	if !ok {
+		pathList = defaultPathList
+	}
+	var firstErr error
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" {
+			dir = "."
+		}
+		err := checkExecutable(filepath.Join(dir, name))
+		if err == nil {
+			return filepath.Join(dir, name), nil
+		}
+		if firstErr == nil && err.(*startError).code == exitCannotExec {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return "", firstErr
+	}
+	return "", &startError{exitNotFound, errors.New("executable file not found in $PATH")}
+}
+
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		code := exitNotFound
+		if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR) {
+			code = exitCannotExec
+		}
+		return &startError{code, err}
+	}
+	if !fi.Mode().IsRegular() {
+		return &startError{exitCannotExec, errors.New(path + ": not a regular file")}
+	}
+	if err := unix.Access(path, unix.X_OK); err != nil {
+		return &startError{exitCannotExec, &os.PathError{Op: "access", Path: path, Err: err}}
+	}
+	return nil
+}
+
+// logf writes one line to stderr; stdout belongs to the agent. Errors are ignored: there is
+// nowhere else to report them.
+func logf(msg string) {
+	os.Stderr.WriteString("ceval-init: " + msg + "\n")
+}

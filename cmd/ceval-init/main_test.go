@@ -1,0 +1,461 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// initPath is the init built once for all tests, run as a subprocess like in a container.
+var initPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ceval-init-test-")
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
+	}
+	initPath = filepath.Join(dir, "ceval-init")
+	build := exec.Command("go", "build", "-trimpath", "-o", initPath, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.Stderr.WriteString("build ceval-init: " + err.Error() + "\n" + string(out))
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// mode is how the init runs: on the host as a subreaper that walks /proc, or as PID 1 of a
+// fresh PID namespace, where it uses kill(-1) exactly as in a container.
+type mode struct {
+	name  string
+	pidns bool
+}
+
+var (
+	hostMode = mode{"host", false}
+	pid1Mode = mode{"pid1", true}
+)
+
+// eachMode runs f once per mode; PID 1 mode is skipped where PID namespaces are unavailable.
+func eachMode(t *testing.T, f func(t *testing.T, m mode)) {
+	for _, m := range []mode{hostMode, pid1Mode} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			if m.pidns {
+				requirePIDNamespace(t)
+			}
+			f(t, m)
+		})
+	}
+}
+
+func requirePIDNamespace(t *testing.T) {
+	t.Helper()
+	cmd := exec.Command(initPath, "--", "true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	if err := cmd.Run(); err != nil {
+		t.Skipf("cannot run in a new PID namespace: %v", err)
+	}
+}
+
+// proc is one running init.
+type proc struct {
+	t              *testing.T
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	started        time.Time
+}
+
+func startInit(t *testing.T, m mode, args ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, cmd: exec.Command(initPath, args...)}
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.cmd.WaitDelay = 5 * time.Second // a survivor holding the pipes must not hang the test
+	if m.pidns {
+		p.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	}
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start init: %v", err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	})
+	return p
+}
+
+// result is how an init run ended.
+type result struct {
+	code           int
+	stdout, stderr string
+	elapsed        time.Duration
+}
+
+func (p *proc) wait() result {
+	p.t.Helper()
+	err := p.cmd.Wait()
+	elapsed := time.Since(p.started)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		p.t.Fatalf("wait init: %v", err)
+	}
+	ws := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		p.t.Fatalf("init itself died of %v; stderr: %s", ws.Signal(), p.stderr.String())
+	}
+	return result{ws.ExitStatus(), p.stdout.String(), p.stderr.String(), elapsed}
+}
+
+func runInit(t *testing.T, m mode, args ...string) result {
+	t.Helper()
+	return startInit(t, m, args...).wait()
+}
+
+// uniqueSleep returns a sleep duration argument no other process on the machine has, so a
+// process can be found in /proc by its command line whatever PID namespace it is in.
+func uniqueSleep(seconds int) string {
+	return strconv.Itoa(seconds) + "." + strconv.Itoa(100000+rand.IntN(900000))
+}
+
+// pidsWithArg lists live processes (host PIDs) having arg as a command-line argument.
+func pidsWithArg(t *testing.T, arg string) []int {
+	t.Helper()
+	names, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		for _, a := range bytes.Split(data, []byte{0}) {
+			if string(a) == arg {
+				pid, _ := strconv.Atoi(strings.Split(name, "/")[2])
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// zombieChildren counts children of pid in state Z, from the host's /proc.
+func zombieChildren(t *testing.T, pid int) int {
+	t.Helper()
+	names, _ := filepath.Glob("/proc/[0-9]*")
+	n := 0
+	for _, name := range names {
+		p, _ := strconv.Atoi(filepath.Base(name))
+		if e, ok := readStat(p); ok && e.ppid == pid && e.state == 'Z' {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFile polls for path to exist, as a handshake with the agent script.
+func waitFile(t *testing.T, path string, timeout time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s did not appear within %v", path, timeout)
+}
+
+func TestExitCodeIsTheAgents(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		want   int
+	}{
+		{"success", "exit 0", 0},
+		{"failure", "exit 3", 3},
+		{"killed by SIGKILL", "kill -KILL $$", 128 + 9},
+		{"killed by SIGUSR1", "kill -USR1 $$", 128 + 10},
+	}
+	eachMode(t, func(t *testing.T, m mode) {
+		for _, tt := range tests {
+			r := runInit(t, m, "--", "sh", "-c", tt.script)
+			if r.code != tt.want || r.stdout != "" || r.stderr != "" {
+				t.Errorf("%s: got exit %d stdout %q stderr %q, want exit %d and no output",
+					tt.name, r.code, r.stdout, r.stderr, tt.want)
+			}
+		}
+	})
+}
+
+func TestAgentSharesStdioEnvironmentAndWorkingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	p := &proc{t: t, cmd: exec.Command(initPath, "--", "sh", "-c", `echo "out $FOO"; pwd; echo err >&2`)}
+	p.cmd.Env = append(os.Environ(), "FOO=bar")
+	p.cmd.Dir = dir
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait()
+	if want := "out bar\n" + dir + "\n"; r.code != 0 || r.stdout != want || r.stderr != "err\n" {
+		t.Errorf("got exit %d stdout %q stderr %q; want 0, %q, %q", r.code, r.stdout, r.stderr, want, "err\n")
+	}
+}
+
+func TestStartFailure(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		agent string
+		want  int
+	}{
+		{"not in PATH", "ceval-no-such-command", 127},
+		{"missing path", filepath.Join(dir, "missing"), 127},
+		{"not executable", notExec, 126},
+		{"directory", dir, 126},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runInit(t, hostMode, "--", tt.agent, "arg")
+			prefix := "ceval-init: start " + tt.agent + ": "
+			if r.code != tt.want || r.stdout != "" || !strings.HasPrefix(r.stderr, prefix) ||
+				strings.Count(r.stderr, "\n") != 1 {
+				t.Errorf("got exit %d stdout %q stderr %q; want exit %d, one stderr line starting %q",
+					r.code, r.stdout, r.stderr, tt.want, prefix)
+			}
+		})
+	}
+}
+
+func TestAgentIsLookedUpInPATHFromTheEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "my-agent")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"agent $1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{t: t, cmd: exec.Command(initPath, "--", "my-agent", "ran")}
+	p.cmd.Env = append(os.Environ(), "PATH="+dir+":/usr/bin:/bin")
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.wait(); r.code != 0 || r.stdout != "agent ran\n" {
+		t.Errorf("got exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"true"},
+		{"--"},
+		{"--timeout", "soon", "--", "true"},
+		{"--grace=-1s", "--", "true"},
+		{"--timeout"},
+		{"--verbose", "--", "true"},
+	} {
+		r := runInit(t, hostMode, args...)
+		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "ceval-init: ") {
+			t.Errorf("%q: got exit %d stdout %q stderr %q, want %d", args, r.code, r.stdout, r.stderr, exitUsage)
+		}
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	cfg, err := parseArgs([]string{"--timeout=90s", "--grace", "2s", "--", "agent", "--timeout", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.timeout != 90*time.Second || cfg.grace != 2*time.Second ||
+		strings.Join(cfg.argv, " ") != "agent --timeout x" {
+		t.Errorf("got %+v", cfg)
+	}
+	if cfg, _ := parseArgs([]string{"--", "a"}); cfg.grace != defaultGrace || cfg.timeout != 0 {
+		t.Errorf("defaults: got %+v", cfg)
+	}
+}
+
+func TestThousandOrphansAreAllReaped(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		dir := t.TempDir()
+		keeper := uniqueSleep(60)
+		script := `i=0; while [ $i -lt 1000 ]; do (sleep 0 &); i=$((i+1)); done
+(sleep ` + keeper + ` &)
+: > ` + dir + `/ready
+while [ ! -e ` + dir + `/go ]; do sleep 0.02; done`
+		p := startInit(t, m, "--", "sh", "-c", script)
+		waitFile(t, filepath.Join(dir, "ready"), 60*time.Second)
+		initPid := p.cmd.Process.Pid
+
+		keepers := pidsWithArg(t, keeper)
+		if len(keepers) != 1 {
+			t.Fatalf("found %d processes running sleep %s, want 1", len(keepers), keeper)
+		}
+		if e, ok := readStat(keepers[0]); !ok || e.ppid != initPid {
+			t.Errorf("orphan's parent is %d, want the init %d", e.ppid, initPid)
+		}
+		zombies := -1
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if zombies = zombieChildren(t, initPid); zombies == 0 {
+				break
+			}
+		}
+		if zombies != 0 {
+			t.Errorf("%d zombie children of the init left unreaped", zombies)
+		}
+
+		os.WriteFile(filepath.Join(dir, "go"), nil, 0o644)
+		r := p.wait()
+		if r.code != 0 || r.stdout != "" || r.stderr != "" {
+			t.Errorf("got exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if left := pidsWithArg(t, keeper); len(left) != 0 {
+			t.Errorf("orphan %v survived the agent's exit", left)
+		}
+	})
+}
+
+func TestBackgroundProcessesDieWithTheAgent(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		orphan, session, ignoresTerm := uniqueSleep(60), uniqueSleep(61), uniqueSleep(62)
+		script := `(sleep ` + orphan + ` &)
+setsid sleep ` + session + ` &
+(trap "" TERM; sleep ` + ignoresTerm + ` &)
+sleep 0.2; exit 5`
+		r := runInit(t, m, "--", "sh", "-c", script)
+		if r.code != 5 || r.stdout != "" || r.stderr != "" {
+			t.Errorf("got exit %d stdout %q stderr %q, want 5 and no output", r.code, r.stdout, r.stderr)
+		}
+		if r.elapsed > 3*time.Second {
+			t.Errorf("init took %v to exit after its agent", r.elapsed)
+		}
+		for _, arg := range []string{orphan, session, ignoresTerm} {
+			if left := pidsWithArg(t, arg); len(left) != 0 {
+				t.Errorf("sleep %s (pid %v) survived the agent's exit", arg, left)
+			}
+		}
+	})
+}
+
+func TestDeadlineKillsProcessThatIgnoresSIGTERM(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		stubborn := uniqueSleep(60)
+		r := runInit(t, m, "--timeout", "1s", "--grace", "500ms", "--",
+			"sh", "-c", `trap "" TERM; (sleep `+stubborn+` &); sleep 60 & wait`)
+		if r.code != exitDeadline || r.stdout != "" {
+			t.Errorf("got exit %d stdout %q, want %d and no stdout", r.code, r.stdout, exitDeadline)
+		}
+		if want := "ceval-init: deadline 1s reached; killed all processes\n"; r.stderr != want {
+			t.Errorf("stderr %q, want %q", r.stderr, want)
+		}
+		if r.elapsed < 1500*time.Millisecond || r.elapsed > 4*time.Second {
+			t.Errorf("took %v, want timeout+grace = 1.5s (and under 4s)", r.elapsed)
+		}
+		if left := pidsWithArg(t, stubborn); len(left) != 0 {
+			t.Errorf("process %v ignoring SIGTERM survived the deadline", left)
+		}
+	})
+}
+
+func TestDeadlineDoesNotWaitOutGraceWhenAgentStops(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		r := runInit(t, m, "--timeout", "300ms", "--grace", "30s", "--", "sleep", "60")
+		if r.code != exitDeadline || r.stdout != "" || !strings.Contains(r.stderr, "deadline 300ms reached") {
+			t.Errorf("got exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if r.elapsed > 5*time.Second {
+			t.Errorf("took %v: waited out the grace period after the agent died", r.elapsed)
+		}
+	})
+}
+
+func TestSignalsAreForwardedToTheAgent(t *testing.T) {
+	signals := []struct {
+		name string
+		sig  syscall.Signal
+	}{
+		{"TERM", syscall.SIGTERM}, {"INT", syscall.SIGINT}, {"HUP", syscall.SIGHUP},
+		{"QUIT", syscall.SIGQUIT}, {"USR1", syscall.SIGUSR1}, {"USR2", syscall.SIGUSR2},
+	}
+	eachMode(t, func(t *testing.T, m mode) {
+		for _, s := range signals {
+			dir := t.TempDir()
+			marker := filepath.Join(dir, "marker")
+			script := `trap 'echo ` + s.name + ` > ` + marker + `; exit 7' ` + s.name + `
+: > ` + dir + `/ready
+while :; do sleep 0.02; done`
+			p := startInit(t, m, "--", "sh", "-c", script)
+			waitFile(t, filepath.Join(dir, "ready"), 10*time.Second)
+			if err := p.cmd.Process.Signal(s.sig); err != nil {
+				t.Fatal(err)
+			}
+			r := p.wait()
+			got, _ := os.ReadFile(marker)
+			if r.code != 7 || string(got) != s.name+"\n" || r.stdout != "" {
+				t.Errorf("SIG%s: got exit %d marker %q stdout %q stderr %q; want 7 and marker %q",
+					s.name, r.code, got, r.stdout, r.stderr, s.name)
+			}
+		}
+	})
+}
+
+// The host-mode init must only ever signal its own descendants: kill(-1) as root there would
+// take down the machine.
+func TestHostModeDoesNotSignalProcessesOutsideItsTree(t *testing.T) {
+	bystander := exec.Command("sleep", "60")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { bystander.Process.Kill(); bystander.Wait() }()
+
+	r := runInit(t, hostMode, "--timeout", "200ms", "--grace", "200ms", "--",
+		"sh", "-c", `trap "" TERM; sleep 60 & wait`)
+	if r.code != exitDeadline {
+		t.Fatalf("got exit %d stderr %q, want %d", r.code, r.stderr, exitDeadline)
+	}
+	if err := bystander.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("bystander outside the init's tree was killed: %v", err)
+	}
+	if e, ok := readStat(bystander.Process.Pid); !ok || e.state == 'Z' {
+		t.Fatalf("bystander outside the init's tree was killed (stat %+v)", e)
+	}
+}
+
+func TestReadStatHandlesParenthesesInCommandName(t *testing.T) {
+	e, ok := readStat(os.Getpid())
+	if !ok || e.pid != os.Getpid() || e.ppid != os.Getppid() {
+		t.Fatalf("readStat(self) = %+v, %v", e, ok)
+	}
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "a) Z 1 (b")
+	if err := os.Symlink("/bin/sleep", odd); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "5")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if e, ok := readStat(cmd.Process.Pid); !ok || e.ppid != os.Getpid() || e.state == 'Z' {
+		t.Errorf("readStat(%q) = %+v, %v; want parent %d", odd, e, ok, os.Getpid())
+	}
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// procEntry is one process as /proc/PID/stat describes it.
+type procEntry struct {
+	pid, ppid int
+	state     byte
+}
+
+// readStat parses /proc/PID/stat. The command name may hold spaces and parentheses, so the
+// fields are counted from the last ')'.
+func readStat(pid int) (procEntry, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procEntry{}, false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procEntry{}, false
+	}
+	fields := bytes.Fields(data[i+1:])
+	if len(fields) < 2 || len(fields[0]) != 1 {
+		return procEntry{}, false
+	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	if err != nil {
+		return procEntry{}, false
+	}
+	return procEntry{pid: pid, ppid: ppid, state: fields[0][0]}, true
+}
+
+// descendants lists the live processes whose ancestry leads to root, from a /proc walk.
+// The set includes root itself.
+func descendants(root int) (map[int]bool, []procEntry) {
+	dir, err := os.Open("/proc")
+	if err != nil {
+		return nil, nil
+	}
+	names, _ := dir.Readdirnames(-1)
+	dir.Close()
+	children := make(map[int][]procEntry)
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		if e, ok := readStat(pid); ok {
+			children[e.ppid] = append(children[e.ppid], e)
+		}
+	}
+	tree := map[int]bool{root: true}
+	var out []procEntry
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if tree[c.pid] {
+				continue
+			}
+			tree[c.pid] = true
+			queue = append(queue, c.pid)
+			if c.state != 'Z' && c.state != 'X' {
+				out = append(out, c)
+			}
+		}
+	}
+	return tree, out
+}
+
+// killDescendants sends sig to every live descendant of root. A pid found in /proc may be
+// reaped and reused before it is signalled, so each one is pinned with a pidfd and its parent
+// re-checked while pinned: the signal then reaches that same process or nobody.
+func killDescendants(root int, sig syscall.Signal) {
+	tree, procs := descendants(root)
+	for _, p := range procs {
+		fd, err := unix.PidfdOpen(p.pid, 0)
+		if err == unix.ENOSYS { // kernel < 5.3: accept the small reuse race
+			_ = syscall.Kill(p.pid, sig)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if e, ok := readStat(p.pid); ok && tree[e.ppid] {
+			_ = unix.PidfdSendSignal(fd, sig, nil, 0)
+		}
+		unix.Close(fd)
+	}
+}

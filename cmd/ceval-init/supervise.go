@@ -1,0 +1,158 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// forwarded are passed on to the agent. PID 1 of a PID namespace ignores every signal it has
+// no handler for, so without this the agent would never see a polite stop.
+var forwarded = []os.Signal{
+	syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP,
+	syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// cleanupLimit bounds the final kill-and-reap once the agent has exited. Only processes we
+// may not signal (another UID) or that are stuck in the kernel can outlive it; exiting as
+// PID 1 then makes the kernel kill them.
+const cleanupLimit = 2 * time.Second
+
+// run supervises cfg.argv to the end and returns the init's exit code.
+func run(cfg config) int {
+	started := time.Now()
+	// Handling SIGPIPE makes a closed stderr an error instead of a fatal signal. Handled
+	// (unlike ignored) signals are reset to their defaults in the child.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, append(forwarded, syscall.SIGPIPE)...)
+	// SIGCHLD gets its own channel: a full one already holds a wakeup, so a flood of other
+	// signals from the agent can never make the reaper miss an exit.
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+
+	k := newKiller()
+	if !k.pid1 {
+		// Off PID 1 (tests on the host) orphans would go to the host's init; claim them.
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			logf("prctl PR_SET_CHILD_SUBREAPER: " + err.Error())
+		}
+	}
+
+	pid, err := start(cfg.argv)
+	if err != nil {
+		code := exitCannotExec
+		var se *startError
+		if errors.As(err, &se) {
+			code = se.code
+		}
+		logf("start " + cfg.argv[0] + ": " + err.Error())
+		return code
+	}
+
+	var deadline, graceOver <-chan time.Time
+	if cfg.timeout > 0 {
+		deadline = time.After(cfg.timeout - time.Since(started))
+	}
+	timedOut := false
+	var status syscall.WaitStatus
+	for exited := false; !exited; {
+		select {
+		case <-chld:
+			status, exited = reap(pid)
+		case s := <-sigs:
+			if s != syscall.SIGPIPE {
+				// The agent is unreaped until reap returns it, so pid cannot be reused yet.
+				_ = syscall.Kill(pid, s.(syscall.Signal))
+			}
+		case <-deadline:
+			timedOut = true
+			k.killAll(syscall.SIGTERM)
+			graceOver = time.After(cfg.grace)
+		case <-graceOver:
+			k.killAll(syscall.SIGKILL)
+		}
+	}
+
+	k.killRest(chld)
+	if timedOut {
+		logf("deadline " + cfg.timeout.String() + " reached; killed all processes")
+		return exitDeadline
+	}
+	return exitCode(status)
+}
+
+// reap collects every child that has exited, orphans included, and reports whether the
+// agent (pid) was among them and with which status.
+func reap(pid int) (syscall.WaitStatus, bool) {
+	var agent syscall.WaitStatus
+	found := false
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || wpid <= 0 {
+			return agent, found
+		}
+		if wpid == pid {
+			agent, found = ws, true
+		}
+	}
+}
+
+// exitCode maps the agent's wait status to ours the way shells do.
+func exitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// killer signals every process the init is responsible for.
+type killer struct {
+	pid1 bool // PID 1 of a PID namespace: kill(-1) reaches exactly the container
+	self int
+}
+
+func newKiller() *killer {
+	self := os.Getpid()
+	return &killer{pid1: self == 1, self: self}
+}
+
+// killAll sends sig to every process we supervise. kill(-1) is used only as PID 1: anywhere
+// else (tests on the host, maybe as root) it would signal every process on the machine.
+func (k *killer) killAll(sig syscall.Signal) {
+	if k.pid1 {
+		_ = syscall.Kill(-1, sig)
+		return
+	}
+	killDescendants(k.self, sig)
+}
+
+// killRest SIGKILLs and reaps everything left after the agent exited, until no child is
+// left or cleanupLimit passes; chld wakes it early. Forwarded signals now go to no one.
+func (k *killer) killRest(chld <-chan os.Signal) {
+	limit := time.NewTimer(cleanupLimit)
+	defer limit.Stop()
+	for {
+		k.killAll(syscall.SIGKILL)
+		reap(0)
+		if _, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil); err == syscall.ECHILD {
+			return
+		}
+		select {
+		case <-chld:
+		case <-time.After(10 * time.Millisecond):
+		case <-limit.C:
+			logf("processes still running " + strconv.Itoa(int(cleanupLimit/time.Millisecond)) +
+				"ms after SIGKILL; leaving them")
+			return
+		}
+	}
+}
