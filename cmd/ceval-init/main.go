@@ -16,6 +16,7 @@ import (
 // Exit codes of the init itself; any other code is the agent's.
 const (
 	exitUsage       = 125 // the init was called wrongly: a ceval bug, not the agent's
+	exitNoGo        = 124 // --wait-go and the host closed stdin without the go-ahead
 	exitCannotExec  = 126 // ARGV[0] exists but could not be executed
 	exitNotFound    = 127 // ARGV[0] does not exist
 	exitDeadline    = 137 // --timeout reached: 128+SIGKILL
@@ -23,12 +24,13 @@ const (
 	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] -- ARGV..."
+const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] -- ARGV..."
 
 // config is the parsed command line.
 type config struct {
 	timeout time.Duration // 0: no deadline
 	grace   time.Duration
+	waitGo  bool // read "go\n" on stdin before starting the agent, which then gets /dev/null
 	argv    []string
 }
 
@@ -54,6 +56,10 @@ func parseArgs(args []string) (config, error) {
 				return cfg, errors.New("no command after --")
 			}
 			return cfg, nil
+		}
+		if arg == "--wait-go" {
+			cfg.waitGo = true
+			continue
 		}
 		name, value, hasValue := strings.Cut(arg, "=")
 		var dst *time.Duration
@@ -89,15 +95,42 @@ type startError struct {
 
 func (e *startError) Error() string { return e.err.Error() }
 
-// start runs argv as a child sharing our environment, stdio and working directory.
-func start(argv []string) (int, error) {
+// waitForGo blocks until the host writes "go\n" on stdin: the host attests this process's
+// isolation (after its execve, before any agent code runs) and only then lets the agent
+// start. It returns a /dev/null descriptor to be the agent's stdin instead.
+func waitForGo() (int, error) {
+	var buf [3]byte
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(0, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || m == 0 {
+			return -1, errors.New("no go-ahead from the host (stdin closed); the agent was not started")
+		}
+		n += m
+	}
+	if string(buf[:]) != "go\n" {
+		return -1, errors.New("unexpected go-ahead " + strconv.Quote(string(buf[:])) + "; the agent was not started")
+	}
+	fd, err := syscall.Open("/dev/null", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errors.New("open /dev/null: " + err.Error())
+	}
+	return fd, nil
+}
+
+// start runs argv as a child sharing our environment, stdout, stderr and working
+// directory, with stdin from the given descriptor.
+func start(argv []string, stdin int) (int, error) {
 	path, err := lookPath(argv[0])
 	if err != nil {
 		return 0, err
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Env:   os.Environ(),
-		Files: []uintptr{0, 1, 2},
+		Files: []uintptr{uintptr(stdin), 1, 2},
 	})
 	if err != nil {
 		code := exitCannotExec

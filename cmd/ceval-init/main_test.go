@@ -459,3 +459,40 @@ func TestReadStatHandlesParenthesesInCommandName(t *testing.T) {
 		t.Errorf("readStat(%q) = %+v, %v; want parent %d", odd, e, ok, os.Getpid())
 	}
 }
+
+// With --wait-go no agent code runs before the host's go-ahead, and the agent's stdin is
+// /dev/null, not the host's channel.
+func TestWaitGoStartsAgentOnlyAfterGoAhead(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "started")
+	for _, tc := range []struct {
+		name, input string
+		code        int
+		started     bool
+	}{
+		{"go-ahead", "go\n", 0, true},
+		{"stdin closed", "", exitNoGo, false},
+		{"wrong word", "no\n", exitNoGo, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(marker)
+			p := &proc{t: t, cmd: exec.Command(initPath, "--wait-go", "--", "/bin/sh", "-c", "touch "+marker+"; cat")}
+			p.cmd.Stdin = strings.NewReader(tc.input + "more input the agent must not see\n")
+			p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+			p.started = time.Now()
+			if err := p.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := p.wait()
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, tc.code, r.stderr)
+			}
+			_, err := os.Stat(marker)
+			if started := err == nil; started != tc.started {
+				t.Fatalf("agent started = %v, want %v", started, tc.started)
+			}
+			if r.stdout != "" {
+				t.Errorf("agent read the host's channel: %q", r.stdout)
+			}
+		})
+	}
+}

@@ -43,7 +43,16 @@ func run(cfg config) int {
 		}
 	}
 
-	pid, err := start(cfg.argv)
+	stdin := 0
+	if cfg.waitGo {
+		fd, err := waitForGo()
+		if err != nil {
+			logf(err.Error())
+			return exitNoGo
+		}
+		stdin = fd
+	}
+	pid, err := start(cfg.argv, stdin)
 	if err != nil {
 		code := exitCannotExec
 		var se *startError
