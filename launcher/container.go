@@ -1,0 +1,205 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/defaults"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
+)
+
+// DefaultLogCap is how much of each of stdout and stderr is kept when Spec.LogCap is 0.
+const DefaultLogCap = 64 << 20
+
+// DefaultLeaseExpiry bounds how long a container's lease can pin its snapshot and content
+// if ceval dies before Delete: containerd's GC collects them after it.
+const DefaultLeaseExpiry = 24 * time.Hour
+
+// Spec is what Create needs: the container's identity, image and runtime-spec options (from
+// package oci), and where its output goes.
+type Spec struct {
+	ID          string            // container ID, also the rootfs snapshot key
+	Image       client.Image      // must be unpacked into Snapshotter
+	Snapshotter string            // "" = containerd's default
+	Opts        []oci.SpecOpts    // applied to containerd's default spec, in order
+	Labels      map[string]string // container labels (see package oci's Labels)
+
+	StdoutPath string    // file for the task's stdout; "" discards it
+	StderrPath string    // file for the task's stderr; "" discards it
+	LogCap     int64     // bytes kept per stream; 0 = DefaultLogCap
+	Stdin      io.Reader // optional; nil gives the task /dev/null
+
+	LeaseExpiry time.Duration // 0 = DefaultLeaseExpiry
+}
+
+// Container is a created container: its record, its rootfs snapshot and the lease that
+// holds them. Delete removes all three, and the task if one is left.
+type Container struct {
+	client  *client.Client
+	ctr     client.Container
+	spec    Spec
+	leaseID string
+	owned   bool // the container ID and snapshot key are this Container's to remove
+
+	mu      sync.Mutex
+	task    *Task
+	deleted bool
+}
+
+// Create makes the container and its rootfs snapshot under a fresh lease that expires after
+// Spec.LeaseExpiry. On any error everything it made is removed before it returns.
+func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr error) {
+	if s.ID == "" {
+		return nil, errors.New("create container: empty ID")
+	}
+	if s.Image == nil {
+		return nil, fmt.Errorf("create container %s: no image", s.ID)
+	}
+	if s.StdoutPath != "" && s.StdoutPath == s.StderrPath {
+		return nil, fmt.Errorf("create container %s: stdout and stderr share %s", s.ID, s.StdoutPath)
+	}
+	if s.LogCap == 0 {
+		s.LogCap = DefaultLogCap
+	}
+	if s.LogCap < 0 {
+		return nil, fmt.Errorf("create container %s: negative log cap %d", s.ID, s.LogCap)
+	}
+	if s.LeaseExpiry == 0 {
+		s.LeaseExpiry = DefaultLeaseExpiry
+	}
+
+	if s.Snapshotter == "" {
+		// Resolved here, as the client would, so Delete knows where the snapshot lives
+		// even when NewContainer fails after preparing it.
+		name, err := c.GetLabel(ctx, defaults.DefaultSnapshotterNSLabel)
+		if err != nil {
+			return nil, fmt.Errorf("create container %s: default snapshotter: %w", s.ID, err)
+		}
+		if name == "" {
+			name = defaults.DefaultSnapshotter
+		}
+		s.Snapshotter = name
+	}
+
+	ls := c.LeasesService()
+	lease, err := ls.Create(ctx,
+		leases.WithRandomID(),
+		leases.WithExpiration(s.LeaseExpiry),
+		leases.WithLabel("dev.ceval.container", s.ID),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create lease for container %s: %w", s.ID, err)
+	}
+	ctr := &Container{client: c, spec: s, leaseID: lease.ID}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := CleanupContext(ctx)
+			defer cancel()
+			if err := ctr.Delete(cctx); err != nil {
+				retErr = errors.Join(retErr, fmt.Errorf("clean up after failed create: %w", err))
+			}
+		}
+	}()
+
+	// An existing container or snapshot of this ID is someone else's: fail without touching
+	// it (the deferred cleanup removes only what this call owns).
+	if _, err := c.ContainerService().Get(ctx, s.ID); err == nil {
+		return nil, fmt.Errorf("create container %s: %w", s.ID, errdefs.ErrAlreadyExists)
+	} else if !errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
+	}
+	if _, err := c.SnapshotService(s.Snapshotter).Stat(ctx, s.ID); err == nil {
+		return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, errdefs.ErrAlreadyExists)
+	} else if !errdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, err)
+	}
+	ctr.owned = true
+
+	lctx := leases.WithLease(ctx, lease.ID)
+	opts := []client.NewContainerOpts{
+		client.WithSnapshotter(s.Snapshotter),
+		client.WithNewSnapshot(s.ID, s.Image),
+		client.WithNewSpec(s.Opts...),
+		client.WithContainerLabels(s.Labels),
+	}
+	cc, err := c.NewContainer(lctx, s.ID, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
+	}
+	ctr.ctr = cc
+	return ctr, nil
+}
+
+// ID returns the container's ID.
+func (c *Container) ID() string { return c.spec.ID }
+
+// CleanupContext returns a context for Delete and other teardown that outlives ctx's
+// cancellation (Ctrl-C must still clean up) but not forever: it keeps ctx's values, such as
+// the containerd namespace, and times out after a minute.
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
+// Delete removes the task (killing every process in it if it still runs), the container,
+// its snapshot and its lease, on every path: each step runs even when an earlier one failed,
+// and what is already gone counts as done, so Delete is idempotent. Pass a context that the
+// run's cancellation does not cancel (see CleanupContext).
+func (c *Container) Delete(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted {
+		return nil
+	}
+	var errs []error
+	if c.task != nil {
+		if err := c.task.destroy(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.owned && c.ctr != nil {
+		if err := deleteLeftoverTask(ctx, c.ctr); err != nil {
+			errs = append(errs, err)
+		}
+		if err := c.ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))
+		}
+	}
+	// The snapshot may exist without the container (NewContainer failed after Prepare, or the
+	// container record went first).
+	if c.owned {
+		if err := c.client.SnapshotService(c.spec.Snapshotter).Remove(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", c.spec.ID, err))
+		}
+	}
+	if err := c.client.LeasesService().Delete(ctx, leases.Lease{ID: c.leaseID}); err != nil && !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("delete lease %s: %w", c.leaseID, err))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("delete container %s: %w", c.spec.ID, errors.Join(errs...))
+	}
+	c.deleted = true
+	return nil
+}
+
+// deleteLeftoverTask kills and deletes a task that containerd still has for ctr although
+// this Container holds none (Start failed half-way, or Wait never ran).
+func deleteLeftoverTask(ctx context.Context, ctr client.Container) error {
+	t, err := ctr.Task(ctx, nil)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load task %s: %w", ctr.ID(), err)
+	}
+	if _, err := t.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("delete task %s: %w", ctr.ID(), err)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"sync"
+)
+
+// cappedWriter keeps the first cap bytes written to it in a file and discards the rest,
+// always reporting success: the IO copy that feeds it must never stop reading, or the
+// agent's writes would block on a full pipe.
+type cappedWriter struct {
+	mu     sync.Mutex
+	f      *os.File
+	cap    int64
+	n      int64
+	cut    bool
+	err    error // first write error; later writes are discarded
+	closed bool
+}
+
+func createCapped(path string, limit int64) (*cappedWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("create output file: %w", err)
+	}
+	return &cappedWriter{f: f, cap: limit}, nil
+}
+
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	keep := int64(len(p))
+	if room := w.cap - w.n; keep > room {
+		keep = max(room, 0)
+		w.cut = true
+	}
+	if keep > 0 && w.err == nil && !w.closed {
+		if _, err := w.f.Write(p[:keep]); err != nil {
+			w.err = err
+		}
+	}
+	w.n += keep
+	return len(p), nil
+}
+
+// Cut reports whether anything was discarded.
+func (w *cappedWriter) Cut() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cut
+}
+
+// Close notes the cut at the end of the file, if there was one, and closes it. It reports
+// the first write error, if any.
+func (w *cappedWriter) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.cut && w.err == nil {
+		_, w.err = fmt.Fprintf(w.f, "\n[ceval: output cut at %s]\n", sizeString(w.cap))
+	}
+	err := w.f.Close()
+	if w.err != nil {
+		return fmt.Errorf("write %s: %w", w.f.Name(), w.err)
+	}
+	if err != nil {
+		return fmt.Errorf("close %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+func sizeString(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

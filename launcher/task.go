@@ -1,0 +1,332 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/errdefs"
+)
+
+// killWait bounds how long Wait waits for the task to report its exit after SIGKILL to
+// every process in it; past it, something is wrong with the shim, not the agent.
+const killWait = 10 * time.Second
+
+// cgroupDrain bounds how long Wait waits for the container's cgroup to empty once PID 1
+// exited (the kernel kills the rest of the PID namespace asynchronously).
+const cgroupDrain = 2 * time.Second
+
+// StartHook runs after the task exists (its namespaces are set up, PID 1 is created but has
+// not run) and before it starts. pid is PID 1's host PID, e.g. to open a socket in its
+// network namespace through /proc/<pid>/ns/net. An error aborts Start.
+type StartHook func(ctx context.Context, pid uint32) error
+
+// Exit is how a task ended.
+type Exit struct {
+	Code        int           // exit status as the shim reports it (128+N when killed by signal N)
+	Signaled    bool          // Code says a signal ended PID 1
+	TimedOut    bool          // the timeout passed and Wait stopped the task
+	Interrupted bool          // ctx was cancelled and Wait stopped the task
+	OutputCut   bool          // stdout or stderr went past the log cap; the rest was read and discarded
+	Duration    time.Duration // from Start to exit
+	CgroupEmpty bool          // no process was left in the container's cgroup after the exit
+	CgroupError string        // why CgroupEmpty could not be established, if it could not
+}
+
+// Task is a started container process (the init, PID 1) and its IO.
+type Task struct {
+	ctr         *Container
+	task        client.Task
+	cgroupsPath string
+	started     time.Time
+	stopWait    context.CancelFunc
+	outs        []*cappedWriter
+
+	exited   chan struct{} // closed when status is set
+	status   client.ExitStatus
+	exitedAt time.Time
+
+	mu       sync.Mutex
+	deleted  bool
+	exit     *Exit
+	last     *Resources
+	peakPids uint64
+}
+
+// Start creates the task with stdout and stderr streamed into capped files, arms the exit
+// wait (before Start: a task that exits at once would otherwise be missed), calls
+// beforeStart (may be nil), then starts it. If any step fails, the task is killed and
+// deleted; the container stays for Delete.
+func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, retErr error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted || c.ctr == nil {
+		return nil, fmt.Errorf("start container %s: deleted", c.spec.ID)
+	}
+	if c.task != nil {
+		return nil, fmt.Errorf("start container %s: already started", c.spec.ID)
+	}
+	spec, err := c.ctr.Spec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start container %s: read spec: %w", c.spec.ID, err)
+	}
+	t := &Task{ctr: c, exited: make(chan struct{})}
+	if spec.Linux != nil {
+		t.cgroupsPath = spec.Linux.CgroupsPath
+	}
+	var stdout, stderr io.Writer
+	if c.spec.StdoutPath != "" {
+		w, err := createCapped(c.spec.StdoutPath, c.spec.LogCap)
+		if err != nil {
+			return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
+		}
+		t.outs = append(t.outs, w)
+		stdout = w
+	}
+	if c.spec.StderrPath != "" {
+		w, err := createCapped(c.spec.StderrPath, c.spec.LogCap)
+		if err != nil {
+			t.closeOutputs()
+			return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
+		}
+		t.outs = append(t.outs, w)
+		stderr = w
+	}
+	// The wait (and stdin's close) must outlive ctx: a cancelled run still has to see its
+	// task exit.
+	wctx, stopWait := context.WithCancel(context.WithoutCancel(ctx))
+	var stdin io.Reader
+	var eof *stdinEOF
+	if c.spec.Stdin != nil {
+		eof = &stdinEOF{r: c.spec.Stdin, ctx: wctx, ready: make(chan struct{})}
+		stdin = eof
+	}
+	tk, err := c.ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr)))
+	if err != nil {
+		stopWait()
+		t.closeOutputs()
+		return nil, fmt.Errorf("create task %s: %w", c.spec.ID, err)
+	}
+	if eof != nil {
+		eof.task = tk
+		close(eof.ready)
+	}
+	t.task = tk
+	t.stopWait = stopWait
+	c.task = t
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := CleanupContext(ctx)
+			defer cancel()
+			if err := t.destroy(cctx); err != nil {
+				retErr = errors.Join(retErr, err)
+			}
+		}
+	}()
+
+	exitCh, err := tk.Wait(wctx)
+	if err != nil {
+		return nil, fmt.Errorf("wait task %s: %w", c.spec.ID, err)
+	}
+	go func() {
+		st, ok := <-exitCh
+		if !ok {
+			st = *client.NewExitStatus(client.UnknownExitStatus, time.Time{}, errors.New("exit channel closed"))
+		}
+		t.status, t.exitedAt = st, time.Now()
+		close(t.exited)
+	}()
+
+	if beforeStart != nil {
+		if err := beforeStart(ctx, tk.Pid()); err != nil {
+			return nil, fmt.Errorf("start task %s: before start: %w", c.spec.ID, err)
+		}
+	}
+	t.started = time.Now()
+	if err := tk.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start task %s: %w", c.spec.ID, err)
+	}
+	return t, nil
+}
+
+// Pid returns PID 1's PID on the host.
+func (t *Task) Pid() uint32 { return t.task.Pid() }
+
+// Wait waits for the task to exit, at most timeout after Start (0: no limit) or until ctx
+// is cancelled. Then it stops it: SIGTERM to PID 1 (the init forwards it), grace, SIGKILL to
+// every process in the container. Once PID 1 is gone it records the final metrics (see
+// Metrics), checks that the container's cgroup holds no process and deletes the task, which
+// drains and closes the output files. A second call returns the same Exit.
+func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, error) {
+	t.mu.Lock()
+	if t.exit != nil {
+		defer t.mu.Unlock()
+		return *t.exit, nil
+	}
+	t.mu.Unlock()
+
+	var ex Exit
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		tm := time.NewTimer(time.Until(t.started.Add(timeout)))
+		defer tm.Stop()
+		deadline = tm.C
+	}
+	select {
+	case <-t.exited:
+	case <-deadline:
+		ex.TimedOut = true
+	case <-ctx.Done():
+		ex.Interrupted = true
+	}
+	cctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	if ex.TimedOut || ex.Interrupted {
+		if err := t.stop(cctx, grace); err != nil {
+			return ex, err
+		}
+	}
+
+	ex.Duration = t.exitedAt.Sub(t.started)
+	code, _, err := t.status.Result()
+	if err != nil {
+		return ex, fmt.Errorf("wait task %s: %w", t.ctr.spec.ID, err)
+	}
+	ex.Code = int(code)
+	ex.Signaled = code > 128 && code <= 128+64
+
+	// Last look at the cgroup before the task's deletion removes it; a failure is not
+	// fatal here, Metrics reports it again.
+	_, _ = t.Metrics(cctx)
+	if err := waitCgroupEmpty(t.cgroupsPath, cgroupDrain); err != nil {
+		ex.CgroupError = err.Error()
+	} else {
+		ex.CgroupEmpty = true
+	}
+	if err := t.destroy(cctx); err != nil {
+		return ex, err
+	}
+	for _, w := range t.outs {
+		ex.OutputCut = ex.OutputCut || w.Cut()
+	}
+	t.mu.Lock()
+	t.exit = &ex
+	t.mu.Unlock()
+	return ex, nil
+}
+
+// stop sends SIGTERM to PID 1, waits grace, then SIGKILLs every process in the container
+// and waits for the exit.
+func (t *Task) stop(ctx context.Context, grace time.Duration) error {
+	if err := t.task.Kill(ctx, syscall.SIGTERM); err != nil && !gone(err) {
+		return fmt.Errorf("stop task %s: SIGTERM: %w", t.ctr.spec.ID, err)
+	}
+	gt := time.NewTimer(grace)
+	defer gt.Stop()
+	select {
+	case <-t.exited:
+		return nil
+	case <-gt.C:
+	}
+	return t.killAll(ctx)
+}
+
+func (t *Task) killAll(ctx context.Context) error {
+	if err := t.task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !gone(err) {
+		return fmt.Errorf("kill task %s: %w", t.ctr.spec.ID, err)
+	}
+	kt := time.NewTimer(killWait)
+	defer kt.Stop()
+	select {
+	case <-t.exited:
+		return nil
+	case <-kt.C:
+		return fmt.Errorf("kill task %s: no exit %s after SIGKILL", t.ctr.spec.ID, killWait)
+	case <-ctx.Done():
+		return fmt.Errorf("kill task %s: %w", t.ctr.spec.ID, ctx.Err())
+	}
+}
+
+// destroy kills the task if it still runs, deletes it (which lets IO drain) and closes the
+// output files. It is idempotent.
+func (t *Task) destroy(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.deleted {
+		return nil
+	}
+	var errs []error
+	select {
+	case <-t.exited:
+	default:
+		if t.started.IsZero() {
+			// Created, never started: Kill is refused for some runtimes; Delete with kill
+			// handles it.
+			break
+		}
+		if err := t.killAll(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := t.task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("delete task %s: %w", t.ctr.spec.ID, err))
+	}
+	if t.stopWait != nil {
+		t.stopWait()
+	}
+	if err := t.closeOutputs(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	t.deleted = true
+	return nil
+}
+
+func (t *Task) closeOutputs() error {
+	var errs []error
+	for _, w := range t.outs {
+		if err := w.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stdinEOF passes the caller's stdin through and, at its end, closes the task's stdin in
+// the shim: closing the client's end of the FIFO alone never gives the process its EOF.
+type stdinEOF struct {
+	r     io.Reader
+	ctx   context.Context
+	ready chan struct{} // closed once task is set
+	task  client.Task
+	once  sync.Once
+}
+
+func (s *stdinEOF) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil {
+		s.once.Do(func() { go s.closeIO() })
+	}
+	return n, err
+}
+
+func (s *stdinEOF) closeIO() {
+	select {
+	case <-s.ready:
+		_ = s.task.CloseIO(s.ctx, client.WithStdinCloser)
+	case <-s.ctx.Done():
+	}
+}
+
+// gone reports a Kill error that means there is nothing left to signal.
+func gone(err error) bool {
+	return errdefs.IsNotFound(err) || errdefs.IsFailedPrecondition(err)
+}

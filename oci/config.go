@@ -1,0 +1,257 @@
+package oci
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The agent's identity inside every container. Explicit numbers: the image may have no
+// passwd entry for them, and nothing is looked up.
+const (
+	AgentUID = 2000
+	AgentGID = 2000
+)
+
+// Fixed places inside the container.
+const (
+	WorkspacePath = "/workspace"
+	HomePath      = "/home/agent"
+	InitPath      = "/.ceval/init"
+	TmpPath       = "/tmp"
+	ShmPath       = "/dev/shm"
+)
+
+// Hostname is the container's UTS hostname.
+const Hostname = "ceval"
+
+// Labels and annotations that tie a container to the ceval run that made it, so a sweeper
+// can tell a live run's container from one a crashed or rebooted ceval left behind.
+const (
+	LabelRunID  = "dev.ceval.run-id"
+	LabelPID    = "dev.ceval.pid"
+	LabelBootID = "dev.ceval.boot-id"
+)
+
+// Network modes.
+const (
+	NetworkNone = "none" // a new network namespace: loopback only
+	NetworkHost = "host" // the host's network namespace; the caller checks the user allowed it
+)
+
+// Defaults applied to zero fields of Config.
+const (
+	DefaultTimeout  = 30 * time.Minute
+	DefaultGrace    = 10 * time.Second
+	DefaultMemoryMB = 2048
+	DefaultCPUs     = 2.0
+	DefaultPids     = 512
+	DefaultTmpMB    = 256
+	DefaultShmMB    = 64
+	DefaultNoFile   = 1024
+)
+
+// BackstopMargin is how much later than the host's own deadline (Timeout + Grace) the init
+// inside the container kills everything: the host acts first, the init only if it could not.
+const BackstopMargin = 30 * time.Second
+
+// cpuPeriod is the CFS period in microseconds; the quota is CPUs times it.
+const cpuPeriod = 100000
+
+// Config is everything the spec depends on, filled by the supervisor from the task. Zero
+// numeric and duration fields take the defaults above; paths are host paths and must be
+// absolute.
+type Config struct {
+	RunID  string // required; container label dev.ceval.run-id (Generate also uses it as container ID)
+	PID    int    // ceval's own PID, label dev.ceval.pid; required
+	BootID string // the host's boot id, label dev.ceval.boot-id; required (see launcher.BootID)
+
+	Args []string // the agent command, run as the init's child; required
+	Env  []string // KEY=VALUE added to HOME, USER and PATH (a same-named key replaces those)
+
+	WorkspaceDir string  // host dir bound read-write at /workspace
+	HomeDir      string  // host dir bound read-write at /home/agent
+	InitPath     string  // host path of the static init, bound read-only at /.ceval/init
+	ExtraMounts  []Mount // more read-only binds
+
+	Timeout time.Duration // the host's deadline for the agent
+	Grace   time.Duration // SIGTERM to SIGKILL
+
+	MemoryMB int64   // memory limit; swap is held to the same value (no swap)
+	CPUs     float64 // CFS quota in CPUs
+	Pids     int64   // pids limit
+	TmpMB    int64   // size of the /tmp tmpfs
+	ShmMB    int64   // size of the /dev/shm tmpfs
+
+	Network string // NetworkNone ("" too) or NetworkHost
+}
+
+// Mount is a read-only bind of a host path into the container.
+type Mount struct {
+	Source      string // absolute host path
+	Destination string // absolute container path
+}
+
+var (
+	envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	idRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+)
+
+// withDefaults returns cfg with zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	if cfg.MemoryMB == 0 {
+		cfg.MemoryMB = DefaultMemoryMB
+	}
+	if cfg.CPUs == 0 {
+		cfg.CPUs = DefaultCPUs
+	}
+	if cfg.Pids == 0 {
+		cfg.Pids = DefaultPids
+	}
+	if cfg.TmpMB == 0 {
+		cfg.TmpMB = DefaultTmpMB
+	}
+	if cfg.ShmMB == 0 {
+		cfg.ShmMB = DefaultShmMB
+	}
+	if cfg.Network == "" {
+		cfg.Network = NetworkNone
+	}
+	return cfg
+}
+
+// Backstop is the deadline handed to the init: Timeout + Grace + BackstopMargin, after
+// defaults.
+func (cfg Config) Backstop() time.Duration {
+	cfg = cfg.withDefaults()
+	return cfg.Timeout + cfg.Grace + BackstopMargin
+}
+
+// validate checks a Config that already has its defaults.
+func (cfg Config) validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	if !idRe.MatchString(cfg.RunID) {
+		bad("run id %q: want 1-64 of [A-Za-z0-9_.-], starting alphanumeric", cfg.RunID)
+	}
+	if cfg.PID <= 0 {
+		bad("pid %d: want ceval's PID", cfg.PID)
+	}
+	if cfg.BootID == "" || strings.ContainsAny(cfg.BootID, "\x00\n") {
+		bad("boot id %q: want the host's boot id", cfg.BootID)
+	}
+	if len(cfg.Args) == 0 || cfg.Args[0] == "" {
+		bad("args: want a command")
+	}
+	for i, a := range cfg.Args {
+		if strings.ContainsRune(a, 0) {
+			bad("args[%d]: contains NUL", i)
+		}
+	}
+	seen := map[string]bool{}
+	for i, kv := range cfg.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || !envKey.MatchString(k):
+			bad("env[%d] %q: want KEY=VALUE with KEY of [A-Za-z0-9_] not starting with a digit", i, kv)
+		case strings.ContainsRune(v, 0):
+			bad("env[%d] %s: value contains NUL", i, k)
+		case seen[k]:
+			bad("env[%d] %s: set twice", i, k)
+		}
+		seen[k] = true
+	}
+	for _, p := range []struct{ name, path string }{
+		{"workspace dir", cfg.WorkspaceDir},
+		{"home dir", cfg.HomeDir},
+		{"init path", cfg.InitPath},
+	} {
+		if err := checkAbs(p.path); err != nil {
+			bad("%s: %v", p.name, err)
+		}
+	}
+	for i, m := range cfg.ExtraMounts {
+		if err := checkAbs(m.Source); err != nil {
+			bad("extra mount %d source: %v", i, err)
+		}
+		if err := checkAbs(m.Destination); err != nil {
+			bad("extra mount %d destination: %v", i, err)
+			continue
+		}
+		if err := checkExtraDestination(m.Destination); err != nil {
+			bad("extra mount %d destination: %v", i, err)
+		}
+	}
+	if cfg.Timeout < 0 {
+		bad("timeout %s: negative", cfg.Timeout)
+	}
+	if cfg.Grace < 0 {
+		bad("grace %s: negative", cfg.Grace)
+	}
+	if cfg.MemoryMB < 16 {
+		bad("memory %d MiB: want at least 16", cfg.MemoryMB)
+	}
+	if cfg.CPUs < 0.01 {
+		bad("cpus %g: want at least 0.01", cfg.CPUs)
+	}
+	if cfg.Pids < 8 {
+		bad("pids %d: want at least 8", cfg.Pids)
+	}
+	if cfg.TmpMB < 1 {
+		bad("tmp %d MiB: want at least 1", cfg.TmpMB)
+	}
+	if cfg.ShmMB < 1 {
+		bad("shm %d MiB: want at least 1", cfg.ShmMB)
+	}
+	if cfg.Network != NetworkNone && cfg.Network != NetworkHost {
+		bad("network %q: want %q or %q", cfg.Network, NetworkNone, NetworkHost)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("sandbox config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func checkAbs(p string) error {
+	if p == "" {
+		return errors.New("empty")
+	}
+	if !path.IsAbs(p) || path.Clean(p) != p {
+		return fmt.Errorf("%q: want an absolute, clean path", p)
+	}
+	if strings.ContainsRune(p, 0) {
+		return fmt.Errorf("%q: contains NUL", p)
+	}
+	return nil
+}
+
+// reserved are the container paths the spec itself mounts; an extra mount may neither
+// replace, cover nor sit inside one of them.
+var reserved = []string{WorkspacePath, HomePath, InitPath, TmpPath, "/proc", "/sys", "/dev", "/run"}
+
+func checkExtraDestination(dst string) error {
+	if dst == "/" {
+		return errors.New(`"/": the rootfs`)
+	}
+	for _, r := range reserved {
+		if dst == r || within(dst, r) || within(r, dst) {
+			return fmt.Errorf("%q: overlaps %s", dst, r)
+		}
+	}
+	return nil
+}
+
+// within reports whether p lies strictly below dir (both clean and absolute, not "/").
+func within(p, dir string) bool {
+	return strings.HasPrefix(p, dir+"/")
+}
