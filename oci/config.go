@@ -77,6 +77,10 @@ type Config struct {
 	InitPath     string  // host path of the static init, bound read-only at /.ceval/init
 	ExtraMounts  []Mount // more read-only binds
 
+	// WaitForGo makes the init wait for "go\n" on stdin before it starts the agent, so the
+	// host can attest the container after the init's execve and before any agent code runs.
+	WaitForGo bool
+
 	Timeout time.Duration // the host's deadline for the agent
 	Grace   time.Duration // SIGTERM to SIGKILL
 

@@ -139,7 +139,11 @@ func withCwd(dir string) specOpt {
 func withInitArgs(cfg Config) specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		ensureProcess(s)
-		args := []string{InitPath, "--timeout", cfg.Backstop().String(), "--grace", cfg.Grace.String(), "--"}
+		args := []string{InitPath, "--timeout", cfg.Backstop().String(), "--grace", cfg.Grace.String()}
+		if cfg.WaitForGo {
+			args = append(args, "--wait-go")
+		}
+		args = append(args, "--")
 		s.Process.Args = append(args, cfg.Args...)
 		return nil
 	}

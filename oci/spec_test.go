@@ -129,6 +129,16 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 			},
 		},
 		{
+			name: "WaitForGo makes the init wait for the host's go-ahead",
+			opt:  withInitArgs(func() Config { c := cfg; c.WaitForGo = true; return c }()),
+			check: func(t *testing.T, s *specs.Spec) {
+				want := []string{"/.ceval/init", "--timeout", "30m40s", "--grace", "10s", "--wait-go", "--", "sh", "-c", "echo hello"}
+				if !slices.Equal(s.Process.Args, want) {
+					t.Errorf("args = %q, want %q", s.Process.Args, want)
+				}
+			},
+		},
+		{
 			name: "all five capability sets are empty, ambient included",
 			prep: func(s *specs.Spec) {
 				s.Process.Capabilities.Ambient = []string{"CAP_SYS_ADMIN"}

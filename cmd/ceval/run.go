@@ -1,0 +1,199 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/task"
+)
+
+func newRunCmd(g *globalOptions) *cobra.Command {
+	var (
+		runsDir      string
+		asJSON       bool
+		allowEnv     []string
+		allowHostNet bool
+		grace        time.Duration
+		busybox      string
+	)
+	cmd := &cobra.Command{
+		Use:   "run TASK...",
+		Short: "Run an agent on each task in a hardened container and grade the result",
+		Long: "run launches each task's agent in a container created directly through containerd\n" +
+			"(UID/GID 2000, no capabilities, no_new_privs, seccomp, pids/memory/cpu limits, read-only\n" +
+			"rootfs, no network), kills and reaps everything when it is done, snapshots the workspace\n" +
+			"without following links and grades the snapshot on the host. Each run writes\n" +
+			"RUNS/<run_id>/default/<task_id>/1/ with result.json, events.jsonl, the agent's logs and\n" +
+			"the workspace snapshot.\n\n" +
+			"Exit 0 when every task succeeds, 1 when any failed or timed out, 2 on invalid input,\n" +
+			"3 on an infrastructure error (containerd, images) or an ERROR/NOT_GRADED result.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var tasks []*task.Task
+			var problems []error
+			for _, a := range args {
+				t, err := task.Load(a)
+				if err != nil {
+					problems = append(problems, err)
+					continue
+				}
+				if t.Agent == nil {
+					problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it", a, t.ID))
+					continue
+				}
+				tasks = append(tasks, t)
+			}
+			if len(problems) > 0 {
+				return exitWith(exitInvalid, errors.Join(problems...))
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			var pc *images.PreflightCache
+			if dir, err := images.DefaultCacheDir(); err == nil {
+				pc, _ = images.NewPreflightCache(dir)
+			}
+			runID := supervisor.NewRunID(time.Now())
+			errOut := cmd.ErrOrStderr()
+			var results []*supervisor.Result
+			worst := exitOK
+			for _, t := range tasks {
+				opts := supervisor.Options{
+					RunsDir: runsDir, RunID: runID, Client: c, Namespace: g.namespace,
+					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet},
+					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
+					Progress: progressPrinter(errOut, t.ID),
+				}
+				res, err := supervisor.Run(cctx, t, opts)
+				code := exitCodeFor(res, err)
+				if err != nil {
+					fmt.Fprintf(errOut, "ceval: %s: %v\n", t.ID, err)
+				}
+				if res != nil {
+					results = append(results, res)
+				}
+				worst = worseExit(worst, code)
+				if code == exitInvalid || ctx.Err() != nil {
+					break
+				}
+			}
+			if asJSON {
+				if err := printJSONResults(cmd.OutOrStdout(), results); err != nil {
+					return exitWith(exitInfraErr, err)
+				}
+			} else {
+				printRunTable(cmd.OutOrStdout(), results)
+			}
+			if worst != exitOK {
+				return exitWith(worst, errors.New(""))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&runsDir, "runs-dir", "runs", "directory that receives RUNS/<run_id>/... results")
+	f.BoolVar(&asJSON, "json", false, "print the results as JSON (one object for one task, else a list)")
+	f.StringArrayVar(&allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable)")
+	f.BoolVar(&allowHostNet, "allow-host-network", false, "let tasks that ask for sandbox.network: host have it")
+	f.DurationVar(&grace, "grace", supervisor.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
+	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
+	return cmd
+}
+
+// exitCodeFor maps one run's outcome to the shared exit codes.
+func exitCodeFor(res *supervisor.Result, err error) int {
+	var ie *supervisor.InputError
+	switch {
+	case errors.As(err, &ie):
+		return exitInvalid
+	case err != nil:
+		return exitInfraErr
+	}
+	switch res.Status {
+	case "SUCCESS":
+		return exitOK
+	case "FAILURE", supervisor.StatusTimeout:
+		return exitFailure
+	}
+	return exitInfraErr
+}
+
+// worseExit orders exit codes by severity: invalid input > infrastructure > failure > ok.
+func worseExit(a, b int) int {
+	rank := map[int]int{exitOK: 0, exitFailure: 1, exitInfraErr: 2, exitInvalid: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
+	start := time.Now()
+	return func(event string, f map[string]any) {
+		switch event {
+		case "run_started", "image_ready", "agent_started", "agent_exited", "snapshot_taken", "graded":
+			extra := ""
+			switch event {
+			case "run_started":
+				extra = fmt.Sprint(f["run_dir"])
+			case "agent_exited":
+				extra = fmt.Sprintf("exit %v", f["exit_code"])
+				if f["timed_out"] == true {
+					extra += " (timed out)"
+				}
+			case "graded":
+				extra = fmt.Sprintf("%v %.2f", f["status"], f["score"])
+			}
+			fmt.Fprintf(w, "[%6.2fs] %s: %s %s\n", time.Since(start).Seconds(), taskID, event, extra)
+		}
+	}
+}
+
+func printJSONResults(w io.Writer, results []*supervisor.Result) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if len(results) == 1 {
+		return enc.Encode(results[0])
+	}
+	if results == nil {
+		results = []*supervisor.Result{}
+	}
+	return enc.Encode(results)
+}
+
+func printRunTable(w io.Writer, results []*supervisor.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tSTATUS\tSCORE\tAGENT EXIT\tTIME\tRUN DIR")
+	for _, r := range results {
+		exit := "-"
+		if r.Agent.ExitCode != nil {
+			exit = fmt.Sprint(*r.Agent.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%.1fs\t%s\n", r.TaskID, r.Status, r.Score, exit, r.Timings.Total, r.Dir)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.Error != "" {
+			fmt.Fprintf(w, "%s: error: %s\n", r.TaskID, r.Error)
+		}
+		for _, l := range r.LimitsHit {
+			fmt.Fprintf(w, "%s: limit: %s\n", r.TaskID, l)
+		}
+	}
+}
