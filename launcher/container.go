@@ -31,8 +31,10 @@ type Spec struct {
 	Opts        []oci.SpecOpts    // applied to containerd's default spec, in order
 	Labels      map[string]string // container labels (see package oci's Labels)
 
-	StdoutPath string    // file for the task's stdout; "" discards it
-	StderrPath string    // file for the task's stderr; "" discards it
+	StdoutPath string    // file for the task's stdout; "" uses Stdout
+	StderrPath string    // file for the task's stderr; "" uses Stderr
+	Stdout     io.Writer // used when StdoutPath is empty (not closed); nil discards
+	Stderr     io.Writer // used when StderrPath is empty (not closed); nil discards
 	LogCap     int64     // bytes kept per stream; 0 = DefaultLogCap
 	Stdin      io.Reader // optional; nil gives the task /dev/null
 

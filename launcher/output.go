@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 )
@@ -11,7 +12,9 @@ import (
 // agent's writes would block on a full pipe.
 type cappedWriter struct {
 	mu     sync.Mutex
-	f      *os.File
+	out    io.Writer
+	f      *os.File // nil when out is the caller's writer, which is not closed
+	name   string
 	cap    int64
 	n      int64
 	cut    bool
@@ -24,7 +27,12 @@ func createCapped(path string, limit int64) (*cappedWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create output file: %w", err)
 	}
-	return &cappedWriter{f: f, cap: limit}, nil
+	return &cappedWriter{out: f, f: f, name: path, cap: limit}, nil
+}
+
+// newCapped caps a caller's writer; Close notes the cut but does not close it.
+func newCapped(w io.Writer, name string, limit int64) *cappedWriter {
+	return &cappedWriter{out: w, name: name, cap: limit}
 }
 
 func (w *cappedWriter) Write(p []byte) (int, error) {
@@ -36,7 +44,7 @@ func (w *cappedWriter) Write(p []byte) (int, error) {
 		w.cut = true
 	}
 	if keep > 0 && w.err == nil && !w.closed {
-		if _, err := w.f.Write(p[:keep]); err != nil {
+		if _, err := w.out.Write(p[:keep]); err != nil {
 			w.err = err
 		}
 	}
@@ -61,14 +69,17 @@ func (w *cappedWriter) Close() error {
 	}
 	w.closed = true
 	if w.cut && w.err == nil {
-		_, w.err = fmt.Fprintf(w.f, "\n[ceval: output cut at %s]\n", sizeString(w.cap))
+		_, w.err = fmt.Fprintf(w.out, "\n[ceval: output cut at %s]\n", sizeString(w.cap))
 	}
-	err := w.f.Close()
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+	}
 	if w.err != nil {
-		return fmt.Errorf("write %s: %w", w.f.Name(), w.err)
+		return fmt.Errorf("write %s: %w", w.name, w.err)
 	}
 	if err != nil {
-		return fmt.Errorf("close %s: %w", w.f.Name(), err)
+		return fmt.Errorf("close %s: %w", w.name, err)
 	}
 	return nil
 }

@@ -80,23 +80,14 @@ func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, 
 	if spec.Linux != nil {
 		t.cgroupsPath = spec.Linux.CgroupsPath
 	}
-	var stdout, stderr io.Writer
-	if c.spec.StdoutPath != "" {
-		w, err := createCapped(c.spec.StdoutPath, c.spec.LogCap)
-		if err != nil {
-			return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
-		}
-		t.outs = append(t.outs, w)
-		stdout = w
+	stdout, err := t.output(c.spec.StdoutPath, c.spec.Stdout, "stdout", c.spec.LogCap)
+	if err != nil {
+		return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
 	}
-	if c.spec.StderrPath != "" {
-		w, err := createCapped(c.spec.StderrPath, c.spec.LogCap)
-		if err != nil {
-			t.closeOutputs()
-			return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
-		}
-		t.outs = append(t.outs, w)
-		stderr = w
+	stderr, err := t.output(c.spec.StderrPath, c.spec.Stderr, "stderr", c.spec.LogCap)
+	if err != nil {
+		t.closeOutputs()
+		return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
 	}
 	// The wait (and stdin's close) must outlive ctx: a cancelled run still has to see its
 	// task exit.
@@ -153,6 +144,25 @@ func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, 
 		return nil, fmt.Errorf("start task %s: %w", c.spec.ID, err)
 	}
 	return t, nil
+}
+
+// output returns the capped destination of one stream: the file at path, else the caller's
+// writer, else nil (discarded).
+func (t *Task) output(path string, w io.Writer, name string, limit int64) (io.Writer, error) {
+	var cw *cappedWriter
+	switch {
+	case path != "":
+		var err error
+		if cw, err = createCapped(path, limit); err != nil {
+			return nil, err
+		}
+	case w != nil:
+		cw = newCapped(w, name, limit)
+	default:
+		return nil, nil
+	}
+	t.outs = append(t.outs, cw)
+	return cw, nil
 }
 
 // Pid returns PID 1's PID on the host.

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -15,9 +13,6 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/launcher/initbin"
-	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -119,15 +114,6 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-const (
-	homeMB     = 512
-	homeInodes = 65536
-)
-
-func workspaceInodes(diskMB int64) int64 {
-	return min(max(diskMB*256, 4096), 1_000_000)
-}
-
 // Run takes one task from file to graded result: it prepares the run directory and the
 // workspace, runs the agent in its container, attests its isolation, reaps everything,
 // snapshots the workspace and grades the snapshot on the host. The result is written to
@@ -187,114 +173,41 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if res.TaskSHA256, err = task.Digest(t); err != nil {
 		return res, &InfraError{err}
 	}
-	// cleanupCtx outlives a Ctrl-C so nothing is left behind.
-	cleanupCtx, cancelCleanup := launcher.CleanupContext(ctx)
-	defer cancelCleanup()
-
-	img, err := o.image(ctx, t.Sandbox.Image)
+	img, err := ResolveImage(ctx, o.Client, t.Sandbox.Image, o.Preflight, o.Busybox)
 	if err != nil {
-		return res, err
+		return res, &InfraError{err}
 	}
 	res.Image = img
 	emit("image_ready", map[string]any{"image": img.Name, "digest": img.ManifestDigest})
 
-	scratch := filepath.Join(dir, scratchSubdir)
-	wsDir, homeDir := filepath.Join(scratch, "workspace"), filepath.Join(scratch, "home")
-	for _, d := range []string{wsDir, homeDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return res, &InfraError{err}
-		}
-	}
-	defer os.RemoveAll(scratch)
-	unmountWS, err := launcher.MountScratch(wsDir, t.Sandbox.Limits.DiskMB, workspaceInodes(t.Sandbox.Limits.DiskMB), 0, 0)
-	if err != nil {
-		return res, &InfraError{err}
-	}
-	defer unmountWS()
-	unmountHome, err := launcher.MountScratch(homeDir, homeMB, homeInodes, 0, 0)
-	if err != nil {
-		return res, &InfraError{err}
-	}
-	defer unmountHome()
-	if err := PrepareWorkspace(wsDir, t); err != nil {
-		return res, &InputError{err}
-	}
-	if err := prepareHome(homeDir, t.Prompt); err != nil {
-		return res, &InfraError{err}
-	}
-	for _, d := range []string{wsDir, homeDir} {
-		if err := launcher.ChownTree(d, AgentUID, AgentGID); err != nil {
-			return res, &InfraError{err}
-		}
-	}
-	initPath, err := initbin.Install(o.InitDir)
-	if err != nil {
-		return res, &InfraError{fmt.Errorf("install init: %w", err)}
-	}
-	bootID, err := launcher.BootID()
-	if err != nil {
-		return res, &InfraError{err}
-	}
-	cfg := oci.Config{
-		RunID: o.RunID + "-" + t.ID + fmt.Sprintf("-%d", o.Repeat), PID: os.Getpid(), BootID: bootID,
-		Args: argv, Env: env, WorkspaceDir: wsDir, HomeDir: homeDir, InitPath: initPath, WaitForGo: true,
-		Timeout: t.Sandbox.Limits.Timeout, Grace: o.Grace,
-		MemoryMB: t.Sandbox.Limits.MemoryMB, CPUs: t.Sandbox.Limits.CPUs, Pids: t.Sandbox.Limits.Pids,
-		Network: t.Sandbox.Network,
-	}
-	opts, err := oci.SpecOpts(cfg)
-	if err != nil {
-		return res, &InfraError{err}
-	}
-	cimg, err := o.Client.GetImage(ctx, img.Name)
-	if err != nil {
-		return res, &InfraError{fmt.Errorf("image %s: %w", img.Name, err)}
-	}
-	goR, goW := io.Pipe()
-	defer goW.Close()
-	ctr, err := launcher.Create(ctx, o.Client, launcher.Spec{
-		ID: containerID(cfg.RunID), Image: cimg, Opts: opts, Labels: oci.Labels(cfg),
-		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile), Stdin: goR,
+	sb, err := NewSandbox(ctx, SandboxConfig{
+		Client: o.Client, Image: img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
+		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
+		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir),
+		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile),
+		Prepare: func(ws, home string) error {
+			if err := PrepareWorkspace(ws, t); err != nil {
+				return err
+			}
+			return prepareHome(home, t.Prompt)
+		},
 	})
 	if err != nil {
-		return res, &InfraError{err}
+		return res, asRunError(err)
 	}
 	defer func() {
-		if derr := ctr.Delete(cleanupCtx); derr != nil && err == nil {
-			err = &InfraError{derr}
+		if cerr := sb.Close(ctx); cerr != nil && err == nil {
+			err = &InfraError{cerr}
 		}
 		emit("container_deleted", nil)
 	}()
-	tk, err := ctr.Start(ctx, nil)
-	if err != nil {
-		return res, &InfraError{err}
-	}
 	res.Timings.Prepare = time.Since(start).Seconds()
 
-	// The init waits for the go-ahead; attest it first, after its execve.
-	att, aerr := attest(ctx, tk.Pid())
-	if aerr == nil {
-		att.Network = t.Sandbox.Network
-		res.Isolation = att
-		aerr = att.Check(Policy{UID: AgentUID, GID: AgentGID, PidsMax: t.Sandbox.Limits.Pids, Network: t.Sandbox.Network})
-	}
-	if aerr != nil {
-		goW.Close() // EOF without the go-ahead: the init exits without starting the agent
-		_, _ = tk.Wait(cleanupCtx, time.Second, time.Second)
-		return res, &InfraError{aerr}
-	}
-	emit("attested", map[string]any{"isolation": att})
-	if _, err := goW.Write([]byte("go\n")); err != nil {
-		return res, &InfraError{fmt.Errorf("start agent: %w", err)}
-	}
-	goW.Close()
-	emit("agent_started", map[string]any{"argv0": argv[0]})
-
 	waitStart := time.Now()
-	exit, werr := tk.Wait(ctx, t.Sandbox.Limits.Timeout, o.Grace)
-	res.Timings.Agent = exit.Duration.Seconds()
-	res.Timings.Reap = max(0, time.Since(waitStart).Seconds()-res.Timings.Agent)
-	if r, err := tk.Metrics(cleanupCtx); err == nil {
+	out, err := sb.Run(ctx, emit)
+	if out != nil {
+		res.Isolation = out.Isolation
+		r := out.Resources
 		res.Resources = Resources{PeakMemoryBytes: r.MemoryPeakBytes, PeakPids: r.PidsPeak, OOMKills: r.OOMKills}
 		if r.OOMKills > 0 {
 			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit %d MiB: %d process(es) OOM-killed", t.Sandbox.Limits.MemoryMB, r.OOMKills))
@@ -303,9 +216,12 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("pids limit %d reached", r.PidsLimit))
 		}
 	}
-	if werr != nil {
-		return res, &InfraError{werr}
+	if err != nil {
+		return res, &InfraError{err}
 	}
+	exit := out.Exit
+	res.Timings.Agent = exit.Duration.Seconds()
+	res.Timings.Reap = max(0, time.Since(waitStart).Seconds()-res.Timings.Agent)
 	code := exit.Code
 	res.Agent.ExitCode = &code
 	res.Agent.TimedOut = exit.TimedOut
@@ -316,13 +232,10 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		emit("interrupted", map[string]any{"reason": "ceval was interrupted; the agent was stopped and the run was not graded"})
 		return res, &InfraError{errors.New("interrupted: the agent was stopped and the run was not graded")}
 	}
-	if !exit.CgroupEmpty {
-		return res, &InfraError{fmt.Errorf("processes remained in the container after the kill (%s); not grading a workspace that may still change", exit.CgroupError)}
-	}
 	if exit.OutputCut {
 		res.LimitsHit = append(res.LimitsHit, "agent output over the log cap was cut")
 	}
-	if full, note := scratchFull(wsDir); full {
+	if full, note := scratchFull(sb.Workspace); full {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
 	if u := agentUsage(t.Agent.Type, filepath.Join(dir, StdoutFile)); u != nil {
@@ -331,7 +244,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 
 	// Everything of the agent's is dead: copy the workspace out, never following a link.
 	snapStart := time.Now()
-	snap, err := snapshot.Take(wsDir, filepath.Join(dir, WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := snapshot.Take(sb.Workspace, filepath.Join(dir, WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
 		return res, &InfraError{fmt.Errorf("snapshot: %w", err)}
 	}
@@ -362,6 +275,15 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	return res, nil
 }
 
+// asRunError keeps an InputError as it is and makes anything else an InfraError.
+func asRunError(err error) error {
+	var ie *InputError
+	if errors.As(err, &ie) {
+		return ie
+	}
+	return &InfraError{err}
+}
+
 func (o Options) withDefaults(now time.Time) Options {
 	if o.RunsDir == "" {
 		o.RunsDir = "runs"
@@ -382,58 +304,9 @@ func (o Options) withDefaults(now time.Time) Options {
 		o.Grace = DefaultGrace
 	}
 	if o.InitDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			o.InitDir = filepath.Join(d, "ceval", "init")
-		} else {
-			o.InitDir = filepath.Join(os.TempDir(), "ceval-init")
-		}
+		o.InitDir = DefaultInitDir()
 	}
 	return o
-}
-
-// image makes sure the task's image is present (building the default one on first use)
-// and passes the preflight: an image without the isolation label is refused.
-func (o Options) image(ctx context.Context, name string) (images.Image, error) {
-	var img images.Image
-	var err error
-	if name == images.DefaultName {
-		img, err = images.EnsureDefault(ctx, o.Client, images.DefaultOptions{Busybox: o.Busybox})
-	} else {
-		img, err = images.Lookup(ctx, o.Client, name)
-	}
-	if err != nil {
-		return img, &InfraError{err}
-	}
-	var rep *images.Report
-	if o.Preflight != nil {
-		rep, err = o.Preflight.Preflight(ctx, o.Client, name)
-	} else {
-		rep, err = images.Preflight(ctx, o.Client, name)
-	}
-	if err != nil {
-		return img, &InfraError{err}
-	}
-	if err := rep.Runnable(); err != nil {
-		return img, &InfraError{err}
-	}
-	return img, nil
-}
-
-// attest waits until the init has exec'd (seccomp is applied just before execve, so an
-// earlier read shows Seccomp: 0), then reads its isolation from the host's /proc.
-func attest(ctx context.Context, pid uint32) (*Attestation, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for !execed(pid, "init") {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("attest: the container's init (pid %d) did not start within 10s", pid)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-	}
-	return ReadAttestation(pid)
 }
 
 func prepareHome(home, prompt string) error {
@@ -443,14 +316,6 @@ func prepareHome(home, prompt string) error {
 	}
 	defer root.Close()
 	return writeInRoot(root, ".ceval/prompt.md", []byte(prompt), 0o644)
-}
-
-func containerID(runID string) string {
-	id := "ceval-" + strings.NewReplacer(":", "", ".", "-").Replace(runID)
-	if len(id) > 76 {
-		id = id[:76]
-	}
-	return id
 }
 
 // scratchFull says whether the workspace filesystem is (nearly) out of space or inodes.

@@ -1,0 +1,267 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/launcher/initbin"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/task"
+)
+
+// SandboxConfig describes one agent container: the lower half of a run, shared by `ceval
+// run` and `ceval sandbox exec` so both get exactly the same sandbox.
+type SandboxConfig struct {
+	Client  *client.Client
+	Image   string // an image that passed ResolveImage
+	ID      string // unique per container; labels and the container ID derive from it
+	Argv    []string
+	Env     []string
+	Limits  task.Limits
+	Network string
+	Grace   time.Duration
+	InitDir string // where the static init is installed; "" = DefaultInitDir()
+	Dir     string // host directory that receives the scratch mount points
+
+	StdoutPath, StderrPath string    // agent output files; "" uses Stdout/Stderr
+	Stdout, Stderr         io.Writer // used when the paths are empty
+
+	// Prepare fills the workspace and home directories (host paths) before they are handed
+	// to the agent's UID.
+	Prepare func(workspace, home string) error
+}
+
+// Sandbox is a created agent container with its scratch filesystems.
+type Sandbox struct {
+	Workspace string // host path of /workspace (a capped tmpfs)
+	Home      string // host path of /home/agent (a capped tmpfs)
+	cfg       SandboxConfig
+	ctr       *launcher.Container
+	undo      []func() error // in reverse order on Close
+	goW       *io.PipeWriter
+}
+
+// Outcome is how the agent's container ended.
+type Outcome struct {
+	Exit      launcher.Exit
+	Isolation *Attestation
+	Resources launcher.Resources
+}
+
+const (
+	homeMB     = 512
+	homeInodes = 65536
+)
+
+func workspaceInodes(diskMB int64) int64 {
+	return min(max(diskMB*256, 4096), 1_000_000)
+}
+
+// DefaultInitDir is where the static init is installed when no directory is given.
+func DefaultInitDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "ceval", "init")
+	}
+	return filepath.Join(os.TempDir(), "ceval-init")
+}
+
+// NewSandbox mounts the capped scratch filesystems, prepares them, hands them to the
+// agent's UID without following links, and creates the container. Close undoes it all.
+func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) {
+	if cfg.InitDir == "" {
+		cfg.InitDir = DefaultInitDir()
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	s := &Sandbox{cfg: cfg, Workspace: filepath.Join(cfg.Dir, "workspace"), Home: filepath.Join(cfg.Dir, "home")}
+	defer func() {
+		if err != nil {
+			_ = s.Close(ctx)
+		}
+	}()
+	for _, d := range []string{s.Workspace, s.Home} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	s.undo = append(s.undo, func() error { return os.RemoveAll(cfg.Dir) })
+	unmountWS, err := launcher.MountScratch(s.Workspace, cfg.Limits.DiskMB, workspaceInodes(cfg.Limits.DiskMB), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, unmountWS)
+	unmountHome, err := launcher.MountScratch(s.Home, homeMB, homeInodes, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, unmountHome)
+	if cfg.Prepare != nil {
+		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
+			return nil, &InputError{err}
+		}
+	}
+	for _, d := range []string{s.Workspace, s.Home} {
+		if err := launcher.ChownTree(d, AgentUID, AgentGID); err != nil {
+			return nil, err
+		}
+	}
+	initPath, err := initbin.Install(cfg.InitDir)
+	if err != nil {
+		return nil, fmt.Errorf("install init: %w", err)
+	}
+	bootID, err := launcher.BootID()
+	if err != nil {
+		return nil, err
+	}
+	ocfg := oci.Config{
+		RunID: cfg.ID, PID: os.Getpid(), BootID: bootID,
+		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: initPath,
+		WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
+		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
+	}
+	opts, err := oci.SpecOpts(ocfg)
+	if err != nil {
+		return nil, err
+	}
+	img, err := cfg.Client.GetImage(ctx, cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
+	}
+	goR, goW := io.Pipe()
+	s.goW = goW
+	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
+		ID: containerID(cfg.ID), Image: img, Opts: opts, Labels: oci.Labels(ocfg),
+		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
+		Stdin: goR,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run starts the container, attests the init after its execve, lets the agent start only
+// when the attestation matches policy, and waits for it with the timeout and grace, killing
+// and reaping everything. emit (may be nil) hears "attested" and "agent_started".
+func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error) {
+	if emit == nil {
+		emit = func(string, map[string]any) {}
+	}
+	cleanupCtx, cancel := launcher.CleanupContext(ctx)
+	defer cancel()
+	tk, err := s.ctr.Start(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{}
+	att, err := attest(ctx, tk.Pid())
+	if err == nil {
+		att.Network = s.cfg.Network
+		out.Isolation = att
+		err = att.Check(Policy{UID: AgentUID, GID: AgentGID, PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network})
+	}
+	if err != nil {
+		s.goW.Close() // EOF without the go-ahead: the init exits without starting the agent
+		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
+		return out, err
+	}
+	emit("attested", map[string]any{"isolation": att})
+	if _, err := s.goW.Write([]byte("go\n")); err != nil {
+		return out, fmt.Errorf("start agent: %w", err)
+	}
+	s.goW.Close()
+	emit("agent_started", map[string]any{"argv0": s.cfg.Argv[0]})
+	exit, werr := tk.Wait(ctx, s.cfg.Limits.Timeout, s.cfg.Grace)
+	out.Exit = exit
+	if r, err := tk.Metrics(cleanupCtx); err == nil {
+		out.Resources = r
+	}
+	if werr != nil {
+		return out, werr
+	}
+	if !exit.Interrupted && !exit.CgroupEmpty {
+		return out, fmt.Errorf("processes remained in the container after the kill (%s)", exit.CgroupError)
+	}
+	return out, nil
+}
+
+// Close deletes the container and unmounts and removes the scratch filesystems; it runs on
+// a context the caller's cancel does not cancel, so Ctrl-C still cleans up.
+func (s *Sandbox) Close(ctx context.Context) error {
+	cleanupCtx, cancel := launcher.CleanupContext(ctx)
+	defer cancel()
+	var errs []error
+	if s.goW != nil {
+		s.goW.Close()
+	}
+	if s.ctr != nil {
+		errs = append(errs, s.ctr.Delete(cleanupCtx))
+		s.ctr = nil
+	}
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		errs = append(errs, s.undo[i]())
+	}
+	s.undo = nil
+	return errors.Join(errs...)
+}
+
+// ResolveImage makes sure an image is present (building the default one on first use) and
+// passes the preflight: an image without the isolation label is refused, with the fix.
+func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images.PreflightCache, busybox string) (images.Image, error) {
+	var img images.Image
+	var err error
+	if name == images.DefaultName {
+		img, err = images.EnsureDefault(ctx, c, images.DefaultOptions{Busybox: busybox})
+	} else {
+		img, err = images.Lookup(ctx, c, name)
+	}
+	if err != nil {
+		return img, err
+	}
+	var rep *images.Report
+	if pc != nil {
+		rep, err = pc.Preflight(ctx, c, name)
+	} else {
+		rep, err = images.Preflight(ctx, c, name)
+	}
+	if err != nil {
+		return img, err
+	}
+	return img, rep.Runnable()
+}
+
+// attest waits until the init has exec'd (seccomp is applied just before execve, so an
+// earlier read shows Seccomp: 0), then reads its isolation from the host's /proc.
+func attest(ctx context.Context, pid uint32) (*Attestation, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for !execed(pid, "init") {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("attest: the container's init (pid %d) did not start within 10s", pid)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return ReadAttestation(pid)
+}
+
+func containerID(id string) string {
+	id = "ceval-" + strings.NewReplacer(":", "", ".", "-").Replace(id)
+	if len(id) > 76 {
+		id = id[:76]
+	}
+	return id
+}
