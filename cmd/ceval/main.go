@@ -49,7 +49,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.containerdAddress, "containerd-address", launcher.AddressFromEnv(), "containerd socket (env CEVAL_CONTAINERD_ADDRESS)")
 	root.PersistentFlags().StringVar(&g.namespace, "namespace", launcher.NamespaceFromEnv(), "containerd namespace (env CEVAL_NAMESPACE)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(exitInvalid, err) })
-	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(), newRunCmd(g))
+	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(), newRunCmd(g), newSandboxCmd(g), newDoctorCmd(g))
 	root.AddCommand(newImagesCmd(g))
 	return root
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/task"
+)
+
+func newSandboxCmd(g *globalOptions) *cobra.Command {
+	sb := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Work with the agent sandbox directly",
+	}
+	var (
+		image        string
+		network      string
+		timeout      time.Duration
+		allowHostNet bool
+		busybox      string
+	)
+	exec := &cobra.Command{
+		Use:   "exec [--image IMG] [--network none|host] [--timeout D] -- CMD [ARGS...]",
+		Short: "Run CMD in exactly the sandbox an agent gets, with a fresh empty workspace",
+		Long: "sandbox exec runs CMD as the agent would run: UID/GID 2000, no capabilities,\n" +
+			"no_new_privs, seccomp, the default limits, read-only rootfs, an empty /workspace, and no\n" +
+			"network unless --network host (which needs --allow-host-network). CMD's stdout and stderr\n" +
+			"stream through; ceval's own messages go to stderr only. Exits with CMD's exit code.\n" +
+			"Use it to check what an agent can see.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if network != task.NetworkNone && network != task.NetworkHost {
+				return exitWith(exitInvalid, fmt.Errorf("--network must be none or host, got %q", network))
+			}
+			if network == task.NetworkHost && !allowHostNet {
+				return exitWith(exitInvalid, errors.New("--network host needs --allow-host-network"))
+			}
+			if timeout <= 0 {
+				return exitWith(exitInvalid, errors.New("--timeout must be positive"))
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			if _, err := supervisor.ResolveImage(cctx, c, image, nil, busybox); err != nil {
+				var nf *images.NotFoundError
+				if errors.As(err, &nf) {
+					return exitWith(exitInvalid, err)
+				}
+				return exitWith(exitInfraErr, err)
+			}
+			dir, err := os.MkdirTemp("", "ceval-sandbox-")
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer os.RemoveAll(dir)
+			limits := task.Limits{Timeout: timeout, MemoryMB: task.DefaultMemoryMB, CPUs: task.DefaultCPUs,
+				Pids: task.DefaultPids, DiskMB: task.DefaultDiskMB}
+			s, err := supervisor.NewSandbox(cctx, supervisor.SandboxConfig{
+				Client: c, Image: image, ID: "sandbox-" + supervisor.NewRunID(time.Now()), Argv: args,
+				Limits: limits, Network: network, Dir: dir + "/scratch",
+				Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			out, err := s.Run(cctx, nil)
+			if cerr := s.Close(cctx); cerr != nil && err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			switch {
+			case out.Exit.Interrupted:
+				return exitWith(130, errors.New("interrupted"))
+			case out.Exit.TimedOut:
+				return exitWith(124, fmt.Errorf("timed out after %s", timeout))
+			case out.Exit.Code != 0:
+				return exitWith(out.Exit.Code, errors.New(""))
+			}
+			return nil
+		},
+	}
+	f := exec.Flags()
+	f.StringVar(&image, "image", images.DefaultName, "image to run (built on first use when it is the default)")
+	f.StringVar(&network, "network", task.NetworkNone, "none (loopback only) or host")
+	f.DurationVar(&timeout, "timeout", 5*time.Minute, "kill CMD after this long")
+	f.BoolVar(&allowHostNet, "allow-host-network", false, "permit --network host")
+	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
+	sb.AddCommand(exec)
+	return sb
+}
