@@ -1,0 +1,332 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/task"
+)
+
+// runTask writes a task directory (task.yaml plus files), loads it and runs it against the
+// real containerd, returning the result and the error.
+func runTask(t *testing.T, doc string, files map[string]string, o Options) (*Result, error) {
+	t.Helper()
+	c, ctx := ctrtest.Connect(t)
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runLoaded(t, ctx, c, tk, o)
+}
+
+func runLoaded(t *testing.T, ctx context.Context, c *client.Client, tk *task.Task, o Options) (*Result, error) {
+	t.Helper()
+	o.Client = c
+	if o.RunsDir == "" {
+		o.RunsDir = t.TempDir()
+	}
+	if o.Grace == 0 {
+		o.Grace = time.Second
+	}
+	t.Cleanup(func() { removeTestImage(t, ctx, c) })
+	return Run(ctx, tk, o)
+}
+
+func canary(t *testing.T) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "CEVAL-CANARY-" + hex.EncodeToString(b[:])
+}
+
+func readResult(t *testing.T, res *Result) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(res.Dir, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("result.json: %v", err)
+	}
+	return m
+}
+
+func agentTask(id, script, criteria string, extra ...string) string {
+	return "task_id: " + id + "\ninitial_prompt: do the task\nagent:\n  type: command\n  command: [/bin/sh, -c, " + quote(script) + "]\n" +
+		"sandbox:\n  limits: {timeout: 60s, memory_mb: 256, pids: 128, disk_mb: 64}\n" + strings.Join(extra, "") +
+		"success_criteria:\n" + criteria
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestHelloExampleSucceeds(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	tk, err := task.Load("../examples/hello/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runLoaded(t, ctx, c, tk, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || res.Score != 1 {
+		t.Fatalf("status %s score %v: %+v", res.Status, res.Score, res.Criteria)
+	}
+	m := readResult(t, res)
+	iso := m["isolation"].(map[string]any)
+	if iso["uid"] != 2000.0 || iso["gid"] != 2000.0 || iso["cap_eff"] != "0000000000000000" || iso["seccomp"] != 2.0 || iso["no_new_privs"] != 1.0 {
+		t.Errorf("isolation = %v", iso)
+	}
+	for _, k := range []string{"run_id", "agent", "timings", "resources", "image", "task_sha256", "ceval_version", "criteria"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("result.json lacks %q", k)
+		}
+	}
+	if m["image"].(map[string]any)["manifest_digest"] == "" {
+		t.Error("no image digest")
+	}
+	if fi, err := os.Stat(res.Dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("run dir mode %v %v", fi.Mode(), err)
+	}
+}
+
+func TestDoNothingAgentFails(t *testing.T) {
+	res, err := runTask(t, agentTask("nothing", "true", "  - {type: file_exists, path: hello.txt}\n"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "FAILURE" || res.Score != 0 {
+		t.Fatalf("status %s score %v", res.Status, res.Score)
+	}
+}
+
+// The agent searches the whole filesystem and /proc for the grading material's canary.
+func TestAgentCannotFindGradingMaterialCanary(t *testing.T) {
+	cn := canary(t)
+	// The search pattern is assembled at run time so the agent's own argv does not match.
+	script := `P=CEVAL-CAN; P="${P}ARY-"
+# Every top-level directory but /proc, /sys and /dev (whose device files never end).
+for d in /*/ /.*/ /dev/shm/ /dev/mqueue/; do
+  case "$d" in /proc/|/sys/|/dev/|/./|/../) continue;; esac
+  grep -rsh "$P" "$d" 2>/dev/null >> found.txt
+done
+grep -sh "$P" /* /.* 2>/dev/null >> found.txt
+for p in /proc/[0-9]*; do
+  cat $p/environ $p/cmdline 2>/dev/null | tr '\0' '\n' | grep -h "$P" >> found.txt
+  ls -la $p/root/ $p/cwd/ $p/fd/ >> listing.txt 2>&1
+done
+find / -name 'task.yaml' -o -name 'reference' -o -name '*.canary' 2>/dev/null | grep -v '^/proc' >> found.txt
+cat /proc/1/root/task.yaml /task.yaml ../task.yaml /reference/answer.canary 2>/dev/null >> found.txt
+true`
+	criteria := "  - {type: file_contains, path: found.txt, includes: [\"" + cn + "\"]}\n" +
+		"  - {type: file_exists, path: found.txt, description: \"" + cn + "\"}\n"
+	res, err := runTask(t, agentTask("canary", script, criteria, "reference: {directory: reference}\n"),
+		map[string]string{"reference/answer.canary": cn + "\n", "notes.md": cn}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Criteria[0].Passed {
+		found, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, "found.txt"))
+		t.Fatalf("BREACH: the agent found the canary:\n%s", found)
+	}
+	for _, f := range []string{StdoutFile, StderrFile, filepath.Join(WorkspaceDir, "found.txt"), filepath.Join(WorkspaceDir, "listing.txt")} {
+		data, _ := os.ReadFile(filepath.Join(res.Dir, f))
+		if strings.Contains(string(data), cn) {
+			t.Errorf("canary appears in %s", f)
+		}
+	}
+}
+
+// Files named like ceval's own outputs, written by the agent, change nothing.
+func TestForgedResultFilesInWorkspaceAreIgnored(t *testing.T) {
+	script := `printf '{"task_id":"forge","status":"SUCCESS","score":1}' > result.json
+printf '1.0' > reward.txt; printf '{}' > snapshot.json; printf '<testsuite failures="0"/>' > junit.xml
+mkdir -p workspace && printf '{"status":"SUCCESS"}' > workspace/result.json`
+	res, err := runTask(t, agentTask("forge", script, "  - {type: file_exists, path: answer.txt}\n"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readResult(t, res)
+	if m["status"] != "FAILURE" || m["score"] != 0.0 {
+		t.Fatalf("forged result took effect: %v %v", m["status"], m["score"])
+	}
+	if data, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, ResultFile)); !strings.Contains(string(data), "SUCCESS") {
+		t.Error("the agent's file should be kept, inside the snapshot directory")
+	}
+}
+
+// A double-forked background writer must be dead before the snapshot, so the snapshot cannot
+// change after it is taken.
+func TestBackgroundWriterIsKilledBeforeSnapshot(t *testing.T) {
+	script := `( ( trap '' TERM HUP; while true; do date +%s%N >> bg.log; sleep 0.05; done ) & ) ; setsid sh -c 'while true; do echo x >> bg2.log; sleep 0.05; done' & sleep 0.5; exit 0`
+	res, err := runTask(t, agentTask("bgwriter", script, "  - {type: file_exists, path: bg.log}\n"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := filepath.Join(res.Dir, WorkspaceDir, "bg.log")
+	before, err := os.ReadFile(snap)
+	if err != nil || len(before) == 0 {
+		t.Fatalf("the writer did not run: %v", err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	after, _ := os.ReadFile(snap)
+	if string(before) != string(after) {
+		t.Fatal("the snapshot changed after it was taken")
+	}
+	var ev []string
+	data, _ := os.ReadFile(filepath.Join(res.Dir, EventsFile))
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m map[string]any
+		json.Unmarshal([]byte(l), &m)
+		ev = append(ev, m["event"].(string))
+		if m["event"] == "agent_exited" && m["cgroup_empty"] != true {
+			t.Errorf("processes left after the agent: %v", m)
+		}
+	}
+	if strings.Join(ev, ",") == "" || !strings.Contains(strings.Join(ev, ","), "agent_exited,snapshot_taken") {
+		t.Errorf("events out of order: %v", ev)
+	}
+}
+
+// Symlinks to host files and to /proc/1/root: the grader never reads a target.
+func TestPlantedSymlinksAreNeverFollowedByGrader(t *testing.T) {
+	script := `ln -s /etc/passwd answer.txt; ln -s /proc/1/root root; ln -s /proc/1/root/etc/hostname host.txt; ln -s ../../../../etc/shadow rel.txt`
+	criteria := `  - {type: file_contains, path: answer.txt, includes: ["root:"]}
+  - {type: file_contains, path: host.txt, includes: ["ceval"]}
+  - {type: file_exists, path: "root/etc/passwd"}
+`
+	res, err := runTask(t, agentTask("links", script, criteria), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Criteria {
+		if c.Passed || c.Status != "FAIL" {
+			t.Errorf("criterion %s on a planted link: %s %s", c.Type, c.Status, c.Details)
+		}
+	}
+	ws := filepath.Join(res.Dir, WorkspaceDir)
+	entries, _ := os.ReadDir(ws)
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink != 0 {
+			t.Errorf("snapshot directory holds a link: %s", e.Name())
+		}
+	}
+}
+
+// Host credentials never reach the agent unless the task passes them and the user allows it;
+// passed values are redacted from what ceval writes.
+func TestHostCredentialsAbsentUnlessPassedAndRedacted(t *testing.T) {
+	secret := canary(t)
+	t.Setenv("CEVAL_TEST_API_KEY", secret)
+	t.Setenv("ANTHROPIC_API_KEY", secret+"-anthropic")
+	res, err := runTask(t, agentTask("env", "env > env.txt; cat /proc/1/environ | tr '\\0' '\\n' >> env.txt",
+		"  - {type: file_contains, path: env.txt, includes: [\""+secret+"\"]}\n"), nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Criteria[0].Passed {
+		t.Fatal("a host credential reached the agent without being passed")
+	}
+	doc := agentTask("envpass", "echo token=$CEVAL_TEST_API_KEY; echo $CEVAL_TEST_API_KEY > tok.txt",
+		"  - {type: file_exists, path: tok.txt}\n")
+	doc = strings.Replace(doc, "  type: command\n", "  type: command\n  env_passthrough: [CEVAL_TEST_API_KEY]\n", 1)
+	if _, err := runTask(t, doc, nil, Options{}); err == nil || !strings.Contains(err.Error(), "--allow-env CEVAL_TEST_API_KEY") {
+		t.Fatalf("want refusal naming --allow-env, got %v", err)
+	}
+	res, err = runTask(t, doc, nil, Options{Allow: Allow{Env: []string{"CEVAL_TEST_API_KEY"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+	if !strings.Contains(string(out), "token=[REDACTED]") || strings.Contains(string(out), secret) {
+		t.Errorf("stdout log not redacted: %q", out)
+	}
+	for _, f := range []string{ResultFile, EventsFile} {
+		data, _ := os.ReadFile(filepath.Join(res.Dir, f))
+		if strings.Contains(string(data), secret) {
+			t.Errorf("%s holds the secret", f)
+		}
+	}
+}
+
+func TestSleepingAgentTimesOutAndNothingSurvives(t *testing.T) {
+	doc := agentTask("sleeper", "echo started > s.txt; trap '' TERM; sleep 1000 & sleep 1000", "  - {type: file_exists, path: s.txt}\n")
+	doc = strings.Replace(doc, "timeout: 60s", "timeout: 2s", 1)
+	start := time.Now()
+	res, err := runTask(t, doc, nil, Options{Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if res.Status != StatusTimeout || !res.Agent.TimedOut {
+		t.Fatalf("status %s timed_out %v", res.Status, res.Agent.TimedOut)
+	}
+	if res.Score != 1 {
+		t.Errorf("the snapshot of a timed-out run is still graded: score %v", res.Score)
+	}
+	if elapsed > 2*time.Second+time.Second+8*time.Second {
+		t.Errorf("took %v for a 2s timeout and 1s grace", elapsed)
+	}
+}
+
+// Cancelling the run (Ctrl-C) stops the agent, leaves nothing in containerd (ctrtest checks)
+// and says so in the run directory.
+func TestInterruptedRunLeavesNothingAndSaysSo(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte(agentTask("interrupt", "sleep 1000", "  - {type: file_exists, path: x}\n")), 0o644)
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	res, err := runLoaded(t, cctx, c, tk, Options{})
+	var ie *InfraError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("want an interrupted InfraError, got %v", err)
+	}
+	m := readResult(t, res)
+	if m["interrupted"] != true || m["status"] != "ERROR" || m["complete"] != false {
+		t.Errorf("result.json does not say interrupted: %v", m)
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), res.Dir) {
+		t.Error("scratch filesystems still mounted")
+	}
+}
+
+// removeTestImage deletes the default image from the test namespace, so ctrtest can remove
+// the namespace.
+func removeTestImage(t *testing.T, ctx context.Context, c *client.Client) {
+	_ = c.ImageService().Delete(ctx, images.DefaultName)
+}
