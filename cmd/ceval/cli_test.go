@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/launcher"
+)
+
+var cevalBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ceval-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	cevalBin = filepath.Join(dir, "ceval")
+	if out, err := exec.Command("go", "build", "-o", cevalBin, ".").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func ceval(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	cmd := exec.Command(cevalBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return cliResult{cmd.ProcessState.ExitCode(), out.String(), errb.String()}
+}
+
+func TestValidateReportsEveryProblemWithPositionAndExits2(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("task_id: t\ninitial_prompt: p\ncolour: red\nsuccess_criteria:\n  - {type: file_matches_regex, path: a, pattern: \"(\"}\n"), 0o644)
+	r := ceval(t, "validate", "../../examples/hello/task.yaml", bad)
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2", r.code)
+	}
+	for _, want := range []string{bad + `:3:1: unknown field "colour"`, bad + ":5:50: success_criteria[0] (file_matches_regex).pattern"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if !strings.Contains(r.stdout, "hello/task.yaml: ok") {
+		t.Errorf("valid file not reported ok: %q", r.stdout)
+	}
+	if r := ceval(t, "validate", "../../examples/hello/task.yaml"); r.code != 0 {
+		t.Errorf("valid task: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+func TestGradeExitCodesAndJSON(t *testing.T) {
+	r := ceval(t, "grade", "../../examples/hello/task.yaml", "--workspace", "../../examples/hello/solved", "--json")
+	if r.code != 0 {
+		t.Fatalf("solved: exit %d: %s", r.code, r.stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("--json is not one JSON object: %v\n%s", err, r.stdout)
+	}
+	if res["status"] != "SUCCESS" || res["task_id"] != "hello" || res["score"] != 1.0 {
+		t.Errorf("result = %v", res)
+	}
+	crit := res["criteria"].([]any)[0].(map[string]any)
+	for _, k := range []string{"type", "description", "status", "score", "passed", "weight", "gating", "details"} {
+		if _, ok := crit[k]; !ok {
+			t.Errorf("criterion lacks %q", k)
+		}
+	}
+	r = ceval(t, "grade", "../../examples/hello/task.yaml", "--workspace", t.TempDir())
+	if r.code != 1 || !strings.Contains(r.stdout, "hello: FAILURE, score 0.00") {
+		t.Errorf("empty workspace: exit %d\n%s", r.code, r.stdout)
+	}
+	if r := ceval(t, "grade", "../../examples/hello/task.yaml"); r.code != 2 {
+		t.Errorf("missing --workspace: exit %d", r.code)
+	}
+}
+
+func TestRunWithContainerdDownSaysSoInOneLine(t *testing.T) {
+	r := ceval(t, "run", "--containerd-address", "/nonexistent/containerd.sock", "--runs-dir", t.TempDir(), "../../examples/hello/task.yaml")
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3", r.code)
+	}
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "containerd") {
+		t.Errorf("want one line about containerd, got %q", r.stderr)
+	}
+}
+
+func TestRunWithMissingImageSaysHowToGetIt(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: noimg\ninitial_prompt: p\nagent: {type: command, command: [true]}\nsandbox: {image: \"ceval.local/missing:1\"}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", t.TempDir(), p)
+	if r.code != 3 || !strings.Contains(r.stderr, "image ceval.local/missing:1 not found") || !strings.Contains(r.stderr, "ceval images") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// SIGINT mid-run: the agent is stopped, nothing is left in containerd, and the run
+// directory says the run was interrupted.
+func TestRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: sigint\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	runs := t.TempDir()
+	cmd := exec.Command(cevalBin, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, p)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "agent_started") {
+				return
+			}
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the agent never started")
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("ceval did not stop after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 3 {
+		t.Errorf("exit %d, want 3", code)
+	}
+	results, _ := filepath.Glob(filepath.Join(runs, "*", "default", "sigint", "1", "result.json"))
+	if len(results) != 1 {
+		t.Fatalf("no result.json in %s", runs)
+	}
+	data, _ := os.ReadFile(results[0])
+	if !strings.Contains(string(data), `"interrupted": true`) {
+		t.Errorf("result.json does not say interrupted:\n%s", data)
+	}
+	events, _ := os.ReadFile(filepath.Join(filepath.Dir(results[0]), "events.jsonl"))
+	if !strings.Contains(string(events), `"event":"interrupted"`) {
+		t.Errorf("events.jsonl does not record the interrupt")
+	}
+	if err := ctrtest.Leftovers(ctx, c); err != nil {
+		t.Errorf("left behind: %v", err)
+	}
+}
+
+func TestSandboxExecIsTheAgentSandbox(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	r := ceval(t, "sandbox", "exec", "--namespace", ctrtest.Namespace, "--timeout", "30s", "--",
+		"sh", "-c", "id -u; id -g; grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; ls /workspace | wc -l; touch /x 2>/dev/null || echo rofs; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; exit 7")
+	if r.code != 7 {
+		t.Fatalf("exit %d, want the command's 7; stderr %s", r.code, r.stderr)
+	}
+	want := "2000\n2000\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n0\nrofs\nlo\n"
+	if r.stdout != want {
+		t.Errorf("stdout is not exactly the command's:\n%q\nwant\n%q", r.stdout, want)
+	}
+}
+
+func TestDoctorPassesHereAndFailsWithoutContainerd(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	r := ceval(t, "doctor", "--containerd-address", launcher.AddressFromEnv())
+	if r.code != 0 {
+		t.Errorf("doctor: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = ceval(t, "doctor", "--containerd-address", "/nonexistent.sock")
+	if r.code == 0 || !strings.Contains(r.stdout, "FAIL  containerd") {
+		t.Errorf("doctor without containerd: exit %d\n%s", r.code, r.stdout)
+	}
+}
