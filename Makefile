@@ -43,12 +43,20 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# demo builds ceval and grades the built-in example: a solved workspace (SUCCESS) and an
-# empty one (FAILURE).
+# demo builds ceval and the default image, runs every example end to end in its sandbox
+# and prints the table; then grades examples/hello offline, solved and empty.
 demo: setup build
-	@echo "== ceval grade examples/hello (solved workspace)"
+	$(BIN) doctor
+	$(BIN) images build-default
+	$(BIN) run examples/*/task.yaml
+	@echo "== ceval grade examples/hello --workspace examples/hello/solved (offline, no container)"
 	$(BIN) grade examples/hello/task.yaml --workspace examples/hello/solved
-	@echo "== ceval grade examples/hello (empty workspace: expect FAILURE)"
+	@echo "== the same on an empty workspace: FAILURE, exit 1"
 	@d=$$(mktemp -d); $(BIN) grade examples/hello/task.yaml --workspace $$d; rc=$$?; rmdir $$d; test $$rc -eq 1
+
+# bench: ceval run end to end beside ctr run (ratio of medians), then the Go benchmarks.
+bench: setup build
+	BIN=$(BIN) scripts/bench-run.sh
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./snapshot/
 
 -include mk/*.mk

@@ -1,8 +1,10 @@
 package supervisor
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ceval.dev/ceval/task"
 )
@@ -98,5 +100,12 @@ not json
 	}
 	if u := ParseUsage(task.AgentClaudeCode, strings.NewReader(`{"type":"result","usage":{"input_tokens":-5,"x":"y"}}`)); u == nil || len(u.Tokens) != 0 {
 		t.Errorf("hostile numbers kept: %+v", u)
+	}
+}
+
+func TestRunsDirIsMadeAbsolute(t *testing.T) {
+	o := Options{RunsDir: "relative/runs"}.withDefaults(time.Now())
+	if !filepath.IsAbs(o.RunsDir) {
+		t.Errorf("RunsDir %q is not absolute: the sandbox needs absolute mount paths", o.RunsDir)
 	}
 }

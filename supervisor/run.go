@@ -288,6 +288,9 @@ func (o Options) withDefaults(now time.Time) Options {
 	if o.RunsDir == "" {
 		o.RunsDir = "runs"
 	}
+	if abs, err := filepath.Abs(o.RunsDir); err == nil {
+		o.RunsDir = abs
+	}
 	if o.RunID == "" {
 		o.RunID = NewRunID(now)
 	}
