@@ -38,6 +38,16 @@ type DefaultOptions struct {
 	Busybox string
 	// Name is the image name to create; tests use their own.
 	Name string
+	// Extra files added to the layer, e.g. an agent CLI or a test's fake one. A file
+	// replaces a busybox applet of the same path.
+	Extra []File
+}
+
+// File is one regular file added to an image layer, owned by root.
+type File struct {
+	Path string // relative to /, slash-separated, e.g. "usr/local/bin/claude"
+	Mode int64  // permission bits, e.g. 0o755; setuid and setgid bits are refused
+	Data []byte
 }
 
 func (o DefaultOptions) withDefaults() DefaultOptions {
@@ -114,7 +124,7 @@ func writeDefaultLayout(w io.Writer, opts DefaultOptions) (ocispec.Descriptor, e
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	layerTar, err := defaultRootfs(bin, applets)
+	layerTar, err := defaultRootfs(bin, applets, opts.Extra)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -207,7 +217,7 @@ func busyboxApplets(p string) ([]string, error) {
 
 // defaultRootfs returns the uncompressed tar of the default image's single layer: busybox,
 // a symlink per applet, passwd/group with root and agent, and the agent's directories.
-func defaultRootfs(busybox []byte, applets []string) ([]byte, error) {
+func defaultRootfs(busybox []byte, applets []string, extra []File) ([]byte, error) {
 	type entry struct {
 		hdr  tar.Header
 		data []byte
@@ -237,6 +247,18 @@ func defaultRootfs(busybox []byte, applets []string) ([]byte, error) {
 			}
 		}
 		entries[a] = entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Name: a, Linkname: "/bin/busybox", Mode: 0o777}}
+	}
+	for _, f := range extra {
+		p := path.Clean(strings.TrimPrefix(f.Path, "/"))
+		if p == "." || strings.HasPrefix(p, "../") || f.Mode&^0o777 != 0 {
+			return nil, fmt.Errorf("extra file %q (mode %o): want a path inside the image and permission bits only", f.Path, f.Mode)
+		}
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			if _, ok := entries[d+"/"]; !ok {
+				dir(d, 0o755, 0, 0)
+			}
+		}
+		file(p, f.Mode, f.Data)
 	}
 
 	names := make([]string, 0, len(entries))
