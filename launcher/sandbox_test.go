@@ -97,7 +97,7 @@ func TestAgentSeesOnlyLoopback(t *testing.T) {
 
 func TestForkBombIsHeldByPidsLimit(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	s := newSandbox(t, "sh", "-c", `f(){ f | f & }; f; sleep 1000`)
+	s := newSandbox(t, "sh", "-c", `f(){ f | f & }; f; exec sleep 1000`) // exec: the last step needs no fork
 	s.cfg.Pids = 64
 	s.timeout, s.grace = 3*time.Second, 500*time.Millisecond
 	var worst time.Duration

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +23,33 @@ var forwarded = []os.Signal{
 // may not signal (another UID) or that are stuck in the kernel can outlive it; exiting as
 // PID 1 then makes the kernel kill them.
 const cleanupLimit = 2 * time.Second
+
+// spareThreads is how many idle OS threads the init keeps for the Go runtime.
+const spareThreads = 3
+
+// prewarmThreads makes the Go runtime create n OS threads now, while forks still succeed,
+// and keep them idle for later. Under a pids limit the agent can exhaust, a runtime that
+// had to create a thread later would crash the init ("failed to create new OS thread").
+func prewarmThreads(n int) {
+	var fds [2]int
+	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
+		return
+	}
+	defer syscall.Close(fds[0])
+	defer syscall.Close(fds[1])
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b [1]byte
+			_, _ = syscall.Read(fds[0], b[:]) // blocks in the kernel: the runtime hands the P to a new thread
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	_, _ = syscall.Write(fds[1], make([]byte, n))
+	wg.Wait()
+}
 
 // run supervises cfg.argv to the end and returns the init's exit code.
 func run(cfg config) int {
@@ -43,6 +71,7 @@ func run(cfg config) int {
 		}
 	}
 
+	prewarmThreads(spareThreads)
 	stdin := 0
 	if cfg.waitGo {
 		fd, err := waitForGo()
