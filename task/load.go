@@ -224,7 +224,8 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 				{"timeout", func(v *yaml.Node) { l.duration(v, "sandbox.limits.timeout", &lim.Timeout) }},
 				{"memory_mb", func(v *yaml.Node) { l.integer(v, "sandbox.limits.memory_mb", 16, 1<<20, &lim.MemoryMB) }},
 				{"cpus", func(v *yaml.Node) { l.number(v, "sandbox.limits.cpus", 0.01, 1024, &lim.CPUs) }},
-				{"pids", func(v *yaml.Node) { l.integer(v, "sandbox.limits.pids", 32, 1<<22, &lim.Pids) // the init alone keeps ~8 threads }},
+				// pids is at least 32: the init alone keeps about 8 threads.
+				{"pids", func(v *yaml.Node) { l.integer(v, "sandbox.limits.pids", 32, 1<<22, &lim.Pids) }},
 				{"disk_mb", func(v *yaml.Node) { l.integer(v, "sandbox.limits.disk_mb", 1, 1<<20, &lim.DiskMB) }},
 			})
 		}},
