@@ -1,0 +1,305 @@
+package cmds
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/itchyny/gojq"
+)
+
+// jq runs gojq. Differences from jq 1.7 are gojq's: object keys are always sorted, and
+// numbers are 64-bit floats or integers.
+func jq(e *Env, args []string) int {
+	var filter string
+	haveFilter := false
+	var files []string
+	raw, join, compact, null, slurp, exitStatus, rawIn, tab := false, false, false, false, false, false, false, false
+	indent := 2
+	var varNames []string
+	var varVals []any
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		need := func(n int) bool {
+			if i+n >= len(args) {
+				e.errf("jq", "%s takes %d parameters", a, n)
+				return false
+			}
+			return true
+		}
+		switch {
+		case a == "--arg":
+			if !need(2) {
+				return 2
+			}
+			varNames, varVals = append(varNames, "$"+args[i+1]), append(varVals, args[i+2])
+			i += 2
+		case a == "--argjson":
+			if !need(2) {
+				return 2
+			}
+			var v any
+			dec := json.NewDecoder(strings.NewReader(args[i+2]))
+			dec.UseNumber()
+			if err := dec.Decode(&v); err != nil {
+				e.errf("jq", "invalid JSON text passed to --argjson")
+				return 2
+			}
+			varNames, varVals = append(varNames, "$"+args[i+1]), append(varVals, normalizeJSON(v))
+			i += 2
+		case a == "--slurpfile" || a == "--rawfile":
+			if !need(2) {
+				return 2
+			}
+			data, err := e.ReadFile(args[i+2])
+			if err != nil {
+				e.errf("jq", "%s: %v", args[i+2], err)
+				return 2
+			}
+			var v any = string(data)
+			if a == "--slurpfile" {
+				vals, err := decodeAll(bytes.NewReader(data))
+				if err != nil {
+					e.errf("jq", "%s: %v", args[i+2], err)
+					return 2
+				}
+				v = vals
+			}
+			varNames, varVals = append(varNames, "$"+args[i+1]), append(varVals, v)
+			i += 2
+		case a == "--indent":
+			if !need(1) {
+				return 2
+			}
+			indent, _ = strconv.Atoi(args[i+1])
+			i++
+		case a == "--tab":
+			tab = true
+		case a == "--raw-output":
+			raw = true
+		case a == "--join-output":
+			raw, join = true, true
+		case a == "--compact-output":
+			compact = true
+		case a == "--null-input":
+			null = true
+		case a == "--slurp":
+			slurp = true
+		case a == "--exit-status":
+			exitStatus = true
+		case a == "--raw-input":
+			rawIn = true
+		case a == "--sort-keys" || a == "--monochrome-output" || a == "--color-output" || a == "--ascii-output":
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && !haveFilter || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], "rjcnseSRMCa") == "":
+			for _, c := range a[1:] {
+				switch c {
+				case 'r':
+					raw = true
+				case 'j':
+					raw, join = true, true
+				case 'c':
+					compact = true
+				case 'n':
+					null = true
+				case 's':
+					slurp = true
+				case 'e':
+					exitStatus = true
+				case 'R':
+					rawIn = true
+				case 'S', 'M', 'C', 'a':
+				default:
+					e.errf("jq", "Unknown option: %s", a)
+					return 2
+				}
+			}
+		case !haveFilter:
+			filter, haveFilter = a, true
+		default:
+			files = append(files, a)
+		}
+	}
+	if !haveFilter {
+		filter = "."
+	}
+	q, err := gojq.Parse(filter)
+	if err != nil {
+		e.errf("jq", "error: %v\njq: 1 compile error", err)
+		return 3
+	}
+	// inputs: decoded lazily into a queue shared by the main loop and input/inputs.
+	var data bytes.Buffer
+	st := e.inputs("jq", files, func(_ string, r io.Reader) error {
+		_, err := io.Copy(&data, r)
+		return err
+	})
+	if st != 0 {
+		return 2
+	}
+	var values []any
+	if rawIn {
+		if slurp {
+			values = []any{data.String()}
+		} else {
+			for _, l := range splitLines(data.String()) {
+				values = append(values, l)
+			}
+		}
+	} else {
+		values, err = decodeAll(&data)
+		if err != nil {
+			e.errf("jq", "error (at <stdin>:0): %v", err)
+			return 2
+		}
+		if slurp {
+			values = []any{values}
+		}
+	}
+	pos := 0
+	inputIter := &jqInputs{values: &values, pos: &pos}
+	opts := []gojq.CompilerOption{gojq.WithVariables(varNames), gojq.WithInputIter(inputIter)}
+	if e.Environ != nil {
+		opts = append(opts, gojq.WithEnvironLoader(e.Environ))
+	}
+	code, err := gojq.Compile(q, opts...)
+	if err != nil {
+		e.errf("jq", "error: %v\njq: 1 compile error", err)
+		return 3
+	}
+	o := e.out()
+	status := 0
+	var last any = nil
+	produced := false
+	runOne := func(v any) bool {
+		iter := code.RunWithContext(e.Ctx, v, varVals...)
+		for {
+			out, ok := iter.Next()
+			if !ok {
+				return true
+			}
+			if err, isErr := out.(error); isErr {
+				var halt *gojq.HaltError
+				if errors.As(err, &halt) {
+					if hv := halt.Value(); hv != nil {
+						if s, ok := hv.(string); ok {
+							fmt.Fprint(e.Stderr, s)
+						} else {
+							b, _ := gojq.Marshal(hv)
+							fmt.Fprintln(e.Stderr, string(b))
+						}
+					}
+					status = halt.ExitCode()
+					return false
+				}
+				msg := err.Error()
+				var ve gojq.ValueError
+				if errors.As(err, &ve) {
+					if s, ok := ve.Value().(string); ok {
+						msg = s
+					}
+				}
+				o.Flush()
+				fmt.Fprintf(e.Stderr, "jq: error (at <stdin>:0): %s\n", msg)
+				status = 5
+				continue
+			}
+			produced, last = true, out
+			if s, ok := out.(string); ok && raw {
+				o.WriteString(s)
+			} else {
+				b, _ := gojq.Marshal(out)
+				if !compact {
+					var buf bytes.Buffer
+					ind := strings.Repeat(" ", indent)
+					if tab {
+						ind = "\t"
+					}
+					if indent == 0 && !tab {
+						buf.Write(b)
+					} else if json.Indent(&buf, b, "", ind) == nil {
+						b = buf.Bytes()
+					}
+				}
+				o.Write(b)
+			}
+			if !join {
+				o.WriteString("\n")
+			}
+		}
+	}
+	if null {
+		runOne(nil)
+	} else {
+		for pos < len(values) {
+			v := values[pos]
+			pos++
+			if !runOne(v) {
+				break
+			}
+		}
+	}
+	if status == 0 && exitStatus {
+		switch {
+		case !produced:
+			status = 4
+		case last == nil || last == false:
+			status = 1
+		}
+	}
+	return o.done(status)
+}
+
+type jqInputs struct {
+	values *[]any
+	pos    *int
+}
+
+func (it *jqInputs) Next() (any, bool) {
+	if *it.pos >= len(*it.values) {
+		return nil, false
+	}
+	v := (*it.values)[*it.pos]
+	*it.pos++
+	return v, true
+}
+
+func decodeAll(r io.Reader) ([]any, error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	var out []any
+	for {
+		var v any
+		if err := dec.Decode(&v); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, normalizeJSON(v))
+	}
+}
+
+// normalizeJSON turns json.Number into int or float64, the number types gojq computes with.
+func normalizeJSON(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil && i >= math.MinInt && i <= math.MaxInt {
+			return int(i)
+		}
+		f, _ := strconv.ParseFloat(string(x), 64)
+		return f
+	case []any:
+		for i := range x {
+			x[i] = normalizeJSON(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = normalizeJSON(x[k])
+		}
+	}
+	return v
+}

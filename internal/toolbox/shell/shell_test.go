@@ -1,0 +1,87 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runIn(t *testing.T, dir, script string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := New(dir, []string{"PATH=/usr/bin:/bin"}, strings.NewReader(""), &out, &errb).Run(ctx, script)
+	return out.String(), errb.String(), code
+}
+
+func TestUnknownCommandExits127AndListsTheToolbox(t *testing.T) {
+	_, stderr, code := runIn(t, t.TempDir(), "python3 -c 'print(1)'")
+	if code != 127 {
+		t.Fatalf("exit %d, want 127", code)
+	}
+	for _, want := range []string{"python3: command not found", "runs no programs", "grep", "jq", "awk"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("message %q lacks %q", stderr, want)
+		}
+	}
+}
+
+// TestPlantedGrepOnPathIsNotRun is the trojan attack: the workspace ships "grep" and puts
+// itself first on PATH; the toolbox's own grep must still answer.
+func TestPlantedGrepOnPathIsNotRun(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "grep"), []byte("#!/bin/sh\necho PWNED\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "result.txt"), []byte("FAIL\n"), 0o644)
+	out, _, code := runIn(t, dir, `PATH="$PWD:$PATH"; export PATH; grep -q PASS result.txt && echo passed; ./grep; `+dir+`/grep; echo $?`)
+	if strings.Contains(out, "PWNED") || strings.Contains(out, "passed") || out != "127\n" || code != 0 {
+		t.Fatalf("planted grep influenced the result: stdout %q exit %d", out, code)
+	}
+}
+
+func TestAbsoluteSystemPathsMapToToolboxCommands(t *testing.T) {
+	out, _, code := runIn(t, t.TempDir(), `echo hi | /usr/bin/tr a-z A-Z; /bin/echo ok`)
+	if out != "HI\nok\n" || code != 0 {
+		t.Fatalf("stdout %q exit %d", out, code)
+	}
+}
+
+func TestInfiniteLoopStopsWhenContextEnds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var out bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- New(t.TempDir(), nil, strings.NewReader(""), &out, &out).Run(ctx, `while true; do :; done`)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("runner did not stop after its context ended")
+	}
+}
+
+func TestRunawayRecursionIsBounded(t *testing.T) {
+	_, stderr, code := runIn(t, t.TempDir(), `f() { f; }; f`)
+	if code == 0 || !strings.Contains(stderr, "nesting level") {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+}
+
+func TestSyntaxErrorExits2(t *testing.T) {
+	_, stderr, code := runIn(t, t.TempDir(), `if then fi`)
+	if code != 2 || stderr == "" {
+		t.Fatalf("exit %d stderr %q", code, stderr)
+	}
+}
+
+func TestPipelineOfManyStagesDoesNotDeadlock(t *testing.T) {
+	out, _, code := runIn(t, t.TempDir(), `seq 1 50000 | cat | grep 9 | sort -n | uniq | tail -1 | cat`)
+	if out != "49999\n" || code != 0 {
+		t.Fatalf("stdout %q exit %d", out, code)
+	}
+}
