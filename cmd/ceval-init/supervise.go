@@ -37,6 +37,7 @@ func prewarmThreads(n int) {
 	}
 	defer syscall.Close(fds[0])
 	defer syscall.Close(fds[1])
+	base := threads()
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -46,9 +47,24 @@ func prewarmThreads(n int) {
 			_, _ = syscall.Read(fds[0], b[:]) // blocks in the kernel: the runtime hands the P to a new thread
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Wait until the threads exist (sysmon hands a P blocked in a syscall to a new thread
+	// within microseconds), but never long: this is on the path of every run.
+	for deadline := time.Now().Add(50 * time.Millisecond); threads() < base+n && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Microsecond)
+	}
 	_, _ = syscall.Write(fds[1], make([]byte, n))
 	wg.Wait()
+}
+
+// threads counts this process's OS threads.
+func threads() int {
+	f, err := os.Open("/proc/self/task")
+	if err != nil {
+		return 1 << 30 // unknown: do not wait
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(-1)
+	return len(names)
 }
 
 // run supervises cfg.argv to the end and returns the init's exit code.
