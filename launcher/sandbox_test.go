@@ -97,7 +97,7 @@ func TestAgentSeesOnlyLoopback(t *testing.T) {
 
 func TestForkBombIsHeldByPidsLimit(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	s := newSandbox(t, "sh", "-c", `f(){ f | f & }; f; exec sleep 1000`) // exec: the last step needs no fork
+	s := newSandbox(t, "sh", "-c", `( f(){ f | f & }; f ) & exec sleep 1000`) // one fork before the bomb, none after: the top shell never sees "can't fork"
 	s.cfg.Pids = 64
 	s.timeout, s.grace = 3*time.Second, 500*time.Millisecond
 	var worst time.Duration
@@ -120,7 +120,7 @@ func TestForkBombIsHeldByPidsLimit(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
-	t.Logf("exit %+v; pids peak seen %d; forks refused %d; slowest host exec during the bomb %s", r.exit, r.res.PidsPeak, refused, worst)
+	t.Logf("exit %+v; pids peak seen %d; forks refused %d; slowest host exec during the bomb %s; stderr tail %q", r.exit, r.res.PidsPeak, refused, worst, tail(r.stderr, 400))
 	if !r.exit.TimedOut {
 		t.Errorf("bomb ended by itself: %+v", r.exit)
 	}
@@ -481,4 +481,11 @@ func freeBytes(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return int64(st.Bavail) * st.Bsize
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
