@@ -330,3 +330,18 @@ func TestInterruptedRunLeavesNothingAndSaysSo(t *testing.T) {
 func removeTestImage(t *testing.T, ctx context.Context, c *client.Client) {
 	_ = c.ImageService().Delete(ctx, images.DefaultName)
 }
+
+// Agent CLIs do not reap; without the init's reaper 1,000 orphans would pile up as zombies
+// and exhaust pids: 64 long before the loop ends.
+func TestThousandOrphansAreReapedUnderPids64(t *testing.T) {
+	script := `i=0; while [ $i -lt 1000 ]; do ( true & ) || exit 3; i=$((i+1)); done; echo $i > done.txt`
+	doc := strings.Replace(agentTask("orphans", script, "  - {type: file_contains, path: done.txt, includes: [\"1000\"]}\n"), "pids: 128", "pids: 64", 1)
+	res, err := runTask(t, doc, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || *res.Agent.ExitCode != 0 {
+		out, _ := os.ReadFile(filepath.Join(res.Dir, StderrFile))
+		t.Fatalf("status %s exit %d: %s", res.Status, *res.Agent.ExitCode, out)
+	}
+}
