@@ -212,3 +212,17 @@ func TestDoctorPassesHereAndFailsWithoutContainerd(t *testing.T) {
 		t.Errorf("doctor without containerd: exit %d\n%s", r.code, r.stdout)
 	}
 }
+
+func TestConfigFileIsStrictAndOptional(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("allow_envs: [X]\n"), 0o600)
+	r := ceval(t, "run", "--config", bad, "../../examples/hello/task.yaml")
+	if r.code != 2 || !strings.Contains(r.stderr, "allow_envs") {
+		t.Errorf("unknown config field: exit %d %q", r.code, r.stderr)
+	}
+	r = ceval(t, "run", "--config", filepath.Join(dir, "missing.yaml"), "../../examples/hello/task.yaml")
+	if r.code != 2 || !strings.Contains(r.stderr, "config file") {
+		t.Errorf("named config file missing: exit %d %q", r.code, r.stderr)
+	}
+}

@@ -35,6 +35,13 @@ func exitWith(code int, err error) error { return &exitError{code: code, err: er
 type globalOptions struct {
 	containerdAddress string
 	namespace         string
+	configPath        string
+}
+
+// config loads the user's config file (--config, or the default path when it exists).
+func (g *globalOptions) config(cmd *cobra.Command) (userConfig, error) {
+	explicit := cmd.Flags().Changed("config")
+	return loadUserConfig(g.configPath, explicit)
 }
 
 func newRootCmd() *cobra.Command {
@@ -48,6 +55,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.containerdAddress, "containerd-address", launcher.AddressFromEnv(), "containerd socket (env CEVAL_CONTAINERD_ADDRESS)")
 	root.PersistentFlags().StringVar(&g.namespace, "namespace", launcher.NamespaceFromEnv(), "containerd namespace (env CEVAL_NAMESPACE)")
+	root.PersistentFlags().StringVar(&g.configPath, "config", defaultConfigPath(), "config file with allow_env and allow_host_network")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(exitInvalid, err) })
 	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(), newRunCmd(g), newSandboxCmd(g), newDoctorCmd(g))
 	root.AddCommand(newImagesCmd(g))

@@ -58,6 +58,12 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			if len(problems) > 0 {
 				return exitWith(exitInvalid, errors.Join(problems...))
 			}
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			allowEnv = append(allowEnv, ucfg.AllowEnv...)
+			allowHostNet = allowHostNet || ucfg.AllowHostNetwork
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
@@ -109,7 +115,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&runsDir, "runs-dir", "runs", "directory that receives RUNS/<run_id>/... results")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON (one object for one task, else a list)")
-	f.StringArrayVar(&allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable)")
+	f.StringArrayVar(&allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable; also allow_env in the config file)")
 	f.BoolVar(&allowHostNet, "allow-host-network", false, "let tasks that ask for sandbox.network: host have it")
 	f.DurationVar(&grace, "grace", supervisor.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
