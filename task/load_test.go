@@ -1,6 +1,7 @@
 package task
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,7 +268,11 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &a [*a]\n"))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// A hostile task file must not stall validation: crash the worker so the fuzzer
+		// records the input.
+		watchdog := time.AfterFunc(5*time.Second, func() { panic(fmt.Sprintf("Parse stalled on %q", data)) })
 		tk, err := Parse("fuzz.yaml", dir, data)
+		watchdog.Stop()
 		if err == nil && (tk.ID == "" || len(tk.Criteria) == 0) {
 			t.Fatalf("valid task without id or criteria: %+v", tk)
 		}
