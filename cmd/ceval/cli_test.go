@@ -1,9 +1,12 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -224,5 +227,64 @@ func TestConfigFileIsStrictAndOptional(t *testing.T) {
 	r = ceval(t, "run", "--config", filepath.Join(dir, "missing.yaml"), "../../examples/hello/task.yaml")
 	if r.code != 2 || !strings.Contains(r.stderr, "config file") {
 		t.Errorf("named config file missing: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// dockerSaveArchive builds a `docker save`-style archive of a one-layer busybox image with
+// no isolation label.
+func dockerSaveArchive(t *testing.T, tag string) string {
+	t.Helper()
+	busybox, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Skip("no /bin/busybox")
+	}
+	var layer bytes.Buffer
+	lw := tar.NewWriter(&layer)
+	lw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "bin/", Mode: 0o755})
+	lw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "bin/busybox", Mode: 0o755, Size: int64(len(busybox))})
+	lw.Write(busybox)
+	lw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "bin/sh", Linkname: "busybox", Mode: 0o777})
+	lw.Close()
+	diffID := sha256.Sum256(layer.Bytes())
+	config, _ := json.Marshal(map[string]any{
+		"architecture": "amd64", "os": "linux",
+		"config": map[string]any{"Cmd": []string{"/bin/sh"}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(diffID[:])}},
+	})
+	manifest, _ := json.Marshal([]map[string]any{{"Config": "config.json", "RepoTags": []string{tag}, "Layers": []string{"layer/layer.tar"}}})
+	p := filepath.Join(t.TempDir(), "image.tar")
+	f, _ := os.Create(p)
+	w := tar.NewWriter(f)
+	for _, e := range []struct {
+		name string
+		data []byte
+	}{{"manifest.json", manifest}, {"config.json", config}, {"layer/layer.tar", layer.Bytes()}} {
+		w.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.data))})
+		w.Write(e.data)
+	}
+	w.Close()
+	f.Close()
+	return p
+}
+
+// An image without the isolation label is refused (fail closed) with the command that fixes
+// it, and nothing is left behind.
+func TestRunRefusesUnlabeledImageWithTheFix(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	const name = "docker.io/library/unlabeled:test"
+	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), name) })
+	if r := ceval(t, "images", "import", "--namespace", ctrtest.Namespace, dockerSaveArchive(t, "unlabeled:test")); r.code != 0 {
+		t.Fatalf("import: exit %d %s", r.code, r.stderr)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: unlabeled\ninitial_prompt: p\nagent: {type: command, command: [true]}\nsandbox: {image: \""+name+"\"}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", t.TempDir(), p)
+	if r.code != 3 || !strings.Contains(r.stderr, "lacks the label dev.ceval.agent-isolation") || !strings.Contains(r.stderr, "ceval images label "+name) {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = ceval(t, "sandbox", "exec", "--namespace", ctrtest.Namespace, "--image", name, "--", "true")
+	if r.code == 0 || !strings.Contains(r.stderr, "lacks the label") {
+		t.Errorf("sandbox exec ran an unlabeled image: exit %d %q", r.code, r.stderr)
 	}
 }
