@@ -95,6 +95,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		leases.WithRandomID(),
 		leases.WithExpiration(s.LeaseExpiry),
 		leases.WithLabel("dev.ceval.container", s.ID),
+		leases.WithLabels(s.Labels), // the owner's PID and boot id, so a sweeper can tell a live run's lease
 	)
 	if err != nil {
 		return nil, fmt.Errorf("create lease for container %s: %w", s.ID, err)

@@ -47,6 +47,9 @@ func AgentArgv(t *task.Task) ([]string, error) {
 			return nil, fmt.Errorf("prompt is %d bytes; claude-code takes it as one argument of at most %d", len(t.Prompt), maxPromptArg)
 		}
 		argv := []string{"claude", "-p", t.Prompt, "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions"}
+		for _, p := range t.Plugins {
+			argv = append(argv, "--plugin-dir", p.Mount) // Claude Code loads a plugin root per flag
+		}
 		if a.Model != "" {
 			argv = append(argv, "--model", a.Model)
 		}
@@ -76,6 +79,13 @@ func AgentEnv(t *task.Task, allow Allow, lookup func(string) (string, bool)) (en
 		return nil, nil, fmt.Errorf("task %s names no agent", t.ID)
 	}
 	env = []string{"CEVAL_PROMPT_FILE=" + ContainerPrompt, "CEVAL_TASK_ID=" + t.ID}
+	if len(t.Plugins) > 0 {
+		dirs := make([]string, len(t.Plugins))
+		for i, p := range t.Plugins {
+			dirs[i] = p.Mount
+		}
+		env = append(env, "CEVAL_PLUGIN_DIRS="+strings.Join(dirs, ":")) // for any agent CLI
+	}
 	switch a.Type {
 	case task.AgentClaudeCode:
 		env = append(env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")

@@ -38,6 +38,7 @@ type Options struct {
 	RunID   string // default NewRunID(now)
 	Variant string // default "default"
 	Repeat  int    // default 1
+	Attempt int    // 0 or 1 for a first try; a retry (see RunExperiment) records its number
 
 	Client    *client.Client // connected; the ctx given to Run carries the namespace
 	Namespace string
@@ -58,6 +59,7 @@ type Result struct {
 	RunID        string       `json:"run_id"`
 	Variant      string       `json:"variant"`
 	Repeat       int          `json:"repeat"`
+	Attempt      int          `json:"attempt,omitempty"` // >1 when this is a retry
 	Agent        AgentResult  `json:"agent"`
 	Isolation    *Attestation `json:"isolation,omitempty"`
 	Timings      Timings      `json:"timings"`
@@ -70,6 +72,13 @@ type Result struct {
 	Error        string       `json:"error,omitempty"`
 	Complete     bool         `json:"complete"` // false when interrupted or failed on ceval's side
 	Dir          string       `json:"-"`
+
+	// Plugins are the task's plugin bundles, verified before the agent started and after.
+	Plugins []PluginResult `json:"plugins,omitempty"`
+
+	// Mocks are the task's protected mocks: the tools and the call counts (the calls are in
+	// MockCallsFile).
+	Mocks *MockResult `json:"mocks,omitempty"`
 }
 
 // AgentResult is what the agent did, as far as ceval saw it.
@@ -149,7 +158,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			o.Progress(name, f)
 		}
 	}
-	res = &Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, CevalVersion: o.Version, Dir: dir,
+	res = &Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: dir,
 		Agent: AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
 	res.TaskID = t.ID
 	res.Criteria = []grader.CriterionResult{}
@@ -173,6 +182,24 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if res.TaskSHA256, err = task.Digest(t); err != nil {
 		return res, &InfraError{err}
 	}
+	plugins, mounts, err := preparePlugins(t, dir, emit)
+	res.Plugins = plugins
+	if err != nil {
+		return res, err
+	}
+	mocks, mockMounts, err := startMocks(t, dir, o.InitDir, AgentUID)
+	if err != nil {
+		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
+	}
+	if mocks != nil {
+		res.Mocks = mocks.result
+		mounts = append(mounts, mockMounts...)
+		defer func() {
+			if merr := mocks.stop(dir); merr != nil && err == nil {
+				err = &InfraError{fmt.Errorf("protected mocks: %w", merr)}
+			}
+		}()
+	}
 	img, err := ResolveImage(ctx, o.Client, t.Sandbox.Image, o.Preflight, o.Busybox)
 	if err != nil {
 		return res, &InfraError{err}
@@ -183,11 +210,16 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	sb, err := NewSandbox(ctx, SandboxConfig{
 		Client: o.Client, Image: img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
-		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir),
+		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts,
 		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile),
 		Prepare: func(ws, home string) error {
 			if err := PrepareWorkspace(ws, t); err != nil {
 				return err
+			}
+			if t.Agent.Type == task.AgentCodex {
+				if err := linkCodexSkills(home, plugins); err != nil {
+					return err
+				}
 			}
 			return prepareHome(home, t.Prompt)
 		},
@@ -217,6 +249,13 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		}
 	}
 	if err != nil {
+		return res, &InfraError{err}
+	}
+	// The agent is gone: no call can come any more, and the log is complete for grading.
+	if err := mocks.stop(dir); err != nil {
+		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
+	}
+	if err := verifyPluginsAfter(res.Plugins, emit); err != nil {
 		return res, &InfraError{err}
 	}
 	exit := out.Exit
@@ -261,6 +300,12 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	g := grader.Grade(ctx, t, snap, grader.Options{ReferenceDir: t.Reference})
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
+	if ctx.Err() != nil && res.Status == grader.TaskError {
+		// A grade cut short by Ctrl-C is not the run's grade: leave it incomplete, so a
+		// resume runs it again.
+		res.Interrupted = true
+		return res, &InfraError{errors.New("interrupted while grading: the run was not graded")}
+	}
 	if exit.TimedOut && res.Status != grader.TaskError {
 		res.Status = StatusTimeout
 		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("timeout %s", t.Sandbox.Limits.Timeout))

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +35,9 @@ type SandboxConfig struct {
 	InitDir string // where the static init is installed; "" = DefaultInitDir()
 	Dir     string // host directory that receives the scratch mount points
 
+	// Mounts are read-only binds (plugin bundles); oci refuses any that overlap its own.
+	Mounts []oci.Mount
+
 	StdoutPath, StderrPath string    // agent output files; "" uses Stdout/Stderr
 	Stdout, Stderr         io.Writer // used when the paths are empty
 
@@ -57,6 +62,9 @@ type Outcome struct {
 	Isolation *Attestation
 	Resources launcher.Resources
 }
+
+// pidsSampleInterval is how often the container's pids are read while the agent runs.
+const pidsSampleInterval = 200 * time.Millisecond
 
 const (
 	homeMB     = 512
@@ -125,8 +133,8 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	ocfg := oci.Config{
-		RunID: cfg.ID, PID: os.Getpid(), BootID: bootID,
-		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: initPath,
+		RunID: shortID(cfg.ID), PID: os.Getpid(), BootID: bootID,
+		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: initPath, ExtraMounts: cfg.Mounts,
 		WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 	}
@@ -141,7 +149,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	goR, goW := io.Pipe()
 	s.goW = goW
 	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
-		ID: containerID(cfg.ID), Image: img, Opts: opts, Labels: oci.Labels(ocfg),
+		ID: containerID(ocfg.RunID), Image: img, Opts: opts, Labels: oci.Labels(ocfg),
 		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 		Stdin: goR,
 	})
@@ -182,7 +190,25 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	}
 	s.goW.Close()
 	emit("agent_started", map[string]any{"argv0": s.cfg.Argv[0]})
+	// cgroups keep no peak of pids: sample it while the agent runs.
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(pidsSampleInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+				_, _ = tk.Metrics(cleanupCtx)
+			}
+		}
+	}()
 	exit, werr := tk.Wait(ctx, s.cfg.Limits.Timeout, s.cfg.Grace)
+	close(stopSampling)
+	<-sampled
 	out.Exit = exit
 	if r, err := tk.Metrics(cleanupCtx); err == nil {
 		out.Resources = r
@@ -256,6 +282,16 @@ func attest(ctx context.Context, pid uint32) (*Attestation, error) {
 		}
 	}
 	return ReadAttestation(pid)
+}
+
+// shortID keeps an ID within the 64 characters containers and labels take: a longer one
+// (long task and variant IDs) keeps its start and gets a hash of the whole for uniqueness.
+func shortID(id string) string {
+	if len(id) <= 64 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return strings.TrimRight(id[:47], "-.") + "-" + hex.EncodeToString(sum[:8])
 }
 
 func containerID(id string) string {

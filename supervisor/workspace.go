@@ -19,8 +19,12 @@ import (
 // repository arrives with HEAD and its ancestors only), then its starter_files on top.
 // Ownership is left to the caller, which hands the tree to the agent without following links.
 func PrepareWorkspace(ws string, t *task.Task) error {
-	if t.Sandbox.Workspace.TemplateDir != "" {
-		if err := copyTemplate(t.Dir, t.Sandbox.Workspace.TemplateDir, ws); err != nil {
+	if tpl := t.Sandbox.Workspace.TemplateDir; tpl != "" {
+		base := t.Dir
+		if rel, err := filepath.Rel(t.Dir, tpl); (err != nil || !filepath.IsLocal(rel)) && t.ExperimentDir != "" {
+			base = t.ExperimentDir // named by the experiment's defaults or a variant
+		}
+		if err := copyTemplate(base, tpl, ws); err != nil {
 			return fmt.Errorf("template_dir: %w", err)
 		}
 	}
@@ -58,8 +62,8 @@ func writeInRoot(root *os.Root, rel string, data []byte, perm os.FileMode) error
 
 // copyTemplate copies the template tree (task material from a third party) into ws through
 // an os.Root of the task's directory: regular files by their bytes, directories, and
-// symlinks recreated as links (never followed). A .git directory is not copied; the
-// repository is rebuilt with HEAD's history only.
+// symlinks recreated as links (never followed). No .git is copied: each repository, at any
+// depth, is rebuilt with its HEAD's history only.
 func copyTemplate(taskDir, templateDir, ws string) error {
 	rel, err := filepath.Rel(taskDir, templateDir)
 	if err != nil || !filepath.IsLocal(rel) && rel != "." {
@@ -80,7 +84,7 @@ func copyTemplate(taskDir, templateDir, ws string) error {
 		return err
 	}
 	defer dst.Close()
-	isGit := false
+	var repos []string // directories of the template that hold a .git directory
 	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -88,9 +92,14 @@ func copyTemplate(taskDir, templateDir, ws string) error {
 		if p == "." {
 			return nil
 		}
-		if p == ".git" {
-			isGit = true
-			return fs.SkipDir
+		if path.Base(p) == ".git" {
+			// Every repository, nested ones included, is rebuilt from its HEAD. A .git that
+			// is not a directory (a worktree or submodule pointer, a link) is never copied.
+			if d.IsDir() {
+				repos = append(repos, path.Dir(p))
+				return fs.SkipDir
+			}
+			return nil
 		}
 		fi, err := src.Lstat(p)
 		if err != nil {
@@ -114,8 +123,10 @@ func copyTemplate(taskDir, templateDir, ws string) error {
 	if err != nil {
 		return err
 	}
-	if isGit {
-		return headOnlyRepo(templateDir, ws)
+	for _, r := range repos {
+		if err := headOnlyRepo(filepath.Join(templateDir, r), filepath.Join(ws, r)); err != nil {
+			return fmt.Errorf("repository %s: %w", r, err)
+		}
 	}
 	return nil
 }

@@ -115,3 +115,41 @@ func TestStarterFileIsNotWrittenThroughPlantedSymlink(t *testing.T) {
 		t.Fatal("file created outside the workspace")
 	}
 }
+
+// A repository nested in the template (project/.git) must not arrive with its other
+// branches either: found by the selftest's git-nested-repo attack.
+func TestNestedTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	taskDir := t.TempDir()
+	repo := filepath.Join(taskDir, "tpl", "project")
+	os.MkdirAll(repo, 0o755)
+	git(t, repo, "init", "-q", "--initial-branch=main")
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("one\n"), 0o644)
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-qm", "first")
+	git(t, repo, "checkout", "-qb", "answer")
+	os.WriteFile(filepath.Join(repo, "answer.txt"), []byte("NESTED-SECRET\n"), 0o644)
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-qm", "answer")
+	git(t, repo, "checkout", "-q", "main")
+	os.WriteFile(filepath.Join(taskDir, "tpl", ".git"), []byte("gitdir: /etc\n"), 0o644) // a pointer file: never copied
+	ws := t.TempDir()
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: filepath.Join(taskDir, "tpl")}}}
+	if err := PrepareWorkspace(ws, tk); err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, filepath.Join(ws, "project"), "log", "--all", "--format=%s"); strings.TrimSpace(got) != "first" {
+		t.Errorf("nested git log --all = %q, want only HEAD's history", got)
+	}
+	objs := git(t, filepath.Join(ws, "project"), "cat-file", "--batch-all-objects", "--batch-check")
+	for _, line := range strings.Split(strings.TrimSpace(objs), "\n") {
+		if body := git(t, filepath.Join(ws, "project"), "cat-file", "-p", strings.Fields(line)[0]); strings.Contains(body, "NESTED-SECRET") {
+			t.Error("an object of the nested repository holds the answer")
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(ws, ".git")); err == nil {
+		t.Error("a .git pointer file was copied")
+	}
+}

@@ -18,12 +18,18 @@ type decoder struct {
 	file     string
 	problems Problems
 	budget   int // nodes left for free-form values; bounds alias expansion
+	// origin names the file of nodes that came from elsewhere than file (an experiment's
+	// defaults and variants, -D overrides), so their problems point there.
+	origin map[*yaml.Node]string
 }
 
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
 	p := Problem{File: d.file, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
+		if f, ok := d.origin[n]; ok {
+			p.File = f
+		}
 	}
 	d.problems = append(d.problems, p)
 }

@@ -21,19 +21,26 @@ func Digest(t *Task) (string, error) {
 	}
 	defer root.Close()
 	paths := map[string]bool{filepath.Base(t.Path): true}
+	outside := map[string]bool{} // material an experiment's defaults or variants named
 	add := func(abs string) {
 		if abs == "" {
 			return
 		}
 		if rel, err := filepath.Rel(t.Dir, abs); err == nil && filepath.IsLocal(rel) {
 			paths[rel] = true
+		} else if rel, err := filepath.Rel(t.ExperimentDir, abs); t.ExperimentDir != "" && err == nil && filepath.IsLocal(rel) {
+			outside[rel] = true
 		}
 	}
-	if t.PromptFile != "" {
+	// An experiment's prompt file may sit beside the experiment; its text is hashed instead.
+	if t.PromptFile != "" && t.ExperimentDir == "" {
 		add(filepath.Join(t.Dir, t.PromptFile))
 	}
 	add(t.Reference)
 	add(t.Sandbox.Workspace.TemplateDir)
+	for _, m := range t.ProtectedMocks {
+		add(m.FixturePath)
+	}
 	for _, c := range t.Criteria {
 		add(c.SchemaFile)
 		add(c.Module)
@@ -47,6 +54,12 @@ func Digest(t *Task) (string, error) {
 	for _, p := range sorted {
 		if err := hashTree(h, root, filepath.ToSlash(p)); err != nil {
 			return "", fmt.Errorf("digest %s: %w", p, err)
+		}
+	}
+	if t.ExperimentDir != "" {
+		fmt.Fprintf(h, "config %s\nprompt %d:%s\n", t.ConfigSHA256, len(t.Prompt), t.Prompt)
+		if err := hashOutside(h, t.ExperimentDir, outside); err != nil {
+			return "", err
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -85,4 +98,28 @@ func hashTree(h io.Writer, root *os.Root, p string) error {
 		}
 		return nil
 	})
+}
+
+// hashOutside feeds the experiment directory's material (relative paths) into h, sorted.
+func hashOutside(h io.Writer, dir string, rels map[string]bool) error {
+	if len(rels) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	sorted := make([]string, 0, len(rels))
+	for p := range rels {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	for _, p := range sorted {
+		fmt.Fprintf(h, "experiment %d:%s\n", len(p), p)
+		if err := hashTree(h, root, filepath.ToSlash(p)); err != nil {
+			return fmt.Errorf("digest %s: %w", filepath.Join(dir, p), err)
+		}
+	}
+	return nil
 }

@@ -14,6 +14,8 @@ import (
 
 	jmespath "github.com/jmespath-community/go-jmespath"
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/mockd"
 )
 
 // MaxTaskFileBytes bounds a task file and each file it references for reading.
@@ -59,17 +61,9 @@ func readCapped(p string) ([]byte, error) {
 // dir.
 func Parse(name, dir string, data []byte) (*Task, error) {
 	d := &decoder{file: name, budget: maxValueNodes}
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, Problems{{File: name, Line: 1, Column: 1, Msg: "empty task file"}}
-		}
-		return nil, Problems{yamlProblem(name, err)}
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return nil, Problems{{File: name, Line: extra.Line, Column: extra.Column, Msg: "more than one YAML document; a task file holds exactly one"}}
+	doc, err := readDoc(name, data, "task")
+	if err != nil {
+		return nil, err
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -84,6 +78,23 @@ func Parse(name, dir string, data []byte) (*Task, error) {
 	t.Path = filepath.Join(dir, filepath.Base(name))
 	t.Dir = dir
 	return t, nil
+}
+
+// readDoc parses data as exactly one YAML document; what names the kind of file in messages.
+func readDoc(name string, data []byte, what string) (*yaml.Node, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Problems{{File: name, Line: 1, Column: 1, Msg: "empty " + what + " file"}}
+		}
+		return nil, Problems{yamlProblem(name, err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, Problems{{File: name, Line: extra.Line, Column: extra.Column, Msg: "more than one YAML document; a " + what + " file holds exactly one"}}
+	}
+	return &doc, nil
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -103,6 +114,18 @@ type loader struct {
 	*decoder
 	root *os.Root // the task's directory; every task path is opened through it
 	dir  string
+	// expRoot and expDir are the experiment file's directory, where the paths of nodes with
+	// an origin (defaults, variants, -D) resolve; nil outside an experiment.
+	expRoot *os.Root
+	expDir  string
+}
+
+// base returns the directory a path written at n resolves in, and its root.
+func (l *loader) base(n *yaml.Node) (*os.Root, string) {
+	if _, ok := l.origin[resolve(n)]; ok && l.expRoot != nil {
+		return l.expRoot, l.expDir
+	}
+	return l.root, l.dir
 }
 
 func (l *loader) task(n *yaml.Node) *Task {
@@ -137,10 +160,8 @@ func (l *loader) task(n *yaml.Node) *Task {
 			}}})
 		}},
 		{"success_criteria", func(v *yaml.Node) { criteriaNode = v; t.Criteria = l.criteria(v) }},
-		{"protected_mocks", func(v *yaml.Node) {
-			l.errorf(resolve(v), "protected_mocks is not supported yet by this version of ceval")
-		}},
-		{"plugins", func(v *yaml.Node) { l.errorf(resolve(v), "plugins is not supported yet by this version of ceval") }},
+		{"protected_mocks", func(v *yaml.Node) { t.ProtectedMocks = l.protectedMocks(v) }},
+		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
 	})
 	if seen == nil {
 		return t
@@ -205,6 +226,136 @@ func (l *loader) agent(n *yaml.Node) *Agent {
 		l.errorf(resolve(commandNode), "agent.command is only for agent type command; use agent.args for %s", a.Type)
 	}
 	return a
+}
+
+// pluginName is what a plugin's directory must be called to get a default mount.
+var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// reservedMounts are container paths the sandbox mounts itself; a plugin may neither
+// replace, cover nor sit inside one (the oci package enforces the same).
+var reservedMounts = []string{"/workspace", "/home/agent", "/.ceval", "/tmp", "/proc", "/sys", "/dev", "/run"}
+
+func (l *loader) plugins(n *yaml.Node) []Plugin {
+	var out []Plugin
+	names := map[string]int{}
+	l.list(n, "plugins", func(i int, item *yaml.Node) {
+		what := fmt.Sprintf("plugins[%d]", i)
+		var p Plugin
+		var mountNode *yaml.Node
+		got := l.mapping(item, what, []field{
+			{"path", func(v *yaml.Node) { p.Path = l.taskDir(v, what+".path") }},
+			{"mount", func(v *yaml.Node) { mountNode = v; l.str(v, what+".mount", &p.Mount) }},
+		})
+		if got == nil {
+			return
+		}
+		if got["path"] == nil {
+			l.errorf(item, "%s: missing required field path (a plugin bundle or source tree next to the task)", what)
+			return
+		}
+		if p.Path == "" {
+			return
+		}
+		p.Name = filepath.Base(p.Path)
+		if !pluginName.MatchString(p.Name) {
+			l.errorf(resolve(got["path"]), "%s.path: the directory's name %q must be 1-64 of [A-Za-z0-9._-], starting alphanumeric", what, p.Name)
+			return
+		}
+		if j, dup := names[p.Name]; dup {
+			l.errorf(resolve(got["path"]), "%s.path: plugins[%d] is also named %q (the directory's name); rename one", what, j, p.Name)
+			return
+		}
+		names[p.Name] = i
+		if mountNode == nil {
+			p.Mount = PluginMountRoot + "/" + p.Name
+		} else if msg := checkMount(p.Mount); msg != "" {
+			l.errorf(resolve(mountNode), "%s.mount: %q %s", what, p.Mount, msg)
+			return
+		}
+		for j, q := range out {
+			if q.Mount == p.Mount || strings.HasPrefix(p.Mount, q.Mount+"/") || strings.HasPrefix(q.Mount, p.Mount+"/") {
+				l.errorf(item, "%s: mount %s overlaps plugins[%d]'s %s", what, p.Mount, j, q.Mount)
+				return
+			}
+		}
+		out = append(out, p)
+	})
+	return out
+}
+
+// mockTool is what a mocked tool may be called: a plain command name.
+var mockTool = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
+	var out []ProtectedMock
+	tools := map[string]int{}
+	l.list(n, "protected_mocks", func(i int, item *yaml.Node) {
+		what := fmt.Sprintf("protected_mocks[%d]", i)
+		m := ProtectedMock{MaxRequests: DefaultMockRequests}
+		got := l.mapping(item, what, []field{
+			{"tool", func(v *yaml.Node) {
+				l.str(v, what+".tool", &m.Tool)
+				if m.Tool != "" && (!mockTool.MatchString(m.Tool) || m.Tool == "ceval-mock") {
+					l.errorf(resolve(v), "%s.tool %q: want a command name of 1-64 of [A-Za-z0-9._-], starting alphanumeric (not ceval-mock)", what, m.Tool)
+					m.Tool = ""
+				}
+			}},
+			{"fixture", func(v *yaml.Node) { m.FixturePath = l.taskFile(v, what+".fixture") }},
+			{"max_requests", func(v *yaml.Node) {
+				n := int64(m.MaxRequests)
+				l.integer(v, what+".max_requests", 1, MaxMockRequests, &n)
+				m.MaxRequests = int(n)
+			}},
+		})
+		if got == nil {
+			return
+		}
+		for _, f := range []string{"tool", "fixture"} {
+			if got[f] == nil {
+				l.errorf(item, "%s: missing required field %s", what, f)
+			}
+		}
+		if m.Tool != "" {
+			if j, dup := tools[m.Tool]; dup {
+				l.errorf(resolve(got["tool"]), "%s.tool: protected_mocks[%d] already mocks %q", what, j, m.Tool)
+				return
+			}
+			tools[m.Tool] = i
+		}
+		if m.FixturePath == "" || m.Tool == "" {
+			return
+		}
+		data, err := l.readTaskFile(m.FixturePath)
+		if err != nil {
+			l.errorf(resolve(got["fixture"]), "%s.fixture: %v", what, err)
+			return
+		}
+		fx, probs := mockd.ParseFixture(data)
+		for _, p := range probs {
+			l.problems = append(l.problems, Problem{File: m.FixturePath, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
+		}
+		if fx == nil {
+			return
+		}
+		m.Fixture = fx
+		out = append(out, m)
+	})
+	return out
+}
+
+func checkMount(m string) string {
+	switch {
+	case !strings.HasPrefix(m, "/") || path.Clean(m) != m || strings.ContainsAny(m, ":\x00"):
+		return "must be an absolute, clean container path without ':'"
+	case m == "/":
+		return "would cover the whole container"
+	}
+	for _, r := range reservedMounts {
+		if m == r || strings.HasPrefix(m, r+"/") || strings.HasPrefix(r, m+"/") {
+			return "overlaps " + r + ", which the sandbox mounts itself"
+		}
+	}
+	return ""
 }
 
 func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
@@ -554,7 +705,8 @@ func (l *loader) taskEntry(n *yaml.Node, what string, dir bool) string {
 	if !ok {
 		return ""
 	}
-	fi, err := l.root.Stat(rel)
+	root, base := l.base(n)
+	fi, err := root.Stat(rel)
 	if err != nil {
 		l.errorf(resolve(n), "%s: %s", what, describeRootErr(rel, err))
 		return ""
@@ -567,7 +719,7 @@ func (l *loader) taskEntry(n *yaml.Node, what string, dir bool) string {
 		l.errorf(resolve(n), "%s: %q is not a regular file", what, rel)
 		return ""
 	}
-	return filepath.Join(l.dir, rel)
+	return filepath.Join(base, rel)
 }
 
 func describeRootErr(rel string, err error) string {
@@ -582,11 +734,15 @@ func describeRootErr(rel string, err error) string {
 
 // readTaskFile reads a file already resolved by taskFile, through the task's root, capped.
 func (l *loader) readTaskFile(abs string) ([]byte, error) {
-	rel, err := filepath.Rel(l.dir, abs)
+	root, dir := l.root, l.dir
+	if r, err := filepath.Rel(l.dir, abs); (err != nil || !filepath.IsLocal(r)) && l.expRoot != nil {
+		root, dir = l.expRoot, l.expDir // material named by the experiment's defaults or variants
+	}
+	rel, err := filepath.Rel(dir, abs)
 	if err != nil {
 		return nil, err
 	}
-	f, err := l.root.Open(rel)
+	f, err := root.Open(rel)
 	if err != nil {
 		return nil, errors.New(describeRootErr(rel, err))
 	}

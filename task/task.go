@@ -1,6 +1,10 @@
 package task
 
-import "time"
+import (
+	"time"
+
+	"ceval.dev/ceval/mockd"
+)
 
 // Defaults for fields a task may leave out.
 const (
@@ -42,6 +46,14 @@ type Task struct {
 	Sandbox     Sandbox
 	Reference   string // absolute path of reference.directory, "" when none
 	Criteria    []Criterion
+	Plugins     []Plugin // projected read-only into the agent's container
+	// ProtectedMocks are tools answered from fixtures by ceval's host-side mock server; the
+	// fixtures never enter the agent's container.
+	ProtectedMocks []ProtectedMock
+
+	// Set only for a task expanded from an experiment (see LoadExperiment).
+	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it
+	ConfigSHA256  string // sha256 of the merged document (task file, defaults, variant, -D overrides)
 }
 
 // Agent says which agent CLI runs the task.
@@ -75,6 +87,32 @@ type Workspace struct {
 	StarterFiles []StarterFile
 	TemplateDir  string // absolute, inside the task's directory; "" when none
 }
+
+// PluginMountRoot is where a plugin is mounted when the task names no mount: a directory
+// per plugin, named after it.
+const PluginMountRoot = "/opt/ceval/plugins"
+
+// Plugin is one plugin bundle (or a source tree built into one for the run) that the agent
+// sees read-only.
+type Plugin struct {
+	Path  string // absolute, inside the task's directory: a built bundle or a source tree
+	Name  string // the directory's base name; unique in the task
+	Mount string // absolute container path; PluginMountRoot/Name unless the task says
+}
+
+// ProtectedMock is one mocked tool: the agent calls Tool and gets the answers of Fixture.
+type ProtectedMock struct {
+	Tool        string         // the command name the agent calls, e.g. "gh"
+	FixturePath string         // absolute, inside the task's directory
+	Fixture     *mockd.Fixture // parsed and validated at load time
+	MaxRequests int            // 1..MaxMockRequests; DefaultMockRequests when the task names none
+}
+
+// Bounds of protected_mocks[].max_requests.
+const (
+	DefaultMockRequests = 100
+	MaxMockRequests     = 10000
+)
 
 // StarterFile is one file written into the workspace before the agent starts.
 type StarterFile struct {

@@ -37,6 +37,9 @@ type config struct {
 func main() {
 	// Every OS thread counts against the container's pids.max; the init needs no parallelism.
 	runtime.GOMAXPROCS(1)
+	// The agent runs as our UID: without this it could read or write our memory through
+	// /proc/1/mem or ptrace us. Its own execve makes the agent dumpable again, as it should be.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	cfg, err := parseArgs(os.Args[1:])
 	if err != nil {
 		logf(err.Error() + "; " + usage)

@@ -75,6 +75,9 @@ func runDoctor(ctx context.Context, g *globalOptions) []check {
 	} else {
 		out, _ := exec.Command(path, "--version").Output()
 		add(check{"runc", "ok", strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0], ""})
+		if a := runcAdvisory(string(out)); a != "" {
+			add(check{"runc CVEs", "note", a, "upgrade runc to 1.1.12 or later, or confirm your distribution's backport"})
+		}
 	}
 	add(seccompCheck())
 	add(userNSCheck())

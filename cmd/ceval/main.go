@@ -59,6 +59,9 @@ func newRootCmd() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(exitInvalid, err) })
 	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(), newRunCmd(g), newSandboxCmd(g), newDoctorCmd(g))
 	root.AddCommand(newImagesCmd(g))
+	root.AddCommand(newPlanCmd(), newReportCmd(), newRegradeCmd(), newGCCmd(g))
+	root.AddCommand(newBundleCmd())
+	root.AddCommand(newSelftestCmd(g))
 	return root
 }
 

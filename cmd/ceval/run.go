@@ -27,9 +27,10 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		allowHostNet bool
 		grace        time.Duration
 		busybox      string
+		x            experimentFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run TASK...",
+		Use:   "run TASK... | run EXPERIMENT | run --resume RUN_DIR",
 		Short: "Run an agent on each task in a hardened container and grade the result",
 		Long: "run launches each task's agent in a container created directly through containerd\n" +
 			"(UID/GID 2000, no capabilities, no_new_privs, seccomp, pids/memory/cpu limits, read-only\n" +
@@ -38,9 +39,45 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			"RUNS/<run_id>/default/<task_id>/1/ with result.json, events.jsonl, the agent's logs and\n" +
 			"the workspace snapshot.\n\n" +
 			"Exit 0 when every task succeeds, 1 when any failed or timed out, 2 on invalid input,\n" +
-			"3 on an infrastructure error (containerd, images) or an ERROR/NOT_GRADED result.",
-		Args: cobra.MinimumNArgs(1),
+			"3 on an infrastructure error (containerd, images) or an ERROR/NOT_GRADED result.\n\n" +
+			"Given an experiment file (experiment_id, tasks, defaults, variants, repeats), run\n" +
+			"runs every task under every variant repeats times, -j at once, under\n" +
+			"RUNS/<run_id>/<variant>/<task_id>/<repeat>/, and writes plan.json, summary.json and\n" +
+			"junit.xml in RUNS/<run_id>/. Ctrl-C stops it cleanly; --resume RUN_DIR finishes it.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && x.resume == "" {
+				return exitWith(exitInvalid, errors.New("give task files, an experiment file, or --resume RUN_DIR"))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if x.resume != "" {
+				var err error
+				if args, err = x.resumeArgs(cmd, args); err != nil {
+					return err
+				}
+			}
+			if len(args) == 1 && task.IsExperiment(args[0]) || x.resume != "" {
+				if len(args) != 1 || !task.IsExperiment(args[0]) {
+					return exitWith(exitInvalid, errors.New("--resume takes one experiment file (or none: the one plan.json names)"))
+				}
+				ucfg, err := g.config(cmd)
+				if err != nil {
+					return exitWith(exitInvalid, err)
+				}
+				return runExperiment(cmd, g, args[0], &x, supervisor.Options{
+					RunsDir: runsDir, Grace: grace, Busybox: busybox,
+					Allow: supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
+				})
+			}
+			for _, a := range args {
+				if task.IsExperiment(a) {
+					return exitWith(exitInvalid, fmt.Errorf("%s is an experiment file: run it alone (ceval run %s)", a, a))
+				}
+			}
+			if x.changed(cmd) {
+				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D and --resume are for experiment files"))
+			}
 			var tasks []*task.Task
 			var problems []error
 			for _, a := range args {
@@ -119,6 +156,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&allowHostNet, "allow-host-network", false, "let tasks that ask for sandbox.network: host have it")
 	f.DurationVar(&grace, "grace", supervisor.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
+	x.add(cmd)
 	return cmd
 }
 

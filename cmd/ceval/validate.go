@@ -12,7 +12,7 @@ import (
 func newValidateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate FILE...",
-		Short: "Check task files and report every problem as FILE:LINE:COL",
+		Short: "Check task and experiment files and report every problem as FILE:LINE:COL",
 		Long: "validate loads each task file strictly (unknown fields, wrong types, missing fields,\n" +
 			"regular expressions and JMESPath expressions that do not compile, paths that leave the\n" +
 			"task's directory) and prints every problem it finds. Exit 0 when all are valid, 2 otherwise.",
@@ -20,6 +20,17 @@ func newValidateCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
 			for _, f := range args {
+				if task.IsExperiment(f) {
+					e, err := task.LoadExperiment(f, task.ExperimentOptions{})
+					if err != nil {
+						bad++
+						printProblems(cmd.ErrOrStderr(), f, err)
+						continue
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (experiment %s, %d runs: %d variant/task pairs x %d repeats)\n",
+						f, e.ID, len(e.Entries)*e.Repeats, len(e.Entries), e.Repeats)
+					continue
+				}
 				t, err := task.Load(f)
 				if err != nil {
 					bad++

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/report"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/task"
+)
+
+// experimentFlags are run's flags that only experiments take.
+type experimentFlags struct {
+	parallel  int
+	repeats   int
+	tags      []string
+	overrides []string
+	resume    string
+	retries   int
+}
+
+func (x *experimentFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVarP(&x.parallel, "jobs", "j", 0, "runs at once (default: the experiment's parallel, else CPUs capped by available memory)")
+	f.IntVar(&x.repeats, "repeats", 0, "runs of each task under each variant (default: the experiment's repeats)")
+	f.StringSliceVar(&x.tags, "tags", nil, "run only tasks with one of these tags (replaces the experiment's tags)")
+	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field in every run, as path=value (YAML), e.g. -D agent.model=x; applied last")
+	f.StringVar(&x.resume, "resume", "", "finish the experiment in RUN_DIR: skip complete runs, re-run the rest; refuses a changed plan")
+	f.IntVar(&x.retries, "retries", supervisor.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
+}
+
+// loadExperiment loads an experiment with the command line's adjustments.
+func (x *experimentFlags) load(path string, cmd *cobra.Command) (*task.Experiment, error) {
+	opts := task.ExperimentOptions{Overrides: x.overrides}
+	if cmd.Flags().Changed("tags") {
+		opts.Tags = x.tags
+	}
+	e, err := task.LoadExperiment(path, opts)
+	if err != nil {
+		return nil, exitWith(exitInvalid, err)
+	}
+	if x.repeats > 0 {
+		if x.repeats > task.MaxRepeats {
+			return nil, exitWith(exitInvalid, fmt.Errorf("--repeats %d is over %d", x.repeats, task.MaxRepeats))
+		}
+		e.Repeats = x.repeats
+	}
+	return e, nil
+}
+
+// resumeArgs fills in, from plan.json, what a bare `ceval run --resume DIR` leaves out.
+func (x *experimentFlags) resumeArgs(cmd *cobra.Command, args []string) ([]string, error) {
+	plan, err := supervisor.ReadPlan(x.resume)
+	if err != nil {
+		return nil, exitWith(exitInvalid, fmt.Errorf("--resume %s: %w", x.resume, err))
+	}
+	if len(args) == 0 {
+		args = []string{plan.Experiment}
+		if !cmd.Flags().Changed("define") {
+			x.overrides = plan.Overrides
+		}
+		if !cmd.Flags().Changed("tags") && plan.Tags != nil {
+			x.tags = plan.Tags
+			_ = cmd.Flags().Set("tags", strings.Join(plan.Tags, ","))
+		}
+		if x.repeats == 0 {
+			x.repeats = plan.Repeats
+		}
+	}
+	return args, nil
+}
+
+func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experimentFlags, base supervisor.Options) error {
+	e, err := x.load(path, cmd)
+	if err != nil {
+		return err
+	}
+	if x.parallel < 0 || x.parallel > task.MaxParallel {
+		return exitWith(exitInvalid, fmt.Errorf("-j %d: want 1..%d", x.parallel, task.MaxParallel))
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+	if err != nil {
+		return exitWith(exitInfraErr, err)
+	}
+	defer c.Close()
+	if dir, err := images.DefaultCacheDir(); err == nil {
+		base.Preflight, _ = images.NewPreflightCache(dir)
+	}
+	base.Client, base.Namespace, base.Version = c, g.namespace, cevalVersion()
+	base.RunID = supervisor.NewRunID(time.Now())
+	if x.resume != "" {
+		abs, err := filepath.Abs(x.resume)
+		if err != nil {
+			return exitWith(exitInvalid, err)
+		}
+		base.RunsDir, base.RunID = filepath.Dir(abs), filepath.Base(abs)
+	}
+	errOut := cmd.ErrOrStderr()
+	prog := &progress{w: errOut, total: e.Repeats * len(e.Entries), start: time.Now()}
+	res, err := supervisor.RunExperiment(cctx, e, supervisor.ExperimentOptions{
+		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "",
+		OnStart:  func(supervisor.PlannedRun, *supervisor.PlanEntry) { prog.started() },
+		OnFinish: prog.finished,
+		OnRetry: func(r *supervisor.RunRecord, err error) {
+			fmt.Fprintf(errOut, "retry %s/%s #%d (the agent had not started): %s\n", r.Variant, r.TaskID, r.Repeat, clean(err.Error()))
+		},
+	})
+	if err != nil {
+		var ie *supervisor.InputError
+		if errors.As(err, &ie) {
+			return exitWith(exitInvalid, err)
+		}
+		return exitWith(exitInfraErr, err)
+	}
+	ex, sum, err := report.Write(res.Dir)
+	if err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("write the summary: %w", err))
+	}
+	printSummary(cmd.OutOrStdout(), res.Dir, sum)
+	if res.Interrupted {
+		done := 0
+		for _, r := range ex.Runs {
+			if r.Result != nil && r.Result.Complete {
+				done++
+			}
+		}
+		return exitWith(exitInfraErr, fmt.Errorf("interrupted: %d of %d runs complete; nothing of the stopped runs is left in containerd.\nresume with: ceval run --resume %s", done, len(ex.Runs), res.Dir))
+	}
+	return exitWith(experimentExit(ex), errors.New(""))
+}
+
+// experimentExit is the worst outcome over the runs: 3 for ERROR/NOT_GRADED (or a run
+// missing), 1 for FAILURE/TIMEOUT, else 0.
+func experimentExit(e *report.Experiment) int {
+	worst := exitOK
+	for _, r := range e.Runs {
+		code := exitInfraErr
+		if r.Result != nil {
+			code = exitCodeFor(r.Result, nil)
+		}
+		worst = worseExit(worst, code)
+	}
+	return worst
+}
+
+// progress prints one line per finished run with the counts so far. Output written by
+// agents never reaches it: only statuses, IDs and numbers do.
+type progress struct {
+	mu                           sync.Mutex
+	w                            io.Writer
+	total, running, done, failed int
+	start                        time.Time
+}
+
+func (p *progress) started() {
+	p.mu.Lock()
+	p.running++
+	p.mu.Unlock()
+}
+
+func (p *progress) finished(r *supervisor.RunRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !r.Resumed {
+		p.running--
+	}
+	p.done++
+	status, score, secs := "ERROR", 0.0, 0.0
+	if r.Result != nil {
+		status, score, secs = r.Result.Status, r.Result.Score, r.Result.Timings.Total
+	}
+	if status != "SUCCESS" {
+		p.failed++
+	}
+	note := ""
+	if r.Resumed {
+		note = " (done before; kept)"
+	} else if r.Err != nil {
+		note = " " + clean(r.Err.Error())
+	}
+	elapsed := time.Since(p.start)
+	eta := ""
+	if p.done < p.total {
+		eta = fmt.Sprintf(", eta %s", (elapsed / time.Duration(p.done) * time.Duration(p.total-p.done)).Round(time.Second))
+	}
+	fmt.Fprintf(p.w, "[%d/%d] %s/%s #%d %s %.2f %.1fs%s  (running %d, failed %d%s)\n",
+		p.done, p.total, r.Variant, r.TaskID, r.Repeat, status, score, secs, note, p.running, p.failed, eta)
+}
+
+// clean strips terminal control sequences and other control characters from text that may
+// quote something an agent wrote.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return ' '
+		}
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func printSummary(w io.Writer, dir string, s *report.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	ks := make([]string, 0, s.Repeats)
+	for k := 1; k <= s.Repeats; k++ {
+		ks = append(ks, "PASS@"+strconv.Itoa(k))
+	}
+	fmt.Fprintf(tw, "VARIANT\tRUNS\tPASS RATE\t95%% CI\tMEAN SCORE\t%s\tSTATUSES\n", strings.Join(ks, "\t"))
+	for _, v := range s.Variants {
+		var pk []string
+		for k := 1; k <= s.Repeats; k++ {
+			if p, ok := v.PassAtK[strconv.Itoa(k)]; ok {
+				pk = append(pk, fmt.Sprintf("%.2f", p))
+			} else {
+				pk = append(pk, "-")
+			}
+		}
+		var st []string
+		for name, n := range v.Statuses {
+			st = append(st, fmt.Sprintf("%s=%d", name, n))
+		}
+		sort.Strings(st)
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t[%.2f, %.2f]\t%.2f\t%s\t%s\n", v.VariantID, v.Runs, v.PassRate, v.PassRateCI95[0], v.PassRateCI95[1],
+			v.MeanScore, strings.Join(pk, "\t"), strings.Join(st, " "))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%s\n%s\n", filepath.Join(dir, report.SummaryFile), filepath.Join(dir, report.JUnitFile))
+}
+
+func newPlanCmd() *cobra.Command {
+	x := &experimentFlags{}
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "plan EXPERIMENT",
+		Short: "Print the runs an experiment expands to, without running anything",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := x.load(args[0], cmd)
+			if err != nil {
+				return err
+			}
+			plan, err := supervisor.NewPlan(e)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(plan)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "VARIANT\tTASK\tREPEATS\tAGENT\tTASK FILE")
+			for i, en := range plan.Entries {
+				a := e.Entries[i].Task.Agent
+				agent := "-"
+				if a != nil {
+					agent = a.Type
+					if a.Model != "" {
+						agent += " " + a.Model
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", en.Variant, en.TaskID, plan.Repeats, agent, en.TaskPath)
+			}
+			tw.Flush()
+			fmt.Fprintf(cmd.OutOrStdout(), "%d runs (%d tasks x %d variants x %d repeats)\n", len(plan.Runs()),
+				len(plan.Entries)/max(len(plan.Variants), 1), len(plan.Variants), plan.Repeats)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&x.repeats, "repeats", 0, "runs of each task under each variant")
+	f.StringSliceVar(&x.tags, "tags", nil, "only tasks with one of these tags")
+	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field, as path=value (YAML)")
+	f.BoolVar(&asJSON, "json", false, "print the plan as JSON (what plan.json will hold)")
+	return cmd
+}
+
+func newReportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report RUN_DIR",
+		Short: "Re-render an experiment's summary.json and junit.xml from its run files",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, s, err := report.Write(args[0])
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			printSummary(cmd.OutOrStdout(), args[0], s)
+			return nil
+		},
+	}
+}
+
+func newRegradeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "regrade RUN_DIR",
+		Short: "Grade an experiment's saved snapshots again with the current criteria; no agent runs",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			plan, err := supervisor.ReadPlan(dir)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			e, err := task.LoadExperiment(plan.Experiment, task.ExperimentOptions{Overrides: plan.Overrides, Tags: plan.Tags})
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			e.Repeats = plan.Repeats
+			done, err := supervisor.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{})
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			changed, regraded := 0, 0
+			for _, r := range done {
+				if r.Skipped == "" {
+					regraded++
+				}
+				switch {
+				case r.Skipped != "":
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: skipped: %s\n", r.Dir, r.Skipped)
+				case r.Result.Status != r.OldStatus:
+					changed++
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s -> %s\n", r.Dir, r.OldStatus, r.Result.Status)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "regraded %d of %d runs, %d changed status\n", regraded, len(done), changed)
+			_, s, err := report.Write(dir)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			printSummary(cmd.OutOrStdout(), dir, s)
+			return nil
+		},
+	}
+}
+
+// changed reports whether any experiment-only flag was given.
+func (x *experimentFlags) changed(cmd *cobra.Command) bool {
+	for _, name := range []string{"jobs", "repeats", "tags", "define", "resume"} {
+		if cmd.Flags().Changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// printProblems prints every problem of an invalid file, one FILE:LINE:COL line each.
+func printProblems(w io.Writer, file string, err error) {
+	var ps task.Problems
+	if !errors.As(err, &ps) {
+		fmt.Fprintf(w, "%s: %v\n", file, err)
+		return
+	}
+	for _, p := range ps {
+		fmt.Fprintln(w, p)
+	}
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/supervisor"
+)
+
+func newGCCmd(g *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gc",
+		Short: "Remove what a crashed ceval left in containerd (containers, tasks, snapshots, leases, scratch mounts)",
+		Long: "gc removes, from the namespace, the containers ceval labelled whose owning ceval process\n" +
+			"is gone (its PID and boot id, checked against the process's start time), killing their\n" +
+			"tasks first, with their snapshots, leases and scratch filesystems. What a live ceval owns\n" +
+			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			removed, kept, err := supervisor.GC(ctx, c)
+			out := cmd.OutOrStdout()
+			for _, r := range removed {
+				fmt.Fprintf(out, "removed %s %s (%s)\n", r.Kind, r.ID, r.Why)
+			}
+			for _, k := range kept {
+				fmt.Fprintf(out, "kept %s %s (%s)\n", k.Kind, k.ID, k.Why)
+			}
+			fmt.Fprintf(out, "gc: removed %d, kept %d in namespace %s\n", len(removed), len(kept), g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			return nil
+		},
+	}
+}

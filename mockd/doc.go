@@ -1,0 +1,6 @@
+// Package mockd owns protected mocks: the fixture format, argv matching, the versioned wire
+// protocol, the host-side server that answers an agent's tool calls on a Unix socket (serving
+// only the agent's UID, with caps on request size, connections, time and calls) and the call
+// log it writes. It runs in ceval's trust domain and never inside the agent's container: only
+// the socket and the static client (package mockd/clientbin) are visible there.
+package mockd

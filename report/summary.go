@@ -1,0 +1,262 @@
+package report
+
+import (
+	"errors"
+	"hash/fnv"
+	"io/fs"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"ceval.dev/ceval/supervisor"
+)
+
+// Files an experiment's directory holds beside plan.json.
+const (
+	SummaryFile = "summary.json"
+	JUnitFile   = "junit.xml"
+)
+
+// StatusNotRun counts planned runs that have no result.json yet.
+const StatusNotRun = "NOT_RUN"
+
+// BootstrapSamples is how many resamples the pass rate's interval takes.
+const BootstrapSamples = 2000
+
+// Summary is summary.json: an experiment's numbers per variant and per task.
+type Summary struct {
+	ExperimentID string  `json:"experiment_id"`
+	RunID        string  `json:"run_id"`
+	Repeats      int     `json:"repeats"`
+	Planned      int     `json:"planned_runs"`
+	Complete     bool    `json:"complete"` // every planned run has a complete result
+	Variants     []Stats `json:"variants"` // in the plan's order, each with its tasks
+	Tasks        []Stats `json:"tasks"`    // per task over every variant, in the plan's order
+}
+
+// Stats are the numbers of one group of runs. Every run with a result counts in every
+// denominator, ERROR ones included; planned runs without a result count only in
+// Statuses[NOT_RUN].
+type Stats struct {
+	VariantID        string             `json:"variant_id,omitempty"`
+	TaskID           string             `json:"task_id,omitempty"`
+	Runs             int                `json:"runs"`
+	Passed           int                `json:"passed"`
+	PassRate         float64            `json:"pass_rate"`
+	PassRateCI95     [2]float64         `json:"pass_rate_ci95"` // seeded percentile bootstrap
+	MeanScore        float64            `json:"mean_score"`
+	PassAtK          map[string]float64 `json:"pass_at_k"` // k = 1..repeats; mean over tasks of the unbiased estimator
+	MeanAgentSeconds float64            `json:"mean_agent_seconds"`
+	Tokens           map[string]int     `json:"tokens,omitempty"` // totals over the runs that reported usage
+	TokenRuns        int                `json:"token_runs,omitempty"`
+	Statuses         map[string]int     `json:"statuses"`
+	Tasks            []Stats            `json:"tasks,omitempty"` // per task, inside a variant
+}
+
+// Run is one planned run with its result (nil when it has none yet).
+type Run struct {
+	supervisor.PlannedRun
+	Variant string
+	TaskID  string
+	Dir     string
+	Result  *supervisor.Result
+}
+
+// Experiment is an experiment's directory as read back: its plan and every planned run.
+type Experiment struct {
+	Dir  string
+	Plan *supervisor.Plan
+	Runs []Run // in the plan's order
+}
+
+// Load reads plan.json and each planned run's result.json, at their exact paths.
+func Load(expDir string) (*Experiment, error) {
+	plan, err := supervisor.ReadPlan(expDir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Experiment{Dir: expDir, Plan: plan}
+	for _, pr := range plan.Runs() {
+		en := plan.Entries[pr.Entry]
+		r := Run{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
+		res, err := supervisor.ReadResult(r.Dir)
+		switch {
+		case err == nil:
+			r.Result = res
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, err
+		}
+		e.Runs = append(e.Runs, r)
+	}
+	return e, nil
+}
+
+// Summarize computes the summary. It depends only on the results (never on the order they
+// finished in or the clock), so an interrupted and resumed experiment summarizes as an
+// uninterrupted one does.
+func Summarize(e *Experiment) *Summary {
+	s := &Summary{ExperimentID: e.Plan.ExperimentID, RunID: filepath.Base(e.Dir), Repeats: e.Plan.Repeats,
+		Planned: len(e.Runs), Complete: true}
+	for _, r := range e.Runs {
+		if r.Result == nil || !r.Result.Complete {
+			s.Complete = false
+		}
+	}
+	var taskIDs []string
+	seenTask := map[string]bool{}
+	for _, en := range e.Plan.Entries {
+		if !seenTask[en.TaskID] {
+			seenTask[en.TaskID] = true
+			taskIDs = append(taskIDs, en.TaskID)
+		}
+	}
+	for _, v := range e.Plan.Variants {
+		vs := stats(e.runs(v, ""), e.Plan.Repeats, s.ExperimentID+"\x00"+v)
+		vs.VariantID = v
+		for _, id := range taskIDs {
+			runs := e.runs(v, id)
+			if len(runs) == 0 {
+				continue
+			}
+			ts := stats(runs, e.Plan.Repeats, s.ExperimentID+"\x00"+v+"\x00"+id)
+			ts.TaskID = id
+			vs.Tasks = append(vs.Tasks, ts)
+		}
+		s.Variants = append(s.Variants, vs)
+	}
+	for _, id := range taskIDs {
+		ts := stats(e.runs("", id), e.Plan.Repeats, s.ExperimentID+"\x00\x00"+id)
+		ts.TaskID = id
+		s.Tasks = append(s.Tasks, ts)
+	}
+	return s
+}
+
+// runs selects the runs of a variant and/or a task ("" = any), in plan order.
+func (e *Experiment) runs(variant, taskID string) []Run {
+	var out []Run
+	for _, r := range e.Runs {
+		if (variant == "" || r.Variant == variant) && (taskID == "" || r.TaskID == taskID) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func passed(r *supervisor.Result) bool { return r != nil && r.Status == "SUCCESS" }
+
+// stats computes one group's numbers; seed names the group so its bootstrap is repeatable.
+func stats(runs []Run, repeats int, seed string) Stats {
+	s := Stats{Statuses: map[string]int{}, PassAtK: map[string]float64{}}
+	var outcomes []bool
+	var score, agent float64
+	agentRuns := 0
+	type count struct{ n, c int }
+	perTask := map[string]*count{}
+	var taskOrder []string
+	for _, r := range runs {
+		if r.Result == nil {
+			s.Statuses[StatusNotRun]++
+			continue
+		}
+		res := r.Result
+		s.Runs++
+		s.Statuses[res.Status]++
+		ok := passed(res)
+		outcomes = append(outcomes, ok)
+		if ok {
+			s.Passed++
+		}
+		score += res.Score
+		if res.Agent.ExitCode != nil {
+			agent += res.Timings.Agent
+			agentRuns++
+		}
+		if len(res.Agent.Tokens) > 0 {
+			if s.Tokens == nil {
+				s.Tokens = map[string]int{}
+			}
+			for k, v := range res.Agent.Tokens {
+				s.Tokens[k] += v
+			}
+			s.TokenRuns++
+		}
+		key := r.Variant + "\x00" + r.TaskID
+		if perTask[key] == nil {
+			perTask[key] = &count{}
+			taskOrder = append(taskOrder, key)
+		}
+		perTask[key].n++
+		if ok {
+			perTask[key].c++
+		}
+	}
+	if s.Runs > 0 {
+		s.PassRate = float64(s.Passed) / float64(s.Runs)
+		s.MeanScore = score / float64(s.Runs)
+		s.PassRateCI95 = bootstrapCI(outcomes, seed)
+	}
+	if agentRuns > 0 {
+		s.MeanAgentSeconds = agent / float64(agentRuns)
+	}
+	for k := 1; k <= repeats; k++ {
+		sum, tasks := 0.0, 0
+		for _, key := range taskOrder {
+			c := perTask[key]
+			if c.n >= k {
+				sum += PassAtK(c.n, c.c, k)
+				tasks++
+			}
+		}
+		if tasks > 0 {
+			s.PassAtK[strconv.Itoa(k)] = sum / float64(tasks)
+		}
+	}
+	return s
+}
+
+// PassAtK is the unbiased estimator of the chance that at least one of k runs passes,
+// given c passes in n runs: 1 - C(n-c, k) / C(n, k), computed as a product so it neither
+// overflows nor loses precision.
+func PassAtK(n, c, k int) float64 {
+	if k <= 0 || k > n {
+		return math.NaN()
+	}
+	if n-c < k {
+		return 1
+	}
+	p := 1.0
+	for i := n - c + 1; i <= n; i++ {
+		p *= 1 - float64(k)/float64(i)
+	}
+	return 1 - p
+}
+
+// bootstrapCI is the 95% percentile interval of the pass rate over BootstrapSamples
+// resamples of the runs, from a generator seeded by seed: the same runs give the same
+// interval every time.
+func bootstrapCI(outcomes []bool, seed string) [2]float64 {
+	n := len(outcomes)
+	if n == 0 {
+		return [2]float64{}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(seed))
+	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(n)))
+	rates := make([]float64, BootstrapSamples)
+	for b := range rates {
+		c := 0
+		for range n {
+			if outcomes[rng.IntN(n)] {
+				c++
+			}
+		}
+		rates[b] = float64(c) / float64(n)
+	}
+	sort.Float64s(rates)
+	lo := rates[int(math.Floor(0.025*float64(BootstrapSamples-1)))]
+	hi := rates[int(math.Ceil(0.975*float64(BootstrapSamples-1)))]
+	return [2]float64{lo, hi}
+}

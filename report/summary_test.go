@@ -1,0 +1,136 @@
+package report
+
+import (
+	"encoding/xml"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/supervisor"
+)
+
+func TestPassAtKIsTheUnbiasedEstimator(t *testing.T) {
+	cases := []struct {
+		n, c, k int
+		want    float64
+	}{
+		{3, 0, 1, 0},
+		{3, 3, 3, 1},
+		{3, 1, 1, 1.0 / 3},
+		{3, 1, 2, 2.0 / 3}, // 1 - C(2,2)/C(3,2)
+		{3, 1, 3, 1},
+		{10, 2, 5, 1 - 56.0/252}, // 1 - C(8,5)/C(10,5)
+		{5, 0, 5, 0},
+	}
+	for _, c := range cases {
+		if got := PassAtK(c.n, c.c, c.k); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("PassAtK(%d,%d,%d) = %v, want %v", c.n, c.c, c.k, got, c.want)
+		}
+	}
+	if !math.IsNaN(PassAtK(2, 1, 3)) {
+		t.Error("k > n must be undefined")
+	}
+}
+
+func TestBootstrapIsSeededAndBracketsTheRate(t *testing.T) {
+	outcomes := []bool{true, false, false, true, false, false, true, false, false}
+	a, b := bootstrapCI(outcomes, "x"), bootstrapCI(outcomes, "x")
+	if a != b {
+		t.Fatalf("same seed, different intervals: %v %v", a, b)
+	}
+	if !(a[0] < 1.0/3 && 1.0/3 < a[1]) || a[0] < 0 || a[1] > 1 {
+		t.Errorf("interval %v does not bracket 1/3", a)
+	}
+	if all := bootstrapCI([]bool{true, true}, "y"); all != [2]float64{1, 1} {
+		t.Errorf("all passes: %v", all)
+	}
+}
+
+// writeExperiment writes plan.json and result.json files: outcome[variant][task] lists the
+// status of each repeat ("" = not run).
+func writeExperiment(t *testing.T, statuses map[string]map[string][]string, variants, tasks []string, repeats int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run1")
+	plan := &supervisor.Plan{ExperimentID: "e", Repeats: repeats, Variants: variants}
+	for _, v := range variants {
+		for _, id := range tasks {
+			plan.Entries = append(plan.Entries, supervisor.PlanEntry{Variant: v, TaskID: id})
+		}
+	}
+	os.MkdirAll(dir, 0o700)
+	if err := supervisor.WriteJSONAtomic(filepath.Join(dir, supervisor.PlanFile), plan); err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range plan.Runs() {
+		en := plan.Entries[pr.Entry]
+		st := statuses[en.Variant][en.TaskID][pr.Repeat-1]
+		if st == "" {
+			continue
+		}
+		rd := plan.Dir(dir, pr)
+		os.MkdirAll(rd, 0o700)
+		code := 0
+		res := &supervisor.Result{Result: grader.Result{TaskID: en.TaskID, Status: st}, Variant: en.Variant, Repeat: pr.Repeat,
+			Complete: st != "ERROR", Agent: supervisor.AgentResult{ExitCode: &code, Tokens: map[string]int{"input": 10}}}
+		if st == "SUCCESS" {
+			res.Score = 1
+		} else {
+			res.Score = 0.5
+			res.Criteria = []grader.CriterionResult{{Status: grader.Fail, Details: "agent wrote <script>alert(1)</script>\x1b[31m\x00"}}
+		}
+		res.Timings.Agent = 2
+		if err := supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestSummaryCountsErrorsInEveryDenominator(t *testing.T) {
+	dir := writeExperiment(t, map[string]map[string][]string{
+		"good": {"a": {"SUCCESS", "SUCCESS", "SUCCESS"}, "b": {"SUCCESS", "FAILURE", "ERROR"}},
+		"bad":  {"a": {"FAILURE", "FAILURE", "TIMEOUT"}, "b": {"SUCCESS", "", ""}},
+	}, []string{"good", "bad"}, []string{"a", "b"}, 3)
+	_, s, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := s.Variants[0], s.Variants[1]
+	if good.Runs != 6 || good.Passed != 4 || math.Abs(good.PassRate-4.0/6) > 1e-12 || good.Statuses["ERROR"] != 1 {
+		t.Errorf("good: %+v", good)
+	}
+	// pass@1 = mean over tasks (1 and 1/3); pass@3 = mean(1, 1).
+	if math.Abs(good.PassAtK["1"]-(1+1.0/3)/2) > 1e-12 || good.PassAtK["3"] != 1 {
+		t.Errorf("good pass@k %v", good.PassAtK)
+	}
+	if bad.Runs != 4 || bad.Passed != 1 || bad.Statuses[StatusNotRun] != 2 || bad.Statuses["TIMEOUT"] != 1 {
+		t.Errorf("bad: %+v", bad)
+	}
+	// Task b of bad has one run: pass@2 and pass@3 are defined only for task a (0).
+	if bad.PassAtK["1"] != 0.5 || bad.PassAtK["3"] != 0 {
+		t.Errorf("bad pass@k %v", bad.PassAtK)
+	}
+	if s.Complete || good.Tokens["input"] != 60 || good.MeanAgentSeconds != 2 || math.Abs(good.MeanScore-5.0/6) > 1e-12 {
+		t.Errorf("complete %v tokens %v agent %v score %v", s.Complete, good.Tokens, good.MeanAgentSeconds, good.MeanScore)
+	}
+	if len(s.Tasks) != 2 || s.Tasks[0].TaskID != "a" || s.Tasks[0].Runs != 6 || s.Tasks[0].Passed != 3 {
+		t.Errorf("tasks %+v", s.Tasks)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j junitSuites
+	if err := xml.Unmarshal(data, &j); err != nil {
+		t.Fatalf("junit.xml does not parse (control characters?): %v", err)
+	}
+	if j.Tests != 12 || j.Failures != 4 || j.Errors != 1 || j.Suites[1].Skipped != 2 {
+		t.Errorf("junit tests %d failures %d errors %d skipped %d", j.Tests, j.Failures, j.Errors, j.Suites[1].Skipped)
+	}
+	if !strings.Contains(string(data), "&lt;script&gt;") || strings.Contains(string(data), "<script>") {
+		t.Error("agent text not escaped in junit.xml")
+	}
+}

@@ -1,0 +1,25 @@
+package report
+
+import (
+	"path/filepath"
+
+	"ceval.dev/ceval/supervisor"
+)
+
+// Write loads an experiment's directory and (re)writes summary.json and junit.xml in it,
+// atomically, from the run files alone.
+func Write(expDir string) (*Experiment, *Summary, error) {
+	e, err := Load(expDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := Summarize(e)
+	if err := supervisor.WriteJSONAtomic(filepath.Join(expDir, SummaryFile), s); err != nil {
+		return e, s, err
+	}
+	j, err := JUnit(e)
+	if err != nil {
+		return e, s, err
+	}
+	return e, s, supervisor.WriteFileAtomic(filepath.Join(expDir, JUnitFile), j, 0o600)
+}

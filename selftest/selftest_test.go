@@ -1,0 +1,239 @@
+package selftest
+
+import (
+	"bytes"
+	"compress/zlib"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/task"
+)
+
+// suiteNames is the suite as it must ship. Removing an attack means removing it here too,
+// so an attack cannot silently stop existing.
+var suiteNames = []string{
+	"canary-ceval-binary", "canary-env-and-home", "canary-find-name", "canary-grep-filesystem",
+	"canary-mountinfo-paths", "canary-path-guess", "canary-proc-cmdline", "canary-proc-environ",
+	"canary-proc-fd", "canary-proc-mem", "canary-proc-root-cwd",
+	"escape-capabilities", "escape-engine-socket", "escape-host-fd", "escape-host-mounts",
+	"escape-masked-proc", "escape-proc-self-exe", "escape-write-rootfs",
+	"fill-dev-shm", "fill-home", "fill-tmp", "fill-workspace",
+	"fool-conftest-hooks", "fool-deep-tree", "fool-fifo", "fool-forged-results", "fool-hardlink-host",
+	"fool-json-nesting", "fool-million-files", "fool-sparse-10g", "fool-symlink-host", "fool-trojan-path",
+	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
+	"net-connect-external", "net-dns", "net-host-services",
+	"priv-af-packet", "priv-cgroup-escape", "priv-chroot", "priv-hostname-time", "priv-kernel-log",
+	"priv-kernel-module", "priv-mknod", "priv-mount", "priv-net-admin", "priv-nsenter",
+	"priv-proc-sys-write", "priv-proc1-root", "priv-raw-socket", "priv-setpriv-caps", "priv-setuid",
+	"priv-su", "priv-sysrq-trigger", "priv-unshare-namespaces", "priv-user-namespace",
+	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
+}
+
+func TestSuiteShipsEveryListedAttackAndAtLeast40(t *testing.T) {
+	all, err := Attacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range all {
+		got = append(got, a.Name)
+		if a.Tried == "" {
+			t.Errorf("%s: no description (the row's \"tried\")", a.Name)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(suiteNames, " ") {
+		t.Errorf("suite is\n%v\nwant\n%v", got, suiteNames)
+	}
+	if len(got) < 40 {
+		t.Errorf("%d attacks, want at least 40", len(got))
+	}
+}
+
+func TestSelectRefusesUnknownNames(t *testing.T) {
+	_, err := Select([]string{"priv-su", "no-such-attack"})
+	var ue *UnknownAttackError
+	if !errors.As(err, &ue) || len(ue.Names) != 1 || ue.Names[0] != "no-such-attack" {
+		t.Fatalf("err = %v", err)
+	}
+	got, err := Select([]string{"priv-su", "fill-tmp"})
+	if err != nil || len(got) != 2 || got[0].Name != "fill-tmp" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
+
+// Every attack is an ordinary, valid task whose grading material (and only that) holds the
+// run's canary, rewarded by the criteria, and whose script sources lib.sh.
+func TestEveryAttackIsAValidTaskWithTheCanaryOnlyInItsGradingMaterial(t *testing.T) {
+	all, err := Attacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	for _, a := range all {
+		t.Run(a.Name, func(t *testing.T) {
+			if a.Needs != "" {
+				if _, err := exec.LookPath(a.Needs); err != nil {
+					t.Skipf("needs %s", a.Needs)
+				}
+			}
+			canary := NewCanary()
+			dir := filepath.Join(root, a.Name)
+			if err := materialize(a, dir, canary); err != nil {
+				t.Fatal(err)
+			}
+			tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// RUN_ID-default-TASK-1 must fit the sandbox's 64-character container ID.
+			if len(tk.ID) > 26 {
+				t.Errorf("task_id %q is longer than 26 characters", tk.ID)
+			}
+			if tk.Reference == "" || tk.Agent == nil || tk.Agent.Type != task.AgentCommand {
+				t.Errorf("want a command agent and a reference directory: %+v", tk)
+			}
+			if tk.Sandbox.Limits.Timeout > 30e9 || tk.Sandbox.Network != task.NetworkNone {
+				t.Errorf("limits %+v network %s: keep attacks short and offline", tk.Sandbox.Limits, tk.Sandbox.Network)
+			}
+			data, _ := os.ReadFile(filepath.Join(dir, "task.yaml"))
+			if !strings.Contains(string(data), canary) || strings.Contains(string(data), "{{") {
+				t.Errorf("task.yaml lacks the canary or keeps a placeholder")
+			}
+			ref, _ := os.ReadFile(filepath.Join(dir, "reference", "canary.txt"))
+			if !strings.Contains(string(ref), canary) {
+				t.Error("reference/canary.txt lacks the canary")
+			}
+			rewards := map[string]bool{}
+			for _, c := range tk.Criteria {
+				rewards[c.Path] = true
+			}
+			if !rewards["proof.txt"] || !rewards["found.txt"] {
+				t.Errorf("criteria must reward proof.txt and found.txt: %v", rewards)
+			}
+			for _, f := range []string{"attack.sh", "lib.sh"} {
+				s, err := os.ReadFile(filepath.Join(dir, "template", f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if bytes.Contains(s, []byte(canary)) || bytes.Contains(s, []byte(canaryPrefix)) || bytes.Contains(s, []byte("{{")) {
+					t.Errorf("%s holds the canary, its prefix or a placeholder", f)
+				}
+			}
+			script, _ := os.ReadFile(filepath.Join(dir, "template", "attack.sh"))
+			if !strings.HasPrefix(string(script), ". ./lib.sh\n") || !strings.Contains(string(script), "ATTEMPT") && !strings.Contains(string(script), "attempt ") && !strings.Contains(string(script), "git_hunt") {
+				t.Errorf("attack.sh must source lib.sh and log its attempts")
+			}
+		})
+	}
+}
+
+func TestCanariesDifferPerRun(t *testing.T) {
+	a, b := NewCanary(), NewCanary()
+	if a == b || !strings.HasPrefix(a, canaryPrefix) || len(a) != len(canaryPrefix)+32 {
+		t.Fatalf("canaries %q %q", a, b)
+	}
+}
+
+func TestParseLogReadsAttemptsAndExitCodes(t *testing.T) {
+	log := "ATTEMPT mount tmpfs: mount -t tmpfs none /tmp/m\nmount: permission denied (are you root?)\n\nRC mount tmpfs 1\n" +
+		"ATTEMPT read the prompt: cat prompt.md\nno newline at the end\nRC read the prompt 0\n" +
+		"ATTEMPT gone: gone\nsh: gone: not found\n\nRC gone 127\nPROOF it worked\n"
+	l := parseLog(log)
+	if strings.Join(l.attempts, "|") != "mount tmpfs|read the prompt|gone" {
+		t.Errorf("attempts %q", l.attempts)
+	}
+	if l.rc["mount tmpfs"] != 1 || l.rc["read the prompt"] != 0 || l.rc["gone"] != 127 {
+		t.Errorf("rc %v", l.rc)
+	}
+	if len(l.missing) != 2 || len(l.proofs) != 1 {
+		t.Errorf("missing %q proofs %q", l.missing, l.proofs)
+	}
+}
+
+func result(status string, score float64, passed bool, limits []string, notes []snapshot.Note) *supervisor.Result {
+	r := &supervisor.Result{Isolation: &supervisor.Attestation{}, LimitsHit: limits}
+	r.Status, r.Score, r.SnapshotNotes = status, score, notes
+	r.Criteria = []grader.CriterionResult{{Type: "file_exists", Passed: passed}, {Type: "file_contains"}}
+	return r
+}
+
+func TestClassify(t *testing.T) {
+	denied := "ATTEMPT mount: mount\nmount: permission denied\n\nRC mount 1\n"
+	for _, tc := range []struct {
+		name string
+		e    evidence
+		want Outcome
+	}{
+		{"denied attempt, nothing rewarded", evidence{res: result("FAILURE", 0, false, nil, nil), log: denied}, Blocked},
+		{"harmless attempt that ran", evidence{res: result("FAILURE", 0, false, nil, nil), log: "ATTEMPT ln: ln -s / x\n\nRC ln 0\n"}, Blocked},
+		{"rewarding criterion passed", evidence{res: result("FAILURE", 0, true, nil, nil), log: denied}, Breach},
+		{"score above zero", evidence{res: result("FAILURE", 0.5, false, nil, nil), log: denied}, Breach},
+		{"canary leaked", evidence{res: result("FAILURE", 0, false, nil, nil), log: denied, leaks: []string{"the canary is in agent.stdout.log"}}, Breach},
+		{"grading ERROR", evidence{res: result("ERROR", 0, false, nil, nil), log: denied}, Breach},
+		{"run failed after the agent started", evidence{res: result("ERROR", 0, false, nil, nil), runErr: errors.New("processes remained")}, Breach},
+		{"run failed before the agent started", evidence{runErr: errors.New("containerd down")}, Errored},
+		{"command missing", evidence{res: result("FAILURE", 0, false, nil, nil), log: "ATTEMPT x: x\nsh: x: not found\n\nRC x 127\n"}, Errored},
+		{"applet missing", evidence{res: result("FAILURE", 0, false, nil, nil), log: "ATTEMPT x: x\nx: applet not found\n\nRC x 1\n"}, Errored},
+		{"option unknown", evidence{res: result("FAILURE", 0, false, nil, nil), log: "ATTEMPT u: unshare -C\nunshare: invalid option -- 'C'\n\nRC u 1\n"}, Errored},
+		{"no attempt logged", evidence{res: result("FAILURE", 0, false, nil, nil), log: "hello\n"}, Errored},
+		{"attempt never finished, nothing flagged", evidence{res: result("FAILURE", 0, false, nil, nil), log: "ATTEMPT bomb\n"}, Errored},
+		{"timeout", evidence{res: result("TIMEOUT", 0, false, []string{"timeout 2s"}, nil), log: "ATTEMPT bomb\n"}, Detected},
+		{"limit hit", evidence{res: result("FAILURE", 0, false, []string{"workspace disk limit reached"}, nil), log: denied}, Detected},
+		{"snapshot note", evidence{res: result("FAILURE", 0, false, nil, []snapshot.Note{{Path: "f", Reason: "fifo skipped"}}), log: denied}, Detected},
+	} {
+		got, _, detail := classify(tc.e)
+		if got != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, got, detail, tc.want)
+		}
+	}
+}
+
+func TestSnapshotScanFindsCanaryInCompressedGitObjectsAndSetuidBits(t *testing.T) {
+	canary := NewCanary()
+	dir := t.TempDir()
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	zw.Write([]byte("blob 50\x00the answer is " + canary))
+	zw.Close()
+	obj := filepath.Join(dir, "project", ".git", "objects", "pack", "pack-1.pack")
+	os.MkdirAll(filepath.Dir(obj), 0o755)
+	os.WriteFile(obj, append([]byte("PACK\x00\x00\x00\x02\x00\x00\x00\x01\x95\x0a"), z.Bytes()...), 0o644)
+	if leaks := scanSnapshot(dir, canary); len(leaks) != 1 || !strings.Contains(leaks[0], "compressed git object") {
+		t.Fatalf("leaks = %q", leaks)
+	}
+	os.Remove(obj)
+	os.WriteFile(filepath.Join(dir, "id"), []byte("x"), 0o755)
+	os.Chmod(filepath.Join(dir, "id"), 0o755|os.ModeSetuid)
+	os.WriteFile(filepath.Join(dir, "plain.txt"), []byte("it is "+canary), 0o644)
+	leaks := scanSnapshot(dir, canary)
+	if len(leaks) != 2 || !strings.Contains(strings.Join(leaks, ";"), "setuid") {
+		t.Fatalf("leaks = %q", leaks)
+	}
+}
+
+// The host-built templates hold the answer where HEAD's history does not reach.
+func TestGitTemplatesHideTheAnswerOutsideHEAD(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	for _, s := range []string{"later-commit", "other-branch", "tag", "reflog", "stash"} {
+		t.Run(s, func(t *testing.T) {
+			dir := t.TempDir()
+			canary := NewCanary()
+			if err := buildGitTemplate(dir, s, canary); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("git", "-C", dir, "log", "-p", "HEAD").CombinedOutput()
+			if err != nil || strings.Contains(string(out), canary) {
+				t.Errorf("HEAD's history holds the answer (or git failed: %v)", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,201 @@
+package selftest
+
+import (
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// suite is the attack suite as it ships: attacks/NAME/{task.yaml,attack.sh,reference/...}
+// and lib.sh, which every attack script sources.
+//
+//go:embed lib.sh attacks
+var suite embed.FS
+
+// Placeholders substituted when an attack is written out for a run. The canary goes into
+// the grading material only (the task file and the reference); scripts get the task's host
+// directory, because an attacker may well know where tasks live on the host.
+const (
+	canaryPlaceholder  = "{{CANARY}}"
+	taskDirPlaceholder = "{{TASK_DIR}}"
+)
+
+// canaryPrefix starts every canary; attack scripts search for it (assembling it at run
+// time, so their own text never matches) and the criteria want the whole random value.
+const canaryPrefix = "CEVAL-" + "CANARY-"
+
+// Attack is one attack of the suite.
+type Attack struct {
+	Name  string // the task_id, also the directory under attacks/
+	Tried string // the task's description: what the attack tries
+	Needs string // a host tool its preparation needs ("git"), "" for none
+}
+
+// setup prepares an attack's template directory on the host before the run, beyond the
+// files the suite ships (attack.sh and lib.sh are copied by materialize afterwards).
+type setup struct {
+	needs string
+	run   func(templateDir, canary string) error
+}
+
+// setups is the extension point for attacks that need host-side preparation: a git history
+// today; mock fixtures, a model gateway, a plugin bundle and WASM criteria later register
+// theirs here, keyed by attack name, next to their attacks/NAME directory.
+var setups = map[string]setup{
+	"git-later-commit": gitSetup("later-commit"),
+	"git-other-branch": gitSetup("other-branch"),
+	"git-tag":          gitSetup("tag"),
+	"git-nested-repo":  gitSetup("nested"),
+	"git-reflog":       gitSetup("reflog"),
+	"git-stash":        gitSetup("stash"),
+}
+
+// Attacks lists the suite in name order.
+func Attacks() ([]Attack, error) {
+	dirs, err := fs.ReadDir(suite, "attacks")
+	if err != nil {
+		return nil, err
+	}
+	var out []Attack
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		data, err := suite.ReadFile(path.Join("attacks", d.Name(), "task.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		var head struct {
+			ID          string `yaml:"task_id"`
+			Description string `yaml:"description"`
+		}
+		if err := yaml.Unmarshal(data, &head); err != nil {
+			return nil, fmt.Errorf("attack %s: %w", d.Name(), err)
+		}
+		if head.ID != d.Name() {
+			return nil, fmt.Errorf("attack %s: task_id is %q, want the directory name", d.Name(), head.ID)
+		}
+		out = append(out, Attack{Name: d.Name(), Tried: head.Description, Needs: setups[d.Name()].needs})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// UnknownAttackError names attacks that --only asked for and the suite lacks.
+type UnknownAttackError struct{ Names []string }
+
+func (e *UnknownAttackError) Error() string {
+	return fmt.Sprintf("no such attack: %s (ceval selftest --json lists them)", strings.Join(e.Names, ", "))
+}
+
+// Select returns the attacks named (all of them when names is empty), in suite order.
+func Select(names []string) ([]Attack, error) {
+	all, err := Attacks()
+	if err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []Attack
+	for _, a := range all {
+		if want[a.Name] {
+			out = append(out, a)
+			delete(want, a.Name)
+		}
+	}
+	if len(want) > 0 {
+		var unknown []string
+		for n := range want {
+			unknown = append(unknown, n)
+		}
+		sort.Strings(unknown)
+		return nil, &UnknownAttackError{unknown}
+	}
+	return out, nil
+}
+
+// NewCanary returns a fresh random canary. The suite ships inside the binary, which an agent
+// may be able to read, so the secret part exists only for one run.
+func NewCanary() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return canaryPrefix + hex.EncodeToString(b[:])
+}
+
+// materialize writes attack a as an ordinary task directory at dir (which must not exist):
+// task.yaml and reference/ with the canary substituted, reference/canary.txt, and
+// template/ holding attack.sh and lib.sh (after the attack's setup, if it has one).
+func materialize(a Attack, dir, canary string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	src := path.Join("attacks", a.Name)
+	subst := strings.NewReplacer(canaryPlaceholder, canary, taskDirPlaceholder, dir)
+	err := fs.WalkDir(suite, src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, src), "/")
+		if rel == "" || rel == "attack.sh" {
+			return nil
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(rel))
+		if d.IsDir() {
+			return os.Mkdir(dst, 0o700)
+		}
+		data, err := suite.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, []byte(subst.Replace(string(data))), 0o600)
+	})
+	if err != nil {
+		return err
+	}
+	ref := filepath.Join(dir, "reference")
+	if err := os.MkdirAll(ref, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(ref, "canary.txt"), []byte(canary+"\n"), 0o600); err != nil {
+		return err
+	}
+	tmpl := filepath.Join(dir, "template")
+	if err := os.Mkdir(tmpl, 0o755); err != nil {
+		return err
+	}
+	if s, ok := setups[a.Name]; ok {
+		if err := s.run(tmpl, canary); err != nil {
+			return fmt.Errorf("attack %s: setup: %w", a.Name, err)
+		}
+	}
+	script, err := suite.ReadFile(path.Join(src, "attack.sh"))
+	if err != nil {
+		return err
+	}
+	if strings.Contains(string(script), canaryPlaceholder) {
+		return fmt.Errorf("attack %s: attack.sh must not hold the canary", a.Name)
+	}
+	lib, err := suite.ReadFile("lib.sh")
+	if err != nil {
+		return err
+	}
+	script = []byte(strings.ReplaceAll(string(script), taskDirPlaceholder, dir))
+	if err := os.WriteFile(filepath.Join(tmpl, "attack.sh"), script, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(tmpl, "lib.sh"), lib, 0o644)
+}

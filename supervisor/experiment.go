@@ -1,0 +1,370 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"ceval.dev/ceval/task"
+)
+
+// PlanFile is the experiment's plan, in RUNS/<run_id>/.
+const PlanFile = "plan.json"
+
+// DefaultRetries is how often a run that failed before its agent started is tried again.
+const DefaultRetries = 1
+
+// Plan is plan.json: what an experiment runs, fixed when it starts, so that a resume can
+// refuse to mix results of a different experiment into the same directory.
+type Plan struct {
+	ExperimentID string      `json:"experiment_id"`
+	Experiment   string      `json:"experiment"` // absolute path of the experiment file
+	Overrides    []string    `json:"overrides,omitempty"`
+	Tags         []string    `json:"tags,omitempty"`
+	Repeats      int         `json:"repeats"`
+	Variants     []string    `json:"variants"`
+	Entries      []PlanEntry `json:"entries"`
+}
+
+// PlanEntry is one task under one variant, run Plan.Repeats times.
+type PlanEntry struct {
+	Variant    string `json:"variant_id"`
+	TaskID     string `json:"task_id"`
+	TaskPath   string `json:"task_path"`
+	TaskSHA256 string `json:"task_sha256"` // task.Digest: the merged task and all its material
+}
+
+// PlannedRun is one run of a plan.
+type PlannedRun struct {
+	Entry  int // index into Plan.Entries
+	Repeat int // 1-based
+}
+
+// NewPlan fixes an experiment's plan, hashing each merged task with its material.
+func NewPlan(e *task.Experiment) (*Plan, error) {
+	p := &Plan{ExperimentID: e.ID, Experiment: e.Path, Overrides: e.Overrides, Tags: e.Tags,
+		Repeats: e.Repeats, Variants: e.Variants}
+	for _, en := range e.Entries {
+		sum, err := task.Digest(en.Task)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", en.Task.Path, err)
+		}
+		p.Entries = append(p.Entries, PlanEntry{Variant: en.Variant, TaskID: en.Task.ID, TaskPath: en.Task.Path, TaskSHA256: sum})
+	}
+	return p, nil
+}
+
+// Runs lists the plan's runs repeat-major (every entry once, then again), so that an
+// interrupted experiment has covered as many tasks as it could.
+func (p *Plan) Runs() []PlannedRun {
+	var out []PlannedRun
+	for r := 1; r <= p.Repeats; r++ {
+		for i := range p.Entries {
+			out = append(out, PlannedRun{Entry: i, Repeat: r})
+		}
+	}
+	return out
+}
+
+// Dir returns a run's directory below the experiment's directory.
+func (p *Plan) Dir(expDir string, r PlannedRun) string {
+	en := p.Entries[r.Entry]
+	return filepath.Join(expDir, en.Variant, en.TaskID, strconv.Itoa(r.Repeat))
+}
+
+// Diff describes how q differs from p, "" when it does not.
+func (p *Plan) Diff(q *Plan) string {
+	var d []string
+	if p.ExperimentID != q.ExperimentID {
+		d = append(d, fmt.Sprintf("experiment_id %q, recorded %q", q.ExperimentID, p.ExperimentID))
+	}
+	if p.Repeats != q.Repeats {
+		d = append(d, fmt.Sprintf("repeats %d, recorded %d", q.Repeats, p.Repeats))
+	}
+	if !reflect.DeepEqual(p.Variants, q.Variants) {
+		d = append(d, fmt.Sprintf("variants %v, recorded %v", q.Variants, p.Variants))
+	}
+	old := map[[2]string]PlanEntry{}
+	for _, e := range p.Entries {
+		old[[2]string{e.Variant, e.TaskID}] = e
+	}
+	now := map[[2]string]bool{}
+	for _, e := range q.Entries {
+		k := [2]string{e.Variant, e.TaskID}
+		now[k] = true
+		o, ok := old[k]
+		switch {
+		case !ok:
+			d = append(d, fmt.Sprintf("%s/%s is new", e.Variant, e.TaskID))
+		case o.TaskSHA256 != e.TaskSHA256:
+			d = append(d, fmt.Sprintf("%s/%s changed (task, its material, defaults, variant or -D)", e.Variant, e.TaskID))
+		}
+	}
+	for _, e := range p.Entries {
+		if !now[[2]string{e.Variant, e.TaskID}] {
+			d = append(d, fmt.Sprintf("%s/%s is gone", e.Variant, e.TaskID))
+		}
+	}
+	if len(d) == 0 && !reflect.DeepEqual(p.Entries, q.Entries) {
+		d = append(d, "the order of the runs changed")
+	}
+	return strings.Join(d, "; ")
+}
+
+// ReadPlan reads plan.json from an experiment's directory.
+func ReadPlan(expDir string) (*Plan, error) {
+	data, err := os.ReadFile(filepath.Join(expDir, PlanFile))
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(expDir, PlanFile), err)
+	}
+	return &p, nil
+}
+
+// ReadResult reads a run directory's result.json.
+func ReadResult(runDir string) (*Result, error) {
+	data, err := os.ReadFile(filepath.Join(runDir, ResultFile))
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(runDir, ResultFile), err)
+	}
+	r.Dir = runDir
+	return &r, nil
+}
+
+// ExperimentOptions configure RunExperiment.
+type ExperimentOptions struct {
+	Run      Options // shared by every run; RunID names the experiment's directory, Variant and Repeat are set per run
+	Parallel int     // runs at once; 0 = the experiment's parallel, else DefaultParallel
+	Retries  int     // tries again a run that failed before its agent started; < 0 = none
+	Resume   bool    // RunsDir/RunID holds an earlier, interrupted start of the same plan
+
+	OnStart  func(PlannedRun, *PlanEntry)    // optional, called from the worker
+	OnFinish func(*RunRecord)                // optional, called from the worker
+	OnRetry  func(rec *RunRecord, err error) // optional
+}
+
+// RunRecord is how one planned run ended.
+type RunRecord struct {
+	PlannedRun
+	Variant  string
+	TaskID   string
+	Dir      string
+	Result   *Result // nil when the run made no result.json
+	Err      error
+	Resumed  bool // complete in an earlier start; not run again
+	Attempts int  // 0 when resumed or never started
+}
+
+// ExperimentResult is every planned run's record, in plan order; Interrupted when the
+// context was cancelled before all ran.
+type ExperimentResult struct {
+	Dir         string
+	Plan        *Plan
+	Records     []*RunRecord // nil entries were never started
+	Interrupted bool
+}
+
+// DefaultParallel is how many runs fit at once: one per CPU, and no more than the host's
+// available memory holds at memoryMB each; at least 1.
+func DefaultParallel(memoryMB int64) int {
+	n := runtime.NumCPU()
+	if avail := availableMemoryMB(); avail > 0 && memoryMB > 0 {
+		n = min(n, int(avail/memoryMB))
+	}
+	return max(n, 1)
+}
+
+func availableMemoryMB() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb >> 10
+		}
+	}
+	return 0
+}
+
+// RunExperiment runs every (variant, task, repeat) of e in a bounded pool, each run fully
+// independent (Run: its own container, workspace and directory), under
+// RUNS/<run_id>/<variant>/<task_id>/<repeat>/, with plan.json beside them. When ctx is
+// cancelled it launches nothing more; running runs are stopped and cleaned up by Run.
+// A resume skips runs whose result.json is complete and refuses a different plan.
+func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions) (*ExperimentResult, error) {
+	o.Run = o.Run.withDefaults(time.Now())
+	plan, err := NewPlan(e)
+	if err != nil {
+		return nil, &InfraError{err}
+	}
+	expDir := filepath.Join(o.Run.RunsDir, o.Run.RunID)
+	for _, en := range e.Entries {
+		if err := checkRunnable(en.Task, o.Run.Allow); err != nil {
+			return nil, &InputError{fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, err)}
+		}
+	}
+	if o.Resume {
+		old, err := ReadPlan(expDir)
+		if err != nil {
+			return nil, &InputError{fmt.Errorf("resume %s: %w", expDir, err)}
+		}
+		if d := old.Diff(plan); d != "" {
+			return nil, &InputError{fmt.Errorf("resume %s: the experiment differs from its plan.json: %s", expDir, d)}
+		}
+	} else {
+		if err := os.MkdirAll(o.Run.RunsDir, 0o700); err != nil {
+			return nil, &InfraError{err}
+		}
+		if err := os.Mkdir(expDir, 0o700); err != nil {
+			return nil, &InfraError{fmt.Errorf("experiment directory: %w", err)}
+		}
+		if err := WriteJSONAtomic(filepath.Join(expDir, PlanFile), plan); err != nil {
+			return nil, &InfraError{err}
+		}
+	}
+	// Every image once, before the pool: the default one is built on first use, and a bad
+	// image fails the experiment before any run.
+	resolved := map[string]bool{}
+	for _, en := range e.Entries {
+		if img := en.Task.Sandbox.Image; !resolved[img] {
+			if _, err := ResolveImage(ctx, o.Run.Client, img, o.Run.Preflight, o.Run.Busybox); err != nil {
+				return nil, &InfraError{fmt.Errorf("image %s: %w", img, err)}
+			}
+			resolved[img] = true
+		}
+	}
+	parallel := o.Parallel
+	if parallel <= 0 {
+		parallel = e.Parallel
+	}
+	if parallel <= 0 {
+		var mem int64
+		for _, en := range e.Entries {
+			mem = max(mem, en.Task.Sandbox.Limits.MemoryMB)
+		}
+		parallel = DefaultParallel(mem)
+	}
+
+	runs := plan.Runs()
+	out := &ExperimentResult{Dir: expDir, Plan: plan, Records: make([]*RunRecord, len(runs))}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				out.Records[i] = runPlanned(ctx, e, plan, expDir, runs[i], o)
+			}
+		}()
+	}
+feed:
+	for i := range runs {
+		select {
+		case <-ctx.Done():
+			break feed
+		case jobs <- i:
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	for _, r := range out.Records {
+		if r == nil || r.Result != nil && r.Result.Interrupted {
+			out.Interrupted = true
+		}
+	}
+	out.Interrupted = out.Interrupted || ctx.Err() != nil
+	return out, nil
+}
+
+// checkRunnable refuses what Run would refuse as input, before anything starts.
+func checkRunnable(t *task.Task, allow Allow) error {
+	if _, err := AgentArgv(t); err != nil {
+		return err
+	}
+	if _, _, err := AgentEnv(t, allow, func(string) (string, bool) { return "", true }); err != nil {
+		return err
+	}
+	return CheckNetwork(t, allow)
+}
+
+// runPlanned runs one planned run, unless an earlier start completed it, retrying only a
+// failure that happened before the agent started.
+func runPlanned(ctx context.Context, e *task.Experiment, plan *Plan, expDir string, pr PlannedRun, o ExperimentOptions) *RunRecord {
+	en := plan.Entries[pr.Entry]
+	rec := &RunRecord{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
+	if res, err := ReadResult(rec.Dir); err == nil && res.Complete {
+		rec.Result, rec.Resumed = res, true
+		if o.OnFinish != nil {
+			o.OnFinish(rec)
+		}
+		return rec
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	// What an interrupted or failed start left is not this run's: start clean.
+	if err := os.RemoveAll(rec.Dir); err != nil {
+		rec.Err = &InfraError{fmt.Errorf("clear %s (a leftover mount? run ceval gc): %w", rec.Dir, err)}
+		return rec
+	}
+	if o.OnStart != nil {
+		o.OnStart(pr, &en)
+	}
+	t := e.Entries[pr.Entry].Task
+	retries := o.Retries
+	for attempt := 1; ; attempt++ {
+		started := false
+		opts := o.Run
+		opts.Variant, opts.Repeat, opts.Attempt = en.Variant, pr.Repeat, attempt
+		progress := o.Run.Progress
+		opts.Progress = func(ev string, f map[string]any) {
+			if ev == "agent_started" {
+				started = true
+			}
+			if progress != nil {
+				progress(ev, f)
+			}
+		}
+		res, err := Run(ctx, t, opts)
+		rec.Result, rec.Err, rec.Attempts = res, err, attempt
+		var infra *InfraError
+		if err == nil || started || !errors.As(err, &infra) || ctx.Err() != nil || attempt > retries {
+			break
+		}
+		// Before the agent started nothing of the agent's can have happened: try again, and
+		// say so in the run's events.
+		if ev, eerr := OpenEvents(rec.Dir, nil); eerr == nil {
+			ev.Emit("retry", map[string]any{"attempt": attempt + 1, "error": err.Error()})
+			ev.Close()
+		}
+		if o.OnRetry != nil {
+			o.OnRetry(rec, err)
+		}
+	}
+	if o.OnFinish != nil {
+		o.OnFinish(rec)
+	}
+	return rec
+}

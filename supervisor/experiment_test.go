@@ -1,0 +1,138 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/task"
+)
+
+func loadTestExperiment(t *testing.T, exp string, tasks map[string]string) *task.Experiment {
+	t.Helper()
+	dir := t.TempDir()
+	for name, doc := range tasks {
+		os.MkdirAll(filepath.Join(dir, name), 0o755)
+		os.WriteFile(filepath.Join(dir, name, "task.yaml"), []byte(doc), 0o644)
+	}
+	p := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(p, []byte(exp), 0o644)
+	e, err := task.LoadExperiment(p, task.ExperimentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestPlanDiffNamesWhatChanged(t *testing.T) {
+	base := &Plan{ExperimentID: "e", Repeats: 2, Variants: []string{"v"},
+		Entries: []PlanEntry{{Variant: "v", TaskID: "a", TaskSHA256: "1"}, {Variant: "v", TaskID: "b", TaskSHA256: "2"}}}
+	cases := []struct {
+		name string
+		edit func(p *Plan)
+		want string
+	}{
+		{"same", func(*Plan) {}, ""},
+		{"repeats", func(p *Plan) { p.Repeats = 3 }, "repeats 3, recorded 2"},
+		{"task changed", func(p *Plan) { p.Entries[0].TaskSHA256 = "x" }, "v/a changed"},
+		{"task gone", func(p *Plan) { p.Entries = p.Entries[:1] }, "v/b is gone"},
+		{"task new", func(p *Plan) { p.Entries = append(p.Entries, PlanEntry{Variant: "v", TaskID: "c"}) }, "v/c is new"},
+		{"order", func(p *Plan) { p.Entries[0], p.Entries[1] = p.Entries[1], p.Entries[0] }, "order"},
+	}
+	for _, c := range cases {
+		q := *base
+		q.Entries = append([]PlanEntry(nil), base.Entries...)
+		c.edit(&q)
+		got := base.Diff(&q)
+		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("%s: diff %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestPlanRunsAreRepeatMajorAndLaidOutByVariantTaskRepeat(t *testing.T) {
+	p := &Plan{Repeats: 2, Entries: []PlanEntry{{Variant: "v", TaskID: "a"}, {Variant: "w", TaskID: "a"}}}
+	runs := p.Runs()
+	if len(runs) != 4 || runs[1].Entry != 1 || runs[1].Repeat != 1 || runs[2].Repeat != 2 {
+		t.Fatalf("runs %v", runs)
+	}
+	if d := p.Dir("/r/x", runs[3]); d != "/r/x/w/a/2" {
+		t.Errorf("dir %s", d)
+	}
+}
+
+func TestDefaultParallelRespectsMemory(t *testing.T) {
+	if n := DefaultParallel(1 << 40); n != 1 {
+		t.Errorf("a task wanting 1 EiB: parallel %d, want 1", n)
+	}
+	if n := DefaultParallel(1); n < 1 {
+		t.Errorf("parallel %d", n)
+	}
+}
+
+// A failure before the agent started (here: the init cannot be installed) is retried once
+// and recorded; the second failure stands.
+func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
+		"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n"),
+	})
+	notADir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notADir, nil, 0o644)
+	var retried int
+	res, err := RunExperiment(ctx, e, ExperimentOptions{
+		Run:     Options{Client: c, RunsDir: t.TempDir(), InitDir: filepath.Join(notADir, "init"), Grace: time.Second},
+		Retries: 1, Parallel: 1,
+		OnRetry: func(*RunRecord, error) { retried++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Records[0]
+	if retried != 1 || rec.Attempts != 2 || rec.Err == nil || rec.Result == nil || rec.Result.Attempt != 2 {
+		t.Fatalf("retried %d, record %+v", retried, rec)
+	}
+	events, _ := os.ReadFile(filepath.Join(rec.Dir, EventsFile))
+	if strings.Count(string(events), `"event":"retry"`) != 1 || strings.Count(string(events), `"event":"run_started"`) != 2 {
+		t.Errorf("events.jsonl does not record the retry:\n%s", events)
+	}
+	if got, _ := ReadResult(rec.Dir); got == nil || got.Complete || got.Status != StatusError {
+		t.Errorf("result %+v", got)
+	}
+}
+
+// A run whose agent started is never tried again, whatever happened: here ceval's own
+// snapshot fails after the agent ran (the test puts a file where the snapshot goes).
+func TestRunWhoseAgentStartedIsNeverRetried(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
+		"a": agentTask("a", "echo x > x", "  - {type: file_exists, path: x}\n"),
+	})
+	var retried int
+	var runDir string
+	res, err := RunExperiment(ctx, e, ExperimentOptions{
+		Run: Options{Client: c, RunsDir: t.TempDir(), Grace: time.Second, Progress: func(ev string, f map[string]any) {
+			switch ev {
+			case "run_started":
+				runDir, _ = f["run_dir"].(string)
+			case "agent_started":
+				os.WriteFile(filepath.Join(runDir, WorkspaceDir), nil, 0o600)
+			}
+		}},
+		Retries: 3, Parallel: 1,
+		OnRetry: func(*RunRecord, error) { retried++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Records[0]
+	if retried != 0 || rec.Attempts != 1 || rec.Err == nil || !strings.Contains(rec.Err.Error(), "snapshot") {
+		t.Errorf("retried %d, record %+v", retried, rec)
+	}
+}

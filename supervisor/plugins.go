@@ -1,0 +1,128 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+
+	"ceval.dev/ceval/bundle"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/task"
+)
+
+// PluginsDir is the run directory's subdirectory where a task's plugin source trees are
+// built into bundles.
+const PluginsDir = "plugins"
+
+// CodexSkillsDir is where Codex looks for user skills below HOME (it follows symlinked
+// skill directories there); each plugin's skills/ is linked in under the plugin's name.
+const CodexSkillsDir = ".agents/skills"
+
+// PluginResult is one plugin of a run: which bundle was mounted where, and the digest of
+// its tree verified before the agent started and again after it was stopped.
+type PluginResult struct {
+	Name         string `json:"name"`
+	Source       string `json:"source"`          // the task's path
+	Bundle       string `json:"bundle"`          // the bundle mounted: Source, or its build in the run directory
+	Built        bool   `json:"built,omitempty"` // Source was a source tree, built for this run
+	Mount        string `json:"mount"`           // where the agent sees the bundle's tree, read-only
+	SHA256Before string `json:"tree_sha256_before"`
+	SHA256After  string `json:"tree_sha256_after,omitempty"`
+	hasSkills    bool
+}
+
+// preparePlugins makes each of the task's plugins a verified bundle (building a source tree
+// into the run directory first) and returns the read-only mounts of their trees. Drift or a
+// refused source is the task's fault (InputError); anything else is ceval's (InfraError).
+func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]any)) ([]PluginResult, []oci.Mount, error) {
+	var results []PluginResult
+	var mounts []oci.Mount
+	for _, p := range t.Plugins {
+		src, err := filepath.EvalSymlinks(p.Path)
+		if err != nil {
+			return results, nil, &InputError{fmt.Errorf("plugin %s: %w", p.Name, err)}
+		}
+		r := PluginResult{Name: p.Name, Source: p.Path, Bundle: src, Mount: p.Mount}
+		if !bundle.IsBundle(src) {
+			r.Bundle = filepath.Join(runDir, PluginsDir, p.Name)
+			r.Built = true
+			if err := os.MkdirAll(filepath.Dir(r.Bundle), 0o700); err != nil {
+				return results, nil, &InfraError{err}
+			}
+			if _, err := bundle.Build(src, r.Bundle, bundle.Options{}); err != nil {
+				return results, nil, bundleError(p.Name, err)
+			}
+		}
+		m, err := bundle.Verify(r.Bundle)
+		if err != nil {
+			return results, nil, bundleError(p.Name, err)
+		}
+		r.SHA256Before = m.TreeSHA256
+		for _, e := range m.Entries {
+			if e.Path == "skills" && e.Kind == bundle.KindDir {
+				r.hasSkills = true
+			}
+		}
+		results = append(results, r)
+		mounts = append(mounts, oci.Mount{Source: filepath.Join(r.Bundle, bundle.TreeDir), Destination: p.Mount})
+		emit("plugin_verified", map[string]any{"name": r.Name, "bundle": r.Bundle, "built": r.Built, "mount": r.Mount, "tree_sha256": r.SHA256Before})
+	}
+	return results, mounts, nil
+}
+
+func bundleError(name string, err error) error {
+	var re *bundle.RefusedError
+	var ie *bundle.InputError
+	var de *bundle.DriftError
+	if errors.As(err, &re) || errors.As(err, &ie) || errors.As(err, &de) {
+		return &InputError{fmt.Errorf("plugin %s: %w", name, err)}
+	}
+	return &InfraError{fmt.Errorf("plugin %s: %w", name, err)}
+}
+
+// verifyPluginsAfter verifies every bundle again once the agent is gone and records the
+// digest its tree has now; any drift (which the read-only mount should make impossible
+// from inside) fails the run.
+func verifyPluginsAfter(results []PluginResult, emit func(string, map[string]any)) error {
+	var errs []error
+	for i := range results {
+		r := &results[i]
+		m, err := bundle.Verify(r.Bundle)
+		var de *bundle.DriftError
+		switch {
+		case errors.As(err, &de):
+			r.SHA256After = de.Got
+			errs = append(errs, fmt.Errorf("plugin %s changed during the run: %w", r.Name, err))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("plugin %s: %w", r.Name, err))
+		default:
+			r.SHA256After = m.TreeSHA256
+		}
+		emit("plugin_reverified", map[string]any{"name": r.Name, "tree_sha256": r.SHA256After, "unchanged": err == nil})
+	}
+	return errors.Join(errs...)
+}
+
+// linkCodexSkills links each plugin's skills/ into Codex's user skills directory below the
+// agent's home (a host path), so Codex finds them where it looks.
+func linkCodexSkills(home string, results []PluginResult) error {
+	root, err := os.OpenRoot(home)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, r := range results {
+		if !r.hasSkills {
+			continue
+		}
+		if err := root.MkdirAll(CodexSkillsDir, 0o755); err != nil {
+			return err
+		}
+		if err := root.Symlink(path.Join(r.Mount, "skills"), path.Join(CodexSkillsDir, r.Name)); err != nil {
+			return fmt.Errorf("link skills of plugin %s: %w", r.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// Regraded is what Regrade did to one run.
+type Regraded struct {
+	Dir       string
+	OldStatus string
+	Result    *Result // nil when skipped
+	Skipped   string  // why the run was not regraded ("" when it was)
+}
+
+// Regrade grades the saved workspace snapshots of an experiment's runs again, with the
+// criteria the experiment's tasks have now, without running any agent, and rewrites each
+// result.json. Runs without a snapshot (not run, interrupted, failed on ceval's side) are
+// skipped and say why. e must expand to the same runs as the recorded plan (the criteria
+// may differ: that is the point).
+func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader.Options) ([]Regraded, error) {
+	plan, err := ReadPlan(expDir)
+	if err != nil {
+		return nil, err
+	}
+	tasks := map[[2]string]*task.Task{}
+	for _, en := range e.Entries {
+		tasks[[2]string{en.Variant, en.Task.ID}] = en.Task
+	}
+	var out []Regraded
+	for _, pr := range plan.Runs() {
+		en := plan.Entries[pr.Entry]
+		dir := plan.Dir(expDir, pr)
+		rg := Regraded{Dir: dir}
+		t := tasks[[2]string{en.Variant, en.TaskID}]
+		res, err := ReadResult(dir)
+		switch {
+		case t == nil:
+			rg.Skipped = "the experiment no longer has this task under this variant"
+		case err != nil:
+			rg.Skipped = "no result.json"
+		case !res.Complete:
+			rg.Skipped = "the run did not complete; nothing was snapshotted"
+		}
+		if rg.Skipped != "" {
+			out = append(out, rg)
+			continue
+		}
+		rg.OldStatus = res.Status
+		snap, err := snapshot.Load(filepath.Join(dir, WorkspaceDir), filepath.Join(dir, SnapshotFile))
+		if err != nil {
+			return out, fmt.Errorf("regrade %s: %w", dir, err)
+		}
+		o := opts
+		if o.ReferenceDir == "" {
+			o.ReferenceDir = t.Reference
+		}
+		g := grader.Grade(ctx, t, snap, o)
+		res.Result = *g
+		if res.Agent.TimedOut && res.Status != grader.TaskError {
+			res.Status = StatusTimeout
+		}
+		if res.TaskSHA256, err = task.Digest(t); err != nil {
+			return out, fmt.Errorf("regrade %s: %w", dir, err)
+		}
+		if err := writeResult(dir, res, regradeRedactor(t)); err != nil {
+			return out, fmt.Errorf("regrade %s: %w", dir, err)
+		}
+		rg.Result = res
+		out = append(out, rg)
+	}
+	return out, nil
+}
+
+// regradeRedactor hides the values the task's agent may have been given, as the host has
+// them now: grading details quote the workspace, which the agent wrote.
+func regradeRedactor(t *task.Task) func(string) string {
+	if t.Agent == nil {
+		return Redactor(nil)
+	}
+	names := append([]string{defaultCredential[t.Agent.Type]}, t.Agent.EnvPassthrough...)
+	_, secrets, _ := AgentEnv(t, Allow{Env: names}, os.LookupEnv)
+	return Redactor(secrets)
+}

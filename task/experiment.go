@@ -1,0 +1,520 @@
+package task
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// DefaultVariant is the variant of an experiment that lists none: each task as written.
+const DefaultVariant = "default"
+
+// Bounds of an experiment's numbers.
+const (
+	MaxRepeats  = 10000
+	MaxParallel = 1024
+)
+
+// Experiment is a loaded experiment file: every (variant, task) pair it expands to, each a
+// task fully merged (defaults under it, the variant and the -D overrides over it) and
+// validated like a task file.
+type Experiment struct {
+	Path        string // absolute path of the experiment file
+	Dir         string // its directory: task paths and the paths in defaults and variants resolve here
+	ID          string
+	Description string
+	Repeats     int      // runs of each entry; at least 1
+	Parallel    int      // runs at once; 0 leaves the choice to the scheduler
+	Tags        []string // the filter applied: a task runs when it has one of these; empty = all
+	Variants    []string // variant IDs in file order
+	Overrides   []string // the -D path=value overrides applied, as given
+	Entries     []Entry  // variant-major, tasks in the order the tasks list names them
+}
+
+// Entry is one task under one variant.
+type Entry struct {
+	Variant string
+	Task    *Task
+}
+
+// ExperimentOptions adjust an experiment as it loads.
+type ExperimentOptions struct {
+	Overrides []string // -D path=value, applied over every task last; value is YAML
+	Tags      []string // replaces the file's tags filter when non-nil
+}
+
+var overridePath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// IsExperiment reports whether the file at path looks like an experiment file (a mapping
+// with experiment_id) rather than a task file. Unreadable or invalid YAML is not one, so
+// the task loader reports it.
+func IsExperiment(path string) bool {
+	data, err := readCapped(path)
+	if err != nil {
+		return false
+	}
+	doc, err := readDoc(path, data, "experiment")
+	if err != nil || len(doc.Content) == 0 {
+		return false
+	}
+	return hasKey(resolve(doc.Content[0]), "experiment_id")
+}
+
+// rawExperiment is the experiment file before its tasks are expanded.
+type rawExperiment struct {
+	defaults *yaml.Node
+	tasks    []*yaml.Node // the tasks list's items
+	variants []rawVariant
+}
+
+type rawVariant struct {
+	id   string
+	node *yaml.Node // the variant mapping without variant_id; nil when it holds nothing else
+}
+
+// LoadExperiment reads and validates an experiment file and every task it names. Invalid
+// input anywhere (the experiment, a task file, a merged task, an override) is reported as
+// Problems, each at the file and position that caused it.
+func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readCapped(abs)
+	if err != nil {
+		return nil, Problems{{File: path, Msg: err.Error()}}
+	}
+	doc, err := readDoc(path, data, "experiment")
+	if err != nil {
+		return nil, err
+	}
+	e := &Experiment{Path: abs, Dir: filepath.Dir(abs), Repeats: 1, Overrides: opts.Overrides}
+	d := &decoder{file: path, budget: maxValueNodes}
+	raw := e.decode(d, doc.Content[0])
+	origin := map[*yaml.Node]string{}
+	markOrigin(raw.defaults, path, origin, false)
+	for _, v := range raw.variants {
+		markOrigin(v.node, path, origin, false)
+	}
+	overrides := parseOverrides(d, opts.Overrides, origin)
+	if opts.Tags != nil {
+		e.Tags = opts.Tags
+	}
+	if len(d.problems) > 0 {
+		return nil, d.problems.sorted()
+	}
+	expRoot, err := os.OpenRoot(e.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open experiment directory %s: %w", e.Dir, err)
+	}
+	defer expRoot.Close()
+
+	files := e.taskFiles(d, raw.tasks)
+	var problems Problems
+	problems = append(problems, d.problems...)
+	seen := map[[2]string]string{}
+	for _, f := range files {
+		tdata, err := readCapped(f.abs)
+		if err != nil {
+			problems = append(problems, Problem{File: f.name, Msg: err.Error()})
+			continue
+		}
+		tdoc, err := readDoc(f.name, tdata, "task")
+		if err != nil {
+			problems = append(problems, err.(Problems)...)
+			continue
+		}
+		for _, v := range raw.variants {
+			layers := []*yaml.Node{raw.defaults, tdoc.Content[0], v.node}
+			merged := mergeAll(append(layers, overrides...), origin)
+			t, ps := e.loadMerged(f.name, f.abs, merged, origin, expRoot)
+			if len(ps) > 0 {
+				problems = append(problems, ps...)
+				continue
+			}
+			if !hasAnyTag(t.Tags, e.Tags) {
+				continue
+			}
+			key := [2]string{v.id, t.ID}
+			if prev, dup := seen[key]; dup {
+				problems = append(problems, Problem{File: f.name, Msg: fmt.Sprintf("variant %q runs task_id %q twice: %s gives it too", v.id, t.ID, prev)})
+				continue
+			}
+			seen[key] = f.name
+			e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t})
+		}
+	}
+	if len(problems) == 0 && len(e.Entries) == 0 {
+		msg := "the experiment expands to no runs"
+		if len(e.Tags) > 0 {
+			msg = fmt.Sprintf("no task has any of the tags %s", strings.Join(e.Tags, ", "))
+		}
+		problems = append(problems, Problem{File: path, Msg: msg})
+	}
+	if len(problems) > 0 {
+		return nil, dedupe(problems).sorted()
+	}
+	sort.SliceStable(e.Entries, func(i, j int) bool {
+		return variantIndex(e.Variants, e.Entries[i].Variant) < variantIndex(e.Variants, e.Entries[j].Variant)
+	})
+	return e, nil
+}
+
+func variantIndex(ids []string, id string) int {
+	for i, v := range ids {
+		if v == id {
+			return i
+		}
+	}
+	return len(ids)
+}
+
+// decode reads the experiment's own fields into e and returns what needs the tasks.
+func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
+	var raw rawExperiment
+	var tasksNode, variantsNode *yaml.Node
+	seen := d.mapping(n, "experiment", []field{
+		{"experiment_id", func(v *yaml.Node) {
+			d.str(v, "experiment_id", &e.ID)
+			if e.ID != "" && !taskIDPattern.MatchString(e.ID) {
+				d.errorf(resolve(v), "experiment_id %q may hold only lowercase letters, digits, '-' and '_', starting with a letter or digit", e.ID)
+			}
+		}},
+		{"description", func(v *yaml.Node) { d.str(v, "description", &e.Description) }},
+		{"tasks", func(v *yaml.Node) {
+			tasksNode = v
+			d.list(v, "tasks", func(i int, item *yaml.Node) {
+				var s string
+				d.str(item, fmt.Sprintf("tasks[%d]", i), &s)
+				raw.tasks = append(raw.tasks, resolve(item))
+			})
+		}},
+		{"defaults", func(v *yaml.Node) {
+			rv := resolve(v)
+			if rv.Kind != yaml.MappingNode {
+				d.errorf(rv, "defaults must be a mapping of task fields, got %s", kindName(rv))
+				return
+			}
+			if k := keyNode(rv, "task_id"); k != nil {
+				d.errorf(k, "defaults cannot set task_id: each task names its own")
+			}
+			raw.defaults = rv
+		}},
+		{"variants", func(v *yaml.Node) {
+			variantsNode = v
+			ids := map[string]bool{}
+			d.list(v, "variants", func(i int, item *yaml.Node) {
+				if rv, ok := d.variant(i, item, ids); ok {
+					raw.variants = append(raw.variants, rv)
+					e.Variants = append(e.Variants, rv.id)
+				}
+			})
+		}},
+		{"repeats", func(v *yaml.Node) {
+			var r int64
+			d.integer(v, "repeats", 1, MaxRepeats, &r)
+			if r > 0 {
+				e.Repeats = int(r)
+			}
+		}},
+		{"parallel", func(v *yaml.Node) {
+			var p int64
+			d.integer(v, "parallel", 1, MaxParallel, &p)
+			e.Parallel = int(p)
+		}},
+		{"tags", func(v *yaml.Node) { d.strings(v, "tags", &e.Tags) }},
+	})
+	if seen == nil {
+		return raw
+	}
+	if seen["experiment_id"] == nil {
+		d.errorf(n, "missing required field experiment_id")
+	}
+	if tasksNode == nil {
+		d.errorf(n, "missing required field tasks (task files and globs, relative to the experiment file)")
+	} else if rt := resolve(tasksNode); rt.Kind == yaml.SequenceNode && len(rt.Content) == 0 {
+		d.errorf(rt, "tasks must not be empty")
+	}
+	if variantsNode != nil {
+		if rv := resolve(variantsNode); rv.Kind == yaml.SequenceNode && len(rv.Content) == 0 {
+			d.errorf(rv, "variants must not be empty (leave it out to run each task as written)")
+		}
+	} else {
+		raw.variants = []rawVariant{{id: DefaultVariant}}
+		e.Variants = []string{DefaultVariant}
+	}
+	return raw
+}
+
+// variant reads one item of variants: variant_id plus task fields merged over each task.
+func (d *decoder) variant(i int, item *yaml.Node, ids map[string]bool) (rawVariant, bool) {
+	what := fmt.Sprintf("variants[%d]", i)
+	rn := resolve(item)
+	if rn.Kind != yaml.MappingNode {
+		d.errorf(rn, "%s must be a mapping (variant_id and task fields such as agent), got %s", what, kindName(rn))
+		return rawVariant{}, false
+	}
+	var v rawVariant
+	rest := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: rn.Line, Column: rn.Column}
+	for j := 0; j+1 < len(rn.Content); j += 2 {
+		k := resolve(rn.Content[j])
+		switch k.Value {
+		case "variant_id":
+			if v.id != "" {
+				d.errorf(k, "duplicate field \"variant_id\" in %s", what)
+				continue
+			}
+			d.str(rn.Content[j+1], what+".variant_id", &v.id)
+			val := resolve(rn.Content[j+1])
+			switch {
+			case v.id == "":
+				d.errorf(val, "%s.variant_id must not be empty", what)
+				return rawVariant{}, false
+			case !taskIDPattern.MatchString(v.id):
+				d.errorf(val, "%s.variant_id %q may hold only lowercase letters, digits, '-' and '_', starting with a letter or digit", what, v.id)
+				return rawVariant{}, false
+			case ids[v.id]:
+				d.errorf(val, "%s.variant_id %q is given twice", what, v.id)
+				return rawVariant{}, false
+			}
+			ids[v.id] = true
+		case "task_id":
+			d.errorf(k, "%s cannot set task_id: each task names its own", what)
+		default:
+			rest.Content = append(rest.Content, rn.Content[j], rn.Content[j+1])
+		}
+	}
+	if v.id == "" {
+		d.errorf(rn, "%s: missing required field variant_id", what)
+		return rawVariant{}, false
+	}
+	if len(rest.Content) > 0 {
+		v.node = rest
+	}
+	return v, true
+}
+
+func keyNode(n *yaml.Node, key string) *yaml.Node {
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if k := resolve(n.Content[j]); k.Value == key {
+			return k
+		}
+	}
+	return nil
+}
+
+type taskFile struct {
+	name string // as shown in messages: the experiment-relative path joined to the experiment's name
+	abs  string
+}
+
+// taskFiles expands the tasks list: paths and globs relative to the experiment file, each
+// file once, in the order the list names them (a glob's matches sorted).
+func (e *Experiment) taskFiles(d *decoder, items []*yaml.Node) []taskFile {
+	var out []taskFile
+	seen := map[string]bool{}
+	for i, n := range items {
+		p := n.Value
+		what := fmt.Sprintf("tasks[%d]", i)
+		switch {
+		case p == "":
+			d.errorf(n, "%s must not be empty", what)
+			continue
+		case filepath.IsAbs(p):
+			d.errorf(n, "%s: %q is absolute; task paths are relative to the experiment file's directory", what, p)
+			continue
+		}
+		matches, err := filepath.Glob(filepath.Join(e.Dir, p))
+		if err != nil {
+			d.errorf(n, "%s: bad glob %q: %v", what, p, err)
+			continue
+		}
+		if len(matches) == 0 {
+			d.errorf(n, "%s: %q matches no file next to the experiment file", what, p)
+			continue
+		}
+		sort.Strings(matches)
+		for _, m := range matches {
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			name := m
+			if rel, err := filepath.Rel(e.Dir, m); err == nil {
+				name = filepath.Join(filepath.Dir(d.file), rel) // as the user named the experiment
+			}
+			out = append(out, taskFile{name: name, abs: m})
+		}
+	}
+	return out
+}
+
+// loadMerged validates one merged task document with the task loader; paths of nodes from
+// the experiment resolve in its directory, the others in the task file's.
+func (e *Experiment) loadMerged(name, abs string, merged *yaml.Node, origin map[*yaml.Node]string, expRoot *os.Root) (*Task, Problems) {
+	dir := filepath.Dir(abs)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, Problems{{File: name, Msg: fmt.Sprintf("open task directory: %v", err)}}
+	}
+	defer root.Close()
+	d := &decoder{file: name, budget: maxValueNodes, origin: origin}
+	l := &loader{decoder: d, root: root, dir: dir, expRoot: expRoot, expDir: e.Dir}
+	t := l.task(merged)
+	if len(d.problems) > 0 {
+		return nil, d.problems
+	}
+	t.Path, t.Dir, t.ExperimentDir = abs, dir, e.Dir
+	plain := &decoder{file: name, budget: maxValueNodes}
+	v, _ := plain.value(merged)
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return nil, Problems{{File: name, Msg: fmt.Sprintf("merged task: %v", err)}}
+	}
+	sum := sha256.Sum256(canon)
+	t.ConfigSHA256 = hex.EncodeToString(sum[:])
+	return t, nil
+}
+
+// parseOverrides turns each -D path=value into a mapping node {path: value}; its nodes
+// carry the override as their origin (positions zeroed: they come from the command line).
+func parseOverrides(d *decoder, specs []string, origin map[*yaml.Node]string) []*yaml.Node {
+	var out []*yaml.Node
+	for _, spec := range specs {
+		name := "-D " + spec
+		path, value, ok := strings.Cut(spec, "=")
+		if !ok || !overridePath.MatchString(path) {
+			d.problems = append(d.problems, Problem{File: name, Msg: "want -D path=value, with a dotted path of field names such as agent.model"})
+			continue
+		}
+		val := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
+		if strings.TrimSpace(value) != "" {
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte(value), &doc); err != nil || len(doc.Content) != 1 {
+				d.problems = append(d.problems, Problem{File: name, Msg: fmt.Sprintf("value is not YAML: %v", err)})
+				continue
+			}
+			val = doc.Content[0]
+		}
+		node := val
+		keys := strings.Split(path, ".")
+		for i := len(keys) - 1; i >= 0; i-- {
+			k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: keys[i]}
+			node = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{k, node}}
+		}
+		markOrigin(node, name, origin, true)
+		out = append(out, node)
+	}
+	return out
+}
+
+// markOrigin records file as the origin of n and everything below it (aliases followed);
+// zero clears positions, for nodes that come from the command line.
+func markOrigin(n *yaml.Node, file string, origin map[*yaml.Node]string, zero bool) {
+	if n == nil {
+		return
+	}
+	if _, done := origin[n]; done {
+		return
+	}
+	origin[n] = file
+	if zero {
+		n.Line, n.Column = 0, 0
+	}
+	for _, c := range n.Content {
+		markOrigin(c, file, origin, zero)
+	}
+	markOrigin(n.Alias, file, origin, zero)
+}
+
+// mergeAll merges layers bottom to top (nil layers skipped).
+func mergeAll(layers []*yaml.Node, origin map[*yaml.Node]string) *yaml.Node {
+	var out *yaml.Node
+	for _, l := range layers {
+		if l == nil {
+			continue
+		}
+		if out == nil {
+			out = l
+			continue
+		}
+		out = merge(out, l, origin)
+	}
+	return out
+}
+
+// merge lays over on top of base: mappings merge key by key, recursively; anything else
+// (lists included) is replaced by over. Neither input is modified, and duplicate keys
+// survive so the loader still reports them.
+func merge(base, over *yaml.Node, origin map[*yaml.Node]string) *yaml.Node {
+	b, o := resolve(base), resolve(over)
+	if b == nil || b.Kind != yaml.MappingNode || o.Kind != yaml.MappingNode {
+		return over
+	}
+	// The merged mapping stands where the task file wrote it, when the task file did.
+	src := b
+	if _, fromExp := origin[b]; fromExp {
+		if _, overFromExp := origin[o]; !overFromExp {
+			src = o
+		}
+	}
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: src.Tag, Style: src.Style, Line: src.Line, Column: src.Column}
+	if f, ok := origin[src]; ok {
+		origin[out] = f
+	}
+	used := make([]bool, len(o.Content)/2)
+	find := func(key string) int {
+		for j := 0; j+1 < len(o.Content); j += 2 {
+			if !used[j/2] && resolve(o.Content[j]).Value == key {
+				return j
+			}
+		}
+		return -1
+	}
+	for i := 0; i+1 < len(b.Content); i += 2 {
+		k, v := b.Content[i], b.Content[i+1]
+		if j := find(resolve(k).Value); j >= 0 {
+			used[j/2] = true
+			v = merge(v, o.Content[j+1], origin)
+		}
+		out.Content = append(out.Content, k, v)
+	}
+	for j := 0; j+1 < len(o.Content); j += 2 {
+		if !used[j/2] {
+			out.Content = append(out.Content, o.Content[j], o.Content[j+1])
+		}
+	}
+	return out
+}
+
+func hasAnyTag(have, want []string) bool {
+	if len(want) == 0 {
+		return true
+	}
+	for _, w := range want {
+		if contains(have, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(ps Problems) Problems {
+	seen := map[Problem]bool{}
+	out := ps[:0]
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
