@@ -76,6 +76,9 @@ type Options struct {
 	Executor Executor
 	// ReferenceDir is handed to the Executor; "" means the task's reference directory.
 	ReferenceDir string
+	// MockCallsPath is the run's protected-mock call log (ceval's own, never the agent's),
+	// which cli_called and command_executed grade; "" leaves them NOT_GRADED.
+	MockCallsPath string
 }
 
 // verdict is what evaluating one criterion yields before thresholds apply. A forced
@@ -146,6 +149,8 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return jsonCheck(ctx, c, s)
 	case task.ClassificationMatch:
 		return classificationMatch(c, s)
+	case task.CLICalled, task.CommandExecuted:
+		return mockCalls(c, opts.MockCallsPath)
 	}
 	return errored("unknown criterion type %q", c.Type)
 }

@@ -183,6 +183,17 @@ func TestForgedResultJSONInWorkspaceIsIgnored(t *testing.T) {
 	}
 }
 
+// helloExecutor stands in for the WASM sandbox, which package wasm tests and cmd/ceval runs
+// end to end on this example: it passes the run_command criterion when hello.txt was captured.
+type helloExecutor struct{}
+
+func (helloExecutor) Execute(_ context.Context, _ *task.Criterion, s *snapshot.Snapshot, _ string) (float64, string, error) {
+	if _, ok := s.Lookup("hello.txt"); ok {
+		return 1, "stand-in: hello.txt captured", nil
+	}
+	return 0, "stand-in: no hello.txt", nil
+}
+
 func TestExampleHelloGrades(t *testing.T) {
 	tk, err := task.Load("../examples/hello/task.yaml")
 	if err != nil {
@@ -190,7 +201,7 @@ func TestExampleHelloGrades(t *testing.T) {
 	}
 	t.Run("solved workspace succeeds", func(t *testing.T) {
 		s := take(t, "../examples/hello/solved", snapshot.Limits{})
-		r := Grade(context.Background(), tk, s, Options{})
+		r := Grade(context.Background(), tk, s, Options{Executor: helloExecutor{}})
 		if r.Status != TaskSuccess || !near(r.Score, 1) {
 			t.Errorf("got %s score %v, want SUCCESS score 1: %+v", r.Status, r.Score, r.Criteria)
 		}
@@ -204,7 +215,7 @@ func TestExampleHelloGrades(t *testing.T) {
 	})
 	t.Run("empty workspace fails", func(t *testing.T) {
 		s := snap(t, tree{})
-		r := Grade(context.Background(), tk, s, Options{})
+		r := Grade(context.Background(), tk, s, Options{Executor: helloExecutor{}})
 		if r.Status != TaskFailure || r.Score != 0 {
 			t.Errorf("got %s score %v, want FAILURE score 0: %+v", r.Status, r.Score, r.Criteria)
 		}

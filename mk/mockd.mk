@@ -4,7 +4,7 @@
 
 MOCKCLIENT_BIN := mockd/clientbin/ceval-mock
 
-.PHONY: mockclient check-mockclient fuzz-mockd bench-mockd
+.PHONY: mockclient check-mockclient fuzz-mockd
 
 mockclient:
 	$(INIT_GOENV) $(GO) build $(INIT_BUILDFLAGS) -o $(MOCKCLIENT_BIN) ./cmd/ceval-mock
@@ -23,6 +23,3 @@ fuzz-mockd:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./mockd
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFixture$$' -fuzztime $(FUZZTIME) ./mockd
 
-# bench-mockd: mock round trips from inside a container beside a plain `true` exec there.
-bench-mockd:
-	CEVAL_MOCK_BENCH=1 $(GO) test -count=1 -run '^TestMockRoundTripLatencyFromContainer$$' -v ./supervisor/

@@ -78,30 +78,44 @@ func split(argv []string) []string {
 	return out
 }
 
-// normalize puts argv in a canonical form: positional arguments in order, then a NUL, then
-// the flags with their values ("--flag=value" split first; a flag's value is the next
-// argument when that is not itself a flag) sorted, so flag order does not matter.
-func normalize(argv []string) []string {
+// SplitArgv parses argv the way normalized matching does: each "--flag=value" is split
+// first; a flag's value is the next argument when that is not itself a flag ("" when there
+// is none); everything after "--" is positional. Positional arguments keep their order.
+func SplitArgv(argv []string) (positional []string, flags map[string][]string) {
 	tokens := split(argv)
-	var pos, flags []string
+	flags = map[string][]string{}
 	for i := 0; i < len(tokens); i++ {
 		t := tokens[i]
 		switch {
 		case t == "--":
-			pos = append(pos, tokens[i:]...)
-			i = len(tokens)
-		case len(t) > 1 && t[0] == '-':
+			positional = append(positional, tokens[i+1:]...)
+			return positional, flags
+		case isFlag(t):
+			v := ""
 			if i+1 < len(tokens) && !isFlag(tokens[i+1]) {
-				t += "\x00" + tokens[i+1]
+				v = tokens[i+1]
 				i++
 			}
-			flags = append(flags, t)
+			flags[t] = append(flags[t], v)
 		default:
-			pos = append(pos, t)
+			positional = append(positional, t)
 		}
 	}
-	slices.Sort(flags)
-	return append(append(pos, "\x00"), flags...)
+	return positional, flags
 }
 
-func isFlag(t string) bool { return len(t) > 1 && t[0] == '-' || t == "--" }
+// normalize puts argv in a canonical form: the positional arguments in order, a NUL, then
+// the flags with their values (see SplitArgv) sorted, so flag order does not matter.
+func normalize(argv []string) []string {
+	pos, flags := SplitArgv(argv)
+	var fl []string
+	for f, vs := range flags {
+		for _, v := range vs {
+			fl = append(fl, f+"\x00"+v)
+		}
+	}
+	slices.Sort(fl)
+	return append(append(pos, "\x00"), fl...)
+}
+
+func isFlag(t string) bool { return len(t) > 1 && t[0] == '-' && t != "--" }

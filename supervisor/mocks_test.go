@@ -51,8 +51,12 @@ true`
 		"  - {type: file_contains, path: login.txt, includes: [\"#7 fix the flaky test\"]}\n" +
 		"  - {type: file_contains, path: login-noenv.txt, includes: [\"#7 fix the flaky test\"]}\n" +
 		"  - {type: file_contains, path: codes.txt, includes: [\"unmatched=2\"]}\n" +
-		"  - {type: file_contains, path: unmatched.txt, includes: [\"gh\", \"no fixture matched\"]}\n"
-	res, err := runTask(t, agentTask("mocks", script, criteria, "protected_mocks:\n  - {tool: gh, fixture: mocks/gh.yaml, max_requests: 20}\n"),
+		"  - {type: file_contains, path: unmatched.txt, includes: [\"gh\", \"no fixture matched\"]}\n" +
+		"  - {type: cli_called, tool: gh, argv: {positional: [pr, list], flags: {--state: {equals: open}, --limit: {equals: \"5\"}}}, max_count: 1}\n" +
+		"  - {type: cli_called, tool: gh, argv: {positional: [pr, list]}, min_count: 4, max_count: 4}\n" +
+		"  - {type: cli_called, tool: gh, argv: {flags: {--web: {present: true}}}, min_count: 0, max_count: 0}\n" +
+		"  - {type: command_executed, pattern: \"^gh pr create$\"}\n"
+	res, err := runTask(t, agentTask("ghcalls", script, criteria, "protected_mocks:\n  - {tool: gh, fixture: mocks/gh.yaml, max_requests: 20}\n"),
 		map[string]string{"mocks/gh.yaml": strings.Replace(ghMockFixture, "%s", cn, 1)}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +80,7 @@ true`
 		t.Errorf("BREACH: the agent found fixture material:\n%s", found)
 	}
 	mountinfo, _ := os.ReadFile(filepath.Join(ws, "mountinfo.txt"))
-	if strings.Contains(string(mountinfo), "gh.yaml") || strings.Contains(string(mountinfo), "/mocks") {
+	if strings.Contains(string(mountinfo), "gh.yaml") || strings.Contains(string(mountinfo), "mocks/") {
 		t.Errorf("the fixture is in a mount:\n%s", mountinfo)
 	}
 	if !strings.Contains(string(mountinfo), " /run/ceval ro,") {

@@ -61,6 +61,9 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		if o.ReferenceDir == "" {
 			o.ReferenceDir = t.Reference
 		}
+		if len(t.ProtectedMocks) > 0 {
+			o.MockCallsPath = filepath.Join(dir, MockCallsFile)
+		}
 		g := grader.Grade(ctx, t, snap, o)
 		res.Result = *g
 		if res.Agent.TimedOut && res.Status != grader.TaskError {

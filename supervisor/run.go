@@ -51,6 +51,7 @@ type Options struct {
 	Busybox   string                               // for building the default image on first use
 	InitDir   string                               // where the static init is installed; default under the user cache dir
 	Progress  func(event string, f map[string]any) // optional: live events for the CLI
+	Executor  grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
 }
 
 // Result is result.json: the grade plus what the run was.
@@ -297,7 +298,11 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
 
 	gradeStart := time.Now()
-	g := grader.Grade(ctx, t, snap, grader.Options{ReferenceDir: t.Reference})
+	gopts := grader.Options{ReferenceDir: t.Reference, Executor: o.Executor}
+	if mocks != nil {
+		gopts.MockCallsPath = filepath.Join(dir, MockCallsFile)
+	}
+	g := grader.Grade(ctx, t, snap, gopts)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {

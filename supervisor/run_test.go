@@ -17,6 +17,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/wasm"
 )
 
 // runTask writes a task directory (task.yaml plus files), loads it and runs it against the
@@ -94,7 +95,12 @@ func TestHelloExampleSucceeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := runLoaded(t, ctx, c, tk, Options{})
+	ex, err := wasm.NewExecutor(wasm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	res, err := runLoaded(t, ctx, c, tk, Options{Executor: ex})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -186,7 +186,29 @@ func (l *loader) task(n *yaml.Node) *Task {
 	if criteriaNode == nil {
 		l.errorf(n, "missing required field success_criteria (a non-empty list)")
 	}
+	l.checkMockCriteria(t)
 	return t
+}
+
+// checkMockCriteria makes sure criteria graded on the mock call log have mocks to log, and
+// that cli_called names a mocked tool.
+func (l *loader) checkMockCriteria(t *Task) {
+	mocked := map[string]bool{}
+	for _, m := range t.ProtectedMocks {
+		mocked[m.Tool] = true
+	}
+	for i, c := range t.Criteria {
+		if c.Type != CLICalled && c.Type != CommandExecuted {
+			continue
+		}
+		n := &yaml.Node{Line: c.Line, Column: c.Column}
+		switch {
+		case len(t.ProtectedMocks) == 0:
+			l.errorf(n, "success_criteria[%d] (%s): graded on the protected mocks' call log, but the task has no protected_mocks", i, c.Type)
+		case c.Type == CLICalled && c.Tool != "" && !mocked[c.Tool]:
+			l.errorf(n, "success_criteria[%d] (cli_called): tool %q is not among protected_mocks", i, c.Tool)
+		}
+	}
 }
 
 func (l *loader) agent(n *yaml.Node) *Agent {
@@ -439,16 +461,18 @@ var criterionFields = map[string][]string{
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
 	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
+	CLICalled:           {"tool", "argv", "min_count", "max_count"},
+	CommandExecuted:     {"pattern", "min_count", "max_count"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
-var CriterionTypes = []string{FileExists, FileContains, FileMatchesRegex, FileCheck, JSONCheck, ClassificationMatch, RunCommand, WASMCheck}
+var CriterionTypes = []string{FileExists, FileContains, FileMatchesRegex, FileCheck, JSONCheck, ClassificationMatch, RunCommand, WASMCheck, CLICalled, CommandExecuted}
 
 func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what := fmt.Sprintf("success_criteria[%d]", i)
 	rn := resolve(n)
 	c := Criterion{Weight: DefaultWeight, PassThreshold: DefaultPassThreshold, Line: rn.Line, Column: rn.Column,
-		Timeout: DefaultCheckTimeout}
+		Timeout: DefaultCheckTimeout, MinCount: 1, MaxCount: -1}
 	if rn.Kind != yaml.MappingNode {
 		l.errorf(rn, "%s must be a mapping, got %s", what, kindName(rn))
 		return c, false
@@ -519,6 +543,18 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			}
 		},
 		"args": func(v *yaml.Node) { l.strings(v, what+".args", &c.Args) },
+		"tool": func(v *yaml.Node) { l.str(v, what+".tool", &c.Tool) },
+		"argv": func(v *yaml.Node) { l.argvCheck(v, what+".argv", &c) },
+		"min_count": func(v *yaml.Node) {
+			n := int64(c.MinCount)
+			l.integer(v, what+".min_count", 0, 1e6, &n)
+			c.MinCount = int(n)
+		},
+		"max_count": func(v *yaml.Node) {
+			n := int64(c.MaxCount)
+			l.integer(v, what+".max_count", 0, 1e6, &n)
+			c.MaxCount = int(n)
+		},
 	}
 	fields := []field{
 		{"type", nil},
@@ -567,6 +603,13 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	case WASMCheck:
 		need("module")
 		need("sha256")
+	case CLICalled:
+		need("tool")
+	case CommandExecuted:
+		need("pattern")
+	}
+	if c.MaxCount >= 0 && c.MinCount > c.MaxCount {
+		l.errorf(rn, "%s: min_count %d is over max_count %d", what, c.MinCount, c.MaxCount)
 	}
 	if c.Executes() {
 		if expectedStdout != nil && scoreFromStdout != nil && c.ScoreFromStdout {
@@ -586,6 +629,56 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		_ = exitCode
 	}
 	return c, true
+}
+
+// flagOps are the predicates of a cli_called flag check.
+var flagOps = []string{"equals", "contains", "regex", "present", "absent"}
+
+// argvCheck reads cli_called's argv: {positional: [..], flags: {--flag: {OP: value}}}.
+func (l *loader) argvCheck(n *yaml.Node, what string, c *Criterion) {
+	l.mapping(n, what, []field{
+		{"positional", func(v *yaml.Node) { l.strings(v, what+".positional", &c.Positional) }},
+		{"flags", func(v *yaml.Node) {
+			rv := resolve(v)
+			if rv.Kind != yaml.MappingNode {
+				l.errorf(rv, "%s.flags must be a mapping of flag to check", what)
+				return
+			}
+			for j := 0; j+1 < len(rv.Content); j += 2 {
+				flag := resolve(rv.Content[j]).Value
+				fw := fmt.Sprintf("%s.flags[%q]", what, flag)
+				if !strings.HasPrefix(flag, "-") {
+					l.errorf(resolve(rv.Content[j]), "%s: a flag starts with '-'", fw)
+					continue
+				}
+				var fields []field
+				var checks []FlagCheck
+				for _, op := range flagOps {
+					fields = append(fields, field{op, func(v *yaml.Node) {
+						fc := FlagCheck{Flag: flag, Op: op}
+						switch op {
+						case "present", "absent":
+							var b bool
+							l.boolean(v, fw+"."+op, &b)
+							if !b {
+								l.errorf(resolve(v), "%s.%s takes only true", fw, op)
+							}
+						case "regex":
+							l.regex(v, fw+".regex", &fc.Value)
+						default:
+							l.str(v, fw+"."+op, &fc.Value)
+						}
+						checks = append(checks, fc)
+					}})
+				}
+				if got := l.mapping(rv.Content[j+1], fw, fields); got != nil && len(got) != 1 {
+					l.errorf(resolve(rv.Content[j+1]), "%s: give exactly one of %s", fw, strings.Join(flagOps, ", "))
+					continue
+				}
+				c.Flags = append(c.Flags, checks...)
+			}
+		}},
+	})
 }
 
 func hasKey(n *yaml.Node, key string) bool {

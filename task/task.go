@@ -130,6 +130,8 @@ const (
 	ClassificationMatch = "classification_match"
 	RunCommand          = "run_command"
 	WASMCheck           = "wasm"
+	CLICalled           = "cli_called"       // graded on the protected mocks' call log
+	CommandExecuted     = "command_executed" // graded on the protected mocks' call log
 )
 
 // Criterion is one success criterion; which fields are set depends on Type.
@@ -164,6 +166,21 @@ type Criterion struct {
 	StdoutMatch      string // exact | contains | regex
 	ScoreFromStdout  bool
 	UsesReference    bool
+
+	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
+	Tool       string
+	Positional []string    // cli_called: the call's positional arguments start with these
+	Flags      []FlagCheck // cli_called: every check holds
+	MinCount   int         // default 1
+	MaxCount   int         // -1: no maximum
+}
+
+// FlagCheck is one flag predicate of a cli_called criterion: Op applied to the flag
+// (equals, contains and regex test its value; present and absent, the flag itself).
+type FlagCheck struct {
+	Flag  string
+	Op    string // equals | contains | regex | present | absent
+	Value string // for equals, contains and regex
 }
 
 // Executes reports whether the criterion runs code (and so runs in the WASM sandbox).

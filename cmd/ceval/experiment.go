@@ -107,6 +107,12 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		base.Preflight, _ = images.NewPreflightCache(dir)
 	}
 	base.Client, base.Namespace, base.Version = c, g.namespace, cevalVersion()
+	executor, closeExecutor, err := executorFor(experimentTasks(e)...)
+	if err != nil {
+		return exitWith(exitInfraErr, err)
+	}
+	defer closeExecutor()
+	base.Executor = executor
 	base.RunID = supervisor.NewRunID(time.Now())
 	if x.resume != "" {
 		abs, err := filepath.Abs(x.resume)
@@ -329,7 +335,12 @@ func newRegradeCmd() *cobra.Command {
 				return exitWith(exitInvalid, err)
 			}
 			e.Repeats = plan.Repeats
-			done, err := supervisor.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{})
+			ex, closeEx, err := executorFor(experimentTasks(e)...)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer closeEx()
+			done, err := supervisor.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{Executor: ex})
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

@@ -45,7 +45,12 @@ func newGradeCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", workspace, err))
 			}
-			res := grader.Grade(cmd.Context(), t, snap, grader.Options{ReferenceDir: t.Reference})
+			ex, closeEx, err := executorFor(t)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer closeEx()
+			res := grader.Grade(cmd.Context(), t, snap, grader.Options{ReferenceDir: t.Reference, Executor: ex})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/wasm"
 )
 
 // Exit codes shared by every command.
@@ -66,6 +67,11 @@ func newRootCmd() *cobra.Command {
 }
 
 func main() {
+	// ceval re-executes itself as the unprivileged worker that runs WASM criteria.
+	if len(os.Args) > 1 && os.Args[1] == wasm.WorkerCommand {
+		wasm.WorkerMain()
+		return
+	}
 	os.Exit(execute(os.Args[1:]))
 }
 

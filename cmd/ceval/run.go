@@ -112,6 +112,11 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			if dir, err := images.DefaultCacheDir(); err == nil {
 				pc, _ = images.NewPreflightCache(dir)
 			}
+			ex, closeEx, err := executorFor(tasks...)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer closeEx()
 			runID := supervisor.NewRunID(time.Now())
 			errOut := cmd.ErrOrStderr()
 			var results []*supervisor.Result
@@ -121,7 +126,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					RunsDir: runsDir, RunID: runID, Client: c, Namespace: g.namespace,
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet},
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
-					Progress: progressPrinter(errOut, t.ID),
+					Progress: progressPrinter(errOut, t.ID), Executor: ex,
 				}
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)

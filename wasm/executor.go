@@ -1,0 +1,585 @@
+package wasm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMemoryLimit  = 256 << 20 // bytes of guest linear memory
+	DefaultMaxOutput    = 1 << 20   // bytes of stdout, and of stderr, kept
+	DefaultMaxTmpBytes  = 64 << 20  // bytes of files in /tmp
+	DefaultMaxViewBytes = 512 << 20 // bytes of files in /workspace, and in /reference
+	DefaultWorkerUID    = 65534     // nobody, when ceval runs as root
+)
+
+// maxModuleBytes caps a task's module file.
+const maxModuleBytes = 256 << 20
+
+// Grace periods on ceval's side, past which the worker is killed rather than waited for.
+const (
+	helloWait  = 10 * time.Second
+	loadWait   = 5 * time.Minute // a cold compile of a big module
+	runGrace   = 10 * time.Second
+	closeGrace = 2 * time.Second
+)
+
+// Options configure an Executor. Zero fields take the defaults above.
+type Options struct {
+	// CacheDir holds compiled modules; default DefaultCacheDir(). It must be a directory
+	// owned by ceval's user and closed to everyone else (mode 0700).
+	CacheDir string
+	// MemoryLimit caps each run's linear memory, rounded up to 64 KiB pages.
+	MemoryLimit int64
+	// MaxOutput caps the stdout, and the stderr, kept from each run; more scores 0.
+	MaxOutput int64
+	// MaxTmpBytes caps the files a run writes in /tmp.
+	MaxTmpBytes int64
+	// MaxViewBytes caps the files of the workspace view, and of the reference view.
+	MaxViewBytes int64
+	// WorkerUID and WorkerGID are who the worker runs as when ceval is root.
+	WorkerUID, WorkerGID int
+
+	// noCloseOnDone compiles guests without wazero's context checks (faster loops, but a
+	// timeout then only stops them by killing the worker); for the benchmark only.
+	noCloseOnDone bool
+	// noPreload skips loading the embedded toolbox in NewExecutor; for tests that run
+	// another module.
+	noPreload bool
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.MemoryLimit == 0 {
+		o.MemoryLimit = DefaultMemoryLimit
+	}
+	if o.MaxOutput == 0 {
+		o.MaxOutput = DefaultMaxOutput
+	}
+	if o.MaxTmpBytes == 0 {
+		o.MaxTmpBytes = DefaultMaxTmpBytes
+	}
+	if o.MaxViewBytes == 0 {
+		o.MaxViewBytes = DefaultMaxViewBytes
+	}
+	if o.WorkerUID == 0 {
+		o.WorkerUID = DefaultWorkerUID
+	}
+	if o.WorkerGID == 0 {
+		o.WorkerGID = DefaultWorkerUID
+	}
+	if o.MemoryLimit < 0 || o.MemoryLimit > 4<<30 || o.MaxOutput < 0 || o.MaxTmpBytes < 0 || o.MaxViewBytes < 0 {
+		return o, fmt.Errorf("wasm: limits out of range: %+v", o)
+	}
+	o.MemoryLimit = (o.MemoryLimit + 0xffff) &^ 0xffff
+	if o.CacheDir == "" {
+		dir, err := DefaultCacheDir()
+		if err != nil {
+			return o, err
+		}
+		o.CacheDir = dir
+	}
+	return o, nil
+}
+
+// Executor grades run_command and wasm criteria in a sandbox worker process. It implements
+// grader.Executor. One Executor serves one grading: its worker keeps compiled modules and
+// the current workspace and reference views across criteria. Execute calls are serialized.
+// Close it when done.
+type Executor struct {
+	opts     Options
+	uid, gid int  // who the worker runs as
+	asRoot   bool // ceval is root, so the worker drops to uid:gid
+	cache    *os.File
+
+	mu      sync.Mutex
+	w       *worker
+	closed  bool
+	toolbox *taskModule            // what run_command runs
+	modules map[string]*taskModule // task modules, by path
+
+	stopPreload context.CancelFunc // cancels the toolbox load NewExecutor started
+}
+
+type taskModule struct {
+	data   []byte
+	digest string
+}
+
+// NewExecutor checks the cache directory and starts the worker. It fails if the cache is
+// open to anyone but ceval's user (saying how to fix it), or if the worker cannot be started
+// and shown to run unprivileged: the binary must call WorkerMain on WorkerCommand.
+func NewExecutor(opts Options) (*Executor, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), toolbox: defaultToolbox(), modules: map[string]*taskModule{}}
+	if e.uid == 0 {
+		e.asRoot = true
+		e.uid, e.gid = opts.WorkerUID, opts.WorkerGID
+	}
+	if e.cache, err = openCacheDirs(opts.CacheDir, e.uid, e.gid); err != nil {
+		return nil, err
+	}
+	if e.w, err = e.startWorker(); err != nil {
+		e.cache.Close()
+		return nil, err
+	}
+	if tb := e.toolbox; !opts.noPreload && bytes.HasPrefix(tb.data, wasmMagic) {
+		// Load the toolbox while the caller does other work (in `ceval run`, the whole
+		// agent run): the first run_command then finds it compiled. Execute waits for it.
+		ctx, cancel := context.WithCancel(context.Background())
+		e.stopPreload = cancel
+		e.mu.Lock()
+		go func() {
+			defer e.mu.Unlock()
+			defer cancel()
+			_ = e.loadModule(ctx, tb) // a failure shows again, as an error, on first use
+		}()
+	}
+	return e, nil
+}
+
+// Close stops the worker and releases the cache directory.
+func (e *Executor) Close() error {
+	if e.stopPreload != nil {
+		e.stopPreload()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	if e.w != nil {
+		e.w.stop(closeGrace)
+		e.w = nil
+	}
+	return e.cache.Close()
+}
+
+// Execute runs one executing criterion over the snapshot in a fresh module instance and
+// scores it. Whatever the workspace makes the guest do (fail, loop, flood, exhaust memory,
+// crash the worker) comes back as a score with details; err is for ceval's side only: a
+// task module whose sha256 differs from the pinned one, a missing toolbox, a worker that
+// cannot be started, a cancelled ctx.
+func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, referenceDir string) (float64, string, error) {
+	_, score, details, err := e.execute(ctx, c, s, referenceDir)
+	return score, details, err
+}
+
+// execute is Execute that also returns the run's reply, nil when there was no complete run.
+func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, referenceDir string) (*runReply, float64, string, error) {
+	if c == nil || s == nil {
+		return nil, 0, "", errors.New("wasm: no criterion or no snapshot")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, 0, "", errors.New("wasm: executor is closed")
+	}
+	module, args, err := e.module(c)
+	if err != nil {
+		return nil, 0, "", err
+	}
+	if s.Bytes > e.opts.MaxViewBytes {
+		return nil, 0, fmt.Sprintf("the workspace snapshot holds %s of files, over the %s the sandbox takes; not run", human(s.Bytes), human(e.opts.MaxViewBytes)), nil
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = task.DefaultCheckTimeout
+	}
+	req := &runRequest{
+		Digest:      module.digest,
+		Args:        args,
+		Env:         []string{"PWD=/workspace", "HOME=/tmp", "TMPDIR=/tmp"},
+		Timeout:     timeout,
+		MemoryLimit: uint64(e.opts.MemoryLimit),
+		MaxStdout:   e.opts.MaxOutput,
+		MaxStderr:   e.opts.MaxOutput,
+		MaxTmpBytes: e.opts.MaxTmpBytes,
+		CloseOnDone: !e.opts.noCloseOnDone,
+	}
+	if c.UsesReference {
+		if referenceDir == "" {
+			return nil, 0, "", errors.New("wasm: the criterion uses_reference but the task has no reference directory")
+		}
+		req.Reference = true
+		req.Env = append(req.Env, "REFERENCE_DIR=/reference")
+	}
+
+	if err := e.prepare(ctx, module, s, req.Reference, referenceDir); err != nil {
+		return nil, 0, "", err
+	}
+	r, details, err := e.run(ctx, req)
+	if r == nil {
+		return nil, 0, details, err
+	}
+	sc, details, err := score(c, r, e.opts, timeout)
+	return r, sc, details, err
+}
+
+// run runs a prepared request. A nil reply with no error is a run that ended the worker:
+// details say how.
+func (e *Executor) run(ctx context.Context, req *runRequest) (*runReply, string, error) {
+	var r runReply
+	switch err := e.roundTrip(ctx, req.Timeout+runGrace, func(w io.Writer) error { return writeJSON(w, opRun, req) }, opRunDone, &r); {
+	case errors.Is(err, errWorkerTimeout):
+		return nil, fmt.Sprintf("timeout: the sandbox did not stop within %v of the %v limit and was killed", runGrace, req.Timeout), nil
+	case errors.As(err, new(*workerDied)):
+		return nil, fmt.Sprintf("the sandbox worker died while running the criterion: %v", err), nil
+	case err != nil:
+		return nil, "", err
+	}
+	if r.Err != "" {
+		return nil, "", fmt.Errorf("wasm: %s", r.Err)
+	}
+	return &r, "", nil
+}
+
+// module returns the module a criterion runs, with its argv.
+func (e *Executor) module(c *task.Criterion) (*taskModule, []string, error) {
+	switch c.Type {
+	case task.RunCommand:
+		if !bytes.HasPrefix(e.toolbox.data, wasmMagic) {
+			return nil, nil, errNoToolbox
+		}
+		return e.toolbox, []string{"toolbox", "-c", c.Command}, nil
+	case task.WASMCheck:
+		m, err := e.taskModule(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m, append([]string{filepath.Base(c.Module)}, c.Args...), nil
+	}
+	return nil, nil, fmt.Errorf("wasm: criterion type %q does not execute", c.Type)
+}
+
+// taskModule reads a task's module once and checks it against the pinned sha256 on every
+// use: a module that differs is never run.
+func (e *Executor) taskModule(c *task.Criterion) (*taskModule, error) {
+	want := strings.ToLower(c.ModuleSHA256)
+	if want == "" {
+		return nil, fmt.Errorf("wasm: module %s is not pinned by a sha256; not graded as success", c.Module)
+	}
+	m, ok := e.modules[c.Module]
+	if !ok {
+		f, err := os.Open(c.Module)
+		if err != nil {
+			return nil, fmt.Errorf("wasm: %w", err)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxModuleBytes+1))
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("wasm: read module %s: %w", c.Module, err)
+		}
+		if len(data) > maxModuleBytes {
+			return nil, fmt.Errorf("wasm: module %s is over %s", c.Module, human(maxModuleBytes))
+		}
+		m = newTaskModule(data)
+		e.modules[c.Module] = m
+	}
+	if m.digest != want {
+		return nil, fmt.Errorf("wasm: module %s has sha256 %s but the task pins %s; not graded as success", c.Module, m.digest, want)
+	}
+	return m, nil
+}
+
+// prepare makes sure the worker runs and holds the module and the views this run needs.
+func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snapshot, withRef bool, referenceDir string) error {
+	if e.w != nil && e.w.exited() {
+		e.w.stop(0) // died between criteria (killed, or out of host memory): replace it
+		e.w = nil
+	}
+	if e.w == nil {
+		w, err := e.startWorker()
+		if err != nil {
+			return err
+		}
+		e.w = w
+	}
+	if err := e.loadModule(ctx, m); err != nil {
+		return err
+	}
+	if k := snapshotKey(s); e.w.workspace != k {
+		var r viewReply
+		if err := e.roundTrip(ctx, loadWait, func(w io.Writer) error { return sendSnapshotView(w, s) }, opViewDone, &r); err != nil {
+			return fmt.Errorf("wasm: %w", err)
+		}
+		if r.Err != "" {
+			return fmt.Errorf("wasm: workspace view: %s", r.Err)
+		}
+		e.w.workspace = k
+	}
+	if withRef && e.w.reference != referenceDir {
+		var r viewReply
+		send := func(w io.Writer) error { return sendReferenceView(w, referenceDir, e.opts.MaxViewBytes) }
+		if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
+			return fmt.Errorf("wasm: %w", err)
+		}
+		if r.Err != "" {
+			return fmt.Errorf("wasm: reference view: %s", r.Err)
+		}
+		e.w.reference = referenceDir
+	}
+	return nil
+}
+
+// loadModule has the worker compile m (from the disk cache when it can) unless it holds it.
+func (e *Executor) loadModule(ctx context.Context, m *taskModule) error {
+	flags := byte(0)
+	if !e.opts.noCloseOnDone {
+		flags = 1
+	}
+	key := fmt.Sprintf("%s/%d", m.digest, flags)
+	if e.w.modules[key] {
+		return nil
+	}
+	var r moduleReply
+	send := func(w io.Writer) error { return writeFrame(w, opModule, []byte{flags}, []byte(m.digest), m.data) }
+	if err := e.roundTrip(ctx, loadWait, send, opModuleDone, &r); err != nil {
+		return fmt.Errorf("wasm: load module: %w", err)
+	}
+	if r.Err != "" {
+		return fmt.Errorf("wasm: module %s: %s", m.digest[:12], r.Err)
+	}
+	e.w.modules[key] = true
+	return nil
+}
+
+// snapshotKey identifies a snapshot for reuse of its view across criteria: the same
+// *Snapshot over the same directory and entries.
+func snapshotKey(s *snapshot.Snapshot) string {
+	return fmt.Sprintf("%p\x00%s\x00%d\x00%d", s, s.Dir, len(s.Entries), s.Bytes)
+}
+
+var errWorkerTimeout = errors.New("the worker did not answer in time and was killed")
+
+// workerDied is a worker that exited or broke the protocol; its stderr tail says why.
+type workerDied struct {
+	err    error
+	stderr string
+}
+
+func (d *workerDied) Error() string {
+	if d.stderr == "" {
+		return d.err.Error()
+	}
+	return fmt.Sprintf("%v; worker stderr: %s", d.err, d.stderr)
+}
+
+// roundTrip sends one request and reads its reply, within wait. On a failure of any kind
+// the worker is killed (its state is unknown) and the next Execute starts a new one.
+func (e *Executor) roundTrip(ctx context.Context, wait time.Duration, send func(io.Writer) error, op byte, v any) error {
+	w := e.w
+	type result struct {
+		sendErr, readErr error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		if r.sendErr = send(w.in); r.sendErr == nil {
+			r.sendErr = w.in.Flush()
+			if r.sendErr == nil {
+				r.readErr = readReply(w.out, op, v)
+			}
+		}
+		done <- r
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	var err error
+	select {
+	case r := <-done:
+		switch {
+		case r.readErr == nil && r.sendErr == nil:
+			return nil
+		case r.readErr == nil && !errors.Is(r.sendErr, syscall.EPIPE) && !w.exited():
+			err = r.sendErr // ours: the request could not be built
+		default:
+			e.w = nil
+			w.stop(0)
+			cause := errors.Join(r.sendErr, r.readErr)
+			if ps := w.cmd.ProcessState; ps != nil {
+				cause = fmt.Errorf("worker %v: %w", ps, cause)
+			}
+			return &workerDied{err: cause, stderr: w.stderr.String()}
+		}
+		e.w = nil
+		w.stop(0)
+		return err
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = errWorkerTimeout
+	}
+	e.w = nil
+	w.stop(0)
+	<-done
+	return err
+}
+
+// worker is one running worker process and what it holds.
+type worker struct {
+	cmd       *exec.Cmd
+	in        *bufio.Writer
+	inPipe    io.Closer
+	out       *bufio.Reader
+	outPipe   io.Closer
+	stderr    *tailBuffer
+	waited    chan struct{}
+	hello     hello
+	modules   map[string]bool // "digest/flags"
+	workspace string          // snapshotKey of the loaded workspace view
+	reference string          // directory of the loaded reference view
+}
+
+// workerSysProcAttr isolates the worker: its own process group (a terminal's signals go to
+// ceval, which decides), killed if ceval dies, and, when ceval is root, the unprivileged
+// uid:gid with no supplementary groups. The kernel clears every capability on that switch;
+// the worker sets no_new_privs itself before reading any input and refuses to run while
+// holding a capability.
+func workerSysProcAttr(uid, gid int, asRoot bool) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if asRoot {
+		a.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	}
+	return a
+}
+
+// startWorker re-executes this binary as the worker, with an empty environment, "/" as its
+// directory, the cache directory as its only extra descriptor, and checks its handshake.
+func (e *Executor) startWorker() (*worker, error) {
+	cmd := &exec.Cmd{
+		// The kernel resolves /proc/self/exe without walking the path to the binary, which
+		// the worker's uid may be unable to traverse.
+		Path:        "/proc/self/exe",
+		Args:        []string{"ceval-wasm-worker", WorkerCommand, "cache"},
+		Env:         []string{},
+		Dir:         "/",
+		ExtraFiles:  []*os.File{e.cache},
+		SysProcAttr: workerSysProcAttr(e.uid, e.gid, e.asRoot),
+	}
+	w := &worker{cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, waited: make(chan struct{}), modules: map[string]bool{}}
+	cmd.Stderr = w.stderr
+	// Our own pipes rather than StdinPipe/StdoutPipe: Wait must not close the read end
+	// while a reply is still being read from it.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("wasm worker: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("wasm worker: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout = inR, outW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("wasm worker: start: %w", err)
+	}
+	go func() { _ = cmd.Wait(); close(w.waited) }()
+	w.in, w.inPipe, w.out, w.outPipe = bufio.NewWriterSize(inW, 256<<10), inW, bufio.NewReaderSize(outR, 64<<10), outR
+
+	got := make(chan error, 1)
+	go func() { got <- readReply(w.out, opHello, &w.hello) }()
+	select {
+	case err = <-got:
+	case <-time.After(helloWait):
+		err = errors.New("no handshake in time")
+	}
+	if err == nil {
+		err = e.checkHello(&w.hello)
+	}
+	if err != nil {
+		w.stop(0)
+		return nil, fmt.Errorf("wasm worker: %v (worker stderr: %q); does this binary call wasm.WorkerMain on %q?", err, w.stderr.String(), WorkerCommand)
+	}
+	return w, nil
+}
+
+// checkHello fails closed unless the worker is who it should be and holds no privilege.
+func (e *Executor) checkHello(h *hello) error {
+	switch {
+	case h.Err != "":
+		return errors.New(h.Err)
+	case e.asRoot && (h.UID != e.uid || h.GID != e.gid || len(h.Groups) != 0):
+		return fmt.Errorf("runs as uid %d gid %d groups %v, want %d:%d and no groups", h.UID, h.GID, h.Groups, e.uid, e.gid)
+	case h.UID == 0:
+		return errors.New("runs as root")
+	case !h.NoNewPrivs:
+		return errors.New("no_new_privs is not set")
+	case h.CapEff|h.CapPrm|h.CapInh|h.CapAmb != 0:
+		return errors.New("holds capabilities")
+	case h.EnvCount != 0:
+		return errors.New("has an environment")
+	}
+	return nil
+}
+
+func (w *worker) exited() bool {
+	select {
+	case <-w.waited:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the worker: closing its stdin asks it to exit; after grace it is killed.
+func (w *worker) stop(grace time.Duration) {
+	w.inPipe.Close()
+	if grace > 0 {
+		select {
+		case <-w.waited:
+			return
+		case <-time.After(grace):
+		}
+	}
+	_ = w.cmd.Process.Kill()
+	<-w.waited
+	w.outPipe.Close()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.b))
+}

@@ -1,0 +1,184 @@
+package wasm
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+var (
+	// standin is testdata/standin built for wasip1: a tiny shell that stands in for the
+	// toolbox, so every attack runs even before the real toolbox lands.
+	standin   *taskModule
+	testCache string // compilation cache root shared by the tests
+	testDir   string // removed when the tests end
+)
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == WorkerCommand {
+		WorkerMain()
+	}
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "ceval-wasm-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	testDir = dir
+	out := filepath.Join(dir, "standin.wasm")
+	build := exec.Command("go", "build", "-o", out, "./testdata/standin")
+	build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build testdata/standin: %v\n%s", err, b)
+		return 1
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	standin = newTaskModule(data)
+	testCache = filepath.Join(dir, "cache")
+	if err := os.Mkdir(testCache, 0o700); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// toolboxes are the modules run_command attacks run against: the stand-in always, the
+// real toolbox once it is embedded.
+func toolboxes() map[string]*taskModule {
+	tb := map[string]*taskModule{"standin": standin}
+	if HasToolbox() {
+		tb["toolbox"] = defaultToolbox()
+	}
+	return tb
+}
+
+// newExecutor starts an Executor on the shared test cache, running tb for run_command.
+func newExecutor(t testing.TB, tb *taskModule, opts Options) *Executor {
+	t.Helper()
+	if opts.CacheDir == "" {
+		opts.CacheDir = testCache
+	}
+	if tb != nil && tb != defaultToolbox() {
+		opts.noPreload = true
+	}
+	e, err := NewExecutor(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb != nil {
+		e.toolbox = tb
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// canary is a secret in a host file outside every workspace; no output may ever hold it.
+type canary struct {
+	secret string
+	path   string
+}
+
+var (
+	canaryOnce sync.Once
+	theCanary  canary
+)
+
+func hostCanary(t testing.TB) canary {
+	canaryOnce.Do(func() {
+		b := make([]byte, 12)
+		rand.Read(b)
+		dir, err := os.MkdirTemp(testDir, "canary")
+		if err != nil {
+			t.Fatal(err)
+		}
+		theCanary = canary{secret: "CANARY-" + hex.EncodeToString(b), path: filepath.Join(dir, "secret.txt")}
+		if err := os.WriteFile(theCanary.path, []byte(theCanary.secret+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	return theCanary
+}
+
+// hostSecrets are strings that show a host file was read.
+func (c canary) assertAbsent(t *testing.T, what string, outputs ...[]byte) {
+	t.Helper()
+	for _, out := range outputs {
+		for _, secret := range []string{c.secret, "root:x:0:0"} {
+			if strings.Contains(string(out), secret) {
+				t.Errorf("%s: output holds host content %q:\n%s", what, secret, out)
+			}
+		}
+	}
+}
+
+// workspace builds a workspace from files (path → content; content "->X" makes a symlink
+// to X) plus setup, and snapshots it.
+func workspace(t testing.TB, files map[string]string, setup func(src string)) *snapshot.Snapshot {
+	t.Helper()
+	parent := t.TempDir()
+	src := filepath.Join(parent, "ws")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		p := filepath.Join(src, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			err = os.Symlink(target, p)
+		} else {
+			err = os.WriteFile(p, []byte(content), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if setup != nil {
+		setup(src)
+	}
+	s, err := snapshot.Take(src, filepath.Join(parent, "snap"), snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func command(script string) *task.Criterion {
+	return &task.Criterion{Type: task.RunCommand, Command: script, Timeout: 20 * time.Second}
+}
+
+// runScript runs script as a run_command over s and returns the reply, failing the test on
+// an executor error.
+func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapshot, ref string) (*runReply, float64, string) {
+	t.Helper()
+	r, score, details, err := e.execute(context.Background(), c, s, ref)
+	if err != nil {
+		t.Fatalf("%q: %v", c.Command, err)
+	}
+	if r == nil {
+		r = &runReply{}
+	}
+	t.Logf("%q: score %v, details %s", c.Command, score, details)
+	return r, score, details
+}

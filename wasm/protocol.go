@@ -1,0 +1,170 @@
+package wasm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// The parent and the worker speak in frames over the worker's stdin and stdout: one op
+// byte, a big-endian uint32 payload length, the payload. Each request gets one reply, in
+// order. Control payloads are JSON; file contents travel raw.
+const (
+	opHello      = 'H' // worker → parent, first: who the worker runs as
+	opModule     = 'M' // parent → worker: a module's bytes; reply opModuleDone
+	opModuleDone = 'm'
+	opViewBegin  = 'V' // parent → worker: a view follows (viewBegin)
+	opDir        = 'D' // path
+	opFile       = 'F' // uint32 mode, path, NUL, contents
+	opLink       = 'L' // path, NUL, target
+	opViewEnd    = 'E' // reply opViewDone
+	opViewDone   = 'v'
+	opRun        = 'R' // parent → worker: runRequest; reply opRunDone
+	opRunDone    = 'r'
+)
+
+// Frame size caps. The worker trusts the parent more than the parent trusts the worker,
+// whose replies carry guest output.
+const (
+	maxRequestFrame = 1 << 30
+	maxReplyFrame   = 16 << 20
+)
+
+type hello struct {
+	PID        int    `json:"pid"`
+	UID        int    `json:"uid"`
+	GID        int    `json:"gid"`
+	Groups     []int  `json:"groups"`
+	NoNewPrivs bool   `json:"no_new_privs"`
+	CapEff     uint64 `json:"cap_eff"`
+	CapPrm     uint64 `json:"cap_prm"`
+	CapInh     uint64 `json:"cap_inh"`
+	CapAmb     uint64 `json:"cap_amb"`
+	EnvCount   int    `json:"env_count"`
+	Err        string `json:"err,omitempty"`
+}
+
+type moduleReply struct {
+	Digest  string        `json:"digest"`
+	Compile time.Duration `json:"compile"`
+	Err     string        `json:"err,omitempty"`
+}
+
+type viewBegin struct {
+	Slot string `json:"slot"` // slotWorkspace or slotReference
+}
+
+const (
+	slotWorkspace = "workspace"
+	slotReference = "reference"
+)
+
+type viewReply struct {
+	Err string `json:"err,omitempty"`
+}
+
+type runRequest struct {
+	Digest      string        `json:"digest"`
+	Args        []string      `json:"args"`
+	Env         []string      `json:"env"` // KEY=VALUE
+	Timeout     time.Duration `json:"timeout"`
+	Reference   bool          `json:"reference"` // mount the reference view
+	MemoryLimit uint64        `json:"memory_limit"`
+	MaxStdout   int64         `json:"max_stdout"`
+	MaxStderr   int64         `json:"max_stderr"`
+	MaxTmpBytes int64         `json:"max_tmp_bytes"`
+	CloseOnDone bool          `json:"close_on_done"`
+}
+
+// Limits a run can hit; each scores 0 and is named in the details.
+const (
+	limitTimeout = "timeout"
+	limitMemory  = "memory"
+	limitStdout  = "stdout"
+	limitStderr  = "stderr"
+)
+
+type runReply struct {
+	ExitCode   uint32        `json:"exit_code"`
+	Trap       string        `json:"trap,omitempty"`  // the guest trapped (not an exit)
+	Limit      string        `json:"limit,omitempty"` // the limit that stopped it
+	Stdout     []byte        `json:"stdout"`
+	Stderr     []byte        `json:"stderr"`
+	StdoutCut  int64         `json:"stdout_cut,omitempty"` // bytes dropped past the cap
+	StderrCut  int64         `json:"stderr_cut,omitempty"`
+	TmpFull    bool          `json:"tmp_full,omitempty"`
+	PeakMemory uint64        `json:"peak_memory"`
+	Wall       time.Duration `json:"wall"`
+	Err        string        `json:"err,omitempty"` // ceval's side: the run could not start
+}
+
+func writeFrame(w io.Writer, op byte, parts ...[]byte) error {
+	var n int
+	for _, p := range parts {
+		n += len(p)
+	}
+	if int64(n) > maxRequestFrame {
+		return fmt.Errorf("frame %c of %d bytes is over the %d-byte cap", op, n, maxRequestFrame)
+	}
+	var hdr [5]byte
+	hdr[0] = op
+	binary.BigEndian.PutUint32(hdr[1:], uint32(n))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, op byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeFrame(w, op, b)
+}
+
+// readFrame reads one frame whose payload is at most max bytes.
+func readFrame(r io.Reader, max int64) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := int64(binary.BigEndian.Uint32(hdr[1:]))
+	if n > max {
+		return 0, nil, fmt.Errorf("frame %q of %d bytes is over the %d-byte cap", hdr[0], n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return 0, nil, fmt.Errorf("frame %q: %w", hdr[0], err)
+	}
+	return hdr[0], b, nil
+}
+
+// readReply reads the frame op and decodes it into v.
+func readReply(r io.Reader, op byte, v any) error {
+	got, b, err := readFrame(r, maxReplyFrame)
+	if err != nil {
+		return err
+	}
+	if got != op {
+		return fmt.Errorf("worker replied %q, want %q", got, op)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// splitNUL splits a payload at its first NUL.
+func splitNUL(b []byte) (string, []byte, bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", nil, false
+	}
+	return string(b[:i]), b[i+1:], true
+}

@@ -1,0 +1,446 @@
+package wasm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+	"golang.org/x/sys/unix"
+)
+
+// WorkerCommand is the hidden first argument on which cmd/ceval must call WorkerMain:
+//
+//	if len(os.Args) > 1 && os.Args[1] == wasm.WorkerCommand {
+//		wasm.WorkerMain()
+//	}
+const WorkerCommand = "__wasm-worker"
+
+// workerCacheFD is the descriptor on which the worker inherits its compilation cache
+// directory; it reaches the directory only through it.
+const workerCacheFD = 3
+
+// WorkerMain runs the sandbox worker on stdin and stdout and exits; it never returns. The
+// Executor starts it by re-executing ceval with WorkerCommand, an empty environment and,
+// when ceval is root, an unprivileged UID. It reads everything it runs from stdin and opens
+// no host path but its inherited cache directory.
+func WorkerMain() {
+	err := serve(os.Stdin, os.Stdout)
+	if err != nil && !errors.Is(err, io.EOF) {
+		fmt.Fprintf(os.Stderr, "ceval wasm worker: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// moduleKey names a compiled module in the worker: its digest and the one runtime knob that
+// changes the compiled code.
+type moduleKey struct {
+	digest      string
+	closeOnDone bool
+}
+
+type compiled struct {
+	rt     wazero.Runtime
+	cm     wazero.CompiledModule
+	memMin uint64 // bytes the module's memory starts with
+}
+
+type workerState struct {
+	cache     wazero.CompilationCache
+	modules   map[moduleKey]*compiled
+	workspace *memFS
+	reference *memFS
+	roots     [2]*memFS // "/" without and with /reference
+}
+
+func serve(in io.Reader, out io.Writer) error {
+	h := lockDown()
+	bw := bufio.NewWriterSize(out, 64<<10)
+	if err := writeJSON(bw, opHello, h); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if h.Err != "" {
+		return errors.New(h.Err)
+	}
+	st := &workerState{modules: map[moduleKey]*compiled{}}
+	if len(os.Args) > 2 && os.Args[2] == "cache" {
+		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(workerCacheFD))
+		if err != nil {
+			return fmt.Errorf("compilation cache: %w", err)
+		}
+		st.cache = c
+	}
+	for i, withRef := range []bool{false, true} {
+		root := newMemFS(1, false)
+		for _, d := range []string{"workspace", "tmp", "reference"} {
+			if d != "reference" || withRef {
+				if err := root.put(d, fs.ModeDir|0o755, nil, ""); err != nil {
+					return err
+				}
+			}
+		}
+		root.readOnly = true
+		st.roots[i] = root
+	}
+	br := bufio.NewReaderSize(in, 256<<10)
+	for {
+		op, b, err := readFrame(br, maxRequestFrame)
+		if err != nil {
+			return err
+		}
+		switch op {
+		case opModule:
+			err = writeJSON(bw, opModuleDone, st.load(b))
+		case opViewBegin:
+			err = writeJSON(bw, opViewDone, st.readView(br, b))
+		case opRun:
+			var req runRequest
+			if err := json.Unmarshal(b, &req); err != nil {
+				return fmt.Errorf("run request: %w", err)
+			}
+			err = writeJSON(bw, opRunDone, st.run(&req))
+		default:
+			return fmt.Errorf("unexpected frame %q", op)
+		}
+		if err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// lockDown sets no_new_privs and a zero core size, then reports who the worker runs as. It
+// refuses (Err set) to go on holding any capability or any environment variable.
+func lockDown() hello {
+	h := hello{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid(), EnvCount: len(os.Environ())}
+	h.Groups, _ = os.Getgroups()
+	var errs []string
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		errs = append(errs, fmt.Sprintf("set no_new_privs: %v", err))
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
+		errs = append(errs, fmt.Sprintf("zero core size: %v", err))
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		errs = append(errs, fmt.Sprintf("read own status: %v", err))
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		bits := func() uint64 { n, _ := strconv.ParseUint(v, 16, 64); return n }
+		switch k {
+		case "NoNewPrivs":
+			h.NoNewPrivs = v == "1"
+		case "CapEff":
+			h.CapEff = bits()
+		case "CapPrm":
+			h.CapPrm = bits()
+		case "CapInh":
+			h.CapInh = bits()
+		case "CapAmb":
+			h.CapAmb = bits()
+		}
+	}
+	if !h.NoNewPrivs {
+		errs = append(errs, "no_new_privs is not set")
+	}
+	if h.CapEff|h.CapPrm|h.CapInh|h.CapAmb != 0 {
+		errs = append(errs, fmt.Sprintf("holds capabilities (eff %x prm %x inh %x amb %x)", h.CapEff, h.CapPrm, h.CapInh, h.CapAmb))
+	}
+	if h.EnvCount != 0 {
+		errs = append(errs, fmt.Sprintf("has %d environment variables, want none", h.EnvCount))
+	}
+	h.Err = strings.Join(errs, "; ")
+	return h
+}
+
+// load compiles a module once per key. The payload is one flags byte, the module's sha256
+// in hex (computed by ceval, which the worker trusts), then the module.
+func (st *workerState) load(b []byte) moduleReply {
+	if len(b) < 1+sha256.Size*2 {
+		return moduleReply{Err: "short module frame"}
+	}
+	key := moduleKey{digest: string(b[1 : 1+sha256.Size*2]), closeOnDone: b[0]&1 != 0}
+	wasm := b[1+sha256.Size*2:]
+	r := moduleReply{Digest: key.digest}
+	if _, ok := st.modules[key]; ok {
+		return r
+	}
+	ctx := context.Background()
+	cfg := wazero.NewRuntimeConfigCompiler().
+		WithCloseOnContextDone(key.closeOnDone).
+		// Our allocator enforces the run's memory limit and can say it was hit; wazero's
+		// own ceiling is the 4 GiB wasm32 maximum so that it never refuses first.
+		WithMemoryLimitPages(65536).
+		WithMemoryCapacityFromMax(true).
+		WithDebugInfoEnabled(false)
+	if st.cache != nil {
+		cfg = cfg.WithCompilationCache(st.cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		r.Err = fmt.Sprintf("instantiate WASI: %v", err)
+		return r
+	}
+	start := time.Now()
+	cm, err := rt.CompileModule(ctx, wasm)
+	r.Compile = time.Since(start)
+	if err != nil {
+		rt.Close(ctx)
+		r.Err = fmt.Sprintf("compile: %v", err)
+		return r
+	}
+	c := &compiled{rt: rt, cm: cm}
+	for _, m := range cm.ExportedMemories() {
+		c.memMin = max(c.memMin, uint64(m.Min())*65536)
+	}
+	st.modules[key] = c
+	return r
+}
+
+// readView reads the frames of one view up to opViewEnd and installs it in its slot.
+func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
+	var vb viewBegin
+	var errs []string
+	if err := json.Unmarshal(b, &vb); err != nil {
+		errs = append(errs, fmt.Sprintf("view header: %v", err))
+	}
+	v := newMemFS(2, false)
+	for {
+		op, b, err := readFrame(br, maxRequestFrame)
+		if err != nil {
+			// The stream is broken; nothing sensible can follow.
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: view: %v\n", err)
+			os.Exit(1)
+		}
+		switch op {
+		case opDir:
+			err = v.put(string(b), fs.ModeDir|0o755, nil, "")
+		case opFile:
+			if len(b) < 4 {
+				err = errors.New("short file frame")
+				break
+			}
+			mode := fs.FileMode(binary.BigEndian.Uint32(b)).Perm()
+			name, data, ok := splitNUL(b[4:])
+			if !ok {
+				err = errors.New("file frame without a name")
+				break
+			}
+			err = v.put(name, mode, data, "")
+		case opLink:
+			name, target, ok := splitNUL(b)
+			if !ok {
+				err = errors.New("link frame without a name")
+				break
+			}
+			err = v.put(name, fs.ModeSymlink|0o777, nil, string(target))
+		case opViewEnd:
+			v.readOnly = true
+			switch vb.Slot {
+			case slotWorkspace:
+				st.workspace = v
+			case slotReference:
+				v.dev = 3
+				st.reference = v
+			default:
+				errs = append(errs, fmt.Sprintf("unknown view slot %q", vb.Slot))
+			}
+			return viewReply{Err: strings.Join(errs, "; ")}
+		default:
+			err = fmt.Errorf("unexpected frame %q in a view", op)
+		}
+		if err != nil && len(errs) < 10 {
+			errs = append(errs, err.Error())
+		}
+	}
+}
+
+func errViewPath(p string) error { return fmt.Errorf("view: bad or clashing path %q", p) }
+
+// Why a run was stopped early: the cause of its context.
+var (
+	errTimeout = errors.New(limitTimeout)
+	errStdout  = errors.New(limitStdout)
+	errStderr  = errors.New(limitStderr)
+)
+
+// run instantiates the module once, fresh, over the views, and reports how it ended.
+func (st *workerState) run(req *runRequest) (r runReply) {
+	c := st.modules[moduleKey{digest: req.Digest, closeOnDone: req.CloseOnDone}]
+	switch {
+	case c == nil:
+		return runReply{Err: "module " + req.Digest + " is not loaded"}
+	case st.workspace == nil:
+		return runReply{Err: "no workspace view is loaded"}
+	case req.Reference && st.reference == nil:
+		return runReply{Err: "no reference view is loaded"}
+	}
+	if c.memMin > req.MemoryLimit {
+		return runReply{Limit: limitMemory, PeakMemory: c.memMin}
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	mem := &guestMemory{limit: req.MemoryLimit}
+	stdout := &cappedWriter{max: req.MaxStdout, onFull: func() { cancel(errStdout) }}
+	stderr := &cappedWriter{max: req.MaxStderr, onFull: func() { cancel(errStderr) }}
+	tmp := newTmpFS(4, req.MaxTmpBytes)
+
+	root := st.roots[0]
+	if req.Reference {
+		root = st.roots[1]
+	}
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(root, "/")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(tmp, "/tmp")
+	if req.Reference {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.reference, "/reference")
+	}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(req.Args...).
+		WithStdin(bytes.NewReader(nil)).
+		WithStdout(stdout).
+		WithStderr(stderr).
+		WithFSConfig(fsc).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	for _, kv := range req.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		cfg = cfg.WithEnv(k, v)
+	}
+
+	start := time.Now()
+	timer := time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
+	err := instantiate(experimental.WithMemoryAllocator(ctx, mem), c, cfg)
+	timer.Stop()
+	r.Wall = time.Since(start)
+
+	r.Stdout, r.StdoutCut = stdout.buf.Bytes(), stdout.cut
+	r.Stderr, r.StderrCut = stderr.buf.Bytes(), stderr.cut
+	r.TmpFull = tmp.Full()
+	r.PeakMemory = mem.peak
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && exit.ExitCode() < sys.ExitCodeDeadlineExceeded:
+		r.ExitCode = exit.ExitCode()
+	default:
+		r.ExitCode = 1
+		r.Trap = err.Error()
+	}
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTimeout), errors.Is(cause, errStdout), errors.Is(cause, errStderr):
+		r.Limit = cause.Error()
+	case mem.hit && (r.ExitCode != 0 || r.Trap != ""):
+		r.Limit = limitMemory
+	}
+	return r
+}
+
+// instantiate runs the module's start function; a panic inside wazero is the guest's doing
+// until shown otherwise, so it comes back as a trap rather than killing the worker.
+func instantiate(ctx context.Context, c *compiled, cfg wazero.ModuleConfig) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("sandbox panicked: %v", p)
+		}
+	}()
+	mod, err := c.rt.InstantiateModule(ctx, c.cm, cfg)
+	if mod != nil {
+		mod.Close(context.Background())
+	}
+	return err
+}
+
+// guestMemory backs one instance's linear memory with an anonymous mapping reserved at the
+// limit up front (so growing never copies and the host never holds more than the limit),
+// and records a grow the limit refused so the details can name it.
+type guestMemory struct {
+	limit uint64
+	mem   []byte
+	hit   bool
+	peak  uint64
+}
+
+// Allocate implements experimental.MemoryAllocator.
+func (g *guestMemory) Allocate(_, max uint64) experimental.LinearMemory {
+	reserve := min(max, g.limit) &^ 0xffff
+	if reserve > 0 {
+		m, err := unix.Mmap(-1, 0, int(reserve), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+		if err == nil {
+			g.mem = m
+		}
+	}
+	return g
+}
+
+// Reallocate implements experimental.LinearMemory.
+func (g *guestMemory) Reallocate(size uint64) []byte {
+	if size > uint64(len(g.mem)) {
+		if size > g.limit {
+			g.hit = true
+		}
+		return nil
+	}
+	g.peak = max(g.peak, size)
+	return g.mem[:size]
+}
+
+// Free implements experimental.LinearMemory.
+func (g *guestMemory) Free() {
+	if g.mem != nil {
+		_ = unix.Munmap(g.mem)
+		g.mem = nil
+	}
+}
+
+// cappedWriter keeps the first max bytes written and counts the rest; the first overflow
+// calls onFull, which stops the run.
+type cappedWriter struct {
+	buf    bytes.Buffer
+	max    int64
+	cut    int64
+	onFull func()
+}
+
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	room := w.max - int64(w.buf.Len())
+	if int64(len(p)) <= room {
+		return w.buf.Write(p)
+	}
+	w.buf.Write(p[:max(room, 0)])
+	w.cut += int64(len(p)) - max(room, 0)
+	if w.onFull != nil {
+		w.onFull()
+		w.onFull = nil
+	}
+	return len(p), nil
+}
