@@ -10,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
@@ -462,6 +465,29 @@ func workerSysProcAttr(uid, gid int, asRoot bool) *syscall.SysProcAttr {
 	return a
 }
 
+// startWithNoNewPrivs starts cmd from an OS thread of its own that has no_new_privs set, so
+// the worker has it from its first instruction in every thread: set by the worker itself it
+// would hold only on the thread that happened to call prctl. The thread stays alive until
+// the worker has exited, because Pdeathsig fires when the thread that started the child
+// exits; then it exits with its goroutine, still locked, taking its no_new_privs with it.
+func startWithNoNewPrivs(cmd *exec.Cmd, exited <-chan struct{}) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			started <- fmt.Errorf("set no_new_privs: %w", err)
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		<-exited
+	}()
+	return <-started
+}
+
 // startWorker re-executes this binary as the worker, with an empty environment, "/" as its
 // directory, the cache directory as its only extra descriptor, and checks its handshake.
 func (e *Executor) startWorker() (*worker, error) {
@@ -490,7 +516,7 @@ func (e *Executor) startWorker() (*worker, error) {
 		return nil, fmt.Errorf("wasm worker: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	err = cmd.Start()
+	err = startWithNoNewPrivs(cmd, w.waited)
 	inR.Close()
 	outW.Close()
 	if err != nil {

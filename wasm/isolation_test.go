@@ -33,6 +33,18 @@ func TestWorkerRunsUnprivilegedWithNoNewPrivsAndNoCapabilities(t *testing.T) {
 			t.Errorf("worker /proc status %s = %q, want %q", k, fields[k], want)
 		}
 	}
+	// no_new_privs is per thread: every thread of the worker must have it, not only the
+	// one that happened to run a prctl.
+	threads, _ := filepath.Glob("/proc/" + strconv.Itoa(e.w.cmd.Process.Pid) + "/task/*/status")
+	if len(threads) == 0 {
+		t.Fatal("no worker threads found")
+	}
+	for _, th := range threads {
+		data, err := os.ReadFile(th)
+		if err == nil && !strings.Contains(string(data), "\nNoNewPrivs:\t1\n") {
+			t.Errorf("worker thread %s lacks no_new_privs", th)
+		}
+	}
 	if os.Geteuid() == 0 {
 		if h.UID != DefaultWorkerUID || h.GID != DefaultWorkerUID || len(h.Groups) != 0 {
 			t.Errorf("as root, the worker runs as uid %d gid %d groups %v; want %d, no groups", h.UID, h.GID, h.Groups, DefaultWorkerUID)
