@@ -56,9 +56,11 @@ demo: setup build
 	@echo "== the same on an empty workspace: FAILURE, exit 1"
 	@d=$$(mktemp -d); $(BIN) grade examples/hello/task.yaml --workspace $$d; rc=$$?; rmdir $$d; test $$rc -eq 1
 
-# bench: ceval run end to end beside ctr run (ratio of medians), then the Go benchmarks.
+# bench: ceval run end to end beside ctr run (ratio of medians), 50 runs as an experiment at
+# -j 1 and -j 2 beside 50 ctr runs (per-run time, peak RSS), then the Go benchmarks.
 bench: setup build
 	BIN=$(BIN) scripts/bench-run.sh
+	BIN=$(BIN) scripts/bench-experiment.sh
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./snapshot/
 
 -include mk/*.mk

@@ -6,8 +6,8 @@ import (
 	"ceval.dev/ceval/supervisor"
 )
 
-// Write loads an experiment's directory and (re)writes summary.json and junit.xml in it,
-// atomically, from the run files alone.
+// Write loads an experiment's directory and (re)writes summary.json, junit.xml and
+// report.html in it, atomically, from the run files alone.
 func Write(expDir string) (*Experiment, *Summary, error) {
 	e, err := Load(expDir)
 	if err != nil {
@@ -21,5 +21,12 @@ func Write(expDir string) (*Experiment, *Summary, error) {
 	if err != nil {
 		return e, s, err
 	}
-	return e, s, supervisor.WriteFileAtomic(filepath.Join(expDir, JUnitFile), j, 0o600)
+	if err := supervisor.WriteFileAtomic(filepath.Join(expDir, JUnitFile), j, 0o600); err != nil {
+		return e, s, err
+	}
+	h, err := HTML(e, s)
+	if err != nil {
+		return e, s, err
+	}
+	return e, s, supervisor.WriteFileAtomic(filepath.Join(expDir, HTMLFile), h, 0o600)
 }

@@ -19,8 +19,10 @@ const (
 // maxPromptArg bounds a prompt passed in argv (Linux caps one argument at 128 KiB).
 const maxPromptArg = 120 << 10
 
-// defaultCredential is the variable each agent CLI reads its API key from. Until the model
-// gateway replaces it, it is passed through like env_passthrough, and only when allowed.
+// defaultCredential is the variable each agent CLI reads its API key from. The real one
+// stays in ceval (the model gateway reads it): an agent with a gateway may not have it
+// passed through, gets the per-run key under that name instead, and the real value is
+// redacted from everything ceval writes.
 var defaultCredential = map[string]string{
 	task.AgentClaudeCode: "ANTHROPIC_API_KEY",
 	task.AgentCodex:      "OPENAI_API_KEY",
@@ -93,8 +95,13 @@ func AgentEnv(t *task.Task, allow Allow, lookup func(string) (string, bool)) (en
 		env = append(env, "CODEX_HOME="+ContainerHome+"/.codex")
 	}
 	names := append([]string{}, a.EnvPassthrough...)
-	if c := defaultCredential[a.Type]; c != "" && !contains(names, c) {
-		names = append(names, c)
+	for _, p := range providerEnv {
+		if a.Gateway != nil && contains(names, p.key) {
+			return nil, nil, fmt.Errorf("task %s passes %s through, but its agent uses the model gateway, which holds the real credential; remove it from env_passthrough", t.ID, p.key)
+		}
+		if v, ok := lookup(p.key); ok && len(v) >= 4 {
+			secrets = append(secrets, v)
+		}
 	}
 	allowed := map[string]bool{}
 	for _, n := range allow.Env {

@@ -69,14 +69,14 @@ func TestClaudeCodeAndCodexAgentsGetTheirArgvAndEnv(t *testing.T) {
 		{
 			agent: "claude-code", allow: "ANTHROPIC_API_KEY",
 			wantArgv: []string{"-p", "Write hello.txt.\n", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--model", "m-test", "--max-turns", "5"},
-			wantEnv: []string{"ANTHROPIC_API_KEY=sk-ant-test-secret", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "HOME=/home/agent",
+			wantEnv: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:80", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "HOME=/home/agent",
 				"USER=agent", "CEVAL_PROMPT_FILE=/home/agent/.ceval/prompt.md"},
 			turns: 2, tokenKey: "input_tokens", tokens: 42, secretEnv: "sk-ant-test-secret",
 		},
 		{
 			agent: "codex", allow: "OPENAI_API_KEY",
 			wantArgv: []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-C", "/workspace", "--model", "m-test", "--max-turns", "5", "Write hello.txt.\n"},
-			wantEnv:  []string{"OPENAI_API_KEY=sk-openai-test-secret", "CODEX_HOME=/home/agent/.codex", "HOME=/home/agent"},
+			wantEnv:  []string{"CEVAL_GATEWAY_URL=http://127.0.0.1:80", "CODEX_HOME=/home/agent/.codex", "HOME=/home/agent"},
 			turns:    1, tokenKey: "cached_input_tokens", tokens: 20, secretEnv: "sk-openai-test-secret",
 		},
 	}
@@ -112,6 +112,9 @@ func TestClaudeCodeAndCodexAgentsGetTheirArgvAndEnv(t *testing.T) {
 			}
 			if strings.Contains(string(env), "must-not-leak") {
 				t.Error("an unrelated host variable reached the agent")
+			}
+			if strings.Contains(string(env), tc.secretEnv) {
+				t.Error("the real provider key reached the agent: the model gateway holds it")
 			}
 			if stdin, _ := os.ReadFile(filepath.Join(ws, "stdin.txt")); len(stdin) != 0 {
 				t.Errorf("the agent's stdin was not empty: %q", stdin)

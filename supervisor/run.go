@@ -80,6 +80,10 @@ type Result struct {
 	// Mocks are the task's protected mocks: the tools and the call counts (the calls are in
 	// MockCallsFile).
 	Mocks *MockResult `json:"mocks,omitempty"`
+
+	// Gateway is the model gateway's mode and the usage it metered (the calls are in
+	// ModelCallsFile); Agent.Tokens is what the CLI itself reported.
+	Gateway *GatewayResult `json:"gateway,omitempty"`
 }
 
 // AgentResult is what the agent did, as far as ceval saw it.
@@ -201,6 +205,21 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			}
 		}()
 	}
+	gw, err := startGateway(t, dir, o.LookupEnv)
+	if err != nil {
+		return res, err
+	}
+	var beforeStart func(context.Context, uint32) error
+	if gw != nil {
+		res.Gateway = gw.result
+		env = append(env, GatewayEnv(t, gw.key)...)
+		beforeStart = gw.beforeStart
+		defer func() {
+			if gerr := gw.stop(); gerr != nil && err == nil {
+				err = &InfraError{fmt.Errorf("model gateway: %w", gerr)}
+			}
+		}()
+	}
 	img, err := ResolveImage(ctx, o.Client, t.Sandbox.Image, o.Preflight, o.Busybox)
 	if err != nil {
 		return res, &InfraError{err}
@@ -213,6 +232,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts,
 		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile),
+		BeforeStart: beforeStart,
 		Prepare: func(ws, home string) error {
 			if err := PrepareWorkspace(ws, t); err != nil {
 				return err
@@ -220,6 +240,11 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			if t.Agent.Type == task.AgentCodex {
 				if err := linkCodexSkills(home, plugins); err != nil {
 					return err
+				}
+				if gw != nil {
+					if err := writeCodexConfig(home, t.Agent.Model); err != nil {
+						return err
+					}
 				}
 			}
 			return prepareHome(home, t.Prompt)
@@ -253,6 +278,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		return res, &InfraError{err}
 	}
 	// The agent is gone: no call can come any more, and the log is complete for grading.
+	if err := gw.stop(); err != nil {
+		return res, &InfraError{fmt.Errorf("model gateway: %w", err)}
+	}
 	if err := mocks.stop(dir); err != nil {
 		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
 	}
@@ -314,6 +342,16 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if exit.TimedOut && res.Status != grader.TaskError {
 		res.Status = StatusTimeout
 		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("timeout %s", t.Sandbox.Limits.Timeout))
+	}
+	if gw != nil && res.Status != grader.TaskError {
+		if st := gw.status(); st != "" {
+			res.Status = st
+			res.LimitsHit = append(res.LimitsHit, "model gateway budget: "+gw.result.ExceededLimit)
+		}
+		if n := gw.result.UpstreamFailures; n > 0 {
+			// The provider, not the agent, failed: ceval's side.
+			return res, &InfraError{fmt.Errorf("model gateway: %d request(s) still failed upstream after retries", n)}
+		}
 	}
 	res.Complete = true
 	emit("graded", map[string]any{"status": res.Status, "score": res.Score})

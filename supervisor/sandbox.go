@@ -44,6 +44,10 @@ type SandboxConfig struct {
 	// Prepare fills the workspace and home directories (host paths) before they are handed
 	// to the agent's UID.
 	Prepare func(workspace, home string) error
+
+	// BeforeStart (may be nil) runs once the container's task exists and before its init
+	// runs: the model gateway opens its socket in the task's network namespace there.
+	BeforeStart launcher.StartHook
 }
 
 // Sandbox is a created agent container with its scratch filesystems.
@@ -168,7 +172,7 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	}
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
-	tk, err := s.ctr.Start(ctx, nil)
+	tk, err := s.ctr.Start(ctx, s.cfg.BeforeStart)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,9 @@ func Digest(t *Task) (string, error) {
 		add(c.SchemaFile)
 		add(c.Module)
 	}
+	if t.Agent != nil && t.Agent.Gateway != nil {
+		add(t.Agent.Gateway.Fixture)
+	}
 	sorted := make([]string, 0, len(paths))
 	for p := range paths {
 		sorted = append(sorted, p)

@@ -15,6 +15,7 @@ import (
 	jmespath "github.com/jmespath-community/go-jmespath"
 	"go.yaml.in/yaml/v3"
 
+	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/mockd"
 )
 
@@ -232,9 +233,13 @@ func (l *loader) agent(n *yaml.Node) *Agent {
 				a.EnvPassthrough = append(a.EnvPassthrough, s)
 			})
 		}},
+		{"gateway", func(v *yaml.Node) { a.Gateway = l.gateway(v) }},
 	})
 	if seen == nil {
 		return a
+	}
+	if a.Gateway == nil && (a.Type == AgentClaudeCode || a.Type == AgentCodex) {
+		a.Gateway = &Gateway{Mode: GatewayForward}
 	}
 	if typeNode == nil {
 		l.errorf(n, "missing required field agent.type (command, claude-code or codex)")
@@ -248,6 +253,44 @@ func (l *loader) agent(n *yaml.Node) *Agent {
 		l.errorf(resolve(commandNode), "agent.command is only for agent type command; use agent.args for %s", a.Type)
 	}
 	return a
+}
+
+// gateway reads agent.gateway; a replay fixture is parsed now, so a bad one is a
+// validation error.
+func (l *loader) gateway(n *yaml.Node) *Gateway {
+	g := &Gateway{Mode: GatewayForward}
+	var fixtureNode *yaml.Node
+	got := l.mapping(n, "agent.gateway", []field{
+		{"mode", func(v *yaml.Node) {
+			l.enum(v, "agent.gateway.mode", []string{GatewayForward, GatewayRecord, GatewayReplay}, &g.Mode)
+		}},
+		{"fixture", func(v *yaml.Node) { fixtureNode = v; g.Fixture = l.taskFile(v, "agent.gateway.fixture") }},
+		{"server_tools", func(v *yaml.Node) { l.boolean(v, "agent.gateway.server_tools", &g.ServerTools) }},
+	})
+	if got == nil {
+		return g
+	}
+	switch {
+	case g.Mode == GatewayReplay && fixtureNode == nil:
+		l.errorf(n, "agent.gateway.fixture is required for mode replay (a model_calls.jsonl recorded with mode record)")
+	case g.Mode != GatewayReplay && fixtureNode != nil:
+		l.errorf(resolve(fixtureNode), "agent.gateway.fixture is only for mode replay")
+	case g.Fixture != "":
+		data, err := l.readTaskFile(g.Fixture)
+		if err != nil {
+			l.errorf(resolve(fixtureNode), "agent.gateway.fixture: %v", err)
+			break
+		}
+		if _, err := gateway.ParseFixture(bytes.NewReader(data)); err != nil {
+			p := Problem{File: g.Fixture, Msg: "gateway fixture: " + err.Error()}
+			var fe *gateway.FixtureError
+			if errors.As(err, &fe) {
+				p.Line, p.Column, p.Msg = fe.Line, 1, "gateway fixture: "+fe.Msg
+			}
+			l.problems = append(l.problems, p)
+		}
+	}
+	return g
 }
 
 // pluginName is what a plugin's directory must be called to get a default mount.

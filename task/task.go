@@ -63,6 +63,24 @@ type Agent struct {
 	Model          string
 	Args           []string
 	EnvPassthrough []string
+	// Gateway is the model gateway the agent reaches at http://127.0.0.1:80; nil when the
+	// agent gets none (type command without agent.gateway).
+	Gateway *Gateway
+}
+
+// Gateway modes (see package gateway).
+const (
+	GatewayForward = "forward"
+	GatewayRecord  = "record"
+	GatewayReplay  = "replay"
+)
+
+// Gateway is agent.gateway: how the run's model gateway answers.
+type Gateway struct {
+	Mode    string // forward (default), record or replay
+	Fixture string // absolute, inside the task's directory; replay only
+	// ServerTools keeps provider-side tools (web search, code execution, MCP connectors).
+	ServerTools bool
 }
 
 // Sandbox is the agent's container.

@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -122,15 +121,16 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		base.RunsDir, base.RunID = filepath.Dir(abs), filepath.Base(abs)
 	}
 	errOut := cmd.ErrOrStderr()
-	prog := &progress{w: errOut, total: e.Repeats * len(e.Entries), start: time.Now()}
+	prog := newProgress(errOut, e.Repeats*len(e.Entries))
 	res, err := supervisor.RunExperiment(cctx, e, supervisor.ExperimentOptions{
 		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "",
 		OnStart:  func(supervisor.PlannedRun, *supervisor.PlanEntry) { prog.started() },
 		OnFinish: prog.finished,
 		OnRetry: func(r *supervisor.RunRecord, err error) {
-			fmt.Fprintf(errOut, "retry %s/%s #%d (the agent had not started): %s\n", r.Variant, r.TaskID, r.Repeat, clean(err.Error()))
+			prog.line(fmt.Sprintf("retry %s/%s #%d (the agent had not started): %s", r.Variant, r.TaskID, r.Repeat, clean(err.Error())))
 		},
 	})
+	prog.close()
 	if err != nil {
 		var ie *supervisor.InputError
 		if errors.As(err, &ie) {
@@ -169,64 +169,6 @@ func experimentExit(e *report.Experiment) int {
 	return worst
 }
 
-// progress prints one line per finished run with the counts so far. Output written by
-// agents never reaches it: only statuses, IDs and numbers do.
-type progress struct {
-	mu                           sync.Mutex
-	w                            io.Writer
-	total, running, done, failed int
-	start                        time.Time
-}
-
-func (p *progress) started() {
-	p.mu.Lock()
-	p.running++
-	p.mu.Unlock()
-}
-
-func (p *progress) finished(r *supervisor.RunRecord) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !r.Resumed {
-		p.running--
-	}
-	p.done++
-	status, score, secs := "ERROR", 0.0, 0.0
-	if r.Result != nil {
-		status, score, secs = r.Result.Status, r.Result.Score, r.Result.Timings.Total
-	}
-	if status != "SUCCESS" {
-		p.failed++
-	}
-	note := ""
-	if r.Resumed {
-		note = " (done before; kept)"
-	} else if r.Err != nil {
-		note = " " + clean(r.Err.Error())
-	}
-	elapsed := time.Since(p.start)
-	eta := ""
-	if p.done < p.total {
-		eta = fmt.Sprintf(", eta %s", (elapsed / time.Duration(p.done) * time.Duration(p.total-p.done)).Round(time.Second))
-	}
-	fmt.Fprintf(p.w, "[%d/%d] %s/%s #%d %s %.2f %.1fs%s  (running %d, failed %d%s)\n",
-		p.done, p.total, r.Variant, r.TaskID, r.Repeat, status, score, secs, note, p.running, p.failed, eta)
-}
-
-// clean strips terminal control sequences and other control characters from text that may
-// quote something an agent wrote.
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return ' '
-		}
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
-			return -1
-		}
-		return r
-	}, s)
-}
-
 func printSummary(w io.Writer, dir string, s *report.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	ks := make([]string, 0, s.Repeats)
@@ -252,7 +194,7 @@ func printSummary(w io.Writer, dir string, s *report.Summary) {
 			v.MeanScore, strings.Join(pk, "\t"), strings.Join(st, " "))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "%s\n%s\n", filepath.Join(dir, report.SummaryFile), filepath.Join(dir, report.JUnitFile))
+	fmt.Fprintf(w, "%s\n%s\n%s\n", filepath.Join(dir, report.SummaryFile), filepath.Join(dir, report.JUnitFile), filepath.Join(dir, report.HTMLFile))
 }
 
 func newPlanCmd() *cobra.Command {
@@ -306,7 +248,7 @@ func newPlanCmd() *cobra.Command {
 func newReportCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "report RUN_DIR",
-		Short: "Re-render an experiment's summary.json and junit.xml from its run files",
+		Short: "Re-render an experiment's summary.json, junit.xml and report.html from its run files",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, s, err := report.Write(args[0])

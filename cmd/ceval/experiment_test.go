@@ -188,8 +188,12 @@ func TestExperimentRunsInterruptsResumesToTheSameSummary(t *testing.T) {
 
 	// report re-renders the same summary from the run files alone.
 	os.Remove(filepath.Join(half, report.SummaryFile))
+	os.Remove(filepath.Join(half, report.HTMLFile))
 	if r := ceval(t, "report", half); r.code != 0 || !reflect.DeepEqual(timeless(s), timeless(readSummary(t, half))) {
 		t.Errorf("report: exit %d %s", r.code, r.stderr)
+	}
+	if page, err := os.ReadFile(filepath.Join(half, report.HTMLFile)); err != nil || !strings.Contains(string(page), `<tr data-variant="strong">`) {
+		t.Errorf("report.html not re-rendered: %v", err)
 	}
 }
 

@@ -177,7 +177,7 @@ func exitCodeFor(res *supervisor.Result, err error) int {
 	switch res.Status {
 	case "SUCCESS":
 		return exitOK
-	case "FAILURE", supervisor.StatusTimeout:
+	case "FAILURE", supervisor.StatusTimeout, supervisor.StatusMaxTurns, supervisor.StatusTokenBudget:
 		return exitFailure
 	}
 	return exitInfraErr
@@ -239,10 +239,10 @@ func printRunTable(w io.Writer, results []*supervisor.Result) {
 	tw.Flush()
 	for _, r := range results {
 		if r.Error != "" {
-			fmt.Fprintf(w, "%s: error: %s\n", r.TaskID, r.Error)
+			fmt.Fprintf(w, "%s: error: %s\n", r.TaskID, printable(r.Error))
 		}
 		for _, l := range r.LimitsHit {
-			fmt.Fprintf(w, "%s: limit: %s\n", r.TaskID, l)
+			fmt.Fprintf(w, "%s: limit: %s\n", r.TaskID, printable(l))
 		}
 	}
 }

@@ -1,0 +1,270 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// APIs the gateway speaks; each is also the name of its upstream provider.
+const (
+	Anthropic = "anthropic" // Messages API: POST /v1/messages
+	OpenAI    = "openai"    // Responses API: POST /v1/responses
+)
+
+// Modes.
+const (
+	Forward = "forward" // to the provider, with the real credential added
+	Record  = "record"  // forward, and keep full requests and responses in the transcript
+	Replay  = "replay"  // answer from a fixture; no network at all
+)
+
+// Defaults of Config's caps.
+const (
+	DefaultMaxRequestBytes  = 16 << 20
+	DefaultMaxConns         = 8
+	DefaultMaxConcurrent    = 4
+	DefaultRetries          = 3
+	DefaultRetryBackoff     = 500 * time.Millisecond
+	DefaultUpstreamTimeout  = 15 * time.Minute
+	DefaultWriteTimeout     = time.Minute
+	maxErrorBody            = 64 << 10
+	maxRecordedBody         = 32 << 20
+	maxRetryAfter           = 30 * time.Second
+	defaultUpstreamAnthropc = "https://api.anthropic.com"
+	defaultUpstreamOpenAI   = "https://api.openai.com"
+)
+
+// Provider is where one API is forwarded to.
+type Provider struct {
+	BaseURL string // without /v1, e.g. https://api.anthropic.com; "" takes the provider's own
+	Key     string // the real credential; sent upstream only
+	// Header carries Key; "" sends x-api-key for Anthropic and Authorization: Bearer for
+	// OpenAI. "Authorization" always gets the Bearer prefix.
+	Header string
+}
+
+// Limits are the run's budgets; zero means unlimited.
+type Limits struct {
+	MaxTurns        int64 // model calls answered
+	MaxInputTokens  int64
+	MaxOutputTokens int64
+	MaxTotalTokens  int64
+}
+
+// Config is one run's gateway.
+type Config struct {
+	Mode      string
+	Key       string // the per-run dummy key the agent must present
+	Model     string // pinned: every request is rewritten to it; "" lets the agent choose
+	Providers map[string]Provider
+	Fixture   *Fixture  // for Replay
+	Log       io.Writer // model_calls.jsonl; nil: none
+	Limits    Limits
+	// AllowServerTools keeps provider-side tools (web search/fetch, code execution, MCP
+	// connectors, file search) in requests; by default they are stripped.
+	AllowServerTools bool
+
+	MaxRequestBytes int64         // request body cap
+	MaxConns        int           // concurrent connections from the agent
+	MaxConcurrent   int           // concurrent upstream requests per provider
+	Retries         int           // retries of an upstream 429/5xx or transport error; <0: none
+	RetryBackoff    time.Duration // first retry delay, doubled each time
+	UpstreamTimeout time.Duration // one upstream request, body included
+	WriteTimeout    time.Duration // one write to the agent (a slow reader is cut off)
+	Client          *http.Client  // upstream; nil builds one
+}
+
+// Budget kinds in Totals.Exceeded.
+const (
+	ExceededTurns  = "turns"
+	ExceededTokens = "tokens"
+)
+
+// Totals are what passed through the gateway: the only usage ceval trusts.
+type Totals struct {
+	Requests                 int    `json:"requests"`
+	Turns                    int    `json:"turns"`        // model answers (2xx)
+	InputTokens              int64  `json:"input_tokens"` // all input, cached included
+	CachedInputTokens        int64  `json:"cached_input_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens,omitempty"`
+	OutputTokens             int64  `json:"output_tokens"`
+	ReasoningTokens          int64  `json:"reasoning_output_tokens,omitempty"`
+	Refused                  int    `json:"refused,omitempty"`           // requests the gateway answered with an error itself
+	StrippedTools            int    `json:"stripped_tools,omitempty"`    // provider-side tools removed
+	UpstreamFailures         int    `json:"upstream_failures,omitempty"` // requests that still failed after the retries
+	ReplayMisses             int    `json:"replay_misses,omitempty"`
+	Exceeded                 string `json:"budget_exceeded,omitempty"` // turns | tokens
+	ExceededLimit            string `json:"budget_exceeded_limit,omitempty"`
+}
+
+// Server is one run's gateway.
+type Server struct {
+	cfg    Config
+	srv    *http.Server
+	sem    map[string]chan struct{}
+	mu     sync.Mutex
+	totals Totals
+	replay map[fixtureKey]int
+	logMu  sync.Mutex
+	closed chan struct{}
+	wg     sync.WaitGroup
+}
+
+// New checks cfg and returns a server that has not started serving.
+func New(cfg Config) (*Server, error) {
+	switch cfg.Mode {
+	case Forward, Record:
+	case Replay:
+		if cfg.Fixture == nil {
+			return nil, errors.New("gateway: replay mode needs a fixture")
+		}
+	default:
+		return nil, fmt.Errorf("gateway: unknown mode %q", cfg.Mode)
+	}
+	if len(cfg.Key) < 16 {
+		return nil, errors.New("gateway: the per-run key must be at least 16 characters")
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = DefaultRetries
+	}
+	if cfg.RetryBackoff <= 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.UpstreamTimeout <= 0 {
+		cfg.UpstreamTimeout = DefaultUpstreamTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
+			TLSHandshakeTimeout:   30 * time.Second,
+			ResponseHeaderTimeout: 10 * time.Minute,
+			MaxIdleConnsPerHost:   cfg.MaxConcurrent,
+			ForceAttemptHTTP2:     true,
+		}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	providers := map[string]Provider{}
+	for _, api := range []string{Anthropic, OpenAI} {
+		p := cfg.Providers[api]
+		if p.BaseURL == "" {
+			p.BaseURL = map[string]string{Anthropic: defaultUpstreamAnthropc, OpenAI: defaultUpstreamOpenAI}[api]
+		}
+		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
+		providers[api] = p
+	}
+	cfg.Providers = providers
+	s := &Server{cfg: cfg, replay: map[fixtureKey]int{}, closed: make(chan struct{}),
+		sem: map[string]chan struct{}{Anthropic: make(chan struct{}, cfg.MaxConcurrent), OpenAI: make(chan struct{}, cfg.MaxConcurrent)}}
+	s.srv = &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTP),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          nil,
+	}
+	return s, nil
+}
+
+// Serve serves ln until Close, with at most MaxConns connections at once; it takes
+// ownership of ln and returns at once.
+func (s *Server) Serve(ln net.Listener) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = s.srv.Serve(&limitListener{Listener: ln, slots: make(chan struct{}, s.cfg.MaxConns)})
+	}()
+}
+
+// Close stops serving, cuts open connections and in-flight upstream requests, and waits
+// for Serve to return. It is safe to call more than once.
+func (s *Server) Close() error {
+	select {
+	case <-s.closed:
+		return nil
+	default:
+	}
+	close(s.closed)
+	err := s.srv.Close()
+	s.wg.Wait()
+	return err
+}
+
+// Totals returns the usage so far.
+func (s *Server) Totals() Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totals
+}
+
+// limitListener holds each accepted connection's slot until the connection is closed.
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	l.slots <- struct{}{}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// keyMatches compares the presented key with the run's in constant time.
+func (s *Server) keyMatches(r *http.Request) bool {
+	got := r.Header.Get("x-api-key")
+	if got == "" {
+		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			got = a[7:]
+		}
+	}
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Key)) == 1
+}
+
+// ctxUntilClosed is ctx, also cancelled by Close.
+func (s *Server) ctxUntilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,383 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// routes are the only paths served, each POST only: no files, batches, models or other
+// endpoints reach the provider.
+var routes = map[string]string{"/v1/messages": Anthropic, "/v1/responses": OpenAI}
+
+// forwardedHeaders are the agent's request headers that go upstream; credentials never do.
+var forwardedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "OpenAI-Beta", "User-Agent"}
+
+// returnedHeaders are the upstream response headers the agent sees.
+var returnedHeaders = []string{"Content-Type", "Request-Id", "X-Request-Id", "Retry-After"}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	s.mu.Lock()
+	s.totals.Requests++
+	s.mu.Unlock()
+	api, ok := routes[r.URL.Path]
+	if !ok || r.Method != http.MethodPost || !(r.URL.RawQuery == "" || (api == Anthropic && r.URL.RawQuery == "beta=true")) {
+		if api == "" {
+			api = Anthropic
+			if strings.Contains(r.URL.Path, "response") {
+				api = OpenAI
+			}
+		}
+		s.refuse(w, Call{API: api}, start, http.StatusNotFound, "not_found_error",
+			fmt.Sprintf("ceval gateway: %s %s is not served (only POST /v1/messages and POST /v1/responses)", r.Method, r.URL.Path))
+		return
+	}
+	call := Call{API: api}
+	if !s.keyMatches(r) {
+		s.refuse(w, call, start, http.StatusUnauthorized, "authentication_error", "ceval gateway: invalid API key")
+		return
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.refuse(w, call, start, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("ceval gateway: request body over %d bytes", s.cfg.MaxRequestBytes))
+			return
+		}
+		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: reading the request: "+err.Error())
+		return
+	}
+	req, err := parseRequest(api, data)
+	if err != nil {
+		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: "+err.Error())
+		return
+	}
+	remaining, why := s.budget()
+	if why != "" {
+		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: the run's budget is exhausted: "+why)
+		return
+	}
+	call.Stripped = req.rewrite(s.cfg.Model, remaining, s.cfg.AllowServerTools)
+	call.Model, call.Depth, call.Tools, call.Stream = req.model, req.depth, req.tools, req.stream
+	if call.Stripped > 0 {
+		s.mu.Lock()
+		s.totals.StrippedTools += call.Stripped
+		s.mu.Unlock()
+	}
+	if s.cfg.Mode == Record {
+		call.Request = req.encode()
+	}
+	if s.cfg.Mode == Replay {
+		s.serveReplay(w, req, call, start)
+		return
+	}
+	s.serveForward(w, r, req, call, start)
+}
+
+func (s *Server) serveReplay(w http.ResponseWriter, req *request, call Call, start time.Time) {
+	call.Replayed = true
+	ct, body, status := "", "", http.StatusOK
+	if c := s.next(fixtureKey{req.api, req.depth, req.tools}); c != nil {
+		ct, body, status = c.ContentType, c.Response, c.Status
+	} else if !req.tools {
+		ct, body = defaultAnswer(req.api, req.model, req.stream)
+	} else {
+		s.mu.Lock()
+		s.totals.ReplayMisses++
+		s.mu.Unlock()
+		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error",
+			fmt.Sprintf("ceval gateway (replay): the fixture has no %s answer for a request with tools at depth %d", req.api, req.depth))
+		return
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	m := newMeter(req.api, ct)
+	_ = s.relay(w, strings.NewReader(body), m)
+	call.Status = status
+	s.finish(call, m.usage(), start)
+}
+
+func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *request, call Call, start time.Time) {
+	// Not the agent's request context: a response the agent stops reading is still read to
+	// its end, so its usage is metered.
+	ctx, cancel := s.ctxUntilClosed(context.Background())
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
+	defer cancelT()
+	sem := s.sem[req.api]
+	select {
+	case sem <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-sem }()
+	resp, attempts, err := s.upstream(ctx, req.api, r, req.encode())
+	call.Attempts = attempts
+	if err != nil {
+		s.mu.Lock()
+		s.totals.UpstreamFailures++
+		s.mu.Unlock()
+		s.refuse(w, call, start, http.StatusBadGateway, "api_error", "ceval gateway: the model provider could not be reached: "+s.scrub(err.Error()))
+		return
+	}
+	defer resp.Body.Close()
+	for _, h := range returnedHeaders {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	call.Status = resp.StatusCode
+	call.ContentType = resp.Header.Get("Content-Type")
+	if resp.StatusCode >= 400 {
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+			s.mu.Lock()
+			s.totals.UpstreamFailures++
+			s.mu.Unlock()
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		clean := s.scrub(string(b))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.WriteString(w, clean)
+		if s.cfg.Mode == Record {
+			call.Response = clean
+		}
+		s.finish(call, nil, start)
+		return
+	}
+	w.WriteHeader(resp.StatusCode)
+	m := newMeter(req.api, call.ContentType)
+	sinks := []io.Writer{m}
+	var rec *capBuffer
+	if s.cfg.Mode == Record {
+		rec = &capBuffer{max: maxRecordedBody}
+		sinks = append(sinks, rec)
+	}
+	_ = s.relay(w, resp.Body, sinks...)
+	if rec != nil {
+		call.Response, call.Truncated = rec.b.String(), rec.cut
+	}
+	s.finish(call, m.usage(), start)
+}
+
+// upstream sends the request to the provider with the real credential, retrying 429s, 5xx
+// and transport errors with a bounded backoff (Retry-After honoured up to a cap).
+func (s *Server) upstream(ctx context.Context, api string, in *http.Request, body []byte) (*http.Response, int, error) {
+	p := s.cfg.Providers[api]
+	url := p.BaseURL + in.URL.Path
+	if in.URL.RawQuery != "" {
+		url += "?" + in.URL.RawQuery
+	}
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, attempt + 1, err
+		}
+		for _, h := range forwardedHeaders {
+			if v := in.Header.Get(h); v != "" {
+				req.Header.Set(h, v)
+			}
+		}
+		req.Header.Set("Content-Type", "application/json")
+		setCredential(req.Header, api, p)
+		resp, err := s.cfg.Client.Do(req)
+		retryable := err != nil || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
+		if !retryable || attempt >= s.cfg.Retries {
+			return resp, attempt + 1, err
+		}
+		wait := s.cfg.RetryBackoff << attempt
+		if resp != nil {
+			if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra >= 0 {
+				wait = time.Duration(ra) * time.Second
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+			resp.Body.Close()
+		}
+		wait = min(wait, maxRetryAfter)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, attempt + 1, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func setCredential(h http.Header, api string, p Provider) {
+	name := p.Header
+	if name == "" {
+		name = map[string]string{Anthropic: "X-Api-Key", OpenAI: "Authorization"}[api]
+	}
+	if strings.EqualFold(name, "Authorization") {
+		h.Set("Authorization", "Bearer "+p.Key)
+		return
+	}
+	h.Set(name, p.Key)
+}
+
+// relay copies src to the agent, flushing each chunk with a write deadline so a slow reader
+// is cut off; after the agent is gone it still reads src into the sinks (the meter).
+func (s *Server) relay(w http.ResponseWriter, src io.Reader, sinks ...io.Writer) error {
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	var werr error
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			for _, k := range sinks {
+				_, _ = k.Write(buf[:n])
+			}
+			if werr == nil {
+				_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+				if _, werr = w.Write(buf[:n]); werr == nil {
+					werr = rc.Flush()
+				}
+			}
+		}
+		if err == io.EOF {
+			return werr
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// budget returns the output tokens the next call may use (-1: unlimited), or why no call
+// may be made any more (recording that the budget was exceeded).
+func (s *Server) budget() (int64, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, l := &s.totals, s.cfg.Limits
+	if t.Exceeded == "" {
+		switch {
+		case l.MaxTurns > 0 && int64(t.Turns) >= l.MaxTurns:
+			t.Exceeded, t.ExceededLimit = ExceededTurns, fmt.Sprintf("max_turns %d", l.MaxTurns)
+		case l.MaxInputTokens > 0 && t.InputTokens >= l.MaxInputTokens:
+			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_input_tokens %d", l.MaxInputTokens)
+		case l.MaxOutputTokens > 0 && t.OutputTokens >= l.MaxOutputTokens:
+			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_output_tokens %d", l.MaxOutputTokens)
+		case l.MaxTotalTokens > 0 && t.InputTokens+t.OutputTokens >= l.MaxTotalTokens:
+			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_total_tokens %d", l.MaxTotalTokens)
+		}
+	}
+	if t.Exceeded != "" {
+		return 0, t.ExceededLimit
+	}
+	rem := int64(-1)
+	if l.MaxOutputTokens > 0 {
+		rem = l.MaxOutputTokens - t.OutputTokens
+	}
+	if l.MaxTotalTokens > 0 {
+		left := l.MaxTotalTokens - t.InputTokens - t.OutputTokens
+		if rem < 0 || left < rem {
+			rem = left
+		}
+	}
+	return rem, ""
+}
+
+// finish accounts a call answered by the model (or the fixture) and logs it.
+func (s *Server) finish(call Call, u *Usage, start time.Time) {
+	call.Usage = u
+	s.mu.Lock()
+	t, l := &s.totals, s.cfg.Limits
+	if call.Status/100 == 2 {
+		t.Turns++
+	}
+	if u != nil {
+		t.InputTokens += u.Input
+		t.CachedInputTokens += u.Cached
+		t.CacheCreationInputTokens += u.CacheCreation
+		t.OutputTokens += u.Output
+		t.ReasoningTokens += u.Reasoning
+	}
+	if t.Exceeded == "" {
+		switch {
+		case l.MaxInputTokens > 0 && t.InputTokens > l.MaxInputTokens:
+			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_input_tokens %d", l.MaxInputTokens)
+		case l.MaxOutputTokens > 0 && t.OutputTokens > l.MaxOutputTokens:
+			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_output_tokens %d", l.MaxOutputTokens)
+		case l.MaxTotalTokens > 0 && t.InputTokens+t.OutputTokens > l.MaxTotalTokens:
+			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_total_tokens %d", l.MaxTotalTokens)
+		}
+	}
+	s.mu.Unlock()
+	s.log(call, start)
+}
+
+// refuse answers with an API error in the provider's format without calling it.
+func (s *Server) refuse(w http.ResponseWriter, call Call, start time.Time, status int, typ, msg string) {
+	var body any
+	if call.API == OpenAI {
+		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
+	} else {
+		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	}
+	data, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+	s.mu.Lock()
+	s.totals.Refused++
+	s.mu.Unlock()
+	call.Status, call.Refused = status, msg
+	s.log(call, start)
+}
+
+func (s *Server) log(call Call, start time.Time) {
+	if s.cfg.Log == nil {
+		return
+	}
+	call.Time = start.UTC().Format(time.RFC3339Nano)
+	call.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	data, err := json.Marshal(call)
+	if err != nil {
+		return
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = s.cfg.Log.Write(append(data, '\n'))
+}
+
+// credentialPattern matches things that look like API keys or bearer tokens.
+var credentialPattern = regexp.MustCompile(`(?i)(sk-[a-z0-9_\-]{8,}|bearer\s+[^\s"',]+)`)
+
+// scrub removes the real credentials, and anything that looks like one, from upstream text
+// before the agent sees it.
+func (s *Server) scrub(text string) string {
+	for _, p := range s.cfg.Providers {
+		if len(p.Key) >= 4 {
+			text = strings.ReplaceAll(text, p.Key, "[REDACTED]")
+		}
+	}
+	return credentialPattern.ReplaceAllString(text, "[REDACTED]")
+}
+
+// capBuffer keeps the first max bytes written to it.
+type capBuffer struct {
+	b   bytes.Buffer
+	max int
+	cut bool
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); room < len(p) {
+		c.cut = true
+		p = p[:max(room, 0)]
+	}
+	c.b.Write(p)
+	return len(p), nil
+}

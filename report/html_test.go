@@ -1,0 +1,204 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"html"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/supervisor"
+)
+
+// hostileLog is what a hostile agent prints: markup, a terminal escape that recolours and
+// clears the screen, an OSC that sets the window title, and a bidi override.
+const hostileLog = "before <script>alert(1)</script> <img src=x onerror=alert(2)>\x1b[31mRED\x1b[0m\x1b[2J\x1b]0;pwned\x07\u202eevil after\n"
+
+// hostileExperiment is writeExperiment's two variants with hostile logs in every run of
+// good/b.
+func hostileExperiment(t *testing.T) string {
+	t.Helper()
+	dir := writeExperiment(t, map[string]map[string][]string{
+		"good": {"a": {"SUCCESS", "SUCCESS", "SUCCESS"}, "b": {"SUCCESS", "FAILURE", "ERROR"}},
+		"bad":  {"a": {"FAILURE", "FAILURE", "TIMEOUT"}, "b": {"SUCCESS", "", ""}},
+	}, []string{"good", "bad"}, []string{"a", "b"}, 3)
+	for rep := 1; rep <= 3; rep++ {
+		rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "good", "b", rep)
+		if err := os.WriteFile(filepath.Join(rd, supervisor.StdoutFile), []byte(hostileLog), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestStripControlsRemovesTerminalSequences(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"plain\ttext\n", "plain\ttext\n"},
+		{"\x1b[31mred\x1b[0m", "red"},
+		{"\x1b[2J\x1b[H\x1b[?1049hscreen", "screen"},
+		{"\x1b]0;title\x07after", "after"},
+		{"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\", "link"},
+		{"\x1bPdcs data\x1b\\ok", "ok"},
+		{"\u009b31mC1 csi", "C1 csi"},
+		{"\x1b(Bcharset", "charset"},
+		{"a\rb\x08c\x00d\x7f", "abcd"},
+		{"bidi \u202eevil\u202c", "bidi evil"},
+		{"bad \xff utf8", "bad \ufffd utf8"},
+		{"trailing \x1b", "trailing "},
+		{"\x1b[31", ""},
+		{"ünïcødé ✓", "ünïcødé ✓"},
+	}
+	for _, c := range cases {
+		if got := StripControls(c.in); got != c.want {
+			t.Errorf("StripControls(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestReportHTMLRendersHostileAgentTextAsText(t *testing.T) {
+	dir := hostileExperiment(t)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := strings.ToLower(string(page))
+	if strings.Contains(low, "<script") || strings.Contains(low, "<img") {
+		t.Error("agent markup reached the page as markup")
+	}
+	if !strings.Contains(string(page), "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("agent markup is not shown as text")
+	}
+	for _, bad := range []string{"\x1b", "\x07", "\x00", "\u202e"} {
+		if strings.Contains(string(page), bad) {
+			t.Errorf("control character %q reached the page", bad)
+		}
+	}
+	if !strings.Contains(string(page), "REDevil after") {
+		t.Error("log text around the escapes is missing")
+	}
+	m := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindSubmatch(page)
+	if m == nil {
+		t.Fatal("no stylesheet")
+	}
+	sum := sha256.Sum256(m[1])
+	want := "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; img-src data:;"
+	csp := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]*)">`).FindSubmatch(page)
+	if csp == nil || !strings.HasPrefix(html.UnescapeString(string(csp[1])), want) {
+		t.Errorf("CSP missing or its style hash does not match the stylesheet: %q, want %s...", csp, want)
+	}
+}
+
+func TestReportHTMLShowsTheEndOfALongLogWithALink(t *testing.T) {
+	dir := hostileExperiment(t)
+	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "good", "a", 2)
+	long := strings.Repeat("x", 3*LogPreviewBytes) + "THE END"
+	os.WriteFile(filepath.Join(rd, supervisor.StderrFile), []byte("HEAD"+long), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if !strings.Contains(string(page), "THE END") || strings.Contains(string(page), "HEAD") {
+		t.Error("the preview is not the log's end")
+	}
+	if !strings.Contains(string(page), `<a href="good/a/2/agent.stderr.log">`) {
+		t.Error("no relative link to the whole log")
+	}
+	if bytes.Count(page, []byte("x")) > LogPreviewBytes+1000 {
+		t.Error("the preview is not truncated")
+	}
+}
+
+func TestReportDoesNotFollowSymlinkedLogOutOfTheRunDir(t *testing.T) {
+	dir := hostileExperiment(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("TOP-SECRET-REFERENCE"), 0o600)
+	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 1)
+	if err := os.Symlink(secret, filepath.Join(rd, supervisor.StdoutFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if strings.Contains(string(page), "TOP-SECRET-REFERENCE") {
+		t.Error("report.html followed a symlinked log out of the run directory")
+	}
+}
+
+// TestReportHTMLInChromium loads the page in headless Chromium: no console error (a CSP
+// violation is one), the leaderboard's numbers, and the hostile log rendered as text.
+func TestReportHTMLInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is missing under CI=true (apt-get install chromium)")
+		}
+		t.Skip("chromium not installed")
+	}
+	dir := hostileExperiment(t)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions", "--user-data-dir="+t.TempDir(),
+		"--enable-logging=stderr", "--v=0", "--dump-dom", "file://"+filepath.Join(dir, HTMLFile))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	dom := stdout.String()
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "CONSOLE") || strings.Contains(line, "Refused to") || strings.Contains(line, "Uncaught") {
+			t.Errorf("console: %s", line)
+		}
+	}
+	board := regexp.MustCompile(`<tr data-variant="(\w+)"><td class="num">(\d)</td><td>\w+</td><td class="num">(\d+)</td><td class="num">(\d+)</td><td class="num pass-rate">([0-9.]+)</td>`).FindAllStringSubmatch(dom, -1)
+	var got []string
+	for _, m := range board {
+		got = append(got, strings.Join(m[1:], " "))
+	}
+	if want := []string{"good 1 6 4 0.67", "bad 2 4 1 0.25"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("leaderboard in the DOM = %q, want %q", got, want)
+	}
+	if strings.Contains(strings.ToLower(dom), "<script") || strings.Contains(dom, "<img") {
+		t.Error("the hostile log became elements in the DOM")
+	}
+	if !strings.Contains(dom, "&lt;script&gt;alert(1)&lt;/script&gt;") || strings.Contains(dom, "\x1b") {
+		t.Error("the hostile log is not rendered as text")
+	}
+}
+
+func TestReportHTMLShowsMockCallsOfRunsWithMocks(t *testing.T) {
+	dir := hostileExperiment(t)
+	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
+	res, err := supervisor.ReadResult(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Mocks = &supervisor.MockResult{Tools: []string{"gh"}, Log: supervisor.MockCallsFile}
+	supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res)
+	os.WriteFile(filepath.Join(rd, supervisor.MockCallsFile), []byte(`{"tool":"gh","argv":["pr","<b>list</b>"]}`+"\n"), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if !strings.Contains(string(page), `<a href="bad/a/3/mock_calls.jsonl">`) || !strings.Contains(string(page), `&lt;b&gt;list&lt;/b&gt;`) {
+		t.Error("mock calls not shown (as text)")
+	}
+	if strings.Count(string(page), "mock_calls.jsonl") != 2 {
+		t.Error("mock calls shown for runs without mocks")
+	}
+}

@@ -1,0 +1,187 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/task"
+)
+
+// ModelCallsFile is the model gateway's transcript in a run directory.
+const ModelCallsFile = "model_calls.jsonl"
+
+// GatewayURL is where the agent reaches the model gateway inside its container.
+const GatewayURL = "http://127.0.0.1:80"
+
+// Run statuses of a run whose agent hit a gateway budget; the snapshot is still graded.
+const (
+	StatusMaxTurns    = "MAX_TURNS_EXHAUSTED"
+	StatusTokenBudget = "TOKEN_BUDGET_EXCEEDED"
+)
+
+// providerEnv names, per provider, the variables of ceval's own environment that hold the
+// real credential and an optional upstream base URL (a LiteLLM or Bedrock proxy). The
+// credential is read by the gateway in this process and never enters the container.
+var providerEnv = map[string]struct{ key, baseURL string }{
+	gateway.Anthropic: {"ANTHROPIC_API_KEY", "CEVAL_ANTHROPIC_BASE_URL"},
+	gateway.OpenAI:    {"OPENAI_API_KEY", "CEVAL_OPENAI_BASE_URL"},
+}
+
+// GatewayResult is result.json's record of the model gateway: usage metered from what the
+// provider answered, never from the agent's own output.
+type GatewayResult struct {
+	Mode string `json:"mode"`
+	Log  string `json:"log"` // file name in the run directory
+	gateway.Totals
+}
+
+// gatewayRun is the model gateway of one run.
+type gatewayRun struct {
+	srv    *gateway.Server
+	key    string // the per-run dummy key the agent presents
+	log    *os.File
+	result *GatewayResult
+	once   sync.Once
+	err    error
+}
+
+// newGatewayKey returns a fresh per-run key; it opens nothing but this run's gateway.
+func newGatewayKey() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return "ceval-run-" + hex.EncodeToString(b[:])
+}
+
+// startGateway prepares the task's model gateway (nil when it has none); it serves once
+// listen is called with the container's pid, from BeforeStart.
+func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool)) (*gatewayRun, error) {
+	g := t.Agent.Gateway
+	if g == nil {
+		return nil, nil
+	}
+	if t.Sandbox.Network == task.NetworkHost {
+		return nil, &InputError{fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
+	}
+	cfg := gateway.Config{Mode: g.Mode, Key: newGatewayKey(), Model: t.Agent.Model, AllowServerTools: g.ServerTools,
+		Providers: map[string]gateway.Provider{}}
+	if g.Mode == task.GatewayReplay {
+		f, err := os.Open(g.Fixture)
+		if err != nil {
+			return nil, &InputError{fmt.Errorf("gateway fixture: %w", err)}
+		}
+		cfg.Fixture, err = gateway.ParseFixture(f)
+		f.Close()
+		if err != nil {
+			return nil, &InputError{fmt.Errorf("gateway fixture %s: %w", g.Fixture, err)}
+		}
+	} else {
+		for api, names := range providerEnv {
+			var p gateway.Provider
+			p.Key, _ = lookup(names.key)
+			p.BaseURL, _ = lookup(names.baseURL)
+			cfg.Providers[api] = p
+		}
+	}
+	log, err := os.OpenFile(runDir+"/"+ModelCallsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, &InfraError{fmt.Errorf("model gateway transcript: %w", err)}
+	}
+	cfg.Log = log
+	srv, err := gateway.New(cfg)
+	if err != nil {
+		log.Close()
+		return nil, &InfraError{err}
+	}
+	return &gatewayRun{srv: srv, key: cfg.Key, log: log, result: &GatewayResult{Mode: g.Mode, Log: ModelCallsFile}}, nil
+}
+
+// beforeStart opens the gateway's socket inside the created container's network namespace
+// and serves it from this process.
+func (g *gatewayRun) beforeStart(_ context.Context, pid uint32) error {
+	ln, err := gateway.ListenInNetns(pid, gateway.DefaultAddr)
+	if err != nil {
+		return err
+	}
+	g.srv.Serve(ln)
+	return nil
+}
+
+// stop closes the gateway (its listener releases the container's namespace) and records
+// its totals; it is idempotent and a no-op on nil.
+func (g *gatewayRun) stop() error {
+	if g == nil {
+		return nil
+	}
+	g.once.Do(func() {
+		g.err = g.srv.Close()
+		g.result.Totals = g.srv.Totals()
+		if err := g.log.Close(); g.err == nil {
+			g.err = err
+		}
+	})
+	return g.err
+}
+
+// status is the run status a gateway budget imposes, or "".
+func (g *gatewayRun) status() string {
+	switch g.result.Exceeded {
+	case gateway.ExceededTurns:
+		return StatusMaxTurns
+	case gateway.ExceededTokens:
+		return StatusTokenBudget
+	}
+	return ""
+}
+
+// GatewayEnv is the agent's environment for reaching the gateway with the per-run key:
+// every agent gets CEVAL_GATEWAY_URL and CEVAL_GATEWAY_KEY; Claude Code gets them as its
+// own variables, Codex through the config.toml written by writeCodexConfig.
+func GatewayEnv(t *task.Task, key string) []string {
+	env := []string{"CEVAL_GATEWAY_URL=" + GatewayURL, "CEVAL_GATEWAY_KEY=" + key}
+	if t.Agent.Type == task.AgentClaudeCode {
+		env = append(env, "ANTHROPIC_BASE_URL="+GatewayURL, "ANTHROPIC_API_KEY="+key)
+	}
+	return env
+}
+
+// CodexConfig is $CODEX_HOME/config.toml for a run through the gateway: a model provider at
+// the gateway whose key is read from CEVAL_GATEWAY_KEY, and no background traffic.
+func CodexConfig(model string) string {
+	s := ""
+	if model != "" {
+		s += "model = " + strconv.Quote(model) + "\n"
+	}
+	return s + `model_provider = "ceval"
+
+[model_providers.ceval]
+name = "ceval gateway"
+base_url = "` + GatewayURL + `/v1"
+wire_api = "responses"
+env_key = "CEVAL_GATEWAY_KEY"
+
+[analytics]
+enabled = false
+
+[otel]
+metrics_exporter = "none"
+
+[features]
+plugins = false
+`
+}
+
+// writeCodexConfig writes CodexConfig into the home scratch directory's .codex.
+func writeCodexConfig(home, model string) error {
+	root, err := os.OpenRoot(home)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return writeInRoot(root, ".codex/config.toml", []byte(CodexConfig(model)), 0o644)
+}
