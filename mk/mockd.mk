@@ -20,6 +20,6 @@ check-mockclient:
 
 # fuzz-mockd: the protocol decoder and the fixture parser, briefly (make fuzz runs them too).
 fuzz-mockd:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./mockd
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFixture$$' -fuzztime $(FUZZTIME) ./mockd
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./mockd
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFixture$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./mockd
 
