@@ -7,13 +7,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/wasm"
 )
 
 // Row is one attack's line of the report.
@@ -33,16 +36,18 @@ type NotAttempted struct {
 	Why  string `json:"why"`
 }
 
-// NotAttemptedClasses are the kernel-layer preconditions no busybox tool reaches; the suite
-// says so instead of pretending to test them. The agent's seccomp profile is containerd's
-// default, and the attacks above check that it is on.
+// NotAttemptedClasses are the attacks the suite cannot mount from the image: kernel-layer
+// preconditions no busybox tool reaches (the agent's seccomp profile is containerd's default,
+// and the attacks check that it is on), and mock attacks the agent has no means for or that
+// would only wait out a timeout. The suite says so instead of pretending to test them.
 var NotAttemptedClasses = []NotAttempted{
 	{"kernel-keyctl", "keyctl(2): no busybox tool makes the call"},
 	{"kernel-bpf", "bpf(2): no busybox tool makes the call"},
 	{"kernel-io-uring", "io_uring_setup(2): no busybox tool makes the call"},
 	{"kernel-perf-event-open", "perf_event_open(2): no busybox tool makes the call"},
 	{"kernel-userfaultfd", "userfaultfd(2): no busybox tool makes the call"},
-	{"mock-gateway-plugin-wasm", "mock servers, the model gateway, plugin bundles and WASM criteria are not in this build's product path yet"},
+	{"mock-second-uid", "a second UID on the mock socket: the agent has one UID and no way to change it (see priv-setuid, priv-su)"},
+	{"mock-slow-request", "a slow mock request: bounded by mockd's per-connection timeout, tested in package mockd; an attack would only wait"},
 }
 
 // Report is the whole selftest.
@@ -88,6 +93,9 @@ type Options struct {
 	Preflight *images.PreflightCache
 	// Progress, when set, hears each row as soon as its attack is done.
 	Progress func(Row)
+	// Executor grades the attacks' executing criteria (run_command); nil starts a WASM
+	// executor on first need (the binary must call wasm.WorkerMain on wasm.WorkerCommand).
+	Executor grader.Executor
 }
 
 // grace is the time between SIGTERM and SIGKILL for every attack: short, so the suite stays
@@ -128,8 +136,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Attacks: []Row{}, NotAttempted: NotAttemptedClasses, RunsDir: runsDir}
 	runID := supervisor.NewRunID(time.Now())
+	ex := &lazyExecutor{ex: o.Executor}
+	defer ex.close()
 	for _, a := range attacks {
-		row := runAttack(ctx, a, o, filepath.Join(root, "tasks", a.Name), runsDir, runID)
+		row := runAttack(ctx, a, o, ex, filepath.Join(root, "tasks", a.Name), runsDir, runID)
 		rep.Attacks = append(rep.Attacks, row)
 		if o.Progress != nil {
 			o.Progress(row)
@@ -150,7 +160,33 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-func runAttack(ctx context.Context, a Attack, o Options, taskDir, runsDir, runID string) Row {
+// lazyExecutor starts the WASM executor when the first attack with an executing criterion
+// needs it, so a selection without one pays nothing.
+type lazyExecutor struct {
+	ex      grader.Executor
+	started *wasm.Executor
+	err     error
+}
+
+func (l *lazyExecutor) get() (grader.Executor, error) {
+	if l.ex == nil && l.err == nil {
+		e, err := wasm.NewExecutor(wasm.Options{})
+		if err != nil {
+			l.err = fmt.Errorf("WASM sandbox for executing criteria: %w", err)
+		} else {
+			l.ex, l.started = e, e
+		}
+	}
+	return l.ex, l.err
+}
+
+func (l *lazyExecutor) close() {
+	if l.started != nil {
+		_ = l.started.Close()
+	}
+}
+
+func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, taskDir, runsDir, runID string) Row {
 	start := time.Now()
 	row := Row{Name: a.Name, Tried: a.Tried}
 	done := func(out Outcome, score float64, detail string) Row {
@@ -174,11 +210,34 @@ func runAttack(ctx context.Context, a Attack, o Options, taskDir, runsDir, runID
 	if o.Image != "" {
 		t.Sandbox.Image = o.Image
 	}
+	var ex grader.Executor
+	for i := range t.Criteria {
+		if t.Criteria[i].Executes() {
+			if ex, err = lex.get(); err != nil {
+				return done(Errored, 0, err.Error())
+			}
+			break
+		}
+	}
+	s := setups[a.Name]
+	env := s.env
+	var prov *fakeProvider
+	if s.provider {
+		if prov, err = startFakeProvider(); err != nil {
+			return done(Errored, 0, "starting the fake model provider: "+err.Error())
+		}
+		defer prov.close()
+		env = map[string]string{"CEVAL_ANTHROPIC_BASE_URL": prov.url}
+		for k, v := range s.env {
+			env[k] = v
+		}
+	}
 	actx, cancel := context.WithTimeout(ctx, t.Sandbox.Limits.Timeout+hangGuard)
 	defer cancel()
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
 		RunsDir: runsDir, RunID: runID, Client: o.Client, Namespace: o.Namespace,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
+		Executor: ex, LookupEnv: lookupEnv(env, canary),
 	})
 	if res != nil {
 		row.RunDir = res.Dir
@@ -190,12 +249,51 @@ func runAttack(ctx context.Context, a Attack, o Options, taskDir, runsDir, runID
 		runErr = fmt.Errorf("the run did not end within its timeout plus %s: %w", hangGuard, runErr)
 	}
 	var ie *supervisor.InputError
-	if errors.As(runErr, &ie) {
+	refused := errors.As(runErr, &ie)
+	switch {
+	case s.refused != "" && refused && strings.Contains(runErr.Error(), s.refused):
+		return done(Blocked, 0, "refused before the agent started: "+clip(runErr.Error(), 200))
+	case refused:
 		return done(Errored, 0, "the attack's task was refused: "+runErr.Error())
+	case s.refused != "" && runErr == nil:
+		return done(Breach, score(res), "the run went ahead; it must be refused with an input error ("+s.refused+")")
 	}
 	e := evidence{res: res, runErr: runErr}
 	if runErr == nil {
 		e.log, e.leaks = gather(res, canary)
+		if s.check != nil {
+			if l := s.check(res); l != "" {
+				e.leaks = append(e.leaks, l)
+			}
+		}
+		if prov != nil {
+			key := strings.ReplaceAll(s.env["ANTHROPIC_API_KEY"], canaryPlaceholder, canary)
+			e.leaks = append(e.leaks, runDirLeaks(res, key)...)
+			if out, sc, detail := classify(e); out != Breach && !prov.sawKey(key) {
+				return done(Errored, sc, "the fake provider was never sent the real key, so the attack proved nothing ("+detail+")")
+			}
+		}
 	}
 	return done(classify(e))
+}
+
+func score(res *supervisor.Result) float64 {
+	if res == nil {
+		return 0
+	}
+	return res.Score
+}
+
+// lookupEnv is ceval's own environment for one attack: the host's, with the attack's
+// variables (canary substituted) on top; nil when the attack sets none.
+func lookupEnv(env map[string]string, canary string) func(string) (string, bool) {
+	if len(env) == 0 {
+		return nil
+	}
+	return func(k string) (string, bool) {
+		if v, ok := env[k]; ok {
+			return strings.ReplaceAll(v, canaryPlaceholder, canary), true
+		}
+		return os.LookupEnv(k)
+	}
 }

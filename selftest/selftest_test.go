@@ -27,13 +27,17 @@ var suiteNames = []string{
 	"fill-dev-shm", "fill-home", "fill-tmp", "fill-workspace",
 	"fool-conftest-hooks", "fool-deep-tree", "fool-fifo", "fool-forged-results", "fool-hardlink-host",
 	"fool-json-nesting", "fool-million-files", "fool-sparse-10g", "fool-symlink-host", "fool-trojan-path",
+	"gateway-forged-usage", "gateway-other-endpoints", "gateway-real-key",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
+	"mock-enumerate-argv", "mock-grep-fixture", "mock-oversized-request",
 	"net-connect-external", "net-dns", "net-host-services",
+	"plugin-source-grading", "plugin-write-tree",
 	"priv-af-packet", "priv-cgroup-escape", "priv-chroot", "priv-hostname-time", "priv-kernel-log",
 	"priv-kernel-module", "priv-mknod", "priv-mount", "priv-net-admin", "priv-nsenter",
 	"priv-proc-sys-write", "priv-proc1-root", "priv-raw-socket", "priv-setpriv-caps", "priv-setuid",
 	"priv-su", "priv-sysrq-trigger", "priv-unshare-namespaces", "priv-user-namespace",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
+	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
 }
 
 func TestSuiteShipsEveryListedAttackAndAtLeast40(t *testing.T) {
