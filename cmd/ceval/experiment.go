@@ -6,21 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/grader"
-	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/report"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
@@ -95,16 +90,13 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	if x.parallel < 0 || x.parallel > task.MaxParallel {
 		return exitWith(exitInvalid, fmt.Errorf("-j %d: want 1..%d", x.parallel, task.MaxParallel))
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+	sess, err := g.openSession(cmd)
 	if err != nil {
-		return exitWith(exitInfraErr, err)
+		return err
 	}
-	defer c.Close()
-	if dir, err := images.DefaultCacheDir(); err == nil {
-		base.Preflight, _ = images.NewPreflightCache(dir)
-	}
+	defer sess.Close()
+	c, cctx := sess.client, sess.ctx
+	base.Preflight = sess.preflight
 	base.Client, base.Namespace, base.Version = c, g.namespace, cevalVersion()
 	executor, closeExecutor, err := executorFor(experimentTasks(e)...)
 	if err != nil {

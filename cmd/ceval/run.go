@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -101,17 +97,12 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			}
 			allowEnv = append(allowEnv, ucfg.AllowEnv...)
 			allowHostNet = allowHostNet || ucfg.AllowHostNetwork
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+			sess, err := g.openSession(cmd)
 			if err != nil {
-				return exitWith(exitInfraErr, err)
+				return err
 			}
-			defer c.Close()
-			var pc *images.PreflightCache
-			if dir, err := images.DefaultCacheDir(); err == nil {
-				pc, _ = images.NewPreflightCache(dir)
-			}
+			defer sess.Close()
+			c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
 			ex, closeEx, err := executorFor(tasks...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)

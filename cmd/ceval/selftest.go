@@ -5,16 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/selftest"
 )
 
@@ -55,17 +51,12 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 				}
 				return exitWith(exitInfraErr, err)
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+			sess, err := g.openSession(cmd)
 			if err != nil {
-				return exitWith(exitInfraErr, err)
+				return err
 			}
-			defer c.Close()
-			var pc *images.PreflightCache
-			if dir, err := images.DefaultCacheDir(); err == nil {
-				pc, _ = images.NewPreflightCache(dir)
-			}
+			defer sess.Close()
+			c, cctx, pc := sess.client, sess.ctx, sess.preflight
 			errOut := cmd.ErrOrStderr()
 			rep, err := selftest.Run(cctx, selftest.Options{
 				Client: c, Namespace: g.namespace, Image: image, Only: names, RunsDir: runsDir,
@@ -91,7 +82,7 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitFailure, fmt.Errorf("%d attack(s) breached", rep.Count(selftest.Breach)))
 			case !rep.Passed():
 				return exitWith(exitInfraErr, fmt.Errorf("%d attack(s) could not run, so they proved nothing", len(rep.Attacks)-rep.Count(selftest.Blocked)-rep.Count(selftest.Detected)-rep.Count(selftest.Skipped)))
-			case ctx.Err() != nil:
+			case cctx.Err() != nil:
 				return exitWith(exitInfraErr, errors.New("interrupted"))
 			}
 			return nil

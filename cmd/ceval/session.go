@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+)
+
+// session is what a command that runs containers holds: a context cancelled by Ctrl-C or
+// SIGTERM and carrying the containerd namespace, the client, and the image preflight cache.
+type session struct {
+	ctx       context.Context
+	client    *client.Client
+	preflight *images.PreflightCache // nil when the cache directory is unusable: preflights then run uncached
+	stop      context.CancelFunc
+}
+
+// openSession connects to containerd; a failure is an infrastructure error (exit 3).
+func (g *globalOptions) openSession(cmd *cobra.Command) (*session, error) {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+	if err != nil {
+		stop()
+		return nil, exitWith(exitInfraErr, err)
+	}
+	s := &session{ctx: cctx, client: c, stop: stop}
+	if dir, err := images.DefaultCacheDir(); err == nil {
+		s.preflight, _ = images.NewPreflightCache(dir)
+	}
+	return s, nil
+}
+
+// Close releases the client and the signal handler.
+func (s *session) Close() {
+	s.client.Close()
+	s.stop()
+}
