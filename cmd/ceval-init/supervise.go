@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +31,8 @@ const spareThreads = 3
 // prewarmThreads makes the Go runtime create n OS threads now, while forks still succeed,
 // and keep them idle for later. Under a pids limit the agent can exhaust, a runtime that
 // had to create a thread later would crash the init ("failed to create new OS thread").
+// Each goroutine blocks in a read: with GOMAXPROCS 1 the runtime must give every one of them
+// a thread of its own before this goroutine runs again and sees them all entered.
 func prewarmThreads(n int) {
 	var fds [2]int
 	if err := syscall.Pipe2(fds[:], syscall.O_CLOEXEC); err != nil {
@@ -37,34 +40,22 @@ func prewarmThreads(n int) {
 	}
 	defer syscall.Close(fds[0])
 	defer syscall.Close(fds[1])
-	base := threads()
+	var entered atomic.Int32
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var b [1]byte
-			_, _ = syscall.Read(fds[0], b[:]) // blocks in the kernel: the runtime hands the P to a new thread
+			entered.Add(1)
+			_, _ = syscall.Read(fds[0], b[:])
 		}()
 	}
-	// Wait until the threads exist (sysmon hands a P blocked in a syscall to a new thread
-	// within microseconds), but never long: this is on the path of every run.
-	for deadline := time.Now().Add(50 * time.Millisecond); threads() < base+n && time.Now().Before(deadline); {
-		time.Sleep(200 * time.Microsecond)
+	for deadline := time.Now().Add(50 * time.Millisecond); entered.Load() < int32(n) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Microsecond)
 	}
 	_, _ = syscall.Write(fds[1], make([]byte, n))
 	wg.Wait()
-}
-
-// threads counts this process's OS threads.
-func threads() int {
-	f, err := os.Open("/proc/self/task")
-	if err != nil {
-		return 1 << 30 // unknown: do not wait
-	}
-	defer f.Close()
-	names, _ := f.Readdirnames(-1)
-	return len(names)
 }
 
 // run supervises cfg.argv to the end and returns the init's exit code.
