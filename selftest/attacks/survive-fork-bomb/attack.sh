@@ -14,6 +14,8 @@ while [ $i -lt 3000 ]; do
 	[ $n -gt $max ] && max=$n
 	i=$((i + 1))
 done
-echo "at most $max processes seen" >&3
-[ $max -gt 64 ] && proof "$max processes under a pids limit of 64"
+# Only a hint: /proc is read while processes die and are born, so one listing can hold more
+# entries than ever lived at once. Whether the bomb got past pids.max is judged by ceval's
+# own reading of the container's cgroup (peak_pids against the attested pids.max).
+echo "at most $max /proc entries seen in one listing" >&3
 printf '\nRC fork bomb 0\n' >&3
