@@ -36,16 +36,11 @@ type NotAttempted struct {
 	Why  string `json:"why"`
 }
 
-// NotAttemptedClasses are the attacks the suite cannot mount from the image: kernel-layer
-// preconditions no busybox tool reaches (the agent's seccomp profile is containerd's default,
-// and the attacks check that it is on), and mock attacks the agent has no means for or that
-// would only wait out a timeout. The suite says so instead of pretending to test them.
+// NotAttemptedClasses are the attacks the suite cannot mount from the image: mock attacks the
+// agent has no means for or that would only wait out a timeout. The suite says so instead of
+// pretending to test them. (The kernel-layer calls no busybox tool makes are the attack
+// kernel-syscalls, whose agent is cmd/ceval-probe.)
 var NotAttemptedClasses = []NotAttempted{
-	{"kernel-keyctl", "keyctl(2): no busybox tool makes the call"},
-	{"kernel-bpf", "bpf(2): no busybox tool makes the call"},
-	{"kernel-io-uring", "io_uring_setup(2): no busybox tool makes the call"},
-	{"kernel-perf-event-open", "perf_event_open(2): no busybox tool makes the call"},
-	{"kernel-userfaultfd", "userfaultfd(2): no busybox tool makes the call"},
 	{"mock-second-uid", "a second UID on the mock socket: the agent has one UID and no way to change it (see priv-setuid, priv-su)"},
 	{"mock-slow-request", "a slow mock request: bounded by mockd's per-connection timeout, tested in package mockd; an attack would only wait"},
 }
@@ -138,8 +133,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	runID := supervisor.NewRunID(time.Now())
 	ex := &lazyExecutor{ex: o.Executor}
 	defer ex.close()
+	probe := &probeImage{c: o.Client, busybox: o.Busybox}
+	defer probe.remove(ctx)
 	for _, a := range attacks {
-		row := runAttack(ctx, a, o, ex, filepath.Join(root, "tasks", a.Name), runsDir, runID)
+		row := runAttack(ctx, a, o, ex, probe, filepath.Join(root, "tasks", a.Name), runsDir, runID)
 		rep.Attacks = append(rep.Attacks, row)
 		if o.Progress != nil {
 			o.Progress(row)
@@ -186,7 +183,7 @@ func (l *lazyExecutor) close() {
 	}
 }
 
-func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, taskDir, runsDir, runID string) Row {
+func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, probe *probeImage, taskDir, runsDir, runID string) Row {
 	start := time.Now()
 	row := Row{Name: a.Name, Tried: a.Tried}
 	done := func(out Outcome, score float64, detail string) Row {
@@ -207,8 +204,14 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, task
 	if err != nil {
 		return done(Errored, 0, "the attack's task does not load: "+err.Error())
 	}
-	if o.Image != "" {
+	s := setups[a.Name]
+	if o.Image != "" && !s.probe {
 		t.Sandbox.Image = o.Image
+	}
+	if s.probe {
+		if err := probe.ensure(ctx); err != nil {
+			return done(Errored, 0, err.Error())
+		}
 	}
 	var ex grader.Executor
 	for i := range t.Criteria {
@@ -219,7 +222,6 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, task
 			break
 		}
 	}
-	s := setups[a.Name]
 	env := s.env
 	var prov *fakeProvider
 	if s.provider {

@@ -29,6 +29,7 @@ var suiteNames = []string{
 	"fool-json-nesting", "fool-million-files", "fool-sparse-10g", "fool-symlink-host", "fool-trojan-path",
 	"gateway-forged-usage", "gateway-other-endpoints", "gateway-real-key",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
+	"kernel-syscalls",
 	"mock-enumerate-argv", "mock-grep-fixture", "mock-oversized-request",
 	"net-connect-external", "net-dns", "net-host-services",
 	"plugin-source-grading", "plugin-write-tree",

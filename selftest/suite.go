@@ -63,11 +63,14 @@ type setup struct {
 	// check looks at a finished run for what the criteria cannot see (gateway totals, say);
 	// a non-empty answer is a breach.
 	check func(res *supervisor.Result) string
+	// probe says the task runs in ProbeImage (its task.yaml names it), which the run builds
+	// first; --image does not replace it, since another image lacks the probe.
+	probe bool
 }
 
 // setups is the extension point for attacks that need more than their attacks/NAME files,
-// keyed by attack name: git histories, the model gateway's environment and checks, and the
-// plugin source that must be refused.
+// keyed by attack name: git histories, the model gateway's environment and checks, the
+// plugin source that must be refused, and the probe image.
 var setups = map[string]setup{
 	"git-later-commit": gitSetup("later-commit"),
 	"git-other-branch": gitSetup("other-branch"),
@@ -81,6 +84,8 @@ var setups = map[string]setup{
 	"gateway-forged-usage":    {check: checkGatewayUsage},
 	"plugin-source-grading":   {refused: "denied by"},
 	"plugin-write-tree":       {check: checkPluginUnchanged},
+
+	"kernel-syscalls": {probe: true},
 }
 
 // Attacks lists the suite in name order.
@@ -168,7 +173,7 @@ func materialize(a Attack, dir, canary string) error {
 		return err
 	}
 	src := path.Join("attacks", a.Name)
-	subst := strings.NewReplacer(canaryPlaceholder, canary, taskDirPlaceholder, dir)
+	subst := strings.NewReplacer(canaryPlaceholder, canary, taskDirPlaceholder, dir, probeImagePlaceholder, ProbeImage())
 	err := fs.WalkDir(suite, src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
