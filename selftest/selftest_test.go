@@ -30,7 +30,7 @@ var suiteNames = []string{
 	"gateway-forged-usage", "gateway-other-endpoints", "gateway-real-key",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
 	"kernel-syscalls",
-	"mock-enumerate-argv", "mock-grep-fixture", "mock-oversized-request",
+	"mock-enumerate-argv", "mock-grep-fixture", "mock-oversized-request", "mock-slow-clients",
 	"net-connect-external", "net-dns", "net-host-services",
 	"plugin-source-grading", "plugin-write-tree",
 	"priv-af-packet", "priv-cgroup-escape", "priv-chroot", "priv-hostname-time", "priv-kernel-log",
