@@ -54,6 +54,54 @@ func cat(e *Env, args []string) int {
 	return o.done(st)
 }
 
+// count is head's and tail's -n/-c/-N option.
+type count struct {
+	n           int64
+	plus, minus bool // "+N": from line N; "-N": all but the last N
+	bytes       bool // -c
+}
+
+// countOptions parses head's or tail's options (default 10 lines), reporting errors itself.
+func countOptions(e *Env, cmd, bools string, args []string) (files []string, c count, ok bool) {
+	fl := newFlags(cmd, bools, "nc")
+	files, err := fl.parse(args, true)
+	if err != nil {
+		e.errf(cmd, "%v", err)
+		return nil, c, false
+	}
+	spec := "10"
+	if fl.numFlag != "" {
+		spec = fl.numFlag
+	}
+	if fl.has('n') {
+		spec = fl.val('n')
+	}
+	if fl.has('c') {
+		spec, c.bytes = fl.val('c'), true
+	}
+	if c.n, c.plus, c.minus, err = countArg(spec); err != nil {
+		e.errf(cmd, "invalid number of lines: '%s'", spec)
+		return nil, c, false
+	}
+	return files, c, true
+}
+
+// fileHeaders returns what prints "==> NAME <==" before each file when there are several,
+// with a blank line between files, as head and tail do.
+func fileHeaders(o outBuf, multi bool) func(name string) {
+	first := true
+	return func(name string) {
+		if !multi {
+			return
+		}
+		if !first {
+			o.WriteString("\n")
+		}
+		first = false
+		fmt.Fprintf(o, "==> %s <==\n", displayName(name))
+	}
+}
+
 // countArg parses head/tail's -n/-c value: "5", "+5" (from), "-5" (all but).
 func countArg(s string) (n int64, plus, minus bool, err error) {
 	switch {
@@ -69,38 +117,15 @@ func countArg(s string) (n int64, plus, minus bool, err error) {
 }
 
 func head(e *Env, args []string) int {
-	fl := newFlags("head", "qv", "nc")
-	files, err := fl.parse(args, true)
-	if err != nil {
-		e.errf("head", "%v", err)
+	files, c, ok := countOptions(e, "head", "qv", args)
+	if !ok {
 		return 1
 	}
-	spec, bytesMode := "10", false
-	if fl.numFlag != "" {
-		spec = fl.numFlag
-	}
-	if fl.has('n') {
-		spec = fl.val('n')
-	}
-	if fl.has('c') {
-		spec, bytesMode = fl.val('c'), true
-	}
-	n, _, minus, err := countArg(spec)
-	if err != nil {
-		e.errf("head", "invalid number of lines: '%s'", spec)
-		return 1
-	}
+	n, _, minus, bytesMode := c.n, c.plus, c.minus, c.bytes
 	o := e.out()
-	multi := len(files) > 1
-	first := true
+	header := fileHeaders(o, len(files) > 1)
 	st := e.inputs("head", files, func(name string, r io.Reader) error {
-		if multi {
-			if !first {
-				o.WriteString("\n")
-			}
-			first = false
-			fmt.Fprintf(o, "==> %s <==\n", displayName(name))
-		}
+		header(name)
 		if bytesMode {
 			if minus {
 				data, err := io.ReadAll(r)
@@ -169,38 +194,15 @@ func splitKeep(s string) []string {
 }
 
 func tail(e *Env, args []string) int {
-	fl := newFlags("tail", "qvfF", "nc")
-	files, err := fl.parse(args, true)
-	if err != nil {
-		e.errf("tail", "%v", err)
+	files, c, ok := countOptions(e, "tail", "qvfF", args)
+	if !ok {
 		return 1
 	}
-	spec, bytesMode := "10", false
-	if fl.numFlag != "" {
-		spec = fl.numFlag
-	}
-	if fl.has('n') {
-		spec = fl.val('n')
-	}
-	if fl.has('c') {
-		spec, bytesMode = fl.val('c'), true
-	}
-	n, plus, _, err := countArg(spec)
-	if err != nil {
-		e.errf("tail", "invalid number of lines: '%s'", spec)
-		return 1
-	}
+	n, plus, _, bytesMode := c.n, c.plus, c.minus, c.bytes
 	o := e.out()
-	multi := len(files) > 1
-	first := true
+	header := fileHeaders(o, len(files) > 1)
 	st := e.inputs("tail", files, func(name string, r io.Reader) error {
-		if multi {
-			if !first {
-				o.WriteString("\n")
-			}
-			first = false
-			fmt.Fprintf(o, "==> %s <==\n", displayName(name))
-		}
+		header(name)
 		data, err := io.ReadAll(r)
 		if err != nil {
 			return err
