@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
@@ -131,37 +134,8 @@ func TestRunWithMissingImageSaysHowToGetIt(t *testing.T) {
 // directory says the run was interrupted.
 func TestRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
-	dir := t.TempDir()
-	p := filepath.Join(dir, "task.yaml")
-	os.WriteFile(p, []byte("task_id: sigint\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
-	runs := t.TempDir()
-	cmd := exec.Command(cevalBin, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, p)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	started := make(chan struct{})
-	go func() {
-		defer close(started)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "agent_started") {
-				return
-			}
-		}
-	}()
-	select {
-	case <-started:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("the agent never started")
-	}
+	cmd, runs := startSleeper(t, ctx, c, "sigint")
 	cmd.Process.Signal(syscall.SIGINT)
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
@@ -287,4 +261,47 @@ func TestRunRefusesUnlabeledImageWithTheFix(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "lacks the label") {
 		t.Errorf("sandbox exec ran an unlabeled image: exit %d %q", r.code, r.stderr)
 	}
+}
+
+// startSleeper starts `ceval run` of a task whose agent sleeps, in the test namespace, and
+// returns once the agent has started, with the runs directory. ceval's stderr is read to its
+// end meanwhile (through a pipe of ours, so Wait never races the reader).
+func startSleeper(t *testing.T, ctx context.Context, c *client.Client, taskID string) (*exec.Cmd, string) {
+	t.Helper()
+	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	p := filepath.Join(t.TempDir(), "task.yaml")
+	os.WriteFile(p, []byte("task_id: "+taskID+"\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	runs := t.TempDir()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(cevalBin, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, p)
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	go func() {
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "agent_started") {
+				close(started)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the agent never started")
+	}
+	return cmd, runs
 }

@@ -245,25 +245,7 @@ func TestValidateAndPlanExperiment(t *testing.T) {
 // scratch mounts; gc keeps them while the owner lives and removes them all once it is dead.
 func TestGCAfterKill9LeavesNothingOfCevals(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
-	dir := t.TempDir()
-	p := filepath.Join(dir, "task.yaml")
-	os.WriteFile(p, []byte("task_id: sleeper\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
-	runs := t.TempDir()
-	cmd := exec.Command(cevalBin, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, p)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stderr)
-	started := false
-	for !started && sc.Scan() {
-		started = strings.Contains(sc.Text(), "agent_started")
-	}
-	if !started {
-		cmd.Process.Kill()
-		t.Fatal("the agent never started")
-	}
+	cmd, runs := startSleeper(t, ctx, c, "sleeper")
 	killed := false
 	t.Cleanup(func() {
 		if !killed { // a failed check below: still leave nothing behind
