@@ -2,10 +2,11 @@ package mockd
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/mockd/wire"
 )
 
 // Match modes of a fixture response.
@@ -230,11 +231,7 @@ func (p *fixtureParser) response(n *yaml.Node, what string) (Rule, bool) {
 	return r, ok
 }
 
-// replySize is the encoded size of a response frame carrying r.
+// replySize is the encoded size of a response body carrying r.
 func replySize(r Reply) int {
-	b, err := encodeResponse(Response{V: ProtocolVersion, Reply: r})
-	if err != nil {
-		return math.MaxInt
-	}
-	return len(b)
+	return wire.ResponseSize(Response(r))
 }

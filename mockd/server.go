@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,8 +39,12 @@ type Tool struct {
 type Config struct {
 	Socket   string          // path of the Unix socket to create; its directory must exist
 	Tools    map[string]Tool // by the name the agent calls
-	AllowUID uint32          // the only peer UID served (as the host sees it)
+	AllowUID uint32          // the only peer UID served: the agent's UID, in the container when UIDMappings are set
 	LogPath  string          // the call log, JSON lines, created 0600 (appended when it exists)
+	// UIDMappings are the container's user-namespace UID mappings (the spec's
+	// linux.uidMappings). When set, AllowUID is the agent's UID inside the container and the
+	// server serves the UID it maps to (see HostUID); Start fails when nothing maps it.
+	UIDMappings []specs.LinuxIDMapping
 
 	MaxConns       int           // concurrent connections; 0: DefaultMaxConns
 	RequestTimeout time.Duration // per connection, reading the request and writing the reply; 0: DefaultRequestTimeout
@@ -76,6 +81,7 @@ type Stats struct {
 // MaxRequestBytes each, for at most RequestTimeout, and a bounded number of calls.
 type Server struct {
 	cfg   Config
+	peer  uint32 // the peer UID served, as SO_PEERCRED reports it
 	ln    *net.UnixListener
 	log   *os.File
 	slots chan struct{}
@@ -107,6 +113,10 @@ func Start(cfg Config) (*Server, error) {
 			cfg.Tools[name] = t
 		}
 	}
+	peer, err := HostUID(cfg.AllowUID, cfg.UIDMappings)
+	if err != nil {
+		return nil, fmt.Errorf("mock server: %w", err)
+	}
 	log, err := os.OpenFile(cfg.LogPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("mock server: call log: %w", err)
@@ -116,7 +126,7 @@ func Start(cfg Config) (*Server, error) {
 		log.Close()
 		return nil, fmt.Errorf("mock server: %w", err)
 	}
-	s := &Server{cfg: cfg, ln: ln, log: log, slots: make(chan struct{}, cfg.MaxConns), used: map[string]int{}}
+	s := &Server{cfg: cfg, peer: peer, ln: ln, log: log, slots: make(chan struct{}, cfg.MaxConns), used: map[string]int{}}
 	s.wg.Go(s.accept)
 	return s, nil
 }
@@ -224,8 +234,11 @@ func (s *Server) serve(conn *net.UnixConn) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(s.cfg.RequestTimeout))
 	uid, err := PeerUID(conn)
-	if err != nil || uid != s.cfg.AllowUID {
-		msg := fmt.Sprintf("peer uid %d is not the agent's (%d)", uid, s.cfg.AllowUID)
+	if err != nil || uid != s.peer {
+		msg := fmt.Sprintf("peer uid %d is not the agent's (%d)", uid, s.peer)
+		if len(s.cfg.UIDMappings) > 0 {
+			msg = fmt.Sprintf("peer uid %d is not the agent's (%d, which is %d in the container)", uid, s.peer, s.cfg.AllowUID)
+		}
 		if err != nil {
 			msg = "peer credentials: " + err.Error()
 		}
@@ -330,9 +343,9 @@ func (s *Server) count(f func(*Stats)) {
 }
 
 func (s *Server) reply(conn *net.UnixConn, r Reply) {
-	b, err := encodeResponse(Response{V: ProtocolVersion, Reply: r})
+	b, err := encodeResponse(r)
 	if err != nil {
-		b, _ = encodeResponse(Response{V: ProtocolVersion, Reply: Reply{ExitCode: ExitUnavailable, Stderr: "ceval-mock: " + err.Error() + "\n"}})
+		b, _ = encodeResponse(Reply{ExitCode: ExitUnavailable, Stderr: "ceval-mock: " + err.Error() + "\n"})
 	}
 	_ = WriteFrame(conn, b)
 }

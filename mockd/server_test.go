@@ -192,7 +192,17 @@ func TestSlowRequestsAreCutAndDoNotStallOtherCalls(t *testing.T) {
 
 func TestMalformedRequestsGetAnErrorAndTheServerKeepsServing(t *testing.T) {
 	_, cfg := startServer(t, nil)
-	for _, body := range []string{"{", `{"v":2,"tool":"gh"}`, `{"v":1}`, `{"v":1,"tool":"gh","evil":1}`, `{"v":1,"tool":"gh"} {}`} {
+	good, _ := EncodeRequest(Request{Tool: "gh", Argv: []string{"pr", "list"}})
+	for _, body := range []string{
+		"",
+		`{"v":1,"tool":"gh","argv":["pr","list"]}`,                                 // version 1 (JSON): a version mismatch
+		"\x03" + string(good[1:]),                                                  // a later version
+		string(good[:len(good)-1]),                                                 // truncated
+		string(good) + "\x00",                                                      // trailing bytes
+		string(good[:1]) + "\x80" + string(good[2:]),                               // unknown flags
+		"\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", // no tool
+		"\x02\x00\x00\x00\x00\x01x\x00\x00\x00\x00\xff\xff\xff\xff",                // more arguments than bytes
+	} {
 		conn, err := net.Dial("unix", cfg.Socket)
 		if err != nil {
 			t.Fatal(err)
@@ -202,10 +212,10 @@ func TestMalformedRequestsGetAnErrorAndTheServerKeepsServing(t *testing.T) {
 		rb, err := ReadFrame(conn, MaxResponseBytes)
 		conn.Close()
 		if err != nil {
-			t.Fatalf("%s: %v", body, err)
+			t.Fatalf("%q: %v", body, err)
 		}
-		if r, err := DecodeResponse(rb); err != nil || r.ExitCode != ExitUnavailable {
-			t.Errorf("%s: reply %+v %v", body, r, err)
+		if r, err := DecodeResponse(rb); err != nil || r.ExitCode != ExitUnavailable || !strings.Contains(r.Stderr, "bad request") {
+			t.Errorf("%q: reply %+v %v", body, r, err)
 		}
 	}
 	if r := call(t, cfg, "gh", "pr", "list"); r.ExitCode != 0 {
@@ -226,6 +236,13 @@ func runClientStdin(t *testing.T, cfg Config, stdin io.Reader, args ...string) (
 
 func runClientAs(t *testing.T, cfg Config, uid uint32, stdin io.Reader, args ...string) (string, string, int) {
 	t.Helper()
+	return runClientWith(t, cfg, &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}, stdin, args...)
+}
+
+// runClientWith runs the committed static client as gh with attr (its credentials and
+// namespaces), against cfg's socket.
+func runClientWith(t *testing.T, cfg Config, attr *syscall.SysProcAttr, stdin io.Reader, args ...string) (string, string, int) {
+	t.Helper()
 	binDir, err := os.MkdirTemp("", "mockd-client-")
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +258,7 @@ func runClientAs(t *testing.T, cfg Config, uid uint32, stdin io.Reader, args ...
 	cmd := exec.Command(gh, args...)
 	cmd.Dir = "/"
 	cmd.Env = []string{"CEVAL_MOCK_SOCKET=" + cfg.Socket}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	cmd.SysProcAttr = attr
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

@@ -1,9 +1,13 @@
 package supervisor
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"ceval.dev/ceval/mockd"
 	"ceval.dev/ceval/mockd/clientbin"
@@ -71,8 +75,12 @@ func startMocks(t *task.Task, runDir, initDir string, agentUID uint32) (*mockRun
 			mounts = append(mounts, oci.Mount{Source: client, Destination: d + "/" + m.Tool})
 		}
 	}
+	uidMaps, err := agentUIDMappings()
+	if err != nil {
+		return nil, nil, err
+	}
 	s, err := mockd.Start(mockd.Config{
-		Socket: filepath.Join(dir, mockd.SocketName), Tools: tools, AllowUID: agentUID,
+		Socket: filepath.Join(dir, mockd.SocketName), Tools: tools, AllowUID: agentUID, UIDMappings: uidMaps,
 		LogPath: filepath.Join(runDir, MockCallsFile),
 	})
 	if err != nil {
@@ -94,4 +102,28 @@ func (m *mockRun) stop(runDir string) error {
 		err = rerr
 	}
 	return err
+}
+
+// agentUIDMappings returns the UID mappings of the user namespace the agent's container gets:
+// those of the spec oci.SpecOpts builds (the sandbox's own), none when it shares the host's.
+// The peer UID the mock server sees is the agent's UID through them (mockd.HostUID). They
+// depend on none of the run's paths or limits, so a stand-in config shows them.
+func agentUIDMappings() ([]specs.LinuxIDMapping, error) {
+	s, err := oci.Generate(context.Background(), oci.Config{
+		RunID: "mock-uid-mappings", PID: os.Getpid(), BootID: "mock-uid-mappings", Args: []string{"/bin/true"},
+		WorkspaceDir: "/", HomeDir: "/", InitPath: "/",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the agent container's user namespace: %w", err)
+	}
+	if s.Linux == nil {
+		return nil, nil
+	}
+	for _, ns := range s.Linux.Namespaces {
+		if ns.Type == specs.UserNamespace && (ns.Path != "" || len(s.Linux.UIDMappings) == 0) {
+			return nil, errors.New("the agent's container joins a user namespace whose UID mappings its spec does not state: " +
+				"the mock server cannot tell the agent's UID on the host; give the spec linux.uidMappings")
+		}
+	}
+	return s.Linux.UIDMappings, nil
 }
