@@ -47,6 +47,9 @@ type NotFoundError struct {
 }
 
 func (e *NotFoundError) Error() string {
+	if e.Name == AgentName {
+		return fmt.Sprintf("image %s not found in containerd namespace %s; build it with: ceval images build-agent (add --namespace %s if that is not your default)", e.Name, e.Namespace, e.Namespace)
+	}
 	return fmt.Sprintf("image %s not found in containerd namespace %s; build it with ceval images build-default or import it with ceval images import FILE", e.Name, e.Namespace)
 }
 

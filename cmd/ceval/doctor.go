@@ -106,6 +106,11 @@ func runDoctor(ctx context.Context, g *globalOptions) []check {
 	} else {
 		add(check{"default image", "ok", images.DefaultName + " present", ""})
 	}
+	if _, err := images.Lookup(nctx, c, images.AgentName); err != nil {
+		add(check{"agent image", "note", images.AgentName + " (the real Claude Code and Codex CLIs) is not built; claude-code and codex tasks need it", "ceval images build-agent"})
+	} else {
+		add(check{"agent image", "ok", images.AgentName + " present", ""})
+	}
 	return checks
 }
 

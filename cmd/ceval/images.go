@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,10 +22,11 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 		Short: "Build, import, check and label the images agents run in",
 		Long: "A run puts an agent only in an image labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + "\n" +
 			"with no setuid/setgid files and no file capabilities. build-default makes such an\n" +
-			"image from a static busybox; import brings in an OCI or docker-save archive; check\n" +
-			"reports on an image; label marks a checked image as ready.",
+			"image from a static busybox; build-agent adds the real Claude Code and Codex CLIs to it;\n" +
+			"import brings in an OCI or docker-save archive; check reports on an image; label marks\n" +
+			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildDefaultCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 
@@ -52,6 +54,66 @@ func newImagesBuildDefaultCmd(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&busybox, "busybox", images.DefaultBusybox, "statically linked busybox to put in the image (Debian: apt-get install busybox-static)")
 	return cmd
+}
+
+func newImagesBuildAgentCmd(g *globalOptions) *cobra.Command {
+	var (
+		with    []string
+		busybox string
+		offline bool
+		force   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "build-agent [--with " + strings.Join(images.AgentTypes(), ",") + "] [--offline] [--force]",
+		Short: "Build " + images.AgentName + ": the default image plus the real agent CLIs",
+		Long: "build-agent builds " + images.AgentName + " on the default image: the pinned real CLIs\n" +
+			"from the npm registry (sha256 checked), musl's loader and a static bash from this host\n" +
+			"(Debian: apt-get install musl bash-static), labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + ".\n" +
+			"Pinned:\n" + agentPins() +
+			"Downloads are cached in $XDG_CACHE_HOME/ceval/dl (default ~/.cache/ceval/dl) and checked on\n" +
+			"every use. An image already built from the same inputs is kept as it is (--force rebuilds).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := images.CheckAgentTypes(with); err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			start := time.Now()
+			b, err := images.BuildAgent(ctx, c, images.AgentOptions{
+				With: with, Busybox: busybox, Force: force,
+				Fetcher: &images.Fetcher{Offline: offline, Log: cmd.ErrOrStderr()}, Log: cmd.ErrOrStderr(),
+			})
+			if err != nil {
+				return exitWith(imagesExitCode(err), err)
+			}
+			out := cmd.OutOrStdout()
+			if b.Kept {
+				fmt.Fprintf(out, "%s is up to date (inputs %s), checked in %s; --force rebuilds it\n", b.Image.Name, b.Inputs, time.Since(start).Round(time.Millisecond))
+			} else {
+				fmt.Fprintf(out, "built %s in %s (CLI layer %d MB, uncompressed)\n", b.Image.Name, time.Since(start).Round(time.Millisecond), b.LayerSize>>20)
+			}
+			printImage(out, b.Image)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&with, "with", images.AgentTypes(), "agent CLIs to put in the image, comma-separated: "+strings.Join(images.AgentTypes(), ", "))
+	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "statically linked busybox for the default layer (Debian: apt-get install busybox-static)")
+	f.BoolVar(&offline, "offline", false, "never download: use only the download cache (fails when a package is missing there)")
+	f.BoolVar(&force, "force", false, "rebuild even when the image was built from the same inputs")
+	return cmd
+}
+
+func agentPins() string {
+	var b strings.Builder
+	for _, a := range images.AgentCLIs {
+		fmt.Fprintf(&b, "  %-12s %s (sha256 %s)\n", a.Type, a.Pin, a.Pin.SHA256)
+	}
+	return b.String()
 }
 
 func newImagesImportCmd(g *globalOptions) *cobra.Command {
@@ -170,7 +232,7 @@ func imagesExitCode(err error) int {
 	switch {
 	case errors.Is(err, images.ErrNotRunnable):
 		return exitFailure
-	case errors.Is(err, images.ErrBusybox), errors.As(err, &notFound):
+	case errors.Is(err, images.ErrBusybox), errors.Is(err, images.ErrAgentInput), errors.As(err, &notFound):
 		return exitInvalid
 	default:
 		return exitInfraErr
