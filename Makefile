@@ -48,11 +48,14 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# demo builds ceval and the default image, runs every example end to end in its sandbox
-# and prints the table; then grades examples/hello offline, solved and empty.
+# demo builds ceval, the default image and the agent image (the pinned real Claude Code and
+# Codex CLIs from the npm registry, cached in ~/.cache/ceval), runs every example end to end
+# in its sandbox (the real-CLI ones offline, their model replayed by the gateway) and prints
+# the table; then grades examples/hello offline, solved and empty.
 demo: setup build
 	$(BIN) doctor
 	$(BIN) images build-default
+	$(BIN) images build-agent
 	$(BIN) run examples/*/task.yaml
 	@echo "== ceval grade examples/hello --workspace examples/hello/solved (offline, no container)"
 	$(BIN) grade examples/hello/task.yaml --workspace examples/hello/solved
@@ -61,12 +64,14 @@ demo: setup build
 
 # bench: ceval run end to end beside ctr run (ratio of medians), 50 runs as an experiment at
 # -j 1 and -j 2 beside 50 ctr runs (per-run time, peak RSS), a protected mock's round trip
-# from inside a container beside /bin/true (p50/p99, calls/s), then the Go benchmarks.
+# from inside a container beside /bin/true (p50/p99, calls/s), then the Go benchmarks (the model
+# gateway's per-call p50/p99 in forward and replay mode beside a direct call to a local fake provider).
 bench: setup build
 	BIN=$(BIN) scripts/bench-run.sh
 	BIN=$(BIN) scripts/bench-experiment.sh
-	BIN=$(BIN) scripts/bench-mockd.sh
+	BIN=$(BIN) GO=$(GO) scripts/bench-mockd.sh
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./snapshot/
 	$(GO) test -run '^$$' -bench 'RoundTrip|ClientExec' -benchtime 500x ./mockd/
+	$(GO) test -run '^$$' -bench 'Gateway' -benchtime 2000x -count=1 ./gateway/
 
 -include mk/*.mk

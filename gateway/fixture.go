@@ -41,8 +41,9 @@ type fixtureKey struct {
 
 // Fixture is a replay script: the answers of recorded (or hand-written) calls.
 type Fixture struct {
-	Calls []Call
-	index map[fixtureKey][]int
+	Calls  []Call
+	index  map[fixtureKey][]int
+	script *script // a hand-written script instead of recorded calls
 }
 
 // MaxFixtureBytes bounds a fixture file.
@@ -56,10 +57,21 @@ type FixtureError struct {
 
 func (e *FixtureError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
 
-// ParseFixture reads a fixture: JSON lines in the transcript's format, each with api,
-// depth, tools, status, content_type and response. Blank lines are skipped.
+// ParseFixture reads a fixture: either a script of turns (see script) or JSON lines in the
+// transcript's format, each with api, depth, tools, status, content_type and response
+// (a record-mode transcript is one). Blank lines are skipped.
 func ParseFixture(r io.Reader) (*Fixture, error) {
-	sc := bufio.NewScanner(io.LimitReader(r, MaxFixtureBytes))
+	data, err := io.ReadAll(io.LimitReader(r, MaxFixtureBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFixtureBytes {
+		return nil, &FixtureError{1, fmt.Sprintf("the fixture is larger than %d MiB", MaxFixtureBytes>>20)}
+	}
+	if isScript(data) {
+		return parseScript(data)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), MaxFixtureBytes)
 	f := &Fixture{index: map[fixtureKey][]int{}}
 	line := 0
@@ -102,9 +114,13 @@ func ParseFixture(r io.Reader) (*Fixture, error) {
 	return f, nil
 }
 
-// next returns the answer for a request with key k: the matching calls in order, the last
-// one repeated (a CLI may retry); nil when none matches.
-func (s *Server) next(k fixtureKey) *Call {
+// next returns the answer for a request with key k: a script's turn at that depth, or the
+// matching recorded calls in order, the last one repeated (a CLI may retry); nil when none
+// matches.
+func (s *Server) next(k fixtureKey, model string, stream bool) *Call {
+	if s.cfg.Fixture.script != nil {
+		return s.cfg.Fixture.scriptAnswer(k, model, stream)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	idx := s.cfg.Fixture.index[k]

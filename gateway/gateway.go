@@ -22,24 +22,27 @@ const (
 // Modes.
 const (
 	Forward = "forward" // to the provider, with the real credential added
-	Record  = "record"  // forward, and keep full requests and responses in the transcript
+	Record  = "record"  // forward; the transcript (full requests and answers, as in every mode) is the fixture to replay
 	Replay  = "replay"  // answer from a fixture; no network at all
 )
 
 // Defaults of Config's caps.
 const (
-	DefaultMaxRequestBytes  = 16 << 20
-	DefaultMaxConns         = 8
-	DefaultMaxConcurrent    = 4
-	DefaultRetries          = 3
-	DefaultRetryBackoff     = 500 * time.Millisecond
-	DefaultUpstreamTimeout  = 15 * time.Minute
-	DefaultWriteTimeout     = time.Minute
-	maxErrorBody            = 64 << 10
-	maxRecordedBody         = 32 << 20
-	maxRetryAfter           = 30 * time.Second
-	defaultUpstreamAnthropc = "https://api.anthropic.com"
-	defaultUpstreamOpenAI   = "https://api.openai.com"
+	DefaultMaxRequestBytes   = 16 << 20
+	DefaultMaxConns          = 8
+	DefaultMaxConcurrent     = 4
+	DefaultRetries           = 3
+	DefaultRetryBackoff      = 500 * time.Millisecond
+	DefaultUpstreamTimeout   = 15 * time.Minute
+	DefaultWriteTimeout      = time.Minute
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 2 * time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	maxErrorBody             = 64 << 10
+	maxRecordedBody          = 32 << 20
+	maxRetryAfter            = 30 * time.Second
+	defaultUpstreamAnthropc  = "https://api.anthropic.com"
+	defaultUpstreamOpenAI    = "https://api.openai.com"
 )
 
 // Provider is where one API is forwarded to.
@@ -57,6 +60,7 @@ type Limits struct {
 	MaxInputTokens  int64
 	MaxOutputTokens int64
 	MaxTotalTokens  int64
+	MaxUSD          float64 // cost, priced from Config.Prices at the pinned model's price
 }
 
 // Config is one run's gateway.
@@ -68,6 +72,12 @@ type Config struct {
 	Fixture   *Fixture  // for Replay
 	Log       io.Writer // model_calls.jsonl; nil: none
 	Limits    Limits
+	// Prices are USD per million tokens by model name; a call is priced at its (pinned)
+	// model's. MaxUSD needs the pinned model's price.
+	Prices map[string]Price
+	// OnExceeded (may be nil) hears once, as soon as a budget is exceeded, which kind
+	// (ExceededTurns, ExceededTokens, ExceededCost) and which limit; it must not block.
+	OnExceeded func(kind, limit string)
 	// AllowServerTools keeps provider-side tools (web search/fetch, code execution, MCP
 	// connectors, file search) in requests; by default they are stripped.
 	AllowServerTools bool
@@ -79,30 +89,38 @@ type Config struct {
 	RetryBackoff    time.Duration // first retry delay, doubled each time
 	UpstreamTimeout time.Duration // one upstream request, body included
 	WriteTimeout    time.Duration // one write to the agent (a slow reader is cut off)
-	Client          *http.Client  // upstream; nil builds one
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout bound a request's headers, a whole
+	// request (a slow sender is cut off) and a kept-alive connection's wait for the next.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+	Client            *http.Client // upstream; nil builds one
 }
 
 // Budget kinds in Totals.Exceeded.
 const (
 	ExceededTurns  = "turns"
 	ExceededTokens = "tokens"
+	ExceededCost   = "cost"
 )
 
 // Totals are what passed through the gateway: the only usage ceval trusts.
 type Totals struct {
-	Requests                 int    `json:"requests"`
-	Turns                    int    `json:"turns"`        // model answers (2xx)
-	InputTokens              int64  `json:"input_tokens"` // all input, cached included
-	CachedInputTokens        int64  `json:"cached_input_tokens"`
-	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens,omitempty"`
-	OutputTokens             int64  `json:"output_tokens"`
-	ReasoningTokens          int64  `json:"reasoning_output_tokens,omitempty"`
-	Refused                  int    `json:"refused,omitempty"`           // requests the gateway answered with an error itself
-	StrippedTools            int    `json:"stripped_tools,omitempty"`    // provider-side tools removed
-	UpstreamFailures         int    `json:"upstream_failures,omitempty"` // requests that still failed after the retries
-	ReplayMisses             int    `json:"replay_misses,omitempty"`
-	Exceeded                 string `json:"budget_exceeded,omitempty"` // turns | tokens
-	ExceededLimit            string `json:"budget_exceeded_limit,omitempty"`
+	Requests                 int     `json:"requests"`
+	Turns                    int     `json:"turns"`        // model answers (2xx)
+	InputTokens              int64   `json:"input_tokens"` // all input, cached included
+	CachedInputTokens        int64   `json:"cached_input_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens,omitempty"`
+	OutputTokens             int64   `json:"output_tokens"`
+	ReasoningTokens          int64   `json:"reasoning_output_tokens,omitempty"`
+	Refused                  int     `json:"refused,omitempty"`           // requests the gateway answered with an error itself
+	StrippedTools            int     `json:"stripped_tools,omitempty"`    // provider-side tools removed
+	UpstreamFailures         int     `json:"upstream_failures,omitempty"` // requests that still failed after the retries
+	ReplayMisses             int     `json:"replay_misses,omitempty"`
+	CostUSD                  float64 `json:"cost_usd,omitempty"`        // priced from Config.Prices
+	UnpricedCalls            int     `json:"unpriced_calls,omitempty"`  // answered calls whose model the price table lacks
+	Exceeded                 string  `json:"budget_exceeded,omitempty"` // turns | tokens | cost
+	ExceededLimit            string  `json:"budget_exceeded_limit,omitempty"`
 }
 
 // Server is one run's gateway.
@@ -115,7 +133,9 @@ type Server struct {
 	replay map[fixtureKey]int
 	logMu  sync.Mutex
 	closed chan struct{}
-	wg     sync.WaitGroup
+	// notified makes OnExceeded fire once.
+	notified sync.Once
+	wg       sync.WaitGroup
 }
 
 // New checks cfg and returns a server that has not started serving.
@@ -128,6 +148,9 @@ func New(cfg Config) (*Server, error) {
 		}
 	default:
 		return nil, fmt.Errorf("gateway: unknown mode %q", cfg.Mode)
+	}
+	if err := checkPrices(&cfg); err != nil {
+		return nil, err
 	}
 	if len(cfg.Key) < 16 {
 		return nil, errors.New("gateway: the per-run key must be at least 16 characters")
@@ -153,6 +176,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
@@ -177,9 +209,9 @@ func New(cfg Config) (*Server, error) {
 		sem: map[string]chan struct{}{Anthropic: make(chan struct{}, cfg.MaxConcurrent), OpenAI: make(chan struct{}, cfg.MaxConcurrent)}}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       2 * time.Minute,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          nil,
 	}
@@ -207,6 +239,8 @@ func (s *Server) Close() error {
 	close(s.closed)
 	err := s.srv.Close()
 	s.wg.Wait()
+	// The upstream connections kept alive for the next call would outlive the run.
+	s.cfg.Client.CloseIdleConnections()
 	return err
 }
 

@@ -13,6 +13,8 @@ type Usage struct {
 	CacheCreation int64 `json:"cache_creation_input_tokens,omitempty"`
 	Output        int64 `json:"output_tokens"`
 	Reasoning     int64 `json:"reasoning_output_tokens,omitempty"`
+	// CostUSD is the call's price at its model's rate (Config.Prices); 0 when unpriced.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // apiUsage is both providers' usage object.

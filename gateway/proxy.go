@@ -46,6 +46,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, call, start, http.StatusUnauthorized, "authentication_error", "ceval gateway: invalid API key")
 		return
 	}
+	if r.ContentLength > s.cfg.MaxRequestBytes { // refused before reading a byte of it
+		s.refuse(w, call, start, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("ceval gateway: request body over %d bytes", s.cfg.MaxRequestBytes))
+		return
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -73,9 +77,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.totals.StrippedTools += call.Stripped
 		s.mu.Unlock()
 	}
-	if s.cfg.Mode == Record {
-		call.Request = req.encode()
-	}
+	// The transcript keeps every request as sent on (rewritten, never a credential) and
+	// every answer, in every mode.
+	call.Request = req.encode()
 	if s.cfg.Mode == Replay {
 		s.serveReplay(w, req, call, start)
 		return
@@ -86,7 +90,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveReplay(w http.ResponseWriter, req *request, call Call, start time.Time) {
 	call.Replayed = true
 	ct, body, status := "", "", http.StatusOK
-	if c := s.next(fixtureKey{req.api, req.depth, req.tools}); c != nil {
+	if c := s.next(fixtureKey{req.api, req.depth, req.tools}, req.model, req.stream); c != nil {
 		ct, body, status = c.ContentType, c.Response, c.Status
 	} else if !req.tools {
 		ct, body = defaultAnswer(req.api, req.model, req.stream)
@@ -102,7 +106,7 @@ func (s *Server) serveReplay(w http.ResponseWriter, req *request, call Call, sta
 	w.WriteHeader(status)
 	m := newMeter(req.api, ct)
 	_ = s.relay(w, strings.NewReader(body), m)
-	call.Status = status
+	call.Status, call.ContentType, call.Response = status, ct, body
 	s.finish(call, m.usage(), start)
 }
 
@@ -149,24 +153,15 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 		clean := s.scrub(string(b))
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.WriteString(w, clean)
-		if s.cfg.Mode == Record {
-			call.Response = clean
-		}
+		call.Response = clean
 		s.finish(call, nil, start)
 		return
 	}
 	w.WriteHeader(resp.StatusCode)
 	m := newMeter(req.api, call.ContentType)
-	sinks := []io.Writer{m}
-	var rec *capBuffer
-	if s.cfg.Mode == Record {
-		rec = &capBuffer{max: maxRecordedBody}
-		sinks = append(sinks, rec)
-	}
-	_ = s.relay(w, resp.Body, sinks...)
-	if rec != nil {
-		call.Response, call.Truncated = rec.b.String(), rec.cut
-	}
+	rec := &capBuffer{max: maxRecordedBody}
+	_ = s.relay(w, resp.Body, m, rec)
+	call.Response, call.Truncated = rec.b.String(), rec.cut
 	s.finish(call, m.usage(), start)
 }
 
@@ -258,22 +253,13 @@ func (s *Server) relay(w http.ResponseWriter, src io.Reader, sinks ...io.Writer)
 // may be made any more (recording that the budget was exceeded).
 func (s *Server) budget() (int64, string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	t, l := &s.totals, s.cfg.Limits
-	if t.Exceeded == "" {
-		switch {
-		case l.MaxTurns > 0 && int64(t.Turns) >= l.MaxTurns:
-			t.Exceeded, t.ExceededLimit = ExceededTurns, fmt.Sprintf("max_turns %d", l.MaxTurns)
-		case l.MaxInputTokens > 0 && t.InputTokens >= l.MaxInputTokens:
-			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_input_tokens %d", l.MaxInputTokens)
-		case l.MaxOutputTokens > 0 && t.OutputTokens >= l.MaxOutputTokens:
-			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_output_tokens %d", l.MaxOutputTokens)
-		case l.MaxTotalTokens > 0 && t.InputTokens+t.OutputTokens >= l.MaxTotalTokens:
-			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_total_tokens %d", l.MaxTotalTokens)
-		}
-	}
+	fired := s.markExceeded(true)
 	if t.Exceeded != "" {
-		return 0, t.ExceededLimit
+		why := t.ExceededLimit
+		s.mu.Unlock()
+		s.notifyExceeded(fired)
+		return 0, why
 	}
 	rem := int64(-1)
 	if l.MaxOutputTokens > 0 {
@@ -285,14 +271,66 @@ func (s *Server) budget() (int64, string) {
 			rem = left
 		}
 	}
+	if l.MaxUSD > 0 {
+		// What the money left buys in output alone; the call's input costs on top.
+		if left := s.cfg.Prices[s.cfg.Model].outputTokensFor(l.MaxUSD - t.CostUSD); left >= 0 {
+			left = max(left, 1)
+			if rem < 0 || left < rem {
+				rem = left
+			}
+		}
+	}
+	s.mu.Unlock()
 	return rem, ""
 }
 
-// finish accounts a call answered by the model (or the fixture) and logs it.
+// markExceeded records the first budget the totals have reached (before a call: a call
+// at the limit would pass it) or passed (after one), and says whether it was newly
+// recorded. The caller holds s.mu, and calls notifyExceeded with the answer once it has
+// released it.
+func (s *Server) markExceeded(before bool) bool {
+	t, l := &s.totals, s.cfg.Limits
+	if t.Exceeded != "" {
+		return false
+	}
+	over := func(used, limit int64) bool { return limit > 0 && (used > limit || before && used >= limit) }
+	switch {
+	case before && l.MaxTurns > 0 && int64(t.Turns) >= l.MaxTurns:
+		t.Exceeded, t.ExceededLimit = ExceededTurns, fmt.Sprintf("max_turns %d", l.MaxTurns)
+	case over(t.InputTokens, l.MaxInputTokens):
+		t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_input_tokens %d", l.MaxInputTokens)
+	case over(t.OutputTokens, l.MaxOutputTokens):
+		t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_output_tokens %d", l.MaxOutputTokens)
+	case over(t.InputTokens+t.OutputTokens, l.MaxTotalTokens):
+		t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_total_tokens %d", l.MaxTotalTokens)
+	case l.MaxUSD > 0 && (t.CostUSD > l.MaxUSD || before && t.CostUSD >= l.MaxUSD):
+		t.Exceeded, t.ExceededLimit = ExceededCost, fmt.Sprintf("max_usd %g", l.MaxUSD)
+	default:
+		return false
+	}
+	return true
+}
+
+// notifyExceeded tells OnExceeded, once, which budget was exceeded; fired is
+// markExceeded's answer.
+func (s *Server) notifyExceeded(fired bool) {
+	if !fired || s.cfg.OnExceeded == nil {
+		return
+	}
+	s.notified.Do(func() {
+		s.mu.Lock()
+		kind, limit := s.totals.Exceeded, s.totals.ExceededLimit
+		s.mu.Unlock()
+		s.cfg.OnExceeded(kind, limit)
+	})
+}
+
+// finish accounts a call answered by the model (or the fixture), priced at its model's
+// price, and logs it.
 func (s *Server) finish(call Call, u *Usage, start time.Time) {
 	call.Usage = u
 	s.mu.Lock()
-	t, l := &s.totals, s.cfg.Limits
+	t := &s.totals
 	if call.Status/100 == 2 {
 		t.Turns++
 	}
@@ -302,18 +340,16 @@ func (s *Server) finish(call Call, u *Usage, start time.Time) {
 		t.CacheCreationInputTokens += u.CacheCreation
 		t.OutputTokens += u.Output
 		t.ReasoningTokens += u.Reasoning
-	}
-	if t.Exceeded == "" {
-		switch {
-		case l.MaxInputTokens > 0 && t.InputTokens > l.MaxInputTokens:
-			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_input_tokens %d", l.MaxInputTokens)
-		case l.MaxOutputTokens > 0 && t.OutputTokens > l.MaxOutputTokens:
-			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_output_tokens %d", l.MaxOutputTokens)
-		case l.MaxTotalTokens > 0 && t.InputTokens+t.OutputTokens > l.MaxTotalTokens:
-			t.Exceeded, t.ExceededLimit = ExceededTokens, fmt.Sprintf("max_total_tokens %d", l.MaxTotalTokens)
+		if p, ok := s.cfg.Prices[call.Model]; ok {
+			u.CostUSD = p.Cost(*u)
+			t.CostUSD += u.CostUSD
+		} else if len(s.cfg.Prices) > 0 && u.Input+u.Output > 0 {
+			t.UnpricedCalls++
 		}
 	}
+	fired := s.markExceeded(false)
 	s.mu.Unlock()
+	s.notifyExceeded(fired)
 	s.log(call, start)
 }
 

@@ -19,6 +19,9 @@ type request struct {
 
 // parseRequest decodes a request body; numbers are kept as written.
 func parseRequest(api string, data []byte) (*request, error) {
+	if countJSONValues(data, maxJSONValues) > maxJSONValues {
+		return nil, fmt.Errorf("the request body holds more than %d JSON values; the gateway refuses it to bound its memory (a real conversation holds far fewer)", maxJSONValues)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var body map[string]any
@@ -34,6 +37,33 @@ func parseRequest(api string, data []byte) (*request, error) {
 		r.depth = assistantTurns(body["input"])
 	}
 	return r, nil
+}
+
+// maxJSONValues bounds the values in a request body before it is decoded: decoding costs
+// some 70 bytes of heap per value, so a body of millions of tiny values would cost ceval
+// gigabytes; real requests, mostly long strings, hold a few tens of thousands.
+const maxJSONValues = 1 << 19
+
+// countJSONValues counts, roughly and without validating, the values of a JSON text (one,
+// plus one per container and per separator outside strings), stopping past limit.
+func countJSONValues(data []byte, limit int) int {
+	n, inStr, esc := 1, false, false
+	for _, c := range data {
+		switch {
+		case esc:
+			esc = false
+		case inStr:
+			esc = c == '\\'
+			inStr = c != '"'
+		case c == '"':
+			inStr = true
+		case c == ',' || c == '[' || c == '{':
+			if n++; n > limit {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // assistantTurns counts the runs of assistant-side items in a conversation: Anthropic

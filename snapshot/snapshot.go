@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -114,7 +116,11 @@ func Take(src, dst string, lim Limits) (*Snapshot, error) {
 		return nil, err
 	}
 	defer unix.Close(srcFD)
+	return takeInto(srcFD, dst, lim)
+}
 
+// takeInto creates dst and copies the open directory srcFD into it; on error dst is removed.
+func takeInto(srcFD int, dst string, lim Limits) (*Snapshot, error) {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return nil, fmt.Errorf("snapshot: create %w", err)
 	}
@@ -126,6 +132,40 @@ func Take(src, dst string, lim Limits) (*Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// TakeAt is Take of the directory rel below root, reached without following a symlink in
+// any of rel's components (an agent-written home may plant one anywhere). A missing or
+// non-directory component is reported as fs.ErrNotExist.
+func TakeAt(root, rel string, dst string, lim Limits) (*Snapshot, error) {
+	lim, err := lim.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	fd, err := openRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range strings.Split(filepath.ToSlash(filepath.Clean(rel)), "/") {
+		if c == "" || c == "." || c == ".." {
+			unix.Close(fd)
+			return nil, fmt.Errorf("snapshot: %q is not a relative path below %s", rel, root)
+		}
+		next, err := openDir(fd, c)
+		unix.Close(fd)
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+			return nil, fmt.Errorf("snapshot: %s in %s: %w (%v)", rel, root, fs.ErrNotExist, err)
+		case err != nil:
+			return nil, fmt.Errorf("snapshot: open %s in %s: %w", rel, root, err)
+		}
+		fd = next
+	}
+	defer unix.Close(fd)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return nil, fmt.Errorf("snapshot: create %w", err)
+	}
+	return takeInto(fd, dst, lim)
 }
 
 // openRoot opens the workspace root without following a symlink in its last component.

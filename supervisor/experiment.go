@@ -223,6 +223,9 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		if err := checkRunnable(en.Task, o.Run.Allow); err != nil {
 			return nil, &InputError{fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, err)}
 		}
+		if err := CheckRunLimits(en.Task, o.Run.Prices); err != nil {
+			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
+		}
 	}
 	if o.Resume {
 		old, err := ReadPlan(expDir)

@@ -19,10 +19,12 @@ const ModelCallsFile = "model_calls.jsonl"
 // GatewayURL is where the agent reaches the model gateway inside its container.
 const GatewayURL = "http://127.0.0.1:80"
 
-// Run statuses of a run whose agent hit a gateway budget; the snapshot is still graded.
+// Run statuses of a run whose agent hit a gateway budget (see FinalStatus); the snapshot is
+// still graded.
 const (
 	StatusMaxTurns    = "MAX_TURNS_EXHAUSTED"
 	StatusTokenBudget = "TOKEN_BUDGET_EXCEEDED"
+	StatusCostBudget  = "COST_BUDGET_EXCEEDED"
 )
 
 // providerEnv names, per provider, the variables of ceval's own environment that hold the
@@ -49,6 +51,34 @@ type gatewayRun struct {
 	result *GatewayResult
 	once   sync.Once
 	err    error
+	// exceeded is closed when a run budget is exceeded: the sandbox then ends the agent.
+	exceeded chan struct{}
+}
+
+// CheckRunLimits refuses run_limits the run could not enforce: budgets without a model
+// gateway, and max_usd without a price for the task's model in ceval's config.
+func CheckRunLimits(t *task.Task, prices map[string]gateway.Price) error {
+	r := t.RunLimits
+	if r == nil || t.Agent == nil {
+		return nil
+	}
+	if t.Agent.Gateway == nil {
+		return fmt.Errorf("task %s sets run_limits, which the model gateway meters, but its agent has no agent.gateway", t.ID)
+	}
+	if r.MaxUSD == 0 {
+		return nil
+	}
+	m := t.Agent.Model
+	if m == "" {
+		return fmt.Errorf("task %s sets run_limits.max_usd but no agent.model: the gateway prices calls at the pinned model's price", t.ID)
+	}
+	if _, ok := prices[m]; !ok {
+		return fmt.Errorf("task %s sets run_limits.max_usd %g, but ceval's config has no price for model %q: "+
+			"add prices.%s (USD per million tokens) to the config file (--config; default ~/.config/ceval/config.yaml), e.g.\n"+
+			"  prices:\n    %s: {input_per_mtok: 3, cached_input_per_mtok: 0.3, cache_creation_per_mtok: 3.75, output_per_mtok: 15}",
+			t.ID, r.MaxUSD, m, m, strconv.Quote(m))
+	}
+	return nil
 }
 
 // newGatewayKey returns a fresh per-run key; it opens nothing but this run's gateway.
@@ -60,7 +90,7 @@ func newGatewayKey() string {
 
 // startGateway prepares the task's model gateway (nil when it has none); it serves once
 // listen is called with the container's pid, from BeforeStart.
-func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool)) (*gatewayRun, error) {
+func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool), prices map[string]gateway.Price) (*gatewayRun, error) {
 	g := t.Agent.Gateway
 	if g == nil {
 		return nil, nil
@@ -68,8 +98,18 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 	if t.Sandbox.Network == task.NetworkHost {
 		return nil, &InputError{fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
 	}
+	if err := CheckRunLimits(t, prices); err != nil {
+		return nil, &InputError{err}
+	}
+	exceeded := make(chan struct{})
 	cfg := gateway.Config{Mode: g.Mode, Key: newGatewayKey(), Model: t.Agent.Model, AllowServerTools: g.ServerTools,
-		Providers: map[string]gateway.Provider{}}
+		Providers: map[string]gateway.Provider{}, Prices: prices,
+		// The gateway calls this once; the sandbox ends the agent when it is closed.
+		OnExceeded: func(string, string) { close(exceeded) }}
+	if r := t.RunLimits; r != nil {
+		cfg.Limits = gateway.Limits{MaxTurns: r.MaxTurns, MaxInputTokens: r.MaxInputTokens,
+			MaxOutputTokens: r.MaxOutputTokens, MaxTotalTokens: r.MaxTotalTokens, MaxUSD: r.MaxUSD}
+	}
 	if g.Mode == task.GatewayReplay {
 		f, err := os.Open(g.Fixture)
 		if err != nil {
@@ -98,7 +138,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		log.Close()
 		return nil, &InfraError{err}
 	}
-	return &gatewayRun{srv: srv, key: cfg.Key, log: log, result: &GatewayResult{Mode: g.Mode, Log: ModelCallsFile}}, nil
+	return &gatewayRun{srv: srv, key: cfg.Key, log: log, result: &GatewayResult{Mode: g.Mode, Log: ModelCallsFile}, exceeded: exceeded}, nil
 }
 
 // beforeStart opens the gateway's socket inside the created container's network namespace
@@ -128,15 +168,12 @@ func (g *gatewayRun) stop() error {
 	return g.err
 }
 
-// status is the run status a gateway budget imposes, or "".
-func (g *gatewayRun) status() string {
-	switch g.result.Exceeded {
-	case gateway.ExceededTurns:
-		return StatusMaxTurns
-	case gateway.ExceededTokens:
-		return StatusTokenBudget
+// stopAgent is closed when a run budget is exceeded; nil (never) without a gateway.
+func (g *gatewayRun) stopAgent() <-chan struct{} {
+	if g == nil {
+		return nil
 	}
-	return ""
+	return g.exceeded
 }
 
 // GatewayEnv is the agent's environment for reaching the gateway with the per-run key:

@@ -21,7 +21,7 @@ const gatewayAgent = `printf '%s' '{"model":"any","max_tokens":64000,"messages":
 wget -q -O /workspace/out.txt --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file /tmp/req.json "$CEVAL_GATEWAY_URL/v1/messages?beta=true"
 echo "exit=$?" >> /workspace/out.txt
 { env; cat /proc/*/environ; cat /proc/*/cmdline; grep -rs . /home/agent /tmp /workspace; } > /workspace/loot.txt 2>&1
-wget -q -T 2 -O - "$UPSTREAM/v1/messages" 2>/dev/null | grep -q answer && echo DIRECT-REACHED >> /workspace/out.txt
+timeout 2 wget -q -O - "$UPSTREAM/v1/messages" 2>/dev/null | grep -q answer && echo DIRECT-REACHED >> /workspace/out.txt
 true`
 
 func TestAgentReachesReplayGatewayWithNoNetwork(t *testing.T) {
@@ -112,7 +112,7 @@ func TestGatewayRefusesHostNetworkAndPassedCredential(t *testing.T) {
 		t.Fatalf("passing the real key through was not refused: %v", err)
 	}
 	tk.Sandbox.Network = task.NetworkHost
-	if _, err := startGateway(tk, t.TempDir(), func(string) (string, bool) { return "", false }); err == nil {
+	if _, err := startGateway(tk, t.TempDir(), func(string) (string, bool) { return "", false }, nil); err == nil {
 		t.Fatal("a gateway with host networking was accepted")
 	}
 }

@@ -23,7 +23,8 @@ type Regraded struct {
 // criteria the experiment's tasks have now, without running any agent, and rewrites each
 // result.json. Runs without a snapshot (not run, interrupted, failed on ceval's side) are
 // skipped and say why. e must expand to the same runs as the recorded plan (the criteria
-// may differ: that is the point).
+// may differ: that is the point). A run keeps the status its agent earned (a timeout or a
+// model gateway budget, as result.json records them): FinalStatus decides, as for Run.
 func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader.Options) ([]Regraded, error) {
 	plan, err := ReadPlan(expDir)
 	if err != nil {
@@ -66,9 +67,8 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		}
 		g := grader.Grade(ctx, t, snap, o)
 		res.Result = *g
-		if res.Agent.TimedOut && res.Status != grader.TaskError {
-			res.Status = StatusTimeout
-		}
+		// What happened to the agent is as the run recorded it (limits_hit included).
+		res.Status, _ = FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
 		if res.TaskSHA256, err = task.Digest(t); err != nil {
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}

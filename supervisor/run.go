@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/snapshot"
@@ -52,6 +53,9 @@ type Options struct {
 	InitDir   string                               // where the static init is installed; default under the user cache dir
 	Progress  func(event string, f map[string]any) // optional: live events for the CLI
 	Executor  grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
+	// Prices are USD per million tokens by model (the prices table of ceval's config); the
+	// gateway prices calls with them, and run_limits.max_usd needs the task's model here.
+	Prices map[string]gateway.Price
 }
 
 // Result is result.json: the grade plus what the run was.
@@ -92,10 +96,14 @@ type AgentResult struct {
 	Model     string         `json:"model,omitempty"`
 	ExitCode  *int           `json:"exit_code"`
 	TimedOut  bool           `json:"timed_out"`
+	StoppedBy string         `json:"stopped_by,omitempty"` // why ceval ended the agent early: the run budget exceeded
 	OutputCut bool           `json:"output_cut,omitempty"`
 	Turns     int            `json:"turns,omitempty"`
 	Tokens    map[string]int `json:"tokens,omitempty"`
 	Usage     string         `json:"usage_source,omitempty"`
+	// Sessions are the agent CLI's own session files, copied out of its home (relative to
+	// the run directory).
+	Sessions []string `json:"sessions,omitempty"`
 }
 
 // Timings are the lifecycle's phases in seconds.
@@ -144,6 +152,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		return nil, &InputError{err}
 	}
 	if err := CheckNetwork(t, o.Allow); err != nil {
+		return nil, &InputError{err}
+	}
+	if err := CheckRunLimits(t, o.Prices); err != nil {
 		return nil, &InputError{err}
 	}
 	redact := Redactor(secrets)
@@ -205,7 +216,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			}
 		}()
 	}
-	gw, err := startGateway(t, dir, o.LookupEnv)
+	gw, err := startGateway(t, dir, o.LookupEnv, o.Prices)
 	if err != nil {
 		return res, err
 	}
@@ -232,7 +243,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts,
 		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile),
-		BeforeStart: beforeStart,
+		BeforeStart: beforeStart, Stop: gw.stopAgent(),
 		Prepare: func(ws, home string) error {
 			if err := PrepareWorkspace(ws, t); err != nil {
 				return err
@@ -294,6 +305,10 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	res.Agent.ExitCode = &code
 	res.Agent.TimedOut = exit.TimedOut
 	res.Agent.OutputCut = exit.OutputCut
+	if out.Stopped {
+		res.Agent.StoppedBy = "model gateway budget: " + gw.result.ExceededLimit
+		emit("agent_stopped", map[string]any{"reason": res.Agent.StoppedBy})
+	}
 	emit("agent_exited", map[string]any{"exit_code": exit.Code, "timed_out": exit.TimedOut, "interrupted": exit.Interrupted, "cgroup_empty": exit.CgroupEmpty})
 	if exit.Interrupted {
 		res.Interrupted = true
@@ -311,6 +326,12 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	}
 
 	// Everything of the agent's is dead: copy the workspace out, never following a link.
+	sessions, notes, err := copySessions(t.Agent.Type, sb.Home, dir)
+	res.Agent.Sessions = sessions
+	res.LimitsHit = append(res.LimitsHit, notes...)
+	if err != nil {
+		return res, &InfraError{err}
+	}
 	snapStart := time.Now()
 	snap, err := snapshot.Take(sb.Workspace, filepath.Join(dir, WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
@@ -339,15 +360,10 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		res.Interrupted = true
 		return res, &InfraError{errors.New("interrupted while grading: the run was not graded")}
 	}
-	if exit.TimedOut && res.Status != grader.TaskError {
-		res.Status = StatusTimeout
-		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("timeout %s", t.Sandbox.Limits.Timeout))
-	}
+	var hits []string
+	res.Status, hits = FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
+	res.LimitsHit = append(res.LimitsHit, hits...)
 	if gw != nil && res.Status != grader.TaskError {
-		if st := gw.status(); st != "" {
-			res.Status = st
-			res.LimitsHit = append(res.LimitsHit, "model gateway budget: "+gw.result.ExceededLimit)
-		}
 		if n := gw.result.UpstreamFailures; n > 0 {
 			// The provider, not the agent, failed: ceval's side.
 			return res, &InfraError{fmt.Errorf("model gateway: %d request(s) still failed upstream after retries", n)}

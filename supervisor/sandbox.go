@@ -48,6 +48,11 @@ type SandboxConfig struct {
 	// BeforeStart (may be nil) runs once the container's task exists and before its init
 	// runs: the model gateway opens its socket in the task's network namespace there.
 	BeforeStart launcher.StartHook
+
+	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
+	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
+	// it when a run budget is exceeded.
+	Stop <-chan struct{}
 }
 
 // Sandbox is a created agent container with its scratch filesystems.
@@ -63,6 +68,7 @@ type Sandbox struct {
 // Outcome is how the agent's container ended.
 type Outcome struct {
 	Exit      launcher.Exit
+	Stopped   bool // SandboxConfig.Stop ended the agent
 	Isolation *Attestation
 	Resources launcher.Resources
 }
@@ -210,7 +216,24 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 			}
 		}
 	}()
-	exit, werr := tk.Wait(ctx, s.cfg.Limits.Timeout, s.cfg.Grace)
+	// Stop ends the agent through Wait's own stop path: cancelling the context Wait watches.
+	waitCtx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	stopped := make(chan struct{})
+	if s.cfg.Stop != nil {
+		go func() {
+			select {
+			case <-s.cfg.Stop:
+				close(stopped)
+				stopAgent()
+			case <-waitCtx.Done():
+			}
+		}()
+	}
+	exit, werr := tk.Wait(waitCtx, s.cfg.Limits.Timeout, s.cfg.Grace)
+	if exit.Interrupted && ctx.Err() == nil && isClosed(stopped) {
+		exit.Interrupted, out.Stopped = false, true
+	}
 	close(stopSampling)
 	<-sampled
 	out.Exit = exit
@@ -224,6 +247,15 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 		return out, fmt.Errorf("processes remained in the container after the kill (%s)", exit.CgroupError)
 	}
 	return out, nil
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close deletes the container and unmounts and removes the scratch filesystems; it runs on

@@ -163,6 +163,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"success_criteria", func(v *yaml.Node) { criteriaNode = v; t.Criteria = l.criteria(v) }},
 		{"protected_mocks", func(v *yaml.Node) { t.ProtectedMocks = l.protectedMocks(v) }},
 		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
+		{"run_limits", func(v *yaml.Node) { t.RunLimits = l.runLimits(v) }},
 	})
 	if seen == nil {
 		return t
@@ -188,7 +189,55 @@ func (l *loader) task(n *yaml.Node) *Task {
 		l.errorf(n, "missing required field success_criteria (a non-empty list)")
 	}
 	l.checkMockCriteria(t)
+	if key := seen["run_limits"]; key != nil {
+		l.checkRunLimits(t, key)
+	}
 	return t
+}
+
+// runLimits reads run_limits: positive whole numbers, and max_usd a positive number.
+func (l *loader) runLimits(n *yaml.Node) *RunLimits {
+	r := &RunLimits{}
+	count := func(name string, max int64, dst *int64) field {
+		return field{name, func(v *yaml.Node) { l.integer(v, "run_limits."+name, 1, max, dst) }}
+	}
+	got := l.mapping(n, "run_limits", []field{
+		count("max_turns", MaxRunTurns, &r.MaxTurns),
+		count("max_input_tokens", MaxRunTokens, &r.MaxInputTokens),
+		count("max_output_tokens", MaxRunTokens, &r.MaxOutputTokens),
+		count("max_total_tokens", MaxRunTokens, &r.MaxTotalTokens),
+		{"max_usd", func(v *yaml.Node) {
+			usd := -1.0 // stays when number reports a problem
+			l.number(v, "run_limits.max_usd", 0, MaxRunUSD, &usd)
+			if usd == 0 {
+				l.errorf(resolve(v), "run_limits.max_usd must be more than 0 (USD), got %s", resolve(v).Value)
+			}
+			r.MaxUSD = max(usd, 0)
+		}},
+	})
+	if got == nil {
+		return nil
+	}
+	if len(got) == 0 {
+		l.errorf(n, "run_limits is empty: give at least one of max_turns, max_input_tokens, max_output_tokens, max_total_tokens, max_usd (or leave run_limits out)")
+	}
+	return r
+}
+
+// checkRunLimits refuses budgets nothing could enforce (key is run_limits' key): they are
+// metered by the model gateway, and max_usd prices calls at the pinned model's price.
+func (l *loader) checkRunLimits(t *Task, n *yaml.Node) {
+	a := t.Agent
+	if a == nil || t.RunLimits == nil {
+		return
+	}
+	if a.Gateway == nil {
+		l.errorf(n, "run_limits are metered by the model gateway, and this %s agent has none: add agent.gateway (mode forward, record or replay) and point the agent at $CEVAL_GATEWAY_URL, or remove run_limits", a.Type)
+		return
+	}
+	if t.RunLimits.MaxUSD > 0 && a.Model == "" {
+		l.errorf(n, "run_limits.max_usd needs agent.model: the gateway pins every call to it and prices the call at that model's price (prices in ceval's config)")
+	}
 }
 
 // checkMockCriteria makes sure criteria graded on the mock call log have mocks to log, and

@@ -50,6 +50,9 @@ type Task struct {
 	// ProtectedMocks are tools answered from fixtures by ceval's host-side mock server; the
 	// fixtures never enter the agent's container.
 	ProtectedMocks []ProtectedMock
+	// RunLimits are the run's model budgets, enforced by the model gateway; nil when the
+	// task sets none.
+	RunLimits *RunLimits
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it
@@ -82,6 +85,24 @@ type Gateway struct {
 	// ServerTools keeps provider-side tools (web search, code execution, MCP connectors).
 	ServerTools bool
 }
+
+// RunLimits is run_limits: budgets on what the agent spends through the model gateway,
+// metered there (never from the agent's own output). Zero means no limit. When one is
+// exceeded the gateway refuses further calls and ceval ends the agent.
+type RunLimits struct {
+	MaxTurns        int64   // model answers
+	MaxInputTokens  int64   // every input token, cached ones included
+	MaxOutputTokens int64   // reasoning tokens included
+	MaxTotalTokens  int64   // input plus output
+	MaxUSD          float64 // priced from the prices table in ceval's config, at agent.model's price
+}
+
+// Bounds of run_limits.
+const (
+	MaxRunTurns  = 1_000_000
+	MaxRunTokens = 1 << 40
+	MaxRunUSD    = 1_000_000
+)
 
 // Sandbox is the agent's container.
 type Sandbox struct {

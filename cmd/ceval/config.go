@@ -10,15 +10,60 @@ import (
 	"path/filepath"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/gateway"
 )
 
 // userConfig is ceval's config file: what the user (never a task) permits by default.
 //
 //	allow_env: [ANTHROPIC_API_KEY]   # host variables tasks may pass to agents
 //	allow_host_network: false        # let tasks that ask for network: host have it
+//	prices:                          # USD per million tokens, by model; run_limits.max_usd needs the task's model here
+//	  claude-sonnet-4-5: {input_per_mtok: 3, cached_input_per_mtok: 0.3, cache_creation_per_mtok: 3.75, output_per_mtok: 15}
 type userConfig struct {
-	AllowEnv         []string `yaml:"allow_env"`
-	AllowHostNetwork bool     `yaml:"allow_host_network"`
+	AllowEnv         []string               `yaml:"allow_env"`
+	AllowHostNetwork bool                   `yaml:"allow_host_network"`
+	Prices           map[string]priceConfig `yaml:"prices"`
+
+	// prices is Prices checked, with the defaults filled in.
+	prices map[string]gateway.Price
+}
+
+// priceConfig is one model's entry under prices. input_per_mtok and output_per_mtok are
+// required; a cache rate left out costs what plain input costs.
+type priceConfig struct {
+	Input         *float64 `yaml:"input_per_mtok"`
+	CachedInput   *float64 `yaml:"cached_input_per_mtok"`
+	CacheCreation *float64 `yaml:"cache_creation_per_mtok"`
+	Output        *float64 `yaml:"output_per_mtok"`
+}
+
+// gatewayPrices checks the prices table and fills in the cache rates left out.
+func gatewayPrices(in map[string]priceConfig) (map[string]gateway.Price, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]gateway.Price, len(in))
+	for model, pc := range in {
+		if model == "" {
+			return nil, errors.New("prices: a model name is empty")
+		}
+		if pc.Input == nil || pc.Output == nil {
+			return nil, fmt.Errorf("prices.%s: give input_per_mtok and output_per_mtok (USD per million tokens)", model)
+		}
+		p := gateway.Price{Input: *pc.Input, CachedInput: *pc.Input, CacheCreation: *pc.Input, Output: *pc.Output}
+		if pc.CachedInput != nil {
+			p.CachedInput = *pc.CachedInput
+		}
+		if pc.CacheCreation != nil {
+			p.CacheCreation = *pc.CacheCreation
+		}
+		if err := p.Check(); err != nil {
+			return nil, fmt.Errorf("prices.%s: %w", model, err)
+		}
+		out[model] = p
+	}
+	return out, nil
 }
 
 // defaultConfigPath is $XDG_CONFIG_HOME/ceval/config.yaml (~/.config/ceval/config.yaml).
@@ -47,6 +92,9 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if cfg.prices, err = gatewayPrices(cfg.Prices); err != nil {
 		return cfg, fmt.Errorf("config file %s: %w", path, err)
 	}
 	return cfg, nil

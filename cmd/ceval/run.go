@@ -34,7 +34,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			"without following links and grades the snapshot on the host. Each run writes\n" +
 			"RUNS/<run_id>/default/<task_id>/1/ with result.json, events.jsonl, the agent's logs and\n" +
 			"the workspace snapshot.\n\n" +
-			"Exit 0 when every task succeeds, 1 when any failed or timed out, 2 on invalid input,\n" +
+			"Exit 0 when every task succeeds, 1 when any failed, timed out or exceeded its run_limits,\n2 on invalid input, " +
 			"3 on an infrastructure error (containerd, images) or an ERROR/NOT_GRADED result.\n\n" +
 			"Given an experiment file (experiment_id, tasks, defaults, variants, repeats), run\n" +
 			"runs every task under every variant repeats times, -j at once, under\n" +
@@ -63,7 +63,8 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				}
 				return runExperiment(cmd, g, args[0], &x, supervisor.Options{
 					RunsDir: runsDir, Grace: grace, Busybox: busybox,
-					Allow: supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
+					Allow:  supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
+					Prices: ucfg.prices,
 				})
 			}
 			for _, a := range args {
@@ -97,6 +98,14 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			}
 			allowEnv = append(allowEnv, ucfg.AllowEnv...)
 			allowHostNet = allowHostNet || ucfg.AllowHostNetwork
+			for _, t := range tasks {
+				if err := supervisor.CheckRunLimits(t, ucfg.prices); err != nil {
+					problems = append(problems, err)
+				}
+			}
+			if len(problems) > 0 {
+				return exitWith(exitInvalid, errors.Join(problems...))
+			}
 			sess, err := g.openSession(cmd)
 			if err != nil {
 				return err
@@ -115,7 +124,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			for _, t := range tasks {
 				opts := supervisor.Options{
 					RunsDir: runsDir, RunID: runID, Client: c, Namespace: g.namespace,
-					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet},
+					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices,
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
 					Progress: progressPrinter(errOut, t.ID), Executor: ex,
 				}
@@ -168,7 +177,7 @@ func exitCodeFor(res *supervisor.Result, err error) int {
 	switch res.Status {
 	case "SUCCESS":
 		return exitOK
-	case "FAILURE", supervisor.StatusTimeout, supervisor.StatusMaxTurns, supervisor.StatusTokenBudget:
+	case "FAILURE", supervisor.StatusTimeout, supervisor.StatusMaxTurns, supervisor.StatusTokenBudget, supervisor.StatusCostBudget:
 		return exitFailure
 	}
 	return exitInfraErr

@@ -1,0 +1,566 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// An agent controls everything it sends its gateway. These tests flood one run's server
+// (huge and pathological bodies, more connections than its cap, readers that never read,
+// headers one byte at a time) and check that another run's server in the same process keeps
+// answering, that the flooded one recovers, and that nothing is left behind after Close.
+
+// floodCfg is a run's gateway with timeouts short enough for a test.
+func floodCfg(mode string) Config {
+	return Config{Mode: mode, Key: dummyKey, Fixture: floodFixture(), RetryBackoff: time.Millisecond,
+		WriteTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond,
+		ReadTimeout: 2 * time.Second, IdleTimeout: 2 * time.Second}
+}
+
+func floodFixture() *Fixture {
+	f, err := ParseFixture(strings.NewReader(fmt.Sprintf(`{"api":"anthropic","depth":0,"tools":false,"status":200,"content_type":"text/event-stream","response":%q}`, anthropicStream)))
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// serve starts cfg on 127.0.0.1 without registering cleanups: the caller closes it, so that
+// what Close releases can be counted.
+func serve(t testing.TB, cfg Config) (*Server, string) {
+	t.Helper()
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Serve(ln)
+	return s, ln.Addr().String()
+}
+
+// bigStreamProvider streams an Anthropic answer of about size bytes: far more than the
+// socket buffers hold, so a client that does not read blocks the gateway's writes.
+func bigStreamProvider(size int) http.Handler {
+	delta := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + strings.Repeat("x", 4000) + "\"}}\n\n"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m1\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n")
+		for n := 0; n < size; n += len(delta) {
+			if _, err := io.WriteString(w, delta); err != nil {
+				return
+			}
+		}
+		io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	})
+}
+
+// wellBehaved makes one normal streamed call and returns how long it took.
+func wellBehaved(c *http.Client, addr string) (time.Duration, error) {
+	start := time.Now()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader(msgReq))
+	req.Header.Set("x-api-key", dummyKey)
+	req.Header.Set("content-type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return time.Since(start), err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return time.Since(start), err
+	}
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "message_stop") {
+		return time.Since(start), fmt.Errorf("status %d: %.200s", resp.StatusCode, b)
+	}
+	return time.Since(start), nil
+}
+
+func newClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}, Timeout: 30 * time.Second}
+}
+
+// rawRequest is a request line and headers for a hand-driven connection.
+func rawRequest(path string, contentLength int64, extra string) string {
+	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: gw\r\nx-api-key: %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n%s\r\n", path, dummyKey, contentLength, extra)
+}
+
+// heapWatch samples the live heap until stopped and returns its peak.
+func heapWatch() (stop func() uint64) {
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() uint64 { close(done); <-finished; return peak.Load() }
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func fdCount(t testing.TB) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// settles waits up to 10s for the goroutines and open files to come back to a baseline.
+func settles(t *testing.T, what string, goroutines, fds int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g, f := runtime.NumGoroutine(), fdCount(t)
+		if g <= goroutines && f <= fds {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%s: %d goroutines (baseline %d), %d open files (baseline %d); goroutines:\n%s", what, g, goroutines, f, fds, buf)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// percentile of sorted durations.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return d[min(len(d)-1, int(float64(len(d))*p))]
+}
+
+// flood attacks addr with every kind of abuse until ctx ends: connections held open
+// silently and beyond the cap, headers one byte at a time, huge bodies (announced and
+// chunked), a body of millions of tiny JSON values, and streamed answers never read.
+func flood(ctx context.Context, addr string) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	loop := func(n int, f func()) {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					f()
+				}
+			}()
+		}
+	}
+	hold := func(c net.Conn) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+		c.Close()
+	}
+	// Silent connections, far beyond MaxConns.
+	loop(100, func() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			return
+		}
+		hold(c)
+	})
+	// Slowloris: a header byte every 50ms.
+	loop(4, func() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		for _, b := range []byte(rawRequest("/v1/messages", 10, "x-slow: "+strings.Repeat("a", 1000)+"\r\n")) {
+			if ctx.Err() != nil {
+				return
+			}
+			if _, err := c.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	huge := bytes.Repeat([]byte("A"), DefaultMaxRequestBytes+1<<20)
+	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	send := func(body io.Reader, length int64) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/messages", body)
+		req.ContentLength = length
+		req.Header.Set("x-api-key", dummyKey)
+		if resp, err := cl.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	// Huge bodies, with and without a Content-Length.
+	loop(4, func() { send(bytes.NewReader(huge), int64(len(huge))) })
+	loop(2, func() { send(io.MultiReader(bytes.NewReader(huge)), -1) })
+	// Millions of tiny JSON values just under the size cap.
+	bomb := []byte(`{"model":"m","messages":[` + strings.Repeat("0,", DefaultMaxRequestBytes/2-64) + `0]}`)
+	loop(2, func() { send(bytes.NewReader(bomb), int64(len(bomb))) })
+	// Streamed answers that are never read.
+	loop(2, func() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		c.Write([]byte(rawRequest("/v1/messages", int64(len(msgReq)), "") + msgReq))
+		hold(c)
+	})
+	return &wg
+}
+
+func TestFloodedRunDoesNotStallAnotherRun(t *testing.T) {
+	up := httptest.NewServer(bigStreamProvider(16 << 20))
+	defer up.Close()
+	g0, f0 := runtime.NumGoroutine(), fdCount(t)
+	h0 := liveHeap()
+
+	// Run A forwards to the provider (its answers are 16 MiB streams); run B replays.
+	cfgA := floodCfg(Forward)
+	cfgA.Providers = map[string]Provider{Anthropic: {BaseURL: up.URL, Key: realKey}}
+	a, addrA := serve(t, cfgA)
+	b, addrB := serve(t, floodCfg(Replay))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopHeap := heapWatch()
+	wg := flood(ctx, addrA)
+
+	// Run B's agent keeps calling while A is flooded.
+	cB := newClient()
+	var lat []time.Duration
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		d, err := wellBehaved(cB, addrB)
+		if err != nil {
+			t.Fatalf("run B failed during the flood of run A after %v: %v", d, err)
+		}
+		lat = append(lat, d)
+	}
+	cancel()
+	wg.Wait()
+	peak := stopHeap()
+	slices.Sort(lat)
+	t.Logf("run B during the flood: %d calls, p50 %v, p99 %v, max %v; peak heap in use %d MiB",
+		len(lat), percentile(lat, .5), percentile(lat, .99), lat[len(lat)-1], peak>>20)
+	if p99 := percentile(lat, .99); p99 > time.Second {
+		t.Errorf("run B's p99 latency under the flood of A is %v, over 1s", p99)
+	}
+	// Bounded, independent of how long the flood lasts: one run's caps (MaxConns bodies of
+	// at most MaxRequestBytes) and a parse bounded by the value cap.
+	if peak > 768<<20 {
+		t.Errorf("the heap peaked at %d MiB during the flood", peak>>20)
+	}
+
+	// A recovers at once for its own agent.
+	cA := newClient()
+	if d, err := wellBehaved(cA, addrA); err != nil || d > 5*time.Second {
+		t.Fatalf("run A after the flood: %v after %v", err, d)
+	}
+	if tot := a.Totals(); tot.Turns == 0 || tot.Refused == 0 {
+		t.Errorf("run A totals %+v", tot)
+	}
+	cA.CloseIdleConnections()
+	cB.CloseIdleConnections()
+	a.Close()
+	b.Close()
+	settles(t, "after Close", g0+2, f0+2)
+	if grown := int64(liveHeap()) - int64(h0); grown > 16<<20 {
+		t.Errorf("the live heap grew by %d MiB after the flood and Close", grown>>20)
+	}
+}
+
+func TestHugeBodiesAreRefusedFastWithoutPinningMemory(t *testing.T) {
+	h0 := liveHeap()
+	s, addr := serve(t, floodCfg(Replay))
+	defer s.Close()
+	huge := bytes.Repeat([]byte("A"), DefaultMaxRequestBytes+1<<20)
+	stopHeap := heapWatch()
+	var wg sync.WaitGroup
+	var slowest atomic.Int64
+	var refused, sent atomic.Int32
+	start := time.Now()
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var body io.Reader = bytes.NewReader(huge)
+			length := int64(len(huge))
+			if i%4 == 0 {
+				body, length = io.MultiReader(body), -1 // chunked: no length announced
+			}
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", body)
+			req.ContentLength = length
+			req.Header.Set("x-api-key", dummyKey)
+			t0 := time.Now()
+			resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+			sent.Add(1)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusRequestEntityTooLarge {
+					refused.Add(1)
+				}
+			}
+			// Otherwise the server closed the connection while the body was still coming.
+			d := int64(time.Since(t0))
+			for old := slowest.Load(); d > old && !slowest.CompareAndSwap(old, d); old = slowest.Load() {
+			}
+		}()
+	}
+	wg.Wait()
+	peak := stopHeap()
+	t.Logf("32 bodies of %d MiB: %v in all, slowest %v, %d answered 413; heap peak %d MiB",
+		len(huge)>>20, time.Since(start), time.Duration(slowest.Load()), refused.Load(), peak>>20)
+	if refused.Load() == 0 {
+		t.Error("no huge body was answered 413")
+	}
+	if d := time.Duration(slowest.Load()); d > 10*time.Second {
+		t.Errorf("the slowest refusal took %v", d)
+	}
+	if tot := s.Totals(); tot.Turns != 0 {
+		t.Errorf("a huge body was answered: %+v", tot)
+	}
+	if d, err := wellBehaved(newClient(), addr); err != nil {
+		t.Fatalf("the agent's own call after the huge bodies: %v after %v", err, d)
+	}
+	if grown := int64(liveHeap()) - int64(h0); grown > 8<<20 {
+		t.Errorf("the live heap grew by %d MiB after the huge bodies", grown>>20)
+	}
+}
+
+func TestBodyOfMillionsOfTinyValuesIsRefusedBeforeParsing(t *testing.T) {
+	s, addr := serve(t, floodCfg(Replay))
+	defer s.Close()
+	bomb := `{"model":"m","messages":[` + strings.Repeat("0,", DefaultMaxRequestBytes/2-64) + `0]}`
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	t0 := time.Now()
+	code, body := post(t, "http://"+addr+"/v1/messages", dummyKey, bomb)
+	d := time.Since(t0)
+	runtime.ReadMemStats(&m1)
+	alloc := m1.TotalAlloc - m0.TotalAlloc
+	t.Logf("a %d MiB body of tiny values: %d in %v, %d MiB allocated", len(bomb)>>20, code, d, alloc>>20)
+	if code/100 != 4 || !strings.Contains(body, "JSON values") {
+		t.Fatalf("got %d %s", code, body)
+	}
+	// Reading the body costs about twice its size; decoding it would cost a gigabyte.
+	if alloc > 128<<20 {
+		t.Errorf("refusing it allocated %d MiB", alloc>>20)
+	}
+}
+
+func TestConnectionFloodQueuesAndLeaksNothing(t *testing.T) {
+	g0, f0 := runtime.NumGoroutine(), fdCount(t)
+	cfg := floodCfg(Replay)
+	cfg.MaxConns = 4
+	s, addr := serve(t, cfg)
+	const n = 40
+	var conns []net.Conn
+	for i := range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			c.Write([]byte("POST /v1/mess")) // a request that never completes
+		}
+		conns = append(conns, c)
+	}
+	// The agent's own call queues behind its flood: each held slot is cut after
+	// ReadHeaderTimeout, so it is answered within a bounded number of rounds.
+	c := newClient()
+	d, err := wellBehaved(c, addr)
+	bound := time.Duration(n/cfg.MaxConns+3) * cfg.ReadHeaderTimeout
+	t.Logf("%d held connections, MaxConns %d: a normal call answered after %v (bound %v)", n, cfg.MaxConns, d, bound)
+	if err != nil || d > bound {
+		t.Fatalf("the agent's call behind the flood: %v after %v", err, d)
+	}
+	if g := runtime.NumGoroutine(); g > g0+4*cfg.MaxConns+20 {
+		t.Errorf("%d goroutines while %d connections were held (baseline %d): not bounded by MaxConns", g, n, g0)
+	}
+	c.CloseIdleConnections()
+	s.Close()
+	for _, c := range conns {
+		c.Close()
+	}
+	settles(t, "after Close", g0+1, f0+1)
+}
+
+func TestReaderThatNeverReadsIsCutOffAndReleasesItsSlot(t *testing.T) {
+	var done atomic.Int32
+	big := bigStreamProvider(32 << 20)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		big.ServeHTTP(w, r)
+		done.Add(1)
+	}))
+	defer up.Close()
+	g0, f0 := runtime.NumGoroutine(), fdCount(t)
+	cfg := floodCfg(Forward)
+	cfg.MaxConns = 1
+	cfg.Providers = map[string]Provider{Anthropic: {BaseURL: up.URL, Key: realKey}}
+	s, addr := serve(t, cfg)
+
+	// The stalled reader takes the only slot and never reads its 32 MiB answer.
+	stalled, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	stalled.(*net.TCPConn).SetReadBuffer(4096)
+	stalled.Write([]byte(rawRequest("/v1/messages", int64(len(msgReq)), "") + msgReq))
+	time.Sleep(50 * time.Millisecond)
+
+	// The next call waits only for WriteTimeout and the upstream answer to end (it is
+	// still metered), not for the stalled reader.
+	s2 := newClient()
+	d, err := wellBehaved(s2, addr)
+	t.Logf("a call behind a reader that never reads was answered after %v", d)
+	if err != nil || d > 5*time.Second {
+		t.Fatalf("the call behind the stalled reader: %v after %v", err, d)
+	}
+	if tot := s.Totals(); tot.Turns != 2 || tot.OutputTokens != 14 {
+		t.Errorf("the cut-off answer was not metered to its end: %+v", tot)
+	}
+	s2.CloseIdleConnections()
+	stalled.Close()
+	s.Close()
+	settles(t, "after Close", g0+1, f0+1)
+}
+
+func TestSlowHeadersAndBodiesAreCutOff(t *testing.T) {
+	cfg := floodCfg(Replay)
+	cfg.MaxConns = 2
+	cfg.ReadTimeout = time.Second
+	s, addr := serve(t, cfg)
+	defer s.Close()
+	cut := make(chan time.Duration, 2)
+	drip := func(data string) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		t0 := time.Now()
+		for i := 0; ; i++ {
+			if _, err := c.Write([]byte{data[i%len(data)]}); err != nil {
+				break
+			}
+			// A cut connection answers a read with EOF or a reset.
+			c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); err != nil {
+				if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+					break
+				}
+			}
+			if time.Since(t0) > 10*time.Second {
+				break
+			}
+		}
+		cut <- time.Since(t0)
+	}
+	go drip(rawRequest("/v1/messages", 1000, "x-pad: "+strings.Repeat("a", 10000)+"\r\n")) // headers
+	go drip(rawRequest("/v1/messages", 1<<20, "") + strings.Repeat("{", 1<<20))            // body, after fast headers
+	if d, err := wellBehaved(newClient(), addr); err != nil || d > 3*time.Second {
+		t.Fatalf("a call behind two slow senders: %v after %v", err, d)
+	}
+	for range 2 {
+		if d := <-cut; d > 3*time.Second {
+			t.Errorf("a slow sender was cut only after %v", d)
+		}
+	}
+}
+
+// After an answer is relayed, its write deadline must not outlive it: a later request on
+// the same kept-alive connection still gets its answer, errors included.
+func TestKeptAliveConnectionIsAnsweredAfterAnIdleGap(t *testing.T) {
+	cfg := floodCfg(Replay)
+	cfg.WriteTimeout = 100 * time.Millisecond
+	cfg.IdleTimeout = 10 * time.Second
+	s, addr := serve(t, cfg)
+	defer s.Close()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i, path := range []string{"/v1/messages", "/v1/messages", "/v1/files"} {
+		if i > 0 {
+			time.Sleep(3 * cfg.WriteTimeout)
+		}
+		if _, err := c.Write([]byte(rawRequest(path, int64(len(msgReq)), "") + msgReq)); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d (%s) on the kept-alive connection: %v", i+1, path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if want := map[bool]int{true: 200, false: 404}[path == "/v1/messages"]; resp.StatusCode != want {
+			t.Fatalf("request %d: status %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestCountJSONValuesSkipsStrings(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{`{}`, 2},
+		{`{"a":[1,2,3],"b":{"c":"x,y[{"}}`, 7},
+		{`["\",[{", "\\", 1]`, 4},
+	} {
+		if got := countJSONValues([]byte(c.in), 100); got != c.want {
+			t.Errorf("%s: %d values, want %d", c.in, got, c.want)
+		}
+	}
+	// A long real-looking conversation is far below the cap.
+	var b strings.Builder
+	b.WriteString(`{"model":"m","messages":[`)
+	for i := range 2000 {
+		fmt.Fprintf(&b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":%q}]},{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"ls"}}]},`, i, strings.Repeat("line, of [output]\n", 100), i)
+	}
+	b.WriteString(`{"role":"user","content":"go on"}]}`)
+	if _, err := parseRequest(Anthropic, []byte(b.String())); err != nil {
+		t.Fatalf("a %d MiB conversation was refused: %v", b.Len()>>20, err)
+	}
+}

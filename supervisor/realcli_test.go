@@ -1,0 +1,224 @@
+package supervisor
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/task"
+)
+
+// The real Claude Code and Codex binaries (pinned, from the npm registry) solve the offline
+// examples through the model gateway in replay mode, inside ceval's sandbox. With a
+// real-looking key in ceval's environment, nothing the agent could read holds it.
+func TestRealCLIsSolveTheExamplesThroughTheGateway(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
+		t.Fatalf("build the agent image (needs the npm registry once; cached in ~/.cache/ceval): %v", err)
+	}
+	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+
+	for _, ex := range []struct{ dir, agentType string }{
+		{"claude-code", task.AgentClaudeCode},
+		{"codex", task.AgentCodex},
+	} {
+		t.Run(ex.dir, func(t *testing.T) {
+			tk, err := task.Load(filepath.Join("..", "examples", ex.dir, "task.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.Agent.Type != ex.agentType || tk.Agent.Gateway == nil || tk.Agent.Gateway.Mode != task.GatewayReplay {
+				t.Fatalf("the example is not a %s replay task", ex.agentType)
+			}
+			f, err := os.Open(tk.Agent.Gateway.Fixture)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fx, err := gateway.ParseFixture(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantTurns, want := fx.ScriptTotals()
+
+			secret := "sk-ant-api03-" + canary(t)
+			env := map[string]string{"ANTHROPIC_API_KEY": secret, "OPENAI_API_KEY": secret, "PATH": os.Getenv("PATH")}
+			res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != "SUCCESS" {
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+				stderr, _ := os.ReadFile(filepath.Join(res.Dir, StderrFile))
+				t.Fatalf("status %s %+v\nstdout:\n%s\nstderr:\n%s", res.Status, res.Criteria, tail(stdout), tail(stderr))
+			}
+
+			t.Logf("%s: agent %+v; gateway %+v", ex.dir, res.Agent, *res.Gateway)
+			// The gateway's metering is the script's usage, call for call.
+			g := res.Gateway
+			if g == nil || g.Turns != wantTurns || g.InputTokens != want.Input || g.CachedInputTokens != want.Cached ||
+				g.CacheCreationInputTokens != want.CacheCreation || g.OutputTokens != want.Output || g.ReplayMisses != 0 {
+				t.Fatalf("gateway totals %+v, want %d turns and %+v", g, wantTurns, want)
+			}
+			// The transcript holds every call: each scripted depth answered once with 200.
+			depths := map[int]int{}
+			for _, call := range readCalls(t, filepath.Join(res.Dir, ModelCallsFile)) {
+				if call.Tools && call.Status == 200 {
+					depths[call.Depth]++
+				}
+				if call.Status != 200 {
+					t.Errorf("a call was refused: %+v", call)
+				}
+			}
+			for d := 0; d < wantTurns; d++ {
+				if depths[d] == 0 {
+					t.Errorf("the transcript has no answered call at depth %d: %v", d, depths)
+				}
+			}
+
+			// What the CLI reported about itself matches the script too.
+			tok := res.Agent.Tokens
+			switch ex.agentType {
+			case task.AgentClaudeCode:
+				if res.Agent.Turns != wantTurns || int64(tok["input_tokens"]) != want.Input-want.Cached-want.CacheCreation ||
+					int64(tok["cache_read_input_tokens"]) != want.Cached || int64(tok["cache_creation_input_tokens"]) != want.CacheCreation ||
+					int64(tok["output_tokens"]) != want.Output {
+					t.Errorf("claude reported %d turns, tokens %v; the script has %d turns and %+v", res.Agent.Turns, tok, wantTurns, want)
+				}
+			case task.AgentCodex:
+				// Codex's own "turn" is the whole exec; its tokens are the sum of the calls.
+				if res.Agent.Turns != 1 || int64(tok["input_tokens"]) != want.Input || int64(tok["cached_input_tokens"]) != want.Cached ||
+					int64(tok["output_tokens"]) != want.Output || int64(tok["reasoning_output_tokens"]) != want.Reasoning {
+					t.Errorf("codex reported %d turns, tokens %v; the script has %+v", res.Agent.Turns, tok, want)
+				}
+			}
+
+			// The CLI's own session files came out of its home.
+			if len(res.Agent.Sessions) != 1 {
+				t.Errorf("session files copied: %v", res.Agent.Sessions)
+			} else {
+				n := 0
+				filepath.WalkDir(filepath.Join(res.Dir, res.Agent.Sessions[0]), func(p string, d os.DirEntry, err error) error {
+					if err == nil && strings.HasSuffix(p, ".jsonl") {
+						n++
+					}
+					return nil
+				})
+				if n == 0 {
+					t.Errorf("no session transcript under %s", res.Agent.Sessions[0])
+				}
+			}
+
+			// The real key is nowhere in the run directory (agent output, transcript, result).
+			filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+				if err != nil || d.IsDir() {
+					return nil
+				}
+				if b, _ := os.ReadFile(p); strings.Contains(string(b), secret) {
+					t.Errorf("the real key is in %s", p)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+func readCalls(t *testing.T, p string) []gateway.Call {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var calls []gateway.Call
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var c gateway.Call
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("transcript line: %v", err)
+		}
+		calls = append(calls, c)
+	}
+	return calls
+}
+
+func tail(b []byte) string {
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// Each real CLI loads a plugin bundle the way ceval hands it over (Claude Code: --plugin-dir
+// per bundle; Codex: the bundle's skills linked under ~/.agents/skills): the skill's
+// description reaches the model's context, which the gateway's transcript shows. The agent
+// reads the projected files, cannot write them, and the source's grading files are absent.
+func TestRealCLIsLoadPluginBundles(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
+		t.Fatalf("build the agent image: %v", err)
+	}
+	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+
+	const probe = `ls -aR /opt/ceval/plugins > /workspace/ls.txt 2>&1; ` +
+		`cat /opt/ceval/plugins/greeter-plugin/skills/greeter/SKILL.md > /workspace/skill.txt; ` +
+		`touch /opt/ceval/plugins/greeter-plugin/skills/greeter/planted 2> /workspace/write.txt; ` +
+		`echo done >> /workspace/write.txt`
+	for _, ex := range []struct{ agentType, api, model, tool, input string }{
+		{task.AgentClaudeCode, "anthropic", "claude-sonnet-4-5", "Bash", `{command: ` + quote(probe) + `}`},
+		{task.AgentCodex, "openai", "gpt-5.5", "exec_command", `{cmd: ` + quote(probe) + `}`},
+	} {
+		t.Run(ex.agentType, func(t *testing.T) {
+			marker, answer := canary(t), canary(t)
+			files := map[string]string{
+				"greeter-plugin/.claude-plugin/plugin.json": `{"name": "greeter-plugin", "version": "1.0.0", "description": "ceval test plugin"}`,
+				"greeter-plugin/skills/greeter/SKILL.md":    "---\nname: greeter\ndescription: Greets in the " + marker + " style. Use when asked to greet.\n---\nGreet warmly.\n",
+				"greeter-plugin/commands/shout.md":          "---\ndescription: Shout a greeting\n---\nShout it.\n",
+				"greeter-plugin/tests/check_greeting.py":    "assert answer == '" + answer + "'\n",
+				"model.yaml": "version: 1\napi: " + ex.api + "\nturns:\n" +
+					"  - tool_calls: [{name: " + ex.tool + ", input: " + ex.input + "}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+					"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n",
+			}
+			doc := "task_id: plugins-" + ex.agentType + "\ninitial_prompt: greet\n" +
+				"agent:\n  type: " + ex.agentType + "\n  model: " + ex.model + "\n  gateway: {mode: replay, fixture: model.yaml}\n" +
+				"plugins:\n  - path: greeter-plugin\n" +
+				"sandbox:\n  image: " + images.AgentName + "\n  limits: {timeout: 2m, memory_mb: 1024, pids: 128, disk_mb: 64}\n" +
+				"success_criteria:\n" +
+				"  - {type: file_contains, path: skill.txt, includes: [\"" + marker + "\"]}\n" +
+				"  - {type: file_contains, path: write.txt, includes: [Read-only, done]}\n" +
+				"  - {type: file_contains, path: ls.txt, includes: [SKILL.md, shout.md, plugin.json], excludes: [check_greeting, tests]}\n"
+			res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != "SUCCESS" {
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+				t.Fatalf("status %s %+v\nstdout:\n%s", res.Status, res.Criteria, tail(stdout))
+			}
+			if len(res.Plugins) != 1 || res.Plugins[0].SHA256Before == "" || res.Plugins[0].SHA256Before != res.Plugins[0].SHA256After {
+				t.Fatalf("plugin digests %+v", res.Plugins)
+			}
+			// The CLI put the skill in front of the model: its first request carries the
+			// skill's description.
+			seen := false
+			for _, call := range readCalls(t, filepath.Join(res.Dir, ModelCallsFile)) {
+				if call.Depth == 0 && call.Tools && strings.Contains(string(call.Request), marker) {
+					seen = true
+				}
+				if strings.Contains(string(call.Request), answer) {
+					t.Errorf("the source's grading file reached the model: %.200s", call.Request)
+				}
+			}
+			if !seen {
+				t.Errorf("%s did not load the plugin's skill: no request at depth 0 mentions its description", ex.agentType)
+			}
+		})
+	}
+}
