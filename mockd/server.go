@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -81,7 +82,7 @@ type Stats struct {
 // MaxRequestBytes each, for at most RequestTimeout, and a bounded number of calls.
 type Server struct {
 	cfg   Config
-	peer  uint32 // the peer UID served, as SO_PEERCRED reports it
+	peer  atomic.Uint32 // the peer UID served, as SO_PEERCRED reports it
 	ln    *net.UnixListener
 	log   *os.File
 	slots chan struct{}
@@ -126,9 +127,23 @@ func Start(cfg Config) (*Server, error) {
 		log.Close()
 		return nil, fmt.Errorf("mock server: %w", err)
 	}
-	s := &Server{cfg: cfg, peer: peer, ln: ln, log: log, slots: make(chan struct{}, cfg.MaxConns), used: map[string]int{}}
+	s := &Server{cfg: cfg, ln: ln, log: log, slots: make(chan struct{}, cfg.MaxConns), used: map[string]int{}}
+	s.peer.Store(peer)
 	s.wg.Go(s.accept)
 	return s, nil
+}
+
+// UseUIDMappings re-derives the served peer UID from the mappings of the agent's user
+// namespace as read from the live container (ReadUIDMap of its init), before the agent
+// starts; an unmapped agent UID is an error and leaves the server refusing everyone.
+func (s *Server) UseUIDMappings(mappings []specs.LinuxIDMapping) error {
+	peer, err := HostUID(s.cfg.AllowUID, mappings)
+	if err != nil {
+		s.peer.Store(1<<32 - 1) // (uid_t)-1: no process has it
+		return fmt.Errorf("mock server: %w", err)
+	}
+	s.peer.Store(peer)
+	return nil
 }
 
 // Close stops accepting, waits for the connections in flight (each ends by its deadline),
@@ -234,10 +249,10 @@ func (s *Server) serve(conn *net.UnixConn) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(s.cfg.RequestTimeout))
 	uid, err := PeerUID(conn)
-	if err != nil || uid != s.peer {
-		msg := fmt.Sprintf("peer uid %d is not the agent's (%d)", uid, s.peer)
-		if len(s.cfg.UIDMappings) > 0 {
-			msg = fmt.Sprintf("peer uid %d is not the agent's (%d, which is %d in the container)", uid, s.peer, s.cfg.AllowUID)
+	if peer := s.peer.Load(); err != nil || uid != peer {
+		msg := fmt.Sprintf("peer uid %d is not the agent's (%d)", uid, peer)
+		if peer != s.cfg.AllowUID {
+			msg = fmt.Sprintf("peer uid %d is not the agent's (%d, which is %d in the container)", uid, peer, s.cfg.AllowUID)
 		}
 		if err != nil {
 			msg = "peer credentials: " + err.Error()

@@ -1,7 +1,12 @@
 package mockd
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -43,4 +48,42 @@ func describe(ms []specs.LinuxIDMapping) string {
 		return "(none)"
 	}
 	return s
+}
+
+// ReadUIDMap reads the UID mappings of process pid's user namespace as this process sees
+// them (/proc/PID/uid_map: inside, outside relative to the reader's namespace, size). Read
+// from the host for a container's init, it states how the agent's UID appears to
+// SO_PEERCRED here, whether the mappings came from the spec or from a rootless runtime's own
+// namespace. A process in our own namespace shows the identity mapping.
+func ReadUIDMap(pid int) ([]specs.LinuxIDMapping, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/uid_map")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return parseUIDMap(f)
+}
+
+func parseUIDMap(r io.Reader) ([]specs.LinuxIDMapping, error) {
+	var out []specs.LinuxIDMapping
+	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return nil, fmt.Errorf("uid_map line %q: want 3 fields", sc.Text())
+		}
+		var v [3]uint64
+		for i := range f {
+			n, err := strconv.ParseUint(f[i], 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("uid_map line %q: %w", sc.Text(), err)
+			}
+			v[i] = n
+		}
+		out = append(out, specs.LinuxIDMapping{ContainerID: uint32(v[0]), HostID: uint32(v[1]), Size: uint32(v[2])})
+	}
+	return out, sc.Err()
 }

@@ -2,6 +2,7 @@ package mockd
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,5 +121,66 @@ func TestPeerInAUserNamespaceIsServedOnlyAsItsMappedUID(t *testing.T) {
 	})
 	if _, _, code := runClientWith(t, other, agentProc, nil, "pr", "list"); code != ExitUnavailable {
 		t.Errorf("server expecting host UID 3457 served host UID 3456: exit %d", code)
+	}
+}
+
+// The supervisor reads the live container's mappings from its init before the agent starts:
+// from here, a process in a user namespace that maps 2000 to 3456 shows exactly that, and the
+// server then serves the agent at 3456 and nobody at 2000.
+func TestUIDMapReadFromALiveProcessDecidesThePeer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("creating user namespaces with arbitrary host mappings needs root")
+	}
+	self, err := ReadUIDMap(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid, err := HostUID(2000, self); err != nil || uid != 2000 {
+		t.Fatalf("our own namespace %v: HostUID(2000) = %d, %v; want itself", self, uid, err)
+	}
+
+	maps := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 3000, Size: 1}, {ContainerID: 2000, HostID: 3456, Size: 2}}
+	cmd := exec.Command("/bin/sleep", "30")
+	cmd.SysProcAttr = userns(2000, maps)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	got, err := ReadUIDMap(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != maps[0] || got[1] != maps[1] {
+		t.Fatalf("read %v, want %v", got, maps)
+	}
+
+	s, cfg := startServer(t, func(c *Config) { c.AllowUID = 2000 })
+	if err := s.UseUIDMappings(got); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := runClientWith(t, cfg, userns(2000, maps), nil, "pr", "list"); code != 0 || out != "#1 fix the bug\n" {
+		t.Fatalf("the mapped agent was not served: exit %d %q %q", code, out, stderr)
+	}
+	if _, _, code := runClientWith(t, cfg, nil, nil, "pr", "list"); code != ExitUnavailable {
+		t.Fatalf("host UID 0 (no namespace) was served after the mappings were applied: exit %d", code)
+	}
+	// Mappings that leave the agent out refuse everyone from then on.
+	if err := s.UseUIDMappings([]specs.LinuxIDMapping{{ContainerID: 0, HostID: 3000, Size: 1}}); err == nil {
+		t.Fatal("an unmapped agent UID was accepted")
+	}
+	if _, _, code := runClientWith(t, cfg, userns(2000, maps), nil, "pr", "list"); code != ExitUnavailable {
+		t.Fatalf("served after the mappings left the agent out: exit %d", code)
+	}
+}
+
+func TestParseUIDMap(t *testing.T) {
+	got, err := parseUIDMap(strings.NewReader("         0          0 4294967295\n  2000 3456 2\n"))
+	if err != nil || len(got) != 2 || got[0].Size != 4294967295 || got[1].HostID != 3456 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"0 0\n", "a b c\n", "0 0 4294967296\n"} {
+		if _, err := parseUIDMap(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
 	}
 }

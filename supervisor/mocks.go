@@ -2,12 +2,9 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"ceval.dev/ceval/mockd"
 	"ceval.dev/ceval/mockd/clientbin"
@@ -75,12 +72,8 @@ func startMocks(t *task.Task, runDir, initDir string, agentUID uint32) (*mockRun
 			mounts = append(mounts, oci.Mount{Source: client, Destination: d + "/" + m.Tool})
 		}
 	}
-	uidMaps, err := agentUIDMappings()
-	if err != nil {
-		return nil, nil, err
-	}
 	s, err := mockd.Start(mockd.Config{
-		Socket: filepath.Join(dir, mockd.SocketName), Tools: tools, AllowUID: agentUID, UIDMappings: uidMaps,
+		Socket: filepath.Join(dir, mockd.SocketName), Tools: tools, AllowUID: agentUID,
 		LogPath: filepath.Join(runDir, MockCallsFile),
 	})
 	if err != nil {
@@ -104,26 +97,16 @@ func (m *mockRun) stop(runDir string) error {
 	return err
 }
 
-// agentUIDMappings returns the UID mappings of the user namespace the agent's container gets:
-// those of the spec oci.SpecOpts builds (the sandbox's own), none when it shares the host's.
-// The peer UID the mock server sees is the agent's UID through them (mockd.HostUID). They
-// depend on none of the run's paths or limits, so a stand-in config shows them.
-func agentUIDMappings() ([]specs.LinuxIDMapping, error) {
-	s, err := oci.Generate(context.Background(), oci.Config{
-		RunID: "mock-uid-mappings", PID: os.Getpid(), BootID: "mock-uid-mappings", Args: []string{"/bin/true"},
-		WorkspaceDir: "/", HomeDir: "/", InitPath: "/",
-	})
+// beforeStart points the peer check at the agent's UID as this process will see it: through
+// the UID mappings of the created container's user namespace, read from its init (identity
+// when it shares ours; the spec's or a rootless runtime's mappings otherwise).
+func (m *mockRun) beforeStart(_ context.Context, pid uint32) error {
+	if m == nil {
+		return nil
+	}
+	maps, err := mockd.ReadUIDMap(int(pid))
 	if err != nil {
-		return nil, fmt.Errorf("the agent container's user namespace: %w", err)
+		return fmt.Errorf("protected mocks: the agent container's UID mappings: %w", err)
 	}
-	if s.Linux == nil {
-		return nil, nil
-	}
-	for _, ns := range s.Linux.Namespaces {
-		if ns.Type == specs.UserNamespace && (ns.Path != "" || len(s.Linux.UIDMappings) == 0) {
-			return nil, errors.New("the agent's container joins a user namespace whose UID mappings its spec does not state: " +
-				"the mock server cannot tell the agent's UID on the host; give the spec linux.uidMappings")
-		}
-	}
-	return s.Linux.UIDMappings, nil
+	return m.server.UseUIDMappings(maps)
 }

@@ -220,11 +220,20 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if err != nil {
 		return res, err
 	}
-	var beforeStart func(context.Context, uint32) error
+	// Between create and start: the mock server learns how the agent's UID appears here, and
+	// the gateway opens its socket inside the container's network namespace.
+	beforeStart := func(ctx context.Context, pid uint32) error {
+		if err := mocks.beforeStart(ctx, pid); err != nil {
+			return err
+		}
+		if gw != nil {
+			return gw.beforeStart(ctx, pid)
+		}
+		return nil
+	}
 	if gw != nil {
 		res.Gateway = gw.result
 		env = append(env, GatewayEnv(t, gw.key)...)
-		beforeStart = gw.beforeStart
 		defer func() {
 			if gerr := gw.stop(); gerr != nil && err == nil {
 				err = &InfraError{fmt.Errorf("model gateway: %w", gerr)}
