@@ -45,8 +45,9 @@ type junitMessage struct {
 }
 
 // JUnit renders the experiment as JUnit XML: one testsuite per variant, one testcase per
-// run; FAILURE and TIMEOUT are failures, ERROR and NOT_GRADED errors, runs without a
-// result skipped. Agent-written text is stripped of what XML cannot carry.
+// run; the agent's failures (FAILURE, TIMEOUT, a model gateway budget exceeded:
+// supervisor.AgentFailed) are failures naming the limit that ended the agent, ERROR and
+// NOT_GRADED errors, runs without a result skipped. Agent-written text is stripped of what XML cannot carry.
 func JUnit(e *Experiment) ([]byte, error) {
 	root := junitSuites{Name: e.Plan.ExperimentID}
 	for _, v := range e.Plan.Variants {
@@ -60,8 +61,12 @@ func JUnit(e *Experiment) ([]byte, error) {
 				c.Skipped = &junitMessage{Message: "not run", Type: StatusNotRun}
 				suite.Skipped++
 			case res.Status == "SUCCESS":
-			case res.Status == "FAILURE" || res.Status == supervisor.StatusTimeout:
-				c.Failure = &junitMessage{Message: fmt.Sprintf("%s score %.2f", res.Status, res.Score), Type: res.Status, Text: criteriaText(res)}
+			case supervisor.AgentFailed(res.Status):
+				msg := fmt.Sprintf("%s score %.2f", res.Status, res.Score)
+				if l := res.StatusLimit(); l != "" {
+					msg += ": " + l
+				}
+				c.Failure = &junitMessage{Message: xmlSafe(msg), Type: res.Status, Text: criteriaText(res)}
 				suite.Failures++
 			default:
 				c.Error = &junitMessage{Message: xmlSafe(res.Status + " " + res.Error), Type: res.Status, Text: criteriaText(res)}

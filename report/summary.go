@@ -145,6 +145,8 @@ func (e *Experiment) runs(variant, taskID string) []Run {
 	return out
 }
 
+// passed is SUCCESS only: FAILURE, TIMEOUT and a model gateway budget exceeded are the
+// agent's failures, ERROR and NOT_GRADED are not passes either.
 func passed(r *supervisor.Result) bool { return r != nil && r.Status == "SUCCESS" }
 
 // stats computes one group's numbers; seed names the group so its bootstrap is repeatable.

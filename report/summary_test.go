@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/supervisor"
 )
@@ -132,5 +133,53 @@ func TestSummaryCountsErrorsInEveryDenominator(t *testing.T) {
 	}
 	if !strings.Contains(string(data), "&lt;script&gt;") || strings.Contains(string(data), "<script>") {
 		t.Error("agent text not escaped in junit.xml")
+	}
+}
+
+// A run ended by a model gateway budget is the agent's failure, as FAILURE and TIMEOUT are:
+// never passed in any rate, and a JUnit failure naming the limit, not an error (ERROR is
+// ceval's side).
+func TestBudgetStatusesAreTheAgentsFailures(t *testing.T) {
+	budget := func(status, kind, limit string) *supervisor.Result {
+		code := 0
+		return &supervisor.Result{Result: grader.Result{Status: status, Score: 1}, Complete: true,
+			Agent:     supervisor.AgentResult{ExitCode: &code, StoppedBy: "model gateway budget: " + limit},
+			Gateway:   &supervisor.GatewayResult{Totals: gateway.Totals{Exceeded: kind, ExceededLimit: limit}},
+			LimitsHit: []string{"model gateway budget: " + limit}}
+	}
+	results := []*supervisor.Result{
+		budget(supervisor.StatusMaxTurns, gateway.ExceededTurns, "max_turns 2"),
+		budget(supervisor.StatusTokenBudget, gateway.ExceededTokens, "max_total_tokens 40"),
+		budget(supervisor.StatusCostBudget, gateway.ExceededCost, "max_usd 0.05"),
+		{Result: grader.Result{Status: supervisor.StatusTimeout}, Complete: true, Agent: supervisor.AgentResult{TimedOut: true}, LimitsHit: []string{"timeout 1m0s"}},
+		{Result: grader.Result{Status: grader.TaskError}, Error: "containerd went away"},
+	}
+	plan := &supervisor.Plan{ExperimentID: "e", Repeats: len(results), Variants: []string{"v"},
+		Entries: []supervisor.PlanEntry{{Variant: "v", TaskID: "a"}}}
+	e := &Experiment{Dir: t.TempDir(), Plan: plan}
+	for _, pr := range plan.Runs() {
+		e.Runs = append(e.Runs, Run{PlannedRun: pr, Variant: "v", TaskID: "a", Result: results[pr.Repeat-1]})
+	}
+	s := Summarize(e).Variants[0]
+	if s.Runs != 5 || s.Passed != 0 || s.PassRate != 0 || s.PassAtK["1"] != 0 || s.PassAtK["5"] != 0 || s.Statuses[supervisor.StatusMaxTurns] != 1 {
+		t.Errorf("budget runs counted as passed: %+v", s)
+	}
+	data, err := JUnit(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j junitSuites
+	if err := xml.Unmarshal(data, &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Failures != 4 || j.Errors != 1 {
+		t.Errorf("junit failures %d errors %d, want 4 failures (3 budgets, the timeout) and 1 error:\n%s", j.Failures, j.Errors, data)
+	}
+	want := []string{"model gateway budget: max_turns 2", "model gateway budget: max_total_tokens 40", "model gateway budget: max_usd 0.05", "timeout 1m0s"}
+	for i, w := range want {
+		c := j.Suites[0].Cases[i]
+		if c.Failure == nil || c.Failure.Type != results[i].Status || !strings.Contains(c.Failure.Message, w) {
+			t.Errorf("case %d: failure %+v, want type %s and %q in the message", i, c.Failure, results[i].Status, w)
+		}
 	}
 }

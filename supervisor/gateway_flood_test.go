@@ -1,10 +1,10 @@
 package supervisor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,36 +14,53 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// floodAgent floods its own gateway from inside the container for 15s: connections held
-// open far beyond the gateway's cap, bodies over the 16 MiB cap, a body of millions of tiny
-// JSON values just under it; then it stops the flood and makes one normal call.
+// floodAgent floods its own gateway from inside the container until the test tells it to
+// stop (/workspace/stop; at most 3 minutes): connections held open far beyond the gateway's
+// cap, connections that send a request's headers and then hold its body back, bodies over
+// the 16 MiB cap, a body of millions of tiny JSON values just under it. A held-back body
+// keeps a handler for 20s: were the gateway to serve runs one at a time, the other run would
+// wait up to that long. Then it makes one normal call. (busybox wget -T crashes here: the
+// timeouts are timeout(1)'s.)
 const floodAgent = `cd /tmp
 printf '%s' '{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}' > req.json
 head -c 20000000 /dev/zero | tr '\0' A > huge
 { printf '{"model":"m","messages":['; yes 0, | tr -d '\n' | head -c 15000000; printf '0]}'; } > bomb
-echo "start=$(date +%s)" >> /workspace/out.txt
 post() { timeout 20 wget -q -O "$2" --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file "$1" "$CEVAL_GATEWAY_URL/v1/messages"; }
-for i in $(seq 20); do ( while [ ! -e stop ]; do sleep 11 | nc 127.0.0.1 80 >/dev/null 2>&1; done ) & done
-for i in $(seq 3); do ( while [ ! -e stop ]; do post huge /dev/null 2>/dev/null; done ) & done
-for i in $(seq 2); do ( while [ ! -e stop ]; do post bomb /dev/null 2>/dev/null; done ) & done
-sleep 15
-touch stop
-echo "end=$(date +%s)" >> /workspace/out.txt
+hold() { i=0; while [ ! -e /workspace/stop ] && [ $i -lt 20 ]; do sleep 1; i=$((i+1)); done; }
+for i in $(seq 10); do ( while [ ! -e /workspace/stop ]; do sleep 11 | timeout 12 nc 127.0.0.1 80 >/dev/null 2>&1; done ) & done
+for i in $(seq 10); do ( while [ ! -e /workspace/stop ]; do { printf 'POST /v1/messages HTTP/1.1\r\nHost: gw\r\nx-api-key: %s\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{' "$CEVAL_GATEWAY_KEY"; hold; } | timeout 21 nc 127.0.0.1 80 >/dev/null 2>&1; done ) & done
+for i in $(seq 3); do ( while [ ! -e /workspace/stop ]; do post huge /dev/null 2>/dev/null; done ) & done
+for i in $(seq 2); do ( while [ ! -e /workspace/stop ]; do post bomb /dev/null 2>/dev/null; done ) & done
+sleep 3
+touch /workspace/flooding
+i=0; while [ ! -e /workspace/stop ] && [ $i -lt 900 ]; do sleep 0.2; i=$((i+1)); done
+[ -e /workspace/stop ] && echo stopped=test >> /workspace/out.txt
+touch /workspace/stop
 wait
 post req.json /workspace/own.txt && echo own=ok >> /workspace/out.txt
 true`
 
-// calmAgent makes 20 normal calls, each within 5s, while the other run floods its gateway.
-const calmAgent = `sleep 4
-printf '%s' '{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}' > /tmp/req.json
-echo "first=$(date +%s)" >> /workspace/out.txt
+// calmAgent waits until the test says the other run floods its gateway (/workspace/go; at
+// most 3 minutes), then makes 20 normal calls, each given 10s, and records when each began
+// and ended (uptime in centiseconds).
+const calmAgent = `printf '%s' '{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}' > /tmp/req.json
+touch /workspace/ready
+i=0; while [ ! -e /workspace/go ] && [ $i -lt 900 ]; do sleep 0.2; i=$((i+1)); done
 ok=0
 for i in $(seq 20); do
-  timeout 5 wget -q -O /tmp/ans --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file /tmp/req.json "$CEVAL_GATEWAY_URL/v1/messages" 2>>/workspace/err.txt && grep -q replayed-answer /tmp/ans && ok=$((ok+1))
+  read t0 _ < /proc/uptime
+  timeout 10 wget -q -O /tmp/ans --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file /tmp/req.json "$CEVAL_GATEWAY_URL/v1/messages" 2>>/workspace/err.txt && grep -q replayed-answer /tmp/ans && ok=$((ok+1))
+  read t1 _ < /proc/uptime
+  echo "$t0 $t1" | tr -d . >> /workspace/calls.txt
   sleep 0.2
 done
-echo "last=$(date +%s)" >> /workspace/out.txt
 echo "calls=20 ok=$ok" >> /workspace/out.txt`
+
+// callBound is how long one calm call may take while the other run floods its gateway (the
+// calm agent's timeout 10):
+// generous for a loaded 2-core host, far below what serving the runs one at a time costs
+// (the flooder's held-back bodies keep a handler for 20s each).
+const callBound = 10 * time.Second
 
 func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
@@ -56,6 +73,7 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 		doc := agentTask(id, script, criteria)
 		doc = strings.Replace(doc, "  type: command\n", "  type: command\n  gateway: {mode: replay, fixture: calls.jsonl}\n", 1)
 		doc = strings.Replace(doc, "pids: 128", "pids: 200", 1)
+		doc = strings.Replace(doc, "timeout: 60s", "timeout: 300s", 1) // each agent waits at most 3 minutes for the other
 		p := filepath.Join(dir, "task.yaml")
 		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 			t.Fatal(err)
@@ -70,6 +88,9 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 	calm := load("gw-calm", calmAgent, "  - {type: file_contains, path: out.txt, includes: [calls=20 ok=20]}\n")
 	g0 := runtime.NumGoroutine()
 
+	// Each run's scratch workspace, once its agent runs: the test tells the calm agent to
+	// start calling once the flood is on, and the flooder to stop once the calm agent is done.
+	workspaces := [2]chan string{make(chan string, 1), make(chan string, 1)}
 	var wg sync.WaitGroup
 	results := make([]*Result, 2)
 	errs := make([]error, 2)
@@ -77,40 +98,56 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if i == 1 {
-				time.Sleep(time.Second) // the flooder's container first
+			var ws string
+			progress := func(ev string, f map[string]any) {
+				switch ev {
+				case "run_started":
+					ws = filepath.Join(f["run_dir"].(string), scratchSubdir, "workspace")
+				case "agent_started":
+					workspaces[i] <- ws
+				}
 			}
-			results[i], errs[i] = runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+			results[i], errs[i] = runLoaded(t, ctx, c, tk, Options{Progress: progress, LookupEnv: func(string) (string, bool) { return "", false }})
 		}()
 	}
+	coordinated := make(chan string, 1)
+	go func() {
+		coordinated <- coordinate(<-workspaces[0], <-workspaces[1])
+	}()
 	wg.Wait()
 	for i, name := range []string{"flooder", "calm"} {
 		if errs[i] != nil {
 			t.Fatalf("%s: %v", name, errs[i])
 		}
 	}
-	out := func(r *Result) (string, map[string]int64) {
-		data, _ := os.ReadFile(filepath.Join(r.Dir, WorkspaceDir, "out.txt"))
-		stamps := map[string]int64{}
-		for _, l := range strings.Fields(string(data)) {
-			if k, v, ok := strings.Cut(l, "="); ok {
-				stamps[k], _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
-		return string(data), stamps
+	if why := <-coordinated; why != "" {
+		t.Fatal(why)
 	}
-	fOut, f := out(results[0])
-	cOut, cs := out(results[1])
-	t.Logf("flooder: %s %+v\ncalm: %s %+v", fOut, results[0].Gateway, cOut, results[1].Gateway)
-	if results[1].Status != "SUCCESS" {
-		t.Fatalf("the calm run is %s while the other flooded its gateway: %s", results[1].Status, cOut)
+	read := func(r *Result, name string) string {
+		data, _ := os.ReadFile(filepath.Join(r.Dir, WorkspaceDir, name))
+		return string(data)
+	}
+	fOut, cOut := read(results[0], "out.txt"), read(results[1], "out.txt")
+	var slowest time.Duration
+	var durations []string
+	for _, l := range strings.Split(strings.TrimSpace(read(results[1], "calls.txt")), "\n") {
+		var t0, t1 int64
+		if _, err := fmt.Sscan(l, &t0, &t1); err == nil {
+			d := time.Duration(t1-t0) * 10 * time.Millisecond
+			slowest = max(slowest, d)
+			durations = append(durations, d.String())
+		}
+	}
+	t.Logf("flooder: %s %+v\ncalm: %s %+v\ncalm calls took %v (slowest %v)", fOut, results[0].Gateway, cOut, results[1].Gateway, durations, slowest)
+	if results[1].Status != "SUCCESS" || len(durations) != 20 {
+		t.Fatalf("the calm run is %s while the other flooded its gateway (each call may take %v): %s\ncalls took %v; wget said: %s",
+			results[1].Status, callBound, cOut, durations, read(results[1], "err.txt"))
+	}
+	if !strings.Contains(fOut, "stopped=test") {
+		t.Fatalf("the flood ended before the calm run's calls did: %s", fOut)
 	}
 	if results[0].Status != "SUCCESS" {
 		t.Fatalf("the flooder's own call after its flood failed (%s): %s", results[0].Status, fOut)
-	}
-	// The calm run's calls all fell inside the flood.
-	if !(f["start"] <= cs["first"] && cs["last"] <= f["end"]) {
-		t.Fatalf("the calm run's calls (%d..%d) were not made during the flood (%d..%d)", cs["first"], cs["last"], f["start"], f["end"])
 	}
 	if g := results[1].Gateway; g == nil || g.Turns != 20 {
 		t.Errorf("calm gateway %+v", g)
@@ -134,4 +171,37 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// coordinate runs the flood test's two agents through their scratch workspaces: once the
+// flooder floods and the calm agent is ready, the calm agent may call; once it is done, the
+// flooder may stop. It returns what went wrong ("" when nothing did); either way both
+// agents are released, so both runs end.
+func coordinate(floodWS, calmWS string) string {
+	defer os.WriteFile(filepath.Join(floodWS, "stop"), nil, 0o644)
+	defer os.WriteFile(filepath.Join(calmWS, "go"), nil, 0o644)
+	wait := func(what string, done func() bool) string {
+		for deadline := time.Now().Add(2 * time.Minute); !done(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return what + " did not happen within 2 minutes"
+			}
+		}
+		return ""
+	}
+	exists := func(p string) func() bool {
+		return func() bool { _, err := os.Stat(p); return err == nil }
+	}
+	if why := wait("the flood", exists(filepath.Join(floodWS, "flooding"))); why != "" {
+		return why
+	}
+	if why := wait("the calm agent's start", exists(filepath.Join(calmWS, "ready"))); why != "" {
+		return why
+	}
+	if err := os.WriteFile(filepath.Join(calmWS, "go"), nil, 0o644); err != nil {
+		return err.Error()
+	}
+	return wait("the calm agent's 20 calls", func() bool {
+		data, _ := os.ReadFile(filepath.Join(calmWS, "out.txt"))
+		return strings.Contains(string(data), "calls=20")
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,14 +311,38 @@ func TestInterruptedRunLeavesNothingAndSaysSo(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	dir := t.TempDir()
 	p := filepath.Join(dir, "task.yaml")
-	os.WriteFile(p, []byte(agentTask("interrupt", "sleep 1000", "  - {type: file_exists, path: x}\n")), 0o644)
+	os.WriteFile(p, []byte(agentTask("interrupt", "touch running; sleep 1000", "  - {type: file_exists, path: x}\n")), 0o644)
 	tk, err := task.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Ctrl-C lands while the agent runs: once it has written a file in its workspace (not
+	// after a fixed delay, which on a loaded host can land while the image is imported).
 	cctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(1500*time.Millisecond, cancel)
-	res, err := runLoaded(t, cctx, c, tk, Options{})
+	defer cancel()
+	var sawRunning atomic.Bool
+	progress := func(ev string, f map[string]any) {
+		if ev != "run_started" {
+			return
+		}
+		running := filepath.Join(f["run_dir"].(string), scratchSubdir, "workspace", "running")
+		go func() {
+			defer cancel()
+			for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(running); err == nil {
+					sawRunning.Store(true)
+					return
+				}
+				if cctx.Err() != nil {
+					return
+				}
+			}
+		}()
+	}
+	res, err := runLoaded(t, cctx, c, tk, Options{Progress: progress})
+	if !sawRunning.Load() {
+		t.Fatalf("the agent never wrote its file (run error: %v)", err)
+	}
 	var ie *InfraError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("want an interrupted InfraError, got %v", err)

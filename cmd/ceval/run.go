@@ -174,10 +174,10 @@ func exitCodeFor(res *supervisor.Result, err error) int {
 	case err != nil:
 		return exitInfraErr
 	}
-	switch res.Status {
-	case "SUCCESS":
+	switch {
+	case res.Status == "SUCCESS":
 		return exitOK
-	case "FAILURE", supervisor.StatusTimeout, supervisor.StatusMaxTurns, supervisor.StatusTokenBudget, supervisor.StatusCostBudget:
+	case supervisor.AgentFailed(res.Status):
 		return exitFailure
 	}
 	return exitInfraErr
