@@ -79,17 +79,9 @@ func start(t *testing.T, cfg Config, fp *fakeProvider) (*Server, string) {
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = time.Millisecond
 	}
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Serve(ln)
+	s, addr := serve(t, cfg)
 	t.Cleanup(func() { s.Close() })
-	return s, "http://" + ln.Addr().String()
+	return s, "http://" + addr
 }
 
 func post(t *testing.T, url, key, body string) (int, string) {

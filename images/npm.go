@@ -60,13 +60,9 @@ type Fetcher struct {
 // the pin's sha256; a missing or corrupt one is downloaded (to a temporary file, checked,
 // then renamed into place), once: bytes that still do not match are an error.
 func (f *Fetcher) Fetch(ctx context.Context, pin Pin) (string, error) {
-	dir := f.Dir
-	if dir == "" {
-		d, err := DownloadCacheDir()
-		if err != nil {
-			return "", err
-		}
-		dir = d
+	dir, err := f.cacheDir()
+	if err != nil {
+		return "", err
 	}
 	p := filepath.Join(dir, pin.file())
 	got, err := fileSHA256(p)
@@ -173,15 +169,19 @@ type PackageFile struct {
 
 // extractDir is where pin's extracted files live: beside the tarball, named after it.
 func (f *Fetcher) extractDir(pin Pin) (string, error) {
-	dir := f.Dir
-	if dir == "" {
-		d, err := DownloadCacheDir()
-		if err != nil {
-			return "", err
-		}
-		dir = d
+	dir, err := f.cacheDir()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(dir, strings.TrimSuffix(pin.file(), ".tgz")), nil
+}
+
+// cacheDir is f.Dir, or the default download cache.
+func (f *Fetcher) cacheDir() (string, error) {
+	if f.Dir != "" {
+		return f.Dir, nil
+	}
+	return DownloadCacheDir()
 }
 
 // extractedPath is where file of pin is kept once extracted.
