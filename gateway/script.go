@@ -160,6 +160,19 @@ func (f *Fixture) ScriptTotals() (turns int, u Usage) {
 	return len(f.script.Turns), u
 }
 
+// Answers says whether the fixture holds any answer for api.
+func (f *Fixture) Answers(api string) bool {
+	if f.script != nil {
+		return f.script.API == api
+	}
+	for _, c := range f.Calls {
+		if c.API == api {
+			return true
+		}
+	}
+	return false
+}
+
 // scriptAnswer renders turn k.depth for a request with tools; nil when the script has no
 // such turn (or the request is for the other API, or offers no tools).
 func (f *Fixture) scriptAnswer(k fixtureKey, model string, stream bool) *Call {

@@ -11,6 +11,7 @@ func TestAgentGatewaySchema(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "good.jsonl"), []byte(`{"api":"anthropic","depth":0,"status":200,"response":"{}"}`+"\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte("\n{nope\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "openai.yaml"), []byte("version: 1\napi: openai\nturns: [{text: done}]\n"), 0o644)
 	base := "task_id: t\ninitial_prompt: p\nsuccess_criteria: [{type: file_exists, path: a}]\nagent: "
 	cases := []struct {
 		name, agent, want string // want: the mode, or a problem's text
@@ -24,6 +25,10 @@ func TestAgentGatewaySchema(t *testing.T) {
 		{"bad fixture line", "{type: codex, gateway: {mode: replay, fixture: bad.jsonl}}", "bad.jsonl:2:1: gateway fixture"},
 		{"fixture outside replay", "{type: codex, gateway: {mode: record, fixture: good.jsonl}}", "only for mode replay"},
 		{"unknown mode", "{type: codex, gateway: {mode: proxy}}", "agent.gateway.mode"},
+		{"anthropic transcript for claude-code", "{type: claude-code, gateway: {mode: replay, fixture: good.jsonl}}", "replay"},
+		{"anthropic transcript for codex", "{type: codex, gateway: {mode: replay, fixture: good.jsonl}}", "task.yaml:4:55: agent.gateway.fixture answers no openai requests, but a codex agent"},
+		{"openai script for claude-code", "{type: claude-code, gateway: {mode: replay, fixture: openai.yaml}}", "answers no anthropic requests, but a claude-code agent"},
+		{"openai script for codex", "{type: codex, gateway: {mode: replay, fixture: openai.yaml}}", "replay"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -262,6 +262,8 @@ func (l *loader) checkMockCriteria(t *Task) {
 }
 
 func (l *loader) agent(n *yaml.Node) *Agent {
+	var fixture *gateway.Fixture
+	var fixtureNode *yaml.Node
 	a := &Agent{}
 	var typeNode, commandNode *yaml.Node
 	seen := l.mapping(n, "agent", []field{
@@ -282,10 +284,13 @@ func (l *loader) agent(n *yaml.Node) *Agent {
 				a.EnvPassthrough = append(a.EnvPassthrough, s)
 			})
 		}},
-		{"gateway", func(v *yaml.Node) { a.Gateway = l.gateway(v) }},
+		{"gateway", func(v *yaml.Node) { a.Gateway, fixture, fixtureNode = l.gateway(v) }},
 	})
 	if seen == nil {
 		return a
+	}
+	if api := agentAPI[a.Type]; fixture != nil && api != "" && !fixture.Answers(api) {
+		l.errorf(resolve(fixtureNode), "agent.gateway.fixture answers no %s requests, but a %s agent calls only that API; write the fixture with api: %s", api, a.Type, api)
 	}
 	if a.Gateway == nil && (a.Type == AgentClaudeCode || a.Type == AgentCodex) {
 		a.Gateway = &Gateway{Mode: GatewayForward}
@@ -304,11 +309,13 @@ func (l *loader) agent(n *yaml.Node) *Agent {
 	return a
 }
 
+// agentAPI is the one model API each agent CLI calls.
+var agentAPI = map[string]string{AgentClaudeCode: gateway.Anthropic, AgentCodex: gateway.OpenAI}
+
 // gateway reads agent.gateway; a replay fixture is parsed now, so a bad one is a
-// validation error.
-func (l *loader) gateway(n *yaml.Node) *Gateway {
-	g := &Gateway{Mode: GatewayForward}
-	var fixtureNode *yaml.Node
+// validation error. It returns the parsed fixture and its node, if any.
+func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *gateway.Fixture, fixtureNode *yaml.Node) {
+	g = &Gateway{Mode: GatewayForward}
 	got := l.mapping(n, "agent.gateway", []field{
 		{"mode", func(v *yaml.Node) {
 			l.enum(v, "agent.gateway.mode", []string{GatewayForward, GatewayRecord, GatewayReplay}, &g.Mode)
@@ -317,11 +324,11 @@ func (l *loader) gateway(n *yaml.Node) *Gateway {
 		{"server_tools", func(v *yaml.Node) { l.boolean(v, "agent.gateway.server_tools", &g.ServerTools) }},
 	})
 	if got == nil {
-		return g
+		return g, nil, nil
 	}
 	switch {
 	case g.Mode == GatewayReplay && fixtureNode == nil:
-		l.errorf(n, "agent.gateway.fixture is required for mode replay (a model_calls.jsonl recorded with mode record)")
+		l.errorf(n, "agent.gateway.fixture is required for mode replay (a script of turns, or a model_calls.jsonl of an earlier run)")
 	case g.Mode != GatewayReplay && fixtureNode != nil:
 		l.errorf(resolve(fixtureNode), "agent.gateway.fixture is only for mode replay")
 	case g.Fixture != "":
@@ -330,7 +337,7 @@ func (l *loader) gateway(n *yaml.Node) *Gateway {
 			l.errorf(resolve(fixtureNode), "agent.gateway.fixture: %v", err)
 			break
 		}
-		if _, err := gateway.ParseFixture(bytes.NewReader(data)); err != nil {
+		if fixture, err = gateway.ParseFixture(bytes.NewReader(data)); err != nil {
 			p := Problem{File: g.Fixture, Msg: "gateway fixture: " + err.Error()}
 			var fe *gateway.FixtureError
 			if errors.As(err, &fe) {
@@ -339,7 +346,7 @@ func (l *loader) gateway(n *yaml.Node) *Gateway {
 			l.problems = append(l.problems, p)
 		}
 	}
-	return g
+	return g, fixture, fixtureNode
 }
 
 // pluginName is what a plugin's directory must be called to get a default mount.
