@@ -488,3 +488,19 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// The agent's view of its cgroups is its own namespace's root: no host hierarchy, no run ID.
+func TestAgentSeesOnlyItsCgroupNamespaceRoot(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "cat", "/proc/self/cgroup")
+	r := s.run(t, c, ctx, nil)
+	if r.exit.Code != 0 || strings.TrimSpace(r.stdout) == "" {
+		t.Fatalf("exit %+v stdout %q stderr %q", r.exit, r.stdout, r.stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || parts[2] != "/" {
+			t.Errorf("/proc/self/cgroup line %q: want every path to be / (a cgroup namespace of its own)", line)
+		}
+	}
+}

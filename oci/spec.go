@@ -44,6 +44,7 @@ func SpecOpts(cfg Config) ([]ctroci.SpecOpts, error) {
 		withReadonlyRootfs(),
 		withMounts(cfg),
 		withNetwork(cfg.Network),
+		withCgroupNamespace(),
 		withHostname(Hostname),
 		withoutTerminal(),
 		withRunAnnotations(cfg),
@@ -320,6 +321,21 @@ func withNetwork(mode string) specOpt {
 			return fmt.Errorf("network %q: want %q or %q", mode, NetworkNone, NetworkHost)
 		}
 		s.Linux.Namespaces = ns
+		return nil
+	}
+}
+
+// withCgroupNamespace gives the container a cgroup namespace of its own: the agent sees its
+// cgroup as "/" in /proc/self/cgroup, not the host's hierarchy with the run's ID in it. The
+// host still reads the real path from /proc/<pid>/cgroup (attestation, metrics).
+func withCgroupNamespace() specOpt {
+	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
+		}
+		if !slices.ContainsFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.CgroupNamespace }) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+		}
 		return nil
 	}
 }
