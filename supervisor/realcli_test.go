@@ -3,6 +3,7 @@ package supervisor
 import (
 	"bufio"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -218,6 +219,134 @@ func TestRealCLIsLoadPluginBundles(t *testing.T) {
 			}
 			if !seen {
 				t.Errorf("%s did not load the plugin's skill: no request at depth 0 mentions its description", ex.agentType)
+			}
+		})
+	}
+}
+
+// loadExample loads examples/DIR/task.yaml and its script's totals.
+func loadExample(t *testing.T, dir string) (*task.Task, int, gateway.Usage) {
+	t.Helper()
+	tk, err := task.Load(filepath.Join("..", "examples", dir, "task.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(tk.Agent.Gateway.Fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fx, err := gateway.ParseFixture(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns, u := fx.ScriptTotals()
+	return tk, turns, u
+}
+
+// The real CLIs in record mode, forwarding to a provider (here a local one speaking from the
+// example's script), leave a transcript that replays the same run offline.
+func TestRealCLIsRecordThenReplay(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
+		t.Fatalf("build the agent image: %v", err)
+	}
+	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	for _, dir := range []string{"claude-code", "codex"} {
+		t.Run(dir, func(t *testing.T) {
+			tk, wantTurns, want := loadExample(t, dir)
+			f, err := os.Open(tk.Agent.Gateway.Fixture)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fx, err := gateway.ParseFixture(f)
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// "The provider": it wants the real key, which only ceval's gateway holds.
+			realKey := "sk-provider-" + canary(t)
+			provider, err := gateway.New(gateway.Config{Mode: gateway.Replay, Key: realKey, Fixture: fx})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			provider.Serve(ln)
+			defer provider.Close()
+			url := "http://" + ln.Addr().String()
+			env := map[string]string{"ANTHROPIC_API_KEY": realKey, "OPENAI_API_KEY": realKey,
+				"CEVAL_ANTHROPIC_BASE_URL": url, "CEVAL_OPENAI_BASE_URL": url}
+			lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+
+			tk.Agent.Gateway = &task.Gateway{Mode: task.GatewayRecord}
+			rec, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: lookup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Status != "SUCCESS" || rec.Gateway.Turns != wantTurns || rec.Gateway.OutputTokens != want.Output {
+				stdout, _ := os.ReadFile(filepath.Join(rec.Dir, StdoutFile))
+				t.Fatalf("record run: status %s, gateway %+v\n%s", rec.Status, rec.Gateway, tail(stdout))
+			}
+			if pt := provider.Totals(); pt.Turns != wantTurns || pt.Refused != 0 {
+				t.Fatalf("the provider answered %+v", pt)
+			}
+
+			// Offline: the recorded transcript is the fixture; no provider, no key.
+			provider.Close()
+			tk.Agent.Gateway = &task.Gateway{Mode: task.GatewayReplay, Fixture: filepath.Join(rec.Dir, ModelCallsFile)}
+			rep, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status != "SUCCESS" || rep.Gateway.Turns != wantTurns || rep.Gateway.InputTokens != want.Input ||
+				rep.Gateway.OutputTokens != want.Output || rep.Gateway.ReplayMisses != 0 {
+				stdout, _ := os.ReadFile(filepath.Join(rep.Dir, StdoutFile))
+				t.Fatalf("replay of the recording: status %s, gateway %+v\n%s", rep.Status, rep.Gateway, tail(stdout))
+			}
+			for _, p := range []string{filepath.Join(rec.Dir, ModelCallsFile), filepath.Join(rec.Dir, ResultFile)} {
+				if b, _ := os.ReadFile(p); strings.Contains(string(b), realKey) {
+					t.Errorf("the real key is in %s", p)
+				}
+			}
+		})
+	}
+}
+
+// A budget ends the real CLI: Claude Code asking for a turn past max_turns, Codex's answer
+// going past max_output_tokens. The snapshot is still graded, nothing is left running.
+func TestRealCLIsAreEndedByTheirBudget(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
+		t.Fatalf("build the agent image: %v", err)
+	}
+	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	for _, tc := range []struct {
+		dir    string
+		limits task.RunLimits
+		status string
+	}{
+		{"claude-code", task.RunLimits{MaxTurns: 1}, StatusMaxTurns},
+		{"codex", task.RunLimits{MaxOutputTokens: 20}, StatusTokenBudget},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			tk, _, _ := loadExample(t, tc.dir)
+			tk.RunLimits = &tc.limits
+			res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tc.status || res.Gateway == nil || res.Gateway.Exceeded == "" || res.Agent.TimedOut {
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+				t.Fatalf("status %s (want %s), gateway %+v, agent %+v\n%s", res.Status, tc.status, res.Gateway, res.Agent, tail(stdout))
+			}
+			if len(res.Criteria) != 1 || res.Timings.Agent > 60 {
+				t.Fatalf("criteria %+v, agent time %.1fs", res.Criteria, res.Timings.Agent)
+			}
+			if err := ctrtest.Leftovers(ctx, c); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
