@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -114,5 +116,34 @@ func TestGatewayRefusesHostNetworkAndPassedCredential(t *testing.T) {
 	tk.Sandbox.Network = task.NetworkHost
 	if _, err := startGateway(tk, t.TempDir(), func(string) (string, bool) { return "", false }, nil); err == nil {
 		t.Fatal("a gateway with host networking was accepted")
+	}
+}
+
+// A provider that cannot be reached is ceval's problem, not the agent's: after the bounded
+// retries the run is ERROR, never FAILURE, and says why.
+func TestUnreachableProviderIsAnErrorNotTheAgentsFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there any more: every attempt is refused
+	script := `printf '%s' '{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}' > /tmp/req.json
+timeout 30 wget -q -O /workspace/out.txt --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file /tmp/req.json "$CEVAL_GATEWAY_URL/v1/messages"
+echo "exit=$?" >> /workspace/status.txt`
+	doc := agentTask("gw-unreachable", script, "  - {type: file_exists, path: status.txt}\n")
+	doc = strings.Replace(doc, "  type: command\n", "  type: command\n  gateway: {mode: forward}\n", 1)
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-unreachable-0123456789", "CEVAL_ANTHROPIC_BASE_URL": dead}
+	res, err := runTask(t, doc, nil, Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	var ie *InfraError
+	if !errors.As(err, &ie) || res.Status != StatusError || !strings.Contains(res.Error, "failed upstream") {
+		t.Fatalf("err %v, status %s, error %q; want an infrastructure ERROR naming the upstream failure", err, res.Status, res.Error)
+	}
+	if res.Gateway == nil || res.Gateway.UpstreamFailures != 1 {
+		t.Fatalf("gateway %+v", res.Gateway)
+	}
+	calls := readCalls(t, filepath.Join(res.Dir, ModelCallsFile))
+	if len(calls) != 1 || calls[0].Attempts != 1+gateway.DefaultRetries {
+		t.Fatalf("transcript %+v: want one call with %d attempts", calls, 1+gateway.DefaultRetries)
 	}
 }
