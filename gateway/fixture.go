@@ -29,6 +29,8 @@ type Call struct {
 	ContentType string `json:"content_type,omitempty"`
 	Response    string `json:"response,omitempty"`
 	Truncated   bool   `json:"truncated,omitempty"`
+
+	resv *reservation // what the call holds of the run's budgets while under way
 }
 
 // fixtureKey is what a replayed request is matched on: the API, the conversation's depth

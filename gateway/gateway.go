@@ -131,7 +131,11 @@ type Server struct {
 	mu     sync.Mutex
 	totals Totals
 	replay map[fixtureKey]int
-	logMu  sync.Mutex
+	// inflight and reservedOut are the model calls under way and the output tokens they may
+	// still produce: budgets count them, so concurrent calls cannot overspend together.
+	inflight    int64
+	reservedOut int64
+	logMu       sync.Mutex
 	closed chan struct{}
 	// notified makes OnExceeded fire once.
 	notified sync.Once

@@ -65,12 +65,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: "+err.Error())
 		return
 	}
-	remaining, why := s.budget()
-	if why != "" {
+	resv, remaining, why, busy := s.reserve()
+	switch {
+	case why != "":
 		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: the run's budget is exhausted: "+why)
 		return
+	case busy != "":
+		// Not exceeded yet: the rest is held by calls under way. A CLI retries a 429.
+		w.Header().Set("Retry-After", "1")
+		s.refuse(w, call, start, http.StatusTooManyRequests, "rate_limit_error", "ceval gateway: "+busy+"; retry when they are answered")
+		return
 	}
+	defer s.release(resv)
+	call.resv = resv
 	call.Stripped = req.rewrite(s.cfg.Model, remaining, s.cfg.AllowServerTools)
+	if remaining >= 0 {
+		if n, err := req.maxOutput(); err == nil && n < remaining {
+			s.shrink(resv, n) // the call asked for less than it could have
+		}
+	}
 	call.Model, call.Depth, call.Tools, call.Stream = req.model, req.depth, req.tools, req.stream
 	if call.Stripped > 0 {
 		s.mu.Lock()
@@ -249,9 +262,11 @@ func (s *Server) relay(w http.ResponseWriter, src io.Reader, sinks ...io.Writer)
 	}
 }
 
-// budget returns the output tokens the next call may use (-1: unlimited), or why no call
-// may be made any more (recording that the budget was exceeded).
-func (s *Server) budget() (int64, string) {
+// reserve takes a turn and the output tokens the next call may use (rem, -1: unlimited) out
+// of the run's budgets, counting what the calls under way hold. It returns why no call may
+// be made any more (recording that a budget was exceeded), or busy when the rest of a budget
+// is held by calls under way (not exceeded yet: the agent may retry once they are answered).
+func (s *Server) reserve() (r *reservation, rem int64, why, busy string) {
 	s.mu.Lock()
 	t, l := &s.totals, s.cfg.Limits
 	fired := s.markExceeded(true)
@@ -259,29 +274,75 @@ func (s *Server) budget() (int64, string) {
 		why := t.ExceededLimit
 		s.mu.Unlock()
 		s.notifyExceeded(fired)
-		return 0, why
+		return nil, 0, why, ""
 	}
-	rem := int64(-1)
+	defer s.mu.Unlock()
+	if l.MaxTurns > 0 && int64(t.Turns)+s.inflight >= l.MaxTurns {
+		return nil, 0, "", fmt.Sprintf("the turns left under max_turns %d are taken by %d call(s) under way", l.MaxTurns, s.inflight)
+	}
+	rem = int64(-1)
 	if l.MaxOutputTokens > 0 {
-		rem = l.MaxOutputTokens - t.OutputTokens
+		rem = l.MaxOutputTokens - t.OutputTokens - s.reservedOut
 	}
 	if l.MaxTotalTokens > 0 {
-		left := l.MaxTotalTokens - t.InputTokens - t.OutputTokens
-		if rem < 0 || left < rem {
+		if left := l.MaxTotalTokens - t.InputTokens - t.OutputTokens - s.reservedOut; rem < 0 || left < rem {
 			rem = left
 		}
 	}
 	if l.MaxUSD > 0 {
-		// What the money left buys in output alone; the call's input costs on top.
-		if left := s.cfg.Prices[s.cfg.Model].outputTokensFor(l.MaxUSD - t.CostUSD); left >= 0 {
-			left = max(left, 1)
-			if rem < 0 || left < rem {
+		// What the money left buys in output alone, less what the calls under way may still
+		// spend; the call's input costs on top.
+		p := s.cfg.Prices[s.cfg.Model]
+		if left := p.outputTokensFor(l.MaxUSD - t.CostUSD); left >= 0 {
+			if left -= s.reservedOut; rem < 0 || left < rem {
 				rem = left
 			}
 		}
 	}
+	if rem >= 0 && rem < 1 {
+		if s.inflight > 0 {
+			return nil, 0, "", fmt.Sprintf("the output budget left is held by %d call(s) under way", s.inflight)
+		}
+		rem = 1 // not exceeded, yet less than a token's money left: one more token's call
+	}
+	r = &reservation{out: max(rem, 0)}
+	s.inflight++
+	s.reservedOut += r.out
+	return r, rem, "", ""
+}
+
+// reservation is what one call under way holds of the run's budgets: a turn and the output
+// tokens it may produce.
+type reservation struct {
+	out  int64
+	done bool
+}
+
+// shrink lowers r to n output tokens.
+func (s *Server) shrink(r *reservation, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !r.done && n >= 0 && n < r.out {
+		s.reservedOut -= r.out - n
+		r.out = n
+	}
+}
+
+// releaseLocked gives r back; the caller holds s.mu. It is idempotent and nil-safe.
+func (s *Server) releaseLocked(r *reservation) {
+	if r == nil || r.done {
+		return
+	}
+	r.done = true
+	s.inflight--
+	s.reservedOut -= r.out
+}
+
+// release is releaseLocked, taking s.mu.
+func (s *Server) release(r *reservation) {
+	s.mu.Lock()
+	s.releaseLocked(r)
 	s.mu.Unlock()
-	return rem, ""
 }
 
 // markExceeded records the first budget the totals have reached (before a call: a call
@@ -330,6 +391,7 @@ func (s *Server) notifyExceeded(fired bool) {
 func (s *Server) finish(call Call, u *Usage, start time.Time) {
 	call.Usage = u
 	s.mu.Lock()
+	s.releaseLocked(call.resv) // the call's usage replaces what it held, under one lock
 	t := &s.totals
 	if call.Status/100 == 2 {
 		t.Turns++

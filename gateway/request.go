@@ -154,6 +154,15 @@ func (r *request) rewrite(model string, remaining int64, allowServer bool) int {
 	return stripped
 }
 
+// maxOutput is the request's output cap after rewrite.
+func (r *request) maxOutput() (int64, error) {
+	field := "max_tokens"
+	if r.api == OpenAI {
+		field = "max_output_tokens"
+	}
+	return toInt(r.body[field])
+}
+
 func toInt(v any) (int64, error) {
 	switch n := v.(type) {
 	case json.Number:
