@@ -136,7 +136,7 @@ type Server struct {
 	inflight    int64
 	reservedOut int64
 	logMu       sync.Mutex
-	closed chan struct{}
+	closed      chan struct{}
 	// notified makes OnExceeded fire once.
 	notified sync.Once
 	wg       sync.WaitGroup
