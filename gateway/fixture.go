@@ -29,6 +29,8 @@ type Call struct {
 	ContentType string `json:"content_type,omitempty"`
 	Response    string `json:"response,omitempty"`
 	Truncated   bool   `json:"truncated,omitempty"`
+	// BodiesDropped: the transcript had reached its size cap; request and answer left out.
+	BodiesDropped bool `json:"bodies_dropped,omitempty"`
 
 	resv *reservation // what the call holds of the run's budgets while under way
 }

@@ -35,6 +35,7 @@ const (
 	DefaultRetryBackoff      = 500 * time.Millisecond
 	DefaultUpstreamTimeout   = 15 * time.Minute
 	DefaultWriteTimeout      = time.Minute
+	DefaultMaxLogBytes       = 256 << 20
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = 2 * time.Minute
 	DefaultIdleTimeout       = 2 * time.Minute
@@ -89,6 +90,7 @@ type Config struct {
 	RetryBackoff    time.Duration // first retry delay, doubled each time
 	UpstreamTimeout time.Duration // one upstream request, body included
 	WriteTimeout    time.Duration // one write to the agent (a slow reader is cut off)
+	MaxLogBytes     int64         // transcript bytes with bodies; lines stop at twice this
 	// ReadHeaderTimeout, ReadTimeout and IdleTimeout bound a request's headers, a whole
 	// request (a slow sender is cut off) and a kept-alive connection's wait for the next.
 	ReadHeaderTimeout time.Duration
@@ -117,9 +119,10 @@ type Totals struct {
 	StrippedTools            int     `json:"stripped_tools,omitempty"`    // provider-side tools removed
 	UpstreamFailures         int     `json:"upstream_failures,omitempty"` // requests that still failed after the retries
 	ReplayMisses             int     `json:"replay_misses,omitempty"`
-	CostUSD                  float64 `json:"cost_usd,omitempty"`        // priced from Config.Prices
-	UnpricedCalls            int     `json:"unpriced_calls,omitempty"`  // answered calls whose model the price table lacks
-	Exceeded                 string  `json:"budget_exceeded,omitempty"` // turns | tokens | cost
+	LogLinesDropped          int     `json:"transcript_lines_dropped,omitempty"` // past the transcript's size cap
+	CostUSD                  float64 `json:"cost_usd,omitempty"`                 // priced from Config.Prices
+	UnpricedCalls            int     `json:"unpriced_calls,omitempty"`           // answered calls whose model the price table lacks
+	Exceeded                 string  `json:"budget_exceeded,omitempty"`          // turns | tokens | cost
 	ExceededLimit            string  `json:"budget_exceeded_limit,omitempty"`
 }
 
@@ -135,8 +138,14 @@ type Server struct {
 	// still produce: budgets count them, so concurrent calls cannot overspend together.
 	inflight    int64
 	reservedOut int64
+	reservedIn  int64
 	logMu       sync.Mutex
-	closed      chan struct{}
+	logged      int64 // transcript bytes written (under logMu)
+	// handlers counts the requests being served; closing (under hmu) turns new ones away.
+	handlers sync.WaitGroup
+	hmu      sync.Mutex
+	closing  bool
+	closed   chan struct{}
 	// notified makes OnExceeded fire once.
 	notified sync.Once
 	wg       sync.WaitGroup
@@ -179,6 +188,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.MaxLogBytes <= 0 {
+		cfg.MaxLogBytes = DefaultMaxLogBytes
 	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
@@ -240,9 +252,15 @@ func (s *Server) Close() error {
 		return nil
 	default:
 	}
+	s.hmu.Lock()
+	s.closing = true
+	s.hmu.Unlock()
 	close(s.closed)
 	err := s.srv.Close()
 	s.wg.Wait()
+	// Calls under way end now (their upstream context is cancelled); wait for them, so the
+	// totals and the transcript are complete when Close returns.
+	s.handlers.Wait()
 	// The upstream connections kept alive for the next call would outlive the run.
 	s.cfg.Client.CloseIdleConnections()
 	return err
@@ -253,6 +271,17 @@ func (s *Server) Totals() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.totals
+}
+
+// enter counts a request in, unless the server is closing.
+func (s *Server) enter() bool {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.handlers.Add(1)
+	return true
 }
 
 // limitListener holds each accepted connection's slot until the connection is closed.

@@ -25,6 +25,12 @@ var forwardedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "
 var returnedHeaders = []string{"Content-Type", "Request-Id", "X-Request-Id", "Retry-After"}
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.enter() {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "ceval gateway: the run is over", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.handlers.Done()
 	start := time.Now()
 	s.mu.Lock()
 	s.totals.Requests++
@@ -65,7 +71,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: "+err.Error())
 		return
 	}
-	resv, remaining, why, busy := s.reserve()
+	resv, remaining, why, busy := s.reserve(inputEstimate(data))
 	switch {
 	case why != "":
 		s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: the run's budget is exhausted: "+why)
@@ -266,7 +272,7 @@ func (s *Server) relay(w http.ResponseWriter, src io.Reader, sinks ...io.Writer)
 // of the run's budgets, counting what the calls under way hold. It returns why no call may
 // be made any more (recording that a budget was exceeded), or busy when the rest of a budget
 // is held by calls under way (not exceeded yet: the agent may retry once they are answered).
-func (s *Server) reserve() (r *reservation, rem int64, why, busy string) {
+func (s *Server) reserve(inEst int64) (r *reservation, rem int64, why, busy string) {
 	s.mu.Lock()
 	t, l := &s.totals, s.cfg.Limits
 	fired := s.markExceeded(true)
@@ -280,42 +286,49 @@ func (s *Server) reserve() (r *reservation, rem int64, why, busy string) {
 	if l.MaxTurns > 0 && int64(t.Turns)+s.inflight >= l.MaxTurns {
 		return nil, 0, "", fmt.Sprintf("the turns left under max_turns %d are taken by %d call(s) under way", l.MaxTurns, s.inflight)
 	}
-	rem = int64(-1)
+	if l.MaxInputTokens > 0 && s.inflight > 0 && t.InputTokens+s.reservedIn >= l.MaxInputTokens {
+		return nil, 0, "", fmt.Sprintf("the input left under max_input_tokens %d is held by %d call(s) under way", l.MaxInputTokens, s.inflight)
+	}
+	rem = int64(-1) // unlimited; a budget's share below is never negative
 	if l.MaxOutputTokens > 0 {
-		rem = l.MaxOutputTokens - t.OutputTokens - s.reservedOut
+		rem = max(l.MaxOutputTokens-t.OutputTokens-s.reservedOut, 0)
 	}
 	if l.MaxTotalTokens > 0 {
-		if left := l.MaxTotalTokens - t.InputTokens - t.OutputTokens - s.reservedOut; rem < 0 || left < rem {
+		if left := max(l.MaxTotalTokens-t.InputTokens-t.OutputTokens-s.reservedIn-s.reservedOut, 0); rem < 0 || left < rem {
 			rem = left
 		}
 	}
 	if l.MaxUSD > 0 {
 		// What the money left buys in output alone, less what the calls under way may still
-		// spend; the call's input costs on top.
+		// spend; the call's own input costs on top.
 		p := s.cfg.Prices[s.cfg.Model]
-		if left := p.outputTokensFor(l.MaxUSD - t.CostUSD); left >= 0 {
-			if left -= s.reservedOut; rem < 0 || left < rem {
-				rem = left
-			}
+		held := (float64(s.reservedIn)*p.Input + float64(s.reservedOut)*p.Output) / 1e6
+		if left := p.outputTokensFor(l.MaxUSD - t.CostUSD - held); left >= 0 && (rem < 0 || left < rem) {
+			rem = left
 		}
 	}
 	if rem >= 0 && rem < 1 {
 		if s.inflight > 0 {
-			return nil, 0, "", fmt.Sprintf("the output budget left is held by %d call(s) under way", s.inflight)
+			return nil, 0, "", fmt.Sprintf("the budget left is held by %d call(s) under way", s.inflight)
 		}
-		rem = 1 // not exceeded, yet less than a token's money left: one more token's call
+		rem = 1 // not exceeded, yet less than a token's worth left: one more token's call
 	}
-	r = &reservation{out: max(rem, 0)}
+	r = &reservation{out: max(rem, 0), in: inEst}
 	s.inflight++
 	s.reservedOut += r.out
+	s.reservedIn += r.in
 	return r, rem, "", ""
 }
 
-// reservation is what one call under way holds of the run's budgets: a turn and the output
-// tokens it may produce.
+// inputEstimate is what a request body of this size is held at against input budgets
+// while its call is under way: about four bytes a token for text and JSON.
+func inputEstimate(body []byte) int64 { return int64(len(body))/4 + 1 }
+
+// reservation is what one call under way holds of the run's budgets: a turn, the output
+// tokens it may produce and an estimate of its input.
 type reservation struct {
-	out  int64
-	done bool
+	out, in int64
+	done    bool
 }
 
 // shrink lowers r to n output tokens.
@@ -336,6 +349,7 @@ func (s *Server) releaseLocked(r *reservation) {
 	r.done = true
 	s.inflight--
 	s.reservedOut -= r.out
+	s.reservedIn -= r.in
 }
 
 // release is releaseLocked, taking s.mu.
@@ -441,13 +455,35 @@ func (s *Server) log(call Call, start time.Time) {
 	}
 	call.Time = start.UTC().Format(time.RFC3339Nano)
 	call.DurationMS = float64(time.Since(start).Microseconds()) / 1000
-	data, err := json.Marshal(call)
-	if err != nil {
-		return
-	}
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	_, _ = s.cfg.Log.Write(append(data, '\n'))
+	// The agent chooses what it sends: past MaxLogBytes the bodies are left out, past twice
+	// that the lines too (counted), so it cannot fill the host's disk through the transcript.
+	data, err := marshalLine(call)
+	if err == nil && s.logged+int64(len(data)) > s.cfg.MaxLogBytes {
+		call.Request, call.Response, call.BodiesDropped = nil, "", true
+		data, err = marshalLine(call)
+	}
+	if err != nil || s.logged+int64(len(data)) > 2*s.cfg.MaxLogBytes {
+		s.mu.Lock()
+		s.totals.LogLinesDropped++
+		s.mu.Unlock()
+		return
+	}
+	n, _ := s.cfg.Log.Write(data)
+	s.logged += int64(n)
+}
+
+// marshalLine is v as one JSON line, without HTML escaping (which would make every <, >
+// and & of a body six bytes).
+func marshalLine(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // credentialPattern matches things that look like API keys or bearer tokens.

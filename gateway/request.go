@@ -174,6 +174,9 @@ func toInt(v any) (int64, error) {
 }
 
 func (r *request) encode() []byte {
-	data, _ := json.Marshal(r.body)
-	return data
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(r.body) // a decoded body always encodes
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }

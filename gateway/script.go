@@ -108,6 +108,11 @@ func parseScript(data []byte) (*Fixture, error) {
 			if c.Name == "" {
 				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d has no name", i, j)}
 			}
+			// Rendered at request time: whatever cannot be JSON (NaN, a map with non-string
+			// keys) is refused here, never in the middle of a run.
+			if _, err := json.Marshal(toolInput(c)); err != nil {
+				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d: input cannot be sent as JSON: %v", i, j, err)}
+			}
 		}
 	}
 	return &Fixture{script: &s, index: map[fixtureKey][]int{}}, nil

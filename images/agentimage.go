@@ -78,6 +78,7 @@ var AgentCLIs = []AgentCLI{
 			Package: "@anthropic-ai/claude-code-linux-x64-musl", Version: "2.1.332",
 			URL:    "https://registry.npmjs.org/@anthropic-ai/claude-code-linux-x64-musl/-/claude-code-linux-x64-musl-2.1.332.tgz",
 			SHA256: "58665225171bf037406decce027e97242741136c58b53411da8de3647ab47eb3",
+			Size:   177257601,
 		},
 		Files: []tarFile{
 			{PackageFile{"package/claude", 386855640, "81f466623d672aed9504ad29b8bb2f240b24f3cc05c255054649250720a1900f"}, "usr/local/bin/claude", 0o755},
@@ -93,6 +94,7 @@ var AgentCLIs = []AgentCLI{
 			Package: "@openai/codex", Version: "0.169.0-linux-x64",
 			URL:    "https://registry.npmjs.org/@openai/codex/-/codex-0.169.0-linux-x64.tgz",
 			SHA256: "89801b4b97faba562eb80fe0a833159ac79399be674022f4b1a0ccab1d153faa",
+			Size:   167001509,
 		},
 		Files: []tarFile{
 			{PackageFile{"package/vendor/x86_64-unknown-linux-musl/bin/codex", 294277432, "b452ca20f838a8855a88a41050ee4a694033fff4ea3ecdad5633e6e0e8d13f2b"}, "usr/local/lib/codex/bin/codex", 0o755},

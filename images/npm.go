@@ -30,7 +30,15 @@ type Pin struct {
 	Version string // the exact version published, e.g. "0.169.0-linux-x64"
 	URL     string // the tarball
 	SHA256  string // hex sha256 of the tarball
+	Size    int64  // bytes of the tarball; 0: at most maxDownload
 }
+
+// maxDownload bounds a download whose pin states no size; stallTimeout is how long a
+// download may go without a byte before it is abandoned.
+const (
+	maxDownload  = 2 << 30
+	stallTimeout = 60 * time.Second
+)
 
 func (p Pin) String() string { return p.Package + "@" + p.Version }
 
@@ -111,7 +119,9 @@ func (f *Fetcher) client() *http.Client {
 
 // download writes pin's tarball to dst through a temporary file in the same directory,
 // checking its sha256 before the rename, so dst is either absent, old or complete.
-func (f *Fetcher) download(ctx context.Context, pin Pin, dst string) (err error) {
+func (f *Fetcher) download(parent context.Context, pin Pin, dst string) (err error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w %s: download %s: %s", ErrDownload, pin, pin.URL, fmt.Sprintf(format, args...))
 	}
@@ -139,10 +149,23 @@ func (f *Fetcher) download(ctx context.Context, pin Pin, dst string) (err error)
 			os.Remove(tmp.Name())
 		}
 	}()
+	// A registry or proxy could send without end, or stall: the pinned size bounds the
+	// bytes (the sha256 is checked after), and a stall cancels the request.
+	limit := pin.Size
+	if limit <= 0 {
+		limit = maxDownload
+	}
+	stall := time.AfterFunc(stallTimeout, cancel)
+	defer stall.Stop()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), resp.Body)
-	if err != nil {
+	n, err := io.Copy(io.MultiWriter(tmp, h), &progressReader{r: io.LimitReader(resp.Body, limit+1), onRead: func() { stall.Reset(stallTimeout) }})
+	switch {
+	case err != nil && ctx.Err() != nil && parent.Err() == nil:
+		return fail("no byte for %s after %d bytes: the registry stalled", stallTimeout, n)
+	case err != nil:
 		return fail("after %d bytes: %v", n, err)
+	case n > limit:
+		return fail("more than the %d bytes pinned: the registry (or a proxy) serves other bytes than ceval pins; nothing was cached", limit)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != pin.SHA256 {
 		return fail("got %d bytes with sha256 %s, want %s: the registry (or a proxy) served other bytes than ceval pins; nothing was cached", n, got, pin.SHA256)
@@ -311,6 +334,20 @@ func writeChecked(dst string, r io.Reader, file PackageFile, buf []byte) (err er
 }
 
 // fileSHA256 returns the hex sha256 of the file at p.
+// progressReader calls onRead after every read that returned bytes.
+type progressReader struct {
+	r      io.Reader
+	onRead func()
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.onRead()
+	}
+	return n, err
+}
+
 func fileSHA256(p string) (string, error) {
 	fh, err := os.Open(p)
 	if err != nil {
