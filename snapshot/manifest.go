@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // manifestFormat names the manifest layout; Load refuses any other.
@@ -60,6 +62,13 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 // as JSON to path, atomically: a temporary file beside it, fsynced, renamed over path,
 // and the directory fsynced. Keep path outside Dir, so no agent file can pose as it.
 func (s *Snapshot) WriteManifest(path string) error {
+	// The copied files reach the disk before the manifest that vouches for them: one
+	// syncfs of their filesystem, not a fsync per file.
+	if s.Dir != "" {
+		if err := syncFS(s.Dir); err != nil {
+			return fmt.Errorf("snapshot: sync the copied files in %s: %w", s.Dir, err)
+		}
+	}
 	b, err := json.MarshalIndent(manifest{Format: manifestFormat, Snapshot: s}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("snapshot manifest: %w", err)
@@ -91,6 +100,16 @@ func (s *Snapshot) WriteManifest(path string) error {
 		return fmt.Errorf("snapshot manifest: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// syncFS flushes the filesystem holding dir.
+func syncFS(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return unix.Syncfs(int(d.Fd()))
 }
 
 func syncDir(dir string) error {
