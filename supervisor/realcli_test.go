@@ -2,12 +2,15 @@ package supervisor
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/images"
@@ -19,32 +22,16 @@ import (
 // examples through the model gateway in replay mode, inside ceval's sandbox. With a
 // real-looking key in ceval's environment, nothing the agent could read holds it.
 func TestRealCLIsSolveTheExamplesThroughTheGateway(t *testing.T) {
-	c, ctx := ctrtest.Connect(t)
-	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
-		t.Fatalf("build the agent image (needs the npm registry once; cached in ~/.cache/ceval): %v", err)
-	}
-	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	c, ctx := withAgentImage(t)
 
 	for _, ex := range []struct{ dir, agentType string }{
 		{"claude-code", task.AgentClaudeCode},
 		{"codex", task.AgentCodex},
 	} {
 		t.Run(ex.dir, func(t *testing.T) {
-			tk, err := task.Load(filepath.Join("..", "examples", ex.dir, "task.yaml"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tk.Agent.Type != ex.agentType || tk.Agent.Gateway == nil || tk.Agent.Gateway.Mode != task.GatewayReplay {
-				t.Fatalf("the example is not a %s replay task", ex.agentType)
-			}
-			f, err := os.Open(tk.Agent.Gateway.Fixture)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fx, err := gateway.ParseFixture(f)
-			f.Close()
-			if err != nil {
-				t.Fatal(err)
+			tk, fx := loadExample(t, ex.dir)
+			if tk.Agent.Type != ex.agentType {
+				t.Fatalf("the example is not a %s task", ex.agentType)
 			}
 			wantTurns, want := fx.ScriptTotals()
 
@@ -162,11 +149,7 @@ func tail(b []byte) string {
 // description reaches the model's context, which the gateway's transcript shows. The agent
 // reads the projected files, cannot write them, and the source's grading files are absent.
 func TestRealCLIsLoadPluginBundles(t *testing.T) {
-	c, ctx := ctrtest.Connect(t)
-	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
-		t.Fatalf("build the agent image: %v", err)
-	}
-	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	withAgentImage(t)
 
 	const probe = `ls -aR /opt/ceval/plugins > /workspace/ls.txt 2>&1; ` +
 		`cat /opt/ceval/plugins/greeter-plugin/skills/greeter/SKILL.md > /workspace/skill.txt; ` +
@@ -224,12 +207,15 @@ func TestRealCLIsLoadPluginBundles(t *testing.T) {
 	}
 }
 
-// loadExample loads examples/DIR/task.yaml and its script's totals.
-func loadExample(t *testing.T, dir string) (*task.Task, int, gateway.Usage) {
+// loadExample loads examples/DIR/task.yaml, a replay task, and its model script.
+func loadExample(t *testing.T, dir string) (*task.Task, *gateway.Fixture) {
 	t.Helper()
 	tk, err := task.Load(filepath.Join("..", "examples", dir, "task.yaml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tk.Agent.Gateway == nil || tk.Agent.Gateway.Mode != task.GatewayReplay {
+		t.Fatalf("examples/%s is not a replay task", dir)
 	}
 	f, err := os.Open(tk.Agent.Gateway.Fixture)
 	if err != nil {
@@ -240,30 +226,29 @@ func loadExample(t *testing.T, dir string) (*task.Task, int, gateway.Usage) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turns, u := fx.ScriptTotals()
-	return tk, turns, u
+	return tk, fx
+}
+
+// withAgentImage connects to containerd and builds the agent image in the test's namespace
+// (the npm downloads are cached in ~/.cache/ceval; the layer is shared across namespaces).
+func withAgentImage(t *testing.T) (*client.Client, context.Context) {
+	t.Helper()
+	c, ctx := ctrtest.Connect(t)
+	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
+		t.Fatalf("build the agent image (needs the npm registry once): %v", err)
+	}
+	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	return c, ctx
 }
 
 // The real CLIs in record mode, forwarding to a provider (here a local one speaking from the
 // example's script), leave a transcript that replays the same run offline.
 func TestRealCLIsRecordThenReplay(t *testing.T) {
-	c, ctx := ctrtest.Connect(t)
-	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
-		t.Fatalf("build the agent image: %v", err)
-	}
-	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	c, ctx := withAgentImage(t)
 	for _, dir := range []string{"claude-code", "codex"} {
 		t.Run(dir, func(t *testing.T) {
-			tk, wantTurns, want := loadExample(t, dir)
-			f, err := os.Open(tk.Agent.Gateway.Fixture)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fx, err := gateway.ParseFixture(f)
-			f.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			tk, fx := loadExample(t, dir)
+			wantTurns, want := fx.ScriptTotals()
 			// "The provider": it wants the real key, which only ceval's gateway holds.
 			realKey := "sk-provider-" + canary(t)
 			provider, err := gateway.New(gateway.Config{Mode: gateway.Replay, Key: realKey, Fixture: fx})
@@ -318,11 +303,7 @@ func TestRealCLIsRecordThenReplay(t *testing.T) {
 // A budget ends the real CLI: Claude Code asking for a turn past max_turns, Codex's answer
 // going past max_output_tokens. The snapshot is still graded, nothing is left running.
 func TestRealCLIsAreEndedByTheirBudget(t *testing.T) {
-	c, ctx := ctrtest.Connect(t)
-	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
-		t.Fatalf("build the agent image: %v", err)
-	}
-	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	c, ctx := withAgentImage(t)
 	for _, tc := range []struct {
 		dir    string
 		limits task.RunLimits
@@ -332,7 +313,7 @@ func TestRealCLIsAreEndedByTheirBudget(t *testing.T) {
 		{"codex", task.RunLimits{MaxOutputTokens: 20}, StatusTokenBudget},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			tk, _, _ := loadExample(t, tc.dir)
+			tk, _ := loadExample(t, tc.dir)
 			tk.RunLimits = &tc.limits
 			res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 			if err != nil {
