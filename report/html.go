@@ -203,6 +203,9 @@ func panelFor(expDir string, i int, r Run) runPanel {
 	if res.Mocks != nil {
 		logs = append(logs, supervisor.MockCallsFile)
 	}
+	if res.Gateway != nil {
+		logs = append(logs, supervisor.ModelCallsFile)
+	}
 	for _, name := range logs {
 		p.Logs = append(p.Logs, preview(r.Dir, rel, name))
 	}

@@ -202,3 +202,44 @@ func TestReportHTMLShowsMockCallsOfRunsWithMocks(t *testing.T) {
 		t.Error("mock calls shown for runs without mocks")
 	}
 }
+
+func TestReportHTMLShowsTheGatewayAndBudgetStatus(t *testing.T) {
+	dir := hostileExperiment(t)
+	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
+	res, err := supervisor.ReadResult(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Status = supervisor.StatusTokenBudget
+	res.Gateway = &supervisor.GatewayResult{Mode: "replay", Log: supervisor.ModelCallsFile}
+	res.Gateway.Requests, res.Gateway.Turns, res.Gateway.InputTokens, res.Gateway.OutputTokens = 3, 2, 1234, 567
+	res.Gateway.ExceededLimit = "max_output_tokens 500"
+	supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res)
+	os.WriteFile(filepath.Join(rd, supervisor.ModelCallsFile), []byte(`{"api":"anthropic","request":{"content":"<script>x</script>"}}`+"\n"), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := string(must(os.ReadFile(filepath.Join(dir, HTMLFile))))
+	for _, want := range []string{
+		`<span class="s-TOKEN_BUDGET_EXCEEDED">TOKEN_BUDGET_EXCEEDED</span>`,
+		`model gateway (replay): 3 requests, 2 answered &middot; 1234 input tokens (0 cached) &middot; 567 output`,
+		`budget exceeded: <code>max_output_tokens 500</code>`,
+		`<a href="bad/a/3/model_calls.jsonl">`,
+		`&lt;script&gt;x&lt;/script&gt;`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %s", want)
+		}
+	}
+	css := string(must(os.ReadFile("report.css")))
+	if !strings.Contains(css, ".s-TOKEN_BUDGET_EXCEEDED") {
+		t.Error("no style for the budget statuses")
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
