@@ -126,6 +126,19 @@ func (b *Binary) replace(dir, path string) (err error) {
 	return os.Rename(tmp, path)
 }
 
+// Check returns an error unless the embedded bytes are a built, statically linked
+// executable: what a committed binary must be (a placeholder, or a build that needs a libc,
+// would only fail later, inside a container).
+func (b *Binary) Check() error {
+	if len(b.data) < 100_000 {
+		return fmt.Errorf("embedded %s is %d bytes: not a built binary", b.name, len(b.data))
+	}
+	if err := CheckStatic(b.data); err != nil {
+		return fmt.Errorf("embedded %s: %w", b.name, err)
+	}
+	return nil
+}
+
 // CheckStatic returns an error unless data is a statically linked linux/amd64 executable:
 // images may have no libc and no dynamic loader, so what ceval mounts into them must be.
 func CheckStatic(data []byte) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -170,5 +171,18 @@ func TestCheckStaticRefusesNonELF(t *testing.T) {
 	}
 	if self, err := os.ReadFile("/proc/self/exe"); err == nil && CheckStatic(self) == nil {
 		t.Log("the test binary itself is static (fine: built with CGO_ENABLED=0)")
+	}
+}
+
+func TestCheckRefusesPlaceholdersAndDynamicBinaries(t *testing.T) {
+	if err := New("tiny", []byte("#!/bin/sh\n")).Check(); err == nil || !strings.Contains(err.Error(), "not a built binary") {
+		t.Errorf("a placeholder: %v", err)
+	}
+	ls, err := os.ReadFile("/bin/ls")
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := New("ls", ls).Check(); err == nil || !strings.Contains(err.Error(), "embedded ls") {
+		t.Errorf("a dynamically linked /bin/ls: %v", err)
 	}
 }
