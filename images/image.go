@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
@@ -37,6 +39,9 @@ type Image struct {
 	Name           string        `json:"name"`
 	ManifestDigest digest.Digest `json:"manifest_digest"`
 	ConfigDigest   digest.Digest `json:"config_digest"`
+	// AgentCLIs are the real agent CLIs ceval images build-agent put in the image with their
+	// pinned versions, from its config labels: "claude-code@2.1.332 codex@0.169.0-linux-x64".
+	AgentCLIs string `json:"agent_clis,omitempty"`
 }
 
 // NotFoundError says an image is missing from a containerd namespace. It unwraps to
@@ -132,6 +137,14 @@ func resolve(ctx context.Context, cs content.Provider, rec images.Image) (*resol
 		return nil, fmt.Errorf("image %s: read config: %w", rec.Name, err)
 	}
 	r.image = Image{Name: rec.Name, ManifestDigest: desc.Digest, ConfigDigest: r.configDesc.Digest}
+	var clis []string
+	for k, v := range r.config.Config.Labels {
+		if typ, ok := strings.CutPrefix(k, AgentVersionLabelPrefix); ok && typ != "" {
+			clis = append(clis, typ+"@"+v)
+		}
+	}
+	slices.Sort(clis)
+	r.image.AgentCLIs = strings.Join(clis, " ")
 	return r, nil
 }
 

@@ -87,6 +87,15 @@ func TestRealCLIsSolveTheExamplesThroughTheGateway(t *testing.T) {
 				}
 			}
 
+			// result.json says which CLI versions the agent ran.
+			var clis []string
+			for _, a := range images.AgentCLIs {
+				clis = append(clis, a.Type+"@"+a.Version)
+			}
+			if want := strings.Join(clis, " "); res.Image.AgentCLIs != want {
+				t.Errorf("result.json's image.agent_clis %q, want %q", res.Image.AgentCLIs, want)
+			}
+
 			// The CLI's own session files came out of its home.
 			if len(res.Agent.Sessions) != 1 {
 				t.Errorf("session files copied: %v", res.Agent.Sessions)
