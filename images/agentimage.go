@@ -266,7 +266,7 @@ func BuildAgent(ctx context.Context, c *client.Client, opts AgentOptions) (Agent
 	}
 	logf("unpacked %s in %s\n", plan.name, time.Since(start).Round(time.Millisecond))
 	return AgentBuild{
-		Image:     Image{Name: plan.name, ManifestDigest: man.desc.Digest, ConfigDigest: cfgBlob.desc.Digest},
+		Image:     newImage(plan.name, man.desc.Digest, cfgBlob.desc.Digest, cfg.Config.Labels),
 		Inputs:    plan.inputs,
 		LayerSize: layer.Size,
 	}, nil

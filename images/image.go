@@ -136,16 +136,23 @@ func resolve(ctx context.Context, cs content.Provider, rec images.Image) (*resol
 	if err := readJSON(ctx, cs, r.configDesc, &r.config); err != nil {
 		return nil, fmt.Errorf("image %s: read config: %w", rec.Name, err)
 	}
-	r.image = Image{Name: rec.Name, ManifestDigest: desc.Digest, ConfigDigest: r.configDesc.Digest}
+	r.image = newImage(rec.Name, desc.Digest, r.configDesc.Digest, r.config.Config.Labels)
+	return r, nil
+}
+
+// newImage is the record of image name from its manifest and config digests and its config
+// labels (the agent CLIs it holds).
+func newImage(name string, manifest, config digest.Digest, labels map[string]string) Image {
+	img := Image{Name: name, ManifestDigest: manifest, ConfigDigest: config}
 	var clis []string
-	for k, v := range r.config.Config.Labels {
+	for k, v := range labels {
 		if typ, ok := strings.CutPrefix(k, AgentVersionLabelPrefix); ok && typ != "" {
 			clis = append(clis, typ+"@"+v)
 		}
 	}
 	slices.Sort(clis)
-	r.image.AgentCLIs = strings.Join(clis, " ")
-	return r, nil
+	img.AgentCLIs = strings.Join(clis, " ")
+	return img
 }
 
 // maxJSONBlob bounds manifests, indexes and configs read into memory.

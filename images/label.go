@@ -105,7 +105,7 @@ func Label(ctx context.Context, c *client.Client, ref string) (Image, error) {
 	if err := unpack(ctx, c, rec); err != nil {
 		return Image{}, err
 	}
-	return Image{Name: rec.Name, ManifestDigest: manDesc.Digest, ConfigDigest: cfgDesc.Digest}, nil
+	return newImage(rec.Name, manDesc.Digest, cfgDesc.Digest, r.config.Config.Labels), nil // only the isolation label changed
 }
 
 // withConfigLabel sets config.Labels[key] in an image config, keeping every other field
