@@ -94,7 +94,7 @@ func TestCloseWaitsForCallsUnderWay(t *testing.T) {
 }
 
 // The agent chooses what the transcript holds: bodies are written as sent (no six-byte
-// escapes for <), left out past MaxLogBytes, and lines stop at twice that.
+// escapes for <), left out past MaxLogBytes, and lines stop at twice that, counted.
 func TestTranscriptIsBoundedAndNotAmplified(t *testing.T) {
 	fp := &fakeProvider{handler: func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set("Content-Type", "application/json")
@@ -102,26 +102,30 @@ func TestTranscriptIsBoundedAndNotAmplified(t *testing.T) {
 		io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}`)
 	}}
 	var log lockedBuf
-	const capBytes = 1 << 20
-	s, url := start(t, Config{Log: &log, MaxLogBytes: capBytes, Limits: Limits{MaxTurns: 1}}, fp)
+	_, url := start(t, Config{Log: &log, Limits: Limits{MaxTurns: 1}}, fp)
 	body := fmt.Sprintf(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":%q}]}`, strings.Repeat("<", 256<<10))
 	post(t, url+"/v1/messages", dummyKey, body)
 	if n := len(log.snapshot()); n > len(body)+4096 {
 		t.Fatalf("one %d-byte request took %d transcript bytes", len(body), n)
 	}
-	for range 200 {
+
+	// Calls refused upstream count no turn, so max_turns does not bound them: the cap does.
+	var capped lockedBuf
+	const capBytes = 16 << 10
+	s, url := start(t, Config{Log: &capped, MaxLogBytes: capBytes, Limits: Limits{MaxTurns: 1}}, fp)
+	for range 300 {
 		post(t, url+"/v1/messages", dummyKey, body)
 	}
-	data := log.snapshot()
+	data := capped.snapshot()
 	if len(data) > 2*capBytes {
 		t.Fatalf("transcript %d bytes, over twice its %d cap", len(data), capBytes)
 	}
 	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
 	var last Call
-	if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || !last.BodiesDropped || last.Request != nil {
-		t.Fatalf("the last line %.200s (%v): want bodies dropped", lines[len(lines)-1], err)
+	if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || !last.BodiesDropped || last.Request != nil || last.Status != 400 {
+		t.Fatalf("the last line %.200s (%v): want a 400 with its bodies dropped", lines[len(lines)-1], err)
 	}
-	if s.Totals().LogLinesDropped == 0 && len(lines) == 201 {
-		t.Logf("no line dropped yet (%d bytes)", len(data))
+	if dropped := s.Totals().LogLinesDropped; dropped == 0 || dropped+len(lines) != 300 {
+		t.Fatalf("%d lines written, %d counted as dropped; want 300 in all, some dropped", len(lines), dropped)
 	}
 }

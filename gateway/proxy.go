@@ -145,7 +145,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 		return
 	}
 	defer func() { <-sem }()
-	resp, attempts, err := s.upstream(ctx, req.api, r, req.encode())
+	resp, attempts, err := s.upstream(ctx, req.api, r, call.Request) // encoded once, in serveHTTP
 	call.Attempts = attempts
 	if err != nil {
 		s.mu.Lock()

@@ -114,10 +114,7 @@ func (r *request) rewrite(model string, remaining int64, allowServer bool) int {
 		r.body["model"] = model
 		r.model = model
 	}
-	field := "max_tokens"
-	if r.api == OpenAI {
-		field = "max_output_tokens"
-	}
+	field := r.outputField()
 	if remaining >= 0 {
 		cur, err := toInt(r.body[field])
 		if err != nil || cur <= 0 || cur > remaining {
@@ -154,14 +151,16 @@ func (r *request) rewrite(model string, remaining int64, allowServer bool) int {
 	return stripped
 }
 
-// maxOutput is the request's output cap after rewrite.
-func (r *request) maxOutput() (int64, error) {
-	field := "max_tokens"
+// outputField is the request field that caps the answer's output tokens.
+func (r *request) outputField() string {
 	if r.api == OpenAI {
-		field = "max_output_tokens"
+		return "max_output_tokens"
 	}
-	return toInt(r.body[field])
+	return "max_tokens"
 }
+
+// maxOutput is the request's output cap after rewrite.
+func (r *request) maxOutput() (int64, error) { return toInt(r.body[r.outputField()]) }
 
 func toInt(v any) (int64, error) {
 	switch n := v.(type) {
@@ -173,10 +172,8 @@ func toInt(v any) (int64, error) {
 	return 0, fmt.Errorf("not an integer")
 }
 
+// encode is the rewritten body as sent upstream and kept in the transcript.
 func (r *request) encode() []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(r.body) // a decoded body always encodes
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	b, _ := marshalLine(r.body) // a decoded body always encodes
+	return bytes.TrimSuffix(b, []byte("\n"))
 }

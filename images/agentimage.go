@@ -309,18 +309,10 @@ func planAgent(opts AgentOptions) (*agentPlan, error) {
 	if busybox == "" {
 		busybox = DefaultBusybox
 	}
-	bin, arch, err := readStaticBusybox(busybox)
-	if err != nil {
+	var err error
+	if p.baseTar, p.arch, err = busyboxRootfs(busybox, nil); err != nil {
 		return nil, err
 	}
-	applets, err := busyboxApplets(busybox)
-	if err != nil {
-		return nil, err
-	}
-	if p.baseTar, err = defaultRootfs(bin, applets, nil); err != nil {
-		return nil, err
-	}
-	p.arch = arch
 	p.baseDiff = digest.FromBytes(p.baseTar)
 
 	needMusl := slices.ContainsFunc(p.cli, func(a AgentCLI) bool { return a.Musl })

@@ -116,15 +116,7 @@ func BuildDefault(ctx context.Context, c *client.Client, opts DefaultOptions) (I
 // --list-full to learn its applets.
 func writeDefaultLayout(w io.Writer, opts DefaultOptions) (ocispec.Descriptor, error) {
 	opts = opts.withDefaults()
-	bin, arch, err := readStaticBusybox(opts.Busybox)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
-	applets, err := busyboxApplets(opts.Busybox)
-	if err != nil {
-		return ocispec.Descriptor{}, err
-	}
-	layerTar, err := defaultRootfs(bin, applets, opts.Extra)
+	layerTar, arch, err := busyboxRootfs(opts.Busybox, opts.Extra)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -133,6 +125,21 @@ func writeDefaultLayout(w io.Writer, opts DefaultOptions) (ocispec.Descriptor, e
 		return ocispec.Descriptor{}, err
 	}
 	return writeLayout(w, opts.Name, defaultConfig(arch, diffID), []blob{layer})
+}
+
+// busyboxRootfs is the default image's layer (uncompressed) built from the static busybox at
+// path plus extra, and the busybox's architecture; it runs busybox once to learn its applets.
+func busyboxRootfs(path string, extra []File) ([]byte, string, error) {
+	bin, arch, err := readStaticBusybox(path)
+	if err != nil {
+		return nil, "", err
+	}
+	applets, err := busyboxApplets(path)
+	if err != nil {
+		return nil, "", err
+	}
+	tar, err := defaultRootfs(bin, applets, extra)
+	return tar, arch, err
 }
 
 func defaultConfig(arch string, diffID digest.Digest) ocispec.Image {

@@ -104,21 +104,19 @@ func (s *Snapshot) WriteManifest(path string) error {
 
 // syncFS flushes the filesystem holding dir.
 func syncFS(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return unix.Syncfs(int(d.Fd()))
+	return withDir(dir, func(d *os.File) error { return unix.Syncfs(int(d.Fd())) })
 }
 
-func syncDir(dir string) error {
+// syncDir flushes dir's own entries.
+func syncDir(dir string) error { return withDir(dir, (*os.File).Sync) }
+
+func withDir(dir string, f func(*os.File) error) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return f(d)
 }
 
 // Load reopens a snapshot stored by Take in dir with its manifest written by

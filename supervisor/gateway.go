@@ -98,10 +98,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 	if t.Sandbox.Network == task.NetworkHost {
 		return nil, &InputError{fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
 	}
-	if err := CheckRunLimits(t, prices); err != nil {
-		return nil, &InputError{err}
-	}
-	exceeded := make(chan struct{})
+	exceeded := make(chan struct{}) // Run has checked the limits (CheckRunLimits)
 	cfg := gateway.Config{Mode: g.Mode, Key: newGatewayKey(), Model: t.Agent.Model, AllowServerTools: g.ServerTools,
 		Providers: map[string]gateway.Provider{}, Prices: prices,
 		// The gateway calls this once; the sandbox ends the agent when it is closed.
