@@ -47,6 +47,7 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod/go.sum not tidy: run go mod tidy"; exit 1; }
 
 # demo builds ceval, the default image and the agent image (the pinned real Claude Code and
 # Codex CLIs from the npm registry, cached in ~/.cache/ceval), runs every example end to end

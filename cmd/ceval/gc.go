@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/supervisor"
 )
 
@@ -19,7 +18,7 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

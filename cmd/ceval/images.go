@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
 )
 
 func newImagesCmd(g *globalOptions) *cobra.Command {
@@ -37,7 +36,7 @@ func newImagesBuildDefaultCmd(g *globalOptions) *cobra.Command {
 		Short: "Build " + images.DefaultName + " from a static busybox, without a registry",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -77,7 +76,7 @@ func newImagesBuildAgentCmd(g *globalOptions) *cobra.Command {
 			if err := images.CheckAgentTypes(with); err != nil {
 				return exitWith(exitInvalid, err)
 			}
-			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -127,7 +126,7 @@ func newImagesImportCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInvalid, err)
 			}
 			defer f.Close()
-			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -156,7 +155,7 @@ func newImagesLabelCmd(g *globalOptions) *cobra.Command {
 			"and points IMAGE at it. Otherwise it refuses and lists what it found.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -180,7 +179,7 @@ func newImagesCheckCmd(g *globalOptions) *cobra.Command {
 		Long:  "check prints one line per check. It exits 0 only when a run may use the image:\nlabeled, and no setuid/setgid file or file capability.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, ctx, err := launcher.Connect(cmd.Context(), g.containerdAddress, g.namespace)
+			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

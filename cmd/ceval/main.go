@@ -3,10 +3,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/containerd/containerd/v2/client"
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/launcher"
@@ -37,6 +39,18 @@ type globalOptions struct {
 	containerdAddress string
 	namespace         string
 	configPath        string
+}
+
+// connect dials the containerd the flags name. When neither the flag nor the variable
+// named one and the system socket is absent, it says on stderr that the private daemon of
+// `make setup` is the one in use.
+func (g *globalOptions) connect(ctx context.Context, cmd *cobra.Command) (*client.Client, context.Context, error) {
+	if !cmd.Flags().Changed("containerd-address") {
+		if addr, why := launcher.DiscoverAddress(os.Getenv("CEVAL_CONTAINERD_ADDRESS"), launcher.SocketExists); why != "" && addr == g.containerdAddress {
+			fmt.Fprintf(os.Stderr, "ceval: containerd at %s: %s\n", addr, why)
+		}
+	}
+	return launcher.Connect(ctx, g.containerdAddress, g.namespace)
 }
 
 // config loads the user's config file (--config, or the default path when it exists).

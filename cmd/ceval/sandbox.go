@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -49,7 +48,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+			c, cctx, err := g.connect(ctx, cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

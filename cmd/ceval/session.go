@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
 )
 
 // session is what a command that runs containers holds: a context cancelled by Ctrl-C or
@@ -25,7 +24,7 @@ type session struct {
 // openSession connects to containerd; a failure is an infrastructure error (exit 3).
 func (g *globalOptions) openSession(cmd *cobra.Command) (*session, error) {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	c, cctx, err := launcher.Connect(ctx, g.containerdAddress, g.namespace)
+	c, cctx, err := g.connect(ctx, cmd)
 	if err != nil {
 		stop()
 		return nil, exitWith(exitInfraErr, err)
