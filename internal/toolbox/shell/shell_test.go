@@ -85,3 +85,42 @@ func TestPipelineOfManyStagesDoesNotDeadlock(t *testing.T) {
 		t.Fatalf("stdout %q exit %d", out, code)
 	}
 }
+
+// TestDashNamedFilesDoNotTurnAGlobIntoOptions is the planted-options attack: files named
+// like options sit next to a file with a TODO, so `*` expands to `-e -v ... notes.txt` after
+// the pattern. Each negative check must still see the TODO.
+func TestDashNamedFilesDoNotTurnAGlobIntoOptions(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"-e", "-v", "-r", "--help", "-rf", "-n5", "-l", "-c", "-L", "-s", "-x"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("clean\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("TODO: finish\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{
+		`! grep -q TODO *`,
+		`! grep -qr TODO *`,
+		`! egrep -q 'TODO|FIXME' *`,
+		`! fgrep -q TODO *`,
+		`test "$(grep -c TODO * | grep -v ':0$')" = ""`,
+		`test -z "$(grep -l TODO *)"`,
+		`! cat notes.txt * | grep -q TODO`,
+		`! sed -n /TODO/p notes.txt * | grep -q .`,
+		`! awk '/TODO/ {f=1} END {exit !f}' notes.txt *`,
+		`! ls | xargs grep -q TODO`,
+	} {
+		out, stderr, code := runIn(t, dir, script)
+		if code == 0 {
+			t.Errorf("%s: exit 0, want a failure (a planted file was read as an option)\nstdout %q\nstderr %q", script, out, stderr)
+		}
+	}
+}
+
+func TestBuiltinOptionsEndAtTheFirstName(t *testing.T) {
+	out, _, code := runIn(t, t.TempDir(), `shopt -s nullglob -u; echo $?; echo none*; x=1; unset -- x; echo "[$x]"`)
+	if out != "1\n\n[]\n" || code != 0 {
+		t.Fatalf("stdout %q exit %d", out, code)
+	}
+}
