@@ -287,6 +287,10 @@ func bRead(r *Runner, args []string) int {
 	var names []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if a == "--" {
+			names = append(names, args[i+1:]...)
+			break
+		}
 		if len(a) < 2 || a[0] != '-' {
 			names = append(names, args[i:]...)
 			break
@@ -554,6 +558,9 @@ func bType(r *Runner, args []string) int {
 }
 
 func bTrap(r *Runner, args []string) int {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
 	if len(args) < 2 {
 		return 0
 	}

@@ -309,6 +309,11 @@ var conformance = []confCase{
 	{name: "grep -P digits", script: `grep -P '^\w+ \d{2}$' data.txt`},
 	{name: "tilde", script: `cd ~ && pwd >/dev/null && echo ok`},
 	{name: "grading idiom diff", script: "diff <(sort words.txt) <(sort words.txt) && echo same", skip: "process substitution <(...) is not supported: it needs named pipes"},
+	// builtins stop reading options at their first name and at "--", as bash's do
+	{name: "declare options end at the first name", script: `declare a=1 -x; echo $?; export b=2 -n; echo $?; env | grep -c '^a='`},
+	{name: "shopt options end at the first name", script: `shopt -s nullglob -u; echo $?; echo none*`},
+	{name: "trap and read take --", script: `trap -- 'echo bye' EXIT; read -- x <<< hi; echo $x`},
+	{name: "unset takes --", script: `x=1; unset -- x; echo "[$x]"`},
 }
 
 func writeFixture(t *testing.T, dir string) {

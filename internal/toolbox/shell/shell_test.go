@@ -117,10 +117,3 @@ func TestDashNamedFilesDoNotTurnAGlobIntoOptions(t *testing.T) {
 		}
 	}
 }
-
-func TestBuiltinOptionsEndAtTheFirstName(t *testing.T) {
-	out, _, code := runIn(t, t.TempDir(), `shopt -s nullglob -u; echo $?; echo none*; x=1; unset -- x; echo "[$x]"`)
-	if out != "1\n\n[]\n" || code != 0 {
-		t.Fatalf("stdout %q exit %d", out, code)
-	}
-}
