@@ -169,6 +169,10 @@ func diff(e *Env, args []string) int {
 		e.errf("diff", "%v", err)
 		return 2
 	}
+	if len(files) > 2 {
+		e.errf("diff", "extra operand '%s'"+operandHint, files[2])
+		return 2
+	}
 	if len(files) != 2 {
 		e.errf("diff", "missing operand after '%s'", strings.Join(args, " "))
 		return 2

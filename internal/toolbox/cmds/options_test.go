@@ -161,6 +161,12 @@ var operandCases = []struct {
 	{name: "diff", argv: []string{"diff", "notes.txt", "-e"}, ok: func(r ran) bool {
 		return r.status == 1 && strings.Contains(r.stdout, "> "+dashContent("-e"))
 	}},
+	{name: "diff names a third operand", argv: []string{"diff", "notes.txt", "-e", "-u"}, ok: func(r ran) bool {
+		return r.status == 2 && strings.Contains(r.stderr, "extra operand '-u' (options go before the first operand")
+	}},
+	{name: "a missing dash-named operand says it was one", argv: []string{"cat", "notes.txt", "-z"}, ok: func(r ran) bool {
+		return r.status == 1 && r.stdout == notes && strings.Contains(r.stderr, "cat: -z: No such file or directory (read as an operand")
+	}},
 	{name: "cmp", argv: []string{"cmp", "notes.txt", "-v"}, ok: func(r ran) bool {
 		return r.status == 1 && strings.Contains(r.stdout, "differ")
 	}},
