@@ -45,7 +45,7 @@ test: setup lint
 unit:
 	CEVAL_CONTAINERD_ADDRESS=/nonexistent $(GO) test -count=1 ./...
 
-# fuzz: each budget is 2-5 s of fuzzing on this 2-core machine (9-60k execs/s measured).
+# fuzz: each budget is a few seconds of fuzzing on this 2-core machine (4-60k execs/s measured).
 fuzz:
 	$(call fuzz-target,./task,FuzzParse,20000)
 	$(call fuzz-target,./bundle,FuzzManifest,100000)
