@@ -11,8 +11,9 @@ import (
 
 // TestDashNamedFilesCannotPassANegativeGrepCriterion grades a task end to end with the real
 // toolbox: the agent left a TODO and planted files named -v and -e, which `*` expands after
-// the pattern. Read as options they would invert the search (or make grep fail), and the
-// negated check would pass; read as the files they are, the TODO is found and the run FAILs.
+// grep's pattern, or first for cat. Read as options they would invert the search or make the
+// command fail, and the negated check would pass; read as the files they are, the TODO is
+// found and the run FAILs.
 func TestDashNamedFilesCannotPassANegativeGrepCriterion(t *testing.T) {
 	if !HasToolbox() {
 		t.Fatal("wasm/toolbox.wasm is the placeholder: run make toolbox")
@@ -22,6 +23,7 @@ initial_prompt: finish the TODOs
 agent: {type: command, command: [/bin/true]}
 success_criteria:
   - {type: run_command, command: "! grep -q TODO *", description: no TODO is left}
+  - {type: run_command, command: "! cat * | grep -q TODO", description: "no TODO is left, glob first"}
 `
 	tk, err := task.Parse("task.yaml", t.TempDir(), []byte(doc))
 	if err != nil {
@@ -34,10 +36,12 @@ success_criteria:
 	}, nil)
 	e := newExecutor(t, nil, Options{})
 	res := grader.Grade(context.Background(), tk, s, grader.Options{Executor: e})
-	if res.Status != grader.TaskFailure || res.Score != 0 || res.Criteria[0].Status != grader.Fail {
-		t.Fatalf("status %s score %v (%+v); want FAILURE 0 with the criterion FAIL: the planted files were read as options", res.Status, res.Score, res.Criteria)
+	if res.Status != grader.TaskFailure || res.Score != 0 {
+		t.Errorf("status %s score %v; want FAILURE 0", res.Status, res.Score)
 	}
-	if d := res.Criteria[0].Details; !strings.Contains(d, "exit code 1") {
-		t.Errorf("details %q: want grep's match (exit 0) negated to exit code 1", d)
+	for _, c := range res.Criteria {
+		if c.Status != grader.Fail || !strings.Contains(c.Details, "exit code 1") {
+			t.Errorf("%s: %s, %q; want FAIL with the match (exit 0) negated to exit code 1: a planted file was read as an option", c.Description, c.Status, c.Details)
+		}
 	}
 }

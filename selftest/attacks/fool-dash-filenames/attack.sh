@@ -12,5 +12,9 @@ done
 for f in -n -e -s; do
 	attempt "plant json/$f" sh -c "printf '{}\n' >'json/$f'"
 done
-ls -la work json
+# A file named "-" is standard input to most commands: hide the TODO in it.
+mkdir -p stdin
+attempt "hide a $T in stdin/-" sh -c "printf '$T: hidden\n' >stdin/-"
+attempt "plant stdin/-v" sh -c "printf 'clean\n' >stdin/-v"
+ls -la work json stdin
 true
