@@ -7,8 +7,8 @@ CTRD_DIR  ?= /tmp/ceval-containerd
 CTRD_SOCK := $(CTRD_DIR)/containerd.sock
 # Fuzz budgets are execution counts (-fuzztime Nx), never durations: a duration races Go's
 # fuzz coordinator at its deadline (golang/go#75804, fixed in Go 1.27, not in 1.26) and fails
-# the target with a bare "context deadline exceeded" and no failing input. FUZZSCALE
-# multiplies every target's count; FUZZFLAGS adds go test flags.
+# the target with a bare "context deadline exceeded" and no failing input. FUZZSCALE (an
+# integer) multiplies every target's count; FUZZFLAGS adds go test flags.
 FUZZSCALE ?= 1
 FUZZFLAGS ?=
 # fuzz-target PKG,NAME,EXECS: the target's seed corpus (f.Add and testdata/fuzz) as a plain
