@@ -25,7 +25,7 @@ var suiteNames = []string{
 	"escape-capabilities", "escape-engine-socket", "escape-host-fd", "escape-host-mounts",
 	"escape-masked-proc", "escape-proc-self-exe", "escape-write-rootfs",
 	"fill-dev-shm", "fill-home", "fill-tmp", "fill-workspace",
-	"fool-conftest-hooks", "fool-deep-tree", "fool-fifo", "fool-forged-results", "fool-hardlink-host",
+	"fool-conftest-hooks", "fool-dash-filenames", "fool-deep-tree", "fool-fifo", "fool-forged-results", "fool-hardlink-host",
 	"fool-json-nesting", "fool-million-files", "fool-sparse-10g", "fool-symlink-host", "fool-trojan-path",
 	"gateway-forged-usage", "gateway-other-endpoints", "gateway-real-key",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",

@@ -1146,45 +1146,23 @@ func (in *awkInterp) sprintf(format string, vals []aVal) string {
 func cTrimG(s, _ string) string { return s }
 
 func awk(e *Env, args []string) int {
-	var progSrc string
-	fs := ""
-	haveFS := false
-	var assigns []string
-	var rest []string
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			i++
-			goto operands
-		case a == "-F" && i+1 < len(args):
-			i++
-			fs, haveFS = args[i], true
-		case strings.HasPrefix(a, "-F"):
-			fs, haveFS = a[2:], true
-		case a == "-v" && i+1 < len(args):
-			i++
-			assigns = append(assigns, args[i])
-		case strings.HasPrefix(a, "-v") && len(a) > 2:
-			assigns = append(assigns, a[2:])
-		case a == "-f" && i+1 < len(args):
-			i++
-			data, err := e.ReadFile(args[i])
-			if err != nil {
-				e.errf("awk", "can't open file %s: %v", args[i], err)
-				return 2
-			}
-			progSrc += string(data) + "\n"
-		case len(a) > 1 && a[0] == '-' && a != "-":
-			e.errf("awk", "unsupported option %s", a)
-			return 2
-		default:
-			goto operands
-		}
+	fl := newFlags("awk", "", "Fvf")
+	rest, err := fl.parse(args)
+	if err != nil {
+		e.errf("awk", "%v", err)
+		return 2
 	}
-operands:
-	rest = args[i:]
+	fs, haveFS := fl.val('F'), fl.has('F')
+	assigns := fl.vals['v']
+	var progSrc string
+	for _, f := range fl.vals['f'] {
+		data, err := e.ReadFile(f)
+		if err != nil {
+			e.errf("awk", "can't open file %s: %v", f, err)
+			return 2
+		}
+		progSrc += string(data) + "\n"
+	}
 	if progSrc == "" {
 		if len(rest) == 0 {
 			e.errf("awk", "usage: awk [-F fs][-v var=value][prog | -f progfile][file ...]")

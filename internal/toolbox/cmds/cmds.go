@@ -96,6 +96,9 @@ func (e *Env) Open(name string) (io.ReadCloser, error) {
 	}
 	f, err := os.Open(e.Path(name))
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && strings.HasPrefix(name, "-") {
+			return nil, errors.New("No such file or directory (read as an operand: options go before the first operand)")
+		}
 		return nil, cleanErr(err)
 	}
 	if st, err := f.Stat(); err == nil && st.IsDir() {
@@ -236,21 +239,40 @@ func splitLines(data string) []string {
 	return strings.Split(data, "\n")
 }
 
-// flagSet is a tiny getopt: single-letter flags, bundled (-nr), with values (-k2 or -k 2).
+// flagSet is the one option parser of every toolbox command: POSIX getopt (XBD 12.2,
+// guideline 9), without GNU's permutation. Options end at the first operand (a lone "-" is
+// an operand) and after "--", so a workspace file named "-v" that a glob expands after the
+// pattern of `grep -q TODO *` stays a file instead of inverting the search.
+// Single-letter options bundle (-nr) and take values attached or apart (-k2, -k 2).
 type flagSet struct {
 	cmd      string
 	bools    string // letters taking no value
 	values   string // letters taking a value
+	optional string // letters taking a value only when attached (sed's -i[SUFFIX])
 	set      map[byte]bool
 	vals     map[byte][]string
-	numFlag  string // "-5" style numeric shorthand (head/tail), if allowed
-	longs    map[string]byte
-	longVals map[string]byte
+	// order lists every option given with a value, in command-line order, for commands
+	// where that order matters (sed's -e and -f, jq's variables).
+	order []optValue
+	// numFlag is the "-5" shorthand of head and tail, when numShorthand allows it.
+	numFlag      string
+	numShorthand bool
+	// negNumbers makes an argument such as -5 or -.5 an operand (seq's negative numbers).
+	negNumbers bool
+	longs      map[string]byte // long options taking no value
+	longVals   map[string]byte // long options taking a value (--key=V or --key V)
+	longArgs   map[string]int  // values a longVals option takes when not 1 (jq's --arg NAME VALUE)
+}
+
+// optValue is one option that took values, as order records it.
+type optValue struct {
+	c    byte
+	vals []string
 }
 
 func newFlags(cmd, bools, values string) *flagSet {
 	return &flagSet{cmd: cmd, bools: bools, values: values, set: map[byte]bool{}, vals: map[byte][]string{},
-		longs: map[string]byte{}, longVals: map[string]byte{}}
+		longs: map[string]byte{}, longVals: map[string]byte{}, longArgs: map[string]int{}}
 }
 
 func (f *flagSet) has(c byte) bool { return f.set[c] }
@@ -262,66 +284,104 @@ func (f *flagSet) val(c byte) string {
 	return v[len(v)-1]
 }
 
-// parse returns the operands, or an error message.
-func (f *flagSet) parse(args []string, allowNum bool) ([]string, error) {
-	var rest []string
+// operandHint ends every option error: what to do when the "option" was meant as an operand.
+const operandHint = " (options go before the first operand; put -- before operands that start with '-')"
+
+// parse returns the operands: every argument from the first one that is not an option on,
+// or after "--". Errors name the offending option.
+func (f *flagSet) parse(args []string) ([]string, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" {
-			rest = append(rest, args[i+1:]...)
-			break
-		}
-		if strings.HasPrefix(a, "--") {
-			name, v, hasV := strings.Cut(a[2:], "=")
-			if c, ok := f.longs[name]; ok {
-				f.set[c] = true
-				continue
+		switch {
+		case a == "--":
+			return args[i+1:], nil
+		case len(a) < 2 || a[0] != '-':
+			return args[i:], nil
+		case f.negNumbers && (a[1] >= '0' && a[1] <= '9' || a[1] == '.'):
+			return args[i:], nil
+		case strings.HasPrefix(a, "--"):
+			n, err := f.long(args, i)
+			if err != nil {
+				return nil, err
 			}
-			if c, ok := f.longVals[name]; ok {
-				if !hasV {
-					if i+1 >= len(args) {
-						return nil, fmt.Errorf("option '--%s' requires an argument", name)
-					}
-					i++
-					v = args[i]
-				}
-				f.set[c] = true
-				f.vals[c] = append(f.vals[c], v)
-				continue
-			}
-			return nil, fmt.Errorf("unrecognized option '%s'", a)
-		}
-		if len(a) < 2 || a[0] != '-' {
-			rest = append(rest, a)
-			continue
-		}
-		if allowNum && a[1] >= '0' && a[1] <= '9' {
+			i += n
+		case f.numShorthand && a[1] >= '0' && a[1] <= '9':
 			f.numFlag = a[1:]
-			continue
-		}
-		for j := 1; j < len(a); j++ {
-			c := a[j]
-			switch {
-			case strings.IndexByte(f.bools, c) >= 0:
-				f.set[c] = true
-			case strings.IndexByte(f.values, c) >= 0:
-				v := a[j+1:]
-				if v == "" {
-					if i+1 >= len(args) {
-						return nil, fmt.Errorf("option requires an argument -- '%c'", c)
-					}
-					i++
-					v = args[i]
-				}
-				f.set[c] = true
-				f.vals[c] = append(f.vals[c], v)
-				j = len(a)
-			default:
-				return nil, fmt.Errorf("invalid option -- '%c'", c)
+		default:
+			n, err := f.short(args, i)
+			if err != nil {
+				return nil, err
 			}
+			i += n
 		}
 	}
-	return rest, nil
+	return nil, nil
+}
+
+// long parses the long option args[i]; it returns how many further arguments it consumed.
+func (f *flagSet) long(args []string, i int) (int, error) {
+	name, v, hasV := strings.Cut(args[i][2:], "=")
+	if c, ok := f.longs[name]; ok {
+		if hasV && strings.IndexByte(f.optional, c) < 0 {
+			return 0, fmt.Errorf("option '--%s' doesn't allow an argument", name)
+		}
+		f.set[c] = true
+		return 0, nil
+	}
+	c, ok := f.longVals[name]
+	if !ok {
+		return 0, fmt.Errorf("unrecognized option '%s'"+operandHint, args[i])
+	}
+	n := max(f.longArgs[name], 1)
+	var vals []string
+	used := 0
+	if hasV {
+		vals = append(vals, v)
+	}
+	for len(vals) < n {
+		if i+used+1 >= len(args) {
+			return 0, fmt.Errorf("option '--%s' requires %d argument(s)", name, n)
+		}
+		used++
+		vals = append(vals, args[i+used])
+	}
+	f.record(c, vals...)
+	return used, nil
+}
+
+// short parses the bundle of single-letter options args[i]; it returns how many further
+// arguments it consumed.
+func (f *flagSet) short(args []string, i int) (int, error) {
+	a := args[i]
+	for j := 1; j < len(a); j++ {
+		c := a[j]
+		switch {
+		case strings.IndexByte(f.bools, c) >= 0:
+			f.set[c] = true
+		case strings.IndexByte(f.optional, c) >= 0:
+			f.record(c, a[j+1:])
+			return 0, nil
+		case strings.IndexByte(f.values, c) >= 0:
+			if v := a[j+1:]; v != "" {
+				f.record(c, v)
+				return 0, nil
+			}
+			if i+1 >= len(args) {
+				return 0, fmt.Errorf("option requires an argument -- '%c'", c)
+			}
+			f.record(c, args[i+1])
+			return 1, nil
+		default:
+			return 0, fmt.Errorf("invalid option -- '%c'"+operandHint, c)
+		}
+	}
+	return 0, nil
+}
+
+func (f *flagSet) record(c byte, vals ...string) {
+	f.set[c] = true
+	f.vals[c] = append(f.vals[c], vals...)
+	f.order = append(f.order, optValue{c: c, vals: vals})
 }
 
 // asBufReader reuses a shared buffered stdin, so that a command that stops early (head,

@@ -164,9 +164,13 @@ func diff(e *Env, args []string) int {
 	fl.longs["strip-trailing-cr"] = 'R'
 	fl.longVals["label"] = 'L'
 	fl.longVals["color"] = 4
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf("diff", "%v", err)
+		return 2
+	}
+	if len(files) > 2 {
+		e.errf("diff", "extra operand '%s'"+operandHint, files[2])
 		return 2
 	}
 	if len(files) != 2 {
@@ -387,7 +391,7 @@ func cmp(e *Env, args []string) int {
 	fl := newFlags("cmp", "sl", "")
 	fl.longs["silent"] = 's'
 	fl.longs["quiet"] = 's'
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil || len(files) < 1 || len(files) > 2 {
 		e.errf("cmp", "usage: cmp [-s] FILE1 [FILE2]")
 		return 2

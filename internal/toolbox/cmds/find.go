@@ -408,7 +408,7 @@ func find(e *Env, args []string) int {
 
 func ls(e *Env, args []string) int {
 	fl := newFlags("ls", "aA1dlrRFSth", "")
-	names, err := fl.parse(args, false)
+	names, err := fl.parse(args)
 	if err != nil {
 		e.errf("ls", "%v", err)
 		return 2

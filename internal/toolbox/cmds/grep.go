@@ -55,7 +55,7 @@ func grep(e *Env, args []string) int {
 	fl.longVals["after-context"] = 'A'
 	fl.longVals["before-context"] = 'B'
 	fl.longVals["context"] = 'C'
-	rest, err := fl.parse(args, false)
+	rest, err := fl.parse(args)
 	if err != nil {
 		e.errf("grep", "%v", err)
 		return 2

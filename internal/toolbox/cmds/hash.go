@@ -18,7 +18,7 @@ func hashsum(e *Env, name string, newHash func() hash.Hash, args []string) int {
 	fl.longs["check"] = 'c'
 	fl.longs["quiet"] = 'q'
 	fl.longs["status"] = 's'
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf(name, "%v", err)
 		return 1

@@ -16,116 +16,78 @@ import (
 // jq runs gojq. Differences from jq 1.7 are gojq's: object keys are always sorted, and
 // numbers are 64-bit floats or integers.
 func jq(e *Env, args []string) int {
-	var filter string
-	haveFilter := false
-	var files []string
-	raw, join, compact, null, slurp, exitStatus, rawIn, tab := false, false, false, false, false, false, false, false
+	// Codes of the long-only options.
+	const (
+		optArg = 1 + iota
+		optArgJSON
+		optSlurpFile
+		optRawFile
+		optIndent
+		optTab
+	)
+	// -S, -M, -C and -a are accepted: gojq always sorts keys and never colours.
+	fl := newFlags("jq", "rjcnseRSMCa", "")
+	for name, c := range map[string]byte{"raw-output": 'r', "join-output": 'j', "compact-output": 'c',
+		"null-input": 'n', "slurp": 's', "exit-status": 'e', "raw-input": 'R', "sort-keys": 'S',
+		"monochrome-output": 'M', "color-output": 'C', "ascii-output": 'a', "tab": optTab} {
+		fl.longs[name] = c
+	}
+	for name, c := range map[string]byte{"arg": optArg, "argjson": optArgJSON, "slurpfile": optSlurpFile,
+		"rawfile": optRawFile, "indent": optIndent} {
+		fl.longVals[name] = c
+		if c != optIndent {
+			fl.longArgs[name] = 2
+		}
+	}
+	rest, err := fl.parse(args)
+	if err != nil {
+		e.errf("jq", "%v", err)
+		return 2
+	}
+	raw, join, compact, null := fl.has('r') || fl.has('j'), fl.has('j'), fl.has('c'), fl.has('n')
+	slurp, exitStatus, rawIn, tab := fl.has('s'), fl.has('e'), fl.has('R'), fl.has(optTab)
 	indent := 2
+	if fl.has(optIndent) {
+		indent, _ = strconv.Atoi(fl.val(optIndent))
+	}
 	var varNames []string
 	var varVals []any
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		need := func(n int) bool {
-			if i+n >= len(args) {
-				e.errf("jq", "%s takes %d parameters", a, n)
-				return false
-			}
-			return true
-		}
-		switch {
-		case a == "--arg":
-			if !need(2) {
-				return 2
-			}
-			varNames, varVals = append(varNames, "$"+args[i+1]), append(varVals, args[i+2])
-			i += 2
-		case a == "--argjson":
-			if !need(2) {
-				return 2
-			}
-			var v any
-			dec := json.NewDecoder(strings.NewReader(args[i+2]))
+	for _, o := range fl.order {
+		var v any
+		switch o.c {
+		case optArg:
+			v = o.vals[1]
+		case optArgJSON:
+			dec := json.NewDecoder(strings.NewReader(o.vals[1]))
 			dec.UseNumber()
 			if err := dec.Decode(&v); err != nil {
 				e.errf("jq", "invalid JSON text passed to --argjson")
 				return 2
 			}
-			varNames, varVals = append(varNames, "$"+args[i+1]), append(varVals, normalizeJSON(v))
-			i += 2
-		case a == "--slurpfile" || a == "--rawfile":
-			if !need(2) {
-				return 2
-			}
-			data, err := e.ReadFile(args[i+2])
+			v = normalizeJSON(v)
+		case optSlurpFile, optRawFile:
+			data, err := e.ReadFile(o.vals[1])
 			if err != nil {
-				e.errf("jq", "%s: %v", args[i+2], err)
+				e.errf("jq", "%s: %v", o.vals[1], err)
 				return 2
 			}
-			var v any = string(data)
-			if a == "--slurpfile" {
+			v = string(data)
+			if o.c == optSlurpFile {
 				vals, err := decodeAll(bytes.NewReader(data))
 				if err != nil {
-					e.errf("jq", "%s: %v", args[i+2], err)
+					e.errf("jq", "%s: %v", o.vals[1], err)
 					return 2
 				}
 				v = vals
 			}
-			varNames, varVals = append(varNames, "$"+args[i+1]), append(varVals, v)
-			i += 2
-		case a == "--indent":
-			if !need(1) {
-				return 2
-			}
-			indent, _ = strconv.Atoi(args[i+1])
-			i++
-		case a == "--tab":
-			tab = true
-		case a == "--raw-output":
-			raw = true
-		case a == "--join-output":
-			raw, join = true, true
-		case a == "--compact-output":
-			compact = true
-		case a == "--null-input":
-			null = true
-		case a == "--slurp":
-			slurp = true
-		case a == "--exit-status":
-			exitStatus = true
-		case a == "--raw-input":
-			rawIn = true
-		case a == "--sort-keys" || a == "--monochrome-output" || a == "--color-output" || a == "--ascii-output":
-		case len(a) > 1 && a[0] == '-' && a[1] != '-' && !haveFilter || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Trim(a[1:], "rjcnseSRMCa") == "":
-			for _, c := range a[1:] {
-				switch c {
-				case 'r':
-					raw = true
-				case 'j':
-					raw, join = true, true
-				case 'c':
-					compact = true
-				case 'n':
-					null = true
-				case 's':
-					slurp = true
-				case 'e':
-					exitStatus = true
-				case 'R':
-					rawIn = true
-				case 'S', 'M', 'C', 'a':
-				default:
-					e.errf("jq", "Unknown option: %s", a)
-					return 2
-				}
-			}
-		case !haveFilter:
-			filter, haveFilter = a, true
 		default:
-			files = append(files, a)
+			continue
 		}
+		varNames, varVals = append(varNames, "$"+o.vals[0]), append(varVals, v)
 	}
-	if !haveFilter {
-		filter = "."
+	filter, files := ".", rest
+	if len(rest) > 0 {
+		filter, files = rest[0], rest[1:]
 	}
 	q, err := gojq.Parse(filter)
 	if err != nil {

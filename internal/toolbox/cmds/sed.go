@@ -645,45 +645,36 @@ func (r *sedRun) flushAppend() {
 }
 
 func sed(e *Env, args []string) int {
-	var scripts, files []string
-	quiet, ere, inPlace := false, false, false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-e" || a == "--expression":
-			if i+1 >= len(args) {
-				e.errf("sed", "option requires an argument -- 'e'")
-				return 1
-			}
-			i++
-			scripts = append(scripts, args[i])
-		case strings.HasPrefix(a, "--expression="):
-			scripts = append(scripts, a[len("--expression="):])
-		case a == "-f":
-			if i+1 >= len(args) {
-				return 1
-			}
-			i++
-			data, err := e.ReadFile(args[i])
+	fl := newFlags("sed", "nErsuz", "ef")
+	fl.optional = "i"
+	fl.longs["quiet"] = 'n'
+	fl.longs["silent"] = 'n'
+	fl.longs["regexp-extended"] = 'E'
+	fl.longs["in-place"] = 'i'
+	fl.longs["posix"] = 'p'
+	fl.longs["separate"] = 's'
+	fl.longs["unbuffered"] = 'u'
+	fl.longs["null-data"] = 'z'
+	fl.longVals["expression"] = 'e'
+	fl.longVals["file"] = 'f'
+	files, err := fl.parse(args)
+	if err != nil {
+		e.errf("sed", "%v", err)
+		return 1
+	}
+	quiet, ere, inPlace := fl.has('n'), fl.has('E') || fl.has('r'), fl.has('i')
+	var scripts []string
+	for _, o := range fl.order {
+		switch o.c {
+		case 'e':
+			scripts = append(scripts, o.vals...)
+		case 'f':
+			data, err := e.ReadFile(o.vals[0])
 			if err != nil {
-				e.errf("sed", "couldn't open file %s: %v", args[i], err)
+				e.errf("sed", "couldn't open file %s: %v", o.vals[0], err)
 				return 1
 			}
 			scripts = append(scripts, string(data))
-		case a == "-n" || a == "--quiet" || a == "--silent":
-			quiet = true
-		case a == "-E" || a == "-r" || a == "--regexp-extended":
-			ere = true
-		case a == "-i" || strings.HasPrefix(a, "--in-place"):
-			inPlace = true
-		case a == "--posix" || a == "-s" || a == "-u" || a == "-z":
-		case len(a) > 1 && a[0] == '-' && strings.Trim(a[1:], "nErsu") == "":
-			quiet = quiet || strings.Contains(a, "n")
-			ere = ere || strings.ContainsAny(a, "Er")
-		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.HasPrefix(a, "-i"):
-			inPlace = true
-		default:
-			files = append(files, a)
 		}
 	}
 	if len(scripts) == 0 {

@@ -177,7 +177,7 @@ func sortCmd(e *Env, args []string) int {
 	fl.longVals["key"] = 'k'
 	fl.longVals["field-separator"] = 't'
 	fl.longVals["output"] = 'o'
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf("sort", "%v", err)
 		return 2
@@ -280,7 +280,7 @@ func sortCmd(e *Env, args []string) int {
 
 func uniq(e *Env, args []string) int {
 	fl := newFlags("uniq", "cdui", "fs")
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf("uniq", "%v", err)
 		return 1
@@ -392,7 +392,7 @@ func cut(e *Env, args []string) int {
 	fl.longVals["output-delimiter"] = 'O'
 	fl.longVals["delimiter"] = 'd'
 	fl.longVals["fields"] = 'f'
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf("cut", "%v", err)
 		return 1
@@ -545,7 +545,7 @@ func trSet(s string) []byte {
 
 func tr(e *Env, args []string) int {
 	fl := newFlags("tr", "dscC", "")
-	sets, err := fl.parse(args, false)
+	sets, err := fl.parse(args)
 	if err != nil || len(sets) == 0 {
 		e.errf("tr", "missing operand")
 		return 1

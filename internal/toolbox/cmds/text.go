@@ -14,7 +14,7 @@ import (
 
 func cat(e *Env, args []string) int {
 	fl := newFlags("cat", "nAsEvbu", "")
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf("cat", "%v", err)
 		return 1
@@ -64,7 +64,8 @@ type count struct {
 // countOptions parses head's or tail's options (default 10 lines), reporting errors itself.
 func countOptions(e *Env, cmd, bools string, args []string) (files []string, c count, ok bool) {
 	fl := newFlags(cmd, bools, "nc")
-	files, err := fl.parse(args, true)
+	fl.numShorthand = true
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf(cmd, "%v", err)
 		return nil, c, false
@@ -247,7 +248,7 @@ func tail(e *Env, args []string) int {
 
 func wc(e *Env, args []string) int {
 	fl := newFlags("wc", "lwcmL", "")
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf("wc", "%v", err)
 		return 1
@@ -328,7 +329,7 @@ func wc(e *Env, args []string) int {
 
 func tee(e *Env, args []string) int {
 	fl := newFlags("tee", "ai", "")
-	files, err := fl.parse(args, false)
+	files, err := fl.parse(args)
 	if err != nil {
 		e.errf("tee", "%v", err)
 		return 1
@@ -678,21 +679,18 @@ func shellQuote(s string) string {
 }
 
 func seq(e *Env, args []string) int {
-	sep, width := "\n", false
-	var nums []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-s" && i+1 < len(args):
-			i++
-			sep = args[i]
-		case strings.HasPrefix(a, "-s") && len(a) > 2:
-			sep = a[2:]
-		case a == "-w":
-			width = true
-		default:
-			nums = append(nums, a)
-		}
+	fl := newFlags("seq", "w", "s")
+	fl.negNumbers = true
+	fl.longs["equal-width"] = 'w'
+	fl.longVals["separator"] = 's'
+	nums, err := fl.parse(args)
+	if err != nil {
+		e.errf("seq", "%v", err)
+		return 1
+	}
+	sep, width := "\n", fl.has('w')
+	if fl.has('s') {
+		sep = fl.val('s')
 	}
 	if len(nums) < 1 || len(nums) > 3 {
 		e.errf("seq", "missing operand")
@@ -760,19 +758,16 @@ func seq(e *Env, args []string) int {
 }
 
 func basename(e *Env, args []string) int {
-	multi, suffix := false, ""
-	var names []string
-	for i := 0; i < len(args); i++ {
-		switch a := args[i]; {
-		case a == "-a":
-			multi = true
-		case a == "-s" && i+1 < len(args):
-			i++
-			suffix, multi = args[i], true
-		default:
-			names = append(names, a)
-		}
+	fl := newFlags("basename", "az", "s")
+	fl.longs["multiple"] = 'a'
+	fl.longs["zero"] = 'z'
+	fl.longVals["suffix"] = 's'
+	names, err := fl.parse(args)
+	if err != nil {
+		e.errf("basename", "%v", err)
+		return 1
 	}
+	multi, suffix := fl.has('a') || fl.has('s'), fl.val('s')
 	if len(names) == 0 {
 		e.errf("basename", "missing operand")
 		return 1
@@ -796,11 +791,16 @@ func basename(e *Env, args []string) int {
 }
 
 func dirname(e *Env, args []string) int {
-	if len(args) == 0 {
+	names, err := newFlags("dirname", "", "").parse(args)
+	if err != nil {
+		e.errf("dirname", "%v", err)
+		return 1
+	}
+	if len(names) == 0 {
 		e.errf("dirname", "missing operand")
 		return 1
 	}
-	for _, n := range args {
+	for _, n := range names {
 		d := strings.TrimRight(n, "/")
 		switch {
 		case d == "" && n != "":
@@ -836,7 +836,7 @@ func env(e *Env, args []string) int {
 
 func mkdir(e *Env, args []string) int {
 	fl := newFlags("mkdir", "pv", "m")
-	dirs, err := fl.parse(args, false)
+	dirs, err := fl.parse(args)
 	if err != nil {
 		e.errf("mkdir", "%v", err)
 		return 1
@@ -858,7 +858,7 @@ func mkdir(e *Env, args []string) int {
 
 func rm(e *Env, args []string) int {
 	fl := newFlags("rm", "rRfv", "")
-	names, err := fl.parse(args, false)
+	names, err := fl.parse(args)
 	if err != nil {
 		e.errf("rm", "%v", err)
 		return 1
@@ -888,15 +888,26 @@ func rm(e *Env, args []string) int {
 }
 
 func touch(e *Env, args []string) int {
+	// Times are always set to now: the options choosing other times are accepted and ignored.
+	fl := newFlags("touch", "acfhm", "drt")
+	fl.longs["no-create"] = 'c'
+	fl.longs["no-dereference"] = 'h'
+	fl.longVals["date"] = 'd'
+	fl.longVals["reference"] = 'r'
+	names, err := fl.parse(args)
+	if err != nil {
+		e.errf("touch", "%v", err)
+		return 1
+	}
 	status := 0
-	for _, n := range args {
-		if strings.HasPrefix(n, "-") {
-			continue
-		}
+	for _, n := range names {
 		p := e.Path(n)
 		if _, err := os.Stat(p); err == nil {
 			now := time.Now()
 			os.Chtimes(p, now, now)
+			continue
+		}
+		if fl.has('c') {
 			continue
 		}
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)

@@ -8,51 +8,31 @@ import (
 
 // xargs builds command lines from standard input and runs them as toolbox commands.
 func xargs(e *Env, args []string) int {
-	maxArgs, replace, delim, noEmpty, nul, maxLines := 0, "", "", false, false, 0
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "-n" && i+1 < len(args):
-			i++
-			maxArgs, _ = strconv.Atoi(args[i])
-		case strings.HasPrefix(a, "-n") && len(a) > 2:
-			maxArgs, _ = strconv.Atoi(a[2:])
-		case a == "-L" && i+1 < len(args):
-			i++
-			maxLines, _ = strconv.Atoi(args[i])
-		case a == "-I" && i+1 < len(args):
-			i++
-			replace = args[i]
-		case strings.HasPrefix(a, "-I") && len(a) > 2:
-			replace = a[2:]
-		case a == "-i":
+	fl := newFlags("xargs", "0rtxp", "nLIdPs")
+	fl.optional = "i"
+	fl.longs["null"] = '0'
+	fl.longs["no-run-if-empty"] = 'r'
+	fl.longVals["max-args"] = 'n'
+	fl.longVals["max-lines"] = 'L'
+	fl.longVals["delimiter"] = 'd'
+	fl.longVals["max-procs"] = 'P'
+	command, err := fl.parse(args)
+	if err != nil {
+		e.errf("xargs", "%v", err)
+		return 1
+	}
+	maxArgs, _ := strconv.Atoi(fl.val('n'))
+	maxLines, _ := strconv.Atoi(fl.val('L'))
+	replace, delim, noEmpty, nul := fl.val('I'), fl.val('d'), fl.has('r'), fl.has('0')
+	if fl.has('i') && replace == "" {
+		replace = fl.val('i')
+		if replace == "" {
 			replace = "{}"
-		case a == "-d" && i+1 < len(args):
-			i++
-			delim = args[i]
-			if delim == `\n` {
-				delim = "\n"
-			}
-		case a == "-0" || a == "--null":
-			nul = true
-		case a == "-r" || a == "--no-run-if-empty":
-			noEmpty = true
-		case a == "-t" || a == "-x" || a == "-p":
-		case a == "-P" && i+1 < len(args):
-			i++
-		case a == "--":
-			i++
-			goto cmd
-		case strings.HasPrefix(a, "-") && a != "-":
-			e.errf("xargs", "unsupported option %s", a)
-			return 1
-		default:
-			goto cmd
 		}
 	}
-cmd:
-	command := args[i:]
+	if delim == `\n` {
+		delim = "\n"
+	}
 	if len(command) == 0 {
 		command = []string{"echo"}
 	}

@@ -98,15 +98,20 @@ func bPwd(r *Runner, _ []string) int {
 func bUnset(r *Runner, args []string) int {
 	funcs := false
 	status := 0
+	opts := true // options end at the first name and at "--", as for every command
 	for _, a := range args {
-		switch a {
-		case "-f":
+		switch {
+		case opts && a == "--":
+			opts = false
+			continue
+		case opts && a == "-f":
 			funcs = true
 			continue
-		case "-v":
+		case opts && a == "-v":
 			funcs = false
 			continue
 		}
+		opts = false
 		if funcs {
 			delete(r.funcs, a)
 			continue
@@ -282,6 +287,10 @@ func bRead(r *Runner, args []string) int {
 	var names []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		if a == "--" {
+			names = append(names, args[i+1:]...)
+			break
+		}
 		if len(a) < 2 || a[0] != '-' {
 			names = append(names, args[i:]...)
 			break
@@ -549,6 +558,9 @@ func bType(r *Runner, args []string) int {
 }
 
 func bTrap(r *Runner, args []string) int {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
 	if len(args) < 2 {
 		return 0
 	}
@@ -566,19 +578,27 @@ func bTrap(r *Runner, args []string) int {
 
 func bShopt(r *Runner, args []string) int {
 	on := true
+	opts := true // options end at the first name and at "--", as for every command
 	for _, a := range args {
+		switch {
+		case opts && a == "--":
+			opts = false
+			continue
+		case opts && (a == "-s" || a == "-u"):
+			on = a == "-s"
+			continue
+		case opts && (a == "-q" || a == "-o"):
+			continue
+		}
+		opts = false
 		switch a {
-		case "-s":
-			on = true
-		case "-u":
-			on = false
 		case "nullglob":
 			r.opts.nullglob = on
 		case "dotglob":
 			r.opts.dotglob = on
 		case "globstar":
 			r.opts.globstar = on
-		case "-q", "-o", "extglob", "failglob", "nocaseglob", "lastpipe", "expand_aliases":
+		case "extglob", "failglob", "nocaseglob", "lastpipe", "expand_aliases":
 		default:
 			r.errf("shopt: %s: invalid shell option name", a)
 			return 1

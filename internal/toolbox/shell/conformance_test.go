@@ -236,7 +236,7 @@ var conformance = []confCase{
 	{name: "jq filters", script: `jq -r '.items[] | select(. > 1)' obj.json; jq '[.items[] * 2] | add' obj.json; jq -r '.tags | join(",")' obj.json`},
 	{name: "jq -e", script: `jq -e '.nested.a' obj.json; echo $?; jq -e '.nested.b' obj.json; echo $?; jq -e .missing obj.json; echo $?`},
 	{name: "jq stdin stream and -s", script: `jq -c 'select(.ok)' lines.jsonl; jq -s 'length' lines.jsonl; cat lines.jsonl | jq '.id'`},
-	{name: "jq --arg -n", script: `jq -n --arg v hi '{greeting: $v}' -c; jq -n '1 + 2'; jq -n --argjson n 5 '$n * 2'`},
+	{name: "jq --arg -n", script: `jq -n -c --arg v hi '{greeting: $v}'; jq -n '1 + 2'; jq -n --argjson n 5 '$n * 2'`},
 	{name: "jq has and keys", script: `jq -c 'keys' obj.json; jq 'has("name")' obj.json; jq -r '.items | map(tostring) | join(" ")' obj.json`},
 	{name: "jq invalid json", script: `echo '{bad' | jq . >/dev/null 2>&1 || echo failed`},
 	{name: "jq raw input", script: `jq -R . words.txt | head -2; jq -Rs 'split("\n") | length' words.txt`},
@@ -309,6 +309,11 @@ var conformance = []confCase{
 	{name: "grep -P digits", script: `grep -P '^\w+ \d{2}$' data.txt`},
 	{name: "tilde", script: `cd ~ && pwd >/dev/null && echo ok`},
 	{name: "grading idiom diff", script: "diff <(sort words.txt) <(sort words.txt) && echo same", skip: "process substitution <(...) is not supported: it needs named pipes"},
+	// builtins stop reading options at their first name and at "--", as bash's do
+	{name: "declare options end at the first name", script: `declare a=1 -x; echo $?; export b=2 -n; echo $?; env | grep -c '^a='`},
+	{name: "shopt options end at the first name", script: `shopt -s nullglob -u; echo $?; echo none*`},
+	{name: "trap and read take --", script: `trap -- 'echo bye' EXIT; read -- x <<< hi; echo $x`},
+	{name: "unset takes --", script: `x=1; unset -- x; echo "[$x]"`},
 }
 
 func writeFixture(t *testing.T, dir string) {

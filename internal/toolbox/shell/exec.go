@@ -526,6 +526,7 @@ func (r *Runner) declClause(x *syntax.DeclClause) {
 	unexport := false
 	r.exit = 0
 	r.substStatus = 0
+	opts := true // options end at the first name and at "--", as for every command
 	for _, a := range x.Args {
 		if a.Naked && a.Name == nil {
 			words, ok := r.fields(a.Value)
@@ -534,7 +535,9 @@ func (r *Runner) declClause(x *syntax.DeclClause) {
 			}
 			for _, w := range words {
 				switch {
-				case strings.HasPrefix(w, "-") || strings.HasPrefix(w, "+"):
+				case opts && w == "--":
+					opts = false
+				case opts && len(w) > 1 && (w[0] == '-' || w[0] == '+'):
 					for _, c := range w[1:] {
 						switch c {
 						case 'x':
@@ -552,6 +555,7 @@ func (r *Runner) declClause(x *syntax.DeclClause) {
 						}
 					}
 				default:
+					opts = false
 					name, val, hasVal := strings.Cut(w, "=")
 					if !syntax.ValidName(name) {
 						r.errf("%s: `%s': not a valid identifier", variant, w)
@@ -565,6 +569,7 @@ func (r *Runner) declClause(x *syntax.DeclClause) {
 			}
 			continue
 		}
+		opts = false
 		r.declOne(a, local, export, readonly, unexport)
 	}
 }

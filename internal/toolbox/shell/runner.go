@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -307,12 +308,64 @@ func (r *Runner) expandErr(err error) {
 }
 
 func (r *Runner) fields(words ...*syntax.Word) ([]string, bool) {
-	f, err := expand.Fields(r.cfg(), words...)
-	if err != nil {
-		r.expandErr(err)
-		return nil, false
+	cfg := r.cfg()
+	var all []string
+	for _, w := range words {
+		f, err := expand.Fields(cfg, w)
+		if err != nil {
+			r.expandErr(err)
+			return nil, false
+		}
+		if cfg.ReadDir2 != nil && plainPattern(w) {
+			r.dotSlashDashNames(f)
+		}
+		all = append(all, f...)
 	}
-	return f, true
+	return all, true
+}
+
+// dotSlashDashNames rewrites each file name that a glob in the working directory matched
+// and that starts with "-" to "./NAME": the same file, but never an option nor standard
+// input. Without it a workspace file named --help or -n makes `cat *` or `head *` (glob
+// first, where options are still read) fail or change, a file named "-" is read as stdin,
+// and a negated check such as `! cat * | grep -q TODO` passes. This is where the toolbox
+// differs from bash, and only for such names.
+func (r *Runner) dotSlashDashNames(fields []string) {
+	for i, f := range fields {
+		if f == "" || f[0] != '-' {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(r.dir, f)); err == nil {
+			fields[i] = "./" + f
+		}
+	}
+}
+
+// plainPattern reports whether w is a glob pattern made only of literal text: every field
+// it expands to is then a match of the pattern, or the pattern itself when nothing matched.
+// Words with expansions ($x*, which may split into a -v the author meant), braces or extended
+// globs are left as bash leaves them.
+func plainPattern(w *syntax.Word) bool {
+	meta := false
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "{}") {
+				return false
+			}
+			meta = meta || strings.ContainsAny(p.Value, "*?[")
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return meta
 }
 
 func (r *Runner) literal(w *syntax.Word) (string, bool) {

@@ -85,3 +85,99 @@ func TestPipelineOfManyStagesDoesNotDeadlock(t *testing.T) {
 		t.Fatalf("stdout %q exit %d", out, code)
 	}
 }
+
+// TestDashNamedFilesDoNotTurnAGlobIntoOptions is the planted-options attack: files named
+// like options sit next to a file with a TODO, so `*` expands to `-e -v ... notes.txt` after
+// the pattern. Each negative check must still see the TODO.
+func TestDashNamedFilesDoNotTurnAGlobIntoOptions(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"-e", "-v", "-r", "--help", "-rf", "-n5", "-l", "-c", "-L", "-s", "-x"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("clean\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("TODO: finish\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{
+		`! grep -q TODO *`,
+		`! grep -qr TODO *`,
+		`! egrep -q 'TODO|FIXME' *`,
+		`! fgrep -q TODO *`,
+		`test "$(grep -c TODO * | grep -v ':0$')" = ""`,
+		`test -z "$(grep -l TODO *)"`,
+		`! cat notes.txt * | grep -q TODO`,
+		`! sed -n /TODO/p notes.txt * | grep -q .`,
+		`! awk '/TODO/ {f=1} END {exit !f}' notes.txt *`,
+		`! ls | xargs grep -q TODO`,
+	} {
+		out, stderr, code := runIn(t, dir, script)
+		if code == 0 {
+			t.Errorf("%s: exit 0, want a failure (a planted file was read as an option)\nstdout %q\nstderr %q", script, out, stderr)
+		}
+	}
+}
+
+// dashDir is a workspace with files named like options, notes.txt and, with stdin, a file
+// named "-"; the file todoIn holds a TODO.
+func dashDir(t *testing.T, todoIn string, stdin bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	names := []string{"-e", "-v", "-r", "--help", "-rf", "-n5", "-c", "notes.txt"}
+	if stdin {
+		names = append(names, "-")
+	}
+	for _, n := range names {
+		body := "clean\n"
+		if n == todoIn {
+			body = "TODO: finish\n"
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestGlobNeverYieldsAnOptionOrStdin is the same attack on a glob that comes first, where
+// options are still read (`cat *`), and on a file named "-" (standard input to most
+// commands): a glob's dash-named matches become ./NAME.
+func TestGlobNeverYieldsAnOptionOrStdin(t *testing.T) {
+	for _, todoIn := range []string{"notes.txt", "--help", "-"} {
+		dir := dashDir(t, todoIn, todoIn == "-")
+		for _, script := range []string{
+			`! cat * | grep -q TODO`,
+			`! head -n 5 * | grep -q TODO`,
+			`! tail * | grep -q TODO`,
+			`! sort * | grep -q TODO`,
+			`! grep -q TODO *`,
+			`! grep -q TODO ./*`,
+			`for f in *; do grep -q TODO "$f" && exit 1; done; exit 0`,
+			`! awk '/TODO/ {f=1} END {exit !f}' *`,
+		} {
+			out, stderr, code := runIn(t, dir, script)
+			if code == 0 {
+				t.Errorf("TODO in %s: %s: exit 0, want a failure\nstdout %q\nstderr %q", todoIn, script, out, stderr)
+			}
+		}
+	}
+}
+
+func TestGlobRewritesOnlyItsOwnDashNamedMatches(t *testing.T) {
+	for script, want := range map[string]string{
+		`echo *`:                    "./- ./--help ./-c ./-e ./-n5 ./-r ./-rf ./-v notes.txt\n",
+		`echo -r*`:                  "./-r ./-rf\n",
+		`echo '-'r?`:                "./-rf\n",
+		`echo -v -[z]* -[z]`:        "-v -[z]* -[z]\n",
+		`x=-r; echo $x*`:            "-r -rf\n",
+		`echo {-v,-e}`:              "-v -e\n",
+		`set -f; echo -*`:           "-*\n",
+		`echo "-*"`:                 "-*\n",
+		`mkdir d && cd d && echo *`: "*\n",
+	} {
+		out, stderr, code := runIn(t, dashDir(t, "", true), script)
+		if out != want || code != 0 {
+			t.Errorf("%s: stdout %q exit %d (stderr %q), want %q", script, out, code, stderr, want)
+		}
+	}
+}
