@@ -29,8 +29,7 @@ func TestAgentCannotKeepItsContainerAliveAfterTheSupervisorDies(t *testing.T) {
 chmod 666 "$f" 2>/dev/null && echo "BREACH chmod $f"
 ls /proc/1/fd >/dev/null 2>&1 && echo "BREACH listed the init's descriptors"
 for d in /proc/1/fd/*; do ( exec 3<>"$d" ) 2>/dev/null && echo "BREACH reopened $d"; done
-kill -STOP 1 2>/dev/null
-kill -KILL 1 2>/dev/null
+for sig in STOP TSTP TTIN TTOU KILL; do kill -$sig 1 2>/dev/null; done
 grep -q '^State:.*T' /proc/1/status && echo "BREACH stopped the init"
 setsid sleep 1001 &
 (trap "" TERM; sleep 1002 &)

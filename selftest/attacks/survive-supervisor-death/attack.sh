@@ -15,7 +15,10 @@ for d in /proc/1/fd/*; do
 	[ -e "$d" ] || continue
 	attempt "reopen the init's $d for writing" sh -c "exec 3>$d" && proof "reopened the init's $d for writing"
 done
-attempt "stop the init" kill -STOP 1
-grep -q '^State:.*T' /proc/1/status && proof "stopped the init: it no longer watches"
-kill -CONT 1 2>/dev/null
+# A stopped init would never see the FIFO close.
+for sig in STOP TSTP TTIN TTOU; do
+	attempt "stop the init with SIG$sig" kill -$sig 1
+	grep -q '^State:.*T' /proc/1/status && proof "SIG$sig stopped the init: it no longer watches"
+	kill -CONT 1 2>/dev/null
+done
 true
