@@ -113,3 +113,38 @@ func waitHostFile(t *testing.T, path string, timeout time.Duration) {
 	}
 	t.Fatalf("%s did not appear within %v", path, timeout)
 }
+
+// With the container's pids all but used up (a spawner forks until refused and, being
+// ash, exits on the refusal: one pid comes free), the FIFO's close still ends everything:
+// the watch needs no new thread or process.
+func TestSupervisorDeathEndsAContainerAtItsPidsLimit(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "sh", "-c", `( while :; do sleep 1000 & done ) 2>/dev/null; : >/workspace/ready; exec sleep 1000`)
+	s.cfg.Pids = 64
+	s.timeout = 15 * time.Second
+	var closed time.Time
+	var pids uint64
+	r := s.run(t, c, ctx, func(tk *launcher.Task) {
+		waitHostFile(t, filepath.Join(s.dir, "workspace", "ready"), 20*time.Second)
+		res, err := tk.Metrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = res.Pids
+		closed = time.Now()
+		if err := s.lifeline.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	took := time.Since(closed)
+	if pids < 63 {
+		t.Errorf("%d pids in the container when the FIFO closed, want the limit 64 or one less", pids)
+	}
+	if r.exit.TimedOut || r.exit.Code != exitOrphaned || !r.exit.CgroupEmpty {
+		t.Errorf("exit %+v stderr %q, want the init's %d and an empty cgroup", r.exit, r.stderr, exitOrphaned)
+	}
+	t.Logf("%d pids of 64; FIFO closed -> container empty and deleted: %v", pids, took)
+	if took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
