@@ -30,7 +30,7 @@ func NewLifeline(path string) (*Lifeline, error) {
 	}
 	// Owner-only while it is opened: a rootless ceval owns the FIFO without CAP_DAC_OVERRIDE.
 	if err := unix.Mkfifo(path, 0o600); err != nil {
-		return nil, fmt.Errorf("lifeline %s: %w", path, err)
+		return nil, fmt.Errorf("lifeline %s: make FIFO: %w (put the runs directory on a local filesystem that supports FIFOs)", path, err)
 	}
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
