@@ -210,6 +210,8 @@ type sandbox struct {
 	extra   []ctroci.SpecOpts
 	hook    launcher.StartHook
 	stdin   io.Reader
+	// lifeline is the supervisor's FIFO the init watches; closing it is ceval dying.
+	lifeline *launcher.Lifeline
 }
 
 func newSandbox(t *testing.T, args ...string) *sandbox {
@@ -249,6 +251,11 @@ func newSandbox(t *testing.T, args ...string) *sandbox {
 		timeout: 20 * time.Second,
 		grace:   time.Second,
 	}
+	if s.lifeline, err = launcher.NewLifeline(filepath.Join(dir, "supervisor")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.lifeline.Close() })
+	s.cfg.SupervisorFIFO = s.lifeline.Path()
 	return s
 }
 

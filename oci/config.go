@@ -25,6 +25,9 @@ const (
 	ShmPath       = "/dev/shm"
 )
 
+// SupervisorFIFOPath is where the init finds the supervisor's FIFO (see Config.SupervisorFIFO).
+const SupervisorFIFOPath = "/.ceval/supervisor"
+
 // Hostname is the container's UTS hostname.
 const Hostname = "ceval"
 
@@ -76,6 +79,11 @@ type Config struct {
 	HomeDir      string  // host dir bound read-write at /home/agent
 	InitPath     string  // host path of the static init, bound read-only at /.ceval/init
 	ExtraMounts  []Mount // more read-only binds
+
+	// SupervisorFIFO is the host path of a FIFO only the supervisor holds open for writing,
+	// bound read-only at SupervisorFIFOPath; the init kills everything when it closes, so
+	// the agent cannot outlive a killed ceval. Required.
+	SupervisorFIFO string
 
 	// WaitForGo makes the init wait for "go\n" on stdin before it starts the agent, so the
 	// host can attest the container after the init's execve and before any agent code runs.
@@ -179,6 +187,7 @@ func (cfg Config) validate() error {
 		{"workspace dir", cfg.WorkspaceDir},
 		{"home dir", cfg.HomeDir},
 		{"init path", cfg.InitPath},
+		{"supervisor FIFO", cfg.SupervisorFIFO},
 	} {
 		if err := checkAbs(p.path); err != nil {
 			bad("%s: %v", p.name, err)
@@ -241,7 +250,7 @@ func checkAbs(p string) error {
 
 // reserved are the container paths the spec itself mounts; an extra mount may neither
 // replace, cover nor sit inside one of them.
-var reserved = []string{WorkspacePath, HomePath, InitPath, TmpPath, "/proc", "/sys", "/dev", "/run"}
+var reserved = []string{WorkspacePath, HomePath, InitPath, SupervisorFIFOPath, TmpPath, "/proc", "/sys", "/dev", "/run"}
 
 // CevalRunPath is the one extra mount allowed inside /run: the read-only directory holding
 // the protected mock server's socket (package mockd).

@@ -135,12 +135,13 @@ func withCwd(dir string) specOpt {
 	}
 }
 
-// withInitArgs makes the static init PID 1, with the agent command as its child and a
-// backstop deadline later than the host's.
+// withInitArgs makes the static init PID 1, with the agent command as its child, a backstop
+// deadline later than the host's, and the supervisor's FIFO to watch.
 func withInitArgs(cfg Config) specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		ensureProcess(s)
-		args := []string{InitPath, "--timeout", cfg.Backstop().String(), "--grace", cfg.Grace.String()}
+		args := []string{InitPath, "--timeout", cfg.Backstop().String(), "--grace", cfg.Grace.String(),
+			"--supervisor-fifo", SupervisorFIFOPath}
 		if cfg.WaitForGo {
 			args = append(args, "--wait-go")
 		}
@@ -294,6 +295,7 @@ func withMounts(cfg Config) specOpt {
 			{Destination: WorkspacePath, Type: "bind", Source: cfg.WorkspaceDir, Options: []string{"bind", "rw", "nosuid", "nodev"}},
 			{Destination: HomePath, Type: "bind", Source: cfg.HomeDir, Options: []string{"bind", "rw", "nosuid", "nodev"}},
 			{Destination: InitPath, Type: "bind", Source: cfg.InitPath, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+			{Destination: SupervisorFIFOPath, Type: "bind", Source: cfg.SupervisorFIFO, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
 		}
 		for _, m := range cfg.ExtraMounts {
 			mounts = append(mounts, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: []string{"bind", "ro", "nosuid", "nodev"}})

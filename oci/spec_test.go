@@ -32,6 +32,8 @@ func reference() Config {
 		WorkspaceDir: "/var/lib/ceval/runs/hello/workspace",
 		HomeDir:      "/var/lib/ceval/runs/hello/home",
 		InitPath:     "/var/lib/ceval/bin/ceval-init",
+
+		SupervisorFIFO: "/var/lib/ceval/runs/hello/supervisor",
 	}
 }
 
@@ -119,10 +121,10 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 			},
 		},
 		{
-			name: "args run the agent under the init with a later backstop",
+			name: "args run the agent under the init with a later backstop, watching the supervisor's FIFO",
 			opt:  withInitArgs(cfg),
 			check: func(t *testing.T, s *specs.Spec) {
-				want := []string{"/.ceval/init", "--timeout", "30m40s", "--grace", "10s", "--", "sh", "-c", "echo hello"}
+				want := []string{"/.ceval/init", "--timeout", "30m40s", "--grace", "10s", "--supervisor-fifo", "/.ceval/supervisor", "--", "sh", "-c", "echo hello"}
 				if !slices.Equal(s.Process.Args, want) {
 					t.Errorf("args = %q, want %q", s.Process.Args, want)
 				}
@@ -132,7 +134,7 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 			name: "WaitForGo makes the init wait for the host's go-ahead",
 			opt:  withInitArgs(func() Config { c := cfg; c.WaitForGo = true; return c }()),
 			check: func(t *testing.T, s *specs.Spec) {
-				want := []string{"/.ceval/init", "--timeout", "30m40s", "--grace", "10s", "--wait-go", "--", "sh", "-c", "echo hello"}
+				want := []string{"/.ceval/init", "--timeout", "30m40s", "--grace", "10s", "--supervisor-fifo", "/.ceval/supervisor", "--wait-go", "--", "sh", "-c", "echo hello"}
 				if !slices.Equal(s.Process.Args, want) {
 					t.Errorf("args = %q, want %q", s.Process.Args, want)
 				}
@@ -244,13 +246,14 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 					typ, src string
 					opts     []string
 				}{
-					"/tmp":         {"tmpfs", "tmpfs", []string{"nosuid", "nodev", "mode=1777", "size=256m"}},
-					"/dev/shm":     {"tmpfs", "shm", []string{"nosuid", "noexec", "nodev", "mode=1777", "size=64m"}},
-					"/workspace":   {"bind", cfg.WorkspaceDir, []string{"bind", "rw", "nosuid", "nodev"}},
-					"/home/agent":  {"bind", cfg.HomeDir, []string{"bind", "rw", "nosuid", "nodev"}},
-					"/.ceval/init": {"bind", cfg.InitPath, []string{"bind", "ro", "nosuid", "nodev"}},
-					"/opt/ref":     {"bind", "/srv/ref", []string{"bind", "ro", "nosuid", "nodev"}},
-					"/sys":         {"sysfs", "sysfs", []string{"nosuid", "noexec", "nodev", "ro"}},
+					"/tmp":               {"tmpfs", "tmpfs", []string{"nosuid", "nodev", "mode=1777", "size=256m"}},
+					"/dev/shm":           {"tmpfs", "shm", []string{"nosuid", "noexec", "nodev", "mode=1777", "size=64m"}},
+					"/workspace":         {"bind", cfg.WorkspaceDir, []string{"bind", "rw", "nosuid", "nodev"}},
+					"/home/agent":        {"bind", cfg.HomeDir, []string{"bind", "rw", "nosuid", "nodev"}},
+					"/.ceval/init":       {"bind", cfg.InitPath, []string{"bind", "ro", "nosuid", "nodev"}},
+					"/.ceval/supervisor": {"bind", cfg.SupervisorFIFO, []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+					"/opt/ref":           {"bind", "/srv/ref", []string{"bind", "ro", "nosuid", "nodev"}},
+					"/sys":               {"sysfs", "sysfs", []string{"nosuid", "noexec", "nodev", "ro"}},
 				}
 				for dst, w := range want {
 					m := mountAt(s, dst)
@@ -265,8 +268,8 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 				if mountAt(s, "/host") != nil {
 					t.Error("a mount the options do not own survived")
 				}
-				if len(s.Mounts) != 12 {
-					t.Errorf("%d mounts, want 12", len(s.Mounts))
+				if len(s.Mounts) != 13 {
+					t.Errorf("%d mounts, want 13", len(s.Mounts))
 				}
 			},
 		},
@@ -387,6 +390,8 @@ func TestSpecOptsRejectsBadConfig(t *testing.T) {
 		{"relative workspace", func(c *Config) { c.WorkspaceDir = "ws" }, "workspace dir"},
 		{"unclean home", func(c *Config) { c.HomeDir = "/a/../b" }, "home dir"},
 		{"missing init", func(c *Config) { c.InitPath = "" }, "init path"},
+		{"missing supervisor FIFO", func(c *Config) { c.SupervisorFIFO = "" }, "supervisor FIFO"},
+		{"extra mount over the supervisor FIFO", func(c *Config) { c.ExtraMounts = []Mount{{"/srv", SupervisorFIFOPath}} }, "overlaps"},
 		{"extra mount over the workspace", func(c *Config) { c.ExtraMounts = []Mount{{"/srv", "/workspace"}} }, "overlaps"},
 		{"extra mount inside the workspace", func(c *Config) { c.ExtraMounts = []Mount{{"/srv", "/workspace/ref"}} }, "overlaps"},
 		{"extra mount covering home", func(c *Config) { c.ExtraMounts = []Mount{{"/srv", "/home"}} }, "overlaps"},

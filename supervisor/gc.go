@@ -25,7 +25,7 @@ import (
 
 // Swept is one thing GC removed, or kept because its owner still runs, and why.
 type Swept struct {
-	Kind string // container, task, snapshot, lease, mount
+	Kind string // container, task, snapshot, lease, mount, fifo
 	ID   string
 	Why  string
 }
@@ -49,6 +49,7 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 	var errs []error
 	live := map[string]bool{} // container IDs a live ceval owns
 	var scratch []string      // workspace/home mount points of dead containers
+	var fifos []Swept         // supervisor FIFOs of dead containers (launcher.Lifeline)
 	ctrs, err := c.Containers(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gc: list containers: %w", err)
@@ -72,6 +73,9 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 			for _, m := range spec.Mounts {
 				if m.Destination == oci.WorkspacePath || m.Destination == oci.HomePath {
 					scratch = append(scratch, m.Source)
+				}
+				if m.Destination == oci.SupervisorFIFOPath {
+					fifos = append(fifos, Swept{"fifo", m.Source, why})
 				}
 			}
 		}
@@ -134,6 +138,18 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 			}
 			removed = append(removed, Swept{"snapshot", k, "no container and no live lease holds it"})
 		}
+	}
+
+	for _, f := range fifos {
+		// Only a FIFO: the path comes from our own spec, but never remove anything else.
+		if fi, err := os.Lstat(f.ID); err != nil || fi.Mode().Type() != fs.ModeNamedPipe {
+			continue
+		}
+		if err := os.Remove(f.ID); err != nil {
+			errs = append(errs, fmt.Errorf("gc: remove supervisor FIFO: %w", err))
+			continue
+		}
+		removed = append(removed, f)
 	}
 
 	mounted := scratchMounts()

@@ -76,6 +76,9 @@ type Outcome struct {
 // pidsSampleInterval is how often the container's pids are read while the agent runs.
 const pidsSampleInterval = 200 * time.Millisecond
 
+// supervisorFIFOName is the FIFO in SandboxConfig.Dir that the container's init watches.
+const supervisorFIFOName = "supervisor.fifo"
+
 const (
 	homeMB     = 512
 	homeInodes = 65536
@@ -142,10 +145,17 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if err != nil {
 		return nil, err
 	}
+	// Held by this process alone until Close, after the container is deleted: if ceval dies
+	// first, the kernel closes it and the init kills the agent (see launcher.Lifeline).
+	lifeline, err := launcher.NewLifeline(filepath.Join(cfg.Dir, supervisorFIFOName))
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, lifeline.Close)
 	ocfg := oci.Config{
 		RunID: shortID(cfg.ID), PID: os.Getpid(), BootID: bootID,
 		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: initPath, ExtraMounts: cfg.Mounts,
-		WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
+		SupervisorFIFO: lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 	}
 	opts, err := oci.SpecOpts(ocfg)

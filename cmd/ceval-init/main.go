@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,18 +21,22 @@ const (
 	exitCannotExec  = 126 // ARGV[0] exists but could not be executed
 	exitNotFound    = 127 // ARGV[0] does not exist
 	exitDeadline    = 137 // --timeout reached: 128+SIGKILL
+	exitOrphaned    = 123 // --supervisor-fifo closed: the host's supervisor is gone
 	defaultGrace    = 5 * time.Second
 	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] -- ARGV..."
+const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] -- ARGV..."
 
 // config is the parsed command line.
 type config struct {
 	timeout time.Duration // 0: no deadline
 	grace   time.Duration
 	waitGo  bool // read "go\n" on stdin before starting the agent, which then gets /dev/null
-	argv    []string
+	// supervisorFIFO is a FIFO whose write end only the host's supervisor holds: its EOF
+	// means the supervisor is gone, and everything is killed (see watchSupervisor).
+	supervisorFIFO string
+	argv           []string
 }
 
 func main() {
@@ -45,8 +50,13 @@ func main() {
 		logf(err.Error() + "; " + usage)
 		os.Exit(exitUsage)
 	}
-	os.Exit(run(cfg))
+	code := run(cfg)
+	exiting.Lock() // the supervisor watch may be ending the process with its own code
+	os.Exit(code)
 }
+
+// exiting is held by whatever ends the process, so it ends once, with one exit code.
+var exiting sync.Mutex
 
 // parseArgs reads the options up to the mandatory "--"; everything after it is the agent's.
 func parseArgs(args []string) (config, error) {
@@ -65,6 +75,20 @@ func parseArgs(args []string) (config, error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(arg, "=")
+		if name == "--supervisor-fifo" {
+			if !hasValue {
+				if i+1 >= len(args) {
+					return cfg, errors.New(name + " needs a path")
+				}
+				i++
+				value = args[i]
+			}
+			if !strings.HasPrefix(value, "/") {
+				return cfg, errors.New(name + ": want an absolute path, got " + strconv.Quote(value))
+			}
+			cfg.supervisorFIFO = value
+			continue
+		}
 		var dst *time.Duration
 		switch name {
 		case "--timeout":

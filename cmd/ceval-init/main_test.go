@@ -272,6 +272,10 @@ func TestUsageErrors(t *testing.T) {
 		{"--grace=-1s", "--", "true"},
 		{"--timeout"},
 		{"--verbose", "--", "true"},
+		{"--supervisor-fifo"},
+		{"--supervisor-fifo", "relative/fifo", "--", "true"},
+		{"--supervisor-fifo", "/nonexistent/fifo", "--", "true"},
+		{"--supervisor-fifo", "/proc/self/status", "--", "true"}, // not a FIFO
 	} {
 		r := runInit(t, hostMode, args...)
 		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "ceval-init: ") {
@@ -281,11 +285,11 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
-	cfg, err := parseArgs([]string{"--timeout=90s", "--grace", "2s", "--", "agent", "--timeout", "x"})
+	cfg, err := parseArgs([]string{"--timeout=90s", "--grace", "2s", "--supervisor-fifo", "/s", "--", "agent", "--timeout", "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.timeout != 90*time.Second || cfg.grace != 2*time.Second ||
+	if cfg.timeout != 90*time.Second || cfg.grace != 2*time.Second || cfg.supervisorFIFO != "/s" ||
 		strings.Join(cfg.argv, " ") != "agent --timeout x" {
 		t.Errorf("got %+v", cfg)
 	}
@@ -494,5 +498,81 @@ func TestWaitGoStartsAgentOnlyAfterGoAhead(t *testing.T) {
 				t.Errorf("agent read the host's channel: %q", r.stdout)
 			}
 		})
+	}
+}
+
+// supervisorFIFO makes a FIFO and opens it read-write as the host's supervisor does
+// (launcher.Lifeline); closing the returned file is the supervisor dying.
+func supervisorFIFO(t *testing.T) (string, *os.File) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "supervisor")
+	if err := syscall.Mkfifo(path, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return path, w
+}
+
+// kill -9 of ceval closes its end of the FIFO: the init must kill the agent and everything
+// it started (a detached session and an orphan included), at once, not at its deadline.
+func TestSupervisorGoneKillsEveryProcess(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		fifo, w := supervisorFIFO(t)
+		marker := filepath.Join(t.TempDir(), "running")
+		agent, session, orphan := uniqueSleep(60), uniqueSleep(61), uniqueSleep(62)
+		script := `setsid sleep ` + session + ` &
+(trap "" TERM; sleep ` + orphan + ` &)
+touch ` + marker + `; exec sleep ` + agent
+		p := startInit(t, m, "--timeout", "60s", "--supervisor-fifo", fifo, "--", "sh", "-c", script)
+		waitFile(t, marker, 10*time.Second)
+		for _, arg := range []string{agent, session, orphan} {
+			for end := time.Now().Add(5 * time.Second); len(pidsWithArg(t, arg)) == 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatalf("sleep %s never started", arg)
+				}
+			}
+		}
+		closed := time.Now()
+		w.Close()
+		r := p.wait()
+		took := time.Since(closed)
+		if r.code != exitOrphaned || !strings.Contains(r.stderr, "supervisor is gone") {
+			t.Errorf("got exit %d stderr %q, want %d and why", r.code, r.stderr, exitOrphaned)
+		}
+		for _, arg := range []string{agent, session, orphan} {
+			if left := pidsWithArg(t, arg); len(left) != 0 {
+				t.Errorf("sleep %s (pid %v) outlived the supervisor", arg, left)
+			}
+		}
+		t.Logf("FIFO closed -> init exited, every process killed: %v", took)
+		if took > 2*time.Second {
+			t.Errorf("took %v after the supervisor died", took)
+		}
+	})
+}
+
+// A supervisor that died between creating the container and the init's start: the FIFO has
+// no writer, so the agent is never started, go-ahead or not.
+func TestSupervisorGoneBeforeStartRunsNoAgent(t *testing.T) {
+	fifo, w := supervisorFIFO(t)
+	w.Close()
+	marker := filepath.Join(t.TempDir(), "started")
+	p := &proc{t: t, cmd: exec.Command(initPath, "--wait-go", "--supervisor-fifo", fifo, "--", "/bin/sh", "-c", "touch "+marker)}
+	p.cmd.Stdin = strings.NewReader("go\n")
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait()
+	if r.code != exitOrphaned {
+		t.Fatalf("exit %d, want %d; stderr %q", r.code, exitOrphaned, r.stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the agent started although its supervisor was gone")
 	}
 }

@@ -78,6 +78,18 @@ func run(cfg config) int {
 		}
 	}
 
+	if cfg.supervisorFIFO != "" {
+		// Before anything else: a supervisor that died already must not get an agent started.
+		f, err := openSupervisorFIFO(cfg.supervisorFIFO)
+		if err != nil {
+			logf(err.Error() + "; the agent was not started")
+			if errors.Is(err, errSupervisorGone) {
+				return exitOrphaned
+			}
+			return exitUsage
+		}
+		go watchSupervisor(f, k)
+	}
 	prewarmThreads(spareThreads)
 	stdin := 0
 	if cfg.waitGo {
@@ -200,4 +212,68 @@ func (k *killer) killRest(chld <-chan os.Signal) {
 			return
 		}
 	}
+}
+
+// errSupervisorGone is the supervisor's FIFO with no writer left.
+var errSupervisorGone = errors.New("the supervisor is gone (its FIFO has no writer)")
+
+// openSupervisorFIFO opens the supervisor's FIFO for reading without blocking (the open
+// succeeds whether or not a writer is there) and fails if no writer is left: a supervisor
+// that died before we got here gets no agent started. The descriptor is close-on-exec, and
+// this process is not dumpable, so the agent can reach it neither by inheritance nor
+// through /proc/1/fd.
+func openSupervisorFIFO(path string) (*os.File, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open supervisor FIFO", Path: path, Err: err}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		syscall.Close(fd)
+		return nil, errors.New("supervisor FIFO " + path + ": not a FIFO")
+	}
+	var buf [1]byte
+	for {
+		n, err := syscall.Read(fd, buf[:])
+		if err == syscall.EINTR || (err == nil && n > 0) {
+			continue
+		}
+		if err == syscall.EAGAIN { // empty, and a writer holds it open
+			break
+		}
+		syscall.Close(fd)
+		if err != nil {
+			return nil, &os.PathError{Op: "read supervisor FIFO", Path: path, Err: err}
+		}
+		return nil, errSupervisorGone
+	}
+	// A non-blocking descriptor: reads wait in the runtime's poller, not on an OS thread.
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// watchSupervisor waits for f, the read end of the supervisor's FIFO, to reach EOF: the
+// kernel closes the supervisor's write end however it dies (kill -9 included), and the agent
+// cannot hold one open instead (the FIFO is read-only to it). Then nobody is left to stop,
+// reap or grade the agent, so every process is killed at once and the init exits.
+func watchSupervisor(f *os.File, k *killer) {
+	var buf [512]byte
+	for {
+		// Nothing is ever written; data would not count as liveness either.
+		if _, err := f.Read(buf[:]); err != nil {
+			break
+		}
+	}
+	exiting.Lock() // never released: this goroutine ends the process
+	logf("the supervisor is gone (" + f.Name() + " closed); killing all processes")
+	k.killAll(syscall.SIGKILL)
+	if !k.pid1 {
+		// As PID 1 our exit kills the rest of the namespace; elsewhere nothing would.
+		for end := time.Now().Add(cleanupLimit); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if _, live := descendants(k.self); len(live) == 0 {
+				break
+			}
+			k.killAll(syscall.SIGKILL)
+		}
+	}
+	os.Exit(exitOrphaned)
 }

@@ -14,8 +14,9 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 		Short: "Remove what a crashed ceval left in containerd (containers, tasks, snapshots, leases, scratch mounts)",
 		Long: "gc removes, from the namespace, the containers ceval labelled whose owning ceval process\n" +
 			"is gone (its PID and boot id, checked against the process's start time), killing their\n" +
-			"tasks first, with their snapshots, leases and scratch filesystems. What a live ceval owns\n" +
-			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.",
+			"tasks first (their init has killed the agent already, once it saw ceval's FIFO close),\n" +
+			"with their snapshots, leases, scratch filesystems and supervisor FIFOs. What a live ceval\n" +
+			"owns is kept. Exit 0 when everything left behind was removed, 3 otherwise.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ctx, err := g.connect(cmd.Context(), cmd)
