@@ -113,6 +113,22 @@ func (a Allowlist) merged(api string) Allowlist {
 	return d
 }
 
+// CheckAllowlists refuses allowlists for APIs the gateway does not serve, and any that
+// would forward a header carrying credentials.
+func CheckAllowlists(m map[string]Allowlist) error {
+	for _, api := range sortedKeys(m) {
+		if api != Anthropic && api != OpenAI {
+			return fmt.Errorf("an allowlist for %q, which is not an API the gateway serves (%s, %s)", api, Anthropic, OpenAI)
+		}
+		for _, h := range m[api].Headers {
+			if credentialHeader(h, Provider{}) {
+				return fmt.Errorf("%s.headers lists %s, which carries credentials: the gateway never forwards the agent's credentials; take it out", api, h)
+			}
+		}
+	}
+	return nil
+}
+
 // NotAllowedError says which part of a request the allowlist does not forward.
 type NotAllowedError struct {
 	What  string // "header", "field" or "value"

@@ -242,18 +242,15 @@ func New(cfg Config) (*Server, error) {
 		providers[api] = p
 	}
 	cfg.Providers = providers
-	allow := map[string]Allowlist{}
-	for api, a := range cfg.Allow {
-		if api != Anthropic && api != OpenAI {
-			return nil, fmt.Errorf("gateway: an allowlist for %q, which is not an API the gateway serves (%s, %s)", api, Anthropic, OpenAI)
-		}
-		allow[api] = a
+	if err := CheckAllowlists(cfg.Allow); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	allow := map[string]Allowlist{}
 	for _, api := range []string{Anthropic, OpenAI} {
-		a := allow[api].merged(api)
+		a := cfg.Allow[api].merged(api)
 		for _, h := range a.Headers {
 			if credentialHeader(h, providers[api]) {
-				return nil, fmt.Errorf("gateway: the %s allowlist forwards header %s, which carries credentials: take it out", api, h)
+				return nil, fmt.Errorf("gateway: the %s allowlist forwards header %s, which carries the provider's credential: take it out", api, h)
 			}
 		}
 		allow[api] = a
