@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -24,40 +25,62 @@ func forwardTask(t *testing.T, id, script, criteria string, h http.HandlerFunc, 
 	return runTask(t, doc, nil, Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 }
 
-// slowProvider starts a streamed answer and then never finishes it: it answers only when
-// the gateway gives up on the call.
-func slowProvider(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
-	w.Header().Set("Content-Type", "text/event-stream")
-	io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n")
-	w.(http.Flusher).Flush()
-	<-r.Context().Done()
+// slowProvider never finishes a "slow" call (it answers only when the gateway gives up
+// on it; "slow-started" calls get their streamed answer begun first); an "after-slow" call
+// is answered once a slow call has arrived, so the agent knows its call is under way.
+func slowProvider() http.HandlerFunc {
+	arrived := make(chan struct{})
+	var once sync.Once
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		switch {
+		case strings.Contains(string(b), "after-slow"):
+			select {
+			case <-arrived:
+			case <-r.Context().Done():
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"type":"message","content":[{"type":"text","text":"slow-call-held"}],"usage":{"input_tokens":2,"output_tokens":1}}`)
+		case strings.Contains(string(b), "slow"):
+			if strings.Contains(string(b), "slow-started") {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n")
+				w.(http.Flusher).Flush()
+			}
+			once.Do(func() { close(arrived) })
+			<-r.Context().Done()
+		}
+	}
 }
 
-// midCallAgent starts a streamed call, waits until the answer has begun, records that,
-// does its work, then runs $THEN (exit, or wait to be killed) with the call under way.
-const midCallAgent = `printf '%s' '{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}' > /tmp/req.json
-wget -q -O /tmp/ans --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file /tmp/req.json "$CEVAL_GATEWAY_URL/v1/messages" &
-i=0; while ! grep -q message_start /tmp/ans 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
-grep -q message_start /tmp/ans && echo midcall > /workspace/state.txt
+// midCallAgent starts a $SLOW call, waits until the provider holds it, records that, does
+// its work, then runs $THEN (exit, or wait to be killed) with the call under way.
+const midCallAgent = `post() { printf '{"model":"m","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"%s"}]}' "$1" > /tmp/$1.json
+  wget -q -O - --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file /tmp/$1.json "$CEVAL_GATEWAY_URL/v1/messages"; }
+post $SLOW >/dev/null 2>&1 &
+post after-slow | grep -q slow-call-held && echo midcall > /workspace/state.txt
 echo work > /workspace/done.txt
 $THEN`
 
 // An agent that exits, or is killed at its timeout, while a model call is under way gets
 // the status its work earned: the call cut off by the run's end is recorded, not an ERROR
-// (which would drop the run from pass rates and have --resume run it again).
+// (which would drop the run from pass rates and have --resume run it again), whether the
+// provider had begun answering or not.
 func TestAgentExitingMidCallKeepsTheStatusItEarned(t *testing.T) {
 	for _, c := range []struct {
-		name, then, extra, timeout, want string
+		name, slow, then, extra, timeout, want string
 	}{
-		{"exits, work done", "exit 0", "", "", "SUCCESS"},
-		{"exits, work failed", "exit 3", "  - {type: file_exists, path: missing.txt}\n", "", "FAILURE"},
-		{"killed at its timeout", "sleep 600", "", "4s", StatusTimeout},
+		{"exits before the answer, work done", "slow", "exit 0", "", "", "SUCCESS"},
+		{"exits before the answer, work failed", "slow", "exit 3", "  - {type: file_exists, path: missing.txt}\n", "", "FAILURE"},
+		{"exits mid-answer, work failed", "slow-started", "exit 3", "  - {type: file_exists, path: missing.txt}\n", "", "FAILURE"},
+		{"killed at its timeout before the answer", "slow", "sleep 600", "", "4s", StatusTimeout},
+		{"killed at its timeout mid-answer", "slow-started", "sleep 600", "", "4s", StatusTimeout},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			script := strings.Replace(midCallAgent, "$THEN", c.then, 1)
+			script := strings.NewReplacer("$SLOW", c.slow, "$THEN", c.then).Replace(midCallAgent)
 			criteria := "  - {type: file_contains, path: state.txt, includes: [midcall]}\n  - {type: file_exists, path: done.txt}\n" + c.extra
-			res, err := forwardTask(t, "gw-mid-call", script, criteria, slowProvider, c.timeout)
+			res, err := forwardTask(t, "gw-mid-call", script, criteria, slowProvider(), c.timeout)
 			if err != nil {
 				t.Fatalf("run error %v (status %s); want %s", err, res.Status, c.want)
 			}
@@ -65,8 +88,8 @@ func TestAgentExitingMidCallKeepsTheStatusItEarned(t *testing.T) {
 				t.Fatalf("status %s complete %v %+v; want %s", res.Status, res.Complete, res.Criteria, c.want)
 			}
 			g := res.Gateway
-			if g.CutAtRunEnd != 1 || g.UpstreamFailures != 0 || g.ProviderDown != 0 || g.InputTokens != 12 {
-				t.Fatalf("gateway %+v: want the call recorded as cut at the run's end, and metered", g)
+			if g.CutAtRunEnd != 1 || g.UpstreamFailures != 0 || g.ProviderDown != 0 {
+				t.Fatalf("gateway %+v: want the call recorded as cut at the run's end", g)
 			}
 		})
 	}
