@@ -87,7 +87,7 @@ func DefaultAllowlist(api string) Allowlist {
 			// unmetered, model call.
 			"context_management.edits.type": {"clear_thinking_*", "clear_tool_uses_*"},
 			"messages.content.type":         {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking", "search_result"},
-			"messages.content.content.type": {"text", "image", "document", "search_result"},
+			"messages.content.content.type": {"text", "image", "document", "search_result", "tool_reference"},
 			"messages.content.source.type":  inlineSources, "messages.content.content.source.type": inlineSources,
 			"system.cache_control.ttl": noCacheTTL, "tools.cache_control.ttl": noCacheTTL,
 			"messages.content.cache_control.ttl": noCacheTTL, "messages.content.content.cache_control.ttl": noCacheTTL,
