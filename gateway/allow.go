@@ -62,8 +62,11 @@ func DefaultAllowlist(api string) Allowlist {
 				"service_tier", "max_tool_calls", "safety_identifier", "user"},
 			Values: map[string][]string{
 				"service_tier": {"default"},
-				"store":        {"false"}, // stored responses live in the provider account
-				"include":      {"reasoning.encrypted_content"},
+				// Tools the agent runs itself; a provider-side tool (billed per use) needs
+				// the task's server_tools and this list both.
+				"tools.type": {"function", "custom", "local_shell"},
+				"store":      {"false"}, // stored responses live in the provider account
+				"include":    {"reasoning.encrypted_content"},
 				"input.type": {"message", "function_call", "function_call_output", "custom_tool_call",
 					"custom_tool_call_output", "local_shell_call", "local_shell_call_output", "reasoning",
 					"tool_search_call", "tool_search_output", "compaction"},
@@ -83,6 +86,7 @@ func DefaultAllowlist(api string) Allowlist {
 			"temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "context_management", "service_tier"},
 		Values: map[string][]string{
 			"service_tier": {"standard_only"},
+			"tools.type":   {"custom", "bash_*", "text_editor_*", "computer_*", "memory_*"},
 			// Clearing old thinking or tool results only; a server-side compaction is another,
 			// unmetered, model call.
 			"context_management.edits.type": {"clear_thinking_*", "clear_tool_uses_*"},

@@ -70,6 +70,24 @@ func TestPremiumAndAccountReachingOptionsAreRefusedByName(t *testing.T) {
 	}
 }
 
+// A provider-side tool is billed per use: the task's server_tools keeps it from being
+// stripped, but only ceval's config forwards it.
+func TestServerToolsNeedCevalsConfigNotJustTheTask(t *testing.T) {
+	fp := &fakeProvider{}
+	_, url := start(t, Config{AllowServerTools: true}, fp)
+	for path, body := range map[string]string{
+		"/v1/responses": `{"model":"m","input":[],"tools":[{"type":"web_search"}]}`,
+		"/v1/messages":  `{"model":"m","max_tokens":5,"messages":[],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`,
+	} {
+		if code, answer, _ := postWith(t, url+path, body, nil); code != 400 || !strings.Contains(answer, `tools.type\" value \"web_search`) {
+			t.Fatalf("%s: %d %s", path, code, answer)
+		}
+	}
+	if fp.count() != 0 {
+		t.Fatal("a server tool reached the provider on the task's word alone")
+	}
+}
+
 // What the real CLIs send (measured from Claude Code 2.1.332 and Codex 0.169.0) is
 // forwarded; headers outside the list (client telemetry, cookies, credentials) are not.
 func TestWhatTheRealCLIsSendIsForwardedAndNothingElse(t *testing.T) {
