@@ -174,10 +174,15 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 		case up.down:
 			outcome = OutcomeProviderDown
 		}
-		if outcome == OutcomeCut && up.down {
-			s.count(nil, OutcomeProviderDown) // retrying a provider that was down when the run ended
+		msg := "the model provider could not be reached: " + s.scrub(err.Error())
+		if outcome == OutcomeCut {
+			msg = "the run ended before the model provider answered"
+			if up.down {
+				s.count(nil, OutcomeProviderDown) // retrying a provider that was down when the run ended
+				msg += " (it was down: " + s.scrub(err.Error()) + ")"
+			}
 		}
-		s.fail(w, call, start, outcome, "the model provider could not be reached: "+s.scrub(err.Error()))
+		s.fail(w, call, start, outcome, msg)
 		return
 	}
 	defer resp.Body.Close()
