@@ -179,7 +179,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 			msg = "the run ended before the model provider answered"
 			if up.down {
 				s.count(nil, OutcomeProviderDown) // retrying a provider that was down when the run ended
-				msg += " (it was down: " + s.scrub(err.Error()) + ")"
+				msg += " (it had been found down and was being retried)"
 			}
 		}
 		s.fail(w, call, start, outcome, msg)
