@@ -11,20 +11,22 @@ import (
 // Call is one line of the transcript (model_calls.jsonl). In record mode it holds the
 // rewritten request and the full response, and a record transcript is a replay fixture.
 type Call struct {
-	Time       string          `json:"time"`
-	API        string          `json:"api"`
-	Model      string          `json:"model,omitempty"`
-	Depth      int             `json:"depth"` // assistant turns the request already held
-	Tools      bool            `json:"tools"` // the request offered client-side tools
-	Stream     bool            `json:"stream"`
-	Status     int             `json:"status"`
-	Usage      *Usage          `json:"usage,omitempty"`
-	DurationMS float64         `json:"duration_ms"`
-	Attempts   int             `json:"attempts,omitempty"` // upstream attempts
-	Refused    string          `json:"refused,omitempty"`  // why the gateway answered itself
-	Stripped   int             `json:"stripped_tools,omitempty"`
-	Replayed   bool            `json:"replayed,omitempty"`
-	Request    json.RawMessage `json:"request,omitempty"`
+	Time       string  `json:"time"`
+	API        string  `json:"api"`
+	Model      string  `json:"model,omitempty"`
+	Depth      int     `json:"depth"` // assistant turns the request already held
+	Tools      bool    `json:"tools"` // the request offered client-side tools
+	Stream     bool    `json:"stream"`
+	Status     int     `json:"status"`
+	Usage      *Usage  `json:"usage,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	Attempts   int     `json:"attempts,omitempty"` // upstream attempts
+	Refused    string  `json:"refused,omitempty"`  // why the gateway answered itself
+	// Outcome says why a call got no whole answer (Outcome* constants); "" when it did.
+	Outcome  string          `json:"outcome,omitempty"`
+	Stripped int             `json:"stripped_tools,omitempty"`
+	Replayed bool            `json:"replayed,omitempty"`
+	Request  json.RawMessage `json:"request,omitempty"`
 	// ContentType and Response are the answer as sent (record mode, and fixtures).
 	ContentType string `json:"content_type,omitempty"`
 	Response    string `json:"response,omitempty"`

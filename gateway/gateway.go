@@ -82,6 +82,9 @@ type Config struct {
 	// AllowServerTools keeps provider-side tools (web search/fetch, code execution, MCP
 	// connectors, file search) in requests; by default they are stripped.
 	AllowServerTools bool
+	// Allow is, per API, what of the agent's requests is forwarded (ceval's config, never
+	// the task's); a list it leaves out (nil) is DefaultAllowlist's.
+	Allow map[string]Allowlist
 
 	MaxRequestBytes int64         // request body cap
 	MaxConns        int           // concurrent connections from the agent
@@ -108,22 +111,36 @@ const (
 
 // Totals are what passed through the gateway: the only usage ceval trusts.
 type Totals struct {
-	Requests                 int     `json:"requests"`
-	Turns                    int     `json:"turns"`        // model answers (2xx)
-	InputTokens              int64   `json:"input_tokens"` // all input, cached included
-	CachedInputTokens        int64   `json:"cached_input_tokens"`
-	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens,omitempty"`
-	OutputTokens             int64   `json:"output_tokens"`
-	ReasoningTokens          int64   `json:"reasoning_output_tokens,omitempty"`
-	Refused                  int     `json:"refused,omitempty"`           // requests the gateway answered with an error itself
-	StrippedTools            int     `json:"stripped_tools,omitempty"`    // provider-side tools removed
-	UpstreamFailures         int     `json:"upstream_failures,omitempty"` // requests that still failed after the retries
-	ReplayMisses             int     `json:"replay_misses,omitempty"`
-	LogLinesDropped          int     `json:"transcript_lines_dropped,omitempty"` // past the transcript's size cap
-	CostUSD                  float64 `json:"cost_usd,omitempty"`                 // priced from Config.Prices
-	UnpricedCalls            int     `json:"unpriced_calls,omitempty"`           // answered calls whose model the price table lacks
-	Exceeded                 string  `json:"budget_exceeded,omitempty"`          // turns | tokens | cost
-	ExceededLimit            string  `json:"budget_exceeded_limit,omitempty"`
+	Requests                 int   `json:"requests"`
+	Turns                    int   `json:"turns"`        // model answers (2xx)
+	InputTokens              int64 `json:"input_tokens"` // all input, cached included
+	CachedInputTokens        int64 `json:"cached_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+	OutputTokens             int64 `json:"output_tokens"`
+	ReasoningTokens          int64 `json:"reasoning_output_tokens,omitempty"`
+	Refused                  int   `json:"refused,omitempty"`        // requests the gateway answered with an error itself
+	StrippedTools            int   `json:"stripped_tools,omitempty"` // provider-side tools removed
+	// UpstreamFailures are calls the provider did not answer after the retries (transport
+	// error, timeout, 5xx, ceval's credential refused); ProviderDown are those of them that
+	// found it down (no connection, 5xx, 401/407). Neither is the agent's doing: a run is
+	// ERROR only when the provider was down and no call was ever answered (see README).
+	UpstreamFailures int `json:"upstream_failures,omitempty"`
+	ProviderDown     int `json:"provider_down,omitempty"`
+	// What the agent may provoke, recorded and never an ERROR: 429s left after the retries,
+	// the provider's other 4xx answers (relayed), calls cut off by the run's end, answers
+	// the agent stopped reading, and requests refused for a field or header the allowlist
+	// does not forward.
+	RateLimited      int     `json:"upstream_rate_limited,omitempty"`
+	UpstreamRejected int     `json:"upstream_rejected,omitempty"`
+	CutAtRunEnd      int     `json:"cut_at_run_end,omitempty"`
+	AgentDisconnects int     `json:"agent_disconnects,omitempty"`
+	NotAllowed       int     `json:"not_allowed,omitempty"`
+	ReplayMisses     int     `json:"replay_misses,omitempty"`
+	LogLinesDropped  int     `json:"transcript_lines_dropped,omitempty"` // past the transcript's size cap
+	CostUSD          float64 `json:"cost_usd,omitempty"`                 // priced from Config.Prices
+	UnpricedCalls    int     `json:"unpriced_calls,omitempty"`           // answered calls whose model the price table lacks
+	Exceeded         string  `json:"budget_exceeded,omitempty"`          // turns | tokens | cost
+	ExceededLimit    string  `json:"budget_exceeded_limit,omitempty"`
 }
 
 // Server is one run's gateway.
@@ -134,6 +151,10 @@ type Server struct {
 	mu     sync.Mutex
 	totals Totals
 	replay map[fixtureKey]int
+	// allow is Config.Allow with the defaults filled in; secrets are the credentials the
+	// gateway adds upstream, scrubbed from all it returns and records.
+	allow   map[string]Allowlist
+	secrets [][]byte
 	// inflight and reservedOut are the model calls under way and the output tokens they may
 	// still produce: budgets count them, so concurrent calls cannot overspend together.
 	inflight    int64
@@ -221,7 +242,20 @@ func New(cfg Config) (*Server, error) {
 		providers[api] = p
 	}
 	cfg.Providers = providers
-	s := &Server{cfg: cfg, replay: map[fixtureKey]int{}, closed: make(chan struct{}),
+	if err := CheckAllowlists(cfg.Allow); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	allow := map[string]Allowlist{}
+	for _, api := range []string{Anthropic, OpenAI} {
+		a := cfg.Allow[api].merged(api)
+		for _, h := range a.Headers {
+			if credentialHeader(h, providers[api]) {
+				return nil, fmt.Errorf("gateway: the %s allowlist forwards header %s, which carries the provider's credential: take it out", api, h)
+			}
+		}
+		allow[api] = a
+	}
+	s := &Server{cfg: cfg, replay: map[fixtureKey]int{}, closed: make(chan struct{}), allow: allow, secrets: secretsOf(providers),
 		sem: map[string]chan struct{}{Anthropic: make(chan struct{}, cfg.MaxConcurrent), OpenAI: make(chan struct{}, cfg.MaxConcurrent)}}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
@@ -310,6 +344,27 @@ func (c *slotConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// credentialHeader says whether a request header carries credentials: the agent's, or the
+// one the gateway adds for p.
+func credentialHeader(name string, p Provider) bool {
+	for _, c := range []string{"Authorization", "X-Api-Key", "Proxy-Authorization", "Cookie", p.Header} {
+		if c != "" && strings.EqualFold(name, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// closing says whether Close has begun: a call cut off now was cut by the run's end.
+func (s *Server) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // keyMatches compares the presented key with the run's in constant time.

@@ -218,7 +218,13 @@ func TestProviderSideToolsAreStripped(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			fp := &fakeProvider{}
-			_, url := start(t, Config{AllowServerTools: c.allow}, fp)
+			cfg := Config{AllowServerTools: c.allow}
+			if c.allow { // the task's opt-in, and ceval's config forwarding the tool
+				a := DefaultAllowlist(OpenAI)
+				a.Values["tools.type"] = append(a.Values["tools.type"], "web_search")
+				cfg.Allow = map[string]Allowlist{OpenAI: {Values: a.Values}}
+			}
+			_, url := start(t, cfg, fp)
 			if code, body := post(t, url+c.path, dummyKey, c.body); code != 200 {
 				t.Fatalf("%d %s", code, body)
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,9 +18,6 @@ import (
 // routes are the only paths served, each POST only: no files, batches, models or other
 // endpoints reach the provider.
 var routes = map[string]string{"/v1/messages": Anthropic, "/v1/responses": OpenAI}
-
-// forwardedHeaders are the agent's request headers that go upstream; credentials never do.
-var forwardedHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "OpenAI-Beta", "User-Agent"}
 
 // returnedHeaders are the upstream response headers the agent sees.
 var returnedHeaders = []string{"Content-Type", "Request-Id", "X-Request-Id", "Retry-After"}
@@ -50,6 +48,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	call := Call{API: api}
 	if !s.keyMatches(r) {
 		s.refuse(w, call, start, http.StatusUnauthorized, "authentication_error", "ceval gateway: invalid API key")
+		return
+	}
+	if err := s.allow[api].checkHeaders(r.Header); err != nil {
+		s.refuseNotAllowed(w, call, start, err)
 		return
 	}
 	if r.ContentLength > s.cfg.MaxRequestBytes { // refused before reading a byte of it
@@ -85,6 +87,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.release(resv)
 	call.resv = resv
 	call.Stripped = req.rewrite(s.cfg.Model, remaining, s.cfg.AllowServerTools)
+	// What is left after the rewrite is forwarded, and priced, only if the allowlist has it.
+	if err := s.allow[api].checkBody(req.body); err != nil {
+		s.refuseNotAllowed(w, call, start, err)
+		return
+	}
 	if remaining >= 0 {
 		if n, err := req.maxOutput(); err == nil && n < remaining {
 			s.shrink(resv, n) // the call asked for less than it could have
@@ -124,7 +131,9 @@ func (s *Server) serveReplay(w http.ResponseWriter, req *request, call Call, sta
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(status)
 	m := newMeter(req.api, ct)
-	_ = s.relay(w, strings.NewReader(body), m)
+	if agentErr, _ := s.relay(w, strings.NewReader(body), m); agentErr != nil {
+		s.count(&call, OutcomeAgentGone)
+	}
 	call.Status, call.ContentType, call.Response = status, ct, body
 	s.finish(call, m.usage(), start)
 }
@@ -138,35 +147,60 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 	defer cancelT()
 	sem := s.sem[req.api]
 	select {
-	case sem <- struct{}{}:
-	case <-r.Context().Done():
-		return
-	case <-ctx.Done():
-		return
+	case sem <- struct{}{}: // a free slot first: an agent that half-closed its side still gets its answer
+	default:
+		select {
+		case sem <- struct{}{}:
+		case <-r.Context().Done(): // the agent went away before its call was sent
+			s.fail(w, call, start, OutcomeAgentGone, "the agent's connection closed before the call was sent")
+			return
+		case <-ctx.Done():
+			outcome := OutcomeUpstreamFailed // its time ran out queued behind the agent's other calls
+			if s.isClosed() {
+				outcome = OutcomeCut
+			}
+			s.fail(w, call, start, outcome, "the call could not be sent: "+ctx.Err().Error())
+			return
+		}
 	}
 	defer func() { <-sem }()
-	resp, attempts, err := s.upstream(ctx, req.api, r, call.Request) // encoded once, in serveHTTP
-	call.Attempts = attempts
+	resp, up, err := s.upstream(ctx, req.api, r, call.Request) // encoded once, in serveHTTP
+	call.Attempts = up.attempts
 	if err != nil {
-		s.mu.Lock()
-		s.totals.UpstreamFailures++
-		s.mu.Unlock()
-		s.refuse(w, call, start, http.StatusBadGateway, "api_error", "ceval gateway: the model provider could not be reached: "+s.scrub(err.Error()))
+		outcome := OutcomeUpstreamFailed
+		switch {
+		case s.isClosed():
+			outcome = OutcomeCut
+		case up.down:
+			outcome = OutcomeProviderDown
+		}
+		msg := "the model provider could not be reached: " + s.scrub(err.Error())
+		if outcome == OutcomeCut {
+			msg = "the run ended before the model provider answered"
+			if up.down {
+				s.count(nil, OutcomeProviderDown) // retrying a provider that was down when the run ended
+				msg += " (it had been found down and was being retried)"
+			}
+		}
+		s.fail(w, call, start, outcome, msg)
 		return
 	}
 	defer resp.Body.Close()
 	for _, h := range returnedHeaders {
 		if v := resp.Header.Get(h); v != "" {
-			w.Header().Set(h, v)
+			w.Header().Set(h, s.scrub(v))
 		}
 	}
 	call.Status = resp.StatusCode
-	call.ContentType = resp.Header.Get("Content-Type")
+	call.ContentType = s.scrub(resp.Header.Get("Content-Type"))
 	if resp.StatusCode >= 400 {
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			s.mu.Lock()
-			s.totals.UpstreamFailures++
-			s.mu.Unlock()
+		switch {
+		case up.down:
+			s.count(&call, OutcomeProviderDown)
+		case resp.StatusCode == http.StatusTooManyRequests:
+			s.count(&call, OutcomeRateLimited)
+		default:
+			s.count(&call, OutcomeRejected)
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		clean := s.scrub(string(b))
@@ -179,35 +213,57 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 	w.WriteHeader(resp.StatusCode)
 	m := newMeter(req.api, call.ContentType)
 	rec := &capBuffer{max: maxRecordedBody}
-	_ = s.relay(w, resp.Body, m, rec)
+	agentErr, srcErr := s.relay(w, resp.Body, m, rec)
+	switch {
+	case srcErr != nil && s.isClosed():
+		s.count(&call, OutcomeCut)
+	case srcErr != nil:
+		s.count(&call, OutcomeUpstreamFailed)
+	case agentErr != nil:
+		s.count(&call, OutcomeAgentGone)
+	}
 	call.Response, call.Truncated = rec.b.String(), rec.cut
 	s.finish(call, m.usage(), start)
 }
 
+// upstreamInfo is how a call's upstream attempts went.
+type upstreamInfo struct {
+	attempts int
+	// down: the last attempt found the provider down: no connection, a 5xx, or ceval's
+	// credential refused (401, 407). Nothing the agent sends brings these about.
+	down bool
+}
+
 // upstream sends the request to the provider with the real credential, retrying 429s, 5xx
 // and transport errors with a bounded backoff (Retry-After honoured up to a cap).
-func (s *Server) upstream(ctx context.Context, api string, in *http.Request, body []byte) (*http.Response, int, error) {
+func (s *Server) upstream(ctx context.Context, api string, in *http.Request, body []byte) (*http.Response, upstreamInfo, error) {
 	p := s.cfg.Providers[api]
 	url := p.BaseURL + in.URL.Path
 	if in.URL.RawQuery != "" {
 		url += "?" + in.URL.RawQuery
 	}
+	var info upstreamInfo
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		info.attempts = attempt + 1
+		connected := false
+		trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			return nil, attempt + 1, err
+			return nil, info, err
 		}
-		for _, h := range forwardedHeaders {
-			if v := in.Header.Get(h); v != "" {
-				req.Header.Set(h, v)
+		for _, h := range s.allow[api].Headers {
+			if v := in.Header.Values(h); len(v) > 0 {
+				req.Header[http.CanonicalHeaderKey(h)] = v
 			}
 		}
 		req.Header.Set("Content-Type", "application/json")
 		setCredential(req.Header, api, p)
 		resp, err := s.cfg.Client.Do(req)
+		info.down = (err != nil && !connected && ctx.Err() == nil) ||
+			(err == nil && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusProxyAuthRequired))
 		retryable := err != nil || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 		if !retryable || attempt >= s.cfg.Retries {
-			return resp, attempt + 1, err
+			return resp, info, err
 		}
 		wait := s.cfg.RetryBackoff << attempt
 		if resp != nil {
@@ -222,7 +278,7 @@ func (s *Server) upstream(ctx context.Context, api string, in *http.Request, bod
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, attempt + 1, ctx.Err()
+			return nil, info, ctx.Err()
 		case <-t.C:
 		}
 	}
@@ -240,30 +296,31 @@ func setCredential(h http.Header, api string, p Provider) {
 	h.Set(name, p.Key)
 }
 
-// relay copies src to the agent, flushing each chunk with a write deadline so a slow reader
-// is cut off; after the agent is gone it still reads src into the sinks (the meter).
-func (s *Server) relay(w http.ResponseWriter, src io.Reader, sinks ...io.Writer) error {
+// relay copies src to the agent with the credentials scrubbed, flushing each chunk with a
+// write deadline so a slow reader is cut off; after the agent is gone (agentErr) it still
+// reads src into the sinks (the meter, the transcript). srcErr is src failing before its end.
+func (s *Server) relay(w http.ResponseWriter, src io.Reader, sinks ...io.Writer) (agentErr, srcErr error) {
 	rc := http.NewResponseController(w)
+	red := &redactor{secrets: s.secrets}
 	buf := make([]byte, 32<<10)
-	var werr error
 	for {
 		n, err := src.Read(buf)
-		if n > 0 {
+		if out := red.next(buf[:n], err != nil); len(out) > 0 {
 			for _, k := range sinks {
-				_, _ = k.Write(buf[:n])
+				_, _ = k.Write(out)
 			}
-			if werr == nil {
+			if agentErr == nil {
 				_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-				if _, werr = w.Write(buf[:n]); werr == nil {
-					werr = rc.Flush()
+				if _, agentErr = w.Write(out); agentErr == nil {
+					agentErr = rc.Flush()
 				}
 			}
 		}
 		if err == io.EOF {
-			return werr
+			return agentErr, nil
 		}
 		if err != nil {
-			return err
+			return agentErr, err
 		}
 	}
 }
@@ -429,10 +486,73 @@ func (s *Server) finish(call Call, u *Usage, start time.Time) {
 	s.log(call, start)
 }
 
+// Outcomes of calls that got no (whole) answer, in the transcript's outcome field; each has
+// its counter in Totals.
+const (
+	OutcomeCut            = "cut_at_run_end"     // the run ended (the gateway closed) under it
+	OutcomeAgentGone      = "agent_disconnected" // the agent stopped reading (or left before it was sent)
+	OutcomeProviderDown   = "provider_down"
+	OutcomeUpstreamFailed = "upstream_failed"
+	OutcomeRateLimited    = "upstream_rate_limited"
+	OutcomeRejected       = "upstream_rejected" // a provider 4xx, relayed
+	OutcomeNotAllowed     = "not_allowed"
+)
+
+// count adds one to outcome's counter and marks call (may be nil) with it.
+func (s *Server) count(call *Call, outcome string) {
+	if call != nil && call.Outcome == "" {
+		call.Outcome = outcome
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := &s.totals
+	switch outcome {
+	case OutcomeCut:
+		t.CutAtRunEnd++
+	case OutcomeAgentGone:
+		t.AgentDisconnects++
+	case OutcomeProviderDown:
+		t.ProviderDown++
+		t.UpstreamFailures++
+	case OutcomeUpstreamFailed:
+		t.UpstreamFailures++
+	case OutcomeRateLimited:
+		t.RateLimited++
+	case OutcomeRejected:
+		t.UpstreamRejected++
+	case OutcomeNotAllowed:
+		t.NotAllowed++
+	}
+}
+
+// fail answers a call the provider did not answer (502), counted as outcome and logged.
+func (s *Server) fail(w http.ResponseWriter, call Call, start time.Time, outcome, msg string) {
+	s.count(&call, outcome)
+	s.writeError(w, call.API, http.StatusBadGateway, "api_error", "ceval gateway: "+msg)
+	call.Status, call.Refused = http.StatusBadGateway, msg
+	s.log(call, start)
+}
+
+// refuseNotAllowed refuses a request for what the allowlist does not forward.
+func (s *Server) refuseNotAllowed(w http.ResponseWriter, call Call, start time.Time, err error) {
+	s.count(&call, OutcomeNotAllowed)
+	s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: "+err.Error())
+}
+
 // refuse answers with an API error in the provider's format without calling it.
 func (s *Server) refuse(w http.ResponseWriter, call Call, start time.Time, status int, typ, msg string) {
+	s.writeError(w, call.API, status, typ, msg)
+	s.mu.Lock()
+	s.totals.Refused++
+	s.mu.Unlock()
+	call.Status, call.Refused = status, msg
+	s.log(call, start)
+}
+
+// writeError writes an API error in api's format.
+func (s *Server) writeError(w http.ResponseWriter, api string, status int, typ, msg string) {
 	var body any
-	if call.API == OpenAI {
+	if api == OpenAI {
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
 	} else {
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
@@ -442,11 +562,6 @@ func (s *Server) refuse(w http.ResponseWriter, call Call, start time.Time, statu
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
-	s.mu.Lock()
-	s.totals.Refused++
-	s.mu.Unlock()
-	call.Status, call.Refused = status, msg
-	s.log(call, start)
 }
 
 func (s *Server) log(call Call, start time.Time) {
@@ -463,6 +578,9 @@ func (s *Server) log(call Call, start time.Time) {
 	if err == nil && s.logged+int64(len(data)) > s.cfg.MaxLogBytes {
 		call.Request, call.Response, call.BodiesDropped = nil, "", true
 		data, err = marshalLine(call)
+	}
+	if err == nil {
+		data = redactLine(s.secrets, data)
 	}
 	if err != nil || s.logged+int64(len(data)) > 2*s.cfg.MaxLogBytes {
 		s.mu.Lock()
@@ -492,12 +610,7 @@ var credentialPattern = regexp.MustCompile(`(?i)(sk-[a-z0-9_\-]{8,}|bearer\s+[^\
 // scrub removes the real credentials, and anything that looks like one, from upstream text
 // before the agent sees it.
 func (s *Server) scrub(text string) string {
-	for _, p := range s.cfg.Providers {
-		if len(p.Key) >= 4 {
-			text = strings.ReplaceAll(text, p.Key, "[REDACTED]")
-		}
-	}
-	return credentialPattern.ReplaceAllString(text, "[REDACTED]")
+	return credentialPattern.ReplaceAllString(redactString(s.secrets, text), redacted)
 }
 
 // capBuffer keeps the first max bytes written to it.

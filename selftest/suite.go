@@ -82,11 +82,20 @@ var setups = map[string]setup{
 	"gateway-real-key":        {env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-" + canaryPlaceholder}, provider: true},
 	"gateway-other-endpoints": {check: checkGatewayRefusedEndpoints},
 	"gateway-forged-usage":    {check: checkGatewayUsage},
-	"plugin-source-grading":   {refused: "denied by"},
-	"plugin-write-tree":       {check: checkPluginUnchanged},
+	// Issue 14, parts 1 and 7: model-call failures the agent provokes, and what is forwarded.
+	"gateway-exit-mid-call":    gatewayProvider,
+	"gateway-timeout-mid-call": gatewayProvider,
+	"gateway-provoked-4xx":     gatewayProvider,
+	"gateway-premium-options":  gatewayProvider,
+	"gateway-echoed-key":       gatewayProvider,
+	"plugin-source-grading":    {refused: "denied by"},
+	"plugin-write-tree":        {check: checkPluginUnchanged},
 
 	"kernel-syscalls": {probe: true},
 }
+
+// gatewayProvider runs an attack against the fake provider with a real-looking key.
+var gatewayProvider = setup{env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-" + canaryPlaceholder}, provider: true}
 
 // Attacks lists the suite in name order.
 func Attacks() ([]Attack, error) {

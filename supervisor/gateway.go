@@ -90,7 +90,7 @@ func newGatewayKey() string {
 
 // startGateway prepares the task's model gateway (nil when it has none); it serves once
 // listen is called with the container's pid, from BeforeStart.
-func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool), prices map[string]gateway.Price) (*gatewayRun, error) {
+func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool), prices map[string]gateway.Price, allow map[string]gateway.Allowlist) (*gatewayRun, error) {
 	g := t.Agent.Gateway
 	if g == nil {
 		return nil, nil
@@ -100,7 +100,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 	}
 	exceeded := make(chan struct{}) // Run has checked the limits (CheckRunLimits)
 	cfg := gateway.Config{Mode: g.Mode, Key: newGatewayKey(), Model: t.Agent.Model, AllowServerTools: g.ServerTools,
-		Providers: map[string]gateway.Provider{}, Prices: prices,
+		Providers: map[string]gateway.Provider{}, Prices: prices, Allow: allow,
 		// The gateway calls this once; the sandbox ends the agent when it is closed.
 		OnExceeded: func(string, string) { close(exceeded) }}
 	if r := t.RunLimits; r != nil {

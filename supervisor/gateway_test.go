@@ -114,7 +114,7 @@ func TestGatewayRefusesHostNetworkAndPassedCredential(t *testing.T) {
 		t.Fatalf("passing the real key through was not refused: %v", err)
 	}
 	tk.Sandbox.Network = task.NetworkHost
-	if _, err := startGateway(tk, t.TempDir(), func(string) (string, bool) { return "", false }, nil); err == nil {
+	if _, err := startGateway(tk, t.TempDir(), func(string) (string, bool) { return "", false }, nil, nil); err == nil {
 		t.Fatal("a gateway with host networking was accepted")
 	}
 }
@@ -136,10 +136,10 @@ echo "exit=$?" >> /workspace/status.txt`
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-unreachable-0123456789", "CEVAL_ANTHROPIC_BASE_URL": dead}
 	res, err := runTask(t, doc, nil, Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	var ie *InfraError
-	if !errors.As(err, &ie) || res.Status != StatusError || !strings.Contains(res.Error, "failed upstream") {
-		t.Fatalf("err %v, status %s, error %q; want an infrastructure ERROR naming the upstream failure", err, res.Status, res.Error)
+	if !errors.As(err, &ie) || res.Status != StatusError || !strings.Contains(res.Error, "provider was down") {
+		t.Fatalf("err %v, status %s, error %q; want an infrastructure ERROR naming the provider down", err, res.Status, res.Error)
 	}
-	if res.Gateway == nil || res.Gateway.UpstreamFailures != 1 {
+	if res.Gateway == nil || res.Gateway.UpstreamFailures != 1 || res.Gateway.ProviderDown != 1 {
 		t.Fatalf("gateway %+v", res.Gateway)
 	}
 	calls := readCalls(t, filepath.Join(res.Dir, ModelCallsFile))

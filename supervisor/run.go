@@ -56,6 +56,9 @@ type Options struct {
 	// Prices are USD per million tokens by model (the prices table of ceval's config); the
 	// gateway prices calls with them, and run_limits.max_usd needs the task's model here.
 	Prices map[string]gateway.Price
+	// GatewayAllow is, per API, what the model gateway forwards of the agent's requests (the
+	// gateway_allow section of ceval's config; a task never sets it); nil: the defaults.
+	GatewayAllow map[string]gateway.Allowlist
 }
 
 // Result is result.json: the grade plus what the run was.
@@ -216,7 +219,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			}
 		}()
 	}
-	gw, err := startGateway(t, dir, o.LookupEnv, o.Prices)
+	gw, err := startGateway(t, dir, o.LookupEnv, o.Prices, o.GatewayAllow)
 	if err != nil {
 		return res, err
 	}
@@ -372,10 +375,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	var hits []string
 	res.Status, hits = FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
 	res.LimitsHit = append(res.LimitsHit, hits...)
-	if gw != nil && res.Status != grader.TaskError {
-		if n := gw.result.UpstreamFailures; n > 0 {
-			// The provider, not the agent, failed: ceval's side.
-			return res, &InfraError{fmt.Errorf("model gateway: %d request(s) still failed upstream after retries", n)}
+	if res.Status != grader.TaskError {
+		if why := res.Gateway.ProviderDownError(); why != "" {
+			return res, &InfraError{errors.New(why)}
 		}
 	}
 	res.Complete = true

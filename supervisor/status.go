@@ -47,6 +47,20 @@ func (g *GatewayResult) budgetStatus() string {
 	return ""
 }
 
+// ProviderDownError says why the run is ERROR on ceval's side because of its model provider, or
+// "" (also on nil): only when the provider was found down (no connection, a 5xx, or ceval's
+// credential refused, after the retries) and no call was ever answered. Nothing the agent
+// does brings that about: calls cut off by the run's end (the agent exited or was killed
+// mid-call), answers it stopped reading, 429s its flood draws and 4xx its malformed requests
+// draw are recorded in the gateway's totals and transcript, and the run keeps the status its
+// agent earned; a provider that goes down after answering leaves the agent's status too.
+func (g *GatewayResult) ProviderDownError() string {
+	if g == nil || g.Totals.ProviderDown == 0 || g.Turns > 0 {
+		return ""
+	}
+	return fmt.Sprintf("model gateway: the model provider was down (%d call(s) found no connection, a 5xx or ceval's credential refused, after the retries) and answered no call; see %s", g.Totals.ProviderDown, g.Log)
+}
+
 // AgentFailed reports whether a run's status is the agent's failure (its work graded
 // FAILURE, or it was ended by its timeout or a model gateway budget), as opposed to
 // SUCCESS, or an ERROR or NOT_GRADED on ceval's or the task's side.

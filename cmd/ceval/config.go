@@ -20,13 +20,29 @@ import (
 //	allow_host_network: false        # let tasks that ask for network: host have it
 //	prices:                          # USD per million tokens, by model; run_limits.max_usd needs the task's model here
 //	  claude-sonnet-4-5: {input_per_mtok: 3, cached_input_per_mtok: 0.3, cache_creation_per_mtok: 3.75, output_per_mtok: 15}
+//	gateway_allow:                   # what the model gateway forwards, per API (anthropic, openai); each list given replaces the default's
+//	  anthropic:
+//	    header_values: {anthropic-beta: [claude-code-20250219, ...]}
+//	    values: {service_tier: [standard_only, auto]}
 type userConfig struct {
 	AllowEnv         []string               `yaml:"allow_env"`
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
 	Prices           map[string]priceConfig `yaml:"prices"`
+	GatewayAllow     map[string]allowConfig `yaml:"gateway_allow"`
 
 	// prices is Prices checked, with the defaults filled in.
 	prices map[string]gateway.Price
+	// gatewayAllow is GatewayAllow checked.
+	gatewayAllow map[string]gateway.Allowlist
+}
+
+// allowConfig is one API's entry under gateway_allow (see gateway.Allowlist); a list left
+// out keeps the default (gateway.DefaultAllowlist).
+type allowConfig struct {
+	Headers      []string            `yaml:"headers"`
+	HeaderValues map[string][]string `yaml:"header_values"`
+	Fields       []string            `yaml:"fields"`
+	Values       map[string][]string `yaml:"values"`
 }
 
 // priceConfig is one model's entry under prices. input_per_mtok and output_per_mtok are
@@ -96,6 +112,15 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 	}
 	if cfg.prices, err = gatewayPrices(cfg.Prices); err != nil {
 		return cfg, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if len(cfg.GatewayAllow) > 0 {
+		cfg.gatewayAllow = map[string]gateway.Allowlist{}
+		for api, a := range cfg.GatewayAllow {
+			cfg.gatewayAllow[api] = gateway.Allowlist{Headers: a.Headers, HeaderValues: a.HeaderValues, Fields: a.Fields, Values: a.Values}
+		}
+		if err := gateway.CheckAllowlists(cfg.gatewayAllow); err != nil {
+			return cfg, fmt.Errorf("config file %s: gateway_allow: %w", path, err)
+		}
 	}
 	return cfg, nil
 }

@@ -60,3 +60,33 @@ func TestRunRefusesAnUnpricedCostBudget(t *testing.T) {
 		t.Fatal("a refused run made a runs directory")
 	}
 }
+
+// gateway_allow is read from ceval's config: a list given replaces the default's, and a
+// list forwarding a credential header or an API the gateway does not serve is refused.
+func TestConfigGatewayAllow(t *testing.T) {
+	dir := t.TempDir()
+	load := func(doc string) (userConfig, error) {
+		p := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return loadUserConfig(p, true)
+	}
+	cfg, err := load("gateway_allow:\n  anthropic:\n    values: {service_tier: [standard_only, auto]}\n    header_values: {anthropic-beta: [claude-code-20250219]}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.gatewayAllow[gateway.Anthropic]
+	if len(a.Values["service_tier"]) != 2 || len(a.HeaderValues["anthropic-beta"]) != 1 || a.Fields != nil {
+		t.Fatalf("allowlist %+v", a)
+	}
+	for doc, msg := range map[string]string{
+		"gateway_allow: {openai: {headers: [Content-Type, Authorization]}}\n": "Authorization, which carries credentials",
+		"gateway_allow: {gemini: {fields: [model]}}\n":                        `"gemini", which is not an API`,
+		"gateway_allow: {openai: {field: [model]}}\n":                         "field field not found",
+	} {
+		if _, err := load(doc); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: got %v, want %q", doc, err, msg)
+		}
+	}
+}
