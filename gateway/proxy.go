@@ -54,6 +54,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuseNotAllowed(w, call, start, err)
 		return
 	}
+	if s.cfg.Mode != Replay && s.cfg.Providers[api].Key == "" {
+		// Never sent upstream keyless: the provider's 401 would read as "ceval's credential
+		// refused" (provider down), and an agent could turn its run into an ERROR by calling
+		// an API its task does not use.
+		s.count(&call, OutcomeNotAllowed)
+		s.refuse(w, call, start, http.StatusForbidden, "permission_error",
+			"ceval gateway: ceval holds no credential for the "+api+" API, so it forwards no call to it")
+		return
+	}
 	if r.ContentLength > s.cfg.MaxRequestBytes { // refused before reading a byte of it
 		s.refuse(w, call, start, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("ceval gateway: request body over %d bytes", s.cfg.MaxRequestBytes))
 		return

@@ -118,11 +118,24 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 			return nil, &InputError{fmt.Errorf("gateway fixture %s: %w", g.Fixture, err)}
 		}
 	} else {
+		keys := 0
 		for api, names := range providerEnv {
 			var p gateway.Provider
 			p.Key, _ = lookup(names.key)
 			p.BaseURL, _ = lookup(names.baseURL)
 			cfg.Providers[api] = p
+			if p.Key != "" {
+				keys++
+			}
+		}
+		// The gateway refuses an API it holds no key for; a run whose agent could reach
+		// none is refused here, before the agent starts, not turned into the agent's failure.
+		if name, ok := defaultCredential[t.Agent.Type]; ok {
+			if v, _ := lookup(name); v == "" {
+				return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s forwards %s's calls with ceval's %s, which is not set in ceval's environment (or use mode replay)", t.ID, g.Mode, t.Agent.Type, name)}
+			}
+		} else if keys == 0 {
+			return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s needs a model provider key in ceval's environment (ANTHROPIC_API_KEY or OPENAI_API_KEY), or use mode replay", t.ID, g.Mode)}
 		}
 	}
 	log, err := os.OpenFile(runDir+"/"+ModelCallsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)

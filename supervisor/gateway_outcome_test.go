@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"ceval.dev/ceval/task"
 )
 
 // forwardTask is a task whose command agent runs script through a forwarding gateway to
@@ -138,5 +141,40 @@ func TestProvokedGatewayErrorsKeepTheAgentsFailure(t *testing.T) {
 	g := res.Gateway
 	if g.Turns != 1 || g.NotAllowed != 1 || g.UpstreamRejected != 1 || g.Refused < 2 || g.RateLimited+g.ProviderDown != 8 {
 		t.Fatalf("gateway %+v", g)
+	}
+}
+
+// An agent that calls an API ceval holds no key for (OpenAI's, in a run with only an
+// Anthropic key) draws a local refusal: it is never sent upstream keyless, where the
+// provider's 401 would read as "ceval's credential refused" and make the run an ERROR.
+func TestCallingAnAPIWithoutACredentialIsNotAProviderFailure(t *testing.T) {
+	var upstream atomic.Int64
+	provider := func(w http.ResponseWriter, r *http.Request) {
+		upstream.Add(1)
+		w.WriteHeader(http.StatusUnauthorized)
+	}
+	script := `printf '%s' '{"model":"m","input":"hi"}' > /tmp/r.json
+wget -q -O - --header "Authorization: Bearer $CEVAL_GATEWAY_KEY" --header "x-api-key: $CEVAL_GATEWAY_KEY" --header "content-type: application/json" --post-file /tmp/r.json "$CEVAL_GATEWAY_URL/v1/responses" > /workspace/answer.txt 2>&1
+echo tried > /workspace/state.txt`
+	criteria := "  - {type: file_contains, path: state.txt, includes: [tried]}\n  - {type: file_exists, path: missing.txt}\n"
+	res, err := forwardTask(t, "gw-keyless-api", script, criteria, provider, "")
+	if err != nil || res.Status != "FAILURE" || !res.Complete {
+		t.Fatalf("err %v status %s complete %v; want FAILURE", err, res.Status, res.Complete)
+	}
+	if g := res.Gateway; g.NotAllowed != 1 || g.ProviderDown != 0 || g.UpstreamFailures != 0 || upstream.Load() != 0 {
+		t.Fatalf("gateway %+v, %d upstream calls: want one local refusal and nothing sent", g, upstream.Load())
+	}
+}
+
+// A forwarding run whose agent CLI's own key is not in ceval's environment is refused
+// before the agent starts, naming the variable.
+func TestForwardWithoutTheAgentsKeyIsRefusedBeforeTheStart(t *testing.T) {
+	tk := &task.Task{ID: "t", Agent: &task.Agent{Type: task.AgentCodex, Gateway: &task.Gateway{Mode: task.GatewayForward}}}
+	_, err := startGateway(tk, t.TempDir(), func(k string) (string, bool) {
+		return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-x"}[k], k == "ANTHROPIC_API_KEY"
+	}, nil, nil)
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Fatalf("want an InputError naming OPENAI_API_KEY, got %v", err)
 	}
 }
