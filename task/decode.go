@@ -17,7 +17,6 @@ import (
 type decoder struct {
 	file     string
 	problems Problems
-	budget   int // nodes left for free-form values; bounds alias expansion
 	// origin names the file of nodes that came from elsewhere than file (an experiment's
 	// defaults and variants, -D overrides), so their problems point there.
 	origin map[*yaml.Node]string
@@ -245,17 +244,10 @@ func (d *decoder) regex(n *yaml.Node, what string, dst *string) {
 }
 
 // value converts a free-form node to plain Go values (map[string]any, []any, string,
-// float64, bool, nil), the shapes encoding/json produces. It spends d.budget so that nested
-// aliases cannot expand exponentially.
+// float64, bool, nil), the shapes encoding/json produces. Its work is bounded by the
+// document's node budget (checkNodes), which every document passes before it is decoded.
 func (d *decoder) value(n *yaml.Node) (any, bool) {
 	n = resolve(n)
-	d.budget--
-	if d.budget < 0 {
-		if d.budget == -1 {
-			d.errorf(n, "value too large (more than %d nodes, aliases expanded)", maxValueNodes)
-		}
-		return nil, false
-	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
@@ -305,5 +297,3 @@ func (d *decoder) value(n *yaml.Node) (any, bool) {
 	d.errorf(n, "unsupported YAML value")
 	return nil, false
 }
-
-const maxValueNodes = 100000

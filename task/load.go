@@ -43,25 +43,14 @@ func Load(path string) (*Task, error) {
 }
 
 func readCapped(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxTaskFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxTaskFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", MaxTaskFileBytes)
-	}
-	return data, nil
+	data, _, err := readRegular(nil, p) // a FIFO or device named as a task must not hang validate
+	return data, err
 }
 
 // Parse validates a task document named name (used in messages) whose paths resolve inside
 // dir.
 func Parse(name, dir string, data []byte) (*Task, error) {
-	d := &decoder{file: name, budget: maxValueNodes}
+	d := &decoder{file: name}
 	doc, err := readDoc(name, data, "task")
 	if err != nil {
 		return nil, err
@@ -83,6 +72,9 @@ func Parse(name, dir string, data []byte) (*Task, error) {
 
 // readDoc parses data as exactly one YAML document; what names the kind of file in messages.
 func readDoc(name string, data []byte, what string) (*yaml.Node, error) {
+	if p := boundStructure(name, data); p != nil {
+		return nil, Problems{*p}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -95,17 +87,20 @@ func readDoc(name string, data []byte, what string) (*yaml.Node, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return nil, Problems{{File: name, Line: extra.Line, Column: extra.Column, Msg: "more than one YAML document; a " + what + " file holds exactly one"}}
 	}
+	if d := (&decoder{file: name}); !d.checkNodes(&doc) {
+		return nil, d.problems
+	}
 	return &doc, nil
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func yamlProblem(name string, err error) Problem {
-	p := Problem{File: name, Msg: "not valid YAML: " + err.Error()}
+	p := Problem{File: name, Msg: "not valid YAML: " + contentFreeYAMLError(err.Error())}
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		fmt.Sscan(m[1], &p.Line)
 		p.Column = 1
-		p.Msg = "not valid YAML: " + m[2]
+		p.Msg = "not valid YAML: " + contentFreeYAMLError(m[2])
 	}
 	return p
 }

@@ -36,9 +36,9 @@ func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
 		if strings.HasSuffix(p, ".json") {
 			doc, err = jsonschema.UnmarshalJSON(bytes.NewReader(data))
 		} else {
-			var node yaml.Node
-			if err = yaml.Unmarshal(data, &node); err == nil && len(node.Content) > 0 {
-				sub := &decoder{file: p, budget: maxValueNodes}
+			var node *yaml.Node
+			if node, err = readDoc(p, data, "schema"); err == nil { // the node budget applies here too
+				sub := &decoder{file: p}
 				doc, _ = sub.value(node.Content[0])
 				if len(sub.problems) > 0 {
 					err = errors.New(sub.problems[0].Msg)
