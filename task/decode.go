@@ -22,7 +22,17 @@ type decoder struct {
 	origin map[*yaml.Node]string
 }
 
+// maxProblems bounds the problems one decoder reports: a file of 50000 unknown keys would
+// otherwise print 10 MB of messages.
+const maxProblems = 200
+
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+	switch {
+	case len(d.problems) > maxProblems:
+		return
+	case len(d.problems) == maxProblems:
+		format, args = "more than %d problems; the rest are not shown", []any{maxProblems}
+	}
 	p := Problem{File: d.file, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column

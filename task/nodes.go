@@ -11,7 +11,7 @@ import (
 // from an experiment: the YAML nodes loading, merging and decoding can touch, every alias
 // counted as a copy of what it names. It is far above any real task (a task with 200
 // criteria is a few thousand nodes) and keeps the worst file to milliseconds and a few MB.
-const MaxYAMLNodes = 100000
+const MaxYAMLNodes = 50000
 
 // yamlIndicators are the bytes that can introduce a YAML node; every node but a document's
 // root follows one of them, and at most two nodes (a block mapping and its first key, or a
