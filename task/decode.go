@@ -20,6 +20,9 @@ type decoder struct {
 	// origin names the file of nodes that came from elsewhere than file (an experiment's
 	// defaults and variants, -D overrides), so their problems point there.
 	origin map[*yaml.Node]string
+	// schemaFiles holds each schema file this document names, compiled (nil: it failed), so
+	// that criteria repeated by aliases read and parse it once.
+	schemaFiles map[string]any
 }
 
 // maxProblems bounds the problems one decoder reports: a file of 50000 unknown keys would

@@ -292,3 +292,48 @@ func symlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+func TestJSONSchemaFileOfTinyItemsIsRefusedBeforeParsing(t *testing.T) {
+	schema := "[" + strings.Repeat("1,", 2<<20-2) + "1]"
+	doc := "task_id: t\ninitial_prompt: p\nsuccess_criteria: [{type: json_check, path: a.json, json_schema: s.json}]\n"
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	_, err := Load(writeTask(t, doc, map[string]string{"s.json": schema}))
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	if grew := after.Maxrss - before.Maxrss; grew > 50<<10 { // KiB; parsing it took 180 MB
+		t.Errorf("peak RSS grew by %d MiB", grew>>10)
+	}
+	if err == nil || !strings.Contains(err.Error(), "schema file") || !strings.Contains(err.Error(), "too much YAML structure") {
+		t.Errorf("got %v", err)
+	}
+}
+
+// A criterion repeated by aliases names its schema file once per copy; the file is parsed
+// once (10^4 copies of a 4 MiB schema would be parsed 10^4 times), and so is a mock fixture
+// that several mocks share.
+func TestMaterialNamedManyTimesIsParsedOnce(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("task_id: t\ninitial_prompt: p\nprotected_mocks:\n")
+	for i := range 3 {
+		fmt.Fprintf(&b, "  - {tool: tool%d, fixture: fx.yaml}\n", i)
+	}
+	b.WriteString("success_criteria:\n  - &c {type: json_check, path: a.json, json_schema: s.json}\n  - *c\n  - *c\n  - {type: cli_called, tool: tool0}\n")
+	tk, err := Load(writeTask(t, b.String(), map[string]string{
+		"s.json":  `{"type": "object"}`,
+		"fx.yaml": "version: 1\nresponses: []\n",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := tk.Criteria[0].JSONSchema.(map[string]any)
+	for _, c := range tk.Criteria[1:3] {
+		if m := c.JSONSchema.(map[string]any); fmt.Sprintf("%p", m) != fmt.Sprintf("%p", first) {
+			t.Errorf("the schema file was parsed again for %+v", c)
+		}
+	}
+	for _, m := range tk.ProtectedMocks[1:] {
+		if m.Fixture != tk.ProtectedMocks[0].Fixture {
+			t.Errorf("the fixture was parsed again for %s", m.Tool)
+		}
+	}
+}

@@ -405,6 +405,7 @@ var mockTool = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 	var out []ProtectedMock
 	tools := map[string]int{}
+	fixtures := map[string]*mockd.Fixture{} // by path, parsed once: mocks may share a file
 	l.list(n, "protected_mocks", func(i int, item *yaml.Node) {
 		what := fmt.Sprintf("protected_mocks[%d]", i)
 		m := ProtectedMock{MaxRequests: DefaultMockRequests}
@@ -441,14 +442,10 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 		if m.FixturePath == "" || m.Tool == "" {
 			return
 		}
-		data, err := l.readTaskFile(m.FixturePath)
-		if err != nil {
-			l.errorf(resolve(got["fixture"]), "%s.fixture: %v", what, err)
-			return
-		}
-		fx, probs := mockd.ParseFixture(data)
-		for _, p := range probs {
-			l.problems = append(l.problems, Problem{File: m.FixturePath, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
+		fx, parsed := fixtures[m.FixturePath]
+		if !parsed {
+			fx = l.mockFixture(m.FixturePath, got["fixture"], what)
+			fixtures[m.FixturePath] = fx
 		}
 		if fx == nil {
 			return
@@ -457,6 +454,21 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 		out = append(out, m)
 	})
 	return out
+}
+
+// mockFixture reads and parses a protected mock's fixture file (named at node n of item
+// what); nil when it has problems, all reported.
+func (l *loader) mockFixture(path string, n *yaml.Node, what string) *mockd.Fixture {
+	data, err := l.readTaskFile(path)
+	if err != nil {
+		l.errorf(resolve(n), "%s.fixture: %v", what, err)
+		return nil
+	}
+	fx, probs := mockd.ParseFixture(data)
+	for _, p := range probs {
+		l.problems = append(l.problems, Problem{File: path, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
+	}
+	return fx
 }
 
 func checkMount(m string) string {

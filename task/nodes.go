@@ -33,7 +33,7 @@ func boundStructure(name string, data []byte) *Problem {
 			count++
 			if count > MaxYAMLNodes {
 				return &Problem{File: name, Line: line, Column: col, Msg: fmt.Sprintf(
-					"too much YAML structure: more than %d of the characters %s by here, so the file could hold more nodes than a task may (%d); keep long text in a file (initial_prompt_file, a schema file) instead",
+					"too much YAML structure: more than %d of the characters %s by here, so the file could hold more than the %d nodes a file may; keep long text in a file of its own (initial_prompt_file)",
 					MaxYAMLNodes, yamlIndicators, MaxYAMLNodes)}
 			}
 		}
