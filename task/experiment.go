@@ -25,6 +25,10 @@ const DefaultVariant = "default"
 const (
 	MaxRepeats  = 10000
 	MaxParallel = 1024
+	// MaxEntries bounds the variant/task pairs an experiment expands to: each is a task
+	// merged and validated, so 10000 task files under 16000 one-line variants would
+	// otherwise be 1.6*10^8 loads from 1 MB of files.
+	MaxEntries = 20000
 )
 
 // Experiment is a loaded experiment file: every (variant, task) pair it expands to, each a
@@ -102,7 +106,8 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	}
 	e := &Experiment{Path: abs, Dir: filepath.Dir(abs), Repeats: 1, Overrides: opts.Overrides}
 	d := &decoder{file: path}
-	raw := e.decode(d, doc.Content[0])
+	n0 := doc.Content[0]
+	raw := e.decode(d, n0)
 	origin := map[*yaml.Node]string{}
 	markOrigin(raw.defaults, path, origin, false)
 	for _, v := range raw.variants {
@@ -122,6 +127,10 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	defer expRoot.Close()
 
 	files := e.taskFiles(d, expRoot, raw.tasks)
+	if pairs := len(files) * len(raw.variants); pairs > MaxEntries {
+		d.errorf(n0, "the experiment expands to %d variant/task pairs (%d task files x %d variants), more than %d; split it", pairs, len(files), len(raw.variants), MaxEntries)
+		return nil, d.problems.sorted()
+	}
 	var problems Problems
 	problems = append(problems, d.problems...)
 	seen := map[[2]string]string{}

@@ -337,3 +337,17 @@ func TestMaterialNamedManyTimesIsParsedOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestExperimentExpandingToTooManyPairsIsRefusedBeforeLoadingThem(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("experiment_id: e\ntasks: [\"t*.yaml\"]\nvariants:\n")
+	for i := range MaxEntries/10 + 1 {
+		fmt.Fprintf(&b, "  - {variant_id: v%d}\n", i)
+	}
+	files := map[string]string{"exp.yaml": b.String()}
+	for i := range 10 {
+		files[fmt.Sprintf("t%d.yaml", i)] = strings.Replace(taskA, "task_id: a", fmt.Sprintf("task_id: a%d", i), 1)
+	}
+	ps := loadProblems(t, writeTree(t, files))
+	wantProblem(t, ps, fmt.Sprintf("exp.yaml:1:1: the experiment expands to %d variant/task pairs (10 task files x %d variants), more than %d", 10*(MaxEntries/10+1), MaxEntries/10+1, MaxEntries))
+}
