@@ -346,7 +346,7 @@ func (e *Experiment) taskFiles(d *decoder, root *os.Root, items []*yaml.Node) []
 		matches, err := g.glob(p)
 		if err != nil {
 			d.errorf(n, "%s: %v", what, err)
-			var bound *errGlobBound
+			var bound *globBoundError
 			if errors.As(err, &bound) {
 				return nil // every later entry would pass the same bound
 			}

@@ -34,10 +34,10 @@ type globber struct {
 	matches    int
 }
 
-// errGlobBound is a bound of the globber passed; the message says which.
-type errGlobBound struct{ msg string }
+// globBoundError says which bound of the globber was passed.
+type globBoundError struct{ msg string }
 
-func (e *errGlobBound) Error() string { return e.msg }
+func (e *globBoundError) Error() string { return e.msg }
 
 // checkPattern refuses a pattern that could name anything outside the root, lexically.
 func checkPattern(p string) string {
@@ -95,7 +95,7 @@ func (g *globber) glob(pattern string) ([]string, error) {
 	sort.Strings(dirs)
 	g.matches += len(dirs)
 	if g.matches > MaxTaskFiles {
-		return nil, &errGlobBound{fmt.Sprintf("the tasks list names more than %d files", MaxTaskFiles)}
+		return nil, &globBoundError{fmt.Sprintf("the tasks list names more than %d files", MaxTaskFiles)}
 	}
 	return dirs, nil
 }
@@ -117,7 +117,7 @@ func (g *globber) match(dir, part string) ([]string, error) {
 	var out []string
 	for {
 		if time.Now().After(g.deadline) {
-			return nil, &errGlobBound{fmt.Sprintf("expanding the tasks list took longer than %s", globTimeout)}
+			return nil, &globBoundError{fmt.Sprintf("expanding the tasks list took longer than %s", globTimeout)}
 		}
 		ents, err := f.ReadDir(256)
 		for _, e := range ents {
@@ -127,10 +127,10 @@ func (g *globber) match(dir, part string) ([]string, error) {
 		}
 		g.entries += len(ents)
 		if g.entries > g.maxEntries {
-			return nil, &errGlobBound{fmt.Sprintf("the tasks list's globs read more than %d directory entries; name the task files more precisely", g.maxEntries)}
+			return nil, &globBoundError{fmt.Sprintf("the tasks list's globs read more than %d directory entries; name the task files more precisely", g.maxEntries)}
 		}
 		if len(out) > MaxTaskFiles {
-			return nil, &errGlobBound{fmt.Sprintf("the tasks list names more than %d files", MaxTaskFiles)}
+			return nil, &globBoundError{fmt.Sprintf("the tasks list names more than %d files", MaxTaskFiles)}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
 			sort.Strings(out) // a walk in directory order would report problems in a random order
@@ -144,7 +144,7 @@ func (g *globber) match(dir, part string) ([]string, error) {
 
 // describe turns a root error into a message that names the root-relative path only.
 func (g *globber) describe(p string, err error) error {
-	if strings.Contains(err.Error(), "escapes") {
+	if strings.Contains(err.Error(), "escapes") { // os.Root's escape error is not exported
 		return fmt.Errorf("%q is a symlink that leaves the experiment file's directory", p)
 	}
 	var pe *fs.PathError

@@ -154,7 +154,7 @@ func TestExperimentGlobIsBoundedInMatchesAndEntries(t *testing.T) {
 		defer root.Close()
 		g := &globber{root: root, deadline: time.Now().Add(time.Hour), maxEntries: 500}
 		_, err = g.glob("*/*.yaml")
-		var bound *errGlobBound
+		var bound *globBoundError
 		if !errors.As(err, &bound) || !strings.Contains(err.Error(), "more than 500 directory entries") {
 			t.Fatalf("got %v", err)
 		}
