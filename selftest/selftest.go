@@ -91,6 +91,8 @@ type Options struct {
 	// Executor grades the attacks' executing criteria (run_command); nil starts a WASM
 	// executor on first need (the binary must call wasm.WorkerMain on wasm.WorkerCommand).
 	Executor grader.Executor
+	// Self is the ceval binary the loader attacks run `validate` with; "" is this one.
+	Self string
 }
 
 // grace is the time between SIGTERM and SIGKILL for every attack: short, so the suite stays
@@ -190,6 +192,16 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 		row.Outcome, row.Score, row.Detail = out, score, detail
 		row.Seconds = time.Since(start).Seconds()
 		return row
+	}
+	if a.loader != nil {
+		self := o.Self
+		if self == "" {
+			var err error
+			if self, err = os.Executable(); err != nil {
+				return done(Errored, 0, "finding the ceval binary to validate with: "+err.Error())
+			}
+		}
+		return runLoaderAttack(ctx, *a.loader, self, taskDir)
 	}
 	if a.Needs != "" {
 		if _, err := exec.LookPath(a.Needs); err != nil {

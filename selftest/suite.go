@@ -40,6 +40,8 @@ type Attack struct {
 	Name  string // the task_id, also the directory under attacks/
 	Tried string // the task's description: what the attack tries
 	Needs string // a host tool its preparation needs ("git"), "" for none
+	// loader is set for an attack on task loading itself (see loader.go): no agent runs.
+	loader *loaderAttack
 }
 
 // setup is what an attack needs beyond the files the suite ships: host-side preparation of
@@ -123,6 +125,9 @@ func Attacks() ([]Attack, error) {
 			return nil, fmt.Errorf("attack %s: task_id is %q, want the directory name", d.Name(), head.ID)
 		}
 		out = append(out, Attack{Name: d.Name(), Tried: head.Description, Needs: setups[d.Name()].needs})
+	}
+	for i := range loaderAttacks {
+		out = append(out, Attack{Name: loaderAttacks[i].name, Tried: loaderAttacks[i].tried, loader: &loaderAttacks[i]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

@@ -17,13 +17,25 @@ import (
 type decoder struct {
 	file     string
 	problems Problems
-	budget   int // nodes left for free-form values; bounds alias expansion
 	// origin names the file of nodes that came from elsewhere than file (an experiment's
 	// defaults and variants, -D overrides), so their problems point there.
 	origin map[*yaml.Node]string
+	// schemaFiles holds each schema file this document names, compiled (nil: it failed), so
+	// that criteria repeated by aliases read and parse it once.
+	schemaFiles map[string]any
 }
 
+// maxProblems bounds the problems one decoder reports: a file of 50000 unknown keys would
+// otherwise print 10 MB of messages.
+const maxProblems = 200
+
 func (d *decoder) errorf(n *yaml.Node, format string, args ...any) {
+	switch {
+	case len(d.problems) > maxProblems:
+		return
+	case len(d.problems) == maxProblems:
+		format, args = "more than %d problems; the rest are not shown", []any{maxProblems}
+	}
 	p := Problem{File: d.file, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
 		p.Line, p.Column = n.Line, n.Column
@@ -245,17 +257,10 @@ func (d *decoder) regex(n *yaml.Node, what string, dst *string) {
 }
 
 // value converts a free-form node to plain Go values (map[string]any, []any, string,
-// float64, bool, nil), the shapes encoding/json produces. It spends d.budget so that nested
-// aliases cannot expand exponentially.
+// float64, bool, nil), the shapes encoding/json produces. Its work is bounded by the
+// document's node budget (checkNodes), which every document passes before it is decoded.
 func (d *decoder) value(n *yaml.Node) (any, bool) {
 	n = resolve(n)
-	d.budget--
-	if d.budget < 0 {
-		if d.budget == -1 {
-			d.errorf(n, "value too large (more than %d nodes, aliases expanded)", maxValueNodes)
-		}
-		return nil, false
-	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
@@ -305,5 +310,3 @@ func (d *decoder) value(n *yaml.Node) (any, bool) {
 	d.errorf(n, "unsupported YAML value")
 	return nil, false
 }
-
-const maxValueNodes = 100000

@@ -4,12 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -21,6 +25,10 @@ const DefaultVariant = "default"
 const (
 	MaxRepeats  = 10000
 	MaxParallel = 1024
+	// MaxEntries bounds the variant/task pairs an experiment expands to: each is a task
+	// merged and validated, so 10000 task files under 16000 one-line variants would
+	// otherwise be 1.6*10^8 loads from 1 MB of files.
+	MaxEntries = 20000
 )
 
 // Experiment is a loaded experiment file: every (variant, task) pair it expands to, each a
@@ -97,8 +105,9 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 		return nil, err
 	}
 	e := &Experiment{Path: abs, Dir: filepath.Dir(abs), Repeats: 1, Overrides: opts.Overrides}
-	d := &decoder{file: path, budget: maxValueNodes}
-	raw := e.decode(d, doc.Content[0])
+	d := &decoder{file: path}
+	n0 := doc.Content[0]
+	raw := e.decode(d, n0)
 	origin := map[*yaml.Node]string{}
 	markOrigin(raw.defaults, path, origin, false)
 	for _, v := range raw.variants {
@@ -117,25 +126,25 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	}
 	defer expRoot.Close()
 
-	files := e.taskFiles(d, raw.tasks)
+	files := e.taskFiles(d, expRoot, raw.tasks)
+	if pairs := len(files) * len(raw.variants); pairs > MaxEntries {
+		d.errorf(n0, "the experiment expands to %d variant/task pairs (%d task files x %d variants), more than %d; split it", pairs, len(files), len(raw.variants), MaxEntries)
+		return nil, d.problems.sorted()
+	}
 	var problems Problems
 	problems = append(problems, d.problems...)
 	seen := map[[2]string]string{}
+	read := &taskReader{root: expRoot}
 	for _, f := range files {
-		tdata, err := readCapped(f.abs)
-		if err != nil {
-			problems = append(problems, Problem{File: f.name, Msg: err.Error()})
-			continue
-		}
-		tdoc, err := readDoc(f.name, tdata, "task")
-		if err != nil {
-			problems = append(problems, err.(Problems)...)
+		tdoc, taskRoot, ps := read.task(d.file, f)
+		if len(ps) > 0 {
+			problems = append(problems, ps...)
 			continue
 		}
 		for _, v := range raw.variants {
 			layers := []*yaml.Node{raw.defaults, tdoc.Content[0], v.node}
 			merged := mergeAll(append(layers, overrides...), origin)
-			t, ps := e.loadMerged(f.name, f.abs, merged, origin, expRoot)
+			t, ps := e.loadMerged(f, merged, origin, expRoot, taskRoot)
 			if len(ps) > 0 {
 				problems = append(problems, ps...)
 				continue
@@ -151,6 +160,7 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 			seen[key] = f.name
 			e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t})
 		}
+		taskRoot.Close()
 	}
 	if len(problems) == 0 && len(e.Entries) == 0 {
 		msg := "the experiment expands to no runs"
@@ -313,71 +323,119 @@ func keyNode(n *yaml.Node, key string) *yaml.Node {
 
 type taskFile struct {
 	name string // as shown in messages: the experiment-relative path joined to the experiment's name
+	rel  string // slash-separated, relative to the experiment's directory
 	abs  string
+	what string     // tasks[i], the entry that named it
+	node *yaml.Node // that entry, where problems about the file itself are reported
 }
 
-// taskFiles expands the tasks list: paths and globs relative to the experiment file, each
-// file once, in the order the list names them (a glob's matches sorted).
-func (e *Experiment) taskFiles(d *decoder, items []*yaml.Node) []taskFile {
+// taskFiles expands the tasks list: paths and globs inside the experiment file's directory,
+// each file once, in the order the list names them (a glob's matches sorted). Nothing is
+// read outside that directory: see globber.
+func (e *Experiment) taskFiles(d *decoder, root *os.Root, items []*yaml.Node) []taskFile {
 	var out []taskFile
 	seen := map[string]bool{}
+	g := &globber{root: root, deadline: time.Now().Add(globTimeout), maxEntries: maxGlobEntries}
 	for i, n := range items {
 		p := n.Value
 		what := fmt.Sprintf("tasks[%d]", i)
-		switch {
-		case p == "":
-			d.errorf(n, "%s must not be empty", what)
-			continue
-		case filepath.IsAbs(p):
-			d.errorf(n, "%s: %q is absolute; task paths are relative to the experiment file's directory", what, p)
+		if msg := checkPattern(p); msg != "" {
+			d.errorf(n, "%s: %s", what, msg)
 			continue
 		}
-		matches, err := filepath.Glob(filepath.Join(e.Dir, p))
+		matches, err := g.glob(p)
 		if err != nil {
-			d.errorf(n, "%s: bad glob %q: %v", what, p, err)
+			d.errorf(n, "%s: %v", what, err)
+			var bound *globBoundError
+			if errors.As(err, &bound) {
+				return nil // every later entry would pass the same bound
+			}
 			continue
 		}
 		if len(matches) == 0 {
 			d.errorf(n, "%s: %q matches no file next to the experiment file", what, p)
 			continue
 		}
-		sort.Strings(matches)
 		for _, m := range matches {
-			if seen[m] {
+			if seen[m] || m == filepath.Base(e.Path) { // a glob such as *.yaml finds the experiment too
 				continue
 			}
 			seen[m] = true
-			name := m
-			if rel, err := filepath.Rel(e.Dir, m); err == nil {
-				name = filepath.Join(filepath.Dir(d.file), rel) // as the user named the experiment
-			}
-			out = append(out, taskFile{name: name, abs: m})
+			out = append(out, taskFile{
+				name: filepath.Join(filepath.Dir(d.file), filepath.FromSlash(m)), // as the user named the experiment
+				rel:  m, abs: filepath.Join(e.Dir, filepath.FromSlash(m)), what: what, node: n,
+			})
 		}
 	}
 	return out
 }
 
-// loadMerged validates one merged task document with the task loader; paths of nodes from
-// the experiment resolve in its directory, the others in the task file's.
-func (e *Experiment) loadMerged(name, abs string, merged *yaml.Node, origin map[*yaml.Node]string, expRoot *os.Root) (*Task, Problems) {
-	dir := filepath.Dir(abs)
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, Problems{{File: name, Msg: fmt.Sprintf("open task directory: %v", err)}}
+// taskReader reads an experiment's task files through its root, within a total byte bound.
+type taskReader struct {
+	root  *os.Root
+	bytes int
+}
+
+// task reads one task file and opens its directory through the root. A file that is not a
+// task file (a YAML mapping with task_id) is refused at the tasks entry that named it, with
+// nothing of its content quoted: it may be any file the glob reached.
+func (r *taskReader) task(expName string, f taskFile) (*yaml.Node, *os.Root, Problems) {
+	refuse := func(format string, args ...any) (*yaml.Node, *os.Root, Problems) {
+		p := Problem{File: expName, Line: f.node.Line, Column: f.node.Column,
+			Msg: fmt.Sprintf("%s: %s: ", f.what, f.rel) + fmt.Sprintf(format, args...)}
+		return nil, nil, Problems{p}
 	}
-	defer root.Close()
-	d := &decoder{file: name, budget: maxValueNodes, origin: origin}
-	l := &loader{decoder: d, root: root, dir: dir, expRoot: expRoot, expDir: e.Dir}
+	data, fi, err := readRegular(r.root, filepath.FromSlash(f.rel))
+	if err != nil {
+		var pe *fs.PathError
+		switch {
+		case strings.Contains(err.Error(), "escapes"):
+			return refuse("a symlink that leaves the experiment file's directory")
+		case errors.As(err, &pe):
+			return refuse("%v", pe.Err)
+		}
+		return refuse("%v", err)
+	}
+	if n := hardLinks(fi); n > 1 {
+		return refuse("has %d hard links; a task file must be the experiment tree's own file, not another name for one elsewhere (copy it)", n)
+	}
+	if r.bytes += len(data); r.bytes > maxExperimentBytes {
+		return refuse("the task files together pass %d bytes", maxExperimentBytes)
+	}
+	doc, err := readDoc(f.name, data, "task")
+	if err != nil {
+		return nil, nil, err.(Problems) // positions and fixed messages only: see readDoc
+	}
+	if top := resolve(doc.Content[0]); top.Kind != yaml.MappingNode || keyNode(top, "task_id") == nil {
+		return refuse("not a task file (a task file is a YAML mapping with task_id); nothing of its content is shown")
+	}
+	dir, err := r.root.OpenRoot(filepath.FromSlash(path.Dir(f.rel)))
+	if err != nil {
+		return refuse("open its directory: %v", err)
+	}
+	return doc, dir, nil
+}
+
+// loadMerged validates one merged task document with the task loader; paths of nodes from
+// the experiment resolve in its directory, the others in the task file's (taskRoot). The
+// merged document is held to the node budget like a file.
+func (e *Experiment) loadMerged(f taskFile, merged *yaml.Node, origin map[*yaml.Node]string, expRoot, taskRoot *os.Root) (*Task, Problems) {
+	dir := filepath.Dir(f.abs)
+	d := &decoder{file: f.name, origin: origin}
+	if !d.checkNodes(merged) {
+		return nil, d.problems
+	}
+	l := &loader{decoder: d, root: taskRoot, dir: dir, expRoot: expRoot, expDir: e.Dir}
 	t := l.task(merged)
 	if len(d.problems) > 0 {
 		return nil, d.problems
 	}
-	t.Path, t.Dir, t.ExperimentDir = abs, dir, e.Dir
-	plain := &decoder{file: name, budget: maxValueNodes}
+	t.Path, t.Dir, t.ExperimentDir = f.abs, dir, e.Dir
+	plain := &decoder{file: f.name}
 	v, _ := plain.value(merged)
 	canon, err := json.Marshal(v)
 	if err != nil {
-		return nil, Problems{{File: name, Msg: fmt.Sprintf("merged task: %v", err)}}
+		return nil, Problems{{File: f.name, Msg: fmt.Sprintf("merged task: %v", err)}}
 	}
 	sum := sha256.Sum256(canon)
 	t.ConfigSHA256 = hex.EncodeToString(sum[:])
@@ -471,11 +529,16 @@ func merge(base, over *yaml.Node, origin map[*yaml.Node]string) *yaml.Node {
 		origin[out] = f
 	}
 	used := make([]bool, len(o.Content)/2)
+	// over's key positions, each key's taken in order, so merging wide mappings is linear.
+	byKey, taken := map[string][]int{}, map[string]int{}
+	for j := 0; j+1 < len(o.Content); j += 2 {
+		k := resolve(o.Content[j]).Value
+		byKey[k] = append(byKey[k], j)
+	}
 	find := func(key string) int {
-		for j := 0; j+1 < len(o.Content); j += 2 {
-			if !used[j/2] && resolve(o.Content[j]).Value == key {
-				return j
-			}
+		if i := taken[key]; i < len(byKey[key]) {
+			taken[key] = i + 1
+			return byKey[key][i]
 		}
 		return -1
 	}

@@ -43,25 +43,14 @@ func Load(path string) (*Task, error) {
 }
 
 func readCapped(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxTaskFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxTaskFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", MaxTaskFileBytes)
-	}
-	return data, nil
+	data, _, err := readRegular(nil, p) // a FIFO or device named as a task must not hang validate
+	return data, err
 }
 
 // Parse validates a task document named name (used in messages) whose paths resolve inside
 // dir.
 func Parse(name, dir string, data []byte) (*Task, error) {
-	d := &decoder{file: name, budget: maxValueNodes}
+	d := &decoder{file: name}
 	doc, err := readDoc(name, data, "task")
 	if err != nil {
 		return nil, err
@@ -83,6 +72,9 @@ func Parse(name, dir string, data []byte) (*Task, error) {
 
 // readDoc parses data as exactly one YAML document; what names the kind of file in messages.
 func readDoc(name string, data []byte, what string) (*yaml.Node, error) {
+	if p := boundStructure(name, data); p != nil {
+		return nil, Problems{*p}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -95,17 +87,20 @@ func readDoc(name string, data []byte, what string) (*yaml.Node, error) {
 	if err := dec.Decode(&extra); err == nil {
 		return nil, Problems{{File: name, Line: extra.Line, Column: extra.Column, Msg: "more than one YAML document; a " + what + " file holds exactly one"}}
 	}
+	if d := (&decoder{file: name}); !d.checkNodes(&doc) {
+		return nil, d.problems
+	}
 	return &doc, nil
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func yamlProblem(name string, err error) Problem {
-	p := Problem{File: name, Msg: "not valid YAML: " + err.Error()}
+	p := Problem{File: name, Msg: "not valid YAML: " + contentFreeYAMLError(err.Error())}
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 		fmt.Sscan(m[1], &p.Line)
 		p.Column = 1
-		p.Msg = "not valid YAML: " + m[2]
+		p.Msg = "not valid YAML: " + contentFreeYAMLError(m[2])
 	}
 	return p
 }
@@ -410,6 +405,7 @@ var mockTool = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 	var out []ProtectedMock
 	tools := map[string]int{}
+	fixtures := map[string]*mockd.Fixture{} // by path, parsed once: mocks may share a file
 	l.list(n, "protected_mocks", func(i int, item *yaml.Node) {
 		what := fmt.Sprintf("protected_mocks[%d]", i)
 		m := ProtectedMock{MaxRequests: DefaultMockRequests}
@@ -446,14 +442,10 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 		if m.FixturePath == "" || m.Tool == "" {
 			return
 		}
-		data, err := l.readTaskFile(m.FixturePath)
-		if err != nil {
-			l.errorf(resolve(got["fixture"]), "%s.fixture: %v", what, err)
-			return
-		}
-		fx, probs := mockd.ParseFixture(data)
-		for _, p := range probs {
-			l.problems = append(l.problems, Problem{File: m.FixturePath, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
+		fx, parsed := fixtures[m.FixturePath]
+		if !parsed {
+			fx = l.mockFixture(m.FixturePath, got["fixture"], what)
+			fixtures[m.FixturePath] = fx
 		}
 		if fx == nil {
 			return
@@ -462,6 +454,21 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 		out = append(out, m)
 	})
 	return out
+}
+
+// mockFixture reads and parses a protected mock's fixture file (named at node n of item
+// what); nil when it has problems, all reported.
+func (l *loader) mockFixture(path string, n *yaml.Node, what string) *mockd.Fixture {
+	data, err := l.readTaskFile(path)
+	if err != nil {
+		l.errorf(resolve(n), "%s.fixture: %v", what, err)
+		return nil
+	}
+	fx, probs := mockd.ParseFixture(data)
+	for _, p := range probs {
+		l.problems = append(l.problems, Problem{File: path, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
+	}
+	return fx
 }
 
 func checkMount(m string) string {

@@ -28,17 +28,34 @@ func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
 		if p == "" {
 			return
 		}
+		// A schema file is read, parsed and compiled once per task file: criteria repeated
+		// by an alias would otherwise parse it once each (10^4 times 4 MiB).
+		if l.schemaFiles == nil {
+			l.schemaFiles = map[string]any{}
+		}
+		if done, seen := l.schemaFiles[p]; seen {
+			if done != nil {
+				c.SchemaFile, c.JSONSchema = p, done
+			}
+			return
+		}
+		l.schemaFiles[p] = nil // until it compiles
 		data, err := l.readTaskFile(p)
 		if err != nil {
 			l.errorf(rn, "%s: %v", what, err)
 			return
 		}
 		if strings.HasSuffix(p, ".json") {
+			// The YAML node budget, counted the same way: 4 MiB of [1,1,...] took 180 MB.
+			if bp := boundStructure(p, data); bp != nil {
+				l.errorf(rn, "%s: schema file %s:%d:%d: %s", what, p, bp.Line, bp.Column, bp.Msg)
+				return
+			}
 			doc, err = jsonschema.UnmarshalJSON(bytes.NewReader(data))
 		} else {
-			var node yaml.Node
-			if err = yaml.Unmarshal(data, &node); err == nil && len(node.Content) > 0 {
-				sub := &decoder{file: p, budget: maxValueNodes}
+			var node *yaml.Node
+			if node, err = readDoc(p, data, "schema"); err == nil { // the node budget applies here too
+				sub := &decoder{file: p}
 				doc, _ = sub.value(node.Content[0])
 				if len(sub.problems) > 0 {
 					err = errors.New(sub.problems[0].Msg)
@@ -64,6 +81,9 @@ func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
 		return
 	}
 	c.JSONSchema = normalized
+	if c.SchemaFile != "" {
+		l.schemaFiles[c.SchemaFile] = normalized
+	}
 }
 
 // normalizeJSON round-trips a value through JSON so numbers have the types the schema

@@ -30,7 +30,9 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			"ceval run, each with a fresh random canary in its grading material, and prints one row per\n" +
 			"attack: blocked (denied, nothing rewarded), detected (ceval flagged it: a limit, a snapshot\n" +
 			"note, a timeout), BREACH (rewarded, or the canary reached ceval's output), error (the\n" +
-			"attempt never ran, so it proved nothing) or skipped (the host lacks git).\n\n" +
+			"attempt never ran, so it proved nothing) or skipped (the host lacks git). The load-*\n" +
+			"attacks are hostile task and experiment files instead: a child `ceval validate` must refuse\n" +
+			"each within 5 s and 100 MiB peak RSS without quoting the canary.\n\n" +
 			"Runs go to a private directory under a temp dir (removed when everything passes) unless\n" +
 			"--runs-dir is given. Exit 0 when every attack scored 0 and none breached, 1 on any\n" +
 			"BREACH, 3 when an attack could not run, 2 on invalid input.",
