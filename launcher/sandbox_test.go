@@ -232,7 +232,7 @@ func TestProcessIgnoringSIGTERMIsGoneAfterTimeoutPlusGrace(t *testing.T) {
 func TestFillingWorkspaceStopsAtENOSPCAndSparesHostDisk(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	s := newSandbox(t, "sh", "-c", `dd if=/dev/zero of=/workspace/big bs=1M count=64; echo dd=$?`)
-	unmount, err := launcher.MountScratch(s.cfg.WorkspaceDir, 8, 1024, oci.AgentUID, oci.AgentGID)
+	unmount, err := launcher.MountScratch(s.cfg.WorkspaceDir, 8, 1024, int(s.cfg.UserNS.HostUID()), int(s.cfg.UserNS.HostGID()))
 	if err != nil {
 		t.Fatal(err)
 	}

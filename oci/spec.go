@@ -45,6 +45,7 @@ func SpecOpts(cfg Config) ([]ctroci.SpecOpts, error) {
 		withMounts(cfg),
 		withNetwork(cfg.Network),
 		withCgroupNamespace(),
+		withUserNamespace(cfg.UserNS),
 		withHostname(Hostname),
 		withoutTerminal(),
 		withRunAnnotations(cfg),
@@ -252,16 +253,44 @@ func withCPUQuota(cpus float64) specOpt {
 	}
 }
 
-// withRlimits sets exactly RLIMIT_NOFILE and RLIMIT_CORE. Never RLIMIT_NPROC: it counts
-// the UID's processes across the whole host, so runs would starve each other; the pids
-// cgroup limit holds fork bombs instead.
+// Rlimits are the agent's resource limits: exactly RLIMIT_NOFILE and RLIMIT_CORE. Never
+// RLIMIT_NPROC: the pids cgroup limit holds fork bombs. The spec carries none: runc sets a
+// spec's rlimits with prlimit from outside the container, which needs CAP_SYS_RESOURCE over
+// the run's user namespace, and root has it there only through its own capability sets
+// (the namespace is not root's; see UserNS.Path). The launcher lowers them before the
+// container starts, as the container's own host UID, which needs no capability.
+func Rlimits() []specs.POSIXRlimit {
+	return []specs.POSIXRlimit{
+		{Type: "RLIMIT_NOFILE", Hard: DefaultNoFile, Soft: DefaultNoFile},
+		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+	}
+}
+
+// withRlimits leaves the spec without rlimits (see Rlimits); containerd's default spec
+// has one.
 func withRlimits() specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		ensureProcess(s)
-		s.Process.Rlimits = []specs.POSIXRlimit{
-			{Type: "RLIMIT_NOFILE", Hard: DefaultNoFile, Soft: DefaultNoFile},
-			{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+		s.Process.Rlimits = nil
+		return nil
+	}
+}
+
+// withUserNamespace joins the run's own user namespace, mapping container IDs 0..65535 to
+// the run's host range. The mappings are in the spec too: runc needs them to know the host
+// IDs of the container's root, and they must equal the namespace's own (the attestation
+// checks the live ones).
+func withUserNamespace(u UserNS) specOpt {
+	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
 		}
+		ns := slices.DeleteFunc(slices.Clone(s.Linux.Namespaces), func(n specs.LinuxNamespace) bool {
+			return n.Type == specs.UserNamespace
+		})
+		s.Linux.Namespaces = append(ns, specs.LinuxNamespace{Type: specs.UserNamespace, Path: u.Path})
+		s.Linux.UIDMappings = u.Mappings()
+		s.Linux.GIDMappings = u.Mappings()
 		return nil
 	}
 }
