@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 )
 
@@ -306,4 +307,35 @@ func gcIDSlots(dir string) (removed, kept []Swept, err error) {
 		removed = append(removed, Swept{"id-slot", id, "its ceval is gone"})
 	}
 	return removed, kept, errors.Join(errs...)
+}
+
+// CheckUserNamespaces tries what a run does with its user namespace, for a host check: the
+// kernel allows user namespaces, the host tools are there, r is usable, a slot of it is
+// free, and a namespace owned by that slot's first ID maps it. It returns what it verified.
+func CheckUserNamespaces(r IDRange) (string, error) {
+	if r == (IDRange{}) {
+		r = DefaultIDRange
+	}
+	data, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
+	if err != nil {
+		return "", fmt.Errorf("user namespaces: %w (a kernel built with CONFIG_USER_NS is needed)", err)
+	}
+	if strings.TrimSpace(string(data)) == "0" {
+		return "", errors.New("user namespaces are disabled: sysctl user.max_user_namespaces=15000")
+	}
+	for _, tool := range launcher.HostTools() {
+		if _, err := os.Stat(tool); err != nil {
+			return "", fmt.Errorf("user namespaces: %s: %w (apt-get install util-linux)", tool, err)
+		}
+	}
+	slot, err := AllocateIDs(r, IDLockDir)
+	if err != nil {
+		return "", err
+	}
+	defer slot.Release()
+	ns, err := launcher.NewUserNS(slot.HostID, oci.IDRangeSize)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("per-run ranges of %d IDs from %d (%d slots); made one owned by %d", oci.IDRangeSize, r.Start, r.Slots, slot.HostID), ns.Close()
 }

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/supervisor"
 )
 
 // userConfig is ceval's config file: what the user (never a task) permits by default.
@@ -20,10 +21,12 @@ import (
 //	allow_host_network: false        # let tasks that ask for network: host have it
 //	prices:                          # USD per million tokens, by model; run_limits.max_usd needs the task's model here
 //	  claude-sonnet-4-5: {input_per_mtok: 3, cached_input_per_mtok: 0.3, cache_creation_per_mtok: 3.75, output_per_mtok: 15}
+//	id_range: {start: 2147483648, slots: 1024}  # host IDs of the runs' user namespaces: 65536 per live run
 type userConfig struct {
 	AllowEnv         []string               `yaml:"allow_env"`
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
 	Prices           map[string]priceConfig `yaml:"prices"`
+	IDRange          *supervisor.IDRange    `yaml:"id_range"`
 
 	// prices is Prices checked, with the defaults filled in.
 	prices map[string]gateway.Price
@@ -97,5 +100,18 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 	if cfg.prices, err = gatewayPrices(cfg.Prices); err != nil {
 		return cfg, fmt.Errorf("config file %s: %w", path, err)
 	}
+	if cfg.IDRange != nil {
+		if err := cfg.IDRange.Check(); err != nil {
+			return cfg, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
 	return cfg, nil
+}
+
+// idRange is the configured id_range, or the zero value (the default range).
+func (c userConfig) idRange() supervisor.IDRange {
+	if c.IDRange == nil {
+		return supervisor.IDRange{}
+	}
+	return *c.IDRange
 }
