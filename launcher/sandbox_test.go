@@ -80,6 +80,22 @@ hostname`)
 	}
 }
 
+// Every container, host network included, is in its run's own user namespace; runc cannot
+// mount a sysfs there over the host's network namespace, so /sys is the host's, read-only.
+func TestAgentWithHostNetworkStillRunsInItsOwnUserNamespace(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "sh", "-c", `cat /proc/self/uid_map; test -d /sys/class/net && echo sys-readable; touch /sys/x 2>/dev/null || echo sys-read-only`)
+	s.cfg.Network = oci.NetworkHost
+	r := s.run(t, c, ctx, nil)
+	want := fmt.Sprintf("0 %d 65536", s.cfg.UserNS.HostID)
+	if got := strings.Join(strings.Fields(firstLine(r.stdout)), " "); got != want {
+		t.Fatalf("uid_map %q, want %q (stdout %q stderr %q)", got, want, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "sys-readable\nsys-read-only\n") {
+		t.Fatalf("/sys: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
 func TestAgentSeesOnlyLoopback(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	s := newSandbox(t, "cat", "/proc/net/dev")

@@ -308,7 +308,7 @@ func withReadonlyRootfs() specOpt {
 // withMounts sets the whole mount table: the kernel filesystems (sysfs read-only), the
 // capped tmpfs /tmp and /dev/shm, the read-write workspace and home binds, the read-only
 // init and extra binds. Nothing else in the container is writable by the agent: /dev and
-// /run are root's, mode 755.
+// /run are root's, mode 755. With the host's network, /sys is the host's, bound read-only.
 func withMounts(cfg Config) specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		mounts := []specs.Mount{
@@ -323,6 +323,12 @@ func withMounts(cfg Config) specOpt {
 			{Destination: WorkspacePath, Type: "bind", Source: cfg.WorkspaceDir, Options: []string{"bind", "rw", "nosuid", "nodev"}},
 			{Destination: HomePath, Type: "bind", Source: cfg.HomeDir, Options: []string{"bind", "rw", "nosuid", "nodev"}},
 			{Destination: InitPath, Type: "bind", Source: cfg.InitPath, Options: []string{"bind", "ro", "nosuid", "nodev"}},
+		}
+		if cfg.Network == NetworkHost {
+			// A sysfs mount needs a network namespace the container's user namespace owns;
+			// the host's is not. The host's /sys, read-only, as a user-namespaced Docker does.
+			i := slices.IndexFunc(mounts, func(m specs.Mount) bool { return m.Destination == "/sys" })
+			mounts[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
 		}
 		for _, m := range cfg.ExtraMounts {
 			mounts = append(mounts, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: []string{"bind", "ro", "nosuid", "nodev"}})

@@ -501,6 +501,20 @@ func TestSpecNetworkDefaultsToNone(t *testing.T) {
 	}
 }
 
+// runc cannot mount a sysfs in the run's user namespace over the host's network namespace
+// (EPERM): with the host's network /sys is the host's, read-only; otherwise a sysfs.
+func TestSpecSysIsAReadOnlyHostBindOnlyWithHostNetwork(t *testing.T) {
+	if m := mountAt(generate(t, reference()), "/sys"); m == nil || m.Type != "sysfs" || !slices.Contains(m.Options, "ro") {
+		t.Fatalf("network none: /sys %+v, want a read-only sysfs", m)
+	}
+	cfg := reference()
+	cfg.Network = NetworkHost
+	m := mountAt(generate(t, cfg), "/sys")
+	if m == nil || m.Type != "bind" || m.Source != "/sys" || !slices.Contains(m.Options, "ro") || !slices.Contains(m.Options, "nosuid") {
+		t.Fatalf("network host: /sys %+v, want a read-only bind of the host's", m)
+	}
+}
+
 func TestSpecSeccompFollowsEmptyCapabilities(t *testing.T) {
 	// The default profile allows mount, bpf, setns and unshare only for CAP_SYS_ADMIN (or
 	// CAP_BPF) in the bounding set; with no caps none of them may be allowed.
