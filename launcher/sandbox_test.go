@@ -96,6 +96,17 @@ func TestAgentWithHostNetworkStillRunsInItsOwnUserNamespace(t *testing.T) {
 	}
 }
 
+// The rootfs is not remapped: the image's files, owned by the host's root, show as the
+// overflow UID in the run's namespace and stay readable and executable as their modes allow.
+func TestImageFilesOwnedByHostRootStayUsableInTheUserNamespace(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "sh", "-c", `stat -c '%u:%g' /bin/busybox; cat /etc/passwd >/dev/null && echo readable; /bin/busybox true && echo executable; touch /etc/x 2>/dev/null || echo read-only`)
+	r := s.run(t, c, ctx, nil)
+	if r.stdout != "65534:65534\nreadable\nexecutable\nread-only\n" {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
 func TestAgentSeesOnlyLoopback(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	s := newSandbox(t, "cat", "/proc/net/dev")

@@ -47,13 +47,13 @@ func NewUserNS(hostID, size uint32) (_ *UserNS, err error) {
 		return nil, fmt.Errorf("user namespace: host IDs %d+%d: want a range above 0 and below 2^32-1", hostID, size)
 	}
 	// The holder runs as hostID from the start, so unshare(1)'s namespace is owned by it;
-	// cat echoes one line back once unshare has exec'd it, and then waits for EOF.
+	// cat echoes one line back once unshare has exec'd it, and then waits for EOF, which
+	// also comes when this process dies.
 	cmd := exec.Command(unshareTool, "--user", "--", "cat")
 	cmd.Env = []string{}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: hostID, Gid: hostID, Groups: []uint32{}},
-		Pdeathsig:  syscall.SIGKILL,
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
