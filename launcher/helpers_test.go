@@ -255,15 +255,16 @@ func newSandbox(t *testing.T, args ...string) *sandbox {
 }
 
 // testUserNS makes a user namespace for one test container, with a host range of its own
-// (tests of this package do not share supervisor's slot allocator: above it, by PID and a
-// sequence number), closed when the test ends.
+// (tests of this package do not use supervisor's slot allocator: 0xC0000000..0xCFFFFFFF, by
+// PID and a sequence number, apart from its default range and its tests'), closed when the
+// test ends.
 func testUserNS(t *testing.T) oci.UserNS {
 	t.Helper()
 	idSeq.Lock()
 	idSeq.n++
 	n := idSeq.n
 	idSeq.Unlock()
-	host := uint32(0xC0000000) + uint32((os.Getpid()*64+n)%8192)*oci.IDRangeSize
+	host := uint32(0xC0000000) + uint32((os.Getpid()*64+n)%4096)*oci.IDRangeSize
 	u, err := launcher.NewUserNS(host, oci.IDRangeSize)
 	if err != nil {
 		t.Fatal(err)

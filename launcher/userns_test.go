@@ -19,7 +19,7 @@ const nsGetOwnerUID = 0xb704
 // namespace to its owner too: a namespace owned by root (as runc makes them) would make all
 // runs share root's quota. NewUserNS's namespace is owned by the run's own first host ID.
 func TestUserNSIsOwnedByItsOwnHostIDNotRoot(t *testing.T) {
-	const host = 0xE1000000
+	const host = 0xE1000000 // apart from every other test range
 	u, err := NewUserNS(host, 65536)
 	if err != nil {
 		t.Fatal(err)
