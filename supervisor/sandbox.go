@@ -108,13 +108,12 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
 	}
-	s := &Sandbox{Workspace: filepath.Join(cfg.Dir, "workspace"), Home: filepath.Join(cfg.Dir, "home")}
+	s := &Sandbox{cfg: cfg, Workspace: filepath.Join(cfg.Dir, "workspace"), Home: filepath.Join(cfg.Dir, "home")}
 	defer func() {
 		if err != nil {
 			_ = s.Close(ctx)
 		}
 	}()
-	s.cfg = cfg
 	for _, d := range []string{s.Workspace, s.Home} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
