@@ -137,6 +137,17 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
 	ctr.ctr = cc
+	spec, err := cc.Spec(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create container %s: read spec: %w", s.ID, err)
+	}
+	mounts, err := c.SnapshotService(s.Snapshotter).Mounts(ctx, s.ID)
+	if err != nil {
+		return nil, fmt.Errorf("create container %s: rootfs mounts: %w", s.ID, err)
+	}
+	if err := makeMountpoints(ctx, mounts, spec); err != nil {
+		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
+	}
 	return ctr, nil
 }
 

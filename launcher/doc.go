@@ -10,6 +10,20 @@
 // not reach (CleanupContext). MountScratch and ChownTree prepare the host directories the
 // container gets as /workspace and /home/agent.
 //
+// Rationale for the per-run user namespaces (NewUserNS, LowerRlimits, the mount points made
+// in Create), decisions a newcomer will question:
+//   - ceval makes the namespace, not runc: the kernel charges per-user counts of everything in
+//     a namespace (inotify instances, message-queue bytes) also to the namespace's owner in
+//     the parent, and runc's would be root's, so every run would share root's quota (measured:
+//     the second of two runs got 0 of 128 inotify instances). Owned by the run's own first
+//     host ID, each run has its own. Go cannot make it (unshare(CLONE_NEWUSER) refuses a
+//     threaded caller, and os/exec clones before it sets the child's UID): util-linux does.
+//   - the rlimits are lowered from outside as the agent's own host ID: runc's prlimit of a
+//     spec's rlimits needs CAP_SYS_RESOURCE over a namespace root does not own, which root
+//     lacks where its own capability sets do (as on the machines this was measured on).
+//   - missing mount points are made in the rootfs snapshot as the host's root: runc, as the
+//     namespace's root, owns nothing in an image's rootfs and cannot mkdir there.
+//
 // There is deliberately no Exec: an exec'd process gets whatever capabilities and user its
 // own process spec asks for, outside the hardening of the container's spec, so the agent's
 // container offers no such path.

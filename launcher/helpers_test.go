@@ -217,12 +217,13 @@ type sandbox struct {
 func newSandbox(t *testing.T, args ...string) *sandbox {
 	t.Helper()
 	dir := t.TempDir()
+	userns := testUserNS(t)
 	ws, home := filepath.Join(dir, "workspace"), filepath.Join(dir, "home")
 	for _, d := range []string{ws, home} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chown(d, oci.AgentUID, oci.AgentGID); err != nil {
+		if err := os.Chown(d, int(userns.HostUID()), int(userns.HostGID())); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,6 +247,7 @@ func newSandbox(t *testing.T, args ...string) *sandbox {
 			MemoryMB:     256,
 			Pids:         128,
 			CPUs:         1,
+			UserNS:       userns,
 		},
 		dir:     dir,
 		timeout: 20 * time.Second,
@@ -257,6 +259,29 @@ func newSandbox(t *testing.T, args ...string) *sandbox {
 	t.Cleanup(func() { s.lifeline.Close() })
 	s.cfg.SupervisorFIFO = s.lifeline.Path()
 	return s
+}
+
+// testUserNS makes a user namespace for one test container, with a host range of its own
+// (tests of this package do not use supervisor's slot allocator: 0xC0000000..0xCFFFFFFF, by
+// PID and a sequence number, apart from its default range and its tests'), closed when the
+// test ends.
+func testUserNS(t *testing.T) oci.UserNS {
+	t.Helper()
+	idSeq.Lock()
+	idSeq.n++
+	n := idSeq.n
+	idSeq.Unlock()
+	host := uint32(0xC0000000) + uint32((os.Getpid()*64+n)%4096)*oci.IDRangeSize
+	u, err := launcher.NewUserNS(host, oci.IDRangeSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := u.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return oci.UserNS{Path: u.Path(), HostID: host}
 }
 
 // result is what a finished run left.

@@ -80,6 +80,33 @@ hostname`)
 	}
 }
 
+// Every container, host network included, is in its run's own user namespace; runc cannot
+// mount a sysfs there over the host's network namespace, so /sys is the host's, read-only.
+func TestAgentWithHostNetworkStillRunsInItsOwnUserNamespace(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "sh", "-c", `cat /proc/self/uid_map; test -d /sys/class/net && echo sys-readable; touch /sys/x 2>/dev/null || echo sys-read-only`)
+	s.cfg.Network = oci.NetworkHost
+	r := s.run(t, c, ctx, nil)
+	want := fmt.Sprintf("0 %d 65536", s.cfg.UserNS.HostID)
+	if got := strings.Join(strings.Fields(firstLine(r.stdout)), " "); got != want {
+		t.Fatalf("uid_map %q, want %q (stdout %q stderr %q)", got, want, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "sys-readable\nsys-read-only\n") {
+		t.Fatalf("/sys: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
+// The rootfs is not remapped: the image's files, owned by the host's root, show as the
+// overflow UID in the run's namespace and stay readable and executable as their modes allow.
+func TestImageFilesOwnedByHostRootStayUsableInTheUserNamespace(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "sh", "-c", `stat -c '%u:%g' /bin/busybox; cat /etc/passwd >/dev/null && echo readable; /bin/busybox true && echo executable; touch /etc/x 2>/dev/null || echo read-only`)
+	r := s.run(t, c, ctx, nil)
+	if r.stdout != "65534:65534\nreadable\nexecutable\nread-only\n" {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+}
+
 func TestAgentSeesOnlyLoopback(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	s := newSandbox(t, "cat", "/proc/net/dev")
@@ -232,7 +259,7 @@ func TestProcessIgnoringSIGTERMIsGoneAfterTimeoutPlusGrace(t *testing.T) {
 func TestFillingWorkspaceStopsAtENOSPCAndSparesHostDisk(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	s := newSandbox(t, "sh", "-c", `dd if=/dev/zero of=/workspace/big bs=1M count=64; echo dd=$?`)
-	unmount, err := launcher.MountScratch(s.cfg.WorkspaceDir, 8, 1024, oci.AgentUID, oci.AgentGID)
+	unmount, err := launcher.MountScratch(s.cfg.WorkspaceDir, 8, 1024, int(s.cfg.UserNS.HostUID()), int(s.cfg.UserNS.HostGID()))
 	if err != nil {
 		t.Fatal(err)
 	}

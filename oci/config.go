@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // The agent's identity inside every container. Explicit numbers: the image may have no
@@ -99,7 +101,39 @@ type Config struct {
 	ShmMB    int64   // size of the /dev/shm tmpfs
 
 	Network string // NetworkNone ("" too) or NetworkHost
+
+	// UserNS is the container's own user namespace; required. Container UIDs and GIDs
+	// 0..IDRangeSize-1 map to HostID..HostID+IDRangeSize-1, a range no other live run and no
+	// host account uses, so per-UID kernel quotas are the run's alone.
+	UserNS UserNS
 }
+
+// IDRangeSize is how many UIDs (and as many GIDs) a container's user namespace maps: all
+// of 0..65535, so every ID an image's files or tools may name exists inside.
+const IDRangeSize = 65536
+
+// UserNS is a container's user namespace: the host IDs it maps and the namespace to join.
+type UserNS struct {
+	// Path is the namespace to join (/proc/PID/ns/user of the process holding it). The
+	// caller makes it with the mappings below and an owner of its own, because the kernel
+	// charges inotify instances and message-queue bytes of everything inside a namespace to
+	// its owner as well: one runc makes would be owned by root, and all runs would share
+	// root's quota.
+	Path string
+	// HostID is the host UID and GID that container ID 0 maps to.
+	HostID uint32
+}
+
+// Mappings returns the namespace's UID mappings (the GID mappings are the same).
+func (u UserNS) Mappings() []specs.LinuxIDMapping {
+	return []specs.LinuxIDMapping{{ContainerID: 0, HostID: u.HostID, Size: IDRangeSize}}
+}
+
+// HostUID is the host UID of the agent (AgentUID inside); HostGID its host GID.
+func (u UserNS) HostUID() uint32 { return u.HostID + AgentUID }
+
+// HostGID is the host GID of the agent (AgentGID inside).
+func (u UserNS) HostGID() uint32 { return u.HostID + AgentGID }
 
 // Mount is a read-only bind of a host path into the container.
 type Mount struct {
@@ -226,11 +260,29 @@ func (cfg Config) validate() error {
 	if cfg.ShmMB < 1 {
 		bad("shm %d MiB: want at least 1", cfg.ShmMB)
 	}
+	if err := cfg.UserNS.check(); err != nil {
+		bad("user namespace: %v", err)
+	}
 	if cfg.Network != NetworkNone && cfg.Network != NetworkHost {
 		bad("network %q: want %q or %q", cfg.Network, NetworkNone, NetworkHost)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sandbox config: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// check refuses a range that maps host root or reaches (uid_t)-1, and a path that is not
+// absolute.
+func (u UserNS) check() error {
+	if u.HostID == 0 {
+		return errors.New("host ID 0: the container's root would be the host's root; give the run a range of its own")
+	}
+	if uint64(u.HostID)+IDRangeSize > 1<<32-1 {
+		return fmt.Errorf("host IDs %d..%d: past the largest valid ID %d", u.HostID, uint64(u.HostID)+IDRangeSize-1, uint32(1<<32-2))
+	}
+	if err := checkAbs(u.Path); err != nil {
+		return fmt.Errorf("path: %v", err)
 	}
 	return nil
 }

@@ -45,6 +45,7 @@ func SpecOpts(cfg Config) ([]ctroci.SpecOpts, error) {
 		withMounts(cfg),
 		withNetwork(cfg.Network),
 		withCgroupNamespace(),
+		withUserNamespace(cfg.UserNS),
 		withHostname(Hostname),
 		withoutTerminal(),
 		withRunAnnotations(cfg),
@@ -253,16 +254,44 @@ func withCPUQuota(cpus float64) specOpt {
 	}
 }
 
-// withRlimits sets exactly RLIMIT_NOFILE and RLIMIT_CORE. Never RLIMIT_NPROC: it counts
-// the UID's processes across the whole host, so runs would starve each other; the pids
-// cgroup limit holds fork bombs instead.
+// Rlimits are the agent's resource limits: exactly RLIMIT_NOFILE and RLIMIT_CORE. Never
+// RLIMIT_NPROC: the pids cgroup limit holds fork bombs. The spec carries none: runc sets a
+// spec's rlimits with prlimit from outside the container, which needs CAP_SYS_RESOURCE over
+// the run's user namespace, and root has it there only through its own capability sets
+// (the namespace is not root's; see UserNS.Path). The launcher lowers them before the
+// container starts, as the container's own host UID, which needs no capability.
+func Rlimits() []specs.POSIXRlimit {
+	return []specs.POSIXRlimit{
+		{Type: "RLIMIT_NOFILE", Hard: DefaultNoFile, Soft: DefaultNoFile},
+		{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+	}
+}
+
+// withRlimits leaves the spec without rlimits (see Rlimits); containerd's default spec
+// has one.
 func withRlimits() specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		ensureProcess(s)
-		s.Process.Rlimits = []specs.POSIXRlimit{
-			{Type: "RLIMIT_NOFILE", Hard: DefaultNoFile, Soft: DefaultNoFile},
-			{Type: "RLIMIT_CORE", Hard: 0, Soft: 0},
+		s.Process.Rlimits = nil
+		return nil
+	}
+}
+
+// withUserNamespace joins the run's own user namespace, mapping container IDs 0..65535 to
+// the run's host range. The mappings are in the spec too: runc needs them to know the host
+// IDs of the container's root, and they must equal the namespace's own (the attestation
+// checks the live ones).
+func withUserNamespace(u UserNS) specOpt {
+	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
 		}
+		ns := slices.DeleteFunc(slices.Clone(s.Linux.Namespaces), func(n specs.LinuxNamespace) bool {
+			return n.Type == specs.UserNamespace
+		})
+		s.Linux.Namespaces = append(ns, specs.LinuxNamespace{Type: specs.UserNamespace, Path: u.Path})
+		s.Linux.UIDMappings = u.Mappings()
+		s.Linux.GIDMappings = u.Mappings()
 		return nil
 	}
 }
@@ -280,7 +309,7 @@ func withReadonlyRootfs() specOpt {
 // withMounts sets the whole mount table: the kernel filesystems (sysfs read-only), the
 // capped tmpfs /tmp and /dev/shm, the read-write workspace and home binds, the read-only
 // init and extra binds. Nothing else in the container is writable by the agent: /dev and
-// /run are root's, mode 755.
+// /run are root's, mode 755. With the host's network, /sys is the host's, bound read-only.
 func withMounts(cfg Config) specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		mounts := []specs.Mount{
@@ -296,6 +325,12 @@ func withMounts(cfg Config) specOpt {
 			{Destination: HomePath, Type: "bind", Source: cfg.HomeDir, Options: []string{"bind", "rw", "nosuid", "nodev"}},
 			{Destination: InitPath, Type: "bind", Source: cfg.InitPath, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 			{Destination: SupervisorFIFOPath, Type: "bind", Source: cfg.SupervisorFIFO, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+		}
+		if cfg.Network == NetworkHost {
+			// A sysfs mount needs a network namespace the container's user namespace owns;
+			// the host's is not. The host's /sys, read-only, as a user-namespaced Docker does.
+			i := slices.IndexFunc(mounts, func(m specs.Mount) bool { return m.Destination == "/sys" })
+			mounts[i] = specs.Mount{Destination: "/sys", Type: "bind", Source: "/sys", Options: []string{"rbind", "nosuid", "noexec", "nodev", "ro"}}
 		}
 		for _, m := range cfg.ExtraMounts {
 			mounts = append(mounts, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: []string{"bind", "ro", "nosuid", "nodev"}})

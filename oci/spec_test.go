@@ -25,15 +25,15 @@ var update = flag.Bool("update", false, "rewrite testdata/*.spec.json from the c
 // reference is the golden file's config: every default, fixed paths and IDs.
 func reference() Config {
 	return Config{
-		RunID:        "hello",
-		PID:          4242,
-		BootID:       "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
-		Args:         []string{"sh", "-c", "echo hello"},
-		WorkspaceDir: "/var/lib/ceval/runs/hello/workspace",
-		HomeDir:      "/var/lib/ceval/runs/hello/home",
-		InitPath:     "/var/lib/ceval/bin/ceval-init",
-
+		RunID:          "hello",
+		PID:            4242,
+		BootID:         "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+		Args:           []string{"sh", "-c", "echo hello"},
+		WorkspaceDir:   "/var/lib/ceval/runs/hello/workspace",
+		HomeDir:        "/var/lib/ceval/runs/hello/home",
+		InitPath:       "/var/lib/ceval/bin/ceval-init",
 		SupervisorFIFO: "/var/lib/ceval/runs/hello/supervisor",
+		UserNS:         UserNS{Path: "/proc/4343/ns/user", HostID: 1 << 31},
 	}
 }
 
@@ -214,15 +214,37 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 			},
 		},
 		{
-			name: "rlimits are NOFILE and CORE 0, never NPROC",
+			name: "the spec carries no rlimits (the launcher lowers them from outside)",
 			prep: func(s *specs.Spec) {
 				s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: 10, Soft: 10})
 			},
 			opt: withRlimits(),
 			check: func(t *testing.T, s *specs.Spec) {
-				want := []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024}, {Type: "RLIMIT_CORE"}}
-				if !slices.Equal(s.Process.Rlimits, want) {
+				if len(s.Process.Rlimits) != 0 {
 					t.Errorf("rlimits = %+v", s.Process.Rlimits)
+				}
+			},
+		},
+		{
+			name: "user namespace is the run's own, mapping 0..65535 to its host range",
+			prep: func(s *specs.Spec) {
+				s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.UserNamespace})
+				s.Linux.UIDMappings = []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+			},
+			opt: withUserNamespace(cfg.UserNS),
+			check: func(t *testing.T, s *specs.Spec) {
+				var users []specs.LinuxNamespace
+				for _, n := range s.Linux.Namespaces {
+					if n.Type == specs.UserNamespace {
+						users = append(users, n)
+					}
+				}
+				if len(users) != 1 || users[0].Path != "/proc/4343/ns/user" {
+					t.Errorf("user namespaces = %+v", users)
+				}
+				want := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 1 << 31, Size: 65536}}
+				if !slices.Equal(s.Linux.UIDMappings, want) || !slices.Equal(s.Linux.GIDMappings, want) {
+					t.Errorf("uid mappings %+v, gid mappings %+v, want %+v", s.Linux.UIDMappings, s.Linux.GIDMappings, want)
 				}
 			},
 		},
@@ -403,6 +425,10 @@ func TestSpecOptsRejectsBadConfig(t *testing.T) {
 		{"negative cpus", func(c *Config) { c.CPUs = -1 }, "cpus"},
 		{"tiny pids", func(c *Config) { c.Pids = 2 }, "pids"},
 		{"unknown network", func(c *Config) { c.Network = "bridge" }, "network"},
+		{"no user namespace", func(c *Config) { c.UserNS = UserNS{} }, "user namespace"},
+		{"host root in the range", func(c *Config) { c.UserNS.HostID = 0 }, "host's root"},
+		{"range past 2^32-2", func(c *Config) { c.UserNS.HostID = 1<<32 - 65536 }, "largest valid ID"},
+		{"relative namespace path", func(c *Config) { c.UserNS.Path = "proc/1/ns/user" }, "user namespace: path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,11 +457,10 @@ func TestSpecGIDIsNotRootWithoutPasswdEntry(t *testing.T) {
 	}
 }
 
-func TestSpecHasNoRlimitNPROC(t *testing.T) {
-	for _, r := range generate(t, reference()).Process.Rlimits {
-		if r.Type == "RLIMIT_NPROC" {
-			t.Fatalf("RLIMIT_NPROC set: %+v", r)
-		}
+func TestRlimitsAreNOFILEAndCORE0NeverNPROC(t *testing.T) {
+	want := []specs.POSIXRlimit{{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024}, {Type: "RLIMIT_CORE"}}
+	if got := Rlimits(); !slices.Equal(got, want) {
+		t.Fatalf("rlimits = %+v, want %+v", got, want)
 	}
 }
 
@@ -477,6 +502,20 @@ func TestSpecNetworkDefaultsToNone(t *testing.T) {
 	cfg.Network = NetworkHost
 	if hasNamespace(generate(t, cfg), specs.NetworkNamespace) {
 		t.Fatal("network host still has a namespace")
+	}
+}
+
+// runc cannot mount a sysfs in the run's user namespace over the host's network namespace
+// (EPERM): with the host's network /sys is the host's, read-only; otherwise a sysfs.
+func TestSpecSysIsAReadOnlyHostBindOnlyWithHostNetwork(t *testing.T) {
+	if m := mountAt(generate(t, reference()), "/sys"); m == nil || m.Type != "sysfs" || !slices.Contains(m.Options, "ro") {
+		t.Fatalf("network none: /sys %+v, want a read-only sysfs", m)
+	}
+	cfg := reference()
+	cfg.Network = NetworkHost
+	m := mountAt(generate(t, cfg), "/sys")
+	if m == nil || m.Type != "bind" || m.Source != "/sys" || !slices.Contains(m.Options, "ro") || !slices.Contains(m.Options, "nosuid") {
+		t.Fatalf("network host: /sys %+v, want a read-only bind of the host's", m)
 	}
 }
 

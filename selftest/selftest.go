@@ -86,6 +86,7 @@ type Options struct {
 	Busybox   string // for building the default image on first use
 	InitDir   string
 	Preflight *images.PreflightCache
+	IDs       supervisor.IDRange // user namespace host IDs (ceval's config id_range); zero: the default
 	// Progress, when set, hears each row as soon as its attack is done.
 	Progress func(Row)
 	// Executor grades the attacks' executing criteria (run_command); nil starts a WASM
@@ -251,7 +252,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
 		RunsDir: runsDir, RunID: runID, Client: o.Client, Namespace: o.Namespace,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
-		Executor: ex, LookupEnv: lookupEnv(env, canary),
+		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs,
 	})
 	if res != nil {
 		row.RunDir = res.Dir

@@ -41,6 +41,7 @@ var suiteNames = []string{
 	"priv-kernel-module", "priv-mknod", "priv-mount", "priv-net-admin", "priv-nsenter",
 	"priv-proc-sys-write", "priv-proc1-root", "priv-raw-socket", "priv-setpriv-caps", "priv-setuid",
 	"priv-su", "priv-sysrq-trigger", "priv-unshare-namespaces", "priv-user-namespace",
+	"quota-shared-uid",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
 	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Attestation is the isolation of the agent's container as the kernel reports it, read by
@@ -29,13 +33,25 @@ type Attestation struct {
 	PidsMax    string   `json:"pids_max"`
 	Interfaces []string `json:"interfaces"`
 	Network    string   `json:"network"`
+
+	// HostUID and HostGID are the init's IDs as the host sees them; UID and GID above are
+	// the same IDs inside the container, through UIDMap and GIDMap (/proc/PID/uid_map and
+	// gid_map of the live init: container ID, host ID, count).
+	HostUID int                    `json:"host_uid"`
+	HostGID int                    `json:"host_gid"`
+	UIDMap  []specs.LinuxIDMapping `json:"uid_map"`
+	GIDMap  []specs.LinuxIDMapping `json:"gid_map"`
+	// Rlimits are the init's soft and hard limits the policy sets, from /proc/PID/limits.
+	Rlimits []specs.POSIXRlimit `json:"rlimits"`
 }
 
 // Policy is what an attestation must show for a run to be graded.
 type Policy struct {
-	UID, GID int
+	UID, GID int // inside the container
 	PidsMax  int64
-	Network  string // "none": loopback only
+	Network  string                 // "none": loopback only
+	IDMap    []specs.LinuxIDMapping // the run's user namespace: both uid_map and gid_map
+	Rlimits  []specs.POSIXRlimit    // each must be in force exactly
 }
 
 // procRoot is /proc; tests point it elsewhere.
@@ -76,18 +92,36 @@ func ReadAttestation(pid uint32) (*Attestation, error) {
 			return nil, fmt.Errorf("attest: %s line %q is not one identity", k, fields[k])
 		}
 	}
-	if a.UID, err = firstInt("Uid"); err != nil {
+	if a.HostUID, err = firstInt("Uid"); err != nil {
 		return nil, err
 	}
-	if a.GID, err = firstInt("Gid"); err != nil {
+	if a.HostGID, err = firstInt("Gid"); err != nil {
 		return nil, err
+	}
+	if a.UIDMap, err = readIDMap(filepath.Join(base, "uid_map")); err != nil {
+		return nil, err
+	}
+	if a.GIDMap, err = readIDMap(filepath.Join(base, "gid_map")); err != nil {
+		return nil, err
+	}
+	if a.UID, err = inside(a.HostUID, a.UIDMap); err != nil {
+		return nil, fmt.Errorf("attest: uid: %w", err)
+	}
+	if a.GID, err = inside(a.HostGID, a.GIDMap); err != nil {
+		return nil, fmt.Errorf("attest: gid: %w", err)
 	}
 	for _, g := range strings.Fields(fields["Groups"]) {
 		n, err := strconv.Atoi(g)
 		if err != nil {
 			return nil, fmt.Errorf("attest: Groups %q", fields["Groups"])
 		}
+		if n, err = inside(n, a.GIDMap); err != nil {
+			return nil, fmt.Errorf("attest: supplementary group: %w", err)
+		}
 		a.Groups = append(a.Groups, n)
+	}
+	if a.Rlimits, err = readRlimits(filepath.Join(base, "limits")); err != nil {
+		return nil, err
 	}
 	a.CapInh, a.CapPrm, a.CapEff, a.CapBnd, a.CapAmb = fields["CapInh"], fields["CapPrm"], fields["CapEff"], fields["CapBnd"], fields["CapAmb"]
 	if a.NoNewPrivs, err = firstInt("NoNewPrivs"); err != nil {
@@ -104,6 +138,102 @@ func ReadAttestation(pid uint32) (*Attestation, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// readIDMap reads a /proc/PID/uid_map or gid_map.
+func readIDMap(path string) ([]specs.LinuxIDMapping, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
+	defer f.Close()
+	m, err := ParseIDMap(f)
+	if err != nil {
+		return nil, fmt.Errorf("attest: %s: %w", path, err)
+	}
+	return m, nil
+}
+
+// ParseIDMap parses the lines of a /proc/PID/uid_map or gid_map: ID inside the namespace,
+// ID in the reader's namespace, count.
+func ParseIDMap(r io.Reader) ([]specs.LinuxIDMapping, error) {
+	out := []specs.LinuxIDMapping{}
+	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 {
+			return nil, fmt.Errorf("line %q: want 3 fields", sc.Text())
+		}
+		var v [3]uint32
+		for i := range f {
+			n, err := strconv.ParseUint(f[i], 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("line %q: %w", sc.Text(), err)
+			}
+			v[i] = uint32(n)
+		}
+		out = append(out, specs.LinuxIDMapping{ContainerID: v[0], HostID: v[1], Size: v[2]})
+	}
+	return out, sc.Err()
+}
+
+// inside maps a host ID into the namespace of m; an ID m does not map is an error.
+func inside(host int, m []specs.LinuxIDMapping) (int, error) {
+	for _, r := range m {
+		if host >= int(r.HostID) && host-int(r.HostID) < int(r.Size) {
+			return int(r.ContainerID) + host - int(r.HostID), nil
+		}
+	}
+	return 0, fmt.Errorf("host ID %d is not mapped into the container's user namespace %v", host, m)
+}
+
+// rlimitNames are the /proc/PID/limits rows of the limits a policy may set.
+var rlimitNames = map[string]string{
+	"Max open files":      "RLIMIT_NOFILE",
+	"Max core file size":  "RLIMIT_CORE",
+	"Max processes":       "RLIMIT_NPROC",
+	"Max msgqueue size":   "RLIMIT_MSGQUEUE",
+	"Max address space":   "RLIMIT_AS",
+	"Max file size":       "RLIMIT_FSIZE",
+	"Max locked memory":   "RLIMIT_MEMLOCK",
+	"Max pending signals": "RLIMIT_SIGPENDING",
+	"Max stack size":      "RLIMIT_STACK",
+	"Max cpu time":        "RLIMIT_CPU",
+}
+
+// readRlimits reads /proc/PID/limits; "unlimited" reads as the all-ones value.
+func readRlimits(path string) ([]specs.POSIXRlimit, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("attest: %w", err)
+	}
+	var out []specs.POSIXRlimit
+	for _, line := range strings.Split(string(data), "\n") {
+		for name, typ := range rlimitNames {
+			rest, ok := strings.CutPrefix(line, name+" ")
+			if !ok {
+				continue
+			}
+			f := strings.Fields(rest)
+			if len(f) < 2 {
+				return nil, fmt.Errorf("attest: %s: line %q", path, line)
+			}
+			var v [2]uint64
+			for i := range v {
+				if f[i] == "unlimited" {
+					v[i] = ^uint64(0)
+				} else if v[i], err = strconv.ParseUint(f[i], 10, 64); err != nil {
+					return nil, fmt.Errorf("attest: %s: line %q", path, line)
+				}
+			}
+			out = append(out, specs.POSIXRlimit{Type: typ, Soft: v[0], Hard: v[1]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out, nil
 }
 
 func interfaces(netDev string) ([]string, error) {
@@ -187,6 +317,18 @@ func (a *Attestation) Check(p Policy) error {
 	}
 	if a.PidsMax != strconv.FormatInt(p.PidsMax, 10) {
 		bad = append(bad, fmt.Sprintf("pids.max %q, want %d", a.PidsMax, p.PidsMax))
+	}
+	if !slices.Equal(a.UIDMap, p.IDMap) {
+		bad = append(bad, fmt.Sprintf("uid_map %v, want %v", a.UIDMap, p.IDMap))
+	}
+	if !slices.Equal(a.GIDMap, p.IDMap) {
+		bad = append(bad, fmt.Sprintf("gid_map %v, want %v", a.GIDMap, p.IDMap))
+	}
+	for _, want := range p.Rlimits {
+		i := slices.IndexFunc(a.Rlimits, func(r specs.POSIXRlimit) bool { return r.Type == want.Type })
+		if i < 0 || a.Rlimits[i] != want {
+			bad = append(bad, fmt.Sprintf("%s not %d/%d", want.Type, want.Soft, want.Hard))
+		}
 	}
 	if p.Network == "none" && (len(a.Interfaces) != 1 || a.Interfaces[0] != "lo") {
 		bad = append(bad, fmt.Sprintf("network interfaces %v, want only lo", a.Interfaces))

@@ -25,7 +25,7 @@ import (
 
 // Swept is one thing GC removed, or kept because its owner still runs, and why.
 type Swept struct {
-	Kind string // container, task, snapshot, lease, mount, fifo
+	Kind string // container, task, snapshot, lease, mount, fifo, id-slot
 	ID   string
 	Why  string
 }
@@ -39,7 +39,8 @@ const leaseContainerLabel = "dev.ceval.container"
 
 // GC removes from ctx's containerd namespace what a ceval process that is gone left behind:
 // containers it labelled (killing their tasks first), their rootfs snapshots, its leases,
-// and the scratch filesystems mounted for their workspaces. Anything whose owner (PID plus
+// the scratch filesystems mounted for their workspaces, and the lock files of the ID slots
+// (IDLockDir) no live ceval holds. Anything whose owner (PID plus
 // boot id, checked against the process's start time) still runs is kept and listed.
 func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error) {
 	bootID, err := launcher.BootID()
@@ -164,6 +165,13 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 		removed = append(removed, Swept{"mount", dir, "scratch filesystem of a removed container"})
 		_ = os.Remove(dir)
 		_ = os.Remove(filepath.Dir(dir)) // the run's .scratch, once both are gone
+	}
+
+	// Last: the dead containers above no longer run as their slots' IDs.
+	r, k, err := gcIDSlots(IDLockDir)
+	removed, kept = append(removed, r...), append(kept, k...)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	return removed, kept, errors.Join(errs...)
 }

@@ -53,6 +53,9 @@ type Options struct {
 	InitDir   string                               // where the static init is installed; default under the user cache dir
 	Progress  func(event string, f map[string]any) // optional: live events for the CLI
 	Executor  grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
+	// IDs is the subordinate range runs take their user namespaces' host IDs from (ceval's
+	// config id_range); the zero value is DefaultIDRange.
+	IDs IDRange
 	// Prices are USD per million tokens by model (the prices table of ceval's config); the
 	// gateway prices calls with them, and run_limits.max_usd needs the task's model here.
 	Prices map[string]gateway.Price
@@ -253,7 +256,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	sb, err := NewSandbox(ctx, SandboxConfig{
 		Client: o.Client, Image: img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
-		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts,
+		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile),
 		BeforeStart: beforeStart, Stop: gw.stopAgent(),
 		Prepare: func(ws, home string) error {

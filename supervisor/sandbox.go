@@ -49,6 +49,10 @@ type SandboxConfig struct {
 	// runs: the model gateway opens its socket in the task's network namespace there.
 	BeforeStart launcher.StartHook
 
+	// IDs is the range the run's user namespace takes its host IDs from (ceval's config
+	// id_range); the zero value is DefaultIDRange.
+	IDs IDRange
+
 	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
 	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
 	// it when a run budget is exceeded.
@@ -63,6 +67,8 @@ type Sandbox struct {
 	ctr       *launcher.Container
 	undo      []func() error // in reverse order on Close
 	goW       *io.PipeWriter
+	ids       *IDSlot
+	userns    *launcher.UserNS
 }
 
 // Outcome is how the agent's container ended.
@@ -117,6 +123,16 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		}
 	}
 	s.undo = append(s.undo, func() error { return os.RemoveAll(cfg.Dir) })
+	if cfg.IDs == (IDRange{}) {
+		cfg.IDs = DefaultIDRange
+	}
+	// The slot is released last (undo runs backwards): after the container and its
+	// processes are gone, and the scratch filesystems owned by its IDs with them.
+	if s.ids, err = AllocateIDs(cfg.IDs, IDLockDir); err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, s.ids.Release)
+	userns := oci.UserNS{HostID: s.ids.HostID}
 	unmountWS, err := launcher.MountScratch(s.Workspace, cfg.Limits.DiskMB, workspaceInodes(cfg.Limits.DiskMB), 0, 0)
 	if err != nil {
 		return nil, err
@@ -133,7 +149,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		}
 	}
 	for _, d := range []string{s.Workspace, s.Home} {
-		if err := launcher.ChownTree(d, AgentUID, AgentGID); err != nil {
+		if err := launcher.ChownTree(d, int(userns.HostUID()), int(userns.HostGID())); err != nil {
 			return nil, err
 		}
 	}
@@ -152,11 +168,17 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, lifeline.Close)
+	if s.userns, err = launcher.NewUserNS(userns.HostID, oci.IDRangeSize); err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, s.userns.Close)
+	userns.Path = s.userns.Path()
 	ocfg := oci.Config{
 		RunID: shortID(cfg.ID), PID: os.Getpid(), BootID: bootID,
 		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
+		UserNS: userns,
 	}
 	opts, err := oci.SpecOpts(ocfg)
 	if err != nil {
@@ -188,7 +210,7 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	}
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
-	tk, err := s.ctr.Start(ctx, s.cfg.BeforeStart)
+	tk, err := s.ctr.Start(ctx, s.beforeStart)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +219,10 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	if err == nil {
 		att.Network = s.cfg.Network
 		out.Isolation = att
-		err = att.Check(Policy{UID: AgentUID, GID: AgentGID, PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network})
+		err = att.Check(Policy{
+			UID: AgentUID, GID: AgentGID, PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
+			IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
+		})
 	}
 	if err != nil {
 		s.goW.Close() // EOF without the go-ahead: the init exits without starting the agent
@@ -257,6 +282,23 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 		return out, fmt.Errorf("processes remained in the container after the kill (%s)", exit.CgroupError)
 	}
 	return out, nil
+}
+
+// beforeStart runs once the container's task exists: runc has joined the run's user
+// namespace, so its holder can go; the init's rlimits are lowered as the agent's own host
+// IDs (see oci.Rlimits); then the caller's hook.
+func (s *Sandbox) beforeStart(ctx context.Context, pid uint32) error {
+	if err := s.userns.Close(); err != nil {
+		return err
+	}
+	ns := oci.UserNS{HostID: s.ids.HostID}
+	if err := launcher.LowerRlimits(pid, ns.HostUID(), ns.HostGID(), oci.Rlimits()); err != nil {
+		return err
+	}
+	if s.cfg.BeforeStart != nil {
+		return s.cfg.BeforeStart(ctx, pid)
+	}
+	return nil
 }
 
 func isClosed(c chan struct{}) bool {

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/supervisor"
 )
 
 // userConfig is ceval's config file: what the user (never a task) permits by default.
@@ -24,11 +25,13 @@ import (
 //	  anthropic:
 //	    header_values: {anthropic-beta: [claude-code-20250219, ...]}
 //	    values: {service_tier: [standard_only, auto]}
+//	id_range: {start: 2147483648, slots: 1024}  # host IDs of the runs' user namespaces: 65536 per live run
 type userConfig struct {
 	AllowEnv         []string               `yaml:"allow_env"`
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
 	Prices           map[string]priceConfig `yaml:"prices"`
 	GatewayAllow     map[string]allowConfig `yaml:"gateway_allow"`
+	IDRange          *supervisor.IDRange    `yaml:"id_range"`
 
 	// prices is Prices checked, with the defaults filled in.
 	prices map[string]gateway.Price
@@ -122,5 +125,18 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 			return cfg, fmt.Errorf("config file %s: gateway_allow: %w", path, err)
 		}
 	}
+	if cfg.IDRange != nil {
+		if err := cfg.IDRange.Check(); err != nil {
+			return cfg, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
 	return cfg, nil
+}
+
+// idRange is the configured id_range, or the zero value (the default range).
+func (c userConfig) idRange() supervisor.IDRange {
+	if c.IDRange == nil {
+		return supervisor.IDRange{}
+	}
+	return *c.IDRange
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/supervisor"
 )
 
 func TestConfigPrices(t *testing.T) {
@@ -84,6 +85,39 @@ func TestConfigGatewayAllow(t *testing.T) {
 		"gateway_allow: {openai: {headers: [Content-Type, Authorization]}}\n": "Authorization, which carries credentials",
 		"gateway_allow: {gemini: {fields: [model]}}\n":                        `"gemini", which is not an API`,
 		"gateway_allow: {openai: {field: [model]}}\n":                         "field field not found",
+	} {
+		if _, err := load(doc); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: got %v, want %q", doc, err, msg)
+		}
+	}
+}
+
+// id_range comes from the user's config only; a range that maps host root, runs past
+// 2^32-2 or meets a host account's IDs is refused with the key to fix.
+func TestConfigIDRange(t *testing.T) {
+	dir := t.TempDir()
+	load := func(doc string) (userConfig, error) {
+		p := filepath.Join(dir, "config.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return loadUserConfig(p, true)
+	}
+	cfg, err := load("id_range: {start: 3221225472, slots: 16}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.idRange(); r.Start != 3221225472 || r.Slots != 16 {
+		t.Fatalf("id_range %+v", r)
+	}
+	if cfg, err := load("allow_env: [X]\n"); err != nil || cfg.idRange() != (supervisor.IDRange{}) {
+		t.Fatalf("no id_range: %+v %v, want the zero range (the default)", cfg.idRange(), err)
+	}
+	for doc, msg := range map[string]string{
+		"id_range: {start: 0, slots: 4}\n":          "id_range",
+		"id_range: {start: 4294901760, slots: 1}\n": "id_range",
+		"id_range: {start: 2147483648, slots: 0}\n": "slots is 0",
+		"id_range: {start: 1, slots: 1, x: 2}\n":    "field x not found",
 	} {
 		if _, err := load(doc); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: got %v, want %q", doc, err, msg)

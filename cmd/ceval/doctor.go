@@ -16,6 +16,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/supervisor"
 )
 
 // check is one line of ceval doctor: ok, a note (does not block runs) or a failure.
@@ -80,7 +81,7 @@ func runDoctor(ctx context.Context, g *globalOptions) []check {
 		}
 	}
 	add(seccompCheck())
-	add(userNSCheck())
+	add(userNSCheck(g, root))
 	if _, err := exec.LookPath("git"); err != nil {
 		add(check{"git", "note", "git not found: tasks whose template_dir is a git repository cannot run", "apt-get install git"})
 	}
@@ -166,12 +167,20 @@ func seccompCheck() check {
 	return check{"seccomp", "ok", "seccomp filters available (the default profile is applied to every agent)", ""}
 }
 
-func userNSCheck() check {
-	data, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
-	if err != nil || strings.TrimSpace(string(data)) == "0" {
-		return check{"user namespaces", "note", "unavailable: needed only for rootless containerd", "sysctl user.max_user_namespaces=15000"}
+// userNSCheck makes a user namespace the way every run does, from the configured id_range.
+func userNSCheck(g *globalOptions, root bool) check {
+	if !root {
+		return check{"user namespaces", "FAIL", "not checked: needs root", "run as root"}
 	}
-	return check{"user namespaces", "ok", "available (max " + strings.TrimSpace(string(data)) + ")", ""}
+	ucfg, err := loadUserConfig(g.configPath, false)
+	if err != nil {
+		return check{"user namespaces", "FAIL", err.Error(), "fix the config file"}
+	}
+	detail, err := supervisor.CheckUserNamespaces(ucfg.idRange())
+	if err != nil {
+		return check{"user namespaces", "FAIL", "each run needs a user namespace of its own: " + err.Error(), "see README, Per-run user namespaces"}
+	}
+	return check{"user namespaces", "ok", detail, ""}
 }
 
 func snapshotterCheck(ctx context.Context, c *client.Client) check {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/report"
+	"ceval.dev/ceval/supervisor"
 )
 
 // writeExperimentFixture writes 3 tasks and an experiment of 2 scripted variants: strong
@@ -259,6 +261,16 @@ func TestGCAfterKill9LeavesNothingOfCevals(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "kept container") || len(ctrs) != 1 || strings.Contains(r.stdout, "removed container") {
 		t.Fatalf("gc while the owner lives: exit %d, %d containers left:\n%s%s", r.code, len(ctrs), r.stdout, r.stderr)
 	}
+	// The run's ID slot: its lock file is held while the owner lives, freed by gc after.
+	spec, err := ctrs[0].Spec(ctx)
+	if err != nil || spec.Linux == nil || len(spec.Linux.UIDMappings) != 1 {
+		t.Fatalf("the run's container has no single UID mapping: %v", err)
+	}
+	slot := fmt.Sprintf("id-slot ids %d..", spec.Linux.UIDMappings[0].HostID)
+	lockFile := filepath.Join(supervisor.IDLockDir, fmt.Sprintf("%d.lock", spec.Linux.UIDMappings[0].HostID))
+	if !strings.Contains(r.stdout, "kept "+slot) {
+		t.Errorf("gc while the owner lives does not keep its %s:\n%s", slot, r.stdout)
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	killed = true
@@ -269,7 +281,7 @@ func TestGCAfterKill9LeavesNothingOfCevals(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("gc: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"removed task", "removed container", "removed lease", "removed mount"} {
+	for _, want := range []string{"removed task", "removed container", "removed lease", "removed mount", "removed " + slot} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("gc output lacks %q:\n%s", want, r.stdout)
 		}
@@ -286,5 +298,8 @@ func TestGCAfterKill9LeavesNothingOfCevals(t *testing.T) {
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(mounts), runs) {
 		t.Errorf("scratch mounts under %s left", runs)
+	}
+	if _, err := os.Stat(lockFile); !os.IsNotExist(err) {
+		t.Errorf("the dead run's ID slot lock %s is still there (%v)", lockFile, err)
 	}
 }

@@ -11,12 +11,13 @@ import (
 func newGCCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "gc",
-		Short: "Remove what a crashed ceval left in containerd (containers, tasks, snapshots, leases, scratch mounts)",
+		Short: "Remove what a crashed ceval left in containerd (containers, tasks, snapshots, leases, scratch mounts, ID slots)",
 		Long: "gc removes, from the namespace, the containers ceval labelled whose owning ceval process\n" +
 			"is gone (its PID and boot id, checked against the process's start time), killing their\n" +
 			"tasks first (their init has killed the agent already, once it saw ceval's FIFO close),\n" +
-			"with their snapshots, leases, scratch filesystems and supervisor FIFOs. What a live ceval\n" +
-			"owns is kept. Exit 0 when everything left behind was removed, 3 otherwise.",
+			"with their snapshots, leases, scratch filesystems and supervisor FIFOs, then the lock files\n" +
+			"of user-namespace ID slots no live ceval holds (/run/ceval/idslots). What a live ceval owns\n" +
+			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, ctx, err := g.connect(cmd.Context(), cmd)

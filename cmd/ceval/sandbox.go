@@ -60,6 +60,10 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 				}
 				return exitWith(exitInfraErr, err)
 			}
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
 			dir, err := os.MkdirTemp("", "ceval-sandbox-")
 			if err != nil {
 				return exitWith(exitInfraErr, err)
@@ -70,7 +74,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			s, err := supervisor.NewSandbox(cctx, supervisor.SandboxConfig{
 				Client: c, Image: image, ID: "sandbox-" + supervisor.NewRunID(time.Now()), Argv: args,
 				Limits: limits, Network: network, Dir: dir + "/scratch",
-				Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
+				Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), IDs: ucfg.idRange(),
 			})
 			if err != nil {
 				return exitWith(exitInfraErr, err)

@@ -53,6 +53,10 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 				}
 				return exitWith(exitInfraErr, err)
 			}
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
 			sess, err := g.openSession(cmd)
 			if err != nil {
 				return err
@@ -62,7 +66,7 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			errOut := cmd.ErrOrStderr()
 			rep, err := selftest.Run(cctx, selftest.Options{
 				Client: c, Namespace: g.namespace, Image: image, Only: names, RunsDir: runsDir,
-				Version: cevalVersion(), Busybox: busybox, Preflight: pc,
+				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(),
 				Progress: func(r selftest.Row) {
 					fmt.Fprintf(errOut, "[%5.1fs] %-32s %s\n", r.Seconds, r.Name, r.Outcome)
 				},
