@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +50,7 @@ func TestClaudeCodeAndCodexAgentsGetTheirArgvAndEnv(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), fakeAgentsImage) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, fakeAgentsImage) })
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-test-secret")
 	t.Setenv("OPENAI_API_KEY", "sk-openai-test-secret")
 	t.Setenv("UNRELATED_HOST_VAR", "must-not-leak")

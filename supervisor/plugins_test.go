@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -301,7 +300,7 @@ func TestClaudeCodeAndCodexFindProjectedPlugins(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), img) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, img) })
 	for _, agent := range []string{task.AgentClaudeCode, task.AgentCodex} {
 		t.Run(agent, func(t *testing.T) {
 			tk := pluginLoadTask(t, pluginTask(t, "{type: "+agent+"}",

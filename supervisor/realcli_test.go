@@ -246,7 +246,7 @@ func withAgentImage(t *testing.T) (*client.Client, context.Context) {
 	if _, err := images.BuildAgent(ctx, c, images.AgentOptions{}); err != nil {
 		t.Fatalf("build the agent image (needs the npm registry once): %v", err)
 	}
-	t.Cleanup(func() { _ = c.ImageService().Delete(ctx, images.AgentName) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.AgentName) })
 	return c, ctx
 }
 

@@ -359,7 +359,7 @@ func TestInterruptedRunLeavesNothingAndSaysSo(t *testing.T) {
 // removeTestImage deletes the default image from the test namespace, so ctrtest can remove
 // the namespace.
 func removeTestImage(t *testing.T, ctx context.Context, c *client.Client) {
-	_ = c.ImageService().Delete(ctx, images.DefaultName)
+	ctrtest.RemoveImage(ctx, c, images.DefaultName)
 }
 
 // Agent CLIs do not reap; without the init's reaper 1,000 orphans would pile up as zombies

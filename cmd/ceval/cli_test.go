@@ -166,7 +166,7 @@ func TestRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
 
 func TestSandboxExecIsTheAgentSandbox(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	r := ceval(t, "sandbox", "exec", "--namespace", ctrtest.Namespace, "--timeout", "30s", "--",
 		"sh", "-c", "id -u; id -g; grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status; ls /workspace | wc -l; touch /x 2>/dev/null || echo rofs; tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; exit 7")
 	if r.code != 7 {
@@ -246,7 +246,7 @@ func dockerSaveArchive(t *testing.T, tag string) string {
 func TestRunRefusesUnlabeledImageWithTheFix(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	const name = "docker.io/library/unlabeled:test"
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), name) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, name) })
 	if r := ceval(t, "images", "import", "--namespace", ctrtest.Namespace, dockerSaveArchive(t, "unlabeled:test")); r.code != 0 {
 		t.Fatalf("import: exit %d %s", r.code, r.stderr)
 	}
@@ -268,7 +268,7 @@ func TestRunRefusesUnlabeledImageWithTheFix(t *testing.T) {
 // end meanwhile (through a pipe of ours, so Wait never races the reader).
 func startSleeper(t *testing.T, ctx context.Context, c *client.Client, taskID string) (*exec.Cmd, string) {
 	t.Helper()
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	p := filepath.Join(t.TempDir(), "task.yaml")
 	os.WriteFile(p, []byte("task_id: "+taskID+"\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
 	runs := t.TempDir()

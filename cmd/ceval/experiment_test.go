@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -96,7 +95,7 @@ func onlyDir(t *testing.T, runs string) string {
 // summary; a resume with a changed plan is refused.
 func TestExperimentRunsInterruptsResumesToTheSameSummary(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	exp := writeExperimentFixture(t)
 
 	runs := t.TempDir()
@@ -203,7 +202,7 @@ func TestExperimentRunsInterruptsResumesToTheSameSummary(t *testing.T) {
 // becomes SUCCESS without any agent running again.
 func TestRegradeUsesTheCurrentCriteriaWithoutRunningAgents(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	exp := writeExperimentFixture(t)
 	runs := t.TempDir()
 	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, "--repeats", "1", "--tags", "", exp); r.code != 1 {

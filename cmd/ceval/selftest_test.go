@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -19,7 +18,7 @@ var knownBreaches = map[string]string{}
 // attack of the suite appears exactly once, actually ran, and scored 0.
 func TestSelftestEveryAttackRunsAndScoresZero(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { _ = c.ImageService().Delete(context.WithoutCancel(ctx), images.DefaultName) })
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	r := ceval(t, "selftest", "--json", "--namespace", ctrtest.Namespace, "--runs-dir", t.TempDir())
 	var rep struct {
 		Attacks []struct {

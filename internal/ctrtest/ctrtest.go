@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/containerd/containerd/v2/client"
+	ctrimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/snapshots"
 
 	"ceval.dev/ceval/launcher"
@@ -91,4 +92,11 @@ func Leftovers(ctx context.Context, c *client.Client) error {
 		return fmt.Errorf("%s", strings.Join(left, ", "))
 	}
 	return nil
+}
+
+// RemoveImage deletes an image and waits for containerd's garbage collection: after an
+// asynchronous delete, a test that imports the image again can unpack onto layer snapshots
+// that the pending collection then removes ("parent snapshot ... does not exist").
+func RemoveImage(ctx context.Context, c *client.Client, name string) {
+	_ = c.ImageService().Delete(context.WithoutCancel(ctx), name, ctrimages.SynchronousDelete())
 }
