@@ -136,6 +136,18 @@ type planned struct {
 // a hard-linked file, or a special file. out must not exist or be an empty directory; it is
 // written under a temporary name and renamed into place only when complete.
 func Build(src, out string, o Options) (*Manifest, error) {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("source: %w", err)}
+	}
+	defer root.Close()
+	return BuildFrom(root, src, out, o)
+}
+
+// BuildFrom is Build reading the source through root, a directory the caller holds open (a
+// task's plugin, opened when the task was loaded), so the source is that directory whatever
+// its path names by now; src names it in errors.
+func BuildFrom(root *os.Root, src, out string, o Options) (*Manifest, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, &InputError{err}
@@ -143,11 +155,6 @@ func Build(src, out string, o Options) (*Manifest, error) {
 	if err := checkOut(out); err != nil {
 		return nil, &InputError{err}
 	}
-	root, err := os.OpenRoot(src)
-	if err != nil {
-		return nil, &InputError{fmt.Errorf("source: %w", err)}
-	}
-	defer root.Close()
 	plan, offenders, err := inspect(root, o)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src, err)

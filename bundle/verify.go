@@ -74,6 +74,11 @@ func Verify(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}
 	defer root.Close()
+	return verifyRoot(root, dir)
+}
+
+// verifyRoot is Verify of the bundle held open as root; dir names it in errors.
+func verifyRoot(root *os.Root, dir string) (*Manifest, error) {
 	data, err := readManifest(root)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)

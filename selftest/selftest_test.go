@@ -101,7 +101,7 @@ func TestEveryAttackIsAValidTaskWithTheCanaryOnlyInItsGradingMaterial(t *testing
 			if len(tk.ID) > 26 {
 				t.Errorf("task_id %q is longer than 26 characters", tk.ID)
 			}
-			if tk.Reference == "" || tk.Agent == nil || tk.Agent.Type != task.AgentCommand {
+			if tk.Reference == nil || tk.Agent == nil || tk.Agent.Type != task.AgentCommand {
 				t.Errorf("want a command agent and a reference directory: %+v", tk)
 			}
 			if tk.Sandbox.Limits.Timeout > 30e9 || tk.Sandbox.Network != task.NetworkNone {

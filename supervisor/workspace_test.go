@@ -22,6 +22,17 @@ func git(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
+// openDir opens dir as task material, as task.Load does.
+func openDir(t *testing.T, dir string) *task.Dir {
+	t.Helper()
+	d, err := task.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // Agents mine `git log --all`, tags, stashes and dangling objects for the answer.
 func TestTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -47,7 +58,7 @@ func TestTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
 	os.WriteFile(filepath.Join(tpl, "a.txt"), []byte("work in progress\n"), 0o644)
 
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl,
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl),
 		StarterFiles: []task.StarterFile{{Path: "notes/hint.md", Content: "hint"}}}}}
 	if err := PrepareWorkspace(ws, tk); err != nil {
 		t.Fatal(err)
@@ -88,7 +99,7 @@ func TestTemplateSymlinkIsCopiedAsLinkNotFollowed(t *testing.T) {
 	os.MkdirAll(tpl, 0o755)
 	os.Symlink("/etc/passwd", filepath.Join(tpl, "passwd"))
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl}}}
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl)}}}
 	if err := PrepareWorkspace(ws, tk); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +117,7 @@ func TestStarterFileIsNotWrittenThroughPlantedSymlink(t *testing.T) {
 	os.MkdirAll(tpl, 0o755)
 	os.Symlink(outside, filepath.Join(tpl, "out"))
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl,
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl),
 		StarterFiles: []task.StarterFile{{Path: "out/pwned", Content: "x"}}}}}
 	if err := PrepareWorkspace(ws, tk); err == nil {
 		t.Fatal("starter file written through a symlink")
@@ -136,7 +147,7 @@ func TestNestedTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
 	git(t, repo, "checkout", "-q", "main")
 	os.WriteFile(filepath.Join(taskDir, "tpl", ".git"), []byte("gitdir: /etc\n"), 0o644) // a pointer file: never copied
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: filepath.Join(taskDir, "tpl")}}}
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, filepath.Join(taskDir, "tpl"))}}}
 	if err := PrepareWorkspace(ws, tk); err != nil {
 		t.Fatal(err)
 	}

@@ -24,15 +24,11 @@ func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
 		}
 		doc = v
 	case yaml.ScalarNode:
-		p := l.taskFile(rn, what)
+		p, data := l.readFile(rn, what)
 		if p == "" {
 			return
 		}
-		data, err := l.readTaskFile(p)
-		if err != nil {
-			l.errorf(rn, "%s: %v", what, err)
-			return
-		}
+		var err error
 		if strings.HasSuffix(p, ".json") {
 			doc, err = jsonschema.UnmarshalJSON(bytes.NewReader(data))
 		} else {
