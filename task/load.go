@@ -538,7 +538,13 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 						ws.StarterFiles = append(ws.StarterFiles, f)
 					})
 				}},
-				{"template_dir", func(v *yaml.Node) { ws.TemplateDir = l.openDir(v, "sandbox.workspace.template_dir") }},
+				{"template_dir", func(v *yaml.Node) {
+					if ws.TemplateDir = l.openDir(v, "sandbox.workspace.template_dir"); ws.TemplateDir != nil {
+						for _, msg := range checkTemplateGit(ws.TemplateDir.root) {
+							l.errorf(resolve(v), "sandbox.workspace.template_dir: %s", msg)
+						}
+					}
+				}},
 			})
 		}},
 	})
