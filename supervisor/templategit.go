@@ -66,6 +66,9 @@ func copyGitDir(src *os.Root, gitDir, dst string) (string, error) {
 		}
 	}
 	for _, top := range []string{"refs", "objects"} {
+		if fi, err := src.Lstat(path.Join(gitDir, top)); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return "", fmt.Errorf(".git/%s is a symlink; a template's .git must hold none", top)
+		}
 		if err := out.Mkdir(top, 0o700); err != nil {
 			return "", err
 		}
