@@ -47,7 +47,7 @@ func materialTree(t *testing.T, dir, word string) {
 }
 
 // The task author races ceval: once the task is validated, each piece of its material is
-// swapped for a symlink to a host directory holding a canary. ceval must serve and grade
+// swapped, just before ceval uses it, for a symlink to a host directory holding a canary. ceval must serve and grade
 // the material it validated (the handles it opened at load), and the canary must reach
 // nothing of the run's: not the agent, not the transcript, not result.json.
 func TestTaskMaterialSwappedForSymlinkToHostMidRunIsNeverServed(t *testing.T) {
@@ -82,13 +82,16 @@ true`
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	swapped := false
+	// Each piece is swapped at the last event before ceval uses it (and after task.Digest).
+	at := map[string][]string{"run_started": {"kit", "prebuilt"}, "plugin_verified": {"calls.jsonl"},
+		"image_ready": {"tpl"}, "agent_exited": {"ref"}}
+	swapped := map[string]bool{}
 	swap := func(event string, _ map[string]any) {
-		if event != "run_started" || swapped {
-			return
-		}
-		swapped = true
-		for _, name := range []string{"ref", "tpl", "calls.jsonl", "kit", "prebuilt"} {
+		for _, name := range at[event] {
+			if swapped[name] {
+				continue
+			}
+			swapped[name] = true
 			if err := os.Rename(filepath.Join(dir, name), filepath.Join(dir, name+".validated")); err != nil {
 				t.Error(err)
 			}
@@ -101,8 +104,8 @@ true`
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !swapped {
-		t.Fatal("the material was never swapped")
+	if len(swapped) != 5 {
+		t.Fatalf("swapped only %v", swapped)
 	}
 	if res.Status != "SUCCESS" {
 		for _, cr := range res.Criteria {
