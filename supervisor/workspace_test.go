@@ -214,6 +214,13 @@ func TestTemplateGitBorrowingHostRepositoryNeverBringsItsHistory(t *testing.T) {
 		{"alternates", func(t *testing.T, host, tpl string) {
 			git(t, filepath.Dir(tpl), "clone", "-q", "--shared", host, tpl) // writes objects/info/alternates
 		}},
+		{"refs symlinked, objects through alternates", func(t *testing.T, host, tpl string) {
+			os.MkdirAll(tpl, 0o755)
+			git(t, tpl, "init", "-q", "--initial-branch=main")
+			os.RemoveAll(filepath.Join(tpl, ".git/refs"))
+			os.Symlink(filepath.Join(host, ".git/refs"), filepath.Join(tpl, ".git/refs"))
+			os.WriteFile(filepath.Join(tpl, ".git/objects/info/alternates"), []byte(filepath.Join(host, ".git/objects")+"\n"), 0o644)
+		}},
 		{"commondir", func(t *testing.T, host, tpl string) {
 			os.MkdirAll(filepath.Join(tpl, ".git"), 0o755)
 			os.WriteFile(filepath.Join(tpl, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
