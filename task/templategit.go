@@ -52,7 +52,7 @@ func checkTemplateGit(root *os.Root) []string {
 			return fs.SkipDir
 		case t&fs.ModeSymlink != 0:
 			target, _ := root.Readlink(p)
-			out = append(out, fmt.Sprintf("%s is a symlink (to %q); a repository's .git must be a directory of its own", p, target))
+			out = append(out, fmt.Sprintf("%s is a symlink (to %q); a repository's .git must be a directory of its own", p, clipped(target)))
 		case t.IsRegular():
 			// A worktree or submodule pointer: never copied, but it must not name another
 			// repository on the host either.
@@ -84,7 +84,7 @@ func checkGitDir(root *os.Root, g string) []string {
 			if _, err := root.Stat(p); err != nil {
 				where = "outside the task's directory"
 			}
-			out = append(out, fmt.Sprintf("%s is a symlink to %q (%s); a template's .git must hold no links (git never makes them, and they can reach another repository on the host)", p, target, where))
+			out = append(out, fmt.Sprintf("%s is a symlink to %q (%s); a template's .git must hold no links (git never makes them, and they can reach another repository on the host)", p, clipped(target), where))
 		case !t.IsRegular():
 		case rel == "objects/info/alternates" || rel == "objects/info/http-alternates":
 			if data, err := readSmall(root, p); err != nil || len(bytes.TrimSpace(data)) > 0 {
@@ -120,7 +120,7 @@ func checkGitPointer(root *os.Root, p, prefix string) string {
 		return fmt.Sprintf("%s does not start with %q", p, prefix)
 	}
 	if !inside(path.Dir(p), target) {
-		return fmt.Sprintf("%s points to %q, outside the template", p, target)
+		return fmt.Sprintf("%s points to %q, outside the template", p, clipped(target))
 	}
 	return ""
 }
@@ -160,7 +160,7 @@ func checkGitConfig(root *os.Root, p string) []string {
 			continue
 		}
 		if !inside(path.Dir(p), value) {
-			out = append(out, fmt.Sprintf("%s sets %s = %q, outside the template", p, key, value))
+			out = append(out, fmt.Sprintf("%s sets %s = %q, outside the template", p, clipped(key), clipped(value)))
 		}
 	}
 	return out
@@ -190,4 +190,12 @@ func readSmall(root *os.Root, p string) ([]byte, error) {
 		return nil, errors.New("larger than 1 MiB")
 	}
 	return data, nil
+}
+
+// clipped shortens a string quoted from the template in a message.
+func clipped(s string) string {
+	if len(s) > 160 {
+		return s[:160] + "..."
+	}
+	return s
 }
