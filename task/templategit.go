@@ -84,14 +84,14 @@ func checkGitDir(root *os.Root, g string) []string {
 			if _, err := root.Stat(p); err != nil {
 				where = "outside the task's directory"
 			}
-			out = append(out, fmt.Sprintf("%s is a symlink to %q (%s); a template's .git must hold no links (git never makes them, and they can reach another repository on the host)", p, clipped(target), where))
+			out = append(out, fmt.Sprintf("%s is a symlink to %q (%s); a template's .git must hold no links (git never makes them, and they can reach another repository on the host); put the real directory or file there", p, clipped(target), where))
 		case !t.IsRegular():
 		case rel == "objects/info/alternates" || rel == "objects/info/http-alternates":
 			if data, err := readSmall(root, p); err != nil || len(bytes.TrimSpace(data)) > 0 {
-				out = append(out, fmt.Sprintf("%s names other object stores; a template's repository must hold its own objects", p))
+				out = append(out, fmt.Sprintf("%s names other object stores; a template's repository must hold its own objects (run git repack -a -d in it, then delete that file)", p))
 			}
 		case rel == "commondir":
-			out = append(out, fmt.Sprintf("%s shares another repository's objects and refs; a template's repository must be whole", p))
+			out = append(out, fmt.Sprintf("%s shares another repository's objects and refs; a template's repository must be whole (use a standalone clone)", p))
 		case path.Base(rel) == "commondir" || path.Base(rel) == "gitdir":
 			if msg := checkGitPointer(root, p, ""); msg != "" {
 				out = append(out, msg)
