@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"ceval.dev/ceval/internal/rootfs"
 )
 
 // DefaultAllow are the trees of a plugin an agent should see: skills, slash commands,
@@ -251,7 +253,7 @@ func inspect(root *os.Root, o Options) ([]planned, []Offender, error) {
 			refuse(top, "allowlisted tree is a %s, not a directory", kindOf(fi.Mode()))
 			continue
 		}
-		err = fs.WalkDir(root.FS(), top, func(p string, d fs.DirEntry, err error) error {
+		err = fs.WalkDir(rootfs.NonBlocking(root), top, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}

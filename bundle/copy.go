@@ -33,7 +33,7 @@ func CopyFrom(root *os.Root, name, out string) (*Manifest, error) {
 	if err := checkOut(out); err != nil {
 		return nil, &InputError{err}
 	}
-	tree, err := root.OpenRoot(TreeDir)
+	tree, err := root.OpenRoot(TreeDir + "/.") // a FIFO swapped in fails, never blocks
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", name, err)
 	}

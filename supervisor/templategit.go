@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"ceval.dev/ceval/internal/rootfs"
 )
 
 // maxGitMetaBytes bounds the small files of a template's .git that ceval reads itself (HEAD,
@@ -72,7 +74,7 @@ func copyGitDir(src *os.Root, gitDir, dst string) (string, error) {
 		if err := out.Mkdir(top, 0o700); err != nil {
 			return "", err
 		}
-		err := fs.WalkDir(src.FS(), path.Join(gitDir, top), func(p string, d fs.DirEntry, err error) error {
+		err := fs.WalkDir(rootfs.NonBlocking(src), path.Join(gitDir, top), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) && p == path.Join(gitDir, top) {
 					return fs.SkipDir

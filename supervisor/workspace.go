@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ceval.dev/ceval/internal/rootfs"
 	"ceval.dev/ceval/task"
 )
 
@@ -73,7 +74,7 @@ func copyTemplate(tpl *task.Dir, ws string) error {
 	}
 	defer dst.Close()
 	var repos []string // directories of the template that hold a .git directory
-	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(rootfs.NonBlocking(src), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

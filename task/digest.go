@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+
+	"ceval.dev/ceval/internal/rootfs"
 )
 
 // Digest returns the sha256 of the task file and everything it references (prompt file,
@@ -99,7 +101,7 @@ func hashTree(h io.Writer, root *os.Root, name string) error {
 	if root == nil {
 		return fmt.Errorf("%s was not opened at load", name)
 	}
-	return fs.WalkDir(root.FS(), ".", func(q string, d fs.DirEntry, err error) error {
+	return fs.WalkDir(rootfs.NonBlocking(root), ".", func(q string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -904,7 +904,7 @@ func (l *loader) openDir(n *yaml.Node, what string) *Dir {
 		return nil
 	}
 	root, base := l.base(n)
-	r, err := root.OpenRoot(rel)
+	r, err := root.OpenRoot(rel + "/.") // "/.": a FIFO there fails as not a directory, never blocks
 	if err != nil {
 		if fi, serr := root.Stat(rel); serr == nil && !fi.IsDir() {
 			l.errorf(resolve(n), "%s: %q is not a directory", what, rel)

@@ -88,6 +88,22 @@ func TestMaterialSwappedForSymlinkAfterLoadIsNotWhatIsRead(t *testing.T) {
 	}
 }
 
+// A FIFO planted where a task names a directory (reference, plugin, template) fails as not a
+// directory; opening it for the handle would block until a writer came.
+func TestFIFOAsTaskDirectoryIsRefusedWithoutBlocking(t *testing.T) {
+	for _, field := range []string{"reference: {directory: m}", "plugins: [{path: m}]", "sandbox: {workspace: {template_dir: m}}"} {
+		dir := t.TempDir()
+		if err := syscall.Mkfifo(filepath.Join(dir, "m"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, "task.yaml")
+		os.WriteFile(p, []byte("task_id: t\ninitial_prompt: p\n"+field+"\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), `"m" is not a directory`) {
+			t.Errorf("FIFO as %q: %v", field, err)
+		}
+	}
+}
+
 // A FIFO planted as a task file (prompt, fixture) must not hang the loader (it would, opened
 // for reading), and a device must not be read: only regular files are opened, without
 // blocking.

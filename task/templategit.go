@@ -10,6 +10,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"ceval.dev/ceval/internal/rootfs"
 )
 
 // A template_dir may hold git repositories (at any depth); ceval rebuilds each with its
@@ -36,7 +38,7 @@ var gitPathKeys = map[string]bool{"include.path": true, "core.worktree": true, "
 func checkTemplateGit(root *os.Root) []string {
 	var out []string
 	entries := 0
-	err := fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(rootfs.NonBlocking(root), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -72,7 +74,7 @@ func checkTemplateGit(root *os.Root) []string {
 // commondir, gitdir or config path leaving the template.
 func checkGitDir(root *os.Root, g string) []string {
 	var out []string
-	err := fs.WalkDir(root.FS(), g, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(rootfs.NonBlocking(root), g, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
