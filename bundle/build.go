@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"ceval.dev/ceval/internal/rootfs"
 )
 
 // DefaultAllow are the trees of a plugin an agent should see: skills, slash commands,
@@ -136,6 +138,18 @@ type planned struct {
 // a hard-linked file, or a special file. out must not exist or be an empty directory; it is
 // written under a temporary name and renamed into place only when complete.
 func Build(src, out string, o Options) (*Manifest, error) {
+	root, err := os.OpenRoot(src)
+	if err != nil {
+		return nil, &InputError{fmt.Errorf("source: %w", err)}
+	}
+	defer root.Close()
+	return BuildFrom(root, src, out, o)
+}
+
+// BuildFrom is Build reading the source through root, a directory the caller holds open (a
+// task's plugin, opened when the task was loaded), so the source is that directory whatever
+// its path names by now; src names it in errors.
+func BuildFrom(root *os.Root, src, out string, o Options) (*Manifest, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, &InputError{err}
@@ -143,11 +157,6 @@ func Build(src, out string, o Options) (*Manifest, error) {
 	if err := checkOut(out); err != nil {
 		return nil, &InputError{err}
 	}
-	root, err := os.OpenRoot(src)
-	if err != nil {
-		return nil, &InputError{fmt.Errorf("source: %w", err)}
-	}
-	defer root.Close()
 	plan, offenders, err := inspect(root, o)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src, err)
@@ -244,7 +253,7 @@ func inspect(root *os.Root, o Options) ([]planned, []Offender, error) {
 			refuse(top, "allowlisted tree is a %s, not a directory", kindOf(fi.Mode()))
 			continue
 		}
-		err = fs.WalkDir(root.FS(), top, func(p string, d fs.DirEntry, err error) error {
+		err = fs.WalkDir(rootfs.NonBlocking(root), top, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}

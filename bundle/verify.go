@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"ceval.dev/ceval/internal/rootfs"
 )
 
 // Diff is one difference between a manifest and the tree on disk.
@@ -74,6 +76,11 @@ func Verify(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
 	}
 	defer root.Close()
+	return verifyRoot(root, dir)
+}
+
+// verifyRoot is Verify of the bundle held open as root; dir names it in errors.
+func verifyRoot(root *os.Root, dir string) (*Manifest, error) {
 	data, err := readManifest(root)
 	if err != nil {
 		return nil, fmt.Errorf("bundle %s: %w", dir, err)
@@ -130,14 +137,14 @@ func scanTree(root *os.Root) ([]Entry, []Diff, error) {
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("%s is not a directory (%s)", TreeDir, kindOf(fi.Mode()))
 	}
-	tree, err := root.OpenRoot(TreeDir)
+	tree, err := root.OpenRoot(TreeDir + "/.") // a FIFO swapped in fails, never blocks
 	if err != nil {
 		return nil, nil, err
 	}
 	defer tree.Close()
 	var entries []Entry
 	var issues []Diff
-	err = fs.WalkDir(tree.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(rootfs.NonBlocking(tree), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -67,15 +67,17 @@ type Result struct {
 // err means the executor itself failed on ceval's side, and makes the criterion ERROR.
 // Whatever the workspace makes the executed code do must come back as a score, not an err.
 type Executor interface {
-	Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, referenceDir string) (score float64, details string, err error)
+	// reference is the task's reference directory as opened at load (nil when it has
+	// none); it is read only through its handle, never by its path.
+	Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (score float64, details string, err error)
 }
 
 // Options configure Grade.
 type Options struct {
 	// Executor grades executing criteria; nil leaves them NOT_GRADED.
 	Executor Executor
-	// ReferenceDir is handed to the Executor; "" means the task's reference directory.
-	ReferenceDir string
+	// Reference is handed to the Executor; nil means the task's reference directory.
+	Reference *task.Dir
 	// MockCallsPath is the run's protected-mock call log (ceval's own, never the agent's),
 	// which cli_called and command_executed grade; "" leaves them NOT_GRADED.
 	MockCallsPath string
@@ -107,8 +109,8 @@ func Grade(ctx context.Context, t *task.Task, s *snapshot.Snapshot, opts Options
 	if s != nil && len(s.Notes) > 0 {
 		r.SnapshotNotes = s.Notes
 	}
-	if opts.ReferenceDir == "" {
-		opts.ReferenceDir = t.Reference
+	if opts.Reference == nil {
+		opts.Reference = t.Reference
 	}
 	for i := range t.Criteria {
 		c := &t.Criteria[i]
@@ -159,7 +161,7 @@ func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts 
 	if opts.Executor == nil {
 		return verdict{forced: NotGraded, details: "executing criteria run in the WASM sandbox, which this ceval does not have yet"}
 	}
-	score, details, err := opts.Executor.Execute(ctx, c, s, opts.ReferenceDir)
+	score, details, err := opts.Executor.Execute(ctx, c, s, opts.Reference)
 	if err != nil {
 		return errored("%s", err)
 	}

@@ -152,7 +152,7 @@ func TestExecutingCriteria(t *testing.T) {
 	s := snap(t, tree{"a.txt": "x"})
 	run := func(cmd string) task.Criterion { return crit(task.Criterion{Type: task.RunCommand, Command: cmd}) }
 	t.Run("without an executor they are not graded", func(t *testing.T) {
-		tk := newTask(run("pass"), crit(task.Criterion{Type: task.WASMCheck, Module: "/m.wasm"}))
+		tk := newTask(run("pass"), crit(task.Criterion{Type: task.WASMCheck, Module: &task.File{Path: "/m.wasm"}}))
 		r := Grade(context.Background(), tk, s, Options{})
 		for _, cr := range r.Criteria {
 			want(t, cr, NotGraded, 0, "WASM sandbox")
@@ -176,11 +176,11 @@ func TestExecutingCriteria(t *testing.T) {
 		t.Run(tt.cmd, func(t *testing.T) {
 			ex := &fakeExecutor{}
 			tk := newTask(run(tt.cmd))
-			tk.Reference = "/tasks/t/reference"
+			tk.Reference = &task.Dir{Path: "/tasks/t/reference"}
 			r := Grade(context.Background(), tk, s, Options{Executor: ex})
 			want(t, r.Criteria[0], tt.status, tt.score, tt.detail)
-			if len(ex.referenceDirs) != 1 || ex.referenceDirs[0] != tk.Reference {
-				t.Errorf("executor got reference dirs %q, want the task's %q", ex.referenceDirs, tk.Reference)
+			if len(ex.references) != 1 || ex.references[0] != tk.Reference {
+				t.Errorf("executor got references %v, want the task's %v", ex.references, tk.Reference)
 			}
 		})
 	}

@@ -110,10 +110,10 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
 // fakeExecutor grades run_command criteria by their command: "pass", "fail", "half",
 // "error" (ceval-side failure) or "nan".
-type fakeExecutor struct{ referenceDirs []string }
+type fakeExecutor struct{ references []*task.Dir }
 
-func (f *fakeExecutor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, referenceDir string) (float64, string, error) {
-	f.referenceDirs = append(f.referenceDirs, referenceDir)
+func (f *fakeExecutor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
+	f.references = append(f.references, reference)
 	switch c.Command {
 	case "pass":
 		return 1, "ran", nil

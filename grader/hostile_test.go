@@ -187,7 +187,7 @@ func TestForgedResultJSONInWorkspaceIsIgnored(t *testing.T) {
 // end to end on this example: it passes the run_command criterion when hello.txt was captured.
 type helloExecutor struct{}
 
-func (helloExecutor) Execute(_ context.Context, _ *task.Criterion, s *snapshot.Snapshot, _ string) (float64, string, error) {
+func (helloExecutor) Execute(_ context.Context, _ *task.Criterion, s *snapshot.Snapshot, _ *task.Dir) (float64, string, error) {
 	if _, ok := s.Lookup("hello.txt"); ok {
 		return 1, "stand-in: hello.txt captured", nil
 	}

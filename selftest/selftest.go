@@ -213,11 +213,15 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	if err := materialize(a, taskDir, canary); err != nil {
 		return done(Errored, 0, "preparing the attack: "+err.Error())
 	}
+	s := setups[a.Name]
 	t, err := task.Load(filepath.Join(taskDir, "task.yaml"))
-	if err != nil {
+	switch {
+	case err != nil && s.refused != "" && strings.Contains(err.Error(), s.refused):
+		return done(Blocked, 0, "refused at validation: "+clip(err.Error(), 200))
+	case err != nil:
 		return done(Errored, 0, "the attack's task does not load: "+err.Error())
 	}
-	s := setups[a.Name]
+	defer t.Close()
 	if o.Image != "" && !s.probe {
 		t.Sandbox.Image = o.Image
 	}
@@ -247,13 +251,23 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 			env[k] = v
 		}
 	}
+	var raceErr error
+	raced := false
+	progress := func(event string, _ map[string]any) {
+		if s.race != nil && !raced && raceErr == nil {
+			raced, raceErr = s.race(event, taskDir, canary)
+		}
+	}
 	actx, cancel := context.WithTimeout(ctx, t.Sandbox.Limits.Timeout+hangGuard)
 	defer cancel()
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
 		RunsDir: runsDir, RunID: runID, Client: o.Client, Namespace: o.Namespace,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
-		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs,
+		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress,
 	})
+	if s.race != nil && (!raced || raceErr != nil) {
+		return done(Errored, score(res), fmt.Sprintf("the task author's race did not run (%v), so the attack proved nothing", raceErr))
+	}
 	if res != nil {
 		row.RunDir = res.Dir
 	}

@@ -19,6 +19,7 @@ import (
 // suiteNames is the suite as it must ship. Removing an attack means removing it here too,
 // so an attack cannot silently stop existing.
 var suiteNames = []string{
+	"author-git-host-alternates", "author-git-host-objects", "author-material-swap",
 	"canary-ceval-binary", "canary-env-and-home", "canary-find-name", "canary-grep-filesystem",
 	"canary-mountinfo-paths", "canary-path-guess", "canary-proc-cmdline", "canary-proc-environ",
 	"canary-proc-fd", "canary-proc-mem", "canary-proc-root-cwd",
@@ -103,14 +104,18 @@ func TestEveryAttackIsAValidTaskWithTheCanaryOnlyInItsGradingMaterial(t *testing
 				t.Fatal(err)
 			}
 			tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+			if s := setups[a.Name]; err != nil && s.refused != "" && strings.Contains(err.Error(), s.refused) {
+				return // a hostile task author's file: refused at validation, which blocks it
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer tk.Close()
 			// RUN_ID-default-TASK-1 must fit the sandbox's 64-character container ID.
 			if len(tk.ID) > 26 {
 				t.Errorf("task_id %q is longer than 26 characters", tk.ID)
 			}
-			if tk.Reference == "" || tk.Agent == nil || tk.Agent.Type != task.AgentCommand {
+			if tk.Reference == nil || tk.Agent == nil || tk.Agent.Type != task.AgentCommand {
 				t.Errorf("want a command agent and a reference directory: %+v", tk)
 			}
 			if tk.Sandbox.Limits.Timeout > 30e9 || tk.Sandbox.Network != task.NetworkNone {

@@ -65,6 +65,10 @@ type setup struct {
 	// check looks at a finished run for what the criteria cannot see (gateway totals, say);
 	// a non-empty answer is a breach.
 	check func(res *supervisor.Result) string
+	// race, when set, is the task author racing ceval: called with each event of the run
+	// (the task is validated by then) and the task's directory; it says when it has done
+	// all it meant to (see swapSetup). A race left undone is an error row.
+	race func(event, taskDir, canary string) (done bool, err error)
 	// probe says the task runs in ProbeImage (its task.yaml names it), which the run builds
 	// first; --image does not replace it, since another image lacks the probe.
 	probe bool
@@ -72,7 +76,8 @@ type setup struct {
 
 // setups is the extension point for attacks that need more than their attacks/NAME files,
 // keyed by attack name: git histories, the model gateway's environment and checks, the
-// plugin source that must be refused, and the probe image.
+// plugin source that must be refused, the probe image, and a hostile task author's host
+// repositories and material swapped mid-run.
 var setups = map[string]setup{
 	"git-later-commit": gitSetup("later-commit"),
 	"git-other-branch": gitSetup("other-branch"),
@@ -94,6 +99,11 @@ var setups = map[string]setup{
 	"plugin-write-tree":        {check: checkPluginUnchanged},
 
 	"kernel-syscalls": {probe: true},
+
+	"author-git-host-objects":    hostRepoSetup("objects", "is a symlink to"),
+	"author-git-host-alternates": hostRepoSetup("alternates", "names other object stores"),
+	"author-material-swap": swapSetup(map[string][]string{
+		"run_started": {"kit"}, "plugin_verified": {"calls.jsonl"}, "agent_exited": {"reference"}}),
 }
 
 // gatewayProvider runs an attack against the fake provider with a real-looking key.

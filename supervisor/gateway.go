@@ -108,15 +108,12 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 			MaxOutputTokens: r.MaxOutputTokens, MaxTotalTokens: r.MaxTotalTokens, MaxUSD: r.MaxUSD}
 	}
 	if g.Mode == task.GatewayReplay {
-		f, err := os.Open(g.Fixture)
-		if err != nil {
-			return nil, &InputError{fmt.Errorf("gateway fixture: %w", err)}
+		// Parsed at load: replay serves the fixture that was validated, whatever its
+		// path names by now.
+		if g.Fixture == nil {
+			return nil, &InputError{fmt.Errorf("task %s: replay mode without a fixture read at load", t.ID)}
 		}
-		cfg.Fixture, err = gateway.ParseFixture(f)
-		f.Close()
-		if err != nil {
-			return nil, &InputError{fmt.Errorf("gateway fixture %s: %w", g.Fixture, err)}
-		}
+		cfg.Fixture = g.Fixture
 	} else {
 		keys := 0
 		for api, names := range providerEnv {

@@ -25,35 +25,42 @@ const CodexSkillsDir = ".agents/skills"
 type PluginResult struct {
 	Name         string `json:"name"`
 	Source       string `json:"source"`          // the task's path
-	Bundle       string `json:"bundle"`          // the bundle mounted: Source, or its build in the run directory
-	Built        bool   `json:"built,omitempty"` // Source was a source tree, built for this run
+	Bundle       string `json:"bundle"`          // the bundle mounted: Source's copy or build in the run directory
+	Built        bool   `json:"built,omitempty"` // Source was a source tree, built for this run (else a bundle, copied)
 	Mount        string `json:"mount"`           // where the agent sees the bundle's tree, read-only
 	SHA256Before string `json:"tree_sha256_before"`
 	SHA256After  string `json:"tree_sha256_after,omitempty"`
 	hasSkills    bool
 }
 
-// preparePlugins makes each of the task's plugins a verified bundle (building a source tree
-// into the run directory first) and returns the read-only mounts of their trees. Drift or a
-// refused source is the task's fault (InputError); anything else is ceval's (InfraError).
+// preparePlugins puts each of the task's plugins into the run directory as a verified bundle
+// (a source tree is built, a built bundle verified and copied, both through the handle the
+// task opened at load, never by the task's path) and returns the read-only mounts of their
+// trees: what the agent sees is what was validated, whatever the task's paths name by now.
+// Drift or a refused source is the task's fault (InputError); anything else is ceval's
+// (InfraError).
 func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]any)) ([]PluginResult, []oci.Mount, error) {
 	var results []PluginResult
 	var mounts []oci.Mount
 	for _, p := range t.Plugins {
-		src, err := filepath.EvalSymlinks(p.Path)
-		if err != nil {
-			return results, nil, &InputError{fmt.Errorf("plugin %s: %w", p.Name, err)}
+		src := p.Dir.Root()
+		if src == nil {
+			return results, nil, &InputError{fmt.Errorf("plugin %s: not opened with the task", p.Name)}
 		}
-		r := PluginResult{Name: p.Name, Source: p.Path, Bundle: src, Mount: p.Mount}
-		if !bundle.IsBundle(src) {
-			r.Bundle = filepath.Join(runDir, PluginsDir, p.Name)
+		r := PluginResult{Name: p.Name, Source: p.Dir.Path, Bundle: filepath.Join(runDir, PluginsDir, p.Name)}
+		r.Mount = p.Mount
+		if err := os.MkdirAll(filepath.Dir(r.Bundle), 0o700); err != nil {
+			return results, nil, &InfraError{err}
+		}
+		var err error
+		if bundle.IsBundleRoot(src) {
+			_, err = bundle.CopyFrom(src, p.Dir.Path, r.Bundle)
+		} else {
 			r.Built = true
-			if err := os.MkdirAll(filepath.Dir(r.Bundle), 0o700); err != nil {
-				return results, nil, &InfraError{err}
-			}
-			if _, err := bundle.Build(src, r.Bundle, bundle.Options{}); err != nil {
-				return results, nil, bundleError(p.Name, err)
-			}
+			_, err = bundle.BuildFrom(src, p.Dir.Path, r.Bundle, bundle.Options{})
+		}
+		if err != nil {
+			return results, nil, bundleError(p.Name, err)
 		}
 		m, err := bundle.Verify(r.Bundle)
 		if err != nil {

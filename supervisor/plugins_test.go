@@ -79,18 +79,22 @@ func TestClaudeCodeGetsOnePluginDirFlagPerBundle(t *testing.T) {
 func TestPreparePluginsBuildsSourceTreesAndVerifiesBundles(t *testing.T) {
 	tk := pluginLoadTask(t, pluginTask(t, "{type: command, command: [/bin/true]}", ""))
 	runDir := t.TempDir()
-	t.Cleanup(func() { os.Chmod(filepath.Join(runDir, PluginsDir, "kit"), 0o755) })
+	t.Cleanup(func() {
+		os.Chmod(filepath.Join(runDir, PluginsDir, "kit"), 0o755)
+		os.Chmod(filepath.Join(runDir, PluginsDir, "prebuilt"), 0o755)
+	})
 	var events []string
 	rs, mounts, err := preparePlugins(tk, runDir, func(e string, _ map[string]any) { events = append(events, e) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rs) != 2 || !rs[0].Built || rs[1].Built || rs[0].Bundle != filepath.Join(runDir, PluginsDir, "kit") ||
-		rs[1].Bundle != filepath.Join(tk.Dir, "prebuilt") || rs[0].SHA256Before == "" || !rs[0].hasSkills {
+		rs[1].Bundle != filepath.Join(runDir, PluginsDir, "prebuilt") || rs[1].Source != filepath.Join(tk.Dir, "prebuilt") ||
+		rs[0].SHA256Before == "" || !rs[0].hasSkills {
 		t.Errorf("results = %+v", rs)
 	}
 	want := []string{filepath.Join(runDir, PluginsDir, "kit", bundle.TreeDir) + " -> /opt/ceval/plugins/kit",
-		filepath.Join(tk.Dir, "prebuilt", bundle.TreeDir) + " -> /opt/tools/prebuilt"}
+		filepath.Join(runDir, PluginsDir, "prebuilt", bundle.TreeDir) + " -> /opt/tools/prebuilt"}
 	var got []string
 	for _, m := range mounts {
 		got = append(got, m.Source+" -> "+m.Destination)

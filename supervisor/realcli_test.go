@@ -226,16 +226,7 @@ func loadExample(t *testing.T, dir string) (*task.Task, *gateway.Fixture) {
 	if tk.Agent.Gateway == nil || tk.Agent.Gateway.Mode != task.GatewayReplay {
 		t.Fatalf("examples/%s is not a replay task", dir)
 	}
-	f, err := os.Open(tk.Agent.Gateway.Fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fx, err := gateway.ParseFixture(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk, fx
+	return tk, tk.Agent.Gateway.Fixture
 }
 
 // withAgentImage connects to containerd and builds the agent image in the test's namespace
@@ -290,7 +281,16 @@ func TestRealCLIsRecordThenReplay(t *testing.T) {
 
 			// Offline: the recorded transcript is the fixture; no provider, no key.
 			provider.Close()
-			tk.Agent.Gateway = &task.Gateway{Mode: task.GatewayReplay, Fixture: filepath.Join(rec.Dir, ModelCallsFile)}
+			recorded, err := os.Open(filepath.Join(rec.Dir, ModelCallsFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			replayed, err := gateway.ParseFixture(recorded)
+			recorded.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk.Agent.Gateway = &task.Gateway{Mode: task.GatewayReplay, FixturePath: recorded.Name(), Fixture: replayed}
 			rep, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 			if err != nil {
 				t.Fatal(err)

@@ -59,8 +59,8 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}
 		o := opts
-		if o.ReferenceDir == "" {
-			o.ReferenceDir = t.Reference
+		if o.Reference == nil {
+			o.Reference = t.Reference
 		}
 		if len(t.ProtectedMocks) > 0 {
 			o.MockCallsPath = filepath.Join(dir, MockCallsFile)

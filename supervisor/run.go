@@ -362,7 +362,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
 
 	gradeStart := time.Now()
-	gopts := grader.Options{ReferenceDir: t.Reference, Executor: o.Executor}
+	gopts := grader.Options{Reference: t.Reference, Executor: o.Executor}
 	if mocks != nil {
 		gopts.MockCallsPath = filepath.Join(dir, MockCallsFile)
 	}

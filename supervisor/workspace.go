@@ -11,7 +11,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
+	"ceval.dev/ceval/internal/rootfs"
 	"ceval.dev/ceval/task"
 )
 
@@ -19,12 +21,8 @@ import (
 // repository arrives with HEAD and its ancestors only), then its starter_files on top.
 // Ownership is left to the caller, which hands the tree to the agent without following links.
 func PrepareWorkspace(ws string, t *task.Task) error {
-	if tpl := t.Sandbox.Workspace.TemplateDir; tpl != "" {
-		base := t.Dir
-		if rel, err := filepath.Rel(t.Dir, tpl); (err != nil || !filepath.IsLocal(rel)) && t.ExperimentDir != "" {
-			base = t.ExperimentDir // named by the experiment's defaults or a variant
-		}
-		if err := copyTemplate(base, tpl, ws); err != nil {
+	if tpl := t.Sandbox.Workspace.TemplateDir; tpl != nil {
+		if err := copyTemplate(tpl, ws); err != nil {
 			return fmt.Errorf("template_dir: %w", err)
 		}
 	}
@@ -61,31 +59,22 @@ func writeInRoot(root *os.Root, rel string, data []byte, perm os.FileMode) error
 }
 
 // copyTemplate copies the template tree (task material from a third party) into ws through
-// an os.Root of the task's directory: regular files by their bytes, directories, and
-// symlinks recreated as links (never followed). No .git is copied: each repository, at any
-// depth, is rebuilt with its HEAD's history only.
-func copyTemplate(taskDir, templateDir, ws string) error {
-	rel, err := filepath.Rel(taskDir, templateDir)
-	if err != nil || !filepath.IsLocal(rel) && rel != "." {
-		return fmt.Errorf("%s is not inside the task directory", templateDir)
+// the handle the task opened at load (never by its path, which may name something else by
+// now): regular files by their bytes, directories, and symlinks recreated as links (never
+// followed). No .git is copied: each repository, at any depth, is rebuilt with its HEAD's
+// history only.
+func copyTemplate(tpl *task.Dir, ws string) error {
+	src := tpl.Root()
+	if src == nil {
+		return fmt.Errorf("%s was not opened with the task", tpl.Path)
 	}
-	troot, err := os.OpenRoot(taskDir)
-	if err != nil {
-		return err
-	}
-	defer troot.Close()
-	src, err := troot.OpenRoot(rel)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
 	dst, err := os.OpenRoot(ws)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
 	var repos []string // directories of the template that hold a .git directory
-	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(rootfs.NonBlocking(src), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -124,7 +113,7 @@ func copyTemplate(taskDir, templateDir, ws string) error {
 		return err
 	}
 	for _, r := range repos {
-		if err := headOnlyRepo(filepath.Join(templateDir, r), filepath.Join(ws, r)); err != nil {
+		if err := headOnlyRepo(src, r, filepath.Join(ws, r)); err != nil {
 			return fmt.Errorf("repository %s: %w", r, err)
 		}
 	}
@@ -132,7 +121,7 @@ func copyTemplate(taskDir, templateDir, ws string) error {
 }
 
 func copyRootFile(src, dst *os.Root, p string, perm os.FileMode) error {
-	in, err := src.OpenFile(p, os.O_RDONLY|noFollow, 0)
+	in, err := src.OpenFile(p, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0) // a FIFO swapped in must not block
 	if err != nil {
 		return err
 	}
@@ -154,39 +143,49 @@ func copyRootFile(src, dst *os.Root, p string, perm os.FileMode) error {
 // headOnlyRepo gives ws a git repository holding the template's HEAD and its ancestors
 // only: no other branch, tag, remote ref, reflog, stash or unreachable object, because
 // agents mine `git log --all` for answers. The working tree stays as the template had it.
-func headOnlyRepo(templateDir, ws string) error {
-	branch := "main"
-	if data, err := readHead(templateDir); err == nil {
-		if ref, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: refs/heads/"); ok && ref != "" && !strings.ContainsAny(ref, " \t\\:~^?*[") {
-			branch = ref
-		}
+//
+// Host git never runs over the template's .git: its HEAD, refs and objects are first copied,
+// through the template's handle and following no link, into a private repository whose config
+// ceval writes (so no alternates, commondir, hooks, fsmonitor, filters or any other setting of
+// the task's is honoured), and only that copy is fetched from.
+func headOnlyRepo(src *os.Root, repo, ws string) error {
+	if _, err := exec.LookPath("git"); err != nil {
+		return errors.New("template_dir is a git repository but git is not installed on the host (apt-get install git)")
 	}
-	home, err := os.MkdirTemp("", "ceval-git-")
+	tmp, err := os.MkdirTemp("", "ceval-git-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(home)
+	defer os.RemoveAll(tmp)
+	home, private := filepath.Join(tmp, "home"), filepath.Join(tmp, "template.git")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return err
+	}
+	branch, err := copyGitDir(src, path.Join(repo, ".git"), private)
+	if err != nil {
+		return err
+	}
 	run := func(args ...string) error {
+		step := args[0]
+		// No system, user or repository setting of anyone else's: the only repositories git
+		// sees are ceval's private copy and the new one in ws, and neither runs hooks.
+		args = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
+			"-c", "protocol.file.allow=always", "-c", "safe.directory=" + ws, "-c", "safe.directory=" + private}, args...)
 		cmd := exec.Command("git", args...)
 		cmd.Dir = ws
-		// No system or user config, no prompts; the template may belong to another user.
 		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "GIT_CONFIG_NOSYSTEM=1",
-			"GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_COUNT=1",
-			"GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*",
+			"GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0", "GIT_CEILING_DIRECTORIES=" + filepath.Dir(ws),
 			"GIT_AUTHOR_NAME=ceval", "GIT_AUTHOR_EMAIL=ceval@localhost", "GIT_COMMITTER_NAME=ceval", "GIT_COMMITTER_EMAIL=ceval@localhost"}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+			return fmt.Errorf("git %s: %v: %s", step, err, strings.TrimSpace(stderr.String()))
 		}
 		return nil
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		return errors.New("template_dir is a git repository but git is not installed on the host (apt-get install git)")
-	}
 	steps := [][]string{
-		{"init", "-q", "--initial-branch=" + branch, "."},
-		{"fetch", "-q", "--update-head-ok", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", templateDir, "+HEAD:refs/heads/" + branch},
+		{"init", "-q", "--template=", "--initial-branch=" + branch, "."},
+		{"fetch", "-q", "--update-head-ok", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head", private, "+HEAD:refs/heads/" + branch},
 		{"reset", "-q"},
 		{"reflog", "expire", "--expire=all", "--all"},
 		{"gc", "-q", "--prune=now"},
@@ -197,13 +196,4 @@ func headOnlyRepo(templateDir, ws string) error {
 		}
 	}
 	return os.RemoveAll(filepath.Join(ws, ".git", "logs"))
-}
-
-func readHead(templateDir string) ([]byte, error) {
-	r, err := os.OpenRoot(templateDir)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.ReadFile(".git/HEAD")
 }

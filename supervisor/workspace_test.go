@@ -22,6 +22,17 @@ func git(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
+// openDir opens dir as task material, as task.Load does.
+func openDir(t *testing.T, dir string) *task.Dir {
+	t.Helper()
+	d, err := task.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
 // Agents mine `git log --all`, tags, stashes and dangling objects for the answer.
 func TestTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
@@ -47,7 +58,7 @@ func TestTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
 	os.WriteFile(filepath.Join(tpl, "a.txt"), []byte("work in progress\n"), 0o644)
 
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl,
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl),
 		StarterFiles: []task.StarterFile{{Path: "notes/hint.md", Content: "hint"}}}}}
 	if err := PrepareWorkspace(ws, tk); err != nil {
 		t.Fatal(err)
@@ -88,7 +99,7 @@ func TestTemplateSymlinkIsCopiedAsLinkNotFollowed(t *testing.T) {
 	os.MkdirAll(tpl, 0o755)
 	os.Symlink("/etc/passwd", filepath.Join(tpl, "passwd"))
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl}}}
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl)}}}
 	if err := PrepareWorkspace(ws, tk); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +117,7 @@ func TestStarterFileIsNotWrittenThroughPlantedSymlink(t *testing.T) {
 	os.MkdirAll(tpl, 0o755)
 	os.Symlink(outside, filepath.Join(tpl, "out"))
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: tpl,
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl),
 		StarterFiles: []task.StarterFile{{Path: "out/pwned", Content: "x"}}}}}
 	if err := PrepareWorkspace(ws, tk); err == nil {
 		t.Fatal("starter file written through a symlink")
@@ -136,7 +147,7 @@ func TestNestedTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
 	git(t, repo, "checkout", "-q", "main")
 	os.WriteFile(filepath.Join(taskDir, "tpl", ".git"), []byte("gitdir: /etc\n"), 0o644) // a pointer file: never copied
 	ws := t.TempDir()
-	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: filepath.Join(taskDir, "tpl")}}}
+	tk := &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, filepath.Join(taskDir, "tpl"))}}}
 	if err := PrepareWorkspace(ws, tk); err != nil {
 		t.Fatal(err)
 	}
@@ -151,5 +162,127 @@ func TestNestedTemplateGitRepoArrivesWithHeadHistoryOnly(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(ws, ".git")); err == nil {
 		t.Error("a .git pointer file was copied")
+	}
+}
+
+// hostRepoWithCanary makes a repository outside any task, whose HEAD's history holds cn.
+func hostRepoWithCanary(t *testing.T, cn string) string {
+	t.Helper()
+	host := t.TempDir()
+	git(t, host, "init", "-q", "--initial-branch=main")
+	os.WriteFile(filepath.Join(host, "secret.txt"), []byte(cn+"\n"), 0o644)
+	git(t, host, "add", ".")
+	git(t, host, "commit", "-qm", "host history "+cn)
+	return host
+}
+
+// assertNoCanaryInWorkspace fails if cn is in any file of ws or any object of its
+// repository.
+func assertNoCanaryInWorkspace(t *testing.T, ws, cn string) {
+	t.Helper()
+	if out, _ := exec.Command("grep", "-r", cn, ws).CombinedOutput(); len(out) > 0 {
+		t.Errorf("BREACH: the host repository's canary is in the workspace:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git")); err != nil {
+		return
+	}
+	objs := git(t, ws, "cat-file", "--batch-all-objects", "--batch-check")
+	for _, line := range strings.Split(strings.TrimSpace(objs), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(git(t, ws, "cat-file", "-p", f[0]), cn) {
+			t.Errorf("BREACH: object %s of the workspace's repository holds the host repository's canary", f[0])
+		}
+	}
+}
+
+// Validation refuses these templates (task.TestTemplateGitReachingOutsideIsRefusedAtTemplateDirLine);
+// the workspace is built the same way whatever: host git never reads the template's .git,
+// only a copy ceval made of it without following links, alternates or commondir, so a
+// template that borrows a host repository's objects gets an error, not that history.
+func TestTemplateGitBorrowingHostRepositoryNeverBringsItsHistory(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	for _, tt := range []struct {
+		name string
+		make func(t *testing.T, host, tpl string)
+	}{
+		{"objects symlinked", func(t *testing.T, host, tpl string) {
+			git(t, filepath.Dir(tpl), "clone", "-q", "--no-local", host, tpl)
+			os.RemoveAll(filepath.Join(tpl, ".git/objects"))
+			os.Symlink(filepath.Join(host, ".git/objects"), filepath.Join(tpl, ".git/objects"))
+		}},
+		{"alternates", func(t *testing.T, host, tpl string) {
+			git(t, filepath.Dir(tpl), "clone", "-q", "--shared", host, tpl) // writes objects/info/alternates
+		}},
+		{"refs symlinked, objects through alternates", func(t *testing.T, host, tpl string) {
+			os.MkdirAll(tpl, 0o755)
+			git(t, tpl, "init", "-q", "--initial-branch=main")
+			os.RemoveAll(filepath.Join(tpl, ".git/refs"))
+			os.Symlink(filepath.Join(host, ".git/refs"), filepath.Join(tpl, ".git/refs"))
+			os.WriteFile(filepath.Join(tpl, ".git/objects/info/alternates"), []byte(filepath.Join(host, ".git/objects")+"\n"), 0o644)
+		}},
+		{"commondir", func(t *testing.T, host, tpl string) {
+			os.MkdirAll(filepath.Join(tpl, ".git"), 0o755)
+			os.WriteFile(filepath.Join(tpl, ".git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+			os.WriteFile(filepath.Join(tpl, ".git/commondir"), []byte(filepath.Join(host, ".git")+"\n"), 0o644)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cn := canary(t)
+			host := hostRepoWithCanary(t, cn)
+			taskDir := t.TempDir()
+			tpl := filepath.Join(taskDir, "tpl")
+			tt.make(t, host, tpl)
+			os.Remove(filepath.Join(tpl, "secret.txt")) // the working tree is the template's own
+			ws := t.TempDir()
+			err := PrepareWorkspace(ws, &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl)}}})
+			t.Logf("PrepareWorkspace: %v", err)
+			assertNoCanaryInWorkspace(t, ws, cn)
+		})
+	}
+}
+
+// Config, hooks and attributes of a template's repository that would execute a command (an
+// fsmonitor, a filter, hooks, ssh or pager commands, a packObjects hook) are never
+// honoured: no marker file appears, and the workspace's repository has none of them.
+func TestTemplateGitConfigThatExecutesIsNeverHonoured(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	taskDir, markers := t.TempDir(), t.TempDir()
+	tpl := filepath.Join(taskDir, "tpl")
+	os.MkdirAll(tpl, 0o755)
+	git(t, tpl, "init", "-q", "--initial-branch=main")
+	os.WriteFile(filepath.Join(tpl, "a.txt"), []byte("a\n"), 0o644)
+	os.WriteFile(filepath.Join(tpl, ".gitattributes"), []byte("* filter=x diff=x merge=x\n"), 0o644)
+	git(t, tpl, "add", ".")
+	git(t, tpl, "commit", "-qm", "one")
+	mark := func(name string) string { return "touch " + filepath.Join(markers, name) + "; cat" }
+	for key, value := range map[string]string{
+		"core.fsmonitor": mark("fsmonitor"), "filter.x.smudge": mark("smudge"), "filter.x.clean": mark("clean"),
+		"filter.x.process": mark("process"), "filter.x.required": "true", "diff.x.textconv": mark("textconv"),
+		"core.sshCommand": mark("ssh"), "core.pager": mark("pager"), "uploadpack.packObjectsHook": mark("packobjects"),
+		"core.alternateRefsCommand": mark("altrefs"), "core.hooksPath": ".git/hooks", "gc.auto": "1",
+	} {
+		git(t, tpl, "config", key, value)
+	}
+	for _, h := range []string{"pre-upload-pack", "post-checkout", "reference-transaction", "post-index-change", "pre-auto-gc", "post-merge", "fsmonitor-watchman"} {
+		os.WriteFile(filepath.Join(tpl, ".git/hooks", h), []byte("#!/bin/sh\n"+mark("hook-"+h)+" >/dev/null\n"), 0o755)
+	}
+	ws := t.TempDir()
+	if err := PrepareWorkspace(ws, &task.Task{Dir: taskDir, Sandbox: task.Sandbox{Workspace: task.Workspace{TemplateDir: openDir(t, tpl)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadDir(markers); len(got) > 0 {
+		t.Errorf("BREACH: the template's repository ran %d command(s): %v", len(got), got)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(ws, ".git/config"))
+	for _, key := range []string{"fsmonitor", "filter", "sshCommand", "pager", "hooksPath", markers} {
+		if strings.Contains(string(cfg), key) {
+			t.Errorf("the workspace's repository config holds %q:\n%s", key, cfg)
+		}
+	}
+	if got := git(t, ws, "log", "--format=%s"); strings.TrimSpace(got) != "one" {
+		t.Errorf("git log = %q", got)
 	}
 }

@@ -7,71 +7,101 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+
+	"ceval.dev/ceval/internal/rootfs"
 )
 
 // Digest returns the sha256 of the task file and everything it references (prompt file,
-// reference and template directories, schema files, modules), read through the task's
-// directory without following symlinks, so a result names exactly what it was graded by.
+// fixtures, schema files, reference and template directories, plugins, modules), as ceval
+// holds them: files read at load by the bytes read then, directories and modules through the
+// handles opened at load, without following symlinks. So a result names exactly what it was
+// graded by, whatever the task's paths name by the time it is computed.
 func Digest(t *Task) (string, error) {
-	root, err := os.OpenRoot(t.Dir)
-	if err != nil {
-		return "", err
+	type item struct {
+		scope, rel string // scope "" is the task's directory, "experiment" the experiment's
+		hash       func(h io.Writer, name string) error
 	}
-	defer root.Close()
-	paths := map[string]bool{filepath.Base(t.Path): true}
-	outside := map[string]bool{} // material an experiment's defaults or variants named
-	add := func(abs string) {
+	var items []item
+	add := func(abs string, hash func(io.Writer, string) error) {
 		if abs == "" {
 			return
 		}
 		if rel, err := filepath.Rel(t.Dir, abs); err == nil && filepath.IsLocal(rel) {
-			paths[rel] = true
+			items = append(items, item{"", filepath.ToSlash(rel), hash})
 		} else if rel, err := filepath.Rel(t.ExperimentDir, abs); t.ExperimentDir != "" && err == nil && filepath.IsLocal(rel) {
-			outside[rel] = true
+			items = append(items, item{"experiment", filepath.ToSlash(rel), hash})
 		}
 	}
-	// An experiment's prompt file may sit beside the experiment; its text is hashed instead.
-	if t.PromptFile != "" && t.ExperimentDir == "" {
-		add(filepath.Join(t.Dir, t.PromptFile))
+	for abs, sum := range t.read {
+		add(abs, func(h io.Writer, name string) error {
+			_, err := fmt.Fprintf(h, "f %d:%s sha256 %x\n", len(name), name, sum)
+			return err
+		})
 	}
-	add(t.Reference)
-	add(t.Sandbox.Workspace.TemplateDir)
-	for _, m := range t.ProtectedMocks {
-		add(m.FixturePath)
+	addDir := func(d *Dir) {
+		if d != nil {
+			add(d.Path, func(h io.Writer, name string) error { return hashTree(h, d.root, name) })
+		}
+	}
+	addDir(t.Reference)
+	addDir(t.Sandbox.Workspace.TemplateDir)
+	for _, p := range t.Plugins {
+		addDir(p.Dir)
 	}
 	for _, c := range t.Criteria {
-		add(c.SchemaFile)
-		add(c.Module)
+		if m := c.Module; m != nil {
+			add(m.Path, func(h io.Writer, name string) error { return hashFile(h, m, name) })
+		}
 	}
-	if t.Agent != nil && t.Agent.Gateway != nil {
-		add(t.Agent.Gateway.Fixture)
-	}
-	sorted := make([]string, 0, len(paths))
-	for p := range paths {
-		sorted = append(sorted, p)
-	}
-	sort.Strings(sorted)
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].scope != items[j].scope {
+			return items[i].scope < items[j].scope
+		}
+		return items[i].rel < items[j].rel
+	})
 	h := sha256.New()
-	for _, p := range sorted {
-		if err := hashTree(h, root, filepath.ToSlash(p)); err != nil {
-			return "", fmt.Errorf("digest %s: %w", p, err)
+	for i, it := range items {
+		if i > 0 && it.scope == items[i-1].scope && it.rel == items[i-1].rel {
+			continue // the same material named twice
+		}
+		if it.scope != "" {
+			fmt.Fprintf(h, "%s %d:%s\n", it.scope, len(it.rel), it.rel)
+		}
+		if err := it.hash(h, it.rel); err != nil {
+			return "", fmt.Errorf("digest %s: %w", it.rel, err)
 		}
 	}
 	if t.ExperimentDir != "" {
 		fmt.Fprintf(h, "config %s\nprompt %d:%s\n", t.ConfigSHA256, len(t.Prompt), t.Prompt)
-		if err := hashOutside(h, t.ExperimentDir, outside); err != nil {
-			return "", err
-		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// hashTree feeds p (a file, link or directory tree) into h: each entry as its kind, path
-// and content or link target, length-prefixed so no two trees hash alike.
-func hashTree(h io.Writer, root *os.Root, p string) error {
-	return fs.WalkDir(root.FS(), p, func(q string, d fs.DirEntry, err error) error {
+// hashFile feeds a file held open since load into h.
+func hashFile(h io.Writer, f *File, name string) error {
+	if f == nil || f.f == nil {
+		return fmt.Errorf("%s was not opened at load", name)
+	}
+	fi, err := f.f.Stat()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(h, "f %d:%s %d\n", len(name), name, fi.Size())
+	_, err = io.Copy(h, io.NewSectionReader(f.f, 0, fi.Size()))
+	return err
+}
+
+// hashTree feeds the tree of root (a directory held open since load, named name) into h:
+// each entry as its kind, path and content or link target, length-prefixed so no two trees
+// hash alike.
+func hashTree(h io.Writer, root *os.Root, name string) error {
+	if root == nil {
+		return fmt.Errorf("%s was not opened at load", name)
+	}
+	return fs.WalkDir(rootfs.NonBlocking(root), ".", func(q string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -79,50 +109,27 @@ func hashTree(h io.Writer, root *os.Root, p string) error {
 		if err != nil {
 			return err
 		}
+		p := path.Join(name, q)
 		switch {
 		case fi.IsDir():
-			fmt.Fprintf(h, "d %d:%s\n", len(q), q)
+			fmt.Fprintf(h, "d %d:%s\n", len(p), p)
 		case fi.Mode()&fs.ModeSymlink != 0:
 			target, err := root.Readlink(q)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(h, "l %d:%s %d:%s\n", len(q), q, len(target), target)
+			fmt.Fprintf(h, "l %d:%s %d:%s\n", len(p), p, len(target), target)
 		case fi.Mode().IsRegular():
-			f, err := root.Open(q)
+			f, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(q, flag|noFollow, 0) }, q)
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			fmt.Fprintf(h, "f %d:%s %d\n", len(q), q, fi.Size())
+			fmt.Fprintf(h, "f %d:%s %d\n", len(p), p, fi.Size())
 			if _, err := io.CopyN(h, f, fi.Size()); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// hashOutside feeds the experiment directory's material (relative paths) into h, sorted.
-func hashOutside(h io.Writer, dir string, rels map[string]bool) error {
-	if len(rels) == 0 {
-		return nil
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	sorted := make([]string, 0, len(rels))
-	for p := range rels {
-		sorted = append(sorted, p)
-	}
-	sort.Strings(sorted)
-	for _, p := range sorted {
-		fmt.Fprintf(h, "experiment %d:%s\n", len(p), p)
-		if err := hashTree(h, root, filepath.ToSlash(p)); err != nil {
-			return fmt.Errorf("digest %s: %w", filepath.Join(dir, p), err)
-		}
-	}
-	return nil
 }

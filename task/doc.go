@@ -1,4 +1,6 @@
 // Package task loads task files: the strict YAML schema, validation that reports every
 // problem as FILE:LINE:COL, and confinement of every path a task names to its own directory
-// (task files come from third parties). It never talks to containerd or runs anything.
+// (task files come from third parties). Task material is opened once, at load, through the
+// task's directory and held (Dir, File), so what is later served and graded is what was
+// validated. It never talks to containerd or runs anything.
 package task

@@ -127,8 +127,8 @@ defaults:
 		t.Fatal(err)
 	}
 	tk := e.Entries[0].Task
-	if tk.Prompt != "shared prompt" || tk.Sandbox.Workspace.TemplateDir != filepath.Join(dir, "shared/tpl") {
-		t.Fatalf("prompt %q template %q", tk.Prompt, tk.Sandbox.Workspace.TemplateDir)
+	if tk.Prompt != "shared prompt" || tk.Sandbox.Workspace.TemplateDir.Path != filepath.Join(dir, "shared/tpl") {
+		t.Fatalf("prompt %q template %q", tk.Prompt, tk.Sandbox.Workspace.TemplateDir.Path)
 	}
 	d1, err := Digest(tk)
 	if err != nil {

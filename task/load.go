@@ -2,6 +2,7 @@ package task
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -63,10 +64,15 @@ func Parse(name, dir string, data []byte) (*Task, error) {
 	l := &loader{decoder: d, root: root, dir: dir}
 	t := l.task(doc.Content[0])
 	if len(d.problems) > 0 {
+		t.Close()
 		return nil, d.problems.sorted()
 	}
 	t.Path = filepath.Join(dir, filepath.Base(name))
 	t.Dir = dir
+	if t.read == nil {
+		t.read = map[string][32]byte{}
+	}
+	t.read[t.Path] = sha256.Sum256(data) // the task file as parsed, not as it may read later
 	return t, nil
 }
 
@@ -114,6 +120,12 @@ type loader struct {
 	// an origin (defaults, variants, -D) resolve; nil outside an experiment.
 	expRoot *os.Root
 	expDir  string
+	// read is the sha256 of every file of task material read at load, by absolute path: what
+	// Digest names.
+	read map[string][32]byte
+	// files holds the bytes of each file read, by absolute path, so a file named many
+	// times is opened and read once.
+	files map[string][]byte
 }
 
 // base returns the directory a path written at n resolves in, and its root.
@@ -152,7 +164,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"sandbox", func(v *yaml.Node) { l.sandbox(v, &t.Sandbox) }},
 		{"reference", func(v *yaml.Node) {
 			l.mapping(v, "reference", []field{{"directory", func(v *yaml.Node) {
-				t.Reference = l.taskDir(v, "reference.directory")
+				t.Reference = l.openDir(v, "reference.directory")
 			}}})
 		}},
 		{"success_criteria", func(v *yaml.Node) { criteriaNode = v; t.Criteria = l.criteria(v) }},
@@ -172,17 +184,14 @@ func (l *loader) task(n *yaml.Node) *Task {
 	case promptNode == nil && promptFileNode == nil:
 		l.errorf(n, "missing required field initial_prompt (or initial_prompt_file)")
 	case promptFileNode != nil && t.PromptFile != "":
-		if p := l.taskFile(promptFileNode, "initial_prompt_file"); p != "" {
-			if data, err := l.readTaskFile(p); err != nil {
-				l.errorf(resolve(promptFileNode), "initial_prompt_file: %v", err)
-			} else {
-				t.Prompt = string(data)
-			}
+		if p, data := l.readFile(promptFileNode, "initial_prompt_file"); p != "" {
+			t.Prompt = string(data)
 		}
 	}
 	if criteriaNode == nil {
 		l.errorf(n, "missing required field success_criteria (a non-empty list)")
 	}
+	t.read = l.read
 	l.checkMockCriteria(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
@@ -315,7 +324,7 @@ func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *gateway.Fixture, fi
 		{"mode", func(v *yaml.Node) {
 			l.enum(v, "agent.gateway.mode", []string{GatewayForward, GatewayRecord, GatewayReplay}, &g.Mode)
 		}},
-		{"fixture", func(v *yaml.Node) { fixtureNode = v; g.Fixture = l.taskFile(v, "agent.gateway.fixture") }},
+		{"fixture", func(v *yaml.Node) { fixtureNode = v }},
 		{"server_tools", func(v *yaml.Node) { l.boolean(v, "agent.gateway.server_tools", &g.ServerTools) }},
 	})
 	if got == nil {
@@ -326,20 +335,22 @@ func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *gateway.Fixture, fi
 		l.errorf(n, "agent.gateway.fixture is required for mode replay (a script of turns, or a model_calls.jsonl of an earlier run)")
 	case g.Mode != GatewayReplay && fixtureNode != nil:
 		l.errorf(resolve(fixtureNode), "agent.gateway.fixture is only for mode replay")
-	case g.Fixture != "":
-		data, err := l.readTaskFile(g.Fixture)
-		if err != nil {
-			l.errorf(resolve(fixtureNode), "agent.gateway.fixture: %v", err)
+	case fixtureNode != nil:
+		// Read once: the fixture replay serves is the one validated here.
+		var data []byte
+		if g.FixturePath, data = l.readFile(fixtureNode, "agent.gateway.fixture"); g.FixturePath == "" {
 			break
 		}
+		var err error
 		if fixture, err = gateway.ParseFixture(bytes.NewReader(data)); err != nil {
-			p := Problem{File: g.Fixture, Msg: "gateway fixture: " + err.Error()}
+			p := Problem{File: g.FixturePath, Msg: "gateway fixture: " + err.Error()}
 			var fe *gateway.FixtureError
 			if errors.As(err, &fe) {
 				p.Line, p.Column, p.Msg = fe.Line, 1, "gateway fixture: "+fe.Msg
 			}
 			l.problems = append(l.problems, p)
 		}
+		g.Fixture = fixture
 	}
 	return g, fixture, fixtureNode
 }
@@ -359,7 +370,7 @@ func (l *loader) plugins(n *yaml.Node) []Plugin {
 		var p Plugin
 		var mountNode *yaml.Node
 		got := l.mapping(item, what, []field{
-			{"path", func(v *yaml.Node) { p.Path = l.taskDir(v, what+".path") }},
+			{"path", func(v *yaml.Node) { p.Dir = l.openDir(v, what+".path") }},
 			{"mount", func(v *yaml.Node) { mountNode = v; l.str(v, what+".mount", &p.Mount) }},
 		})
 		if got == nil {
@@ -369,10 +380,10 @@ func (l *loader) plugins(n *yaml.Node) []Plugin {
 			l.errorf(item, "%s: missing required field path (a plugin bundle or source tree next to the task)", what)
 			return
 		}
-		if p.Path == "" {
+		if p.Dir == nil {
 			return
 		}
-		p.Name = filepath.Base(p.Path)
+		p.Name = filepath.Base(p.Dir.Path)
 		if !pluginName.MatchString(p.Name) {
 			l.errorf(resolve(got["path"]), "%s.path: the directory's name %q must be 1-64 of [A-Za-z0-9._-], starting alphanumeric", what, p.Name)
 			return
@@ -409,6 +420,7 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 	l.list(n, "protected_mocks", func(i int, item *yaml.Node) {
 		what := fmt.Sprintf("protected_mocks[%d]", i)
 		m := ProtectedMock{MaxRequests: DefaultMockRequests}
+		var fixtureNode *yaml.Node
 		got := l.mapping(item, what, []field{
 			{"tool", func(v *yaml.Node) {
 				l.str(v, what+".tool", &m.Tool)
@@ -417,7 +429,7 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 					m.Tool = ""
 				}
 			}},
-			{"fixture", func(v *yaml.Node) { m.FixturePath = l.taskFile(v, what+".fixture") }},
+			{"fixture", func(v *yaml.Node) { fixtureNode = v }},
 			{"max_requests", func(v *yaml.Node) {
 				n := int64(m.MaxRequests)
 				l.integer(v, what+".max_requests", 1, MaxMockRequests, &n)
@@ -439,12 +451,16 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 			}
 			tools[m.Tool] = i
 		}
-		if m.FixturePath == "" || m.Tool == "" {
+		if fixtureNode == nil {
+			return
+		}
+		var data []byte
+		if m.FixturePath, data = l.readFile(fixtureNode, what+".fixture"); m.FixturePath == "" || m.Tool == "" {
 			return
 		}
 		fx, parsed := fixtures[m.FixturePath]
 		if !parsed {
-			fx = l.mockFixture(m.FixturePath, got["fixture"], what)
+			fx = l.mockFixture(m.FixturePath, data)
 			fixtures[m.FixturePath] = fx
 		}
 		if fx == nil {
@@ -456,14 +472,9 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 	return out
 }
 
-// mockFixture reads and parses a protected mock's fixture file (named at node n of item
-// what); nil when it has problems, all reported.
-func (l *loader) mockFixture(path string, n *yaml.Node, what string) *mockd.Fixture {
-	data, err := l.readTaskFile(path)
-	if err != nil {
-		l.errorf(resolve(n), "%s.fixture: %v", what, err)
-		return nil
-	}
+// mockFixture parses a protected mock's fixture file; nil when it has problems, all
+// reported at their line in that file.
+func (l *loader) mockFixture(path string, data []byte) *mockd.Fixture {
 	fx, probs := mockd.ParseFixture(data)
 	for _, p := range probs {
 		l.problems = append(l.problems, Problem{File: path, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
@@ -537,7 +548,13 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 						ws.StarterFiles = append(ws.StarterFiles, f)
 					})
 				}},
-				{"template_dir", func(v *yaml.Node) { ws.TemplateDir = l.taskDir(v, "sandbox.workspace.template_dir") }},
+				{"template_dir", func(v *yaml.Node) {
+					if ws.TemplateDir = l.openDir(v, "sandbox.workspace.template_dir"); ws.TemplateDir != nil {
+						for _, msg := range checkTemplateGit(ws.TemplateDir.root) {
+							l.errorf(resolve(v), "sandbox.workspace.template_dir: %s", msg)
+						}
+					}
+				}},
 			})
 		}},
 	})
@@ -641,7 +658,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		},
 		"score_from_stdout": func(v *yaml.Node) { scoreFromStdout = v; l.boolean(v, what+".score_from_stdout", &c.ScoreFromStdout) },
 		"uses_reference":    func(v *yaml.Node) { l.boolean(v, what+".uses_reference", &c.UsesReference) },
-		"module":            func(v *yaml.Node) { c.Module = l.taskFile(v, what+".module") },
+		"module":            func(v *yaml.Node) { c.Module = l.openFile(v, what+".module") },
 		"sha256": func(v *yaml.Node) {
 			l.str(v, what+".sha256", &c.ModuleSHA256)
 			if c.ModuleSHA256 != "" && !sha256Pattern.MatchString(c.ModuleSHA256) {
@@ -888,37 +905,81 @@ func (l *loader) taskRel(n *yaml.Node, what string) (string, bool) {
 	return filepath.Clean(p), true
 }
 
-// taskFile resolves a regular file inside the task's directory; symlinks that point out of
-// it are refused.
-func (l *loader) taskFile(n *yaml.Node, what string) string {
-	return l.taskEntry(n, what, false)
-}
-
-// taskDir resolves a directory inside the task's directory.
-func (l *loader) taskDir(n *yaml.Node, what string) string {
-	return l.taskEntry(n, what, true)
-}
-
-func (l *loader) taskEntry(n *yaml.Node, what string, dir bool) string {
+// openDir opens a directory of task material through the root its path resolves in and
+// keeps the handle: what ceval reads from it later is this directory, whatever the path
+// names by then. Symlinks that leave the root are refused.
+func (l *loader) openDir(n *yaml.Node, what string) *Dir {
 	rel, ok := l.taskRel(n, what)
 	if !ok {
-		return ""
+		return nil
 	}
 	root, base := l.base(n)
-	fi, err := root.Stat(rel)
+	r, err := root.OpenRoot(rel + "/.") // "/.": a FIFO there fails as not a directory, never blocks
+	if err != nil {
+		if fi, serr := root.Stat(rel); serr == nil && !fi.IsDir() {
+			l.errorf(resolve(n), "%s: %q is not a directory", what, rel)
+		} else {
+			l.errorf(resolve(n), "%s: %s", what, describeRootErr(rel, err))
+		}
+		return nil
+	}
+	return &Dir{Path: filepath.Join(base, rel), root: r}
+}
+
+// openFile opens a regular file of task material (never a FIFO, device or socket) through
+// the root its path resolves in and keeps the handle.
+func (l *loader) openFile(n *yaml.Node, what string) *File {
+	rel, ok := l.taskRel(n, what)
+	if !ok {
+		return nil
+	}
+	root, base := l.base(n)
+	f, err := openRegular(func(flag int) (*os.File, error) { return root.OpenFile(rel, flag, 0) }, rel)
 	if err != nil {
 		l.errorf(resolve(n), "%s: %s", what, describeRootErr(rel, err))
-		return ""
+		return nil
 	}
-	switch {
-	case dir && !fi.IsDir():
-		l.errorf(resolve(n), "%s: %q is not a directory", what, rel)
-		return ""
-	case !dir && !fi.Mode().IsRegular():
-		l.errorf(resolve(n), "%s: %q is not a regular file", what, rel)
-		return ""
+	return &File{Path: filepath.Join(base, rel), f: f}
+}
+
+// readFile reads a regular file of task material once, capped, through the root its path
+// resolves in; it returns the file's absolute path (for messages) and its bytes, or "" after
+// reporting a problem at n.
+func (l *loader) readFile(n *yaml.Node, what string) (string, []byte) {
+	// A file named many times (criteria repeated by an alias) is read once per task file.
+	rel, ok := l.taskRel(n, what)
+	if !ok {
+		return "", nil
 	}
-	return filepath.Join(base, rel)
+	if _, base := l.base(n); l.files[filepath.Join(base, rel)] != nil {
+		p := filepath.Join(base, rel)
+		return p, l.files[p]
+	}
+	f := l.openFile(n, what)
+	if f == nil {
+		return "", nil
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f.f, MaxTaskFileBytes+1))
+	if err == nil && len(data) > MaxTaskFileBytes {
+		err = fmt.Errorf("larger than %d bytes", MaxTaskFileBytes)
+	}
+	if err != nil {
+		l.errorf(resolve(n), "%s: %s: %v", what, filepath.Base(f.Path), err)
+		return "", nil
+	}
+	if l.read == nil {
+		l.read = map[string][32]byte{}
+	}
+	l.read[f.Path] = sha256.Sum256(data)
+	if l.files == nil {
+		l.files = map[string][]byte{}
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	l.files[f.Path] = data
+	return f.Path, data
 }
 
 func describeRootErr(rel string, err error) string {
@@ -928,32 +989,11 @@ func describeRootErr(rel string, err error) string {
 	if strings.Contains(err.Error(), "escapes") {
 		return fmt.Sprintf("%q is a symlink that leaves the task file's directory", rel)
 	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%q: %v", rel, pe.Err)
+	}
 	return err.Error()
-}
-
-// readTaskFile reads a file already resolved by taskFile, through the task's root, capped.
-func (l *loader) readTaskFile(abs string) ([]byte, error) {
-	root, dir := l.root, l.dir
-	if r, err := filepath.Rel(l.dir, abs); (err != nil || !filepath.IsLocal(r)) && l.expRoot != nil {
-		root, dir = l.expRoot, l.expDir // material named by the experiment's defaults or variants
-	}
-	rel, err := filepath.Rel(dir, abs)
-	if err != nil {
-		return nil, err
-	}
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil, errors.New(describeRootErr(rel, err))
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxTaskFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxTaskFileBytes {
-		return nil, fmt.Errorf("%q is larger than %d bytes", rel, MaxTaskFileBytes)
-	}
-	return data, nil
 }
 
 // workspacePath checks a path inside the agent's workspace: relative, slash-separated, not

@@ -58,7 +58,7 @@ func TestLoadExampleHello(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tk.Agent == nil || tk.Agent.Type != AgentCommand || len(tk.Criteria) != 5 || tk.Reference == "" {
+	if tk.Agent == nil || tk.Agent.Type != AgentCommand || len(tk.Criteria) != 5 || tk.Reference == nil {
 		t.Errorf("hello loaded wrong: %+v", tk)
 	}
 }

@@ -3,6 +3,7 @@ package task
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,12 +30,17 @@ func TestPluginsGetDefaultMountsAndStayInTheTaskDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Plugin{
-		{Path: filepath.Join(dir, "plugins/fmt"), Name: "fmt", Mount: "/opt/ceval/plugins/fmt"},
-		{Path: filepath.Join(dir, "plugins/lint"), Name: "lint", Mount: "/opt/tools/lint"},
+	type plugin struct{ Path, Name, Mount string }
+	want := []plugin{
+		{filepath.Join(dir, "plugins/fmt"), "fmt", "/opt/ceval/plugins/fmt"},
+		{filepath.Join(dir, "plugins/lint"), "lint", "/opt/tools/lint"},
 	}
-	if len(tk.Plugins) != 2 || tk.Plugins[0] != want[0] || tk.Plugins[1] != want[1] {
-		t.Errorf("plugins = %+v, want %+v", tk.Plugins, want)
+	var got []plugin
+	for _, p := range tk.Plugins {
+		got = append(got, plugin{p.Dir.Path, p.Name, p.Mount})
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plugins = %+v, want %+v", got, want)
 	}
 
 	tests := []struct {

@@ -24,12 +24,12 @@ func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
 		}
 		doc = v
 	case yaml.ScalarNode:
-		p := l.taskFile(rn, what)
+		p, data := l.readFile(rn, what)
 		if p == "" {
 			return
 		}
-		// A schema file is read, parsed and compiled once per task file: criteria repeated
-		// by an alias would otherwise parse it once each (10^4 times 4 MiB).
+		// A schema file is parsed and compiled once per task file: criteria repeated by an
+		// alias would otherwise parse it once each (10^4 times 4 MiB).
 		if l.schemaFiles == nil {
 			l.schemaFiles = map[string]any{}
 		}
@@ -40,11 +40,7 @@ func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
 			return
 		}
 		l.schemaFiles[p] = nil // until it compiles
-		data, err := l.readTaskFile(p)
-		if err != nil {
-			l.errorf(rn, "%s: %v", what, err)
-			return
-		}
+		var err error
 		if strings.HasSuffix(p, ".json") {
 			// The YAML node budget, counted the same way: 4 MiB of [1,1,...] took 180 MB.
 			if bp := boundStructure(p, data); bp != nil {

@@ -3,6 +3,7 @@ package task
 import (
 	"time"
 
+	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/mockd"
 )
 
@@ -32,8 +33,10 @@ const (
 	NetworkHost = "host"
 )
 
-// Task is a loaded, validated task file. Paths in it are absolute and confined to Dir (for
-// task material) or relative and confined to the workspace (starter files, criteria).
+// Task is a loaded, validated task file. Its material (reference, template, plugins,
+// modules) was opened at load through the task's directory and is held open (see Dir and
+// File; Close releases it); workspace paths are relative and confined to the workspace
+// (starter files, criteria).
 type Task struct {
 	Path        string // absolute path of the task file
 	Dir         string // absolute directory of the task file; every task path stays inside it
@@ -44,7 +47,7 @@ type Task struct {
 	PromptFile  string // initial_prompt_file as written, "" when the prompt is inline
 	Agent       *Agent // nil when the task names none (fine for validate and grade)
 	Sandbox     Sandbox
-	Reference   string // absolute path of reference.directory, "" when none
+	Reference   *Dir // reference.directory, opened at load; nil when none
 	Criteria    []Criterion
 	Plugins     []Plugin // projected read-only into the agent's container
 	// ProtectedMocks are tools answered from fixtures by ceval's host-side mock server; the
@@ -57,6 +60,8 @@ type Task struct {
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it
 	ConfigSHA256  string // sha256 of the merged document (task file, defaults, variant, -D overrides)
+
+	read map[string][32]byte // sha256 of each file read at load (the task file, prompt, fixtures, schemas), by path
 }
 
 // Agent says which agent CLI runs the task.
@@ -80,8 +85,9 @@ const (
 
 // Gateway is agent.gateway: how the run's model gateway answers.
 type Gateway struct {
-	Mode    string // forward (default), record or replay
-	Fixture string // absolute, inside the task's directory; replay only
+	Mode        string           // forward (default), record or replay
+	FixturePath string           // absolute, inside the task's directory; replay only
+	Fixture     *gateway.Fixture // parsed at load from FixturePath; what replay serves
 	// ServerTools keeps provider-side tools (web search, code execution, MCP connectors).
 	ServerTools bool
 }
@@ -124,7 +130,7 @@ type Limits struct {
 // Workspace is what the agent finds in /workspace when it starts.
 type Workspace struct {
 	StarterFiles []StarterFile
-	TemplateDir  string // absolute, inside the task's directory; "" when none
+	TemplateDir  *Dir // opened at load; nil when none
 }
 
 // PluginMountRoot is where a plugin is mounted when the task names no mount: a directory
@@ -134,7 +140,7 @@ const PluginMountRoot = "/opt/ceval/plugins"
 // Plugin is one plugin bundle (or a source tree built into one for the run) that the agent
 // sees read-only.
 type Plugin struct {
-	Path  string // absolute, inside the task's directory: a built bundle or a source tree
+	Dir   *Dir   // opened at load: a built bundle or a source tree
 	Name  string // the directory's base name; unique in the task
 	Mount string // absolute container path; PluginMountRoot/Name unless the task says
 }
@@ -196,7 +202,7 @@ type Criterion struct {
 
 	// Executing criteria (run_command, wasm).
 	Command          string
-	Module           string // absolute path of the task's WASI module
+	Module           *File // the task's WASI module, opened at load
 	ModuleSHA256     string
 	Args             []string
 	Timeout          time.Duration

@@ -39,7 +39,7 @@ func (x escape) run(t *testing.T) {
 			if name == "toolbox" && x.toolbox != "" {
 				script = x.toolbox
 			}
-			r, _, details := runScript(t, e, command(script), s, "")
+			r, _, details := runScript(t, e, command(script), s, nil)
 			cn.assertAbsent(t, script, r.Stdout, r.Stderr, []byte(details))
 			check := x.check
 			if name == "toolbox" && x.tbCheck != nil {
@@ -122,7 +122,7 @@ func TestHardLinkToHostFileShowsOnlyTheSnapshotCopy(t *testing.T) {
 			if err := os.WriteFile(outside, []byte(hostCanary(t).secret+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, _, details := runScript(t, e, command("cat hl"), s, "")
+			r, _, details := runScript(t, e, command("cat hl"), s, nil)
 			hostCanary(t).assertAbsent(t, "cat hl", r.Stdout, r.Stderr, []byte(details))
 			if string(r.Stdout) != "innocent\n" {
 				t.Errorf("stdout %q, want the snapshot's copy", r.Stdout)
@@ -143,7 +143,7 @@ func TestHardLinkPlantedInSnapshotDirIsRefused(t *testing.T) {
 	if err := os.Link(cn.path, filepath.Join(s.Dir, "f")); err != nil {
 		t.Skipf("cannot hard-link across these directories: %v", err)
 	}
-	_, _, details, err := e.execute(t.Context(), command("cat f"), s, "")
+	_, _, details, err := e.execute(t.Context(), command("cat f"), s, nil)
 	if err == nil || !strings.Contains(err.Error(), "links") {
 		t.Fatalf("err = %v (details %q), want a refusal of the tampered snapshot", err, details)
 	}
@@ -166,7 +166,7 @@ func TestListingRootShowsOnlyTheSandbox(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newExecutor(t, tb, Options{})
 			s := workspace(t, map[string]string{"a": "a"}, nil)
-			ref := t.TempDir()
+			ref := openRef(t, t.TempDir())
 			for _, tt := range []struct {
 				usesRef bool
 				want    string
@@ -210,7 +210,7 @@ func TestWriteIntoWorkspaceIsDenied(t *testing.T) {
 			e := newExecutor(t, tb, Options{})
 			s := workspace(t, map[string]string{"keep.txt": "original\n"}, nil)
 			c := command("echo pwned > /workspace/new.txt; echo pwned > keep.txt; cat keep.txt")
-			r, score, _ := runScript(t, e, c, s, "")
+			r, score, _ := runScript(t, e, c, s, nil)
 			if string(r.Stdout) != "original\n" {
 				t.Errorf("keep.txt reads %q after the write attempts", r.Stdout)
 			}
@@ -223,7 +223,7 @@ func TestWriteIntoWorkspaceIsDenied(t *testing.T) {
 			if b, _ := s.ReadFile("keep.txt"); string(b) != "original\n" {
 				t.Errorf("snapshot keep.txt = %q", b)
 			}
-			r, score, _ = runScript(t, e, command("cat new.txt"), s, "")
+			r, score, _ = runScript(t, e, command("cat new.txt"), s, nil)
 			if score != 0 || len(r.Stdout) != 0 {
 				t.Errorf("a later run sees new.txt: %q", r.Stdout)
 			}
@@ -234,13 +234,13 @@ func TestWriteIntoWorkspaceIsDenied(t *testing.T) {
 func TestTmpIsPrivateToOneRunAndCapped(t *testing.T) {
 	e := newExecutor(t, standin, Options{MaxTmpBytes: 4 << 20})
 	s := workspace(t, nil, nil)
-	if _, score, _ := runScript(t, e, command("echo left > /tmp/x; cat /tmp/x"), s, ""); score != 1 {
+	if _, score, _ := runScript(t, e, command("echo left > /tmp/x; cat /tmp/x"), s, nil); score != 1 {
 		t.Fatal("cannot write /tmp")
 	}
-	if r, _, _ := runScript(t, e, command("cat /tmp/x"), s, ""); r.ExitCode == 0 {
+	if r, _, _ := runScript(t, e, command("cat /tmp/x"), s, nil); r.ExitCode == 0 {
 		t.Errorf("the next run sees the last run's /tmp: %q", r.Stdout)
 	}
-	r, score, details := runScript(t, e, command("fill /tmp/big 16"), s, "")
+	r, score, details := runScript(t, e, command("fill /tmp/big 16"), s, nil)
 	if score != 0 || !r.TmpFull || !strings.Contains(details, "/tmp reached its 4 MiB cap") {
 		t.Errorf("filling /tmp: score %v, tmp full %v, details %q", score, r.TmpFull, details)
 	}
@@ -258,7 +258,7 @@ func TestInfiniteLoopStopsAtTimeout(t *testing.T) {
 			c := command(script)
 			c.Timeout = time.Second
 			start := time.Now()
-			_, score, details := runScript(t, e, c, s, "")
+			_, score, details := runScript(t, e, c, s, nil)
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("took %v to stop a loop with a 1s timeout", took)
 			}
@@ -266,7 +266,7 @@ func TestInfiniteLoopStopsAtTimeout(t *testing.T) {
 				t.Errorf("score %v, details %q; want 0 naming the timeout", score, details)
 			}
 			// The worker survives the timeout and grades the next criterion.
-			if _, score, _ := runScript(t, e, command("echo ok"), s, ""); score != 1 {
+			if _, score, _ := runScript(t, e, command("echo ok"), s, nil); score != 1 {
 				t.Error("the worker did not recover after a timeout")
 			}
 		})
@@ -282,7 +282,7 @@ func TestMemoryBombStopsAtMemoryLimit(t *testing.T) {
 			if name == "toolbox" {
 				script = "x=0123456789abcdef; while true; do x=$x$x; done"
 			}
-			r, score, details := runScript(t, e, command(script), s, "")
+			r, score, details := runScript(t, e, command(script), s, nil)
 			if score != 0 || !strings.Contains(details, "memory limit") {
 				t.Errorf("score %v, details %q; want 0 naming the memory limit", score, details)
 			}
@@ -307,7 +307,7 @@ func TestOutputFloodIsCutAtTheCap(t *testing.T) {
 					}
 				}
 				c := command(script)
-				r, score, details := runScript(t, e, c, s, "")
+				r, score, details := runScript(t, e, c, s, nil)
 				got := len(r.Stdout)
 				if stream == "stderr" {
 					got = len(r.Stderr)
@@ -333,7 +333,7 @@ func TestTrojanGrepInWorkspaceIsNeverRun(t *testing.T) {
 	t.Run("standin", func(t *testing.T) {
 		e := newExecutor(t, standin, Options{})
 		s := workspace(t, files, setup)
-		r, _, _ := runScript(t, e, command("bin/grep hello data.txt; /workspace/bin/grep hello data.txt"), s, "")
+		r, _, _ := runScript(t, e, command("bin/grep hello data.txt; /workspace/bin/grep hello data.txt"), s, nil)
 		if bytes.Contains(r.Stdout, []byte("TROJAN")) || r.ExitCode == 0 {
 			t.Errorf("a workspace file ran: exit %d, stdout %q", r.ExitCode, r.Stdout)
 		}
@@ -346,7 +346,7 @@ func TestTrojanGrepInWorkspaceIsNeverRun(t *testing.T) {
 		s := workspace(t, files, setup)
 		c := command("PATH=/workspace/bin:$PATH; export PATH; grep -c nomatch data.txt")
 		c.ExpectedExitCode = 1
-		r, score, details := runScript(t, e, c, s, "")
+		r, score, details := runScript(t, e, c, s, nil)
 		if bytes.Contains(r.Stdout, []byte("TROJAN")) || strings.TrimSpace(string(r.Stdout)) != "0" || score != 1 {
 			t.Errorf("grep on a PATH the script set: stdout %q, score %v, details %q; want the toolbox's grep", r.Stdout, score, details)
 		}
@@ -367,17 +367,17 @@ func TestReferenceIsMountedOnlyWhenDeclaredAndItsLinksAreNotFollowed(t *testing.
 
 	c := command("cat /reference/answer.txt; cat /reference/leak")
 	c.UsesReference = true
-	r, _, details := runScript(t, e, c, s, ref)
+	r, _, details := runScript(t, e, c, s, openRef(t, ref))
 	cn.assertAbsent(t, c.Command, r.Stdout, r.Stderr, []byte(details))
 	if string(r.Stdout) != "42\n" {
 		t.Errorf("with uses_reference: stdout %q, want the reference's answer", r.Stdout)
 	}
 	c = command("env")
 	c.UsesReference = true
-	if r, _, _ := runScript(t, e, c, s, ref); !bytes.Contains(r.Stdout, []byte("REFERENCE_DIR=/reference\n")) {
+	if r, _, _ := runScript(t, e, c, s, openRef(t, ref)); !bytes.Contains(r.Stdout, []byte("REFERENCE_DIR=/reference\n")) {
 		t.Errorf("REFERENCE_DIR not set: %q", r.Stdout)
 	}
-	if r, _, _ := runScript(t, e, command("cat /reference/answer.txt"), s, ref); r.ExitCode == 0 {
+	if r, _, _ := runScript(t, e, command("cat /reference/answer.txt"), s, openRef(t, ref)); r.ExitCode == 0 {
 		t.Errorf("without uses_reference the reference is readable: %q", r.Stdout)
 	}
 }
@@ -386,7 +386,7 @@ func TestGuestSeesNoHostEnvironment(t *testing.T) {
 	t.Setenv("CEVAL_SECRET_TOKEN", hostCanary(t).secret)
 	e := newExecutor(t, standin, Options{})
 	s := workspace(t, nil, nil)
-	r, _, _ := runScript(t, e, command("env"), s, "")
+	r, _, _ := runScript(t, e, command("env"), s, nil)
 	if want := "PWD=/workspace\nHOME=/tmp\nTMPDIR=/tmp\n"; string(r.Stdout) != want {
 		t.Errorf("env = %q, want %q", r.Stdout, want)
 	}
@@ -398,14 +398,14 @@ func TestGuestSeesNoHostEnvironment(t *testing.T) {
 func TestWorkerKilledBetweenCriteriaIsReplaced(t *testing.T) {
 	e := newExecutor(t, standin, Options{})
 	s := workspace(t, map[string]string{"a": "a"}, nil)
-	if _, score, _ := runScript(t, e, command("cat a"), s, ""); score != 1 {
+	if _, score, _ := runScript(t, e, command("cat a"), s, nil); score != 1 {
 		t.Fatal("first run failed")
 	}
 	if err := e.w.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-e.w.waited
-	if _, score, _ := runScript(t, e, command("cat a"), s, ""); score != 1 {
+	if _, score, _ := runScript(t, e, command("cat a"), s, nil); score != 1 {
 		t.Error("no new worker after the old one died")
 	}
 }
@@ -413,7 +413,7 @@ func TestWorkerKilledBetweenCriteriaIsReplaced(t *testing.T) {
 func TestWorkerDyingMidRunScoresZero(t *testing.T) {
 	e := newExecutor(t, standin, Options{})
 	s := workspace(t, nil, nil)
-	if _, score, _ := runScript(t, e, command("echo warm"), s, ""); score != 1 {
+	if _, score, _ := runScript(t, e, command("echo warm"), s, nil); score != 1 {
 		t.Fatal("warm-up run failed")
 	}
 	w := e.w
@@ -421,11 +421,11 @@ func TestWorkerDyingMidRunScoresZero(t *testing.T) {
 		time.Sleep(time.Second)
 		w.cmd.Process.Kill()
 	}()
-	_, score, details := runScript(t, e, command("sleep 10"), s, "")
+	_, score, details := runScript(t, e, command("sleep 10"), s, nil)
 	if score != 0 || !strings.Contains(details, "died") {
 		t.Errorf("score %v details %q; want 0 saying the worker died", score, details)
 	}
-	if _, score, _ := runScript(t, e, command("echo ok"), s, ""); score != 1 {
+	if _, score, _ := runScript(t, e, command("echo ok"), s, nil); score != 1 {
 		t.Error("no new worker after the old one died")
 	}
 }
@@ -437,8 +437,13 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 	}
 	e := newExecutor(t, standin, Options{})
 	s := workspace(t, nil, nil)
-	c := &task.Criterion{Type: task.WASMCheck, Module: path, ModuleSHA256: strings.Repeat("0", 64), Args: []string{"exit", "0"}}
-	score, details, err := e.Execute(t.Context(), c, s, "")
+	module, err := task.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer module.Close()
+	c := &task.Criterion{Type: task.WASMCheck, Module: module, ModuleSHA256: strings.Repeat("0", 64), Args: []string{"exit", "0"}}
+	score, details, err := e.Execute(t.Context(), c, s, nil)
 	if err == nil || !strings.Contains(err.Error(), "not graded as success") || score != 0 {
 		t.Fatalf("score %v, details %q, err %v; want an error", score, details, err)
 	}
@@ -454,7 +459,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 		{[]string{"echo", "lots"}, true, 0},
 	} {
 		c.Args, c.ScoreFromStdout = tt.args, tt.fromOut
-		score, details, err := e.Execute(t.Context(), c, s, "")
+		score, details, err := e.Execute(t.Context(), c, s, nil)
 		if err != nil || score != tt.wantScore {
 			t.Errorf("wasm %v: score %v, details %q, err %v; want %v", tt.args, score, details, err, tt.wantScore)
 		}
@@ -462,7 +467,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 	// The module is re-checked on each use: changing the file after the first read does
 	// not get a different module run under the old pin.
 	c.ModuleSHA256 = strings.Repeat("a", 64)
-	if _, _, err := e.Execute(t.Context(), c, s, ""); err == nil {
+	if _, _, err := e.Execute(t.Context(), c, s, nil); err == nil {
 		t.Error("a wrong pin passed once the module was cached")
 	}
 }
@@ -470,7 +475,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 func TestRunCommandWithoutToolboxIsAnError(t *testing.T) {
 	e := newExecutor(t, nil, Options{})
 	e.toolbox = newTaskModule(nil)
-	_, _, err := e.Execute(t.Context(), command("true"), workspace(t, nil, nil), "")
+	_, _, err := e.Execute(t.Context(), command("true"), workspace(t, nil, nil), nil)
 	if err == nil || !strings.Contains(err.Error(), "toolbox") {
 		t.Errorf("err = %v, want one naming the missing toolbox", err)
 	}
@@ -479,19 +484,19 @@ func TestRunCommandWithoutToolboxIsAnError(t *testing.T) {
 func TestWorkspaceViewIsLoadedOncePerGrading(t *testing.T) {
 	e := newExecutor(t, standin, Options{})
 	s := workspace(t, map[string]string{"a": "first\n"}, nil)
-	if r, _, _ := runScript(t, e, command("cat a"), s, ""); string(r.Stdout) != "first\n" {
+	if r, _, _ := runScript(t, e, command("cat a"), s, nil); string(r.Stdout) != "first\n" {
 		t.Fatalf("stdout %q", r.Stdout)
 	}
 	// The worker holds the view: later criteria of the same snapshot do not read it again.
 	if err := os.Remove(filepath.Join(s.Dir, "a")); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := runScript(t, e, command("cat a"), s, ""); string(r.Stdout) != "first\n" {
+	if r, _, _ := runScript(t, e, command("cat a"), s, nil); string(r.Stdout) != "first\n" {
 		t.Errorf("second criterion: stdout %q, want the view loaded for the first", r.Stdout)
 	}
 	// A different snapshot replaces it.
 	s2 := workspace(t, map[string]string{"b": "second\n"}, nil)
-	if r, _, _ := runScript(t, e, command("cat a; cat b"), s2, ""); string(r.Stdout) != "second\n" {
+	if r, _, _ := runScript(t, e, command("cat a; cat b"), s2, nil); string(r.Stdout) != "second\n" {
 		t.Errorf("new snapshot: stdout %q, want only the new snapshot's files", r.Stdout)
 	}
 }

@@ -112,8 +112,8 @@ type Executor struct {
 	mu      sync.Mutex
 	w       *worker
 	closed  bool
-	toolbox *taskModule            // what run_command runs
-	modules map[string]*taskModule // task modules, by path
+	toolbox *taskModule                // what run_command runs
+	modules map[*task.File]*taskModule // task modules, by the handle the task opened at load
 
 	stopPreload context.CancelFunc // cancels the toolbox load NewExecutor started
 }
@@ -131,7 +131,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), toolbox: defaultToolbox(), modules: map[string]*taskModule{}}
+	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), toolbox: defaultToolbox(), modules: map[*task.File]*taskModule{}}
 	if e.uid == 0 {
 		e.asRoot = true
 		e.uid, e.gid = opts.WorkerUID, opts.WorkerGID
@@ -181,13 +181,13 @@ func (e *Executor) Close() error {
 // crash the worker) comes back as a score with details; err is for ceval's side only: a
 // task module whose sha256 differs from the pinned one, a missing toolbox, a worker that
 // cannot be started, a cancelled ctx.
-func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, referenceDir string) (float64, string, error) {
-	_, score, details, err := e.execute(ctx, c, s, referenceDir)
+func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
+	_, score, details, err := e.execute(ctx, c, s, reference)
 	return score, details, err
 }
 
 // execute is Execute that also returns the run's reply, nil when there was no complete run.
-func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, referenceDir string) (*runReply, float64, string, error) {
+func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (*runReply, float64, string, error) {
 	if c == nil || s == nil {
 		return nil, 0, "", errors.New("wasm: no criterion or no snapshot")
 	}
@@ -219,14 +219,14 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 		CloseOnDone: !e.opts.noCloseOnDone,
 	}
 	if c.UsesReference {
-		if referenceDir == "" {
+		if reference.Root() == nil {
 			return nil, 0, "", errors.New("wasm: the criterion uses_reference but the task has no reference directory")
 		}
 		req.Reference = true
 		req.Env = append(req.Env, "REFERENCE_DIR=/reference")
 	}
 
-	if err := e.prepare(ctx, module, s, req.Reference, referenceDir); err != nil {
+	if err := e.prepare(ctx, module, s, req.Reference, reference); err != nil {
 		return nil, 0, "", err
 	}
 	r, details, err := e.run(ctx, req)
@@ -268,7 +268,7 @@ func (e *Executor) module(c *task.Criterion) (*taskModule, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return m, append([]string{filepath.Base(c.Module)}, c.Args...), nil
+		return m, append([]string{filepath.Base(c.Module.Path)}, c.Args...), nil
 	}
 	return nil, nil, fmt.Errorf("wasm: criterion type %q does not execute", c.Type)
 }
@@ -276,35 +276,32 @@ func (e *Executor) module(c *task.Criterion) (*taskModule, []string, error) {
 // taskModule reads a task's module once and checks it against the pinned sha256 on every
 // use: a module that differs is never run.
 func (e *Executor) taskModule(c *task.Criterion) (*taskModule, error) {
+	if c.Module == nil {
+		return nil, errors.New("wasm: the criterion names no module")
+	}
 	want := strings.ToLower(c.ModuleSHA256)
 	if want == "" {
-		return nil, fmt.Errorf("wasm: module %s is not pinned by a sha256; not graded as success", c.Module)
+		return nil, fmt.Errorf("wasm: module %s is not pinned by a sha256; not graded as success", c.Module.Path)
 	}
 	m, ok := e.modules[c.Module]
 	if !ok {
-		f, err := os.Open(c.Module)
+		// Through the handle the task opened at load: the module's path may name
+		// something else by now.
+		data, err := c.Module.ReadAll(maxModuleBytes)
 		if err != nil {
-			return nil, fmt.Errorf("wasm: %w", err)
-		}
-		data, err := io.ReadAll(io.LimitReader(f, maxModuleBytes+1))
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("wasm: read module %s: %w", c.Module, err)
-		}
-		if len(data) > maxModuleBytes {
-			return nil, fmt.Errorf("wasm: module %s is over %s", c.Module, human(maxModuleBytes))
+			return nil, fmt.Errorf("wasm: module: %w", err)
 		}
 		m = newTaskModule(data)
 		e.modules[c.Module] = m
 	}
 	if m.digest != want {
-		return nil, fmt.Errorf("wasm: module %s has sha256 %s but the task pins %s; not graded as success", c.Module, m.digest, want)
+		return nil, fmt.Errorf("wasm: module %s has sha256 %s but the task pins %s; not graded as success", c.Module.Path, m.digest, want)
 	}
 	return m, nil
 }
 
 // prepare makes sure the worker runs and holds the module and the views this run needs.
-func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snapshot, withRef bool, referenceDir string) error {
+func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snapshot, withRef bool, reference *task.Dir) error {
 	if e.w != nil && e.w.exited() {
 		e.w.stop(0) // died between criteria (killed, or out of host memory): replace it
 		e.w = nil
@@ -329,16 +326,16 @@ func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snaps
 		}
 		e.w.workspace = k
 	}
-	if withRef && e.w.reference != referenceDir {
+	if withRef && e.w.reference != reference {
 		var r viewReply
-		send := func(w io.Writer) error { return sendReferenceView(w, referenceDir, e.opts.MaxViewBytes) }
+		send := func(w io.Writer) error { return sendReferenceView(w, reference, e.opts.MaxViewBytes) }
 		if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
 			return fmt.Errorf("wasm: %w", err)
 		}
 		if r.Err != "" {
 			return fmt.Errorf("wasm: reference view: %s", r.Err)
 		}
-		e.w.reference = referenceDir
+		e.w.reference = reference
 	}
 	return nil
 }
@@ -449,7 +446,7 @@ type worker struct {
 	hello     hello
 	modules   map[string]bool // "digest/flags"
 	workspace string          // snapshotKey of the loaded workspace view
-	reference string          // directory of the loaded reference view
+	reference *task.Dir       // the reference whose view is loaded
 }
 
 // workerSysProcAttr isolates the worker: its own process group (a terminal's signals go to

@@ -169,7 +169,7 @@ func TestWorkerCacheDirBelongsToTheWorkerAlone(t *testing.T) {
 		t.Errorf("%s: uid %d mode %04o; want ours and closed to others", dir, st.Uid, st.Mode&0o7777)
 	}
 	// A run populates the worker's cache, so the next process starts warm.
-	if _, score, _ := runScript(t, e, command("echo hi"), workspace(t, nil, nil), ""); score != 1 {
+	if _, score, _ := runScript(t, e, command("echo hi"), workspace(t, nil, nil), nil); score != 1 {
 		t.Fatal("run failed")
 	}
 	entries, _ := filepath.Glob(filepath.Join(sub, "wazero-*", "*"))

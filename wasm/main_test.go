@@ -170,7 +170,7 @@ func command(script string) *task.Criterion {
 
 // runScript runs script as a run_command over s and returns the reply, failing the test on
 // an executor error.
-func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapshot, ref string) (*runReply, float64, string) {
+func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapshot, ref *task.Dir) (*runReply, float64, string) {
 	t.Helper()
 	r, score, details, err := e.execute(context.Background(), c, s, ref)
 	if err != nil {
@@ -181,4 +181,15 @@ func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapsho
 	}
 	t.Logf("%q: score %v, details %s", c.Command, score, details)
 	return r, score, details
+}
+
+// openRef opens dir as a task's reference directory, as task.Load does.
+func openRef(t *testing.T, dir string) *task.Dir {
+	t.Helper()
+	d, err := task.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
 )
 
 // The views are built on ceval's side from bytes it read itself and streamed to the worker,
@@ -64,22 +66,21 @@ func writeFile(w io.Writer, name string, mode fs.FileMode, data []byte) error {
 const maxReferenceEntries = 100_000
 
 // sendReferenceView streams the task's reference directory as a view, reading it through
-// an os.Root and following no link: links become target strings, anything neither a
+// the handle the task opened at load (never its path) and following no link: links become target strings, anything neither a
 // directory, a regular file nor a link is left out. More than maxBytes of files is an
 // error: the task asks for more than the sandbox holds. A failure half-way leaves the
 // worker mid-view, so the caller must stop that worker.
-func sendReferenceView(w io.Writer, dir string, maxBytes int64) error {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("reference view: %w", err)
+func sendReferenceView(w io.Writer, ref *task.Dir, maxBytes int64) error {
+	root := ref.Root()
+	if root == nil {
+		return errors.New("reference view: the reference directory was not opened with the task")
 	}
-	defer root.Close()
 	if err := writeJSON(w, opViewBegin, viewBegin{Slot: slotReference}); err != nil {
 		return err
 	}
 	r := referenceWalk{root: root, w: w, maxBytes: maxBytes}
 	if err := r.walk("."); err != nil {
-		return fmt.Errorf("reference view of %s: %w", dir, err)
+		return fmt.Errorf("reference view of %s: %w", ref.Path, err)
 	}
 	return writeFrame(w, opViewEnd)
 }
@@ -92,7 +93,7 @@ type referenceWalk struct {
 }
 
 func (r *referenceWalk) walk(dir string) error {
-	f, err := r.root.Open(dir)
+	f, err := r.root.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0) // a FIFO swapped in fails, never blocks
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func newGradeCmd() *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer closeEx()
-			res := grader.Grade(cmd.Context(), t, snap, grader.Options{ReferenceDir: t.Reference, Executor: ex})
+			res := grader.Grade(cmd.Context(), t, snap, grader.Options{Reference: t.Reference, Executor: ex})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

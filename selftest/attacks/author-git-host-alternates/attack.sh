@@ -1,0 +1,3 @@
+. ./lib.sh
+git_hunt
+report
