@@ -30,14 +30,16 @@ type Limits struct {
 }
 
 // DefaultLimits returns 16 MiB per file, 1 GiB in all, 100,000 entries, depth 64 and
-// 32 MiB of paths (an average of 335 bytes at the entry cap).
+// 8 MiB of paths (an average of 83 bytes at the entry cap). The path cap also bounds what
+// grading costs: a sandboxed criterion that walks the tree spends about a second per MiB
+// of paths.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxFileBytes:  16 << 20,
 		MaxTotalBytes: 1 << 30,
 		MaxEntries:    100_000,
 		MaxDepth:      64,
-		MaxPathBytes:  32 << 20,
+		MaxPathBytes:  8 << 20,
 	}
 }
 
