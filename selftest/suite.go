@@ -86,6 +86,10 @@ var setups = map[string]setup{
 	"plugin-write-tree":       {check: checkPluginUnchanged},
 
 	"kernel-syscalls": {probe: true},
+
+	"fool-oversize-hidden-todo": {check: checkLimitsHitNames("snapshot per-file cap")},
+	"fool-entry-cap-hides-file": {check: checkLimitsHitNames("snapshot entry cap")},
+	"fool-path-shape":           {check: checkPathShapeBounded},
 }
 
 // Attacks lists the suite in name order.

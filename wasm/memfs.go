@@ -127,6 +127,14 @@ func (m *memFS) lookup(p string) (*node, experimentalsys.Errno) {
 	return n, 0
 }
 
+// viewPath is p as a guest-facing path relative to the view's root, "." for the root.
+func viewPath(p string) string {
+	if c := path.Clean("/" + p); c != "/" {
+		return c[1:]
+	}
+	return "."
+}
+
 // touch records the first time a guest reached content the view does not hold.
 func (m *memFS) touch(p, why string) {
 	if m.touched == "" {
@@ -260,7 +268,7 @@ func (m *memFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode)
 		}
 	}
 	return &memFile{
-		fs: m, n: n, path: path.Clean("/" + p)[1:],
+		fs: m, n: n, path: viewPath(p),
 		read:   access != experimentalsys.O_WRONLY,
 		write:  write,
 		append: flag&experimentalsys.O_APPEND != 0,
