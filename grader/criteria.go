@@ -115,7 +115,27 @@ func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
 		n := s.Notes[len(s.Notes)-1]
 		return failed("nothing matching %s is in the snapshot, which stopped early: %s %s", c.Path, quote(n.Path, 200), n.Reason)
 	}
+	if dir, why, n := incompleteDirs(s); n > 0 {
+		return failed("nothing matching %s is in the snapshot, but %d director(ies) have incomplete listings and may hold a match (omitted: %s directory %s)", c.Path, n, quote(dir, 200), why)
+	}
 	return failed("nothing in the workspace matches %s", c.Path)
+}
+
+// incompleteDirs counts the directories whose listing the snapshot omitted, and names the
+// first.
+func incompleteDirs(s *snapshot.Snapshot) (first, why string, n int) {
+	if s.RootOmitted != "" {
+		first, why, n = ".", s.RootOmitted, 1
+	}
+	for _, e := range s.Entries {
+		if e.Kind == snapshot.KindDir && e.Omitted != "" {
+			if n == 0 {
+				first, why = e.Path, e.Omitted
+			}
+			n++
+		}
+	}
+	return first, why, n
 }
 
 // notesMatching lists the snapshot notes whose path matches the glob pattern, matched

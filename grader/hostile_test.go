@@ -236,3 +236,9 @@ func TestExampleHelloGrades(t *testing.T) {
 		}
 	})
 }
+
+func TestGlobOverADepthCappedTreeSaysAMatchMayExist(t *testing.T) {
+	s := take(t, makeTree(t, tree{"a/b/c/report.md": "x", "top.txt": "y"}), snapshot.Limits{MaxDepth: 2})
+	got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "**/*.md"}, s)
+	want(t, got, Fail, 0, `1 director(ies) have incomplete listings and may hold a match (omitted: "a/b" directory at the depth cap 2`)
+}
