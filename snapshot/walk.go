@@ -80,7 +80,13 @@ func (w *walker) walkDir(srcFD, dstFD int, rel string, depth, idx int) error {
 		}
 		return nil
 	}
-	names, err := w.readNames(srcFD, w.lim.MaxEntries-w.examined)
+	// No more names than either cap lets through are read (each child's path is at least
+	// len(rel)+2 bytes); one more is, so the cap that stops the walk is seen.
+	want := w.lim.MaxEntries - w.examined
+	if fit := (w.lim.MaxPathBytes - w.pathBytes) / int64(len(rel)+2); fit < int64(want) {
+		want = int(fit)
+	}
+	names, err := w.readNames(srcFD, want)
 	if err != nil {
 		w.omitDir(idx, rel, fmt.Sprintf("cannot be listed (%v); its contents were not captured", errText(err)))
 		return nil
