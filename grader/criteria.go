@@ -12,8 +12,8 @@ import (
 )
 
 // readFile returns the captured bytes of the regular file at rel, or the verdict that the
-// criterion gets when there is none: FAIL for anything the workspace did (missing, left
-// out, a link, a directory), ERROR when the snapshot itself cannot be read.
+// criterion gets when there is none: FAIL for anything the workspace did (missing, omitted
+// by a cap, a link, a directory), ERROR when the snapshot itself cannot be read.
 func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
 	e, ok := s.Lookup(rel)
 	if !ok {
@@ -28,6 +28,10 @@ func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
 		v := failed("%s is a directory, not a file", rel)
 		return nil, &v
 	case snapshot.KindFile:
+		if e.Omitted != "" {
+			v := failed("%s (%d bytes) omitted: %s; its content is not in the snapshot", rel, e.Size, e.Omitted)
+			return nil, &v
+		}
 	default:
 		v := failed("%s is a %s, not a regular file", rel, e.Kind)
 		return nil, &v
@@ -63,6 +67,9 @@ func readText(s *snapshot.Snapshot, rel string) (string, *verdict) {
 
 // missing explains why rel is not in the snapshot, with the snapshot's note when it has one.
 func missing(s *snapshot.Snapshot, rel string) string {
+	if n, ok := s.Unvouched(rel); ok {
+		return fmt.Sprintf("%s is not in the snapshot but may exist in the workspace (omitted: %s %s)", rel, quote(n.Path, 200), n.Reason)
+	}
 	if n, ok := s.NoteFor(rel); ok {
 		return fmt.Sprintf("%s is not in the snapshot: %s %s", rel, quote(n.Path, 200), n.Reason)
 	}
@@ -78,13 +85,15 @@ func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	} else if e, ok := s.Lookup(c.Path); ok {
 		matches = []snapshot.Entry{e}
 	}
-	var found, links []string
+	var found, links, others []string
 	for _, e := range matches {
 		switch e.Kind {
 		case snapshot.KindFile, snapshot.KindDir:
 			found = append(found, quote(e.Path, 200))
 		case snapshot.KindSymlink:
 			links = append(links, fmt.Sprintf("%s is a symlink to %s", quote(e.Path, 200), quote(e.Target, 200)))
+		default:
+			others = append(others, fmt.Sprintf("%s is a %s", quote(e.Path, 200), e.Kind))
 		}
 	}
 	if len(found) > 0 {
@@ -92,6 +101,9 @@ func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	}
 	if len(links) > 0 {
 		return failed("%s; ceval does not follow links, and a link does not count", list(links, 5))
+	}
+	if len(others) > 0 {
+		return failed("%s, not a regular file or directory", list(others, 5))
 	}
 	if !isGlob(c.Path) {
 		return failed("%s", missing(s, c.Path))
@@ -103,7 +115,27 @@ func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
 		n := s.Notes[len(s.Notes)-1]
 		return failed("nothing matching %s is in the snapshot, which stopped early: %s %s", c.Path, quote(n.Path, 200), n.Reason)
 	}
+	if dir, why, n := incompleteDirs(s); n > 0 {
+		return failed("nothing matching %s is in the snapshot, but %d director(ies) have incomplete listings and may hold a match (omitted: %s directory %s)", c.Path, n, quote(dir, 200), why)
+	}
 	return failed("nothing in the workspace matches %s", c.Path)
+}
+
+// incompleteDirs counts the directories whose listing the snapshot omitted, and names the
+// first.
+func incompleteDirs(s *snapshot.Snapshot) (first, why string, n int) {
+	if s.RootOmitted != "" {
+		first, why, n = ".", s.RootOmitted, 1
+	}
+	for _, e := range s.Entries {
+		if e.Kind == snapshot.KindDir && e.Omitted != "" {
+			if n == 0 {
+				first, why = e.Path, e.Omitted
+			}
+			n++
+		}
+	}
+	return first, why, n
 }
 
 // notesMatching lists the snapshot notes whose path matches the glob pattern, matched

@@ -95,36 +95,46 @@ func TestSymlinkedParentDirectoryIsNotFollowed(t *testing.T) {
 	wantAllFail(t, r, "is a symlink to")
 }
 
-func TestFileLeftOutOverCapFailsWithNote(t *testing.T) {
+func TestSnapshotCapNeverHidesFile(t *testing.T) {
+	// Every cap: the criteria that read hello.txt FAIL naming the cap, excludes included (a
+	// negative check over content ceval did not see must not pass), and file_exists passes
+	// exactly when the entry itself is still visible.
+	todo := "Hello, ceval! TODO"
 	tests := []struct {
-		name   string
-		tree   tree
-		lim    snapshot.Limits
-		detail string
+		name    string
+		tree    tree
+		lim     snapshot.Limits
+		path    string
+		visible bool
+		detail  string
 	}{
-		{"a file over the per-file cap", tree{"hello.txt": "Hello, ceval!" + strings.Repeat(" ", 100)}, snapshot.Limits{MaxFileBytes: 64}, "over the 64 bytes per-file cap"},
-		{"too many files before it", tree{"a/1": "", "a/2": "", "a/3": "", "hello.txt": "Hello, ceval!"}, snapshot.Limits{MaxEntries: 3}, "entry cap 3 reached"},
-		{"the total byte cap", tree{"a.bin": strings.Repeat("x", 100), "hello.txt": "Hello, ceval!"}, snapshot.Limits{MaxTotalBytes: 105}, "total byte cap"},
-		{"too deep", tree{"a/b/hello.txt": "Hello, ceval!"}, snapshot.Limits{MaxDepth: 2}, "depth cap"},
+		{"a file over the per-file cap", tree{"hello.txt": todo + strings.Repeat(" ", 100)}, snapshot.Limits{MaxFileBytes: 64}, "hello.txt", true, "omitted: over the 64 bytes per-file cap"},
+		{"the total byte cap", tree{"a.bin": strings.Repeat("x", 100), "hello.txt": todo}, snapshot.Limits{MaxTotalBytes: 105}, "hello.txt", true, "omitted: over the 105 bytes total cap"},
+		{"too many files before it", tree{"a/1": "", "a/2": "", "a/3": "", "hello.txt": todo}, snapshot.Limits{MaxEntries: 3}, "hello.txt", false, "may exist in the workspace (omitted: \".\" directory listing cut where the snapshot stopped (entry cap 3 reached))"},
+		{"too deep", tree{"a/b/hello.txt": todo}, snapshot.Limits{MaxDepth: 2}, "a/b/hello.txt", false, "may exist in the workspace (omitted: \"a/b\" directory at the depth cap 2"},
+		{"too many path bytes", tree{"a/1": "", "hello.txt": todo}, snapshot.Limits{MaxPathBytes: 8}, "hello.txt", false, "listing cut: path cap 8 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := take(t, makeTree(t, tt.tree), tt.lim)
-			path := "hello.txt"
-			if _, ok := tt.tree["a/b/hello.txt"]; ok {
-				path = "a/b/hello.txt"
-			}
-			r := Grade(context.Background(), newTask(readCriteria(path)...), s, Options{})
+			cs := append(readCriteria(tt.path)[1:], crit(task.Criterion{Type: task.FileContains, Path: tt.path, Excludes: []string{"TODO"}}))
+			r := Grade(context.Background(), newTask(cs...), s, Options{})
 			wantAllFail(t, r, tt.detail)
 			if len(r.SnapshotNotes) == 0 {
 				t.Error("result carries no snapshot notes")
 			}
+			got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: tt.path}, s)
+			if tt.visible {
+				want(t, got, Pass, 1, "found")
+			} else {
+				want(t, got, Fail, 0, tt.detail)
+			}
 		})
 	}
-	t.Run("a glob over left-out files", func(t *testing.T) {
+	t.Run("a glob over omitted files", func(t *testing.T) {
 		s := take(t, makeTree(t, tree{"out/big.log": strings.Repeat("x", 100)}), snapshot.Limits{MaxFileBytes: 10})
 		got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "out/*.log"}, s)
-		want(t, got, Fail, 0, `"out/big.log" file is 100 bytes, over the 10 bytes per-file cap`)
+		want(t, got, Pass, 1, `found "out/big.log"`)
 	})
 }
 
@@ -225,4 +235,10 @@ func TestExampleHelloGrades(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestGlobOverADepthCappedTreeSaysAMatchMayExist(t *testing.T) {
+	s := take(t, makeTree(t, tree{"a/b/c/report.md": "x", "top.txt": "y"}), snapshot.Limits{MaxDepth: 2})
+	got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "**/*.md"}, s)
+	want(t, got, Fail, 0, `1 director(ies) have incomplete listings and may hold a match (omitted: "a/b" directory at the depth cap 2`)
 }

@@ -243,3 +243,27 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// The snapshot caps a run reached are on its panel (and in JUnit), with what they left out;
+// an agent-chosen path in them is text, not markup.
+func TestReportShowsTheSnapshotCapsHit(t *testing.T) {
+	dir := hostileExperiment(t)
+	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 1)
+	res, err := supervisor.ReadResult(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.LimitsHit = []string{`snapshot per-file cap 16 MiB: 1 file(s) omitted (visible, unreadable), first "<b>notes.txt"`}
+	supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page := string(must(os.ReadFile(filepath.Join(dir, HTMLFile))))
+	if want := `<code>snapshot per-file cap 16 MiB: 1 file(s) omitted (visible, unreadable), first &#34;&lt;b&gt;notes.txt&#34;</code>`; !strings.Contains(page, want) {
+		t.Errorf("report.html lacks %s", want)
+	}
+	junit := string(must(os.ReadFile(filepath.Join(dir, JUnitFile))))
+	if !strings.Contains(junit, "limit: snapshot per-file cap 16 MiB") {
+		t.Errorf("junit.xml does not name the cap:\n%s", junit)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // benchTree writes ~2,000 small files over 40 directories plus four 2 MiB files, and
@@ -126,4 +128,56 @@ func BenchmarkTake(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkTakePathShape is the path-shape workload of issue 14: PATHSHAPE_FILES (default
+// 100,000) empty files with 255-byte names at depth 64 under 255-byte directory names, so
+// the tree's paths sum to ~1.6 GB while its bytes are zero. One iteration takes the
+// snapshot and writes and reloads its manifest; it reports the manifest's size and the
+// process's peak RSS (getrusage; the tree is built through directory descriptors, which
+// costs no memory to speak of). Run it with -benchtime 1x: the tree takes a while to build.
+func BenchmarkTakePathShape(b *testing.B) {
+	files := 100_000
+	if v := os.Getenv("PATHSHAPE_FILES"); v != "" {
+		if _, err := fmt.Sscan(v, &files); err != nil {
+			b.Fatalf("PATHSHAPE_FILES=%q: %v", v, err)
+		}
+	}
+	ws := b.TempDir()
+	pathShape(b, ws, 63, files)
+	out := b.TempDir()
+	b.ResetTimer()
+	var manifest int64
+	for i := 0; i < b.N; i++ {
+		dir := filepath.Join(out, fmt.Sprint(i))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		s, err := Take(ws, filepath.Join(dir, "workspace"), Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := filepath.Join(dir, "snapshot.json")
+		if err := s.WriteManifest(m); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Load(filepath.Join(dir, "workspace"), m); err != nil {
+			b.Fatal(err)
+		}
+		fi, err := os.Stat(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		manifest = fi.Size()
+		if i == 0 {
+			b.Logf("%d entries, limits hit %q", len(s.Entries), s.LimitsHit)
+		}
+	}
+	b.StopTimer()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(manifest)/(1<<20), "manifest-MiB")
+	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MiB")
 }

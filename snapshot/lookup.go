@@ -14,6 +14,11 @@ import (
 // ErrSymlink is wrapped by ReadFile's error for a path captured as a symlink.
 var ErrSymlink = errors.New("ceval does not follow links")
 
+// ErrOmitted is wrapped by ReadFile's error for content a cap or an error left out of the
+// snapshot: an Omitted entry, or a path not captured below a directory whose listing is
+// incomplete. Such a path may exist in the workspace; it is never reported absent.
+var ErrOmitted = errors.New("omitted from the snapshot")
+
 // clean turns a caller's path into an entry path: cleaned, relative, inside the root.
 func clean(rel string) (string, bool) {
 	if rel == "" || strings.HasPrefix(rel, "/") || strings.ContainsRune(rel, 0) {
@@ -81,6 +86,40 @@ func (s *Snapshot) NoteFor(rel string) (Note, bool) {
 		return s.Notes[len(s.Notes)-1], true // Take's last note is the one that stopped it
 	}
 	return Note{}, false
+}
+
+// Unvouched reports whether rel, though not captured, may exist in the workspace: the
+// deepest captured directory on its way (the root included) has an incomplete listing.
+// The note names that directory and why. A path that is captured, leaves the root, or lies
+// below a captured file, symlink or complete directory lacking its next component is not
+// unvouched: the snapshot vouches that it is there, or that it is not.
+func (s *Snapshot) Unvouched(rel string) (Note, bool) {
+	c, ok := clean(rel)
+	if !ok {
+		return Note{}, false
+	}
+	s.index()
+	if _, captured := s.byPath[c]; captured {
+		return Note{}, false
+	}
+	dir, reason := ".", s.RootOmitted
+	for i := 0; i < len(c); i++ {
+		if c[i] != '/' {
+			continue
+		}
+		j, ok := s.byPath[c[:i]]
+		if !ok {
+			break // the first component not captured: its parent's listing decides
+		}
+		if e := s.Entries[j]; e.Kind != KindDir {
+			return Note{}, false // below a file or a link: nothing can be there
+		}
+		dir, reason = c[:i], s.Entries[j].Omitted
+	}
+	if reason == "" {
+		return Note{}, false
+	}
+	return Note{Path: dir, Reason: "directory " + reason}, true
 }
 
 // Glob returns the entries whose path matches pattern, in Entries order. Each
@@ -160,6 +199,9 @@ func (s *Snapshot) ReadFile(rel string) ([]byte, error) {
 	}
 	e, ok := s.Lookup(c)
 	if !ok {
+		if n, ok := s.Unvouched(c); ok {
+			return nil, fmt.Errorf("snapshot: %s not captured and may exist (%s: %s): %w", c, n.Path, n.Reason, ErrOmitted)
+		}
 		if n, ok := s.NoteFor(c); ok {
 			return nil, fmt.Errorf("snapshot: %s not captured (%s: %s): %w", c, n.Path, n.Reason, fs.ErrNotExist)
 		}
@@ -170,6 +212,12 @@ func (s *Snapshot) ReadFile(rel string) ([]byte, error) {
 		return nil, fmt.Errorf("snapshot: %s is a symlink to %s; %w", c, e.Target, ErrSymlink)
 	case KindDir:
 		return nil, fmt.Errorf("snapshot: %s is a directory", c)
+	case KindFile:
+		if e.Omitted != "" {
+			return nil, fmt.Errorf("snapshot: %s (%s) omitted: %s: %w", c, human(e.Size), e.Omitted, ErrOmitted)
+		}
+	default:
+		return nil, fmt.Errorf("snapshot: %s is a %s (%s): %w", c, e.Kind, e.Omitted, ErrOmitted)
 	}
 
 	root, err := os.OpenRoot(s.Dir)

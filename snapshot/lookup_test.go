@@ -88,7 +88,8 @@ func TestSnapshotReadFileExplainsMissingFile(t *testing.T) {
 	}
 	s := takeT(t, ws, Limits{MaxFileBytes: 1024})
 	_, err := s.ReadFile("big")
-	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "over the 1 KiB per-file cap") {
+	// Omitted is not absent: the error must not say the file does not exist.
+	if !errors.Is(err, ErrOmitted) || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "over the 1 KiB per-file cap") {
 		t.Fatalf("ReadFile(big) error = %v", err)
 	}
 	if _, err := s.ReadFile("d"); err == nil || !strings.Contains(err.Error(), "is a directory") {
@@ -191,12 +192,17 @@ func TestSnapshotManifestRoundTrip(t *testing.T) {
 	if _, err := got.ReadFile("shadow"); !errors.Is(err, ErrSymlink) {
 		t.Fatalf("ReadFile(shadow) error = %v", err)
 	}
-	noteContaining(t, got, "big", "per-file cap")
+	if _, err := got.ReadFile("big"); !errors.Is(err, ErrOmitted) || !strings.Contains(err.Error(), "per-file cap") {
+		t.Fatalf("ReadFile(big) error = %v, want it omitted at the per-file cap", err)
+	}
+	if !reflect.DeepEqual(got.LimitsHit, s.LimitsHit) || len(got.LimitsHit) != 1 {
+		t.Fatalf("LimitsHit = %q, want %q", got.LimitsHit, s.LimitsHit)
+	}
 	raw, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"format": "ceval-snapshot/1"`, `"target": "/etc/shadow"`, `"mode": "0644"`, `"max_file_bytes": 1024`} {
+	for _, want := range []string{`"format": "ceval-snapshot/2"`, `"target":"/etc/shadow"`, `"mode":"0644"`, `"max_file_bytes":1024`, `"omitted":"over the 1 KiB per-file cap`} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("manifest lacks %s:\n%s", want, raw)
 		}

@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,10 +14,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// manifestFormat names the manifest layout; Load refuses any other.
-const manifestFormat = "ceval-snapshot/1"
+// manifestFormat names the manifest layout; Load refuses any other but the older
+// manifestFormat1, which lacks Omitted entries and reads the same.
+const (
+	manifestFormat  = "ceval-snapshot/2"
+	manifestFormat1 = "ceval-snapshot/1"
+)
 
-// maxManifestBytes bounds what Load reads: 100,000 entries of long paths fit many times over.
+// maxManifestBytes bounds what Load reads: the path cap keeps a manifest's paths to a few
+// times Limits.MaxPathBytes.
 const maxManifestBytes = 256 << 20
 
 type manifest struct {
@@ -25,17 +32,18 @@ type manifest struct {
 
 // entryJSON is Entry with its mode as an octal string ("0644"), as people read modes.
 type entryJSON struct {
-	Path   string `json:"path"`
-	Kind   Kind   `json:"kind"`
-	Size   int64  `json:"size"`
-	Mode   string `json:"mode,omitempty"`
-	Target string `json:"target,omitempty"`
+	Path    string `json:"path"`
+	Kind    Kind   `json:"kind"`
+	Size    int64  `json:"size"`
+	Mode    string `json:"mode,omitempty"`
+	Target  string `json:"target,omitempty"`
+	Omitted string `json:"omitted,omitempty"`
 }
 
 // MarshalJSON writes the mode as an octal string.
 func (e Entry) MarshalJSON() ([]byte, error) {
-	j := entryJSON{Path: e.Path, Kind: e.Kind, Size: e.Size, Target: e.Target}
-	if e.Kind != KindSymlink {
+	j := entryJSON{Path: e.Path, Kind: e.Kind, Size: e.Size, Target: e.Target, Omitted: e.Omitted}
+	if e.Kind == KindFile || e.Kind == KindDir {
 		j.Mode = fmt.Sprintf("%04o", uint32(e.Mode.Perm()))
 	}
 	return json.Marshal(j)
@@ -54,7 +62,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("entry %s: bad mode %q", j.Path, j.Mode)
 		}
 	}
-	*e = Entry{Path: j.Path, Kind: j.Kind, Size: j.Size, Mode: fs.FileMode(mode), Target: j.Target}
+	*e = Entry{Path: j.Path, Kind: j.Kind, Size: j.Size, Mode: fs.FileMode(mode), Target: j.Target, Omitted: j.Omitted}
 	return nil
 }
 
@@ -69,18 +77,13 @@ func (s *Snapshot) WriteManifest(path string) error {
 			return fmt.Errorf("snapshot: sync the copied files in %s: %w", s.Dir, err)
 		}
 	}
-	b, err := json.MarshalIndent(manifest{Format: manifestFormat, Snapshot: s}, "", "  ")
-	if err != nil {
-		return fmt.Errorf("snapshot manifest: %w", err)
-	}
-	b = append(b, '\n')
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("snapshot manifest: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op once renamed
-	_, err = tmp.Write(b)
+	err = s.encodeManifest(tmp)
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}
@@ -100,6 +103,68 @@ func (s *Snapshot) WriteManifest(path string) error {
 		return fmt.Errorf("snapshot manifest: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// encodeManifest streams the manifest to w, one entry and one note a line, so writing it
+// costs a buffer, not a second copy of every path.
+func (s *Snapshot) encodeManifest(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 256<<10)
+	field := func(name string, v any, last bool) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(bw, "  %q: %s", name, b)
+		if !last {
+			bw.WriteString(",")
+		}
+		_, err = bw.WriteString("\n")
+		return err
+	}
+	list := func(name string, n int, item func(int) any, last bool) error {
+		fmt.Fprintf(bw, "  %q: [", name)
+		for i := range n {
+			b, err := json.Marshal(item(i))
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n    ")
+			bw.Write(b)
+		}
+		if n > 0 {
+			bw.WriteString("\n  ")
+		}
+		bw.WriteString("]")
+		if !last {
+			bw.WriteString(",")
+		}
+		_, err := bw.WriteString("\n")
+		return err
+	}
+	bw.WriteString("{\n")
+	errs := []error{
+		field("format", manifestFormat, false),
+		field("truncated", s.Truncated, false),
+		field("bytes", s.Bytes, false),
+		field("limits", s.Limits, false),
+	}
+	if s.RootOmitted != "" {
+		errs = append(errs, field("root_omitted", s.RootOmitted, false))
+	}
+	if len(s.LimitsHit) > 0 {
+		errs = append(errs, field("limits_hit", s.LimitsHit, false))
+	}
+	errs = append(errs,
+		list("notes", len(s.Notes), func(i int) any { return s.Notes[i] }, false),
+		list("entries", len(s.Entries), func(i int) any { return s.Entries[i] }, true))
+	bw.WriteString("}\n")
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // syncFS flushes the filesystem holding dir.
@@ -140,7 +205,7 @@ func Load(dir, manifestPath string) (*Snapshot, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("snapshot load: parse %s: %w", manifestPath, err)
 	}
-	if m.Format != manifestFormat {
+	if m.Format != manifestFormat && m.Format != manifestFormat1 {
 		return nil, fmt.Errorf("snapshot load: %s has format %q, want %q", manifestPath, m.Format, manifestFormat)
 	}
 	seen := make(map[string]bool, len(s.Entries))
@@ -154,6 +219,10 @@ func Load(dir, manifestPath string) (*Snapshot, error) {
 		seen[e.Path] = true
 		switch e.Kind {
 		case KindFile, KindDir, KindSymlink:
+		case KindFIFO, KindSocket, KindCharDevice, KindBlockDevice:
+			if e.Omitted == "" {
+				return nil, fmt.Errorf("snapshot load: %s: %s entry %q is not marked omitted", manifestPath, e.Kind, e.Path)
+			}
 		default:
 			return nil, fmt.Errorf("snapshot load: %s: entry %q has unknown kind %q", manifestPath, e.Path, e.Kind)
 		}

@@ -23,22 +23,30 @@ type Limits struct {
 	MaxEntries int `json:"max_entries"`
 	// MaxDepth is the deepest entry captured, counted in path segments ("a/b" is 2).
 	MaxDepth int `json:"max_depth"`
+	// MaxPathBytes caps the summed length of the paths of the entries examined, so memory
+	// and manifest size are bounded by entries times a typical path, never by entries times
+	// depth times name length; reaching it stops the snapshot.
+	MaxPathBytes int64 `json:"max_path_bytes"`
 }
 
-// DefaultLimits returns 16 MiB per file, 1 GiB in all, 100,000 entries and depth 64.
+// DefaultLimits returns 16 MiB per file, 1 GiB in all, 100,000 entries, depth 64 and
+// 8 MiB of paths (an average of 83 bytes at the entry cap). The path cap also bounds what
+// grading costs: a sandboxed criterion that walks the tree spends about a second per MiB
+// of paths.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxFileBytes:  16 << 20,
 		MaxTotalBytes: 1 << 30,
 		MaxEntries:    100_000,
 		MaxDepth:      64,
+		MaxPathBytes:  8 << 20,
 	}
 }
 
 // withDefaults fills zero fields from DefaultLimits and refuses negative ones.
 func (l Limits) withDefaults() (Limits, error) {
 	d := DefaultLimits()
-	if l.MaxFileBytes < 0 || l.MaxTotalBytes < 0 || l.MaxEntries < 0 || l.MaxDepth < 0 {
+	if l.MaxFileBytes < 0 || l.MaxTotalBytes < 0 || l.MaxEntries < 0 || l.MaxDepth < 0 || l.MaxPathBytes < 0 {
 		return l, fmt.Errorf("snapshot limits must not be negative: %+v", l)
 	}
 	if l.MaxFileBytes == 0 {
@@ -53,17 +61,26 @@ func (l Limits) withDefaults() (Limits, error) {
 	if l.MaxDepth == 0 {
 		l.MaxDepth = d.MaxDepth
 	}
+	if l.MaxPathBytes == 0 {
+		l.MaxPathBytes = d.MaxPathBytes
+	}
 	return l, nil
 }
 
 // Kind is the type of a captured entry.
 type Kind string
 
-// The kinds of entry a snapshot holds. Symlinks exist only in Entries, never on disk.
+// The kinds of entry a snapshot holds. Symlinks exist only in Entries, never on disk; so
+// do the special files (FIFOs, sockets, devices), which are never opened and always
+// Omitted.
 const (
-	KindFile    Kind = "file"
-	KindDir     Kind = "dir"
-	KindSymlink Kind = "symlink"
+	KindFile        Kind = "file"
+	KindDir         Kind = "dir"
+	KindSymlink     Kind = "symlink"
+	KindFIFO        Kind = "fifo"
+	KindSocket      Kind = "socket"
+	KindCharDevice  Kind = "char-device"
+	KindBlockDevice Kind = "block-device"
 )
 
 // Entry is one captured workspace entry.
@@ -78,6 +95,11 @@ type Entry struct {
 	Mode fs.FileMode `json:"mode"`
 	// Target is a symlink's target string, recorded and never followed.
 	Target string `json:"target,omitempty"`
+	// Omitted, when set, says why content is missing. For a file or special file: its bytes
+	// are not in the snapshot (Size is its real size) and every read of it must fail. For a
+	// directory: its listing is incomplete, so a name not captured below it may still exist
+	// and must never be reported absent.
+	Omitted string `json:"omitted,omitempty"`
 }
 
 // Note explains why a workspace path is missing from, or incomplete in, the snapshot.
@@ -87,7 +109,10 @@ type Note struct {
 }
 
 // Snapshot is a private copy of a workspace. Dir holds only regular files and directories
-// owned by the ceval process; Entries, in lexical walk order, also lists symlinks.
+// owned by the ceval process; Entries, in lexical walk order, also lists symlinks, special
+// files, and the files whose content a cap or an error left out (Omitted). A cap never makes
+// an entry look absent: what it leaves out is either an Omitted entry or below a directory
+// whose listing is Omitted (RootOmitted for the root), and Unvouched tells the two apart.
 type Snapshot struct {
 	Dir       string  `json:"-"`
 	Entries   []Entry `json:"entries"`
@@ -95,6 +120,10 @@ type Snapshot struct {
 	Truncated bool    `json:"truncated"`
 	Bytes     int64   `json:"bytes"`
 	Limits    Limits  `json:"limits"`
+	// RootOmitted says why the root's own listing is incomplete; "" when it is complete.
+	RootOmitted string `json:"root_omitted,omitempty"`
+	// LimitsHit names every cap the snapshot reached, one line each, for result.json.
+	LimitsHit []string `json:"limits_hit,omitempty"`
 
 	indexOnce sync.Once
 	byPath    map[string]int
@@ -198,8 +227,9 @@ func take(srcFD int, dst string, lim Limits) (*Snapshot, error) {
 		s:    &Snapshot{Dir: dst, Entries: []Entry{}, Notes: []Note{}, Limits: lim},
 		dbuf: make([]byte, 32<<10),
 	}
-	if err := w.walkDir(srcFD, dstFD, "", 0); err != nil {
+	if err := w.walkDir(srcFD, dstFD, "", 0, rootIndex); err != nil {
 		return nil, err
 	}
+	w.s.LimitsHit = w.limitsHit()
 	return w.s, nil
 }

@@ -103,7 +103,7 @@ func checkDiskIsPlain(t testing.TB, s *Snapshot) {
 	}
 	var want []string
 	for _, e := range s.Entries {
-		if e.Kind != KindSymlink {
+		if e.Kind == KindDir || e.Kind == KindFile && e.Omitted == "" {
 			want = append(want, e.Path)
 		}
 	}
@@ -213,7 +213,7 @@ func TestSnapshotDoesNotFollowRelativeDotDotLink(t *testing.T) {
 	}
 }
 
-func TestSnapshotSkipsFIFOWithoutBlocking(t *testing.T) {
+func TestSnapshotRecordsFIFOWithoutOpeningIt(t *testing.T) {
 	ws := t.TempDir()
 	writeTree(t, ws, map[string]string{"after.txt": "still captured"})
 	if err := unix.Mkfifo(filepath.Join(ws, "pipe"), 0o666); err != nil {
@@ -233,10 +233,10 @@ func TestSnapshotSkipsFIFOWithoutBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	special := map[string]string{"pipe": "fifo skipped", "pipe2": "fifo skipped", "sock": "socket skipped"}
+	special := map[string]Kind{"pipe": KindFIFO, "pipe2": KindFIFO, "sock": KindSocket}
 	if os.Geteuid() == 0 {
 		if err := unix.Mknod(filepath.Join(ws, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err == nil {
-			special["null"] = "character device skipped"
+			special["null"] = KindCharDevice
 		}
 	}
 
@@ -245,11 +245,14 @@ func TestSnapshotSkipsFIFOWithoutBlocking(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("Take took %v", d)
 	}
-	for rel, reason := range special {
-		if _, ok := s.Lookup(rel); ok {
-			t.Errorf("%s was captured", rel)
+	for rel, kind := range special {
+		// Visible with its real name and type, so "test ! -e pipe" cannot pass; never read.
+		if e, ok := s.Lookup(rel); !ok || e.Kind != kind || e.Omitted == "" {
+			t.Errorf("%s: entry %+v, %v; want an omitted %s", rel, e, ok, kind)
 		}
-		noteContaining(t, s, rel, reason)
+		if _, err := s.ReadFile(rel); !errors.Is(err, ErrOmitted) {
+			t.Errorf("ReadFile(%s) error = %v, want ErrOmitted", rel, err)
+		}
 	}
 	if b, err := s.ReadFile("after.txt"); err != nil || string(b) != "still captured" {
 		t.Fatalf("ReadFile(after.txt) = %q, %v", b, err)
@@ -295,7 +298,7 @@ func TestSnapshotCopiesHardLinkBytesNotLink(t *testing.T) {
 	}
 }
 
-func TestSnapshotLeavesOutHugeFile(t *testing.T) {
+func TestSnapshotOversizeFileStaysVisible(t *testing.T) {
 	ws := t.TempDir()
 	sparse := func(name string, size int64) {
 		f, err := os.Create(filepath.Join(ws, name))
@@ -321,31 +324,31 @@ func TestSnapshotLeavesOutHugeFile(t *testing.T) {
 		t.Fatal("a file over the per-file cap must not stop the snapshot")
 	}
 	tests := []struct {
-		rel    string
-		kept   bool
-		reason string
+		rel     string
+		size    int64
+		omitted string
 	}{
-		{"at-cap.bin", true, ""},
-		{"over-cap.bin", false, "file is 16.0 MiB, over the 16 MiB per-file cap; left out"},
-		{"sparse-10g.bin", false, "file is 10 GiB, over the 16 MiB per-file cap; left out"},
-		{"small.txt", true, ""},
+		{"at-cap.bin", 16 << 20, ""},
+		{"over-cap.bin", 16<<20 + 1, "over the 16 MiB per-file cap (file is 16.0 MiB); left out"},
+		{"sparse-10g.bin", 10 << 30, "over the 16 MiB per-file cap (file is 10 GiB); left out"},
+		{"small.txt", 2, ""},
 	}
 	for _, tt := range tests {
+		// Left out or not, the file stays visible with its real name, type and size.
 		e, ok := s.Lookup(tt.rel)
-		if ok != tt.kept {
-			t.Errorf("%s captured = %v, want %v", tt.rel, ok, tt.kept)
+		if !ok || e.Kind != KindFile || e.Size != tt.size || e.Omitted != tt.omitted {
+			t.Errorf("Lookup(%s) = %+v, %v; want a file of %d bytes omitted %q", tt.rel, e, ok, tt.size, tt.omitted)
 		}
-		if !tt.kept {
-			n, ok := s.NoteFor(tt.rel)
-			if !ok || n.Reason != tt.reason {
-				t.Errorf("note for %s = %+v, want %q", tt.rel, n, tt.reason)
-			}
-		} else if tt.rel == "at-cap.bin" && e.Size != 16<<20 {
-			t.Errorf("at-cap.bin size %d", e.Size)
+		_, err := s.ReadFile(tt.rel)
+		if (tt.omitted != "") != errors.Is(err, ErrOmitted) {
+			t.Errorf("ReadFile(%s) error = %v", tt.rel, err)
 		}
 	}
 	if s.Bytes != 16<<20+2 {
 		t.Errorf("Bytes = %d", s.Bytes)
+	}
+	if len(s.LimitsHit) != 1 || !strings.Contains(s.LimitsHit[0], "per-file cap 16 MiB: 2 file(s) omitted") {
+		t.Errorf("LimitsHit = %q", s.LimitsHit)
 	}
 }
 
@@ -366,10 +369,9 @@ func TestSnapshotLeavesOutFileGrowingPastCapWhileCopied(t *testing.T) {
 	}
 	defer func() { testHook = nil }()
 	s := takeT(t, ws, Limits{MaxFileBytes: 1024})
-	if _, ok := s.Lookup("grows.log"); ok {
-		t.Fatal("a file that grew past the cap while copied was kept")
+	if e, ok := s.Lookup("grows.log"); !ok || !strings.Contains(e.Omitted, "1 KiB per-file cap (grew while being copied)") {
+		t.Fatalf("a file that grew past the cap while copied: entry %+v, %v; want it omitted", e, ok)
 	}
-	noteContaining(t, s, "grows.log", "grew past the 1 KiB per-file cap")
 	if _, ok := s.Lookup("z.txt"); !ok || s.Truncated {
 		t.Fatal("the snapshot should go on after a file that grew")
 	}
@@ -410,6 +412,16 @@ func TestSnapshotStopsAtEntryCap(t *testing.T) {
 			if got := paths(s.Entries); got[0] != "f000" || got[9] != "f009" {
 				t.Fatalf("entries %q, want the first ten in order", got)
 			}
+			// The root's listing was cut: what it did not reach may exist, never absent.
+			if s.RootOmitted == "" {
+				t.Fatal("the root's listing was cut but RootOmitted is empty")
+			}
+			if n, ok := s.Unvouched(fmt.Sprintf("f%03d", tt.files-1)); !ok || n.Path != "." {
+				t.Fatalf("Unvouched(last file) = %+v, %v", n, ok)
+			}
+			if _, err := s.ReadFile("credentials.txt"); !errors.Is(err, ErrOmitted) {
+				t.Fatalf("ReadFile of a name the cut listing may hold: %v, want ErrOmitted", err)
+			}
 			last := s.Notes[len(s.Notes)-1]
 			if last.Reason != "entry cap 10 reached; snapshot stopped" {
 				t.Fatalf("last note %+v", last)
@@ -420,19 +432,119 @@ func TestSnapshotStopsAtEntryCap(t *testing.T) {
 	}
 }
 
-func TestSnapshotStopsAtTotalBytes(t *testing.T) {
+func TestSnapshotTotalBytesCapOmitsButGoesOn(t *testing.T) {
 	ws := t.TempDir()
 	chunk := strings.Repeat("b", 300)
 	writeTree(t, ws, map[string]string{"a": chunk, "b": chunk, "c": chunk, "d": chunk, "e": "tiny"})
 	s := takeT(t, ws, Limits{MaxTotalBytes: 1000})
-	if !s.Truncated || s.Bytes != 900 {
-		t.Fatalf("Truncated = %v, Bytes = %d; want true, 900", s.Truncated, s.Bytes)
+	if s.Truncated || s.Bytes != 904 {
+		t.Fatalf("Truncated = %v, Bytes = %d; want false, 904", s.Truncated, s.Bytes)
 	}
-	if got := paths(s.Entries); !slices.Equal(got, []string{"a", "b", "c"}) {
+	if got := paths(s.Entries); !slices.Equal(got, []string{"a", "b", "c", "d", "e"}) {
 		t.Fatalf("entries %q", got)
 	}
-	noteContaining(t, s, "d", "total byte cap 1000 bytes reached")
-	noteContaining(t, s, "e", "snapshot stopped") // never reached, even though it would fit
+	if e, _ := s.Lookup("d"); e.Size != 300 || !strings.Contains(e.Omitted, "over the 1000 bytes total cap") {
+		t.Fatalf("d = %+v, want omitted at its real size", e)
+	}
+	if len(s.LimitsHit) != 1 || !strings.Contains(s.LimitsHit[0], "total cap 1000 bytes: 1 file(s) omitted") {
+		t.Fatalf("LimitsHit = %q", s.LimitsHit)
+	}
+}
+
+func TestSnapshotEntryCapHidesNoFile(t *testing.T) {
+	ws := t.TempDir()
+	// The cap falls inside a/big; a/zz and credentials.txt come after it in walk order.
+	files := map[string]string{"a/zz.txt": "TODO", "credentials.txt": "secret", "0first.txt": "x"}
+	for i := range 20 {
+		files[fmt.Sprintf("a/big/f%02d", i)] = "x"
+	}
+	writeTree(t, ws, files)
+	s := takeT(t, ws, Limits{MaxEntries: 10})
+	if !s.Truncated {
+		t.Fatal("the entry cap was not reached")
+	}
+	for rel, want := range map[string]string{"a/big/f19": "a/big", "a/zz.txt": "a", "credentials.txt": ".", "a/big/new/x": "a/big"} {
+		if n, ok := s.Unvouched(rel); !ok || n.Path != want {
+			t.Errorf("Unvouched(%s) = %+v, %v; want directory %s", rel, n, ok, want)
+		}
+	}
+	// A directory whose listing was complete still vouches for absence.
+	if n, ok := s.Unvouched("0first.txt/x"); ok {
+		t.Errorf("Unvouched below a captured file = %+v", n)
+	}
+	if len(s.LimitsHit) != 1 || !strings.Contains(s.LimitsHit[0], "entry cap 10: stopped at") {
+		t.Errorf("LimitsHit = %q", s.LimitsHit)
+	}
+}
+
+// pathShape builds depth nested directories with 255-byte names and files 255-byte names
+// at the bottom, through directory descriptors so no path ever reaches PATH_MAX, and
+// returns the summed length of the paths the workspace holds.
+func pathShape(t testing.TB, root string, depth, files int) int64 {
+	t.Helper()
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(c byte, i int) string {
+		s := fmt.Sprintf("%d", i)
+		return strings.Repeat(string(c), 255-len(s)) + s
+	}
+	var total int64
+	plen := int64(0)
+	for i := range depth {
+		n := name('d', i)
+		if err := unix.Mkdirat(fd, n, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, n, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+		plen += 256
+		total += plen - 1
+	}
+	defer unix.Close(fd)
+	for i := range files {
+		f, err := unix.Openat(fd, name('f', i), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(f)
+		total += plen + 255
+	}
+	return total
+}
+
+func TestSnapshotPathCapBoundsPathShape(t *testing.T) {
+	ws := t.TempDir()
+	total := pathShape(t, ws, 40, 300) // 3 MiB of paths in 340 entries
+	// Not takeT: its check of the copy walks paths past PATH_MAX.
+	s, err := Take(ws, filepath.Join(t.TempDir(), "workspace"), Limits{MaxPathBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Truncated || total <= 1<<20 {
+		t.Fatalf("Truncated = %v with %d path bytes; want the 1 MiB path cap reached", s.Truncated, total)
+	}
+	var got int64
+	for _, e := range s.Entries {
+		got += int64(len(e.Path))
+	}
+	if got > 1<<20 {
+		t.Fatalf("entries hold %d path bytes, over the 1 MiB cap", got)
+	}
+	// The files beyond the cap may exist: the bottom directory's listing is incomplete.
+	last := s.Entries[len(s.Entries)-1].Path
+	bottom := last[:strings.LastIndexByte(last, '/')]
+	if n, ok := s.Unvouched(bottom + "/credentials.txt"); !ok || n.Path != bottom {
+		t.Fatalf("Unvouched below the cut = %+v, %v", n, ok)
+	}
+	if len(s.LimitsHit) != 1 || !strings.Contains(s.LimitsHit[0], "path cap 1 MiB") {
+		t.Fatalf("LimitsHit = %q", s.LimitsHit)
+	}
 }
 
 // nest makes depth directories named "d" under root and a file at the bottom, returning
@@ -469,6 +581,15 @@ func TestSnapshotDeepTreeStopsAtDepth(t *testing.T) {
 	n, ok := s.NoteFor(bottom)
 	if !ok || n.Path != capDir || !strings.Contains(n.Reason, "depth cap 64") {
 		t.Fatalf("NoteFor(bottom) = %+v, %v", n, ok)
+	}
+	// Below the cap nothing looks absent: "test ! -e" of any name there cannot pass.
+	for _, rel := range []string{bottom, capDir + "/credentials.txt"} {
+		if n, ok := s.Unvouched(rel); !ok || n.Path != capDir {
+			t.Fatalf("Unvouched(%s) = %+v, %v; want the depth-capped directory", rel, n, ok)
+		}
+	}
+	if len(s.LimitsHit) != 1 || !strings.Contains(s.LimitsHit[0], "depth cap 64: 1 directory(ies) not listed") {
+		t.Fatalf("LimitsHit = %q", s.LimitsHit)
 	}
 	if s.Truncated {
 		t.Fatal("the depth cap must not stop the snapshot")
@@ -588,18 +709,17 @@ func TestSnapshotUnreadableFileIsNoted(t *testing.T) {
 		t.Fatalf("Take: %v (a permission problem must be a note, not an error)", err)
 	}
 	checkDiskIsPlain(t, s)
-	tests := []struct{ rel, reason string }{
-		{"locked.txt", "permission denied; left out"},
-		{"closed", "permission denied; left out"},
-		{"closed/inner.txt", "permission denied; left out"},
-		{"noexec/inner.txt", "permission denied; left out"},
-		{"noread", "permission denied; left out"},
-	}
-	for _, tt := range tests {
-		if _, ok := s.Lookup(tt.rel); ok {
-			t.Errorf("%s captured", tt.rel)
+	// Unreadable entries stay visible, omitted; what is below an unlistable directory is
+	// unvouched, never absent.
+	for rel, kind := range map[string]Kind{"locked.txt": KindFile, "closed": KindDir, "noread": KindDir} {
+		if e, ok := s.Lookup(rel); !ok || e.Kind != kind || !strings.Contains(e.Omitted, "permission denied") {
+			t.Errorf("%s: entry %+v, %v; want an omitted %s", rel, e, ok, kind)
 		}
-		noteContaining(t, s, tt.rel, tt.reason)
+	}
+	for _, rel := range []string{"closed/inner.txt", "noexec/inner.txt", "noread/inner.txt"} {
+		if _, ok := s.Unvouched(rel); !ok {
+			t.Errorf("%s looks absent; notes %+v", rel, s.Notes)
+		}
 	}
 	for _, rel := range []string{"readable.txt", "zz-after/last.txt", "noexec"} {
 		if _, ok := s.Lookup(rel); !ok {
@@ -686,8 +806,12 @@ func TestSnapshotSkipsNonUTF8Name(t *testing.T) {
 	if got := paths(s.Entries); !slices.Equal(got, []string{"good"}) {
 		t.Fatalf("entries %q", got)
 	}
-	if len(s.Notes) != 1 || !strings.Contains(s.Notes[0].Reason, `"bad\xffname" is not valid UTF-8`) {
+	if len(s.Notes) != 2 || !strings.Contains(s.Notes[0].Reason, `"bad\xffname" is not valid UTF-8`) {
 		t.Fatalf("notes %+v", s.Notes)
+	}
+	// grep -r must not pass over a file it cannot name: the root's listing is incomplete.
+	if !strings.Contains(s.RootOmitted, "not valid UTF-8") {
+		t.Fatalf("RootOmitted = %q", s.RootOmitted)
 	}
 }
 

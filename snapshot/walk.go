@@ -31,59 +31,108 @@ const (
 // entry exactly where a racing agent would.
 var testHook func(at string, dirFD int, name string)
 
+// rootIndex stands for the root directory where walkDir wants an index into Entries.
+const rootIndex = -1
+
+// The caps a snapshot can reach, in the order limits_hit names them.
+const (
+	capFile = iota
+	capTotal
+	capDepth
+	capEntries
+	capPath
+	numCaps
+)
+
+// capHit counts what one cap left out and remembers the first path it hit at.
+type capHit struct {
+	count int
+	first string
+}
+
 // walker is the state of one Take.
 type walker struct {
-	lim      Limits
-	dst      string
-	s        *Snapshot
-	examined int
-	stopped  bool
-	dbuf     []byte // getdents buffer, shared: a directory is fully listed before descending
-	cbuf     []byte // read/write copy buffer, allocated on first use
+	lim       Limits
+	dst       string
+	s         *Snapshot
+	examined  int
+	pathBytes int64
+	stopped   bool
+	stopWhy   string // the cap that stopped the snapshot
+	hits      [numCaps]capHit
+	dbuf      []byte // getdents buffer, shared: a directory is fully listed before descending
+	cbuf      []byte // read/write copy buffer, allocated on first use
 }
 
 // walkDir captures the children of the directory open as srcFD, whose copy is open as
-// dstFD; rel is its path ("" for the root) and depth its segment count.
-func (w *walker) walkDir(srcFD, dstFD int, rel string, depth int) error {
+// dstFD; rel is its path ("" for the root), depth its segment count and idx its index in
+// Entries (rootIndex for the root). Whatever of its listing is not captured marks it
+// Omitted, so no name below it ever looks absent.
+func (w *walker) walkDir(srcFD, dstFD int, rel string, depth, idx int) error {
 	if depth >= w.lim.MaxDepth {
 		names, err := w.readNames(srcFD, 1)
-		if err == nil && len(names) > 0 {
-			w.note(rel, fmt.Sprintf("directory at depth %d is at the depth cap %d; its contents were not captured", depth, w.lim.MaxDepth))
+		switch {
+		case err != nil:
+			w.omitDir(idx, rel, fmt.Sprintf("cannot be listed (%v); its contents were not captured", errText(err)))
+		case len(names) > 0:
+			w.omitDir(idx, rel, fmt.Sprintf("at the depth cap %d; its contents were not captured", w.lim.MaxDepth))
+			w.hit(capDepth, rel)
 		}
 		return nil
 	}
-	names, err := w.readNames(srcFD, w.lim.MaxEntries-w.examined)
+	// No more names than either cap lets through are read (each child's path is at least
+	// len(rel)+2 bytes); one more is, so the cap that stops the walk is seen.
+	want := w.lim.MaxEntries - w.examined
+	if fit := (w.lim.MaxPathBytes - w.pathBytes) / int64(len(rel)+2); fit < int64(want) {
+		want = int(fit)
+	}
+	names, err := w.readNames(srcFD, want)
 	if err != nil {
-		w.note(rel, fmt.Sprintf("cannot list directory (%v); its contents were left out", errText(err)))
+		w.omitDir(idx, rel, fmt.Sprintf("cannot be listed (%v); its contents were not captured", errText(err)))
 		return nil
 	}
-	for _, name := range names {
-		if w.examined >= w.lim.MaxEntries {
-			w.stop(join(rel, name), fmt.Sprintf("entry cap %d reached; snapshot stopped", w.lim.MaxEntries))
+	for i, name := range names {
+		child := join(rel, name)
+		switch {
+		case w.examined >= w.lim.MaxEntries:
+			w.stop(idx, rel, child, capEntries, fmt.Sprintf("entry cap %d reached; snapshot stopped", w.lim.MaxEntries))
+			return nil
+		case w.pathBytes+int64(len(child)) > w.lim.MaxPathBytes:
+			w.stop(idx, rel, child, capPath, fmt.Sprintf("path cap %s (the summed length of entry paths) reached; snapshot stopped", human(w.lim.MaxPathBytes)))
 			return nil
 		}
 		w.examined++
-		if err := w.entry(srcFD, dstFD, rel, name, depth+1); err != nil {
+		w.pathBytes += int64(len(child))
+		if err := w.entry(srcFD, dstFD, idx, rel, child, name, depth+1); err != nil {
 			return err
 		}
 		if w.stopped {
+			if i < len(names)-1 {
+				w.omitDir(idx, rel, "listing cut where the snapshot stopped ("+w.stopWhy+")")
+			}
 			return nil
 		}
 	}
 	return nil
 }
 
-// entry captures one directory entry. Agent-side trouble becomes a note; only failures
-// writing the snapshot are returned.
-func (w *walker) entry(srcFD, dstFD int, parent, name string, depth int) error {
-	rel := join(parent, name)
+// entry captures one directory entry, the child rel named name of the directory at index
+// parent. Agent-side trouble becomes a note (and an Omitted entry where the entry exists);
+// only failures writing the snapshot are returned.
+func (w *walker) entry(srcFD, dstFD, parent int, parentRel, rel, name string, depth int) error {
 	if !utf8.ValidString(name) {
-		w.note(strings.ToValidUTF8(rel, "\uFFFD"), fmt.Sprintf("name %s is not valid UTF-8; skipped", strconv.QuoteToASCII(name)))
+		shown := strings.ToValidUTF8(rel, "\uFFFD")
+		w.note(shown, fmt.Sprintf("name %s is not valid UTF-8; skipped", strconv.QuoteToASCII(name)))
+		w.omitDir(parent, parentRel, fmt.Sprintf("holds a name that is not valid UTF-8 (%s), not captured", strconv.QuoteToASCII(name)))
 		return nil
 	}
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstatat(srcFD, name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 		w.sourceError(rel, err)
+		if !errors.Is(err, unix.ENOENT) {
+			// The name is listed but cannot be examined: it may be anything.
+			w.omitDir(parent, parentRel, fmt.Sprintf("holds %s, which cannot be examined (%v)", shortPath(name), errText(err)))
+		}
 		return nil
 	}
 	if testHook != nil {
@@ -91,38 +140,47 @@ func (w *walker) entry(srcFD, dstFD int, parent, name string, depth int) error {
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		return w.file(srcFD, dstFD, rel, name, st.Mode)
+		return w.file(srcFD, dstFD, rel, name, &st)
 	case unix.S_IFDIR:
 		return w.dir(srcFD, dstFD, rel, name, depth)
 	case unix.S_IFLNK:
 		w.symlink(srcFD, rel, name)
 		return nil
 	default:
+		reason := typeName(st.Mode) + "; never opened"
 		w.note(rel, typeName(st.Mode)+" skipped")
+		w.s.Entries = append(w.s.Entries, Entry{Path: rel, Kind: specialKind(st.Mode), Size: st.Size, Omitted: reason})
 		return nil
 	}
 }
 
 func (w *walker) dir(srcFD, dstFD int, rel, name string, depth int) error {
 	childSrc, err := openDir(srcFD, name)
-	if err != nil {
+	if err != nil && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
 		w.sourceError(rel, err)
 		return nil
 	}
-	defer unix.Close(childSrc)
+	if err == nil {
+		defer unix.Close(childSrc)
+	}
 	if err := unix.Mkdirat(dstFD, name, uint32(dirMode)); err != nil {
 		return w.writeError("mkdir", rel, err)
 	}
-	childDst, err := openDir(dstFD, name)
-	if err != nil {
-		return w.writeError("open", rel, err)
+	childDst, derr := openDir(dstFD, name)
+	if derr != nil {
+		return w.writeError("open", rel, derr)
 	}
 	defer unix.Close(childDst)
 	if err := unix.Fchmod(childDst, uint32(dirMode)); err != nil {
 		return w.writeError("chmod", rel, err)
 	}
 	w.s.Entries = append(w.s.Entries, Entry{Path: rel, Kind: KindDir, Mode: dirMode})
-	return w.walkDir(childSrc, childDst, rel, depth)
+	idx := len(w.s.Entries) - 1
+	if err != nil {
+		w.omitDir(idx, rel, "permission denied; its contents were not captured")
+		return nil
+	}
+	return w.walkDir(childSrc, childDst, rel, depth, idx)
 }
 
 func (w *walker) symlink(srcFD int, rel, name string) {
@@ -137,11 +195,22 @@ func (w *walker) symlink(srcFD int, rel, name string) {
 	w.s.Entries = append(w.s.Entries, Entry{Path: rel, Kind: KindSymlink, Size: int64(n), Target: target})
 }
 
+// omitFile records a regular file whose bytes are not in the snapshot: it keeps its name,
+// type and size, and every read of it fails with reason.
+func (w *walker) omitFile(rel string, size int64, mode fs.FileMode, reason string) {
+	w.note(rel, reason)
+	w.s.Entries = append(w.s.Entries, Entry{Path: rel, Kind: KindFile, Size: size, Mode: mode, Omitted: reason})
+}
+
 // file copies one regular file. The type and size that count are those fstat reports on
 // the descriptor actually read, never those of the earlier lstat.
-func (w *walker) file(srcFD, dstFD int, rel, name string, lstatMode uint32) error {
+func (w *walker) file(srcFD, dstFD int, rel, name string, lst *unix.Stat_t) error {
 	var src int
 	err := ignoringEINTR(func() (err error) { src, err = unix.Openat(srcFD, name, srcOpenFlags, 0); return err })
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		w.omitFile(rel, lst.Size, modeOf(lst.Mode), "permission denied; left out")
+		return nil
+	}
 	if err != nil {
 		w.sourceError(rel, err)
 		return nil
@@ -149,28 +218,27 @@ func (w *walker) file(srcFD, dstFD int, rel, name string, lstatMode uint32) erro
 	defer unix.Close(src)
 	var st unix.Stat_t
 	if err := unix.Fstat(src, &st); err != nil {
-		w.sourceError(rel, err)
+		w.omitFile(rel, lst.Size, modeOf(lst.Mode), fmt.Sprintf("cannot read (%v); left out", errText(err)))
 		return nil
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		w.note(rel, fmt.Sprintf("changed from a regular file to a %s during the snapshot; skipped", typeName(st.Mode)))
 		return nil
 	}
+	mode := modeOf(st.Mode)
 	if st.Size > w.lim.MaxFileBytes {
-		w.note(rel, fmt.Sprintf("file is %s, over the %s per-file cap; left out", human(st.Size), human(w.lim.MaxFileBytes)))
+		w.omitFile(rel, st.Size, mode, fmt.Sprintf("over the %s per-file cap (file is %s); left out", human(w.lim.MaxFileBytes), human(st.Size)))
+		w.hit(capFile, rel)
 		return nil
 	}
 	room := w.lim.MaxTotalBytes - w.s.Bytes
 	if st.Size > room {
-		w.stop(rel, fmt.Sprintf("total byte cap %s reached (file is %s, %s left); snapshot stopped", human(w.lim.MaxTotalBytes), human(st.Size), human(room)))
+		w.omitFile(rel, st.Size, mode, fmt.Sprintf("over the %s total cap (file is %s, %s left); left out", human(w.lim.MaxTotalBytes), human(st.Size), human(room)))
+		w.hit(capTotal, rel)
 		return nil
 	}
 	if testHook != nil {
 		testHook("fstat", srcFD, name)
-	}
-	mode := fileMode
-	if st.Mode&unix.S_IXUSR != 0 {
-		mode = execMode
 	}
 
 	var dst int
@@ -197,19 +265,30 @@ func (w *walker) file(srcFD, dstFD int, rel, name string, lstatMode uint32) erro
 		if err := unix.Unlinkat(dstFD, name, 0); err != nil {
 			return w.writeError("remove", rel, err)
 		}
+		size := max(n, st.Size)
 		switch {
 		case rerr != nil:
-			w.note(rel, fmt.Sprintf("read failed (%v); left out", errText(rerr)))
+			w.omitFile(rel, size, mode, fmt.Sprintf("read failed (%v); left out", errText(rerr)))
 		case n > w.lim.MaxFileBytes:
-			w.note(rel, fmt.Sprintf("file grew past the %s per-file cap while being copied; left out", human(w.lim.MaxFileBytes)))
+			w.omitFile(rel, size, mode, fmt.Sprintf("over the %s per-file cap (grew while being copied); left out", human(w.lim.MaxFileBytes)))
+			w.hit(capFile, rel)
 		default:
-			w.stop(rel, fmt.Sprintf("total byte cap %s reached (file grew while being copied); snapshot stopped", human(w.lim.MaxTotalBytes)))
+			w.omitFile(rel, size, mode, fmt.Sprintf("over the %s total cap (grew while being copied); left out", human(w.lim.MaxTotalBytes)))
+			w.hit(capTotal, rel)
 		}
 		return nil
 	}
 	w.s.Bytes += n
 	w.s.Entries = append(w.s.Entries, Entry{Path: rel, Kind: KindFile, Size: n, Mode: mode})
 	return nil
+}
+
+// modeOf is the mode a copied file gets: 0755 when its owner may execute it, else 0644.
+func modeOf(stMode uint32) fs.FileMode {
+	if stMode&unix.S_IXUSR != 0 {
+		return execMode
+	}
+	return fileMode
 }
 
 // copy moves at most max bytes from src to dst, starting at both current offsets. It
@@ -284,10 +363,74 @@ func (w *walker) note(rel, reason string) {
 	w.s.Notes = append(w.s.Notes, Note{Path: rel, Reason: reason})
 }
 
-func (w *walker) stop(rel, reason string) {
-	w.note(rel, reason)
+// omitDir marks the directory at idx (rootIndex for the root) as having an incomplete
+// listing, keeping the first reason, and notes it.
+func (w *walker) omitDir(idx int, rel, reason string) {
+	at := &w.s.RootOmitted
+	if idx != rootIndex {
+		at = &w.s.Entries[idx].Omitted
+	}
+	if *at == "" {
+		*at = reason
+		if rel == "" {
+			rel = "."
+		}
+		w.note(rel, "directory "+reason)
+	}
+}
+
+// stop ends the snapshot at child, the first name of the directory at idx not captured.
+func (w *walker) stop(idx int, rel, child string, c int, reason string) {
+	w.stopWhy = strings.TrimSuffix(reason, "; snapshot stopped")
+	w.omitDir(idx, rel, "listing cut: "+w.stopWhy)
+	w.note(child, reason) // last: NoteFor explains what was never reached with it
+	w.hit(c, child)
 	w.s.Truncated = true
 	w.stopped = true
+}
+
+func (w *walker) hit(c int, rel string) {
+	if w.hits[c].count == 0 {
+		w.hits[c].first = rel
+	}
+	w.hits[c].count++
+}
+
+// limitsHit names each cap reached, with what it left out, for the run's limits_hit.
+func (w *walker) limitsHit() []string {
+	var out []string
+	for c, h := range w.hits {
+		if h.count == 0 {
+			continue
+		}
+		at := shortPath(h.first)
+		switch c {
+		case capFile:
+			out = append(out, fmt.Sprintf("snapshot per-file cap %s: %d file(s) omitted (visible, unreadable), first %s", human(w.lim.MaxFileBytes), h.count, at))
+		case capTotal:
+			out = append(out, fmt.Sprintf("snapshot total cap %s: %d file(s) omitted (visible, unreadable), first %s", human(w.lim.MaxTotalBytes), h.count, at))
+		case capDepth:
+			out = append(out, fmt.Sprintf("snapshot depth cap %d: %d directory(ies) not listed, first %s", w.lim.MaxDepth, h.count, at))
+		case capEntries:
+			out = append(out, fmt.Sprintf("snapshot entry cap %d: stopped at %s; the directories it was in are incomplete", w.lim.MaxEntries, at))
+		case capPath:
+			out = append(out, fmt.Sprintf("snapshot path cap %s: stopped at %s; the directories it was in are incomplete", human(w.lim.MaxPathBytes), at))
+		}
+	}
+	return out
+}
+
+// shortPath quotes a path for a one-line message, cut to its first 120 bytes.
+func shortPath(p string) string {
+	const max = 120
+	if len(p) <= max {
+		return strconv.Quote(p)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return strconv.Quote(p[:cut]) + fmt.Sprintf("… (%d bytes)", len(p))
 }
 
 // sourceError notes a failure on the agent's side of the copy.
@@ -337,6 +480,19 @@ func join(parent, name string) string {
 		return name
 	}
 	return parent + "/" + name
+}
+
+// specialKind is the Kind of a FIFO, socket or device.
+func specialKind(mode uint32) Kind {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return KindFIFO
+	case unix.S_IFSOCK:
+		return KindSocket
+	case unix.S_IFBLK:
+		return KindBlockDevice
+	}
+	return KindCharDevice
 }
 
 func typeName(mode uint32) string {

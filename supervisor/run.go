@@ -356,9 +356,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		return res, &InfraError{err}
 	}
 	res.Timings.Snapshot = time.Since(snapStart).Seconds()
-	if snap.Truncated {
-		res.LimitsHit = append(res.LimitsHit, "workspace snapshot caps reached; graded what was captured")
-	}
+	// Every cap the snapshot reached, by name: what it left out stays visible to the
+	// criteria (omitted), and these lines say why.
+	res.LimitsHit = append(res.LimitsHit, snap.LimitsHit...)
 	emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
 
 	gradeStart := time.Now()

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/task"
@@ -374,5 +376,36 @@ func TestThousandOrphansAreReapedUnderPids64(t *testing.T) {
 	if res.Status != "SUCCESS" || *res.Agent.ExitCode != 0 {
 		out, _ := os.ReadFile(filepath.Join(res.Dir, StderrFile))
 		t.Fatalf("status %s exit %d: %s", res.Status, *res.Agent.ExitCode, out)
+	}
+}
+
+// A TODO hidden in a file over the snapshot's per-file cap must not let the negative checks
+// pass, and result.json's limits_hit must name the cap.
+func TestOversizeFileHidesNoTODOAndIsNamedInLimitsHit(t *testing.T) {
+	ex, err := wasm.NewExecutor(wasm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	script := `echo done > answer.txt; { echo TODO; head -c 17000000 /dev/zero; } > notes.txt`
+	criteria := "  - {type: file_exists, path: answer.txt}\n" +
+		"  - {type: file_contains, path: notes.txt, excludes: [TODO]}\n" +
+		"  - {type: run_command, command: '! grep -rq TODO .'}\n"
+	res, err := runTask(t, agentTask("oversize-todo", script, criteria), nil, Options{Executor: ex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := readResult(t, res)
+	if m["status"] != "FAILURE" {
+		t.Fatalf("status %v: a TODO over the per-file cap passed the negative checks (criteria %v)", m["status"], m["criteria"])
+	}
+	for i, want := range []grader.Status{grader.Pass, grader.Fail, grader.Fail} {
+		if c := res.Criteria[i]; c.Status != want || want == grader.Fail && !strings.Contains(c.Details, "omitted") {
+			t.Errorf("criterion %d (%s): %s %q, want %s naming the omission", i, c.Type, c.Status, c.Details, want)
+		}
+	}
+	hits, _ := m["limits_hit"].([]any)
+	if !strings.Contains(fmt.Sprint(hits), "snapshot per-file cap 16 MiB: 1 file(s) omitted") {
+		t.Fatalf("limits_hit %q does not name the per-file cap", hits)
 	}
 }

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -20,6 +21,13 @@ import (
 // workspace, the reference) is immutable once built and may be shared by runs; a writable
 // one (/tmp) caps the bytes and nodes it holds, answering EIO when full (WASI has no
 // ENOSPC) and remembering that it was.
+//
+// A view of a snapshot also holds what the snapshot left out, so that nothing looks absent
+// that may exist: an omitted file (or FIFO, socket, device) stats with its real type and
+// size but every read of it fails with EIO, and a directory whose listing is incomplete
+// fails every listing and every lookup of a name it does not hold with EIO. Either records
+// the first such touch (Touched), which the run reports: a guest can ignore an I/O error,
+// and a "test ! -e" turns one into success, so the touch itself decides the criterion.
 type memFS struct {
 	experimentalsys.UnimplementedFS
 
@@ -33,7 +41,8 @@ type memFS struct {
 	maxNodes int   // writable only: nodes held at most
 	bytes    int64
 	nodes    int
-	full     bool // a write or create was refused for lack of room
+	full     bool   // a write or create was refused for lack of room
+	touched  string // the first omitted path a guest reached, and why it is omitted
 }
 
 type node struct {
@@ -43,6 +52,8 @@ type node struct {
 	data     []byte           // regular file
 	target   string           // symlink
 	children map[string]*node // directory
+	omitted  string           // why a file's bytes or a directory's listing are not here
+	size     int64            // an omitted file's real size
 }
 
 func (n *node) isDir() bool     { return n.mode.IsDir() }
@@ -91,9 +102,11 @@ func split(p string) []string {
 }
 
 // lookup finds the node at p without following any symlink, the last component included.
+// A name missing from a directory with an incomplete listing may exist: EIO, not ENOENT.
 func (m *memFS) lookup(p string) (*node, experimentalsys.Errno) {
 	n := m.root
-	for _, name := range split(p) {
+	parts := split(p)
+	for i, name := range parts {
 		switch {
 		case n.isDir():
 		case n.isSymlink():
@@ -103,11 +116,45 @@ func (m *memFS) lookup(p string) (*node, experimentalsys.Errno) {
 		}
 		child, ok := n.children[name]
 		if !ok {
+			if n.omitted != "" {
+				m.touch(strings.Join(parts[:i+1], "/"), "its directory's listing is incomplete: "+n.omitted)
+				return nil, experimentalsys.EIO
+			}
 			return nil, experimentalsys.ENOENT
 		}
 		n = child
 	}
 	return n, 0
+}
+
+// viewPath is p as a guest-facing path relative to the view's root, "." for the root.
+func viewPath(p string) string {
+	if c := path.Clean("/" + p); c != "/" {
+		return c[1:]
+	}
+	return "."
+}
+
+// touch records the first time a guest reached content the view does not hold.
+func (m *memFS) touch(p, why string) {
+	if m.touched == "" {
+		m.touched = fmt.Sprintf("%q (%s)", p, why)
+	}
+}
+
+// Touched returns the first omitted path a guest reached since the last ResetTouched, and
+// why it was omitted; "" when none was.
+func (m *memFS) Touched() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.touched
+}
+
+// ResetTouched forgets earlier touches: a shared view starts each run clean.
+func (m *memFS) ResetTouched() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.touched = ""
 }
 
 // parent finds the directory that holds p, and p's last name.
@@ -133,6 +180,8 @@ func (m *memFS) stat(n *node) sys.Stat_t {
 		st.Nlink = 2
 	case n.isSymlink():
 		st.Size = int64(len(n.target))
+	case n.omitted != "":
+		st.Size = n.size
 	default:
 		st.Size = int64(len(n.data))
 	}
@@ -219,7 +268,7 @@ func (m *memFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode)
 		}
 	}
 	return &memFile{
-		fs: m, n: n,
+		fs: m, n: n, path: viewPath(p),
 		read:   access != experimentalsys.O_WRONLY,
 		write:  write,
 		append: flag&experimentalsys.O_APPEND != 0,
@@ -467,6 +516,31 @@ func (m *memFS) Full() bool {
 	return m.full
 }
 
+// putOmitted adds, while a view is built, a file (or special file) of the given type and
+// size whose content the view does not hold.
+func (m *memFS) putOmitted(p string, mode fs.FileMode, size int64, why string) error {
+	if mode.IsDir() || mode&fs.ModeSymlink != 0 || why == "" || size < 0 {
+		return errViewPath(p)
+	}
+	if err := m.put(p, mode, nil, ""); err != nil {
+		return err
+	}
+	n, _ := m.lookup(p)
+	n.omitted, n.size = why, size
+	return nil
+}
+
+// markIncomplete marks, while a view is built, the directory at p ("" for the root) as one
+// whose listing is incomplete.
+func (m *memFS) markIncomplete(p, why string) error {
+	n, errno := m.lookup(p)
+	if errno != 0 || !n.isDir() || why == "" {
+		return errViewPath(p)
+	}
+	n.omitted = why
+	return nil
+}
+
 // put adds a node while a view is built: the parents are made as needed. It refuses to
 // place anything below a symlink or a file.
 func (m *memFS) put(p string, mode fs.FileMode, data []byte, target string) error {
@@ -509,6 +583,7 @@ type memFile struct {
 
 	fs                  *memFS
 	n                   *node
+	path                string // as opened, for Touched
 	read, write, append bool
 	off                 int64
 	dirents             []experimentalsys.Dirent // directory listing, taken at the first Readdir
@@ -555,6 +630,10 @@ func (f *memFile) Pread(buf []byte, off int64) (int, experimentalsys.Errno) {
 	}
 	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
+	if f.n.omitted != "" {
+		f.fs.touch(f.path, f.n.omitted)
+		return 0, experimentalsys.EIO
+	}
 	if off >= int64(len(f.n.data)) {
 		return 0, 0
 	}
@@ -603,6 +682,11 @@ func (f *memFile) Readdir(n int) ([]experimentalsys.Dirent, experimentalsys.Errn
 	}
 	if !f.listed {
 		f.fs.mu.Lock()
+		if f.n.omitted != "" {
+			f.fs.touch(f.path, "listing incomplete: "+f.n.omitted)
+			f.fs.mu.Unlock()
+			return nil, experimentalsys.EIO
+		}
 		names := make([]string, 0, len(f.n.children))
 		for name := range f.n.children {
 			names = append(names, name)

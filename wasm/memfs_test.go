@@ -159,3 +159,61 @@ func TestMemFSRenameKeepsTheTreeSound(t *testing.T) {
 		t.Errorf("rmdir non-empty: %v", errno)
 	}
 }
+
+func TestMemFSOmittedContentIsVisibleButNeverReadAsAbsent(t *testing.T) {
+	m := newMemFS(2, false)
+	if err := m.put("d/kept.txt", 0o644, []byte("kept"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.putOmitted("big.txt", 0o644, 20<<20, "over the 16 MiB per-file cap"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.markIncomplete("d", "listing cut: entry cap 3 reached"); err != nil {
+		t.Fatal(err)
+	}
+	m.readOnly = true
+
+	// Visible with its real size; a complete directory still says what is absent.
+	if st, errno := m.Stat("big.txt"); errno != 0 || st.Size != 20<<20 || !st.Mode.IsRegular() {
+		t.Fatalf("Stat(big.txt) = %+v, %v", st, errno)
+	}
+	if _, errno := m.Stat("nothing"); errno != experimentalsys.ENOENT {
+		t.Fatalf("Stat(nothing) below a complete root = %v, want ENOENT", errno)
+	}
+	if m.Touched() != "" {
+		t.Fatalf("Touched = %q before any omitted content was reached", m.Touched())
+	}
+	// Each way of reaching omitted content fails with EIO and is recorded.
+	for name, reach := range map[string]func() experimentalsys.Errno{
+		"read an omitted file": func() experimentalsys.Errno {
+			f, errno := m.OpenFile("big.txt", experimentalsys.O_RDONLY, 0)
+			if errno != 0 {
+				return errno
+			}
+			_, errno = f.Read(make([]byte, 10))
+			return errno
+		},
+		"list a cut directory": func() experimentalsys.Errno {
+			f, errno := m.OpenFile("d", experimentalsys.O_RDONLY|experimentalsys.O_DIRECTORY, 0)
+			if errno != 0 {
+				return errno
+			}
+			_, errno = f.Readdir(-1)
+			return errno
+		},
+		"stat a name a cut directory may hold": func() experimentalsys.Errno { _, errno := m.Stat("d/credentials.txt"); return errno },
+		"lstat below it":                       func() experimentalsys.Errno { _, errno := m.Lstat("d/x/y"); return errno },
+	} {
+		m.ResetTouched()
+		if errno := reach(); errno != experimentalsys.EIO {
+			t.Errorf("%s: errno %v, want EIO", name, errno)
+		}
+		if m.Touched() == "" {
+			t.Errorf("%s: not recorded as touched", name)
+		}
+	}
+	m.ResetTouched()
+	if _, errno := m.Stat("d/kept.txt"); errno != 0 || m.Touched() != "" {
+		t.Fatalf("Stat(d/kept.txt) = %v, touched %q: what was captured reads as usual", errno, m.Touched())
+	}
+}

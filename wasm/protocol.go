@@ -20,6 +20,8 @@ const (
 	opDir        = 'D' // path
 	opFile       = 'F' // uint32 mode, path, NUL, contents
 	opLink       = 'L' // path, NUL, target
+	opOmitted    = 'O' // uint32 mode (type and permission bits), uint64 size, path, NUL, reason
+	opIncomplete = 'I' // directory path ("" for the root), NUL, reason
 	opViewEnd    = 'E' // reply opViewDone
 	opViewDone   = 'v'
 	opRun        = 'R' // parent → worker: runRequest; reply opRunDone
@@ -96,6 +98,7 @@ type runReply struct {
 	StdoutCut  int64         `json:"stdout_cut,omitempty"` // bytes dropped past the cap
 	StderrCut  int64         `json:"stderr_cut,omitempty"`
 	TmpFull    bool          `json:"tmp_full,omitempty"`
+	Omitted    string        `json:"omitted,omitempty"` // the first omitted path the guest reached
 	PeakMemory uint64        `json:"peak_memory"`
 	Wall       time.Duration `json:"wall"`
 	Err        string        `json:"err,omitempty"` // ceval's side: the run could not start

@@ -35,6 +35,11 @@ func score(c *task.Criterion, r *runReply, o Options, timeout time.Duration) (fl
 		}
 		return 0, d, nil
 	}
+	if r.Omitted != "" {
+		// Whatever the guest concluded, it looked at content ceval did not capture: a
+		// negative check ("! grep -rq TODO .", "test ! -e x") would pass on what is missing.
+		return fail("omitted: the criterion reached workspace path %s, which the snapshot left out; it cannot be graded on content ceval did not see (exit code %d)", r.Omitted, r.ExitCode)
+	}
 	switch r.Limit {
 	case limitTimeout:
 		return fail("timeout: still running after the %v limit; stopped", timeout)

@@ -20,8 +20,10 @@ import (
 
 // sendSnapshotView streams the snapshot's entries as a view. Files are read through
 // snapshot.ReadFile; symlinks travel as their target strings, which the guest can read but
-// never follow. A snapshot copy is never hard-linked, so a file with more than one link in
-// the snapshot directory means someone tampered with it: refuse it.
+// never follow. What the snapshot omitted travels too (a file's type and size, a directory's
+// incomplete listing), so the guest sees it and cannot read it. A snapshot copy is never
+// hard-linked, so a file with more than one link in the snapshot directory means someone
+// tampered with it: refuse it.
 func sendSnapshotView(w io.Writer, s *snapshot.Snapshot) error {
 	root, err := os.OpenRoot(s.Dir)
 	if err != nil {
@@ -31,13 +33,23 @@ func sendSnapshotView(w io.Writer, s *snapshot.Snapshot) error {
 	if err := writeJSON(w, opViewBegin, viewBegin{Slot: slotWorkspace}); err != nil {
 		return err
 	}
+	if s.RootOmitted != "" {
+		if err := writeFrame(w, opIncomplete, []byte{0}, []byte(s.RootOmitted)); err != nil {
+			return err
+		}
+	}
 	for _, e := range s.Entries {
-		switch e.Kind {
-		case snapshot.KindDir:
+		switch {
+		case e.Kind == snapshot.KindDir:
 			err = writeFrame(w, opDir, []byte(e.Path))
-		case snapshot.KindSymlink:
+			if err == nil && e.Omitted != "" {
+				err = writeFrame(w, opIncomplete, []byte(e.Path), []byte{0}, []byte(e.Omitted))
+			}
+		case e.Omitted != "":
+			err = writeOmitted(w, e)
+		case e.Kind == snapshot.KindSymlink:
 			err = writeFrame(w, opLink, []byte(e.Path), []byte{0}, []byte(e.Target))
-		case snapshot.KindFile:
+		case e.Kind == snapshot.KindFile:
 			if fi, lerr := root.Lstat(e.Path); lerr != nil {
 				return fmt.Errorf("workspace view: %w", lerr)
 			} else if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
@@ -48,12 +60,34 @@ func sendSnapshotView(w io.Writer, s *snapshot.Snapshot) error {
 				return fmt.Errorf("workspace view: %w", rerr)
 			}
 			err = writeFile(w, e.Path, e.Mode, data)
+		default:
+			return fmt.Errorf("workspace view: entry %s has kind %q, which a view cannot show", e.Path, e.Kind)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return writeFrame(w, opViewEnd)
+}
+
+// omittedType is the file type a view shows for an omitted entry of each kind.
+var omittedType = map[snapshot.Kind]fs.FileMode{
+	snapshot.KindFile:        0,
+	snapshot.KindFIFO:        fs.ModeNamedPipe,
+	snapshot.KindSocket:      fs.ModeSocket,
+	snapshot.KindCharDevice:  fs.ModeDevice | fs.ModeCharDevice,
+	snapshot.KindBlockDevice: fs.ModeDevice,
+}
+
+func writeOmitted(w io.Writer, e snapshot.Entry) error {
+	t, ok := omittedType[e.Kind]
+	if !ok {
+		return fmt.Errorf("workspace view: omitted entry %s has kind %q, which a view cannot show", e.Path, e.Kind)
+	}
+	var hdr [12]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(t|e.Mode.Perm()))
+	binary.BigEndian.PutUint64(hdr[4:], uint64(max(e.Size, 0)))
+	return writeFrame(w, opOmitted, hdr[:], []byte(e.Path), []byte{0}, []byte(e.Omitted))
 }
 
 func writeFile(w io.Writer, name string, mode fs.FileMode, data []byte) error {

@@ -259,6 +259,26 @@ func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
 				break
 			}
 			err = v.put(name, fs.ModeSymlink|0o777, nil, string(target))
+		case opOmitted:
+			if len(b) < 12 {
+				err = errors.New("short omitted-entry frame")
+				break
+			}
+			mode := fs.FileMode(binary.BigEndian.Uint32(b))
+			size := int64(binary.BigEndian.Uint64(b[4:]))
+			name, why, ok := splitNUL(b[12:])
+			if !ok {
+				err = errors.New("omitted-entry frame without a name")
+				break
+			}
+			err = v.putOmitted(name, mode&(fs.ModeType|fs.ModePerm), size, string(why))
+		case opIncomplete:
+			name, why, ok := splitNUL(b)
+			if !ok {
+				err = errors.New("incomplete-directory frame without a name")
+				break
+			}
+			err = v.markIncomplete(name, string(why))
 		case opViewEnd:
 			v.readOnly = true
 			switch vb.Slot {
@@ -311,6 +331,7 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 	stderr := &cappedWriter{max: req.MaxStderr, onFull: func() { cancel(errStderr) }}
 	tmp := newTmpFS(4, req.MaxTmpBytes)
 
+	st.workspace.ResetTouched()
 	root := st.roots[0]
 	if req.Reference {
 		root = st.roots[1]
@@ -346,6 +367,7 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 	r.Stdout, r.StdoutCut = stdout.buf.Bytes(), stdout.cut
 	r.Stderr, r.StderrCut = stderr.buf.Bytes(), stderr.cut
 	r.TmpFull = tmp.Full()
+	r.Omitted = st.workspace.Touched()
 	r.PeakMemory = mem.peak
 	var exit *sys.ExitError
 	switch {

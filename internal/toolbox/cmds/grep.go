@@ -155,6 +155,12 @@ func grep(e *Env, args []string) int {
 			var found []string
 			filepath.WalkDir(e.Path(f), func(p string, d fs.DirEntry, err error) error {
 				if err != nil {
+					// An unlistable directory is an error, as in GNU grep: a search that
+					// could not look everywhere must not report "no match" (exit 1).
+					if !o.noMessages {
+						e.errf("grep", "%s: %v", p, err)
+					}
+					errs = true
 					return nil
 				}
 				rel, _ := filepath.Rel(e.Path(f), p)
@@ -266,6 +272,9 @@ func (o *grepOpts) scan(w *bufio.Writer, name string, r io.Reader) (bool, error)
 	ctx := o.after > 0 || o.before > 0
 	for {
 		line, err := br.ReadString('\n')
+		if err != nil && err != io.EOF {
+			return count > 0, err // a read error is an error (exit 2), never the end of input
+		}
 		if line == "" && err != nil {
 			break
 		}
