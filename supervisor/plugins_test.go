@@ -311,7 +311,9 @@ func TestClaudeCodeAndCodexFindProjectedPlugins(t *testing.T) {
 				"sandbox: {image: \""+img+"\", limits: {timeout: 60s, memory_mb: 256, pids: 64, disk_mb: 16}}\n"))
 			runs := t.TempDir()
 			t.Cleanup(func() { pluginChmodTree(runs) })
-			res, err := Run(ctx, tk, Options{Client: c, RunsDir: runs, Allow: Allow{Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}}})
+			// The fake CLIs call no model; a forwarding gateway still needs their key to start.
+			keys := func(k string) (string, bool) { return "sk-unused-0123456789", k == "ANTHROPIC_API_KEY" || k == "OPENAI_API_KEY" }
+			res, err := Run(ctx, tk, Options{Client: c, RunsDir: runs, LookupEnv: keys, Allow: Allow{Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
