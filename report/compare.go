@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"ceval.dev/ceval/supervisor"
 )
 
 // DefaultConfidence is the family-wise confidence Compare states its verdicts at.
@@ -29,6 +31,9 @@ type CompareOptions struct {
 	// AllowPlanChange compares the variant/task pairs both summaries hold instead of
 	// refusing summaries of different plans.
 	AllowPlanChange bool
+	// FailUnder lists in Comparison.BelowRate the current run's variants whose pass rate
+	// (over all their runs) is under it.
+	FailUnder float64
 }
 
 // PlanDiff is one way two summaries' plans differ.
@@ -95,6 +100,8 @@ type Comparison struct {
 	PlanChanges []PlanDiff `json:"plan_changes"` // empty unless AllowPlanChange
 	Variants    []Delta    `json:"variants"`     // in the current plan's order
 	Incomplete  []string   `json:"incomplete"`   // which side has planned runs without a result
+	FailUnder   float64    `json:"fail_under,omitempty"`
+	BelowRate   []Stats    `json:"below_rate,omitempty"` // the current run's variants under FailUnder
 }
 
 // Regressions lists the rows whose verdict is Regressed, variants before their tasks.
@@ -137,7 +144,10 @@ func Compare(base, cur *Summary, opts CompareOptions) (*Comparison, error) {
 	if len(diffs) > 0 && !opts.AllowPlanChange {
 		return nil, &PlanChangeError{Diffs: diffs}
 	}
-	c := &Comparison{BaselineID: base.RunID, CurrentID: cur.RunID, Confidence: conf, PlanChanges: diffs}
+	c := &Comparison{BaselineID: base.RunID, CurrentID: cur.RunID, Confidence: conf, PlanChanges: diffs, FailUnder: opts.FailUnder}
+	if opts.FailUnder > 0 {
+		c.BelowRate = BelowRate(cur, opts.FailUnder)
+	}
 	if !base.Complete {
 		c.Incomplete = append(c.Incomplete, "baseline")
 	}
@@ -310,3 +320,19 @@ func BelowRate(s *Summary, rate float64) []Stats {
 
 // oneLine turns line breaks into spaces, for text quoted in a one-line message.
 func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+// PlanSummary is a summary of a plan with no runs yet: its variants and tasks with their
+// digests, so a baseline's plan can be checked (Compare's PlanChangeError) before any run.
+func PlanSummary(p *supervisor.Plan) *Summary {
+	s := &Summary{ExperimentID: p.ExperimentID, Repeats: p.Repeats}
+	for _, v := range p.Variants {
+		vs := Stats{VariantID: v}
+		for _, en := range p.Entries {
+			if en.Variant == v {
+				vs.Tasks = append(vs.Tasks, Stats{VariantID: v, TaskID: en.TaskID, TaskSHA256: en.TaskSHA256})
+			}
+		}
+		s.Variants = append(s.Variants, vs)
+	}
+	return s
+}

@@ -171,6 +171,9 @@ func MarkdownComparison(c *Comparison) []byte {
 			verdict, mdCode(d.VariantID), task, pct(d.Baseline.PassRate), d.Baseline.Runs, pct(d.Current.PassRate), d.Current.Runs,
 			100*d.PassRateDiff, 100*d.PassRateCI[0], 100*d.PassRateCI[1], d.Baseline.MeanScore, d.Current.MeanScore, score)
 	}
+	for _, v := range c.BelowRate {
+		fmt.Fprintf(&b, "\nVariant %s passes %s, under the gate's %s.\n", mdCode(v.VariantID), pct(v.PassRate), pct(c.FailUnder))
+	}
 	if len(c.PlanChanges) > 0 {
 		fmt.Fprintf(&b, "\n#### Plan changes (%d; compared: the pairs both runs hold)\n\n| Variant | Task | Change |\n|---|---|---|\n", len(c.PlanChanges))
 		for _, p := range c.PlanChanges {
