@@ -311,6 +311,9 @@ func delta(b, c Sample, z, conf float64) Delta {
 func BelowRate(s *Summary, rate float64) []Stats {
 	var out []Stats
 	for _, v := range s.Variants {
+		if v.Runs > 0 {
+			v.PassRate = float64(v.Passed) / float64(v.Runs) // from the counts check() held sane
+		}
 		if v.PassRate < rate {
 			out = append(out, v)
 		}
