@@ -30,7 +30,11 @@ func (g *gateFlags) add(cmd *cobra.Command, forRun bool) {
 		f.StringVar(&g.baseline, "baseline", "", "compare the experiment with a previous run (its directory or summary.json); the exit code is then the comparison's (see ceval compare --help)")
 	}
 	f.StringVar(&g.failOn, "fail-on", "regression", "exit 1 when: regression (one is supported by the evidence) or none")
-	f.Float64Var(&g.failUnder, "fail-under", 0, "exit 1 when a variant's pass rate is under RATE (0 to 1)")
+	under := "exit 1 when a variant's pass rate is under RATE (0 to 1)"
+	if forRun {
+		under += "; with or without --baseline"
+	}
+	f.Float64Var(&g.failUnder, "fail-under", 0, under)
 	f.BoolVar(&g.allowPlanChange, "allow-plan-change", false, "compare what both runs share instead of refusing a baseline of another plan")
 	f.Float64Var(&g.confidence, "confidence", report.DefaultConfidence, "family-wise confidence of the verdicts, between 0 and 1")
 }
@@ -190,11 +194,11 @@ func checkFormat(format string, allowed ...string) error {
 // baselineFor reads --baseline (nil without it) and refuses, before anything runs, a
 // baseline of another plan than e's.
 func (g *gateFlags) baselineFor(e *task.Experiment) (*report.Summary, error) {
-	if g.baseline == "" {
-		return nil, nil
-	}
 	if err := g.check(); err != nil {
 		return nil, err
+	}
+	if g.baseline == "" {
+		return nil, nil
 	}
 	base, err := readBaseline("--baseline", g.baseline)
 	if err != nil {
@@ -215,6 +219,18 @@ func (g *gateFlags) baselineFor(e *task.Experiment) (*report.Summary, error) {
 func infraExit(e *report.Experiment) int {
 	if experimentExit(e) == exitInfraErr {
 		return exitInfraErr
+	}
+	return exitOK
+}
+
+// gateWithoutBaseline is run's --fail-under alone: 1 when a variant is under it.
+func (g *gateFlags) gateWithoutBaseline(w io.Writer, s *report.Summary) int {
+	under := report.BelowRate(s, g.failUnder)
+	for _, v := range under {
+		fmt.Fprintf(w, "under the gate: %s passes %.2f, under --fail-under %.2f\n", clean(v.VariantID), v.PassRate, g.failUnder)
+	}
+	if len(under) > 0 {
+		return exitFailure
 	}
 	return exitOK
 }

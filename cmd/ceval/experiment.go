@@ -157,6 +157,9 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		}
 		return exitWith(worseExit(code, infraExit(ex)), errors.New(""))
 	}
+	if x.gate.failUnder > 0 {
+		return exitWith(worseExit(x.gate.gateWithoutBaseline(cmd.OutOrStdout(), sum), infraExit(ex)), errors.New(""))
+	}
 	return exitWith(experimentExit(ex), errors.New(""))
 }
 
