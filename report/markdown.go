@@ -14,6 +14,10 @@ const MarkdownCellRunes = 160
 // MarkdownFailingRows caps the failing-task table of a run's Markdown summary.
 const MarkdownFailingRows = 25
 
+// MarkdownComparisonRows caps each table of a comparison's Markdown (regressions come
+// first), keeping it under a pull-request comment's size limit (65536 characters on GitHub).
+const MarkdownComparisonRows = 60
+
 // mdCode renders run data (IDs, details, file names: anything an agent or a task file may
 // have written) as one inline code span, the one Markdown construct whose content is
 // shown literally everywhere: no HTML, links, images, emphasis, mentions, emoji or
@@ -59,6 +63,10 @@ func Markdown(e *Experiment, s *Summary) []byte {
 	board := append([]Stats(nil), s.Variants...)
 	sort.SliceStable(board, func(i, j int) bool { return board[i].PassRate > board[j].PassRate })
 	for i, v := range board {
+		if i == MarkdownComparisonRows {
+			fmt.Fprintf(&b, "\n%d more variants in the HTML report.\n", len(board)-i)
+			break
+		}
 		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s to %s | %.2f | %s |\n", i+1, mdCode(v.VariantID), v.Runs, pct(v.PassRate),
 			pct(v.PassRateCI95[0]), pct(v.PassRateCI95[1]), v.MeanScore, statusList(v.Statuses))
 	}
@@ -151,7 +159,11 @@ func MarkdownComparison(c *Comparison) []byte {
 		rows = append(rows, v.Tasks...)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return verdictRank(rows[i].Verdict) < verdictRank(rows[j].Verdict) })
-	for _, d := range rows {
+	shown := rows
+	if len(rows) > MarkdownComparisonRows {
+		shown = rows[:MarkdownComparisonRows]
+	}
+	for _, d := range shown {
 		task := "all tasks"
 		if d.TaskID != "" {
 			task = mdCode(d.TaskID)
@@ -171,12 +183,24 @@ func MarkdownComparison(c *Comparison) []byte {
 			verdict, mdCode(d.VariantID), task, pct(d.Baseline.PassRate), d.Baseline.Runs, pct(d.Current.PassRate), d.Current.Runs,
 			100*d.PassRateDiff, 100*d.PassRateCI[0], 100*d.PassRateCI[1], d.Baseline.MeanScore, d.Current.MeanScore, score)
 	}
+	if left := rows[len(shown):]; len(left) > 0 {
+		counts := map[Verdict]int{}
+		for _, d := range left {
+			counts[d.Verdict]++
+		}
+		fmt.Fprintf(&b, "\n%d more rows (%d regressed, %d improved, %d no evidence): see the text or JSON of ceval compare.\n",
+			len(left), counts[Regressed], counts[Improved], counts[NoEvidence])
+	}
 	for _, v := range c.BelowRate {
 		fmt.Fprintf(&b, "\nVariant %s passes %s, under the gate's %s.\n", mdCode(v.VariantID), pct(v.PassRate), pct(c.FailUnder))
 	}
 	if len(c.PlanChanges) > 0 {
 		fmt.Fprintf(&b, "\n#### Plan changes (%d; compared: the pairs both runs hold)\n\n| Variant | Task | Change |\n|---|---|---|\n", len(c.PlanChanges))
-		for _, p := range c.PlanChanges {
+		for i, p := range c.PlanChanges {
+			if i == MarkdownComparisonRows {
+				fmt.Fprintf(&b, "\n%d more plan changes: see the text or JSON of ceval compare.\n", len(c.PlanChanges)-i)
+				break
+			}
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdCode(p.VariantID), mdCode(p.TaskID), p.Change)
 		}
 	}

@@ -1,8 +1,10 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/supervisor"
@@ -159,5 +161,42 @@ func TestMdCodeFenceOutgrowsEveryBacktickRun(t *testing.T) {
 		if got := mdCode(in); got != want {
 			t.Errorf("mdCode(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A comparison of hundreds of long hostile task IDs stays under a pull-request comment's
+// 65536 characters, with its one regression shown first.
+func TestMarkdownComparisonFitsAPullRequestComment(t *testing.T) {
+	long := strings.Repeat("𝕏`|<", 100)
+	var baseTasks, curTasks []taskRuns
+	for i := range 300 {
+		id := fmt.Sprintf("%03d%s", i, long)
+		baseTasks = append(baseTasks, taskRuns{id: id, scores: outcomes(10, 0)})
+		cur := outcomes(10, 0)
+		if i == 299 {
+			cur = outcomes(0, 10)
+		}
+		curTasks = append(curTasks, taskRuns{id: id, scores: cur})
+	}
+	base := synthetic("b", map[string][]taskRuns{long: baseTasks}, long)
+	cur := synthetic("c", map[string][]taskRuns{long: curTasks}, long)
+	for i := range cur.Variants[0].Tasks {
+		cur.Variants[0].Tasks[i].TaskSHA256 = "changed"
+	}
+	c, err := Compare(base, cur, CompareOptions{AllowPlanChange: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(MarkdownComparison(c))
+	checkInert(t, md)
+	if n := utf8.RuneCountInString(md); n >= 65536 {
+		t.Errorf("%d characters", n)
+	}
+	rows := strings.Split(md, "\n")
+	if !strings.HasPrefix(rows[6], "| **regressed** |") || !strings.Contains(rows[6], "` 299") {
+		t.Errorf("first row %q, want the regression of task 299", rows[6])
+	}
+	if !strings.Contains(md, "241 more rows (0 regressed, 0 improved, 241 no evidence)") || !strings.Contains(md, "240 more plan changes") {
+		t.Errorf("no note of the rows left out:\n%s", md[len(md)-2000:])
 	}
 }
