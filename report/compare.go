@@ -100,8 +100,11 @@ type Comparison struct {
 	PlanChanges []PlanDiff `json:"plan_changes"` // empty unless AllowPlanChange
 	Variants    []Delta    `json:"variants"`     // in the current plan's order
 	Incomplete  []string   `json:"incomplete"`   // which side has planned runs without a result
-	FailUnder   float64    `json:"fail_under,omitempty"`
-	BelowRate   []Stats    `json:"below_rate,omitempty"` // the current run's variants under FailUnder
+	// NotGraded counts, per side ("baseline", "current"), the ERROR and NOT_GRADED runs:
+	// ceval's failures, which count as not passed like every run with a result.
+	NotGraded map[string]int `json:"not_graded,omitempty"`
+	FailUnder float64        `json:"fail_under,omitempty"`
+	BelowRate []Stats        `json:"below_rate,omitempty"` // the current run's variants under FailUnder
 }
 
 // Regressions lists the rows whose verdict is Regressed, variants before their tasks.
@@ -153,6 +156,18 @@ func Compare(base, cur *Summary, opts CompareOptions) (*Comparison, error) {
 	}
 	if !cur.Complete {
 		c.Incomplete = append(c.Incomplete, "current")
+	}
+	for side, s := range map[string]*Summary{"baseline": base, "current": cur} {
+		n := 0
+		for _, v := range s.Variants {
+			n += v.Statuses["ERROR"] + v.Statuses["NOT_GRADED"]
+		}
+		if n > 0 {
+			if c.NotGraded == nil {
+				c.NotGraded = map[string]int{}
+			}
+			c.NotGraded[side] = n
+		}
 	}
 	baseTasks := map[[2]string]Stats{}
 	for _, v := range base.Variants {

@@ -247,3 +247,18 @@ func TestBelowRateNamesTheVariantsUnderTheGate(t *testing.T) {
 		t.Errorf("BelowRate = %+v, want lo only", got)
 	}
 }
+
+func TestCompareCountsCevalsOwnFailuresApart(t *testing.T) {
+	base, cur := oneTask("b", 3, 0), oneTask("c", 1, 2)
+	cur.Variants[0].Statuses = map[string]int{"SUCCESS": 1, "ERROR": 2}
+	c, err := Compare(base, cur, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NotGraded["current"] != 2 || c.NotGraded["baseline"] != 0 {
+		t.Errorf("NotGraded = %v, want current 2", c.NotGraded)
+	}
+	if md := string(MarkdownComparison(c)); !strings.Contains(md, "The current has 2 ERROR or NOT_GRADED runs") {
+		t.Errorf("Markdown does not say so:\n%s", md)
+	}
+}

@@ -152,6 +152,11 @@ func MarkdownComparison(c *Comparison) []byte {
 	if len(c.Incomplete) > 0 {
 		fmt.Fprintf(&b, "Incomplete: %s (runs without a result are left out).\n\n", strings.Join(c.Incomplete, " and "))
 	}
+	for _, side := range []string{"baseline", "current"} {
+		if n := c.NotGraded[side]; n > 0 {
+			fmt.Fprintf(&b, "The %s has %d ERROR or NOT_GRADED runs (ceval's side, not the agent's), counted as not passed.\n\n", side, n)
+		}
+	}
 	b.WriteString("| Verdict | Variant | Task | Pass rate | Change (interval) | Mean score | Change (interval) |\n|---|---|---|---|---|---|---|\n")
 	var rows []Delta
 	for _, v := range c.Variants {

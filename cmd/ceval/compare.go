@@ -93,6 +93,11 @@ func printComparison(w io.Writer, c *report.Comparison) {
 	for _, side := range c.Incomplete {
 		fmt.Fprintf(w, "the %s run is incomplete: runs without a result are left out\n", side)
 	}
+	for _, side := range []string{"baseline", "current"} {
+		if n := c.NotGraded[side]; n > 0 {
+			fmt.Fprintf(w, "the %s has %d ERROR or NOT_GRADED runs (ceval's side, not the agent's), counted as not passed\n", side, n)
+		}
+	}
 	for _, p := range c.PlanChanges {
 		fmt.Fprintf(w, "plan change (allowed, not compared unless both hold it): %s/%s: %s\n", clean(p.VariantID), clean(p.TaskID), p.Change)
 	}
