@@ -17,15 +17,16 @@ import (
 // MaxSummaryBytes bounds a summary.json read as a baseline (a CI artifact, so hostile).
 const MaxSummaryBytes = 64 << 20
 
-// ReadSummary reads what Compare compares: an experiment's directory (summarized afresh from
-// plan.json and its results when it has them, else its summary.json) or a summary.json.
+// ReadSummary reads what Compare compares: a summary.json, or an experiment's directory (its
+// summary.json, else a summary of plan.json and the results, as an interrupted run has).
 func ReadSummary(path string) (*Summary, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if fi.IsDir() {
-		if _, err := os.Stat(filepath.Join(path, supervisor.PlanFile)); err == nil {
+		_, serr := os.Lstat(filepath.Join(path, SummaryFile))
+		if _, perr := os.Stat(filepath.Join(path, supervisor.PlanFile)); perr == nil && errors.Is(serr, fs.ErrNotExist) {
 			e, err := Load(path)
 			if err != nil {
 				return nil, err

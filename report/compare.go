@@ -40,7 +40,7 @@ type CompareOptions struct {
 type PlanDiff struct {
 	VariantID string `json:"variant_id"`
 	TaskID    string `json:"task_id"`
-	Change    string `json:"change"` // PlanOnlyInBaseline, PlanOnlyInCurrent or PlanDigestChanged
+	Change    string `json:"change"` // PlanOnlyInBaseline, PlanOnlyInCurrent, PlanDigestChanged or PlanDigestMissing
 }
 
 // The kinds of PlanDiff.
@@ -48,6 +48,7 @@ const (
 	PlanOnlyInBaseline = "only in the baseline"
 	PlanOnlyInCurrent  = "only in the current run"
 	PlanDigestChanged  = "task digest changed"
+	PlanDigestMissing  = "task digest missing (a summary.json older than compare: re-render it with ceval report RUN_DIR)"
 )
 
 // PlanChangeError refuses a comparison of two different plans, listing every difference.
@@ -256,6 +257,8 @@ func planDiffs(base, cur *Summary) []PlanDiff {
 			switch {
 			case !ok:
 				out = append(out, PlanDiff{v.VariantID, t.TaskID, PlanOnlyInCurrent})
+			case b.TaskSHA256 == "" || t.TaskSHA256 == "":
+				out = append(out, PlanDiff{v.VariantID, t.TaskID, PlanDigestMissing})
 			case b.TaskSHA256 != t.TaskSHA256:
 				out = append(out, PlanDiff{v.VariantID, t.TaskID, PlanDigestChanged})
 			}

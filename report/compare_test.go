@@ -262,3 +262,14 @@ func TestCompareCountsCevalsOwnFailuresApart(t *testing.T) {
 		t.Errorf("Markdown does not say so:\n%s", md)
 	}
 }
+
+// A summary.json written before compare existed has no digests: that is not the same plan,
+// and the message says how to fix it.
+func TestCompareRefusesASummaryWithoutDigestsSayingHowToFixIt(t *testing.T) {
+	base, cur := oneTask("b", 3, 0), oneTask("c", 3, 0)
+	base.Variants[0].Tasks[0].TaskSHA256 = ""
+	_, err := Compare(base, cur, CompareOptions{})
+	if err == nil || !strings.Contains(err.Error(), "v/t: task digest missing") || !strings.Contains(err.Error(), "ceval report RUN_DIR") {
+		t.Errorf("err = %v", err)
+	}
+}
