@@ -150,7 +150,7 @@ func newCompareCmd() *cobra.Command {
 			"and per task under each variant, gives the change in pass rate (Newcombe's hybrid score interval\n" +
 			"for a difference of proportions) and in mean score (Welch's interval), each flagged improved,\n" +
 			"regressed or no evidence. The confidence is family-wise: the intervals are Bonferroni-adjusted\n" +
-			"over all of them, so with 95% no verdict of the whole comparison is wrong in 95 comparisons of 100.\n" +
+			"over all of them, so at 95% at least 95 comparisons in 100 have no wrong verdict at all.\n" +
 			"A baseline of another plan (tasks added or dropped, a task digest changed) is refused with the\n" +
 			"differences listed unless --allow-plan-change, which compares the variant/task pairs both hold.\n\n" +
 			"Exit 0 when no regression is supported by the evidence (or --fail-on none) and every variant\n" +
