@@ -138,3 +138,20 @@ func TestCompareRefusesBadInputWithExit2(t *testing.T) {
 		t.Errorf("compare of a passing run with itself: exit %d:\n%s", r.code, r.stderr)
 	}
 }
+
+// run --baseline refuses a baseline of another plan before anything runs (no containerd
+// is needed to see it: nothing is created).
+func TestRunWithABaselineOfAnotherPlanRefusesBeforeRunning(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "summary.json")
+	os.WriteFile(base, []byte(`{"run_id": "r", "complete": true, "variants": [{"variant_id": "as-written", "runs": 2, "passed": 2,
+		"tasks": [{"task_id": "hello", "runs": 2, "passed": 2, "task_sha256": "not-this-one"}]}]}`), 0o644)
+	runs := filepath.Join(dir, "runs")
+	r := ceval(t, "run", "--containerd-address", filepath.Join(dir, "no.sock"), "--runs-dir", runs, "--baseline", base, "../../examples/experiment.yaml")
+	if r.code != 2 || !strings.Contains(r.stderr, "as-written/hello: task digest changed") || !strings.Contains(r.stderr, "idle/fix-typo: only in the current run") {
+		t.Errorf("exit %d, want 2 listing the differences:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(runs); !os.IsNotExist(err) {
+		t.Errorf("the runs directory was made: %v", err)
+	}
+}
