@@ -53,6 +53,11 @@ type Stats struct {
 	TokenRuns        int                `json:"token_runs,omitempty"`
 	Statuses         map[string]int     `json:"statuses"`
 	Tasks            []Stats            `json:"tasks,omitempty"` // per task, inside a variant
+
+	// ScoreSD is the score's sample standard deviation (0 under two runs), for Compare.
+	ScoreSD float64 `json:"score_sd"`
+	// TaskSHA256 is plan.json's digest of a task inside a variant: Compare's plan check.
+	TaskSHA256 string `json:"task_sha256,omitempty"`
 }
 
 // Run is one planned run with its result (nil when it has none yet).
@@ -122,6 +127,7 @@ func Summarize(e *Experiment) *Summary {
 			}
 			ts := stats(runs, e.Plan.Repeats, s.ExperimentID+"\x00"+v+"\x00"+id)
 			ts.TaskID = id
+			ts.TaskSHA256 = e.Plan.Entries[runs[0].Entry].TaskSHA256
 			vs.Tasks = append(vs.Tasks, ts)
 		}
 		s.Variants = append(s.Variants, vs)
@@ -154,6 +160,7 @@ func stats(runs []Run, repeats int, seed string) Stats {
 	s := Stats{Statuses: map[string]int{}, PassAtK: map[string]float64{}}
 	var outcomes []bool
 	var score, agent float64
+	var scores []float64
 	agentRuns := 0
 	type count struct{ n, c int }
 	perTask := map[string]*count{}
@@ -172,6 +179,7 @@ func stats(runs []Run, repeats int, seed string) Stats {
 			s.Passed++
 		}
 		score += res.Score
+		scores = append(scores, res.Score)
 		if res.Agent.ExitCode != nil {
 			agent += res.Timings.Agent
 			agentRuns++
@@ -198,6 +206,7 @@ func stats(runs []Run, repeats int, seed string) Stats {
 	if s.Runs > 0 {
 		s.PassRate = float64(s.Passed) / float64(s.Runs)
 		s.MeanScore = score / float64(s.Runs)
+		s.ScoreSD = sampleSD(scores, s.MeanScore)
 		s.PassRateCI95 = bootstrapCI(outcomes, seed)
 	}
 	if agentRuns > 0 {

@@ -29,6 +29,7 @@ type experimentFlags struct {
 	overrides []string
 	resume    string
 	retries   int
+	gate      gateFlags // --baseline and the gate's flags
 }
 
 func (x *experimentFlags) add(cmd *cobra.Command) {
@@ -39,6 +40,7 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field in every run, as path=value (YAML), e.g. -D agent.model=x; applied last")
 	f.StringVar(&x.resume, "resume", "", "finish the experiment in RUN_DIR: skip complete runs, re-run the rest; refuses a changed plan")
 	f.IntVar(&x.retries, "retries", supervisor.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
+	x.gate.add(cmd, true)
 }
 
 // loadExperiment loads an experiment with the command line's adjustments.
@@ -89,6 +91,10 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	}
 	if x.parallel < 0 || x.parallel > task.MaxParallel {
 		return exitWith(exitInvalid, fmt.Errorf("-j %d: want 1..%d", x.parallel, task.MaxParallel))
+	}
+	baseline, err := x.gate.baselineFor(e)
+	if err != nil {
+		return err
 	}
 	sess, err := g.openSession(cmd)
 	if err != nil {
@@ -143,6 +149,16 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 			}
 		}
 		return exitWith(exitInfraErr, fmt.Errorf("interrupted: %d of %d runs complete; nothing of the stopped runs is left in containerd.\nresume with: ceval run --resume %s", done, len(ex.Runs), res.Dir))
+	}
+	if baseline != nil {
+		code, err := x.gate.compare(cmd.OutOrStdout(), baseline, sum, "text")
+		if err != nil {
+			return err
+		}
+		return exitWith(worseExit(code, infraExit(ex)), errors.New(""))
+	}
+	if x.gate.failUnder > 0 {
+		return exitWith(worseExit(x.gate.gateWithoutBaseline(cmd.OutOrStdout(), sum), infraExit(ex)), errors.New(""))
 	}
 	return exitWith(experimentExit(ex), errors.New(""))
 }
@@ -238,19 +254,32 @@ func newPlanCmd() *cobra.Command {
 }
 
 func newReportCmd() *cobra.Command {
-	return &cobra.Command{
+	var format string
+	cmd := &cobra.Command{
 		Use:   "report RUN_DIR",
 		Short: "Re-render an experiment's summary.json, junit.xml and report.html from its run files",
-		Args:  cobra.ExactArgs(1),
+		Long: "report re-renders an experiment's summary.json, junit.xml and report.html from its run files\n" +
+			"and prints the leaderboard; --format markdown prints instead a compact Markdown summary for a\n" +
+			"pull-request comment or a CI job summary, with every piece of run data quoted inert.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, s, err := report.Write(args[0])
+			if err := checkFormat(format, "text", "markdown"); err != nil {
+				return err
+			}
+			e, s, err := report.Write(args[0])
 			if err != nil {
 				return exitWith(exitInvalid, err)
+			}
+			if format == "markdown" {
+				_, err := cmd.OutOrStdout().Write(report.Markdown(e, s))
+				return err
 			}
 			printSummary(cmd.OutOrStdout(), args[0], s)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&format, "format", "text", "text or markdown")
+	return cmd
 }
 
 func newRegradeCmd() *cobra.Command {
@@ -304,7 +333,7 @@ func newRegradeCmd() *cobra.Command {
 
 // changed reports whether any experiment-only flag was given.
 func (x *experimentFlags) changed(cmd *cobra.Command) bool {
-	for _, name := range []string{"jobs", "repeats", "tags", "define", "resume"} {
+	for _, name := range []string{"jobs", "repeats", "tags", "define", "resume", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence"} {
 		if cmd.Flags().Changed(name) {
 			return true
 		}

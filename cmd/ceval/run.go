@@ -39,7 +39,10 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			"Given an experiment file (experiment_id, tasks, defaults, variants, repeats), run\n" +
 			"runs every task under every variant repeats times, -j at once, under\n" +
 			"RUNS/<run_id>/<variant>/<task_id>/<repeat>/, and writes plan.json, summary.json and\n" +
-			"junit.xml in RUNS/<run_id>/. Ctrl-C stops it cleanly; --resume RUN_DIR finishes it.",
+			"junit.xml in RUNS/<run_id>/. Ctrl-C stops it cleanly; --resume RUN_DIR finishes it.\n" +
+			"With --baseline PATH (a previous run) or --fail-under RATE the exit code is the gate's\n" +
+			"instead: 1 only for a regression the evidence supports or a pass rate under RATE\n" +
+			"(see ceval compare --help), 3 still for ceval's own errors.",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && x.resume == "" {
 				return exitWith(exitInvalid, errors.New("give task files, an experiment file, or --resume RUN_DIR"))
@@ -73,7 +76,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				}
 			}
 			if x.changed(cmd) {
-				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D and --resume are for experiment files"))
+				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D, --resume and --baseline (with its gate flags) are for experiment files"))
 			}
 			var tasks []*task.Task
 			var problems []error
