@@ -312,7 +312,9 @@ func TestClaudeCodeAndCodexFindProjectedPlugins(t *testing.T) {
 			runs := t.TempDir()
 			t.Cleanup(func() { pluginChmodTree(runs) })
 			// The fake CLIs call no model; a forwarding gateway still needs their key to start.
-			keys := func(k string) (string, bool) { return "sk-unused-0123456789", k == "ANTHROPIC_API_KEY" || k == "OPENAI_API_KEY" }
+			keys := func(k string) (string, bool) {
+				return "sk-unused-0123456789", k == "ANTHROPIC_API_KEY" || k == "OPENAI_API_KEY"
+			}
 			res, err := Run(ctx, tk, Options{Client: c, RunsDir: runs, LookupEnv: keys, Allow: Allow{Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}}})
 			if err != nil {
 				t.Fatal(err)
