@@ -25,7 +25,7 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 			"import brings in an OCI or docker-save archive; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 
@@ -231,7 +231,7 @@ func imagesExitCode(err error) int {
 	switch {
 	case errors.Is(err, images.ErrNotRunnable):
 		return exitFailure
-	case errors.Is(err, images.ErrBusybox), errors.Is(err, images.ErrAgentInput), errors.As(err, &notFound):
+	case errors.Is(err, images.ErrBusybox), errors.Is(err, images.ErrAgentInput), errors.Is(err, images.ErrPackageInput), errors.As(err, &notFound):
 		return exitInvalid
 	default:
 		return exitInfraErr

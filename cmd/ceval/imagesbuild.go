@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/images"
+)
+
+func newImagesBuildCmd(g *globalOptions) *cobra.Command {
+	var o images.PackageOptions
+	cmd := &cobra.Command{
+		Use:   "build NAME --packages PKG,... [--suite SUITE] [--pip NAME==VERSION --pip-find-links DIR] [--agent-clis] [--force]",
+		Short: "Build a Debian image with the given packages (mmdebstrap), labeled for agents",
+		Long: "build assembles a Debian minbase rootfs with mmdebstrap (apt-get install mmdebstrap) from\n" +
+			"the host's apt sources (another --suite uses Debian's mirror), adds the agent user " + fmt.Sprint(images.AgentUID) + ",\n" +
+			"/workspace and /home/agent, and stores it as one reproducible layer (SOURCE_DATE_EPOCH, fixed\n" +
+			"order and metadata): setuid/setgid bits and file capabilities are removed, device nodes dropped,\n" +
+			"then the layer is preflighted and the image labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + ".\n" +
+			"--pip installs pinned Python packages at build time from wheels on disk (--pip-find-links,\n" +
+			"pip runs with --no-index). --agent-clis adds the pinned Claude Code and Codex CLIs.\n" +
+			"Images are cached by their resolved inputs (the request, the apt sources and the package lists\n" +
+			"apt-get update fetched, the wheels, the CLI pins) in $XDG_CACHE_HOME/ceval/images (default\n" +
+			"~/.cache/ceval/images): the same inputs keep the image or import it from the cache.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			c, ctx, err := g.connect(cmd.Context(), cmd)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			o.Log = cmd.ErrOrStderr()
+			o.Fetcher = &images.Fetcher{Log: cmd.ErrOrStderr()}
+			start := time.Now()
+			b, err := images.BuildPackages(ctx, c, o)
+			if err != nil {
+				return exitWith(imagesExitCode(err), err)
+			}
+			printPackageBuild(cmd.OutOrStdout(), b, time.Since(start))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.Packages, "packages", nil, "Debian packages, comma-separated (e.g. python3,nodejs,git)")
+	f.StringVar(&o.Suite, "suite", "", "Debian suite (default: the host's, with its apt sources)")
+	f.StringArrayVar(&o.Pip, "pip", nil, "a pinned Python requirement NAME==VERSION [--hash=sha256:HEX], repeatable")
+	f.StringVar(&o.PipFindLinks, "pip-find-links", "", "directory of wheels --pip installs from (required with --pip)")
+	f.BoolVar(&o.AgentCLIs, "agent-clis", false, "add the pinned Claude Code and Codex CLIs, as build-agent does")
+	f.BoolVar(&o.Force, "force", false, "build again even when an image or cache entry has the same inputs")
+	return cmd
+}
+
+func printPackageBuild(w io.Writer, b images.PackageBuild, took time.Duration) {
+	how := "built"
+	switch {
+	case b.Kept:
+		how = "up to date (--force rebuilds):"
+	case b.Cached:
+		how = "imported from the image cache:"
+	}
+	fmt.Fprintf(w, "%s %s in %s\n", how, b.Image.Name, took.Round(time.Millisecond))
+	printImage(w, b.Image)
+	fmt.Fprintf(w, "  inputs    %s\n", b.Inputs)
+	if b.Size > 0 {
+		fmt.Fprintf(w, "  size      %d MB (uncompressed)\n", b.Size>>20)
+	}
+	if len(b.Versions) > 0 {
+		fmt.Fprintf(w, "  packages  %s\n", strings.Join(b.Versions, " "))
+	}
+	if len(b.Neutralised) > 0 {
+		var ps []string
+		for _, n := range b.Neutralised {
+			ps = append(ps, n.Path+" ("+n.Kind+")")
+		}
+		fmt.Fprintf(w, "  removed   %d privilege bits: %s\n", len(ps), strings.Join(ps, ", "))
+	}
+}
