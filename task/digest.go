@@ -38,6 +38,7 @@ func Digest(t *Task) (string, error) {
 	}
 	add(t.Reference)
 	add(t.Sandbox.Workspace.TemplateDir)
+	add(t.Sandbox.PipFindLinks)
 	for _, m := range t.ProtectedMocks {
 		add(m.FixturePath)
 	}

@@ -110,6 +110,12 @@ type Sandbox struct {
 	Network   string
 	Limits    Limits
 	Workspace Workspace
+
+	// Packages and Pip ask for a Debian image with these packages (and pinned Python
+	// packages installed from the wheels in PipFindLinks, absolute); see PackageImage.
+	Packages     []string
+	Pip          []string
+	PipFindLinks string
 }
 
 // Limits bound the agent's container.
