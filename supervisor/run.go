@@ -240,7 +240,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			}
 		}()
 	}
-	img, err := ResolveImage(ctx, o.Client, t.Sandbox.Image, o.Preflight, o.Busybox)
+	img, err := ResolveTaskImage(ctx, o.Client, t.Sandbox, o.Preflight, o.Busybox, nil)
 	if err != nil {
 		return res, &InfraError{err}
 	}
