@@ -18,7 +18,8 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/ceval
 
-# setup installs containerd, runc and busybox-static (apt, as root) if missing, and starts a
+# setup installs containerd, runc, busybox-static and the image builders mmdebstrap and buildah
+# (apt, as root) if missing, and starts a
 # private containerd whose socket, root and state live under $(CTRD_DIR).
 setup:
 	scripts/containerd.sh install
