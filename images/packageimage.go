@@ -42,6 +42,10 @@ const (
 // so images and cache entries made by an older ceval are rebuilt.
 const packageFormat = "ceval-package-image-v1"
 
+// AgentPackages is the userland build-agent gives real agents: what Claude Code and Codex
+// reach for when they work on a repository.
+var AgentPackages = []string{"bash", "ca-certificates", "coreutils", "curl", "diffutils", "findutils", "git", "grep", "less", "nodejs", "patch", "procps", "python3", "ripgrep", "sed"}
+
 // PackageEpoch is the SOURCE_DATE_EPOCH of package builds (2025-01-01): mmdebstrap
 // clamps every mtime to it and ceval's layer writer does again.
 const PackageEpoch = 1735689600
@@ -69,10 +73,12 @@ type PackageOptions struct {
 	// AgentCLIs adds the pinned Claude Code and Codex CLIs as a second layer (and Debian's
 	// musl for Claude Code's loader).
 	AgentCLIs bool
-	Force     bool     // rebuild even when an image or cache entry has the same inputs
-	CacheDir  string   // "" = ImageCacheDir()
-	Fetcher   *Fetcher // for the CLI tarballs; nil = the default download cache, online
-	Log       io.Writer
+	// With picks agent types of AgentCLIs ("claude-code", "codex"); nil is all of them.
+	With     []string
+	Force    bool     // rebuild even when an image or cache entry has the same inputs
+	CacheDir string   // "" = ImageCacheDir()
+	Fetcher  *Fetcher // for the CLI tarballs; nil = the default download cache, online
+	Log      io.Writer
 
 	// hostRoot is "/" unless a test points it at a fake host (os-release, apt sources and lists).
 	hostRoot string
@@ -188,8 +194,22 @@ func planPackages(opts PackageOptions) (*packagePlan, error) {
 		if runtime.GOARCH != "amd64" {
 			return nil, fmt.Errorf("%w: the pinned agent CLIs are linux/amd64 builds and this host is linux/%s", ErrPackageInput, runtime.GOARCH)
 		}
-		p.cli = AgentCLIs
-		pkgs = append(pkgs, "musl", "ca-certificates")
+		if opts.With == nil {
+			p.cli = AgentCLIs
+		} else {
+			if err := checkWith(opts.With, AgentCLIs); err != nil {
+				return nil, err
+			}
+			for _, a := range AgentCLIs {
+				if slices.Contains(opts.With, a.Type) {
+					p.cli = append(p.cli, a)
+				}
+			}
+		}
+		pkgs = append(pkgs, "ca-certificates")
+		if slices.ContainsFunc(p.cli, func(a AgentCLI) bool { return a.Musl }) {
+			pkgs = append(pkgs, "musl") // Claude Code's loader, /lib/ld-musl-x86_64.so.1
+		}
 	}
 	sort.Strings(pkgs)
 	p.packages = slices.Compact(pkgs)
