@@ -17,6 +17,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images/archive"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 )
 
@@ -106,7 +107,15 @@ func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptio
 	if len(imgs) != 1 || imgs[0].Name != opts.Name {
 		return Image{}, fmt.Errorf("buildah's archive held %v, want one image %s", imgs, opts.Name)
 	}
-	return Label(ctx, c, opts.Name)
+	img, err := Label(ctx, c, opts.Name)
+	if err != nil {
+		// Leave no image that failed its preflight under the name the user asked for.
+		if derr := c.ImageService().Delete(ctx, opts.Name); derr != nil && !errdefs.IsNotFound(derr) {
+			err = errors.Join(err, fmt.Errorf("delete the refused image %s: %w", opts.Name, derr))
+		}
+		return Image{}, err
+	}
+	return img, nil
 }
 
 // localBases rewrites each FROM that names an image present in containerd to an

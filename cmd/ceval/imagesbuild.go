@@ -12,9 +12,13 @@ import (
 )
 
 func newImagesBuildCmd(g *globalOptions) *cobra.Command {
-	var o images.PackageOptions
+	var (
+		o          images.PackageOptions
+		dockerfile string
+		buildArgs  []string
+	)
 	cmd := &cobra.Command{
-		Use:   "build NAME --packages PKG,... [--suite SUITE] [--pip NAME==VERSION --pip-find-links DIR] [--agent-clis] [--force]",
+		Use:   "build NAME (--packages PKG,... [--suite SUITE] [--pip NAME==VERSION --pip-find-links DIR] [--agent-clis] [--force] | -f Dockerfile [--build-arg K=V] [CONTEXT])",
 		Short: "Build a Debian image with the given packages (mmdebstrap), labeled for agents",
 		Long: "build assembles a Debian minbase rootfs with mmdebstrap (apt-get install mmdebstrap) from\n" +
 			"the host's apt sources (another --suite uses Debian's mirror), adds the agent user " + fmt.Sprint(images.AgentUID) + ",\n" +
@@ -25,15 +29,40 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 			"pip runs with --no-index). --agent-clis adds the pinned Claude Code and Codex CLIs.\n" +
 			"Images are cached by their resolved inputs (the request, the apt sources and the package lists\n" +
 			"apt-get update fetched, the wheels, the CLI pins) in $XDG_CACHE_HOME/ceval/images (default\n" +
-			"~/.cache/ceval/images): the same inputs keep the image or import it from the cache.",
-		Args: cobra.ExactArgs(1),
+			"~/.cache/ceval/images): the same inputs keep the image or import it from the cache.\n\n" +
+			"-f Dockerfile builds with buildah (apt-get install buildah) instead: RUN steps run under runc\n" +
+			"with the host's network (for apt), as root: build only Dockerfiles you trust. A FROM naming an\n" +
+			"image in containerd (a package image, an imported archive) is exported to buildah, so no\n" +
+			"registry is asked for it. The result is imported and labeled only after the same preflight as\n" +
+			"`images label`: a setuid/setgid file or file capability makes it fail, naming the files.",
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
+			if (dockerfile == "") == (len(o.Packages) == 0 && len(o.Pip) == 0) {
+				return exitWith(exitInvalid, fmt.Errorf("images build %s: give either --packages (and/or --pip) or -f Dockerfile", o.Name))
+			}
+			if dockerfile == "" && len(args) > 1 {
+				return exitWith(exitInvalid, fmt.Errorf("images build %s: a CONTEXT directory goes only with -f Dockerfile", o.Name))
+			}
 			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
 			defer c.Close()
+			if dockerfile != "" {
+				d := images.DockerfileOptions{Name: o.Name, Dockerfile: dockerfile, BuildArgs: buildArgs, Log: cmd.ErrOrStderr()}
+				if len(args) > 1 {
+					d.Context = args[1]
+				}
+				start := time.Now()
+				img, err := images.BuildDockerfile(ctx, c, d)
+				if err != nil {
+					return exitWith(imagesExitCode(err), err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "built %s from %s in %s, labeled %s=%s\n", img.Name, dockerfile, time.Since(start).Round(time.Millisecond), images.IsolationLabel, images.IsolationLabelValue)
+				printImage(cmd.OutOrStdout(), img)
+				return nil
+			}
 			o.Log = cmd.ErrOrStderr()
 			o.Fetcher = &images.Fetcher{Log: cmd.ErrOrStderr()}
 			start := time.Now()
@@ -52,6 +81,8 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.PipFindLinks, "pip-find-links", "", "directory of wheels --pip installs from (required with --pip)")
 	f.BoolVar(&o.AgentCLIs, "agent-clis", false, "add the pinned Claude Code and Codex CLIs, as build-agent does")
 	f.BoolVar(&o.Force, "force", false, "build again even when an image or cache entry has the same inputs")
+	f.StringVarP(&dockerfile, "file", "f", "", "build this Dockerfile with buildah instead of --packages")
+	f.StringArrayVar(&buildArgs, "build-arg", nil, "with -f: a build argument KEY=VALUE, repeatable")
 	return cmd
 }
 
