@@ -44,7 +44,7 @@ const packageFormat = "ceval-package-image-v1"
 
 // AgentPackages is the userland build-agent gives real agents: what Claude Code and Codex
 // reach for when they work on a repository.
-var AgentPackages = []string{"bash", "ca-certificates", "coreutils", "curl", "diffutils", "findutils", "git", "grep", "less", "nodejs", "patch", "procps", "python3", "ripgrep", "sed"}
+var AgentPackages = []string{"bash", "busybox", "ca-certificates", "coreutils", "curl", "diffutils", "findutils", "git", "grep", "less", "nodejs", "patch", "procps", "python3", "ripgrep", "sed"}
 
 // PackageEpoch is the SOURCE_DATE_EPOCH of package builds (2025-01-01): mmdebstrap
 // clamps every mtime to it and ceval's layer writer does again.
@@ -327,7 +327,8 @@ func mmdebstrapArgs(p *packagePlan, hook string) []string {
 
 // customizeScript is the shell script mmdebstrap runs on the finished rootfs ($1): the
 // agent user and its directories, host-independent /etc/hostname and /etc/resolv.conf, the
-// pip requirements, and the installed versions written to /usr/share/ceval/packages.txt.
+// pip requirements (in an empty environment: no PIP_* variable or pip.conf of the host can
+// point pip at an index), and the installed versions written to /usr/share/ceval/packages.txt.
 func customizeScript(p *packagePlan, reqFile string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `#!/bin/sh
@@ -346,7 +347,7 @@ echo ceval >"$root/etc/hostname"
 		fmt.Fprintf(&b, `mkdir "$root/tmp/ceval-pip"
 cp -r %s "$root/tmp/ceval-pip/wheels"
 cp %s "$root/tmp/ceval-pip/requirements.txt"
-chroot "$root" env SOURCE_DATE_EPOCH=%d PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --no-index --no-cache-dir --no-compile --break-system-packages --find-links /tmp/ceval-pip/wheels -r /tmp/ceval-pip/requirements.txt >&2
+chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 SOURCE_DATE_EPOCH=%d PIP_CONFIG_FILE=/dev/null PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install --no-index --no-cache-dir --no-compile --break-system-packages --find-links /tmp/ceval-pip/wheels -r /tmp/ceval-pip/requirements.txt >&2
 rm -rf "$root/tmp/ceval-pip"
 `, shellQuote(p.wheels), shellQuote(reqFile), PackageEpoch)
 	}
