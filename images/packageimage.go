@@ -44,7 +44,7 @@ const packageFormat = "ceval-package-image-v1"
 
 // AgentPackages is the userland build-agent gives real agents: what Claude Code and Codex
 // reach for when they work on a repository.
-var AgentPackages = []string{"bash", "busybox", "ca-certificates", "coreutils", "curl", "diffutils", "findutils", "git", "grep", "less", "nodejs", "patch", "procps", "python3", "ripgrep", "sed"}
+var AgentPackages = []string{"bash", "busybox-static", "ca-certificates", "coreutils", "curl", "diffutils", "findutils", "git", "grep", "less", "nodejs", "patch", "procps", "python3", "ripgrep", "sed"}
 
 // PackageEpoch is the SOURCE_DATE_EPOCH of package builds (2025-01-01): mmdebstrap
 // clamps every mtime to it and ceval's layer writer does again.
