@@ -71,6 +71,7 @@ demo: setup build
 bench: setup build
 	BIN=$(BIN) scripts/bench-run.sh
 	BIN=$(BIN) scripts/bench-experiment.sh
+	BIN=$(BIN) scripts/bench-packages.sh
 	BIN=$(BIN) GO=$(GO) scripts/bench-mockd.sh
 	$(GO) test -run '^$$' -bench . -benchtime 5x ./snapshot/
 	$(GO) test -run '^$$' -bench 'RoundTrip|ClientExec' -benchtime 500x ./mockd/
