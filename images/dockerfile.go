@@ -44,8 +44,8 @@ var (
 // storage in a temporary directory (vfs driver, no mounts left behind) and runs RUN steps
 // with its OCI isolation (runc, host network for apt).
 func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptions) (Image, error) {
-	if opts.Name == "" {
-		return Image{}, fmt.Errorf("%w: no image name given", ErrPackageInput)
+	if err := checkImageName(opts.Name); err != nil {
+		return Image{}, err
 	}
 	buildah, err := exec.LookPath("buildah")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/reference"
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -107,6 +108,17 @@ var (
 	pipHashPattern    = regexp.MustCompile(`^--hash=sha256:[0-9a-f]{64}$`)
 )
 
+// checkImageName refuses, before minutes of building, a name containerd would refuse.
+func checkImageName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: no image name given", ErrPackageInput)
+	}
+	if _, err := reference.Parse(name); err != nil {
+		return fmt.Errorf("%w: image name %q: %w; use a name like ceval.local/NAME:TAG", ErrPackageInput, name, err)
+	}
+	return nil
+}
+
 // CheckPackage says what is wrong with a Debian package request ("" when nothing).
 func CheckPackage(p string) string {
 	if !debPackagePattern.MatchString(p) {
@@ -143,8 +155,8 @@ type packagePlan struct {
 }
 
 func planPackages(opts PackageOptions) (*packagePlan, error) {
-	if opts.Name == "" {
-		return nil, fmt.Errorf("%w: no image name given", ErrPackageInput)
+	if err := checkImageName(opts.Name); err != nil {
+		return nil, err
 	}
 	root := opts.hostRoot
 	if root == "" {

@@ -160,12 +160,16 @@ func TestPlanPackagesRefusesOptionsAndUnpinnedPip(t *testing.T) {
 		{"hook in package list", PackageOptions{Packages: []string{"python3,--customize-hook=id"}}, "not a Debian package name"},
 		{"suite option", PackageOptions{Suite: "--mode=root", Packages: []string{"git"}}, "not a Debian suite"},
 		{"nothing", PackageOptions{}, "no packages given"},
+		{"bad image name", PackageOptions{Name: "Bad Name", Packages: []string{"git"}}, "use a name like ceval.local/NAME:TAG"},
 		{"unpinned pip", PackageOptions{Pip: []string{"requests"}, PipFindLinks: wheels}, "not a pinned requirement"},
 		{"pip option", PackageOptions{Pip: []string{"a==1 --index-url=http://x"}, PipFindLinks: wheels}, "is not --hash"},
 		{"pip without wheels", PackageOptions{Pip: []string{"a==1"}}, "--no-index"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Name, tc.opts.hostRoot = "x", host
+			if tc.opts.Name == "" {
+				tc.opts.Name = "ceval.local/x:1"
+			}
+			tc.opts.hostRoot = host
 			_, err := planPackages(tc.opts)
 			if !errors.Is(err, ErrPackageInput) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ErrPackageInput containing %q", err, tc.want)
@@ -178,7 +182,7 @@ func TestPlanPackagesInputsFollowRequestAndAptLists(t *testing.T) {
 	host := fakeHost(t)
 	plan := func(pkgs ...string) *packagePlan {
 		t.Helper()
-		p, err := planPackages(PackageOptions{Name: "x", Packages: pkgs, hostRoot: host})
+		p, err := planPackages(PackageOptions{Name: "ceval.local/x:1", Packages: pkgs, hostRoot: host})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +204,7 @@ func TestPlanPackagesInputsFollowRequestAndAptLists(t *testing.T) {
 	if plan("python3", "git").inputs == a.inputs {
 		t.Errorf("new package lists (apt-get update) keep the inputs")
 	}
-	other, err := planPackages(PackageOptions{Name: "x", Suite: "trixie", Packages: []string{"git"}, hostRoot: host})
+	other, err := planPackages(PackageOptions{Name: "ceval.local/x:1", Suite: "trixie", Packages: []string{"git"}, hostRoot: host})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,5 +214,14 @@ func TestPlanPackagesInputsFollowRequestAndAptLists(t *testing.T) {
 	args := strings.Join(mmdebstrapArgs(a, "/h"), " ")
 	if !strings.Contains(args, "--variant=minbase") || !strings.Contains(args, "--include=git,python3 ") {
 		t.Errorf("mmdebstrap args %s", args)
+	}
+}
+
+func TestPlanPackagesAcceptsImageNamesContainerdTakes(t *testing.T) {
+	host := fakeHost(t)
+	for _, name := range []string{"my/py:1", "ceval.local/packages:a78c8b382bf9cec9", "localhost:5000/x/y:latest", "ceval.local/agent:latest"} {
+		if _, err := planPackages(PackageOptions{Name: name, Packages: []string{"git"}, hostRoot: host}); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

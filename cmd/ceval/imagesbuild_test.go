@@ -74,3 +74,20 @@ func TestRunTaskWithSandboxPackagesIsGraded(t *testing.T) {
 		}
 	}
 }
+
+// Bad requests are refused before connecting to containerd or starting a build.
+func TestImagesBuildRefusesBadRequestsBeforeConnecting(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ceval.local/x:1"}, "give either --packages (and/or --pip) or -f Dockerfile"},
+		{[]string{"ceval.local/x:1", "--packages", "git", "-f", "Dockerfile"}, "give either --packages"},
+		{[]string{"ceval.local/x:1", "--packages", "git", "ctxdir"}, "a CONTEXT directory goes only with -f Dockerfile"},
+	} {
+		r := ceval(t, append([]string{"images", "build", "--containerd-address", "/nonexistent/containerd.sock"}, tc.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+}
