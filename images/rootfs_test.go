@@ -225,3 +225,23 @@ func TestPlanPackagesAcceptsImageNamesContainerdTakes(t *testing.T) {
 		}
 	}
 }
+
+// pip must never be pointed at an index by the host: its environment is emptied, its
+// config file is /dev/null and it runs --no-index from the wheel directory only.
+func TestPipRunsWithoutTheHostsPipEnvironment(t *testing.T) {
+	s := customizeScript(&packagePlan{pip: []string{"a==1"}, wheels: "/w'x"}, "/r")
+	var line string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, "pip install") {
+			line = l
+		}
+	}
+	for _, want := range []string{`chroot "$root" env -i `, "PIP_CONFIG_FILE=/dev/null", "--no-index", "--find-links /tmp/ceval-pip/wheels"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("pip command %q lacks %q", line, want)
+		}
+	}
+	if !strings.Contains(s, `cp -r '/w'\''x' `) {
+		t.Errorf("the wheel directory is not shell-quoted:\n%s", s)
+	}
+}

@@ -1,0 +1,59 @@
+package images
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	digest "github.com/opencontainers/go-digest"
+)
+
+// Whoever can write the image cache chooses the layers ceval imports: a cache directory
+// others can write is refused.
+func TestImageCacheRefusesDirWritableByOthers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "images")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openImageCache(dir); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+		t.Fatalf("openImageCache(0777 dir) = %v, want a refusal", err)
+	}
+}
+
+// A cache entry whose manifest does not match the digest entry.json names, or whose
+// directory others can write, is not used (the image is built again).
+func TestImageCacheIgnoresTamperedEntries(t *testing.T) {
+	c, err := openImageCache(filepath.Join(t.TempDir(), "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs := digest.FromString("inputs")
+	w, err := c.create(inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := w.commit(packageConfig("amd64", nil), nil, entryMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.get(inputs); !ok {
+		t.Fatal("a fresh entry is not found")
+	}
+	man := e.blobPath(e.meta.Manifest.Digest)
+	if err := os.WriteFile(man, []byte(`{"schemaVersion":2,"layers":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.get(inputs); ok {
+		t.Error("an entry whose manifest was rewritten is used")
+	}
+	if err := os.Chmod(e.dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.get(inputs); ok {
+		t.Error("an entry others can write is used")
+	}
+}
