@@ -240,6 +240,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			}
 		}()
 	}
+	if name := t.Sandbox.PackageImage(); name != "" && name == t.Sandbox.Image {
+		emit("package_image", map[string]any{"image": name, "packages": t.Sandbox.Packages, "pip": t.Sandbox.Pip}) // built now unless kept or cached
+	}
 	img, err := ResolveTaskImage(ctx, o.Client, t.Sandbox, o.Preflight, o.Busybox, nil)
 	if err != nil {
 		return res, &InfraError{err}
