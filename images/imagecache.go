@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
@@ -377,4 +378,76 @@ func copyBlob(tw *tar.Writer, src, name string, size int64, buf []byte) error {
 		err = fmt.Errorf("%s: %d bytes, want %d", src, n, size)
 	}
 	return err
+}
+
+// touch marks the entry for inputs as used now (its entry.json's mtime), which
+// PruneImageCache reads as its last use.
+func (c *imageCache) touch(inputs digest.Digest) {
+	now := time.Now()
+	_ = os.Chtimes(filepath.Join(c.entryDir(inputs), "entry.json"), now, now)
+}
+
+// PrunedEntry is one image cache entry PruneImageCache removed.
+type PrunedEntry struct {
+	Dir      string
+	Size     int64
+	LastUsed time.Time
+}
+
+// PruneImageCache removes the entries of the image cache in dir ("" = ImageCacheDir) not
+// used for olderThan, and builds that died half-way (temporary directories older than a
+// day). Images already in containerd are not touched: a later build of a pruned entry
+// keeps the image there, or builds again.
+func PruneImageCache(dir string, olderThan time.Duration) ([]PrunedEntry, error) {
+	c, err := openImageCache(dir)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(c.dir)
+	if err != nil {
+		return nil, fmt.Errorf("image cache: %w", err)
+	}
+	var out []PrunedEntry
+	now := time.Now()
+	for _, e := range ents {
+		p := filepath.Join(c.dir, e.Name())
+		var used time.Time
+		switch {
+		case strings.HasPrefix(e.Name(), ".build-"):
+			fi, err := e.Info()
+			if err != nil || now.Sub(fi.ModTime()) < 24*time.Hour {
+				continue
+			}
+			used = fi.ModTime()
+		case strings.HasPrefix(e.Name(), "sha256-") && e.IsDir():
+			fi, err := os.Stat(filepath.Join(p, "entry.json"))
+			if err != nil {
+				continue
+			}
+			if used = fi.ModTime(); now.Sub(used) < olderThan {
+				continue
+			}
+		default:
+			continue
+		}
+		size := dirSize(p)
+		if err := os.RemoveAll(p); err != nil {
+			return out, fmt.Errorf("image cache: %w", err)
+		}
+		out = append(out, PrunedEntry{Dir: p, Size: size, LastUsed: used})
+	}
+	return out, nil
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	digest "github.com/opencontainers/go-digest"
 )
@@ -55,5 +56,47 @@ func TestImageCacheIgnoresTamperedEntries(t *testing.T) {
 	}
 	if _, ok := c.get(inputs); ok {
 		t.Error("an entry others can write is used")
+	}
+}
+
+func TestPruneImageCacheRemovesOnlyUnusedEntriesAndDeadBuilds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "images")
+	c, err := openImageCache(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, fresh := digest.FromString("old"), digest.FromString("fresh")
+	for _, in := range []digest.Digest{old, fresh} {
+		w, err := c.create(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.commit(packageConfig("amd64", nil), nil, entryMeta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead, err := c.create(digest.FromString("dead"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-60 * 24 * time.Hour)
+	if err := os.Chtimes(filepath.Join(c.entryDir(old), "entry.json"), long, long); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dead.dir, long, long); err != nil {
+		t.Fatal(err)
+	}
+	pruned, err := PruneImageCache(dir, 30*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pruned) != 2 {
+		t.Fatalf("pruned %+v, want the old entry and the dead build", pruned)
+	}
+	if _, ok := c.get(old); ok {
+		t.Error("the entry unused for 60 days is still there")
+	}
+	if _, ok := c.get(fresh); !ok {
+		t.Error("the fresh entry was pruned")
 	}
 }

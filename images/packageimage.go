@@ -392,6 +392,9 @@ func BuildPackages(ctx context.Context, c *client.Client, opts PackageOptions) (
 		if img, ok, err := existingByLabel(ctx, c, p.name, PackageInputsLabel, p.inputs); err != nil {
 			return PackageBuild{}, err
 		} else if ok {
+			if cache, err := openImageCache(opts.CacheDir); err == nil {
+				cache.touch(p.inputs)
+			}
 			return PackageBuild{Image: img, Inputs: p.inputs, Kept: true}, nil
 		}
 	}
@@ -401,6 +404,9 @@ func BuildPackages(ctx context.Context, c *client.Client, opts PackageOptions) (
 	}
 	e, ok := cache.get(p.inputs)
 	cached := ok && !opts.Force
+	if cached {
+		cache.touch(p.inputs)
+	}
 	if !cached {
 		start := time.Now()
 		if e, err = buildPackageEntry(ctx, cache, p, opts.Fetcher, opts.Log); err != nil {

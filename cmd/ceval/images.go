@@ -26,7 +26,7 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 			"import brings in an OCI or docker-save archive; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildCmd(g), newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 

@@ -111,3 +111,31 @@ func printPackageBuild(w io.Writer, b images.PackageBuild, took time.Duration) {
 		fmt.Fprintf(w, "  removed   %d privilege bits: %s\n", len(ps), strings.Join(ps, ", "))
 	}
 }
+
+func newImagesPruneCacheCmd() *cobra.Command {
+	var olderThan time.Duration
+	cmd := &cobra.Command{
+		Use:   "prune-cache [--older-than 720h]",
+		Short: "Remove package images from the on-disk image cache that no build used lately",
+		Long: "prune-cache removes the entries of the image cache ($XDG_CACHE_HOME/ceval/images, default\n" +
+			"~/.cache/ceval/images) that no `images build`, build-agent or task run used for --older-than,\n" +
+			"and builds that died half-way. Images in containerd stay; a pruned one is built again when\n" +
+			"containerd lacks it.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pruned, err := images.PruneImageCache("", olderThan)
+			var total int64
+			for _, p := range pruned {
+				total += p.Size
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s (%d MB, last used %s)\n", p.Dir, p.Size>>20, p.LastUsed.Format(time.DateOnly))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d entries, %d MB freed\n", len(pruned), total>>20)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 30*24*time.Hour, "remove entries unused for this long")
+	return cmd
+}
