@@ -157,10 +157,11 @@ func (e *cacheEntry) versionsOf(requested []string) []string {
 // entryWriter builds one entry in a temporary directory of the cache; commit renames it
 // into place, abort removes it.
 type entryWriter struct {
-	cache  *imageCache
-	inputs digest.Digest
-	dir    string
-	done   bool
+	cache   *imageCache
+	inputs  digest.Digest
+	dir     string
+	done    bool
+	replace bool // commit replaces an entry with the same inputs (a forced build)
 }
 
 func (c *imageCache) create(inputs digest.Digest) (*entryWriter, error) {
@@ -297,6 +298,13 @@ func (w *entryWriter) commit(cfg ocispec.Image, layers []ocispec.Descriptor, met
 		os.Remove(filepath.Join(w.dir, p))
 	}
 	final := w.cache.entryDir(w.inputs)
+	if w.replace {
+		// A forced build replaces the entry: move the old one aside, then remove it.
+		if old, err := os.MkdirTemp(w.cache.dir, ".old-"); err == nil {
+			_ = os.Rename(final, filepath.Join(old, "entry")) // fails when there was none
+			defer os.RemoveAll(old)
+		}
+	}
 	if err := os.Rename(w.dir, final); err != nil {
 		if _, ok := w.cache.get(w.inputs); !ok {
 			return nil, fmt.Errorf("image cache: %w", err)
@@ -413,7 +421,7 @@ func PruneImageCache(dir string, olderThan time.Duration) ([]PrunedEntry, error)
 		p := filepath.Join(c.dir, e.Name())
 		var used time.Time
 		switch {
-		case strings.HasPrefix(e.Name(), ".build-"):
+		case strings.HasPrefix(e.Name(), ".build-"), strings.HasPrefix(e.Name(), ".old-"):
 			fi, err := e.Info()
 			if err != nil || now.Sub(fi.ModTime()) < 24*time.Hour {
 				continue

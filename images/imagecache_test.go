@@ -100,3 +100,40 @@ func TestPruneImageCacheRemovesOnlyUnusedEntriesAndDeadBuilds(t *testing.T) {
 		t.Error("the fresh entry was pruned")
 	}
 }
+
+// A forced build's entry replaces the cached one (a bad or stale entry can be rebuilt);
+// an ordinary concurrent build that lost the race keeps the first.
+func TestImageCacheForcedCommitReplacesEntry(t *testing.T) {
+	c, err := openImageCache(filepath.Join(t.TempDir(), "images"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := digest.FromString("in")
+	commit := func(label string, replace bool) *cacheEntry {
+		t.Helper()
+		w, err := c.create(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.abort()
+		w.replace = replace
+		cfg := packageConfig("amd64", nil)
+		cfg.Config.Labels["x"] = label
+		e, err := w.commit(cfg, nil, entryMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first := commit("first", false)
+	if e := commit("second", false); e.manifest.Config.Digest != first.manifest.Config.Digest {
+		t.Errorf("a build that lost the race replaced the entry")
+	}
+	if e := commit("forced", true); e.manifest.Config.Digest == first.manifest.Config.Digest {
+		t.Errorf("a forced build kept the old entry")
+	}
+	left, _ := filepath.Glob(filepath.Join(c.dir, ".*"))
+	if len(left) != 0 {
+		t.Errorf("temporary directories left: %v", left)
+	}
+}

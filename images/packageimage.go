@@ -409,7 +409,7 @@ func BuildPackages(ctx context.Context, c *client.Client, opts PackageOptions) (
 	}
 	if !cached {
 		start := time.Now()
-		if e, err = buildPackageEntry(ctx, cache, p, opts.Fetcher, opts.Log); err != nil {
+		if e, err = buildPackageEntry(ctx, cache, p, opts.Force, opts.Fetcher, opts.Log); err != nil {
 			return PackageBuild{}, err
 		}
 		logf("built the layers of %s in %s\n", p.name, time.Since(start).Round(time.Millisecond))
@@ -450,7 +450,7 @@ func existingByLabel(ctx context.Context, c *client.Client, name, label string, 
 
 // buildPackageEntry runs mmdebstrap, writes the normalised layer (and the CLI layer) into
 // a new cache entry, scans it, and commits the entry.
-func buildPackageEntry(ctx context.Context, cache *imageCache, p *packagePlan, f *Fetcher, log io.Writer) (*cacheEntry, error) {
+func buildPackageEntry(ctx context.Context, cache *imageCache, p *packagePlan, force bool, f *Fetcher, log io.Writer) (*cacheEntry, error) {
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		return nil, fmt.Errorf("%w: mmdebstrap is not installed; install it with: apt-get install mmdebstrap (or make setup)", ErrPackageInput)
 	}
@@ -459,6 +459,7 @@ func buildPackageEntry(ctx context.Context, cache *imageCache, p *packagePlan, f
 		return nil, err
 	}
 	defer w.abort()
+	w.replace = force
 
 	hook := filepath.Join(w.dir, "customize.sh")
 	req := filepath.Join(w.dir, "requirements.txt")
