@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/selftest"
 	"ceval.dev/ceval/task"
 )
 
@@ -89,5 +92,45 @@ func TestImagesBuildRefusesBadRequestsBeforeConnecting(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.want)
 		}
+	}
+}
+
+// TestSelftestAgainstDebianAgentImageScoresZero: every hardening holds in the Debian agent
+// image (a real userland: GNU tools, python3, node, the CLIs) as in the busybox default:
+// the whole attack suite runs in it and each attack is blocked or detected, score 0.
+func TestSelftestAgainstDebianAgentImageScoresZero(t *testing.T) {
+	needMmdebstrap(t)
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() {
+		for _, n := range []string{images.AgentName, images.DefaultName} {
+			_ = c.ImageService().Delete(context.WithoutCancel(ctx), n)
+		}
+	})
+	r := ceval(t, "images", "build-agent", "--namespace", ctrtest.Namespace)
+	if r.code != 0 {
+		t.Fatalf("build-agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = ceval(t, "selftest", "--json", "--namespace", ctrtest.Namespace, "--image", images.AgentName, "--runs-dir", t.TempDir())
+	var rep struct {
+		Attacks []struct {
+			Name    string  `json:"name"`
+			Outcome string  `json:"outcome"`
+			Score   float64 `json:"score"`
+			Detail  string  `json:"detail"`
+		} `json:"attacks"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("exit %d: stdout is not the JSON report: %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if len(rep.Attacks) < 40 {
+		t.Fatalf("%d attacks ran, want the whole suite", len(rep.Attacks))
+	}
+	for _, a := range rep.Attacks {
+		if a.Outcome != string(selftest.Blocked) && a.Outcome != string(selftest.Detected) || a.Score != 0 {
+			t.Errorf("%s in %s: %s, score %.2f: %s", a.Name, images.AgentName, a.Outcome, a.Score, a.Detail)
+		}
+	}
+	if r.code != 0 {
+		t.Errorf("selftest exit %d\n%s", r.code, r.stderr)
 	}
 }
