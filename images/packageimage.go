@@ -119,17 +119,17 @@ func checkImageName(name string) error {
 	return nil
 }
 
-// CheckPackage says what is wrong with a Debian package request ("" when nothing).
-func CheckPackage(p string) string {
+// checkPackage says what is wrong with a Debian package request ("" when nothing).
+func checkPackage(p string) string {
 	if !debPackagePattern.MatchString(p) {
 		return fmt.Sprintf("%q is not a Debian package name (lowercase letters, digits, '+', '-', '.'; optionally =VERSION)", p)
 	}
 	return ""
 }
 
-// CheckPip says what is wrong with a pip requirement line ("" when nothing): it must pin
+// checkPip says what is wrong with a pip requirement line ("" when nothing): it must pin
 // one exact version, NAME==VERSION, optionally followed by --hash=sha256:HEX parts.
-func CheckPip(line string) string {
+func checkPip(line string) string {
 	fields := strings.Fields(line)
 	if len(fields) == 0 || !pipNamePattern.MatchString(fields[0]) {
 		return fmt.Sprintf("%q is not a pinned requirement: write NAME==VERSION (optionally followed by --hash=sha256:HEX)", line)
@@ -178,12 +178,12 @@ func planPackages(opts PackageOptions) (*packagePlan, error) {
 	}
 	pkgs := slices.Clone(opts.Packages)
 	for _, pk := range pkgs {
-		if msg := CheckPackage(pk); msg != "" {
+		if msg := checkPackage(pk); msg != "" {
 			return nil, fmt.Errorf("%w: %s", ErrPackageInput, msg)
 		}
 	}
 	for _, l := range opts.Pip {
-		if msg := CheckPip(l); msg != "" {
+		if msg := checkPip(l); msg != "" {
 			return nil, fmt.Errorf("%w: pip: %s", ErrPackageInput, msg)
 		}
 	}
