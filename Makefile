@@ -24,7 +24,8 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/ceval
 
-# setup installs containerd, runc and busybox-static (apt, as root) if missing, and starts a
+# setup installs containerd, runc, busybox-static and the image builders mmdebstrap and buildah
+# (apt, as root) if missing, and starts a
 # private containerd whose socket, root and state live under $(CTRD_DIR).
 setup:
 	scripts/containerd.sh install
@@ -79,6 +80,7 @@ demo: setup build
 bench: setup build
 	BIN=$(BIN) scripts/bench-run.sh
 	BIN=$(BIN) scripts/bench-experiment.sh
+	BIN=$(BIN) scripts/bench-packages.sh
 	BIN=$(BIN) GO=$(GO) scripts/bench-mockd.sh
 	BIN=$(BIN) scripts/bench-pathshape.sh
 	$(GO) test -run '^$$' -bench 'BenchmarkTake$$' -benchtime 5x ./snapshot/

@@ -185,7 +185,7 @@ func BuildAgent(ctx context.Context, c *client.Client, opts AgentOptions) (Agent
 		}
 	}
 	if !opts.Force {
-		if img, ok, err := existingAgent(ctx, c, plan); err != nil {
+		if img, ok, err := existingByLabel(ctx, c, plan.name, AgentInputsLabel, plan.inputs); err != nil {
 			return AgentBuild{}, err
 		} else if ok {
 			return AgentBuild{Image: img, Inputs: plan.inputs, Kept: true}, nil
@@ -409,31 +409,6 @@ func readHostELF(p, what, pkg string, typ elf.Type, static bool) ([]byte, error)
 		}
 	}
 	return data, nil
-}
-
-// existingAgent returns the image named plan.name when its config carries plan's inputs
-// digest and the isolation label, unpacking it if it is not.
-func existingAgent(ctx context.Context, c *client.Client, plan *agentPlan) (Image, bool, error) {
-	rec, err := getRecord(ctx, c, plan.name)
-	var nf *NotFoundError
-	if errors.As(err, &nf) {
-		return Image{}, false, nil
-	}
-	if err != nil {
-		return Image{}, false, err
-	}
-	r, err := resolve(ctx, c.ContentStore(), rec)
-	if err != nil {
-		return Image{}, false, nil // unreadable: build it again
-	}
-	l := r.config.Config.Labels
-	if l[AgentInputsLabel] != plan.inputs.String() || l[IsolationLabel] != IsolationLabelValue {
-		return Image{}, false, nil
-	}
-	if err := unpack(ctx, c, rec); err != nil {
-		return Image{}, false, err
-	}
-	return r.image, true, nil
 }
 
 // layerChunk is how much of the layer goes to containerd per write.

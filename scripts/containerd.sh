@@ -2,8 +2,8 @@
 # Private containerd for development and CI: its own socket, root and state under
 # one directory, so it never touches a system containerd.
 #
-#   scripts/containerd.sh install        apt-get install containerd runc busybox-static musl bash-static (if missing;
-#                                        under CI=true chromium too)
+#   scripts/containerd.sh install        apt-get install containerd runc busybox-static musl bash-static
+#                                        mmdebstrap buildah (if missing; under CI=true chromium too)
 #   scripts/containerd.sh start [DIR]    start it (default DIR /tmp/ceval-containerd); prints the socket
 #   scripts/containerd.sh stop  [DIR]    stop it by PID and remove what runc leaves in cgroupfs
 #
@@ -23,12 +23,14 @@ install)
   command -v file >/dev/null || missing+=(file)
   [ -e /lib/ld-musl-x86_64.so.1 ] || missing+=(musl)         # images build-agent: claude's loader
   [ -x /bin/bash-static ] || missing+=(bash-static)           # images build-agent: /bin/bash
+  command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)  # images build --packages, sandbox.packages
+  command -v buildah >/dev/null || missing+=(buildah)        # images build -f Dockerfile
   extra=() # CI only: report/'s test loads report.html in headless chromium (skips elsewhere)
   if [ "${CI:-}" = true ] && ! command -v chromium >/dev/null; then missing+=(chromium); extra+=(chromium); fi
   if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq containerd runc busybox-static file musl bash-static "${extra[@]}" >/dev/null
+    apt-get install -y -qq containerd runc busybox-static file musl bash-static mmdebstrap buildah "${extra[@]}" >/dev/null
   fi
   ;;
 start)

@@ -14,6 +14,19 @@
 # sourced, so they reach the log even when a caller redirects an attempt's output to a file.
 exec 3>&1
 
+# The attacks are written for busybox. In an image with another userland (a Debian package
+# image has GNU tools but no wget, nc, ping, insmod...), each busybox applet that is not on
+# PATH is linked from a directory appended to PATH, so the attempt runs instead of exiting
+# 127 for a missing tool. Tools the image has are left as they are.
+if ! [ -L /bin/sh -a "$(readlink /bin/sh)" = /bin/busybox ] && command -v busybox >/dev/null 2>&1; then
+	mkdir -p /tmp/.busybox-applets
+	for _a in $(busybox --list); do
+		command -v "$_a" >/dev/null 2>&1 || ln -sf "$(command -v busybox)" "/tmp/.busybox-applets/$_a"
+	done
+	PATH=$PATH:/tmp/.busybox-applets
+	export PATH
+fi
+
 # The canary prefix is assembled at run time so no script text matches a search for it.
 P="CEVAL-CAN""ARY-"
 FOUND=/tmp/found.txt

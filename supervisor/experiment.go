@@ -251,7 +251,7 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 	resolved := map[string]bool{}
 	for _, en := range e.Entries {
 		if img := en.Task.Sandbox.Image; !resolved[img] {
-			if _, err := ResolveImage(ctx, o.Run.Client, img, o.Run.Preflight, o.Run.Busybox); err != nil {
+			if _, err := ResolveTaskImage(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
 				return nil, &InfraError{fmt.Errorf("image %s: %w", img, err)}
 			}
 			resolved[img] = true

@@ -246,7 +246,10 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			}
 		}()
 	}
-	img, err := ResolveImage(ctx, o.Client, t.Sandbox.Image, o.Preflight, o.Busybox)
+	if name := t.Sandbox.PackageImage(); name != "" && name == t.Sandbox.Image {
+		emit("package_image", map[string]any{"image": name, "packages": t.Sandbox.Packages, "pip": t.Sandbox.Pip}) // built now unless kept or cached
+	}
+	img, err := ResolveTaskImage(ctx, o.Client, t.Sandbox, o.Preflight, o.Busybox, nil)
 	if err != nil {
 		return res, &InfraError{err}
 	}

@@ -48,6 +48,7 @@ func Digest(t *Task) (string, error) {
 	}
 	addDir(t.Reference)
 	addDir(t.Sandbox.Workspace.TemplateDir)
+	addDir(t.Sandbox.PipFindLinks)
 	for _, p := range t.Plugins {
 		addDir(p.Dir)
 	}

@@ -498,8 +498,14 @@ func checkMount(m string) string {
 }
 
 func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
+	var pkgs, pip, links *yaml.Node
+	imageGiven := false
 	l.mapping(n, "sandbox", []field{
+		{"packages", func(v *yaml.Node) { pkgs = v }},
+		{"pip", func(v *yaml.Node) { pip = v }},
+		{"pip_find_links", func(v *yaml.Node) { links = v }},
 		{"image", func(v *yaml.Node) {
+			imageGiven = true
 			l.str(v, "sandbox.image", &sb.Image)
 			if sb.Image == "" {
 				l.errorf(resolve(v), "sandbox.image must not be empty")
@@ -558,6 +564,7 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 			})
 		}},
 	})
+	l.packages(sb, pkgs, pip, links, imageGiven)
 }
 
 func (l *loader) criteria(n *yaml.Node) []Criterion {

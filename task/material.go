@@ -39,6 +39,14 @@ func OpenDir(dir string) (*Dir, error) {
 	return &Dir{Path: abs, root: r}, nil
 }
 
+// path is the directory's path as validated, "" for none.
+func (d *Dir) path() string {
+	if d == nil {
+		return ""
+	}
+	return d.Path
+}
+
 // Root is the directory's handle: an os.Root, which refuses any path or link that leaves it.
 // Callers must not close it (Task.Close does).
 func (d *Dir) Root() *os.Root {

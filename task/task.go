@@ -116,6 +116,13 @@ type Sandbox struct {
 	Network   string
 	Limits    Limits
 	Workspace Workspace
+
+	// Packages and Pip ask for a Debian image with these packages (and pinned Python
+	// packages installed from the wheels in PipFindLinks, held open like all task
+	// material); see PackageImage.
+	Packages     []string
+	Pip          []string
+	PipFindLinks *Dir
 }
 
 // Limits bound the agent's container.

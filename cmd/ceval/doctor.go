@@ -85,6 +85,7 @@ func runDoctor(ctx context.Context, g *globalOptions) []check {
 	if _, err := exec.LookPath("git"); err != nil {
 		add(check{"git", "note", "git not found: tasks whose template_dir is a git repository cannot run", "apt-get install git"})
 	}
+	add(buildersCheck())
 
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -195,4 +196,24 @@ func snapshotterCheck(ctx context.Context, c *client.Client) check {
 		return check{"overlayfs", "FAIL", "overlayfs snapshotter failed to load: " + p.InitErr.Message, "check that the kernel has overlayfs and containerd's root is not on overlayfs"}
 	}
 	return check{"overlayfs", "FAIL", "containerd has no overlayfs snapshotter", "enable the overlayfs snapshotter in containerd's config"}
+}
+
+// buildersCheck reports the image builders found: mmdebstrap for package images
+// (images build --packages, sandbox.packages), buildah for Dockerfiles (images build -f).
+func buildersCheck() check {
+	var have, missing []string
+	for _, b := range []string{"mmdebstrap", "buildah"} {
+		path, err := exec.LookPath(b)
+		if err != nil {
+			missing = append(missing, b)
+			continue
+		}
+		v, _ := exec.Command(path, "--version").Output()
+		have = append(have, strings.TrimSpace(strings.SplitN(string(v), "\n", 2)[0]))
+	}
+	if len(missing) > 0 {
+		return check{"image builders", "note", fmt.Sprintf("have: %s; missing: %s (tasks with sandbox.packages need mmdebstrap, images build -f needs buildah)", strings.Join(have, ", "), strings.Join(missing, ", ")),
+			"apt-get install " + strings.Join(missing, " ") + " (or make setup)"}
+	}
+	return check{"image builders", "ok", strings.Join(have, ", "), ""}
 }

@@ -21,11 +21,12 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 		Short: "Build, import, check and label the images agents run in",
 		Long: "A run puts an agent only in an image labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + "\n" +
 			"with no setuid/setgid files and no file capabilities. build-default makes such an\n" +
-			"image from a static busybox; build-agent adds the real Claude Code and Codex CLIs to it;\n" +
+			"image from a static busybox; build makes a Debian image with the packages you name;\n" +
+			"build-agent makes a Debian userland with the real Claude Code and Codex CLIs;\n" +
 			"import brings in an OCI or docker-save archive; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 
@@ -61,13 +62,17 @@ func newImagesBuildAgentCmd(g *globalOptions) *cobra.Command {
 		busybox string
 		offline bool
 		force   bool
+		minimal bool
 	)
 	cmd := &cobra.Command{
-		Use:   "build-agent [--with " + strings.Join(images.AgentTypes(), ",") + "] [--offline] [--force]",
-		Short: "Build " + images.AgentName + ": the default image plus the real agent CLIs",
-		Long: "build-agent builds " + images.AgentName + " on the default image: the pinned real CLIs\n" +
-			"from the npm registry (sha256 checked), musl's loader and a static bash from this host\n" +
-			"(Debian: apt-get install musl bash-static), labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + ".\n" +
+		Use:   "build-agent [--with " + strings.Join(images.AgentTypes(), ",") + "] [--minimal] [--offline] [--force]",
+		Short: "Build " + images.AgentName + ": a Debian userland plus the real agent CLIs",
+		Long: "build-agent builds " + images.AgentName + " as `images build --agent-clis` does: Debian packages\n" +
+			"(" + strings.Join(images.AgentPackages, " ") + ")\n" +
+			"from mmdebstrap plus the pinned real CLIs from the npm registry (sha256 checked), so Claude\n" +
+			"Code and Codex can run python, node, git and rg. --minimal builds the old busybox image instead:\n" +
+			"the default image plus the CLIs, musl's loader and a static bash from this host\n" +
+			"(Debian: apt-get install musl bash-static). Labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + ".\n" +
 			"Pinned:\n" + agentPins() +
 			"Downloads are cached in $XDG_CACHE_HOME/ceval/dl (default ~/.cache/ceval/dl) and checked on\n" +
 			"every use. An image already built from the same inputs is kept as it is (--force rebuilds).",
@@ -82,14 +87,25 @@ func newImagesBuildAgentCmd(g *globalOptions) *cobra.Command {
 			}
 			defer c.Close()
 			start := time.Now()
+			fetcher := &images.Fetcher{Offline: offline, Log: cmd.ErrOrStderr()}
+			out := cmd.OutOrStdout()
+			if !minimal {
+				b, err := images.BuildPackages(ctx, c, images.PackageOptions{
+					Name: images.AgentName, Packages: images.AgentPackages, AgentCLIs: true, With: with,
+					Force: force, Fetcher: fetcher, Log: cmd.ErrOrStderr(),
+				})
+				if err != nil {
+					return exitWith(imagesExitCode(err), err)
+				}
+				printPackageBuild(out, b, time.Since(start))
+				return nil
+			}
 			b, err := images.BuildAgent(ctx, c, images.AgentOptions{
-				With: with, Busybox: busybox, Force: force,
-				Fetcher: &images.Fetcher{Offline: offline, Log: cmd.ErrOrStderr()}, Log: cmd.ErrOrStderr(),
+				With: with, Busybox: busybox, Force: force, Fetcher: fetcher, Log: cmd.ErrOrStderr(),
 			})
 			if err != nil {
 				return exitWith(imagesExitCode(err), err)
 			}
-			out := cmd.OutOrStdout()
 			if b.Kept {
 				fmt.Fprintf(out, "%s is up to date (inputs %s), checked in %s; --force rebuilds it\n", b.Image.Name, b.Inputs, time.Since(start).Round(time.Millisecond))
 			} else {
@@ -101,8 +117,9 @@ func newImagesBuildAgentCmd(g *globalOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&with, "with", images.AgentTypes(), "agent CLIs to put in the image, comma-separated: "+strings.Join(images.AgentTypes(), ", "))
-	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "statically linked busybox for the default layer (Debian: apt-get install busybox-static)")
-	f.BoolVar(&offline, "offline", false, "never download: use only the download cache (fails when a package is missing there)")
+	f.BoolVar(&minimal, "minimal", false, "build the busybox agent image (no Debian userland; needs no mmdebstrap)")
+	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "with --minimal: statically linked busybox for the default layer (Debian: apt-get install busybox-static)")
+	f.BoolVar(&offline, "offline", false, "never download the CLIs: use only the download cache (fails when a package is missing there)")
 	f.BoolVar(&force, "force", false, "rebuild even when the image was built from the same inputs")
 	return cmd
 }
@@ -231,7 +248,7 @@ func imagesExitCode(err error) int {
 	switch {
 	case errors.Is(err, images.ErrNotRunnable):
 		return exitFailure
-	case errors.Is(err, images.ErrBusybox), errors.Is(err, images.ErrAgentInput), errors.As(err, &notFound):
+	case errors.Is(err, images.ErrBusybox), errors.Is(err, images.ErrAgentInput), errors.Is(err, images.ErrPackageInput), errors.As(err, &notFound):
 		return exitInvalid
 	default:
 		return exitInfraErr

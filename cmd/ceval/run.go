@@ -199,11 +199,13 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 	start := time.Now()
 	return func(event string, f map[string]any) {
 		switch event {
-		case "run_started", "image_ready", "agent_started", "agent_exited", "snapshot_taken", "graded":
+		case "run_started", "package_image", "image_ready", "agent_started", "agent_exited", "snapshot_taken", "graded":
 			extra := ""
 			switch event {
 			case "run_started":
 				extra = fmt.Sprint(f["run_dir"])
+			case "package_image":
+				extra = fmt.Sprintf("%v for packages %v (built on first use, about a minute or two; cached after)", f["image"], f["packages"])
 			case "agent_exited":
 				extra = fmt.Sprintf("exit %v", f["exit_code"])
 				if f["timed_out"] == true {

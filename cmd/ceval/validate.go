@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,7 +45,7 @@ func newValidateCmd() *cobra.Command {
 					}
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (task %s, %d criteria)\n", f, t.ID, len(t.Criteria))
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (task %s, %d criteria, image %s)\n", f, t.ID, len(t.Criteria), taskImage(t.Sandbox))
 			}
 			if bad > 0 {
 				return exitWith(exitInvalid, fmt.Errorf("%d of %d files invalid", bad, len(args)))
@@ -61,4 +62,16 @@ func loadTask(path string) (*task.Task, error) {
 		return nil, exitWith(exitInvalid, err)
 	}
 	return t, nil
+}
+
+// taskImage names the image a task gets, with the packages it is built from.
+func taskImage(sb task.Sandbox) string {
+	if sb.PackageImage() != sb.Image {
+		return sb.Image
+	}
+	s := sb.Image + " (Debian packages: " + strings.Join(sb.Packages, ",")
+	if len(sb.Pip) > 0 {
+		s += "; pip: " + strings.Join(sb.Pip, ",")
+	}
+	return s + "; built on first use, cached)"
 }
