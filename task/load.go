@@ -184,6 +184,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		l.errorf(n, "missing required field success_criteria (a non-empty list)")
 	}
 	l.checkMockCriteria(t)
+	l.checkToolCriteria(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}
@@ -662,6 +663,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			c.MaxCount = int(n)
 		},
 	}
+	for name, decode := range l.toolCallFields(what, &c) {
+		all[name] = decode
+	}
 	fields := []field{
 		{"type", nil},
 		{"description", func(v *yaml.Node) { l.str(v, what+".description", &c.Description) }},
@@ -677,6 +681,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.errorf(rn, "%s: missing required field %s", what, name)
 		}
 	}
+	l.checkToolCriterion(rn, what, &c, seen)
 	switch c.Type {
 	case FileExists, FileMatchesRegex, FileContains, FileCheck, JSONCheck, ClassificationMatch:
 		need("path")
