@@ -30,11 +30,15 @@ func TestToolCallCriteriaSchema(t *testing.T) {
 		{"bad regex", "{type: tool_called, input_pattern: '(['}", nil, "input_pattern"},
 		{"bad outcome", "{type: tool_called, outcome: maybe}", nil, "outcome"},
 		{"budget", "{type: tool_calls_budget, target: 5, max: 15, tool: Bash}",
-			func(c Criterion) bool { return c.Type == ToolCallsBudget && c.Target == 5 && c.Max == 15 && !c.BudgetRatio }, ""},
+			func(c Criterion) bool {
+				return c.Type == ToolCallsBudget && c.Target == 5 && c.Max == 15 && !c.BudgetRatio
+			}, ""},
 		{"budget max under target", "{type: tool_calls_budget, target: 5, max: 5}", nil, "max 5 must be more than target 5"},
 		{"budget without max", "{type: tool_calls_budget, target: 5}", nil, "give target"},
 		{"commands_efficiency", "{type: commands_efficiency, expected_commands: 8}",
-			func(c Criterion) bool { return c.Type == ToolCallsBudget && c.Alias == CommandsEfficiency && c.Target == 8 && c.BudgetRatio }, ""},
+			func(c Criterion) bool {
+				return c.Type == ToolCallsBudget && c.Alias == CommandsEfficiency && c.Target == 8 && c.BudgetRatio
+			}, ""},
 		{"commands_efficiency of 0", "{type: commands_efficiency, expected_commands: 0}", nil, "expected_commands must be at least 1"},
 		{"skill_used", "{type: skill_used, skill: 'my-plugin:pdf'}",
 			func(c Criterion) bool { return c.Type == SkillUsed && c.Skill == "my-plugin:pdf" && c.ExpectUsed }, ""},
