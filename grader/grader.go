@@ -11,6 +11,7 @@ import (
 
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/toolcalls"
 )
 
 // Status is the outcome of one criterion.
@@ -79,6 +80,11 @@ type Options struct {
 	// MockCallsPath is the run's protected-mock call log (ceval's own, never the agent's),
 	// which cli_called and command_executed grade; "" leaves them NOT_GRADED.
 	MockCallsPath string
+	// ToolCalls are the run's tool calls, read from the model gateway's transcript (never
+	// from the agent's own files), which tool_called, tool_calls_budget and skill_used grade;
+	// nil leaves them NOT_GRADED, and ToolCallsError (the transcript unreadable) makes them ERROR.
+	ToolCalls      *toolcalls.Log
+	ToolCallsError error
 }
 
 // verdict is what evaluating one criterion yields before thresholds apply. A forced
@@ -151,6 +157,8 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return classificationMatch(c, s)
 	case task.CLICalled, task.CommandExecuted:
 		return mockCalls(c, opts.MockCallsPath)
+	case task.ToolCalled, task.ToolCallsBudget, task.SkillUsed:
+		return toolCallCriterion(c, opts)
 	}
 	return errored("unknown criterion type %q", c.Type)
 }
