@@ -65,6 +65,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		if len(t.ProtectedMocks) > 0 {
 			o.MockCallsPath = filepath.Join(dir, MockCallsFile)
 		}
+		res.ToolCalls = readToolCalls(t, dir, &o)
 		g := grader.Grade(ctx, t, snap, o)
 		res.Result = *g
 		// What happened to the agent is as the run recorded it (limits_hit included).

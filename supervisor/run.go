@@ -16,6 +16,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/toolcalls"
 )
 
 // Run statuses beyond the grader's.
@@ -91,6 +92,10 @@ type Result struct {
 	// Gateway is the model gateway's mode and the usage it metered (the calls are in
 	// ModelCallsFile); Agent.Tokens is what the CLI itself reported.
 	Gateway *GatewayResult `json:"gateway,omitempty"`
+
+	// ToolCalls counts the tool calls the model asked for, per tool, as the gateway's
+	// transcript records them (package toolcalls).
+	ToolCalls *toolcalls.Summary `json:"tool_calls,omitempty"`
 }
 
 // AgentResult is what the agent did, as far as ceval saw it.
@@ -363,6 +368,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if mocks != nil {
 		gopts.MockCallsPath = filepath.Join(dir, MockCallsFile)
 	}
+	res.ToolCalls = readToolCalls(t, dir, &gopts)
 	g := grader.Grade(ctx, t, snap, gopts)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
