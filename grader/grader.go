@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/toolcalls"
@@ -85,6 +86,9 @@ type Options struct {
 	// nil leaves them NOT_GRADED, and ToolCallsError (the transcript unreadable) makes them ERROR.
 	ToolCalls      *toolcalls.Log
 	ToolCallsError error
+	// Judge answers llm_judge criteria (the user's judge model, with the run's budget and
+	// log); nil leaves them NOT_GRADED unless a criterion has a judge_fixture.
+	Judge *judge.Judge
 }
 
 // verdict is what evaluating one criterion yields before thresholds apply. A forced
@@ -159,6 +163,8 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return mockCalls(c, opts.MockCallsPath)
 	case task.ToolCalled, task.ToolCallsBudget, task.SkillUsed:
 		return toolCallCriterion(c, opts)
+	case task.LLMJudge:
+		return llmJudge(ctx, c, s, opts)
 	}
 	return errored("unknown criterion type %q", c.Type)
 }

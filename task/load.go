@@ -666,6 +666,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	for name, decode := range l.toolCallFields(what, &c) {
 		all[name] = decode
 	}
+	for name, decode := range l.judgeFields(what, &c) {
+		all[name] = decode
+	}
 	fields := []field{
 		{"type", nil},
 		{"description", func(v *yaml.Node) { l.str(v, what+".description", &c.Description) }},
@@ -682,6 +685,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		}
 	}
 	l.checkToolCriterion(rn, what, &c, seen)
+	l.checkJudgeCriterion(rn, what, &c, seen)
 	switch c.Type {
 	case FileExists, FileMatchesRegex, FileContains, FileCheck, JSONCheck, ClassificationMatch:
 		need("path")

@@ -177,6 +177,7 @@ const (
 	SkillUsed          = "skill_used"
 	CommandsEfficiency = "commands_efficiency" // coder_eval's name: a tool_calls_budget
 	SkillTriggered     = "skill_triggered"     // coder_eval's name: a skill_used
+	LLMJudge           = "llm_judge"           // a model's verdict, asked by ceval on the host
 )
 
 // Criterion is one success criterion; which fields are set depends on Type.
@@ -231,6 +232,14 @@ type Criterion struct {
 	Skill          string // skill_used
 	ExpectUsed     bool   // skill_used: false when the skill must not be used
 	Alias          string // the coder_eval type the task wrote (command_executed, ...), "" when none
+
+	// llm_judge.
+	Rubric         string   // the rubric's text (inline, or read from rubric_file)
+	Files          []string // workspace paths or globs shown to the judge
+	MaxFileBytes   int      // per file shown
+	ReferenceFiles []string // paths or globs under the reference directory shown to the judge
+	Samples        int      // verdicts asked; the median counts
+	JudgeAnswers   []string // judge_fixture's answers (replay), nil for a live judge
 }
 
 // FlagCheck is one flag predicate of a cli_called criterion: Op applied to the flag

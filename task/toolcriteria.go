@@ -133,6 +133,11 @@ func (l *loader) checkToolCriterion(n *yaml.Node, what string, c *Criterion, see
 // checkToolCriteria refuses tool-call criteria on an agent without a model gateway: the
 // calls are read from its transcript, and nothing else is trusted for them.
 func (l *loader) checkToolCriteria(t *Task) {
+	for i, c := range t.Criteria {
+		if c.Type == LLMJudge && len(c.ReferenceFiles) > 0 && t.Reference == "" {
+			l.errorf(&yaml.Node{Line: c.Line, Column: c.Column}, "success_criteria[%d] (llm_judge): reference_files needs reference.directory", i)
+		}
+	}
 	if t.Agent == nil || t.Agent.Gateway != nil {
 		return
 	}
