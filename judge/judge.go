@@ -40,6 +40,7 @@ type Config struct {
 	Model     string
 	BaseURL   string // "" for the provider's
 	Key       string
+	KeyEnv    string        // the variable Key came from, for messages
 	Timeout   time.Duration // per call
 	MaxCalls  int           // per run, retries included
 	MaxTokens int
@@ -297,6 +298,9 @@ func (j *Judge) ask(ctx context.Context, system, user, prev string, rec *Record)
 	rec.Mode = "live"
 	if !j.Live() {
 		return "", errors.New("no judge is configured: add judge: {api: anthropic|openai, model: ...} to ceval's config, or give the criterion a judge_fixture")
+	}
+	if j.cfg.Key == "" {
+		return "", fmt.Errorf("the judge's key is not set: export %s in ceval's environment (judge.key_env in ceval's config names another variable)", j.cfg.KeyEnv)
 	}
 	body, url := j.body(system, user, prev)
 	ctx, cancel := context.WithTimeout(ctx, j.cfg.Timeout)

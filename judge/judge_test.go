@@ -267,3 +267,11 @@ func TestParseAnswerIsStrict(t *testing.T) {
 		t.Errorf("valid answer: %v %q %v", s, r, err)
 	}
 }
+
+func TestJudgeWithoutAKeyNamesTheVariable(t *testing.T) {
+	f, cfg := start(t, Anthropic, `{"score":1,"reasons":"x"}`)
+	cfg.Key, cfg.KeyEnv = "", "MY_JUDGE_KEY"
+	if _, err := New(cfg, nil, nil).Judge(context.Background(), request); err == nil || !strings.Contains(err.Error(), "export MY_JUDGE_KEY") || len(f.bodies) != 0 {
+		t.Fatalf("got %v after %d calls", err, len(f.bodies))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/toolcalls"
@@ -60,6 +61,9 @@ type Options struct {
 	// GatewayAllow is, per API, what the model gateway forwards of the agent's requests (the
 	// gateway_allow section of ceval's config; a task never sets it); nil: the defaults.
 	GatewayAllow map[string]gateway.Allowlist
+	// Judge is the judge model of ceval's config, for llm_judge (each run gets its own
+	// budget and judge_calls.jsonl); nil: only criteria with a judge_fixture are judged.
+	Judge *judge.Judge
 }
 
 // Result is result.json: the grade plus what the run was.
@@ -369,6 +373,12 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		gopts.MockCallsPath = filepath.Join(dir, MockCallsFile)
 	}
 	res.ToolCalls = readToolCalls(t, dir, &gopts)
+	j, closeJudge, err := runJudge(t, dir, o.Judge, false)
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	defer closeJudge()
+	gopts.Judge = j
 	g := grader.Grade(ctx, t, snap, gopts)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()

@@ -1,0 +1,44 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+
+	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/task"
+)
+
+// JudgeCallsFile is the record of a run's llm_judge calls in its run directory.
+const JudgeCallsFile = "judge_calls.jsonl"
+
+// runJudge returns the judge of one run, logging to JudgeCallsFile in dir, and a function
+// that closes the log; nil when the task has no llm_judge. base is the user's configured
+// judge (nil: fixtures only). With reuse, the judgments already recorded there are reused
+// when their inputs are byte-identical (regrade), and new records are appended.
+func runJudge(t *task.Task, dir string, base *judge.Judge, reuse bool) (*judge.Judge, func(), error) {
+	need := false
+	for _, c := range t.Criteria {
+		need = need || c.Type == task.LLMJudge
+	}
+	if !need {
+		return nil, func() {}, nil
+	}
+	if base == nil {
+		base = judge.NewReplay(nil, nil)
+	}
+	p := filepath.Join(dir, JudgeCallsFile)
+	var recorded []judge.Record
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if reuse {
+		if f, err := os.Open(p); err == nil {
+			recorded = judge.ReadRecords(f)
+			f.Close()
+		}
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(p, flags, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	return base.ForRun(f, recorded), func() { f.Close() }, nil
+}
