@@ -27,7 +27,7 @@ var suiteNames = []string{
 	"fill-dev-shm", "fill-home", "fill-tmp", "fill-workspace",
 	"fool-conftest-hooks", "fool-dash-filenames", "fool-deep-tree", "fool-fifo", "fool-forged-results", "fool-hardlink-host",
 	"fool-json-nesting", "fool-million-files", "fool-sparse-10g", "fool-symlink-host", "fool-trojan-path",
-	"gateway-echoed-key", "gateway-exit-mid-call", "gateway-forged-usage", "gateway-other-endpoints",
+	"gateway-echoed-key", "gateway-exit-mid-call", "gateway-forged-tool-calls", "gateway-forged-usage", "gateway-other-endpoints",
 	"gateway-premium-options", "gateway-provoked-4xx", "gateway-real-key", "gateway-timeout-mid-call",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
 	"kernel-syscalls",
