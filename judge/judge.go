@@ -143,6 +143,17 @@ func NewReplay(log io.Writer, recorded []Record) *Judge {
 	return New(Config{API: "replay", Model: "replay"}, log, recorded)
 }
 
+// Ready says why the judge cannot call its model (its key is not set), or nil.
+func (j *Judge) Ready() error {
+	if !j.Live() {
+		return errors.New("no judge is configured: add judge: {api: anthropic|openai, model: ...} to ceval's config, or give the criterion a judge_fixture")
+	}
+	if j.cfg.Key == "" {
+		return fmt.Errorf("the judge's key is not set: export %s in ceval's environment (judge.key_env in ceval's config names another variable)", j.cfg.KeyEnv)
+	}
+	return nil
+}
+
 // Live reports whether the judge can call a model.
 func (j *Judge) Live() bool { return j.cfg.API == Anthropic || j.cfg.API == OpenAI }
 
@@ -296,11 +307,8 @@ func (j *Judge) ask(ctx context.Context, system, user, prev string, rec *Record)
 	}
 	j.mu.Unlock()
 	rec.Mode = "live"
-	if !j.Live() {
-		return "", errors.New("no judge is configured: add judge: {api: anthropic|openai, model: ...} to ceval's config, or give the criterion a judge_fixture")
-	}
-	if j.cfg.Key == "" {
-		return "", fmt.Errorf("the judge's key is not set: export %s in ceval's environment (judge.key_env in ceval's config names another variable)", j.cfg.KeyEnv)
+	if err := j.Ready(); err != nil {
+		return "", err
 	}
 	body, url := j.body(system, user, prev)
 	ctx, cancel := context.WithTimeout(ctx, j.cfg.Timeout)

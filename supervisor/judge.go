@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -41,4 +42,23 @@ func runJudge(t *task.Task, dir string, base *judge.Judge, reuse bool) (*judge.J
 		return nil, nil, err
 	}
 	return base.ForRun(f, recorded), func() { f.Close() }, nil
+}
+
+// CheckJudge refuses, before the agent runs, a task whose llm_judge criteria need a judge
+// model (no judge_fixture) when ceval's config has none or its key is not set: the run
+// would be spent and its judged criteria ERROR.
+func CheckJudge(t *task.Task, j *judge.Judge) error {
+	for i, c := range t.Criteria {
+		if c.Type != task.LLMJudge || c.JudgeAnswers != nil {
+			continue
+		}
+		if j == nil {
+			return fmt.Errorf("task %s: success_criteria[%d] (llm_judge) asks a judge model, and ceval's config has none: add "+
+				"judge: {api: anthropic, model: ...} to the config file (--config; default ~/.config/ceval/config.yaml), or give the criterion a judge_fixture", t.ID, i)
+		}
+		if err := j.Ready(); err != nil {
+			return fmt.Errorf("task %s: success_criteria[%d] (llm_judge): %w", t.ID, i, err)
+		}
+	}
+	return nil
 }

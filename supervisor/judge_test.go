@@ -98,3 +98,20 @@ func loadedTask(t *testing.T, doc string, files map[string]string) *task.Task {
 	}
 	return tk
 }
+
+// A live llm_judge without a judge (or its key) is refused before the agent runs.
+func TestRunRefusesALiveJudgeWithoutAJudgeConfigured(t *testing.T) {
+	doc := agentTask("unjudged", "true", "  - {type: llm_judge, rubric: r, files: [x]}\n")
+	tk := loadedTask(t, doc, nil)
+	if err := CheckJudge(tk, nil); err == nil || !strings.Contains(err.Error(), "add judge: {api: anthropic") {
+		t.Errorf("no judge: %v", err)
+	}
+	keyless := judge.New(judge.Config{API: judge.OpenAI, Model: "m", KeyEnv: "OPENAI_API_KEY"}, nil, nil)
+	if err := CheckJudge(tk, keyless); err == nil || !strings.Contains(err.Error(), "export OPENAI_API_KEY") {
+		t.Errorf("no key: %v", err)
+	}
+	replayed := loadedTask(t, agentTask("replayed", "true", "  - {type: llm_judge, rubric: r, judge_fixture: a.yaml}\n"), map[string]string{"a.yaml": "answers: ['{\"score\":1,\"reasons\":\"x\"}']\n"})
+	if err := CheckJudge(replayed, nil); err != nil {
+		t.Errorf("a fixture needs no judge: %v", err)
+	}
+}

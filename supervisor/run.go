@@ -169,6 +169,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if err := CheckRunLimits(t, o.Prices); err != nil {
 		return nil, &InputError{err}
 	}
+	if err := CheckJudge(t, o.Judge); err != nil {
+		return nil, &InputError{err}
+	}
 	redact := Redactor(secrets)
 	dir := RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
