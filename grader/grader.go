@@ -89,6 +89,15 @@ type Options struct {
 	// Judge answers llm_judge criteria (the user's judge model, with the run's budget and
 	// log); nil leaves them NOT_GRADED unless a criterion has a judge_fixture.
 	Judge *judge.Judge
+	// AgentJudge runs agent_judge criteria (a judge agent in its own sandbox, which only the
+	// supervisor can start); nil leaves them NOT_GRADED.
+	AgentJudge AgentJudge
+}
+
+// AgentJudge runs a judge agent over a copy of the snapshot and returns its verdict. A
+// judge that wrote no valid verdict is a Verdict with Malformed set; err is ceval's side.
+type AgentJudge interface {
+	RunAgentJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error)
 }
 
 // verdict is what evaluating one criterion yields before thresholds apply. A forced
@@ -165,6 +174,18 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return toolCallCriterion(c, opts)
 	case task.LLMJudge:
 		return llmJudge(ctx, c, s, opts)
+	case task.AgentJudge:
+		if opts.AgentJudge == nil {
+			return verdict{forced: NotGraded, details: "agent_judge runs a judge agent in its own sandbox: graded by ceval run (and regrade), not offline"}
+		}
+		v, err := opts.AgentJudge.RunAgentJudge(ctx, c, s)
+		if err != nil {
+			return errored("agent_judge: %v", err)
+		}
+		if v.Malformed != "" {
+			return failed("the judge agent wrote no valid verdict: %s", v.Malformed)
+		}
+		return scored(v.Score, fmt.Sprintf("judge agent score %.3g: %s", v.Score, quote(v.Reasons, 1200)))
 	}
 	return errored("unknown criterion type %q", c.Type)
 }

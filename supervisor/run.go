@@ -382,6 +382,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	}
 	defer closeJudge()
 	gopts.Judge = j
+	gopts.AgentJudge = &agentJudges{o: o, t: t, dir: dir}
 	g := grader.Grade(ctx, t, snap, gopts)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()

@@ -669,6 +669,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	for name, decode := range l.judgeFields(what, &c) {
 		all[name] = decode
 	}
+	for name, decode := range l.agentJudgeFields(what, &c) {
+		all[name] = decode
+	}
 	fields := []field{
 		{"type", nil},
 		{"description", func(v *yaml.Node) { l.str(v, what+".description", &c.Description) }},
@@ -686,6 +689,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	}
 	l.checkToolCriterion(rn, what, &c, seen)
 	l.checkJudgeCriterion(rn, what, &c, seen)
+	l.checkAgentJudge(rn, what, &c, seen)
 	switch c.Type {
 	case FileExists, FileMatchesRegex, FileContains, FileCheck, JSONCheck, ClassificationMatch:
 		need("path")

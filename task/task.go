@@ -178,6 +178,7 @@ const (
 	CommandsEfficiency = "commands_efficiency" // coder_eval's name: a tool_calls_budget
 	SkillTriggered     = "skill_triggered"     // coder_eval's name: a skill_used
 	LLMJudge           = "llm_judge"           // a model's verdict, asked by ceval on the host
+	AgentJudge         = "agent_judge"         // a judge agent's verdict, from its own sandbox
 )
 
 // Criterion is one success criterion; which fields are set depends on Type.
@@ -240,6 +241,12 @@ type Criterion struct {
 	ReferenceFiles []string // paths or globs under the reference directory shown to the judge
 	Samples        int      // verdicts asked; the median counts
 	JudgeAnswers   []string // judge_fixture's answers (replay), nil for a live judge
+
+	// agent_judge (Rubric and Timeout too).
+	JudgeAgent    string // claude-code | codex
+	JudgeModel    string
+	AgentFixture  string // absolute: the judge agent's gateway replay fixture; "" forwards
+	JudgeMaxTurns int
 }
 
 // FlagCheck is one flag predicate of a cli_called criterion: Op applied to the flag
