@@ -2,6 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -51,8 +54,76 @@ Inspect the work with your tools as the rubric requires. Then write your verdict
 {"score": <number from 0 to 1>, "reasons": "<a few sentences>"}
 and stop.`
 
+// recordedJudgment is agent_judge/verdict-N.json: the N-th judge's verdict and what it was
+// asked, so regrade (which starts no sandbox) reuses it while the inputs are the same.
+type recordedJudgment struct {
+	Inputs  string         `json:"inputs_sha256"`
+	Verdict *judge.Verdict `json:"verdict"`
+}
+
+// agentJudgeInputs digests what a judge agent is asked: the criterion and its fixture (the
+// snapshot is the run's own, the same at every regrade).
+func agentJudgeInputs(c *task.Criterion) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q %d %d\n", c.Rubric, c.JudgeAgent, c.JudgeModel, c.Timeout, c.JudgeMaxTurns)
+	if c.AgentFixture != "" {
+		data, err := os.ReadFile(c.AgentFixture)
+		if err != nil {
+			return "", err
+		}
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func verdictRecord(dir string, n int) string {
+	return filepath.Join(dir, AgentJudgeDir, fmt.Sprintf("verdict-%d.json", n))
+}
+
 // RunAgentJudge implements grader.AgentJudge.
 func (a *agentJudges) RunAgentJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error) {
+	v, err := a.run(ctx, c, s)
+	if err != nil {
+		return nil, err
+	}
+	inputs, err := agentJudgeInputs(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteJSONAtomic(verdictRecord(a.dir, a.n), recordedJudgment{Inputs: inputs, Verdict: v}); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// recordedAgentJudges answers regrade's agent_judge criteria from the verdicts the run
+// recorded, in order, while their inputs are unchanged.
+type recordedAgentJudges struct {
+	dir string
+	n   int
+}
+
+func (r *recordedAgentJudges) RunAgentJudge(_ context.Context, c *task.Criterion, _ *snapshot.Snapshot) (*judge.Verdict, error) {
+	r.n++
+	var rec recordedJudgment
+	data, err := os.ReadFile(verdictRecord(r.dir, r.n))
+	if err == nil {
+		err = json.Unmarshal(data, &rec)
+	}
+	if err != nil || rec.Verdict == nil {
+		return nil, fmt.Errorf("regrade starts no judge agent, and the run recorded no verdict for agent_judge #%d: run the task again", r.n)
+	}
+	inputs, err := agentJudgeInputs(c)
+	if err != nil {
+		return nil, err
+	}
+	if inputs != rec.Inputs {
+		return nil, fmt.Errorf("agent_judge #%d changed since the run (rubric, agent, model, limits or fixture), and regrade starts no judge agent: run the task again", r.n)
+	}
+	return rec.Verdict, nil
+}
+
+func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error) {
 	a.n++
 	files, err := judgedFiles(s)
 	if err != nil {

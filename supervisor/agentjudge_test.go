@@ -1,12 +1,14 @@
 package supervisor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/snapshot"
 )
 
 // agent_judge end to end with the real Claude Code in replay mode: the judge runs in its
@@ -45,6 +47,21 @@ func TestAgentJudgeRealClaudeCodeInReplay(t *testing.T) {
 	judgeOut, _ := os.ReadFile(filepath.Join(res.Dir, AgentJudgeDir, res.RunID, "default", "judged-by-agent-agent-judge-1", "1", StdoutFile))
 	if !strings.Contains(string(judgeOut), "no-planted-verdict") {
 		t.Errorf("the judge's Bash output does not show the planted verdict missing:\n%s", tail(judgeOut))
+	}
+	// Regrade starts no judge: it reuses the recorded verdicts while the inputs are the same.
+	snap, err := snapshot.Load(filepath.Join(res.Dir, WorkspaceDir), filepath.Join(res.Dir, SnapshotFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := loadedTask(t, doc, files)
+	g := grader.Grade(context.Background(), tk, snap, grader.Options{AgentJudge: &recordedAgentJudges{dir: res.Dir}})
+	if g.Criteria[0].Score != 0.8 || g.Criteria[0].Status != grader.Pass || g.Criteria[1].Status != grader.Fail {
+		t.Errorf("regrade: %+v", g.Criteria)
+	}
+	changed := loadedTask(t, strings.Replace(doc, "Score 0.8 if", "Score 0.9 if", 1), files)
+	g = grader.Grade(context.Background(), changed, snap, grader.Options{AgentJudge: &recordedAgentJudges{dir: res.Dir}})
+	if g.Criteria[0].Status != grader.Error || !strings.Contains(g.Criteria[0].Details, "changed since the run") {
+		t.Errorf("regrade with a changed rubric: %+v", g.Criteria[0])
 	}
 	// The graded snapshot is the agent's, untouched by the judge.
 	if b, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, VerdictFile)); string(b) != planted {

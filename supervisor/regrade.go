@@ -71,6 +71,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}
 		o.Judge = j
+		o.AgentJudge = &recordedAgentJudges{dir: dir}
 		g := grader.Grade(ctx, t, snap, o)
 		closeJudge()
 		res.Result = *g
