@@ -9,8 +9,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/toolcalls"
 )
 
 // Status is the outcome of one criterion.
@@ -81,6 +83,23 @@ type Options struct {
 	// MockCallsPath is the run's protected-mock call log (ceval's own, never the agent's),
 	// which cli_called and command_executed grade; "" leaves them NOT_GRADED.
 	MockCallsPath string
+	// ToolCalls are the run's tool calls, read from the model gateway's transcript (never
+	// from the agent's own files), which tool_called, tool_calls_budget and skill_used grade;
+	// nil leaves them NOT_GRADED, and ToolCallsError (the transcript unreadable) makes them ERROR.
+	ToolCalls      *toolcalls.Log
+	ToolCallsError error
+	// Judge answers llm_judge criteria (the user's judge model, with the run's budget and
+	// log); nil leaves them NOT_GRADED unless a criterion has a judge_fixture.
+	Judge *judge.Judge
+	// AgentJudge runs agent_judge criteria (a judge agent in its own sandbox, which only the
+	// supervisor can start); nil leaves them NOT_GRADED.
+	AgentJudge AgentJudge
+}
+
+// AgentJudge runs a judge agent over a copy of the snapshot and returns its verdict. A
+// judge that wrote no valid verdict is a Verdict with Malformed set; err is ceval's side.
+type AgentJudge interface {
+	RunAgentJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error)
 }
 
 // verdict is what evaluating one criterion yields before thresholds apply. A forced
@@ -153,6 +172,22 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return classificationMatch(c, s)
 	case task.CLICalled, task.CommandExecuted:
 		return mockCalls(c, opts.MockCallsPath)
+	case task.ToolCalled, task.ToolCallsBudget, task.SkillUsed:
+		return toolCallCriterion(c, opts)
+	case task.LLMJudge:
+		return llmJudge(ctx, c, s, opts)
+	case task.AgentJudge:
+		if opts.AgentJudge == nil {
+			return verdict{forced: NotGraded, details: "agent_judge runs a judge agent in its own sandbox: graded by ceval run (and regrade), not offline"}
+		}
+		v, err := opts.AgentJudge.RunAgentJudge(ctx, c, s)
+		if err != nil {
+			return errored("agent_judge: %v", err)
+		}
+		if v.Malformed != "" {
+			return failed("the judge agent wrote no valid verdict: %s", v.Malformed)
+		}
+		return scored(v.Score, fmt.Sprintf("judge agent score %.3g: %s", v.Score, quote(v.Reasons, 1200)))
 	}
 	return errored("unknown criterion type %q", c.Type)
 }

@@ -93,6 +93,7 @@ type runPanel struct {
 	Logs      []logPreview
 	Limits    []string
 	Notes     []string
+	ToolCalls string // the tool-call sequence, one a line
 }
 
 type criterionRow struct {
@@ -195,6 +196,7 @@ func panelFor(expDir string, i int, r Run) runPanel {
 			p.Isolation[j][1] = StripControls(p.Isolation[j][1])
 		}
 	}
+	p.ToolCalls = toolCallSequence(r.Dir, res)
 	rel, err := filepath.Rel(expDir, r.Dir)
 	if err != nil {
 		rel = ""

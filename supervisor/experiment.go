@@ -226,6 +226,9 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		if err := CheckRunLimits(en.Task, o.Run.Prices); err != nil {
 			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
 		}
+		if err := CheckJudge(en.Task, o.Run.Judge); err != nil {
+			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
+		}
 	}
 	if o.Resume {
 		old, err := ReadPlan(expDir)

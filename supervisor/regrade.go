@@ -65,7 +65,15 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		if len(t.ProtectedMocks) > 0 {
 			o.MockCallsPath = filepath.Join(dir, MockCallsFile)
 		}
+		res.ToolCalls = readToolCalls(t, dir, &o)
+		j, closeJudge, err := runJudge(t, dir, opts.Judge, true)
+		if err != nil {
+			return out, fmt.Errorf("regrade %s: %w", dir, err)
+		}
+		o.Judge = j
+		o.AgentJudge = &recordedAgentJudges{dir: dir}
 		g := grader.Grade(ctx, t, snap, o)
+		closeJudge()
 		res.Result = *g
 		// What happened to the agent is as the run recorded it (limits_hit included).
 		res.Status, _ = FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)

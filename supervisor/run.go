@@ -14,8 +14,10 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/toolcalls"
 )
 
 // Run statuses beyond the grader's.
@@ -62,6 +64,9 @@ type Options struct {
 	// GatewayAllow is, per API, what the model gateway forwards of the agent's requests (the
 	// gateway_allow section of ceval's config; a task never sets it); nil: the defaults.
 	GatewayAllow map[string]gateway.Allowlist
+	// Judge is the judge model of ceval's config, for llm_judge (each run gets its own
+	// budget and judge_calls.jsonl); nil: only criteria with a judge_fixture are judged.
+	Judge *judge.Judge
 }
 
 // Result is result.json: the grade plus what the run was.
@@ -94,6 +99,10 @@ type Result struct {
 	// Gateway is the model gateway's mode and the usage it metered (the calls are in
 	// ModelCallsFile); Agent.Tokens is what the CLI itself reported.
 	Gateway *GatewayResult `json:"gateway,omitempty"`
+
+	// ToolCalls counts the tool calls the model asked for, per tool, as the gateway's
+	// transcript records them (package toolcalls).
+	ToolCalls *toolcalls.Summary `json:"tool_calls,omitempty"`
 }
 
 // AgentResult is what the agent did, as far as ceval saw it.
@@ -161,6 +170,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		return nil, &InputError{err}
 	}
 	if err := CheckRunLimits(t, o.Prices); err != nil {
+		return nil, &InputError{err}
+	}
+	if err := CheckJudge(t, o.Judge); err != nil {
 		return nil, &InputError{err}
 	}
 	redact := Redactor(secrets)
@@ -369,6 +381,14 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if mocks != nil {
 		gopts.MockCallsPath = filepath.Join(dir, MockCallsFile)
 	}
+	res.ToolCalls = readToolCalls(t, dir, &gopts)
+	j, closeJudge, err := runJudge(t, dir, o.Judge, false)
+	if err != nil {
+		return res, &InfraError{err}
+	}
+	defer closeJudge()
+	gopts.Judge = j
+	gopts.AgentJudge = &agentJudges{o: o, t: t, dir: dir}
 	g := grader.Grade(ctx, t, snap, gopts)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()

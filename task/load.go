@@ -193,6 +193,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 	}
 	t.read = l.read
 	l.checkMockCriteria(t)
+	l.checkToolCriteria(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}
@@ -686,6 +687,15 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			c.MaxCount = int(n)
 		},
 	}
+	for name, decode := range l.toolCallFields(what, &c) {
+		all[name] = decode
+	}
+	for name, decode := range l.judgeFields(what, &c) {
+		all[name] = decode
+	}
+	for name, decode := range l.agentJudgeFields(what, &c) {
+		all[name] = decode
+	}
 	fields := []field{
 		{"type", nil},
 		{"description", func(v *yaml.Node) { l.str(v, what+".description", &c.Description) }},
@@ -701,6 +711,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.errorf(rn, "%s: missing required field %s", what, name)
 		}
 	}
+	l.checkToolCriterion(rn, what, &c, seen)
+	l.checkJudgeCriterion(rn, what, &c, seen)
+	l.checkAgentJudge(rn, what, &c, seen)
 	switch c.Type {
 	case FileExists, FileMatchesRegex, FileContains, FileCheck, JSONCheck, ClassificationMatch:
 		need("path")

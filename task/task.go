@@ -184,6 +184,14 @@ const (
 	WASMCheck           = "wasm"
 	CLICalled           = "cli_called"       // graded on the protected mocks' call log
 	CommandExecuted     = "command_executed" // graded on the protected mocks' call log
+	// Graded on the tool calls in the model gateway's transcript (package toolcalls).
+	ToolCalled         = "tool_called"
+	ToolCallsBudget    = "tool_calls_budget"
+	SkillUsed          = "skill_used"
+	CommandsEfficiency = "commands_efficiency" // coder_eval's name: a tool_calls_budget
+	SkillTriggered     = "skill_triggered"     // coder_eval's name: a skill_used
+	LLMJudge           = "llm_judge"           // a model's verdict, asked by ceval on the host
+	AgentJudge         = "agent_judge"         // a judge agent's verdict, from its own sandbox
 )
 
 // Criterion is one success criterion; which fields are set depends on Type.
@@ -225,6 +233,35 @@ type Criterion struct {
 	Flags      []FlagCheck // cli_called: every check holds
 	MinCount   int         // default 1
 	MaxCount   int         // -1: no maximum
+
+	// Tool-call criteria (tool_called, tool_calls_budget, skill_used), graded on the model
+	// gateway's transcript; Tool is the exact tool name, MinCount and MaxCount count calls.
+	ToolPattern    string // regular expression on the tool name
+	InputField     string // the input field InputPattern tests; "": command or cmd, else all fields
+	InputPattern   string
+	ExcludePattern string // calls whose input matches it do not count
+	Outcome        string // any | ok | error
+	Target, Max    int    // tool_calls_budget: score 1 at or under Target calls, 0 at Max
+	BudgetRatio    bool   // commands_efficiency: score Target/max(calls, Target), 0 for no call
+	Skill          string // skill_used
+	ExpectUsed     bool   // skill_used: false when the skill must not be used
+	Alias          string // the coder_eval type the task wrote (command_executed, ...), "" when none
+
+	// llm_judge.
+	Rubric         string   // the rubric's text (inline, or read from rubric_file)
+	Files          []string // workspace paths or globs shown to the judge
+	MaxFileBytes   int      // per file shown
+	ReferenceFiles []string // paths or globs under the reference directory shown to the judge
+	Samples        int      // verdicts asked; the median counts
+	JudgeAnswers   []string // judge_fixture's answers (replay), nil for a live judge
+
+	// agent_judge (Rubric and Timeout too).
+	JudgeAgent       string // claude-code | codex
+	JudgeModel       string
+	AgentFixturePath string           // absolute: the judge agent's gateway replay fixture; "" forwards
+	AgentFixture     *gateway.Fixture // parsed at load from AgentFixturePath
+	AgentFixtureData []byte           // its bytes as read at load (digested for regrade reuse)
+	JudgeMaxTurns    int
 }
 
 // FlagCheck is one flag predicate of a cli_called criterion: Op applied to the flag
@@ -233,6 +270,11 @@ type FlagCheck struct {
 	Flag  string
 	Op    string // equals | contains | regex | present | absent
 	Value string // for equals, contains and regex
+}
+
+// OnToolCalls reports whether the criterion is graded on the model gateway's transcript.
+func (c *Criterion) OnToolCalls() bool {
+	return c.Type == ToolCalled || c.Type == ToolCallsBudget || c.Type == SkillUsed
 }
 
 // Executes reports whether the criterion runs code (and so runs in the WASM sandbox).

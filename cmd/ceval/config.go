@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/supervisor"
 )
 
@@ -26,17 +28,67 @@ import (
 //	    header_values: {anthropic-beta: [claude-code-20250219, ...]}
 //	    values: {service_tier: [standard_only, auto]}
 //	id_range: {start: 2147483648, slots: 1024}  # host IDs of the runs' user namespaces: 65536 per live run
+//	judge:                           # the model llm_judge asks, from the host; its key from ceval's environment
+//	  api: anthropic                 # or openai
+//	  model: claude-sonnet-4-5
+//	  base_url: https://proxy.example # optional
+//	  key_env: ANTHROPIC_API_KEY      # default: ANTHROPIC_API_KEY or OPENAI_API_KEY by api
+//	  timeout: 60s                    # per call
+//	  max_calls_per_run: 20           # retries included
+//	  max_usd_per_run: 1              # priced from prices.<model>; 0: no limit
 type userConfig struct {
 	AllowEnv         []string               `yaml:"allow_env"`
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
 	Prices           map[string]priceConfig `yaml:"prices"`
 	GatewayAllow     map[string]allowConfig `yaml:"gateway_allow"`
 	IDRange          *supervisor.IDRange    `yaml:"id_range"`
+	Judge            *judgeConfig           `yaml:"judge"`
 
 	// prices is Prices checked, with the defaults filled in.
 	prices map[string]gateway.Price
 	// gatewayAllow is GatewayAllow checked.
 	gatewayAllow map[string]gateway.Allowlist
+	// judge is Judge checked, with its key from the environment; nil when none.
+	judge *judge.Judge
+}
+
+// judgeConfig is the judge section: the model llm_judge criteria ask.
+type judgeConfig struct {
+	API            string        `yaml:"api"`
+	Model          string        `yaml:"model"`
+	BaseURL        string        `yaml:"base_url"`
+	KeyEnv         string        `yaml:"key_env"`
+	Timeout        time.Duration `yaml:"timeout"`
+	MaxCallsPerRun int           `yaml:"max_calls_per_run"`
+	MaxUSDPerRun   float64       `yaml:"max_usd_per_run"`
+}
+
+// judgeFrom checks the judge section and takes the key from the environment (never from a
+// task); a missing key is reported when a judge call needs it.
+func judgeFrom(jc *judgeConfig, prices map[string]gateway.Price, getenv func(string) string) (*judge.Judge, error) {
+	if jc == nil {
+		return nil, nil
+	}
+	keyEnv := map[string]string{judge.Anthropic: "ANTHROPIC_API_KEY", judge.OpenAI: "OPENAI_API_KEY"}[jc.API]
+	switch {
+	case keyEnv == "":
+		return nil, fmt.Errorf("judge.api %q: give anthropic or openai", jc.API)
+	case jc.Model == "":
+		return nil, errors.New("judge.model is required (the judge model's name)")
+	case jc.Timeout < 0 || jc.MaxCallsPerRun < 0 || jc.MaxUSDPerRun < 0:
+		return nil, errors.New("judge: timeout, max_calls_per_run and max_usd_per_run must not be negative")
+	}
+	if jc.KeyEnv != "" {
+		keyEnv = jc.KeyEnv
+	}
+	cfg := judge.Config{API: jc.API, Model: jc.Model, BaseURL: jc.BaseURL, Key: getenv(keyEnv), KeyEnv: keyEnv,
+		Timeout: jc.Timeout, MaxCalls: jc.MaxCallsPerRun, MaxUSD: jc.MaxUSDPerRun}
+	if p, ok := prices[jc.Model]; ok {
+		cfg.InputPerMTok, cfg.OutputPerMTok = p.Input, p.Output
+	} else if jc.MaxUSDPerRun > 0 {
+		return nil, fmt.Errorf("judge.max_usd_per_run needs a price for %q: add prices.%s", jc.Model, jc.Model)
+	}
+	return judge.New(cfg, nil, nil), nil
 }
 
 // allowConfig is one API's entry under gateway_allow (see gateway.Allowlist); a list left
@@ -114,6 +166,9 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 		return cfg, fmt.Errorf("config file %s: %w", path, err)
 	}
 	if cfg.prices, err = gatewayPrices(cfg.Prices); err != nil {
+		return cfg, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if cfg.judge, err = judgeFrom(cfg.Judge, cfg.prices, os.Getenv); err != nil {
 		return cfg, fmt.Errorf("config file %s: %w", path, err)
 	}
 	if len(cfg.GatewayAllow) > 0 {

@@ -282,7 +282,7 @@ func newReportCmd() *cobra.Command {
 	return cmd
 }
 
-func newRegradeCmd() *cobra.Command {
+func newRegradeCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "regrade RUN_DIR",
 		Short: "Grade an experiment's saved snapshots again with the current criteria; no agent runs",
@@ -303,7 +303,11 @@ func newRegradeCmd() *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer closeEx()
-			done, err := supervisor.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{Executor: ex})
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			done, err := supervisor.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{Executor: ex, Judge: ucfg.judge})
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

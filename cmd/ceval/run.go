@@ -67,7 +67,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				return runExperiment(cmd, g, args[0], &x, supervisor.Options{
 					RunsDir: runsDir, Grace: grace, Busybox: busybox,
 					Allow:  supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
-					Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
+					Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(), Judge: ucfg.judge,
 				})
 			}
 			for _, a := range args {
@@ -129,7 +129,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					RunsDir: runsDir, RunID: runID, Client: c, Namespace: g.namespace,
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
-					Progress: progressPrinter(errOut, t.ID), Executor: ex,
+					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge,
 				}
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)
