@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,6 +194,40 @@ func TestEachBuiltinAgentFoolsATaskWeakToIt(t *testing.T) {
 		}
 		if r.Verdict != Broken || !strings.Contains(strings.Join(r.Reasons, "\n"), "the "+tc.agent+" agent") && !strings.Contains(strings.Join(r.Reasons, "\n"), "cheat "+tc.agent+" ") {
 			t.Errorf("%s: verdict %s, reasons %q: want broken (no oracle) and the agent named", tc.agent, r.Verdict, r.Reasons)
+		}
+	}
+}
+
+// A normal run of a task with a solution (script and files) searches every directory of the
+// agent's container it can read (regular files only: a FIFO would block) for the solution's marker: it must find the template's
+// marker (so the search works) and never the solution's.
+func TestSolutionNeverReachesTheAgentsContainer(t *testing.T) {
+	ctx, ro := runOptions(t)
+	mark := "MARK-" + strings.ReplaceAll(supervisor.NewRunID(time.Now()), "-", "")
+	search := `r=` + strings.TrimPrefix(mark, "MARK-") + `; for d in /workspace /home /tmp /opt /etc /usr /bin /sbin /root /var /run /mnt /srv /.ceval /lib; do find $d -type f -exec grep -l "MARK-$r" {} + 2>/dev/null; done > /tmp/found; cp /tmp/found /workspace/found.txt`
+	for i, form := range []string{"script: solution/solve.sh", "files: solution"} {
+		doc := "task_id: hidden-solution\ninitial_prompt: Look around.\n" +
+			"agent: {type: command, command: [/bin/sh, -c, '" + search + "']}\n" +
+			"sandbox:\n  limits: {timeout: 1m, memory_mb: 256, pids: 64, disk_mb: 16}\n  workspace: {template_dir: template}\n" +
+			"solution: {" + form + "}\n" +
+			"success_criteria: [{type: file_exists, path: found.txt}]\n"
+		tk := load(t, writeTask(t, doc, map[string]string{
+			"template/start.txt":   "template " + mark + "\n",
+			"solution/solve.sh":    "echo solution " + mark + " > answer.txt\n",
+			"solution/answer.txt":  "solution " + mark + "\n",
+			"solution/sub/more.md": mark,
+		}))
+		ro.Variant = fmt.Sprint("form", i)
+		res, err := supervisor.Run(ctx, tk, ro)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := os.ReadFile(filepath.Join(res.Dir, supervisor.WorkspaceDir, "found.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Fields(string(found)); len(got) != 1 || got[0] != "/workspace/start.txt" {
+			t.Errorf("solution {%s}: the marker is in the container at %q; want only the template's /workspace/start.txt", form, got)
 		}
 	}
 }
