@@ -137,6 +137,34 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
+// strictHelp is validate --strict's part of validate's help.
+const strictHelp = "--strict adds warnings, as FILE:LINE:COL, for weak criteria a cheat can pass without solving\n" +
+	"the task (the static part of ceval audit): no solution, no gating criterion, only existence\n" +
+	"checks, includes without excludes, a pattern that matches an empty file, JSON checked for\n" +
+	"fields but not values, and run_command checking only the exit code of code the agent\n" +
+	"controls. With --strict, exit 1 when there is any warning."
+
+// printWarnings prints the weak patterns of each task not already in seen (a task file named
+// again, or by an experiment) and returns how many it printed. Paths below the working
+// directory are printed relative to it.
+func printWarnings(w io.Writer, seen map[string]bool, tasks ...*task.Task) int {
+	n := 0
+	wd, _ := os.Getwd()
+	for _, t := range tasks {
+		for _, wr := range audit.Lint(t) {
+			if rel, err := filepath.Rel(wd, wr.File); err == nil && filepath.IsLocal(rel) {
+				wr.File = rel
+			}
+			if s := wr.String(); !seen[s] {
+				seen[s] = true
+				fmt.Fprintln(w, s)
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // auditTargets loads every task file and experiment named; close releases them all.
 func auditTargets(args []string) ([]audit.Target, func(), error) {
 	var targets []audit.Target
