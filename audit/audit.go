@@ -141,6 +141,9 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 			jobs = append(jobs, job{i, r.Leaked, Leaked(tg.Task), tg})
 		}
 	}
+	for _, j := range jobs { // until it runs: an interrupted audit proves nothing
+		*j.slot = Run{Agent: j.agent.Name, Kind: j.agent.Kind, What: j.agent.What, Error: "not run: the audit was interrupted"}
+	}
 	work := make(chan job)
 	var wg sync.WaitGroup
 	for range max(o.Jobs, 1) {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"encoding/base64"
 	"reflect"
 	"regexp"
@@ -103,5 +104,17 @@ func TestLeakedAgentWritesTheLiteralExpectations(t *testing.T) {
 	}
 	if !strings.Contains(a.What, "out.txt") {
 		t.Errorf("what = %q", a.What)
+	}
+}
+
+// An audit cancelled before its runs start must not read as ok: the runs that never ran say
+// so, and the verdict is error.
+func TestInterruptedAuditIsNotOK(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tk := &task.Task{ID: "t"} // no solution: broken, were the unrun runs not errors
+	reps, err := Audit(ctx, []Target{{Task: tk}}, Options{})
+	if err == nil || len(reps) != 1 || reps[0].Verdict != Error {
+		t.Fatalf("err %v, reports %+v", err, reps)
 	}
 }

@@ -175,7 +175,14 @@ func auditTargets(args []string) ([]audit.Target, func(), error) {
 		}
 	}
 	var problems []error
+	given := map[string]bool{}
 	for _, a := range args {
+		if abs, err := filepath.Abs(a); err == nil {
+			if given[abs] {
+				continue // named twice: its runs would share their directories
+			}
+			given[abs] = true
+		}
 		if task.IsExperiment(a) {
 			e, err := task.LoadExperiment(a, task.ExperimentOptions{})
 			if err != nil {
