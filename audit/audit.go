@@ -106,7 +106,12 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 		names = append([]string{NullAgent, UnchangedAgent}, o.Agents...)
 	}
 	var builtins []Agent
+	seen := map[string]bool{}
 	for _, n := range names {
+		if seen[n] { // each agent once: its runs have one directory per task
+			continue
+		}
+		seen[n] = true
 		a, err := Builtin(n)
 		if err != nil {
 			return nil, err

@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -116,5 +118,32 @@ func TestInterruptedAuditIsNotOK(t *testing.T) {
 	reps, err := Audit(ctx, []Target{{Task: tk}}, Options{})
 	if err == nil || len(reps) != 1 || reps[0].Verdict != Error {
 		t.Fatalf("err %v, reports %+v", err, reps)
+	}
+}
+
+// A solution directory holding a symlink (to a host file, say) or too many bytes is refused
+// with a message saying what to do, never followed or cut.
+func TestOracleRefusesSolutionFilesItCannotPassFaithfully(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		prep func(dir string) error
+		want string
+	}{
+		{"symlink", func(dir string) error { return os.Symlink("/etc/passwd", filepath.Join(dir, "sol", "passwd")) }, "not a regular file or directory"},
+		{"too big", func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "sol", "big"), make([]byte, maxSolutionBytes+1), 0o644)
+		}, "use solution.script"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeTask(t, "task_id: t\ninitial_prompt: p\nsolution: {files: sol}\nsuccess_criteria: [{type: file_exists, path: a}]\n",
+				map[string]string{"sol/a": "x"})
+			if err := tc.prep(filepath.Dir(p)); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Oracle(load(t, p).Solution)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
