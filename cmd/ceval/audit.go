@@ -88,6 +88,8 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 				Run: supervisor.Options{
 					RunsDir: runsDir, RunID: supervisor.NewRunID(time.Now()), Client: sess.client, Namespace: g.namespace,
 					Version: cevalVersion(), Preflight: sess.preflight, Busybox: busybox, Executor: ex, IDs: ucfg.idRange(),
+					// A task asking for host networking gets it only as for ceval run: when the user's config allows it.
+					Allow: supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},
 				},
 				Jobs: jobs, LeakedCriteria: leaked,
 				Progress: func(t audit.Target, r audit.Run) {
