@@ -208,6 +208,14 @@ func auditTargets(args []string) ([]audit.Target, func(), error) {
 	return targets, closeAll, errors.Join(problems...)
 }
 
+func criterionNames(cs []audit.Criterion) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.String()
+	}
+	return out
+}
+
 // writeAuditJSON keeps the reports beside the audit's run directories.
 func writeAuditJSON(dir string, reps []audit.Report) error {
 	data, err := json.MarshalIndent(reps, "", "  ")
@@ -264,6 +272,12 @@ func printAudit(w io.Writer, reps []audit.Report) {
 	for _, r := range reps {
 		for _, why := range r.Reasons {
 			fmt.Fprintf(w, "%s: %s: %s\n", auditName(r.TaskID, r.Variant), r.Verdict, why)
+		}
+		for _, run := range r.Runs {
+			if run.AboveNull && !run.Success && len(run.Fooled) > 0 {
+				fmt.Fprintf(w, "%s: note: %s scores %.2f, over the null agent's, passing %s\n",
+					auditName(r.TaskID, r.Variant), run.Agent, run.Score, strings.Join(criterionNames(run.Fooled), ", "))
+			}
 		}
 		if l := r.Leaked; l != nil {
 			var passed []string
