@@ -33,8 +33,9 @@ func (s *Solution) Close() error {
 	return errors.Join(s.Script.Close(), s.Files.Close())
 }
 
-// maxSolutionScanEntries bounds the walk of the container-bound material for the solution.
-const maxSolutionScanEntries = 200_000
+// maxSolutionScanEntries bounds the walk of the container-bound material for the solution:
+// the template's own bound, so no template valid without a solution is refused with one.
+const maxSolutionScanEntries = maxTemplateEntries
 
 func (l *loader) solution(n *yaml.Node) *Solution {
 	rn := resolve(n)
