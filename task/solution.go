@@ -122,7 +122,7 @@ func findID(root *os.Root, id fileID) (string, error) {
 		if entries++; entries > maxSolutionScanEntries {
 			return fmt.Errorf("more than %d entries", maxSolutionScanEntries)
 		}
-		got, err := statID(root.Lstat(p))
+		got, err := statID(root.Lstat(p)) // through the handle: DirEntry.Info would lstat by path
 		if err != nil {
 			return err
 		}
