@@ -69,6 +69,9 @@ type Report struct {
 	Oracle  *Run     `json:"oracle"`  // nil when the task has no solution
 	// Runs are the null agent, the unchanged agent and every cheat, in that order.
 	Runs []Run `json:"runs"`
+	// Warnings are the weak patterns validate --strict finds in the criteria (informational:
+	// the runs are the proof).
+	Warnings []string `json:"warnings,omitempty"`
 	// Leaked is the informational leaked-criteria run (--leaked-criteria); it never changes
 	// the verdict.
 	Leaked *Run `json:"leaked_criteria,omitempty"`
@@ -119,10 +122,9 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 		builtins = append(builtins, a)
 	}
 	type job struct {
-		report int
-		slot   *Run
-		agent  Agent
-		t      Target
+		slot  *Run
+		agent Agent
+		t     Target
 	}
 	reports := make([]Report, len(targets))
 	var jobs []job
@@ -130,20 +132,23 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 		r := &reports[i]
 		r.TaskID, r.Variant, r.Path = tg.Task.ID, tg.Variant, tg.Task.Path
 		r.Runs = make([]Run, len(builtins))
+		for _, w := range Lint(tg.Task) {
+			r.Warnings = append(r.Warnings, w.String())
+		}
 		if tg.Task.Solution != nil {
 			r.Oracle = &Run{Agent: OracleAgent, Kind: KindOracle}
 			if a, err := Oracle(tg.Task.Solution); err != nil {
 				r.Oracle.Error = err.Error()
 			} else {
-				jobs = append(jobs, job{i, r.Oracle, a, tg})
+				jobs = append(jobs, job{r.Oracle, a, tg})
 			}
 		}
 		for j, a := range builtins {
-			jobs = append(jobs, job{i, &r.Runs[j], a, tg})
+			jobs = append(jobs, job{&r.Runs[j], a, tg})
 		}
 		if o.LeakedCriteria {
 			r.Leaked = &Run{Agent: LeakedAgent, Kind: KindLeaked}
-			jobs = append(jobs, job{i, r.Leaked, Leaked(tg.Task), tg})
+			jobs = append(jobs, job{r.Leaked, Leaked(tg.Task), tg})
 		}
 	}
 	for _, j := range jobs { // until it runs: an interrupted audit proves nothing

@@ -273,6 +273,9 @@ func printAudit(w io.Writer, reps []audit.Report) {
 		for _, why := range r.Reasons {
 			fmt.Fprintf(w, "%s: %s: %s\n", auditName(r.TaskID, r.Variant), r.Verdict, why)
 		}
+		for _, warn := range r.Warnings {
+			fmt.Fprintln(w, warn)
+		}
 		for _, run := range r.Runs {
 			if run.AboveNull && !run.Success && len(run.Fooled) > 0 {
 				fmt.Fprintf(w, "%s: note: %s scores %.2f, over the null agent's, passing %s\n",
