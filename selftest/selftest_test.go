@@ -22,7 +22,7 @@ var suiteNames = []string{
 	"author-git-host-alternates", "author-git-host-objects", "author-material-swap",
 	"canary-ceval-binary", "canary-env-and-home", "canary-find-name", "canary-grep-filesystem",
 	"canary-mountinfo-paths", "canary-path-guess", "canary-proc-cmdline", "canary-proc-environ",
-	"canary-proc-fd", "canary-proc-mem", "canary-proc-root-cwd",
+	"canary-proc-fd", "canary-proc-mem", "canary-proc-root-cwd", "canary-solution",
 	"escape-capabilities", "escape-engine-socket", "escape-host-fd", "escape-host-mounts",
 	"escape-masked-proc", "escape-proc-self-exe", "escape-write-rootfs",
 	"fill-dev-shm", "fill-home", "fill-tmp", "fill-workspace",

@@ -171,6 +171,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"protected_mocks", func(v *yaml.Node) { t.ProtectedMocks = l.protectedMocks(v) }},
 		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
 		{"run_limits", func(v *yaml.Node) { t.RunLimits = l.runLimits(v) }},
+		{"solution", func(v *yaml.Node) { t.Solution = l.solution(v) }},
 	})
 	if seen == nil {
 		return t
@@ -194,6 +195,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 	t.read = l.read
 	l.checkMockCriteria(t)
 	l.checkToolCriteria(t)
+	l.checkSolutionHidden(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}

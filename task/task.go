@@ -56,6 +56,8 @@ type Task struct {
 	// RunLimits are the run's model budgets, enforced by the model gateway; nil when the
 	// task sets none.
 	RunLimits *RunLimits
+	// Solution is the task's oracle for `ceval audit`; grader-only, nil when none.
+	Solution *Solution
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it

@@ -78,6 +78,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newBundleCmd())
 	root.AddCommand(newSelftestCmd(g))
 	root.AddCommand(newCompareCmd())
+	root.AddCommand(newAuditCmd(g))
 	return root
 }
 

@@ -11,12 +11,16 @@ import (
 )
 
 func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
+	var strict bool
+	var warned int
+	seen := map[string]bool{}
+	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check task and experiment files and report every problem as FILE:LINE:COL",
 		Long: "validate loads each task file strictly (unknown fields, wrong types, missing fields,\n" +
 			"regular expressions and JMESPath expressions that do not compile, paths that leave the\n" +
-			"task's directory) and prints every problem it finds. Exit 0 when all are valid, 2 otherwise.",
+			"task's directory) and prints every problem it finds. Exit 0 when all are valid, 2 otherwise.\n\n" +
+			strictHelp,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
@@ -30,6 +34,9 @@ func newValidateCmd() *cobra.Command {
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (experiment %s, %d runs: %d variant/task pairs x %d repeats)\n",
 						f, e.ID, len(e.Entries)*e.Repeats, len(e.Entries), e.Repeats)
+					if strict {
+						warned += printWarnings(cmd.ErrOrStderr(), seen, experimentTasks(e)...)
+					}
 					continue
 				}
 				t, err := task.Load(f)
@@ -46,13 +53,21 @@ func newValidateCmd() *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (task %s, %d criteria, image %s)\n", f, t.ID, len(t.Criteria), taskImage(t.Sandbox))
+				if strict {
+					warned += printWarnings(cmd.ErrOrStderr(), seen, t)
+				}
 			}
 			if bad > 0 {
 				return exitWith(exitInvalid, fmt.Errorf("%d of %d files invalid", bad, len(args)))
 			}
+			if warned > 0 {
+				return exitWith(exitFailure, fmt.Errorf("--strict: %d warning(s); fix the criteria (ceval audit runs the cheats they name)", warned))
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "also warn (FILE:LINE) about weak criteria a cheat can pass; exit 1 on any")
+	return cmd
 }
 
 // loadTask loads one task file, mapping invalid input to exit code 2 with every problem.

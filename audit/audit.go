@@ -1,0 +1,307 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/task"
+)
+
+// Verdicts.
+const (
+	OK       = "ok"       // the oracle reaches SUCCESS and no baseline or cheat does
+	Hackable = "hackable" // the oracle reaches SUCCESS, and so does a baseline or a cheat
+	Broken   = "broken"   // no oracle, or the oracle does not reach SUCCESS: unsolvable as written
+	Error    = "error"    // an audit run failed on ceval's side: nothing was proved
+)
+
+// scoreEpsilon absorbs float rounding when a cheat's score is compared with the null agent's.
+const scoreEpsilon = 1e-9
+
+// Run is one audit agent's run of a task.
+type Run struct {
+	Agent   string  `json:"agent"`
+	Kind    string  `json:"kind"`
+	What    string  `json:"what"`
+	Status  string  `json:"status"` // the run's status (SUCCESS, FAILURE, ...); "" when it did not run
+	Score   float64 `json:"score"`
+	Success bool    `json:"success"`
+	// AboveNull says the score is over the null agent's: the agent gained something
+	// without solving the task, even if it stayed below the pass threshold.
+	AboveNull bool `json:"above_null,omitempty"`
+	// Fooled are the gating criteria this agent passed and the null agent did not.
+	Fooled []Criterion `json:"fooled,omitempty"`
+	// Criteria is every criterion's outcome in this run.
+	Criteria []Criterion `json:"criteria,omitempty"`
+	RunDir   string      `json:"run_dir,omitempty"`
+	Error    string      `json:"error,omitempty"` // why the run failed on ceval's side
+}
+
+// Criterion names one criterion of the task.
+type Criterion struct {
+	Index       int    `json:"index"` // in success_criteria
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	Line        int    `json:"line"`
+	Gating      bool   `json:"gating"`
+	Passed      bool   `json:"passed"`
+}
+
+func (c Criterion) String() string {
+	s := fmt.Sprintf("success_criteria[%d] (%s, line %d)", c.Index, c.Type, c.Line)
+	if c.Description != "" {
+		s += " " + c.Description
+	}
+	return s
+}
+
+// Report is the audit of one task.
+type Report struct {
+	TaskID  string   `json:"task_id"`
+	Variant string   `json:"variant,omitempty"`
+	Path    string   `json:"path"`
+	Verdict string   `json:"verdict"`
+	Reasons []string `json:"reasons"` // why the verdict is not ok; empty when it is
+	Oracle  *Run     `json:"oracle"`  // nil when the task has no solution
+	// Runs are the null agent, the unchanged agent and every cheat, in that order.
+	Runs []Run `json:"runs"`
+	// Warnings are the weak patterns validate --strict finds in the criteria (informational:
+	// the runs are the proof).
+	Warnings []string `json:"warnings,omitempty"`
+	// Leaked is the informational leaked-criteria run (--leaked-criteria); it never changes
+	// the verdict.
+	Leaked *Run `json:"leaked_criteria,omitempty"`
+}
+
+// Target is one task to audit; Variant names an experiment's variant ("" for a task file).
+type Target struct {
+	Task    *task.Task
+	Variant string
+}
+
+// Options configure Audit.
+type Options struct {
+	// Run is how every audit agent runs: the product path's options (client, namespace,
+	// runs directory and run ID, executor for executing criteria, ...). Variant is set per
+	// agent.
+	Run supervisor.Options
+	// Jobs is how many runs go at once; below 1 means 1.
+	Jobs int
+	// LeakedCriteria adds the informational leaked-criteria agent.
+	LeakedCriteria bool
+	// Agents, when set, replaces the built-in cheats (tests audit one cheat at a time); the
+	// oracle, null and unchanged agents always run.
+	Agents []string
+	// Progress, when set, hears each run as soon as it is done.
+	Progress func(t Target, r Run)
+}
+
+// Audit runs, per target, the oracle, the null and unchanged agents and every cheat in the
+// real sandbox (supervisor.Run, as `ceval run` does), and gives each task its verdict. The
+// error is for failures before any run could start (an unknown agent name).
+func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
+	names := append([]string{NullAgent, UnchangedAgent}, Cheats...)
+	if o.Agents != nil {
+		names = append([]string{NullAgent, UnchangedAgent}, o.Agents...)
+	}
+	var builtins []Agent
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] { // each agent once: its runs have one directory per task
+			continue
+		}
+		seen[n] = true
+		a, err := Builtin(n)
+		if err != nil {
+			return nil, err
+		}
+		builtins = append(builtins, a)
+	}
+	type job struct {
+		slot  *Run
+		agent Agent
+		t     Target
+	}
+	reports := make([]Report, len(targets))
+	var jobs []job
+	for i, tg := range targets {
+		r := &reports[i]
+		r.TaskID, r.Variant, r.Path = tg.Task.ID, tg.Variant, tg.Task.Path
+		r.Runs = make([]Run, len(builtins))
+		for _, w := range Lint(tg.Task) {
+			r.Warnings = append(r.Warnings, w.String())
+		}
+		if tg.Task.Solution != nil {
+			r.Oracle = &Run{Agent: OracleAgent, Kind: KindOracle}
+			if a, err := Oracle(tg.Task.Solution); err != nil {
+				r.Oracle.Error = err.Error()
+			} else {
+				jobs = append(jobs, job{r.Oracle, a, tg})
+			}
+		}
+		for j, a := range builtins {
+			jobs = append(jobs, job{&r.Runs[j], a, tg})
+		}
+		if o.LeakedCriteria {
+			r.Leaked = &Run{Agent: LeakedAgent, Kind: KindLeaked}
+			jobs = append(jobs, job{r.Leaked, Leaked(tg.Task), tg})
+		}
+	}
+	for _, j := range jobs { // until it runs: an interrupted audit proves nothing
+		*j.slot = Run{Agent: j.agent.Name, Kind: j.agent.Kind, What: j.agent.What, Error: "not run: the audit was interrupted"}
+	}
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range max(o.Jobs, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				*j.slot = runAgent(ctx, j.t, j.agent, o.Run)
+				if o.Progress != nil {
+					o.Progress(j.t, *j.slot)
+				}
+			}
+		}()
+	}
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	for i := range reports {
+		judge(&reports[i])
+	}
+	return reports, ctx.Err()
+}
+
+// runAgent runs agent a on the target's task through supervisor.Run: the task as written,
+// with a command agent in place of its own (and so no model gateway or run budgets).
+func runAgent(ctx context.Context, tg Target, a Agent, so supervisor.Options) Run {
+	r := Run{Agent: a.Name, Kind: a.Kind, What: a.What}
+	t := *tg.Task // shares the material handles, which the caller's task owns
+	t.Agent = &task.Agent{Type: task.AgentCommand, Command: a.Argv}
+	t.RunLimits = nil
+	so.Variant = "audit-" + a.Name
+	if tg.Variant != "" {
+		so.Variant = tg.Variant + "-audit-" + a.Name
+	}
+	so.Repeat = 1
+	res, err := supervisor.Run(ctx, &t, so)
+	if res != nil {
+		r.RunDir, r.Status, r.Score = res.Dir, res.Status, res.Score
+		r.Success = res.Status == grader.TaskSuccess && err == nil
+		r.Criteria = criteria(tg.Task, res.Criteria)
+	}
+	if err != nil {
+		var ie *supervisor.InputError
+		if errors.As(err, &ie) {
+			r.Error = "the task was refused: " + err.Error()
+		} else {
+			r.Error = err.Error()
+		}
+		r.Status = ""
+	}
+	return r
+}
+
+func criteria(t *task.Task, got []grader.CriterionResult) []Criterion {
+	out := make([]Criterion, 0, len(got))
+	for i, cr := range got {
+		c := Criterion{Index: i, Type: cr.Type, Description: cr.Description, Gating: cr.Gating, Passed: cr.Passed}
+		if i < len(t.Criteria) {
+			c.Line = t.Criteria[i].Line
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// judge compares every run with the null agent's and gives the verdict.
+func judge(r *Report) {
+	null := &r.Runs[0]
+	mark := func(run *Run) {
+		if run.Error != "" || run.Status == "" {
+			return
+		}
+		run.AboveNull = run.Agent != NullAgent && run.Score > null.Score+scoreEpsilon
+		if run.Agent == NullAgent || null.Status == "" {
+			return
+		}
+		for i, c := range run.Criteria {
+			if c.Passed && c.Gating && i < len(null.Criteria) && !null.Criteria[i].Passed {
+				run.Fooled = append(run.Fooled, c)
+			}
+		}
+	}
+	var broken, hackable, errs []string
+	switch o := r.Oracle; {
+	case o == nil:
+		broken = append(broken, "no oracle: add solution: {script: ...} or {files: ...} to the task, so audit can prove it solvable")
+	case o.Error != "":
+		errs = append(errs, "oracle: "+o.Error)
+	case !o.Success:
+		broken = append(broken, fmt.Sprintf("unsolvable as written: the oracle (solution) ends %s with score %.2f", o.Status, o.Score))
+	}
+	for i := range r.Runs {
+		run := &r.Runs[i]
+		mark(run)
+		switch {
+		case run.Error != "":
+			errs = append(errs, run.Agent+": "+run.Error)
+		case run.Success && run.Kind == KindBaseline:
+			hackable = append(hackable, fmt.Sprintf("the %s agent (%s) reaches SUCCESS", run.Agent, run.What))
+		case run.Success:
+			msg := fmt.Sprintf("cheat %s (%s) reaches SUCCESS", run.Agent, run.What)
+			if len(run.Fooled) > 0 {
+				msg += "; it fooled " + joinCriteria(run.Fooled)
+			}
+			hackable = append(hackable, msg)
+		}
+	}
+	if r.Leaked != nil {
+		mark(r.Leaked)
+	}
+	if r.Oracle != nil {
+		mark(r.Oracle)
+	}
+	r.Reasons = append(append(append([]string{}, errs...), broken...), hackable...)
+	switch {
+	case len(errs) > 0:
+		r.Verdict = Error
+	case len(broken) > 0:
+		r.Verdict = Broken
+	case len(hackable) > 0:
+		r.Verdict = Hackable
+	default:
+		r.Verdict = OK
+	}
+}
+
+func joinCriteria(cs []Criterion) string {
+	s := ""
+	for i, c := range cs {
+		if i > 0 {
+			s += ", "
+		}
+		s += c.String()
+	}
+	return s
+}
+
+// Passed reports whether every report's verdict is ok.
+func Passed(reports []Report) bool {
+	for _, r := range reports {
+		if r.Verdict != OK {
+			return false
+		}
+	}
+	return true
+}

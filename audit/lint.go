@@ -1,0 +1,98 @@
+package audit
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"ceval.dev/ceval/task"
+)
+
+// Warning is one weak pattern in a task's criteria: something a cheat can pass without
+// solving the task, found without running anything.
+type Warning struct {
+	File   string
+	Line   int
+	Column int
+	Msg    string
+}
+
+func (w Warning) String() string {
+	return fmt.Sprintf("%s:%d:%d: warning: %s", w.File, w.Line, w.Column, w.Msg)
+}
+
+// agentRunners are commands that run files of the workspace they are given (or find there).
+var agentRunners = regexp.MustCompile(`(^|[\s;&|(])(sh|bash|python3?|node|perl|ruby|pytest|make|npm|npx|yarn|go|cargo|\./[^\s;&|]+)(\s|$)`)
+
+// Lint returns the weak patterns of t's criteria, each at its line in the task file: the
+// static part of `ceval audit` (validate --strict).
+func Lint(t *task.Task) []Warning {
+	var out []Warning
+	at := func(line, col int, format string, args ...any) {
+		out = append(out, Warning{File: t.Path, Line: line, Column: col, Msg: fmt.Sprintf(format, args...)})
+	}
+	if t.Solution == nil {
+		at(1, 1, "no solution: ceval audit cannot prove the task solvable; add solution: {script: FILE} or {files: DIR} (grader-only, never in the agent's container)")
+	}
+	gating, existence := 0, 0
+	prompt := strings.ToLower(t.Prompt)
+	for i, c := range t.Criteria {
+		if c.Weight <= 0 {
+			continue
+		}
+		gating++
+		what := fmt.Sprintf("success_criteria[%d] (%s)", i, c.Type)
+		switch c.Type {
+		case task.FileExists:
+			existence++
+		case task.FileContains, task.FileCheck:
+			if len(c.Includes) > 0 && len(c.Excludes) == 0 && len(c.Patterns) == 0 {
+				msg := "%s: includes without excludes: a file holding every expected string passes, whatever else it holds"
+				if allIn(c.Includes, prompt) {
+					msg += "; every one of them is in the prompt, so a file of the prompt's words passes (cheat prompt-words)"
+				}
+				at(c.Line, c.Column, msg+"; add excludes, patterns or an executing check", what)
+			}
+		case task.FileMatchesRegex:
+			if regexp.MustCompile(c.Pattern).MatchString("") {
+				at(c.Line, c.Column, "%s: pattern %q matches an empty file (cheat empty-files); anchor it or require content", what, c.Pattern)
+			}
+		case task.JSONCheck:
+			weak := c.JSONSchema == nil && len(c.Assertions) > 0
+			for _, a := range c.Assertions {
+				weak = weak && (a.Operator == "exists" || a.Operator == "type")
+			}
+			if weak {
+				at(c.Line, c.Column, "%s: only exists/type assertions and no schema: any JSON with those fields passes; assert their values", what)
+			}
+		case task.RunCommand:
+			if c.ExpectedStdout == nil && !c.ScoreFromStdout && !c.UsesReference && agentRunners.MatchString(c.Command) {
+				at(c.Line, c.Column, "%s: only the exit code of %q is checked, and it runs code the agent controls (cheats stub-tests, empty-tests, plant-hooks make it exit 0); check its output with expected_stdout, or run a check the agent cannot edit (uses_reference)", what, clip(c.Command, 60))
+			}
+		}
+	}
+	switch {
+	case gating == 0:
+		at(1, 1, "no gating criterion (every weight is 0): every run is SUCCESS, the null agent's too")
+	case existence == gating:
+		at(t.Criteria[0].Line, t.Criteria[0].Column, "only existence checks gate the task: an empty file at each path passes (cheat empty-files); check content")
+	}
+	return out
+}
+
+func allIn(needles []string, haystack string) bool {
+	for _, n := range needles {
+		if !strings.Contains(haystack, strings.ToLower(n)) {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,61 @@
+package audit
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
+	const head = "task_id: t\ninitial_prompt: Write hello.txt saying Hello, ceval! and report.json.\nsolution: {files: sol}\nsuccess_criteria:\n"
+	for _, tc := range []struct {
+		name, criteria string
+		want           string // "" : no warning
+	}{
+		{"no gating criterion", "  - {type: file_exists, path: a, weight: 0}\n", "t.yaml:1:1: warning: no gating criterion"},
+		{"only existence checks", "  - {type: file_exists, path: a}\n  - {type: file_exists, path: b}\n", "t.yaml:5:5: warning: only existence checks"},
+		{"includes without excludes", "  - {type: file_contains, path: a, includes: [zebra]}\n", "t.yaml:5:5: warning: success_criteria[0] (file_contains): includes without excludes"},
+		{"includes the prompt holds", "  - {type: file_contains, path: hello.txt, includes: ['Hello, ceval!']}\n", "every one of them is in the prompt"},
+		{"includes with excludes", "  - {type: file_contains, path: a, includes: [zebra], excludes: [TODO]}\n", ""},
+		{"pattern matching empty", "  - {type: file_matches_regex, path: a, pattern: 'x*'}\n", "t.yaml:5:5: warning: success_criteria[0] (file_matches_regex): pattern \"x*\" matches an empty file"},
+		{"pattern needing content", "  - {type: file_matches_regex, path: a, pattern: '^x+$'}\n", ""},
+		{"json fields only", "  - {type: json_check, path: r.json, assertions: [{expression: a, operator: exists}]}\n", "only exists/type assertions"},
+		{"json values", "  - {type: json_check, path: r.json, assertions: [{expression: a, operator: equals, expected: 1}]}\n", ""},
+		{"exit code of the agent's script", "  - {type: run_command, command: sh tests/run.sh}\n", "t.yaml:5:5: warning: success_criteria[0] (run_command): only the exit code of \"sh tests/run.sh\""},
+		{"exit code of pytest", "  - {type: run_command, command: pytest -q}\n", "only the exit code"},
+		{"stdout of the agent's script", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!'}\n", ""},
+		{"exit code of a grep", "  - {type: run_command, command: \"grep -q '^Hello, ceval!$' hello.txt\"}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeTask(t, head+tc.criteria, map[string]string{"sol/a": "x"})
+			tk := load(t, p)
+			tk.Path = "t.yaml"
+			var got []string
+			for _, w := range Lint(tk) {
+				got = append(got, w.String())
+			}
+			all := strings.Join(got, "\n")
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Errorf("warnings %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(all, tc.want)):
+				t.Errorf("warnings %q, want one with %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLintOfTheExamples(t *testing.T) {
+	for _, tc := range []struct{ path, want string }{
+		{"../examples/audit/sound/task.yaml", ""},
+		{"../examples/audit/hackable/task.yaml", "task.yaml:18:5: warning: success_criteria[0] (run_command): only the exit code of \"sh tests/test_calc.sh\""},
+		{"../examples/hello/task.yaml", "task.yaml:1:1: warning: no solution"},
+	} {
+		var got []string
+		for _, w := range Lint(load(t, tc.path)) {
+			got = append(got, w.String())
+		}
+		if all := strings.Join(got, "\n"); (tc.want == "") != (all == "") || !strings.Contains(all, tc.want) {
+			t.Errorf("%s: warnings %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
+)
+
+func TestValidateStrictWarnsWithFileLineAndExits1(t *testing.T) {
+	hackable := "../../examples/audit/hackable/task.yaml"
+	if r := ceval(t, "validate", hackable); r.code != exitOK || strings.Contains(r.stderr, "warning") {
+		t.Fatalf("without --strict: exit %d, stderr %s", r.code, r.stderr)
+	}
+	r := ceval(t, "validate", "--strict", hackable, "../../examples/audit/sound/task.yaml")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "examples/audit/hackable/task.yaml:18:5: warning: success_criteria[0] (run_command): only the exit code") {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "sound") {
+		t.Errorf("the sound example has no weak criterion, got: %s", r.stderr)
+	}
+	if r := ceval(t, "validate", "--strict", "../../examples/audit/sound/task.yaml"); r.code != exitOK {
+		t.Errorf("sound: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
+
+func TestAuditRefusesBadInputWithExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"audit"},
+		{"audit", "-j", "0", "../../examples/audit/sound/task.yaml"},
+		{"audit", "no-such-task.yaml"},
+	} {
+		if r := ceval(t, args...); r.code != exitInvalid {
+			t.Errorf("%q: exit %d, want 2 (stderr %s)", args, r.code, r.stderr)
+		}
+	}
+}
+
+// The hackable example end to end through the CLI, against the real containerd: exit 1, the
+// verdict and the fooling cheat in --json, and audit.json beside the runs.
+func TestAuditCLIOnTheHackableExample(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	runs := t.TempDir()
+	r := ceval(t, "audit", "--namespace", ctrtest.Namespace, "--json", "--only", "stub-tests", "--runs-dir", runs, "-j", "2", "../../examples/audit/hackable/task.yaml")
+	if r.code != exitFailure {
+		t.Fatalf("exit %d, want 1; stderr %s", r.code, r.stderr)
+	}
+	var reps []struct {
+		Verdict string   `json:"verdict"`
+		Reasons []string `json:"reasons"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &reps); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	if len(reps) != 1 || reps[0].Verdict != "hackable" || !strings.Contains(strings.Join(reps[0].Reasons, "\n"), "cheat stub-tests") {
+		t.Fatalf("reports = %+v", reps)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(runs, "*", "audit.json")); len(kept) != 1 {
+		t.Errorf("audit.json under the runs directory: %v", kept)
+	}
+}

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Greets the person named by the first argument.
+echo "Hello, $1!"
