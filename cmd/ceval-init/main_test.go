@@ -310,11 +310,25 @@ while [ ! -e ` + dir + `/go ]; do sleep 0.02; done`
 		waitFile(t, filepath.Join(dir, "ready"), 60*time.Second)
 		initPid := p.cmd.Process.Pid
 
-		keepers := pidsWithArg(t, keeper)
+		// "ready" can be written before the keeper's subshell has exec'd sleep or exited
+		// (reparenting the sleep to the init): wait for that state, bounded.
+		var keepers []int
+		var e procEntry
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			keepers = pidsWithArg(t, keeper)
+			if len(keepers) == 1 {
+				if e, _ = readStat(keepers[0]); e.ppid == initPid {
+					break
+				}
+			}
+			if time.Now().After(end) {
+				break
+			}
+		}
 		if len(keepers) != 1 {
 			t.Fatalf("found %d processes running sleep %s, want 1", len(keepers), keeper)
 		}
-		if e, ok := readStat(keepers[0]); !ok || e.ppid != initPid {
+		if e.ppid != initPid {
 			t.Errorf("orphan's parent is %d, want the init %d", e.ppid, initPid)
 		}
 		zombies := -1
