@@ -172,14 +172,22 @@ func (c *Container) Delete(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	taskGone := false
 	if c.task != nil {
+		// A failed background deletion is tried again here; only a second failure counts.
+		bgErr := c.task.waitDeletion(ctx)
 		if err := c.task.destroy(ctx); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, bgErr, err)
+		} else {
+			taskGone = true
 		}
 	}
 	if c.owned && c.ctr != nil {
-		if err := deleteLeftoverTask(ctx, c.ctr); err != nil {
-			errs = append(errs, err)
+		// Once this Container's own task is deleted, no round trip looks for another.
+		if !taskGone {
+			if err := deleteLeftoverTask(ctx, c.ctr); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := c.ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))
