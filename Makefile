@@ -70,16 +70,12 @@ demo: setup build
 	@echo "== the same on an empty workspace: FAILURE, exit 1"
 	@d=$$(mktemp -d); $(BIN) grade examples/hello/task.yaml --workspace $$d; rc=$$?; rmdir $$d; test $$rc -eq 1
 
-# bench: ceval run end to end beside ctr run (ratio of medians), 50 runs as an experiment at
-# -j 1 and -j 2 beside 50 ctr runs (per-run time, peak RSS), a protected mock's round trip
-# from inside a container beside /bin/true (p50/p99, calls/s), then the Go benchmarks (the model
-# gateway's per-call p50/p99 in forward and replay mode beside a direct call to a local fake provider).
+# bench: one table (scripts/bench.sh) of every workload beside its anchor measured in the same
+# run, with the ratio and the target: ceval run vs ctr run and its reap, an experiment at -j 1
+# and -j 2 vs ctr run, a protected mock call vs /bin/true, a cold grade with run_command vs a
+# static criterion, and the Go benchmarks (model gateway vs a direct call). The full output
+# goes to a log whose path it prints.
 bench: setup build
-	BIN=$(BIN) scripts/bench-run.sh
-	BIN=$(BIN) scripts/bench-experiment.sh
-	BIN=$(BIN) GO=$(GO) scripts/bench-mockd.sh
-	$(GO) test -run '^$$' -bench . -benchtime 5x ./snapshot/
-	$(GO) test -run '^$$' -bench 'RoundTrip|ClientExec' -benchtime 500x ./mockd/
-	$(GO) test -run '^$$' -bench 'Gateway' -benchtime 2000x -count=1 ./gateway/
+	BIN=$(BIN) GO=$(GO) scripts/bench.sh
 
 -include mk/*.mk
