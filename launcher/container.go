@@ -50,6 +50,8 @@ type Container struct {
 	leaseID string
 	owned   bool // the container ID and snapshot key are this Container's to remove
 
+	cgroupsPath string // from the spec Create made, read back once
+
 	mu      sync.Mutex
 	task    *Task
 	deleted bool
@@ -147,6 +149,9 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	}
 	if err := makeMountpoints(ctx, mounts, spec); err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
+	}
+	if spec.Linux != nil {
+		ctr.cgroupsPath = spec.Linux.CgroupsPath
 	}
 	return ctr, nil
 }

@@ -78,14 +78,7 @@ func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, 
 	if c.task != nil {
 		return nil, fmt.Errorf("start container %s: already started", c.spec.ID)
 	}
-	spec, err := c.ctr.Spec(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("start container %s: read spec: %w", c.spec.ID, err)
-	}
-	t := &Task{ctr: c, exited: make(chan struct{})}
-	if spec.Linux != nil {
-		t.cgroupsPath = spec.Linux.CgroupsPath
-	}
+	t := &Task{ctr: c, exited: make(chan struct{}), cgroupsPath: c.cgroupsPath}
 	stdout, err := t.output(c.spec.StdoutPath, c.spec.Stdout, "stdout", c.spec.LogCap)
 	if err != nil {
 		return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
