@@ -71,21 +71,13 @@ demo: setup build
 	@echo "== the same on an empty workspace: FAILURE, exit 1"
 	@d=$$(mktemp -d); $(BIN) grade examples/hello/task.yaml --workspace $$d; rc=$$?; rmdir $$d; test $$rc -eq 1
 
-# bench: ceval run end to end beside ctr run (ratio of medians), 50 runs as an experiment at
-# -j 1 and -j 2 beside 50 ctr runs (per-run time, peak RSS), a protected mock's round trip
-# from inside a container beside /bin/true (p50/p99, calls/s), then the Go benchmarks (the model
-# gateway's per-call p50/p99 in forward and replay mode beside a direct call to a local fake provider).
-# The path shape (100,000 empty files, 255-byte names, 64 deep): `ceval grade` of it (time, peak
-# RSS; target 20 s and 300 MB) and the snapshot's Take + manifest of it (manifest size, peak RSS).
+# bench: one table (scripts/bench.sh) of every workload beside its anchor measured in the same
+# run, with the ratio and the target: ceval run vs ctr run and its reap, an experiment at -j 1
+# and -j 2 vs ctr run, a protected mock call vs /bin/true, a cold grade with run_command vs a
+# static criterion, package images (build cold/cached, run in one vs ctr run), the
+# path shape of issue 14 (ceval grade: time and peak RSS), and the Go benchmarks (model gateway vs a direct call). The full output
+# goes to a log whose path it prints.
 bench: setup build
-	BIN=$(BIN) scripts/bench-run.sh
-	BIN=$(BIN) scripts/bench-experiment.sh
-	BIN=$(BIN) scripts/bench-packages.sh
-	BIN=$(BIN) GO=$(GO) scripts/bench-mockd.sh
-	BIN=$(BIN) scripts/bench-pathshape.sh
-	$(GO) test -run '^$$' -bench 'BenchmarkTake$$' -benchtime 5x ./snapshot/
-	$(GO) test -run '^$$' -bench 'BenchmarkTakePathShape' -benchtime 1x ./snapshot/
-	$(GO) test -run '^$$' -bench 'RoundTrip|ClientExec' -benchtime 500x ./mockd/
-	$(GO) test -run '^$$' -bench 'Gateway' -benchtime 2000x -count=1 ./gateway/
+	BIN=$(BIN) GO=$(GO) scripts/bench.sh
 
 -include mk/*.mk

@@ -50,6 +50,8 @@ type Container struct {
 	leaseID string
 	owned   bool // the container ID and snapshot key are this Container's to remove
 
+	cgroupsPath string // from the spec Create made, read back once
+
 	mu      sync.Mutex
 	task    *Task
 	deleted bool
@@ -148,6 +150,9 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	if err := makeMountpoints(ctx, mounts, spec); err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
+	if spec.Linux != nil {
+		ctr.cgroupsPath = spec.Linux.CgroupsPath
+	}
 	return ctr, nil
 }
 
@@ -172,14 +177,22 @@ func (c *Container) Delete(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	taskGone := false
 	if c.task != nil {
+		// A failed background deletion is tried again here; only a second failure counts.
+		bgErr := c.task.waitDeletion(ctx)
 		if err := c.task.destroy(ctx); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, bgErr, err)
+		} else {
+			taskGone = true
 		}
 	}
 	if c.owned && c.ctr != nil {
-		if err := deleteLeftoverTask(ctx, c.ctr); err != nil {
-			errs = append(errs, err)
+		// Once this Container's own task is deleted, no round trip looks for another.
+		if !taskGone {
+			if err := deleteLeftoverTask(ctx, c.ctr); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := c.ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))

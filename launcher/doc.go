@@ -5,9 +5,10 @@
 //
 // One run is Create (container + rootfs snapshot under a lease that expires on its own),
 // Container.Start (task with stdout/stderr into capped files; a hook sees PID 1 before it
-// runs), Task.Wait (deadline, SIGTERM, grace, SIGKILL to all, cgroup verified empty, task
-// deleted so output is complete), and Container.Delete with a context the run's cancel does
-// not reach (CleanupContext). MountScratch and ChownTree prepare the host directories the
+// runs), Task.Wait (deadline, SIGTERM, grace, SIGKILL to all, cgroup verified empty, output
+// complete; the task's deletion overlaps what the caller does next), and Container.Delete
+// (which waits for that deletion) with a context the run's cancel does not reach
+// (CleanupContext). MountScratch and ChownTree prepare the host directories the
 // container gets as /workspace and /home/agent.
 //
 // Rationale for the per-run user namespaces (NewUserNS, LowerRlimits, the mount points made

@@ -20,13 +20,13 @@ type Resources struct {
 	PidsLimit        uint64
 }
 
-// Metrics reads the container's cgroup through containerd. Once Wait has deleted the task
-// it returns the last reading, taken just before the deletion.
+// Metrics reads the container's cgroup through containerd. Once Wait has seen the exit it
+// returns the last reading, taken just before the deletion.
 func (t *Task) Metrics(ctx context.Context) (Resources, error) {
 	t.mu.Lock()
-	deleted, last := t.deleted, t.last
+	final, last := t.deleted || t.reaped, t.last
 	t.mu.Unlock()
-	if deleted {
+	if final {
 		if last == nil {
 			return Resources{}, fmt.Errorf("metrics of task %s: task deleted before any reading", t.ctr.spec.ID)
 		}

@@ -35,6 +35,7 @@ type Exit struct {
 	Interrupted bool          // ctx was cancelled and Wait stopped the task
 	OutputCut   bool          // stdout or stderr went past the log cap; the rest was read and discarded
 	Duration    time.Duration // from Start to exit
+	Reap        time.Duration // from the exit (or the stop) to the task's deletion: kill, cgroup check, delete, output drained
 	CgroupEmpty bool          // no process was left in the container's cgroup after the exit
 	CgroupError string        // why CgroupEmpty could not be established, if it could not
 }
@@ -52,8 +53,13 @@ type Task struct {
 	status   client.ExitStatus
 	exitedAt time.Time
 
+	destroyMu sync.Mutex // held across destroy's round trips, not t.mu, so Metrics never waits on a deletion
+
 	mu       sync.Mutex
+	deleting chan struct{} // closed when the deletion Wait started in the background has ended
+	delErr   error         // that deletion's error, set before deleting is closed
 	deleted  bool
+	reaped   bool // Wait took its final reading: Metrics returns it from then on
 	exit     *Exit
 	last     *Resources
 	peakPids uint64
@@ -72,14 +78,7 @@ func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, 
 	if c.task != nil {
 		return nil, fmt.Errorf("start container %s: already started", c.spec.ID)
 	}
-	spec, err := c.ctr.Spec(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("start container %s: read spec: %w", c.spec.ID, err)
-	}
-	t := &Task{ctr: c, exited: make(chan struct{})}
-	if spec.Linux != nil {
-		t.cgroupsPath = spec.Linux.CgroupsPath
-	}
+	t := &Task{ctr: c, exited: make(chan struct{}), cgroupsPath: c.cgroupsPath}
 	stdout, err := t.output(c.spec.StdoutPath, c.spec.Stdout, "stdout", c.spec.LogCap)
 	if err != nil {
 		return nil, fmt.Errorf("start container %s: %w", c.spec.ID, err)
@@ -171,8 +170,11 @@ func (t *Task) Pid() uint32 { return t.task.Pid() }
 // Wait waits for the task to exit, at most timeout after Start (0: no limit) or until ctx
 // is cancelled. Then it stops it: SIGTERM to PID 1 (the init forwards it), grace, SIGKILL to
 // every process in the container. Once PID 1 is gone it records the final metrics (see
-// Metrics), checks that the container's cgroup holds no process and deletes the task, which
-// drains and closes the output files. A second call returns the same Exit.
+// Metrics), checks that the container's cgroup holds no process, and returns once the
+// output files are complete and closed. When the cgroup is empty, deleting the task (runc's
+// delete, the rootfs unmounted, the shim gone) goes on in the background and
+// Container.Delete waits for it and reports its error; else the task is deleted (killing
+// what is left) before Wait returns. A second call returns the same Exit.
 func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, error) {
 	t.mu.Lock()
 	if t.exit != nil {
@@ -195,6 +197,7 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 	case <-ctx.Done():
 		ex.Interrupted = true
 	}
+	reapStart := time.Now()
 	cctx, cancel := CleanupContext(ctx)
 	defer cancel()
 	if ex.TimedOut || ex.Interrupted {
@@ -214,17 +217,26 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 	// Last look at the cgroup before the task's deletion removes it; a failure is not
 	// fatal here, Metrics reports it again.
 	_, _ = t.Metrics(cctx)
-	if err := waitCgroupEmpty(t.cgroupsPath, cgroupDrain); err != nil {
+	t.mu.Lock()
+	t.reaped = true
+	t.mu.Unlock()
+	if err := waitCgroupEmpty(cgroupRoot, t.cgroupsPath, cgroupDrain); err != nil {
 		ex.CgroupError = err.Error()
+		if err := t.destroy(cctx); err != nil {
+			return ex, err
+		}
 	} else {
 		ex.CgroupEmpty = true
-	}
-	if err := t.destroy(cctx); err != nil {
-		return ex, err
+		// Nothing of the container's runs any more: what is left is teardown, which the
+		// caller need not wait for to read the output or copy the workspace out.
+		if err := t.finishOutputs(t.deleteInBackground(ctx)); err != nil {
+			return ex, err
+		}
 	}
 	for _, w := range t.outs {
 		ex.OutputCut = ex.OutputCut || w.Cut()
 	}
+	ex.Reap = time.Since(reapStart)
 	t.mu.Lock()
 	t.exit = &ex
 	t.mu.Unlock()
@@ -263,18 +275,83 @@ func (t *Task) killAll(ctx context.Context) error {
 	}
 }
 
+// deleteInBackground starts destroy on a context of its own and returns a channel closed
+// when it has ended (its error in deleteErr).
+func (t *Task) deleteInBackground(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	t.mu.Lock()
+	t.deleting = done
+	t.mu.Unlock()
+	dctx, cancel := CleanupContext(ctx)
+	go func() {
+		defer cancel()
+		err := t.destroy(dctx)
+		t.mu.Lock()
+		t.delErr = err
+		t.mu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// finishOutputs waits until the client has copied the last byte of stdout and stderr, which
+// the shim sends and then closes at PID 1's exit (every other writer died with the PID
+// namespace), or until deleted is closed (the deletion closes the IO), then closes the files.
+func (t *Task) finishOutputs(deleted <-chan struct{}) error {
+	copied := make(chan struct{})
+	go func() {
+		if io := t.task.IO(); io != nil {
+			io.Wait()
+		}
+		close(copied)
+	}()
+	select {
+	case <-copied:
+	case <-deleted:
+	}
+	if err := t.closeOutputs(); err != nil {
+		return fmt.Errorf("output of task %s: %w", t.ctr.spec.ID, err)
+	}
+	return nil
+}
+
+// waitDeletion waits for a deletion Wait started in the background and returns its error.
+func (t *Task) waitDeletion(ctx context.Context) error {
+	t.mu.Lock()
+	done := t.deleting
+	t.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return t.delErr
+	case <-ctx.Done():
+		return fmt.Errorf("delete task %s: %w", t.ctr.spec.ID, ctx.Err())
+	}
+}
+
 // destroy kills the task if it still runs, deletes it (which lets IO drain) and closes the
 // output files. It is idempotent.
 func (t *Task) destroy(ctx context.Context) error {
+	t.destroyMu.Lock()
+	defer t.destroyMu.Unlock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.deleted {
+	deleted := t.deleted
+	t.mu.Unlock()
+	if deleted {
 		return nil
 	}
 	var errs []error
+	// A task whose exit was seen is deleted as it is: WithProcessKill would cost a Wait and
+	// a Kill round trip to the shim for nothing.
+	var opts []client.ProcessDeleteOpts
 	select {
 	case <-t.exited:
 	default:
+		opts = append(opts, client.WithProcessKill)
 		if t.started.IsZero() {
 			// Created, never started: Kill is refused for some runtimes; Delete with kill
 			// handles it.
@@ -284,7 +361,12 @@ func (t *Task) destroy(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := t.task.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+	_, err := t.task.Delete(ctx, opts...)
+	if errdefs.IsFailedPrecondition(err) && len(opts) == 0 {
+		// The exit seen was the wait stream's end, not the task's: kill it after all.
+		_, err = t.task.Delete(ctx, client.WithProcessKill)
+	}
+	if err != nil && !errdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("delete task %s: %w", t.ctr.spec.ID, err))
 	}
 	if t.stopWait != nil {
@@ -296,7 +378,9 @@ func (t *Task) destroy(ctx context.Context) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
+	t.mu.Lock()
 	t.deleted = true
+	t.mu.Unlock()
 	return nil
 }
 

@@ -3,13 +3,18 @@ package launcher
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	v1 "github.com/containerd/cgroups/v3/cgroup1/stats"
 	v2 "github.com/containerd/cgroups/v3/cgroup2/stats"
@@ -290,4 +295,87 @@ func owner(t *testing.T, p string) uint32 {
 	var st unix.Stat_t
 	must(t, unix.Lstat(p, &st))
 	return st.Uid
+}
+
+// fakeCgroup is a cgroup v1 layout under a temporary root whose pids cgroup.procs lists pids.
+func fakeCgroup(t *testing.T, pids ...int) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "pids", "ns", "id")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, p := range pids {
+		fmt.Fprintf(&b, "%d\n", p)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// blockedProcess starts a process that runs until release is called, which waits for it.
+func blockedProcess(t *testing.T) (pid int, release func()) {
+	t.Helper()
+	cmd := exec.Command("cat")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			stdin.Close()
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(release)
+	return cmd.Process.Pid, release
+}
+
+func TestCgroupWaitReportsAProcessThatOutlivesTheInit(t *testing.T) {
+	pid, _ := blockedProcess(t)
+	err := waitCgroupEmpty(fakeCgroup(t, pid), "/ns/id", 50*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), strconv.Itoa(pid)) {
+		t.Fatalf("a live process in the cgroup: err %v, want one naming PID %d", err, pid)
+	}
+}
+
+func TestCgroupWaitEndsWhenTheLastProcessExits(t *testing.T) {
+	pid, release := blockedProcess(t)
+	done := make(chan error, 1)
+	go func() { done <- waitCgroupEmpty(fakeCgroup(t, pid), "/ns/id", time.Minute) }()
+	release() // the process exits and is reaped; the fake listing keeps naming it
+	if err := <-done; err != nil {
+		t.Fatalf("the cgroup's last process exited: %v", err)
+	}
+}
+
+func TestCgroupWaitCountsAnExitedUnreapedProcessAsGone(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	// Wait for the exit without reaping it: the process stays a zombie.
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCgroupEmpty(fakeCgroup(t, cmd.Process.Pid), "/ns/id", time.Minute); err != nil {
+		t.Fatalf("an exited process awaiting its parent's wait: %v", err)
+	}
+}
+
+func TestCgroupWaitOnAnEmptyOrMissingCgroup(t *testing.T) {
+	if err := waitCgroupEmpty(fakeCgroup(t), "/ns/id", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCgroupEmpty(t.TempDir(), "/ns/id", time.Minute); err == nil {
+		t.Fatal("a missing cgroup counted as empty")
+	}
 }

@@ -5,6 +5,7 @@
 # bare ctr run at the same parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 N=${N:-50}
 BIN=${BIN:-bin/ceval}
 SOCK=${CEVAL_CONTAINERD_ADDRESS:?set CEVAL_CONTAINERD_ADDRESS}
@@ -59,4 +60,5 @@ for j in 1 2; do
   awk -v j="$j" -v n="$N" -v a="${ceval_ms[$j]}" -v b="${ctr_ms[$j]}" -v rss="${rss_kb[$j]}" 'BEGIN {
     printf "-j %d: ceval experiment %d runs in %.1f s = %.0f ms/run (peak RSS %.1f MiB); ctr run --rm --seccomp: %.1f s = %.0f ms/run; ratio %.2fx (target <= 1.5x)\n",
       j, n, a / 1000, a / n, rss / 1024, b / 1000, b / n, a / b }'
+  bench_row "ceval experiment, $N trivial runs at -j $j (per run)" "$(( ceval_ms[$j] / N ))" "ctr run --rm --seccomp, $j at a time" "$(( ctr_ms[$j] / N ))" ms 1.5x
 done

@@ -5,6 +5,7 @@
 # interleaved; prints the medians and their ratio. Target: ceval within 1.5x of ctr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 N=${N:-15}
 BIN=${BIN:-bin/ceval}
 SOCK=${CEVAL_CONTAINERD_ADDRESS:?set CEVAL_CONTAINERD_ADDRESS}
@@ -33,8 +34,8 @@ for i in $(seq 1 "$N"); do
   ctr -a "$SOCK" -n "$NS" run --rm --seccomp "$IMG" "ceval-bench-pkg-$$-$i" /bin/true >/dev/null; t2=$(now)
   ceval_ms+=($(( (t1 - t0) / 1000000 ))); ctr_ms+=($(( (t2 - t1) / 1000000 )))
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 mc=$(median "${ceval_ms[@]}"); mr=$(median "${ctr_ms[@]}")
 echo "ceval run (trivial task, package image): median ${mc} ms over $N runs"
 echo "ctr run --rm --seccomp (same image):     median ${mr} ms over $N runs"
 awk -v a="$mc" -v b="$mr" 'BEGIN { printf "ratio ceval/ctr: %.2fx (target <= 1.5x)\n", a / b }'
+bench_row "ceval run, package image (python3 nodejs git)" "$mc" "ctr run --rm --seccomp, same image" "$mr" ms 1.5x

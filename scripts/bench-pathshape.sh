@@ -9,6 +9,7 @@
 # not pass (FAILURE, exit 1). FILES=100000 DEPTH=64 by default; KEEP=1 keeps the tree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
 BIN=${BIN:-bin/ceval}
 FILES=${FILES:-100000}
 DEPTH=${DEPTH:-64}
@@ -48,6 +49,8 @@ status=$(sed -n 's/^  "status": "\(.*\)",$/\1/p' "$dir/result.json" | head -1)
 printf 'path shape: %d empty files, 255-byte names, %d deep (built in %.1f s)\n' "$FILES" "$DEPTH" "$build"
 printf '  ceval grade: %s s wall, peak RSS %d MB, status %s (exit %d)\n' "$wall" $((rss_kib / 1024)) "${status:-?}" "$rc"
 sed -n 's/^ *"details": "\(.*\)",\{0,1\}$/\1/p' "$dir/result.json" | cut -c1-160 | sed 's/^/  /'
+bench_row "path shape: ceval grade, wall" "$wall" - - s "<20"
+bench_row "path shape: ceval grade, peak RSS" "$((rss_kib / 1024))" - - MB "<300"
 fail=0
 if [ "$rc" -ne 1 ] || [ "$status" != FAILURE ]; then
 	echo "bench-pathshape: want FAILURE (exit 1): the negative checks must not pass over what a cap left out" >&2

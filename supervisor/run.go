@@ -124,8 +124,9 @@ type AgentResult struct {
 // Timings are the lifecycle's phases in seconds.
 type Timings struct {
 	Prepare  float64 `json:"prepare"`
+	Launch   float64 `json:"launch"` // the container's task created and started, its init attested
 	Agent    float64 `json:"agent"`
-	Reap     float64 `json:"reap"`
+	Reap     float64 `json:"reap"` // from the agent's exit (or stop) until its task is deleted and mocks and gateway stopped
 	Snapshot float64 `json:"snapshot"`
 	Grade    float64 `json:"grade"`
 	Total    float64 `json:"total"`
@@ -304,6 +305,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 
 	waitStart := time.Now()
 	out, err := sb.Run(ctx, emit)
+	runEnd := time.Now()
 	if out != nil {
 		res.Isolation = out.Isolation
 		r := out.Resources
@@ -330,7 +332,8 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	}
 	exit := out.Exit
 	res.Timings.Agent = exit.Duration.Seconds()
-	res.Timings.Reap = max(0, time.Since(waitStart).Seconds()-res.Timings.Agent)
+	res.Timings.Launch = max(0, runEnd.Sub(waitStart)-exit.Duration-exit.Reap).Seconds()
+	res.Timings.Reap = (exit.Reap + time.Since(runEnd)).Seconds()
 	code := exit.Code
 	res.Agent.ExitCode = &code
 	res.Agent.TimedOut = exit.TimedOut

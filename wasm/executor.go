@@ -131,7 +131,10 @@ func NewExecutor(opts Options) (*Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), toolbox: defaultToolbox(), modules: map[*task.File]*taskModule{}}
+	// Hashing the embedded toolbox (some 10 ms) overlaps the worker's start.
+	toolbox := make(chan *taskModule, 1)
+	go func() { toolbox <- defaultToolbox() }()
+	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), modules: map[*task.File]*taskModule{}}
 	if e.uid == 0 {
 		e.asRoot = true
 		e.uid, e.gid = opts.WorkerUID, opts.WorkerGID
@@ -143,6 +146,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 		e.cache.Close()
 		return nil, err
 	}
+	e.toolbox = <-toolbox
 	if tb := e.toolbox; !opts.noPreload && bytes.HasPrefix(tb.data, wasmMagic) {
 		// Load the toolbox while the caller does other work (in `ceval run`, the whole
 		// agent run): the first run_command then finds it compiled. Execute waits for it.

@@ -36,6 +36,12 @@ func newGradeCmd() *cobra.Command {
 			if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
 				return exitWith(exitInvalid, fmt.Errorf("workspace %s is not a directory", workspace))
 			}
+			// Started before the snapshot: the worker loads the toolbox while the copy runs.
+			ex, closeEx, err := executorFor(t)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer closeEx()
 			tmp, err := os.MkdirTemp("", "ceval-grade-")
 			if err != nil {
 				return exitWith(exitInfraErr, err)
@@ -45,11 +51,6 @@ func newGradeCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", workspace, err))
 			}
-			ex, closeEx, err := executorFor(t)
-			if err != nil {
-				return exitWith(exitInfraErr, err)
-			}
-			defer closeEx()
 			res := grader.Grade(cmd.Context(), t, snap, grader.Options{Reference: t.Reference, Executor: ex})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Cold `ceval grade`: a fresh process grading one run_command criterion (its WASM worker
+# started, the toolbox loaded from the on-disk compilation cache, one instance run) beside
+# the same grade with one static criterion, interleaved so both see the same machine load;
+# N (default 15) of each. Prints the medians and the difference. Target: under 120 ms extra.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/bench-lib.sh
+N=${N:-15}
+BIN=${BIN:-bin/ceval}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/ws"
+echo hello >"$dir/ws/a.txt"
+printf 'task_id: grade-static\ninitial_prompt: x\nsuccess_criteria:\n  - {type: file_exists, path: a.txt}\n' >"$dir/static.yaml"
+printf 'task_id: grade-command\ninitial_prompt: x\nsuccess_criteria:\n  - {type: run_command, command: "test -f a.txt"}\n' >"$dir/command.yaml"
+now() { date +%s%N; }
+"$BIN" grade "$dir/command.yaml" --workspace "$dir/ws" >/dev/null # fill the compilation cache once
+static_ms=(); command_ms=()
+for _ in $(seq 1 "$N"); do
+  t0=$(now); "$BIN" grade "$dir/static.yaml" --workspace "$dir/ws" >/dev/null
+  t1=$(now); "$BIN" grade "$dir/command.yaml" --workspace "$dir/ws" >/dev/null
+  t2=$(now)
+  static_ms+=($(( (t1 - t0) / 1000000 ))); command_ms+=($(( (t2 - t1) / 1000000 )))
+done
+ms=$(median "${static_ms[@]}"); mc=$(median "${command_ms[@]}")
+echo "ceval grade, one static criterion:      median ${ms} ms over $N fresh processes"
+echo "ceval grade, one run_command criterion: median ${mc} ms over $N fresh processes"
+echo "run_command extra: $((mc - ms)) ms (target < 120 ms)"
+bench_row "ceval grade, 1 run_command criterion (cold)" "$mc" "same grade, 1 static criterion" "$ms" ms +120
