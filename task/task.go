@@ -211,6 +211,10 @@ type Criterion struct {
 	StdoutMatch      string // exact | contains | regex
 	ScoreFromStdout  bool
 	UsesReference    bool
+	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
+	// on the criterion or as the task's grader: default); nil: the WASM sandbox.
+	Verifier *Verifier
+	tier     *graderSpec // what the task file wrote, until the load resolves Verifier
 
 	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
 	Tool       string
