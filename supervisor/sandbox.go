@@ -208,6 +208,10 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	return s, nil
 }
 
+// HostUID is the host UID (and GID) of the container's process: its user namespace's base
+// plus SandboxConfig.UID. A file chowned to it is the process's alone.
+func (s *Sandbox) HostUID() uint32 { return s.ids.HostID + s.cfg.UID }
+
 // Run starts the container, attests the init after its execve, lets the agent start only
 // when the attestation matches policy, and waits for it with the timeout and grace, killing
 // and reaping everything. emit (may be nil) hears "attested" and "agent_started".

@@ -30,6 +30,7 @@ type Verifier struct {
 	Network  string // NetworkNone; nothing else is offered yet
 	MemoryMB int64
 	Pids     int64
+	DiskMB   int64 // the workspace copy's cap: the task's sandbox.limits.disk_mb, as the agent's
 }
 
 // Tier says where the criterion runs when it executes anything: TierContainer when it
@@ -149,7 +150,7 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 			}
 			continue
 		}
-		v := &Verifier{Image: t.Sandbox.Image, Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids}
+		v := &Verifier{Image: t.Sandbox.Image, Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: t.Sandbox.Limits.DiskMB}
 		if s := pick("image", cs.image, def.image); s != "" {
 			v.Image = s
 		}
