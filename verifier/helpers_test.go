@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/snapshot"
@@ -63,4 +65,10 @@ func container(command string) *task.Criterion {
 		Verifier: &task.Verifier{Image: images.DefaultName, Network: task.NetworkNone,
 			MemoryMB: 256, Pids: 64, DiskMB: 64},
 	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func scoreOf(c *task.Criterion, r *Run) (float64, string, error) {
+	return grader.ScoreCommand(c, r.CommandRun)
 }
