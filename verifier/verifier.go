@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
@@ -35,10 +36,10 @@ const (
 	ReferencePath = "/reference"
 )
 
-// Options configure an Executor. Client is required; the context given to Execute carries
-// the containerd namespace.
+// Options configure an Executor. Client is required.
 type Options struct {
 	Client    *client.Client
+	Namespace string                 // containerd namespace; "" = the one ctx carries
 	Busybox   string                 // for building the default image on first use
 	Preflight *images.PreflightCache // nil: images.Preflight without a disk cache
 	InitDir   string                 // where the static init is installed; "" = supervisor.DefaultInitDir()
@@ -100,6 +101,9 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 // left; an error is ceval's side (or the task's: an image that is missing or fails the
 // preflight, a reference it cannot copy), never the command's.
 func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (*Run, error) {
+	if e.opts.Namespace != "" {
+		ctx = namespaces.WithNamespace(ctx, e.opts.Namespace)
+	}
 	v := c.Verifier
 	if v == nil {
 		return nil, fmt.Errorf("verifier: criterion %s at line %d does not declare sandbox: container", c.Type, c.Line)

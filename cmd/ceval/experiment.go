@@ -104,7 +104,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	c, cctx := sess.client, sess.ctx
 	base.Preflight = sess.preflight
 	base.Client, base.Namespace, base.Version = c, g.namespace, cevalVersion()
-	executor, closeExecutor, err := executorFor(experimentTasks(e)...)
+	executor, closeExecutor, err := executorFor(sessionTier(sess, g, base.Busybox, base.IDs), experimentTasks(e)...)
 	if err != nil {
 		return exitWith(exitInfraErr, err)
 	}
@@ -282,7 +282,7 @@ func newReportCmd() *cobra.Command {
 	return cmd
 }
 
-func newRegradeCmd() *cobra.Command {
+func newRegradeCmd(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "regrade RUN_DIR",
 		Short: "Grade an experiment's saved snapshots again with the current criteria; no agent runs",
@@ -298,7 +298,7 @@ func newRegradeCmd() *cobra.Command {
 				return exitWith(exitInvalid, err)
 			}
 			e.Repeats = plan.Repeats
-			ex, closeEx, err := executorFor(experimentTasks(e)...)
+			ex, closeEx, err := executorFor(dialTier(cmd, g), experimentTasks(e)...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

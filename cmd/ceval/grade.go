@@ -15,7 +15,7 @@ import (
 	"ceval.dev/ceval/snapshot"
 )
 
-func newGradeCmd() *cobra.Command {
+func newGradeCmd(g *globalOptions) *cobra.Command {
 	var workspace string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -45,7 +45,7 @@ func newGradeCmd() *cobra.Command {
 			if err != nil {
 				return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", workspace, err))
 			}
-			ex, closeEx, err := executorFor(t)
+			ex, closeEx, err := executorFor(dialTier(cmd, g), t)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/internal/ctrtest"
+)
+
+// containerTask writes a task whose one criterion runs in a verifier container, and a
+// workspace holding answer.txt.
+func containerTask(t *testing.T, answer string) (taskPath, workspace string) {
+	t.Helper()
+	dir := t.TempDir()
+	taskPath = filepath.Join(dir, "task.yaml")
+	doc := "task_id: verified\ninitial_prompt: p\nsuccess_criteria:\n" +
+		"  - {type: run_command, sandbox: container, command: 'test \"$(cat answer.txt)\" = 42', memory_mb: 128, pids: 32}\n"
+	if err := os.WriteFile(taskPath, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	workspace = filepath.Join(dir, "ws")
+	if err := os.Mkdir(workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workspace, "answer.txt"), []byte(answer+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return taskPath, workspace
+}
+
+func TestGradeWithoutContainerdLeavesContainerCriteriaNotGraded(t *testing.T) {
+	p, ws := containerTask(t, "42")
+	r := ceval(t, "grade", "--containerd-address", "/nonexistent/containerd.sock", p, "--workspace", ws)
+	if r.code != 3 || !strings.Contains(r.stdout, "NOT_GRADED") || !strings.Contains(r.stdout, "containerd") {
+		t.Errorf("exit %d, stdout %q, want 3 and NOT_GRADED saying containerd", r.code, r.stdout)
+	}
+}
+
+func TestGradeRunsContainerCriteriaInAVerifier(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	p, ws := containerTask(t, "42")
+	if r := ceval(t, "grade", "--namespace", ctrtest.Namespace, p, "--workspace", ws); r.code != 0 {
+		t.Errorf("right answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	p, ws = containerTask(t, "41")
+	if r := ceval(t, "grade", "--namespace", ctrtest.Namespace, p, "--workspace", ws); r.code != 1 || !strings.Contains(r.stdout, "exit code 1, want 0") {
+		t.Errorf("wrong answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
