@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/spf13/cobra"
@@ -107,4 +109,36 @@ func experimentTasks(e *task.Experiment) []*task.Task {
 		tasks[i] = e.Entries[i].Task
 	}
 	return tasks
+}
+
+// gradingTiers says where a task's criteria are graded, for ceval plan: "static 2, wasm 1,
+// container 1 (IMAGE)".
+func gradingTiers(t *task.Task) string {
+	var static, wasmN, ctr int
+	var imgs []string
+	for i := range t.Criteria {
+		c := &t.Criteria[i]
+		switch c.Tier() {
+		case "":
+			static++
+		case task.TierWASM:
+			wasmN++
+		case task.TierContainer:
+			ctr++
+			if !slices.Contains(imgs, c.Verifier.Image) {
+				imgs = append(imgs, c.Verifier.Image)
+			}
+		}
+	}
+	var parts []string
+	if static > 0 {
+		parts = append(parts, fmt.Sprintf("static %d", static))
+	}
+	if wasmN > 0 {
+		parts = append(parts, fmt.Sprintf("wasm %d", wasmN))
+	}
+	if ctr > 0 {
+		parts = append(parts, fmt.Sprintf("container %d (%s)", ctr, strings.Join(imgs, ", ")))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -227,7 +227,7 @@ func newPlanCmd() *cobra.Command {
 				return enc.Encode(plan)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "VARIANT\tTASK\tREPEATS\tAGENT\tTASK FILE")
+			fmt.Fprintln(tw, "VARIANT\tTASK\tREPEATS\tAGENT\tGRADING\tTASK FILE")
 			for i, en := range plan.Entries {
 				a := e.Entries[i].Task.Agent
 				agent := "-"
@@ -237,7 +237,7 @@ func newPlanCmd() *cobra.Command {
 						agent += " " + a.Model
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", en.Variant, en.TaskID, plan.Repeats, agent, en.TaskPath)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", en.Variant, en.TaskID, plan.Repeats, agent, gradingTiers(e.Entries[i].Task), en.TaskPath)
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%d runs (%d tasks x %d variants x %d repeats)\n", len(plan.Runs()),

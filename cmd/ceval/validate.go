@@ -45,6 +45,9 @@ func newValidateCmd() *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (task %s, %d criteria)\n", f, t.ID, len(t.Criteria))
+				for _, s := range t.TierSuggestions() {
+					fmt.Fprintln(cmd.OutOrStdout(), s)
+				}
 			}
 			if bad > 0 {
 				return exitWith(exitInvalid, fmt.Errorf("%d of %d files invalid", bad, len(args)))

@@ -49,3 +49,22 @@ func TestGradeRunsContainerCriteriaInAVerifier(t *testing.T) {
 		t.Errorf("wrong answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+func TestValidateSuggestsAndPlanShowsTheTiers(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: v\ninitial_prompt: p\nsuccess_criteria:\n"+
+		"  - {type: run_command, command: 'npm test'}\n"+
+		"  - {type: run_command, command: 'node -e 1', sandbox: container, image: 'ceval.local/node:20'}\n"+
+		"  - {type: file_exists, path: a}\n"), 0o644)
+	r := ceval(t, "validate", p)
+	if r.code != 0 || !strings.Contains(r.stdout, p+":4:5: suggestion: success_criteria[0] (run_command) calls npm") {
+		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	exp := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(exp, []byte("experiment_id: e\ntasks: [task.yaml]\nvariants: [{variant_id: a, agent: {type: command, command: [\"true\"]}}]\n"), 0o644)
+	r = ceval(t, "plan", exp)
+	if r.code != 0 || !strings.Contains(r.stdout, "static 1, wasm 1, container 1 (ceval.local/node:20)") {
+		t.Errorf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
