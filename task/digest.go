@@ -47,6 +47,7 @@ func Digest(t *Task) (string, error) {
 		}
 	}
 	addDir(t.Reference)
+	addDir(t.GraderFiles)
 	addDir(t.Sandbox.Workspace.TemplateDir)
 	for _, p := range t.Plugins {
 		addDir(p.Dir)

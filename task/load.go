@@ -174,6 +174,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
 		{"run_limits", func(v *yaml.Node) { t.RunLimits = l.runLimits(v) }},
 		{"grader", func(v *yaml.Node) { l.grader(v, &graderDefault, &graderTimeout) }},
+		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},
 	})
 	if seen == nil {
 		return t

@@ -48,6 +48,9 @@ type Task struct {
 	Agent       *Agent // nil when the task names none (fine for validate and grade)
 	Sandbox     Sandbox
 	Reference   *Dir // reference.directory, opened at load; nil when none
+	// GraderFiles is grader_files.directory, opened at load; nil when none. Verifier
+	// containers see it read-only at /task.
+	GraderFiles *Dir
 	Criteria    []Criterion
 	Plugins     []Plugin // projected read-only into the agent's container
 	// ProtectedMocks are tools answered from fixtures by ceval's host-side mock server; the

@@ -1,6 +1,8 @@
 package task
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +96,25 @@ func TestValidateSuggestsAContainerForImageOnlyPrograms(t *testing.T) {
 	}
 	if got[1].Line != 7 || !strings.Contains(got[1].Msg, "calls go,") {
 		t.Errorf("second: %v", got[1])
+	}
+}
+
+func TestGraderFilesReachEveryContainerCriterion(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "hidden"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := "task_id: t\ninitial_prompt: p\ngrader_files: {directory: hidden}\nsuccess_criteria:\n" +
+		"  - {type: run_command, command: x, sandbox: container}\n  - {type: run_command, command: y}\n"
+	tk, err := Parse("task.yaml", dir, []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	if tk.GraderFiles == nil || tk.Criteria[0].Verifier.GraderFiles != tk.GraderFiles {
+		t.Errorf("grader_files %v, criterion's %v", tk.GraderFiles, tk.Criteria[0].Verifier)
+	}
+	if _, err := Parse("task.yaml", dir, []byte(strings.Replace(doc, "hidden", "../etc", 1))); err == nil {
+		t.Error("grader_files outside the task's directory was accepted")
 	}
 }

@@ -185,3 +185,38 @@ func TestVerifierStdoutFloodIsCapped(t *testing.T) {
 		t.Errorf("kept %d bytes, limit %q", len(r.Stdout), r.Limit)
 	}
 }
+
+// grader_files are at /task, read-only, for every container-tier criterion of the task; a
+// task without them has no /task.
+func TestVerifierGraderFilesAreReadOnlyAtTask(t *testing.T) {
+	e, _, ctx := newExecutor(t)
+	gf := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(gf, "tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gf, "tests", "check.sh"), []byte("grep -q 42 answer.txt && echo HIDDEN-TEST-RAN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := task.OpenDir(gf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	s := snap(t, map[string]string{"answer.txt": "42\n"})
+	c := container("sh /task/tests/check.sh; rm -f /task/tests/check.sh 2>/dev/null || echo READ-ONLY; touch /task/x 2>/dev/null || echo READ-ONLY")
+	c.Verifier.GraderFiles = d
+	r, err := e.Run(ctx, c, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(r.Stdout); got != "HIDDEN-TEST-RAN\nREAD-ONLY\nREAD-ONLY\n" {
+		t.Errorf("stdout %q (stderr %q)", got, r.Stderr)
+	}
+	r, err = e.Run(ctx, container("ls /task 2>/dev/null || echo NO-TASK"), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Stdout) != "NO-TASK\n" {
+		t.Errorf("without grader_files: %q", r.Stdout)
+	}
+}

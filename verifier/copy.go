@@ -56,15 +56,16 @@ func copySnapshot(s *snapshot.Snapshot, workspace string) (notes []string, err e
 	return notes, nil
 }
 
-// copyReference copies the reference's directories and regular files, read through its
-// handle, into dst (links and special files are left out), at most max bytes in all.
-func copyReference(ref *task.Dir, dst string, max int64) error {
+// copyMaterial copies the directories and regular files of task material (the reference,
+// grader_files), read through its handle, into dst (links and special files are left out),
+// at most max bytes in all.
+func copyMaterial(ref *task.Dir, dst string, max int64) error {
 	if err := os.Mkdir(dst, 0o700); err != nil {
-		return fmt.Errorf("copy the reference: %w", err)
+		return fmt.Errorf("copy %s: %w", ref.Path, err)
 	}
 	out, err := os.OpenRoot(dst)
 	if err != nil {
-		return fmt.Errorf("copy the reference: %w", err)
+		return fmt.Errorf("copy %s: %w", ref.Path, err)
 	}
 	defer out.Close()
 	in := ref.Root()
@@ -96,12 +97,12 @@ func copyReference(ref *task.Dir, dst string, max int64) error {
 			err = cerr
 		}
 		if err == nil && total > max {
-			err = fmt.Errorf("the reference is over %d bytes, the cap of a verifier's copy", max)
+			err = fmt.Errorf("over %d bytes, the cap of a verifier's copy", max)
 		}
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("copy the reference %s: %w", ref.Path, err)
+		return fmt.Errorf("copy %s: %w", ref.Path, err)
 	}
 	return nil
 }

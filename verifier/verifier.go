@@ -33,7 +33,8 @@ const (
 
 // Container paths of a verifier.
 const (
-	ReferencePath = "/reference"
+	ReferencePath   = "/reference" // the task's reference, for a criterion with uses_reference
+	GraderFilesPath = "/task"      // the task's grader_files, when it has them
 )
 
 // Options configure an Executor. Client is required.
@@ -50,7 +51,8 @@ type Options struct {
 	// MaxOutput caps each of stdout and stderr kept for scoring; the rest is read and dropped.
 	MaxOutput int64
 	Grace     time.Duration // SIGTERM to SIGKILL at the timeout
-	// MaxReferenceBytes caps the reference copy; a bigger reference is an error of the task.
+	// MaxReferenceBytes caps each copy of grading material (the reference, grader_files); a
+	// bigger one is an error of the task.
 	MaxReferenceBytes int64
 }
 
@@ -130,13 +132,26 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
+	// Grading material is copied through its handle, per criterion, and bound read-only.
 	var mounts []oci.Mount
-	refDir := filepath.Join(dir, "reference")
-	if c.UsesReference {
-		if err := copyReference(reference, refDir, e.opts.MaxReferenceBytes); err != nil {
+	var material []string
+	for _, m := range []struct {
+		dir  *task.Dir
+		dst  string
+		name string
+	}{
+		{reference, ReferencePath, "reference"},
+		{v.GraderFiles, GraderFilesPath, "grader_files"},
+	} {
+		if m.dir.Root() == nil || (m.dst == ReferencePath && !c.UsesReference) {
+			continue
+		}
+		copyDir := filepath.Join(dir, m.name)
+		if err := copyMaterial(m.dir, copyDir, e.opts.MaxReferenceBytes); err != nil {
 			return nil, err
 		}
-		mounts = append(mounts, oci.Mount{Source: refDir, Destination: ReferencePath})
+		mounts = append(mounts, oci.Mount{Source: copyDir, Destination: m.dst})
+		material = append(material, copyDir)
 	}
 	var notes []string
 	stdout := &cappedBuffer{max: e.opts.MaxOutput}
@@ -169,9 +184,9 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			_ = sb.Close(ctx)
 		}
 	}()
-	if c.UsesReference {
+	for _, d := range material {
 		// The grader's alone, read-only: no other host account reads grading material.
-		if err := handTo(refDir, int(sb.HostUID())); err != nil {
+		if err := handTo(d, int(sb.HostUID())); err != nil {
 			return nil, err
 		}
 	}
