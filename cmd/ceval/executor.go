@@ -36,13 +36,17 @@ func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.ID
 
 // dialTier connects only when a criterion needs it (ceval grade, regrade).
 func dialTier(cmd *cobra.Command, g *globalOptions) containerTier {
-	return containerTier{connect: func() (*client.Client, string, func(), error) {
+	ct := containerTier{connect: func() (*client.Client, string, func(), error) {
 		c, _, err := g.connect(context.WithoutCancel(cmd.Context()), cmd)
 		if err != nil {
 			return nil, "", nil, err
 		}
 		return c, g.namespace, func() { c.Close() }, nil
 	}, busybox: images.DefaultBusybox}
+	if dir, err := images.DefaultCacheDir(); err == nil {
+		ct.preflight, _ = images.NewPreflightCache(dir)
+	}
+	return ct
 }
 
 // executorFor returns the executor of the tasks' executing criteria, each in its tier: the
