@@ -220,3 +220,16 @@ func TestVerifierGraderFilesAreReadOnlyAtTask(t *testing.T) {
 		t.Errorf("without grader_files: %q", r.Stdout)
 	}
 }
+
+// A workspace whose snapshot cannot fit the verifier's cap fails its criterion (the
+// workspace's doing), never ERROR.
+func TestVerifierWorkspaceOverTheCapFailsNotErrors(t *testing.T) {
+	e, _, ctx := newExecutor(t)
+	s := snap(t, map[string]string{"big.bin": strings.Repeat("x", 3<<20)})
+	c := container("true")
+	c.Verifier.DiskMB = 1
+	score, details, err := e.Execute(ctx, c, s, nil)
+	if err != nil || score != 0 || !strings.Contains(details, "does not fit the verifier's workspace cap") {
+		t.Errorf("score %v details %q err %v", score, details, err)
+	}
+}

@@ -93,6 +93,10 @@ type Run struct {
 // Execute runs c's command in a fresh verifier container and scores it.
 func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
 	r, err := e.Run(ctx, c, s, reference)
+	var big *workspaceTooBig
+	if errors.As(err, &big) {
+		return 0, big.Error(), nil
+	}
 	if err != nil {
 		return 0, "", err
 	}
