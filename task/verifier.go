@@ -27,7 +27,7 @@ const (
 // Timeout bounds it.
 type Verifier struct {
 	Image    string // default: the task's own sandbox.image
-	Network  string // NetworkNone; nothing else is offered yet
+	Network  string // NetworkNone, or NetworkHost (run only with the user's --allow-host-network)
 	MemoryMB int64
 	Pids     int64
 	DiskMB   int64 // the workspace copy's cap: the task's sandbox.limits.disk_mb, as the agent's
@@ -95,9 +95,6 @@ func (l *loader) graderFields(what string, g *graderSpec) map[string]func(*yaml.
 		}),
 		"network": at("network", func(v *yaml.Node) {
 			l.enum(v, what+".network", []string{NetworkNone, NetworkHost}, &g.network)
-			if g.network == NetworkHost {
-				l.errorf(resolve(v), "%s.network: host is not offered to verifier containers yet; a criterion grades without the network (network: none, the default)", what)
-			}
 		}),
 		"memory_mb": at("memory_mb", func(v *yaml.Node) { l.integer(v, what+".memory_mb", 16, MaxVerifierMemoryMB, &g.memoryMB) }),
 		"pids":      at("pids", func(v *yaml.Node) { l.integer(v, what+".pids", 8, MaxVerifierPids, &g.pids) }),
@@ -156,6 +153,9 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 		v := &Verifier{Image: t.Sandbox.Image, Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: t.Sandbox.Limits.DiskMB}
 		if s := pick("image", cs.image, def.image); s != "" {
 			v.Image = s
+		}
+		if s := pick("network", cs.network, def.network); s != "" {
+			v.Network = s
 		}
 		if _, ok := cs.nodes["memory_mb"]; ok {
 			v.MemoryMB = cs.memoryMB

@@ -29,6 +29,9 @@ func TestVerifierTier(t *testing.T) {
 		{"a criterion overrides the grader section",
 			"grader: {sandbox: container, image: g:1, timeout: 5m}\nsuccess_criteria: [{type: run_command, command: x, image: mine:2, timeout: 10s}]\n",
 			&Verifier{Image: "mine:2", Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: DefaultDiskMB}, 10 * time.Second},
+		{"host network, if the user allows it",
+			"grader: {sandbox: container, network: host}\nsuccess_criteria: [{type: run_command, command: x}]\n",
+			&Verifier{Image: "example.org/dotnet:8", Network: NetworkHost, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: DefaultDiskMB}, DefaultCheckTimeout},
 		{"a criterion opts back into WASM",
 			"grader: {sandbox: container}\nsuccess_criteria: [{type: run_command, command: x, sandbox: wasm}]\n", nil, DefaultCheckTimeout},
 	}
@@ -57,8 +60,8 @@ func TestVerifierTier(t *testing.T) {
 	bad := []struct{ name, doc, want string }{
 		{"an image without sandbox: container", "success_criteria: [{type: run_command, command: x, image: i:1}]\n",
 			"task.yaml:4:59: success_criteria[0] (run_command).image applies only to a verifier container: add sandbox: container"},
-		{"host network", "success_criteria: [{type: run_command, command: x, sandbox: container, network: host}]\n",
-			"task.yaml:4:81: success_criteria[0] (run_command).network: host is not offered to verifier containers yet"},
+		{"network without a container", "success_criteria: [{type: run_command, command: x, network: host}]\n",
+			"success_criteria[0] (run_command).network applies only to a verifier container"},
 		{"an unknown tier", "success_criteria: [{type: run_command, command: x, sandbox: vm}]\n",
 			"task.yaml:4:61: success_criteria[0] (run_command).sandbox must be one of"},
 		{"a wasm module cannot take a container", "success_criteria: [{type: wasm, module: m.wasm, sha256: " + strings.Repeat("a", 64) + ", sandbox: container}]\n",

@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/task"
 )
 
@@ -231,5 +233,27 @@ func TestVerifierWorkspaceOverTheCapFailsNotErrors(t *testing.T) {
 	score, details, err := e.Execute(ctx, c, s, nil)
 	if err != nil || score != 0 || !strings.Contains(details, "does not fit the verifier's workspace cap") {
 		t.Errorf("score %v details %q err %v", score, details, err)
+	}
+}
+
+// network: host is the user's decision: without AllowHostNetwork the criterion is not run
+// (NOT_GRADED with the flag to pass); with it the container has the host's interfaces.
+func TestVerifierHostNetworkNeedsTheUsersFlag(t *testing.T) {
+	e, _, ctx := newExecutor(t)
+	s := snap(t, nil)
+	c := container("tail -n +3 /proc/net/dev | cut -d: -f1")
+	c.Verifier.Network = task.NetworkHost
+	_, _, err := e.Execute(ctx, c, s, nil)
+	var ng *grader.NotGradedError
+	if !errors.As(err, &ng) || !strings.Contains(ng.Reason, "--allow-host-network") {
+		t.Fatalf("without the flag: %v, want NOT_GRADED naming --allow-host-network", err)
+	}
+	e.opts.AllowHostNetwork = true
+	r, err := e.Run(ctx, c, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(strings.Fields(string(r.Stdout))) < 2 {
+		t.Errorf("with the flag the container sees only %q", r.Stdout)
 	}
 }

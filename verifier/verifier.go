@@ -51,6 +51,9 @@ type Options struct {
 	// MaxOutput caps each of stdout and stderr kept for scoring; the rest is read and dropped.
 	MaxOutput int64
 	Grace     time.Duration // SIGTERM to SIGKILL at the timeout
+	// AllowHostNetwork is the user's --allow-host-network: without it a criterion with
+	// network: host is NOT_GRADED.
+	AllowHostNetwork bool
 	// MaxReferenceBytes caps each copy of grading material (the reference, grader_files); a
 	// bigger one is an error of the task.
 	MaxReferenceBytes int64
@@ -120,8 +123,16 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	if c.UsesReference && reference.Root() == nil {
 		return nil, errors.New("verifier: the criterion uses_reference but the task has no reference directory")
 	}
-	if v.Network != "" && v.Network != task.NetworkNone {
-		return nil, fmt.Errorf("verifier: network %q is not offered to verifier containers", v.Network)
+	network := oci.NetworkNone
+	switch v.Network {
+	case "", task.NetworkNone:
+	case task.NetworkHost:
+		if !e.opts.AllowHostNetwork {
+			return nil, &grader.NotGradedError{Reason: "network: host runs the agent's code on the host's network: only with --allow-host-network (or allow_host_network in ceval's config)"}
+		}
+		network = oci.NetworkHost
+	default:
+		return nil, fmt.Errorf("verifier: unknown network %q", v.Network)
 	}
 	img, err := supervisor.ResolveImage(ctx, e.opts.Client, v.Image, e.opts.Preflight, e.opts.Busybox)
 	if err != nil {
@@ -170,7 +181,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
 		Argv:    []string{"/bin/sh", "-c", c.Command},
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: task.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
-		Network: oci.NetworkNone, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
+		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
 		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: oci.GraderUID,
 		Stdout: stdout, Stderr: stderr,
 		Prepare: func(workspace, _ string) error {

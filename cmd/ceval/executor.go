@@ -24,25 +24,26 @@ type containerTier struct {
 	busybox   string
 	ids       supervisor.IDRange
 	preflight *images.PreflightCache
+	allowHost bool // the user's --allow-host-network
 }
 
 // sessionTier uses a command's open session (ceval run, experiments).
-func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.IDRange) containerTier {
+func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.IDRange, allowHost bool) containerTier {
 	return containerTier{
 		connect: func() (*client.Client, string, func(), error) { return s.client, g.namespace, func() {}, nil },
-		busybox: busybox, ids: ids, preflight: s.preflight,
+		busybox: busybox, ids: ids, preflight: s.preflight, allowHost: allowHost,
 	}
 }
 
 // dialTier connects only when a criterion needs it (ceval grade, regrade).
-func dialTier(cmd *cobra.Command, g *globalOptions) containerTier {
+func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool) containerTier {
 	ct := containerTier{connect: func() (*client.Client, string, func(), error) {
 		c, _, err := g.connect(context.WithoutCancel(cmd.Context()), cmd)
 		if err != nil {
 			return nil, "", nil, err
 		}
 		return c, g.namespace, func() { c.Close() }, nil
-	}, busybox: images.DefaultBusybox}
+	}, busybox: images.DefaultBusybox, allowHost: allowHost}
 	if dir, err := images.DefaultCacheDir(); err == nil {
 		ct.preflight, _ = images.NewPreflightCache(dir)
 	}
@@ -99,7 +100,7 @@ func (ct containerTier) executor(closers *[]func()) (grader.Executor, string) {
 		return nil, fmt.Sprintf("verifier containers need containerd: %v; start it (or pass --containerd-address) and grade again", err)
 	}
 	*closers = append(*closers, release)
-	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight})
+	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, AllowHostNetwork: ct.allowHost})
 	if err != nil {
 		return nil, err.Error()
 	}

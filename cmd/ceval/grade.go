@@ -17,7 +17,7 @@ import (
 
 func newGradeCmd(g *globalOptions) *cobra.Command {
 	var workspace string
-	var asJSON bool
+	var asJSON, allowHostNet bool
 	cmd := &cobra.Command{
 		Use:   "grade TASK --workspace DIR",
 		Short: "Grade a workspace directory against a task's criteria, with no container",
@@ -45,7 +45,7 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", workspace, err))
 			}
-			ex, closeEx, err := executorFor(dialTier(cmd, g), t)
+			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet), t)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -65,6 +65,7 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&workspace, "workspace", "w", "", "directory to grade (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print exactly one JSON object")
+	cmd.Flags().BoolVar(&allowHostNet, "allow-host-network", false, "let sandbox: container criteria with network: host use the host's network")
 	return cmd
 }
 
