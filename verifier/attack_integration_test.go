@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -255,5 +256,30 @@ func TestVerifierHostNetworkNeedsTheUsersFlag(t *testing.T) {
 	}
 	if len(strings.Fields(string(r.Stdout))) < 2 {
 		t.Errorf("with the flag the container sees only %q", r.Stdout)
+	}
+}
+
+// A static Go binary the agent left in its workspace looks for the agent's home, the
+// gateway's port, the mocks' sockets and credentials in any process's environment: it finds
+// nothing, and runs as the grader.
+func TestVerifierStaticBinaryFindsNothingOfTheAgents(t *testing.T) {
+	e, _, ctx := newExecutor(t)
+	bin := filepath.Join(t.TempDir(), "probe")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/probe")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the probe: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snap(t, map[string]string{"probe*": string(data)})
+	r, err := e.Run(ctx, container("./probe"), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(r.Stdout); got != "uid 3000\n" {
+		t.Errorf("the probe found %q (stderr %q)", got, r.Stderr)
 	}
 }
