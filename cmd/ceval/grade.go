@@ -20,10 +20,11 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 	var asJSON, allowHostNet bool
 	cmd := &cobra.Command{
 		Use:   "grade TASK --workspace DIR",
-		Short: "Grade a workspace directory against a task's criteria, with no container",
+		Short: "Grade a workspace directory against a task's criteria, with no agent",
 		Long: "grade snapshots DIR (a private copy that never follows a symlink) and grades the copy\n" +
-			"against TASK's success criteria. Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input,\n" +
-			"3 on ERROR or NOT_GRADED.",
+			"against TASK's success criteria. Criteria with sandbox: container run in verifier\n" +
+			"containers and need containerd (without it they are NOT_GRADED, with the reason).\n" +
+			"Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input, 3 on ERROR or NOT_GRADED.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workspace == "" {
