@@ -68,3 +68,26 @@ func TestValidateSuggestsAndPlanShowsTheTiers(t *testing.T) {
 		t.Errorf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// regrade grades container-tier criteria again in verifier containers, over the saved
+// snapshots, with the current criteria.
+func TestRegradeRunsContainerCriteriaInAVerifier(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a", "task.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	doc := "task_id: a\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'test \"$(cat answer.txt)\" = 41', memory_mb: 128, pids: 32}\n"
+	os.WriteFile(p, []byte(doc), 0o644)
+	exp := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(exp, []byte("experiment_id: v\ntasks: [a/task.yaml]\ndefaults:\n  sandbox: {limits: {timeout: 30s, memory_mb: 128, pids: 64, disk_mb: 16}}\n"+
+		"variants:\n  - variant_id: x\n    agent: {type: command, command: [/bin/sh, -c, \"echo 41 > answer.txt\"]}\n"), 0o644)
+	runs := t.TempDir()
+	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, exp); r.code != 0 {
+		t.Fatalf("run: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	os.WriteFile(p, []byte(strings.Replace(doc, "= 41", "= 42", 1)), 0o644)
+	r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, onlyDir(t, runs))
+	if !strings.Contains(r.stdout, "SUCCESS -> FAILURE") {
+		t.Errorf("regrade: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
