@@ -29,6 +29,15 @@ func newValidateCmd() *cobra.Command {
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (experiment %s, %d runs: %d variant/task pairs x %d repeats)\n",
 						f, e.ID, len(e.Entries)*e.Repeats, len(e.Entries), e.Repeats)
+					seen := map[string]bool{}
+					for _, en := range e.Entries {
+						for _, s := range en.Task.TierSuggestions() {
+							if line := s.String(); !seen[line] {
+								seen[line] = true
+								fmt.Fprintln(cmd.OutOrStdout(), line)
+							}
+						}
+					}
 					continue
 				}
 				t, err := task.Load(f)

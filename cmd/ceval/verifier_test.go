@@ -63,6 +63,9 @@ func TestValidateSuggestsAndPlanShowsTheTiers(t *testing.T) {
 	}
 	exp := filepath.Join(dir, "exp.yaml")
 	os.WriteFile(exp, []byte("experiment_id: e\ntasks: [task.yaml]\nvariants: [{variant_id: a, agent: {type: command, command: [\"true\"]}}]\n"), 0o644)
+	if r := ceval(t, "validate", exp); r.code != 0 || strings.Count(r.stdout, "suggestion: success_criteria[0] (run_command) calls npm") != 1 {
+		t.Errorf("validate experiment: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = ceval(t, "plan", exp)
 	if r.code != 0 || !strings.Contains(r.stdout, "static 1, wasm 1, container 1 (ceval.local/node:20)") {
 		t.Errorf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
