@@ -197,6 +197,9 @@ func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts 
 		return verdict{forced: NotGraded, details: "executing criteria run in the WASM sandbox, which this ceval does not have yet"}
 	}
 	score, details, err := opts.Executor.Execute(ctx, c, s, opts.Reference)
+	if why, ok := notGraded(err); ok {
+		return verdict{forced: NotGraded, details: why}
+	}
 	if err != nil {
 		return errored("%s", err)
 	}

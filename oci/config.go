@@ -18,6 +18,10 @@ const (
 	AgentGID = 2000
 )
 
+// GraderUID is a verifier container's UID and GID (see Config.UID): distinct from the
+// agent's, so nothing the agent's identity could own or signal is the grader's.
+const GraderUID = 3000
+
 // Fixed places inside the container.
 const (
 	WorkspacePath = "/workspace"
@@ -106,6 +110,10 @@ type Config struct {
 	// 0..IDRangeSize-1 map to HostID..HostID+IDRangeSize-1, a range no other live run and no
 	// host account uses, so per-UID kernel quotas are the run's alone.
 	UserNS UserNS
+
+	// UID is the process's UID and GID inside the user namespace: 0 means AgentUID (the
+	// agent's container); a verifier sets GraderUID. Root is never an option.
+	UID uint32
 }
 
 // IDRangeSize is how many UIDs (and as many GIDs) a container's user namespace maps: all
@@ -171,6 +179,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Network == "" {
 		cfg.Network = NetworkNone
+	}
+	if cfg.UID == 0 {
+		cfg.UID = AgentUID
 	}
 	return cfg
 }

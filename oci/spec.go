@@ -30,7 +30,7 @@ func SpecOpts(cfg Config) ([]ctroci.SpecOpts, error) {
 		return nil, err
 	}
 	return []ctroci.SpecOpts{
-		withAgentUser(),
+		withUser(cfg.UID),
 		withEnv(cfg.Env),
 		withCwd(WorkspacePath),
 		withInitArgs(cfg),
@@ -98,12 +98,13 @@ func ensureResources(s *specs.Spec) {
 	}
 }
 
-// withAgentUser runs the process as AgentUID:AgentGID with no supplementary groups. Unlike
-// containerd's WithUserID it looks nothing up, so it cannot fall back to GID 0.
-func withAgentUser() specOpt {
+// withUser runs the process as uid:uid (AgentUID:AgentGID for the agent, GraderUID for a
+// verifier) with no supplementary groups. Unlike containerd's WithUserID it looks nothing
+// up, so it cannot fall back to GID 0.
+func withUser(uid uint32) specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		ensureProcess(s)
-		s.Process.User = specs.User{UID: AgentUID, GID: AgentGID}
+		s.Process.User = specs.User{UID: uid, GID: uid}
 		return nil
 	}
 }

@@ -92,10 +92,21 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 		{
 			name: "user is 2000:2000 with no supplementary groups",
 			prep: func(s *specs.Spec) { s.Process.User = specs.User{UID: 0, GID: 0, AdditionalGids: []uint32{0, 27}} },
-			opt:  withAgentUser(),
+			opt:  withUser(AgentUID),
 			check: func(t *testing.T, s *specs.Spec) {
 				u := s.Process.User
 				if u.UID != 2000 || u.GID != 2000 || len(u.AdditionalGids) != 0 || u.Username != "" {
+					t.Errorf("user = %+v", u)
+				}
+			},
+		},
+		{
+			name: "a verifier's user is the grader's 3000:3000, not the agent's",
+			prep: func(s *specs.Spec) { s.Process.User = specs.User{UID: 2000, GID: 2000, AdditionalGids: []uint32{2000}} },
+			opt:  withUser(GraderUID),
+			check: func(t *testing.T, s *specs.Spec) {
+				u := s.Process.User
+				if u.UID != 3000 || u.GID != 3000 || len(u.AdditionalGids) != 0 {
 					t.Errorf("user = %+v", u)
 				}
 			},

@@ -16,6 +16,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/verifier"
 	"ceval.dev/ceval/wasm"
 )
 
@@ -134,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Attacks: []Row{}, NotAttempted: NotAttemptedClasses, RunsDir: runsDir}
 	runID := supervisor.NewRunID(time.Now())
-	ex := &lazyExecutor{ex: o.Executor}
+	ex := &lazyExecutor{ex: o.Executor, verifier: verifier.Options{Client: o.Client, Busybox: o.Busybox, Preflight: o.Preflight, InitDir: o.InitDir, IDs: o.IDs, Grace: grace}}
 	defer ex.close()
 	probe := &probeImage{c: o.Client, busybox: o.Busybox}
 	defer probe.remove(ctx)
@@ -161,11 +162,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 }
 
 // lazyExecutor starts the WASM executor when the first attack with an executing criterion
-// needs it, so a selection without one pays nothing.
+// needs it, so a selection without one pays nothing; sandbox: container criteria run in
+// verifier containers over the suite's containerd.
 type lazyExecutor struct {
-	ex      grader.Executor
-	started *wasm.Executor
-	err     error
+	ex       grader.Executor
+	started  *wasm.Executor
+	err      error
+	verifier verifier.Options
 }
 
 func (l *lazyExecutor) get() (grader.Executor, error) {
@@ -174,7 +177,13 @@ func (l *lazyExecutor) get() (grader.Executor, error) {
 		if err != nil {
 			l.err = fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		} else {
-			l.ex, l.started = e, e
+			tiers := grader.Tiers{WASM: e}
+			if v, err := verifier.New(l.verifier); err == nil {
+				tiers.Container = v
+			} else {
+				tiers.ContainerMissing = err.Error()
+			}
+			l.ex, l.started = tiers, e
 		}
 	}
 	return l.ex, l.err

@@ -47,6 +47,7 @@ var suiteNames = []string{
 	"quota-shared-uid",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
+	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-late-daemon", "verifier-network", "verifier-undeclared-ref",
 	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
 }
 

@@ -379,6 +379,12 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	res.LimitsHit = append(res.LimitsHit, snap.LimitsHit...)
 	emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
 
+	// Verifier containers (sandbox: container) start only once the agent's is deleted.
+	if t.NeedsVerifier() {
+		if err := sb.Close(ctx); err != nil {
+			return res, &InfraError{err}
+		}
+	}
 	gradeStart := time.Now()
 	gopts := grader.Options{Reference: t.Reference, Executor: o.Executor}
 	if mocks != nil {

@@ -53,6 +53,10 @@ type SandboxConfig struct {
 	// id_range); the zero value is DefaultIDRange.
 	IDs IDRange
 
+	// UID is the process's UID and GID in the container: 0 means AgentUID; a verifier
+	// container (package verifier) runs as oci.GraderUID.
+	UID uint32
+
 	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
 	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
 	// it when a run budget is exceeded.
@@ -111,6 +115,9 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
 	}
+	if cfg.UID == 0 {
+		cfg.UID = AgentUID
+	}
 	s := &Sandbox{cfg: cfg, Workspace: filepath.Join(cfg.Dir, "workspace"), Home: filepath.Join(cfg.Dir, "home")}
 	defer func() {
 		if err != nil {
@@ -149,7 +156,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		}
 	}
 	for _, d := range []string{s.Workspace, s.Home} {
-		if err := launcher.ChownTree(d, int(userns.HostUID()), int(userns.HostGID())); err != nil {
+		if err := launcher.ChownTree(d, int(userns.HostID+cfg.UID), int(userns.HostID+cfg.UID)); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +185,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
-		UserNS: userns,
+		UserNS: userns, UID: cfg.UID,
 	}
 	opts, err := oci.SpecOpts(ocfg)
 	if err != nil {
@@ -201,6 +208,10 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	return s, nil
 }
 
+// HostUID is the host UID (and GID) of the container's process: its user namespace's base
+// plus SandboxConfig.UID. A file chowned to it is the process's alone.
+func (s *Sandbox) HostUID() uint32 { return s.ids.HostID + s.cfg.UID }
+
 // Run starts the container, attests the init after its execve, lets the agent start only
 // when the attestation matches policy, and waits for it with the timeout and grace, killing
 // and reaping everything. emit (may be nil) hears "attested" and "agent_started".
@@ -220,7 +231,7 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 		att.Network = s.cfg.Network
 		out.Isolation = att
 		err = att.Check(Policy{
-			UID: AgentUID, GID: AgentGID, PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
+			UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 			IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
 		})
 	}
@@ -291,8 +302,8 @@ func (s *Sandbox) beforeStart(ctx context.Context, pid uint32) error {
 	if err := s.userns.Close(); err != nil {
 		return err
 	}
-	ns := oci.UserNS{HostID: s.ids.HostID}
-	if err := launcher.LowerRlimits(pid, ns.HostUID(), ns.HostGID(), oci.Rlimits()); err != nil {
+	host := s.ids.HostID + s.cfg.UID
+	if err := launcher.LowerRlimits(pid, host, host, oci.Rlimits()); err != nil {
 		return err
 	}
 	if s.cfg.BeforeStart != nil {

@@ -47,6 +47,7 @@ func Digest(t *Task) (string, error) {
 		}
 	}
 	addDir(t.Reference)
+	addDir(t.GraderFiles)
 	addDir(t.Sandbox.Workspace.TemplateDir)
 	addDir(t.Sandbox.PipFindLinks)
 	for _, p := range t.Plugins {

@@ -146,6 +146,8 @@ func (l *loader) task(n *yaml.Node) *Task {
 		},
 	}
 	var promptNode, promptFileNode, criteriaNode *yaml.Node
+	var graderDefault graderSpec
+	var graderTimeout graderTimeout
 	seen := l.mapping(n, "task", []field{
 		{"task_id", func(v *yaml.Node) {
 			l.str(v, "task_id", &t.ID)
@@ -172,6 +174,8 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
 		{"run_limits", func(v *yaml.Node) { t.RunLimits = l.runLimits(v) }},
 		{"solution", func(v *yaml.Node) { t.Solution = l.solution(v) }},
+		{"grader", func(v *yaml.Node) { l.grader(v, &graderDefault, &graderTimeout) }},
+		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},
 	})
 	if seen == nil {
 		return t
@@ -193,6 +197,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		l.errorf(n, "missing required field success_criteria (a non-empty list)")
 	}
 	t.read = l.read
+	l.resolveTiers(t, &graderDefault, &graderTimeout)
 	l.checkMockCriteria(t)
 	l.checkToolCriteria(t)
 	l.checkSolutionHidden(t)
@@ -592,7 +597,7 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "sandbox", "image", "network", "memory_mb", "pids"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
@@ -704,10 +709,19 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		{"weight", func(v *yaml.Node) { l.number(v, what+".weight", 0, 1e6, &c.Weight) }},
 		{"pass_threshold", func(v *yaml.Node) { l.number(v, what+".pass_threshold", 0, 1, &c.PassThreshold) }},
 	}
+	if c.Type == RunCommand {
+		c.tier = &graderSpec{}
+		for name, f := range l.graderFields(what, c.tier) {
+			all[name] = f
+		}
+	}
 	for _, name := range criterionFields[c.Type] {
 		fields = append(fields, field{name, all[name]})
 	}
 	seen := l.mapping(rn, what, fields)
+	if c.tier != nil {
+		_, c.tier.ownTimeout = seen["timeout"]
+	}
 	need := func(name string) {
 		if _, ok := seen[name]; !ok {
 			l.errorf(rn, "%s: missing required field %s", what, name)

@@ -147,7 +147,7 @@ func (t *Task) Close() error {
 		return nil
 	}
 	var errs []error
-	errs = append(errs, t.Reference.Close(), t.Sandbox.Workspace.TemplateDir.Close(), t.Solution.Close())
+	errs = append(errs, t.Reference.Close(), t.GraderFiles.Close(), t.Sandbox.Workspace.TemplateDir.Close(), t.Solution.Close())
 	for _, p := range t.Plugins {
 		errs = append(errs, p.Dir.Close())
 	}

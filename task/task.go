@@ -48,6 +48,9 @@ type Task struct {
 	Agent       *Agent // nil when the task names none (fine for validate and grade)
 	Sandbox     Sandbox
 	Reference   *Dir // reference.directory, opened at load; nil when none
+	// GraderFiles is grader_files.directory, opened at load; nil when none. Verifier
+	// containers see it read-only at /task.
+	GraderFiles *Dir
 	Criteria    []Criterion
 	Plugins     []Plugin // projected read-only into the agent's container
 	// ProtectedMocks are tools answered from fixtures by ceval's host-side mock server; the
@@ -228,6 +231,10 @@ type Criterion struct {
 	StdoutMatch      string // exact | contains | regex
 	ScoreFromStdout  bool
 	UsesReference    bool
+	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
+	// on the criterion or as the task's grader: default); nil: the WASM sandbox.
+	Verifier *Verifier
+	tier     *graderSpec // what the task file wrote, until the load resolves Verifier
 
 	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
 	Tool       string

@@ -78,7 +78,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			for _, t := range targets {
 				tasks = append(tasks, t.Task)
 			}
-			ex, closeEx, err := executorFor(tasks...)
+			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork), tasks...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

@@ -1,31 +1,110 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/verifier"
 	"ceval.dev/ceval/wasm"
 )
 
-// executorFor returns the WASM executor that grades executing criteria (run_command, wasm)
-// when any of the tasks has one, else nil: a run that needs no WASM pays nothing for it.
-// close releases its worker process.
-func executorFor(tasks ...*task.Task) (ex grader.Executor, close func(), err error) {
-	need := false
+// containerTier is how a command reaches containerd for verifier containers: connect returns
+// a client and its namespace (and what releases them), or why there is none.
+type containerTier struct {
+	connect   func() (*client.Client, string, func(), error)
+	busybox   string
+	ids       supervisor.IDRange
+	preflight *images.PreflightCache
+	allowHost bool // the user's --allow-host-network
+}
+
+// sessionTier uses a command's open session (ceval run, experiments).
+func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.IDRange, allowHost bool) containerTier {
+	return containerTier{
+		connect: func() (*client.Client, string, func(), error) { return s.client, g.namespace, func() {}, nil },
+		busybox: busybox, ids: ids, preflight: s.preflight, allowHost: allowHost,
+	}
+}
+
+// dialTier connects only when a criterion needs it (ceval grade, regrade).
+func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool) containerTier {
+	ct := containerTier{connect: func() (*client.Client, string, func(), error) {
+		c, _, err := g.connect(context.WithoutCancel(cmd.Context()), cmd)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		return c, g.namespace, func() { c.Close() }, nil
+	}, busybox: images.DefaultBusybox, allowHost: allowHost}
+	if dir, err := images.DefaultCacheDir(); err == nil {
+		ct.preflight, _ = images.NewPreflightCache(dir)
+	}
+	return ct
+}
+
+// executorFor returns the executor of the tasks' executing criteria, each in its tier: the
+// WASM sandbox's worker when any criterion runs there (a run that needs none pays nothing),
+// verifier containers when any declares sandbox: container. Without containerd those are
+// NOT_GRADED with the reason. close releases both.
+func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, close func(), err error) {
+	needWASM, needContainer := false, false
 	for _, t := range tasks {
 		for i := range t.Criteria {
-			need = need || t.Criteria[i].Executes()
+			switch t.Criteria[i].Tier() {
+			case task.TierWASM:
+				needWASM = true
+			case task.TierContainer:
+				needContainer = true
+			}
 		}
 	}
-	if !need {
+	if !needWASM && !needContainer {
 		return nil, func() {}, nil
 	}
-	e, err := wasm.NewExecutor(wasm.Options{})
-	if err != nil {
-		return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
+	tiers := grader.Tiers{}
+	var closers []func()
+	close = func() {
+		for _, f := range closers {
+			f()
+		}
 	}
-	return e, func() { _ = e.Close() }, nil
+	if needWASM {
+		e, err := wasm.NewExecutor(wasm.Options{})
+		if err != nil {
+			return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
+		}
+		tiers.WASM = e
+		closers = append(closers, func() { _ = e.Close() })
+	}
+	if needContainer {
+		tiers.Container, tiers.ContainerMissing = ct.executor(&closers)
+	}
+	return tiers, close, nil
+}
+
+// executor connects and returns the verifier executor, or nil and why it cannot run.
+func (ct containerTier) executor(closers *[]func()) (grader.Executor, string) {
+	if ct.connect == nil {
+		return nil, "this command has no containerd"
+	}
+	c, ns, release, err := ct.connect()
+	if err != nil {
+		return nil, fmt.Sprintf("verifier containers need containerd: %v; start it (or pass --containerd-address) and grade again", err)
+	}
+	*closers = append(*closers, release)
+	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, AllowHostNetwork: ct.allowHost})
+	if err != nil {
+		return nil, err.Error()
+	}
+	return e, ""
 }
 
 // experimentTasks lists the task of every entry of an experiment.
@@ -35,4 +114,36 @@ func experimentTasks(e *task.Experiment) []*task.Task {
 		tasks[i] = e.Entries[i].Task
 	}
 	return tasks
+}
+
+// gradingTiers says where a task's criteria are graded, for ceval plan: "static 2, wasm 1,
+// container 1 (IMAGE)".
+func gradingTiers(t *task.Task) string {
+	var static, wasmN, ctr int
+	var imgs []string
+	for i := range t.Criteria {
+		c := &t.Criteria[i]
+		switch c.Tier() {
+		case "":
+			static++
+		case task.TierWASM:
+			wasmN++
+		case task.TierContainer:
+			ctr++
+			if !slices.Contains(imgs, c.Verifier.Image) {
+				imgs = append(imgs, c.Verifier.Image)
+			}
+		}
+	}
+	var parts []string
+	if static > 0 {
+		parts = append(parts, fmt.Sprintf("static %d", static))
+	}
+	if wasmN > 0 {
+		parts = append(parts, fmt.Sprintf("wasm %d", wasmN))
+	}
+	if ctr > 0 {
+		parts = append(parts, fmt.Sprintf("container %d (%s)", ctr, strings.Join(imgs, ", ")))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -104,7 +104,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	c, cctx := sess.client, sess.ctx
 	base.Preflight = sess.preflight
 	base.Client, base.Namespace, base.Version = c, g.namespace, cevalVersion()
-	executor, closeExecutor, err := executorFor(experimentTasks(e)...)
+	executor, closeExecutor, err := executorFor(sessionTier(sess, g, base.Busybox, base.IDs, base.Allow.HostNetwork), experimentTasks(e)...)
 	if err != nil {
 		return exitWith(exitInfraErr, err)
 	}
@@ -227,7 +227,7 @@ func newPlanCmd() *cobra.Command {
 				return enc.Encode(plan)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "VARIANT\tTASK\tREPEATS\tAGENT\tIMAGE\tTASK FILE")
+			fmt.Fprintln(tw, "VARIANT\tTASK\tREPEATS\tAGENT\tIMAGE\tGRADING\tTASK FILE")
 			for i, en := range plan.Entries {
 				a := e.Entries[i].Task.Agent
 				agent := "-"
@@ -237,7 +237,7 @@ func newPlanCmd() *cobra.Command {
 						agent += " " + a.Model
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", en.Variant, en.TaskID, plan.Repeats, agent, e.Entries[i].Task.Sandbox.Image, en.TaskPath)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", en.Variant, en.TaskID, plan.Repeats, agent, e.Entries[i].Task.Sandbox.Image, gradingTiers(e.Entries[i].Task), en.TaskPath)
 			}
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%d runs (%d tasks x %d variants x %d repeats)\n", len(plan.Runs()),
@@ -283,7 +283,8 @@ func newReportCmd() *cobra.Command {
 }
 
 func newRegradeCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var allowHostNet bool
+	cmd := &cobra.Command{
 		Use:   "regrade RUN_DIR",
 		Short: "Grade an experiment's saved snapshots again with the current criteria; no agent runs",
 		Args:  cobra.ExactArgs(1),
@@ -298,7 +299,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInvalid, err)
 			}
 			e.Repeats = plan.Repeats
-			ex, closeEx, err := executorFor(experimentTasks(e)...)
+			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet), experimentTasks(e)...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -333,6 +334,8 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&allowHostNet, "allow-host-network", false, "let sandbox: container criteria with network: host use the host's network")
+	return cmd
 }
 
 // changed reports whether any experiment-only flag was given.

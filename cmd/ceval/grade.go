@@ -15,15 +15,16 @@ import (
 	"ceval.dev/ceval/snapshot"
 )
 
-func newGradeCmd() *cobra.Command {
+func newGradeCmd(g *globalOptions) *cobra.Command {
 	var workspace string
-	var asJSON bool
+	var asJSON, allowHostNet bool
 	cmd := &cobra.Command{
 		Use:   "grade TASK --workspace DIR",
-		Short: "Grade a workspace directory against a task's criteria, with no container",
+		Short: "Grade a workspace directory against a task's criteria, with no agent",
 		Long: "grade snapshots DIR (a private copy that never follows a symlink) and grades the copy\n" +
-			"against TASK's success criteria. Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input,\n" +
-			"3 on ERROR or NOT_GRADED.",
+			"against TASK's success criteria. Criteria with sandbox: container run in verifier\n" +
+			"containers and need containerd (without it they are NOT_GRADED, with the reason).\n" +
+			"Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input, 3 on ERROR or NOT_GRADED.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workspace == "" {
@@ -37,7 +38,7 @@ func newGradeCmd() *cobra.Command {
 				return exitWith(exitInvalid, fmt.Errorf("workspace %s is not a directory", workspace))
 			}
 			// Started before the snapshot: the worker loads the toolbox while the copy runs.
-			ex, closeEx, err := executorFor(t)
+			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet), t)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -66,6 +67,7 @@ func newGradeCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&workspace, "workspace", "w", "", "directory to grade (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print exactly one JSON object")
+	cmd.Flags().BoolVar(&allowHostNet, "allow-host-network", false, "let sandbox: container criteria with network: host use the host's network")
 	return cmd
 }
 

@@ -72,7 +72,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.namespace, "namespace", launcher.NamespaceFromEnv(), "containerd namespace (env CEVAL_NAMESPACE)")
 	root.PersistentFlags().StringVar(&g.configPath, "config", defaultConfigPath(), "config file: allow_env, allow_host_network, prices (USD per million tokens by model, for run_limits.max_usd), gateway_allow (what the model gateway forwards), id_range (host IDs of the runs' user namespaces), judge (the model llm_judge asks)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(exitInvalid, err) })
-	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(), newRunCmd(g), newSandboxCmd(g), newDoctorCmd(g))
+	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(g), newRunCmd(g), newSandboxCmd(g), newDoctorCmd(g))
 	root.AddCommand(newImagesCmd(g))
 	root.AddCommand(newPlanCmd(), newReportCmd(), newRegradeCmd(g), newGCCmd(g))
 	root.AddCommand(newBundleCmd())

@@ -115,7 +115,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			}
 			defer sess.Close()
 			c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
-			ex, closeEx, err := executorFor(tasks...)
+			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet), tasks...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

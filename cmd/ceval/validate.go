@@ -37,6 +37,15 @@ func newValidateCmd() *cobra.Command {
 					if strict {
 						warned += printWarnings(cmd.ErrOrStderr(), seen, experimentTasks(e)...)
 					}
+					suggested := map[string]bool{}
+					for _, en := range e.Entries {
+						for _, s := range en.Task.TierSuggestions() {
+							if line := s.String(); !suggested[line] {
+								suggested[line] = true
+								fmt.Fprintln(cmd.OutOrStdout(), line)
+							}
+						}
+					}
 					continue
 				}
 				t, err := task.Load(f)
@@ -55,6 +64,9 @@ func newValidateCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (task %s, %d criteria, image %s)\n", f, t.ID, len(t.Criteria), taskImage(t.Sandbox))
 				if strict {
 					warned += printWarnings(cmd.ErrOrStderr(), seen, t)
+				}
+				for _, s := range t.TierSuggestions() {
+					fmt.Fprintln(cmd.OutOrStdout(), s)
 				}
 			}
 			if bad > 0 {

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/internal/ctrtest"
+)
+
+// containerTask writes a task whose one criterion runs in a verifier container, and a
+// workspace holding answer.txt.
+func containerTask(t *testing.T, answer string) (taskPath, workspace string) {
+	t.Helper()
+	dir := t.TempDir()
+	taskPath = filepath.Join(dir, "task.yaml")
+	doc := "task_id: verified\ninitial_prompt: p\nsuccess_criteria:\n" +
+		"  - {type: run_command, sandbox: container, command: 'test \"$(cat answer.txt)\" = 42', memory_mb: 128, pids: 32}\n"
+	if err := os.WriteFile(taskPath, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	workspace = filepath.Join(dir, "ws")
+	if err := os.Mkdir(workspace, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workspace, "answer.txt"), []byte(answer+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return taskPath, workspace
+}
+
+func TestGradeWithoutContainerdLeavesContainerCriteriaNotGraded(t *testing.T) {
+	p, ws := containerTask(t, "42")
+	r := ceval(t, "grade", "--containerd-address", "/nonexistent/containerd.sock", p, "--workspace", ws)
+	if r.code != 3 || !strings.Contains(r.stdout, "NOT_GRADED") || !strings.Contains(r.stdout, "containerd") {
+		t.Errorf("exit %d, stdout %q, want 3 and NOT_GRADED saying containerd", r.code, r.stdout)
+	}
+}
+
+func TestGradeRunsContainerCriteriaInAVerifier(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	p, ws := containerTask(t, "42")
+	if r := ceval(t, "grade", "--namespace", ctrtest.Namespace, p, "--workspace", ws); r.code != 0 {
+		t.Errorf("right answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	p, ws = containerTask(t, "41")
+	if r := ceval(t, "grade", "--namespace", ctrtest.Namespace, p, "--workspace", ws); r.code != 1 || !strings.Contains(r.stdout, "exit code 1, want 0") {
+		t.Errorf("wrong answer: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestValidateSuggestsAndPlanShowsTheTiers(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: v\ninitial_prompt: p\nsuccess_criteria:\n"+
+		"  - {type: run_command, command: 'npm test'}\n"+
+		"  - {type: run_command, command: 'node -e 1', sandbox: container, image: 'ceval.local/node:20'}\n"+
+		"  - {type: file_exists, path: a}\n"), 0o644)
+	r := ceval(t, "validate", p)
+	if r.code != 0 || !strings.Contains(r.stdout, p+":4:5: suggestion: success_criteria[0] (run_command) calls npm") {
+		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	exp := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(exp, []byte("experiment_id: e\ntasks: [task.yaml]\nvariants: [{variant_id: a, agent: {type: command, command: [\"true\"]}}]\n"), 0o644)
+	if r := ceval(t, "validate", exp); r.code != 0 || strings.Count(r.stdout, "suggestion: success_criteria[0] (run_command) calls npm") != 1 {
+		t.Errorf("validate experiment: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = ceval(t, "plan", exp)
+	if r.code != 0 || !strings.Contains(r.stdout, "static 1, wasm 1, container 1 (ceval.local/node:20)") {
+		t.Errorf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// regrade grades container-tier criteria again in verifier containers, over the saved
+// snapshots, with the current criteria.
+func TestRegradeRunsContainerCriteriaInAVerifier(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a", "task.yaml")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	doc := "task_id: a\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'test \"$(cat answer.txt)\" = 41', memory_mb: 128, pids: 32}\n"
+	os.WriteFile(p, []byte(doc), 0o644)
+	exp := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(exp, []byte("experiment_id: v\ntasks: [a/task.yaml]\ndefaults:\n  sandbox: {limits: {timeout: 30s, memory_mb: 128, pids: 64, disk_mb: 16}}\n"+
+		"variants:\n  - variant_id: x\n    agent: {type: command, command: [/bin/sh, -c, \"echo 41 > answer.txt\"]}\n"), 0o644)
+	runs := t.TempDir()
+	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, exp); r.code != 0 {
+		t.Fatalf("run: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	os.WriteFile(p, []byte(strings.Replace(doc, "= 41", "= 42", 1)), 0o644)
+	r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, onlyDir(t, runs))
+	if !strings.Contains(r.stdout, "SUCCESS -> FAILURE") {
+		t.Errorf("regrade: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -1,0 +1,200 @@
+package task
+
+import (
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Grading tiers of an executing criterion.
+const (
+	// TierWASM runs the criterion in the WebAssembly sandbox on the host (the default).
+	TierWASM = "wasm"
+	// TierContainer runs it in a verifier container: a fresh hardened container from a
+	// pristine image, started after the agent's container is gone (package verifier).
+	TierContainer = "container"
+)
+
+// Defaults of a verifier container's limits.
+const (
+	DefaultVerifierMemoryMB = 2048
+	DefaultVerifierPids     = 512
+	MaxVerifierMemoryMB     = 1 << 20
+	MaxVerifierPids         = 1 << 20
+)
+
+// Verifier is where a container-tier criterion runs (sandbox: container). The criterion's
+// Timeout bounds it.
+type Verifier struct {
+	Image    string // default: the task's own sandbox.image
+	Network  string // NetworkNone, or NetworkHost (run only with the user's --allow-host-network)
+	MemoryMB int64
+	Pids     int64
+	DiskMB   int64 // the workspace copy's cap: the task's sandbox.limits.disk_mb, as the agent's
+	// GraderFiles is the task's grader_files directory (nil when none): the verifier sees a
+	// read-only copy at /task.
+	GraderFiles *Dir
+}
+
+// Tier says where the criterion runs when it executes anything: TierContainer when it
+// declared (or the task's grader defaulted it to) sandbox: container, else TierWASM; ""
+// for the criteria that execute nothing.
+func (c *Criterion) Tier() string {
+	switch {
+	case !c.Executes():
+		return ""
+	case c.Verifier != nil:
+		return TierContainer
+	}
+	return TierWASM
+}
+
+// NeedsVerifier reports whether any criterion of the task runs in a verifier container.
+func (t *Task) NeedsVerifier() bool {
+	for i := range t.Criteria {
+		if t.Criteria[i].Verifier != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// graderSpec is what a run_command criterion or the task's grader: section wrote about the
+// tier; resolve merges the two once the whole task is read.
+type graderSpec struct {
+	nodes    map[string]*yaml.Node // the fields given, by name
+	sandbox  string
+	image    string
+	network  string
+	memoryMB int64
+	pids     int64
+	// ownTimeout: the criterion set its own timeout, which the grader: section's does not
+	// replace.
+	ownTimeout bool
+}
+
+// graderFieldNames are the fields of the tier, on a run_command criterion and in the task's
+// grader: section (which also takes timeout).
+var graderFieldNames = []string{"sandbox", "image", "network", "memory_mb", "pids"}
+
+// graderFields decodes the tier's fields into g.
+func (l *loader) graderFields(what string, g *graderSpec) map[string]func(*yaml.Node) {
+	g.nodes = map[string]*yaml.Node{}
+	at := func(name string, f func(v *yaml.Node)) func(*yaml.Node) {
+		return func(v *yaml.Node) { g.nodes[name] = resolve(v); f(v) }
+	}
+	return map[string]func(*yaml.Node){
+		"sandbox": at("sandbox", func(v *yaml.Node) {
+			l.enum(v, what+".sandbox", []string{TierWASM, TierContainer}, &g.sandbox)
+		}),
+		"image": at("image", func(v *yaml.Node) {
+			l.str(v, what+".image", &g.image)
+			if g.image == "" {
+				l.errorf(resolve(v), "%s.image must not be empty (leave it out for the task's own sandbox.image)", what)
+			}
+		}),
+		"network": at("network", func(v *yaml.Node) {
+			l.enum(v, what+".network", []string{NetworkNone, NetworkHost}, &g.network)
+		}),
+		"memory_mb": at("memory_mb", func(v *yaml.Node) { l.integer(v, what+".memory_mb", 16, MaxVerifierMemoryMB, &g.memoryMB) }),
+		"pids":      at("pids", func(v *yaml.Node) { l.integer(v, what+".pids", 8, MaxVerifierPids, &g.pids) }),
+	}
+}
+
+// grader reads the task's grader: section, the default tier of its run_command criteria.
+func (l *loader) grader(n *yaml.Node, g *graderSpec, timeout *graderTimeout) {
+	fields := l.graderFields("grader", g)
+	var fs []field
+	for _, name := range graderFieldNames {
+		fs = append(fs, field{name, fields[name]})
+	}
+	fs = append(fs, field{"timeout", func(v *yaml.Node) {
+		timeout.node = resolve(v)
+		l.duration(v, "grader.timeout", &timeout.d)
+	}})
+	l.mapping(n, "grader", fs)
+}
+
+// graderTimeout is the grader: section's timeout, applied to run_command criteria that set
+// none of their own.
+type graderTimeout struct {
+	node *yaml.Node
+	d    time.Duration
+}
+
+// resolveTiers sets each run_command criterion's Verifier from its own fields over the
+// task's grader: defaults, and refuses a container field on a criterion left in WASM.
+func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeout) {
+	for i := range t.Criteria {
+		c := &t.Criteria[i]
+		cs := c.tier
+		c.tier = nil
+		if c.Type != RunCommand || cs == nil {
+			continue
+		}
+		pick := func(name string, own, fallback string) string {
+			if _, ok := cs.nodes[name]; ok {
+				return own
+			}
+			if _, ok := def.nodes[name]; ok {
+				return fallback
+			}
+			return ""
+		}
+		sandbox := pick("sandbox", cs.sandbox, def.sandbox)
+		if sandbox != TierContainer {
+			for _, name := range graderFieldNames[1:] {
+				if n, ok := cs.nodes[name]; ok {
+					l.errorf(n, "success_criteria[%d] (run_command).%s applies only to a verifier container: add sandbox: container (or leave %s out for the WASM sandbox)", i, name, name)
+				}
+			}
+			continue
+		}
+		v := &Verifier{Image: t.Sandbox.Image, Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: t.Sandbox.Limits.DiskMB}
+		if s := pick("image", cs.image, def.image); s != "" {
+			v.Image = s
+		}
+		if s := pick("network", cs.network, def.network); s != "" {
+			v.Network = s
+		}
+		if _, ok := cs.nodes["memory_mb"]; ok {
+			v.MemoryMB = cs.memoryMB
+		} else if _, ok := def.nodes["memory_mb"]; ok {
+			v.MemoryMB = def.memoryMB
+		}
+		if _, ok := cs.nodes["pids"]; ok {
+			v.Pids = cs.pids
+		} else if _, ok := def.nodes["pids"]; ok {
+			v.Pids = def.pids
+		}
+		if !cs.ownTimeout && defTimeout.node != nil {
+			c.Timeout = defTimeout.d
+		}
+		v.GraderFiles = t.GraderFiles
+		c.Verifier = v
+	}
+	hasRunCommand := false
+	for i := range t.Criteria {
+		hasRunCommand = hasRunCommand || t.Criteria[i].Type == RunCommand
+	}
+	if !hasRunCommand && def.sandbox == TierContainer {
+		n := def.nodes["sandbox"]
+		if n == nil {
+			return
+		}
+		l.errorf(n, "grader.sandbox: container applies to run_command criteria, and the task has none: remove the grader section or add a run_command criterion")
+	}
+}
+
+// graderFiles reads grader_files: {directory: DIR}, the task's grading material that
+// verifier containers see read-only at /task (never the agent's container).
+//
+// Minimal on purpose: the WASM tier's grader_files (another change) may widen it; this is the
+// directory form only.
+func (l *loader) graderFiles(n *yaml.Node) *Dir {
+	var d *Dir
+	l.mapping(n, "grader_files", []field{{"directory", func(v *yaml.Node) {
+		d = l.openDir(v, "grader_files.directory")
+	}}})
+	return d
+}

@@ -1,0 +1,139 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// copySnapshot writes the snapshot's files, directories and links into workspace (a fresh
+// capped scratch filesystem) through an os.Root, so no entry lands outside it. Links are
+// recreated as links: they resolve inside the verifier container, never on the host. What
+// the snapshot left out is absent, and a note says so.
+func copySnapshot(s *snapshot.Snapshot, workspace string) (notes []string, err error) {
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return nil, fmt.Errorf("copy the snapshot: %w", err)
+	}
+	defer root.Close()
+	omitted := 0
+	for _, e := range s.Entries {
+		switch e.Kind {
+		case snapshot.KindDir:
+			err = root.MkdirAll(e.Path, 0o755)
+		case snapshot.KindFile:
+			if e.Omitted != "" {
+				omitted++
+				continue
+			}
+			var data []byte
+			if data, err = s.ReadFile(e.Path); err == nil {
+				err = root.WriteFile(e.Path, data, e.Mode.Perm()&0o755)
+			}
+		case snapshot.KindSymlink:
+			err = root.Symlink(e.Target, e.Path)
+		default:
+			omitted++
+			continue
+		}
+		if errors.Is(err, syscall.ENOSPC) {
+			return nil, &workspaceTooBig{path: e.Path}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("copy the snapshot: %s: %w", e.Path, err)
+		}
+	}
+	if omitted > 0 || s.Truncated {
+		notes = append(notes, fmt.Sprintf("the snapshot left out %d entries (see snapshot_notes); the command ran without them", omitted))
+	}
+	return notes, nil
+}
+
+// copyMaterial copies the directories and regular files of task material (the reference,
+// grader_files), read through its handle, into dst (links and special files are left out),
+// at most max bytes in all.
+func copyMaterial(ref *task.Dir, dst string, max int64) error {
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return fmt.Errorf("copy %s: %w", ref.Path, err)
+	}
+	out, err := os.OpenRoot(dst)
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", ref.Path, err)
+	}
+	defer out.Close()
+	in := ref.Root()
+	var total int64
+	err = fs.WalkDir(in.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case p == ".":
+			return nil
+		case d.IsDir():
+			return out.Mkdir(p, 0o700)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		src, err := in.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		f, err := out.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(f, io.LimitReader(src, max-total+1))
+		total += n
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && total > max {
+			err = fmt.Errorf("over %d bytes, the cap of a verifier's copy", max)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("copy %s: %w", ref.Path, err)
+	}
+	return nil
+}
+
+// handTo makes the tree at dir the given host UID's alone and read-only: directories 0500,
+// files 0400 (a reference copy holds no links).
+func handTo(dir string, uid int) error {
+	if err := launcher.ChownTree(dir, uid, uid); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o400)
+		if d.IsDir() {
+			mode = 0o500
+		}
+		return root.Chmod(p, mode)
+	})
+}
+
+// workspaceTooBig is the snapshot not fitting the verifier's capped workspace: the
+// workspace's doing (its files or their count), so the criterion fails rather than errs.
+type workspaceTooBig struct{ path string }
+
+func (e *workspaceTooBig) Error() string {
+	return fmt.Sprintf("the snapshot does not fit the verifier's workspace cap (sandbox.limits.disk_mb and its inodes); it was full at %q; not run", e.path)
+}

@@ -1,0 +1,264 @@
+package verifier
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/task"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxOutput = 1 << 20
+	DefaultGrace     = 2 * time.Second
+	// DefaultMaxReferenceBytes bounds the copy of a reference directory made per criterion.
+	DefaultMaxReferenceBytes = 256 << 20
+)
+
+// Container paths of a verifier.
+const (
+	ReferencePath   = "/reference" // the task's reference, for a criterion with uses_reference
+	GraderFilesPath = "/task"      // the task's grader_files, when it has them
+)
+
+// Options configure an Executor. Client is required.
+type Options struct {
+	Client    *client.Client
+	Namespace string                 // containerd namespace; "" = the one ctx carries
+	Busybox   string                 // for building the default image on first use
+	Preflight *images.PreflightCache // nil: images.Preflight without a disk cache
+	InitDir   string                 // where the static init is installed; "" = supervisor.DefaultInitDir()
+	IDs       supervisor.IDRange     // the zero value is supervisor.DefaultIDRange
+	// ScratchDir is where each criterion's directory (its workspace mount point, its copy of
+	// the reference) is made; "" = os.TempDir().
+	ScratchDir string
+	// MaxOutput caps each of stdout and stderr kept for scoring; the rest is read and dropped.
+	MaxOutput int64
+	Grace     time.Duration // SIGTERM to SIGKILL at the timeout
+	// AllowHostNetwork is the user's --allow-host-network: without it a criterion with
+	// network: host is NOT_GRADED.
+	AllowHostNetwork bool
+	// MaxReferenceBytes caps each copy of grading material (the reference, grader_files); a
+	// bigger one is an error of the task.
+	MaxReferenceBytes int64
+}
+
+// Executor runs container-tier criteria; it implements grader.Executor.
+type Executor struct {
+	opts Options
+}
+
+// New returns an Executor; it holds nothing until Execute runs.
+func New(opts Options) (*Executor, error) {
+	if opts.Client == nil {
+		return nil, errors.New("verifier: no containerd client")
+	}
+	if opts.MaxOutput <= 0 {
+		opts.MaxOutput = DefaultMaxOutput
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.MaxReferenceBytes <= 0 {
+		opts.MaxReferenceBytes = DefaultMaxReferenceBytes
+	}
+	if opts.ScratchDir == "" {
+		opts.ScratchDir = os.TempDir()
+	}
+	return &Executor{opts: opts}, nil
+}
+
+// Run is what one criterion's container did: the fields grader.ScoreCommand scores, and
+// how the container ended.
+type Run struct {
+	grader.CommandRun
+	Exit      launcher.Exit
+	Isolation *supervisor.Attestation
+	Resources launcher.Resources
+}
+
+// Execute runs c's command in a fresh verifier container and scores it.
+func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
+	r, err := e.Run(ctx, c, s, reference)
+	var big *workspaceTooBig
+	if errors.As(err, &big) {
+		return 0, big.Error(), nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	return grader.ScoreCommand(c, r.CommandRun)
+}
+
+// Run runs c's command in a fresh verifier container over a copy of s and returns what it
+// left; an error is ceval's side (or the task's: an image that is missing or fails the
+// preflight, a reference it cannot copy), never the command's.
+func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (*Run, error) {
+	if e.opts.Namespace != "" {
+		ctx = namespaces.WithNamespace(ctx, e.opts.Namespace)
+	}
+	v := c.Verifier
+	if v == nil {
+		return nil, fmt.Errorf("verifier: criterion %s at line %d does not declare sandbox: container", c.Type, c.Line)
+	}
+	if s == nil {
+		return nil, errors.New("verifier: no snapshot")
+	}
+	if c.UsesReference && reference.Root() == nil {
+		return nil, errors.New("verifier: the criterion uses_reference but the task has no reference directory")
+	}
+	network := oci.NetworkNone
+	switch v.Network {
+	case "", task.NetworkNone:
+	case task.NetworkHost:
+		if !e.opts.AllowHostNetwork {
+			return nil, &grader.NotGradedError{Reason: "network: host runs the agent's code on the host's network: only with --allow-host-network (or allow_host_network in ceval's config)"}
+		}
+		network = oci.NetworkHost
+	default:
+		return nil, fmt.Errorf("verifier: unknown network %q", v.Network)
+	}
+	img, err := supervisor.ResolveImage(ctx, e.opts.Client, v.Image, e.opts.Preflight, e.opts.Busybox)
+	if err != nil {
+		return nil, fmt.Errorf("verifier image: %w", err)
+	}
+	dir, err := os.MkdirTemp(e.opts.ScratchDir, "ceval-verify-")
+	if err != nil {
+		return nil, fmt.Errorf("verifier: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	// Search-only for the container's user namespace, which resolves the bind sources.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, fmt.Errorf("verifier: %w", err)
+	}
+	// Grading material is copied through its handle, per criterion, and bound read-only.
+	var mounts []oci.Mount
+	var material []string
+	for _, m := range []struct {
+		dir  *task.Dir
+		dst  string
+		name string
+	}{
+		{reference, ReferencePath, "reference"},
+		{v.GraderFiles, GraderFilesPath, "grader_files"},
+	} {
+		if m.dir.Root() == nil || (m.dst == ReferencePath && !c.UsesReference) {
+			continue
+		}
+		copyDir := filepath.Join(dir, m.name)
+		if err := copyMaterial(m.dir, copyDir, e.opts.MaxReferenceBytes); err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, oci.Mount{Source: copyDir, Destination: m.dst})
+		material = append(material, copyDir)
+	}
+	var notes []string
+	stdout := &cappedBuffer{max: e.opts.MaxOutput}
+	stderr := &cappedBuffer{max: e.opts.MaxOutput}
+	diskMB := v.DiskMB
+	if diskMB <= 0 {
+		diskMB = task.DefaultDiskMB
+	}
+	id := make([]byte, 6)
+	_, _ = rand.Read(id)
+	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
+		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
+		Argv:    []string{"/bin/sh", "-c", c.Command},
+		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: task.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
+		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
+		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: oci.GraderUID,
+		Stdout: stdout, Stderr: stderr,
+		Prepare: func(workspace, _ string) error {
+			var err error
+			notes, err = copySnapshot(s, workspace)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("verifier container: %w", err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = sb.Close(ctx)
+		}
+	}()
+	for _, d := range material {
+		// The grader's alone, read-only: no other host account reads grading material.
+		if err := handTo(d, int(sb.HostUID())); err != nil {
+			return nil, err
+		}
+	}
+	out, runErr := sb.Run(ctx, nil)
+	// Delete the container before reading its output: the IO copy completes only then, and
+	// nothing of the command's can write any more.
+	closed = true
+	if err := sb.Close(ctx); err != nil {
+		return nil, errors.Join(runErr, fmt.Errorf("verifier container: %w", err))
+	}
+	if runErr != nil {
+		return nil, fmt.Errorf("verifier container: %w", runErr)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("verifier: grading stopped: %w", err)
+	}
+	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources}
+	r.ExitCode = out.Exit.Code
+	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
+	r.Notes = notes
+	switch {
+	case out.Exit.TimedOut:
+		r.Limit = fmt.Sprintf("timeout: still running after the %v limit; stopped", c.Timeout)
+	case out.Resources.OOMKills > 0:
+		r.Limit = fmt.Sprintf("memory limit: %d process(es) killed over the %d MiB limit", out.Resources.OOMKills, v.MemoryMB)
+	case stdout.cut > 0:
+		r.Limit = fmt.Sprintf("stdout limit: more than %d bytes written (%d bytes over)", e.opts.MaxOutput, stdout.cut)
+	}
+	if stderr.cut > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("stderr over %d bytes was cut", e.opts.MaxOutput))
+	}
+	if p := out.Resources; p.PidsLimit > 0 && p.PidsPeak >= p.PidsLimit {
+		r.Notes = append(r.Notes, fmt.Sprintf("pids limit %d reached", p.PidsLimit))
+	}
+	return r, nil
+}
+
+// cappedBuffer keeps the first max bytes written to it and counts the rest.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	max int64
+	buf []byte
+	cut int64
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	room := b.max - int64(len(b.buf))
+	keep := min(int64(len(p)), max(room, 0))
+	b.buf = append(b.buf, p[:keep]...)
+	b.cut += int64(len(p)) - keep
+	return len(p), nil
+}
+
+func (b *cappedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf...)
+}
