@@ -14,6 +14,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
@@ -133,7 +134,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Attacks: []Row{}, NotAttempted: NotAttemptedClasses, RunsDir: runsDir}
-	runID := supervisor.NewRunID(time.Now())
+	runID := record.NewRunID(time.Now())
 	ex := &lazyExecutor{ex: o.Executor}
 	defer ex.close()
 	probe := &probeImage{c: o.Client, busybox: o.Busybox}
@@ -306,7 +307,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	return done(classify(e))
 }
 
-func score(res *supervisor.Result) float64 {
+func score(res *record.Result) float64 {
 	if res == nil {
 		return 0
 	}

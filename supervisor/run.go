@@ -14,29 +14,16 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
 
-// Run statuses beyond the grader's.
-const (
-	StatusTimeout = "TIMEOUT"
-	StatusError   = grader.TaskError
-)
-
-// AgentUID and AgentGID are the agent's identity in its container.
-const (
-	AgentUID = 2000
-	AgentGID = 2000
-)
-
-// DefaultGrace is the time between SIGTERM and SIGKILL when a run is stopped.
-const DefaultGrace = 10 * time.Second
-
 // Options configure one run; the zero value of each optional field takes a sane default.
 type Options struct {
 	RunsDir string // default ./runs
-	RunID   string // default NewRunID(now)
+	RunID   string // default record.NewRunID(now)
 	Variant string // default "default"
 	Repeat  int    // default 1
 	Attempt int    // 0 or 1 for a first try; a retry (see RunExperiment) records its number
@@ -64,71 +51,6 @@ type Options struct {
 	GatewayAllow map[string]gateway.Allowlist
 }
 
-// Result is result.json: the grade plus what the run was.
-type Result struct {
-	grader.Result
-	RunID        string       `json:"run_id"`
-	Variant      string       `json:"variant"`
-	Repeat       int          `json:"repeat"`
-	Attempt      int          `json:"attempt,omitempty"` // >1 when this is a retry
-	Agent        AgentResult  `json:"agent"`
-	Isolation    *Attestation `json:"isolation,omitempty"`
-	Timings      Timings      `json:"timings"`
-	Resources    Resources    `json:"resources"`
-	Image        images.Image `json:"image"`
-	TaskSHA256   string       `json:"task_sha256"`
-	CevalVersion string       `json:"ceval_version"`
-	LimitsHit    []string     `json:"limits_hit,omitempty"`
-	Interrupted  bool         `json:"interrupted,omitempty"`
-	Error        string       `json:"error,omitempty"`
-	Complete     bool         `json:"complete"` // false when interrupted or failed on ceval's side
-	Dir          string       `json:"-"`
-
-	// Plugins are the task's plugin bundles, verified before the agent started and after.
-	Plugins []PluginResult `json:"plugins,omitempty"`
-
-	// Mocks are the task's protected mocks: the tools and the call counts (the calls are in
-	// MockCallsFile).
-	Mocks *MockResult `json:"mocks,omitempty"`
-
-	// Gateway is the model gateway's mode and the usage it metered (the calls are in
-	// ModelCallsFile); Agent.Tokens is what the CLI itself reported.
-	Gateway *GatewayResult `json:"gateway,omitempty"`
-}
-
-// AgentResult is what the agent did, as far as ceval saw it.
-type AgentResult struct {
-	Type      string         `json:"type"`
-	Model     string         `json:"model,omitempty"`
-	ExitCode  *int           `json:"exit_code"`
-	TimedOut  bool           `json:"timed_out"`
-	StoppedBy string         `json:"stopped_by,omitempty"` // why ceval ended the agent early: the run budget exceeded
-	OutputCut bool           `json:"output_cut,omitempty"`
-	Turns     int            `json:"turns,omitempty"`
-	Tokens    map[string]int `json:"tokens,omitempty"`
-	Usage     string         `json:"usage_source,omitempty"`
-	// Sessions are the agent CLI's own session files, copied out of its home (relative to
-	// the run directory).
-	Sessions []string `json:"sessions,omitempty"`
-}
-
-// Timings are the lifecycle's phases in seconds.
-type Timings struct {
-	Prepare  float64 `json:"prepare"`
-	Agent    float64 `json:"agent"`
-	Reap     float64 `json:"reap"`
-	Snapshot float64 `json:"snapshot"`
-	Grade    float64 `json:"grade"`
-	Total    float64 `json:"total"`
-}
-
-// Resources are the container's peaks.
-type Resources struct {
-	PeakMemoryBytes uint64 `json:"peak_memory_bytes"`
-	PeakPids        uint64 `json:"peak_pids"`
-	OOMKills        uint64 `json:"oom_kills,omitempty"`
-}
-
 // InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
 // and the CLI exits 3.
 type InfraError struct{ Err error }
@@ -146,7 +68,7 @@ func (e *InputError) Unwrap() error { return e.Err }
 // workspace, runs the agent in its container, attests its isolation, reaps everything,
 // snapshots the workspace and grades the snapshot on the host. The result is written to
 // result.json in the run directory whatever happens after that directory exists.
-func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) {
+func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err error) {
 	start := time.Now()
 	o = o.withDefaults(start)
 	argv, err := AgentArgv(t)
@@ -164,7 +86,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		return nil, &InputError{err}
 	}
 	redact := Redactor(secrets)
-	dir := RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
+	dir := record.RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, &InfraError{fmt.Errorf("run directory: %w", err)}
 	}
@@ -180,8 +102,8 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 			o.Progress(name, f)
 		}
 	}
-	res = &Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: dir,
-		Agent: AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
+	res = &record.Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: dir,
+		Agent: record.AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
 	res.TaskID = t.ID
 	res.Criteria = []grader.CriterionResult{}
 	res.Image.Name = t.Sandbox.Image
@@ -191,7 +113,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	defer func() {
 		res.Timings.Total = time.Since(start).Seconds()
 		if err != nil {
-			res.Status = StatusError
+			res.Status = record.StatusError
 			res.Error = err.Error()
 			res.Complete = false
 		}
@@ -209,7 +131,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if err != nil {
 		return res, err
 	}
-	mocks, mockMounts, err := startMocks(t, dir, o.InitDir, AgentUID)
+	mocks, mockMounts, err := startMocks(t, dir, o.InitDir, policy.AgentUID)
 	if err != nil {
 		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
 	}
@@ -257,7 +179,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		Client: o.Client, Image: img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts, IDs: o.IDs,
-		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile),
+		StdoutPath: filepath.Join(dir, record.StdoutFile), StderrPath: filepath.Join(dir, record.StderrFile),
 		BeforeStart: beforeStart, Stop: gw.stopAgent(),
 		Prepare: func(ws, home string) error {
 			if err := PrepareWorkspace(ws, t); err != nil {
@@ -292,7 +214,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if out != nil {
 		res.Isolation = out.Isolation
 		r := out.Resources
-		res.Resources = Resources{PeakMemoryBytes: r.MemoryPeakBytes, PeakPids: r.PidsPeak, OOMKills: r.OOMKills}
+		res.Resources = record.Resources{PeakMemoryBytes: r.MemoryPeakBytes, PeakPids: r.PidsPeak, OOMKills: r.OOMKills}
 		if r.OOMKills > 0 {
 			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit %d MiB: %d process(es) OOM-killed", t.Sandbox.Limits.MemoryMB, r.OOMKills))
 		}
@@ -336,7 +258,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if full, note := scratchFull(sb.Workspace); full {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
-	if u := agentUsage(t.Agent.Type, filepath.Join(dir, StdoutFile)); u != nil {
+	if u := agentUsage(t.Agent.Type, filepath.Join(dir, record.StdoutFile)); u != nil {
 		res.Agent.Turns, res.Agent.Tokens, res.Agent.Usage = u.Turns, u.Tokens, u.Source
 	}
 
@@ -348,11 +270,11 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		return res, &InfraError{err}
 	}
 	snapStart := time.Now()
-	snap, err := snapshot.Take(sb.Workspace, filepath.Join(dir, WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := snapshot.Take(sb.Workspace, filepath.Join(dir, record.WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
 		return res, &InfraError{fmt.Errorf("snapshot: %w", err)}
 	}
-	if err := snap.WriteManifest(filepath.Join(dir, SnapshotFile)); err != nil {
+	if err := snap.WriteManifest(filepath.Join(dir, record.SnapshotFile)); err != nil {
 		return res, &InfraError{err}
 	}
 	res.Timings.Snapshot = time.Since(snapStart).Seconds()
@@ -364,7 +286,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	gradeStart := time.Now()
 	gopts := grader.Options{Reference: t.Reference, Executor: o.Executor}
 	if mocks != nil {
-		gopts.MockCallsPath = filepath.Join(dir, MockCallsFile)
+		gopts.MockCallsPath = filepath.Join(dir, record.MockCallsFile)
 	}
 	g := grader.Grade(ctx, t, snap, gopts)
 	res.Result = *g
@@ -376,7 +298,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 		return res, &InfraError{errors.New("interrupted while grading: the run was not graded")}
 	}
 	var hits []string
-	res.Status, hits = FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
+	res.Status, hits = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
 	res.LimitsHit = append(res.LimitsHit, hits...)
 	if res.Status != grader.TaskError {
 		if why := res.Gateway.ProviderDownError(); why != "" {
@@ -386,7 +308,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	res.Complete = true
 	emit("graded", map[string]any{"status": res.Status, "score": res.Score})
 	if len(secrets) > 0 {
-		for _, f := range []string{StdoutFile, StderrFile} {
+		for _, f := range []string{record.StdoutFile, record.StderrFile} {
 			_ = redactFile(filepath.Join(dir, f), redact)
 		}
 	}
@@ -410,7 +332,7 @@ func (o Options) withDefaults(now time.Time) Options {
 		o.RunsDir = abs
 	}
 	if o.RunID == "" {
-		o.RunID = NewRunID(now)
+		o.RunID = record.NewRunID(now)
 	}
 	if o.Variant == "" {
 		o.Variant = "default"
@@ -422,7 +344,7 @@ func (o Options) withDefaults(now time.Time) Options {
 		o.LookupEnv = os.LookupEnv
 	}
 	if o.Grace == 0 {
-		o.Grace = DefaultGrace
+		o.Grace = policy.DefaultGrace
 	}
 	if o.InitDir == "" {
 		o.InitDir = DefaultInitDir()
@@ -460,13 +382,13 @@ func agentUsage(agentType, stdoutLog string) *Usage {
 	return ParseUsage(agentType, f)
 }
 
-func writeResult(dir string, res *Result, redact func(string) string) error {
+func writeResult(dir string, res *record.Result, redact func(string) string) error {
 	tmp := *res
-	data, err := marshalIndent(&tmp)
+	data, err := record.Marshal(&tmp)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, ResultFile), []byte(redact(string(data))), 0o600)
+	return record.WriteFileAtomic(filepath.Join(dir, record.ResultFile), []byte(redact(string(data))), 0o600)
 }
 
 // redactFile rewrites a log with every secret replaced.
@@ -479,5 +401,5 @@ func redactFile(path string, redact func(string) string) error {
 	if out == string(data) {
 		return nil
 	}
-	return WriteFileAtomic(path, []byte(out), 0o600)
+	return record.WriteFileAtomic(path, []byte(out), 0o600)
 }

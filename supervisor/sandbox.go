@@ -18,6 +18,8 @@ import (
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/launcher/initbin"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -75,7 +77,7 @@ type Sandbox struct {
 type Outcome struct {
 	Exit      launcher.Exit
 	Stopped   bool // SandboxConfig.Stop ended the agent
-	Isolation *Attestation
+	Isolation *record.Attestation
 	Resources launcher.Resources
 }
 
@@ -109,7 +111,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		cfg.InitDir = DefaultInitDir()
 	}
 	if cfg.Grace == 0 {
-		cfg.Grace = DefaultGrace
+		cfg.Grace = policy.DefaultGrace
 	}
 	s := &Sandbox{cfg: cfg, Workspace: filepath.Join(cfg.Dir, "workspace"), Home: filepath.Join(cfg.Dir, "home")}
 	defer func() {
@@ -219,8 +221,8 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	if err == nil {
 		att.Network = s.cfg.Network
 		out.Isolation = att
-		err = att.Check(Policy{
-			UID: AgentUID, GID: AgentGID, PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
+		err = CheckAttestation(att, Policy{
+			UID: policy.AgentUID, GID: policy.AgentGID, PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 			IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
 		})
 	}
@@ -357,7 +359,7 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 
 // attest waits until the init has exec'd (seccomp is applied just before execve, so an
 // earlier read shows Seccomp: 0), then reads its isolation from the host's /proc.
-func attest(ctx context.Context, pid uint32) (*Attestation, error) {
+func attest(ctx context.Context, pid uint32) (*record.Attestation, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !execed(pid, "init") {
 		if time.Now().After(deadline) {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/policy"
 )
 
 // writeTree writes files (path -> content) under a fresh directory and returns it.
@@ -81,7 +83,7 @@ variants:
 	}{
 		// good's agent replaces the task's command (lists replace) but keeps its model (maps merge).
 		{"good/a", "/bin/sh -c echo good", 256, 64, 0.5, "task-model"},
-		{"good/b", "/bin/sh -c echo good", DefaultMemoryMB, 64, 0.5, ""},
+		{"good/b", "/bin/sh -c echo good", policy.DefaultMemoryMB, 64, 0.5, ""},
 		// bad keeps each task's agent, falling back to the defaults' one.
 		{"bad/a", "/bin/true", 128, 64, 0.5, "task-model"},
 		{"bad/b", "/bin/false", 128, 64, 0.5, ""},

@@ -18,6 +18,7 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/policy"
 )
 
 // MaxTaskFileBytes bounds a task file and each file it references for reading.
@@ -140,9 +141,9 @@ func (l *loader) task(n *yaml.Node) *Task {
 	t := &Task{
 		Sandbox: Sandbox{
 			Image:   DefaultImage,
-			Network: NetworkNone,
-			Limits: Limits{Timeout: DefaultTimeout, MemoryMB: DefaultMemoryMB, CPUs: DefaultCPUs,
-				Pids: DefaultPids, DiskMB: DefaultDiskMB},
+			Network: policy.NetworkNone,
+			Limits: Limits{Timeout: policy.DefaultTimeout, MemoryMB: policy.DefaultMemoryMB, CPUs: policy.DefaultCPUs,
+				Pids: policy.DefaultPids, DiskMB: policy.DefaultDiskMB},
 		},
 	}
 	var promptNode, promptFileNode, criteriaNode *yaml.Node
@@ -506,7 +507,7 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 			}
 		}},
 		{"network", func(v *yaml.Node) {
-			l.enum(v, "sandbox.network", []string{NetworkNone, NetworkHost}, &sb.Network)
+			l.enum(v, "sandbox.network", []string{policy.NetworkNone, policy.NetworkHost}, &sb.Network)
 		}},
 		{"limits", func(v *yaml.Node) {
 			lim := &sb.Limits

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/policy"
 )
 
 // writeTask writes files into a fresh directory and returns the path of task.yaml there.
@@ -43,7 +45,7 @@ func TestLoadMinimalAppliesDefaults(t *testing.T) {
 	if tk.ID != "t1" || tk.Prompt != "do it" || tk.Agent != nil {
 		t.Errorf("unexpected task %+v", tk)
 	}
-	want := Sandbox{Image: DefaultImage, Network: NetworkNone, Limits: Limits{Timeout: 30 * time.Minute, MemoryMB: 2048, CPUs: 2, Pids: 512, DiskMB: 1024}}
+	want := Sandbox{Image: DefaultImage, Network: policy.NetworkNone, Limits: Limits{Timeout: 30 * time.Minute, MemoryMB: 2048, CPUs: 2, Pids: 512, DiskMB: 1024}}
 	if tk.Sandbox.Image != want.Image || tk.Sandbox.Network != want.Network || tk.Sandbox.Limits != want.Limits {
 		t.Errorf("sandbox = %+v, want %+v", tk.Sandbox, want)
 	}

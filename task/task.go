@@ -10,11 +10,6 @@ import (
 // Defaults for fields a task may leave out.
 const (
 	DefaultImage         = "ceval.local/default:latest"
-	DefaultTimeout       = 30 * time.Minute
-	DefaultMemoryMB      = 2048
-	DefaultCPUs          = 2.0
-	DefaultPids          = 512
-	DefaultDiskMB        = 1024
 	DefaultPassThreshold = 0.9
 	DefaultWeight        = 1.0
 	DefaultCheckTimeout  = 30 * time.Second
@@ -25,12 +20,6 @@ const (
 	AgentCommand    = "command"
 	AgentClaudeCode = "claude-code"
 	AgentCodex      = "codex"
-)
-
-// Network modes.
-const (
-	NetworkNone = "none"
-	NetworkHost = "host"
 )
 
 // Task is a loaded, validated task file. Its material (reference, template, plugins,
