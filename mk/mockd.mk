@@ -22,5 +22,5 @@ check-mockclient:
 # fuzz-target and the budgets are explained in the Makefile).
 fuzz-mockd:
 	$(call fuzz-target,./mockd,FuzzDecodeRequest,80000)
-	$(call fuzz-target,./mockd,FuzzParseFixture,40000)
+	$(call fuzz-target,./mockd/fixture,FuzzParseFixture,40000)
 

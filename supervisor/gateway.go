@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
@@ -22,8 +23,8 @@ const GatewayURL = "http://127.0.0.1:80"
 // real credential and an optional upstream base URL (a LiteLLM or Bedrock proxy). The
 // credential is read by the gateway in this process and never enters the container.
 var providerEnv = map[string]struct{ key, baseURL string }{
-	gateway.Anthropic: {"ANTHROPIC_API_KEY", "CEVAL_ANTHROPIC_BASE_URL"},
-	gateway.OpenAI:    {"OPENAI_API_KEY", "CEVAL_OPENAI_BASE_URL"},
+	transcript.Anthropic: {"ANTHROPIC_API_KEY", "CEVAL_ANTHROPIC_BASE_URL"},
+	transcript.OpenAI:    {"OPENAI_API_KEY", "CEVAL_OPENAI_BASE_URL"},
 }
 
 // gatewayRun is the model gateway of one run.

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
@@ -47,7 +48,7 @@ func TestAgentReachesReplayGatewayWithNoNetwork(t *testing.T) {
 		t.Fatalf("gateway result %+v", g)
 	}
 	calls, _ := os.ReadFile(filepath.Join(res.Dir, record.ModelCallsFile))
-	var c gateway.Call
+	var c transcript.Call
 	if err := json.Unmarshal(calls, &c); err != nil || !c.Replayed || c.Model != "claude-pinned" || c.Usage == nil {
 		t.Fatalf("transcript %s (%v)", calls, err)
 	}

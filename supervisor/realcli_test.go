@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
@@ -127,18 +128,18 @@ func TestRealCLIsSolveTheExamplesThroughTheGateway(t *testing.T) {
 	}
 }
 
-func readCalls(t *testing.T, p string) []gateway.Call {
+func readCalls(t *testing.T, p string) []transcript.Call {
 	t.Helper()
 	f, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var calls []gateway.Call
+	var calls []transcript.Call
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		var c gateway.Call
+		var c transcript.Call
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			t.Fatalf("transcript line: %v", err)
 		}
@@ -218,7 +219,7 @@ func TestRealCLIsLoadPluginBundles(t *testing.T) {
 }
 
 // loadExample loads examples/DIR/task.yaml, a replay task, and its model script.
-func loadExample(t *testing.T, dir string) (*task.Task, *gateway.Fixture) {
+func loadExample(t *testing.T, dir string) (*task.Task, *transcript.Fixture) {
 	t.Helper()
 	tk, err := task.Load(filepath.Join("..", "examples", dir, "task.yaml"))
 	if err != nil {
@@ -286,7 +287,7 @@ func TestRealCLIsRecordThenReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			replayed, err := gateway.ParseFixture(recorded)
+			replayed, err := transcript.ParseFixture(recorded)
 			recorded.Close()
 			if err != nil {
 				t.Fatal(err)

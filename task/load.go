@@ -16,8 +16,8 @@ import (
 	jmespath "github.com/jmespath-community/go-jmespath"
 	"go.yaml.in/yaml/v3"
 
-	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/mockd/fixture"
 	"ceval.dev/ceval/policy"
 )
 
@@ -267,7 +267,7 @@ func (l *loader) checkMockCriteria(t *Task) {
 }
 
 func (l *loader) agent(n *yaml.Node) *Agent {
-	var fixture *gateway.Fixture
+	var fixture *transcript.Fixture
 	var fixtureNode *yaml.Node
 	a := &Agent{}
 	var typeNode, commandNode *yaml.Node
@@ -315,11 +315,11 @@ func (l *loader) agent(n *yaml.Node) *Agent {
 }
 
 // agentAPI is the one model API each agent CLI calls.
-var agentAPI = map[string]string{AgentClaudeCode: gateway.Anthropic, AgentCodex: gateway.OpenAI}
+var agentAPI = map[string]string{AgentClaudeCode: transcript.Anthropic, AgentCodex: transcript.OpenAI}
 
 // gateway reads agent.gateway; a replay fixture is parsed now, so a bad one is a
 // validation error. It returns the parsed fixture and its node, if any.
-func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *gateway.Fixture, fixtureNode *yaml.Node) {
+func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *transcript.Fixture, fixtureNode *yaml.Node) {
 	g = &Gateway{Mode: GatewayForward}
 	got := l.mapping(n, "agent.gateway", []field{
 		{"mode", func(v *yaml.Node) {
@@ -343,9 +343,9 @@ func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *gateway.Fixture, fi
 			break
 		}
 		var err error
-		if fixture, err = gateway.ParseFixture(bytes.NewReader(data)); err != nil {
+		if fixture, err = transcript.ParseFixture(bytes.NewReader(data)); err != nil {
 			p := Problem{File: g.FixturePath, Msg: "gateway fixture: " + err.Error()}
-			var fe *gateway.FixtureError
+			var fe *transcript.FixtureError
 			if errors.As(err, &fe) {
 				p.Line, p.Column, p.Msg = fe.Line, 1, "gateway fixture: "+fe.Msg
 			}
@@ -417,7 +417,7 @@ var mockTool = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 	var out []ProtectedMock
 	tools := map[string]int{}
-	fixtures := map[string]*mockd.Fixture{} // by path, parsed once: mocks may share a file
+	fixtures := map[string]*fixture.Fixture{} // by path, parsed once: mocks may share a file
 	l.list(n, "protected_mocks", func(i int, item *yaml.Node) {
 		what := fmt.Sprintf("protected_mocks[%d]", i)
 		m := ProtectedMock{MaxRequests: DefaultMockRequests}
@@ -475,8 +475,8 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 
 // mockFixture parses a protected mock's fixture file; nil when it has problems, all
 // reported at their line in that file.
-func (l *loader) mockFixture(path string, data []byte) *mockd.Fixture {
-	fx, probs := mockd.ParseFixture(data)
+func (l *loader) mockFixture(path string, data []byte) *fixture.Fixture {
+	fx, probs := fixture.ParseFixture(data)
 	for _, p := range probs {
 		l.problems = append(l.problems, Problem{File: path, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
 	}

@@ -3,8 +3,8 @@ package task
 import (
 	"time"
 
-	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/mockd/fixture"
 )
 
 // Defaults for fields a task may leave out.
@@ -74,9 +74,9 @@ const (
 
 // Gateway is agent.gateway: how the run's model gateway answers.
 type Gateway struct {
-	Mode        string           // forward (default), record or replay
-	FixturePath string           // absolute, inside the task's directory; replay only
-	Fixture     *gateway.Fixture // parsed at load from FixturePath; what replay serves
+	Mode        string              // forward (default), record or replay
+	FixturePath string              // absolute, inside the task's directory; replay only
+	Fixture     *transcript.Fixture // parsed at load from FixturePath; what replay serves
 	// ServerTools keeps provider-side tools (web search, code execution, MCP connectors).
 	ServerTools bool
 }
@@ -136,10 +136,10 @@ type Plugin struct {
 
 // ProtectedMock is one mocked tool: the agent calls Tool and gets the answers of Fixture.
 type ProtectedMock struct {
-	Tool        string         // the command name the agent calls, e.g. "gh"
-	FixturePath string         // absolute, inside the task's directory
-	Fixture     *mockd.Fixture // parsed and validated at load time
-	MaxRequests int            // 1..MaxMockRequests; DefaultMockRequests when the task names none
+	Tool        string           // the command name the agent calls, e.g. "gh"
+	FixturePath string           // absolute, inside the task's directory
+	Fixture     *fixture.Fixture // parsed and validated at load time
+	MaxRequests int              // 1..MaxMockRequests; DefaultMockRequests when the task names none
 }
 
 // Bounds of protected_mocks[].max_requests.
