@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
@@ -64,19 +66,101 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// Run takes one task from file to graded result: it prepares the run directory and the
-// workspace, runs the agent in its container, attests its isolation, reaps everything,
-// snapshots the workspace and grades the snapshot on the host. The result is written to
-// result.json in the run directory whatever happens after that directory exists.
+// Phases of a run, in order. An error Run returns names the phase it came from, and so does
+// result.json's error. The agent phase is the sandbox's own sequence: start the container,
+// attest the init, let the agent go, wait for it and reap everything (Sandbox.Run).
+const (
+	PhasePrepare  = "prepare"  // inputs, run directory, plugins, mocks, gateway, image
+	PhaseLaunch   = "launch"   // scratch filesystems, workspace, the created container
+	PhaseAgent    = "agent"    // start, attest, wait, reap
+	PhaseCollect  = "collect"  // servers stopped, plugins re-verified, what the agent did
+	PhaseSnapshot = "snapshot" // the workspace copied out
+	PhaseGrade    = "grade"    // the criteria over the snapshot
+	PhaseRecord   = "record"   // the agent's logs redacted, result.json written
+	PhaseCleanup  = "cleanup"  // the container deleted, its scratch filesystems unmounted
+)
+
+// Run takes one task from file to graded result, phase by phase (see the Phase constants):
+// it prepares the run directory and the workspace, runs the agent in its container, attests
+// its isolation, reaps everything, snapshots the workspace and grades the snapshot on the
+// host. The result is written to result.json in the run directory whatever happens after
+// that directory exists.
 func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err error) {
 	start := time.Now()
 	o = o.withDefaults(start)
-	argv, err := AgentArgv(t)
+	r, err := newRun(t, o, start)
 	if err != nil {
+		return nil, inPhase(PhasePrepare, err)
+	}
+	defer r.ev.Close()
+	// Whatever happens from here, result.json says it, and the servers are stopped.
+	defer func() {
+		if serr := r.stopServers(); serr != nil && err == nil {
+			err = inPhase(PhaseCollect, serr)
+		}
+		err = r.record(err)
+	}()
+	phases := []struct {
+		name string
+		do   func(context.Context) error
+	}{
+		{PhasePrepare, r.prepare},
+		{PhaseLaunch, r.launch},
+		{PhaseAgent, r.runAgent},
+		{PhaseCollect, r.collect},
+		{PhaseSnapshot, r.snapshot},
+		{PhaseGrade, r.grade},
+		{PhaseRecord, r.redactLogs},
+	}
+	defer func() {
+		if r.sb == nil {
+			return
+		}
+		if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
+			err = inPhase(PhaseCleanup, &InfraError{cerr})
+		}
+		r.emit("container_deleted", nil)
+	}()
+	for _, p := range phases {
+		if err := p.do(ctx); err != nil {
+			return r.res, inPhase(p.name, err)
+		}
+	}
+	return r.res, nil
+}
+
+// run is one run's state as it goes through its phases.
+type run struct {
+	t       *task.Task
+	o       Options
+	start   time.Time
+	dir     string
+	argv    []string
+	env     []string
+	secrets []string
+	redact  func(string) string
+	ev      *Events
+	res     *record.Result
+
+	plugins []record.PluginResult
+	mounts  []oci.Mount
+	mocks   *mockRun
+	gw      *gatewayRun
+	img     images.Image
+	sb      *Sandbox
+	out     *Outcome
+	snap    *snapshot.Snapshot
+}
+
+// newRun checks the task's inputs against what the user allowed, and opens the run
+// directory and its events; from here on result.json is written.
+func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
+	r := &run{t: t, o: o, start: start}
+	var err error
+	if r.argv, err = AgentArgv(t); err != nil {
 		return nil, &InputError{err}
 	}
-	env, secrets, err := AgentEnv(t, o.Allow, o.LookupEnv)
-	if err != nil {
+	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
 		return nil, &InputError{err}
 	}
 	if err := CheckNetwork(t, o.Allow); err != nil {
@@ -85,234 +169,306 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	if err := CheckRunLimits(t, o.Prices); err != nil {
 		return nil, &InputError{err}
 	}
-	redact := Redactor(secrets)
-	dir := record.RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	r.redact = Redactor(r.secrets)
+	r.dir = record.RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return nil, &InfraError{fmt.Errorf("run directory: %w", err)}
 	}
-	_ = os.Chmod(dir, 0o700)
-	ev, err := OpenEvents(dir, redact)
-	if err != nil {
+	_ = os.Chmod(r.dir, 0o700)
+	if r.ev, err = OpenEvents(r.dir, r.redact); err != nil {
 		return nil, &InfraError{err}
 	}
-	defer ev.Close()
-	emit := func(name string, f map[string]any) {
-		ev.Emit(name, f)
-		if o.Progress != nil {
-			o.Progress(name, f)
-		}
-	}
-	res = &record.Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: dir,
+	r.res = &record.Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: r.dir,
 		Agent: record.AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
-	res.TaskID = t.ID
-	res.Criteria = []grader.CriterionResult{}
-	res.Image.Name = t.Sandbox.Image
-	emit("run_started", map[string]any{"task_id": t.ID, "run_dir": dir, "image": t.Sandbox.Image})
+	r.res.TaskID = t.ID
+	r.res.Criteria = []grader.CriterionResult{}
+	r.res.Image.Name = t.Sandbox.Image
+	r.emit("run_started", map[string]any{"task_id": t.ID, "run_dir": r.dir, "image": t.Sandbox.Image})
+	return r, nil
+}
 
-	// Whatever happens from here, result.json says it.
-	defer func() {
-		res.Timings.Total = time.Since(start).Seconds()
-		if err != nil {
-			res.Status = record.StatusError
-			res.Error = err.Error()
-			res.Complete = false
-		}
-		if werr := writeResult(dir, res, redact); werr != nil && err == nil {
-			err = &InfraError{werr}
-		}
-		emit("run_finished", map[string]any{"status": res.Status, "score": res.Score})
-	}()
+// emit records a lifecycle event and tells the CLI.
+func (r *run) emit(name string, f map[string]any) {
+	r.ev.Emit(name, f)
+	if r.o.Progress != nil {
+		r.o.Progress(name, f)
+	}
+}
 
+// prepare hashes the task, puts its plugins into the run directory, starts its mocks and
+// model gateway, and resolves its image.
+func (r *run) prepare(ctx context.Context) error {
+	t, res := r.t, r.res
+	var err error
 	if res.TaskSHA256, err = task.Digest(t); err != nil {
-		return res, &InfraError{err}
+		return &InfraError{err}
 	}
-	plugins, mounts, err := preparePlugins(t, dir, emit)
-	res.Plugins = plugins
+	r.plugins, r.mounts, err = preparePlugins(t, r.dir, r.emit)
+	res.Plugins = r.plugins
 	if err != nil {
-		return res, err
+		return err
 	}
-	mocks, mockMounts, err := startMocks(t, dir, o.InitDir, policy.AgentUID)
+	mocks, mockMounts, err := startMocks(t, r.dir, r.o.InitDir, policy.AgentUID)
 	if err != nil {
-		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
+		return &InfraError{fmt.Errorf("protected mocks: %w", err)}
 	}
 	if mocks != nil {
+		r.mocks = mocks
 		res.Mocks = mocks.result
-		mounts = append(mounts, mockMounts...)
-		defer func() {
-			if merr := mocks.stop(dir); merr != nil && err == nil {
-				err = &InfraError{fmt.Errorf("protected mocks: %w", merr)}
-			}
-		}()
+		r.mounts = append(r.mounts, mockMounts...)
 	}
-	gw, err := startGateway(t, dir, o.LookupEnv, o.Prices, o.GatewayAllow)
-	if err != nil {
-		return res, err
+	if r.gw, err = startGateway(t, r.dir, r.o.LookupEnv, r.o.Prices, r.o.GatewayAllow); err != nil {
+		return err
 	}
-	// Between create and start: the mock server learns how the agent's UID appears here, and
-	// the gateway opens its socket inside the container's network namespace.
-	beforeStart := func(ctx context.Context, pid uint32) error {
-		if err := mocks.beforeStart(ctx, pid); err != nil {
-			return err
-		}
-		if gw != nil {
-			return gw.beforeStart(ctx, pid)
-		}
-		return nil
+	if r.gw != nil {
+		res.Gateway = r.gw.result
+		r.env = append(r.env, GatewayEnv(t, r.gw.key)...)
 	}
-	if gw != nil {
-		res.Gateway = gw.result
-		env = append(env, GatewayEnv(t, gw.key)...)
-		defer func() {
-			if gerr := gw.stop(); gerr != nil && err == nil {
-				err = &InfraError{fmt.Errorf("model gateway: %w", gerr)}
-			}
-		}()
+	if r.img, err = ResolveImage(ctx, r.o.Client, t.Sandbox.Image, r.o.Preflight, r.o.Busybox); err != nil {
+		return &InfraError{err}
 	}
-	img, err := ResolveImage(ctx, o.Client, t.Sandbox.Image, o.Preflight, o.Busybox)
-	if err != nil {
-		return res, &InfraError{err}
-	}
-	res.Image = img
-	emit("image_ready", map[string]any{"image": img.Name, "digest": img.ManifestDigest})
+	res.Image = r.img
+	r.emit("image_ready", map[string]any{"image": r.img.Name, "digest": r.img.ManifestDigest})
+	return nil
+}
 
+// launch mounts the scratch filesystems, prepares the workspace and the agent's home, and
+// creates the container.
+func (r *run) launch(ctx context.Context) error {
+	t, o := r.t, r.o
 	sb, err := NewSandbox(ctx, SandboxConfig{
-		Client: o.Client, Image: img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
-		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
-		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts, IDs: o.IDs,
-		StdoutPath: filepath.Join(dir, record.StdoutFile), StderrPath: filepath.Join(dir, record.StderrFile),
-		BeforeStart: beforeStart, Stop: gw.stopAgent(),
-		Prepare: func(ws, home string) error {
-			if err := PrepareWorkspace(ws, t); err != nil {
-				return err
-			}
-			if t.Agent.Type == task.AgentCodex {
-				if err := linkCodexSkills(home, plugins); err != nil {
-					return err
-				}
-				if gw != nil {
-					if err := writeCodexConfig(home, t.Agent.Model); err != nil {
-						return err
-					}
-				}
-			}
-			return prepareHome(home, t.Prompt)
-		},
+		Client: o.Client, Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
+		Argv: r.argv, Env: r.env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
+		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
+		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
+		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
+		Prepare: r.prepareScratch,
 	})
 	if err != nil {
-		return res, asRunError(err)
+		return asRunError(err)
 	}
-	defer func() {
-		if cerr := sb.Close(ctx); cerr != nil && err == nil {
-			err = &InfraError{cerr}
-		}
-		emit("container_deleted", nil)
-	}()
-	res.Timings.Prepare = time.Since(start).Seconds()
+	r.sb = sb
+	r.res.Timings.Prepare = time.Since(r.start).Seconds()
+	return nil
+}
 
+// beforeStart runs between create and start: the mock server learns how the agent's UID
+// appears here, and the gateway opens its socket inside the container's network namespace.
+func (r *run) beforeStart(ctx context.Context, pid uint32) error {
+	if err := r.mocks.beforeStart(ctx, pid); err != nil {
+		return err
+	}
+	if r.gw != nil {
+		return r.gw.beforeStart(ctx, pid)
+	}
+	return nil
+}
+
+// prepareScratch fills the fresh workspace and home before the agent's UID gets them.
+func (r *run) prepareScratch(ws, home string) error {
+	t := r.t
+	if err := PrepareWorkspace(ws, t); err != nil {
+		return err
+	}
+	if t.Agent.Type == task.AgentCodex {
+		if err := linkCodexSkills(home, r.plugins); err != nil {
+			return err
+		}
+		if r.gw != nil {
+			if err := writeCodexConfig(home, t.Agent.Model); err != nil {
+				return err
+			}
+		}
+	}
+	return prepareHome(home, t.Prompt)
+}
+
+// runAgent starts the container, attests it, lets the agent run and reaps it; the limits
+// the container hit are recorded even when this fails.
+func (r *run) runAgent(ctx context.Context) error {
 	waitStart := time.Now()
-	out, err := sb.Run(ctx, emit)
+	out, err := r.sb.Run(ctx, r.emit)
 	if out != nil {
-		res.Isolation = out.Isolation
-		r := out.Resources
-		res.Resources = record.Resources{PeakMemoryBytes: r.MemoryPeakBytes, PeakPids: r.PidsPeak, OOMKills: r.OOMKills}
-		if r.OOMKills > 0 {
-			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit %d MiB: %d process(es) OOM-killed", t.Sandbox.Limits.MemoryMB, r.OOMKills))
-		}
-		if r.PidsLimit > 0 && r.PidsPeak >= r.PidsLimit {
-			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("pids limit %d reached", r.PidsLimit))
-		}
+		r.recordContainer(out)
 	}
 	if err != nil {
-		return res, &InfraError{err}
+		return &InfraError{err}
 	}
-	// The agent is gone: no call can come any more, and the log is complete for grading.
-	if err := gw.stop(); err != nil {
-		return res, &InfraError{fmt.Errorf("model gateway: %w", err)}
+	r.out = out
+	r.res.Timings.Agent = out.Exit.Duration.Seconds()
+	r.res.Timings.Reap = max(0, time.Since(waitStart).Seconds()-r.res.Timings.Agent)
+	return nil
+}
+
+// recordContainer puts the container's attestation and peaks into the result.
+func (r *run) recordContainer(out *Outcome) {
+	res := r.res
+	res.Isolation = out.Isolation
+	rs := out.Resources
+	res.Resources = record.Resources{PeakMemoryBytes: rs.MemoryPeakBytes, PeakPids: rs.PidsPeak, OOMKills: rs.OOMKills}
+	if rs.OOMKills > 0 {
+		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit %d MiB: %d process(es) OOM-killed", r.t.Sandbox.Limits.MemoryMB, rs.OOMKills))
 	}
-	if err := mocks.stop(dir); err != nil {
-		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
+	if rs.PidsLimit > 0 && rs.PidsPeak >= rs.PidsLimit {
+		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("pids limit %d reached", rs.PidsLimit))
 	}
-	if err := verifyPluginsAfter(res.Plugins, emit); err != nil {
-		return res, &InfraError{err}
+}
+
+// stopServers stops the mocks and the model gateway, each once: after the agent (no call can
+// come any more, and their logs are complete for grading), or when the run ends early.
+func (r *run) stopServers() error {
+	var errs []error
+	if err := r.gw.stop(); err != nil {
+		errs = append(errs, &InfraError{fmt.Errorf("model gateway: %w", err)})
 	}
-	exit := out.Exit
-	res.Timings.Agent = exit.Duration.Seconds()
-	res.Timings.Reap = max(0, time.Since(waitStart).Seconds()-res.Timings.Agent)
+	if err := r.mocks.stop(r.dir); err != nil {
+		errs = append(errs, &InfraError{fmt.Errorf("protected mocks: %w", err)})
+	}
+	return errors.Join(errs...)
+}
+
+// collect stops the servers, verifies the plugins again and records what the agent did:
+// its exit, the limits it hit, its usage and its CLI's sessions.
+func (r *run) collect(context.Context) error {
+	if err := r.stopServers(); err != nil {
+		return err
+	}
+	res, exit := r.res, r.out.Exit
+	if err := verifyPluginsAfter(res.Plugins, r.emit); err != nil {
+		return &InfraError{err}
+	}
 	code := exit.Code
 	res.Agent.ExitCode = &code
 	res.Agent.TimedOut = exit.TimedOut
 	res.Agent.OutputCut = exit.OutputCut
-	if out.Stopped {
-		res.Agent.StoppedBy = "model gateway budget: " + gw.result.ExceededLimit
-		emit("agent_stopped", map[string]any{"reason": res.Agent.StoppedBy})
+	if r.out.Stopped {
+		res.Agent.StoppedBy = "model gateway budget: " + r.gw.result.ExceededLimit
+		r.emit("agent_stopped", map[string]any{"reason": res.Agent.StoppedBy})
 	}
-	emit("agent_exited", map[string]any{"exit_code": exit.Code, "timed_out": exit.TimedOut, "interrupted": exit.Interrupted, "cgroup_empty": exit.CgroupEmpty})
+	r.emit("agent_exited", map[string]any{"exit_code": exit.Code, "timed_out": exit.TimedOut, "interrupted": exit.Interrupted, "cgroup_empty": exit.CgroupEmpty})
 	if exit.Interrupted {
 		res.Interrupted = true
-		emit("interrupted", map[string]any{"reason": "ceval was interrupted; the agent was stopped and the run was not graded"})
-		return res, &InfraError{errors.New("interrupted: the agent was stopped and the run was not graded")}
+		r.emit("interrupted", map[string]any{"reason": "ceval was interrupted; the agent was stopped and the run was not graded"})
+		return &InfraError{errors.New("interrupted: the agent was stopped and the run was not graded")}
 	}
 	if exit.OutputCut {
 		res.LimitsHit = append(res.LimitsHit, "agent output over the log cap was cut")
 	}
-	if full, note := scratchFull(sb.Workspace); full {
+	if full, note := scratchFull(r.sb.Workspace); full {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
-	if u := agentUsage(t.Agent.Type, filepath.Join(dir, record.StdoutFile)); u != nil {
+	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
 		res.Agent.Turns, res.Agent.Tokens, res.Agent.Usage = u.Turns, u.Tokens, u.Source
 	}
-
-	// Everything of the agent's is dead: copy the workspace out, never following a link.
-	sessions, notes, err := copySessions(t.Agent.Type, sb.Home, dir)
+	sessions, notes, err := copySessions(r.t.Agent.Type, r.sb.Home, r.dir)
 	res.Agent.Sessions = sessions
 	res.LimitsHit = append(res.LimitsHit, notes...)
 	if err != nil {
-		return res, &InfraError{err}
+		return &InfraError{err}
 	}
+	return nil
+}
+
+// snapshot copies the workspace out, never following a link: everything of the agent's is
+// dead by now.
+func (r *run) snapshot(context.Context) error {
+	res := r.res
 	snapStart := time.Now()
-	snap, err := snapshot.Take(sb.Workspace, filepath.Join(dir, record.WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := snapshot.Take(r.sb.Workspace, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
-		return res, &InfraError{fmt.Errorf("snapshot: %w", err)}
+		return &InfraError{err}
 	}
-	if err := snap.WriteManifest(filepath.Join(dir, record.SnapshotFile)); err != nil {
-		return res, &InfraError{err}
+	if err := snap.WriteManifest(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
+		return &InfraError{err}
 	}
+	r.snap = snap
 	res.Timings.Snapshot = time.Since(snapStart).Seconds()
 	// Every cap the snapshot reached, by name: what it left out stays visible to the
 	// criteria (omitted), and these lines say why.
 	res.LimitsHit = append(res.LimitsHit, snap.LimitsHit...)
-	emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
+	r.emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
+	return nil
+}
 
+// grade runs the criteria over the snapshot and decides the run's status.
+func (r *run) grade(ctx context.Context) error {
+	t, res := r.t, r.res
 	gradeStart := time.Now()
-	gopts := grader.Options{Reference: t.Reference, Executor: o.Executor}
-	if mocks != nil {
-		gopts.MockCallsPath = filepath.Join(dir, record.MockCallsFile)
+	gopts := grader.Options{Reference: t.Reference, Executor: r.o.Executor}
+	if r.mocks != nil {
+		gopts.MockCallsPath = filepath.Join(r.dir, record.MockCallsFile)
 	}
-	g := grader.Grade(ctx, t, snap, gopts)
+	g := grader.Grade(ctx, t, r.snap, gopts)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {
 		// A grade cut short by Ctrl-C is not the run's grade: leave it incomplete, so a
 		// resume runs it again.
 		res.Interrupted = true
-		return res, &InfraError{errors.New("interrupted while grading: the run was not graded")}
+		return &InfraError{errors.New("interrupted while grading: the run was not graded")}
 	}
 	var hits []string
 	res.Status, hits = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
 	res.LimitsHit = append(res.LimitsHit, hits...)
 	if res.Status != grader.TaskError {
 		if why := res.Gateway.ProviderDownError(); why != "" {
-			return res, &InfraError{errors.New(why)}
+			return &InfraError{errors.New(why)}
 		}
 	}
 	res.Complete = true
-	emit("graded", map[string]any{"status": res.Status, "score": res.Score})
-	if len(secrets) > 0 {
-		for _, f := range []string{record.StdoutFile, record.StderrFile} {
-			_ = redactFile(filepath.Join(dir, f), redact)
+	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score})
+	return nil
+}
+
+// redactLogs replaces every secret in the agent's logs; a log it cannot rewrite fails the run,
+// since the secret would stay on disk.
+func (r *run) redactLogs(context.Context) error {
+	if len(r.secrets) == 0 {
+		return nil
+	}
+	for _, f := range []string{record.StdoutFile, record.StderrFile} {
+		if err := redactFile(filepath.Join(r.dir, f), r.redact); err != nil {
+			r.res.Complete = false
+			return &InfraError{fmt.Errorf("redacting the agent's log %s: %w", f, err)}
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// record writes result.json (err, if any, makes the run ERROR and incomplete) and returns
+// err, or the write's failure.
+func (r *run) record(err error) error {
+	res := r.res
+	res.Timings.Total = time.Since(r.start).Seconds()
+	if err != nil {
+		res.Status = record.StatusError
+		res.Error = err.Error()
+		res.Complete = false
+	}
+	if werr := writeResult(r.dir, res, r.redact); werr != nil && err == nil {
+		err = inPhase(PhaseRecord, &InfraError{werr})
+	}
+	r.emit("run_finished", map[string]any{"status": res.Status, "score": res.Score})
+	return err
+}
+
+// PhaseError is a run's failure in one of its phases; it unwraps to the InputError or
+// InfraError that says whose fault it was.
+type PhaseError struct {
+	Phase string
+	Err   error
+}
+
+func (e *PhaseError) Error() string { return e.Phase + ": " + e.Err.Error() }
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// inPhase names the phase err came from, once.
+func inPhase(phase string, err error) error {
+	var pe *PhaseError
+	if err == nil || errors.As(err, &pe) {
+		return err
+	}
+	return &PhaseError{Phase: phase, Err: err}
 }
 
 // asRunError keeps an InputError as it is and makes anything else an InfraError.
@@ -391,9 +547,13 @@ func writeResult(dir string, res *record.Result, redact func(string) string) err
 	return record.WriteFileAtomic(filepath.Join(dir, record.ResultFile), []byte(redact(string(data))), 0o600)
 }
 
-// redactFile rewrites a log with every secret replaced.
+// redactFile rewrites a log with every secret replaced; a log that does not exist has
+// nothing to redact.
 func redactFile(path string, redact func(string) string) error {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
