@@ -51,7 +51,46 @@ type Options struct {
 	// GatewayAllow is, per API, what the model gateway forwards of the agent's requests (the
 	// gateway_allow section of ceval's config; a task never sets it); nil: the defaults.
 	GatewayAllow map[string]gateway.Allowlist
+
+	// containers is what Run needs of the container runtime; nil: containerd through Client.
+	// Tests of the run logic give a fake.
+	containers containerRuntime
 }
+
+// containerRuntime is what a run needs of the container runtime: its image present and
+// checked, and the agent's sandbox created.
+type containerRuntime interface {
+	resolveImage(ctx context.Context, name string) (images.Image, error)
+	newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error)
+}
+
+// agentSandbox is a created agent container (a *Sandbox), as a run uses it.
+type agentSandbox interface {
+	// Run starts the container, attests it, lets the agent run and reaps everything.
+	Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error)
+	// Close deletes the container and its scratch filesystems.
+	Close(ctx context.Context) error
+	// dirs are the host paths of the agent's workspace and home.
+	dirs() (workspace, home string)
+}
+
+// containerd is the containerRuntime of a real run.
+type containerd struct{ o Options }
+
+func (c containerd) resolveImage(ctx context.Context, name string) (images.Image, error) {
+	return ResolveImage(ctx, c.o.Client, name, c.o.Preflight, c.o.Busybox)
+}
+
+func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error) {
+	cfg.Client = c.o.Client
+	sb, err := NewSandbox(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+func (s *Sandbox) dirs() (workspace, home string) { return s.Workspace, s.Home }
 
 // InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
 // and the CLI exits 3.
@@ -147,7 +186,9 @@ type run struct {
 	mocks   *mockRun
 	gw      *gatewayRun
 	img     images.Image
-	sb      *Sandbox
+	sb      agentSandbox
+	ws      string // the agent's workspace on the host
+	home    string // the agent's home on the host
 	out     *Outcome
 	snap    *snapshot.Snapshot
 }
@@ -224,7 +265,7 @@ func (r *run) prepare(ctx context.Context) error {
 		res.Gateway = r.gw.result
 		r.env = append(r.env, GatewayEnv(t, r.gw.key)...)
 	}
-	if r.img, err = ResolveImage(ctx, r.o.Client, t.Sandbox.Image, r.o.Preflight, r.o.Busybox); err != nil {
+	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox.Image); err != nil {
 		return &InfraError{err}
 	}
 	res.Image = r.img
@@ -236,8 +277,8 @@ func (r *run) prepare(ctx context.Context) error {
 // creates the container.
 func (r *run) launch(ctx context.Context) error {
 	t, o := r.t, r.o
-	sb, err := NewSandbox(ctx, SandboxConfig{
-		Client: o.Client, Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
+	sb, err := o.containers.newSandbox(ctx, SandboxConfig{
+		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: r.argv, Env: r.env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
@@ -248,6 +289,7 @@ func (r *run) launch(ctx context.Context) error {
 		return asRunError(err)
 	}
 	r.sb = sb
+	r.ws, r.home = sb.dirs()
 	r.res.Timings.Prepare = time.Since(r.start).Seconds()
 	return nil
 }
@@ -354,13 +396,13 @@ func (r *run) collect(context.Context) error {
 	if exit.OutputCut {
 		res.LimitsHit = append(res.LimitsHit, "agent output over the log cap was cut")
 	}
-	if full, note := scratchFull(r.sb.Workspace); full {
+	if full, note := scratchFull(r.ws); full {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
 	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
 		res.Agent.Turns, res.Agent.Tokens, res.Agent.Usage = u.Turns, u.Tokens, u.Source
 	}
-	sessions, notes, err := copySessions(r.t.Agent.Type, r.sb.Home, r.dir)
+	sessions, notes, err := copySessions(r.t.Agent.Type, r.home, r.dir)
 	res.Agent.Sessions = sessions
 	res.LimitsHit = append(res.LimitsHit, notes...)
 	if err != nil {
@@ -374,7 +416,7 @@ func (r *run) collect(context.Context) error {
 func (r *run) snapshot(context.Context) error {
 	res := r.res
 	snapStart := time.Now()
-	snap, err := snapshot.Take(r.sb.Workspace, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := snapshot.Take(r.ws, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
 		return &InfraError{err}
 	}
@@ -504,6 +546,9 @@ func (o Options) withDefaults(now time.Time) Options {
 	}
 	if o.InitDir == "" {
 		o.InitDir = DefaultInitDir()
+	}
+	if o.containers == nil {
+		o.containers = containerd{o}
 	}
 	return o
 }
