@@ -79,10 +79,9 @@ func (r *Report) Passed() bool {
 // Options configure Run.
 type Options struct {
 	Client    *client.Client // connected; the ctx given to Run carries the namespace
-	Namespace string
-	Image     string   // run every attack in this image; "" keeps the tasks' (the default image)
-	Only      []string // attack names; empty runs the whole suite
-	RunsDir   string   // "" uses a private directory under a temp dir
+	Image     string         // run every attack in this image; "" keeps the tasks' (the default image)
+	Only      []string       // attack names; empty runs the whole suite
+	RunsDir   string         // "" uses a private directory under a temp dir
 	Version   string
 	Busybox   string // for building the default image on first use
 	InitDir   string
@@ -262,7 +261,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	actx, cancel := context.WithTimeout(ctx, t.Sandbox.Limits.Timeout+hangGuard)
 	defer cancel()
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
-		RunsDir: runsDir, RunID: runID, Client: o.Client, Namespace: o.Namespace,
+		RunsDir: runsDir, RunID: runID, Client: o.Client,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
 		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress,
 	})

@@ -30,8 +30,7 @@ type Options struct {
 	Repeat  int    // default 1
 	Attempt int    // 0 or 1 for a first try; a retry (see RunExperiment) records its number
 
-	Client    *client.Client // connected; the ctx given to Run carries the namespace
-	Namespace string
+	Client *client.Client // connected; the ctx given to Run carries the namespace
 
 	Allow     Allow
 	LookupEnv func(string) (string, bool) // host environment; default os.LookupEnv

@@ -614,7 +614,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		return c, false
 	}
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
-	var exitCode, includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout *yaml.Node
+	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout *yaml.Node
 	all := map[string]func(*yaml.Node){
 		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
@@ -642,7 +642,6 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		"command":        func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
 		"timeout":        func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
 		"expected_exit_code": func(v *yaml.Node) {
-			exitCode = v
 			var code int64
 			l.integer(v, what+".expected_exit_code", 0, 255, &code)
 			c.ExpectedExitCode = int(code)
@@ -750,7 +749,6 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 				l.errorf(resolve(expectedStdout), "%s.expected_stdout: regular expression does not compile: %v", what, err)
 			}
 		}
-		_ = exitCode
 	}
 	return c, true
 }

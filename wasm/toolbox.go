@@ -10,7 +10,7 @@ import (
 )
 
 // embeddedToolbox is the WASI shell and coreutils that run_command criteria run, built from
-// cmd/ceval-toolbox. Until that build lands, toolbox.wasm is an empty placeholder.
+// cmd/ceval-toolbox (make toolbox) and committed, so a plain go build embeds it.
 //
 //go:embed toolbox.wasm
 var embeddedToolbox []byte
@@ -30,4 +30,4 @@ func newTaskModule(data []byte) *taskModule {
 	return &taskModule{data: data, digest: hex.EncodeToString(sum[:])}
 }
 
-var errNoToolbox = errors.New("wasm: this ceval was built without the WASI toolbox (wasm/toolbox.wasm is a placeholder), so it cannot run run_command criteria")
+var errNoToolbox = errors.New("wasm: this ceval was built without the WASI toolbox (wasm/toolbox.wasm is not a WebAssembly module; run make toolbox), so it cannot run run_command criteria")

@@ -104,7 +104,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	defer sess.Close()
 	c, cctx := sess.client, sess.ctx
 	base.Preflight = sess.preflight
-	base.Client, base.Namespace, base.Version = c, g.namespace, cevalVersion()
+	base.Client, base.Version = c, cevalVersion()
 	executor, closeExecutor, err := executorFor(experimentTasks(e)...)
 	if err != nil {
 		return exitWith(exitInfraErr, err)
@@ -156,12 +156,12 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		if err != nil {
 			return err
 		}
-		return exitWith(worseExit(code, infraExit(ex)), errors.New(""))
+		return exitCode(worseExit(code, infraExit(ex)))
 	}
 	if x.gate.failUnder > 0 {
-		return exitWith(worseExit(x.gate.gateWithoutBaseline(cmd.OutOrStdout(), sum), infraExit(ex)), errors.New(""))
+		return exitCode(worseExit(x.gate.gateWithoutBaseline(cmd.OutOrStdout(), sum), infraExit(ex)))
 	}
-	return exitWith(experimentExit(ex), errors.New(""))
+	return exitCode(experimentExit(ex))
 }
 
 // experimentExit is the worst outcome over the runs: 3 for ERROR/NOT_GRADED (or a run

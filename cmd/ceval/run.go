@@ -129,7 +129,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			worst := exitOK
 			for _, t := range tasks {
 				opts := supervisor.Options{
-					RunsDir: runsDir, RunID: runID, Client: c, Namespace: g.namespace,
+					RunsDir: runsDir, RunID: runID, Client: c,
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
 					Progress: progressPrinter(errOut, t.ID), Executor: ex,
@@ -155,7 +155,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				printRunTable(cmd.OutOrStdout(), results)
 			}
 			if worst != exitOK {
-				return exitWith(worst, errors.New(""))
+				return exitCode(worst)
 			}
 			return nil
 		},

@@ -94,7 +94,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			case out.Exit.TimedOut:
 				return exitWith(124, fmt.Errorf("timed out after %s", timeout))
 			case out.Exit.Code != 0:
-				return exitWith(out.Exit.Code, errors.New(""))
+				return exitCode(out.Exit.Code)
 			}
 			return nil
 		},
