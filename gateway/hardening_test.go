@@ -26,7 +26,7 @@ func TestConcurrentCallsCannotOverspendInput(t *testing.T) {
 	}}
 	s, url := start(t, Config{Limits: Limits{MaxTotalTokens: 1000}, MaxConcurrent: 8, MaxConns: 16}, fp)
 	body := fmt.Sprintf(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":%q}]}`, strings.Repeat("word ", 720))
-	codes := concurrently(t, url, body, 8, fp, 2, release)
+	codes := concurrently(t, url, body, 8, fp, release)
 	tot := s.Totals()
 	if spent := tot.InputTokens + tot.OutputTokens; spent > 2*901 || fp.count() > 2 {
 		t.Fatalf("max_total_tokens 1000: %d calls reached the provider, %d tokens spent (codes %v); one after another at most 1802", fp.count(), spent, codes)

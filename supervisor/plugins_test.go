@@ -12,6 +12,7 @@ import (
 	"ceval.dev/ceval/bundle"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
@@ -31,12 +32,7 @@ func pluginTask(t *testing.T, agent, extra string) string {
 		"kit/RESOLUTION.md":                 "how it was solved\n",
 		"src-prebuilt/skills/lint/SKILL.md": "---\nname: lint\n---\nLint it.\n",
 	}
-	for p, content := range files {
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testtree.Write(t, dir, files)
 	if _, err := bundle.Build(filepath.Join(dir, "src-prebuilt"), filepath.Join(dir, "prebuilt"), bundle.Options{}); err != nil {
 		t.Fatal(err)
 	}

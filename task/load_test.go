@@ -8,22 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/policy"
 )
 
 // writeTask writes files into a fresh directory and returns the path of task.yaml there.
 func writeTask(t *testing.T, doc string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testtree.New(t, files)
 	p := filepath.Join(dir, "task.yaml")
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
