@@ -1,9 +1,9 @@
-# The four static programs ceval embeds, each committed beside the package that embeds it so
-# that a plain `go build ./cmd/ceval` works:
-#   ceval-init    launcher/initbin/ceval-init   PID 1 of every agent container
-#   ceval-mock    mockd/clientbin/ceval-mock    the protected mocks' client in the container
-#   ceval-probe   selftest/probebin/ceval-probe the agent of the selftest attack kernel-syscalls
-#   ceval-toolbox wasm/toolbox.wasm             the WASI shell and commands of run_command
+# The four static programs ceval embeds, committed in package internal/embedded so that a
+# plain `go build ./cmd/ceval` works:
+#   ceval-init    PID 1 of every agent container
+#   ceval-mock    the protected mocks' client in the container
+#   ceval-probe   the agent of the selftest attack kernel-syscalls
+#   ceval-toolbox (toolbox.wasm) the WASI shell and commands of run_command
 # One recipe builds them all, in one pinned environment: everything that changes their bytes
 # is here. `make embedded` rebuilds them (commit the result); `make check-embedded` (run by
 # `make test`) rebuilds each into a temporary directory and fails when a committed binary
@@ -21,10 +21,11 @@ EMBED_LINUX := GOOS=linux GOARCH=amd64 GOAMD64=v1
 EMBED_WASI := GOOS=wasip1 GOARCH=wasm
 EMBED_BUILDFLAGS := -trimpath -buildvcs=false -ldflags='-s -w -buildid='
 
-INIT_BIN := launcher/initbin/ceval-init
-MOCKCLIENT_BIN := mockd/clientbin/ceval-mock
-PROBE_BIN := selftest/probebin/ceval-probe
-TOOLBOX_WASM := wasm/toolbox.wasm
+EMBED_DIR := internal/embedded
+INIT_BIN := $(EMBED_DIR)/ceval-init
+MOCKCLIENT_BIN := $(EMBED_DIR)/ceval-mock
+PROBE_BIN := $(EMBED_DIR)/ceval-probe
+TOOLBOX_WASM := $(EMBED_DIR)/toolbox.wasm
 
 # embed-build PROGRAM,OUT,PLATFORM: the one build recipe of an embedded program.
 embed-build = $(EMBED_GOENV) $(3) $(GO) build $(EMBED_BUILDFLAGS) -o $(2) ./cmd/$(1)

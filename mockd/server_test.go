@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"ceval.dev/ceval/mockd/clientbin"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/mockd/fixture"
 )
 
@@ -250,7 +250,7 @@ func runClientWith(t *testing.T, cfg Config, attr *syscall.SysProcAttr, stdin io
 	}
 	t.Cleanup(func() { os.RemoveAll(binDir) })
 	os.Chmod(binDir, 0o755)
-	path, err := clientbin.Install(binDir)
+	path, err := embedded.Mock.Install(binDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/mockd"
-	"ceval.dev/ceval/mockd/clientbin"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
@@ -38,7 +38,7 @@ func startMocks(t *task.Task, runDir, initDir string, agentUID uint32) (*mockRun
 	if len(t.ProtectedMocks) == 0 {
 		return nil, nil, nil
 	}
-	client, err := clientbin.Install(initDir)
+	client, err := embedded.Mock.Install(initDir)
 	if err != nil {
 		return nil, nil, err
 	}

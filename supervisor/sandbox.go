@@ -15,8 +15,8 @@ import (
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/launcher/initbin"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
@@ -155,7 +155,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 			return nil, err
 		}
 	}
-	initPath, err := initbin.Install(cfg.InitDir)
+	initPath, err := embedded.Init.Install(cfg.InitDir)
 	if err != nil {
 		return nil, fmt.Errorf("install init: %w", err)
 	}
