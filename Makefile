@@ -36,9 +36,10 @@ containerd-up: setup
 containerd-down:
 	scripts/containerd.sh stop $(CTRD_DIR)
 
-# test runs the whole suite: unit tests, integration tests against the private containerd
-# (CI=true turns a missing daemon into a failure), and a short fuzz of every fuzz target.
-test: setup lint
+# test runs the whole suite: the committed embedded binaries rebuilt and compared
+# (mk/embedded.mk), unit tests, integration tests against the private containerd (CI=true
+# turns a missing daemon into a failure), and a short fuzz of every fuzz target.
+test: setup lint check-embedded
 	$(GO) test -count=1 ./...
 	$(MAKE) fuzz
 

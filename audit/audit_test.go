@@ -11,6 +11,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
@@ -37,8 +38,8 @@ func runOptions(t *testing.T) (context.Context, supervisor.Options) {
 		ex.Close()
 		ctrtest.RemoveImage(ctx, c, images.DefaultName)
 	})
-	return ctx, supervisor.Options{RunsDir: t.TempDir(), RunID: supervisor.NewRunID(time.Now()), Client: c,
-		Namespace: ctrtest.Namespace, Grace: time.Second, Executor: ex}
+	return ctx, supervisor.Options{RunsDir: t.TempDir(), RunID: record.NewRunID(time.Now()), Client: c,
+		Grace: time.Second, Executor: ex}
 }
 
 func load(t *testing.T, p string) *task.Task {
@@ -203,7 +204,7 @@ func TestEachBuiltinAgentFoolsATaskWeakToIt(t *testing.T) {
 // marker (so the search works) and never the solution's.
 func TestSolutionNeverReachesTheAgentsContainer(t *testing.T) {
 	ctx, ro := runOptions(t)
-	mark := "MARK-" + strings.ReplaceAll(supervisor.NewRunID(time.Now()), "-", "")
+	mark := "MARK-" + strings.ReplaceAll(record.NewRunID(time.Now()), "-", "")
 	search := `r=` + strings.TrimPrefix(mark, "MARK-") + `; for d in /workspace /home /tmp /opt /etc /usr /bin /sbin /root /var /run /mnt /srv /.ceval /lib; do find $d -type f -exec grep -l "MARK-$r" {} + 2>/dev/null; done > /tmp/found; cp /tmp/found /workspace/found.txt`
 	for i, form := range []string{"script: solution/solve.sh", "files: solution"} {
 		doc := "task_id: hidden-solution\ninitial_prompt: Look around.\n" +
@@ -222,7 +223,7 @@ func TestSolutionNeverReachesTheAgentsContainer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		found, err := os.ReadFile(filepath.Join(res.Dir, supervisor.WorkspaceDir, "found.txt"))
+		found, err := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "found.txt"))
 		if err != nil {
 			t.Fatal(err)
 		}

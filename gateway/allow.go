@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // Allowlist is what the gateway forwards of one API's requests. Every option a provider
@@ -52,7 +54,7 @@ var noCacheTTL = []string{"5m"}
 // says otherwise: what the pinned Claude Code and Codex CLIs send (measured), at standard
 // pricing.
 func DefaultAllowlist(api string) Allowlist {
-	if api == OpenAI {
+	if api == transcript.OpenAI {
 		return Allowlist{
 			Headers:      []string{"Content-Type", "Accept", "OpenAI-Beta", "User-Agent"},
 			HeaderValues: map[string][]string{"OpenAI-Beta": {"responses=experimental", "responses=v1"}},
@@ -121,8 +123,8 @@ func (a Allowlist) merged(api string) Allowlist {
 // would forward a header carrying credentials.
 func CheckAllowlists(m map[string]Allowlist) error {
 	for _, api := range sortedKeys(m) {
-		if api != Anthropic && api != OpenAI {
-			return fmt.Errorf("an allowlist for %q, which is not an API the gateway serves (%s, %s)", api, Anthropic, OpenAI)
+		if api != transcript.Anthropic && api != transcript.OpenAI {
+			return fmt.Errorf("an allowlist for %q, which is not an API the gateway serves (%s, %s)", api, transcript.Anthropic, transcript.OpenAI)
 		}
 		for _, h := range m[api].Headers {
 			if credentialHeader(h, Provider{}) {

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // postWith posts body with extra headers and returns the status and answer.
@@ -133,9 +135,9 @@ func TestWhatTheRealCLIsSendIsForwardedAndNothingElse(t *testing.T) {
 // and it cannot be made to forward a credential header.
 func TestConfigAllowlistReplacesTheDefaultsAndNeverForwardsCredentials(t *testing.T) {
 	fp := &fakeProvider{}
-	a := DefaultAllowlist(Anthropic)
+	a := DefaultAllowlist(transcript.Anthropic)
 	a.Values["service_tier"] = []string{"auto", "standard_only"}
-	_, url := start(t, Config{Allow: map[string]Allowlist{Anthropic: {Values: a.Values}}}, fp)
+	_, url := start(t, Config{Allow: map[string]Allowlist{transcript.Anthropic: {Values: a.Values}}}, fp)
 	if code, body, _ := postWith(t, url+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[],"service_tier":"auto"}`, nil); code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
@@ -143,7 +145,7 @@ func TestConfigAllowlistReplacesTheDefaultsAndNeverForwardsCredentials(t *testin
 		t.Fatalf("upstream body %v", fp.bodies[0])
 	}
 	for _, h := range []string{"Authorization", "x-api-key", "Cookie"} {
-		_, err := New(Config{Mode: Forward, Key: dummyKey, Allow: map[string]Allowlist{OpenAI: {Headers: []string{"Content-Type", h}}}})
+		_, err := New(Config{Mode: Forward, Key: dummyKey, Allow: map[string]Allowlist{transcript.OpenAI: {Headers: []string{"Content-Type", h}}}})
 		if err == nil || !strings.Contains(err.Error(), h) {
 			t.Fatalf("an allowlist forwarding %s: %v", h, err)
 		}
@@ -186,7 +188,7 @@ func TestKeyEchoedInA200BodyAndHeaderIsScrubbed(t *testing.T) {
 // The scrubber finds a key split at any point between two writes, and holds back nothing
 // that cannot begin a key (an event's end is never delayed).
 func TestRedactorFindsAKeySplitAnywhere(t *testing.T) {
-	secrets := secretsOf(map[string]Provider{Anthropic: {Key: "sk-SECRET-123"}, OpenAI: {Key: "SECRET"}})
+	secrets := secretsOf(map[string]Provider{transcript.Anthropic: {Key: "sk-SECRET-123"}, transcript.OpenAI: {Key: "SECRET"}})
 	text := "a sk-SECRET-123 b SECRET c sk-SECRE\n\n"
 	want := "a [REDACTED] b [REDACTED] c sk-SECRE\n\n"
 	for i := 0; i <= len(text); i++ {
@@ -207,7 +209,7 @@ func TestRedactorFindsAKeySplitAnywhere(t *testing.T) {
 
 // Keys overlapping each other are never let out in pieces.
 func TestRedactorOverlappingKeys(t *testing.T) {
-	r := &redactor{secrets: secretsOf(map[string]Provider{Anthropic: {Key: "SECRET"}, OpenAI: {Key: "ETXYZ12"}})}
+	r := &redactor{secrets: secretsOf(map[string]Provider{transcript.Anthropic: {Key: "SECRET"}, transcript.OpenAI: {Key: "ETXYZ12"}})}
 	out := string(r.next([]byte("x SECRET"), false)) + string(r.next(nil, true))
 	if out != "x [REDACTED]" {
 		t.Fatalf("%q", out)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // BenchmarkGateway measures one streamed Messages call with a keep-alive client: straight
@@ -26,7 +28,7 @@ func BenchmarkGateway(b *testing.B) {
 
 	cfg := floodCfg(Forward)
 	cfg.WriteTimeout, cfg.ReadHeaderTimeout, cfg.ReadTimeout, cfg.IdleTimeout = 0, 0, 0, 0
-	cfg.Providers = map[string]Provider{Anthropic: {BaseURL: up.URL, Key: realKey}}
+	cfg.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}
 	fwd, fwdAddr := serve(b, cfg)
 	defer fwd.Close()
 	cfg.Mode = Replay

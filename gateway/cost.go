@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // Price is one model's price in USD per million tokens. Input is the price of input tokens
@@ -32,7 +34,7 @@ func (p Price) Check() error {
 // Cost is what a call with usage u costs at p, in USD. Usage is normalised (Input counts
 // every input token), so the uncached input is what is left after cache reads and writes;
 // reasoning tokens are part of Output, as both providers bill them.
-func (p Price) Cost(u Usage) float64 {
+func (p Price) Cost(u transcript.Usage) float64 {
 	plain := max(u.Input-u.Cached-u.CacheCreation, 0)
 	return (float64(plain)*p.Input + float64(u.Cached)*p.CachedInput +
 		float64(u.CacheCreation)*p.CacheCreation + float64(u.Output)*p.Output) / 1e6

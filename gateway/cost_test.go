@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // sonnet is an Anthropic-shaped price: cache reads a tenth of input, cache writes 1.25x.
@@ -18,19 +20,19 @@ func TestPriceCostArithmetic(t *testing.T) {
 	cases := []struct {
 		name  string
 		price Price
-		u     Usage
+		u     transcript.Usage
 		want  float64
 	}{
 		// anthropicStream, normalised: 10 plain + 2 written + 3 read input, 7 output.
-		{"anthropic cache reads and writes", sonnet, Usage{Input: 15, Cached: 3, CacheCreation: 2, Output: 7},
+		{"anthropic cache reads and writes", sonnet, transcript.Usage{Input: 15, Cached: 3, CacheCreation: 2, Output: 7},
 			(10*3 + 3*0.3 + 2*3.75 + 7*15) / 1e6},
 		// openaiStream: 20 input of which 5 cached, 4 output of which 2 reasoning (billed as output).
-		{"openai cached input and reasoning", Price{Input: 1.25, CachedInput: 0.125, Output: 10}, Usage{Input: 20, Cached: 5, Output: 4, Reasoning: 2},
+		{"openai cached input and reasoning", Price{Input: 1.25, CachedInput: 0.125, Output: 10}, transcript.Usage{Input: 20, Cached: 5, Output: 4, Reasoning: 2},
 			(15*1.25 + 5*0.125 + 4*10) / 1e6},
-		{"a million output tokens cost the output rate", sonnet, Usage{Output: 1_000_000}, 15},
-		{"no usage costs nothing", sonnet, Usage{}, 0},
+		{"a million output tokens cost the output rate", sonnet, transcript.Usage{Output: 1_000_000}, 15},
+		{"no usage costs nothing", sonnet, transcript.Usage{}, 0},
 		// A provider reporting more cached than total never yields a negative charge.
-		{"inconsistent usage is not negative", sonnet, Usage{Input: 1, Cached: 5}, 5 * 0.3 / 1e6},
+		{"inconsistent usage is not negative", sonnet, transcript.Usage{Input: 1, Cached: 5}, 5 * 0.3 / 1e6},
 	}
 	for _, c := range cases {
 		if got := c.price.Cost(c.u); !near(got, c.want) {
@@ -58,7 +60,7 @@ func TestGatewayPricesEachCallAndCountsUnpriced(t *testing.T) {
 		t.Fatalf("totals %+v, want cost %v", tot, 2*one)
 	}
 	first, _, _ := strings.Cut(log.String(), "\n")
-	var c Call
+	var c transcript.Call
 	if err := json.Unmarshal([]byte(first), &c); err != nil || c.Usage == nil || !near(c.Usage.CostUSD, one) {
 		t.Fatalf("the transcript does not price the call: %s (%v)", first, err)
 	}
@@ -149,7 +151,7 @@ func TestEveryBudgetNotifiesOnceWhenExceeded(t *testing.T) {
 }
 
 func TestCostBudgetNeedsAPricedPinnedModel(t *testing.T) {
-	base := Config{Mode: Replay, Fixture: &Fixture{}, Key: dummyKey}
+	base := Config{Mode: Replay, Fixture: &transcript.Fixture{}, Key: dummyKey}
 	for _, c := range []struct {
 		name string
 		mod  func(*Config)

@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // An agent controls everything it sends its gateway. These tests flood one run's server
@@ -31,8 +33,8 @@ func floodCfg(mode string) Config {
 		ReadTimeout: 2 * time.Second, IdleTimeout: 2 * time.Second}
 }
 
-func floodFixture() *Fixture {
-	f, err := ParseFixture(strings.NewReader(fmt.Sprintf(`{"api":"anthropic","depth":0,"tools":false,"status":200,"content_type":"text/event-stream","response":%q}`, anthropicStream)))
+func floodFixture() *transcript.Fixture {
+	f, err := transcript.ParseFixture(strings.NewReader(fmt.Sprintf(`{"api":"anthropic","depth":0,"tools":false,"status":200,"content_type":"text/event-stream","response":%q}`, anthropicStream)))
 	if err != nil {
 		panic(err)
 	}
@@ -253,7 +255,7 @@ func TestFloodedRunDoesNotStallAnotherRun(t *testing.T) {
 
 	// Run A forwards to the provider (its answers are 16 MiB streams); run B replays.
 	cfgA := floodCfg(Forward)
-	cfgA.Providers = map[string]Provider{Anthropic: {BaseURL: up.URL, Key: realKey}}
+	cfgA.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}
 	a, addrA := serve(t, cfgA)
 	b, addrB := serve(t, floodCfg(Replay))
 
@@ -433,7 +435,7 @@ func TestReaderThatNeverReadsIsCutOffAndReleasesItsSlot(t *testing.T) {
 	g0, f0 := runtime.NumGoroutine(), fdCount(t)
 	cfg := floodCfg(Forward)
 	cfg.MaxConns = 1
-	cfg.Providers = map[string]Provider{Anthropic: {BaseURL: up.URL, Key: realKey}}
+	cfg.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}
 	s, addr := serve(t, cfg)
 
 	// The stalled reader takes the only slot and never reads its 32 MiB answer.
@@ -573,7 +575,7 @@ func TestCountJSONValuesSkipsStrings(t *testing.T) {
 		fmt.Fprintf(&b, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":%q}]},{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"ls"}}]},`, i, strings.Repeat("line, of [output]\n", 100), i)
 	}
 	b.WriteString(`{"role":"user","content":"go on"}]}`)
-	if _, err := parseRequest(Anthropic, []byte(b.String())); err != nil {
+	if _, err := parseRequest(transcript.Anthropic, []byte(b.String())); err != nil {
 		t.Fatalf("a %d MiB conversation was refused: %v", b.Len()>>20, err)
 	}
 }

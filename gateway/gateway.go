@@ -11,12 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// APIs the gateway speaks; each is also the name of its upstream provider.
-const (
-	Anthropic = "anthropic" // Messages API: POST /v1/messages
-	OpenAI    = "openai"    // Responses API: POST /v1/responses
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // Modes.
@@ -70,8 +66,8 @@ type Config struct {
 	Key       string // the per-run dummy key the agent must present
 	Model     string // pinned: every request is rewritten to it; "" lets the agent choose
 	Providers map[string]Provider
-	Fixture   *Fixture  // for Replay
-	Log       io.Writer // model_calls.jsonl; nil: none
+	Fixture   *transcript.Fixture // for Replay
+	Log       io.Writer           // model_calls.jsonl; nil: none
 	Limits    Limits
 	// Prices are USD per million tokens by model name; a call is priced at its (pinned)
 	// model's. MaxUSD needs the pinned model's price.
@@ -150,7 +146,7 @@ type Server struct {
 	sem    map[string]chan struct{}
 	mu     sync.Mutex
 	totals Totals
-	replay map[fixtureKey]int
+	replay map[transcript.Key]int
 	// allow is Config.Allow with the defaults filled in; secrets are the credentials the
 	// gateway adds upstream, scrubbed from all it returns and records.
 	allow   map[string]Allowlist
@@ -233,10 +229,10 @@ func New(cfg Config) (*Server, error) {
 		}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	providers := map[string]Provider{}
-	for _, api := range []string{Anthropic, OpenAI} {
+	for _, api := range []string{transcript.Anthropic, transcript.OpenAI} {
 		p := cfg.Providers[api]
 		if p.BaseURL == "" {
-			p.BaseURL = map[string]string{Anthropic: defaultUpstreamAnthropc, OpenAI: defaultUpstreamOpenAI}[api]
+			p.BaseURL = map[string]string{transcript.Anthropic: defaultUpstreamAnthropc, transcript.OpenAI: defaultUpstreamOpenAI}[api]
 		}
 		p.BaseURL = strings.TrimRight(p.BaseURL, "/")
 		providers[api] = p
@@ -246,7 +242,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	allow := map[string]Allowlist{}
-	for _, api := range []string{Anthropic, OpenAI} {
+	for _, api := range []string{transcript.Anthropic, transcript.OpenAI} {
 		a := cfg.Allow[api].merged(api)
 		for _, h := range a.Headers {
 			if credentialHeader(h, providers[api]) {
@@ -255,8 +251,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		allow[api] = a
 	}
-	s := &Server{cfg: cfg, replay: map[fixtureKey]int{}, closed: make(chan struct{}), allow: allow, secrets: secretsOf(providers),
-		sem: map[string]chan struct{}{Anthropic: make(chan struct{}, cfg.MaxConcurrent), OpenAI: make(chan struct{}, cfg.MaxConcurrent)}}
+	s := &Server{cfg: cfg, replay: map[transcript.Key]int{}, closed: make(chan struct{}), allow: allow, secrets: secretsOf(providers),
+		sem: map[string]chan struct{}{transcript.Anthropic: make(chan struct{}, cfg.MaxConcurrent), transcript.OpenAI: make(chan struct{}, cfg.MaxConcurrent)}}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 const (
@@ -68,7 +70,7 @@ func start(t *testing.T, cfg Config, fp *fakeProvider) (*Server, string) {
 	if fp != nil {
 		up := httptest.NewServer(fp)
 		t.Cleanup(up.Close)
-		cfg.Providers = map[string]Provider{Anthropic: {BaseURL: up.URL, Key: realKey}, OpenAI: {BaseURL: up.URL, Key: "sk-proj-REALOPENAI0123456789"}}
+		cfg.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}, transcript.OpenAI: {BaseURL: up.URL, Key: "sk-proj-REALOPENAI0123456789"}}
 	}
 	if cfg.Mode == "" {
 		cfg.Mode = Forward
@@ -220,9 +222,9 @@ func TestProviderSideToolsAreStripped(t *testing.T) {
 			fp := &fakeProvider{}
 			cfg := Config{AllowServerTools: c.allow}
 			if c.allow { // the task's opt-in, and ceval's config forwarding the tool
-				a := DefaultAllowlist(OpenAI)
+				a := DefaultAllowlist(transcript.OpenAI)
 				a.Values["tools.type"] = append(a.Values["tools.type"], "web_search")
-				cfg.Allow = map[string]Allowlist{OpenAI: {Values: a.Values}}
+				cfg.Allow = map[string]Allowlist{transcript.OpenAI: {Values: a.Values}}
 			}
 			_, url := start(t, cfg, fp)
 			if code, body := post(t, url+c.path, dummyKey, c.body); code != 200 {
@@ -319,12 +321,12 @@ func TestReplayMatchesDepthNotOrderAndNeedsNoNetwork(t *testing.T) {
 		`{"api":"anthropic","depth":0,"tools":true,"status":200,"content_type":"application/json","response":"{\"turn\":0,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}"}`,
 		`{"api":"anthropic","depth":1,"tools":true,"status":200,"content_type":"application/json","response":"{\"turn\":1,\"usage\":{\"input_tokens\":5,\"output_tokens\":2}}"}`,
 	}, "\n")
-	f, err := ParseFixture(strings.NewReader(fx))
+	f, err := transcript.ParseFixture(strings.NewReader(fx))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// No providers at all: a forward attempt would fail.
-	s, url := start(t, Config{Mode: Replay, Fixture: f, Providers: map[string]Provider{Anthropic: {BaseURL: "http://127.0.0.1:1"}}}, nil)
+	s, url := start(t, Config{Mode: Replay, Fixture: f, Providers: map[string]Provider{transcript.Anthropic: {BaseURL: "http://127.0.0.1:1"}}}, nil)
 	tools := `"tools":[{"name":"Bash","input_schema":{}}]`
 	d1 := `{"model":"m","max_tokens":5,` + tools + `,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`
 	d0 := `{"model":"m","max_tokens":5,` + tools + `,"messages":[{"role":"user","content":"a"}]}`
@@ -353,7 +355,7 @@ func TestRecordedTranscriptReplaysTheSameAnswers(t *testing.T) {
 	if strings.Contains(log.String(), realKey) || strings.Contains(log.String(), dummyKey) {
 		t.Fatal("a key is in the transcript")
 	}
-	f, err := ParseFixture(&log)
+	f, err := transcript.ParseFixture(&log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +425,7 @@ func TestParseFixtureRejectsBadLines(t *testing.T) {
 		{"\n" + `{"api":"openai","depth":0,"status":200}`, "line 2: response is empty"},
 		{`{"api":"openai","depth":0,"status":20,"response":"{}"}`, "status"},
 	} {
-		if _, err := ParseFixture(strings.NewReader(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := transcript.ParseFixture(strings.NewReader(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.want)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // Calls under way hold an estimate of their input too: eight at once, each with ~3600 bytes
@@ -24,7 +26,7 @@ func TestConcurrentCallsCannotOverspendInput(t *testing.T) {
 	}}
 	s, url := start(t, Config{Limits: Limits{MaxTotalTokens: 1000}, MaxConcurrent: 8, MaxConns: 16}, fp)
 	body := fmt.Sprintf(`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":%q}]}`, strings.Repeat("word ", 720))
-	codes := concurrently(t, url, body, 8, fp, 2, release)
+	codes := concurrently(t, url, body, 8, fp, release)
 	tot := s.Totals()
 	if spent := tot.InputTokens + tot.OutputTokens; spent > 2*901 || fp.count() > 2 {
 		t.Fatalf("max_total_tokens 1000: %d calls reached the provider, %d tokens spent (codes %v); one after another at most 1802", fp.count(), spent, codes)
@@ -36,7 +38,7 @@ func TestConcurrentCallsCannotOverspendInput(t *testing.T) {
 func TestScriptInputsMustBeJSON(t *testing.T) {
 	for _, in := range []string{"{x: .nan}", "{x: {1: a}}", "{x: .inf}"} {
 		src := "version: 1\napi: anthropic\nturns:\n  - tool_calls:\n      - name: Bash\n        input: " + in + "\n"
-		_, err := ParseFixture(strings.NewReader(src))
+		_, err := transcript.ParseFixture(strings.NewReader(src))
 		if err == nil || !strings.Contains(err.Error(), "line 4: turn 0 tool call 0: input cannot be sent as JSON") {
 			t.Errorf("input %s: %v", in, err)
 		}
@@ -121,7 +123,7 @@ func TestTranscriptIsBoundedAndNotAmplified(t *testing.T) {
 		t.Fatalf("transcript %d bytes, over twice its %d cap", len(data), capBytes)
 	}
 	lines := bytes.Split(bytes.TrimSpace(data), []byte("\n"))
-	var last Call
+	var last transcript.Call
 	if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || !last.BodiesDropped || last.Request != nil || last.Status != 400 {
 		t.Fatalf("the last line %.200s (%v): want a 400 with its bodies dropped", lines[len(lines)-1], err)
 	}

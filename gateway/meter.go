@@ -3,19 +3,9 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-)
 
-// Usage is one model call's tokens as the provider reported them, normalised: Input counts
-// every input token, cached ones included.
-type Usage struct {
-	Input         int64 `json:"input_tokens"`
-	Cached        int64 `json:"cached_input_tokens,omitempty"`
-	CacheCreation int64 `json:"cache_creation_input_tokens,omitempty"`
-	Output        int64 `json:"output_tokens"`
-	Reasoning     int64 `json:"reasoning_output_tokens,omitempty"`
-	// CostUSD is the call's price at its model's rate (Config.Prices); 0 when unpriced.
-	CostUSD float64 `json:"cost_usd,omitempty"`
-}
+	"ceval.dev/ceval/gateway/transcript"
+)
 
 // apiUsage is both providers' usage object.
 type apiUsage struct {
@@ -39,8 +29,8 @@ type usageHolder struct {
 type event struct {
 	Type     string       `json:"type"`
 	Usage    *apiUsage    `json:"usage"`
-	Message  *usageHolder `json:"message"`  // Anthropic message_start
-	Response *usageHolder `json:"response"` // OpenAI response.completed and friends
+	Message  *usageHolder `json:"message"`  // transcript.Anthropic message_start
+	Response *usageHolder `json:"response"` // transcript.OpenAI response.completed and friends
 }
 
 // maxMeterLine bounds an SSE line or a non-streamed body the meter parses.
@@ -143,7 +133,7 @@ func (m *meter) apply(u *apiUsage) {
 }
 
 // usage returns the call's usage, or nil when the response reported none.
-func (m *meter) usage() *Usage {
+func (m *meter) usage() *transcript.Usage {
 	if !m.sse && !m.over && len(m.buf) > 0 {
 		m.data(bytes.TrimSpace(m.buf))
 		m.buf = nil
@@ -154,8 +144,8 @@ func (m *meter) usage() *Usage {
 	if !m.found {
 		return nil
 	}
-	u := &Usage{Output: m.in.output, Reasoning: m.in.reasoning}
-	if m.api == Anthropic {
+	u := &transcript.Usage{Output: m.in.output, Reasoning: m.in.reasoning}
+	if m.api == transcript.Anthropic {
 		// Anthropic's input_tokens excludes cache reads and writes.
 		u.Input = m.in.input + m.in.cacheCreation + m.in.cacheRead
 		u.Cached, u.CacheCreation = m.in.cacheRead, m.in.cacheCreation

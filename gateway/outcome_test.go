@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // outcomes reads the transcript's outcome per call.
@@ -15,7 +17,7 @@ func outcomes(t *testing.T, log []byte) []string {
 	t.Helper()
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
-		var c Call
+		var c transcript.Call
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatalf("transcript line %q: %v", line, err)
 		}
@@ -214,7 +216,7 @@ func TestProviderDownIsCountedAsSuch(t *testing.T) {
 		cfg     Config
 		handler func(w http.ResponseWriter, r *http.Request, n int)
 	}{
-		"unreachable": {cfg: Config{Retries: 1, Providers: map[string]Provider{Anthropic: {BaseURL: closed, Key: realKey}}}},
+		"unreachable": {cfg: Config{Retries: 1, Providers: map[string]Provider{transcript.Anthropic: {BaseURL: closed, Key: realKey}}}},
 		"503":         {handler: func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(503) }},
 		"401":         {handler: func(w http.ResponseWriter, r *http.Request, n int) { w.WriteHeader(401) }},
 	} {

@@ -13,11 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // routes are the only paths served, each POST only: no files, batches, models or other
 // endpoints reach the provider.
-var routes = map[string]string{"/v1/messages": Anthropic, "/v1/responses": OpenAI}
+var routes = map[string]string{"/v1/messages": transcript.Anthropic, "/v1/responses": transcript.OpenAI}
 
 // returnedHeaders are the upstream response headers the agent sees.
 var returnedHeaders = []string{"Content-Type", "Request-Id", "X-Request-Id", "Retry-After"}
@@ -34,18 +36,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.totals.Requests++
 	s.mu.Unlock()
 	api, ok := routes[r.URL.Path]
-	if !ok || r.Method != http.MethodPost || !(r.URL.RawQuery == "" || (api == Anthropic && r.URL.RawQuery == "beta=true")) {
+	if !ok || r.Method != http.MethodPost || !(r.URL.RawQuery == "" || (api == transcript.Anthropic && r.URL.RawQuery == "beta=true")) {
 		if api == "" {
-			api = Anthropic
+			api = transcript.Anthropic
 			if strings.Contains(r.URL.Path, "response") {
-				api = OpenAI
+				api = transcript.OpenAI
 			}
 		}
-		s.refuse(w, Call{API: api}, start, http.StatusNotFound, "not_found_error",
+		s.refuse(w, transcript.Call{API: api}, start, http.StatusNotFound, "not_found_error",
 			fmt.Sprintf("ceval gateway: %s %s is not served (only POST /v1/messages and POST /v1/responses)", r.Method, r.URL.Path))
 		return
 	}
-	call := Call{API: api}
+	call := transcript.Call{API: api}
 	if !s.keyMatches(r) {
 		s.refuse(w, call, start, http.StatusUnauthorized, "authentication_error", "ceval gateway: invalid API key")
 		return
@@ -94,7 +96,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.release(resv)
-	call.resv = resv
 	call.Stripped = req.rewrite(s.cfg.Model, remaining, s.cfg.AllowServerTools)
 	// What is left after the rewrite is forwarded, and priced, only if the allowlist has it.
 	if err := s.allow[api].checkBody(req.body); err != nil {
@@ -116,19 +117,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// every answer, in every mode.
 	call.Request = req.encode()
 	if s.cfg.Mode == Replay {
-		s.serveReplay(w, req, call, start)
+		s.serveReplay(w, req, call, resv, start)
 		return
 	}
-	s.serveForward(w, r, req, call, start)
+	s.serveForward(w, r, req, call, resv, start)
 }
 
-func (s *Server) serveReplay(w http.ResponseWriter, req *request, call Call, start time.Time) {
+func (s *Server) serveReplay(w http.ResponseWriter, req *request, call transcript.Call, resv *reservation, start time.Time) {
 	call.Replayed = true
 	ct, body, status := "", "", http.StatusOK
-	if c := s.next(fixtureKey{req.api, req.depth, req.tools}, req.model, req.stream); c != nil {
+	if c := s.next(transcript.Key{API: req.api, Depth: req.depth, Tools: req.tools}, req.model, req.stream); c != nil {
 		ct, body, status = c.ContentType, c.Response, c.Status
 	} else if !req.tools {
-		ct, body = defaultAnswer(req.api, req.model, req.stream)
+		ct, body = transcript.DefaultAnswer(req.api, req.model, req.stream)
 	} else {
 		s.mu.Lock()
 		s.totals.ReplayMisses++
@@ -144,10 +145,10 @@ func (s *Server) serveReplay(w http.ResponseWriter, req *request, call Call, sta
 		s.count(&call, OutcomeAgentGone)
 	}
 	call.Status, call.ContentType, call.Response = status, ct, body
-	s.finish(call, m.usage(), start)
+	s.finish(call, resv, m.usage(), start)
 }
 
-func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *request, call Call, start time.Time) {
+func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *request, call transcript.Call, resv *reservation, start time.Time) {
 	// Not the agent's request context: a response the agent stops reading is still read to
 	// its end, so its usage is metered.
 	ctx, cancel := s.ctxUntilClosed(context.Background())
@@ -216,7 +217,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.WriteString(w, clean)
 		call.Response = clean
-		s.finish(call, nil, start)
+		s.finish(call, resv, nil, start)
 		return
 	}
 	w.WriteHeader(resp.StatusCode)
@@ -232,7 +233,7 @@ func (s *Server) serveForward(w http.ResponseWriter, r *http.Request, req *reque
 		s.count(&call, OutcomeAgentGone)
 	}
 	call.Response, call.Truncated = rec.b.String(), rec.cut
-	s.finish(call, m.usage(), start)
+	s.finish(call, resv, m.usage(), start)
 }
 
 // upstreamInfo is how a call's upstream attempts went.
@@ -296,7 +297,7 @@ func (s *Server) upstream(ctx context.Context, api string, in *http.Request, bod
 func setCredential(h http.Header, api string, p Provider) {
 	name := p.Header
 	if name == "" {
-		name = map[string]string{Anthropic: "X-Api-Key", OpenAI: "Authorization"}[api]
+		name = map[string]string{transcript.Anthropic: "X-Api-Key", transcript.OpenAI: "Authorization"}[api]
 	}
 	if strings.EqualFold(name, "Authorization") {
 		h.Set("Authorization", "Bearer "+p.Key)
@@ -467,11 +468,11 @@ func (s *Server) notifyExceeded(fired bool) {
 }
 
 // finish accounts a call answered by the model (or the fixture), priced at its model's
-// price, and logs it.
-func (s *Server) finish(call Call, u *Usage, start time.Time) {
+// price, and logs it; resv is what the call held of the run's budgets while under way.
+func (s *Server) finish(call transcript.Call, resv *reservation, u *transcript.Usage, start time.Time) {
 	call.Usage = u
 	s.mu.Lock()
-	s.releaseLocked(call.resv) // the call's usage replaces what it held, under one lock
+	s.releaseLocked(resv) // the call's usage replaces what it held, under one lock
 	t := &s.totals
 	if call.Status/100 == 2 {
 		t.Turns++
@@ -508,7 +509,7 @@ const (
 )
 
 // count adds one to outcome's counter and marks call (may be nil) with it.
-func (s *Server) count(call *Call, outcome string) {
+func (s *Server) count(call *transcript.Call, outcome string) {
 	if call != nil && call.Outcome == "" {
 		call.Outcome = outcome
 	}
@@ -535,7 +536,7 @@ func (s *Server) count(call *Call, outcome string) {
 }
 
 // fail answers a call the provider did not answer (502), counted as outcome and logged.
-func (s *Server) fail(w http.ResponseWriter, call Call, start time.Time, outcome, msg string) {
+func (s *Server) fail(w http.ResponseWriter, call transcript.Call, start time.Time, outcome, msg string) {
 	s.count(&call, outcome)
 	s.writeError(w, call.API, http.StatusBadGateway, "api_error", "ceval gateway: "+msg)
 	call.Status, call.Refused = http.StatusBadGateway, msg
@@ -543,13 +544,13 @@ func (s *Server) fail(w http.ResponseWriter, call Call, start time.Time, outcome
 }
 
 // refuseNotAllowed refuses a request for what the allowlist does not forward.
-func (s *Server) refuseNotAllowed(w http.ResponseWriter, call Call, start time.Time, err error) {
+func (s *Server) refuseNotAllowed(w http.ResponseWriter, call transcript.Call, start time.Time, err error) {
 	s.count(&call, OutcomeNotAllowed)
 	s.refuse(w, call, start, http.StatusBadRequest, "invalid_request_error", "ceval gateway: "+err.Error())
 }
 
 // refuse answers with an API error in the provider's format without calling it.
-func (s *Server) refuse(w http.ResponseWriter, call Call, start time.Time, status int, typ, msg string) {
+func (s *Server) refuse(w http.ResponseWriter, call transcript.Call, start time.Time, status int, typ, msg string) {
 	s.writeError(w, call.API, status, typ, msg)
 	s.mu.Lock()
 	s.totals.Refused++
@@ -561,7 +562,7 @@ func (s *Server) refuse(w http.ResponseWriter, call Call, start time.Time, statu
 // writeError writes an API error in api's format.
 func (s *Server) writeError(w http.ResponseWriter, api string, status int, typ, msg string) {
 	var body any
-	if api == OpenAI {
+	if api == transcript.OpenAI {
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}}
 	} else {
 		body = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
@@ -573,7 +574,7 @@ func (s *Server) writeError(w http.ResponseWriter, api string, status int, typ, 
 	_, _ = w.Write(data)
 }
 
-func (s *Server) log(call Call, start time.Time) {
+func (s *Server) log(call transcript.Call, start time.Time) {
 	if s.cfg.Log == nil {
 		return
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // request is a parsed, rewritten model request.
@@ -31,7 +33,7 @@ func parseRequest(api string, data []byte) (*request, error) {
 	r := &request{api: api, body: body}
 	r.model, _ = body["model"].(string)
 	r.stream, _ = body["stream"].(bool)
-	if api == Anthropic {
+	if api == transcript.Anthropic {
 		r.depth = assistantTurns(body["messages"])
 	} else {
 		r.depth = assistantTurns(body["input"])
@@ -89,7 +91,7 @@ func assistantTurns(v any) int {
 // container) rather than at the provider, where it could reach the internet or run code.
 func clientTool(api string, t map[string]any) bool {
 	typ, _ := t["type"].(string)
-	if api == Anthropic {
+	if api == transcript.Anthropic {
 		if typ == "" || typ == "custom" {
 			return true
 		}
@@ -153,7 +155,7 @@ func (r *request) rewrite(model string, remaining int64, allowServer bool) int {
 
 // outputField is the request field that caps the answer's output tokens.
 func (r *request) outputField() string {
-	if r.api == OpenAI {
+	if r.api == transcript.OpenAI {
 		return "max_output_tokens"
 	}
 	return "max_tokens"

@@ -17,20 +17,33 @@ func blockingProvider(release chan struct{}) *fakeProvider {
 	}}
 }
 
-// concurrently posts body n times at once and returns the status codes once all answered,
-// after release is closed (when the provider has seen want calls, or after a deadline).
-func concurrently(t *testing.T, url, body string, n int, fp *fakeProvider, want int, release chan struct{}) []int {
+// concurrently posts body n times at once (n <= the gateway's MaxConcurrent, so no call
+// queues) and returns the status codes once all answered. Each call either reaches fp, which
+// holds it until release is closed, or is answered by the gateway at once: release is closed
+// when every call has done one or the other, not after a time.
+func concurrently(t *testing.T, url, body string, n int, fp *fakeProvider, release chan struct{}) []int {
 	t.Helper()
 	codes := make([]int, n)
+	answered := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { codes[i], _ = post(t, url+"/v1/messages", dummyKey, body) })
+		wg.Go(func() {
+			codes[i], _ = post(t, url+"/v1/messages", dummyKey, body)
+			answered <- struct{}{}
+		})
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for fp.count() < want && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+	tick := time.NewTicker(time.Millisecond) // fp has no arrival event: its count is polled
+	defer tick.Stop()
+	hang := time.After(time.Minute)
+	for got := 0; fp.count()+got < n; {
+		select {
+		case <-answered:
+			got++
+		case <-tick.C:
+		case <-hang:
+			t.Fatalf("after a minute %d of %d calls reached the provider and %d were answered", fp.count(), n, got)
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // let any call that should not get through try
 	close(release)
 	wg.Wait()
 	return codes
@@ -56,7 +69,7 @@ func TestConcurrentCallsCannotOverspendTurns(t *testing.T) {
 	var mu sync.Mutex
 	s, url := start(t, Config{Limits: Limits{MaxTurns: 2}, MaxConcurrent: 8, MaxConns: 16,
 		OnExceeded: func(kind, limit string) { mu.Lock(); heard = append(heard, limit); mu.Unlock() }}, fp)
-	codes := concurrently(t, url, msgReq, 8, fp, 2, release)
+	codes := concurrently(t, url, msgReq, 8, fp, release)
 	if fp.count() != 2 || count(codes, 200) != 2 || count(codes, http.StatusTooManyRequests) != 6 {
 		t.Fatalf("max_turns 2 with 8 calls at once: provider saw %d, codes %v", fp.count(), codes)
 	}
@@ -81,7 +94,7 @@ func TestConcurrentCallsCannotOverspendOutput(t *testing.T) {
 	fp := blockingProvider(release)
 	s, url := start(t, Config{Limits: Limits{MaxOutputTokens: 100}, MaxConcurrent: 8, MaxConns: 16}, fp)
 	body := strings.Replace(msgReq, `"max_tokens":4096`, `"max_tokens":60`, 1)
-	codes := concurrently(t, url, body, 6, fp, 2, release)
+	codes := concurrently(t, url, body, 6, fp, release)
 	if fp.count() != 2 || count(codes, 200) != 2 || count(codes, http.StatusTooManyRequests) != 4 {
 		t.Fatalf("provider saw %d, codes %v", fp.count(), codes)
 	}

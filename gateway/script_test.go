@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 const claudeScript = `version: 1
@@ -19,9 +21,9 @@ turns:
     usage: {input_tokens: 1300, output_tokens: 5}
 `
 
-func parseScriptText(t *testing.T, s string) *Fixture {
+func parseScriptText(t *testing.T, s string) *transcript.Fixture {
 	t.Helper()
-	f, err := ParseFixture(strings.NewReader(s))
+	f, err := transcript.ParseFixture(strings.NewReader(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func parseScriptText(t *testing.T, s string) *Fixture {
 func withTools(api string, depth int, stream bool) string {
 	var items []string
 	for i := 0; i < depth; i++ {
-		if api == Anthropic {
+		if api == transcript.Anthropic {
 			items = append(items, `{"role":"user","content":"go"}`, `{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Write","input":{}}]}`)
 		} else {
 			items = append(items, `{"role":"user","content":"go"}`, `{"type":"function_call","call_id":"c","name":"exec_command","arguments":"{}"}`, `{"type":"function_call_output","call_id":"c","output":"ok"}`)
@@ -40,7 +42,7 @@ func withTools(api string, depth int, stream bool) string {
 	}
 	items = append(items, `{"role":"user","content":"go"}`)
 	list := "[" + strings.Join(items, ",") + "]"
-	if api == Anthropic {
+	if api == transcript.Anthropic {
 		return `{"model":"m","max_tokens":100,"stream":` + boolText(stream) + `,"tools":[{"name":"Write","input_schema":{}}],"messages":` + list + `}`
 	}
 	return `{"model":"m","stream":` + boolText(stream) + `,"tools":[{"type":"function","name":"exec_command","parameters":{}}],"input":` + list + `}`
@@ -59,7 +61,7 @@ func TestScriptAnswersEachTurnInTheRequestedForm(t *testing.T) {
 	f := parseScriptText(t, claudeScript)
 	s, url := start(t, Config{Mode: Replay, Fixture: f, Model: "claude-pinned"}, nil)
 
-	code, body := post(t, url+"/v1/messages", dummyKey, withTools(Anthropic, 0, false))
+	code, body := post(t, url+"/v1/messages", dummyKey, withTools(transcript.Anthropic, 0, false))
 	if code != 200 {
 		t.Fatalf("depth 0: %d %s", code, body)
 	}
@@ -85,16 +87,16 @@ func TestScriptAnswersEachTurnInTheRequestedForm(t *testing.T) {
 		t.Fatalf("Anthropic's input_tokens excludes the cache: %v", msg.Usage)
 	}
 
-	code, body = post(t, url+"/v1/messages", dummyKey, withTools(Anthropic, 1, true))
+	code, body = post(t, url+"/v1/messages", dummyKey, withTools(transcript.Anthropic, 1, true))
 	if code != 200 || !strings.Contains(body, "event: message_start") || !strings.Contains(body, `"stop_reason":"end_turn"`) || !strings.Contains(body, `"text":"Done."`) {
 		t.Fatalf("depth 1 streamed: %d %s", code, body)
 	}
 	// Past the script's end: a loud error, never a made-up answer.
-	if code, body = post(t, url+"/v1/messages", dummyKey, withTools(Anthropic, 2, true)); code != 400 || !strings.Contains(body, "depth 2") {
+	if code, body = post(t, url+"/v1/messages", dummyKey, withTools(transcript.Anthropic, 2, true)); code != 400 || !strings.Contains(body, "depth 2") {
 		t.Fatalf("depth 2: %d %s", code, body)
 	}
 	// The other API is not in this script.
-	if code, _ = post(t, url+"/v1/responses", dummyKey, withTools(OpenAI, 0, true)); code != 400 {
+	if code, _ = post(t, url+"/v1/responses", dummyKey, withTools(transcript.OpenAI, 0, true)); code != 400 {
 		t.Fatalf("openai request against an anthropic script: %d", code)
 	}
 	turns, want := f.ScriptTotals()
@@ -110,7 +112,7 @@ func TestScriptRendersResponsesAPIFunctionCalls(t *testing.T) {
 	  {"tool_calls": [{"name": "exec_command", "input": {"cmd": "echo hi > x"}}], "usage": {"input_tokens": 900, "cached_input_tokens": 600, "output_tokens": 25, "reasoning_output_tokens": 5}},
 	  {"text": "Done.", "usage": {"input_tokens": 1000, "output_tokens": 6}}]}`)
 	s, url := start(t, Config{Mode: Replay, Fixture: f}, nil)
-	code, body := post(t, url+"/v1/responses", dummyKey, withTools(OpenAI, 0, true))
+	code, body := post(t, url+"/v1/responses", dummyKey, withTools(transcript.OpenAI, 0, true))
 	if code != 200 {
 		t.Fatalf("%d %s", code, body)
 	}
@@ -150,13 +152,13 @@ func TestParseScriptNamesTheLine(t *testing.T) {
 		{"tool name", "version: 1\napi: openai\nturns:\n  - tool_calls: [{input: {}}]\n", "line 4: turn 0 tool call 0 has no name"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseFixture(strings.NewReader(c.text))
+			_, err := transcript.ParseFixture(strings.NewReader(c.text))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.want)
 			}
-			var fe *FixtureError
+			var fe *transcript.FixtureError
 			if c.name != "unknown field" && !errors.As(err, &fe) {
-				t.Fatalf("err %T is not a FixtureError", err)
+				t.Fatalf("err %T is not a transcript.FixtureError", err)
 			}
 		})
 	}

@@ -321,5 +321,3 @@ func plural(n int, one, many string) string {
 	}
 	return fmt.Sprintf("%d %s", n, many)
 }
-
-func joinDetails(parts []string) string { return strings.Join(parts, "; ") }

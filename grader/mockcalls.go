@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/mockd/fixture"
 	"ceval.dev/ceval/task"
 )
 
@@ -63,7 +64,7 @@ func mockCalls(c *task.Criterion, logPath string) verdict {
 // argvHolds reports whether a call's arguments satisfy cli_called's positional prefix and
 // every flag check, parsed the way the mock server's normalized matching parses them.
 func argvHolds(c *task.Criterion, argv []string) bool {
-	pos, flags := mockd.SplitArgv(argv)
+	pos, flags := fixture.SplitArgv(argv)
 	if len(pos) < len(c.Positional) {
 		return false
 	}

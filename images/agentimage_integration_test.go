@@ -13,6 +13,8 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -80,11 +82,11 @@ echo "bash: $(bash --version | head -n 1)"
 echo "rg: $(rg --version | head -n 1)"
 echo "id: $(id -u):$(id -g)"`
 	s, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
-		Client: c, Image: name, ID: "agent-image-" + supervisor.NewRunID(time.Now()),
+		Client: c, Image: name, ID: "agent-image-" + record.NewRunID(time.Now()),
 		Argv:    []string{"/bin/sh", "-c", script},
 		Env:     []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
-		Limits:  task.Limits{Timeout: time.Minute, MemoryMB: task.DefaultMemoryMB, CPUs: task.DefaultCPUs, Pids: task.DefaultPids, DiskMB: task.DefaultDiskMB},
-		Network: task.NetworkNone, Dir: t.TempDir() + "/scratch",
+		Limits:  task.Limits{Timeout: time.Minute, MemoryMB: policy.DefaultMemoryMB, CPUs: policy.DefaultCPUs, Pids: policy.DefaultPids, DiskMB: policy.DefaultDiskMB},
+		Network: policy.NetworkNone, Dir: t.TempDir() + "/scratch",
 		Stdout: &stdout, Stderr: &stderr,
 	})
 	if err != nil {
@@ -101,8 +103,8 @@ echo "id: $(id -u):$(id -g)"`
 	if out.Exit.Code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", out.Exit.Code, &stdout, &stderr)
 	}
-	if out.Isolation == nil || out.Isolation.UID != images.AgentUID {
-		t.Fatalf("isolation attestation %+v, want UID %d", out.Isolation, images.AgentUID)
+	if out.Isolation == nil || out.Isolation.UID != policy.AgentUID {
+		t.Fatalf("isolation attestation %+v, want UID %d", out.Isolation, policy.AgentUID)
 	}
 	for _, want := range []string{
 		`(?m)^claude: 2\.1\.332 \(Claude Code\)$`,

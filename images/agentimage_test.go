@@ -307,3 +307,11 @@ func TestPinnedCLIsAreWellFormed(t *testing.T) {
 		}
 	}
 }
+
+// isHexSHA256 reports whether s looks like a hex sha256.
+func isHexSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
+}

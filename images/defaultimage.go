@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"ceval.dev/ceval/policy"
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	digest "github.com/opencontainers/go-digest"
@@ -146,7 +147,7 @@ func defaultConfig(arch string, diffID digest.Digest) ocispec.Image {
 	return ocispec.Image{
 		Platform: ocispec.Platform{OS: "linux", Architecture: arch},
 		Config: ocispec.ImageConfig{
-			User:       fmt.Sprintf("%d:%d", AgentUID, AgentGID),
+			User:       fmt.Sprintf("%d:%d", policy.AgentUID, policy.AgentGID),
 			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/agent"},
 			Cmd:        []string{"/bin/sh"},
 			WorkingDir: "/workspace",
@@ -242,11 +243,11 @@ func defaultRootfs(busybox []byte, applets []string, extra []File) ([]byte, erro
 	dir("root", 0o700, 0, 0)
 	dir("tmp", 0o1777, 0, 0)
 	dir("var/tmp", 0o1777, 0, 0)
-	dir("home/agent", 0o755, AgentUID, AgentGID)
-	dir("workspace", 0o755, AgentUID, AgentGID)
+	dir("home/agent", 0o755, policy.AgentUID, policy.AgentGID)
+	dir("workspace", 0o755, policy.AgentUID, policy.AgentGID)
 	file("bin/busybox", 0o755, busybox)
-	file("etc/passwd", 0o644, []byte(fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nagent:x:%d:%d:ceval agent:/home/agent:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", AgentUID, AgentGID)))
-	file("etc/group", 0o644, []byte(fmt.Sprintf("root:x:0:\nagent:x:%d:\nnogroup:x:65534:\n", AgentGID)))
+	file("etc/passwd", 0o644, []byte(fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nagent:x:%d:%d:ceval agent:/home/agent:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n", policy.AgentUID, policy.AgentGID)))
+	file("etc/group", 0o644, []byte(fmt.Sprintf("root:x:0:\nagent:x:%d:\nnogroup:x:65534:\n", policy.AgentGID)))
 	for _, a := range applets {
 		for d := path.Dir(a); d != "."; d = path.Dir(d) {
 			if _, ok := entries[d+"/"]; !ok {

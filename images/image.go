@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"ceval.dev/ceval/record"
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
@@ -28,21 +29,10 @@ const (
 	IsolationLabelValue = "uid-gid-v1"
 	// Snapshotter is the snapshotter images are unpacked for.
 	Snapshotter = "overlayfs"
-	// AgentUID and AgentGID are the identity agents run as.
-	AgentUID = 2000
-	AgentGID = 2000
 )
 
-// Image names one image in containerd and the content it resolves to on this platform;
-// a run records it so its result says exactly which bytes the agent ran on.
-type Image struct {
-	Name           string        `json:"name"`
-	ManifestDigest digest.Digest `json:"manifest_digest"`
-	ConfigDigest   digest.Digest `json:"config_digest"`
-	// AgentCLIs are the real agent CLIs ceval images build-agent put in the image with their
-	// pinned versions, from its config labels: "claude-code@2.1.332 codex@0.169.0-linux-x64".
-	AgentCLIs string `json:"agent_clis,omitempty"`
-}
+// Image is the run record's image: see record.Image.
+type Image = record.Image
 
 // NotFoundError says an image is missing from a containerd namespace. It unwraps to
 // errdefs.ErrNotFound.

@@ -360,11 +360,3 @@ func fileSHA256(p string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
-
-// isHexSHA256 reports whether s looks like a hex sha256.
-func isHexSHA256(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	return strings.Trim(s, "0123456789abcdef") == ""
-}

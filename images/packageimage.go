@@ -3,6 +3,7 @@ package images
 import (
 	"bufio"
 	"bytes"
+	"ceval.dev/ceval/policy"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -354,7 +355,7 @@ chown %[1]d:%[2]d "$root/workspace" "$root/home/agent"
 chmod 0755 "$root/workspace" "$root/home/agent"
 echo ceval >"$root/etc/hostname"
 : >"$root/etc/resolv.conf"
-`, AgentUID, AgentGID)
+`, policy.AgentUID, policy.AgentGID)
 	if len(p.pip) > 0 {
 		fmt.Fprintf(&b, `mkdir "$root/tmp/ceval-pip"
 cp -r %s "$root/tmp/ceval-pip/wheels"
@@ -536,7 +537,7 @@ func packageConfig(arch string, layers []ocispec.Descriptor) ocispec.Image {
 	return ocispec.Image{
 		Platform: ocispec.Platform{OS: "linux", Architecture: arch},
 		Config: ocispec.ImageConfig{
-			User:       fmt.Sprintf("%d:%d", AgentUID, AgentGID),
+			User:       fmt.Sprintf("%d:%d", policy.AgentUID, policy.AgentGID),
 			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/agent", "LANG=C.UTF-8"},
 			Cmd:        []string{"/bin/bash"},
 			WorkingDir: "/workspace",

@@ -18,6 +18,8 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -86,10 +88,10 @@ func TestPackageImageInstallsPinnedWheelAtBuildTime(t *testing.T) {
 	t.Logf("build (from the image cache: %v): %s", b.Cached, time.Since(start).Round(time.Millisecond))
 	var stdout, stderr bytes.Buffer
 	s, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
-		Client: c, Image: name, ID: "pip-image-" + supervisor.NewRunID(time.Now()),
+		Client: c, Image: name, ID: "pip-image-" + record.NewRunID(time.Now()),
 		Argv:    []string{"python3", "-c", "import cevalhello, os; print(cevalhello.GREETING, os.getuid())"},
 		Limits:  task.Limits{Timeout: time.Minute, MemoryMB: 256, CPUs: 1, Pids: 64, DiskMB: 16},
-		Network: task.NetworkNone, Dir: t.TempDir() + "/scratch",
+		Network: policy.NetworkNone, Dir: t.TempDir() + "/scratch",
 		Stdout: &stdout, Stderr: &stderr,
 	})
 	if err != nil {

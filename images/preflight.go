@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"ceval.dev/ceval/policy"
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/pkg/archive/compression"
@@ -119,13 +120,13 @@ func (r *Report) Checks() []Check {
 	cs = append(cs, findingCheck("setuid/setgid files", suid, "remove the bits (chmod u-s,g-s FILE) in the image and import it again"))
 	cs = append(cs, findingCheck("file capabilities", caps, "remove them (setcap -r FILE) in the image and import it again"))
 
-	passwd := Check{Name: "agent user", Status: "ok", Detail: fmt.Sprintf("uid %d is %q in /etc/passwd", AgentUID, r.AgentUser)}
-	fixPasswd := fmt.Sprintf("add agent:x:%d:%d::/home/agent:/bin/sh to the image's /etc/passwd (whoami, git and ssh look the user up)", AgentUID, AgentGID)
+	passwd := Check{Name: "agent user", Status: "ok", Detail: fmt.Sprintf("uid %d is %q in /etc/passwd", policy.AgentUID, r.AgentUser)}
+	fixPasswd := fmt.Sprintf("add agent:x:%d:%d::/home/agent:/bin/sh to the image's /etc/passwd (whoami, git and ssh look the user up)", policy.AgentUID, policy.AgentGID)
 	switch {
 	case r.PasswdProblem != "":
 		passwd.Status, passwd.Detail, passwd.Fix = "warn", r.PasswdProblem, fixPasswd
 	case r.AgentUser == "":
-		passwd.Status, passwd.Detail, passwd.Fix = "warn", fmt.Sprintf("no /etc/passwd entry for uid %d", AgentUID), fixPasswd
+		passwd.Status, passwd.Detail, passwd.Fix = "warn", fmt.Sprintf("no /etc/passwd entry for uid %d", policy.AgentUID), fixPasswd
 	}
 	cs = append(cs, passwd)
 
@@ -133,7 +134,7 @@ func (r *Report) Checks() []Check {
 		home := Check{Name: "agent home", Status: "ok", Detail: fmt.Sprintf("%s exists, owner %s", r.AgentHome, r.AgentHomeOwner)}
 		if r.AgentHomeOwner == "" {
 			home.Status, home.Detail = "warn", r.AgentHome+" does not exist in the image"
-			home.Fix = fmt.Sprintf("create %s owned by %d:%d in the image (a run mounts a fresh one there)", r.AgentHome, AgentUID, AgentGID)
+			home.Fix = fmt.Sprintf("create %s owned by %d:%d in the image (a run mounts a fresh one there)", r.AgentHome, policy.AgentUID, policy.AgentGID)
 		}
 		cs = append(cs, home)
 	}
@@ -188,7 +189,7 @@ func reportFor(img Image, config ocispec.Image, v *fsView) *Report {
 		rep.PasswdProblem = "the image has no /etc/passwd"
 		return rep
 	}
-	users, err := user.ParsePasswdFilter(bytes.NewReader(pw), func(u user.User) bool { return u.Uid == AgentUID })
+	users, err := user.ParsePasswdFilter(bytes.NewReader(pw), func(u user.User) bool { return u.Uid == policy.AgentUID })
 	if err != nil {
 		rep.PasswdProblem = "cannot parse /etc/passwd: " + err.Error()
 		return rep

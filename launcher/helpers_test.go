@@ -26,8 +26,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/launcher/initbin"
 	"ceval.dev/ceval/oci"
 )
 
@@ -227,7 +227,7 @@ func newSandbox(t *testing.T, args ...string) *sandbox {
 			t.Fatal(err)
 		}
 	}
-	initPath, err := initbin.Install(initDir)
+	initPath, err := embedded.Init.Install(initDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
 )
 
 func TestAgentRunsAs2000WithNoCapabilitiesNoNewPrivsAndSeccomp(t *testing.T) {
@@ -85,7 +86,7 @@ hostname`)
 func TestAgentWithHostNetworkStillRunsInItsOwnUserNamespace(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	s := newSandbox(t, "sh", "-c", `cat /proc/self/uid_map; test -d /sys/class/net && echo sys-readable; touch /sys/x 2>/dev/null || echo sys-read-only`)
-	s.cfg.Network = oci.NetworkHost
+	s.cfg.Network = policy.NetworkHost
 	r := s.run(t, c, ctx, nil)
 	want := fmt.Sprintf("0 %d 65536", s.cfg.UserNS.HostID)
 	if got := strings.Join(strings.Fields(firstLine(r.stdout)), " "); got != want {

@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"ceval.dev/ceval/mockd/clientbin"
+	"ceval.dev/ceval/internal/embedded"
 )
 
 // BenchmarkClientExec is a call as the agent pays for it, on the host: one exec of the real
-// static client (the ceval-mock that clientbin embeds) per call against a Server, beside the
+// static client (the ceval-mock internal/embedded holds) per call against a Server, beside the
 // same exec with no server (the client's process start and exit alone) and an exec of
 // true (the baseline). Each reports its p50 and p99 besides ns/op.
 func BenchmarkClientExec(b *testing.B) {
-	client, err := clientbin.Install(b.TempDir())
+	client, err := embedded.Mock.Install(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

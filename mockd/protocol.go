@@ -3,6 +3,7 @@ package mockd
 import (
 	"time"
 
+	"ceval.dev/ceval/mockd/fixture"
 	"ceval.dev/ceval/mockd/wire"
 )
 
@@ -47,4 +48,4 @@ func Do(socket string, req Request, timeout time.Duration) (Response, error) {
 	return wire.Do(socket, req, timeout)
 }
 
-func encodeResponse(r Reply) ([]byte, error) { return wire.EncodeResponse(Response(r)) }
+func encodeResponse(r fixture.Reply) ([]byte, error) { return wire.EncodeResponse(Response(r)) }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ceval.dev/ceval/mockd/fixture"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +33,7 @@ const (
 
 // Tool is one mocked tool: its fixture and how many calls it answers.
 type Tool struct {
-	Fixture     *Fixture
+	Fixture     *fixture.Fixture
 	MaxRequests int // 0: DefaultMaxRequests
 }
 
@@ -278,7 +279,7 @@ func (s *Server) serve(conn *net.UnixConn) {
 		}
 		s.count(func(st *Stats) { st.Malformed++ })
 		s.append(Call{Time: time.Now().UTC(), Argv: []string{}, Error: "bad request: " + err.Error(), ExitCode: ExitUnavailable})
-		s.reply(conn, Reply{ExitCode: ExitUnavailable, Stderr: "ceval-mock: bad request: " + err.Error() + "\n"})
+		s.reply(conn, fixture.Reply{ExitCode: ExitUnavailable, Stderr: "ceval-mock: bad request: " + err.Error() + "\n"})
 		return
 	}
 	call, rep := s.answer(req)
@@ -290,7 +291,7 @@ func (s *Server) serve(conn *net.UnixConn) {
 }
 
 // answer looks the request up and accounts for it.
-func (s *Server) answer(req Request) (Call, Reply) {
+func (s *Server) answer(req Request) (Call, fixture.Reply) {
 	sum := sha256.Sum256(req.Stdin)
 	call := Call{Time: time.Now().UTC(), Tool: req.Tool, Argv: req.Argv, Cwd: req.Cwd, StdinBytes: len(req.Stdin),
 		StdinSHA256: hex.EncodeToString(sum[:]), StdinTruncated: req.StdinTruncated}
@@ -300,11 +301,11 @@ func (s *Server) answer(req Request) (Call, Reply) {
 	t, ok := s.cfg.Tools[req.Tool]
 	if !ok {
 		if !s.spendExtra() {
-			return Call{}, Reply{}
+			return Call{}, fixture.Reply{}
 		}
 		s.count(func(st *Stats) { st.UnknownTool++ })
-		call.Match, call.ExitCode, call.Error = MatchNone, ExitUnknownTool, "unknown tool"
-		return call, Reply{ExitCode: ExitUnknownTool, Stderr: fmt.Sprintf("ceval-mock: %s: no fixture for this tool\n", quoteTool(req.Tool))}
+		call.Match, call.ExitCode, call.Error = fixture.MatchNone, ExitUnknownTool, "unknown tool"
+		return call, fixture.Reply{ExitCode: ExitUnknownTool, Stderr: fmt.Sprintf("ceval-mock: %s: no fixture for this tool\n", quoteTool(req.Tool))}
 	}
 	s.mu.Lock()
 	s.used[req.Tool]++
@@ -312,11 +313,11 @@ func (s *Server) answer(req Request) (Call, Reply) {
 	s.mu.Unlock()
 	if n > t.MaxRequests {
 		if n > t.MaxRequests+unknownToolCalls {
-			return Call{}, Reply{}
+			return Call{}, fixture.Reply{}
 		}
 		s.count(func(st *Stats) { st.OverBudget++ })
 		call.ExitCode, call.Error = ExitBudget, "max_requests spent"
-		return call, Reply{ExitCode: ExitBudget, Stderr: fmt.Sprintf("ceval-mock: %s: the task allows %d calls to this tool and they are spent\n", req.Tool, t.MaxRequests)}
+		return call, fixture.Reply{ExitCode: ExitBudget, Stderr: fmt.Sprintf("ceval-mock: %s: the task allows %d calls to this tool and they are spent\n", req.Tool, t.MaxRequests)}
 	}
 	idx, how, rep := t.Fixture.Lookup(req.Argv, req.Stdin)
 	call.Match = how
@@ -326,7 +327,7 @@ func (s *Server) answer(req Request) (Call, Reply) {
 	if rep == nil {
 		s.count(func(st *Stats) { st.Unmatched++ })
 		call.ExitCode = ExitNoMatch
-		return call, Reply{ExitCode: ExitNoMatch, Stderr: fmt.Sprintf("ceval-mock: %s: no fixture matched %s (unknown calls fail loudly)\n", req.Tool, strings.Join(append([]string{req.Tool}, req.Argv...), " "))}
+		return call, fixture.Reply{ExitCode: ExitNoMatch, Stderr: fmt.Sprintf("ceval-mock: %s: no fixture matched %s (unknown calls fail loudly)\n", req.Tool, strings.Join(append([]string{req.Tool}, req.Argv...), " "))}
 	}
 	s.count(func(st *Stats) { st.Calls++ })
 	call.ExitCode = rep.ExitCode
@@ -357,10 +358,10 @@ func (s *Server) count(f func(*Stats)) {
 	s.mu.Unlock()
 }
 
-func (s *Server) reply(conn *net.UnixConn, r Reply) {
+func (s *Server) reply(conn *net.UnixConn, r fixture.Reply) {
 	b, err := encodeResponse(r)
 	if err != nil {
-		b, _ = encodeResponse(Reply{ExitCode: ExitUnavailable, Stderr: "ceval-mock: " + err.Error() + "\n"})
+		b, _ = encodeResponse(fixture.Reply{ExitCode: ExitUnavailable, Stderr: "ceval-mock: " + err.Error() + "\n"})
 	}
 	_ = WriteFrame(conn, b)
 }

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"ceval.dev/ceval/mockd/clientbin"
+	"ceval.dev/ceval/internal/embedded"
+	"ceval.dev/ceval/mockd/fixture"
 )
 
 // startServer serves ghFixture for tool gh to this process's own UID.
@@ -81,11 +82,11 @@ func TestServerAnswersAndLogsEveryCall(t *testing.T) {
 		t.Fatalf("log: %d calls, %v", len(calls), err)
 	}
 	c := calls[0]
-	if c.Tool != "gh" || strings.Join(c.Argv, " ") != "pr list" || c.Cwd != "/workspace" || c.Rule == nil || *c.Rule != 0 || c.Match != MatchExact ||
+	if c.Tool != "gh" || strings.Join(c.Argv, " ") != "pr list" || c.Cwd != "/workspace" || c.Rule == nil || *c.Rule != 0 || c.Match != fixture.MatchExact ||
 		c.StdinSHA256 != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
 		t.Errorf("logged %+v", c)
 	}
-	if calls[1].Match != MatchDefault || calls[1].Rule != nil || calls[2].ExitCode != ExitUnknownTool {
+	if calls[1].Match != fixture.MatchDefault || calls[1].Rule != nil || calls[2].ExitCode != ExitUnknownTool {
 		t.Errorf("logged %+v %+v", calls[1], calls[2])
 	}
 }
@@ -249,7 +250,7 @@ func runClientWith(t *testing.T, cfg Config, attr *syscall.SysProcAttr, stdin io
 	}
 	t.Cleanup(func() { os.RemoveAll(binDir) })
 	os.Chmod(binDir, 0o755)
-	path, err := clientbin.Install(binDir)
+	path, err := embedded.Mock.Install(binDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,19 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"ceval.dev/ceval/policy"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
-
-// The agent's identity inside every container. Explicit numbers: the image may have no
-// passwd entry for them, and nothing is looked up.
-const (
-	AgentUID = 2000
-	AgentGID = 2000
-)
-
-// GraderUID is a verifier container's UID and GID (see Config.UID): distinct from the
-// agent's, so nothing the agent's identity could own or signal is the grader's.
-const GraderUID = 3000
 
 // Fixed places inside the container.
 const (
@@ -45,22 +35,11 @@ const (
 	LabelBootID = "dev.ceval.boot-id"
 )
 
-// Network modes.
-const (
-	NetworkNone = "none" // a new network namespace: loopback only
-	NetworkHost = "host" // the host's network namespace; the caller checks the user allowed it
-)
-
 // Defaults applied to zero fields of Config.
 const (
-	DefaultTimeout  = 30 * time.Minute
-	DefaultGrace    = 10 * time.Second
-	DefaultMemoryMB = 2048
-	DefaultCPUs     = 2.0
-	DefaultPids     = 512
-	DefaultTmpMB    = 256
-	DefaultShmMB    = 64
-	DefaultNoFile   = 1024
+	DefaultTmpMB  = 256
+	DefaultShmMB  = 64
+	DefaultNoFile = 1024
 )
 
 // BackstopMargin is how much later than the host's own deadline (Timeout + Grace) the init
@@ -104,7 +83,7 @@ type Config struct {
 	TmpMB    int64   // size of the /tmp tmpfs
 	ShmMB    int64   // size of the /dev/shm tmpfs
 
-	Network string // NetworkNone ("" too) or NetworkHost
+	Network string // policy.NetworkNone ("" too) or policy.NetworkHost
 
 	// UserNS is the container's own user namespace; required. Container UIDs and GIDs
 	// 0..IDRangeSize-1 map to HostID..HostID+IDRangeSize-1, a range no other live run and no
@@ -138,10 +117,10 @@ func (u UserNS) Mappings() []specs.LinuxIDMapping {
 }
 
 // HostUID is the host UID of the agent (AgentUID inside); HostGID its host GID.
-func (u UserNS) HostUID() uint32 { return u.HostID + AgentUID }
+func (u UserNS) HostUID() uint32 { return u.HostID + policy.AgentUID }
 
 // HostGID is the host GID of the agent (AgentGID inside).
-func (u UserNS) HostGID() uint32 { return u.HostID + AgentGID }
+func (u UserNS) HostGID() uint32 { return u.HostID + policy.AgentGID }
 
 // Mount is a read-only bind of a host path into the container.
 type Mount struct {
@@ -157,19 +136,19 @@ var (
 // withDefaults returns cfg with zero fields set to their defaults.
 func (cfg Config) withDefaults() Config {
 	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
+		cfg.Timeout = policy.DefaultTimeout
 	}
 	if cfg.Grace == 0 {
-		cfg.Grace = DefaultGrace
+		cfg.Grace = policy.DefaultGrace
 	}
 	if cfg.MemoryMB == 0 {
-		cfg.MemoryMB = DefaultMemoryMB
+		cfg.MemoryMB = policy.DefaultMemoryMB
 	}
 	if cfg.CPUs == 0 {
-		cfg.CPUs = DefaultCPUs
+		cfg.CPUs = policy.DefaultCPUs
 	}
 	if cfg.Pids == 0 {
-		cfg.Pids = DefaultPids
+		cfg.Pids = policy.DefaultPids
 	}
 	if cfg.TmpMB == 0 {
 		cfg.TmpMB = DefaultTmpMB
@@ -178,10 +157,10 @@ func (cfg Config) withDefaults() Config {
 		cfg.ShmMB = DefaultShmMB
 	}
 	if cfg.Network == "" {
-		cfg.Network = NetworkNone
+		cfg.Network = policy.NetworkNone
 	}
 	if cfg.UID == 0 {
-		cfg.UID = AgentUID
+		cfg.UID = policy.AgentUID
 	}
 	return cfg
 }
@@ -274,8 +253,8 @@ func (cfg Config) validate() error {
 	if err := cfg.UserNS.check(); err != nil {
 		bad("user namespace: %v", err)
 	}
-	if cfg.Network != NetworkNone && cfg.Network != NetworkHost {
-		bad("network %q: want %q or %q", cfg.Network, NetworkNone, NetworkHost)
+	if cfg.Network != policy.NetworkNone && cfg.Network != policy.NetworkHost {
+		bad("network %q: want %q or %q", cfg.Network, policy.NetworkNone, policy.NetworkHost)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sandbox config: %w", errors.Join(errs...))

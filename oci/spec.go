@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ceval.dev/ceval/policy"
 	"github.com/containerd/containerd/v2/contrib/seccomp"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -327,7 +328,7 @@ func withMounts(cfg Config) specOpt {
 			{Destination: InitPath, Type: "bind", Source: cfg.InitPath, Options: []string{"bind", "ro", "nosuid", "nodev"}},
 			{Destination: SupervisorFIFOPath, Type: "bind", Source: cfg.SupervisorFIFO, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
 		}
-		if cfg.Network == NetworkHost {
+		if cfg.Network == policy.NetworkHost {
 			// A sysfs mount needs a network namespace the container's user namespace owns;
 			// the host's is not. The host's /sys, read-only, as a user-namespaced Docker does.
 			i := slices.IndexFunc(mounts, func(m specs.Mount) bool { return m.Destination == "/sys" })
@@ -352,11 +353,11 @@ func withNetwork(mode string) specOpt {
 			return n.Type == specs.NetworkNamespace
 		})
 		switch mode {
-		case NetworkNone:
+		case policy.NetworkNone:
 			ns = append(ns, specs.LinuxNamespace{Type: specs.NetworkNamespace})
-		case NetworkHost:
+		case policy.NetworkHost:
 		default:
-			return fmt.Errorf("network %q: want %q or %q", mode, NetworkNone, NetworkHost)
+			return fmt.Errorf("network %q: want %q or %q", mode, policy.NetworkNone, policy.NetworkHost)
 		}
 		s.Linux.Namespaces = ns
 		return nil

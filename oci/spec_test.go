@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/policy"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
@@ -92,7 +93,7 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 		{
 			name: "user is 2000:2000 with no supplementary groups",
 			prep: func(s *specs.Spec) { s.Process.User = specs.User{UID: 0, GID: 0, AdditionalGids: []uint32{0, 27}} },
-			opt:  withUser(AgentUID),
+			opt:  withUser(policy.AgentUID),
 			check: func(t *testing.T, s *specs.Spec) {
 				u := s.Process.User
 				if u.UID != 2000 || u.GID != 2000 || len(u.AdditionalGids) != 0 || u.Username != "" {
@@ -103,7 +104,7 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 		{
 			name: "a verifier's user is the grader's 3000:3000, not the agent's",
 			prep: func(s *specs.Spec) { s.Process.User = specs.User{UID: 2000, GID: 2000, AdditionalGids: []uint32{2000}} },
-			opt:  withUser(GraderUID),
+			opt:  withUser(policy.GraderUID),
 			check: func(t *testing.T, s *specs.Spec) {
 				u := s.Process.User
 				if u.UID != 3000 || u.GID != 3000 || len(u.AdditionalGids) != 0 {
@@ -311,7 +312,7 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 			prep: func(s *specs.Spec) {
 				s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace })
 			},
-			opt: withNetwork(NetworkNone),
+			opt: withNetwork(policy.NetworkNone),
 			check: func(t *testing.T, s *specs.Spec) {
 				i := slices.IndexFunc(s.Linux.Namespaces, func(n specs.LinuxNamespace) bool { return n.Type == specs.NetworkNamespace })
 				if i < 0 || s.Linux.Namespaces[i].Path != "" {
@@ -324,7 +325,7 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 			prep: func(s *specs.Spec) {
 				s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: "/proc/1/ns/net"})
 			},
-			opt: withNetwork(NetworkNone),
+			opt: withNetwork(policy.NetworkNone),
 			check: func(t *testing.T, s *specs.Spec) {
 				for _, n := range s.Linux.Namespaces {
 					if n.Type == specs.NetworkNamespace && n.Path != "" {
@@ -335,7 +336,7 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 		},
 		{
 			name: "network host shares the host's namespace",
-			opt:  withNetwork(NetworkHost),
+			opt:  withNetwork(policy.NetworkHost),
 			check: func(t *testing.T, s *specs.Spec) {
 				if hasNamespace(s, specs.NetworkNamespace) {
 					t.Error("network namespace still there")
@@ -510,7 +511,7 @@ func TestSpecNetworkDefaultsToNone(t *testing.T) {
 		t.Fatal("no network namespace by default")
 	}
 	cfg := reference()
-	cfg.Network = NetworkHost
+	cfg.Network = policy.NetworkHost
 	if hasNamespace(generate(t, cfg), specs.NetworkNamespace) {
 		t.Fatal("network host still has a namespace")
 	}
@@ -523,7 +524,7 @@ func TestSpecSysIsAReadOnlyHostBindOnlyWithHostNetwork(t *testing.T) {
 		t.Fatalf("network none: /sys %+v, want a read-only sysfs", m)
 	}
 	cfg := reference()
-	cfg.Network = NetworkHost
+	cfg.Network = policy.NetworkHost
 	m := mountAt(generate(t, cfg), "/sys")
 	if m == nil || m.Type != "bind" || m.Source != "/sys" || !slices.Contains(m.Options, "ro") || !slices.Contains(m.Options, "nosuid") {
 		t.Fatalf("network host: /sys %+v, want a read-only bind of the host's", m)

@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // MaxSummaryBytes bounds a summary.json read as a baseline (a CI artifact, so hostile).
@@ -26,7 +26,7 @@ func ReadSummary(path string) (*Summary, error) {
 	}
 	if fi.IsDir() {
 		_, serr := os.Lstat(filepath.Join(path, SummaryFile))
-		if _, perr := os.Stat(filepath.Join(path, supervisor.PlanFile)); perr == nil && errors.Is(serr, fs.ErrNotExist) {
+		if _, perr := os.Stat(filepath.Join(path, record.PlanFile)); perr == nil && errors.Is(serr, fs.ErrNotExist) {
 			e, err := Load(path)
 			if err != nil {
 				return nil, err

@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 )
 
 // DefaultConfidence is the family-wise confidence Compare states its verdicts at.
@@ -161,7 +162,7 @@ func Compare(base, cur *Summary, opts CompareOptions) (*Comparison, error) {
 	for side, s := range map[string]*Summary{"baseline": base, "current": cur} {
 		n := 0
 		for _, v := range s.Variants {
-			n += v.Statuses["ERROR"] + v.Statuses["NOT_GRADED"]
+			n += v.Statuses[grader.TaskError] + v.Statuses[grader.TaskNotGraded]
 		}
 		if n > 0 {
 			if c.NotGraded == nil {
@@ -344,7 +345,7 @@ func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ")
 
 // PlanSummary is a summary of a plan with no runs yet: its variants and tasks with their
 // digests, so a baseline's plan can be checked (Compare's PlanChangeError) before any run.
-func PlanSummary(p *supervisor.Plan) *Summary {
+func PlanSummary(p *record.Plan) *Summary {
 	s := &Summary{ExperimentID: p.ExperimentID, Repeats: p.Repeats}
 	for _, v := range p.Variants {
 		vs := Stats{VariantID: v}

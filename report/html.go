@@ -17,7 +17,7 @@ import (
 	"strings"
 	"syscall"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // HTMLFile is the experiment's self-contained page, beside summary.json.
@@ -86,7 +86,7 @@ type runPanel struct {
 	Status    string
 	Score     float64
 	Seconds   float64
-	Result    *supervisor.Result
+	Result    *record.Result
 	Error     string
 	Criteria  []criterionRow
 	Isolation [][2]string
@@ -201,12 +201,12 @@ func panelFor(expDir string, i int, r Run) runPanel {
 	if err != nil {
 		rel = ""
 	}
-	logs := []string{supervisor.StdoutFile, supervisor.StderrFile}
+	logs := []string{record.StdoutFile, record.StderrFile}
 	if res.Mocks != nil {
-		logs = append(logs, supervisor.MockCallsFile)
+		logs = append(logs, record.MockCallsFile)
 	}
 	if res.Gateway != nil {
-		logs = append(logs, supervisor.ModelCallsFile)
+		logs = append(logs, record.ModelCallsFile)
 	}
 	for _, name := range logs {
 		p.Logs = append(p.Logs, preview(r.Dir, rel, name))

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // hostileLog is what a hostile agent prints: markup, a terminal escape that recolours and
@@ -30,8 +30,8 @@ func hostileExperiment(t *testing.T) string {
 		"bad":  {"a": {"FAILURE", "FAILURE", "TIMEOUT"}, "b": {"SUCCESS", "", ""}},
 	}, []string{"good", "bad"}, []string{"a", "b"}, 3)
 	for rep := 1; rep <= 3; rep++ {
-		rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "good", "b", rep)
-		if err := os.WriteFile(filepath.Join(rd, supervisor.StdoutFile), []byte(hostileLog), 0o600); err != nil {
+		rd := record.RunDir(filepath.Dir(dir), filepath.Base(dir), "good", "b", rep)
+		if err := os.WriteFile(filepath.Join(rd, record.StdoutFile), []byte(hostileLog), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,9 +100,9 @@ func TestReportHTMLRendersHostileAgentTextAsText(t *testing.T) {
 
 func TestReportHTMLShowsTheEndOfALongLogWithALink(t *testing.T) {
 	dir := hostileExperiment(t)
-	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "good", "a", 2)
+	rd := record.RunDir(filepath.Dir(dir), filepath.Base(dir), "good", "a", 2)
 	long := strings.Repeat("x", 3*LogPreviewBytes) + "THE END"
-	os.WriteFile(filepath.Join(rd, supervisor.StderrFile), []byte("HEAD"+long), 0o600)
+	os.WriteFile(filepath.Join(rd, record.StderrFile), []byte("HEAD"+long), 0o600)
 	if _, _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,8 @@ func TestReportDoesNotFollowSymlinkedLogOutOfTheRunDir(t *testing.T) {
 	dir := hostileExperiment(t)
 	secret := filepath.Join(t.TempDir(), "secret")
 	os.WriteFile(secret, []byte("TOP-SECRET-REFERENCE"), 0o600)
-	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 1)
-	if err := os.Symlink(secret, filepath.Join(rd, supervisor.StdoutFile)); err != nil {
+	rd := record.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 1)
+	if err := os.Symlink(secret, filepath.Join(rd, record.StdoutFile)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Write(dir); err != nil {
@@ -183,14 +183,14 @@ func TestReportHTMLInChromium(t *testing.T) {
 
 func TestReportHTMLShowsMockCallsOfRunsWithMocks(t *testing.T) {
 	dir := hostileExperiment(t)
-	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
-	res, err := supervisor.ReadResult(rd)
+	rd := record.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
+	res, err := record.ReadResult(rd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Mocks = &supervisor.MockResult{Tools: []string{"gh"}, Log: supervisor.MockCallsFile}
-	supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res)
-	os.WriteFile(filepath.Join(rd, supervisor.MockCallsFile), []byte(`{"tool":"gh","argv":["pr","<b>list</b>"]}`+"\n"), 0o600)
+	res.Mocks = &record.MockResult{Tools: []string{"gh"}, Log: record.MockCallsFile}
+	record.WriteJSONAtomic(filepath.Join(rd, record.ResultFile), res)
+	os.WriteFile(filepath.Join(rd, record.MockCallsFile), []byte(`{"tool":"gh","argv":["pr","<b>list</b>"]}`+"\n"), 0o600)
 	if _, _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -205,17 +205,17 @@ func TestReportHTMLShowsMockCallsOfRunsWithMocks(t *testing.T) {
 
 func TestReportHTMLShowsTheGatewayAndBudgetStatus(t *testing.T) {
 	dir := hostileExperiment(t)
-	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
-	res, err := supervisor.ReadResult(rd)
+	rd := record.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
+	res, err := record.ReadResult(rd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Status = supervisor.StatusTokenBudget
-	res.Gateway = &supervisor.GatewayResult{Mode: "replay", Log: supervisor.ModelCallsFile}
+	res.Status = record.StatusTokenBudget
+	res.Gateway = &record.GatewayResult{Mode: "replay", Log: record.ModelCallsFile}
 	res.Gateway.Requests, res.Gateway.Turns, res.Gateway.InputTokens, res.Gateway.OutputTokens = 3, 2, 1234, 567
 	res.Gateway.ExceededLimit = "max_output_tokens 500"
-	supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res)
-	os.WriteFile(filepath.Join(rd, supervisor.ModelCallsFile), []byte(`{"api":"anthropic","request":{"content":"<script>x</script>"}}`+"\n"), 0o600)
+	record.WriteJSONAtomic(filepath.Join(rd, record.ResultFile), res)
+	os.WriteFile(filepath.Join(rd, record.ModelCallsFile), []byte(`{"api":"anthropic","request":{"content":"<script>x</script>"}}`+"\n"), 0o600)
 	if _, _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -248,13 +248,13 @@ func must[T any](v T, err error) T {
 // an agent-chosen path in them is text, not markup.
 func TestReportShowsTheSnapshotCapsHit(t *testing.T) {
 	dir := hostileExperiment(t)
-	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 1)
-	res, err := supervisor.ReadResult(rd)
+	rd := record.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 1)
+	res, err := record.ReadResult(rd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.LimitsHit = []string{`snapshot per-file cap 16 MiB: 1 file(s) omitted (visible, unreadable), first "<b>notes.txt"`}
-	supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res)
+	record.WriteJSONAtomic(filepath.Join(rd, record.ResultFile), res)
 	if _, _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 )
 
 type junitSuites struct {
@@ -46,7 +47,7 @@ type junitMessage struct {
 
 // JUnit renders the experiment as JUnit XML: one testsuite per variant, one testcase per
 // run; the agent's failures (FAILURE, TIMEOUT, a model gateway budget exceeded:
-// supervisor.AgentFailed) are failures naming the limit that ended the agent, ERROR and
+// record.AgentFailed) are failures naming the limit that ended the agent, ERROR and
 // NOT_GRADED errors, runs without a result skipped. Agent-written text is stripped of what XML cannot carry.
 func JUnit(e *Experiment) ([]byte, error) {
 	root := junitSuites{Name: e.Plan.ExperimentID}
@@ -60,8 +61,8 @@ func JUnit(e *Experiment) ([]byte, error) {
 			case res == nil:
 				c.Skipped = &junitMessage{Message: "not run", Type: StatusNotRun}
 				suite.Skipped++
-			case res.Status == "SUCCESS":
-			case supervisor.AgentFailed(res.Status):
+			case res.Status == grader.TaskSuccess:
+			case record.AgentFailed(res.Status):
 				msg := fmt.Sprintf("%s score %.2f", res.Status, res.Score)
 				if l := res.StatusLimit(); l != "" {
 					msg += ": " + l
@@ -74,7 +75,7 @@ func JUnit(e *Experiment) ([]byte, error) {
 			}
 			if res != nil {
 				c.Time = fmt.Sprintf("%.3f", res.Timings.Total)
-				c.SystemOut = filepath.Join(r.Dir, supervisor.ResultFile)
+				c.SystemOut = filepath.Join(r.Dir, record.ResultFile)
 			}
 			suite.Cases = append(suite.Cases, c)
 		}
@@ -90,7 +91,7 @@ func JUnit(e *Experiment) ([]byte, error) {
 	return append([]byte(xml.Header), append(data, '\n')...), nil
 }
 
-func criteriaText(res *supervisor.Result) string {
+func criteriaText(res *record.Result) string {
 	var b strings.Builder
 	for _, c := range res.Criteria {
 		fmt.Fprintf(&b, "%s %s %.2f: %s\n", c.Status, c.Type, c.Score, c.Details)

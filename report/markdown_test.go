@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"ceval.dev/ceval/grader"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // hostileMD is run data written to break out of a Markdown summary: HTML, a link, an image,
@@ -94,19 +94,19 @@ func checkInert(t *testing.T, md string) {
 }
 
 func hostileMarkdownExperiment() (*Experiment, *Summary) {
-	plan := &supervisor.Plan{ExperimentID: hostileMD[1], Repeats: 1}
+	plan := &record.Plan{ExperimentID: hostileMD[1], Repeats: 1}
 	e := &Experiment{Dir: "/runs/" + hostileMD[0] + "/" + hostileMD[4], Plan: plan}
 	for i, v := range []string{hostileMD[2], hostileMD[3]} {
 		plan.Variants = append(plan.Variants, v)
 		for j, id := range hostileMD {
-			plan.Entries = append(plan.Entries, supervisor.PlanEntry{Variant: v, TaskID: id, TaskSHA256: "d"})
-			res := &supervisor.Result{Complete: true}
+			plan.Entries = append(plan.Entries, record.PlanEntry{Variant: v, TaskID: id, TaskSHA256: "d"})
+			res := &record.Result{Complete: true}
 			res.TaskID, res.Status, res.Error = id, "FAILURE", hostileMD[(j+1)%len(hostileMD)]
 			res.Criteria = []grader.CriterionResult{{Type: "file_contains", Description: hostileMD[j], Details: "missing in " + hostileMD[(j+i+2)%len(hostileMD)]}}
 			if j == 1 {
 				res.Criteria = nil // the status and error are quoted instead
 			}
-			e.Runs = append(e.Runs, Run{PlannedRun: supervisor.PlannedRun{Entry: len(plan.Entries) - 1, Repeat: 1}, Variant: v, TaskID: id, Result: res})
+			e.Runs = append(e.Runs, Run{PlannedRun: record.PlannedRun{Entry: len(plan.Entries) - 1, Repeat: 1}, Variant: v, TaskID: id, Result: res})
 		}
 	}
 	s := Summarize(e)

@@ -10,7 +10,8 @@ import (
 	"sort"
 	"strconv"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 )
 
 // Files an experiment's directory holds beside plan.json.
@@ -62,23 +63,23 @@ type Stats struct {
 
 // Run is one planned run with its result (nil when it has none yet).
 type Run struct {
-	supervisor.PlannedRun
+	record.PlannedRun
 	Variant string
 	TaskID  string
 	Dir     string
-	Result  *supervisor.Result
+	Result  *record.Result
 }
 
 // Experiment is an experiment's directory as read back: its plan and every planned run.
 type Experiment struct {
 	Dir  string
-	Plan *supervisor.Plan
+	Plan *record.Plan
 	Runs []Run // in the plan's order
 }
 
 // Load reads plan.json and each planned run's result.json, at their exact paths.
 func Load(expDir string) (*Experiment, error) {
-	plan, err := supervisor.ReadPlan(expDir)
+	plan, err := record.ReadPlan(expDir)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func Load(expDir string) (*Experiment, error) {
 	for _, pr := range plan.Runs() {
 		en := plan.Entries[pr.Entry]
 		r := Run{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
-		res, err := supervisor.ReadResult(r.Dir)
+		res, err := record.ReadResult(r.Dir)
 		switch {
 		case err == nil:
 			r.Result = res
@@ -153,7 +154,7 @@ func (e *Experiment) runs(variant, taskID string) []Run {
 
 // passed is SUCCESS only: FAILURE, TIMEOUT and a model gateway budget exceeded are the
 // agent's failures, ERROR and NOT_GRADED are not passes either.
-func passed(r *supervisor.Result) bool { return r != nil && r.Status == "SUCCESS" }
+func passed(r *record.Result) bool { return r != nil && r.Status == grader.TaskSuccess }
 
 // stats computes one group's numbers; seed names the group so its bootstrap is repeatable.
 func stats(runs []Run, repeats int, seed string) Stats {

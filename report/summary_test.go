@@ -10,7 +10,7 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 func TestPassAtKIsTheUnbiasedEstimator(t *testing.T) {
@@ -55,14 +55,14 @@ func TestBootstrapIsSeededAndBracketsTheRate(t *testing.T) {
 func writeExperiment(t *testing.T, statuses map[string]map[string][]string, variants, tasks []string, repeats int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run1")
-	plan := &supervisor.Plan{ExperimentID: "e", Repeats: repeats, Variants: variants}
+	plan := &record.Plan{ExperimentID: "e", Repeats: repeats, Variants: variants}
 	for _, v := range variants {
 		for _, id := range tasks {
-			plan.Entries = append(plan.Entries, supervisor.PlanEntry{Variant: v, TaskID: id})
+			plan.Entries = append(plan.Entries, record.PlanEntry{Variant: v, TaskID: id})
 		}
 	}
 	os.MkdirAll(dir, 0o700)
-	if err := supervisor.WriteJSONAtomic(filepath.Join(dir, supervisor.PlanFile), plan); err != nil {
+	if err := record.WriteJSONAtomic(filepath.Join(dir, record.PlanFile), plan); err != nil {
 		t.Fatal(err)
 	}
 	for _, pr := range plan.Runs() {
@@ -74,8 +74,8 @@ func writeExperiment(t *testing.T, statuses map[string]map[string][]string, vari
 		rd := plan.Dir(dir, pr)
 		os.MkdirAll(rd, 0o700)
 		code := 0
-		res := &supervisor.Result{Result: grader.Result{TaskID: en.TaskID, Status: st}, Variant: en.Variant, Repeat: pr.Repeat,
-			Complete: st != "ERROR", Agent: supervisor.AgentResult{ExitCode: &code, Tokens: map[string]int{"input": 10}}}
+		res := &record.Result{Result: grader.Result{TaskID: en.TaskID, Status: st}, Variant: en.Variant, Repeat: pr.Repeat,
+			Complete: st != "ERROR", Agent: record.AgentResult{ExitCode: &code, Tokens: map[string]int{"input": 10}}}
 		if st == "SUCCESS" {
 			res.Score = 1
 		} else {
@@ -83,7 +83,7 @@ func writeExperiment(t *testing.T, statuses map[string]map[string][]string, vari
 			res.Criteria = []grader.CriterionResult{{Status: grader.Fail, Details: "agent wrote <script>alert(1)</script>\x1b[31m\x00"}}
 		}
 		res.Timings.Agent = 2
-		if err := supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res); err != nil {
+		if err := record.WriteJSONAtomic(filepath.Join(rd, record.ResultFile), res); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,28 +140,28 @@ func TestSummaryCountsErrorsInEveryDenominator(t *testing.T) {
 // never passed in any rate, and a JUnit failure naming the limit, not an error (ERROR is
 // ceval's side).
 func TestBudgetStatusesAreTheAgentsFailures(t *testing.T) {
-	budget := func(status, kind, limit string) *supervisor.Result {
+	budget := func(status, kind, limit string) *record.Result {
 		code := 0
-		return &supervisor.Result{Result: grader.Result{Status: status, Score: 1}, Complete: true,
-			Agent:     supervisor.AgentResult{ExitCode: &code, StoppedBy: "model gateway budget: " + limit},
-			Gateway:   &supervisor.GatewayResult{Totals: gateway.Totals{Exceeded: kind, ExceededLimit: limit}},
+		return &record.Result{Result: grader.Result{Status: status, Score: 1}, Complete: true,
+			Agent:     record.AgentResult{ExitCode: &code, StoppedBy: "model gateway budget: " + limit},
+			Gateway:   &record.GatewayResult{Totals: gateway.Totals{Exceeded: kind, ExceededLimit: limit}},
 			LimitsHit: []string{"model gateway budget: " + limit}}
 	}
-	results := []*supervisor.Result{
-		budget(supervisor.StatusMaxTurns, gateway.ExceededTurns, "max_turns 2"),
-		budget(supervisor.StatusTokenBudget, gateway.ExceededTokens, "max_total_tokens 40"),
-		budget(supervisor.StatusCostBudget, gateway.ExceededCost, "max_usd 0.05"),
-		{Result: grader.Result{Status: supervisor.StatusTimeout}, Complete: true, Agent: supervisor.AgentResult{TimedOut: true}, LimitsHit: []string{"timeout 1m0s"}},
+	results := []*record.Result{
+		budget(record.StatusMaxTurns, gateway.ExceededTurns, "max_turns 2"),
+		budget(record.StatusTokenBudget, gateway.ExceededTokens, "max_total_tokens 40"),
+		budget(record.StatusCostBudget, gateway.ExceededCost, "max_usd 0.05"),
+		{Result: grader.Result{Status: record.StatusTimeout}, Complete: true, Agent: record.AgentResult{TimedOut: true}, LimitsHit: []string{"timeout 1m0s"}},
 		{Result: grader.Result{Status: grader.TaskError}, Error: "containerd went away"},
 	}
-	plan := &supervisor.Plan{ExperimentID: "e", Repeats: len(results), Variants: []string{"v"},
-		Entries: []supervisor.PlanEntry{{Variant: "v", TaskID: "a"}}}
+	plan := &record.Plan{ExperimentID: "e", Repeats: len(results), Variants: []string{"v"},
+		Entries: []record.PlanEntry{{Variant: "v", TaskID: "a"}}}
 	e := &Experiment{Dir: t.TempDir(), Plan: plan}
 	for _, pr := range plan.Runs() {
 		e.Runs = append(e.Runs, Run{PlannedRun: pr, Variant: "v", TaskID: "a", Result: results[pr.Repeat-1]})
 	}
 	s := Summarize(e).Variants[0]
-	if s.Runs != 5 || s.Passed != 0 || s.PassRate != 0 || s.PassAtK["1"] != 0 || s.PassAtK["5"] != 0 || s.Statuses[supervisor.StatusMaxTurns] != 1 {
+	if s.Runs != 5 || s.Passed != 0 || s.PassRate != 0 || s.PassAtK["1"] != 0 || s.PassAtK["5"] != 0 || s.Statuses[record.StatusMaxTurns] != 1 {
 		t.Errorf("budget runs counted as passed: %+v", s)
 	}
 	data, err := JUnit(e)

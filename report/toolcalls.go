@@ -7,7 +7,7 @@ import (
 	"strings"
 	"syscall"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/toolcalls"
 )
 
@@ -20,11 +20,11 @@ const (
 // toolCallSequence renders a run's tool calls, one a line (number, tool, outcome, short
 // input), read from the gateway's transcript in the run directory without following a
 // link; "" when the run had no gateway.
-func toolCallSequence(runDir string, res *supervisor.Result) string {
+func toolCallSequence(runDir string, res *record.Result) string {
 	if res.Gateway == nil {
 		return ""
 	}
-	f, err := os.OpenFile(filepath.Join(runDir, supervisor.ModelCallsFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(filepath.Join(runDir, record.ModelCallsFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "(no transcript: " + StripControls(err.Error()) + ")"
 	}

@@ -7,26 +7,26 @@ import (
 	"strings"
 	"testing"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // The run's panel lists the tool calls the model asked for, in order, as text: a hostile
 // tool name or command is escaped and stripped of terminal sequences.
 func TestReportHTMLShowsTheToolCallSequence(t *testing.T) {
 	dir := hostileExperiment(t)
-	rd := supervisor.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
-	res, err := supervisor.ReadResult(rd)
+	rd := record.RunDir(filepath.Dir(dir), filepath.Base(dir), "bad", "a", 3)
+	res, err := record.ReadResult(rd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Gateway = &supervisor.GatewayResult{Mode: "replay", Log: supervisor.ModelCallsFile}
-	supervisor.WriteJSONAtomic(filepath.Join(rd, supervisor.ResultFile), res)
+	res.Gateway = &record.GatewayResult{Mode: "replay", Log: record.ModelCallsFile}
+	record.WriteJSONAtomic(filepath.Join(rd, record.ResultFile), res)
 	line := func(v any) string { b, _ := json.Marshal(v); return string(b) + "\n" }
 	answer := `{"content":[{"type":"tool_use","id":"a","name":"Read","input":{"file_path":"/workspace/app.py"}},` +
 		`{"type":"tool_use","id":"b","name":"Bash<script>","input":{"command":"pytest -q \u001b[31m<img src=x>"}}]}`
 	results := map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{
 		map[string]any{"type": "tool_result", "tool_use_id": "b", "is_error": true}}}}}
-	os.WriteFile(filepath.Join(rd, supervisor.ModelCallsFile), []byte(
+	os.WriteFile(filepath.Join(rd, record.ModelCallsFile), []byte(
 		line(map[string]any{"api": "anthropic", "status": 200, "content_type": "application/json", "response": answer})+
 			line(map[string]any{"api": "anthropic", "status": 200, "request": results, "content_type": "application/json", "response": `{"content":[]}`})), 0o600)
 	if _, _, err := Write(dir); err != nil {

@@ -3,7 +3,7 @@ package report
 import (
 	"path/filepath"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // Write loads an experiment's directory and (re)writes summary.json, junit.xml and
@@ -14,19 +14,19 @@ func Write(expDir string) (*Experiment, *Summary, error) {
 		return nil, nil, err
 	}
 	s := Summarize(e)
-	if err := supervisor.WriteJSONAtomic(filepath.Join(expDir, SummaryFile), s); err != nil {
+	if err := record.WriteJSONAtomic(filepath.Join(expDir, SummaryFile), s); err != nil {
 		return e, s, err
 	}
 	j, err := JUnit(e)
 	if err != nil {
 		return e, s, err
 	}
-	if err := supervisor.WriteFileAtomic(filepath.Join(expDir, JUnitFile), j, 0o600); err != nil {
+	if err := record.WriteFileAtomic(filepath.Join(expDir, JUnitFile), j, 0o600); err != nil {
 		return e, s, err
 	}
 	h, err := HTML(e, s)
 	if err != nil {
 		return e, s, err
 	}
-	return e, s, supervisor.WriteFileAtomic(filepath.Join(expDir, HTMLFile), h, 0o600)
+	return e, s, record.WriteFileAtomic(filepath.Join(expDir, HTMLFile), h, 0o600)
 }

@@ -3,7 +3,7 @@
 # busybox sh loop, times N rounds of, back to back:
 #   clock   nothing (`:`): what reading the clock costs
 #   true    /bin/true: the exec baseline (fork + execve of static busybox)
-#   hello   a static Go hello world built with the client's toolchain and flags (mk/init.mk):
+#   hello   a static Go hello world built with the client's toolchain and flags (mk/embedded.mk):
 #           the floor of any Go program's process start and exit
 #   nosock  the mocked tool with CEVAL_MOCK_SOCKET pointing nowhere: the static Go client's
 #           process start and exit, no round trip (it fails at connect, ENOENT)

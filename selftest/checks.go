@@ -3,7 +3,7 @@ package selftest
 import (
 	"fmt"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // gatewayEndpointAttempts is how many calls attacks/gateway-other-endpoints makes to paths
@@ -12,7 +12,7 @@ const gatewayEndpointAttempts = 6
 
 // checkGatewayRefusedEndpoints: the gateway answered every call to an endpoint it does not
 // serve itself, and stripped the provider-side tool from the one model call.
-func checkGatewayRefusedEndpoints(res *supervisor.Result) string {
+func checkGatewayRefusedEndpoints(res *record.Result) string {
 	g := res.Gateway
 	switch {
 	case g == nil:
@@ -35,7 +35,7 @@ const (
 
 // checkGatewayUsage: the gateway's totals are what its one replayed answer said, whatever
 // usage lines the agent printed.
-func checkGatewayUsage(res *supervisor.Result) string {
+func checkGatewayUsage(res *record.Result) string {
 	g := res.Gateway
 	if g == nil {
 		return "result.json has no gateway record"
@@ -48,7 +48,7 @@ func checkGatewayUsage(res *supervisor.Result) string {
 }
 
 // checkPluginUnchanged: every projected plugin tree hashed the same after the run.
-func checkPluginUnchanged(res *supervisor.Result) string {
+func checkPluginUnchanged(res *record.Result) string {
 	if len(res.Plugins) == 0 {
 		return "result.json has no plugin record"
 	}

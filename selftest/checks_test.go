@@ -7,33 +7,33 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 func TestChecksFlagWhatTheCriteriaCannotSee(t *testing.T) {
-	gw := func(tot gateway.Totals) *supervisor.Result {
-		return &supervisor.Result{Gateway: &supervisor.GatewayResult{Mode: "replay", Totals: tot}}
+	gw := func(tot gateway.Totals) *record.Result {
+		return &record.Result{Gateway: &record.GatewayResult{Mode: "replay", Totals: tot}}
 	}
-	plug := func(before, after string) *supervisor.Result {
-		return &supervisor.Result{Plugins: []supervisor.PluginResult{{Name: "kit", SHA256Before: before, SHA256After: after}}}
+	plug := func(before, after string) *record.Result {
+		return &record.Result{Plugins: []record.PluginResult{{Name: "kit", SHA256Before: before, SHA256After: after}}}
 	}
 	for _, tc := range []struct {
 		name   string
-		check  func(*supervisor.Result) string
-		res    *supervisor.Result
+		check  func(*record.Result) string
+		res    *record.Result
 		breach bool
 	}{
 		{"every endpoint refused, tool stripped", checkGatewayRefusedEndpoints, gw(gateway.Totals{Turns: 1, Refused: 6, StrippedTools: 2}), false},
 		{"an endpoint was served", checkGatewayRefusedEndpoints, gw(gateway.Totals{Turns: 1, Refused: 5, StrippedTools: 2}), true},
 		{"server tool kept", checkGatewayRefusedEndpoints, gw(gateway.Totals{Turns: 1, Refused: 6}), true},
-		{"no gateway record", checkGatewayRefusedEndpoints, &supervisor.Result{}, true},
+		{"no gateway record", checkGatewayRefusedEndpoints, &record.Result{}, true},
 		{"metered usage", checkGatewayUsage, gw(gateway.Totals{Turns: 1, InputTokens: 11, OutputTokens: 5}), false},
 		{"forged usage took", checkGatewayUsage, gw(gateway.Totals{Turns: 1}), true},
 		{"forged turns took", checkGatewayUsage, gw(gateway.Totals{Turns: 0, InputTokens: 11, OutputTokens: 5}), true},
 		{"plugin unchanged", checkPluginUnchanged, plug("a", "a"), false},
 		{"plugin changed", checkPluginUnchanged, plug("a", "b"), true},
 		{"plugin not verified after", checkPluginUnchanged, plug("a", ""), true},
-		{"no plugin record", checkPluginUnchanged, &supervisor.Result{}, true},
+		{"no plugin record", checkPluginUnchanged, &record.Result{}, true},
 	} {
 		if got := tc.check(tc.res); (got != "") != tc.breach {
 			t.Errorf("%s: %q, want breach=%v", tc.name, got, tc.breach)
@@ -59,7 +59,7 @@ func TestRunDirLeaksFindsTheKeyInCevalsFiles(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "result.json"), []byte(`{"ok":1}`), 0o600)
 	os.WriteFile(filepath.Join(dir, "model_calls.jsonl"), []byte(`{"x-api-key":"sk-ant-api03-SECRET"}`), 0o600)
-	leaks := runDirLeaks(&supervisor.Result{Dir: dir}, "sk-ant-api03-SECRET")
+	leaks := runDirLeaks(&record.Result{Dir: dir}, "sk-ant-api03-SECRET")
 	if len(leaks) != 1 || !strings.Contains(leaks[0], "model_calls.jsonl") {
 		t.Fatalf("leaks = %q", leaks)
 	}

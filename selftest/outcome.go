@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/grader"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // Outcome is how one attack ended.
@@ -86,7 +86,7 @@ func parseLog(log string) attemptLog {
 
 // evidence is everything classify looks at for one attack.
 type evidence struct {
-	res    *supervisor.Result // nil when the run failed before it had a result
+	res    *record.Result // nil when the run failed before it had a result
 	runErr error
 	log    string   // the agent's stdout and stderr
 	leaks  []string // where the canary, a setuid bit or a forged result reached ceval's output
@@ -149,10 +149,10 @@ func classify(e evidence) (Outcome, float64, string) {
 }
 
 // flagged lists what ceval itself noticed about a run.
-func flagged(res *supervisor.Result) []string {
+func flagged(res *record.Result) []string {
 	var out []string
-	if res.Status == supervisor.StatusTimeout {
-		out = append(out, "TIMEOUT")
+	if res.Status == record.StatusTimeout {
+		out = append(out, record.StatusTimeout)
 	}
 	out = append(out, res.LimitsHit...)
 	for i, n := range res.SnapshotNotes {
@@ -167,9 +167,9 @@ func flagged(res *supervisor.Result) []string {
 
 // gather reads a finished run's directory: the agent's logs, and every place the canary,
 // a setuid bit or a forged result could have reached ceval's output.
-func gather(res *supervisor.Result, canary string) (log string, leaks []string) {
+func gather(res *record.Result, canary string) (log string, leaks []string) {
 	var b strings.Builder
-	for _, f := range []string{supervisor.StdoutFile, supervisor.StderrFile} {
+	for _, f := range []string{record.StdoutFile, record.StderrFile} {
 		data, _ := os.ReadFile(filepath.Join(res.Dir, f))
 		if bytes.Contains(data, []byte(canary)) {
 			leaks = append(leaks, "the canary is in "+f)
@@ -179,7 +179,7 @@ func gather(res *supervisor.Result, canary string) (log string, leaks []string) 
 			b.WriteByte('\n')
 		}
 	}
-	leaks = append(leaks, scanSnapshot(filepath.Join(res.Dir, supervisor.WorkspaceDir), canary)...)
+	leaks = append(leaks, scanSnapshot(filepath.Join(res.Dir, record.WorkspaceDir), canary)...)
 	if l := checkResultFile(res); l != "" {
 		leaks = append(leaks, l)
 	}
@@ -249,8 +249,8 @@ func inflatedContains(data, needle []byte) bool {
 
 // checkResultFile compares result.json on disk with the result Run returned: a workspace
 // file named like it must never take its place.
-func checkResultFile(res *supervisor.Result) string {
-	data, err := os.ReadFile(filepath.Join(res.Dir, supervisor.ResultFile))
+func checkResultFile(res *record.Result) string {
+	data, err := os.ReadFile(filepath.Join(res.Dir, record.ResultFile))
 	if err != nil {
 		return "result.json is unreadable: " + err.Error()
 	}
@@ -284,7 +284,7 @@ func clip(s string, n int) string {
 
 // overPidsLimit says whether ceval's own reading of the container's cgroup saw more tasks
 // than the attested pids.max allowed ("" when it did not).
-func overPidsLimit(res *supervisor.Result) string {
+func overPidsLimit(res *record.Result) string {
 	if res.Isolation == nil {
 		return ""
 	}

@@ -8,7 +8,7 @@ import (
 	ctrimages "github.com/containerd/containerd/v2/core/images"
 
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/selftest/probebin"
+	"ceval.dev/ceval/internal/embedded"
 )
 
 // probeImagePlaceholder in an attack's task.yaml becomes ProbeImage(): the attack runs
@@ -18,7 +18,7 @@ const probeImagePlaceholder = "{{PROBE_IMAGE}}"
 // ProbeImage names the image of the kernel-syscalls attack: the default image plus
 // /usr/local/bin/ceval-probe, named by the probe's digest. Run builds it when an attack
 // needs it and deletes it when done.
-func ProbeImage() string { return "ceval.local/selftest-probe:" + probebin.SHA256()[:12] }
+func ProbeImage() string { return "ceval.local/selftest-probe:" + embedded.Probe.SHA256()[:12] }
 
 // probeImage builds ProbeImage at most once per Run, on the first attack that needs it.
 type probeImage struct {
@@ -34,7 +34,7 @@ func (p *probeImage) ensure(ctx context.Context) error {
 		_, err := images.BuildDefault(ctx, p.c, images.DefaultOptions{
 			Busybox: p.busybox,
 			Name:    ProbeImage(),
-			Extra:   []images.File{{Path: "usr/local/bin/ceval-probe", Mode: 0o755, Data: probebin.Bytes()}},
+			Extra:   []images.File{{Path: "usr/local/bin/ceval-probe", Mode: 0o755, Data: embedded.Probe.Bytes()}},
 		})
 		if err != nil {
 			p.err = fmt.Errorf("building the probe image %s: %w", ProbeImage(), err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // fakeProvider is a model provider on the host's loopback for attacks that need the
@@ -115,7 +115,7 @@ func (p *fakeProvider) close() { _ = p.srv.Close() }
 
 // runDirLeaks lists the files ceval wrote at the top of a run directory (result, events,
 // transcripts) that hold secret.
-func runDirLeaks(res *supervisor.Result, secret string) []string {
+func runDirLeaks(res *record.Result, secret string) []string {
 	var out []string
 	entries, _ := os.ReadDir(res.Dir)
 	for _, e := range entries {

@@ -14,6 +14,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/verifier"
@@ -79,10 +80,9 @@ func (r *Report) Passed() bool {
 // Options configure Run.
 type Options struct {
 	Client    *client.Client // connected; the ctx given to Run carries the namespace
-	Namespace string
-	Image     string   // run every attack in this image; "" keeps the tasks' (the default image)
-	Only      []string // attack names; empty runs the whole suite
-	RunsDir   string   // "" uses a private directory under a temp dir
+	Image     string         // run every attack in this image; "" keeps the tasks' (the default image)
+	Only      []string       // attack names; empty runs the whole suite
+	RunsDir   string         // "" uses a private directory under a temp dir
 	Version   string
 	Busybox   string // for building the default image on first use
 	InitDir   string
@@ -134,7 +134,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Attacks: []Row{}, NotAttempted: NotAttemptedClasses, RunsDir: runsDir}
-	runID := supervisor.NewRunID(time.Now())
+	runID := record.NewRunID(time.Now())
 	ex := &lazyExecutor{ex: o.Executor, verifier: verifier.Options{Client: o.Client, Busybox: o.Busybox, Preflight: o.Preflight, InitDir: o.InitDir, IDs: o.IDs, Grace: grace}}
 	defer ex.close()
 	probe := &probeImage{c: o.Client, busybox: o.Busybox}
@@ -270,7 +270,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	actx, cancel := context.WithTimeout(ctx, t.Sandbox.Limits.Timeout+hangGuard)
 	defer cancel()
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
-		RunsDir: runsDir, RunID: runID, Client: o.Client, Namespace: o.Namespace,
+		RunsDir: runsDir, RunID: runID, Client: o.Client,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
 		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress,
 	})
@@ -315,7 +315,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	return done(classify(e))
 }
 
-func score(res *supervisor.Result) float64 {
+func score(res *record.Result) float64 {
 	if res == nil {
 		return 0
 	}

@@ -11,8 +11,9 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
-	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -121,7 +122,7 @@ func TestEveryAttackIsAValidTaskWithTheCanaryOnlyInItsGradingMaterial(t *testing
 			if tk.Reference == nil || tk.Agent == nil || tk.Agent.Type != task.AgentCommand {
 				t.Errorf("want a command agent and a reference directory: %+v", tk)
 			}
-			if tk.Sandbox.Limits.Timeout > 30e9 || tk.Sandbox.Network != task.NetworkNone {
+			if tk.Sandbox.Limits.Timeout > 30e9 || tk.Sandbox.Network != policy.NetworkNone {
 				t.Errorf("limits %+v network %s: keep attacks short and offline", tk.Sandbox.Limits, tk.Sandbox.Network)
 			}
 			data, _ := os.ReadFile(filepath.Join(dir, "task.yaml"))
@@ -179,8 +180,8 @@ func TestParseLogReadsAttemptsAndExitCodes(t *testing.T) {
 	}
 }
 
-func result(status string, score float64, passed bool, limits []string, notes []snapshot.Note) *supervisor.Result {
-	r := &supervisor.Result{Isolation: &supervisor.Attestation{}, LimitsHit: limits}
+func result(status string, score float64, passed bool, limits []string, notes []snapshot.Note) *record.Result {
+	r := &record.Result{Isolation: &record.Attestation{}, LimitsHit: limits}
 	r.Status, r.Score, r.SnapshotNotes = status, score, notes
 	r.Criteria = []grader.CriterionResult{{Type: "file_exists", Passed: passed}, {Type: "file_contains"}}
 	return r
@@ -197,12 +198,12 @@ func TestClassify(t *testing.T) {
 		{"harmless attempt that ran", evidence{res: result("FAILURE", 0, false, nil, nil), log: "ATTEMPT ln: ln -s / x\n\nRC ln 0\n"}, Blocked},
 		{"rewarding criterion passed", evidence{res: result("FAILURE", 0, true, nil, nil), log: denied}, Breach},
 		{"score above zero", evidence{res: result("FAILURE", 0.5, false, nil, nil), log: denied}, Breach},
-		{"pids past the attested limit", evidence{res: func() *supervisor.Result {
+		{"pids past the attested limit", evidence{res: func() *record.Result {
 			r := result("FAILURE", 0, false, nil, nil)
 			r.Isolation.PidsMax, r.Resources.PeakPids = "64", 65
 			return r
 		}(), log: denied}, Breach},
-		{"pids at the attested limit", evidence{res: func() *supervisor.Result {
+		{"pids at the attested limit", evidence{res: func() *record.Result {
 			r := result("FAILURE", 0, false, nil, nil)
 			r.Isolation.PidsMax, r.Resources.PeakPids = "64", 64
 			return r

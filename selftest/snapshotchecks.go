@@ -6,13 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 // checkLimitsHitNames: result.json's limits_hit names the snapshot cap the attack drove the
 // workspace past, so what the cap left out is accounted for.
-func checkLimitsHitNames(cap string) func(*supervisor.Result) string {
-	return func(res *supervisor.Result) string {
+func checkLimitsHitNames(cap string) func(*record.Result) string {
+	return func(res *record.Result) string {
 		for _, l := range res.LimitsHit {
 			if strings.HasPrefix(l, cap) {
 				return ""
@@ -31,11 +31,11 @@ const (
 
 // checkPathShapeBounded: the path shape was snapshotted and graded within the bounds, and
 // refused by the path cap, which limits_hit names.
-func checkPathShapeBounded(res *supervisor.Result) string {
+func checkPathShapeBounded(res *record.Result) string {
 	if t := res.Timings.Snapshot + res.Timings.Grade; t > pathShapeMaxSeconds {
 		return fmt.Sprintf("snapshot and grade took %.1f s, over %d s", t, pathShapeMaxSeconds)
 	}
-	fi, err := os.Stat(filepath.Join(res.Dir, supervisor.SnapshotFile))
+	fi, err := os.Stat(filepath.Join(res.Dir, record.SnapshotFile))
 	if err != nil {
 		return fmt.Sprintf("no snapshot manifest: %v", err)
 	}

@@ -5,13 +5,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/record"
 )
 
 func TestSnapshotChecksFlagAnUnnamedCapAndAnUnboundedPathShape(t *testing.T) {
 	dir := t.TempDir()
 	manifest := func(size int64) {
-		f, err := os.Create(filepath.Join(dir, supervisor.SnapshotFile))
+		f, err := os.Create(filepath.Join(dir, record.SnapshotFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -20,8 +20,8 @@ func TestSnapshotChecksFlagAnUnnamedCapAndAnUnboundedPathShape(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := func(seconds float64, hits ...string) *supervisor.Result {
-		r := &supervisor.Result{Dir: dir, LimitsHit: hits}
+	run := func(seconds float64, hits ...string) *record.Result {
+		r := &record.Result{Dir: dir, LimitsHit: hits}
 		r.Timings.Snapshot, r.Timings.Grade = seconds/2, seconds/2
 		return r
 	}
@@ -29,8 +29,8 @@ func TestSnapshotChecksFlagAnUnnamedCapAndAnUnboundedPathShape(t *testing.T) {
 	manifest(8 << 20)
 	for _, tc := range []struct {
 		name   string
-		check  func(*supervisor.Result) string
-		res    *supervisor.Result
+		check  func(*record.Result) string
+		res    *record.Result
 		breach bool
 	}{
 		{"per-file cap named", checkLimitsHitNames("snapshot per-file cap"), run(1, "timeout 1m0s", "snapshot per-file cap 16 MiB: 2 file(s) omitted"), false},

@@ -12,9 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	"ceval.dev/ceval/record"
 	"go.yaml.in/yaml/v3"
-
-	"ceval.dev/ceval/supervisor"
 )
 
 // suite is the attack suite as it ships: attacks/NAME/{task.yaml,attack.sh,reference/...}
@@ -64,7 +63,7 @@ type setup struct {
 	refused string
 	// check looks at a finished run for what the criteria cannot see (gateway totals, say);
 	// a non-empty answer is a breach.
-	check func(res *supervisor.Result) string
+	check func(res *record.Result) string
 	// race, when set, is the task author racing ceval: called with each event of the run
 	// (the task is validated by then) and the task's directory; it says when it has done
 	// all it meant to (see swapSetup). A race left undone is an error row.

@@ -10,12 +10,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/internal/testtree"
 )
 
 func TestSnapshotLookupRefusesEscapingPaths(t *testing.T) {
 	parent := t.TempDir()
 	// A file beside the snapshot dir, where "../secret" from inside it would land.
-	writeTree(t, parent, map[string]string{"secret": "not yours", "ws/a": "a", "ws/d/b": "b"})
+	testtree.Write(t, parent, map[string]string{"secret": "not yours", "ws/a": "a", "ws/d/b": "b"})
 	symlink(t, "/etc", filepath.Join(parent, "ws", "etc"))
 	dst := filepath.Join(parent, "workspace")
 	s, err := Take(filepath.Join(parent, "ws"), dst, Limits{})
@@ -64,7 +66,7 @@ func TestSnapshotLookupRefusesEscapingPaths(t *testing.T) {
 
 func TestSnapshotReadFileRefusesLinkPlantedInSnapshotDir(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{"out.txt": "agent output", "other.txt": "other output"})
+	testtree.Write(t, ws, map[string]string{"out.txt": "agent output", "other.txt": "other output"})
 	s := takeT(t, ws, Limits{})
 	// Something rewrites the stored snapshot behind ceval's back.
 	p := filepath.Join(s.Dir, "out.txt")
@@ -74,7 +76,7 @@ func TestSnapshotReadFileRefusesLinkPlantedInSnapshotDir(t *testing.T) {
 		t.Fatalf("ReadFile followed a planted link: %q", b)
 	}
 	os.Remove(p)
-	writeTree(t, s.Dir, map[string]string{"out.txt": "agent output, but longer"})
+	testtree.Write(t, s.Dir, map[string]string{"out.txt": "agent output, but longer"})
 	if b, err := s.ReadFile("out.txt"); err == nil {
 		t.Fatalf("ReadFile returned %q despite a size mismatch", b)
 	}
@@ -82,7 +84,7 @@ func TestSnapshotReadFileRefusesLinkPlantedInSnapshotDir(t *testing.T) {
 
 func TestSnapshotReadFileExplainsMissingFile(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{"d/x": "x"})
+	testtree.Write(t, ws, map[string]string{"d/x": "x"})
 	if err := os.WriteFile(filepath.Join(ws, "big"), make([]byte, 2048), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestGlobManyDoubleStarsStaysLinear(t *testing.T) {
 
 func TestSnapshotManifestRoundTrip(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{
+	testtree.Write(t, ws, map[string]string{
 		"result.json":   `{"passed": true}`,
 		"snapshot.json": `{"format": "ceval-snapshot/1", "entries": [{"path": "../../etc/passwd", "kind": "file"}]}`,
 		"src/main.go":   "package main",

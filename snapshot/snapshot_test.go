@@ -15,22 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/internal/testtree"
 	"golang.org/x/sys/unix"
 )
-
-// writeTree creates files (path -> content) under root, making parent directories.
-func writeTree(t testing.TB, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 func symlink(t testing.TB, target, link string) {
 	t.Helper()
@@ -152,7 +139,7 @@ func assertLinkNotFollowed(t *testing.T, s *Snapshot, rel, target string) {
 
 func TestSnapshotDoesNotFollowSymlinkToEtcPasswd(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{"real.txt": "mine"})
+	testtree.Write(t, ws, map[string]string{"real.txt": "mine"})
 	symlink(t, "/etc/passwd", filepath.Join(ws, "passwd"))
 	symlink(t, "real.txt", filepath.Join(ws, "alias"))
 	s := takeT(t, ws, Limits{})
@@ -169,7 +156,7 @@ func TestSnapshotDoesNotFollowSymlinkToEtcPasswd(t *testing.T) {
 
 func TestSnapshotDoesNotFollowSymlinkToDirectoryOutside(t *testing.T) {
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"secret.txt": "expected output", "deep/key": "k"})
+	testtree.Write(t, outside, map[string]string{"secret.txt": "expected output", "deep/key": "k"})
 	ws := t.TempDir()
 	symlink(t, outside, filepath.Join(ws, "out"))
 	s := takeT(t, ws, Limits{})
@@ -194,7 +181,7 @@ func TestSnapshotDoesNotFollowSymlinkToDirectoryOutside(t *testing.T) {
 
 func TestSnapshotDoesNotFollowRelativeDotDotLink(t *testing.T) {
 	parent := t.TempDir()
-	writeTree(t, parent, map[string]string{"hidden/tests.py": "assert True", "ws/sub/keep.txt": "k"})
+	testtree.Write(t, parent, map[string]string{"hidden/tests.py": "assert True", "ws/sub/keep.txt": "k"})
 	ws := filepath.Join(parent, "ws")
 	symlink(t, "../hidden/tests.py", filepath.Join(ws, "tests.py"))
 	symlink(t, "../..", filepath.Join(ws, "sub", "up"))
@@ -215,7 +202,7 @@ func TestSnapshotDoesNotFollowRelativeDotDotLink(t *testing.T) {
 
 func TestSnapshotRecordsFIFOWithoutOpeningIt(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{"after.txt": "still captured"})
+	testtree.Write(t, ws, map[string]string{"after.txt": "still captured"})
 	if err := unix.Mkfifo(filepath.Join(ws, "pipe"), 0o666); err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +300,7 @@ func TestSnapshotOversizeFileStaysVisible(t *testing.T) {
 	sparse("at-cap.bin", 16<<20)
 	sparse("over-cap.bin", 16<<20+1)
 	sparse("sparse-10g.bin", 10<<30)
-	writeTree(t, ws, map[string]string{"small.txt": "ok"})
+	testtree.Write(t, ws, map[string]string{"small.txt": "ok"})
 
 	start := time.Now()
 	s := takeT(t, ws, Limits{})
@@ -354,7 +341,7 @@ func TestSnapshotOversizeFileStaysVisible(t *testing.T) {
 
 func TestSnapshotLeavesOutFileGrowingPastCapWhileCopied(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{"grows.log": "small at fstat", "z.txt": "z"})
+	testtree.Write(t, ws, map[string]string{"grows.log": "small at fstat", "z.txt": "z"})
 	testHook = func(at string, dirFD int, name string) {
 		if at != "fstat" || name != "grows.log" {
 			return
@@ -395,7 +382,7 @@ func TestSnapshotStopsAtEntryCap(t *testing.T) {
 			for i := range tt.files {
 				files[fmt.Sprintf("f%03d", i)] = "f"
 			}
-			writeTree(t, ws, files)
+			testtree.Write(t, ws, files)
 			s := takeT(t, ws, Limits{MaxEntries: tt.cap})
 			if s.Truncated != tt.truncated {
 				t.Fatalf("Truncated = %v", s.Truncated)
@@ -435,7 +422,7 @@ func TestSnapshotStopsAtEntryCap(t *testing.T) {
 func TestSnapshotTotalBytesCapOmitsButGoesOn(t *testing.T) {
 	ws := t.TempDir()
 	chunk := strings.Repeat("b", 300)
-	writeTree(t, ws, map[string]string{"a": chunk, "b": chunk, "c": chunk, "d": chunk, "e": "tiny"})
+	testtree.Write(t, ws, map[string]string{"a": chunk, "b": chunk, "c": chunk, "d": chunk, "e": "tiny"})
 	s := takeT(t, ws, Limits{MaxTotalBytes: 1000})
 	if s.Truncated || s.Bytes != 904 {
 		t.Fatalf("Truncated = %v, Bytes = %d; want false, 904", s.Truncated, s.Bytes)
@@ -458,7 +445,7 @@ func TestSnapshotEntryCapHidesNoFile(t *testing.T) {
 	for i := range 20 {
 		files[fmt.Sprintf("a/big/f%02d", i)] = "x"
 	}
-	writeTree(t, ws, files)
+	testtree.Write(t, ws, files)
 	s := takeT(t, ws, Limits{MaxEntries: 10})
 	if !s.Truncated {
 		t.Fatal("the entry cap was not reached")
@@ -619,7 +606,7 @@ func TestSnapshotThousandDeepTreeIsQuick(t *testing.T) {
 
 func TestSnapshotDropsSetuidBits(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{"suid": "#!/bin/sh", "sgid": "x", "shared": "x", "private": "x", "sticky/f": "x"})
+	testtree.Write(t, ws, map[string]string{"suid": "#!/bin/sh", "sgid": "x", "shared": "x", "private": "x", "sticky/f": "x"})
 	for name, mode := range map[string]uint32{"suid": 0o4755, "sgid": 0o2775, "shared": 0o666, "private": 0o600, "sticky": 0o1777} {
 		if err := unix.Chmod(filepath.Join(ws, name), mode); err != nil {
 			t.Fatal(err)
@@ -673,7 +660,7 @@ func withoutDACOverride(t *testing.T, f func()) {
 
 func TestSnapshotUnreadableFileIsNoted(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{
+	testtree.Write(t, ws, map[string]string{
 		"locked.txt":        "secret",
 		"closed/inner.txt":  "x",
 		"noexec/inner.txt":  "x",
@@ -730,7 +717,7 @@ func TestSnapshotUnreadableFileIsNoted(t *testing.T) {
 
 func TestSnapshotSwapAfterLstat(t *testing.T) {
 	outside := t.TempDir()
-	writeTree(t, outside, map[string]string{"secret.txt": "hidden"})
+	testtree.Write(t, outside, map[string]string{"secret.txt": "hidden"})
 	tests := []struct {
 		name   string
 		victim string // created as a regular file, or a directory when it ends in "/"
@@ -749,7 +736,7 @@ func TestSnapshotSwapAfterLstat(t *testing.T) {
 		}, "changed from a regular file to a fifo"},
 		{"file becomes directory", "victim", func(t *testing.T, p string) {
 			os.Remove(p)
-			writeTree(t, p, map[string]string{"x": "x"})
+			testtree.Write(t, p, map[string]string{"x": "x"})
 		}, "changed from a regular file to a directory"},
 		{"file vanishes", "victim", func(t *testing.T, p string) {
 			os.Remove(p)
@@ -760,18 +747,18 @@ func TestSnapshotSwapAfterLstat(t *testing.T) {
 		}, "replaced by a symlink during the snapshot"},
 		{"directory becomes file", "victim/", func(t *testing.T, p string) {
 			os.RemoveAll(p)
-			writeTree(t, filepath.Dir(p), map[string]string{filepath.Base(p): "x"})
+			testtree.Write(t, filepath.Dir(p), map[string]string{filepath.Base(p): "x"})
 		}, "changed type during the snapshot"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := t.TempDir()
 			if strings.HasSuffix(tt.victim, "/") {
-				writeTree(t, ws, map[string]string{tt.victim + "secret.txt": "x"})
+				testtree.Write(t, ws, map[string]string{tt.victim + "secret.txt": "x"})
 			} else {
-				writeTree(t, ws, map[string]string{tt.victim: "innocent"})
+				testtree.Write(t, ws, map[string]string{tt.victim: "innocent"})
 			}
-			writeTree(t, ws, map[string]string{"zz.txt": "after"})
+			testtree.Write(t, ws, map[string]string{"zz.txt": "after"})
 			name := strings.TrimSuffix(tt.victim, "/")
 			swapped := false
 			testHook = func(at string, dirFD int, n string) {
@@ -801,7 +788,7 @@ func TestSnapshotSwapAfterLstat(t *testing.T) {
 
 func TestSnapshotSkipsNonUTF8Name(t *testing.T) {
 	ws := t.TempDir()
-	writeTree(t, ws, map[string]string{"bad\xffname": "x", "good": "y"})
+	testtree.Write(t, ws, map[string]string{"bad\xffname": "x", "good": "y"})
 	s := takeT(t, ws, Limits{})
 	if got := paths(s.Entries); !slices.Equal(got, []string{"good"}) {
 		t.Fatalf("entries %q", got)
@@ -817,7 +804,7 @@ func TestSnapshotSkipsNonUTF8Name(t *testing.T) {
 
 func TestTakeRefusesBadRootsAndExistingDst(t *testing.T) {
 	dir := t.TempDir()
-	writeTree(t, dir, map[string]string{"ws/a": "a", "file": "f"})
+	testtree.Write(t, dir, map[string]string{"ws/a": "a", "file": "f"})
 	symlink(t, filepath.Join(dir, "ws"), filepath.Join(dir, "link"))
 	tests := []struct {
 		name, src, dst, want string

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/task"
 )
 
@@ -141,7 +142,7 @@ var credentialName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|C
 
 // CheckNetwork refuses host networking unless the user allowed it.
 func CheckNetwork(t *task.Task, allow Allow) error {
-	if t.Sandbox.Network == task.NetworkHost && !allow.HostNetwork {
+	if t.Sandbox.Network == policy.NetworkHost && !allow.HostNetwork {
 		return fmt.Errorf("task %s asks for sandbox.network: host; allow it with --allow-host-network", t.ID)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/task"
 )
 
@@ -72,7 +73,7 @@ func TestAgentEnvPassesOnlyAllowedVariables(t *testing.T) {
 }
 
 func TestHostNetworkNeedsUserPermission(t *testing.T) {
-	tk := &task.Task{ID: "t", Sandbox: task.Sandbox{Network: task.NetworkHost}}
+	tk := &task.Task{ID: "t", Sandbox: task.Sandbox{Network: policy.NetworkHost}}
 	if err := CheckNetwork(tk, Allow{}); err == nil || !strings.Contains(err.Error(), "--allow-host-network") {
 		t.Fatalf("got %v", err)
 	}

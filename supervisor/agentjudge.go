@@ -14,6 +14,8 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -84,7 +86,7 @@ func (a *agentJudges) RunAgentJudge(ctx context.Context, c *task.Criterion, s *s
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteJSONAtomic(verdictRecord(a.dir, a.n), recordedJudgment{Inputs: inputs, Verdict: v}); err != nil {
+	if err := record.WriteJSONAtomic(verdictRecord(a.dir, a.n), recordedJudgment{Inputs: inputs, Verdict: v}); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -127,7 +129,7 @@ func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Sn
 		ID:     a.t.ID + "-agent-judge-" + strconv.Itoa(a.n),
 		Prompt: fmt.Sprintf(agentJudgePrompt, c.Rubric),
 		Agent:  &task.Agent{Type: c.JudgeAgent, Model: c.JudgeModel, Gateway: &task.Gateway{Mode: task.GatewayForward}},
-		Sandbox: task.Sandbox{Image: images.AgentName, Network: task.NetworkNone,
+		Sandbox: task.Sandbox{Image: images.AgentName, Network: policy.NetworkNone,
 			Limits:    task.Limits{Timeout: c.Timeout, MemoryMB: 2048, CPUs: 2, Pids: 256, DiskMB: 512},
 			Workspace: task.Workspace{StarterFiles: files}},
 		Criteria:  []task.Criterion{{Type: task.FileExists, Path: VerdictFile, Weight: 1, PassThreshold: 1, MinCount: 1, MaxCount: -1}},
@@ -142,7 +144,7 @@ func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Sn
 	if err != nil {
 		return nil, fmt.Errorf("the judge agent's run: %w", err)
 	}
-	data, err := readVerdict(filepath.Join(res.Dir, WorkspaceDir, VerdictFile))
+	data, err := readVerdict(filepath.Join(res.Dir, record.WorkspaceDir, VerdictFile))
 	if err != nil {
 		return &judge.Verdict{Malformed: fmt.Sprintf("%s (judge run %s, status %s)", err, rel(a.dir, res.Dir), res.Status)}, nil
 	}

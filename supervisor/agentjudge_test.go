@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 )
 
@@ -44,12 +45,12 @@ func TestAgentJudgeRealClaudeCodeInReplay(t *testing.T) {
 		t.Errorf("a silent judge must fail, whatever was planted: %+v", c1)
 	}
 	// The judge saw the work but not the planted verdict.
-	judgeOut, _ := os.ReadFile(filepath.Join(res.Dir, AgentJudgeDir, res.RunID, "default", "judged-by-agent-agent-judge-1", "1", StdoutFile))
+	judgeOut, _ := os.ReadFile(filepath.Join(res.Dir, AgentJudgeDir, res.RunID, "default", "judged-by-agent-agent-judge-1", "1", record.StdoutFile))
 	if !strings.Contains(string(judgeOut), "no-planted-verdict") {
 		t.Errorf("the judge's Bash output does not show the planted verdict missing:\n%s", tail(judgeOut))
 	}
 	// Regrade starts no judge: it reuses the recorded verdicts while the inputs are the same.
-	snap, err := snapshot.Load(filepath.Join(res.Dir, WorkspaceDir), filepath.Join(res.Dir, SnapshotFile))
+	snap, err := snapshot.Load(filepath.Join(res.Dir, record.WorkspaceDir), filepath.Join(res.Dir, record.SnapshotFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestAgentJudgeRealClaudeCodeInReplay(t *testing.T) {
 		t.Errorf("regrade with a changed rubric: %+v", g.Criteria[0])
 	}
 	// The graded snapshot is the agent's, untouched by the judge.
-	if b, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, VerdictFile)); string(b) != planted {
+	if b, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, VerdictFile)); string(b) != planted {
 		t.Errorf("the graded snapshot's %s changed: %q", VerdictFile, b)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -98,7 +99,7 @@ func TestClaudeCodeAndCodexAgentsGetTheirArgvAndEnv(t *testing.T) {
 			if res.Status != "SUCCESS" {
 				t.Fatalf("status %s: %+v", res.Status, res.Criteria)
 			}
-			ws := filepath.Join(res.Dir, WorkspaceDir)
+			ws := filepath.Join(res.Dir, record.WorkspaceDir)
 			argv, _ := os.ReadFile(filepath.Join(ws, "argv.txt"))
 			if got := strings.Join(tc.wantArgv, "\n") + "\n"; string(argv) != got {
 				t.Errorf("argv =\n%s\nwant\n%s", argv, got)
@@ -121,7 +122,7 @@ func TestClaudeCodeAndCodexAgentsGetTheirArgvAndEnv(t *testing.T) {
 			if res.Agent.Turns != tc.turns || res.Agent.Tokens[tc.tokenKey] != tc.tokens || res.Agent.Model != "m-test" {
 				t.Errorf("agent result = %+v", res.Agent)
 			}
-			data, _ := os.ReadFile(filepath.Join(res.Dir, ResultFile))
+			data, _ := os.ReadFile(filepath.Join(res.Dir, record.ResultFile))
 			if strings.Contains(string(data), tc.secretEnv) {
 				t.Error("result.json holds the credential")
 			}

@@ -12,38 +12,9 @@ import (
 	"strconv"
 	"strings"
 
+	"ceval.dev/ceval/record"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
-
-// Attestation is the isolation of the agent's container as the kernel reports it, read by
-// the host from /proc of the container's init after its execve and before the agent starts
-// (the init waits for the host's go-ahead). The agent is the init's child and can only have
-// less, never more: no capabilities to regain and no_new_privs set.
-type Attestation struct {
-	UID        int      `json:"uid"`
-	GID        int      `json:"gid"`
-	Groups     []int    `json:"groups"`
-	CapInh     string   `json:"cap_inh"`
-	CapPrm     string   `json:"cap_prm"`
-	CapEff     string   `json:"cap_eff"`
-	CapBnd     string   `json:"cap_bnd"`
-	CapAmb     string   `json:"cap_amb"`
-	NoNewPrivs int      `json:"no_new_privs"`
-	Seccomp    int      `json:"seccomp"`
-	PidsMax    string   `json:"pids_max"`
-	Interfaces []string `json:"interfaces"`
-	Network    string   `json:"network"`
-
-	// HostUID and HostGID are the init's IDs as the host sees them; UID and GID above are
-	// the same IDs inside the container, through UIDMap and GIDMap (/proc/PID/uid_map and
-	// gid_map of the live init: container ID, host ID, count).
-	HostUID int                    `json:"host_uid"`
-	HostGID int                    `json:"host_gid"`
-	UIDMap  []specs.LinuxIDMapping `json:"uid_map"`
-	GIDMap  []specs.LinuxIDMapping `json:"gid_map"`
-	// Rlimits are the init's soft and hard limits the policy sets, from /proc/PID/limits.
-	Rlimits []specs.POSIXRlimit `json:"rlimits"`
-}
 
 // Policy is what an attestation must show for a run to be graded.
 type Policy struct {
@@ -63,13 +34,13 @@ var cgroupRoot = "/sys/fs/cgroup"
 // ReadAttestation reads pid's credentials, capability sets, no_new_privs and seccomp mode
 // from /proc/<pid>/status, its network interfaces from /proc/<pid>/net/dev, and its pids
 // limit from its cgroup.
-func ReadAttestation(pid uint32) (*Attestation, error) {
+func ReadAttestation(pid uint32) (*record.Attestation, error) {
 	base := filepath.Join(procRoot, strconv.FormatUint(uint64(pid), 10))
 	status, err := os.ReadFile(filepath.Join(base, "status"))
 	if err != nil {
 		return nil, fmt.Errorf("attest: %w", err)
 	}
-	a := &Attestation{Groups: []int{}}
+	a := &record.Attestation{Groups: []int{}}
 	fields := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
@@ -293,8 +264,8 @@ func containsField(list, f string) bool {
 
 const noCaps = "0000000000000000"
 
-// Check returns every way the attestation differs from policy; a run with any is ERROR.
-func (a *Attestation) Check(p Policy) error {
+// CheckAttestation returns every way the attestation differs from policy; a run with any is ERROR.
+func CheckAttestation(a *record.Attestation, p Policy) error {
 	var bad []string
 	if a.UID != p.UID || a.GID != p.GID {
 		bad = append(bad, fmt.Sprintf("uid/gid %d/%d, want %d/%d", a.UID, a.GID, p.UID, p.GID))

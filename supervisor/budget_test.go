@@ -10,6 +10,7 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -37,11 +38,11 @@ func TestEachRunLimitEndsALoopingAgent(t *testing.T) {
 		answered                    int
 		ignoreTerm                  bool
 	}{
-		{"max_turns", "{max_turns: 2}", StatusMaxTurns, "max_turns 2", 2, false},
-		{"max_input_tokens", "{max_input_tokens: 30}", StatusTokenBudget, "max_input_tokens 30", 3, false},
-		{"max_output_tokens", "{max_output_tokens: 12}", StatusTokenBudget, "max_output_tokens 12", 3, true},
-		{"max_total_tokens", "{max_total_tokens: 40}", StatusTokenBudget, "max_total_tokens 40", 3, false},
-		{"max_usd", "{max_usd: 0.05}", StatusCostBudget, "max_usd 0.05", 3, true},
+		{"max_turns", "{max_turns: 2}", record.StatusMaxTurns, "max_turns 2", 2, false},
+		{"max_input_tokens", "{max_input_tokens: 30}", record.StatusTokenBudget, "max_input_tokens 30", 3, false},
+		{"max_output_tokens", "{max_output_tokens: 12}", record.StatusTokenBudget, "max_output_tokens 12", 3, true},
+		{"max_total_tokens", "{max_total_tokens: 40}", record.StatusTokenBudget, "max_total_tokens 40", 3, false},
+		{"max_usd", "{max_usd: 0.05}", record.StatusCostBudget, "max_usd 0.05", 3, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,11 +86,11 @@ func TestEachRunLimitEndsALoopingAgent(t *testing.T) {
 			if res.Score != 1 || len(res.Criteria) != 1 || !res.Complete {
 				t.Errorf("the snapshot was not graded: score %v %+v", res.Score, res.Criteria)
 			}
-			answers, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, "answers.txt"))
+			answers, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "answers.txt"))
 			// A token or cost budget is exceeded by an answer the agent may be ended before
 			// it writes down; max_turns is exceeded by the call after the last answer.
 			n := strings.Count(string(answers), "replayed-answer")
-			if n > c.answered || n < c.answered-1 || c.status == StatusMaxTurns && n != c.answered {
+			if n > c.answered || n < c.answered-1 || c.status == record.StatusMaxTurns && n != c.answered {
 				t.Errorf("the agent wrote %d answers, the gateway metered %d", n, c.answered)
 			}
 			m := readResult(t, res)

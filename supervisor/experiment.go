@@ -3,149 +3,35 @@ package supervisor
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
-
-// PlanFile is the experiment's plan, in RUNS/<run_id>/.
-const PlanFile = "plan.json"
 
 // DefaultRetries is how often a run that failed before its agent started is tried again.
 const DefaultRetries = 1
 
-// Plan is plan.json: what an experiment runs, fixed when it starts, so that a resume can
-// refuse to mix results of a different experiment into the same directory.
-type Plan struct {
-	ExperimentID string      `json:"experiment_id"`
-	Experiment   string      `json:"experiment"` // absolute path of the experiment file
-	Overrides    []string    `json:"overrides,omitempty"`
-	Tags         []string    `json:"tags,omitempty"`
-	Repeats      int         `json:"repeats"`
-	Variants     []string    `json:"variants"`
-	Entries      []PlanEntry `json:"entries"`
-}
-
-// PlanEntry is one task under one variant, run Plan.Repeats times.
-type PlanEntry struct {
-	Variant    string `json:"variant_id"`
-	TaskID     string `json:"task_id"`
-	TaskPath   string `json:"task_path"`
-	TaskSHA256 string `json:"task_sha256"` // task.Digest: the merged task and all its material
-}
-
-// PlannedRun is one run of a plan.
-type PlannedRun struct {
-	Entry  int // index into Plan.Entries
-	Repeat int // 1-based
-}
-
 // NewPlan fixes an experiment's plan, hashing each merged task with its material.
-func NewPlan(e *task.Experiment) (*Plan, error) {
-	p := &Plan{ExperimentID: e.ID, Experiment: e.Path, Overrides: e.Overrides, Tags: e.Tags,
+func NewPlan(e *task.Experiment) (*record.Plan, error) {
+	p := &record.Plan{ExperimentID: e.ID, Experiment: e.Path, Overrides: e.Overrides, Tags: e.Tags,
 		Repeats: e.Repeats, Variants: e.Variants}
 	for _, en := range e.Entries {
 		sum, err := task.Digest(en.Task)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", en.Task.Path, err)
 		}
-		p.Entries = append(p.Entries, PlanEntry{Variant: en.Variant, TaskID: en.Task.ID, TaskPath: en.Task.Path, TaskSHA256: sum})
+		p.Entries = append(p.Entries, record.PlanEntry{Variant: en.Variant, TaskID: en.Task.ID, TaskPath: en.Task.Path, TaskSHA256: sum})
 	}
 	return p, nil
-}
-
-// Runs lists the plan's runs repeat-major (every entry once, then again), so that an
-// interrupted experiment has covered as many tasks as it could.
-func (p *Plan) Runs() []PlannedRun {
-	var out []PlannedRun
-	for r := 1; r <= p.Repeats; r++ {
-		for i := range p.Entries {
-			out = append(out, PlannedRun{Entry: i, Repeat: r})
-		}
-	}
-	return out
-}
-
-// Dir returns a run's directory below the experiment's directory.
-func (p *Plan) Dir(expDir string, r PlannedRun) string {
-	en := p.Entries[r.Entry]
-	return filepath.Join(expDir, en.Variant, en.TaskID, strconv.Itoa(r.Repeat))
-}
-
-// Diff describes how q differs from p, "" when it does not.
-func (p *Plan) Diff(q *Plan) string {
-	var d []string
-	if p.ExperimentID != q.ExperimentID {
-		d = append(d, fmt.Sprintf("experiment_id %q, recorded %q", q.ExperimentID, p.ExperimentID))
-	}
-	if p.Repeats != q.Repeats {
-		d = append(d, fmt.Sprintf("repeats %d, recorded %d", q.Repeats, p.Repeats))
-	}
-	if !reflect.DeepEqual(p.Variants, q.Variants) {
-		d = append(d, fmt.Sprintf("variants %v, recorded %v", q.Variants, p.Variants))
-	}
-	old := map[[2]string]PlanEntry{}
-	for _, e := range p.Entries {
-		old[[2]string{e.Variant, e.TaskID}] = e
-	}
-	now := map[[2]string]bool{}
-	for _, e := range q.Entries {
-		k := [2]string{e.Variant, e.TaskID}
-		now[k] = true
-		o, ok := old[k]
-		switch {
-		case !ok:
-			d = append(d, fmt.Sprintf("%s/%s is new", e.Variant, e.TaskID))
-		case o.TaskSHA256 != e.TaskSHA256:
-			d = append(d, fmt.Sprintf("%s/%s changed (task, its material, defaults, variant or -D)", e.Variant, e.TaskID))
-		}
-	}
-	for _, e := range p.Entries {
-		if !now[[2]string{e.Variant, e.TaskID}] {
-			d = append(d, fmt.Sprintf("%s/%s is gone", e.Variant, e.TaskID))
-		}
-	}
-	if len(d) == 0 && !reflect.DeepEqual(p.Entries, q.Entries) {
-		d = append(d, "the order of the runs changed")
-	}
-	return strings.Join(d, "; ")
-}
-
-// ReadPlan reads plan.json from an experiment's directory.
-func ReadPlan(expDir string) (*Plan, error) {
-	data, err := os.ReadFile(filepath.Join(expDir, PlanFile))
-	if err != nil {
-		return nil, err
-	}
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(expDir, PlanFile), err)
-	}
-	return &p, nil
-}
-
-// ReadResult reads a run directory's result.json.
-func ReadResult(runDir string) (*Result, error) {
-	data, err := os.ReadFile(filepath.Join(runDir, ResultFile))
-	if err != nil {
-		return nil, err
-	}
-	var r Result
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(runDir, ResultFile), err)
-	}
-	r.Dir = runDir
-	return &r, nil
 }
 
 // ExperimentOptions configure RunExperiment.
@@ -155,18 +41,18 @@ type ExperimentOptions struct {
 	Retries  int     // tries again a run that failed before its agent started; < 0 = none
 	Resume   bool    // RunsDir/RunID holds an earlier, interrupted start of the same plan
 
-	OnStart  func(PlannedRun, *PlanEntry)    // optional, called from the worker
-	OnFinish func(*RunRecord)                // optional, called from the worker
-	OnRetry  func(rec *RunRecord, err error) // optional
+	OnStart  func(record.PlannedRun, *record.PlanEntry) // optional, called from the worker
+	OnFinish func(*RunRecord)                           // optional, called from the worker
+	OnRetry  func(rec *RunRecord, err error)            // optional
 }
 
 // RunRecord is how one planned run ended.
 type RunRecord struct {
-	PlannedRun
+	record.PlannedRun
 	Variant  string
 	TaskID   string
 	Dir      string
-	Result   *Result // nil when the run made no result.json
+	Result   *record.Result // nil when the run made no result.json
 	Err      error
 	Resumed  bool // complete in an earlier start; not run again
 	Attempts int  // 0 when resumed or never started
@@ -176,7 +62,7 @@ type RunRecord struct {
 // context was cancelled before all ran.
 type ExperimentResult struct {
 	Dir         string
-	Plan        *Plan
+	Plan        *record.Plan
 	Records     []*RunRecord // nil entries were never started
 	Interrupted bool
 }
@@ -231,7 +117,7 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		}
 	}
 	if o.Resume {
-		old, err := ReadPlan(expDir)
+		old, err := record.ReadPlan(expDir)
 		if err != nil {
 			return nil, &InputError{fmt.Errorf("resume %s: %w", expDir, err)}
 		}
@@ -245,7 +131,7 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		if err := os.Mkdir(expDir, 0o700); err != nil {
 			return nil, &InfraError{fmt.Errorf("experiment directory: %w", err)}
 		}
-		if err := WriteJSONAtomic(filepath.Join(expDir, PlanFile), plan); err != nil {
+		if err := record.WriteJSONAtomic(filepath.Join(expDir, record.PlanFile), plan); err != nil {
 			return nil, &InfraError{err}
 		}
 	}
@@ -317,10 +203,10 @@ func checkRunnable(t *task.Task, allow Allow) error {
 
 // runPlanned runs one planned run, unless an earlier start completed it, retrying only a
 // failure that happened before the agent started.
-func runPlanned(ctx context.Context, e *task.Experiment, plan *Plan, expDir string, pr PlannedRun, o ExperimentOptions) *RunRecord {
+func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir string, pr record.PlannedRun, o ExperimentOptions) *RunRecord {
 	en := plan.Entries[pr.Entry]
 	rec := &RunRecord{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
-	if res, err := ReadResult(rec.Dir); err == nil && res.Complete {
+	if res, err := record.ReadResult(rec.Dir); err == nil && res.Complete {
 		rec.Result, rec.Resumed = res, true
 		if o.OnFinish != nil {
 			o.OnFinish(rec)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -29,23 +30,23 @@ func loadTestExperiment(t *testing.T, exp string, tasks map[string]string) *task
 }
 
 func TestPlanDiffNamesWhatChanged(t *testing.T) {
-	base := &Plan{ExperimentID: "e", Repeats: 2, Variants: []string{"v"},
-		Entries: []PlanEntry{{Variant: "v", TaskID: "a", TaskSHA256: "1"}, {Variant: "v", TaskID: "b", TaskSHA256: "2"}}}
+	base := &record.Plan{ExperimentID: "e", Repeats: 2, Variants: []string{"v"},
+		Entries: []record.PlanEntry{{Variant: "v", TaskID: "a", TaskSHA256: "1"}, {Variant: "v", TaskID: "b", TaskSHA256: "2"}}}
 	cases := []struct {
 		name string
-		edit func(p *Plan)
+		edit func(p *record.Plan)
 		want string
 	}{
-		{"same", func(*Plan) {}, ""},
-		{"repeats", func(p *Plan) { p.Repeats = 3 }, "repeats 3, recorded 2"},
-		{"task changed", func(p *Plan) { p.Entries[0].TaskSHA256 = "x" }, "v/a changed"},
-		{"task gone", func(p *Plan) { p.Entries = p.Entries[:1] }, "v/b is gone"},
-		{"task new", func(p *Plan) { p.Entries = append(p.Entries, PlanEntry{Variant: "v", TaskID: "c"}) }, "v/c is new"},
-		{"order", func(p *Plan) { p.Entries[0], p.Entries[1] = p.Entries[1], p.Entries[0] }, "order"},
+		{"same", func(*record.Plan) {}, ""},
+		{"repeats", func(p *record.Plan) { p.Repeats = 3 }, "repeats 3, recorded 2"},
+		{"task changed", func(p *record.Plan) { p.Entries[0].TaskSHA256 = "x" }, "v/a changed"},
+		{"task gone", func(p *record.Plan) { p.Entries = p.Entries[:1] }, "v/b is gone"},
+		{"task new", func(p *record.Plan) { p.Entries = append(p.Entries, record.PlanEntry{Variant: "v", TaskID: "c"}) }, "v/c is new"},
+		{"order", func(p *record.Plan) { p.Entries[0], p.Entries[1] = p.Entries[1], p.Entries[0] }, "order"},
 	}
 	for _, c := range cases {
 		q := *base
-		q.Entries = append([]PlanEntry(nil), base.Entries...)
+		q.Entries = append([]record.PlanEntry(nil), base.Entries...)
 		c.edit(&q)
 		got := base.Diff(&q)
 		if c.want == "" && got != "" || !strings.Contains(got, c.want) {
@@ -55,7 +56,7 @@ func TestPlanDiffNamesWhatChanged(t *testing.T) {
 }
 
 func TestPlanRunsAreRepeatMajorAndLaidOutByVariantTaskRepeat(t *testing.T) {
-	p := &Plan{Repeats: 2, Entries: []PlanEntry{{Variant: "v", TaskID: "a"}, {Variant: "w", TaskID: "a"}}}
+	p := &record.Plan{Repeats: 2, Entries: []record.PlanEntry{{Variant: "v", TaskID: "a"}, {Variant: "w", TaskID: "a"}}}
 	runs := p.Runs()
 	if len(runs) != 4 || runs[1].Entry != 1 || runs[1].Repeat != 1 || runs[2].Repeat != 2 {
 		t.Fatalf("runs %v", runs)
@@ -97,11 +98,11 @@ func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
 	if retried != 1 || rec.Attempts != 2 || rec.Err == nil || rec.Result == nil || rec.Result.Attempt != 2 {
 		t.Fatalf("retried %d, record %+v", retried, rec)
 	}
-	events, _ := os.ReadFile(filepath.Join(rec.Dir, EventsFile))
+	events, _ := os.ReadFile(filepath.Join(rec.Dir, record.EventsFile))
 	if strings.Count(string(events), `"event":"retry"`) != 1 || strings.Count(string(events), `"event":"run_started"`) != 2 {
 		t.Errorf("events.jsonl does not record the retry:\n%s", events)
 	}
-	if got, _ := ReadResult(rec.Dir); got == nil || got.Complete || got.Status != StatusError {
+	if got, _ := record.ReadResult(rec.Dir); got == nil || got.Complete || got.Status != record.StatusError {
 		t.Errorf("result %+v", got)
 	}
 }
@@ -122,7 +123,7 @@ func TestRunWhoseAgentStartedIsNeverRetried(t *testing.T) {
 			case "run_started":
 				runDir, _ = f["run_dir"].(string)
 			case "agent_started":
-				os.WriteFile(filepath.Join(runDir, WorkspaceDir), nil, 0o600)
+				os.WriteFile(filepath.Join(runDir, record.WorkspaceDir), nil, 0o600)
 			}
 		}},
 		Retries: 3, Parallel: 1,

@@ -10,37 +10,21 @@ import (
 	"sync"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
-// ModelCallsFile is the model gateway's transcript in a run directory.
-const ModelCallsFile = "model_calls.jsonl"
-
 // GatewayURL is where the agent reaches the model gateway inside its container.
 const GatewayURL = "http://127.0.0.1:80"
-
-// Run statuses of a run whose agent hit a gateway budget (see FinalStatus); the snapshot is
-// still graded.
-const (
-	StatusMaxTurns    = "MAX_TURNS_EXHAUSTED"
-	StatusTokenBudget = "TOKEN_BUDGET_EXCEEDED"
-	StatusCostBudget  = "COST_BUDGET_EXCEEDED"
-)
 
 // providerEnv names, per provider, the variables of ceval's own environment that hold the
 // real credential and an optional upstream base URL (a LiteLLM or Bedrock proxy). The
 // credential is read by the gateway in this process and never enters the container.
 var providerEnv = map[string]struct{ key, baseURL string }{
-	gateway.Anthropic: {"ANTHROPIC_API_KEY", "CEVAL_ANTHROPIC_BASE_URL"},
-	gateway.OpenAI:    {"OPENAI_API_KEY", "CEVAL_OPENAI_BASE_URL"},
-}
-
-// GatewayResult is result.json's record of the model gateway: usage metered from what the
-// provider answered, never from the agent's own output.
-type GatewayResult struct {
-	Mode string `json:"mode"`
-	Log  string `json:"log"` // file name in the run directory
-	gateway.Totals
+	transcript.Anthropic: {"ANTHROPIC_API_KEY", "CEVAL_ANTHROPIC_BASE_URL"},
+	transcript.OpenAI:    {"OPENAI_API_KEY", "CEVAL_OPENAI_BASE_URL"},
 }
 
 // gatewayRun is the model gateway of one run.
@@ -48,7 +32,7 @@ type gatewayRun struct {
 	srv    *gateway.Server
 	key    string // the per-run dummy key the agent presents
 	log    *os.File
-	result *GatewayResult
+	result *record.GatewayResult
 	once   sync.Once
 	err    error
 	// exceeded is closed when a run budget is exceeded: the sandbox then ends the agent.
@@ -95,7 +79,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 	if g == nil {
 		return nil, nil
 	}
-	if t.Sandbox.Network == task.NetworkHost {
+	if t.Sandbox.Network == policy.NetworkHost {
 		return nil, &InputError{fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
 	}
 	exceeded := make(chan struct{}) // Run has checked the limits (CheckRunLimits)
@@ -135,7 +119,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 			return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s needs a model provider key in ceval's environment (ANTHROPIC_API_KEY or OPENAI_API_KEY), or use mode replay", t.ID, g.Mode)}
 		}
 	}
-	log, err := os.OpenFile(runDir+"/"+ModelCallsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	log, err := os.OpenFile(runDir+"/"+record.ModelCallsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, &InfraError{fmt.Errorf("model gateway transcript: %w", err)}
 	}
@@ -145,7 +129,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		log.Close()
 		return nil, &InfraError{err}
 	}
-	return &gatewayRun{srv: srv, key: cfg.Key, log: log, result: &GatewayResult{Mode: g.Mode, Log: ModelCallsFile}, exceeded: exceeded}, nil
+	return &gatewayRun{srv: srv, key: cfg.Key, log: log, result: &record.GatewayResult{Mode: g.Mode, Log: record.ModelCallsFile}, exceeded: exceeded}, nil
 }
 
 // beforeStart opens the gateway's socket inside the created container's network namespace

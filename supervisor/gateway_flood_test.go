@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -92,7 +93,7 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 	// start calling once the flood is on, and the flooder to stop once the calm agent is done.
 	workspaces := [2]chan string{make(chan string, 1), make(chan string, 1)}
 	var wg sync.WaitGroup
-	results := make([]*Result, 2)
+	results := make([]*record.Result, 2)
 	errs := make([]error, 2)
 	for i, tk := range []*task.Task{flooder, calm} {
 		wg.Add(1)
@@ -123,8 +124,8 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 	if why := <-coordinated; why != "" {
 		t.Fatal(why)
 	}
-	read := func(r *Result, name string) string {
-		data, _ := os.ReadFile(filepath.Join(r.Dir, WorkspaceDir, name))
+	read := func(r *record.Result, name string) string {
+		data, _ := os.ReadFile(filepath.Join(r.Dir, record.WorkspaceDir, name))
 		return string(data)
 	}
 	fOut, cOut := read(results[0], "out.txt"), read(results[1], "out.txt")
@@ -155,7 +156,7 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 	if g := results[0].Gateway; g == nil || g.Refused == 0 || g.Turns != 1 {
 		t.Errorf("flooder gateway %+v: its huge bodies were not refused", g)
 	}
-	calls, _ := os.ReadFile(filepath.Join(results[0].Dir, ModelCallsFile))
+	calls, _ := os.ReadFile(filepath.Join(results[0].Dir, record.ModelCallsFile))
 	for _, want := range []string{"request body over", "JSON values"} {
 		if !strings.Contains(string(calls), want) {
 			t.Errorf("the flooder's transcript has no refusal with %q:\n%.2000s", want, calls)

@@ -10,12 +10,13 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
 // forwardTask is a task whose command agent runs script through a forwarding gateway to
 // provider h; it returns the run.
-func forwardTask(t *testing.T, id, script, criteria string, h http.HandlerFunc, timeout string) (*Result, error) {
+func forwardTask(t *testing.T, id, script, criteria string, h http.HandlerFunc, timeout string) (*record.Result, error) {
 	t.Helper()
 	up := httptest.NewServer(h)
 	defer up.Close()
@@ -77,8 +78,8 @@ func TestAgentExitingMidCallKeepsTheStatusItEarned(t *testing.T) {
 		{"exits before the answer, work done", "slow", "exit 0", "", "", "SUCCESS"},
 		{"exits before the answer, work failed", "slow", "exit 3", "  - {type: file_exists, path: missing.txt}\n", "", "FAILURE"},
 		{"exits mid-answer, work failed", "slow-started", "exit 3", "  - {type: file_exists, path: missing.txt}\n", "", "FAILURE"},
-		{"killed at its timeout before the answer", "slow", "sleep 600", "", "4s", StatusTimeout},
-		{"killed at its timeout mid-answer", "slow-started", "sleep 600", "", "4s", StatusTimeout},
+		{"killed at its timeout before the answer", "slow", "sleep 600", "", "4s", record.StatusTimeout},
+		{"killed at its timeout mid-answer", "slow-started", "sleep 600", "", "4s", record.StatusTimeout},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			script := strings.NewReplacer("$SLOW", c.slow, "$THEN", c.then).Replace(midCallAgent)

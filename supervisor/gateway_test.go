@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -37,15 +40,15 @@ func TestAgentReachesReplayGatewayWithNoNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Status != "SUCCESS" {
-		out, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, "out.txt"))
+		out, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "out.txt"))
 		t.Fatalf("status %s: %s", res.Status, out)
 	}
 	g := res.Gateway
 	if g == nil || g.Mode != "replay" || g.Turns != 1 || g.InputTokens != 11 || g.OutputTokens != 5 || g.StrippedTools != 1 {
 		t.Fatalf("gateway result %+v", g)
 	}
-	calls, _ := os.ReadFile(filepath.Join(res.Dir, ModelCallsFile))
-	var c gateway.Call
+	calls, _ := os.ReadFile(filepath.Join(res.Dir, record.ModelCallsFile))
+	var c transcript.Call
 	if err := json.Unmarshal(calls, &c); err != nil || !c.Replayed || c.Model != "claude-pinned" || c.Usage == nil {
 		t.Fatalf("transcript %s (%v)", calls, err)
 	}
@@ -75,7 +78,7 @@ func TestRealKeyNeverReachesTheAgentButReachesTheProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Status != "SUCCESS" {
-		out, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, "out.txt"))
+		out, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "out.txt"))
 		t.Fatalf("status %s %+v: %s", res.Status, res.Criteria, out)
 	}
 	mu.Lock()
@@ -100,7 +103,7 @@ func TestRealKeyNeverReachesTheAgentButReachesTheProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls, _ := os.ReadFile(filepath.Join(res.Dir, ModelCallsFile))
+	calls, _ := os.ReadFile(filepath.Join(res.Dir, record.ModelCallsFile))
 	if !strings.Contains(string(calls), "forwarded-answer") {
 		t.Errorf("record transcript lacks the response: %s", calls)
 	}
@@ -113,7 +116,7 @@ func TestGatewayRefusesHostNetworkAndPassedCredential(t *testing.T) {
 		!strings.Contains(err.Error(), "model gateway") {
 		t.Fatalf("passing the real key through was not refused: %v", err)
 	}
-	tk.Sandbox.Network = task.NetworkHost
+	tk.Sandbox.Network = policy.NetworkHost
 	if _, err := startGateway(tk, t.TempDir(), func(string) (string, bool) { return "", false }, nil, nil); err == nil {
 		t.Fatal("a gateway with host networking was accepted")
 	}
@@ -136,13 +139,13 @@ echo "exit=$?" >> /workspace/status.txt`
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-unreachable-0123456789", "CEVAL_ANTHROPIC_BASE_URL": dead}
 	res, err := runTask(t, doc, nil, Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	var ie *InfraError
-	if !errors.As(err, &ie) || res.Status != StatusError || !strings.Contains(res.Error, "provider was down") {
+	if !errors.As(err, &ie) || res.Status != record.StatusError || !strings.Contains(res.Error, "provider was down") {
 		t.Fatalf("err %v, status %s, error %q; want an infrastructure ERROR naming the provider down", err, res.Status, res.Error)
 	}
 	if res.Gateway == nil || res.Gateway.UpstreamFailures != 1 || res.Gateway.ProviderDown != 1 {
 		t.Fatalf("gateway %+v", res.Gateway)
 	}
-	calls := readCalls(t, filepath.Join(res.Dir, ModelCallsFile))
+	calls := readCalls(t, filepath.Join(res.Dir, record.ModelCallsFile))
 	if len(calls) != 1 || calls[0].Attempts != 1+gateway.DefaultRetries {
 		t.Fatalf("transcript %+v: want one call with %d attempts", calls, 1+gateway.DefaultRetries)
 	}

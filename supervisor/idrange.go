@@ -256,7 +256,7 @@ func hostIDsInUse(slotOf func(uint64) (uint32, bool)) (map[uint32]bool, error) {
 
 // gcIDSlots removes the lock files of slots no live process holds (their ceval died); a
 // slot whose IDs a process still runs as keeps its file and is listed as kept.
-func gcIDSlots(dir string) (removed, kept []Swept, err error) {
+func gcIDSlots(dir string) (removed, kept []launcher.Swept, err error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -292,19 +292,19 @@ func gcIDSlots(dir string) (removed, kept []Swept, err error) {
 		}
 		id := "ids " + name + ".." + strconv.FormatUint(host+oci.IDRangeSize-1, 10)
 		if s == nil {
-			kept = append(kept, Swept{"id-slot", id, "a live ceval holds it"})
+			kept = append(kept, launcher.Swept{Kind: "id-slot", ID: id, Why: "a live ceval holds it"})
 			continue
 		}
 		if inUse[uint32(host)] {
 			s.lock.Close() // keep the file: a process still runs as these IDs
-			kept = append(kept, Swept{"id-slot", id, "a process still runs as its IDs"})
+			kept = append(kept, launcher.Swept{Kind: "id-slot", ID: id, Why: "a process still runs as its IDs"})
 			continue
 		}
 		if err := s.Release(); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, Swept{"id-slot", id, "its ceval is gone"})
+		removed = append(removed, launcher.Swept{Kind: "id-slot", ID: id, Why: "its ceval is gone"})
 	}
 	return removed, kept, errors.Join(errs...)
 }

@@ -15,6 +15,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -63,7 +64,7 @@ func TestLLMJudgeRecordsItsCallsAndRegradeReusesThem(t *testing.T) {
 	}
 
 	// Grade the saved snapshot again, as regrade does: the same inputs reuse the judgment.
-	snap, err := snapshot.Load(filepath.Join(res.Dir, WorkspaceDir), filepath.Join(res.Dir, SnapshotFile))
+	snap, err := snapshot.Load(filepath.Join(res.Dir, record.WorkspaceDir), filepath.Join(res.Dir, record.SnapshotFile))
 	if err != nil {
 		t.Fatal(err)
 	}

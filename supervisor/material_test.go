@@ -9,30 +9,17 @@ import (
 
 	"ceval.dev/ceval/bundle"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
 )
-
-// writeFiles writes name -> content below dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // materialTree is the task material a swap test needs, each piece saying word: a reference,
 // a template, a replay fixture, a plugin source tree (kit) and a built bundle (prebuilt).
 func materialTree(t *testing.T, dir, word string) {
 	t.Helper()
 	answer := `{"type":"message","content":[{"type":"text","text":"replay-` + word + `"}],"usage":{"input_tokens":1,"output_tokens":1}}`
-	writeFiles(t, dir, map[string]string{
+	testtree.Write(t, dir, map[string]string{
 		"ref/answer.txt":            "answer-" + word + "\n",
 		"tpl/readme.txt":            "template-" + word + "\n",
 		"calls.jsonl":               `{"api":"anthropic","depth":0,"tools":true,"status":200,"content_type":"application/json","response":` + quote(answer) + "}\n",

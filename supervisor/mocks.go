@@ -6,14 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/mockd"
-	"ceval.dev/ceval/mockd/clientbin"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
-
-// MockCallsFile is the protected mocks' call log in a run directory.
-const MockCallsFile = "mock_calls.jsonl"
 
 // mockSubdir is the run-private directory holding the mock socket, mounted read-only at
 // /run/ceval: a sibling of the scratch directory, never inside anything the agent writes.
@@ -25,17 +23,10 @@ const mockSubdir = "mock"
 // started with no environment at all.
 var MockToolDirs = []string{"/usr/local/bin", "/usr/bin"}
 
-// MockResult is result.json's record of the protected mocks.
-type MockResult struct {
-	Tools []string    `json:"tools"`
-	Log   string      `json:"log"` // file name in the run directory
-	Stats mockd.Stats `json:"stats"`
-}
-
 // mockRun is the running mock server of one run.
 type mockRun struct {
 	server  *mockd.Server
-	result  *MockResult
+	result  *record.MockResult
 	stopped bool
 }
 
@@ -47,7 +38,7 @@ func startMocks(t *task.Task, runDir, initDir string, agentUID uint32) (*mockRun
 	if len(t.ProtectedMocks) == 0 {
 		return nil, nil, nil
 	}
-	client, err := clientbin.Install(initDir)
+	client, err := embedded.Mock.Install(initDir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -63,7 +54,7 @@ func startMocks(t *task.Task, runDir, initDir string, agentUID uint32) (*mockRun
 		return nil, nil, fmt.Errorf("mock directory: %w", err)
 	}
 	tools := map[string]mockd.Tool{}
-	res := &MockResult{Log: MockCallsFile}
+	res := &record.MockResult{Log: record.MockCallsFile}
 	mounts := []oci.Mount{{Source: dir, Destination: oci.CevalRunPath}}
 	for _, m := range t.ProtectedMocks {
 		tools[m.Tool] = mockd.Tool{Fixture: m.Fixture, MaxRequests: m.MaxRequests}
@@ -74,7 +65,7 @@ func startMocks(t *task.Task, runDir, initDir string, agentUID uint32) (*mockRun
 	}
 	s, err := mockd.Start(mockd.Config{
 		Socket: filepath.Join(dir, mockd.SocketName), Tools: tools, AllowUID: agentUID,
-		LogPath: filepath.Join(runDir, MockCallsFile),
+		LogPath: filepath.Join(runDir, record.MockCallsFile),
 	})
 	if err != nil {
 		return nil, nil, err

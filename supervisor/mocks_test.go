@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/record"
 )
 
 const ghMockFixture = `version: 1
@@ -61,7 +62,7 @@ true`
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := filepath.Join(res.Dir, WorkspaceDir)
+	ws := filepath.Join(res.Dir, record.WorkspaceDir)
 	if res.Status != "SUCCESS" {
 		for _, c := range res.Criteria {
 			if !c.Passed {
@@ -72,7 +73,7 @@ true`
 			b, _ := os.ReadFile(filepath.Join(ws, f))
 			t.Logf("%s:\n%s", f, b)
 		}
-		b, _ := os.ReadFile(filepath.Join(res.Dir, StderrFile))
+		b, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
 		t.Logf("agent stderr:\n%s", b)
 	}
 	found, _ := os.ReadFile(filepath.Join(ws, "found.txt"))
@@ -86,7 +87,7 @@ true`
 	if !strings.Contains(string(mountinfo), " /run/ceval ro,") {
 		t.Errorf("/run/ceval is not a read-only mount:\n%s", mountinfo)
 	}
-	calls, err := mockd.ReadCalls(filepath.Join(res.Dir, MockCallsFile))
+	calls, err := mockd.ReadCalls(filepath.Join(res.Dir, record.MockCallsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

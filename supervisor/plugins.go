@@ -9,29 +9,13 @@ import (
 
 	"ceval.dev/ceval/bundle"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
-
-// PluginsDir is the run directory's subdirectory where a task's plugin source trees are
-// built into bundles.
-const PluginsDir = "plugins"
 
 // CodexSkillsDir is where Codex looks for user skills below HOME (it follows symlinked
 // skill directories there); each plugin's skills/ is linked in under the plugin's name.
 const CodexSkillsDir = ".agents/skills"
-
-// PluginResult is one plugin of a run: which bundle was mounted where, and the digest of
-// its tree verified before the agent started and again after it was stopped.
-type PluginResult struct {
-	Name         string `json:"name"`
-	Source       string `json:"source"`          // the task's path
-	Bundle       string `json:"bundle"`          // the bundle mounted: Source's copy or build in the run directory
-	Built        bool   `json:"built,omitempty"` // Source was a source tree, built for this run (else a bundle, copied)
-	Mount        string `json:"mount"`           // where the agent sees the bundle's tree, read-only
-	SHA256Before string `json:"tree_sha256_before"`
-	SHA256After  string `json:"tree_sha256_after,omitempty"`
-	hasSkills    bool
-}
 
 // preparePlugins puts each of the task's plugins into the run directory as a verified bundle
 // (a source tree is built, a built bundle verified and copied, both through the handle the
@@ -39,15 +23,15 @@ type PluginResult struct {
 // trees: what the agent sees is what was validated, whatever the task's paths name by now.
 // Drift or a refused source is the task's fault (InputError); anything else is ceval's
 // (InfraError).
-func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]any)) ([]PluginResult, []oci.Mount, error) {
-	var results []PluginResult
+func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]any)) ([]record.PluginResult, []oci.Mount, error) {
+	var results []record.PluginResult
 	var mounts []oci.Mount
 	for _, p := range t.Plugins {
 		src := p.Dir.Root()
 		if src == nil {
 			return results, nil, &InputError{fmt.Errorf("plugin %s: not opened with the task", p.Name)}
 		}
-		r := PluginResult{Name: p.Name, Source: p.Dir.Path, Bundle: filepath.Join(runDir, PluginsDir, p.Name)}
+		r := record.PluginResult{Name: p.Name, Source: p.Dir.Path, Bundle: filepath.Join(runDir, record.PluginsDir, p.Name)}
 		r.Mount = p.Mount
 		if err := os.MkdirAll(filepath.Dir(r.Bundle), 0o700); err != nil {
 			return results, nil, &InfraError{err}
@@ -69,7 +53,7 @@ func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]an
 		r.SHA256Before = m.TreeSHA256
 		for _, e := range m.Entries {
 			if e.Path == "skills" && e.Kind == bundle.KindDir {
-				r.hasSkills = true
+				r.HasSkills = true
 			}
 		}
 		results = append(results, r)
@@ -92,7 +76,7 @@ func bundleError(name string, err error) error {
 // verifyPluginsAfter verifies every bundle again once the agent is gone and records the
 // digest its tree has now; any drift (which the read-only mount should make impossible
 // from inside) fails the run.
-func verifyPluginsAfter(results []PluginResult, emit func(string, map[string]any)) error {
+func verifyPluginsAfter(results []record.PluginResult, emit func(string, map[string]any)) error {
 	var errs []error
 	for i := range results {
 		r := &results[i]
@@ -114,14 +98,14 @@ func verifyPluginsAfter(results []PluginResult, emit func(string, map[string]any
 
 // linkCodexSkills links each plugin's skills/ into Codex's user skills directory below the
 // agent's home (a host path), so Codex finds them where it looks.
-func linkCodexSkills(home string, results []PluginResult) error {
+func linkCodexSkills(home string, results []record.PluginResult) error {
 	root, err := os.OpenRoot(home)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	for _, r := range results {
-		if !r.hasSkills {
+		if !r.HasSkills {
 			continue
 		}
 		if err := root.MkdirAll(CodexSkillsDir, 0o755); err != nil {

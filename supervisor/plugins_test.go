@@ -12,6 +12,8 @@ import (
 	"ceval.dev/ceval/bundle"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/testtree"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -30,12 +32,7 @@ func pluginTask(t *testing.T, agent, extra string) string {
 		"kit/RESOLUTION.md":                 "how it was solved\n",
 		"src-prebuilt/skills/lint/SKILL.md": "---\nname: lint\n---\nLint it.\n",
 	}
-	for p, content := range files {
-		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testtree.Write(t, dir, files)
 	if _, err := bundle.Build(filepath.Join(dir, "src-prebuilt"), filepath.Join(dir, "prebuilt"), bundle.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -80,21 +77,21 @@ func TestPreparePluginsBuildsSourceTreesAndVerifiesBundles(t *testing.T) {
 	tk := pluginLoadTask(t, pluginTask(t, "{type: command, command: [/bin/true]}", ""))
 	runDir := t.TempDir()
 	t.Cleanup(func() {
-		os.Chmod(filepath.Join(runDir, PluginsDir, "kit"), 0o755)
-		os.Chmod(filepath.Join(runDir, PluginsDir, "prebuilt"), 0o755)
+		os.Chmod(filepath.Join(runDir, record.PluginsDir, "kit"), 0o755)
+		os.Chmod(filepath.Join(runDir, record.PluginsDir, "prebuilt"), 0o755)
 	})
 	var events []string
 	rs, mounts, err := preparePlugins(tk, runDir, func(e string, _ map[string]any) { events = append(events, e) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 2 || !rs[0].Built || rs[1].Built || rs[0].Bundle != filepath.Join(runDir, PluginsDir, "kit") ||
-		rs[1].Bundle != filepath.Join(runDir, PluginsDir, "prebuilt") || rs[1].Source != filepath.Join(tk.Dir, "prebuilt") ||
-		rs[0].SHA256Before == "" || !rs[0].hasSkills {
+	if len(rs) != 2 || !rs[0].Built || rs[1].Built || rs[0].Bundle != filepath.Join(runDir, record.PluginsDir, "kit") ||
+		rs[1].Bundle != filepath.Join(runDir, record.PluginsDir, "prebuilt") || rs[1].Source != filepath.Join(tk.Dir, "prebuilt") ||
+		rs[0].SHA256Before == "" || !rs[0].HasSkills {
 		t.Errorf("results = %+v", rs)
 	}
-	want := []string{filepath.Join(runDir, PluginsDir, "kit", bundle.TreeDir) + " -> /opt/ceval/plugins/kit",
-		filepath.Join(runDir, PluginsDir, "prebuilt", bundle.TreeDir) + " -> /opt/tools/prebuilt"}
+	want := []string{filepath.Join(runDir, record.PluginsDir, "kit", bundle.TreeDir) + " -> /opt/ceval/plugins/kit",
+		filepath.Join(runDir, record.PluginsDir, "prebuilt", bundle.TreeDir) + " -> /opt/tools/prebuilt"}
 	var got []string
 	for _, m := range mounts {
 		got = append(got, m.Source+" -> "+m.Destination)
@@ -147,7 +144,7 @@ func TestPreparePluginsRefusesSourceWithGradingMaterialInsideSkills(t *testing.T
 
 func TestLinkCodexSkillsPointsIntoTheMount(t *testing.T) {
 	home := t.TempDir()
-	err := linkCodexSkills(home, []PluginResult{{Name: "kit", Mount: "/opt/ceval/plugins/kit", hasSkills: true}, {Name: "noskills", Mount: "/opt/x"}})
+	err := linkCodexSkills(home, []record.PluginResult{{Name: "kit", Mount: "/opt/ceval/plugins/kit", HasSkills: true}, {Name: "noskills", Mount: "/opt/x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +196,7 @@ func TestRunProjectsPluginsReadOnlyAndRecordsBothDigests(t *testing.T) {
 	if res.Status != "SUCCESS" {
 		t.Fatalf("status %s: %s", res.Status, res.Error)
 	}
-	ws := filepath.Join(res.Dir, WorkspaceDir)
+	ws := filepath.Join(res.Dir, record.WorkspaceDir)
 	read := func(name string) string { data, _ := os.ReadFile(filepath.Join(ws, name)); return string(data) }
 	if got, want := read("kit.txt"), ".\n./commands\n./commands/go.md\n./skills\n./skills/fix\n./skills/fix/SKILL.md\n"; got != want {
 		t.Errorf("the agent listed kit as\n%s\nwant\n%s", got, want)
@@ -233,11 +230,11 @@ func TestRunProjectsPluginsReadOnlyAndRecordsBothDigests(t *testing.T) {
 		t.Errorf("CEVAL_PLUGIN_DIRS = %q", s)
 	}
 
-	data, err := os.ReadFile(filepath.Join(res.Dir, ResultFile))
+	data, err := os.ReadFile(filepath.Join(res.Dir, record.ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var onDisk struct{ Plugins []PluginResult }
+	var onDisk struct{ Plugins []record.PluginResult }
 	if err := json.Unmarshal(data, &onDisk); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +246,7 @@ func TestRunProjectsPluginsReadOnlyAndRecordsBothDigests(t *testing.T) {
 			t.Errorf("result.json plugin %s: before %q after %q", r.Name, r.SHA256Before, r.SHA256After)
 		}
 	}
-	if !onDisk.Plugins[0].Built || onDisk.Plugins[0].Bundle != filepath.Join(res.Dir, PluginsDir, "kit") {
+	if !onDisk.Plugins[0].Built || onDisk.Plugins[0].Bundle != filepath.Join(res.Dir, record.PluginsDir, "kit") {
 		t.Errorf("kit was not built into the run directory: %+v", onDisk.Plugins[0])
 	}
 }
@@ -264,10 +261,10 @@ func TestRunRefusesDriftedPluginBeforeLaunch(t *testing.T) {
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "skills/lint/SKILL.md: content changed") {
 		t.Fatalf("Run = %v, want an InputError naming the changed file", err)
 	}
-	if res == nil || res.Status != StatusError || res.Agent.ExitCode != nil {
+	if res == nil || res.Status != record.StatusError || res.Agent.ExitCode != nil {
 		t.Fatalf("result = %+v, want ERROR without an agent", res)
 	}
-	data, _ := os.ReadFile(filepath.Join(res.Dir, ResultFile))
+	data, _ := os.ReadFile(filepath.Join(res.Dir, record.ResultFile))
 	if !strings.Contains(string(data), "content changed") {
 		t.Errorf("result.json does not say why:\n%s", data)
 	}
@@ -322,7 +319,7 @@ func TestClaudeCodeAndCodexFindProjectedPlugins(t *testing.T) {
 			if res.Status != "SUCCESS" {
 				t.Fatalf("status %s: %s", res.Status, res.Error)
 			}
-			seen, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, "seen.txt"))
+			seen, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "seen.txt"))
 			if !strings.Contains(string(seen), "Fix it carefully.") {
 				t.Errorf("%s did not find kit's skill: %q", agent, seen)
 			}

@@ -13,8 +13,10 @@ import (
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -42,8 +44,8 @@ func TestRealCLIsSolveTheExamplesThroughTheGateway(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.Status != "SUCCESS" {
-				stdout, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
-				stderr, _ := os.ReadFile(filepath.Join(res.Dir, StderrFile))
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
+				stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
 				t.Fatalf("status %s %+v\nstdout:\n%s\nstderr:\n%s", res.Status, res.Criteria, tail(stdout), tail(stderr))
 			}
 
@@ -56,7 +58,7 @@ func TestRealCLIsSolveTheExamplesThroughTheGateway(t *testing.T) {
 			}
 			// The transcript holds every call: each scripted depth answered once with 200.
 			depths := map[int]int{}
-			for _, call := range readCalls(t, filepath.Join(res.Dir, ModelCallsFile)) {
+			for _, call := range readCalls(t, filepath.Join(res.Dir, record.ModelCallsFile)) {
 				if call.Tools && call.Status == 200 {
 					depths[call.Depth]++
 				}
@@ -126,18 +128,18 @@ func TestRealCLIsSolveTheExamplesThroughTheGateway(t *testing.T) {
 	}
 }
 
-func readCalls(t *testing.T, p string) []gateway.Call {
+func readCalls(t *testing.T, p string) []transcript.Call {
 	t.Helper()
 	f, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var calls []gateway.Call
+	var calls []transcript.Call
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		var c gateway.Call
+		var c transcript.Call
 		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
 			t.Fatalf("transcript line: %v", err)
 		}
@@ -192,7 +194,7 @@ func TestRealCLIsLoadPluginBundles(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.Status != "SUCCESS" {
-				stdout, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
 				t.Fatalf("status %s %+v\nstdout:\n%s", res.Status, res.Criteria, tail(stdout))
 			}
 			if len(res.Plugins) != 1 || res.Plugins[0].SHA256Before == "" || res.Plugins[0].SHA256Before != res.Plugins[0].SHA256After {
@@ -201,7 +203,7 @@ func TestRealCLIsLoadPluginBundles(t *testing.T) {
 			// The CLI put the skill in front of the model: its first request carries the
 			// skill's description.
 			seen := false
-			for _, call := range readCalls(t, filepath.Join(res.Dir, ModelCallsFile)) {
+			for _, call := range readCalls(t, filepath.Join(res.Dir, record.ModelCallsFile)) {
 				if call.Depth == 0 && call.Tools && strings.Contains(string(call.Request), marker) {
 					seen = true
 				}
@@ -217,7 +219,7 @@ func TestRealCLIsLoadPluginBundles(t *testing.T) {
 }
 
 // loadExample loads examples/DIR/task.yaml, a replay task, and its model script.
-func loadExample(t *testing.T, dir string) (*task.Task, *gateway.Fixture) {
+func loadExample(t *testing.T, dir string) (*task.Task, *transcript.Fixture) {
 	t.Helper()
 	tk, err := task.Load(filepath.Join("..", "examples", dir, "task.yaml"))
 	if err != nil {
@@ -272,7 +274,7 @@ func TestRealCLIsRecordThenReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			if rec.Status != "SUCCESS" || rec.Gateway.Turns != wantTurns || rec.Gateway.OutputTokens != want.Output {
-				stdout, _ := os.ReadFile(filepath.Join(rec.Dir, StdoutFile))
+				stdout, _ := os.ReadFile(filepath.Join(rec.Dir, record.StdoutFile))
 				t.Fatalf("record run: status %s, gateway %+v\n%s", rec.Status, rec.Gateway, tail(stdout))
 			}
 			if pt := provider.Totals(); pt.Turns != wantTurns || pt.Refused != 0 {
@@ -281,11 +283,11 @@ func TestRealCLIsRecordThenReplay(t *testing.T) {
 
 			// Offline: the recorded transcript is the fixture; no provider, no key.
 			provider.Close()
-			recorded, err := os.Open(filepath.Join(rec.Dir, ModelCallsFile))
+			recorded, err := os.Open(filepath.Join(rec.Dir, record.ModelCallsFile))
 			if err != nil {
 				t.Fatal(err)
 			}
-			replayed, err := gateway.ParseFixture(recorded)
+			replayed, err := transcript.ParseFixture(recorded)
 			recorded.Close()
 			if err != nil {
 				t.Fatal(err)
@@ -297,10 +299,10 @@ func TestRealCLIsRecordThenReplay(t *testing.T) {
 			}
 			if rep.Status != "SUCCESS" || rep.Gateway.Turns != wantTurns || rep.Gateway.InputTokens != want.Input ||
 				rep.Gateway.OutputTokens != want.Output || rep.Gateway.ReplayMisses != 0 {
-				stdout, _ := os.ReadFile(filepath.Join(rep.Dir, StdoutFile))
+				stdout, _ := os.ReadFile(filepath.Join(rep.Dir, record.StdoutFile))
 				t.Fatalf("replay of the recording: status %s, gateway %+v\n%s", rep.Status, rep.Gateway, tail(stdout))
 			}
-			for _, p := range []string{filepath.Join(rec.Dir, ModelCallsFile), filepath.Join(rec.Dir, ResultFile)} {
+			for _, p := range []string{filepath.Join(rec.Dir, record.ModelCallsFile), filepath.Join(rec.Dir, record.ResultFile)} {
 				if b, _ := os.ReadFile(p); strings.Contains(string(b), realKey) {
 					t.Errorf("the real key is in %s", p)
 				}
@@ -318,8 +320,8 @@ func TestRealCLIsAreEndedByTheirBudget(t *testing.T) {
 		limits task.RunLimits
 		status string
 	}{
-		{"claude-code", task.RunLimits{MaxTurns: 1}, StatusMaxTurns},
-		{"codex", task.RunLimits{MaxOutputTokens: 20}, StatusTokenBudget},
+		{"claude-code", task.RunLimits{MaxTurns: 1}, record.StatusMaxTurns},
+		{"codex", task.RunLimits{MaxOutputTokens: 20}, record.StatusTokenBudget},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			tk, _ := loadExample(t, tc.dir)
@@ -329,7 +331,7 @@ func TestRealCLIsAreEndedByTheirBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.Status != tc.status || res.Gateway == nil || res.Gateway.Exceeded == "" || res.Agent.TimedOut {
-				stdout, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
 				t.Fatalf("status %s (want %s), gateway %+v, agent %+v\n%s", res.Status, tc.status, res.Gateway, res.Agent, tail(stdout))
 			}
 			if len(res.Criteria) != len(tk.Criteria) || res.Timings.Agent > 60 { // every criterion graded

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -15,8 +16,8 @@ import (
 type Regraded struct {
 	Dir       string
 	OldStatus string
-	Result    *Result // nil when skipped
-	Skipped   string  // why the run was not regraded ("" when it was)
+	Result    *record.Result // nil when skipped
+	Skipped   string         // why the run was not regraded ("" when it was)
 }
 
 // Regrade grades the saved workspace snapshots of an experiment's runs again, with the
@@ -26,7 +27,7 @@ type Regraded struct {
 // may differ: that is the point). A run keeps the status its agent earned (a timeout or a
 // model gateway budget, as result.json records them): FinalStatus decides, as for Run.
 func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader.Options) ([]Regraded, error) {
-	plan, err := ReadPlan(expDir)
+	plan, err := record.ReadPlan(expDir)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +41,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		dir := plan.Dir(expDir, pr)
 		rg := Regraded{Dir: dir}
 		t := tasks[[2]string{en.Variant, en.TaskID}]
-		res, err := ReadResult(dir)
+		res, err := record.ReadResult(dir)
 		switch {
 		case t == nil:
 			rg.Skipped = "the experiment no longer has this task under this variant"
@@ -54,7 +55,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 			continue
 		}
 		rg.OldStatus = res.Status
-		snap, err := snapshot.Load(filepath.Join(dir, WorkspaceDir), filepath.Join(dir, SnapshotFile))
+		snap, err := snapshot.Load(filepath.Join(dir, record.WorkspaceDir), filepath.Join(dir, record.SnapshotFile))
 		if err != nil {
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}
@@ -63,7 +64,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 			o.Reference = t.Reference
 		}
 		if len(t.ProtectedMocks) > 0 {
-			o.MockCallsPath = filepath.Join(dir, MockCallsFile)
+			o.MockCallsPath = filepath.Join(dir, record.MockCallsFile)
 		}
 		res.ToolCalls = readToolCalls(t, dir, &o)
 		j, closeJudge, err := runJudge(t, dir, opts.Judge, true)
@@ -76,7 +77,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		closeJudge()
 		res.Result = *g
 		// What happened to the agent is as the run recorded it (limits_hit included).
-		res.Status, _ = FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
+		res.Status, _ = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
 		if res.TaskSHA256, err = task.Digest(t); err != nil {
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}

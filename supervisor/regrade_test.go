@@ -9,12 +9,13 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 )
 
 // savedRun writes an experiment of one task whose run has a saved workspace (holding x, so
 // the task's criterion passes) and the given result.json, as a finished run leaves them.
-func savedRun(t *testing.T, res *Result) (expDir string, e func() []Regraded) {
+func savedRun(t *testing.T, res *record.Result) (expDir string, e func() []Regraded) {
 	t.Helper()
 	ex := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
 		"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n"),
@@ -24,22 +25,22 @@ func savedRun(t *testing.T, res *Result) (expDir string, e func() []Regraded) {
 		t.Fatal(err)
 	}
 	expDir = t.TempDir()
-	if err := WriteJSONAtomic(filepath.Join(expDir, PlanFile), plan); err != nil {
+	if err := record.WriteJSONAtomic(filepath.Join(expDir, record.PlanFile), plan); err != nil {
 		t.Fatal(err)
 	}
 	dir := plan.Dir(expDir, plan.Runs()[0])
 	ws := t.TempDir()
 	os.WriteFile(filepath.Join(ws, "x"), []byte("done\n"), 0o644)
 	os.MkdirAll(dir, 0o700)
-	snap, err := snapshot.Take(ws, filepath.Join(dir, WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := snapshot.Take(ws, filepath.Join(dir, record.WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := snap.WriteManifest(filepath.Join(dir, SnapshotFile)); err != nil {
+	if err := snap.WriteManifest(filepath.Join(dir, record.SnapshotFile)); err != nil {
 		t.Fatal(err)
 	}
 	res.TaskID, res.Complete = "a", true
-	if err := WriteJSONAtomic(filepath.Join(dir, ResultFile), res); err != nil {
+	if err := record.WriteJSONAtomic(filepath.Join(dir, record.ResultFile), res); err != nil {
 		t.Fatal(err)
 	}
 	return expDir, func() []Regraded {
@@ -59,27 +60,27 @@ func savedRun(t *testing.T, res *Result) (expDir string, e func() []Regraded) {
 // gateway budget, or timed out, keeps that status however the snapshot grades now; only
 // a run whose agent finished on its own takes the grade's status.
 func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
-	budget := func(kind, limit string) *GatewayResult {
-		return &GatewayResult{Mode: "replay", Log: ModelCallsFile, Totals: gateway.Totals{Turns: 2, Exceeded: kind, ExceededLimit: limit}}
+	budget := func(kind, limit string) *record.GatewayResult {
+		return &record.GatewayResult{Mode: "replay", Log: record.ModelCallsFile, Totals: gateway.Totals{Turns: 2, Exceeded: kind, ExceededLimit: limit}}
 	}
 	cases := []struct {
 		name     string
 		timedOut bool
-		gw       *GatewayResult
+		gw       *record.GatewayResult
 		want     string
 	}{
-		{"max_turns", false, budget(gateway.ExceededTurns, "max_turns 2"), StatusMaxTurns},
-		{"tokens", false, budget(gateway.ExceededTokens, "max_total_tokens 40"), StatusTokenBudget},
-		{"cost", false, budget(gateway.ExceededCost, "max_usd 0.05"), StatusCostBudget},
-		{"timeout", true, nil, StatusTimeout},
-		{"budget and timeout", true, budget(gateway.ExceededTurns, "max_turns 2"), StatusMaxTurns}, // as Run decides
-		{"gateway within budget", false, &GatewayResult{Mode: "replay", Totals: gateway.Totals{Turns: 1}}, grader.TaskSuccess},
+		{"max_turns", false, budget(gateway.ExceededTurns, "max_turns 2"), record.StatusMaxTurns},
+		{"tokens", false, budget(gateway.ExceededTokens, "max_total_tokens 40"), record.StatusTokenBudget},
+		{"cost", false, budget(gateway.ExceededCost, "max_usd 0.05"), record.StatusCostBudget},
+		{"timeout", true, nil, record.StatusTimeout},
+		{"budget and timeout", true, budget(gateway.ExceededTurns, "max_turns 2"), record.StatusMaxTurns}, // as Run decides
+		{"gateway within budget", false, &record.GatewayResult{Mode: "replay", Totals: gateway.Totals{Turns: 1}}, grader.TaskSuccess},
 		{"agent finished", false, nil, grader.TaskSuccess},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code := 0
-			res := &Result{Agent: AgentResult{Type: "command", ExitCode: &code, TimedOut: c.timedOut}, Gateway: c.gw,
+			res := &record.Result{Agent: record.AgentResult{Type: "command", ExitCode: &code, TimedOut: c.timedOut}, Gateway: c.gw,
 				LimitsHit: []string{"recorded by the run"}}
 			res.Status = c.want // what Run recorded
 			if c.gw != nil && c.gw.Exceeded != "" {
@@ -93,7 +94,7 @@ func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 			if len(got.LimitsHit) != 1 {
 				t.Errorf("limits_hit %q: regrade must keep the run's record as it is", got.LimitsHit)
 			}
-			again, err := ReadResult(regrade()[0].Dir)
+			again, err := record.ReadResult(regrade()[0].Dir)
 			if err != nil {
 				t.Fatalf("result.json after a second regrade: %v", err)
 			}
@@ -107,24 +108,24 @@ func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 // The one function Run and Regrade decide the status with: the agent's fate overrides the
 // grade, a budget over a timeout, and nothing overrides a broken task (ERROR).
 func TestFinalStatus(t *testing.T) {
-	over := &GatewayResult{Totals: gateway.Totals{Exceeded: gateway.ExceededCost, ExceededLimit: "max_usd 1"}}
+	over := &record.GatewayResult{Totals: gateway.Totals{Exceeded: gateway.ExceededCost, ExceededLimit: "max_usd 1"}}
 	cases := []struct {
 		graded   string
 		timedOut bool
-		gw       *GatewayResult
+		gw       *record.GatewayResult
 		want     string
 		hits     []string
 	}{
 		{grader.TaskSuccess, false, nil, grader.TaskSuccess, nil},
-		{grader.TaskFailure, false, &GatewayResult{}, grader.TaskFailure, nil},
-		{grader.TaskSuccess, true, nil, StatusTimeout, []string{"timeout 1m0s"}},
-		{grader.TaskFailure, false, over, StatusCostBudget, []string{"model gateway budget: max_usd 1"}},
-		{grader.TaskSuccess, true, over, StatusCostBudget, []string{"timeout 1m0s", "model gateway budget: max_usd 1"}},
-		{grader.TaskNotGraded, true, nil, StatusTimeout, []string{"timeout 1m0s"}},
+		{grader.TaskFailure, false, &record.GatewayResult{}, grader.TaskFailure, nil},
+		{grader.TaskSuccess, true, nil, record.StatusTimeout, []string{"timeout 1m0s"}},
+		{grader.TaskFailure, false, over, record.StatusCostBudget, []string{"model gateway budget: max_usd 1"}},
+		{grader.TaskSuccess, true, over, record.StatusCostBudget, []string{"timeout 1m0s", "model gateway budget: max_usd 1"}},
+		{grader.TaskNotGraded, true, nil, record.StatusTimeout, []string{"timeout 1m0s"}},
 		{grader.TaskError, true, over, grader.TaskError, nil},
 	}
 	for _, c := range cases {
-		st, hits := FinalStatus(c.graded, AgentResult{TimedOut: c.timedOut}, c.gw, time.Minute)
+		st, hits := record.FinalStatus(c.graded, record.AgentResult{TimedOut: c.timedOut}, c.gw, time.Minute)
 		if st != c.want || len(hits) != len(c.hits) || len(hits) > 0 && hits[len(hits)-1] != c.hits[len(c.hits)-1] {
 			t.Errorf("FinalStatus(%s, timed out %v, %+v) = %s %q; want %s %q", c.graded, c.timedOut, c.gw, st, hits, c.want, c.hits)
 		}

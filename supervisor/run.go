@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,36 +16,22 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
-	"ceval.dev/ceval/toolcalls"
 )
-
-// Run statuses beyond the grader's.
-const (
-	StatusTimeout = "TIMEOUT"
-	StatusError   = grader.TaskError
-)
-
-// AgentUID and AgentGID are the agent's identity in its container.
-const (
-	AgentUID = 2000
-	AgentGID = 2000
-)
-
-// DefaultGrace is the time between SIGTERM and SIGKILL when a run is stopped.
-const DefaultGrace = 10 * time.Second
 
 // Options configure one run; the zero value of each optional field takes a sane default.
 type Options struct {
 	RunsDir string // default ./runs
-	RunID   string // default NewRunID(now)
+	RunID   string // default record.NewRunID(now)
 	Variant string // default "default"
 	Repeat  int    // default 1
 	Attempt int    // 0 or 1 for a first try; a retry (see RunExperiment) records its number
 
-	Client    *client.Client // connected; the ctx given to Run carries the namespace
-	Namespace string
+	Client *client.Client // connected; the ctx given to Run carries the namespace
 
 	Allow     Allow
 	LookupEnv func(string) (string, bool) // host environment; default os.LookupEnv
@@ -67,77 +54,46 @@ type Options struct {
 	// Judge is the judge model of ceval's config, for llm_judge (each run gets its own
 	// budget and judge_calls.jsonl); nil: only criteria with a judge_fixture are judged.
 	Judge *judge.Judge
+
+	// containers is what Run needs of the container runtime; nil: containerd through Client.
+	// Tests of the run logic give a fake.
+	containers containerRuntime
 }
 
-// Result is result.json: the grade plus what the run was.
-type Result struct {
-	grader.Result
-	RunID        string       `json:"run_id"`
-	Variant      string       `json:"variant"`
-	Repeat       int          `json:"repeat"`
-	Attempt      int          `json:"attempt,omitempty"` // >1 when this is a retry
-	Agent        AgentResult  `json:"agent"`
-	Isolation    *Attestation `json:"isolation,omitempty"`
-	Timings      Timings      `json:"timings"`
-	Resources    Resources    `json:"resources"`
-	Image        images.Image `json:"image"`
-	TaskSHA256   string       `json:"task_sha256"`
-	CevalVersion string       `json:"ceval_version"`
-	LimitsHit    []string     `json:"limits_hit,omitempty"`
-	Interrupted  bool         `json:"interrupted,omitempty"`
-	Error        string       `json:"error,omitempty"`
-	Complete     bool         `json:"complete"` // false when interrupted or failed on ceval's side
-	Dir          string       `json:"-"`
-
-	// Plugins are the task's plugin bundles, verified before the agent started and after.
-	Plugins []PluginResult `json:"plugins,omitempty"`
-
-	// Mocks are the task's protected mocks: the tools and the call counts (the calls are in
-	// MockCallsFile).
-	Mocks *MockResult `json:"mocks,omitempty"`
-
-	// Gateway is the model gateway's mode and the usage it metered (the calls are in
-	// ModelCallsFile); Agent.Tokens is what the CLI itself reported.
-	Gateway *GatewayResult `json:"gateway,omitempty"`
-
-	// ToolCalls counts the tool calls the model asked for, per tool, as the gateway's
-	// transcript records them (package toolcalls).
-	ToolCalls *toolcalls.Summary `json:"tool_calls,omitempty"`
+// containerRuntime is what a run needs of the container runtime: its image present and
+// checked, and the agent's sandbox created.
+type containerRuntime interface {
+	resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error)
+	newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error)
 }
 
-// AgentResult is what the agent did, as far as ceval saw it.
-type AgentResult struct {
-	Type      string         `json:"type"`
-	Model     string         `json:"model,omitempty"`
-	ExitCode  *int           `json:"exit_code"`
-	TimedOut  bool           `json:"timed_out"`
-	StoppedBy string         `json:"stopped_by,omitempty"` // why ceval ended the agent early: the run budget exceeded
-	OutputCut bool           `json:"output_cut,omitempty"`
-	Turns     int            `json:"turns,omitempty"`
-	Tokens    map[string]int `json:"tokens,omitempty"`
-	Usage     string         `json:"usage_source,omitempty"`
-	// Sessions are the agent CLI's own session files, copied out of its home (relative to
-	// the run directory).
-	Sessions []string `json:"sessions,omitempty"`
+// agentSandbox is a created agent container (a *Sandbox), as a run uses it.
+type agentSandbox interface {
+	// Run starts the container, attests it, lets the agent run and reaps everything.
+	Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error)
+	// Close deletes the container and its scratch filesystems.
+	Close(ctx context.Context) error
+	// dirs are the host paths of the agent's workspace and home.
+	dirs() (workspace, home string)
 }
 
-// Timings are the lifecycle's phases in seconds.
-type Timings struct {
-	Prepare  float64 `json:"prepare"`
-	Launch   float64 `json:"launch"` // the container's task created and started, its init attested
-	Agent    float64 `json:"agent"`
-	Reap     float64 `json:"reap"` // from the agent's exit (or stop) until its task is deleted and mocks and gateway stopped
-	Snapshot float64 `json:"snapshot"`
-	Grade    float64 `json:"grade"`
-	Total    float64 `json:"total"`
+// containerd is the containerRuntime of a real run.
+type containerd struct{ o Options }
+
+func (c containerd) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
+	return ResolveTaskImage(ctx, c.o.Client, sb, c.o.Preflight, c.o.Busybox, nil)
 }
 
-// Resources are the container's peaks.
-type Resources struct {
-	PeakMemoryBytes uint64 `json:"peak_memory_bytes"`
-	PeakPids        uint64 `json:"peak_pids"`
-	OOMKills        uint64 `json:"oom_kills,omitempty"`
+func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error) {
+	cfg.Client = c.o.Client
+	sb, err := NewSandbox(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
 }
+
+func (s *Sandbox) dirs() (workspace, home string) { return s.Workspace, s.Home }
 
 // InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
 // and the CLI exits 3.
@@ -152,19 +108,103 @@ type InputError struct{ Err error }
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
 
-// Run takes one task from file to graded result: it prepares the run directory and the
-// workspace, runs the agent in its container, attests its isolation, reaps everything,
-// snapshots the workspace and grades the snapshot on the host. The result is written to
-// result.json in the run directory whatever happens after that directory exists.
-func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) {
+// Phases of a run, in order. An error Run returns names the phase it came from, and so does
+// result.json's error. The agent phase is the sandbox's own sequence: start the container,
+// attest the init, let the agent go, wait for it and reap everything (Sandbox.Run).
+const (
+	PhasePrepare  = "prepare"  // inputs, run directory, plugins, mocks, gateway, image
+	PhaseLaunch   = "launch"   // scratch filesystems, workspace, the created container
+	PhaseAgent    = "agent"    // start, attest, wait, reap
+	PhaseCollect  = "collect"  // servers stopped, plugins re-verified, what the agent did
+	PhaseSnapshot = "snapshot" // the workspace copied out
+	PhaseGrade    = "grade"    // the criteria over the snapshot
+	PhaseRecord   = "record"   // the agent's logs redacted, result.json written
+	PhaseCleanup  = "cleanup"  // the container deleted, its scratch filesystems unmounted
+)
+
+// Run takes one task from file to graded result, phase by phase (see the Phase constants):
+// it prepares the run directory and the workspace, runs the agent in its container, attests
+// its isolation, reaps everything, snapshots the workspace and grades the snapshot on the
+// host. The result is written to result.json in the run directory whatever happens after
+// that directory exists.
+func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err error) {
 	start := time.Now()
 	o = o.withDefaults(start)
-	argv, err := AgentArgv(t)
+	r, err := newRun(t, o, start)
 	if err != nil {
+		return nil, inPhase(PhasePrepare, err)
+	}
+	defer r.ev.Close()
+	// Whatever happens from here, result.json says it, and the servers are stopped.
+	defer func() {
+		if serr := r.stopServers(); serr != nil && err == nil {
+			err = inPhase(PhaseCollect, serr)
+		}
+		err = r.record(err)
+	}()
+	phases := []struct {
+		name string
+		do   func(context.Context) error
+	}{
+		{PhasePrepare, r.prepare},
+		{PhaseLaunch, r.launch},
+		{PhaseAgent, r.runAgent},
+		{PhaseCollect, r.collect},
+		{PhaseSnapshot, r.snapshot},
+		{PhaseGrade, r.grade},
+		{PhaseRecord, r.redactLogs},
+	}
+	defer func() {
+		if r.sb == nil {
+			return
+		}
+		if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
+			err = inPhase(PhaseCleanup, &InfraError{cerr})
+		}
+		r.emit("container_deleted", nil)
+	}()
+	for _, p := range phases {
+		if err := p.do(ctx); err != nil {
+			return r.res, inPhase(p.name, err)
+		}
+	}
+	return r.res, nil
+}
+
+// run is one run's state as it goes through its phases.
+type run struct {
+	t       *task.Task
+	o       Options
+	start   time.Time
+	dir     string
+	argv    []string
+	env     []string
+	secrets []string
+	redact  func(string) string
+	ev      *Events
+	res     *record.Result
+
+	plugins []record.PluginResult
+	mounts  []oci.Mount
+	mocks   *mockRun
+	gw      *gatewayRun
+	img     images.Image
+	sb      agentSandbox
+	ws      string // the agent's workspace on the host
+	home    string // the agent's home on the host
+	out     *Outcome
+	snap    *snapshot.Snapshot
+}
+
+// newRun checks the task's inputs against what the user allowed, and opens the run
+// directory and its events; from here on result.json is written.
+func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
+	r := &run{t: t, o: o, start: start}
+	var err error
+	if r.argv, err = AgentArgv(t); err != nil {
 		return nil, &InputError{err}
 	}
-	env, secrets, err := AgentEnv(t, o.Allow, o.LookupEnv)
-	if err != nil {
+	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
 		return nil, &InputError{err}
 	}
 	if err := CheckNetwork(t, o.Allow); err != nil {
@@ -176,253 +216,326 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *Result, err error) 
 	if err := CheckJudge(t, o.Judge); err != nil {
 		return nil, &InputError{err}
 	}
-	redact := Redactor(secrets)
-	dir := RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	r.redact = Redactor(r.secrets)
+	r.dir = record.RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return nil, &InfraError{fmt.Errorf("run directory: %w", err)}
 	}
-	_ = os.Chmod(dir, 0o700)
-	ev, err := OpenEvents(dir, redact)
-	if err != nil {
+	_ = os.Chmod(r.dir, 0o700)
+	if r.ev, err = OpenEvents(r.dir, r.redact); err != nil {
 		return nil, &InfraError{err}
 	}
-	defer ev.Close()
-	emit := func(name string, f map[string]any) {
-		ev.Emit(name, f)
-		if o.Progress != nil {
-			o.Progress(name, f)
-		}
+	r.res = &record.Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: r.dir,
+		Agent: record.AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
+	r.res.TaskID = t.ID
+	r.res.Criteria = []grader.CriterionResult{}
+	r.res.Image.Name = t.Sandbox.Image
+	r.emit("run_started", map[string]any{"task_id": t.ID, "run_dir": r.dir, "image": t.Sandbox.Image})
+	return r, nil
+}
+
+// emit records a lifecycle event and tells the CLI.
+func (r *run) emit(name string, f map[string]any) {
+	r.ev.Emit(name, f)
+	if r.o.Progress != nil {
+		r.o.Progress(name, f)
 	}
-	res = &Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: dir,
-		Agent: AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
-	res.TaskID = t.ID
-	res.Criteria = []grader.CriterionResult{}
-	res.Image.Name = t.Sandbox.Image
-	emit("run_started", map[string]any{"task_id": t.ID, "run_dir": dir, "image": t.Sandbox.Image})
+}
 
-	// Whatever happens from here, result.json says it.
-	defer func() {
-		res.Timings.Total = time.Since(start).Seconds()
-		if err != nil {
-			res.Status = StatusError
-			res.Error = err.Error()
-			res.Complete = false
-		}
-		if werr := writeResult(dir, res, redact); werr != nil && err == nil {
-			err = &InfraError{werr}
-		}
-		emit("run_finished", map[string]any{"status": res.Status, "score": res.Score})
-	}()
-
+// prepare hashes the task, puts its plugins into the run directory, starts its mocks and
+// model gateway, and resolves its image.
+func (r *run) prepare(ctx context.Context) error {
+	t, res := r.t, r.res
+	var err error
 	if res.TaskSHA256, err = task.Digest(t); err != nil {
-		return res, &InfraError{err}
+		return &InfraError{err}
 	}
-	plugins, mounts, err := preparePlugins(t, dir, emit)
-	res.Plugins = plugins
+	r.plugins, r.mounts, err = preparePlugins(t, r.dir, r.emit)
+	res.Plugins = r.plugins
 	if err != nil {
-		return res, err
+		return err
 	}
-	mocks, mockMounts, err := startMocks(t, dir, o.InitDir, AgentUID)
+	mocks, mockMounts, err := startMocks(t, r.dir, r.o.InitDir, policy.AgentUID)
 	if err != nil {
-		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
+		return &InfraError{fmt.Errorf("protected mocks: %w", err)}
 	}
 	if mocks != nil {
+		r.mocks = mocks
 		res.Mocks = mocks.result
-		mounts = append(mounts, mockMounts...)
-		defer func() {
-			if merr := mocks.stop(dir); merr != nil && err == nil {
-				err = &InfraError{fmt.Errorf("protected mocks: %w", merr)}
-			}
-		}()
+		r.mounts = append(r.mounts, mockMounts...)
 	}
-	gw, err := startGateway(t, dir, o.LookupEnv, o.Prices, o.GatewayAllow)
-	if err != nil {
-		return res, err
+	if r.gw, err = startGateway(t, r.dir, r.o.LookupEnv, r.o.Prices, r.o.GatewayAllow); err != nil {
+		return err
 	}
-	// Between create and start: the mock server learns how the agent's UID appears here, and
-	// the gateway opens its socket inside the container's network namespace.
-	beforeStart := func(ctx context.Context, pid uint32) error {
-		if err := mocks.beforeStart(ctx, pid); err != nil {
-			return err
-		}
-		if gw != nil {
-			return gw.beforeStart(ctx, pid)
-		}
-		return nil
-	}
-	if gw != nil {
-		res.Gateway = gw.result
-		env = append(env, GatewayEnv(t, gw.key)...)
-		defer func() {
-			if gerr := gw.stop(); gerr != nil && err == nil {
-				err = &InfraError{fmt.Errorf("model gateway: %w", gerr)}
-			}
-		}()
+	if r.gw != nil {
+		res.Gateway = r.gw.result
+		r.env = append(r.env, GatewayEnv(t, r.gw.key)...)
 	}
 	if name := t.Sandbox.PackageImage(); name != "" && name == t.Sandbox.Image {
-		emit("package_image", map[string]any{"image": name, "packages": t.Sandbox.Packages, "pip": t.Sandbox.Pip}) // built now unless kept or cached
+		r.emit("package_image", map[string]any{"image": name, "packages": t.Sandbox.Packages, "pip": t.Sandbox.Pip}) // built now unless kept or cached
 	}
-	img, err := ResolveTaskImage(ctx, o.Client, t.Sandbox, o.Preflight, o.Busybox, nil)
-	if err != nil {
-		return res, &InfraError{err}
+	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox); err != nil {
+		return &InfraError{err}
 	}
-	res.Image = img
-	emit("image_ready", map[string]any{"image": img.Name, "digest": img.ManifestDigest})
+	res.Image = r.img
+	r.emit("image_ready", map[string]any{"image": r.img.Name, "digest": r.img.ManifestDigest})
+	return nil
+}
 
-	sb, err := NewSandbox(ctx, SandboxConfig{
-		Client: o.Client, Image: img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
-		Argv: argv, Env: env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
-		InitDir: o.InitDir, Dir: filepath.Join(dir, scratchSubdir), Mounts: mounts, IDs: o.IDs,
-		StdoutPath: filepath.Join(dir, StdoutFile), StderrPath: filepath.Join(dir, StderrFile),
-		BeforeStart: beforeStart, Stop: gw.stopAgent(),
-		Prepare: func(ws, home string) error {
-			if err := PrepareWorkspace(ws, t); err != nil {
-				return err
-			}
-			if t.Agent.Type == task.AgentCodex {
-				if err := linkCodexSkills(home, plugins); err != nil {
-					return err
-				}
-				if gw != nil {
-					if err := writeCodexConfig(home, t.Agent.Model); err != nil {
-						return err
-					}
-				}
-			}
-			return prepareHome(home, t.Prompt)
-		},
+// launch mounts the scratch filesystems, prepares the workspace and the agent's home, and
+// creates the container.
+func (r *run) launch(ctx context.Context) error {
+	t, o := r.t, r.o
+	sb, err := o.containers.newSandbox(ctx, SandboxConfig{
+		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
+		Argv: r.argv, Env: r.env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
+		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
+		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
+		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
+		Prepare: r.prepareScratch,
 	})
 	if err != nil {
-		return res, asRunError(err)
+		return asRunError(err)
 	}
-	defer func() {
-		if cerr := sb.Close(ctx); cerr != nil && err == nil {
-			err = &InfraError{cerr}
-		}
-		emit("container_deleted", nil)
-	}()
-	res.Timings.Prepare = time.Since(start).Seconds()
+	r.sb = sb
+	r.ws, r.home = sb.dirs()
+	r.res.Timings.Prepare = time.Since(r.start).Seconds()
+	return nil
+}
 
+// beforeStart runs between create and start: the mock server learns how the agent's UID
+// appears here, and the gateway opens its socket inside the container's network namespace.
+func (r *run) beforeStart(ctx context.Context, pid uint32) error {
+	if err := r.mocks.beforeStart(ctx, pid); err != nil {
+		return err
+	}
+	if r.gw != nil {
+		return r.gw.beforeStart(ctx, pid)
+	}
+	return nil
+}
+
+// prepareScratch fills the fresh workspace and home before the agent's UID gets them.
+func (r *run) prepareScratch(ws, home string) error {
+	t := r.t
+	if err := PrepareWorkspace(ws, t); err != nil {
+		return err
+	}
+	if t.Agent.Type == task.AgentCodex {
+		if err := linkCodexSkills(home, r.plugins); err != nil {
+			return err
+		}
+		if r.gw != nil {
+			if err := writeCodexConfig(home, t.Agent.Model); err != nil {
+				return err
+			}
+		}
+	}
+	return prepareHome(home, t.Prompt)
+}
+
+// runAgent starts the container, attests it, lets the agent run and reaps it; the limits
+// the container hit are recorded even when this fails.
+func (r *run) runAgent(ctx context.Context) error {
 	waitStart := time.Now()
-	out, err := sb.Run(ctx, emit)
+	out, err := r.sb.Run(ctx, r.emit)
 	runEnd := time.Now()
 	if out != nil {
-		res.Isolation = out.Isolation
-		r := out.Resources
-		res.Resources = Resources{PeakMemoryBytes: r.MemoryPeakBytes, PeakPids: r.PidsPeak, OOMKills: r.OOMKills}
-		if r.OOMKills > 0 {
-			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit %d MiB: %d process(es) OOM-killed", t.Sandbox.Limits.MemoryMB, r.OOMKills))
-		}
-		if r.PidsLimit > 0 && r.PidsPeak >= r.PidsLimit {
-			res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("pids limit %d reached", r.PidsLimit))
-		}
+		r.recordContainer(out)
 	}
 	if err != nil {
-		return res, &InfraError{err}
+		return &InfraError{err}
 	}
-	// The agent is gone: no call can come any more, and the log is complete for grading.
-	if err := gw.stop(); err != nil {
-		return res, &InfraError{fmt.Errorf("model gateway: %w", err)}
+	r.out = out
+	r.res.Timings.Agent = out.Exit.Duration.Seconds()
+	r.res.Timings.Launch = max(0, runEnd.Sub(waitStart)-out.Exit.Duration-out.Exit.Reap).Seconds()
+	r.res.Timings.Reap = (out.Exit.Reap + time.Since(runEnd)).Seconds()
+	return nil
+}
+
+// recordContainer puts the container's attestation and peaks into the result.
+func (r *run) recordContainer(out *Outcome) {
+	res := r.res
+	res.Isolation = out.Isolation
+	rs := out.Resources
+	res.Resources = record.Resources{PeakMemoryBytes: rs.MemoryPeakBytes, PeakPids: rs.PidsPeak, OOMKills: rs.OOMKills}
+	if rs.OOMKills > 0 {
+		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("memory limit %d MiB: %d process(es) OOM-killed", r.t.Sandbox.Limits.MemoryMB, rs.OOMKills))
 	}
-	if err := mocks.stop(dir); err != nil {
-		return res, &InfraError{fmt.Errorf("protected mocks: %w", err)}
+	if rs.PidsLimit > 0 && rs.PidsPeak >= rs.PidsLimit {
+		res.LimitsHit = append(res.LimitsHit, fmt.Sprintf("pids limit %d reached", rs.PidsLimit))
 	}
-	if err := verifyPluginsAfter(res.Plugins, emit); err != nil {
-		return res, &InfraError{err}
+}
+
+// stopServers stops the mocks and the model gateway, each once: after the agent (no call can
+// come any more, and their logs are complete for grading), or when the run ends early.
+func (r *run) stopServers() error {
+	var errs []error
+	if err := r.gw.stop(); err != nil {
+		errs = append(errs, &InfraError{fmt.Errorf("model gateway: %w", err)})
 	}
-	exit := out.Exit
-	res.Timings.Agent = exit.Duration.Seconds()
-	res.Timings.Launch = max(0, runEnd.Sub(waitStart)-exit.Duration-exit.Reap).Seconds()
-	res.Timings.Reap = (exit.Reap + time.Since(runEnd)).Seconds()
+	if err := r.mocks.stop(r.dir); err != nil {
+		errs = append(errs, &InfraError{fmt.Errorf("protected mocks: %w", err)})
+	}
+	return errors.Join(errs...)
+}
+
+// collect stops the servers, verifies the plugins again and records what the agent did:
+// its exit, the limits it hit, its usage and its CLI's sessions.
+func (r *run) collect(context.Context) error {
+	if err := r.stopServers(); err != nil {
+		return err
+	}
+	res, exit := r.res, r.out.Exit
+	if err := verifyPluginsAfter(res.Plugins, r.emit); err != nil {
+		return &InfraError{err}
+	}
 	code := exit.Code
 	res.Agent.ExitCode = &code
 	res.Agent.TimedOut = exit.TimedOut
 	res.Agent.OutputCut = exit.OutputCut
-	if out.Stopped {
-		res.Agent.StoppedBy = "model gateway budget: " + gw.result.ExceededLimit
-		emit("agent_stopped", map[string]any{"reason": res.Agent.StoppedBy})
+	if r.out.Stopped {
+		res.Agent.StoppedBy = "model gateway budget: " + r.gw.result.ExceededLimit
+		r.emit("agent_stopped", map[string]any{"reason": res.Agent.StoppedBy})
 	}
-	emit("agent_exited", map[string]any{"exit_code": exit.Code, "timed_out": exit.TimedOut, "interrupted": exit.Interrupted, "cgroup_empty": exit.CgroupEmpty})
+	r.emit("agent_exited", map[string]any{"exit_code": exit.Code, "timed_out": exit.TimedOut, "interrupted": exit.Interrupted, "cgroup_empty": exit.CgroupEmpty})
 	if exit.Interrupted {
 		res.Interrupted = true
-		emit("interrupted", map[string]any{"reason": "ceval was interrupted; the agent was stopped and the run was not graded"})
-		return res, &InfraError{errors.New("interrupted: the agent was stopped and the run was not graded")}
+		r.emit("interrupted", map[string]any{"reason": "ceval was interrupted; the agent was stopped and the run was not graded"})
+		return &InfraError{errors.New("interrupted: the agent was stopped and the run was not graded")}
 	}
 	if exit.OutputCut {
 		res.LimitsHit = append(res.LimitsHit, "agent output over the log cap was cut")
 	}
-	if full, note := scratchFull(sb.Workspace); full {
+	if full, note := scratchFull(r.ws); full {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
-	if u := agentUsage(t.Agent.Type, filepath.Join(dir, StdoutFile)); u != nil {
+	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
 		res.Agent.Turns, res.Agent.Tokens, res.Agent.Usage = u.Turns, u.Tokens, u.Source
 	}
-
-	// Everything of the agent's is dead: copy the workspace out, never following a link.
-	sessions, notes, err := copySessions(t.Agent.Type, sb.Home, dir)
+	sessions, notes, err := copySessions(r.t.Agent.Type, r.home, r.dir)
 	res.Agent.Sessions = sessions
 	res.LimitsHit = append(res.LimitsHit, notes...)
 	if err != nil {
-		return res, &InfraError{err}
+		return &InfraError{err}
 	}
+	return nil
+}
+
+// snapshot copies the workspace out, never following a link: everything of the agent's is
+// dead by now.
+func (r *run) snapshot(context.Context) error {
+	res := r.res
 	snapStart := time.Now()
-	snap, err := snapshot.Take(sb.Workspace, filepath.Join(dir, WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := snapshot.Take(r.ws, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
-		return res, &InfraError{fmt.Errorf("snapshot: %w", err)}
+		return &InfraError{err}
 	}
-	if err := snap.WriteManifest(filepath.Join(dir, SnapshotFile)); err != nil {
-		return res, &InfraError{err}
+	if err := snap.WriteManifest(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
+		return &InfraError{err}
 	}
+	r.snap = snap
 	res.Timings.Snapshot = time.Since(snapStart).Seconds()
 	// Every cap the snapshot reached, by name: what it left out stays visible to the
 	// criteria (omitted), and these lines say why.
 	res.LimitsHit = append(res.LimitsHit, snap.LimitsHit...)
-	emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
+	r.emit("snapshot_taken", map[string]any{"entries": len(snap.Entries), "bytes": snap.Bytes, "notes": len(snap.Notes)})
+	return nil
+}
 
+// grade runs the criteria over the snapshot and decides the run's status.
+func (r *run) grade(ctx context.Context) error {
+	t, res := r.t, r.res
 	// Verifier containers (sandbox: container) start only once the agent's is deleted.
 	if t.NeedsVerifier() {
-		if err := sb.Close(ctx); err != nil {
-			return res, &InfraError{err}
+		if err := r.sb.Close(ctx); err != nil {
+			return &InfraError{err}
 		}
 	}
 	gradeStart := time.Now()
-	gopts := grader.Options{Reference: t.Reference, Executor: o.Executor}
-	if mocks != nil {
-		gopts.MockCallsPath = filepath.Join(dir, MockCallsFile)
+	gopts := grader.Options{Reference: t.Reference, Executor: r.o.Executor}
+	if r.mocks != nil {
+		gopts.MockCallsPath = filepath.Join(r.dir, record.MockCallsFile)
 	}
-	res.ToolCalls = readToolCalls(t, dir, &gopts)
-	j, closeJudge, err := runJudge(t, dir, o.Judge, false)
+	res.ToolCalls = readToolCalls(t, r.dir, &gopts)
+	j, closeJudge, err := runJudge(t, r.dir, r.o.Judge, false)
 	if err != nil {
-		return res, &InfraError{err}
+		return &InfraError{err}
 	}
 	defer closeJudge()
 	gopts.Judge = j
-	gopts.AgentJudge = &agentJudges{o: o, t: t, dir: dir}
-	g := grader.Grade(ctx, t, snap, gopts)
+	gopts.AgentJudge = &agentJudges{o: r.o, t: t, dir: r.dir}
+	g := grader.Grade(ctx, t, r.snap, gopts)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {
 		// A grade cut short by Ctrl-C is not the run's grade: leave it incomplete, so a
 		// resume runs it again.
 		res.Interrupted = true
-		return res, &InfraError{errors.New("interrupted while grading: the run was not graded")}
+		return &InfraError{errors.New("interrupted while grading: the run was not graded")}
 	}
 	var hits []string
-	res.Status, hits = FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
+	res.Status, hits = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
 	res.LimitsHit = append(res.LimitsHit, hits...)
 	if res.Status != grader.TaskError {
 		if why := res.Gateway.ProviderDownError(); why != "" {
-			return res, &InfraError{errors.New(why)}
+			return &InfraError{errors.New(why)}
 		}
 	}
 	res.Complete = true
-	emit("graded", map[string]any{"status": res.Status, "score": res.Score})
-	if len(secrets) > 0 {
-		for _, f := range []string{StdoutFile, StderrFile} {
-			_ = redactFile(filepath.Join(dir, f), redact)
+	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score})
+	return nil
+}
+
+// redactLogs replaces every secret in the agent's logs; a log it cannot rewrite fails the run,
+// since the secret would stay on disk.
+func (r *run) redactLogs(context.Context) error {
+	if len(r.secrets) == 0 {
+		return nil
+	}
+	for _, f := range []string{record.StdoutFile, record.StderrFile} {
+		if err := redactFile(filepath.Join(r.dir, f), r.redact); err != nil {
+			r.res.Complete = false
+			return &InfraError{fmt.Errorf("redacting the agent's log %s: %w", f, err)}
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// record writes result.json (err, if any, makes the run ERROR and incomplete) and returns
+// err, or the write's failure.
+func (r *run) record(err error) error {
+	res := r.res
+	res.Timings.Total = time.Since(r.start).Seconds()
+	if err != nil {
+		res.Status = record.StatusError
+		res.Error = err.Error()
+		res.Complete = false
+	}
+	if werr := writeResult(r.dir, res, r.redact); werr != nil && err == nil {
+		err = inPhase(PhaseRecord, &InfraError{werr})
+	}
+	r.emit("run_finished", map[string]any{"status": res.Status, "score": res.Score})
+	return err
+}
+
+// PhaseError is a run's failure in one of its phases; it unwraps to the InputError or
+// InfraError that says whose fault it was.
+type PhaseError struct {
+	Phase string
+	Err   error
+}
+
+func (e *PhaseError) Error() string { return e.Phase + ": " + e.Err.Error() }
+func (e *PhaseError) Unwrap() error { return e.Err }
+
+// inPhase names the phase err came from, once.
+func inPhase(phase string, err error) error {
+	var pe *PhaseError
+	if err == nil || errors.As(err, &pe) {
+		return err
+	}
+	return &PhaseError{Phase: phase, Err: err}
 }
 
 // asRunError keeps an InputError as it is and makes anything else an InfraError.
@@ -442,7 +555,7 @@ func (o Options) withDefaults(now time.Time) Options {
 		o.RunsDir = abs
 	}
 	if o.RunID == "" {
-		o.RunID = NewRunID(now)
+		o.RunID = record.NewRunID(now)
 	}
 	if o.Variant == "" {
 		o.Variant = "default"
@@ -454,10 +567,13 @@ func (o Options) withDefaults(now time.Time) Options {
 		o.LookupEnv = os.LookupEnv
 	}
 	if o.Grace == 0 {
-		o.Grace = DefaultGrace
+		o.Grace = policy.DefaultGrace
 	}
 	if o.InitDir == "" {
 		o.InitDir = DefaultInitDir()
+	}
+	if o.containers == nil {
+		o.containers = containerd{o}
 	}
 	return o
 }
@@ -492,18 +608,22 @@ func agentUsage(agentType, stdoutLog string) *Usage {
 	return ParseUsage(agentType, f)
 }
 
-func writeResult(dir string, res *Result, redact func(string) string) error {
+func writeResult(dir string, res *record.Result, redact func(string) string) error {
 	tmp := *res
-	data, err := marshalIndent(&tmp)
+	data, err := record.Marshal(&tmp)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(dir, ResultFile), []byte(redact(string(data))), 0o600)
+	return record.WriteFileAtomic(filepath.Join(dir, record.ResultFile), []byte(redact(string(data))), 0o600)
 }
 
-// redactFile rewrites a log with every secret replaced.
+// redactFile rewrites a log with every secret replaced; a log that does not exist has
+// nothing to redact.
 func redactFile(path string, redact func(string) string) error {
 	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -511,5 +631,5 @@ func redactFile(path string, redact func(string) string) error {
 	if out == string(data) {
 		return nil
 	}
-	return WriteFileAtomic(path, []byte(out), 0o600)
+	return record.WriteFileAtomic(path, []byte(out), 0o600)
 }

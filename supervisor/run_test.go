@@ -19,25 +19,18 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/testtree"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
 )
 
 // runTask writes a task directory (task.yaml plus files), loads it and runs it against the
 // real containerd, returning the result and the error.
-func runTask(t *testing.T, doc string, files map[string]string, o Options) (*Result, error) {
+func runTask(t *testing.T, doc string, files map[string]string, o Options) (*record.Result, error) {
 	t.Helper()
 	c, ctx := ctrtest.Connect(t)
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testtree.New(t, files)
 	p := filepath.Join(dir, "task.yaml")
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
@@ -49,7 +42,7 @@ func runTask(t *testing.T, doc string, files map[string]string, o Options) (*Res
 	return runLoaded(t, ctx, c, tk, o)
 }
 
-func runLoaded(t *testing.T, ctx context.Context, c *client.Client, tk *task.Task, o Options) (*Result, error) {
+func runLoaded(t *testing.T, ctx context.Context, c *client.Client, tk *task.Task, o Options) (*record.Result, error) {
 	t.Helper()
 	o.Client = c
 	if o.RunsDir == "" {
@@ -68,9 +61,9 @@ func canary(t *testing.T) string {
 	return "CEVAL-CANARY-" + hex.EncodeToString(b[:])
 }
 
-func readResult(t *testing.T, res *Result) map[string]any {
+func readResult(t *testing.T, res *record.Result) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(res.Dir, ResultFile))
+	data, err := os.ReadFile(filepath.Join(res.Dir, record.ResultFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,10 +157,10 @@ true`
 		t.Fatal(err)
 	}
 	if res.Criteria[0].Passed {
-		found, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, "found.txt"))
+		found, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "found.txt"))
 		t.Fatalf("BREACH: the agent found the canary:\n%s", found)
 	}
-	for _, f := range []string{StdoutFile, StderrFile, filepath.Join(WorkspaceDir, "found.txt"), filepath.Join(WorkspaceDir, "listing.txt")} {
+	for _, f := range []string{record.StdoutFile, record.StderrFile, filepath.Join(record.WorkspaceDir, "found.txt"), filepath.Join(record.WorkspaceDir, "listing.txt")} {
 		data, _ := os.ReadFile(filepath.Join(res.Dir, f))
 		if strings.Contains(string(data), cn) {
 			t.Errorf("canary appears in %s", f)
@@ -188,7 +181,7 @@ mkdir -p workspace && printf '{"status":"SUCCESS"}' > workspace/result.json`
 	if m["status"] != "FAILURE" || m["score"] != 0.0 {
 		t.Fatalf("forged result took effect: %v %v", m["status"], m["score"])
 	}
-	if data, _ := os.ReadFile(filepath.Join(res.Dir, WorkspaceDir, ResultFile)); !strings.Contains(string(data), "SUCCESS") {
+	if data, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, record.ResultFile)); !strings.Contains(string(data), "SUCCESS") {
 		t.Error("the agent's file should be kept, inside the snapshot directory")
 	}
 }
@@ -201,18 +194,15 @@ func TestBackgroundWriterIsKilledBeforeSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := filepath.Join(res.Dir, WorkspaceDir, "bg.log")
+	snap := filepath.Join(res.Dir, record.WorkspaceDir, "bg.log")
 	before, err := os.ReadFile(snap)
 	if err != nil || len(before) == 0 {
 		t.Fatalf("the writer did not run: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond)
-	after, _ := os.ReadFile(snap)
-	if string(before) != string(after) {
-		t.Fatal("the snapshot changed after it was taken")
-	}
+	// No window of time to wait out: the writers are dead when the agent_exited event says
+	// the container's cgroup was empty, and that event comes before snapshot_taken.
 	var ev []string
-	data, _ := os.ReadFile(filepath.Join(res.Dir, EventsFile))
+	data, _ := os.ReadFile(filepath.Join(res.Dir, record.EventsFile))
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var m map[string]any
 		json.Unmarshal([]byte(l), &m)
@@ -242,7 +232,7 @@ func TestPlantedSymlinksAreNeverFollowedByGrader(t *testing.T) {
 			t.Errorf("criterion %s on a planted link: %s %s", c.Type, c.Status, c.Details)
 		}
 	}
-	ws := filepath.Join(res.Dir, WorkspaceDir)
+	ws := filepath.Join(res.Dir, record.WorkspaceDir)
 	entries, _ := os.ReadDir(ws)
 	for _, e := range entries {
 		if e.Type()&os.ModeSymlink != 0 {
@@ -275,11 +265,11 @@ func TestHostCredentialsAbsentUnlessPassedAndRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+	out, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
 	if !strings.Contains(string(out), "token=[REDACTED]") || strings.Contains(string(out), secret) {
 		t.Errorf("stdout log not redacted: %q", out)
 	}
-	for _, f := range []string{ResultFile, EventsFile} {
+	for _, f := range []string{record.ResultFile, record.EventsFile} {
 		data, _ := os.ReadFile(filepath.Join(res.Dir, f))
 		if strings.Contains(string(data), secret) {
 			t.Errorf("%s holds the secret", f)
@@ -296,7 +286,7 @@ func TestSleepingAgentTimesOutAndNothingSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
-	if res.Status != StatusTimeout || !res.Agent.TimedOut {
+	if res.Status != record.StatusTimeout || !res.Agent.TimedOut {
 		t.Fatalf("status %s timed_out %v", res.Status, res.Agent.TimedOut)
 	}
 	if res.Score != 1 {
@@ -377,7 +367,7 @@ func TestThousandOrphansAreReapedUnderPids64(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.Status != "SUCCESS" || *res.Agent.ExitCode != 0 {
-		out, _ := os.ReadFile(filepath.Join(res.Dir, StderrFile))
+		out, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
 		t.Fatalf("status %s exit %d: %s", res.Status, *res.Agent.ExitCode, out)
 	}
 }

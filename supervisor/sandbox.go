@@ -15,9 +15,11 @@ import (
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/launcher/initbin"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -53,8 +55,8 @@ type SandboxConfig struct {
 	// id_range); the zero value is DefaultIDRange.
 	IDs IDRange
 
-	// UID is the process's UID and GID in the container: 0 means AgentUID; a verifier
-	// container (package verifier) runs as oci.GraderUID.
+	// UID is the process's UID and GID in the container: 0 means policy.AgentUID; a verifier
+	// container (package verifier) runs as policy.GraderUID.
 	UID uint32
 
 	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
@@ -79,7 +81,7 @@ type Sandbox struct {
 type Outcome struct {
 	Exit      launcher.Exit
 	Stopped   bool // SandboxConfig.Stop ended the agent
-	Isolation *Attestation
+	Isolation *record.Attestation
 	Resources launcher.Resources
 }
 
@@ -113,10 +115,10 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		cfg.InitDir = DefaultInitDir()
 	}
 	if cfg.Grace == 0 {
-		cfg.Grace = DefaultGrace
+		cfg.Grace = policy.DefaultGrace
 	}
 	if cfg.UID == 0 {
-		cfg.UID = AgentUID
+		cfg.UID = policy.AgentUID
 	}
 	s := &Sandbox{cfg: cfg, Workspace: filepath.Join(cfg.Dir, "workspace"), Home: filepath.Join(cfg.Dir, "home")}
 	defer func() {
@@ -160,7 +162,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 			return nil, err
 		}
 	}
-	initPath, err := initbin.Install(cfg.InitDir)
+	initPath, err := embedded.Init.Install(cfg.InitDir)
 	if err != nil {
 		return nil, fmt.Errorf("install init: %w", err)
 	}
@@ -230,7 +232,7 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	if err == nil {
 		att.Network = s.cfg.Network
 		out.Isolation = att
-		err = att.Check(Policy{
+		err = CheckAttestation(att, Policy{
 			UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 			IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
 		})
@@ -368,7 +370,7 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 
 // attest waits until the init has exec'd (seccomp is applied just before execve, so an
 // earlier read shows Seccomp: 0), then reads its isolation from the host's /proc.
-func attest(ctx context.Context, pid uint32) (*Attestation, error) {
+func attest(ctx context.Context, pid uint32) (*record.Attestation, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !execed(pid, "init") {
 		if time.Now().After(deadline) {

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/toolcalls"
 )
@@ -15,7 +16,7 @@ func readToolCalls(t *task.Task, dir string, o *grader.Options) *toolcalls.Summa
 	if t.Agent == nil || t.Agent.Gateway == nil {
 		return nil
 	}
-	l, err := toolcalls.ReadFile(filepath.Join(dir, ModelCallsFile))
+	l, err := toolcalls.ReadFile(filepath.Join(dir, record.ModelCallsFile))
 	if err != nil {
 		o.ToolCallsError = err
 		return nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/toolcalls"
 )
@@ -40,7 +41,7 @@ func TestRealCLIsToolCallCriteriaIgnoreForgedSessionFiles(t *testing.T) {
 	}
 	for _, x := range clis {
 		t.Run(x.agentType, func(t *testing.T) {
-			var results []*Result
+			var results []*record.Result
 			for _, forge := range []bool{false, true} {
 				// The third call is the same length either way: it plants the forged session
 				// file (base64, so its text is in no call's input), or writes a scratch file.
@@ -73,7 +74,7 @@ func TestRealCLIsToolCallCriteriaIgnoreForgedSessionFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 				if res.Status != "SUCCESS" {
-					stdout, _ := os.ReadFile(filepath.Join(res.Dir, StdoutFile))
+					stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
 					t.Fatalf("forged=%v: status %s %+v\ntool calls %+v\nstdout:\n%s", forge, res.Status, res.Criteria, res.ToolCalls, tail(stdout))
 				}
 				shells := 3
@@ -86,7 +87,7 @@ func TestRealCLIsToolCallCriteriaIgnoreForgedSessionFiles(t *testing.T) {
 				var onDisk struct {
 					ToolCalls *toolcalls.Summary `json:"tool_calls"`
 				}
-				data, _ := os.ReadFile(filepath.Join(res.Dir, ResultFile))
+				data, _ := os.ReadFile(filepath.Join(res.Dir, record.ResultFile))
 				if json.Unmarshal(data, &onDisk) != nil || !reflect.DeepEqual(onDisk.ToolCalls, res.ToolCalls) {
 					t.Errorf("result.json tool_calls %+v, want %+v", onDisk.ToolCalls, res.ToolCalls)
 				}

@@ -6,7 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
 )
 
 // Defaults of agent_judge.
@@ -32,7 +32,7 @@ func (l *loader) agentJudgeFields(what string, c *Criterion) map[string]func(*ya
 			if p == "" {
 				return
 			}
-			fx, err := gateway.ParseFixture(bytes.NewReader(data))
+			fx, err := transcript.ParseFixture(bytes.NewReader(data))
 			if err != nil {
 				l.errorf(resolve(v), "%s.agent_fixture: %v", what, err)
 				return

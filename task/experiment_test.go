@@ -6,23 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// writeTree writes files (path -> content) under a fresh directory and returns it.
-func writeTree(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+	"ceval.dev/ceval/internal/testtree"
+	"ceval.dev/ceval/policy"
+)
 
 const taskA = `task_id: a
 tags: [fast]
@@ -42,7 +29,7 @@ success_criteria:
 `
 
 func TestExperimentMergesDefaultsTaskVariantAndOverridesInThatOrder(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"tasks/a/task.yaml": taskA,
 		"tasks/b/task.yaml": taskB,
 		"shared/prompt.md":  "shared prompt",
@@ -81,7 +68,7 @@ variants:
 	}{
 		// good's agent replaces the task's command (lists replace) but keeps its model (maps merge).
 		{"good/a", "/bin/sh -c echo good", 256, 64, 0.5, "task-model"},
-		{"good/b", "/bin/sh -c echo good", DefaultMemoryMB, 64, 0.5, ""},
+		{"good/b", "/bin/sh -c echo good", policy.DefaultMemoryMB, 64, 0.5, ""},
 		// bad keeps each task's agent, falling back to the defaults' one.
 		{"bad/a", "/bin/true", 128, 64, 0.5, "task-model"},
 		{"bad/b", "/bin/false", 128, 64, 0.5, ""},
@@ -111,7 +98,7 @@ variants:
 }
 
 func TestExperimentDefaultsPathsResolveInTheExperimentDirectory(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"tasks/a/task.yaml": strings.Replace(taskA, "initial_prompt: do a\n", "", 1),
 		"shared/prompt.md":  "shared prompt",
 		"shared/tpl/x.txt":  "x",
@@ -141,8 +128,8 @@ defaults:
 }
 
 func TestExperimentDefaultsPathCannotLeaveTheExperimentDirectory(t *testing.T) {
-	outside := writeTree(t, map[string]string{"secret.txt": "s"})
-	dir := writeTree(t, map[string]string{
+	outside := testtree.New(t, map[string]string{"secret.txt": "s"})
+	dir := testtree.New(t, map[string]string{
 		"tasks/a/task.yaml": strings.Replace(taskA, "initial_prompt: do a\n", "", 1),
 		"exp.yaml":          "experiment_id: e\ntasks: [tasks/a/task.yaml]\ndefaults:\n  initial_prompt_file: link.txt\n",
 	})
@@ -199,7 +186,7 @@ func TestExperimentProblemsPointAtTheFileThatCausedThem(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := writeTree(t, map[string]string{
+			dir := testtree.New(t, map[string]string{
 				"tasks/a/task.yaml":   taskA,
 				"tasks/dup/task.yaml": taskA,
 				"tasks/bad/task.yaml": "task_id: bad\ncolour: red\ninitial_prompt: p\nsuccess_criteria: [{type: file_exists, path: x}]\n",
@@ -221,7 +208,7 @@ func TestExperimentProblemsPointAtTheFileThatCausedThem(t *testing.T) {
 }
 
 func TestExperimentTagsFilterAndOverrideValues(t *testing.T) {
-	dir := writeTree(t, map[string]string{
+	dir := testtree.New(t, map[string]string{
 		"tasks/a/task.yaml": taskA,
 		"tasks/b/task.yaml": taskB,
 		"exp.yaml":          "experiment_id: e\ntasks: [tasks/*/task.yaml]\ntags: [fast]\ndefaults: {agent: {type: command, command: [/bin/true]}}\n",

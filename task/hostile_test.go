@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/internal/testtree"
 )
 
 // canary stands for host content a hostile experiment tries to reach: no problem may quote it.
@@ -57,7 +59,7 @@ func TestExperimentTaskPathsCannotLeaveTheExperimentDirectory(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			top := t.TempDir()
-			mkTree(t, top, map[string]string{"outside/task.yaml": outsideTask, "exp/tasks/a/task.yaml": taskA})
+			testtree.Write(t, top, map[string]string{"outside/task.yaml": outsideTask, "exp/tasks/a/task.yaml": taskA})
 			dir := filepath.Join(top, "exp")
 			symlink(t, "/", filepath.Join(dir, "rootlink"))
 			symlink(t, filepath.Join(top, "outside"), filepath.Join(dir, "outlink"))
@@ -69,7 +71,7 @@ func TestExperimentTaskPathsCannotLeaveTheExperimentDirectory(t *testing.T) {
 }
 
 func TestExperimentSymlinkInsideItsDirectoryStillWorks(t *testing.T) {
-	dir := writeTree(t, map[string]string{"tasks/a/task.yaml": taskA, "exp.yaml": "experiment_id: e\ntasks: [alias/*/task.yaml]\n"})
+	dir := testtree.New(t, map[string]string{"tasks/a/task.yaml": taskA, "exp.yaml": "experiment_id: e\ntasks: [alias/*/task.yaml]\n"})
 	symlink(t, "tasks", filepath.Join(dir, "alias"))
 	e, err := LoadExperiment(filepath.Join(dir, "exp.yaml"), ExperimentOptions{})
 	if err != nil || len(e.Entries) != 1 || e.Entries[0].Task.ID != "a" {
@@ -80,7 +82,7 @@ func TestExperimentSymlinkInsideItsDirectoryStillWorks(t *testing.T) {
 func TestExperimentTaskThatIsAFIFOIsRefusedWithoutBlocking(t *testing.T) {
 	for _, pattern := range []string{"fifo.yaml", "*.yaml"} {
 		t.Run(pattern, func(t *testing.T) {
-			dir := writeTree(t, map[string]string{"exp.yaml": fmt.Sprintf("experiment_id: e\ntasks: [%q]\n", pattern)})
+			dir := testtree.New(t, map[string]string{"exp.yaml": fmt.Sprintf("experiment_id: e\ntasks: [%q]\n", pattern)})
 			if err := syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +117,7 @@ func TestExperimentDoesNotQuoteAFileThatIsNotATask(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := writeTree(t, map[string]string{"secret.yaml": c.content, "exp.yaml": "experiment_id: e\ntasks: [\"*.yaml\"]\n"})
+			dir := testtree.New(t, map[string]string{"secret.yaml": c.content, "exp.yaml": "experiment_id: e\ntasks: [\"*.yaml\"]\n"})
 			ps := loadProblems(t, dir)
 			wantProblem(t, ps, c.want)
 		})
@@ -123,8 +125,8 @@ func TestExperimentDoesNotQuoteAFileThatIsNotATask(t *testing.T) {
 }
 
 func TestExperimentRefusesAHardLinkedTaskFile(t *testing.T) {
-	outside := writeTree(t, map[string]string{"task.yaml": outsideTask})
-	dir := writeTree(t, map[string]string{"exp.yaml": "experiment_id: e\ntasks: [linked.yaml]\n"})
+	outside := testtree.New(t, map[string]string{"task.yaml": outsideTask})
+	dir := testtree.New(t, map[string]string{"exp.yaml": "experiment_id: e\ntasks: [linked.yaml]\n"})
 	if err := os.Link(filepath.Join(outside, "task.yaml"), filepath.Join(dir, "linked.yaml")); err != nil {
 		t.Skipf("no hard links across these temp dirs: %v", err)
 	}
@@ -145,7 +147,7 @@ func TestExperimentGlobIsBoundedInMatchesAndEntries(t *testing.T) {
 		// nothing still stops at the bound instead of reading the disk.
 		dir := t.TempDir()
 		for i := range 300 {
-			mkTree(t, dir, map[string]string{fmt.Sprintf("d%03d/x", i): ""})
+			testtree.Write(t, dir, map[string]string{fmt.Sprintf("d%03d/x", i): ""})
 		}
 		root, err := os.OpenRoot(dir)
 		if err != nil {
@@ -188,7 +190,7 @@ func TestExperimentAliasChainIsRefusedAtTheAlias(t *testing.T) {
 					// Anchors defined in a variant, used by defaults written after it.
 					exp += "variants:\n  - {variant_id: v, tags: " + aliasChain(depth) + ", sandbox: " + top + "}\ndefaults:\n  sandbox: " + top + "\n"
 				}
-				dir := writeTree(t, map[string]string{"tasks/a/task.yaml": taskA, "exp.yaml": exp})
+				dir := testtree.New(t, map[string]string{"tasks/a/task.yaml": taskA, "exp.yaml": exp})
 				var before, after syscall.Rusage
 				syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 				ps := loadProblems(t, dir)
@@ -269,13 +271,6 @@ func wantAtAlias(t *testing.T, doc string, p Problem) {
 	}
 }
 
-func mkTree(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for p, c := range files {
-		writeFile(t, filepath.Join(dir, p), c)
-	}
-}
-
 func writeFile(t *testing.T, p, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -348,6 +343,6 @@ func TestExperimentExpandingToTooManyPairsIsRefusedBeforeLoadingThem(t *testing.
 	for i := range 10 {
 		files[fmt.Sprintf("t%d.yaml", i)] = strings.Replace(taskA, "task_id: a", fmt.Sprintf("task_id: a%d", i), 1)
 	}
-	ps := loadProblems(t, writeTree(t, files))
+	ps := loadProblems(t, testtree.New(t, files))
 	wantProblem(t, ps, fmt.Sprintf("exp.yaml:1:1: the experiment expands to %d variant/task pairs (10 task files x %d variants), more than %d", 10*(MaxEntries/10+1), MaxEntries/10+1, MaxEntries))
 }

@@ -16,8 +16,9 @@ import (
 	jmespath "github.com/jmespath-community/go-jmespath"
 	"go.yaml.in/yaml/v3"
 
-	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/mockd/fixture"
+	"ceval.dev/ceval/policy"
 )
 
 // MaxTaskFileBytes bounds a task file and each file it references for reading.
@@ -140,9 +141,9 @@ func (l *loader) task(n *yaml.Node) *Task {
 	t := &Task{
 		Sandbox: Sandbox{
 			Image:   DefaultImage,
-			Network: NetworkNone,
-			Limits: Limits{Timeout: DefaultTimeout, MemoryMB: DefaultMemoryMB, CPUs: DefaultCPUs,
-				Pids: DefaultPids, DiskMB: DefaultDiskMB},
+			Network: policy.NetworkNone,
+			Limits: Limits{Timeout: policy.DefaultTimeout, MemoryMB: policy.DefaultMemoryMB, CPUs: policy.DefaultCPUs,
+				Pids: policy.DefaultPids, DiskMB: policy.DefaultDiskMB},
 		},
 	}
 	var promptNode, promptFileNode, criteriaNode *yaml.Node
@@ -274,7 +275,7 @@ func (l *loader) checkMockCriteria(t *Task) {
 }
 
 func (l *loader) agent(n *yaml.Node) *Agent {
-	var fixture *gateway.Fixture
+	var fixture *transcript.Fixture
 	var fixtureNode *yaml.Node
 	a := &Agent{}
 	var typeNode, commandNode *yaml.Node
@@ -322,11 +323,11 @@ func (l *loader) agent(n *yaml.Node) *Agent {
 }
 
 // agentAPI is the one model API each agent CLI calls.
-var agentAPI = map[string]string{AgentClaudeCode: gateway.Anthropic, AgentCodex: gateway.OpenAI}
+var agentAPI = map[string]string{AgentClaudeCode: transcript.Anthropic, AgentCodex: transcript.OpenAI}
 
 // gateway reads agent.gateway; a replay fixture is parsed now, so a bad one is a
 // validation error. It returns the parsed fixture and its node, if any.
-func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *gateway.Fixture, fixtureNode *yaml.Node) {
+func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *transcript.Fixture, fixtureNode *yaml.Node) {
 	g = &Gateway{Mode: GatewayForward}
 	got := l.mapping(n, "agent.gateway", []field{
 		{"mode", func(v *yaml.Node) {
@@ -350,9 +351,9 @@ func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *gateway.Fixture, fi
 			break
 		}
 		var err error
-		if fixture, err = gateway.ParseFixture(bytes.NewReader(data)); err != nil {
+		if fixture, err = transcript.ParseFixture(bytes.NewReader(data)); err != nil {
 			p := Problem{File: g.FixturePath, Msg: "gateway fixture: " + err.Error()}
-			var fe *gateway.FixtureError
+			var fe *transcript.FixtureError
 			if errors.As(err, &fe) {
 				p.Line, p.Column, p.Msg = fe.Line, 1, "gateway fixture: "+fe.Msg
 			}
@@ -424,7 +425,7 @@ var mockTool = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 	var out []ProtectedMock
 	tools := map[string]int{}
-	fixtures := map[string]*mockd.Fixture{} // by path, parsed once: mocks may share a file
+	fixtures := map[string]*fixture.Fixture{} // by path, parsed once: mocks may share a file
 	l.list(n, "protected_mocks", func(i int, item *yaml.Node) {
 		what := fmt.Sprintf("protected_mocks[%d]", i)
 		m := ProtectedMock{MaxRequests: DefaultMockRequests}
@@ -482,8 +483,8 @@ func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 
 // mockFixture parses a protected mock's fixture file; nil when it has problems, all
 // reported at their line in that file.
-func (l *loader) mockFixture(path string, data []byte) *mockd.Fixture {
-	fx, probs := mockd.ParseFixture(data)
+func (l *loader) mockFixture(path string, data []byte) *fixture.Fixture {
+	fx, probs := fixture.ParseFixture(data)
 	for _, p := range probs {
 		l.problems = append(l.problems, Problem{File: path, Line: p.Line, Column: p.Column, Msg: "fixture: " + p.Msg})
 	}
@@ -520,7 +521,7 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 			}
 		}},
 		{"network", func(v *yaml.Node) {
-			l.enum(v, "sandbox.network", []string{NetworkNone, NetworkHost}, &sb.Network)
+			l.enum(v, "sandbox.network", []string{policy.NetworkNone, policy.NetworkHost}, &sb.Network)
 		}},
 		{"limits", func(v *yaml.Node) {
 			lim := &sb.Limits
@@ -628,7 +629,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		return c, false
 	}
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
-	var exitCode, includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout *yaml.Node
+	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout *yaml.Node
 	all := map[string]func(*yaml.Node){
 		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
@@ -656,7 +657,6 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		"command":        func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
 		"timeout":        func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
 		"expected_exit_code": func(v *yaml.Node) {
-			exitCode = v
 			var code int64
 			l.integer(v, what+".expected_exit_code", 0, 255, &code)
 			c.ExpectedExitCode = int(code)
@@ -785,7 +785,6 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 				l.errorf(resolve(expectedStdout), "%s.expected_stdout: regular expression does not compile: %v", what, err)
 			}
 		}
-		_ = exitCode
 	}
 	return c, true
 }

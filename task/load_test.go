@@ -7,21 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/internal/testtree"
+	"ceval.dev/ceval/policy"
 )
 
 // writeTask writes files into a fresh directory and returns the path of task.yaml there.
 func writeTask(t *testing.T, doc string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testtree.New(t, files)
 	p := filepath.Join(dir, "task.yaml")
 	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
@@ -43,7 +37,7 @@ func TestLoadMinimalAppliesDefaults(t *testing.T) {
 	if tk.ID != "t1" || tk.Prompt != "do it" || tk.Agent != nil {
 		t.Errorf("unexpected task %+v", tk)
 	}
-	want := Sandbox{Image: DefaultImage, Network: NetworkNone, Limits: Limits{Timeout: 30 * time.Minute, MemoryMB: 2048, CPUs: 2, Pids: 512, DiskMB: 1024}}
+	want := Sandbox{Image: DefaultImage, Network: policy.NetworkNone, Limits: Limits{Timeout: 30 * time.Minute, MemoryMB: 2048, CPUs: 2, Pids: 512, DiskMB: 1024}}
 	if tk.Sandbox.Image != want.Image || tk.Sandbox.Network != want.Network || tk.Sandbox.Limits != want.Limits {
 		t.Errorf("sandbox = %+v, want %+v", tk.Sandbox, want)
 	}

@@ -5,17 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/internal/testtree"
 )
 
 func writeMockTask(t *testing.T, mocks string, files map[string]string) string {
 	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testtree.New(t, files)
 	p := filepath.Join(dir, "task.yaml")
 	src := "task_id: t\ninitial_prompt: p\nsuccess_criteria: [{type: file_exists, path: x}]\nprotected_mocks:\n" + mocks
 	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {

@@ -3,18 +3,13 @@ package task
 import (
 	"time"
 
-	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/mockd/fixture"
 )
 
 // Defaults for fields a task may leave out.
 const (
 	DefaultImage         = "ceval.local/default:latest"
-	DefaultTimeout       = 30 * time.Minute
-	DefaultMemoryMB      = 2048
-	DefaultCPUs          = 2.0
-	DefaultPids          = 512
-	DefaultDiskMB        = 1024
 	DefaultPassThreshold = 0.9
 	DefaultWeight        = 1.0
 	DefaultCheckTimeout  = 30 * time.Second
@@ -25,12 +20,6 @@ const (
 	AgentCommand    = "command"
 	AgentClaudeCode = "claude-code"
 	AgentCodex      = "codex"
-)
-
-// Network modes.
-const (
-	NetworkNone = "none"
-	NetworkHost = "host"
 )
 
 // Task is a loaded, validated task file. Its material (reference, template, plugins,
@@ -90,9 +79,9 @@ const (
 
 // Gateway is agent.gateway: how the run's model gateway answers.
 type Gateway struct {
-	Mode        string           // forward (default), record or replay
-	FixturePath string           // absolute, inside the task's directory; replay only
-	Fixture     *gateway.Fixture // parsed at load from FixturePath; what replay serves
+	Mode        string              // forward (default), record or replay
+	FixturePath string              // absolute, inside the task's directory; replay only
+	Fixture     *transcript.Fixture // parsed at load from FixturePath; what replay serves
 	// ServerTools keeps provider-side tools (web search, code execution, MCP connectors).
 	ServerTools bool
 }
@@ -159,10 +148,10 @@ type Plugin struct {
 
 // ProtectedMock is one mocked tool: the agent calls Tool and gets the answers of Fixture.
 type ProtectedMock struct {
-	Tool        string         // the command name the agent calls, e.g. "gh"
-	FixturePath string         // absolute, inside the task's directory
-	Fixture     *mockd.Fixture // parsed and validated at load time
-	MaxRequests int            // 1..MaxMockRequests; DefaultMockRequests when the task names none
+	Tool        string           // the command name the agent calls, e.g. "gh"
+	FixturePath string           // absolute, inside the task's directory
+	Fixture     *fixture.Fixture // parsed and validated at load time
+	MaxRequests int              // 1..MaxMockRequests; DefaultMockRequests when the task names none
 }
 
 // Bounds of protected_mocks[].max_requests.
@@ -267,9 +256,9 @@ type Criterion struct {
 	// agent_judge (Rubric and Timeout too).
 	JudgeAgent       string // claude-code | codex
 	JudgeModel       string
-	AgentFixturePath string           // absolute: the judge agent's gateway replay fixture; "" forwards
-	AgentFixture     *gateway.Fixture // parsed at load from AgentFixturePath
-	AgentFixtureData []byte           // its bytes as read at load (digested for regrade reuse)
+	AgentFixturePath string              // absolute: the judge agent's gateway replay fixture; "" forwards
+	AgentFixture     *transcript.Fixture // parsed at load from AgentFixturePath
+	AgentFixtureData []byte              // its bytes as read at load (digested for regrade reuse)
 	JudgeMaxTurns    int
 }
 

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/policy"
 )
 
 // Grading tiers of an executing criterion.
@@ -27,7 +29,7 @@ const (
 // Timeout bounds it.
 type Verifier struct {
 	Image    string // default: the task's own sandbox.image
-	Network  string // NetworkNone, or NetworkHost (run only with the user's --allow-host-network)
+	Network  string // policy.NetworkNone, or policy.NetworkHost (run only with the user's --allow-host-network)
 	MemoryMB int64
 	Pids     int64
 	DiskMB   int64 // the workspace copy's cap: the task's sandbox.limits.disk_mb, as the agent's
@@ -94,7 +96,7 @@ func (l *loader) graderFields(what string, g *graderSpec) map[string]func(*yaml.
 			}
 		}),
 		"network": at("network", func(v *yaml.Node) {
-			l.enum(v, what+".network", []string{NetworkNone, NetworkHost}, &g.network)
+			l.enum(v, what+".network", []string{policy.NetworkNone, policy.NetworkHost}, &g.network)
 		}),
 		"memory_mb": at("memory_mb", func(v *yaml.Node) { l.integer(v, what+".memory_mb", 16, MaxVerifierMemoryMB, &g.memoryMB) }),
 		"pids":      at("pids", func(v *yaml.Node) { l.integer(v, what+".pids", 8, MaxVerifierPids, &g.pids) }),
@@ -150,7 +152,7 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 			}
 			continue
 		}
-		v := &Verifier{Image: t.Sandbox.Image, Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: t.Sandbox.Limits.DiskMB}
+		v := &Verifier{Image: t.Sandbox.Image, Network: policy.NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: t.Sandbox.Limits.DiskMB}
 		if s := pick("image", cs.image, def.image); s != "" {
 			v.Image = s
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/policy"
 )
 
 func TestVerifierTier(t *testing.T) {
@@ -19,19 +21,19 @@ func TestVerifierTier(t *testing.T) {
 		{"WASM by default", "success_criteria: [{type: run_command, command: 'true'}]\n", nil, DefaultCheckTimeout},
 		{"the task's own image by default",
 			"success_criteria: [{type: run_command, command: 'dotnet build', sandbox: container}]\n",
-			&Verifier{Image: "example.org/dotnet:8", Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: DefaultDiskMB}, DefaultCheckTimeout},
+			&Verifier{Image: "example.org/dotnet:8", Network: policy.NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: policy.DefaultDiskMB}, DefaultCheckTimeout},
 		{"the criterion's own image and limits",
 			"success_criteria: [{type: run_command, command: x, sandbox: container, image: other:1, memory_mb: 512, pids: 64, timeout: 2m}]\n",
-			&Verifier{Image: "other:1", Network: NetworkNone, MemoryMB: 512, Pids: 64, DiskMB: DefaultDiskMB}, 2 * time.Minute},
+			&Verifier{Image: "other:1", Network: policy.NetworkNone, MemoryMB: 512, Pids: 64, DiskMB: policy.DefaultDiskMB}, 2 * time.Minute},
 		{"the task's grader section is the default",
 			"grader: {sandbox: container, image: g:1, pids: 100, timeout: 5m}\nsuccess_criteria: [{type: run_command, command: x}]\n",
-			&Verifier{Image: "g:1", Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: 100, DiskMB: DefaultDiskMB}, 5 * time.Minute},
+			&Verifier{Image: "g:1", Network: policy.NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: 100, DiskMB: policy.DefaultDiskMB}, 5 * time.Minute},
 		{"a criterion overrides the grader section",
 			"grader: {sandbox: container, image: g:1, timeout: 5m}\nsuccess_criteria: [{type: run_command, command: x, image: mine:2, timeout: 10s}]\n",
-			&Verifier{Image: "mine:2", Network: NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: DefaultDiskMB}, 10 * time.Second},
+			&Verifier{Image: "mine:2", Network: policy.NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: policy.DefaultDiskMB}, 10 * time.Second},
 		{"host network, if the user allows it",
 			"grader: {sandbox: container, network: host}\nsuccess_criteria: [{type: run_command, command: x}]\n",
-			&Verifier{Image: "example.org/dotnet:8", Network: NetworkHost, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: DefaultDiskMB}, DefaultCheckTimeout},
+			&Verifier{Image: "example.org/dotnet:8", Network: policy.NetworkHost, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: policy.DefaultDiskMB}, DefaultCheckTimeout},
 		{"a criterion opts back into WASM",
 			"grader: {sandbox: container}\nsuccess_criteria: [{type: run_command, command: x, sandbox: wasm}]\n", nil, DefaultCheckTimeout},
 	}

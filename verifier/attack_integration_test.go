@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/task"
 )
 
@@ -245,7 +246,7 @@ func TestVerifierHostNetworkNeedsTheUsersFlag(t *testing.T) {
 	e, _, ctx := newExecutor(t)
 	s := snap(t, nil)
 	c := container("tail -n +3 /proc/net/dev | cut -d: -f1")
-	c.Verifier.Network = task.NetworkHost
+	c.Verifier.Network = policy.NetworkHost
 	_, _, err := e.Execute(ctx, c, s, nil)
 	var ng *grader.NotGradedError
 	if !errors.As(err, &ng) || !strings.Contains(ng.Reason, "--allow-host-network") {

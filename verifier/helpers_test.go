@@ -13,6 +13,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -62,7 +63,7 @@ func container(command string) *task.Criterion {
 	return &task.Criterion{
 		Type: task.RunCommand, Command: command, Weight: 1, PassThreshold: task.DefaultPassThreshold,
 		Timeout: 20 * time.Second,
-		Verifier: &task.Verifier{Image: images.DefaultName, Network: task.NetworkNone,
+		Verifier: &task.Verifier{Image: images.DefaultName, Network: policy.NetworkNone,
 			MemoryMB: 256, Pids: 64, DiskMB: 64},
 	}
 }

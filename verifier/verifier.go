@@ -18,6 +18,8 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
@@ -89,7 +91,7 @@ func New(opts Options) (*Executor, error) {
 type Run struct {
 	grader.CommandRun
 	Exit      launcher.Exit
-	Isolation *supervisor.Attestation
+	Isolation *record.Attestation
 	Resources launcher.Resources
 }
 
@@ -123,14 +125,14 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	if c.UsesReference && reference.Root() == nil {
 		return nil, errors.New("verifier: the criterion uses_reference but the task has no reference directory")
 	}
-	network := oci.NetworkNone
+	network := policy.NetworkNone
 	switch v.Network {
-	case "", task.NetworkNone:
-	case task.NetworkHost:
+	case "", policy.NetworkNone:
+	case policy.NetworkHost:
 		if !e.opts.AllowHostNetwork {
 			return nil, &grader.NotGradedError{Reason: "network: host runs the agent's code on the host's network: only with --allow-host-network (or allow_host_network in ceval's config)"}
 		}
-		network = oci.NetworkHost
+		network = policy.NetworkHost
 	default:
 		return nil, fmt.Errorf("verifier: unknown network %q", v.Network)
 	}
@@ -173,16 +175,16 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	stderr := &cappedBuffer{max: e.opts.MaxOutput}
 	diskMB := v.DiskMB
 	if diskMB <= 0 {
-		diskMB = task.DefaultDiskMB
+		diskMB = policy.DefaultDiskMB
 	}
 	id := make([]byte, 6)
 	_, _ = rand.Read(id)
 	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
 		Argv:    []string{"/bin/sh", "-c", c.Command},
-		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: task.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
+		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
-		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: oci.GraderUID,
+		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID,
 		Stdout: stdout, Stderr: stderr,
 		Prepare: func(workspace, _ string) error {
 			var err error

@@ -340,7 +340,7 @@ func TestTrojanGrepInWorkspaceIsNeverRun(t *testing.T) {
 	})
 	t.Run("toolbox", func(t *testing.T) {
 		if !HasToolbox() {
-			t.Skip("wasm/toolbox.wasm is still the placeholder")
+			t.Skip("internal/embedded/toolbox.wasm is not a WebAssembly module")
 		}
 		e := newExecutor(t, nil, Options{})
 		s := workspace(t, files, setup)

@@ -16,7 +16,7 @@ import (
 // found and the run FAILs.
 func TestDashNamedFilesCannotPassANegativeGrepCriterion(t *testing.T) {
 	if !HasToolbox() {
-		t.Fatal("wasm/toolbox.wasm is the placeholder: run make toolbox")
+		t.Fatal("internal/embedded/toolbox.wasm is not a WebAssembly module: run make toolbox")
 	}
 	const doc = `task_id: dash-files
 initial_prompt: finish the TODOs

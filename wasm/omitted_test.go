@@ -2,11 +2,11 @@ package wasm
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 	"golang.org/x/sys/unix"
@@ -17,15 +17,7 @@ func cappedWorkspace(t *testing.T, files map[string]string, lim snapshot.Limits)
 	t.Helper()
 	parent := t.TempDir()
 	src := filepath.Join(parent, "ws")
-	for name, content := range files {
-		p := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testtree.Write(t, src, files)
 	s, err := snapshot.Take(src, filepath.Join(parent, "snap"), lim)
 	if err != nil {
 		t.Fatal(err)

@@ -7,13 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"sync"
+
+	"ceval.dev/ceval/internal/embedded"
 )
 
 // embeddedToolbox is the WASI shell and coreutils that run_command criteria run, built from
-// cmd/ceval-toolbox. Until that build lands, toolbox.wasm is an empty placeholder.
-//
-//go:embed toolbox.wasm
-var embeddedToolbox []byte
+// cmd/ceval-toolbox and committed in package internal/embedded.
+var embeddedToolbox = embedded.Toolbox()
 
 // wasmMagic starts every WebAssembly binary.
 var wasmMagic = []byte("\x00asm")
@@ -30,4 +30,4 @@ func newTaskModule(data []byte) *taskModule {
 	return &taskModule{data: data, digest: hex.EncodeToString(sum[:])}
 }
 
-var errNoToolbox = errors.New("wasm: this ceval was built without the WASI toolbox (wasm/toolbox.wasm is a placeholder), so it cannot run run_command criteria")
+var errNoToolbox = errors.New("wasm: this ceval was built without the WASI toolbox (internal/embedded/toolbox.wasm is not a WebAssembly module; run make toolbox), so it cannot run run_command criteria")

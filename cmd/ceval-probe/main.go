@@ -11,7 +11,7 @@
 // On any success it also logs "PROOF ..." and appends that line to /workspace/proof.txt,
 // which the attack's criteria reward. It takes no arguments and always exits 0, so its own
 // exit code never hides a result. It is static (stdlib and x/sys/unix only), committed as
-// selftest/probebin/ceval-probe and added to the attack's image by the selftest.
+// internal/embedded/ceval-probe and added to the attack's image by the selftest.
 package main
 
 import (

@@ -18,7 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// built is this command compiled for wasip1 with the flags mk/toolbox.mk uses, once per
+// built is this command compiled for wasip1 with the flags mk/embedded.mk uses, once per
 // test binary.
 var built = sync.OnceValues(func() ([]byte, error) {
 	dir, err := os.MkdirTemp("", "toolbox-test")

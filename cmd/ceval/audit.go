@@ -15,6 +15,7 @@ import (
 
 	"ceval.dev/ceval/audit"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -86,7 +87,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			errOut := cmd.ErrOrStderr()
 			o := audit.Options{
 				Run: supervisor.Options{
-					RunsDir: runsDir, RunID: supervisor.NewRunID(time.Now()), Client: sess.client, Namespace: g.namespace,
+					RunsDir: runsDir, RunID: record.NewRunID(time.Now()), Client: sess.client,
 					Version: cevalVersion(), Preflight: sess.preflight, Busybox: busybox, Executor: ex, IDs: ucfg.idRange(),
 					// A task asking for host networking gets it only as for ceval run: when the user's config allows it.
 					Allow: supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -177,7 +176,7 @@ func newCompareCmd() *cobra.Command {
 				return err
 			}
 			if code != exitOK {
-				return exitWith(code, errors.New(""))
+				return exitCode(code)
 			}
 			return nil
 		},

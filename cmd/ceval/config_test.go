@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/supervisor"
 )
 
@@ -77,7 +78,7 @@ func TestConfigGatewayAllow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := cfg.gatewayAllow[gateway.Anthropic]
+	a := cfg.gatewayAllow[transcript.Anthropic]
 	if len(a.Values["service_tier"]) != 2 || len(a.HeaderValues["anthropic-beta"]) != 1 || a.Fields != nil {
 		t.Fatalf("allowlist %+v", a)
 	}

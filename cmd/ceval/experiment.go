@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
@@ -64,7 +65,7 @@ func (x *experimentFlags) load(path string, cmd *cobra.Command) (*task.Experimen
 
 // resumeArgs fills in, from plan.json, what a bare `ceval run --resume DIR` leaves out.
 func (x *experimentFlags) resumeArgs(cmd *cobra.Command, args []string) ([]string, error) {
-	plan, err := supervisor.ReadPlan(x.resume)
+	plan, err := record.ReadPlan(x.resume)
 	if err != nil {
 		return nil, exitWith(exitInvalid, fmt.Errorf("--resume %s: %w", x.resume, err))
 	}
@@ -103,14 +104,14 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	defer sess.Close()
 	c, cctx := sess.client, sess.ctx
 	base.Preflight = sess.preflight
-	base.Client, base.Namespace, base.Version = c, g.namespace, cevalVersion()
+	base.Client, base.Version = c, cevalVersion()
 	executor, closeExecutor, err := executorFor(sessionTier(sess, g, base.Busybox, base.IDs, base.Allow.HostNetwork), experimentTasks(e)...)
 	if err != nil {
 		return exitWith(exitInfraErr, err)
 	}
 	defer closeExecutor()
 	base.Executor = executor
-	base.RunID = supervisor.NewRunID(time.Now())
+	base.RunID = record.NewRunID(time.Now())
 	if x.resume != "" {
 		abs, err := filepath.Abs(x.resume)
 		if err != nil {
@@ -122,7 +123,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	prog := newProgress(errOut, e.Repeats*len(e.Entries))
 	res, err := supervisor.RunExperiment(cctx, e, supervisor.ExperimentOptions{
 		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "",
-		OnStart:  func(supervisor.PlannedRun, *supervisor.PlanEntry) { prog.started() },
+		OnStart:  func(record.PlannedRun, *record.PlanEntry) { prog.started() },
 		OnFinish: prog.finished,
 		OnRetry: func(r *supervisor.RunRecord, err error) {
 			prog.line(fmt.Sprintf("retry %s/%s #%d (the agent had not started): %s", r.Variant, r.TaskID, r.Repeat, clean(err.Error())))
@@ -155,12 +156,12 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		if err != nil {
 			return err
 		}
-		return exitWith(worseExit(code, infraExit(ex)), errors.New(""))
+		return exitCode(worseExit(code, infraExit(ex)))
 	}
 	if x.gate.failUnder > 0 {
-		return exitWith(worseExit(x.gate.gateWithoutBaseline(cmd.OutOrStdout(), sum), infraExit(ex)), errors.New(""))
+		return exitCode(worseExit(x.gate.gateWithoutBaseline(cmd.OutOrStdout(), sum), infraExit(ex)))
 	}
-	return exitWith(experimentExit(ex), errors.New(""))
+	return exitCode(experimentExit(ex))
 }
 
 // experimentExit is the worst outcome over the runs: 3 for ERROR/NOT_GRADED (or a run
@@ -290,7 +291,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
-			plan, err := supervisor.ReadPlan(dir)
+			plan, err := record.ReadPlan(dir)
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}

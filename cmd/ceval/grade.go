@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 )
 
@@ -76,7 +77,7 @@ func exitForStatus(status string) error {
 	switch status {
 	case grader.TaskSuccess:
 		return nil
-	case grader.TaskFailure, "TIMEOUT":
+	case grader.TaskFailure, record.StatusTimeout:
 		return exitWith(exitFailure, fmt.Errorf(""))
 	default:
 		return exitWith(exitInfraErr, fmt.Errorf(""))

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/policy"
 )
 
 func newImagesBuildCmd(g *globalOptions) *cobra.Command {
@@ -21,7 +22,7 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 		Use:   "build NAME (--packages PKG,... [--suite SUITE] [--pip NAME==VERSION --pip-find-links DIR] [--agent-clis] [--force] | -f Dockerfile [--build-arg K=V] [CONTEXT])",
 		Short: "Build a Debian image with the given packages (mmdebstrap), labeled for agents",
 		Long: "build assembles a Debian minbase rootfs with mmdebstrap (apt-get install mmdebstrap) from\n" +
-			"the host's apt sources (another --suite uses Debian's mirror), adds the agent user " + fmt.Sprint(images.AgentUID) + ",\n" +
+			"the host's apt sources (another --suite uses Debian's mirror), adds the agent user " + fmt.Sprint(policy.AgentUID) + ",\n" +
 			"/workspace and /home/agent, and stores it as one reproducible layer (SOURCE_DATE_EPOCH, fixed\n" +
 			"order and metadata): setuid/setgid bits and file capabilities are removed, device nodes dropped,\n" +
 			"then the layer is preflighted and the image labeled " + images.IsolationLabel + "=" + images.IsolationLabelValue + ".\n" +

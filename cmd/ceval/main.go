@@ -29,10 +29,18 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// exitCode ends the command with code and prints nothing more: what it has to say, it said.
+func exitCode(code int) error { return &exitError{code: code} }
 
 // globalOptions are the flags every command sees.
 type globalOptions struct {
@@ -100,7 +108,7 @@ func execute(args []string) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
+		if ee.err != nil {
 			fmt.Fprintln(os.Stderr, "ceval:", ee.err)
 		}
 		return ee.code

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/report"
 	"ceval.dev/ceval/supervisor"
 )
@@ -105,11 +106,11 @@ func (p *progress) finished(r *supervisor.RunRecord) {
 		p.fresh++
 	}
 	p.done++
-	status, score, secs := "ERROR", 0.0, 0.0
+	status, score, secs := grader.TaskError, 0.0, 0.0
 	if r.Result != nil {
 		status, score, secs = r.Result.Status, r.Result.Score, r.Result.Timings.Total
 	}
-	if status != "SUCCESS" {
+	if status != grader.TaskSuccess {
 		p.failed++
 	}
 	note := ""

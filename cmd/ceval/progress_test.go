@@ -12,13 +12,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 )
 
 func finishedRun(status string, err error) *supervisor.RunRecord {
-	r := &supervisor.RunRecord{Variant: "v", TaskID: "t", PlannedRun: supervisor.PlannedRun{Repeat: 1}, Err: err}
+	r := &supervisor.RunRecord{Variant: "v", TaskID: "t", PlannedRun: record.PlannedRun{Repeat: 1}, Err: err}
 	if status != "" {
-		r.Result = &supervisor.Result{Result: grader.Result{Status: status, Score: 1}}
+		r.Result = &record.Result{Result: grader.Result{Status: status, Score: 1}}
 	}
 	return r
 }

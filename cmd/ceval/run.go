@@ -10,7 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -120,13 +123,13 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer closeEx()
-			runID := supervisor.NewRunID(time.Now())
+			runID := record.NewRunID(time.Now())
 			errOut := cmd.ErrOrStderr()
-			var results []*supervisor.Result
+			var results []*record.Result
 			worst := exitOK
 			for _, t := range tasks {
 				opts := supervisor.Options{
-					RunsDir: runsDir, RunID: runID, Client: c, Namespace: g.namespace,
+					RunsDir: runsDir, RunID: runID, Client: c,
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
 					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge,
@@ -152,7 +155,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				printRunTable(cmd.OutOrStdout(), results)
 			}
 			if worst != exitOK {
-				return exitWith(worst, errors.New(""))
+				return exitCode(worst)
 			}
 			return nil
 		},
@@ -162,14 +165,14 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON (one object for one task, else a list)")
 	f.StringArrayVar(&allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable; also allow_env in the config file)")
 	f.BoolVar(&allowHostNet, "allow-host-network", false, "let tasks that ask for sandbox.network: host have it")
-	f.DurationVar(&grace, "grace", supervisor.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
+	f.DurationVar(&grace, "grace", policy.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
 	x.add(cmd)
 	return cmd
 }
 
 // exitCodeFor maps one run's outcome to the shared exit codes.
-func exitCodeFor(res *supervisor.Result, err error) int {
+func exitCodeFor(res *record.Result, err error) int {
 	var ie *supervisor.InputError
 	switch {
 	case errors.As(err, &ie):
@@ -178,9 +181,9 @@ func exitCodeFor(res *supervisor.Result, err error) int {
 		return exitInfraErr
 	}
 	switch {
-	case res.Status == "SUCCESS":
+	case res.Status == grader.TaskSuccess:
 		return exitOK
-	case supervisor.AgentFailed(res.Status):
+	case record.AgentFailed(res.Status):
 		return exitFailure
 	}
 	return exitInfraErr
@@ -219,19 +222,19 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 	}
 }
 
-func printJSONResults(w io.Writer, results []*supervisor.Result) error {
+func printJSONResults(w io.Writer, results []*record.Result) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if len(results) == 1 {
 		return enc.Encode(results[0])
 	}
 	if results == nil {
-		results = []*supervisor.Result{}
+		results = []*record.Result{}
 	}
 	return enc.Encode(results)
 }
 
-func printRunTable(w io.Writer, results []*supervisor.Result) {
+func printRunTable(w io.Writer, results []*record.Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATUS\tSCORE\tAGENT EXIT\tTIME\tRUN DIR")
 	for _, r := range results {

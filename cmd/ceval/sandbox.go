@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -37,10 +39,10 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			"Use it to check what an agent can see.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if network != task.NetworkNone && network != task.NetworkHost {
+			if network != policy.NetworkNone && network != policy.NetworkHost {
 				return exitWith(exitInvalid, fmt.Errorf("--network must be none or host, got %q", network))
 			}
-			if network == task.NetworkHost && !allowHostNet {
+			if network == policy.NetworkHost && !allowHostNet {
 				return exitWith(exitInvalid, errors.New("--network host needs --allow-host-network"))
 			}
 			if timeout <= 0 {
@@ -69,10 +71,10 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer os.RemoveAll(dir)
-			limits := task.Limits{Timeout: timeout, MemoryMB: task.DefaultMemoryMB, CPUs: task.DefaultCPUs,
-				Pids: task.DefaultPids, DiskMB: task.DefaultDiskMB}
+			limits := task.Limits{Timeout: timeout, MemoryMB: policy.DefaultMemoryMB, CPUs: policy.DefaultCPUs,
+				Pids: policy.DefaultPids, DiskMB: policy.DefaultDiskMB}
 			s, err := supervisor.NewSandbox(cctx, supervisor.SandboxConfig{
-				Client: c, Image: image, ID: "sandbox-" + supervisor.NewRunID(time.Now()), Argv: args,
+				Client: c, Image: image, ID: "sandbox-" + record.NewRunID(time.Now()), Argv: args,
 				Limits: limits, Network: network, Dir: dir + "/scratch",
 				Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), IDs: ucfg.idRange(),
 			})
@@ -92,14 +94,14 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			case out.Exit.TimedOut:
 				return exitWith(124, fmt.Errorf("timed out after %s", timeout))
 			case out.Exit.Code != 0:
-				return exitWith(out.Exit.Code, errors.New(""))
+				return exitCode(out.Exit.Code)
 			}
 			return nil
 		},
 	}
 	f := exec.Flags()
 	f.StringVar(&image, "image", images.DefaultName, "image to run (built on first use when it is the default)")
-	f.StringVar(&network, "network", task.NetworkNone, "none (loopback only) or host")
+	f.StringVar(&network, "network", policy.NetworkNone, "none (loopback only) or host")
 	f.DurationVar(&timeout, "timeout", 5*time.Minute, "kill CMD after this long")
 	f.BoolVar(&allowHostNet, "allow-host-network", false, "permit --network host")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")

@@ -65,7 +65,7 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			c, cctx, pc := sess.client, sess.ctx, sess.preflight
 			errOut := cmd.ErrOrStderr()
 			rep, err := selftest.Run(cctx, selftest.Options{
-				Client: c, Namespace: g.namespace, Image: image, Only: names, RunsDir: runsDir,
+				Client: c, Image: image, Only: names, RunsDir: runsDir,
 				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(),
 				Progress: func(r selftest.Row) {
 					fmt.Fprintf(errOut, "[%5.1fs] %-32s %s\n", r.Seconds, r.Name, r.Outcome)

@@ -1,4 +1,4 @@
-package gateway
+package transcript
 
 import (
 	"bytes"
@@ -115,7 +115,7 @@ func parseScript(data []byte) (*Fixture, error) {
 			}
 		}
 	}
-	return &Fixture{script: &s, index: map[fixtureKey][]int{}}, nil
+	return &Fixture{script: &s, index: map[Key][]int{}}, nil
 }
 
 // nodeLine finds the line of a mapping key (or sequence index) path in a YAML document; 1
@@ -178,19 +178,19 @@ func (f *Fixture) Answers(api string) bool {
 	return false
 }
 
-// scriptAnswer renders turn k.depth for a request with tools; nil when the script has no
+// ScriptAnswer renders turn k.Depth for a request with tools; nil when the script has no
 // such turn (or the request is for the other API, or offers no tools).
-func (f *Fixture) scriptAnswer(k fixtureKey, model string, stream bool) *Call {
+func (f *Fixture) ScriptAnswer(k Key, model string, stream bool) *Call {
 	s := f.script
-	if s == nil || k.api != s.API || !k.tools || k.depth >= len(s.Turns) {
+	if s == nil || k.API != s.API || !k.Tools || k.Depth >= len(s.Turns) {
 		return nil
 	}
-	t := s.Turns[k.depth]
-	c := &Call{API: k.api, Depth: k.depth, Tools: true, Stream: stream, Status: 200}
-	if k.api == Anthropic {
-		c.ContentType, c.Response = renderAnthropic(k.depth, t, model, stream)
+	t := s.Turns[k.Depth]
+	c := &Call{API: k.API, Depth: k.Depth, Tools: true, Stream: stream, Status: 200}
+	if k.API == Anthropic {
+		c.ContentType, c.Response = renderAnthropic(k.Depth, t, model, stream)
 	} else {
-		c.ContentType, c.Response = renderResponses(k.depth, t, model, stream)
+		c.ContentType, c.Response = renderResponses(k.Depth, t, model, stream)
 	}
 	return c
 }

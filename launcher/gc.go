@@ -1,0 +1,307 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/oci"
+)
+
+// Swept is one thing GC removed, or kept because its owner still runs, and why.
+type Swept struct {
+	Kind string // container, task, snapshot, lease, mount, fifo, id-slot
+	ID   string
+	Why  string
+}
+
+// ownerStartSlack is how much later than a container the process holding its owner's PID
+// may seem to have started and still count as its owner.
+const ownerStartSlack = time.Minute
+
+// leaseContainerLabel names the container a lease of Create holds.
+const leaseContainerLabel = "dev.ceval.container"
+
+// GC removes from ctx's containerd namespace what a ceval process that is gone left behind:
+// containers it labelled (killing their tasks first), their rootfs snapshots, its leases,
+// the scratch filesystems mounted for their workspaces (MountScratch) and their supervisor
+// FIFOs (Lifeline). Anything whose owner (PID plus boot id, checked against the process's
+// start time) still runs is kept and listed. supervisor.GC also frees the ID slots.
+func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error) {
+	bootID, err := BootID()
+	if err != nil {
+		return nil, nil, err
+	}
+	var errs []error
+	live := map[string]bool{} // container IDs a live ceval owns
+	var scratch []string      // workspace/home mount points of dead containers
+	var fifos []Swept         // supervisor FIFOs of dead containers (Lifeline)
+	ctrs, err := c.Containers(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gc: list containers: %w", err)
+	}
+	for _, ctr := range ctrs {
+		info, err := ctr.Info(ctx, client.WithoutRefreshedMetadata)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, ours := info.Labels[oci.LabelPID]; !ours {
+			continue
+		}
+		why, alive := ownerAlive(info.Labels, bootID, info.CreatedAt)
+		if alive {
+			live[ctr.ID()] = true
+			kept = append(kept, Swept{"container", ctr.ID(), why})
+			continue
+		}
+		if spec, err := ctr.Spec(ctx); err == nil {
+			for _, m := range spec.Mounts {
+				if m.Destination == oci.WorkspacePath || m.Destination == oci.HomePath {
+					scratch = append(scratch, m.Source)
+				}
+				if m.Destination == oci.SupervisorFIFOPath {
+					fifos = append(fifos, Swept{"fifo", m.Source, why})
+				}
+			}
+		}
+		r, err := deleteDeadContainer(ctx, ctr, why)
+		removed = append(removed, r...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	ls := c.LeasesService()
+	all, err := ls.List(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("gc: list leases: %w", err))
+	}
+	for _, l := range all {
+		id, ours := l.Labels[leaseContainerLabel]
+		if !ours {
+			continue
+		}
+		if live[id] {
+			continue
+		}
+		if _, labelled := l.Labels[oci.LabelPID]; !labelled {
+			continue // an older ceval's lease: it expires by itself
+		}
+		why, alive := ownerAlive(l.Labels, bootID, l.CreatedAt)
+		if alive {
+			live[id] = true
+			kept = append(kept, Swept{"lease", l.ID, why})
+			continue
+		}
+		if err := ls.Delete(ctx, leases.Lease{ID: l.ID}, leases.SynchronousDelete); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("gc: delete lease %s: %w", l.ID, err))
+			continue
+		}
+		removed = append(removed, Swept{"lease", l.ID, why})
+	}
+
+	// A snapshot keyed like a ceval container that no container and no live lease holds.
+	exists := map[string]bool{}
+	if ctrs, err := c.Containers(ctx); err == nil {
+		for _, ctr := range ctrs {
+			exists[ctr.ID()] = true
+		}
+	}
+	for _, name := range []string{"overlayfs", "native"} {
+		sn := c.SnapshotService(name)
+		var keys []string
+		_ = sn.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+			if info.Kind == snapshots.KindActive && strings.HasPrefix(info.Name, "ceval-") && !exists[info.Name] && !live[info.Name] {
+				keys = append(keys, info.Name)
+			}
+			return nil
+		})
+		for _, k := range keys {
+			if err := sn.Remove(ctx, k); err != nil && !errdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("gc: remove snapshot %s: %w", k, err))
+				continue
+			}
+			removed = append(removed, Swept{"snapshot", k, "no container and no live lease holds it"})
+		}
+	}
+
+	for _, f := range fifos {
+		// Only a FIFO: the path comes from our own spec, but never remove anything else.
+		if fi, err := os.Lstat(f.ID); err != nil || fi.Mode().Type() != fs.ModeNamedPipe {
+			continue
+		}
+		if err := os.Remove(f.ID); err != nil {
+			errs = append(errs, fmt.Errorf("gc: remove supervisor FIFO: %w", err))
+			continue
+		}
+		removed = append(removed, f)
+	}
+
+	mounted := scratchMounts()
+	for _, dir := range scratch {
+		if !mounted[dir] {
+			continue
+		}
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("gc: unmount %s: %w", dir, err))
+			continue
+		}
+		removed = append(removed, Swept{"mount", dir, "scratch filesystem of a removed container"})
+		_ = os.Remove(dir)
+		_ = os.Remove(filepath.Dir(dir)) // the run's .scratch, once both are gone
+	}
+	return removed, kept, errors.Join(errs...)
+}
+
+// deleteDeadContainer kills and deletes the container's task, then the container with its
+// snapshot.
+func deleteDeadContainer(ctx context.Context, ctr client.Container, why string) ([]Swept, error) {
+	var out []Swept
+	if tk, err := ctr.Task(ctx, nil); err == nil {
+		wait, werr := tk.Wait(ctx)
+		if err := tk.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsFailedPrecondition(err) {
+			return out, fmt.Errorf("gc: kill task %s: %w", ctr.ID(), err)
+		}
+		if werr == nil {
+			select {
+			case <-wait:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		if _, err := tk.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+			return out, fmt.Errorf("gc: delete task %s: %w", ctr.ID(), err)
+		}
+		out = append(out, Swept{"task", ctr.ID(), why})
+	} else if !errdefs.IsNotFound(err) {
+		return out, fmt.Errorf("gc: task of %s: %w", ctr.ID(), err)
+	}
+	if err := ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+		return out, fmt.Errorf("gc: delete container %s: %w", ctr.ID(), err)
+	}
+	return append(out, Swept{"container", ctr.ID(), why}), nil
+}
+
+// ownerAlive tells whether the ceval that labelled a thing made at created still runs: same
+// boot, its PID exists, and that process started no later than the thing was made (a reused
+// PID started after).
+func ownerAlive(labels map[string]string, bootID string, created time.Time) (string, bool) {
+	if labels[oci.LabelBootID] != bootID {
+		return "made before the last reboot", false
+	}
+	pid, err := strconv.Atoi(labels[oci.LabelPID])
+	if err != nil || pid <= 0 {
+		return "no owner PID", false
+	}
+	started, err := processStart(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Sprintf("owner PID %d is gone", pid), false
+	}
+	if err != nil {
+		return fmt.Sprintf("owner PID %d may still run (%v)", pid, err), true // when unsure, keep
+	}
+	// The boot time has whole seconds and drifts with clock adjustments: err towards keeping.
+	if started.After(created.Add(ownerStartSlack)) {
+		return fmt.Sprintf("PID %d now belongs to a later process", pid), false
+	}
+	return fmt.Sprintf("owner PID %d still runs", pid), true
+}
+
+// processStart returns when a process started, from /proc/<pid>/stat and the boot time.
+func processStart(pid int) (time.Time, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return time.Time{}, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return time.Time{}, errors.New("bad stat")
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return time.Time{}, errors.New("short stat")
+	}
+	ticks, err := strconv.ParseInt(fields[19], 10, 64) // field 22: starttime
+	if err != nil {
+		return time.Time{}, err
+	}
+	bt, err := bootTime()
+	if err != nil {
+		return time.Time{}, err
+	}
+	const hz = 100 // USER_HZ on Linux
+	return bt.Add(time.Duration(ticks) * time.Second / hz), nil
+}
+
+func bootTime() (time.Time, error) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "btime "); ok {
+			secs, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+			return time.Unix(secs, 0), err
+		}
+	}
+	return time.Time{}, errors.New("no btime in /proc/stat")
+}
+
+// scratchMounts lists the mount points of ceval's scratch tmpfs (MountScratch).
+func scratchMounts() map[string]bool {
+	out := map[string]bool{}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ID parent major:minor root mountpoint options... - fstype source superopts
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if len(pf) >= 5 && len(qf) >= 2 && qf[0] == "tmpfs" && qf[1] == "ceval-scratch" {
+			out[unescapeMount(pf[4])] = true
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}

@@ -1,0 +1,174 @@
+package record
+
+import (
+	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/toolcalls"
+	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Run statuses beyond the grader's.
+const (
+	StatusTimeout = "TIMEOUT"
+	StatusError   = grader.TaskError
+)
+
+// Result is result.json: the grade plus what the run was.
+type Result struct {
+	grader.Result
+	RunID        string       `json:"run_id"`
+	Variant      string       `json:"variant"`
+	Repeat       int          `json:"repeat"`
+	Attempt      int          `json:"attempt,omitempty"` // >1 when this is a retry
+	Agent        AgentResult  `json:"agent"`
+	Isolation    *Attestation `json:"isolation,omitempty"`
+	Timings      Timings      `json:"timings"`
+	Resources    Resources    `json:"resources"`
+	Image        Image        `json:"image"`
+	TaskSHA256   string       `json:"task_sha256"`
+	CevalVersion string       `json:"ceval_version"`
+	LimitsHit    []string     `json:"limits_hit,omitempty"`
+	Interrupted  bool         `json:"interrupted,omitempty"`
+	Error        string       `json:"error,omitempty"`
+	Complete     bool         `json:"complete"` // false when interrupted or failed on ceval's side
+	Dir          string       `json:"-"`
+
+	// Plugins are the task's plugin bundles, verified before the agent started and after.
+	Plugins []PluginResult `json:"plugins,omitempty"`
+
+	// Mocks are the task's protected mocks: the tools and the call counts (the calls are in
+	// MockCallsFile).
+	Mocks *MockResult `json:"mocks,omitempty"`
+
+	// Gateway is the model gateway's mode and the usage it metered (the calls are in
+	// ModelCallsFile); Agent.Tokens is what the CLI itself reported.
+	Gateway *GatewayResult `json:"gateway,omitempty"`
+
+	// ToolCalls counts the tool calls the model asked for, per tool, as the gateway's
+	// transcript records them (package toolcalls).
+	ToolCalls *toolcalls.Summary `json:"tool_calls,omitempty"`
+}
+
+// AgentResult is what the agent did, as far as ceval saw it.
+type AgentResult struct {
+	Type      string         `json:"type"`
+	Model     string         `json:"model,omitempty"`
+	ExitCode  *int           `json:"exit_code"`
+	TimedOut  bool           `json:"timed_out"`
+	StoppedBy string         `json:"stopped_by,omitempty"` // why ceval ended the agent early: the run budget exceeded
+	OutputCut bool           `json:"output_cut,omitempty"`
+	Turns     int            `json:"turns,omitempty"`
+	Tokens    map[string]int `json:"tokens,omitempty"`
+	Usage     string         `json:"usage_source,omitempty"`
+	// Sessions are the agent CLI's own session files, copied out of its home (relative to
+	// the run directory).
+	Sessions []string `json:"sessions,omitempty"`
+}
+
+// Timings are the lifecycle's phases in seconds.
+type Timings struct {
+	Prepare  float64 `json:"prepare"`
+	Launch   float64 `json:"launch"` // the container's task created and started, its init attested
+	Agent    float64 `json:"agent"`
+	Reap     float64 `json:"reap"` // from the agent's exit (or stop) until its task is deleted and mocks and gateway stopped
+	Snapshot float64 `json:"snapshot"`
+	Grade    float64 `json:"grade"`
+	Total    float64 `json:"total"`
+}
+
+// Resources are the container's peaks.
+type Resources struct {
+	PeakMemoryBytes uint64 `json:"peak_memory_bytes"`
+	PeakPids        uint64 `json:"peak_pids"`
+	OOMKills        uint64 `json:"oom_kills,omitempty"`
+}
+
+// ModelCallsFile is the model gateway's transcript in a run directory.
+const ModelCallsFile = "model_calls.jsonl"
+
+// Run statuses of a run whose agent hit a gateway budget (see FinalStatus); the snapshot is
+// still graded.
+const (
+	StatusMaxTurns    = "MAX_TURNS_EXHAUSTED"
+	StatusTokenBudget = "TOKEN_BUDGET_EXCEEDED"
+	StatusCostBudget  = "COST_BUDGET_EXCEEDED"
+)
+
+// GatewayResult is result.json's record of the model gateway: usage metered from what the
+// provider answered, never from the agent's own output.
+type GatewayResult struct {
+	Mode string `json:"mode"`
+	Log  string `json:"log"` // file name in the run directory
+	gateway.Totals
+}
+
+// MockCallsFile is the protected mocks' call log in a run directory.
+const MockCallsFile = "mock_calls.jsonl"
+
+// MockResult is result.json's record of the protected mocks.
+type MockResult struct {
+	Tools []string    `json:"tools"`
+	Log   string      `json:"log"` // file name in the run directory
+	Stats mockd.Stats `json:"stats"`
+}
+
+// PluginsDir is the run directory's subdirectory where a task's plugin source trees are
+// built into bundles.
+const PluginsDir = "plugins"
+
+// PluginResult is one plugin of a run: which bundle was mounted where, and the digest of
+// its tree verified before the agent started and again after it was stopped.
+type PluginResult struct {
+	Name         string `json:"name"`
+	Source       string `json:"source"`          // the task's path
+	Bundle       string `json:"bundle"`          // the bundle mounted: Source's copy or build in the run directory
+	Built        bool   `json:"built,omitempty"` // Source was a source tree, built for this run (else a bundle, copied)
+	Mount        string `json:"mount"`           // where the agent sees the bundle's tree, read-only
+	SHA256Before string `json:"tree_sha256_before"`
+	SHA256After  string `json:"tree_sha256_after,omitempty"`
+	// HasSkills says the bundle has a skills/ directory (Codex gets it linked in); not recorded.
+	HasSkills bool `json:"-"`
+}
+
+// Attestation is the isolation of the agent's container as the kernel reports it, read by
+// the host from /proc of the container's init after its execve and before the agent starts
+// (the init waits for the host's go-ahead). The agent is the init's child and can only have
+// less, never more: no capabilities to regain and no_new_privs set.
+type Attestation struct {
+	UID        int      `json:"uid"`
+	GID        int      `json:"gid"`
+	Groups     []int    `json:"groups"`
+	CapInh     string   `json:"cap_inh"`
+	CapPrm     string   `json:"cap_prm"`
+	CapEff     string   `json:"cap_eff"`
+	CapBnd     string   `json:"cap_bnd"`
+	CapAmb     string   `json:"cap_amb"`
+	NoNewPrivs int      `json:"no_new_privs"`
+	Seccomp    int      `json:"seccomp"`
+	PidsMax    string   `json:"pids_max"`
+	Interfaces []string `json:"interfaces"`
+	Network    string   `json:"network"`
+
+	// HostUID and HostGID are the init's IDs as the host sees them; UID and GID above are
+	// the same IDs inside the container, through UIDMap and GIDMap (/proc/PID/uid_map and
+	// gid_map of the live init: container ID, host ID, count).
+	HostUID int                    `json:"host_uid"`
+	HostGID int                    `json:"host_gid"`
+	UIDMap  []specs.LinuxIDMapping `json:"uid_map"`
+	GIDMap  []specs.LinuxIDMapping `json:"gid_map"`
+	// Rlimits are the init's soft and hard limits the policy sets, from /proc/PID/limits.
+	Rlimits []specs.POSIXRlimit `json:"rlimits"`
+}
+
+// Image names one image in containerd and the content it resolves to on this platform;
+// a run records it so its result says exactly which bytes the agent ran on.
+type Image struct {
+	Name           string        `json:"name"`
+	ManifestDigest digest.Digest `json:"manifest_digest"`
+	ConfigDigest   digest.Digest `json:"config_digest"`
+	// AgentCLIs are the real agent CLIs ceval images build-agent put in the image with their
+	// pinned versions, from its config labels: "claude-code@2.1.332 codex@0.169.0-linux-x64".
+	AgentCLIs string `json:"agent_clis,omitempty"`
+}

@@ -1,0 +1,222 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+)
+
+// fakeRuntime stands in for containerd: its sandbox is two directories, and its "agent" is
+// a Go function over them, so Run's phases are tested without a daemon.
+type fakeRuntime struct {
+	imageErr  error
+	createErr error
+	closeErr  error
+	// agent acts as the agent in the workspace and says how the container ended.
+	agent    func(ws, home string) (*Outcome, error)
+	launched int
+	closed   int
+	cfg      SandboxConfig
+}
+
+func (f *fakeRuntime) resolveImage(_ context.Context, sb task.Sandbox) (images.Image, error) {
+	return images.Image{Name: sb.Image, ManifestDigest: "sha256:fake"}, f.imageErr
+}
+
+func (f *fakeRuntime) newSandbox(_ context.Context, cfg SandboxConfig) (agentSandbox, error) {
+	if f.createErr != nil {
+		return nil, f.createErr
+	}
+	f.cfg = cfg
+	sb := &fakeSandbox{f: f, ws: filepath.Join(cfg.Dir, "workspace"), home: filepath.Join(cfg.Dir, "home")}
+	for _, d := range []string{sb.ws, sb.home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Prepare(sb.ws, sb.home); err != nil {
+		return nil, err
+	}
+	f.launched++
+	return sb, nil
+}
+
+type fakeSandbox struct {
+	f        *fakeRuntime
+	ws, home string
+}
+
+func (s *fakeSandbox) Run(_ context.Context, emit func(string, map[string]any)) (*Outcome, error) {
+	emit("agent_started", nil)
+	for _, p := range []string{s.f.cfg.StdoutPath, s.f.cfg.StderrPath} {
+		if err := os.WriteFile(p, nil, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return s.f.agent(s.ws, s.home)
+}
+
+func (s *fakeSandbox) Close(context.Context) error {
+	s.f.closed++
+	return s.f.closeErr
+}
+
+func (s *fakeSandbox) dirs() (string, string) { return s.ws, s.home }
+
+// exited is an agent's clean exit with code.
+func exited(code int) *Outcome {
+	return &Outcome{Exit: launcher.Exit{Code: code, Duration: 10 * time.Millisecond, CgroupEmpty: true}}
+}
+
+// writesHello is an agent that leaves hello.txt and exits 0.
+func writesHello(ws, _ string) (*Outcome, error) {
+	return exited(0), os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello\n"), 0o644)
+}
+
+// runFake loads a task that wants hello.txt and runs it on rt.
+func runFake(t *testing.T, rt *fakeRuntime, events *[]string) (*record.Result, error) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	doc := agentTask("hello", "true", "  - {type: file_exists, path: hello.txt}\n")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tk.Close() })
+	o := Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)}
+	if events != nil {
+		o.Progress = func(ev string, _ map[string]any) { *events = append(*events, ev) }
+	}
+	return Run(context.Background(), tk, o)
+}
+
+func TestRunWithoutDaemonGradesWhatTheAgentLeft(t *testing.T) {
+	rt := &fakeRuntime{agent: writesHello}
+	var events []string
+	res, err := runFake(t, rt, &events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || !res.Complete || res.Agent.ExitCode == nil || *res.Agent.ExitCode != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if rt.launched != 1 || rt.closed != 1 {
+		t.Fatalf("sandbox launched %d, closed %d times; want 1 and 1", rt.launched, rt.closed)
+	}
+	onDisk, err := record.ReadResult(res.Dir)
+	if err != nil || onDisk.Status != "SUCCESS" || !onDisk.Complete || onDisk.Image.ManifestDigest != "sha256:fake" {
+		t.Fatalf("result.json %+v, %v", onDisk, err)
+	}
+	want := []string{"run_started", "image_ready", "agent_started", "agent_exited", "snapshot_taken", "graded", "container_deleted", "run_finished"}
+	if !slices.Equal(events, want) {
+		t.Fatalf("events %v, want %v", events, want)
+	}
+	prompt, err := os.ReadFile(filepath.Join(filepath.Dir(rt.cfg.StdoutPath), scratchSubdir, "home", ".ceval", "prompt.md"))
+	if err != nil || string(prompt) != "do the task" {
+		t.Fatalf("prompt in the agent's home %q, %v", prompt, err)
+	}
+}
+
+// TestRunFailureNamesItsPhase: whatever phase fails, Run's error and result.json's error
+// name it, the run is ERROR and incomplete, and a created sandbox is closed exactly once.
+func TestRunFailureNamesItsPhase(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		phase  string
+		rt     *fakeRuntime
+		before func(runDir string) // called when the agent runs
+		closed int
+	}{
+		{PhasePrepare, &fakeRuntime{imageErr: boom, agent: writesHello}, nil, 0},
+		{PhaseLaunch, &fakeRuntime{createErr: boom, agent: writesHello}, nil, 0},
+		{PhaseAgent, &fakeRuntime{agent: func(string, string) (*Outcome, error) { return nil, boom }}, nil, 1},
+		{PhaseSnapshot, &fakeRuntime{agent: writesHello}, func(runDir string) {
+			// A file where the snapshot's directory goes.
+			os.WriteFile(filepath.Join(runDir, record.WorkspaceDir), nil, 0o600)
+		}, 1},
+		{PhaseCleanup, &fakeRuntime{closeErr: boom, agent: writesHello}, nil, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.phase, func(t *testing.T) {
+			if tc.before != nil {
+				agent := tc.rt.agent
+				tc.rt.agent = func(ws, home string) (*Outcome, error) {
+					tc.before(filepath.Dir(tc.rt.cfg.Dir)) // cfg.Dir is RUNDIR/.scratch
+					return agent(ws, home)
+				}
+			}
+			res, err := runFake(t, tc.rt, nil)
+			var pe *PhaseError
+			var ie *InfraError
+			if !errors.As(err, &pe) || pe.Phase != tc.phase || !errors.As(err, &ie) {
+				t.Fatalf("err %v (%T), want an InfraError of phase %s", err, err, tc.phase)
+			}
+			if res == nil || res.Status != record.StatusError || res.Complete || !strings.HasPrefix(res.Error, tc.phase+": ") {
+				t.Fatalf("result %+v", res)
+			}
+			onDisk, rerr := record.ReadResult(res.Dir)
+			if rerr != nil || onDisk.Error != res.Error || onDisk.Complete {
+				t.Fatalf("result.json %+v, %v", onDisk, rerr)
+			}
+			if tc.rt.closed != tc.closed {
+				t.Fatalf("sandbox closed %d times, want %d", tc.rt.closed, tc.closed)
+			}
+		})
+	}
+}
+
+// TestRunRecordsTheLimitsTheAgentHit: a timed-out agent is TIMEOUT however its work grades,
+// and the container's OOM kills and pids peak are in limits_hit.
+func TestRunRecordsTheLimitsTheAgentHit(t *testing.T) {
+	rt := &fakeRuntime{agent: func(ws, home string) (*Outcome, error) {
+		out, err := writesHello(ws, home)
+		out.Exit.TimedOut, out.Exit.Code = true, 137
+		out.Resources = launcher.Resources{OOMKills: 2, PidsPeak: 128, PidsLimit: 128, MemoryPeakBytes: 1 << 20}
+		return out, err
+	}}
+	res, err := runFake(t, rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != record.StatusTimeout || !res.Agent.TimedOut || res.Resources.OOMKills != 2 || res.Resources.PeakMemoryBytes != 1<<20 {
+		t.Fatalf("result %+v", res)
+	}
+	hits := strings.Join(res.LimitsHit, "\n")
+	for _, want := range []string{"OOM-killed", "pids limit 128 reached", "timeout 1m0s"} {
+		if !strings.Contains(hits, want) {
+			t.Errorf("limits_hit %q lacks %q", hits, want)
+		}
+	}
+}
+
+// TestRunInterruptedAgentIsNotGraded: Ctrl-C during the agent leaves the run incomplete and
+// ungraded, so a resume runs it again.
+func TestRunInterruptedAgentIsNotGraded(t *testing.T) {
+	rt := &fakeRuntime{agent: func(ws, home string) (*Outcome, error) {
+		out, err := writesHello(ws, home)
+		out.Exit.Interrupted = true
+		return out, err
+	}}
+	var events []string
+	res, err := runFake(t, rt, &events)
+	if err == nil || !strings.HasPrefix(err.Error(), PhaseCollect+": interrupted") || !res.Interrupted || res.Complete {
+		t.Fatalf("err %v, result %+v", err, res)
+	}
+	if slices.Contains(events, "graded") || rt.closed != 1 {
+		t.Fatalf("events %v, closed %d", events, rt.closed)
+	}
+}
