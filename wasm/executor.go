@@ -57,6 +57,9 @@ type Options struct {
 	MaxViewBytes int64
 	// WorkerUID and WorkerGID are who the worker runs as when ceval is root.
 	WorkerUID, WorkerGID int
+	// Python finds the pinned CPython WASI module that python and python3 run in
+	// run_command scripts; nil leaves them unavailable (they fail with a message).
+	Python PythonSource
 
 	// noCloseOnDone compiles guests without wazero's context checks (faster loops, but a
 	// timeout then only stops them by killing the worker); for the benchmark only.
@@ -114,6 +117,8 @@ type Executor struct {
 	closed  bool
 	toolbox *taskModule            // what run_command runs
 	modules map[string]*taskModule // task modules, by path
+	py      *taskModule            // CPython, stripped, once read
+	pyErr   error                  // why CPython cannot be had, once known for good
 
 	stopPreload context.CancelFunc // cancels the toolbox load NewExecutor started
 }
@@ -227,6 +232,9 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	}
 
 	if err := e.prepare(ctx, module, s, req.Reference, referenceDir); err != nil {
+		return nil, 0, "", err
+	}
+	if err := e.preparePython(ctx, c, req); err != nil {
 		return nil, 0, "", err
 	}
 	r, details, err := e.run(ctx, req)

@@ -77,6 +77,8 @@ type runRequest struct {
 	MaxStderr   int64         `json:"max_stderr"`
 	MaxTmpBytes int64         `json:"max_tmp_bytes"`
 	CloseOnDone bool          `json:"close_on_done"`
+	Python      string        `json:"python,omitempty"`     // digest of the loaded CPython module run as python3
+	PythonWhy   string        `json:"python_why,omitempty"` // why there is none, for the guest's error
 }
 
 // Limits a run can hit; each scores 0 and is named in the details.

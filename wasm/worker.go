@@ -68,6 +68,8 @@ type workerState struct {
 	workspace *memFS
 	reference *memFS
 	roots     [2]*memFS // "/" without and with /reference
+	pyRoots   [2]*memFS // the same for CPython, with /ceval
+	cevalFS   *memFS    // /ceval: ceval's read-only Python site directory
 }
 
 func serve(in io.Reader, out io.Writer) error {
@@ -206,6 +208,11 @@ func (st *workerState) load(b []byte) moduleReply {
 		r.Err = fmt.Sprintf("instantiate WASI: %v", err)
 		return r
 	}
+	if err := instantiateHostModule(ctx, rt); err != nil {
+		rt.Close(ctx)
+		r.Err = fmt.Sprintf("instantiate the ceval host module: %v", err)
+		return r
+	}
 	start := time.Now()
 	cm, err := rt.CompileModule(ctx, wasm)
 	r.Compile = time.Since(start)
@@ -337,11 +344,15 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		cfg = cfg.WithEnv(k, v)
 	}
 
+	pr := st.pythonRun(req, tmp, mem, cancel)
+
 	start := time.Now()
 	timer := time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
-	err := instantiate(experimental.WithMemoryAllocator(ctx, mem), c, cfg)
+	err := instantiate(experimental.WithMemoryAllocator(context.WithValue(ctx, pyRunKey{}, pr), mem), c, cfg)
 	timer.Stop()
 	r.Wall = time.Since(start)
+	mem.peak += pr.pyPeak
+	mem.hit = mem.hit || pr.pyMemHit
 
 	r.Stdout, r.StdoutCut = stdout.buf.Bytes(), stdout.cut
 	r.Stderr, r.StderrCut = stderr.buf.Bytes(), stderr.cut

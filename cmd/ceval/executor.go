@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
 )
@@ -21,7 +23,7 @@ func executorFor(tasks ...*task.Task) (ex grader.Executor, close func(), err err
 	if !need {
 		return nil, func() {}, nil
 	}
-	e, err := wasm.NewExecutor(wasm.Options{})
+	e, err := wasm.NewExecutor(wasm.Options{Python: images.PythonSource(os.Stderr)})
 	if err != nil {
 		return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 	}

@@ -20,11 +20,11 @@ func runIn(t *testing.T, dir, script string) (string, string, int) {
 }
 
 func TestUnknownCommandExits127AndListsTheToolbox(t *testing.T) {
-	_, stderr, code := runIn(t, t.TempDir(), "python3 -c 'print(1)'")
+	_, stderr, code := runIn(t, t.TempDir(), "perl -e 'print 1'")
 	if code != 127 {
 		t.Fatalf("exit %d, want 127", code)
 	}
-	for _, want := range []string{"python3: command not found", "runs no programs", "grep", "jq", "awk"} {
+	for _, want := range []string{"perl: command not found", "runs no programs", "grep", "jq", "awk"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("message %q lacks %q", stderr, want)
 		}
