@@ -45,6 +45,9 @@ func Digest(t *Task) (string, error) {
 		add(c.SchemaFile)
 		add(c.Module)
 	}
+	for _, g := range t.GraderFiles {
+		add(filepath.Join(g.Root, g.Rel))
+	}
 	if t.Agent != nil && t.Agent.Gateway != nil {
 		add(t.Agent.Gateway.Fixture)
 	}

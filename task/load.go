@@ -164,10 +164,12 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"protected_mocks", func(v *yaml.Node) { t.ProtectedMocks = l.protectedMocks(v) }},
 		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
 		{"run_limits", func(v *yaml.Node) { t.RunLimits = l.runLimits(v) }},
+		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},
 	})
 	if seen == nil {
 		return t
 	}
+	attachGraderFiles(t)
 	if _, ok := seen["task_id"]; !ok {
 		l.errorf(n, "missing required field task_id")
 	}

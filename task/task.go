@@ -53,6 +53,8 @@ type Task struct {
 	// RunLimits are the run's model budgets, enforced by the model gateway; nil when the
 	// task sets none.
 	RunLimits *RunLimits
+	// GraderFiles are the task files executing criteria see at /task (grader_files).
+	GraderFiles []GraderFile
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it
@@ -205,6 +207,7 @@ type Criterion struct {
 	StdoutMatch      string // exact | contains | regex
 	ScoreFromStdout  bool
 	UsesReference    bool
+	GraderFiles      []GraderFile // the task's grader_files, on executing criteria
 
 	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
 	Tool       string

@@ -234,6 +234,9 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if err := e.prepare(ctx, module, s, req.Reference, referenceDir); err != nil {
 		return nil, 0, "", err
 	}
+	if err := e.prepareTask(ctx, c.GraderFiles, req); err != nil {
+		return nil, 0, "", err
+	}
 	if err := e.preparePython(ctx, c, req); err != nil {
 		return nil, 0, "", err
 	}
@@ -458,6 +461,7 @@ type worker struct {
 	modules   map[string]bool // "digest/flags"
 	workspace string          // snapshotKey of the loaded workspace view
 	reference string          // directory of the loaded reference view
+	task      string          // graderFilesKey of the loaded task view
 }
 
 // workerSysProcAttr isolates the worker: its own process group (a terminal's signals go to

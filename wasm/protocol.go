@@ -60,6 +60,7 @@ type viewBegin struct {
 const (
 	slotWorkspace = "workspace"
 	slotReference = "reference"
+	slotTask      = "task" // the grader files, at /task
 )
 
 type viewReply struct {
@@ -72,6 +73,7 @@ type runRequest struct {
 	Env         []string      `json:"env"` // KEY=VALUE
 	Timeout     time.Duration `json:"timeout"`
 	Reference   bool          `json:"reference"` // mount the reference view
+	Task        bool          `json:"task"`      // mount the task view (grader files) at /task
 	MemoryLimit uint64        `json:"memory_limit"`
 	MaxStdout   int64         `json:"max_stdout"`
 	MaxStderr   int64         `json:"max_stderr"`

@@ -7,14 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"strings"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -153,7 +151,7 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 		WithStdin(bytes.NewReader(stdin)).
 		WithStdout(stdout).
 		WithStderr(stderr).
-		WithFSConfig(pr.st.pythonFS(req, pr.tmp)).
+		WithFSConfig(pr.st.mounts(req, pr.tmp, true)).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithSysNanosleep().
@@ -230,39 +228,6 @@ func pythonArgv(argv []string, dir string) []string {
 		}
 	}
 	return out
-}
-
-// pythonFS is the interpreter's filesystem: the toolbox's view (/workspace, /reference
-// when declared, the run's own /tmp) plus ceval's read-only site directory.
-func (st *workerState) pythonFS(req *runRequest, tmp *memFS) wazero.FSConfig {
-	i := 0
-	if req.Reference {
-		i = 1
-	}
-	if st.pyRoots[i] == nil {
-		root := newMemFS(1, false)
-		for _, d := range []string{"workspace", "tmp", "reference", "ceval"} {
-			if d != "reference" || req.Reference {
-				_ = root.put(d, fs.ModeDir|0o755, nil, "")
-			}
-		}
-		root.readOnly = true
-		st.pyRoots[i] = root
-	}
-	if st.cevalFS == nil {
-		c := newMemFS(5, false)
-		_ = c.put(strings.TrimPrefix(pythonSiteDir, "/ceval/")+"/sitecustomize.py", 0o444, []byte(pythonSitecustomize), "")
-		c.readOnly = true
-		st.cevalFS = c
-	}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(st.pyRoots[i], "/")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(tmp, "/tmp")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.cevalFS, "/ceval")
-	if req.Reference {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.reference, "/reference")
-	}
-	return fsc
 }
 
 // pythonRun is the state python_run works on during one run.

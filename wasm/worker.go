@@ -19,7 +19,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 	"golang.org/x/sys/unix"
@@ -67,9 +66,9 @@ type workerState struct {
 	modules   map[moduleKey]*compiled
 	workspace *memFS
 	reference *memFS
-	roots     [2]*memFS // "/" without and with /reference
-	pyRoots   [2]*memFS // the same for CPython, with /ceval
-	cevalFS   *memFS    // /ceval: ceval's read-only Python site directory
+	task      *memFS         // the grader files, at /task
+	roots     map[int]*memFS // "/" holding the mount points, by rootKey
+	cevalFS   *memFS         // /ceval: ceval's read-only Python site directory
 }
 
 func serve(in io.Reader, out io.Writer) error {
@@ -84,25 +83,13 @@ func serve(in io.Reader, out io.Writer) error {
 	if h.Err != "" {
 		return errors.New(h.Err)
 	}
-	st := &workerState{modules: map[moduleKey]*compiled{}}
+	st := &workerState{modules: map[moduleKey]*compiled{}, roots: map[int]*memFS{}}
 	if len(os.Args) > 2 && os.Args[2] == "cache" {
 		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(workerCacheFD))
 		if err != nil {
 			return fmt.Errorf("compilation cache: %w", err)
 		}
 		st.cache = c
-	}
-	for i, withRef := range []bool{false, true} {
-		root := newMemFS(1, false)
-		for _, d := range []string{"workspace", "tmp", "reference"} {
-			if d != "reference" || withRef {
-				if err := root.put(d, fs.ModeDir|0o755, nil, ""); err != nil {
-					return err
-				}
-			}
-		}
-		root.readOnly = true
-		st.roots[i] = root
 	}
 	br := bufio.NewReaderSize(in, 256<<10)
 	for {
@@ -274,6 +261,9 @@ func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
 			case slotReference:
 				v.dev = 3
 				st.reference = v
+			case slotTask:
+				v.dev = 6
+				st.task = v
 			default:
 				errs = append(errs, fmt.Sprintf("unknown view slot %q", vb.Slot))
 			}
@@ -306,6 +296,8 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		return runReply{Err: "no workspace view is loaded"}
 	case req.Reference && st.reference == nil:
 		return runReply{Err: "no reference view is loaded"}
+	case req.Task && st.task == nil:
+		return runReply{Err: "no task view is loaded"}
 	}
 	if c.memMin > req.MemoryLimit {
 		return runReply{Limit: limitMemory, PeakMemory: c.memMin}
@@ -318,16 +310,7 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 	stderr := &cappedWriter{max: req.MaxStderr, onFull: func() { cancel(errStderr) }}
 	tmp := newTmpFS(4, req.MaxTmpBytes)
 
-	root := st.roots[0]
-	if req.Reference {
-		root = st.roots[1]
-	}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(root, "/")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(tmp, "/tmp")
-	if req.Reference {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.reference, "/reference")
-	}
+	fsc := st.mounts(req, tmp, false)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(req.Args...).

@@ -1,0 +1,56 @@
+package task
+
+import (
+	"path/filepath"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// GraderFile is one grader_files entry: a file or directory inside the task's directory
+// that executing criteria see, read-only, at /task/Rel (TASK_DIR=/task). Grader files never
+// enter the agent's container.
+type GraderFile struct {
+	Root string // absolute directory Rel is inside: the task's (or, from an experiment, the experiment's)
+	Rel  string // clean, relative, never leaving Root
+	Dir  bool
+}
+
+// graderFiles reads grader_files: a list of paths inside the task's directory, each an
+// existing file or directory, confined like every task path (no absolute path, no "..",
+// no symlink out).
+func (l *loader) graderFiles(n *yaml.Node) []GraderFile {
+	var out []GraderFile
+	l.list(n, "grader_files", func(i int, item *yaml.Node) {
+		what := "grader_files[" + strconv.Itoa(i) + "]"
+		rel, ok := l.taskRel(item, what)
+		if !ok {
+			return
+		}
+		root, base := l.base(item)
+		fi, err := root.Stat(rel)
+		if err != nil {
+			l.errorf(resolve(item), "%s: %s", what, describeRootErr(rel, err))
+			return
+		}
+		if !fi.IsDir() && !fi.Mode().IsRegular() {
+			l.errorf(resolve(item), "%s: %q is neither a regular file nor a directory", what, rel)
+			return
+		}
+		if rel == "." {
+			l.errorf(resolve(item), "%s: the whole task directory would hold the task file and the reference; name the directories the checks need (e.g. checks/, tests/)", what)
+			return
+		}
+		out = append(out, GraderFile{Root: base, Rel: filepath.ToSlash(rel), Dir: fi.IsDir()})
+	})
+	return out
+}
+
+// attachGraderFiles gives every executing criterion the task's grader files.
+func attachGraderFiles(t *Task) {
+	for i := range t.Criteria {
+		if t.Criteria[i].Executes() {
+			t.Criteria[i].GraderFiles = t.GraderFiles
+		}
+	}
+}
