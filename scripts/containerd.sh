@@ -2,8 +2,8 @@
 # Private containerd for development and CI: its own socket, root and state under
 # one directory, so it never touches a system containerd.
 #
-#   scripts/containerd.sh install        apt-get install containerd runc busybox-static musl bash-static (if missing;
-#                                        under CI=true chromium too)
+#   scripts/containerd.sh install        apt-get install containerd runc busybox-static musl bash-static python3-pytest
+#                                        (if missing; under CI=true chromium too)
 #   scripts/containerd.sh start [DIR]    start it (default DIR /tmp/ceval-containerd); prints the socket
 #   scripts/containerd.sh stop  [DIR]    stop it by PID and remove what runc leaves in cgroupfs
 #
@@ -17,13 +17,14 @@ ns=${CEVAL_NAMESPACE:-ceval}
 case "$cmd" in
 install)
   missing=()
+  extra=() # installed only when missing: python3-pytest; under CI, chromium (report/'s test loads report.html headless)
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
   [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || missing+=(busybox-static)
   command -v file >/dev/null || missing+=(file)
   [ -e /lib/ld-musl-x86_64.so.1 ] || missing+=(musl)         # images build-agent: claude's loader
   [ -x /bin/bash-static ] || missing+=(bash-static)           # images build-agent: /bin/bash
-  extra=() # CI only: report/'s test loads report.html in headless chromium (skips elsewhere)
+  [ -d /usr/lib/python3/dist-packages/pytest-7.2.1.dist-info ] || { missing+=(python3-pytest); extra+=(python3-pytest=7.2.1-2); } # wasm: pytest criteria
   if [ "${CI:-}" = true ] && ! command -v chromium >/dev/null; then missing+=(chromium); extra+=(chromium); fi
   if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive

@@ -39,7 +39,7 @@ var suiteNames = []string{
 	"priv-su", "priv-sysrq-trigger", "priv-unshare-namespaces", "priv-user-namespace",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
-	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
+	"wasm-pytest-hijack", "wasm-python-escape", "wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
 }
 
 func TestSuiteShipsEveryListedAttackAndAtLeast40(t *testing.T) {

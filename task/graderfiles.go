@@ -46,11 +46,12 @@ func (l *loader) graderFiles(n *yaml.Node) []GraderFile {
 	return out
 }
 
-// attachGraderFiles gives every executing criterion the task's grader files.
+// attachGraderFiles gives every executing criterion the task's grader files, and a pytest
+// criterion its tests too.
 func attachGraderFiles(t *Task) {
 	for i := range t.Criteria {
-		if t.Criteria[i].Executes() {
-			t.Criteria[i].GraderFiles = t.GraderFiles
+		if c := &t.Criteria[i]; c.Executes() {
+			c.GraderFiles = withTests(t.GraderFiles, c.Tests)
 		}
 	}
 }

@@ -564,10 +564,11 @@ var criterionFields = map[string][]string{
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
+	Pytest:              {"tests", "args", "timeout", "all_or_nothing"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
-var CriterionTypes = []string{FileExists, FileContains, FileMatchesRegex, FileCheck, JSONCheck, ClassificationMatch, RunCommand, WASMCheck, CLICalled, CommandExecuted}
+var CriterionTypes = []string{FileExists, FileContains, FileMatchesRegex, FileCheck, JSONCheck, ClassificationMatch, RunCommand, WASMCheck, CLICalled, CommandExecuted, Pytest}
 
 func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what := fmt.Sprintf("success_criteria[%d]", i)
@@ -656,6 +657,8 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.integer(v, what+".max_count", 0, 1e6, &n)
 			c.MaxCount = int(n)
 		},
+		"tests":          func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
+		"all_or_nothing": func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
 	}
 	fields := []field{
 		{"type", nil},
@@ -708,6 +711,8 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		need("tool")
 	case CommandExecuted:
 		need("pattern")
+	case Pytest:
+		need("tests")
 	}
 	if c.MaxCount >= 0 && c.MinCount > c.MaxCount {
 		l.errorf(rn, "%s: min_count %d is over max_count %d", what, c.MinCount, c.MaxCount)

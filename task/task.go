@@ -208,6 +208,8 @@ type Criterion struct {
 	ScoreFromStdout  bool
 	UsesReference    bool
 	GraderFiles      []GraderFile // the task's grader_files, on executing criteria
+	Tests            *GraderFile  // pytest: the task's tests (also among GraderFiles)
+	AllOrNothing     bool         // pytest: 1 only when every collected test passed
 
 	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
 	Tool       string
@@ -226,7 +228,9 @@ type FlagCheck struct {
 }
 
 // Executes reports whether the criterion runs code (and so runs in the WASM sandbox).
-func (c *Criterion) Executes() bool { return c.Type == RunCommand || c.Type == WASMCheck }
+func (c *Criterion) Executes() bool {
+	return c.Type == RunCommand || c.Type == WASMCheck || c.Type == Pytest
+}
 
 // PatternCheck is one regular expression of a file_check.
 type PatternCheck struct {

@@ -201,6 +201,9 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if e.closed {
 		return nil, 0, "", errors.New("wasm: executor is closed")
 	}
+	if c.Type == task.Pytest {
+		return e.executePytest(ctx, c, s)
+	}
 	module, args, err := e.module(c)
 	if err != nil {
 		return nil, 0, "", err
@@ -462,6 +465,7 @@ type worker struct {
 	workspace string          // snapshotKey of the loaded workspace view
 	reference string          // directory of the loaded reference view
 	task      string          // graderFilesKey of the loaded task view
+	pylib     bool            // pytest's packages are loaded
 }
 
 // workerSysProcAttr isolates the worker: its own process group (a terminal's signals go to

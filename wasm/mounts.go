@@ -21,7 +21,10 @@ func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.F
 	if req.Task {
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.task, "/task")
 	}
-	if python {
+	switch {
+	case req.PyLib:
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pylib, "/ceval")
+	case python:
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.cevalSite(), "/ceval")
 	}
 	return fsc

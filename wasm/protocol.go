@@ -60,7 +60,8 @@ type viewBegin struct {
 const (
 	slotWorkspace = "workspace"
 	slotReference = "reference"
-	slotTask      = "task" // the grader files, at /task
+	slotTask      = "task"  // the grader files, at /task
+	slotPyLib     = "pylib" // pytest's packages, at /ceval for a pytest run
 )
 
 type viewReply struct {
@@ -74,6 +75,8 @@ type runRequest struct {
 	Timeout     time.Duration `json:"timeout"`
 	Reference   bool          `json:"reference"` // mount the reference view
 	Task        bool          `json:"task"`      // mount the task view (grader files) at /task
+	PyLib       bool          `json:"pylib"`     // mount the pylib view at /ceval
+	Collect     []string      `json:"collect"`   // files in /tmp to hand back in runReply.Files
 	MemoryLimit uint64        `json:"memory_limit"`
 	MaxStdout   int64         `json:"max_stdout"`
 	MaxStderr   int64         `json:"max_stderr"`
@@ -92,17 +95,18 @@ const (
 )
 
 type runReply struct {
-	ExitCode   uint32        `json:"exit_code"`
-	Trap       string        `json:"trap,omitempty"`  // the guest trapped (not an exit)
-	Limit      string        `json:"limit,omitempty"` // the limit that stopped it
-	Stdout     []byte        `json:"stdout"`
-	Stderr     []byte        `json:"stderr"`
-	StdoutCut  int64         `json:"stdout_cut,omitempty"` // bytes dropped past the cap
-	StderrCut  int64         `json:"stderr_cut,omitempty"`
-	TmpFull    bool          `json:"tmp_full,omitempty"`
-	PeakMemory uint64        `json:"peak_memory"`
-	Wall       time.Duration `json:"wall"`
-	Err        string        `json:"err,omitempty"` // ceval's side: the run could not start
+	ExitCode   uint32            `json:"exit_code"`
+	Trap       string            `json:"trap,omitempty"`  // the guest trapped (not an exit)
+	Limit      string            `json:"limit,omitempty"` // the limit that stopped it
+	Stdout     []byte            `json:"stdout"`
+	Stderr     []byte            `json:"stderr"`
+	StdoutCut  int64             `json:"stdout_cut,omitempty"` // bytes dropped past the cap
+	StderrCut  int64             `json:"stderr_cut,omitempty"`
+	TmpFull    bool              `json:"tmp_full,omitempty"`
+	PeakMemory uint64            `json:"peak_memory"`
+	Wall       time.Duration     `json:"wall"`
+	Err        string            `json:"err,omitempty"`   // ceval's side: the run could not start
+	Files      map[string][]byte `json:"files,omitempty"` // runRequest.Collect, those that exist
 }
 
 func writeFrame(w io.Writer, op byte, parts ...[]byte) error {

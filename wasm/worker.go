@@ -62,13 +62,15 @@ type compiled struct {
 }
 
 type workerState struct {
-	cache     wazero.CompilationCache
-	modules   map[moduleKey]*compiled
-	workspace *memFS
-	reference *memFS
-	task      *memFS         // the grader files, at /task
-	roots     map[int]*memFS // "/" holding the mount points, by rootKey
-	cevalFS   *memFS         // /ceval: ceval's read-only Python site directory
+	cache         wazero.CompilationCache
+	modules       map[moduleKey]*compiled
+	workspace     *memFS
+	reference     *memFS
+	task          *memFS         // the grader files, at /task
+	pylib         *memFS         // pytest's packages, at /ceval for pytest runs
+	pylibCompiled bool           // compilePyLib ran over pylib
+	roots         map[int]*memFS // "/" holding the mount points, by rootKey
+	cevalFS       *memFS         // /ceval: ceval's read-only Python site directory
 }
 
 func serve(in io.Reader, out io.Writer) error {
@@ -264,6 +266,9 @@ func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
 			case slotTask:
 				v.dev = 6
 				st.task = v
+			case slotPyLib:
+				v.dev = 7
+				st.pylib, st.pylibCompiled = v, false
 			default:
 				errs = append(errs, fmt.Sprintf("unknown view slot %q", vb.Slot))
 			}
@@ -298,9 +303,16 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		return runReply{Err: "no reference view is loaded"}
 	case req.Task && st.task == nil:
 		return runReply{Err: "no task view is loaded"}
+	case req.PyLib && st.pylib == nil:
+		return runReply{Err: "no pytest packages view is loaded"}
 	}
 	if c.memMin > req.MemoryLimit {
 		return runReply{Limit: limitMemory, PeakMemory: c.memMin}
+	}
+	if req.PyLib {
+		if err := st.compilePyLib(c, req.MemoryLimit); err != nil {
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: %v\n", err)
+		}
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -310,7 +322,7 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 	stderr := &cappedWriter{max: req.MaxStderr, onFull: func() { cancel(errStderr) }}
 	tmp := newTmpFS(4, req.MaxTmpBytes)
 
-	fsc := st.mounts(req, tmp, false)
+	fsc := st.mounts(req, tmp, req.PyLib)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(req.Args...).
@@ -340,6 +352,7 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 	r.Stdout, r.StdoutCut = stdout.buf.Bytes(), stdout.cut
 	r.Stderr, r.StderrCut = stderr.buf.Bytes(), stderr.cut
 	r.TmpFull = tmp.Full()
+	r.Files = collectTmp(tmp, req.Collect, maxCollectBytes)
 	r.PeakMemory = mem.peak
 	var exit *sys.ExitError
 	switch {

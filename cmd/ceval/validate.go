@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/wasm"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -45,6 +46,9 @@ func newValidateCmd() *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (task %s, %d criteria)\n", f, t.ID, len(t.Criteria))
+				for _, w := range wasm.CommandWarnings(t) {
+					fmt.Fprintln(cmd.ErrOrStderr(), w)
+				}
 			}
 			if bad > 0 {
 				return exitWith(exitInvalid, fmt.Errorf("%d of %d files invalid", bad, len(args)))

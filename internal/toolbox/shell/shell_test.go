@@ -181,3 +181,13 @@ func TestGlobRewritesOnlyItsOwnDashNamedMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestUnavailableNamesProgramsTheToolboxCannotRun(t *testing.T) {
+	got, err := Unavailable(`f() { echo hi; }; f; python3 -c 'print(1)' | grep 1 && node x.js; /usr/bin/cat a; $CMD; if true; then perl -e 1; fi; sh -c "ruby x"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "node perl" {
+		t.Errorf("Unavailable = %q, want [node perl]", got)
+	}
+}
