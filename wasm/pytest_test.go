@@ -12,7 +12,7 @@ import (
 
 // pytestTask writes a task directory with tests/test_solution.py: 20 tests of the agent's
 // solution.add, of which a solution that adds wrongly for odd a fails 10.
-func pytestTask(t *testing.T) (string, *task.Criterion) {
+func pytestTask(t testing.TB) (string, *task.Criterion) {
 	t.Helper()
 	if err := checkPytestInstalled(DebianDistPackages); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -120,5 +120,20 @@ func TestPytestWorkspaceCannotHijackTheRun(t *testing.T) {
 				t.Errorf("score %v, want 0.5; details %s; stdout %.3000s; stderr %.2000s", score, details, r.Stdout, r.Stderr)
 			}
 		})
+	}
+}
+
+// TestPytestConftestOfTheTaskIsHonoured is the control for the conftest attacks: the same
+// hook, shipped by the task in its tests directory, does turn every failure into a pass, so
+// the workspace's copy leaving the score alone means it was never loaded.
+func TestPytestConftestOfTheTaskIsHonoured(t *testing.T) {
+	dir, c := pytestTask(t)
+	if err := os.WriteFile(filepath.Join(dir, "tests", "conftest.py"), []byte(strings.Replace(forcePass, `print("PWNED")`, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{"solution.py": badSolution}, nil)
+	if _, score, details := runScript(t, e, c, s, ""); score != 1 {
+		t.Errorf("score %v with the task's own force-pass conftest, want 1 (details %s)", score, details)
 	}
 }
