@@ -52,6 +52,7 @@ func attachGraderFiles(t *Task) {
 	for i := range t.Criteria {
 		if c := &t.Criteria[i]; c.Executes() {
 			c.GraderFiles = withTests(t.GraderFiles, c.Tests)
+			c.PythonPackages = mergePackages(t.PythonPackages, c.PythonPackages)
 		}
 	}
 }

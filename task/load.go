@@ -165,6 +165,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
 		{"run_limits", func(v *yaml.Node) { t.RunLimits = l.runLimits(v) }},
 		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},
+		{"python_packages", func(v *yaml.Node) { l.pythonPackages(v, "python_packages", &t.PythonPackages) }},
 	})
 	if seen == nil {
 		return t
@@ -560,11 +561,11 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "python_packages"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
-	Pytest:              {"tests", "args", "timeout", "all_or_nothing"},
+	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
@@ -657,8 +658,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.integer(v, what+".max_count", 0, 1e6, &n)
 			c.MaxCount = int(n)
 		},
-		"tests":          func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
-		"all_or_nothing": func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
+		"tests":           func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
+		"all_or_nothing":  func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
+		"python_packages": func(v *yaml.Node) { l.pythonPackages(v, what+".python_packages", &c.PythonPackages) },
 	}
 	fields := []field{
 		{"type", nil},

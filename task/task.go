@@ -55,6 +55,8 @@ type Task struct {
 	RunLimits *RunLimits
 	// GraderFiles are the task files executing criteria see at /task (grader_files).
 	GraderFiles []GraderFile
+	// PythonPackages are Debian pure-Python packages every Python criterion can import.
+	PythonPackages []string
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it
@@ -210,6 +212,7 @@ type Criterion struct {
 	GraderFiles      []GraderFile // the task's grader_files, on executing criteria
 	Tests            *GraderFile  // pytest: the task's tests (also among GraderFiles)
 	AllOrNothing     bool         // pytest: 1 only when every collected test passed
+	PythonPackages   []string     // python_packages, the task's included: import names in Debian's dist-packages
 
 	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
 	Tool       string

@@ -466,6 +466,7 @@ type worker struct {
 	reference string          // directory of the loaded reference view
 	task      string          // graderFilesKey of the loaded task view
 	pylib     bool            // pytest's packages are loaded
+	pkgs      string          // python_packages loaded, comma-joined
 }
 
 // workerSysProcAttr isolates the worker: its own process group (a terminal's signals go to

@@ -27,6 +27,9 @@ func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.F
 	case python:
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.cevalSite(), "/ceval")
 	}
+	if python && req.Packages {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pkgs, pythonPackagesDir)
+	}
 	return fsc
 }
 

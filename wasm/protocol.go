@@ -62,6 +62,7 @@ const (
 	slotReference = "reference"
 	slotTask      = "task"  // the grader files, at /task
 	slotPyLib     = "pylib" // pytest's packages, at /ceval for a pytest run
+	slotPkgs      = "pkgs"  // python_packages, at /ceval/packages
 )
 
 type viewReply struct {
@@ -76,6 +77,7 @@ type runRequest struct {
 	Reference   bool          `json:"reference"` // mount the reference view
 	Task        bool          `json:"task"`      // mount the task view (grader files) at /task
 	PyLib       bool          `json:"pylib"`     // mount the pylib view at /ceval
+	Packages    bool          `json:"packages"`  // mount the pkgs view at /ceval/packages for CPython
 	Collect     []string      `json:"collect"`   // files in /tmp to hand back in runReply.Files
 	MemoryLimit uint64        `json:"memory_limit"`
 	MaxStdout   int64         `json:"max_stdout"`

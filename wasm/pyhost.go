@@ -156,7 +156,7 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 		WithSysNanotime().
 		WithSysNanosleep().
 		WithRandSource(rand.Reader)
-	for _, kv := range pythonEnv(call.Env, call.Dir) {
+	for _, kv := range pythonEnv(call.Env, call.Dir, req.Packages) {
 		k, v, _ := strings.Cut(kv, "=")
 		cfg = cfg.WithEnv(k, v)
 	}
@@ -181,9 +181,12 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 
 // pythonEnv is the interpreter's environment: the shell's exported variables, with
 // ceval's site directory first on PYTHONPATH and the working directory for it to enter.
-func pythonEnv(shellEnv []string, dir string) []string {
+func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 	env := make([]string, 0, len(shellEnv)+4)
 	pythonPath := pythonSiteDir
+	if packages {
+		pythonPath += ":" + pythonPackagesDir
+	}
 	for _, kv := range shellEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {

@@ -43,7 +43,7 @@ const (
 // the workspace importable (last on sys.path, so it shadows nothing) and runs pytest from
 // the workspace directory.
 const pytestBoot = `import sys
-sys.path[:0] = ["/ceval"]
+sys.path[:0] = ["/ceval", "/ceval/packages"]
 import pytest, _pytest, pluggy, iniconfig, packaging, attr, py
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
 sys.path.append("/workspace")
@@ -104,6 +104,9 @@ func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snap
 		return nil, 0, "", err
 	}
 	if err := e.preparePytestLib(ctx); err != nil {
+		return nil, 0, "", err
+	}
+	if err := e.preparePackages(ctx, c.PythonPackages, req); err != nil {
 		return nil, 0, "", err
 	}
 	r, details, err := e.run(ctx, req)

@@ -173,3 +173,20 @@ func TestStripDebugKeepsEverythingButDWARF(t *testing.T) {
 		t.Error("a truncated section was accepted")
 	}
 }
+
+func TestPythonPackagesAreImportableOnlyWhenDeclared(t *testing.T) {
+	if _, err := os.Stat(DebianDistPackages + "/six.py"); err != nil {
+		t.Skip("Debian's python3-six is not installed")
+	}
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{}, nil)
+	c := command(`python3 -c 'import six, iniconfig; print(six.PY3, iniconfig.__name__)'`)
+	c.PythonPackages = []string{"six", "iniconfig"}
+	if r, score, details := runScript(t, e, c, s, ""); score != 1 || string(r.Stdout) != "True iniconfig\n" {
+		t.Errorf("declared: score %v stdout %q (%s; stderr %s)", score, r.Stdout, details, r.Stderr)
+	}
+	r, score, _ := runScript(t, e, command(`python3 -c 'import six'`), s, "")
+	if score != 0 || !strings.Contains(string(r.Stderr), "No module named 'six'") {
+		t.Errorf("undeclared: score %v stderr %q", score, r.Stderr)
+	}
+}

@@ -69,6 +69,7 @@ type workerState struct {
 	task          *memFS         // the grader files, at /task
 	pylib         *memFS         // pytest's packages, at /ceval for pytest runs
 	pylibCompiled bool           // compilePyLib ran over pylib
+	pkgs          *memFS         // python_packages, at /ceval/packages
 	roots         map[int]*memFS // "/" holding the mount points, by rootKey
 	cevalFS       *memFS         // /ceval: ceval's read-only Python site directory
 }
@@ -269,6 +270,9 @@ func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
 			case slotPyLib:
 				v.dev = 7
 				st.pylib, st.pylibCompiled = v, false
+			case slotPkgs:
+				v.dev = 8
+				st.pkgs = v
 			default:
 				errs = append(errs, fmt.Sprintf("unknown view slot %q", vb.Slot))
 			}
@@ -303,6 +307,8 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		return runReply{Err: "no reference view is loaded"}
 	case req.Task && st.task == nil:
 		return runReply{Err: "no task view is loaded"}
+	case req.Packages && st.pkgs == nil:
+		return runReply{Err: "no python_packages view is loaded"}
 	case req.PyLib && st.pylib == nil:
 		return runReply{Err: "no pytest packages view is loaded"}
 	}
