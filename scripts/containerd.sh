@@ -3,7 +3,7 @@
 # one directory, so it never touches a system containerd.
 #
 #   scripts/containerd.sh install        apt-get install containerd runc busybox-static musl bash-static
-#                                        mmdebstrap buildah (if missing; under CI=true chromium too)
+#                                        mmdebstrap buildah python3-pytest (if missing; under CI=true chromium too)
 #   scripts/containerd.sh start [DIR]    start it (default DIR /tmp/ceval-containerd); prints the socket
 #   scripts/containerd.sh stop  [DIR]    stop it by PID and remove what runc leaves in cgroupfs
 #
@@ -17,6 +17,7 @@ ns=${CEVAL_NAMESPACE:-ceval}
 case "$cmd" in
 install)
   missing=()
+  extra=() # installed only when missing: python3-pytest; under CI, chromium (report/'s test loads report.html headless)
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
   [ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || missing+=(busybox-static)
@@ -25,7 +26,7 @@ install)
   [ -x /bin/bash-static ] || missing+=(bash-static)           # images build-agent: /bin/bash
   command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)  # images build --packages, sandbox.packages
   command -v buildah >/dev/null || missing+=(buildah)        # images build -f Dockerfile
-  extra=() # CI only: report/'s test loads report.html in headless chromium (skips elsewhere)
+  [ -d /usr/lib/python3/dist-packages/pytest-7.2.1.dist-info ] || { missing+=(python3-pytest); extra+=(python3-pytest=7.2.1-2); } # wasm: pytest criteria
   if [ "${CI:-}" = true ] && ! command -v chromium >/dev/null; then missing+=(chromium); extra+=(chromium); fi
   if [ ${#missing[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive

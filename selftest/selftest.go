@@ -173,7 +173,7 @@ type lazyExecutor struct {
 
 func (l *lazyExecutor) get() (grader.Executor, error) {
 	if l.ex == nil && l.err == nil {
-		e, err := wasm.NewExecutor(wasm.Options{})
+		e, err := wasm.NewExecutor(wasm.Options{Python: images.PythonSource(nil)})
 		if err != nil {
 			l.err = fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		} else {

@@ -48,7 +48,8 @@ var suiteNames = []string{
 	"quota-shared-uid",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
-	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-late-daemon", "verifier-network", "verifier-undeclared-ref",
+	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-late-daemon",
+	"verifier-network", "verifier-undeclared-ref", "wasm-pytest-hijack", "wasm-python-escape",
 	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
 }
 

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"ceval.dev/ceval/internal/rootfs"
 )
@@ -47,7 +48,6 @@ func Digest(t *Task) (string, error) {
 		}
 	}
 	addDir(t.Reference)
-	addDir(t.GraderFiles)
 	addDir(t.Sandbox.Workspace.TemplateDir)
 	addDir(t.Sandbox.PipFindLinks)
 	for _, p := range t.Plugins {
@@ -57,6 +57,9 @@ func Digest(t *Task) (string, error) {
 		if m := c.Module; m != nil {
 			add(m.Path, func(h io.Writer, name string) error { return hashFile(h, m, name) })
 		}
+	}
+	for _, g := range t.GraderFiles {
+		add(filepath.Join(g.Root.Path, g.Rel), func(h io.Writer, name string) error { return hashEntry(h, g, name) })
 	}
 	sort.SliceStable(items, func(i, j int) bool {
 		if items[i].scope != items[j].scope {
@@ -134,4 +137,22 @@ func hashTree(h io.Writer, root *os.Root, name string) error {
 		}
 		return nil
 	})
+}
+
+// hashEntry hashes a grader file (a directory tree or one file) through its root's handle.
+func hashEntry(h io.Writer, g GraderFile, name string) error {
+	if !g.Dir {
+		f, err := g.Root.root.OpenFile(g.Rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return hashFile(h, &File{Path: name, f: f}, name)
+	}
+	sub, err := g.Root.Sub(g.Rel)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	return hashTree(h, sub.root, name)
 }

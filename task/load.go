@@ -127,6 +127,8 @@ type loader struct {
 	// files holds the bytes of each file read, by absolute path, so a file named many
 	// times is opened and read once.
 	files map[string][]byte
+	// baseDirs are the handles grader files are read through, by directory (baseDir).
+	baseDirs map[string]*Dir
 }
 
 // base returns the directory a path written at n resolves in, and its root.
@@ -177,10 +179,12 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"solution", func(v *yaml.Node) { t.Solution = l.solution(v) }},
 		{"grader", func(v *yaml.Node) { l.grader(v, &graderDefault, &graderTimeout) }},
 		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},
+		{"python_packages", func(v *yaml.Node) { l.pythonPackages(v, "python_packages", &t.PythonPackages) }},
 	})
 	if seen == nil {
 		return t
 	}
+	attachGraderFiles(t)
 	if _, ok := seen["task_id"]; !ok {
 		l.errorf(n, "missing required field task_id")
 	}
@@ -598,14 +602,15 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "sandbox", "image", "network", "memory_mb", "pids"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "python_packages", "sandbox", "image", "network", "memory_mb", "pids"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
+	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
-var CriterionTypes = []string{FileExists, FileContains, FileMatchesRegex, FileCheck, JSONCheck, ClassificationMatch, RunCommand, WASMCheck, CLICalled, CommandExecuted}
+var CriterionTypes = []string{FileExists, FileContains, FileMatchesRegex, FileCheck, JSONCheck, ClassificationMatch, RunCommand, WASMCheck, CLICalled, CommandExecuted, Pytest}
 
 func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what := fmt.Sprintf("success_criteria[%d]", i)
@@ -693,6 +698,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.integer(v, what+".max_count", 0, 1e6, &n)
 			c.MaxCount = int(n)
 		},
+		"tests":           func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
+		"all_or_nothing":  func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
+		"python_packages": func(v *yaml.Node) { l.pythonPackages(v, what+".python_packages", &c.PythonPackages) },
 	}
 	for name, decode := range l.toolCallFields(what, &c) {
 		all[name] = decode
@@ -766,6 +774,8 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		need("tool")
 	case CommandExecuted:
 		need("pattern")
+	case Pytest:
+		need("tests")
 	}
 	if c.MaxCount >= 0 && c.MinCount > c.MaxCount {
 		l.errorf(rn, "%s: min_count %d is over max_count %d", what, c.MinCount, c.MaxCount)

@@ -47,6 +47,16 @@ func (d *Dir) path() string {
 	return d.Path
 }
 
+// Sub opens rel, a directory below d, through d's handle (never by path): the caller
+// closes it.
+func (d *Dir) Sub(rel string) (*Dir, error) {
+	r, err := d.root.OpenRoot(rel + "/.") // "/.": a FIFO there fails as not a directory, never blocks
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{Path: filepath.Join(d.Path, rel), root: r}, nil
+}
+
 // Root is the directory's handle: an os.Root, which refuses any path or link that leaves it.
 // Callers must not close it (Task.Close does).
 func (d *Dir) Root() *os.Root {
@@ -147,7 +157,7 @@ func (t *Task) Close() error {
 		return nil
 	}
 	var errs []error
-	errs = append(errs, t.Reference.Close(), t.GraderFiles.Close(), t.Sandbox.Workspace.TemplateDir.Close(), t.Solution.Close())
+	errs = append(errs, t.Reference.Close(), closeGraderFiles(t.GraderFiles), t.Sandbox.Workspace.TemplateDir.Close(), t.Solution.Close())
 	for _, p := range t.Plugins {
 		errs = append(errs, p.Dir.Close())
 	}

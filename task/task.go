@@ -37,9 +37,6 @@ type Task struct {
 	Agent       *Agent // nil when the task names none (fine for validate and grade)
 	Sandbox     Sandbox
 	Reference   *Dir // reference.directory, opened at load; nil when none
-	// GraderFiles is grader_files.directory, opened at load; nil when none. Verifier
-	// containers see it read-only at /task.
-	GraderFiles *Dir
 	Criteria    []Criterion
 	Plugins     []Plugin // projected read-only into the agent's container
 	// ProtectedMocks are tools answered from fixtures by ceval's host-side mock server; the
@@ -50,6 +47,11 @@ type Task struct {
 	RunLimits *RunLimits
 	// Solution is the task's oracle for `ceval audit`; grader-only, nil when none.
 	Solution *Solution
+	// GraderFiles are the task files executing criteria (WASM and verifier containers) see,
+	// read-only, at /task (grader_files).
+	GraderFiles []GraderFile
+	// PythonPackages are Debian pure-Python packages every Python criterion can import.
+	PythonPackages []string
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it
@@ -222,8 +224,12 @@ type Criterion struct {
 	UsesReference    bool
 	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
 	// on the criterion or as the task's grader: default); nil: the WASM sandbox.
-	Verifier *Verifier
-	tier     *graderSpec // what the task file wrote, until the load resolves Verifier
+	Verifier       *Verifier
+	tier           *graderSpec  // what the task file wrote, until the load resolves Verifier
+	GraderFiles    []GraderFile // the task's grader_files, on executing criteria
+	Tests          *GraderFile  // pytest: the task's tests (also among GraderFiles)
+	AllOrNothing   bool         // pytest: 1 only when every collected test passed
+	PythonPackages []string     // python_packages, the task's included: import names in Debian's dist-packages
 
 	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
 	Tool       string
@@ -276,7 +282,9 @@ func (c *Criterion) OnToolCalls() bool {
 }
 
 // Executes reports whether the criterion runs code (and so runs in the WASM sandbox).
-func (c *Criterion) Executes() bool { return c.Type == RunCommand || c.Type == WASMCheck }
+func (c *Criterion) Executes() bool {
+	return c.Type == RunCommand || c.Type == WASMCheck || c.Type == Pytest
+}
 
 // PatternCheck is one regular expression of a file_check.
 type PatternCheck struct {

@@ -33,9 +33,9 @@ type Verifier struct {
 	MemoryMB int64
 	Pids     int64
 	DiskMB   int64 // the workspace copy's cap: the task's sandbox.limits.disk_mb, as the agent's
-	// GraderFiles is the task's grader_files directory (nil when none): the verifier sees a
-	// read-only copy at /task.
-	GraderFiles *Dir
+	// GraderFiles are the task's grader_files (and a pytest criterion's tests): the verifier
+	// sees a read-only copy of each at /task/Rel.
+	GraderFiles []GraderFile
 }
 
 // Tier says where the criterion runs when it executes anything: TierContainer when it
@@ -172,7 +172,7 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 		if !cs.ownTimeout && defTimeout.node != nil {
 			c.Timeout = defTimeout.d
 		}
-		v.GraderFiles = t.GraderFiles
+		v.GraderFiles = withTests(t.GraderFiles, c.Tests)
 		c.Verifier = v
 	}
 	hasRunCommand := false
@@ -186,17 +186,4 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 		}
 		l.errorf(n, "grader.sandbox: container applies to run_command criteria, and the task has none: remove the grader section or add a run_command criterion")
 	}
-}
-
-// graderFiles reads grader_files: {directory: DIR}, the task's grading material that
-// verifier containers see read-only at /task (never the agent's container).
-//
-// Minimal on purpose: the WASM tier's grader_files (another change) may widen it; this is the
-// directory form only.
-func (l *loader) graderFiles(n *yaml.Node) *Dir {
-	var d *Dir
-	l.mapping(n, "grader_files", []field{{"directory", func(v *yaml.Node) {
-		d = l.openDir(v, "grader_files.directory")
-	}}})
-	return d
 }

@@ -3,6 +3,7 @@ package task
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestVerifierTier(t *testing.T) {
 		}
 		cr := tk.Criteria[0]
 		switch {
-		case (cr.Verifier == nil) != (c.want == nil), cr.Verifier != nil && *cr.Verifier != *c.want:
+		case (cr.Verifier == nil) != (c.want == nil), cr.Verifier != nil && !reflect.DeepEqual(*cr.Verifier, *c.want):
 			t.Errorf("%s: verifier %+v, want %+v", c.name, cr.Verifier, c.want)
 		case cr.Timeout != c.timeout:
 			t.Errorf("%s: timeout %v, want %v", c.name, cr.Timeout, c.timeout)
@@ -109,14 +110,14 @@ func TestGraderFilesReachEveryContainerCriterion(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "hidden"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	doc := "task_id: t\ninitial_prompt: p\ngrader_files: {directory: hidden}\nsuccess_criteria:\n" +
+	doc := "task_id: t\ninitial_prompt: p\ngrader_files: [hidden]\nsuccess_criteria:\n" +
 		"  - {type: run_command, command: x, sandbox: container}\n  - {type: run_command, command: y}\n"
 	tk, err := Parse("task.yaml", dir, []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	if tk.GraderFiles == nil || tk.Criteria[0].Verifier.GraderFiles != tk.GraderFiles {
+	if len(tk.GraderFiles) != 1 || len(tk.Criteria[0].Verifier.GraderFiles) != 1 || tk.Criteria[0].Verifier.GraderFiles[0] != tk.GraderFiles[0] {
 		t.Errorf("grader_files %v, criterion's %v", tk.GraderFiles, tk.Criteria[0].Verifier)
 	}
 	if _, err := Parse("task.yaml", dir, []byte(strings.Replace(doc, "hidden", "../etc", 1))); err == nil {

@@ -210,7 +210,7 @@ func TestVerifierGraderFilesAreReadOnlyAtTask(t *testing.T) {
 	defer d.Close()
 	s := snap(t, map[string]string{"answer.txt": "42\n"})
 	c := container("sh /task/tests/check.sh; rm -f /task/tests/check.sh 2>/dev/null || echo READ-ONLY; touch /task/x 2>/dev/null || echo READ-ONLY")
-	c.Verifier.GraderFiles = d
+	c.Verifier.GraderFiles = []task.GraderFile{{Root: d, Rel: "tests", Dir: true}}
 	r, err := e.Run(ctx, c, s, nil)
 	if err != nil {
 		t.Fatal(err)

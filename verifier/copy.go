@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 
 	"ceval.dev/ceval/launcher"
@@ -136,4 +137,58 @@ type workspaceTooBig struct{ path string }
 
 func (e *workspaceTooBig) Error() string {
 	return fmt.Sprintf("the snapshot does not fit the verifier's workspace cap (sandbox.limits.disk_mb and its inodes); it was full at %q; not run", e.path)
+}
+
+// copyGraderFiles copies each grader_files entry (a directory tree or one file) through the
+// task directory's handle held since load into dst/Rel, within max bytes in all.
+func copyGraderFiles(files []task.GraderFile, dst string, max int64) error {
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		return fmt.Errorf("copy grader_files: %w", err)
+	}
+	for _, g := range files {
+		target := filepath.Join(dst, filepath.FromSlash(g.Rel))
+		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+			return fmt.Errorf("copy grader_files %s: %w", g.Rel, err)
+		}
+		if g.Dir {
+			sub, err := g.Root.Sub(g.Rel)
+			if err != nil {
+				return fmt.Errorf("copy grader_files %s: %w", g.Rel, err)
+			}
+			err = copyMaterial(sub, target, max)
+			sub.Close()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := copyOne(g.Root.Root(), g.Rel, target, max); err != nil {
+			return fmt.Errorf("copy grader_files %s: %w", g.Rel, err)
+		}
+	}
+	return nil
+}
+
+// copyOne copies one regular file (never a link, FIFO or device) out of root.
+func copyOne(root *os.Root, rel, dst string, max int64) error {
+	src, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if fi, err := src.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file")
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, io.LimitReader(src, max+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > max {
+		err = fmt.Errorf("over %d bytes, the cap of a verifier's copy", max)
+	}
+	return err
 }

@@ -158,7 +158,6 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		name string
 	}{
 		{reference, ReferencePath, "reference"},
-		{v.GraderFiles, GraderFilesPath, "grader_files"},
 	} {
 		if m.dir.Root() == nil || (m.dst == ReferencePath && !c.UsesReference) {
 			continue
@@ -168,6 +167,14 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			return nil, err
 		}
 		mounts = append(mounts, oci.Mount{Source: copyDir, Destination: m.dst})
+		material = append(material, copyDir)
+	}
+	if len(v.GraderFiles) > 0 {
+		copyDir := filepath.Join(dir, "grader_files")
+		if err := copyGraderFiles(v.GraderFiles, copyDir, e.opts.MaxReferenceBytes); err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, oci.Mount{Source: copyDir, Destination: GraderFilesPath})
 		material = append(material, copyDir)
 	}
 	var notes []string

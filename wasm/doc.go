@@ -18,6 +18,15 @@
 // so no other process of that UID can. Per Executor the worker keeps one runtime and
 // compiled module per module digest and the current views, so only its first load pays.
 //
+// In run_command scripts, python and python3 run a pinned CPython 3.12 for WASI (fetched
+// through Options.Python, stripped of DWARF, compiled once) as a second module instance of
+// the same run: same views, same /tmp, ceval's read-only /ceval/python first on PYTHONPATH,
+// stdin given whole and stdout/stderr passed back through host-managed buffers, all under
+// the run's one timeout, memory limit and output caps (python.go, pyhost.go). A task's
+// grader_files are /task (taskview.go); pytest criteria run Debian's pytest from a read-only
+// /ceval that no workspace file can displace (pytest.go, pylib.go); python_packages are
+// /ceval/packages (pypackages.go).
+//
 // It never executes guest code in the ceval process, never mounts a host directory into a
 // guest, and never follows a link.
 package wasm

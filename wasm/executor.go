@@ -51,6 +51,9 @@ type Options struct {
 	MaxViewBytes int64
 	// WorkerUID and WorkerGID are who the worker runs as when ceval is root.
 	WorkerUID, WorkerGID int
+	// Python finds the pinned CPython WASI module that python and python3 run in
+	// run_command scripts; nil leaves them unavailable (they fail with a message).
+	Python PythonSource
 
 	// noCloseOnDone compiles guests without wazero's context checks (faster loops, but a
 	// timeout then only stops them by killing the worker); for the benchmark only.
@@ -108,6 +111,8 @@ type Executor struct {
 	closed  bool
 	toolbox *taskModule                // what run_command runs
 	modules map[*task.File]*taskModule // task modules, by the handle the task opened at load
+	py      *taskModule                // CPython, stripped, once read
+	pyErr   error                      // why CPython cannot be had, once known for good
 
 	stopPreload context.CancelFunc // cancels the toolbox load NewExecutor started
 }
@@ -194,6 +199,9 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if e.closed {
 		return nil, 0, "", errors.New("wasm: executor is closed")
 	}
+	if c.Type == task.Pytest {
+		return e.executePytest(ctx, c, s)
+	}
 	module, args, err := e.module(c)
 	if err != nil {
 		return nil, 0, "", err
@@ -225,6 +233,12 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	}
 
 	if err := e.prepare(ctx, module, s, req.Reference, reference); err != nil {
+		return nil, 0, "", err
+	}
+	if err := e.prepareTask(ctx, c.GraderFiles, req); err != nil {
+		return nil, 0, "", err
+	}
+	if err := e.preparePython(ctx, c, req); err != nil {
 		return nil, 0, "", err
 	}
 	r, details, err := e.run(ctx, req)

@@ -62,6 +62,9 @@ type viewBegin struct {
 const (
 	slotWorkspace = "workspace"
 	slotReference = "reference"
+	slotTask      = "task"  // the grader files, at /task
+	slotPyLib     = "pylib" // pytest's packages, at /ceval for a pytest run
+	slotPkgs      = "pkgs"  // python_packages, at /ceval/packages
 )
 
 type viewReply struct {
@@ -74,11 +77,17 @@ type runRequest struct {
 	Env         []string      `json:"env"` // KEY=VALUE
 	Timeout     time.Duration `json:"timeout"`
 	Reference   bool          `json:"reference"` // mount the reference view
+	Task        bool          `json:"task"`      // mount the task view (grader files) at /task
+	PyLib       bool          `json:"pylib"`     // mount the pylib view at /ceval
+	Packages    bool          `json:"packages"`  // mount the pkgs view at /ceval/packages for CPython
+	Collect     []string      `json:"collect"`   // files in /tmp to hand back in runReply.Files
 	MemoryLimit uint64        `json:"memory_limit"`
 	MaxStdout   int64         `json:"max_stdout"`
 	MaxStderr   int64         `json:"max_stderr"`
 	MaxTmpBytes int64         `json:"max_tmp_bytes"`
 	CloseOnDone bool          `json:"close_on_done"`
+	Python      string        `json:"python,omitempty"`     // digest of the loaded CPython module run as python3
+	PythonWhy   string        `json:"python_why,omitempty"` // why there is none, for the guest's error
 }
 
 // Limits a run can hit; each scores 0 and is named in the details.
@@ -90,18 +99,19 @@ const (
 )
 
 type runReply struct {
-	ExitCode   uint32        `json:"exit_code"`
-	Trap       string        `json:"trap,omitempty"`  // the guest trapped (not an exit)
-	Limit      string        `json:"limit,omitempty"` // the limit that stopped it
-	Stdout     []byte        `json:"stdout"`
-	Stderr     []byte        `json:"stderr"`
-	StdoutCut  int64         `json:"stdout_cut,omitempty"` // bytes dropped past the cap
-	StderrCut  int64         `json:"stderr_cut,omitempty"`
-	TmpFull    bool          `json:"tmp_full,omitempty"`
-	Omitted    string        `json:"omitted,omitempty"` // the first omitted path the guest reached
-	PeakMemory uint64        `json:"peak_memory"`
-	Wall       time.Duration `json:"wall"`
-	Err        string        `json:"err,omitempty"` // ceval's side: the run could not start
+	ExitCode   uint32            `json:"exit_code"`
+	Trap       string            `json:"trap,omitempty"`  // the guest trapped (not an exit)
+	Limit      string            `json:"limit,omitempty"` // the limit that stopped it
+	Stdout     []byte            `json:"stdout"`
+	Stderr     []byte            `json:"stderr"`
+	StdoutCut  int64             `json:"stdout_cut,omitempty"` // bytes dropped past the cap
+	StderrCut  int64             `json:"stderr_cut,omitempty"`
+	TmpFull    bool              `json:"tmp_full,omitempty"`
+	Omitted    string            `json:"omitted,omitempty"` // the first omitted path the guest reached
+	PeakMemory uint64            `json:"peak_memory"`
+	Wall       time.Duration     `json:"wall"`
+	Err        string            `json:"err,omitempty"`   // ceval's side: the run could not start
+	Files      map[string][]byte `json:"files,omitempty"` // runRequest.Collect, those that exist
 }
 
 func writeFrame(w io.Writer, op byte, parts ...[]byte) error {

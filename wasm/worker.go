@@ -19,7 +19,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 	"golang.org/x/sys/unix"
@@ -63,11 +62,16 @@ type compiled struct {
 }
 
 type workerState struct {
-	cache     wazero.CompilationCache
-	modules   map[moduleKey]*compiled
-	workspace *memFS
-	reference *memFS
-	roots     [2]*memFS // "/" without and with /reference
+	cache         wazero.CompilationCache
+	modules       map[moduleKey]*compiled
+	workspace     *memFS
+	reference     *memFS
+	task          *memFS         // the grader files, at /task
+	pylib         *memFS         // pytest's packages, at /ceval for pytest runs
+	pylibCompiled bool           // compilePyLib ran over pylib
+	pkgs          *memFS         // python_packages, at /ceval/packages
+	roots         map[int]*memFS // "/" holding the mount points, by rootKey
+	cevalFS       *memFS         // /ceval: ceval's read-only Python site directory
 }
 
 func serve(in io.Reader, out io.Writer) error {
@@ -82,25 +86,13 @@ func serve(in io.Reader, out io.Writer) error {
 	if h.Err != "" {
 		return errors.New(h.Err)
 	}
-	st := &workerState{modules: map[moduleKey]*compiled{}}
+	st := &workerState{modules: map[moduleKey]*compiled{}, roots: map[int]*memFS{}}
 	if len(os.Args) > 2 && os.Args[2] == "cache" {
 		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(workerCacheFD))
 		if err != nil {
 			return fmt.Errorf("compilation cache: %w", err)
 		}
 		st.cache = c
-	}
-	for i, withRef := range []bool{false, true} {
-		root := newMemFS(1, false)
-		for _, d := range []string{"workspace", "tmp", "reference"} {
-			if d != "reference" || withRef {
-				if err := root.put(d, fs.ModeDir|0o755, nil, ""); err != nil {
-					return err
-				}
-			}
-		}
-		root.readOnly = true
-		st.roots[i] = root
 	}
 	br := bufio.NewReaderSize(in, 256<<10)
 	for {
@@ -206,6 +198,11 @@ func (st *workerState) load(b []byte) moduleReply {
 		r.Err = fmt.Sprintf("instantiate WASI: %v", err)
 		return r
 	}
+	if err := instantiateHostModule(ctx, rt); err != nil {
+		rt.Close(ctx)
+		r.Err = fmt.Sprintf("instantiate the ceval host module: %v", err)
+		return r
+	}
 	start := time.Now()
 	cm, err := rt.CompileModule(ctx, wasm)
 	r.Compile = time.Since(start)
@@ -287,6 +284,15 @@ func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
 			case slotReference:
 				v.dev = 3
 				st.reference = v
+			case slotTask:
+				v.dev = 6
+				st.task = v
+			case slotPyLib:
+				v.dev = 7
+				st.pylib, st.pylibCompiled = v, false
+			case slotPkgs:
+				v.dev = 8
+				st.pkgs = v
 			default:
 				errs = append(errs, fmt.Sprintf("unknown view slot %q", vb.Slot))
 			}
@@ -319,9 +325,20 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		return runReply{Err: "no workspace view is loaded"}
 	case req.Reference && st.reference == nil:
 		return runReply{Err: "no reference view is loaded"}
+	case req.Task && st.task == nil:
+		return runReply{Err: "no task view is loaded"}
+	case req.Packages && st.pkgs == nil:
+		return runReply{Err: "no python_packages view is loaded"}
+	case req.PyLib && st.pylib == nil:
+		return runReply{Err: "no pytest packages view is loaded"}
 	}
 	if c.memMin > req.MemoryLimit {
 		return runReply{Limit: limitMemory, PeakMemory: c.memMin}
+	}
+	if req.PyLib {
+		if err := st.compilePyLib(c, req.MemoryLimit); err != nil {
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: %v\n", err)
+		}
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -332,16 +349,7 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 	tmp := newTmpFS(4, req.MaxTmpBytes)
 
 	st.workspace.ResetTouched()
-	root := st.roots[0]
-	if req.Reference {
-		root = st.roots[1]
-	}
-	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(root, "/")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
-	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(tmp, "/tmp")
-	if req.Reference {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.reference, "/reference")
-	}
+	fsc := st.mounts(req, tmp, req.PyLib)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(req.Args...).
@@ -358,16 +366,21 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		cfg = cfg.WithEnv(k, v)
 	}
 
+	pr := st.pythonRun(req, tmp, mem, cancel)
+
 	start := time.Now()
 	timer := time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
-	err := instantiate(experimental.WithMemoryAllocator(ctx, mem), c, cfg)
+	err := instantiate(experimental.WithMemoryAllocator(context.WithValue(ctx, pyRunKey{}, pr), mem), c, cfg)
 	timer.Stop()
 	r.Wall = time.Since(start)
+	mem.peak += pr.pyPeak
+	mem.hit = mem.hit || pr.pyMemHit
 
 	r.Stdout, r.StdoutCut = stdout.buf.Bytes(), stdout.cut
 	r.Stderr, r.StderrCut = stderr.buf.Bytes(), stderr.cut
 	r.TmpFull = tmp.Full()
 	r.Omitted = st.workspace.Touched()
+	r.Files = collectTmp(tmp, req.Collect, maxCollectBytes)
 	r.PeakMemory = mem.peak
 	var exit *sys.ExitError
 	switch {

@@ -102,6 +102,9 @@ type worker struct {
 	modules   map[string]bool // "digest/flags"
 	workspace string          // snapshotKey of the loaded workspace view
 	reference *task.Dir       // the reference whose view is loaded
+	task      string          // graderFilesKey of the loaded task view
+	pylib     bool            // pytest's packages are loaded
+	pkgs      string          // python_packages loaded, comma-joined
 }
 
 // workerSysProcAttr isolates the worker: its own process group (a terminal's signals go to

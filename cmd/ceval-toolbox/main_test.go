@@ -95,6 +95,7 @@ func TestWasmToolboxRunsPipelineAndHeredoc(t *testing.T) {
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithDebugInfoEnabled(false))
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	instantiateNoPythonHost(t, rt)
 	mod, err := rt.CompileModule(ctx, bin)
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +146,7 @@ func TestWasmToolboxIgnoresPlantedCommandOnPath(t *testing.T) {
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithDebugInfoEnabled(false))
 	defer rt.Close(ctx)
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
+	instantiateNoPythonHost(t, rt)
 	mod, err := rt.CompileModule(ctx, bin)
 	if err != nil {
 		t.Fatal(err)
@@ -155,5 +157,18 @@ func TestWasmToolboxIgnoresPlantedCommandOnPath(t *testing.T) {
 	got := runWasm(t, rt, mod, ws, `export PATH=/workspace:$PATH; grep -q PASS out.txt; echo $?; ./grep; echo $?`)
 	if !strings.HasPrefix(got.stdout, "1\n127\n") || strings.Contains(got.stdout, "PWNED") {
 		t.Errorf("planted grep ran or real grep misbehaved: stdout %q stderr %q", got.stdout, got.stderr)
+	}
+}
+
+// instantiateNoPythonHost provides the "ceval" host module the toolbox imports for python,
+// as a host without CPython: python_run answers 127.
+func instantiateNoPythonHost(t *testing.T, rt wazero.Runtime) {
+	t.Helper()
+	_, err := rt.NewHostModuleBuilder("ceval").
+		NewFunctionBuilder().WithFunc(func(_, _, _, _, _ uint32) uint32 { return 127 }).Export("python_run").
+		NewFunctionBuilder().WithFunc(func(_, _, _ uint32) uint32 { return 0 }).Export("python_output").
+		Instantiate(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/wasm"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -67,6 +68,9 @@ func newValidateCmd() *cobra.Command {
 				}
 				for _, s := range t.TierSuggestions() {
 					fmt.Fprintln(cmd.OutOrStdout(), s)
+				}
+				for _, w := range wasm.CommandWarnings(t) {
+					fmt.Fprintln(cmd.ErrOrStderr(), w)
 				}
 			}
 			if bad > 0 {

@@ -224,7 +224,8 @@ var operandCases = []struct {
 // operandFree are the commands outside operandCases, and why.
 var operandFree = map[string]string{
 	"true": "takes no operands", "false": "takes no operands", "pwd": "takes no operands",
-	"env":  "runs nothing, so takes no operands",
+	"env":    "runs nothing, so takes no operands",
+	"python": "hands its argv to CPython, whose own parser reads it", "python3": "hands its argv to CPython, whose own parser reads it",
 	"test": "its operands are an expression with its own grammar", "[": "its operands are an expression with its own grammar",
 }
 

@@ -20,11 +20,11 @@ func runIn(t *testing.T, dir, script string) (string, string, int) {
 }
 
 func TestUnknownCommandExits127AndListsTheToolbox(t *testing.T) {
-	_, stderr, code := runIn(t, t.TempDir(), "python3 -c 'print(1)'")
+	_, stderr, code := runIn(t, t.TempDir(), "perl -e 'print 1'")
 	if code != 127 {
 		t.Fatalf("exit %d, want 127", code)
 	}
-	for _, want := range []string{"python3: command not found", "runs no programs", "grep", "jq", "awk"} {
+	for _, want := range []string{"perl: command not found", "runs no programs", "grep", "jq", "awk"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("message %q lacks %q", stderr, want)
 		}
@@ -179,5 +179,15 @@ func TestGlobRewritesOnlyItsOwnDashNamedMatches(t *testing.T) {
 		if out != want || code != 0 {
 			t.Errorf("%s: stdout %q exit %d (stderr %q), want %q", script, out, code, stderr, want)
 		}
+	}
+}
+
+func TestUnavailableNamesProgramsTheToolboxCannotRun(t *testing.T) {
+	got, err := Unavailable(`f() { echo hi; }; f; python3 -c 'print(1)' | grep 1 && node x.js; /usr/bin/cat a; $CMD; if true; then perl -e 1; fi; sh -c "ruby x"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "node perl" {
+		t.Errorf("Unavailable = %q, want [node perl]", got)
 	}
 }

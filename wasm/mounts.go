@@ -1,0 +1,72 @@
+package wasm
+
+import (
+	"io/fs"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+)
+
+// mounts is a run's filesystem: "/" holding only the mount points, /workspace, /tmp (this
+// run's), /reference and /task when the request asks for them, and, for CPython, ceval's
+// read-only /ceval site directory.
+func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.FSConfig {
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(st.root(req.Reference, req.Task, python), "/")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
+	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(tmp, "/tmp")
+	if req.Reference {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.reference, "/reference")
+	}
+	if req.Task {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.task, "/task")
+	}
+	switch {
+	case req.PyLib:
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pylib, "/ceval")
+	case python:
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.cevalSite(), "/ceval")
+	}
+	if python && req.Packages {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pkgs, pythonPackagesDir)
+	}
+	return fsc
+}
+
+// root returns the read-only "/" with the mount points of one combination of mounts.
+func (st *workerState) root(reference, task, python bool) *memFS {
+	key := b2i(reference) | b2i(task)<<1 | b2i(python)<<2
+	if r := st.roots[key]; r != nil {
+		return r
+	}
+	r := newMemFS(1, false)
+	for _, d := range []struct {
+		name string
+		on   bool
+	}{{"workspace", true}, {"tmp", true}, {"reference", reference}, {"task", task}, {"ceval", python}} {
+		if d.on {
+			_ = r.put(d.name, fs.ModeDir|0o755, nil, "")
+		}
+	}
+	r.readOnly = true
+	st.roots[key] = r
+	return r
+}
+
+// cevalSite is /ceval: ceval's Python site directory with its sitecustomize.
+func (st *workerState) cevalSite() *memFS {
+	if st.cevalFS == nil {
+		c := newMemFS(5, false)
+		_ = c.put(strings.TrimPrefix(pythonSiteDir, "/ceval/")+"/sitecustomize.py", 0o444, []byte(pythonSitecustomize), "")
+		c.readOnly = true
+		st.cevalFS = c
+	}
+	return st.cevalFS
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,246 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// The toolbox runs python and python3 through two host functions of the module "ceval",
+// which the worker provides to every module it loads:
+//
+//	python_run(req, req_len, stdin, stdin_len, out_lens *[2]u32) -> status
+//	python_output(stream, buf, buf_len) -> bytes copied (stream 1 stdout, 2 stderr)
+//
+// python_run runs CPython to completion as a second module instance of the same run, over
+// the same views and the same /tmp, with stdin given whole and stdout and stderr kept on
+// the host (the host-managed pipes) until python_output copies them into the toolbox,
+// which writes them on to the pipeline or redirections the shell set up (so 2>&1 holds
+// all of stdout, then all of stderr). The run's timeout, output caps and memory limit
+// cover both instances.
+const hostModule = "ceval"
+
+// pythonCall is the JSON request of python_run.
+type pythonCall struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"` // the shell's exported variables, NAME=value
+	Dir  string   `json:"dir"` // the shell's working directory
+}
+
+// Statuses python_run returns besides the interpreter's own exit status.
+const (
+	pyStatusUnavailable = 127 // no CPython in this run: the details say why
+	pyStatusKilled      = 137 // stopped by a limit of the run
+	pyStatusBadCall     = 2
+)
+
+// pythonSiteDir holds ceval's own sitecustomize, first on PYTHONPATH: it moves the
+// interpreter into the shell's working directory (WASI programs start in "/").
+const pythonSiteDir = "/ceval/python"
+
+const pythonSitecustomize = `import os
+_d = os.environ.pop("CEVAL_PWD", "")
+if _d:
+    try:
+        os.chdir(_d)
+    except OSError:
+        pass
+del _d, os
+`
+
+// pyRun is what the host functions of one run reach through its context.
+type pyRun struct {
+	st       *workerState
+	req      *runRequest
+	py       *compiled // nil: Python is not available, why says why
+	why      string
+	tmp      *memFS
+	mem      *guestMemory // the toolbox's: Python gets what it leaves
+	cancel   context.CancelCauseFunc
+	pending  [2][]byte // stdout and stderr of the last python_run, until python_output takes them
+	pyPeak   uint64
+	pyMemHit bool
+}
+
+type pyRunKey struct{}
+
+// instantiateHostModule adds the "ceval" host module to a runtime.
+func instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
+	_, err := rt.NewHostModuleBuilder(hostModule).
+		NewFunctionBuilder().WithFunc(hostPythonRun).Export("python_run").
+		NewFunctionBuilder().WithFunc(hostPythonOutput).Export("python_output").
+		Instantiate(ctx)
+	return err
+}
+
+func hostPythonOutput(ctx context.Context, m api.Module, stream, buf, n uint32) uint32 {
+	pr, _ := ctx.Value(pyRunKey{}).(*pyRun)
+	if pr == nil || stream < 1 || stream > 2 {
+		return 0
+	}
+	p := &pr.pending[stream-1]
+	k := min(uint32(len(*p)), n)
+	if !m.Memory().Write(buf, (*p)[:k]) {
+		return 0
+	}
+	*p = (*p)[k:]
+	return k
+}
+
+func hostPythonRun(ctx context.Context, m api.Module, reqPtr, reqLen, stdinPtr, stdinLen, outLenPtr uint32) uint32 {
+	pr, _ := ctx.Value(pyRunKey{}).(*pyRun)
+	if pr == nil {
+		return pyStatusUnavailable
+	}
+	pr.pending = [2][]byte{}
+	mem := m.Memory()
+	errOut := func(format string, args ...any) {
+		pr.pending[1] = fmt.Appendf(pr.pending[1], format, args...)
+	}
+	reqBytes, ok1 := mem.Read(reqPtr, reqLen)
+	stdin, ok2 := mem.Read(stdinPtr, stdinLen)
+	var call pythonCall
+	if !ok1 || !ok2 || json.Unmarshal(reqBytes, &call) != nil || len(call.Argv) == 0 {
+		errOut("python: bad call from the toolbox\n")
+		mem.WriteUint32Le(outLenPtr+4, uint32(len(pr.pending[1])))
+		return pyStatusBadCall
+	}
+	if pr.py == nil {
+		errOut("%s: Python is not available in this sandbox: %s\n", call.Argv[0], pr.why)
+		mem.WriteUint32Le(outLenPtr+4, uint32(len(pr.pending[1])))
+		return pyStatusUnavailable
+	}
+	stdinCopy := bytes.Clone(stdin) // the toolbox's memory may move while Python runs
+	stdout, stderr, status := pr.runPython(ctx, &call, stdinCopy)
+	pr.pending = [2][]byte{stdout, stderr}
+	mem.WriteUint32Le(outLenPtr, uint32(len(stdout)))
+	mem.WriteUint32Le(outLenPtr+4, uint32(len(stderr)))
+	return status
+}
+
+// runPython runs one interpreter instance to completion and returns its stdout, stderr and
+// status. Either stream past the run's cap stops the whole run.
+func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) ([]byte, []byte, uint32) {
+	req := pr.req
+	stdout := &cappedWriter{max: req.MaxStdout, onFull: func() { pr.cancel(errStdout) }}
+	stderr := &cappedWriter{max: req.MaxStderr, onFull: func() { pr.cancel(errStderr) }}
+	out := func(status uint32) ([]byte, []byte, uint32) { return stdout.buf.Bytes(), stderr.buf.Bytes(), status }
+	limit := uint64(0)
+	if req.MemoryLimit > pr.mem.peak {
+		limit = req.MemoryLimit - pr.mem.peak
+	}
+	pm := &guestMemory{limit: limit}
+	if pr.py.memMin > limit {
+		pr.pyMemHit = true
+		fmt.Fprintf(stderr, "%s: the run's memory limit leaves %s, under the %s CPython starts with\n", call.Argv[0], human(int64(limit)), human(int64(pr.py.memMin)))
+		return out(pyStatusKilled)
+	}
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithArgs(pythonArgv(call.Argv, call.Dir)...).
+		WithStdin(bytes.NewReader(stdin)).
+		WithStdout(stdout).
+		WithStderr(stderr).
+		WithFSConfig(pr.st.mounts(req, pr.tmp, true)).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithSysNanosleep().
+		WithRandSource(rand.Reader)
+	for _, kv := range pythonEnv(call.Env, call.Dir, req.Packages) {
+		k, v, _ := strings.Cut(kv, "=")
+		cfg = cfg.WithEnv(k, v)
+	}
+	err := instantiate(experimental.WithMemoryAllocator(ctx, pm), pr.py, cfg)
+	pr.pyPeak = max(pr.pyPeak, pm.peak)
+	pr.pyMemHit = pr.pyMemHit || pm.hit // a MemoryError Python caught still hit the limit
+	var exit *sys.ExitError
+	switch {
+	case err == nil:
+		return out(0)
+	case context.Cause(ctx) != nil:
+		return out(pyStatusKilled)
+	case errors.As(err, &exit) && exit.ExitCode() < sys.ExitCodeDeadlineExceeded:
+		return out(exit.ExitCode())
+	case pm.hit:
+		fmt.Fprintf(stderr, "%s: out of memory (the run's limit is %s)\n", call.Argv[0], human(int64(req.MemoryLimit)))
+		return out(pyStatusKilled)
+	}
+	fmt.Fprintf(stderr, "%s: the interpreter trapped: %v\n", call.Argv[0], err)
+	return out(134)
+}
+
+// pythonEnv is the interpreter's environment: the shell's exported variables, with
+// ceval's site directory first on PYTHONPATH and the working directory for it to enter.
+func pythonEnv(shellEnv []string, dir string, packages bool) []string {
+	env := make([]string, 0, len(shellEnv)+4)
+	pythonPath := pythonSiteDir
+	if packages {
+		pythonPath += ":" + pythonPackagesDir
+	}
+	for _, kv := range shellEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PYTHONPATH":
+			if v != "" {
+				pythonPath += ":" + v
+			}
+			continue
+		case "CEVAL_PWD", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "PYTHONPATH="+pythonPath, "CEVAL_PWD="+dir, "PYTHONDONTWRITEBYTECODE=1")
+}
+
+// pythonArgv makes a relative script path absolute against the shell's directory: CPython
+// resolves it before ceval's sitecustomize can change into that directory.
+func pythonArgv(argv []string, dir string) []string {
+	out := append([]string{"python3"}, argv[1:]...)
+	for i := 1; i < len(out); i++ {
+		a := out[i]
+		switch {
+		case a == "-" || a == "--":
+			return out
+		case a == "-c" || a == "-m":
+			return out // what follows is code or a module name, then its arguments
+		case a == "-W" || a == "-X":
+			i++ // the option's value
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if k := strings.IndexAny(a[1:], "cm"); k >= 0 {
+				return out // -Ic CODE: code follows
+			}
+			if strings.HasSuffix(a, "W") || strings.HasSuffix(a, "X") {
+				i++
+			}
+		default:
+			if !strings.HasPrefix(a, "/") {
+				out[i] = path.Join(dir, a)
+			}
+			return out
+		}
+	}
+	return out
+}
+
+// pythonRun is the state python_run works on during one run.
+func (st *workerState) pythonRun(req *runRequest, tmp *memFS, mem *guestMemory, cancel context.CancelCauseFunc) *pyRun {
+	pr := &pyRun{st: st, req: req, tmp: tmp, mem: mem, cancel: cancel, why: req.PythonWhy}
+	if req.Python != "" {
+		pr.py = st.modules[moduleKey{digest: req.Python, closeOnDone: req.CloseOnDone}]
+	}
+	if pr.py == nil && pr.why == "" {
+		pr.why = "this criterion was not prepared with CPython (its script does not name python or python3)"
+	}
+	return pr
+}

@@ -1,0 +1,144 @@
+package wasm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/task"
+)
+
+// pytestTask writes a task directory with tests/test_solution.py: 20 tests of the agent's
+// solution.add, of which a solution that adds wrongly for odd a fails 10.
+func pytestTask(t testing.TB) (string, *task.Criterion) {
+	t.Helper()
+	if err := checkPytestInstalled(DebianDistPackages); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	tests := `import pytest
+import solution
+
+@pytest.mark.parametrize("a", range(20))
+def test_add(a):
+    assert solution.add(a, 1) == a + 1
+`
+	if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_solution.py"), []byte(tests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := task.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { root.Close() })
+	tests_ := &task.GraderFile{Root: root, Rel: "tests", Dir: true}
+	c := &task.Criterion{Type: task.Pytest, Tests: tests_, GraderFiles: []task.GraderFile{*tests_}, Timeout: 120 * time.Second}
+	return dir, c
+}
+
+const (
+	goodSolution = "def add(a, b):\n    return a + b\n"
+	badSolution  = "def add(a, b):\n    return a + b + (a % 2)\n"
+)
+
+func TestPytestScoresPassedOverCollected(t *testing.T) {
+	_, c := pytestTask(t)
+	e := pyExecutor(t, Options{})
+	for _, tc := range []struct {
+		name, solution string
+		allOrNothing   bool
+		want           float64
+	}{
+		{"good", goodSolution, false, 1},
+		{"half", badSolution, false, 0.5},
+		{"half all or nothing", badSolution, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := *c
+			cc.AllOrNothing = tc.allOrNothing
+			s := workspace(t, map[string]string{"solution.py": tc.solution}, nil)
+			r, score, details := runScript(t, e, &cc, s, nil)
+			if score != tc.want {
+				t.Errorf("score %v, want %v; details %s; stdout %.2000s; stderr %.2000s", score, tc.want, details, r.Stdout, r.Stderr)
+			}
+			if tc.want == 0.5 && !strings.Contains(details, "10/20 passed") {
+				t.Errorf("details %q lack the counts", details)
+			}
+		})
+	}
+}
+
+// forcePass is a pytest hook implementation that would turn every failure into a pass.
+const forcePass = `import pytest
+print("PWNED")
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    rep.outcome = "passed"
+`
+
+// TestPytestWorkspaceCannotHijackTheRun plants, one at a time, every way a workspace could
+// steer pytest into passing a half-wrong solution; none may change the score of 0.5.
+func TestPytestWorkspaceCannotHijackTheRun(t *testing.T) {
+	_, c := pytestTask(t)
+	e := pyExecutor(t, Options{})
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+	}{
+		{"conftest forcing every test to pass", map[string]string{"conftest.py": forcePass}},
+		{"conftest in a subdirectory", map[string]string{"tests/conftest.py": forcePass, "tests/__init__.py": ""}},
+		{"pytest.ini addopts", map[string]string{"pytest.ini": "[pytest]\naddopts = -p forcepass\n", "forcepass.py": forcePass}},
+		{"tox.ini", map[string]string{"tox.ini": "[pytest]\naddopts = -p forcepass\n", "forcepass.py": forcePass}},
+		{"setup.cfg", map[string]string{"setup.cfg": "[tool:pytest]\naddopts = -p forcepass\n", "forcepass.py": forcePass}},
+		{"pyproject.toml", map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-p forcepass\"\n", "forcepass.py": forcePass}},
+		{"sitecustomize", map[string]string{"sitecustomize.py": "print('PWNED')\nimport forcepass\n", "forcepass.py": forcePass}},
+		{"usercustomize", map[string]string{"usercustomize.py": "print('PWNED')\n"}},
+		{"pth file", map[string]string{"evil.pth": "import os; print('PWNED')\n"}},
+		{"pytest.py shadow", map[string]string{"pytest.py": "print('PWNED')\nimport sys; sys.exit(0)\n"}},
+		{"_pytest shadow package", map[string]string{"_pytest/__init__.py": "print('PWNED')\n", "_pytest/runner.py": "print('PWNED')\n"}},
+		{"pluggy shadow", map[string]string{"pluggy/__init__.py": "print('PWNED')\n"}},
+		{"stdlib shadow", map[string]string{"json.py": "print('PWNED')\n", "xml/__init__.py": "print('PWNED')\n"}},
+		{"plugin entry point", map[string]string{
+			"forcepass-1.0.dist-info/METADATA":         "Metadata-Version: 2.1\nName: forcepass\nVersion: 1.0\n",
+			"forcepass-1.0.dist-info/entry_points.txt": "[pytest11]\nforcepass = forcepass\n",
+			"forcepass.py": forcePass,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"solution.py": badSolution}
+			for k, v := range tc.files {
+				files[k] = v
+			}
+			s := workspace(t, files, nil)
+			r, score, details := runScript(t, e, c, s, nil)
+			if score != 0.5 || strings.Contains(string(r.Stdout)+string(r.Stderr), "PWNED") {
+				t.Errorf("score %v, want 0.5; details %s; stdout %.3000s; stderr %.2000s", score, details, r.Stdout, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestPytestConftestOfTheTaskIsHonoured is the control for the conftest attacks: the same
+// hook, shipped by the task in its tests directory, does turn every failure into a pass, so
+// the workspace's copy leaving the score alone means it was never loaded.
+func TestPytestConftestOfTheTaskIsHonoured(t *testing.T) {
+	dir, c := pytestTask(t)
+	if err := os.WriteFile(filepath.Join(dir, "tests", "conftest.py"), []byte(strings.Replace(forcePass, `print("PWNED")`, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{"solution.py": badSolution}, nil)
+	if _, score, details := runScript(t, e, c, s, nil); score != 1 {
+		t.Errorf("score %v with the task's own force-pass conftest, want 1 (details %s)", score, details)
+	}
+}

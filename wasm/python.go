@@ -1,0 +1,179 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"ceval.dev/ceval/task"
+)
+
+// PythonSource returns the path of the pinned CPython WASI module (images.PythonWASM) and
+// the sha256 it must have; the Executor checks it as it reads. It is called on the first
+// criterion that needs Python, so a run without Python never fetches it.
+type PythonSource func(ctx context.Context) (path, sha256 string, err error)
+
+// pythonStrippedSHA256 is the digest of the pinned python.wasm with its DWARF sections
+// removed by stripDebug: the module the sandbox compiles and runs, and the one result.json
+// names. Stripping is deterministic, so a change of pin must change this too.
+const pythonStrippedSHA256 = "324728b694d0ff4eff1f2e148f28faadb1061a80d6b2b3dbb92d21b0de56f181"
+
+// maxPythonBytes bounds the module file read from the cache.
+const maxPythonBytes = 64 << 20
+
+// python returns the stripped CPython module, reading it once per Executor: from the
+// stripped copy beside the pinned file when that copy has the expected digest, else by
+// stripping the pinned file (checked against its sha256) and keeping the copy.
+func (e *Executor) python(ctx context.Context) (*taskModule, error) {
+	if e.py != nil {
+		return e.py, nil
+	}
+	if e.pyErr != nil {
+		return nil, e.pyErr
+	}
+	src, want, err := e.opts.Python(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("CPython for the sandbox: %w", err) // not kept: a later call may fetch it
+	}
+	stripped := strings.TrimSuffix(src, ".wasm") + ".nodebug.wasm"
+	if data, err := readLimited(stripped, maxPythonBytes); err == nil {
+		if m := newTaskModule(data); m.digest == pythonStrippedSHA256 {
+			e.py = m
+			return m, nil
+		}
+	}
+	data, err := readLimited(src, maxPythonBytes)
+	if err != nil {
+		return nil, fmt.Errorf("CPython for the sandbox: %w", err)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != want {
+		e.pyErr = fmt.Errorf("CPython for the sandbox: %s has sha256 %x, want %s: remove it so that ceval fetches the pinned file again", src, sum, want)
+		return nil, e.pyErr
+	}
+	data, err = stripDebug(data)
+	if err != nil {
+		e.pyErr = fmt.Errorf("CPython for the sandbox: strip %s: %w", src, err)
+		return nil, e.pyErr
+	}
+	m := newTaskModule(data)
+	if m.digest != pythonStrippedSHA256 {
+		e.pyErr = fmt.Errorf("CPython for the sandbox: %s stripped of DWARF has sha256 %s, want %s (a pin changed without the stripped digest)", src, m.digest, pythonStrippedSHA256)
+		return nil, e.pyErr
+	}
+	_ = writeFileAtomic(stripped, data) // only a cache: the next run strips again if it failed
+	e.py = m
+	return m, nil
+}
+
+func readLimited(p string, limit int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is over %s", p, human(limit))
+	}
+	return data, nil
+}
+
+func writeFileAtomic(dst string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".part-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+// stripDebug returns module without its DWARF custom sections (".debug_*"), which make
+// wazero slow to compile and to unwind; code and data are untouched.
+func stripDebug(module []byte) ([]byte, error) {
+	if len(module) < 8 || !bytes.HasPrefix(module, wasmMagic) {
+		return nil, errors.New("not a WebAssembly module")
+	}
+	out := append([]byte(nil), module[:8]...)
+	for rest := module[8:]; len(rest) > 0; {
+		id := rest[0]
+		size, n := uleb32(rest[1:])
+		if n == 0 || uint64(len(rest)-1-n) < uint64(size) {
+			return nil, errors.New("truncated section")
+		}
+		section := rest[:1+n+int(size)]
+		payload := rest[1+n : 1+n+int(size)]
+		rest = rest[len(section):]
+		if id == 0 {
+			nameLen, m := uleb32(payload)
+			if m == 0 || uint64(len(payload)-m) < uint64(nameLen) {
+				return nil, errors.New("bad custom section name")
+			}
+			if strings.HasPrefix(string(payload[m:m+int(nameLen)]), ".debug") {
+				continue
+			}
+		}
+		out = append(out, section...)
+	}
+	return out, nil
+}
+
+// uleb32 decodes an unsigned LEB128 value of at most 32 bits; n is 0 when malformed.
+func uleb32(b []byte) (v uint32, n int) {
+	for shift := 0; n < len(b) && n < 5; shift += 7 {
+		c := b[n]
+		n++
+		v |= uint32(c&0x7f) << shift
+		if c&0x80 == 0 {
+			return v, n
+		}
+	}
+	return 0, 0
+}
+
+// namesPython matches a script that may run python or python3.
+var namesPython = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])python3?([^A-Za-z0-9_.-]|$)`)
+
+// preparePython loads CPython into the worker for a run_command script that names python
+// or python3, and says in req which module python_run runs, or why there is none. A
+// configured source that fails (no network on first use, a corrupt cache) is ceval's
+// error, not the agent's score.
+func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *runRequest) error {
+	if c.Type != task.RunCommand || !namesPython.MatchString(c.Command) {
+		return nil
+	}
+	if e.opts.Python == nil {
+		req.PythonWhy = "this ceval was set up without CPython (wasm.Options.Python is nil)"
+		return nil
+	}
+	m, err := e.python(ctx)
+	if err != nil {
+		return fmt.Errorf("wasm: %w", err)
+	}
+	if err := e.loadModule(ctx, m); err != nil {
+		return err
+	}
+	if err := e.preparePackages(ctx, c.PythonPackages, req); err != nil {
+		return err
+	}
+	req.Python = m.digest
+	return nil
+}

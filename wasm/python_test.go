@@ -1,0 +1,192 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/images"
+)
+
+var (
+	pythonOnce sync.Once
+	pythonPath string
+	pythonErr  error
+)
+
+// testPython is the pinned CPython source, fetched once into ceval's download cache. Tests
+// that need it fail under CI=true when it cannot be had, and skip elsewhere.
+func testPython(t testing.TB) PythonSource {
+	t.Helper()
+	if !HasToolbox() {
+		t.Skip("python runs through the toolbox, which this build lacks")
+	}
+	pythonOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		pythonPath, pythonErr = images.PythonWASM(ctx, false, nil)
+	})
+	if pythonErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("pinned CPython: %v", pythonErr)
+		}
+		t.Skipf("pinned CPython: %v", pythonErr)
+	}
+	return func(context.Context) (string, string, error) {
+		return pythonPath, images.PythonWASI.File.SHA256, nil
+	}
+}
+
+// pyExecutor is one Executor with CPython for a test and its subtests.
+func pyExecutor(t *testing.T, opts Options) *Executor {
+	opts.Python = testPython(t)
+	return newExecutor(t, defaultToolbox(), opts)
+}
+
+func TestPythonRunsInRunCommand(t *testing.T) {
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{
+		"out.json":        `{"answer": 42, "items": [1, 2, 3]}`,
+		"data.txt":        "3\n4\n5\n",
+		"solution.py":     "def add(a, b):\n    return a + b\n",
+		"checks/check.py": "import json, sys\nd = json.load(open('out.json'))\nprint('ok' if d['answer'] == 42 else 'bad', sys.argv[1:])\nsys.exit(0 if d['answer'] == 42 else 1)\n",
+	}, nil)
+	for _, tc := range []struct{ name, script, stdout string }{
+		{"dash c", `python3 -c 'import json; print(json.dumps({"a": 1}))'`, "{\"a\": 1}\n"},
+		{"python alias", `python -c 'print(2 + 3)'`, "5\n"},
+		{"heredoc on stdin", "python3 - <<'EOF'\nimport sys\nprint(6 * 7, sys.argv)\nEOF", "42 ['-']\n"},
+		{"checker script reading the snapshot", `python3 checks/check.py x y && echo passed`, "ok ['x', 'y']\npassed\n"},
+		{"checker script after cd", `cd checks && python3 check.py 2>&1 | grep -c FileNotFoundError`, "1\n"},
+		{"pipeline python to toolbox", `python3 -c 'print("ok 1"); print("bad 2"); print("ok 3")' | grep ok | wc -l`, "2\n"},
+		{"pipeline toolbox to python", `cat data.txt | python3 -c 'import sys; print(sum(int(l) for l in sys.stdin))'`, "12\n"},
+		{"python to python", `python3 -c 'print(21)' | python3 -c 'print(int(input()) * 2)'`, "42\n"},
+		{"agent module imported", `python3 -c 'import solution; print(solution.add(2, 3))'`, "5\n"},
+		{"exit status", `python3 -c 'import sys; sys.exit(3)'; echo $?`, "3\n"},
+		{"shares tmp with the toolbox", `python3 -c 'open("/tmp/x", "w").write("hi\n")' && cat /tmp/x && echo again > /tmp/y && python3 -c 'print(open("/tmp/y").read().strip())'`, "hi\nagain\n"},
+		{"redirection to a file", `python3 -c 'print("to file")' > /tmp/o; cat /tmp/o`, "to file\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, score, details := runScript(t, e, command(tc.script), s, nil)
+			if string(r.Stdout) != tc.stdout || score != 1 {
+				t.Errorf("score %v, stdout %q, want %q; details %s; stderr %s", score, r.Stdout, tc.stdout, details, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestPythonHostileScriptsAreDeniedOrBounded repeats the WASM attacks through Python: each
+// is denied or stopped by a limit, and no host file is ever read.
+func TestPythonHostileScriptsAreDeniedOrBounded(t *testing.T) {
+	cn := hostCanary(t)
+	e := pyExecutor(t, Options{MemoryLimit: 128 << 20, MaxOutput: 64 << 10})
+	s := workspace(t, map[string]string{"passwd": "->/etc/passwd", "canary": "->" + cn.path}, nil)
+	for _, tc := range []struct {
+		name, script, limit, stdout string
+	}{
+		{"open etc passwd", `python3 -c 'print(open("/etc/passwd").read())'`, "", ""},
+		{"open the canary by its host path", `python3 -c 'print(open("` + cn.path + `").read())'`, "", ""},
+		{"list the root", `python3 -c 'import os; print(sorted(os.listdir("/")))'`, "", "['ceval', 'tmp', 'workspace']\n"},
+		{"follow a symlink to the host", `python3 -c 'print(open("passwd").read())'; python3 -c 'print(open("/workspace/canary").read())'`, "", ""},
+		{"walk up with dot dot", `python3 -c 'print(open("/workspace/../../../etc/passwd").read())'`, "", ""},
+		{"socket", `python3 -c 'import socket; s = socket.socket(); s.connect(("127.0.0.1", 22)); print("connected")'`, "", ""},
+		{"subprocess", `python3 -c 'import subprocess; print(subprocess.run(["cat", "/etc/passwd"]))'`, "", ""},
+		{"infinite loop", `python3 -c 'while True: pass'`, limitTimeout, ""},
+		{"memory bomb", `python3 -c 'x = []
+while True: x.append(bytearray(16 << 20))'`, limitMemory, ""},
+		{"stdout flood", `python3 -c 'while True: print("x" * 1000)'`, limitStdout, ""},
+		{"stdout flood into a pipe", `python3 -c 'while True: print("x" * 1000)' | head -1`, limitStdout, ""},
+		{"stderr flood", `python3 -c 'import sys
+while True: sys.stderr.write("y" * 1000)'`, limitStderr, ""},
+		{"write the workspace", `python3 -c 'open("/workspace/new.txt", "w").write("x")'; test -e new.txt && echo written`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := command(tc.script)
+			c.Timeout = 3 * time.Second
+			if tc.limit != limitTimeout {
+				c.Timeout = 30 * time.Second // only the loop should meet it, even on a loaded machine
+			}
+			r, score, details := runScript(t, e, c, s, nil)
+			cn.assertAbsent(t, tc.script, r.Stdout, r.Stderr, []byte(details))
+			if r.Limit != tc.limit {
+				t.Errorf("limit %q, want %q (details %s; stderr %.300s)", r.Limit, tc.limit, details, r.Stderr)
+			}
+			if tc.limit != "" && score != 0 {
+				t.Errorf("score %v past the %s limit", score, tc.limit)
+			}
+			if tc.limit == "" && string(r.Stdout) != tc.stdout {
+				t.Errorf("stdout %q, want %q (stderr %.300s)", r.Stdout, tc.stdout, r.Stderr)
+			}
+			if tc.limit == limitMemory && r.PeakMemory > 128<<20 {
+				t.Errorf("peak memory %d over the limit", r.PeakMemory)
+			}
+		})
+	}
+}
+
+func TestPythonWorkspaceSitecustomizeIsNotRun(t *testing.T) {
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{
+		"sitecustomize.py": "print('PWNED')\n",
+		"usercustomize.py": "print('PWNED')\n",
+		"json.py":          "print('PWNED shadow')\n",
+		"check.py":         "print('check')\n",
+	}, nil)
+	r, _, _ := runScript(t, e, command(`python3 -c 'print(1)'; python3 check.py; python3 -I -c 'import json; print(json.dumps(2))'`), s, nil)
+	if bytes.Contains(r.Stdout, []byte("PWNED")) || string(r.Stdout) != "1\ncheck\n2\n" {
+		t.Errorf("stdout %q (stderr %s)", r.Stdout, r.Stderr)
+	}
+}
+
+func TestPythonWithoutSourceSaysWhy(t *testing.T) {
+	if !HasToolbox() {
+		t.Skip("no toolbox")
+	}
+	e := newExecutor(t, defaultToolbox(), Options{})
+	s := workspace(t, map[string]string{}, nil)
+	r, score, _ := runScript(t, e, command(`python3 -c 'print(1)'`), s, nil)
+	if score != 0 || r.ExitCode != 127 || !strings.Contains(string(r.Stderr), "Python is not available") {
+		t.Errorf("score %v exit %d stderr %q", score, r.ExitCode, r.Stderr)
+	}
+}
+
+func TestStripDebugKeepsEverythingButDWARF(t *testing.T) {
+	// magic, version; a type section; custom ".debug_info"; custom "producers".
+	mod := []byte("\x00asm\x01\x00\x00\x00")
+	typ := []byte{1, 4, 1, 0x60, 0, 0}
+	dbg := append([]byte{0, 13, 11}, ".debug_infoX"[:11]...)
+	dbg = append(dbg, 'X')
+	prod := append([]byte{0, 10, 9}, "producers"...)
+	in := append(append(append(append([]byte{}, mod...), typ...), dbg...), prod...)
+	got, err := stripDebug(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(append([]byte{}, mod...), typ...), prod...)
+	if !bytes.Equal(got, want) {
+		t.Errorf("stripDebug = %x, want %x", got, want)
+	}
+	if _, err := stripDebug(append(append([]byte{}, mod...), 1, 200, 1)); err == nil {
+		t.Error("a truncated section was accepted")
+	}
+}
+
+func TestPythonPackagesAreImportableOnlyWhenDeclared(t *testing.T) {
+	if _, err := os.Stat(DebianDistPackages + "/six.py"); err != nil {
+		t.Skip("Debian's python3-six is not installed")
+	}
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{}, nil)
+	c := command(`python3 -c 'import six, iniconfig; print(six.PY3, iniconfig.__name__)'`)
+	c.PythonPackages = []string{"six", "iniconfig"}
+	if r, score, details := runScript(t, e, c, s, nil); score != 1 || string(r.Stdout) != "True iniconfig\n" {
+		t.Errorf("declared: score %v stdout %q (%s; stderr %s)", score, r.Stdout, details, r.Stderr)
+	}
+	r, score, _ := runScript(t, e, command(`python3 -c 'import six'`), s, nil)
+	if score != 0 || !strings.Contains(string(r.Stderr), "No module named 'six'") {
+		t.Errorf("undeclared: score %v stderr %q", score, r.Stderr)
+	}
+}
