@@ -256,6 +256,9 @@ func TestFloodedRunDoesNotStallAnotherRun(t *testing.T) {
 	// Run A forwards to the provider (its answers are 16 MiB streams); run B replays.
 	cfgA := floodCfg(Forward)
 	cfgA.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}
+	// A's own agent reads 16 MiB streams after the flood: a write timeout of 300 ms cut it off
+	// once when the test process itself was starved of CPU (load 20 on 2 cores).
+	cfgA.WriteTimeout = 2 * time.Second
 	a, addrA := serve(t, cfgA)
 	b, addrB := serve(t, floodCfg(Replay))
 
