@@ -53,10 +53,13 @@ func TestMain(m *testing.M) {
 // cleanupNamespace removes the test image, the namespace and the empty cgroup directories
 // runc leaves behind for it.
 func cleanupNamespace() {
+	addr := launcher.AddressFromEnv()
 	if os.Geteuid() != 0 {
-		return
+		if addr = os.Getenv(launcher.RootlessAddressEnv); addr == "" {
+			return
+		}
 	}
-	c, ctx, err := launcher.Connect(context.Background(), launcher.AddressFromEnv(), ctrtest.Namespace)
+	c, ctx, err := launcher.Connect(context.Background(), addr, ctrtest.Namespace)
 	if err != nil {
 		return
 	}

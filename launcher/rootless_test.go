@@ -1,0 +1,223 @@
+package launcher_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/contrib/seccomp"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	ctroci "github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/launcher"
+)
+
+// rootlessDaemon returns the rootless containerd at CEVAL_ROOTLESS_ADDRESS and a client of
+// it. These tests run as the unprivileged user that owns it (.ci/run runs them so); as root
+// they skip, because root is not rootless. Without the daemon they fail under CI=true.
+func rootlessDaemon(t *testing.T) (*launcher.RootlessDaemon, *client.Client, context.Context) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		t.Skip("rootless tests run as the daemon's unprivileged user (.ci/run: scripts/containerd.sh rootless-start, then go test as that user)")
+	}
+	addr := os.Getenv(launcher.RootlessAddressEnv)
+	if addr == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and a rootless containerd is required: set %s (scripts/containerd.sh rootless-start USER DIR prints it)", launcher.RootlessAddressEnv)
+		}
+		t.Skipf("no rootless containerd: set %s", launcher.RootlessAddressEnv)
+	}
+	d, err := launcher.DetectRootless(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ctx, err := launcher.Connect(context.Background(), addr, ctrtest.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(d.FIFODir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		defer c.Close()
+		if err := ctrtest.Leftovers(ctx, c); err != nil {
+			t.Errorf("left behind in namespace %s: %v", ctrtest.Namespace, err)
+		}
+	})
+	return d, c, ctx
+}
+
+// withNoCapabilities clears all five capability sets by hand: rootless tools differ in
+// whether "ALL" is honoured, and WithCapabilities(nil) keeps the ambient set.
+func withNoCapabilities(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+	s.Process.Capabilities = &specs.LinuxCapabilities{Bounding: []string{}, Effective: []string{}, Permitted: []string{}, Inheritable: []string{}, Ambient: []string{}}
+	return nil
+}
+
+func withAgentIDs(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+	s.Process.User = specs.User{UID: 2000, GID: 2000}
+	s.Linux.Namespaces = append(s.Linux.Namespaces, specs.LinuxNamespace{Type: specs.CgroupNamespace})
+	return nil
+}
+
+// runRootless runs script in a hardened container of the rootless daemon, with pids held
+// by WithRootlessLimits when limits is true; during sees the running init's host PID
+// before its stdin closes.
+func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx context.Context, script string, limits bool, during func(pid uint32)) string {
+	t.Helper()
+	img := busyboxImage(t, c, ctx)
+	id := runID(t)
+	opts := []ctroci.SpecOpts{
+		ctroci.WithImageConfig(img),
+		ctroci.WithProcessArgs("/bin/sh", "-c", script),
+		withAgentIDs,
+		withNoCapabilities,
+		ctroci.WithNoNewPrivileges,
+		ctroci.WithRootFSReadonly(),
+	}
+	if limits {
+		opts = append(opts, launcher.WithRootlessLimits("", id, 64))
+	} else {
+		opts = append(opts, func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+			s.Linux.CgroupsPath, s.Linux.Resources = "", nil
+			return nil
+		})
+	}
+	opts = append(opts, seccomp.WithDefaultProfile())
+	ctr, err := c.NewContainer(ctx, id, client.WithNewSnapshot(id, img), client.WithNewSpec(opts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctr.Delete(ctx, client.WithSnapshotCleanup)
+	var out bytes.Buffer
+	stdin, release := io.Pipe()
+	defer release.Close()
+	tk, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(stdin, &out, &out), cio.WithFIFODir(d.FIFODir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Delete(ctx, client.WithProcessKill)
+	exitCh, err := tk.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		during(tk.Pid())
+	}
+	// The script may wait on stdin for during to finish: EOF releases it.
+	release.Close()
+	if err := tk.CloseIO(ctx, client.WithStdinCloser); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-exitCh:
+		t.Logf("exit %d %v", st.ExitCode(), st.Error())
+	case <-time.After(60 * time.Second):
+		t.Fatal("container did not exit in 60 s")
+	}
+	if _, err := tk.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+func procStatus(t *testing.T, pid uint32) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		m[k] = strings.Join(strings.Fields(v), " ")
+	}
+	return m
+}
+
+func TestRootlessAgentRunsAsSubordinateUIDWithNoCapsNNPSeccompReadonlyRootfsAndOnlyLo(t *testing.T) {
+	d, c, ctx := rootlessDaemon(t)
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]string
+	var netns string
+	out := runRootless(t, d, c, ctx, `id -u; ls /sys/class/net; touch /rootfs-write 2>/dev/null || echo rootfs-readonly; read -r x`, true, func(pid uint32) {
+		st = procStatus(t, pid)
+		netns, _ = os.Readlink("/proc/" + strconv.Itoa(int(pid)) + "/ns/net")
+	})
+	hostUID, _, _ := strings.Cut(st["Uid"], " ")
+	if hostUID == strconv.Itoa(os.Getuid()) || hostUID == "0" || hostUID == "2000" {
+		t.Errorf("agent's host UID %s: want one of the user's subordinate IDs", hostUID)
+	}
+	for k, want := range map[string]string{"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapInh": "0000000000000000", "CapBnd": "0000000000000000", "CapAmb": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2"} {
+		if st[k] != want {
+			t.Errorf("%s = %q, want %q", k, st[k], want)
+		}
+	}
+	if netns == "" || netns == own {
+		t.Errorf("container network namespace %q: want its own, not the host's %q", netns, own)
+	}
+	if f := strings.Fields(out); len(f) < 3 || f[0] != "2000" || f[1] != "lo" || f[2] != "rootfs-readonly" {
+		t.Errorf("inside: %q, want UID 2000, only lo, a read-only rootfs", out)
+	}
+}
+
+func TestRootlessForkBombIsHeldByRlimitNproc(t *testing.T) {
+	d, c, ctx := rootlessDaemon(t)
+	// The bomb runs in a subshell (ash exits when a fork fails); the count and the kill are
+	// builtins, so they need no process of their own once the limit is reached.
+	out := runRootless(t, d, c, ctx, `(i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done) 2>/dev/null; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo procs=$n; kill -9 -1`, true, nil)
+	i := strings.LastIndex(out, "procs=")
+	if i < 0 {
+		t.Fatalf("no process count in the output %q", out)
+	}
+	got, err := strconv.Atoi(strings.TrimSpace(out[i+len("procs="):]))
+	if err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	t.Logf("%d processes in the container after 200 forks", got)
+	if got > 64 {
+		t.Fatalf("%d processes of the agent's UID: RLIMIT_NPROC=64 did not hold the fork bomb", got)
+	}
+}
+
+func TestRootlessScratchCapStopsWritesPastItsSize(t *testing.T) {
+	d, _, _ := rootlessDaemon(t)
+	dir := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unmount, err := d.MountScratch(dir, 1, 64, 2000, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := unmount(); err != nil {
+			t.Error(err)
+		}
+	}()
+	out, err := d.Command("dd", "if=/dev/zero", "of="+dir+"/fill", "bs=1M", "count=4").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "No space left") {
+		t.Fatalf("4 MiB into a 1 MiB scratch: err %v, %s; want ENOSPC", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fill")); !os.IsNotExist(err) {
+		t.Fatalf("the scratch's file shows on the host (%v): the mount must stay in the daemon's namespace", err)
+	}
+}
