@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,10 +72,10 @@ func withAgentIDs(_ context.Context, _ ctroci.Client, _ *containers.Container, s
 	return nil
 }
 
-// runRootless runs script in a hardened container of the rootless daemon, with pids held
-// by WithRootlessLimits when limits is true; during sees the running init's host PID
-// before its stdin closes.
-func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx context.Context, script string, limits bool, during func(pid uint32)) string {
+// runRootless runs script in a hardened container of the rootless daemon with the limit
+// options limits(id) gives; during sees the running init's host PID, then the container is
+// killed (a script given a during ends in a long sleep).
+func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx context.Context, script string, limits func(id string) []ctroci.SpecOpts, during func(pid uint32)) string {
 	t.Helper()
 	img := busyboxImage(t, c, ctx)
 	id := runID(t)
@@ -86,24 +87,15 @@ func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx
 		ctroci.WithNoNewPrivileges,
 		ctroci.WithRootFSReadonly(),
 	}
-	if limits {
-		opts = append(opts, launcher.WithRootlessLimits("", id, 64))
-	} else {
-		opts = append(opts, func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
-			s.Linux.CgroupsPath, s.Linux.Resources = "", nil
-			return nil
-		})
-	}
+	opts = append(opts, limits(id)...)
 	opts = append(opts, seccomp.WithDefaultProfile())
 	ctr, err := c.NewContainer(ctx, id, client.WithNewSnapshot(id, img), client.WithNewSpec(opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ctr.Delete(ctx, client.WithSnapshotCleanup)
-	var out bytes.Buffer
-	stdin, release := io.Pipe()
-	defer release.Close()
-	tk, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(stdin, &out, &out), cio.WithFIFODir(d.FIFODir())))
+	out := &markedWriter{ready: make(chan struct{})}
+	tk, err := ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(d.FIFODir())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,12 +108,19 @@ func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx
 		t.Fatal(err)
 	}
 	if during != nil {
+		select {
+		case <-out.ready:
+		case <-exitCh:
+			t.Fatalf("container exited before it printed %q: %q", readyMark, out.String())
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no %q in 60 s: %q", readyMark, out.String())
+		}
 		during(tk.Pid())
-	}
-	// The script may wait on stdin for during to finish: EOF releases it.
-	release.Close()
-	if err := tk.CloseIO(ctx, client.WithStdinCloser); err != nil {
-		t.Fatal(err)
+		// SIGKILL to the init empties its PID namespace. Not WithKillAll: rootless runc
+		// without a cgroup path fails it ("lstat : no such file or directory").
+		if err := tk.Kill(ctx, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
 	}
 	select {
 	case st := <-exitCh:
@@ -133,6 +132,69 @@ func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx
 		t.Fatal(err)
 	}
 	return out.String()
+}
+
+// rlimitMode holds pids at 64 without any cgroup.
+func rlimitMode(id string) []ctroci.SpecOpts {
+	return []ctroci.SpecOpts{launcher.WithRootlessLimits("", id, 64)}
+}
+
+// delegatedCgroup returns the cgroup subtree root delegated to this user
+// (scripts/containerd.sh rootless-cgroup-setup, which .ci/run runs): skipped without one
+// outside CI, failed under CI=true.
+func delegatedCgroup(t *testing.T) string {
+	t.Helper()
+	name, why := launcher.DelegatedCgroup("/sys/fs/cgroup", os.Getenv("USER"))
+	if name == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and a delegated cgroup subtree is required (scripts/containerd.sh rootless-cgroup-setup USER as root): %s", why)
+		}
+		t.Skipf("no delegated cgroup subtree: %s", why)
+	}
+	return name
+}
+
+// readyMark is what a script given a during prints when it has said everything and waits.
+const readyMark = "ceval-ready\n"
+
+// markedWriter collects a container's output and closes ready when readyMark shows.
+type markedWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	ready chan struct{}
+	seen  bool
+}
+
+func (w *markedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if !w.seen && strings.Contains(w.buf.String(), readyMark) {
+		w.seen = true
+		close(w.ready)
+	}
+	return len(p), nil
+}
+
+func (w *markedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// procCount reads the "procs=N" line a fork-bomb script prints.
+func procCount(t *testing.T, out string) int {
+	t.Helper()
+	i := strings.LastIndex(out, "procs=")
+	if i < 0 {
+		t.Fatalf("no process count in the output %q", out)
+	}
+	line, _, _ := strings.Cut(out[i+len("procs="):], "\n")
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	return n
 }
 
 func procStatus(t *testing.T, pid uint32) map[string]string {
@@ -158,7 +220,7 @@ func TestRootlessAgentRunsAsSubordinateUIDWithNoCapsNNPSeccompReadonlyRootfsAndO
 	}
 	var st map[string]string
 	var netns string
-	out := runRootless(t, d, c, ctx, `id -u; ls /sys/class/net; touch /rootfs-write 2>/dev/null || echo rootfs-readonly; read -r x`, true, func(pid uint32) {
+	out := runRootless(t, d, c, ctx, `id -u; ls /sys/class/net; touch /rootfs-write 2>/dev/null || echo rootfs-readonly; echo ceval-ready; exec sleep 600`, rlimitMode, func(pid uint32) {
 		st = procStatus(t, pid)
 		netns, _ = os.Readlink("/proc/" + strconv.Itoa(int(pid)) + "/ns/net")
 	})
@@ -183,15 +245,8 @@ func TestRootlessForkBombIsHeldByRlimitNproc(t *testing.T) {
 	d, c, ctx := rootlessDaemon(t)
 	// The bomb runs in a subshell (ash exits when a fork fails); the count and the kill are
 	// builtins, so they need no process of their own once the limit is reached.
-	out := runRootless(t, d, c, ctx, `(i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done) 2>/dev/null; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo procs=$n; kill -9 -1`, true, nil)
-	i := strings.LastIndex(out, "procs=")
-	if i < 0 {
-		t.Fatalf("no process count in the output %q", out)
-	}
-	got, err := strconv.Atoi(strings.TrimSpace(out[i+len("procs="):]))
-	if err != nil {
-		t.Fatalf("output %q: %v", out, err)
-	}
+	out := runRootless(t, d, c, ctx, `(i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done) 2>/dev/null; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo procs=$n; kill -9 -1`, rlimitMode, nil)
+	got := procCount(t, out)
 	t.Logf("%d processes in the container after 200 forks", got)
 	if got > 64 {
 		t.Fatalf("%d processes of the agent's UID: RLIMIT_NPROC=64 did not hold the fork bomb", got)
@@ -219,5 +274,31 @@ func TestRootlessScratchCapStopsWritesPastItsSize(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "fill")); !os.IsNotExist(err) {
 		t.Fatalf("the scratch's file shows on the host (%v): the mount must stay in the daemon's namespace", err)
+	}
+}
+
+func TestRootlessForkBombIsHeldByTheDelegatedCgroupsPidsLimit(t *testing.T) {
+	d, c, ctx := rootlessDaemon(t)
+	delegated := delegatedCgroup(t)
+	var pidsMax []byte
+	var cg string
+	out := runRootless(t, d, c, ctx, `(i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done) 2>/dev/null; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo procs=$n; echo ceval-ready; exec sleep 600`,
+		func(id string) []ctroci.SpecOpts {
+			cg = filepath.Join("/sys/fs/cgroup/pids", delegated, id)
+			t.Cleanup(func() { os.Remove(cg) })
+			return []ctroci.SpecOpts{ctroci.WithPidsLimit(64), launcher.WithRootlessLimits(delegated, id, 64)}
+		},
+		func(uint32) {
+			var err error
+			pidsMax, err = os.ReadFile(filepath.Join(cg, "pids.max"))
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	if strings.TrimSpace(string(pidsMax)) != "64" {
+		t.Errorf("pids.max of the run's cgroup under the delegated subtree = %q, want 64", pidsMax)
+	}
+	if got := procCount(t, out); got > 64 {
+		t.Fatalf("%d processes in the container: the delegated cgroup's pids.max did not hold the fork bomb", got)
 	}
 }

@@ -18,9 +18,9 @@
 #   scripts/containerd.sh rootless-stop  USER DIR   kill its tasks, stop rootlesskit by PID, then kill
 #                                        by PID anything left in its user namespace (shims).
 #   scripts/containerd.sh rootless-cgroup-setup|rootless-cgroup-teardown USER
-#                                        as root: a cgroup v1 subtree /sys/fs/cgroup/{pids,memory,cpu}/
-#                                        ceval-rootless-USER chowned to USER (the strict limit mode), or
-#                                        its removal.
+#                                        as root: a cgroup v1 subtree ceval-rootless-USER in every
+#                                        hierarchy under /sys/fs/cgroup, chowned to USER (the strict
+#                                        limit mode), or its removal.
 set -euo pipefail
 
 cmd=${1:-}

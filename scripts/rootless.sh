@@ -162,9 +162,15 @@ rootless_stop_user() {
   echo "stopped rootless containerd in $dir (rootlesskit $pid)"
 }
 
+# rootless_cgroup_dirs USER: the subtree in every cgroup v1 hierarchy (runc makes the
+# container's cgroup in each one it knows, not only those with limits).
 rootless_cgroup_dirs() {
-  local c
-  for c in pids memory cpu; do echo "/sys/fs/cgroup/$c/ceval-rootless-$1"; done
+  local h
+  for h in /sys/fs/cgroup/*/; do
+    h=${h%/}
+    [ -f "$h/cgroup.procs" ] && [ ! -f "$h/cgroup.controllers" ] && echo "$h/ceval-rootless-$1"
+  done
+  return 0
 }
 
 rootless_main() {
@@ -208,6 +214,10 @@ rootless_main() {
     fi
     for d in $(rootless_cgroup_dirs "$user"); do
       mkdir -p "$d"
+      if [ -f "$d/cpuset.cpus" ]; then # a cpuset cgroup starts empty: no CPU, no memory node
+        cat "$(dirname "$d")/cpuset.cpus" >"$d/cpuset.cpus"
+        cat "$(dirname "$d")/cpuset.mems" >"$d/cpuset.mems"
+      fi
       chown -R "$user:" "$d"
       echo "$d"
     done
