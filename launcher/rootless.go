@@ -163,21 +163,62 @@ func currentUser() string {
 // makes for user in each of the pids, memory and cpu hierarchies.
 func DelegatedCgroupName(user string) string { return "ceval-rootless-" + user }
 
-// delegatedControllers are the hierarchies a delegated subtree must cover.
-var delegatedControllers = []string{"pids", "memory", "cpu"}
+// limitControllers are the hierarchies a delegated subtree must cover for the limits.
+var limitControllers = []string{"pids", "memory", "cpu"}
 
-// DelegatedCgroup returns the subtree name when every controller's subtree for user exists
-// under root (normally /sys/fs/cgroup) and this process may write into it; "" and the
-// reason otherwise.
+// DelegatedCgroup returns the subtree name when user's subtree exists, writable by this
+// process, in every cgroup v1 hierarchy under root (normally /sys/fs/cgroup: runc makes the
+// container's cgroup in each one, not only in pids, memory and cpu, which must be there);
+// "" and the reason otherwise.
 func DelegatedCgroup(root, user string) (name, why string) {
 	name = DelegatedCgroupName(user)
-	for _, c := range delegatedControllers {
-		d := filepath.Join(root, c, name)
+	hier := map[string]bool{}
+	for _, c := range limitControllers {
+		hier[c] = true
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return "", err.Error()
+	}
+	for _, e := range entries {
+		h := filepath.Join(root, e.Name())
+		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err != nil {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(h, "cgroup.controllers")); err == nil {
+			continue // the cgroup v2 mount of a hybrid host: runc v1 does not use it
+		}
+		hier[e.Name()] = true
+	}
+	for h := range hier {
+		d := filepath.Join(root, h, name)
 		if err := unix.Access(d, unix.W_OK|unix.X_OK); err != nil {
 			return "", fmt.Sprintf("%s: %v", d, err)
 		}
 	}
 	return name, ""
+}
+
+// SubordinateIDs returns the first range of user's (or uid's) subordinate IDs in an
+// /etc/subuid- or /etc/subgid-format file, and how many per-run slices of slice IDs it holds
+// beyond the first slice (rootlesskit maps the first to the daemon's own IDs).
+func SubordinateIDs(data []byte, user string, uid int, slice uint32) (start, count uint32, runs int, err error) {
+	for i, line := range strings.Split(string(data), "\n") {
+		f := strings.Split(strings.TrimSpace(line), ":")
+		if len(f) != 3 || (f[0] != user && f[0] != strconv.Itoa(uid)) {
+			continue
+		}
+		s, err1 := strconv.ParseUint(f[1], 10, 32)
+		n, err2 := strconv.ParseUint(f[2], 10, 32)
+		if err := errors.Join(err1, err2); err != nil {
+			return 0, 0, 0, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if n <= uint64(slice) {
+			return uint32(s), uint32(n), 0, nil
+		}
+		return uint32(s), uint32(n), int((n - uint64(slice)) / uint64(slice)), nil
+	}
+	return 0, 0, 0, fmt.Errorf("no subordinate IDs for %s (run as root once: scripts/containerd.sh rootless-start %s DIR)", user, user)
 }
 
 // RlimitNproc is the pids limit as an rlimit: RLIMIT_NPROC counts the processes of the

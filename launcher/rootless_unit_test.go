@@ -75,21 +75,53 @@ func TestRootlessSpecWithDelegationKeepsLimitsUnderTheSubtree(t *testing.T) {
 	}
 }
 
-func TestDelegatedCgroupNeedsEveryControllersSubtree(t *testing.T) {
+func TestDelegatedCgroupNeedsTheSubtreeInEveryHierarchy(t *testing.T) {
 	root := t.TempDir()
 	name := launcher.DelegatedCgroupName("u")
-	for _, c := range []string{"pids", "memory"} {
-		if err := os.MkdirAll(filepath.Join(root, c, name), 0o755); err != nil {
+	mk := func(p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, p), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, why := launcher.DelegatedCgroup(root, "u"); got != "" || why == "" {
-		t.Fatalf("without cpu's subtree: %q (%s), want none", got, why)
+	for _, h := range []string{"pids", "memory", "cpu", "cpuset", "unified"} {
+		mk(h)
+		if err := os.WriteFile(filepath.Join(root, h, "cgroup.procs"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(root, "cpu", name), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "unified", "cgroup.controllers"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	for _, h := range []string{"pids", "memory", "cpu"} {
+		mk(filepath.Join(h, name))
+	}
+	if got, why := launcher.DelegatedCgroup(root, "u"); got != "" || why == "" {
+		t.Fatalf("without cpuset's subtree: %q (%s), want none (runc makes a cgroup in every hierarchy)", got, why)
+	}
+	mk(filepath.Join("cpuset", name))
 	if got, why := launcher.DelegatedCgroup(root, "u"); got != name {
-		t.Fatalf("with every subtree: %q (%s), want %q", got, why, name)
+		t.Fatalf("with every v1 hierarchy's subtree: %q (%s), want %q (the v2 mount is not needed)", got, why, name)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "cpu", name)); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(root, "cpu", "cgroup.procs"))
+	if got, _ := launcher.DelegatedCgroup(root, "u"); got != "" {
+		t.Fatalf("without cpu's subtree: %q, want none (cpu limits need it)", got)
+	}
+}
+
+func TestSubordinateIDsCountPerRunSlices(t *testing.T) {
+	data := []byte("other:100000:65536\nu:131072:1114112\n")
+	start, count, runs, err := launcher.SubordinateIDs(data, "u", 1001, 65536)
+	if err != nil || start != 131072 || count != 1114112 || runs != 16 {
+		t.Fatalf("got %d %d %d %v, want 131072 1114112 16", start, count, runs, err)
+	}
+	if _, _, runs, err := launcher.SubordinateIDs([]byte("1001:100000:65536\n"), "u", 1001, 65536); err != nil || runs != 0 {
+		t.Fatalf("by UID, one slice: runs %d %v, want 0 (the daemon's own slice only)", runs, err)
+	}
+	if _, _, _, err := launcher.SubordinateIDs(data, "nobody", 5, 65536); err == nil {
+		t.Fatal("a user without subordinate IDs was accepted")
 	}
 }
