@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -69,4 +70,17 @@ func rootlessChecks(f rootlessFacts) []check {
 		"ceval run does not drive a rootless daemon yet: populating and reading the workspace, the init's install and the gateway and mock listeners inside rootlesskit's namespaces are not wired (the sandbox's properties are tested: go test -run Rootless ./launcher as this user)",
 		"run as root for now; see README, Rootless"})
 	return out
+}
+
+// errRootlessRun refuses a run, experiment or selftest by a non-root user up front: ceval
+// run does not yet do its privileged steps inside a rootless daemon's namespaces, and a run
+// that failed half-way (or held weaker limits than it says) is worse than none.
+var errRootlessRun = errors.New("not root: ceval run does not drive a rootless containerd yet (ceval doctor says what this host has); run as root")
+
+// refuseNonRootRun returns errRootlessRun for any euid but 0.
+func refuseNonRootRun(euid int) error {
+	if euid != 0 {
+		return errRootlessRun
+	}
+	return nil
 }

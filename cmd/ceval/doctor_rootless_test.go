@@ -49,3 +49,12 @@ func TestDoctorRootlessWithoutDaemonOrSubIDsSaysHowToStartOne(t *testing.T) {
 		}
 	}
 }
+
+func TestRunByANonRootUserIsRefusedBeforeAnyWork(t *testing.T) {
+	if err := refuseNonRootRun(1001); !errors.Is(err, errRootlessRun) {
+		t.Fatalf("euid 1001: %v, want errRootlessRun", err)
+	}
+	if err := refuseNonRootRun(0); err != nil {
+		t.Fatalf("root: %v", err)
+	}
+}
