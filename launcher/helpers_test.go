@@ -38,6 +38,9 @@ const testImage = "ceval.local/launcher-test:latest"
 var initDir string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == launcher.ListenHelperArg {
+		os.Exit(launcher.ListenHelperMain(os.Args[2:])) // this binary is ListenInNetns's helper
+	}
 	dir, err := os.MkdirTemp("", "ceval-launcher-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +20,7 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"ceval.dev/ceval/internal/ctrtest"
@@ -73,9 +76,9 @@ func withAgentIDs(_ context.Context, _ ctroci.Client, _ *containers.Container, s
 }
 
 // runRootless runs script in a hardened container of the rootless daemon with the limit
-// options limits(id) gives; during sees the running init's host PID, then the container is
+// options limits(id) gives; before sees the init's host PID before it starts, during sees the running init's host PID, then the container is
 // killed (a script given a during ends in a long sleep).
-func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx context.Context, script string, limits func(id string) []ctroci.SpecOpts, during func(pid uint32)) string {
+func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx context.Context, script string, limits func(id string) []ctroci.SpecOpts, before, during func(pid uint32)) string {
 	t.Helper()
 	img := busyboxImage(t, c, ctx)
 	id := runID(t)
@@ -99,10 +102,28 @@ func runRootless(t *testing.T, d *launcher.RootlessDaemon, c *client.Client, ctx
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tk.Delete(ctx, client.WithProcessKill)
+	defer func() {
+		// Rootless runc without a cgroup path fails kill --all (WithProcessKill): kill the init.
+		if _, err := tk.Delete(ctx); err == nil || errdefs.IsNotFound(err) {
+			return
+		}
+		exited, err := tk.Wait(ctx)
+		if err == nil && tk.Kill(ctx, syscall.SIGKILL) == nil {
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		if _, err := tk.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+			t.Errorf("delete task %s: %v", id, err)
+		}
+	}()
 	exitCh, err := tk.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if before != nil {
+		before(tk.Pid())
 	}
 	if err := tk.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -220,7 +241,7 @@ func TestRootlessAgentRunsAsSubordinateUIDWithNoCapsNNPSeccompReadonlyRootfsAndO
 	}
 	var st map[string]string
 	var netns string
-	out := runRootless(t, d, c, ctx, `id -u; ls /sys/class/net; touch /rootfs-write 2>/dev/null || echo rootfs-readonly; echo ceval-ready; exec sleep 600`, rlimitMode, func(pid uint32) {
+	out := runRootless(t, d, c, ctx, `id -u; ls /sys/class/net; touch /rootfs-write 2>/dev/null || echo rootfs-readonly; echo ceval-ready; exec sleep 600`, rlimitMode, nil, func(pid uint32) {
 		st = procStatus(t, pid)
 		netns, _ = os.Readlink("/proc/" + strconv.Itoa(int(pid)) + "/ns/net")
 	})
@@ -245,7 +266,7 @@ func TestRootlessForkBombIsHeldByRlimitNproc(t *testing.T) {
 	d, c, ctx := rootlessDaemon(t)
 	// The bomb runs in a subshell (ash exits when a fork fails); the count and the kill are
 	// builtins, so they need no process of their own once the limit is reached.
-	out := runRootless(t, d, c, ctx, `(i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done) 2>/dev/null; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo procs=$n; kill -9 -1`, rlimitMode, nil)
+	out := runRootless(t, d, c, ctx, `(i=0; while [ $i -lt 200 ]; do sleep 30 & i=$((i+1)); done) 2>/dev/null; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo procs=$n; kill -9 -1`, rlimitMode, nil, nil)
 	got := procCount(t, out)
 	t.Logf("%d processes in the container after 200 forks", got)
 	if got > 64 {
@@ -287,7 +308,7 @@ func TestRootlessForkBombIsHeldByTheDelegatedCgroupsPidsLimit(t *testing.T) {
 			cg = filepath.Join("/sys/fs/cgroup/pids", delegated, id)
 			t.Cleanup(func() { os.Remove(cg) })
 			return []ctroci.SpecOpts{ctroci.WithPidsLimit(64), launcher.WithRootlessLimits(delegated, id, 64)}
-		},
+		}, nil,
 		func(uint32) {
 			var err error
 			pidsMax, err = os.ReadFile(filepath.Join(cg, "pids.max"))
@@ -300,5 +321,41 @@ func TestRootlessForkBombIsHeldByTheDelegatedCgroupsPidsLimit(t *testing.T) {
 	}
 	if got := procCount(t, out); got > 64 {
 		t.Fatalf("%d processes in the container: the delegated cgroup's pids.max did not hold the fork bomb", got)
+	}
+}
+
+func TestRootlessGatewayListenerServesOnlyInsideTheContainersLoopback(t *testing.T) {
+	d, c, ctx := rootlessDaemon(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srv *http.Server
+	out := runRootless(t, d, c, ctx, `wget -q -O - http://127.0.0.1:80/ 2>&1; echo; echo ceval-ready; exec sleep 600`, rlimitMode,
+		func(pid uint32) {
+			l, err := launcher.ListenInNetns(pid, "127.0.0.1:80", self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "served-in-netns") })}
+			go srv.Serve(l)
+		}, func(uint32) {})
+	srv.Close()
+	if !strings.Contains(out, "served-in-netns") {
+		t.Fatalf("the container's wget of 127.0.0.1:80: %q, want the host's listener's answer", out)
+	}
+}
+
+func TestRootlessListenInTheNetnsOfAProcessNotOursIsRefused(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root may enter any namespace")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := launcher.ListenInNetns(1, "127.0.0.1:0", self); err == nil {
+		l.Close()
+		t.Fatal("a non-root user listened in PID 1's network namespace")
 	}
 }

@@ -87,6 +87,10 @@ func main() {
 		wasm.WorkerMain()
 		return
 	}
+	// ... and, rootless, as the helper that listens inside a container's network namespace.
+	if len(os.Args) > 1 && os.Args[1] == launcher.ListenHelperArg {
+		os.Exit(launcher.ListenHelperMain(os.Args[2:]))
+	}
 	os.Exit(execute(os.Args[1:]))
 }
 
