@@ -149,7 +149,7 @@ func RootlessLimits(delegated string, allowRlimit bool) (LimitsEnforcedBy, error
 	case allowRlimit:
 		return LimitsEnforcedBy{Pids: EnforcedByRlimitNproc, Memory: EnforcedByRlimitAS, CPU: NotEnforced, Disk: EnforcedByTmpfs}, nil
 	}
-	return LimitsEnforcedBy{}, fmt.Errorf("%w: ask an admin to run `scripts/containerd.sh rootless-cgroup-setup %s` once (cgroup limits as rootful), or pass --allow-rlimit-limits (pids by RLIMIT_NPROC, memory per process by RLIMIT_AS, cpu not enforced)", ErrRootlessLimits, currentUser())
+	return LimitsEnforcedBy{}, fmt.Errorf("%w: ask an admin to run `ceval rootless setup --user %s` once (cgroup limits as rootful), or pass --allow-rlimit-limits (pids by RLIMIT_NPROC, memory per process by RLIMIT_AS, cpu not enforced)", ErrRootlessLimits, currentUser())
 }
 
 func currentUser() string {
@@ -159,8 +159,8 @@ func currentUser() string {
 	return strconv.Itoa(os.Getuid())
 }
 
-// DelegatedCgroupName is the cgroup v1 subtree `scripts/containerd.sh rootless-cgroup-setup`
-// makes for user in each of the pids, memory and cpu hierarchies.
+// DelegatedCgroupName is the cgroup v1 subtree SetupDelegatedCgroup (`ceval rootless setup`)
+// makes for user in every hierarchy.
 func DelegatedCgroupName(user string) string { return "ceval-rootless-" + user }
 
 // limitControllers are the hierarchies a delegated subtree must cover for the limits.
@@ -176,19 +176,12 @@ func DelegatedCgroup(root, user string) (name, why string) {
 	for _, c := range limitControllers {
 		hier[c] = true
 	}
-	entries, err := os.ReadDir(root)
+	hs, err := v1Hierarchies(root)
 	if err != nil {
 		return "", err.Error()
 	}
-	for _, e := range entries {
-		h := filepath.Join(root, e.Name())
-		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err != nil {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(h, "cgroup.controllers")); err == nil {
-			continue // the cgroup v2 mount of a hybrid host: runc v1 does not use it
-		}
-		hier[e.Name()] = true
+	for _, h := range hs {
+		hier[h] = true
 	}
 	for h := range hier {
 		d := filepath.Join(root, h, name)

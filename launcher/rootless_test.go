@@ -161,14 +161,14 @@ func rlimitMode(id string) []ctroci.SpecOpts {
 }
 
 // delegatedCgroup returns the cgroup subtree root delegated to this user
-// (scripts/containerd.sh rootless-cgroup-setup, which .ci/run runs): skipped without one
+// (ceval rootless setup, which .ci/run runs): skipped without one
 // outside CI, failed under CI=true.
 func delegatedCgroup(t *testing.T) string {
 	t.Helper()
 	name, why := launcher.DelegatedCgroup("/sys/fs/cgroup", os.Getenv("USER"))
 	if name == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and a delegated cgroup subtree is required (scripts/containerd.sh rootless-cgroup-setup USER as root): %s", why)
+			t.Fatalf("CI=true and a delegated cgroup subtree is required (as root: ceval rootless setup --user USER): %s", why)
 		}
 		t.Skipf("no delegated cgroup subtree: %s", why)
 	}

@@ -17,10 +17,7 @@
 #                                        Socket DIR/containerd.sock, rootlesskit state DIR/rootlesskit.
 #   scripts/containerd.sh rootless-stop  USER DIR   kill its tasks, stop rootlesskit by PID, then kill
 #                                        by PID anything left in its user namespace (shims).
-#   scripts/containerd.sh rootless-cgroup-setup|rootless-cgroup-teardown USER
-#                                        as root: a cgroup v1 subtree ceval-rootless-USER in every
-#                                        hierarchy under /sys/fs/cgroup, chowned to USER (the strict
-#                                        limit mode), or its removal.
+#   (The strict limit mode's cgroup subtree is ceval's: sudo ceval rootless setup --user USER.)
 set -euo pipefail
 
 cmd=${1:-}
@@ -85,12 +82,12 @@ stop)
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
   ;;
-rootless-start|rootless-stop|rootless-cgroup-setup|rootless-cgroup-teardown|_rootless-start|_rootless-stop)
+rootless-start|rootless-stop|_rootless-start|_rootless-stop)
   . "$(dirname "$0")/rootless.sh"
   rootless_main "$@"
   ;;
 *)
-  sed -n '2,22p' "$0" >&2
+  sed -n '2,19p' "$0" >&2
   exit 2
   ;;
 esac

@@ -8,13 +8,6 @@
 # rootlesskit's own mapping and CEVAL_ROOTLESS_SLICES more for concurrent runs.
 rootless_slice=65536
 
-rootless_need_root() {
-  if [ "$(id -u)" != 0 ]; then
-    echo "$1 needs root (run: sudo scripts/containerd.sh $1 ...)" >&2
-    exit 2
-  fi
-}
-
 rootless_install() {
   local missing=()
   command -v rootlesskit >/dev/null || missing+=(rootlesskit)
@@ -162,17 +155,6 @@ rootless_stop_user() {
   echo "stopped rootless containerd in $dir (rootlesskit $pid)"
 }
 
-# rootless_cgroup_dirs USER: the subtree in every cgroup v1 hierarchy (runc makes the
-# container's cgroup in each one it knows, not only those with limits).
-rootless_cgroup_dirs() {
-  local h
-  for h in /sys/fs/cgroup/*/; do
-    h=${h%/}
-    [ -f "$h/cgroup.procs" ] && [ ! -f "$h/cgroup.controllers" ] && echo "$h/ceval-rootless-$1"
-  done
-  return 0
-}
-
 rootless_main() {
   local cmd=$1 user=${2:-} dir=${3:-}
   case "$cmd" in
@@ -205,30 +187,5 @@ rootless_main() {
     ;;
   _rootless-start) rootless_start_user "$user" ;; # internal: $2 is DIR
   _rootless-stop) rootless_stop_user "$user" ;;
-  rootless-cgroup-setup)
-    rootless_need_root "$cmd"
-    [ -n "$user" ] && id "$user" >/dev/null || { echo "usage: scripts/containerd.sh $cmd USER (an existing user)" >&2; exit 2; }
-    if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-      echo "cgroup v2: delegate a subtree to $user with systemd (Delegate=yes in user@.service) instead" >&2
-      exit 2
-    fi
-    for d in $(rootless_cgroup_dirs "$user"); do
-      mkdir -p "$d"
-      if [ -f "$d/cpuset.cpus" ]; then # a cpuset cgroup starts empty: no CPU, no memory node
-        cat "$(dirname "$d")/cpuset.cpus" >"$d/cpuset.cpus"
-        cat "$(dirname "$d")/cpuset.mems" >"$d/cpuset.mems"
-      fi
-      chown -R "$user:" "$d"
-      echo "$d"
-    done
-    ;;
-  rootless-cgroup-teardown)
-    rootless_need_root "$cmd"
-    [ -n "$user" ] || { echo "usage: scripts/containerd.sh $cmd USER" >&2; exit 2; }
-    for d in $(rootless_cgroup_dirs "$user"); do
-      [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
-      [ -d "$d" ] && { echo "$d is not empty (a run still holds it?)" >&2; exit 1; }
-    done
-    ;;
   esac
 }

@@ -57,7 +57,7 @@ func rootlessChecks(f rootlessFacts) []check {
 	} else {
 		out = append(out, check{"rootless limits", "FAIL",
 			"no cgroup subtree is delegated to " + f.user + " (" + f.noCgroup + "): only the weaker rlimit mode is possible, and only when you allow it: pids held by RLIMIT_NPROC per run UID, memory by RLIMIT_AS per process (not the container's total), disk by capped tmpfs, cpu not limited",
-			"for the strict mode, as root once: scripts/containerd.sh rootless-cgroup-setup " + f.user})
+			"for the strict mode, as root once: ceval rootless setup --user " + f.user})
 	}
 	if f.subIDErr != nil {
 		out = append(out, check{"rootless IDs", "FAIL", "subordinate IDs: " + f.subIDErr.Error(), start})

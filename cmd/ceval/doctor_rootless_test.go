@@ -23,7 +23,7 @@ func TestDoctorRootlessWithoutDelegationSaysWhatRlimitModeLosesAndHowToGetTheStr
 	checks := rootlessChecks(rootlessFacts{user: "u", address: "/d/containerd.sock", daemon: &launcher.RootlessDaemon{ChildPID: 7}, noCgroup: "missing", subIDRuns: 16})
 	c := findCheck(t, checks, "rootless limits")
 	if c.status != "FAIL" || !strings.Contains(c.detail, "RLIMIT_AS per process") || !strings.Contains(c.detail, "cpu not limited") ||
-		!strings.Contains(c.fix, "rootless-cgroup-setup u") {
+		!strings.Contains(c.fix, "ceval rootless setup --user u") {
 		t.Fatalf("%+v", c)
 	}
 	if c := findCheck(t, checks, "rootless daemon"); c.status != "ok" {

@@ -77,6 +77,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newPlanCmd(), newReportCmd(), newRegradeCmd(), newGCCmd(g))
 	root.AddCommand(newBundleCmd())
 	root.AddCommand(newSelftestCmd(g))
+	root.AddCommand(newRootlessCmd())
 	root.AddCommand(newCompareCmd())
 	return root
 }
