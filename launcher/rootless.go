@@ -253,3 +253,38 @@ func WithRootlessLimits(delegated, id string, pids int64) ctroci.SpecOpts {
 		return nil
 	}
 }
+
+// rootlessSlice is the ID count of one run's user namespace in rootless mode.
+const rootlessSlice = 1 << 16
+
+// RootlessSliceHostID is where run slot's IDs start in the rootless daemon's user namespace:
+// rootlesskit maps its IDs 1.. to the user's subordinate range and the first 65536 of them stay
+// the daemon's own, so slot k gets IDs (k+1)*65536 .. (k+2)*65536-1 there.
+func RootlessSliceHostID(slot int) uint32 { return uint32(slot+1) * rootlessSlice }
+
+// WithRootlessRunIDs gives the container a user namespace of its own that maps its IDs
+// 0..65535 to run slot's slice (RootlessSliceHostID), so no two concurrent runs share a host
+// UID: RLIMIT_NPROC and the kernel's other per-UID counts are each run's own, and one run's
+// agent cannot signal or ptrace another's. runc makes the namespace (it is root in the
+// daemon's); the daemon's directory must be traversable by the slice (scripts/containerd.sh
+// makes it 0711).
+func WithRootlessRunIDs(slot int) ctroci.SpecOpts {
+	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+		if slot < 0 {
+			return fmt.Errorf("rootless run IDs: slot %d: want 0 or more", slot)
+		}
+		if s.Linux == nil {
+			s.Linux = &specs.Linux{}
+		}
+		ns := s.Linux.Namespaces[:0:0]
+		for _, n := range s.Linux.Namespaces {
+			if n.Type != specs.UserNamespace {
+				ns = append(ns, n)
+			}
+		}
+		s.Linux.Namespaces = append(ns, specs.LinuxNamespace{Type: specs.UserNamespace})
+		m := []specs.LinuxIDMapping{{ContainerID: 0, HostID: RootlessSliceHostID(slot), Size: rootlessSlice}}
+		s.Linux.UIDMappings, s.Linux.GIDMappings = m, m
+		return nil
+	}
+}

@@ -359,3 +359,49 @@ func TestRootlessListenInTheNetnsOfAProcessNotOursIsRefused(t *testing.T) {
 		t.Fatal("a non-root user listened in PID 1's network namespace")
 	}
 }
+
+// slotMode is rlimitMode in run slot's own ID slice.
+func slotMode(slot int) func(id string) []ctroci.SpecOpts {
+	return func(id string) []ctroci.SpecOpts {
+		return append(rlimitMode(id), launcher.WithRootlessRunIDs(slot))
+	}
+}
+
+func TestRootlessRunsInDistinctSlicesHaveDistinctHostUIDs(t *testing.T) {
+	d, c, ctx := rootlessDaemon(t)
+	uids := map[int]int{}
+	for _, slot := range []int{0, 1} {
+		runRootless(t, d, c, ctx, `echo ceval-ready; exec sleep 600`, slotMode(slot), nil, func(pid uint32) {
+			u, _, _ := strings.Cut(procStatus(t, pid)["Uid"], " ")
+			uids[slot], _ = strconv.Atoi(u)
+		})
+	}
+	data, err := os.ReadFile("/etc/subuid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _, _, err := launcher.SubordinateIDs(data, os.Getenv("USER"), os.Getuid(), 65536)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rootlesskit maps its ID n (n >= 1) to base+n-1; the agent is 2000 in its slice.
+	for slot, got := range uids {
+		if want := int(base) + int(launcher.RootlessSliceHostID(slot)) + 2000 - 1; got != want {
+			t.Errorf("slot %d: agent's host UID %d, want %d (its own slice of %s's subordinate range)", slot, got, want, os.Getenv("USER"))
+		}
+	}
+}
+
+// TestRootlessForkBombInOneRunDoesNotStarveAnother: RLIMIT_NPROC counts per UID, so a run
+// that holds its whole limit must not leave a concurrent run unable to fork.
+func TestRootlessForkBombInOneRunDoesNotStarveAnother(t *testing.T) {
+	d, c, ctx := rootlessDaemon(t)
+	bomb := `(i=0; while [ $i -lt 200 ]; do sleep 600 & i=$((i+1)); done) 2>/dev/null; echo ceval-ready; exec sleep 600`
+	var out string
+	runRootless(t, d, c, ctx, bomb, slotMode(0), nil, func(uint32) {
+		out = runRootless(t, d, c, ctx, `n=0; for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1 & n=$((n+1)); done; wait; echo forked=$n`, slotMode(1), nil, nil)
+	})
+	if !strings.Contains(out, "forked=10") {
+		t.Fatalf("a run beside a fork bomb at its limit: %q, want 10 forks", out)
+	}
+}

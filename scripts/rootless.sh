@@ -69,7 +69,10 @@ rootless_start_user() {
     return 0
   fi
   mkdir -p "$dir/root" "$dir/state" "$dir/xdg"
-  chmod 0700 "$dir" "$dir/xdg"
+  # Traversable, not listable: a run's own user namespace maps none of the user's IDs, and its
+  # init must still reach its rootfs under DIR/state (runc: "mount ... rootfs: permission denied").
+  chmod 0711 "$dir"
+  chmod 0700 "$dir/xdg"
   rm -rf "$st"
   cat >"$dir/config.toml" <<CONF
 version = 2

@@ -64,7 +64,7 @@ func rootlessChecks(f rootlessFacts) []check {
 	} else if f.subIDRuns < 1 {
 		out = append(out, check{"rootless IDs", "FAIL", fmt.Sprintf("%s's subordinate range holds no per-run slice of %d IDs beyond the daemon's own", f.user, oci.IDRangeSize), start + " (it grows the range)"})
 	} else {
-		out = append(out, check{"rootless IDs", "ok", fmt.Sprintf("%s's subordinate range holds %d per-run slices of %d IDs beside the daemon's own (rootless runs do not use them yet)", f.user, f.subIDRuns, oci.IDRangeSize), ""})
+		out = append(out, check{"rootless IDs", "ok", fmt.Sprintf("%s's subordinate range holds %d per-run slices of %d IDs beside the daemon's own, one per concurrent run", f.user, f.subIDRuns, oci.IDRangeSize), ""})
 	}
 	out = append(out, check{"rootless run", "FAIL",
 		"ceval run does not drive a rootless daemon yet: populating and reading the workspace, the init's install and the gateway and mock listeners inside rootlesskit's namespaces are not wired (the sandbox's properties are tested: go test -run Rootless ./launcher as this user)",
