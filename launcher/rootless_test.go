@@ -405,3 +405,18 @@ func TestRootlessForkBombInOneRunDoesNotStarveAnother(t *testing.T) {
 		t.Fatalf("a run beside a fork bomb at its limit: %q, want 10 forks", out)
 	}
 }
+
+func TestRootlessMemoryHogIsStoppedByTheDelegatedCgroupsMemoryLimit(t *testing.T) {
+	d, c, ctx := rootlessDaemon(t)
+	delegated := delegatedCgroup(t)
+	var cg string
+	// 256 MB into one shell variable, against a 64 MiB limit.
+	out := runRootless(t, d, c, ctx, `x=$(head -c 268435456 /dev/zero | tr '\0' a); echo survived ${#x}`,
+		func(id string) []ctroci.SpecOpts {
+			cg = filepath.Join("/sys/fs/cgroup/memory", delegated, id)
+			return []ctroci.SpecOpts{ctroci.WithMemoryLimit(64 << 20), launcher.WithRootlessLimits(delegated, id, 64)}
+		}, nil, nil)
+	if strings.Contains(out, "survived") {
+		t.Fatalf("the hog survived a 64 MiB limit: %q (cgroup %s)", out, cg)
+	}
+}
