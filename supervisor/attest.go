@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"ceval.dev/ceval/launcher"
 )
 
 // Attestation is the isolation of the agent's container as the kernel reports it, read by
@@ -43,6 +45,9 @@ type Attestation struct {
 	GIDMap  []specs.LinuxIDMapping `json:"gid_map"`
 	// Rlimits are the init's soft and hard limits the policy sets, from /proc/PID/limits.
 	Rlimits []specs.POSIXRlimit `json:"rlimits"`
+	// LimitsEnforcedBy says per limit what enforces it (a rootless run's may be weaker
+	// than cgroups: never silently).
+	LimitsEnforcedBy launcher.LimitsEnforcedBy `json:"limits_enforced_by"`
 }
 
 // Policy is what an attestation must show for a run to be graded.

@@ -218,6 +218,7 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	att, err := attest(ctx, tk.Pid())
 	if err == nil {
 		att.Network = s.cfg.Network
+		att.LimitsEnforcedBy = launcher.RootfulLimits
 		out.Isolation = att
 		err = att.Check(Policy{
 			UID: AgentUID, GID: AgentGID, PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
