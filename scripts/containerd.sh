@@ -87,7 +87,7 @@ rootless-start|rootless-stop|_rootless-start|_rootless-stop)
   rootless_main "$@"
   ;;
 *)
-  sed -n '2,19p' "$0" >&2
+  sed -n '2,20p' "$0" >&2
   exit 2
   ;;
 esac
