@@ -17,7 +17,7 @@ fuzz-target = $(GO) test -count=1 -run '^$(2)$$' $(1) && \
 	$(GO) test -run '^$$' -fuzz '^$(2)$$' -fuzztime $$(($(3) * $(FUZZSCALE)))x $(FUZZFLAGS) $(1)
 export CEVAL_CONTAINERD_ADDRESS ?= $(CTRD_SOCK)
 
-.PHONY: all build test unit lint demo bench setup containerd-up containerd-down fuzz
+.PHONY: all build test unit lint demo bench setup containerd-up containerd-down fuzz setup-rootless rootless-down
 
 all: build
 
@@ -32,6 +32,17 @@ setup:
 	scripts/containerd.sh start $(CTRD_DIR) >/dev/null
 
 containerd-up: setup
+
+# setup-rootless (as root): rootlesskit and uidmap from Debian, the user ROOTLESS_USER (created
+# if missing) with a subordinate ID range for per-run slices, and containerd inside rootlesskit
+# as that user, socket $(ROOTLESS_DIR)/containerd.sock. rootless-down stops it by PID.
+ROOTLESS_USER ?= ceval-rootless
+ROOTLESS_DIR  ?= /tmp/ceval-rootless-$(ROOTLESS_USER)
+setup-rootless:
+	scripts/containerd.sh rootless-start $(ROOTLESS_USER) $(ROOTLESS_DIR)
+
+rootless-down:
+	scripts/containerd.sh rootless-stop $(ROOTLESS_USER) $(ROOTLESS_DIR)
 
 containerd-down:
 	scripts/containerd.sh stop $(CTRD_DIR)

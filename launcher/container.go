@@ -39,6 +39,8 @@ type Spec struct {
 	Stdin      io.Reader // optional; nil gives the task /dev/null
 
 	LeaseExpiry time.Duration // 0 = DefaultLeaseExpiry
+
+	FIFODir string // where the task's IO FIFOs are made; "" = containerd's default (RootlessDaemon.FIFODir for a rootless daemon)
 }
 
 // Container is a created container: its record, its rootfs snapshot and the lease that

@@ -25,6 +25,15 @@
 //   - missing mount points are made in the rootfs snapshot as the host's root: runc, as the
 //     namespace's root, owns nothing in an image's rootfs and cannot mkdir there.
 //
+// Rootless (rootless.go, netns_rootless.go, delegate.go): RootlessDaemon finds a containerd
+// inside rootlesskit and does the steps that need its privileges through nsenter into its
+// namespaces (capped scratch mounts; ListenInNetns for the gateway and mocks). Limits hold by a
+// cgroup subtree root delegated to the user (SetupDelegatedCgroup) or, only when the user
+// allowed it, by rlimits (RootlessLimits says which, per limit). WithRootlessRunIDs gives each
+// run its own 65536-ID slice of the user's subordinate range; runc makes that namespace, so
+// unlike the rootful one it is owned by the user, and the per-owner counts (inotify instances,
+// message-queue bytes) are shared by the user's concurrent runs.
+//
 // There is deliberately no Exec: an exec'd process gets whatever capabilities and user its
 // own process spec asks for, outside the hardening of the container's spec, so the agent's
 // container offers no such path.

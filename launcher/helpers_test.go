@@ -38,6 +38,9 @@ const testImage = "ceval.local/launcher-test:latest"
 var initDir string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == launcher.ListenHelperArg {
+		os.Exit(launcher.ListenHelperMain(os.Args[2:])) // this binary is ListenInNetns's helper
+	}
 	dir, err := os.MkdirTemp("", "ceval-launcher-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,10 +56,13 @@ func TestMain(m *testing.M) {
 // cleanupNamespace removes the test image, the namespace and the empty cgroup directories
 // runc leaves behind for it.
 func cleanupNamespace() {
+	addr := launcher.AddressFromEnv()
 	if os.Geteuid() != 0 {
-		return
+		if addr = os.Getenv(launcher.RootlessAddressEnv); addr == "" {
+			return
+		}
 	}
-	c, ctx, err := launcher.Connect(context.Background(), launcher.AddressFromEnv(), ctrtest.Namespace)
+	c, ctx, err := launcher.Connect(context.Background(), addr, ctrtest.Namespace)
 	if err != nil {
 		return
 	}

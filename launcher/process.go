@@ -97,7 +97,11 @@ func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, 
 		eof = &stdinEOF{r: c.spec.Stdin, ctx: wctx, ready: make(chan struct{})}
 		stdin = eof
 	}
-	tk, err := c.ctr.NewTask(ctx, cio.NewCreator(cio.WithStreams(stdin, stdout, stderr)))
+	ioOpts := []cio.Opt{cio.WithStreams(stdin, stdout, stderr)}
+	if c.spec.FIFODir != "" {
+		ioOpts = append(ioOpts, cio.WithFIFODir(c.spec.FIFODir))
+	}
+	tk, err := c.ctr.NewTask(ctx, cio.NewCreator(ioOpts...))
 	if err != nil {
 		stopWait()
 		t.closeOutputs()

@@ -32,3 +32,24 @@ const (
 	// DefaultGrace is the time between SIGTERM and SIGKILL when an agent is stopped.
 	DefaultGrace = 10 * time.Second
 )
+
+// LimitsEnforcedBy says, per limit, what enforces it in a run; result.json's attestation
+// records it, so a weaker mechanism is never silent.
+type LimitsEnforcedBy struct {
+	Pids   string `json:"pids"`
+	Memory string `json:"memory"`
+	CPU    string `json:"cpu"`
+	Disk   string `json:"disk"`
+}
+
+// The mechanisms LimitsEnforcedBy names.
+const (
+	EnforcedByCgroup      = "cgroup"
+	EnforcedByRlimitNproc = "RLIMIT_NPROC (per UID in the run's user namespace)"
+	EnforcedByRlimitAS    = "RLIMIT_AS (per process: a bound on each process's address space, not on their sum)"
+	EnforcedByTmpfs       = "tmpfs size cap"
+	NotEnforced           = "not enforced"
+)
+
+// RootfulLimits is what a root daemon enforces: every limit by the container's cgroup.
+var RootfulLimits = LimitsEnforcedBy{Pids: EnforcedByCgroup, Memory: EnforcedByCgroup, CPU: EnforcedByCgroup, Disk: EnforcedByTmpfs}

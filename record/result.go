@@ -4,6 +4,7 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/toolcalls"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/runtime-spec/specs-go"
@@ -160,6 +161,9 @@ type Attestation struct {
 	GIDMap  []specs.LinuxIDMapping `json:"gid_map"`
 	// Rlimits are the init's soft and hard limits the policy sets, from /proc/PID/limits.
 	Rlimits []specs.POSIXRlimit `json:"rlimits"`
+	// LimitsEnforcedBy says per limit what enforces it (a rootless run's may be weaker
+	// than cgroups: never silently).
+	LimitsEnforcedBy policy.LimitsEnforcedBy `json:"limits_enforced_by"`
 }
 
 // Image names one image in containerd and the content it resolves to on this platform;

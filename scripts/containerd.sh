@@ -8,6 +8,16 @@
 #   scripts/containerd.sh stop  [DIR]    stop it by PID and remove what runc leaves in cgroupfs
 #
 # Export CEVAL_CONTAINERD_ADDRESS=DIR/containerd.sock to point ceval and its tests at it.
+#
+# Rootless (containerd inside rootlesskit as an unprivileged USER; see README "Rootless"):
+#   scripts/containerd.sh rootless-start USER DIR   as root: installs rootlesskit and uidmap (apt), creates
+#                                        USER if missing and gives it a subordinate ID range of
+#                                        (1 + CEVAL_ROOTLESS_SLICES, default 16) x 65536 IDs, then
+#                                        starts it as USER; as USER: starts it (root steps done before).
+#                                        Socket DIR/containerd.sock, rootlesskit state DIR/rootlesskit.
+#   scripts/containerd.sh rootless-stop  USER DIR   kill its tasks, stop rootlesskit by PID, then kill
+#                                        by PID anything left in its user namespace (shims).
+#   (The strict limit mode's cgroup subtree is ceval's: sudo ceval rootless setup --user USER.)
 set -euo pipefail
 
 cmd=${1:-}
@@ -75,8 +85,12 @@ stop)
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
   ;;
+rootless-start|rootless-stop|_rootless-start|_rootless-stop)
+  . "$(dirname "$0")/rootless.sh"
+  rootless_main "$@"
+  ;;
 *)
-  sed -n '2,9p' "$0" >&2
+  sed -n '2,20p' "$0" >&2
   exit 2
   ;;
 esac

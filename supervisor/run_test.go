@@ -108,6 +108,9 @@ func TestHelloExampleSucceeds(t *testing.T) {
 	if iso["uid"] != 2000.0 || iso["gid"] != 2000.0 || iso["cap_eff"] != "0000000000000000" || iso["seccomp"] != 2.0 || iso["no_new_privs"] != 1.0 {
 		t.Errorf("isolation = %v", iso)
 	}
+	if by, _ := iso["limits_enforced_by"].(map[string]any); by["pids"] != "cgroup" || by["memory"] != "cgroup" || by["cpu"] != "cgroup" || by["disk"] == nil {
+		t.Errorf("isolation.limits_enforced_by = %v, want every limit's mechanism", iso["limits_enforced_by"])
+	}
 	for _, k := range []string{"run_id", "agent", "timings", "resources", "image", "task_sha256", "ceval_version", "criteria"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("result.json lacks %q", k)

@@ -231,6 +231,7 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	att, err := attest(ctx, tk.Pid())
 	if err == nil {
 		att.Network = s.cfg.Network
+		att.LimitsEnforcedBy = policy.RootfulLimits
 		out.Isolation = att
 		err = CheckAttestation(att, Policy{
 			UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,

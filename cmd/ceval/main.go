@@ -85,6 +85,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newPlanCmd(), newReportCmd(), newRegradeCmd(g), newGCCmd(g))
 	root.AddCommand(newBundleCmd())
 	root.AddCommand(newSelftestCmd(g))
+	root.AddCommand(newRootlessCmd())
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newAuditCmd(g))
 	return root
@@ -95,6 +96,10 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == wasm.WorkerCommand {
 		wasm.WorkerMain()
 		return
+	}
+	// ... and, rootless, as the helper that listens inside a container's network namespace.
+	if len(os.Args) > 1 && os.Args[1] == launcher.ListenHelperArg {
+		os.Exit(launcher.ListenHelperMain(os.Args[2:]))
 	}
 	os.Exit(execute(os.Args[1:]))
 }
