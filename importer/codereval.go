@@ -391,7 +391,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 			}
 			for _, p := range pkgs {
 				if !pinned.MatchString(p) {
-					c.unmapped(k, "sandbox.python.env_packages", "%q is not pinned: ceval's package images install pinned NAME==VERSION wheels from a directory beside the task (sandbox.pip, sandbox.pip_find_links), never from an index", p)
+					c.unmapped(get(v, "env_packages"), "sandbox.python.env_packages", "%q is not pinned: ceval's package images install pinned NAME==VERSION wheels from a directory beside the task (sandbox.pip, sandbox.pip_find_links), never from an index", p)
 					pkgs = nil
 					break
 				}
@@ -402,7 +402,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 			}
 		case "node":
 			if len(strValues(get(v, "env_packages"))) > 0 {
-				c.unmapped(k, "sandbox.node.env_packages", "ceval's package images take Debian packages and pinned pip wheels, not npm packages: bake them into an image (sandbox.image)")
+				c.unmapped(get(v, "env_packages"), "sandbox.node.env_packages", "ceval's package images take Debian packages and pinned pip wheels, not npm packages: bake them into an image (sandbox.image)")
 			}
 		case "docker":
 			for j := 0; j+1 < len(v.Content); j += 2 {

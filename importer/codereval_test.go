@@ -1,0 +1,210 @@
+package importer
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"ceval.dev/ceval/task"
+)
+
+// TestImportCoderEvalFullFixtureMapsEveryFieldAndLoads imports the fixture that uses every
+// field the importer maps: nothing is reported unmapped, the output loads, and it means
+// what the input meant.
+func TestImportCoderEvalFullFixtureMapsEveryFieldAndLoads(t *testing.T) {
+	out := t.TempDir()
+	rs, err := ImportCoderEval([]string{"testdata/coder-eval/full"}, out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 {
+		t.Fatalf("got %d results, want 1: %+v", len(rs), rs)
+	}
+	r := rs[0]
+	for _, p := range r.Problems {
+		if p.Unmapped {
+			t.Errorf("unexpected: %s", p)
+		}
+	}
+	if !r.OK() {
+		t.Fatalf("not ok: invalid=%v", r.Invalid)
+	}
+	tk, err := task.Load(r.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--permission-mode", "acceptEdits", "--allowedTools", "Read,Write,Bash", "--disallowedTools", "TodoWrite",
+		"--max-turns", "12", "--setting-sources", "project", "--append-system-prompt", "Be brief.",
+		"--settings", `{"permissions":{"deny":["Read(/etc/**)"]}}`}
+	if !slices.Equal(tk.Agent.Args, want) {
+		t.Errorf("agent args = %q, want %q", tk.Agent.Args, want)
+	}
+	if tk.Sandbox.Limits.Timeout != 900*time.Second {
+		t.Errorf("timeout = %v, want run_limits.task_timeout's 900s", tk.Sandbox.Limits.Timeout)
+	}
+	if tk.Sandbox.Limits.MemoryMB != 2048 || tk.Sandbox.Limits.Pids != 256 {
+		t.Errorf("limits = %+v", tk.Sandbox.Limits)
+	}
+	if !slices.Equal(tk.Sandbox.Pip, []string{"requests==2.32.3"}) || tk.Sandbox.Image != "ceval/default:latest" {
+		t.Errorf("sandbox = %+v", tk.Sandbox)
+	}
+	if tk.Sandbox.Workspace.TemplateDir == nil || len(tk.Sandbox.Workspace.StarterFiles) != 1 {
+		t.Errorf("workspace = %+v", tk.Sandbox.Workspace)
+	}
+	if tk.RunLimits == nil || tk.RunLimits.MaxTurns != 40 || !slices.Equal(tk.Agent.EnvPassthrough, []string{"MY_TOKEN"}) || len(tk.Plugins) != 1 {
+		t.Errorf("run_limits %+v, env %q, plugins %d", tk.RunLimits, tk.Agent.EnvPassthrough, len(tk.Plugins))
+	}
+	if len(tk.Criteria) != 13 {
+		t.Fatalf("%d criteria, want all 13", len(tk.Criteria))
+	}
+	if c := tk.Criteria[7]; c.Type != task.ToolCalled || c.Tool != "Bash" || c.Outcome != "ok" {
+		t.Errorf("command_executed became %+v", c)
+	}
+	if c := tk.Criteria[8]; c.Type != task.ToolCalled || c.MaxCount != 0 || c.MinCount != 0 {
+		t.Errorf("command_not_executed became min %d max %d", c.MinCount, c.MaxCount)
+	}
+	if c := tk.Criteria[6]; c.Timeout != 30*time.Second {
+		t.Errorf("run_command timeout %v, want 30s", c.Timeout)
+	}
+	data, _ := os.ReadFile(r.Output)
+	for _, comment := range []string{"# A coder_eval task using every field", "# the file must exist"} {
+		if !strings.Contains(string(data), comment) {
+			t.Errorf("comment %q was lost:\n%s", comment, data)
+		}
+	}
+}
+
+// unmappedCases are coder_eval inputs ceval cannot carry over: each must be reported at its
+// line, never dropped silently.
+var unmappedCases = []struct {
+	name, yaml, field, reason string
+	line                      int
+	criterion                 bool // an unmappable criterion (kept as a placeholder with KeepUnmapped)
+}{
+	{"proprietary evaluator", crit("  - type: uipath_eval\n    evaluator: x\n"), "success_criteria[1] (uipath_eval)", "proprietary", 9, true},
+	{"pytest", crit("  - type: pytest\n    test_file: tests/test_x.py\n"), "success_criteria[1] (pytest)", "run_command", 9, true},
+	{"import check", crit("  - type: import_check\n    module: foo\n"), "success_criteria[1] (import_check)", "import", 9, true},
+	{"task dir in a command", crit("  - type: run_command\n    command: python $TASK_DIR/check.py\n"), "success_criteria[1] (run_command)", "TASK_DIR", 9, true},
+	{"unknown criterion field", crit("  - type: file_exists\n    path: a\n    glob: true\n"), "success_criteria[1].glob", "not a field", 11, false},
+	{"unknown agent", strings.Replace(base, "type: claude-code", "type: antigravity", 1), "agent.type", "no ceval agent type", 5, false},
+	{"plugin through an environment variable", strings.Replace(base, "agent:\n", "agent:\n  plugins:\n    - type: local\n      path: $PLUGIN_PATH/x\n", 1), "agent.plugins[0].path", "environment variable", 7, false},
+	{"npm packages", base + "sandbox:\n  node:\n    env_packages: [\"@uipath/cli@0.1.5\"]\n", "sandbox.node.env_packages", "npm", 11, false},
+	{"unpinned python package", base + "sandbox:\n  python:\n    env_packages: [requests]\n", "sandbox.python.env_packages", "not pinned", 11, false},
+	{"repository template", base + "sandbox:\n  template_sources:\n    - type: repo\n      url: https://example.com/r.git\n", "sandbox.template_sources[0]", "clones", 11, false},
+	{"dockerfile", base + "sandbox:\n  docker:\n    dockerfile_path: ./environment/Dockerfile\n", "sandbox.docker.dockerfile_path", "Dockerfile builder", 11, false},
+	{"dataset", base + "dataset:\n  rows: [{id: a}]\n", "dataset", "datasets", 9, false},
+	{"pre_run", base + "pre_run:\n  - command: make\n", "pre_run", "before the agent", 9, false},
+	{"codex permission mode", strings.Replace(base, "type: claude-code", "type: codex\n  permission_mode: plan", 1), "agent.permission_mode", "claude-code", 6, false},
+	{"system prompt file", strings.Replace(base, "agent:\n", "agent:\n  system_prompt_file: sp.md\n", 1), "agent.system_prompt_file", "inline", 5, false},
+}
+
+const base = `task_id: t1
+description: d
+initial_prompt: p
+agent:
+  type: claude-code
+success_criteria:
+  - type: file_exists
+    path: hello.txt
+`
+
+func crit(c string) string { return base + c }
+
+func TestImportCoderEvalReportsEachUnmappedFieldAtItsLine(t *testing.T) {
+	for _, tc := range unmappedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := CoderEval("in.yaml", []byte(tc.yaml), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, p := range r.Problems {
+				if p.Unmapped && p.Field == tc.field {
+					found = true
+					if p.Line != tc.line || p.File != "in.yaml" || !strings.Contains(p.Reason, tc.reason) {
+						t.Errorf("got %s, want line %d and a reason mentioning %q", p, tc.line, tc.reason)
+					}
+					if !strings.HasPrefix(p.String(), "in.yaml:") {
+						t.Errorf("%q does not start with FILE:LINE", p)
+					}
+				}
+			}
+			if !found {
+				t.Fatalf("%s not reported; problems: %v", tc.field, r.Problems)
+			}
+			if r.Unmapped() == 0 {
+				t.Fatal("counted as fully mapped")
+			}
+			if tc.criterion {
+				if strings.Contains(string(r.Output), "success_criteria[1]") || strings.Count(string(r.Output), "- type:") != 1 {
+					t.Errorf("the unmapped criterion is still in the output without --keep-unmapped:\n%s", r.Output)
+				}
+				checkPlaceholder(t, tc.yaml)
+			}
+		})
+	}
+}
+
+// checkPlaceholder: with KeepUnmapped the criterion stays as a run_command that always
+// fails and names what it stands for; the output loads.
+func checkPlaceholder(t *testing.T, in string) {
+	t.Helper()
+	r, err := CoderEval("in.yaml", []byte(in), Options{KeepUnmapped: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, r.Output, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatalf("placeholder output does not load: %v\n%s", err, r.Output)
+	}
+	if len(tk.Criteria) != 2 {
+		t.Fatalf("%d criteria, want the kept one and the placeholder", len(tk.Criteria))
+	}
+	c := tk.Criteria[1]
+	if c.Type != task.RunCommand || !strings.HasSuffix(c.Command, "; exit 1") || !strings.Contains(c.Description, "unmapped coder_eval criterion") || !strings.Contains(c.Description, "in.yaml:9") {
+		t.Errorf("placeholder = %+v", c)
+	}
+}
+
+func TestImportCoderEvalReportsExperimentFilesAndLinks(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "exp.yaml"), []byte("experiment_id: e\nvariants:\n  - variant_id: a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "task.yaml"), []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(src, "secret.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	rs, err := ImportCoderEval([]string{src}, out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp, link, ok bool
+	for _, r := range rs {
+		switch filepath.Base(r.Input) {
+		case "exp.yaml":
+			exp = r.Experiment && r.Output == "" && r.Unmapped() == 1 && !r.OK()
+		case "secret.txt":
+			link = r.Unmapped() == 1 && strings.Contains(r.Problems[0].Reason, "symbolic link")
+		case "task.yaml":
+			ok = r.OK()
+		}
+	}
+	if !exp || !link || !ok {
+		t.Fatalf("experiment reported %v, link reported %v, task ok %v: %+v", exp, link, ok, rs)
+	}
+	if _, err := os.Lstat(filepath.Join(out, filepath.Base(src), "secret.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the link was copied or followed: %v", err)
+	}
+}
