@@ -71,3 +71,6 @@ func newImportCoderEvalCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep each unmappable criterion as a placeholder that always fails")
 	return cmd
 }
+
+// rootHelp describes --root on every command that loads task files.
+const rootHelp = "declared root: task files may name material anywhere inside DIR (\"../\" included), nothing outside it (default: each task file's own directory)"

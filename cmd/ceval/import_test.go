@@ -27,3 +27,35 @@ func TestImportCoderEvalExitCodes(t *testing.T) {
 		t.Fatalf("without --out: exit %d, want 2", r.code)
 	}
 }
+
+// TestValidateRootWidensToTheDeclaredTreeOnly: a template two levels up is refused without
+// --root and accepted with it; --root with an experiment file is refused, not ignored.
+func TestValidateRootWidensToTheDeclaredTreeOnly(t *testing.T) {
+	repo := t.TempDir()
+	for _, d := range []string{"tasks/t", "skills/tm"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := filepath.Join(repo, "tasks/t/task.yaml")
+	body := "task_id: t\ninitial_prompt: p\nsandbox:\n  workspace:\n    template_dir: ../../skills/tm\nsuccess_criteria:\n  - type: file_exists\n    path: a\n"
+	if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ceval(t, "validate", f); r.code != 2 || !strings.Contains(r.stderr, f+":5:19:") {
+		t.Fatalf("without --root: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := ceval(t, "validate", "--root", repo, f); r.code != 0 {
+		t.Fatalf("with --root: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := ceval(t, "validate", "--root", filepath.Join(repo, "tasks"), f); r.code != 2 || !strings.Contains(r.stderr, "leaves the declared root") {
+		t.Fatalf("a root that does not hold the template: exit %d\n%s", r.code, r.stderr)
+	}
+	exp := filepath.Join(repo, "exp.yaml")
+	if err := os.WriteFile(exp, []byte("experiment_id: e\ntasks: [tasks/t/task.yaml]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ceval(t, "validate", "--root", repo, exp); r.code != 2 || !strings.Contains(r.stderr, "do not take it yet") {
+		t.Fatalf("experiment with --root: exit %d\n%s", r.code, r.stderr)
+	}
+}

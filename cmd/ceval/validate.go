@@ -12,6 +12,7 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	var strict bool
+	var root string
 	var warned int
 	seen := map[string]bool{}
 	cmd := &cobra.Command{
@@ -26,6 +27,9 @@ func newValidateCmd() *cobra.Command {
 			bad := 0
 			for _, f := range args {
 				if task.IsExperiment(f) {
+					if root != "" {
+						return exitWith(exitInvalid, fmt.Errorf("%s: --root applies to task files; experiment files do not take it yet", f))
+					}
 					e, err := task.LoadExperiment(f, task.ExperimentOptions{})
 					if err != nil {
 						bad++
@@ -39,7 +43,7 @@ func newValidateCmd() *cobra.Command {
 					}
 					continue
 				}
-				t, err := task.Load(f)
+				t, err := task.LoadWith(f, task.LoadOptions{Root: root})
 				if err != nil {
 					bad++
 					var ps task.Problems
@@ -66,6 +70,7 @@ func newValidateCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&root, "root", "", rootHelp)
 	cmd.Flags().BoolVar(&strict, "strict", false, "also warn (FILE:LINE) about weak criteria a cheat can pass; exit 1 on any")
 	return cmd
 }
