@@ -35,6 +35,11 @@ type Options struct {
 	// KeepUnmapped keeps each unmappable criterion as a placeholder that always fails,
 	// instead of leaving it out of the output.
 	KeepUnmapped bool
+	// Root, when set, is the declared root of the inputs (--root): every SRC lies inside it,
+	// the whole tree is mirrored into the output directory (so material the tasks name
+	// anywhere in it, "../" included, comes along) and the outputs are validated with the
+	// mirror as their root.
+	Root string
 }
 
 // Result is one converted file.

@@ -208,3 +208,48 @@ func TestImportCoderEvalReportsExperimentFilesAndLinks(t *testing.T) {
 		t.Fatalf("the link was copied or followed: %v", err)
 	}
 }
+
+// TestImportCoderEvalWithRootCarriesMaterialAboveTheTask: a template two levels above the
+// task (coder_eval's ../../skills/... layout) comes along and validates under --root; without
+// a root the output is reported invalid, not silently broken.
+func TestImportCoderEvalWithRootCarriesMaterialAboveTheTask(t *testing.T) {
+	repo := t.TempDir()
+	for _, d := range []string{"tasks/t", "skills/tm"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(repo, "skills/tm/a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body := base + "sandbox:\n  template_sources:\n    - type: template_dir\n      path: ../../skills/tm\n"
+	if err := os.WriteFile(filepath.Join(repo, "tasks/t/task.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	rs, err := ImportCoderEval([]string{filepath.Join(repo, "tasks")}, out, Options{Root: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || !rs[0].OK() || rs[0].Output != filepath.Join(out, "tasks/t/task.yaml") {
+		t.Fatalf("with a root: %+v", rs)
+	}
+	tk, err := task.LoadWith(rs[0].Output, task.LoadOptions{Root: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Close()
+	if _, err := os.Stat(filepath.Join(out, "skills/tm/a.txt")); err != nil {
+		t.Fatalf("the template was not carried along: %v", err)
+	}
+	rs, err = ImportCoderEval([]string{filepath.Join(repo, "tasks")}, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Invalid == nil || rs[0].OK() || !strings.Contains(rs[0].Invalid.Error(), "--root") {
+		t.Fatalf("without a root: %+v", rs)
+	}
+	if _, err := ImportCoderEval([]string{repo}, t.TempDir(), Options{Root: filepath.Join(repo, "tasks")}); err == nil {
+		t.Fatal("a SRC outside the root was accepted")
+	}
+}

@@ -32,6 +32,9 @@ const maxInput = 4 << 20
 // directory's other material. Symbolic links are never followed or copied: each one is
 // reported. Every problem names FILE:LINE.
 func ImportCoderEval(srcs []string, outDir string, opt Options) ([]FileResult, error) {
+	if opt.Root != "" {
+		return importRoot(srcs, outDir, opt)
+	}
 	var results []FileResult
 	for _, src := range srcs {
 		st, err := os.Lstat(src)
@@ -39,16 +42,18 @@ func ImportCoderEval(srcs []string, outDir string, opt Options) ([]FileResult, e
 			return results, fmt.Errorf("%s: %v (give a coder_eval task file or a directory of them)", src, err)
 		}
 		var base, dst string
-		var only string
+		var only func(rel string) bool
 		switch {
 		case st.IsDir():
 			base, dst = src, filepath.Join(outDir, filepath.Base(filepath.Clean(src)))
+			only = func(string) bool { return true }
 		case st.Mode().IsRegular():
-			base, dst, only = filepath.Dir(src), outDir, filepath.Base(src)
+			base, dst = filepath.Dir(src), outDir
+			only = func(rel string) bool { return rel == filepath.Base(src) }
 		default:
 			return results, fmt.Errorf("%s: not a regular file or directory (links are not followed)", src)
 		}
-		rs, err := importTree(base, dst, only, opt)
+		rs, err := importTree(base, dst, "", only, opt)
 		results = append(results, rs...)
 		if err != nil {
 			return results, err
@@ -57,13 +62,47 @@ func ImportCoderEval(srcs []string, outDir string, opt Options) ([]FileResult, e
 	return results, nil
 }
 
+// importRoot mirrors the declared root into outDir, converting the task files that are
+// (or lie under) one of srcs.
+func importRoot(srcs []string, outDir string, opt Options) ([]FileResult, error) {
+	root, err := filepath.Abs(opt.Root)
+	if err != nil {
+		return nil, err
+	}
+	var rels []string
+	for _, src := range srcs {
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(root, abs)
+		if err != nil || !filepath.IsLocal(rel) && rel != "." {
+			return nil, fmt.Errorf("%s is outside the declared root %s: give a --root that holds every SRC", src, root)
+		}
+		if _, err := os.Lstat(abs); err != nil {
+			return nil, fmt.Errorf("%s: %v", src, err)
+		}
+		rels = append(rels, rel)
+	}
+	only := func(rel string) bool {
+		for _, r := range rels {
+			if r == "." || rel == r || strings.HasPrefix(rel, r+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
+	return importTree(root, outDir, outDir, only, opt)
+}
+
 func isYAML(name string) bool {
 	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
 }
 
-// importTree copies base's tree into dst, converting the task files (only the one named
-// only, when it is set; other YAML files are then left out).
-func importTree(base, dst, only string, opt Options) ([]FileResult, error) {
+// importTree copies base's tree into dst, converting the YAML files only selects (by path
+// relative to base); the others are copied as they are when a root is declared (valRoot,
+// the root the outputs are validated in), left out otherwise.
+func importTree(base, dst, valRoot string, only func(rel string) bool, opt Options) ([]FileResult, error) {
 	var results []FileResult
 	var pending []int
 	absOut, err := filepath.Abs(dst)
@@ -91,7 +130,7 @@ func importTree(base, dst, only string, opt Options) ([]FileResult, error) {
 			return nil
 		case !d.Type().IsRegular():
 			return nil
-		case isYAML(d.Name()) && (only == "" || rel == only):
+		case isYAML(d.Name()) && only(rel):
 			data, err := readCapped(p)
 			if err != nil {
 				return err
@@ -111,7 +150,7 @@ func importTree(base, dst, only string, opt Options) ([]FileResult, error) {
 			}
 			results = append(results, fr)
 			return nil
-		case isYAML(d.Name()):
+		case isYAML(d.Name()) && valRoot == "":
 			return nil // another task of a directory imported file by file
 		default:
 			return copyFile(p, out)
@@ -119,7 +158,7 @@ func importTree(base, dst, only string, opt Options) ([]FileResult, error) {
 	})
 	// validate once the whole tree (the material the tasks name) is in place
 	for _, i := range pending {
-		if _, verr := task.Load(results[i].Output); verr != nil {
+		if _, verr := task.LoadWith(results[i].Output, task.LoadOptions{Root: valRoot}); verr != nil {
 			results[i].Invalid = verr
 		}
 	}

@@ -21,6 +21,7 @@ func newImportCmd() *cobra.Command {
 func newImportCoderEvalCmd() *cobra.Command {
 	var out string
 	var keep bool
+	var root string
 	cmd := &cobra.Command{
 		Use:   "coder-eval SRC... --out DIR",
 		Short: "Convert coder_eval task files (files, or directories searched for *.yaml)",
@@ -29,14 +30,16 @@ func newImportCoderEvalCmd() *cobra.Command {
 			"DIR/<its name> with its other files (prompts, references, templates) copied along; links are\n" +
 			"never followed. Every field that has no ceval equivalent is listed as FILE:LINE: unmapped: with\n" +
 			"a reason, and an unmappable criterion is left out, or kept as a placeholder that always fails\n" +
-			"with --keep-unmapped. Each output is then validated as ceval would load it.\n" +
+			"with --keep-unmapped. Each output is then validated as ceval would load it. With --root ROOT\n" +
+			"(tasks naming templates elsewhere in the tree, e.g. ../../skills/x), ROOT is mirrored into DIR\n" +
+			"and the outputs validate (and later run) with --root DIR.\n" +
 			"Exit 0 when everything mapped and validated, 1 when something did not, 2 on bad arguments.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted files go)"))
 			}
-			results, err := importer.ImportCoderEval(args, out, importer.Options{KeepUnmapped: keep})
+			results, err := importer.ImportCoderEval(args, out, importer.Options{KeepUnmapped: keep, Root: root})
 			bad := 0
 			for _, r := range results {
 				for _, p := range r.Problems {
@@ -68,6 +71,7 @@ func newImportCoderEvalCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted files into")
+	cmd.Flags().StringVar(&root, "root", "", "declared root of the inputs: the whole tree is mirrored into --out (material anywhere in it comes along) and the outputs validate with --root OUT")
 	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep each unmappable criterion as a placeholder that always fails")
 	return cmd
 }
