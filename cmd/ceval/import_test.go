@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
 )
 
 // TestImportCoderEvalExitCodes: 0 when every field mapped and the output validates, 1 with
@@ -59,3 +62,44 @@ func TestValidateRootWidensToTheDeclaredTreeOnly(t *testing.T) {
 		t.Fatalf("experiment with --root: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestImportedCoderEvalTaskRunsEndToEnd imports the runnable fixture, puts a command agent
+// in place of its claude-code agent (one that writes the known solution, one that does
+// nothing) and runs both against the real containerd: pass, then fail.
+func TestImportedCoderEvalTaskRunsEndToEnd(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	out := t.TempDir()
+	if r := ceval(t, "import", "coder-eval", "--out", out, "../../importer/testdata/coder-eval/runnable"); r.code != 0 {
+		t.Fatalf("import: exit %d\n%s", r.code, r.stderr)
+	}
+	converted := filepath.Join(out, "runnable", "task.yaml")
+	data, err := os.ReadFile(converted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, script string
+		code         int
+	}{{"solution", "echo hello > hello.txt", exitOK}, {"nothing", "true", exitFailure}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// the agent block is the converted claude-code one: swap in a command agent
+			i := strings.Index(string(data), "agent:\n")
+			j := strings.Index(string(data), "sandbox:\n")
+			if i < 0 || j < i {
+				t.Fatalf("unexpected output layout:\n%s", data)
+			}
+			body := string(data[:i]) + "agent:\n  type: command\n  command: [/bin/sh, -c, " + strconvQuote(tc.script) + "]\n" + string(data[j:])
+			f := filepath.Join(filepath.Dir(converted), tc.name+".yaml")
+			if err := os.WriteFile(f, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", t.TempDir(), f)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func strconvQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
