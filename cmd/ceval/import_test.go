@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,3 +104,14 @@ func TestImportedCoderEvalTaskRunsEndToEnd(t *testing.T) {
 }
 
 func strconvQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+func TestSchemaTaskPrintsTheLoadersSchema(t *testing.T) {
+	r := ceval(t, "schema", "task")
+	var s map[string]any
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &s) != nil || s["title"] != "ceval task file" {
+		t.Fatalf("exit %d\n%.300s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := ceval(t, "schema", "nonsense"); r.code != 2 {
+		t.Fatalf("unknown format: exit %d", r.code)
+	}
+}

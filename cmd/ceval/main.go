@@ -79,7 +79,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newSelftestCmd(g))
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newAuditCmd(g))
-	root.AddCommand(newImportCmd())
+	root.AddCommand(newImportCmd(), newSchemaCmd())
 	return root
 }
 
