@@ -30,6 +30,7 @@ type experimentFlags struct {
 	resume    string
 	retries   int
 	gate      gateFlags // --baseline and the gate's flags
+	root      string    // --root: the user's declared root (run binds it for task files too)
 }
 
 func (x *experimentFlags) add(cmd *cobra.Command) {
@@ -45,7 +46,7 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 
 // loadExperiment loads an experiment with the command line's adjustments.
 func (x *experimentFlags) load(path string, cmd *cobra.Command) (*task.Experiment, error) {
-	opts := task.ExperimentOptions{Overrides: x.overrides}
+	opts := task.ExperimentOptions{Overrides: x.overrides, Root: x.root}
 	if cmd.Flags().Changed("tags") {
 		opts.Tags = x.tags
 	}
@@ -250,6 +251,7 @@ func newPlanCmd() *cobra.Command {
 	f.StringSliceVar(&x.tags, "tags", nil, "only tasks with one of these tags")
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field, as path=value (YAML)")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON (what plan.json will hold)")
+	f.StringVar(&x.root, "root", "", rootHelp)
 	return cmd
 }
 

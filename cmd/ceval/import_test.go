@@ -33,7 +33,7 @@ func TestImportCoderEvalExitCodes(t *testing.T) {
 }
 
 // TestValidateRootWidensToTheDeclaredTreeOnly: a template two levels up is refused without
-// --root and accepted with it; --root with an experiment file is refused, not ignored.
+// --root and accepted with it; an experiment's root: .. needs the user's --root.
 func TestValidateRootWidensToTheDeclaredTreeOnly(t *testing.T) {
 	repo := t.TempDir()
 	for _, d := range []string{"tasks/t", "skills/tm"} {
@@ -55,12 +55,20 @@ func TestValidateRootWidensToTheDeclaredTreeOnly(t *testing.T) {
 	if r := ceval(t, "validate", "--root", filepath.Join(repo, "tasks"), f); r.code != 2 || !strings.Contains(r.stderr, "leaves the declared root") {
 		t.Fatalf("a root that does not hold the template: exit %d\n%s", r.code, r.stderr)
 	}
-	exp := filepath.Join(repo, "exp.yaml")
-	if err := os.WriteFile(exp, []byte("experiment_id: e\ntasks: [tasks/t/task.yaml]\n"), 0o644); err != nil {
+	if err := os.MkdirAll(filepath.Join(repo, "experiments"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if r := ceval(t, "validate", "--root", repo, exp); r.code != 2 || !strings.Contains(r.stderr, "do not take it yet") {
-		t.Fatalf("experiment with --root: exit %d\n%s", r.code, r.stderr)
+	exp := filepath.Join(repo, "experiments/exp.yaml")
+	if err := os.WriteFile(exp, []byte("experiment_id: e\nroot: ..\ntasks: [../tasks/t/task.yaml]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := ceval(t, "validate", exp); r.code != 2 || !strings.Contains(r.stderr, "never widen it") {
+		t.Fatalf("experiment root: .. without --root: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, cmd := range []string{"validate", "plan"} {
+		if r := ceval(t, cmd, "--root", repo, exp); r.code != 0 {
+			t.Fatalf("%s experiment with --root: exit %d\n%s", cmd, r.code, r.stderr)
+		}
 	}
 }
 

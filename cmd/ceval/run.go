@@ -18,7 +18,6 @@ import (
 func newRunCmd(g *globalOptions) *cobra.Command {
 	var (
 		runsDir      string
-		root         string
 		asJSON       bool
 		allowEnv     []string
 		allowHostNet bool
@@ -51,8 +50,8 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if root != "" && (x.resume != "" || len(args) == 1 && task.IsExperiment(args[0])) {
-				return exitWith(exitInvalid, errors.New("--root applies to task files; experiment files do not take it yet"))
+			if x.root != "" && x.resume != "" {
+				return exitWith(exitInvalid, errors.New("--resume reloads the experiment as plan.json recorded it, which holds no --root yet: declare the root in the experiment file (root:) instead"))
 			}
 			if x.resume != "" {
 				var err error
@@ -85,7 +84,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			var tasks []*task.Task
 			var problems []error
 			for _, a := range args {
-				t, err := task.LoadWith(a, task.LoadOptions{Root: root})
+				t, err := task.LoadWith(a, task.LoadOptions{Root: x.root})
 				if err != nil {
 					problems = append(problems, err)
 					continue
@@ -162,7 +161,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&root, "root", "", rootHelp)
+	f.StringVar(&x.root, "root", "", rootHelp)
 	f.StringVar(&runsDir, "runs-dir", "runs", "directory that receives RUNS/<run_id>/... results")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON (one object for one task, else a list)")
 	f.StringArrayVar(&allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable; also allow_env in the config file)")

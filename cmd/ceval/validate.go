@@ -27,10 +27,7 @@ func newValidateCmd() *cobra.Command {
 			bad := 0
 			for _, f := range args {
 				if task.IsExperiment(f) {
-					if root != "" {
-						return exitWith(exitInvalid, fmt.Errorf("%s: --root applies to task files; experiment files do not take it yet", f))
-					}
-					e, err := task.LoadExperiment(f, task.ExperimentOptions{})
+					e, err := task.LoadExperiment(f, task.ExperimentOptions{Root: root})
 					if err != nil {
 						bad++
 						printProblems(cmd.ErrOrStderr(), f, err)
