@@ -46,7 +46,7 @@ type Options struct {
 type Result struct {
 	Output     []byte // the ceval YAML; nil when the input is not a task file
 	Problems   []Problem
-	Experiment bool // the input is a coder_eval experiment file (not converted)
+	Experiment bool // the input is a coder_eval experiment file
 }
 
 // Unmapped counts the problems that lost something.
@@ -61,6 +61,7 @@ func (r Result) Unmapped() int {
 }
 
 type conv struct {
+	partial  bool // converting an experiment's defaults or a variant: partial task fields
 	file     string
 	opt      Options
 	problems []Problem
@@ -85,16 +86,17 @@ func CoderEval(name string, data []byte, opt Options) (Result, error) {
 	}
 	root := doc.Content[0]
 	c := &conv{file: name, opt: opt}
-	if isExperiment(root) {
-		c.unmapped(root, "experiment", "coder_eval experiment files are not converted by this importer yet: write a ceval experiment (see the README's experiments section) naming the converted tasks")
-		return Result{Problems: c.problems, Experiment: true}, nil
+	exp := isExperiment(root)
+	if exp {
+		c.experiment(root)
+	} else {
+		c.task(root)
 	}
-	c.task(root)
 	out, err := encode(&doc)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %v", name, err)
 	}
-	return Result{Output: out, Problems: c.problems}, nil
+	return Result{Output: out, Problems: c.problems, Experiment: exp}, nil
 }
 
 func isExperiment(root *yaml.Node) bool {
@@ -244,6 +246,9 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 	switch typ {
 	case "claude-code", "codex":
 	case "":
+		if c.partial {
+			break // the task or another layer gives it
+		}
 		c.unmapped(a, "agent.type", "missing: coder_eval takes it from the experiment or --type; ceval needs agent.type on the task (claude-code, codex or command)")
 	default:
 		c.unmapped(get(a, "type"), "agent.type", "agent %q has no ceval agent type: ceval runs claude-code, codex, or any CLI as type command with an argv", typ)
@@ -728,4 +733,89 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// experiment converts a coder_eval experiment: defaults and each variant are partial task
+// fields, converted like a task's; repeats moves to the experiment; coder_eval names the
+// tasks on the command line, so the output has no tasks list (reported).
+func (c *conv) experiment(root *yaml.Node) {
+	var kept []*yaml.Node
+	var repeats *yaml.Node
+	layer := func(where string, m *yaml.Node) {
+		if m.Kind != yaml.MappingNode {
+			c.unmapped(m, where, "not a mapping")
+			return
+		}
+		var rest []*yaml.Node
+		var templates *yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, v := m.Content[i], m.Content[i+1]
+			switch k.Value {
+			case "repeats":
+				if where == "defaults" {
+					repeats = v
+				} else {
+					c.unmapped(k, where+".repeats", "ceval repeats every variant the same number of times (the experiment's repeats): split the variant into its own experiment")
+				}
+			case "driver":
+				c.note(k, where+".driver", "dropped: ceval always runs a hardened container")
+			case "template_sources":
+				templates = v
+			case "prompt_mutations":
+				c.unmapped(k, where+".prompt_mutations", "ceval has no prompt mutations: give the variant a full initial_prompt")
+			case "description":
+				if where != "defaults" {
+					m.HeadComment = strings.TrimSpace(m.HeadComment + "\n" + v.Value)
+					continue
+				}
+				rest = append(rest, k, v)
+			default:
+				rest = append(rest, k, v)
+			}
+		}
+		m.Content = rest
+		if templates != nil {
+			sb := get(m, "sandbox")
+			if sb == nil {
+				sb = &yaml.Node{Kind: yaml.MappingNode}
+				set(m, "sandbox", sb)
+			}
+			set(sb, "template_sources", templates)
+			c.note(templates, where+".template_sources", "replaces the task's template, where coder_eval appended to it")
+		}
+		c.partial = true
+		c.task(m)
+		c.partial = false
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "experiment_id", "description":
+			kept = append(kept, k, v)
+		case "defaults":
+			layer("defaults", v)
+			kept = append(kept, k, v)
+		case "variants":
+			for j, item := range v.Content {
+				where := fmt.Sprintf("variants[%d]", j)
+				id := get(item, "variant_id")
+				if id == nil {
+					c.unmapped(item, where, "no variant_id")
+					continue
+				}
+				// variant_id is not a task field: convert the rest, then put it back first
+				del(item, "variant_id")
+				layer(where, item)
+				item.Content = append([]*yaml.Node{scalar("variant_id"), id}, item.Content...)
+			}
+			kept = append(kept, k, v)
+		default:
+			c.unmapped(k, k.Value, "not a coder_eval experiment field known to this importer")
+		}
+	}
+	if repeats != nil {
+		kept = append(kept, scalar("repeats"), repeats)
+	}
+	root.Content = kept
+	c.unmapped(root, "tasks", "coder_eval takes an experiment's tasks on the command line; ceval reads them from the file: add tasks: [...] naming the converted task files (globs relative to the experiment)")
 }

@@ -174,6 +174,73 @@ func checkPlaceholder(t *testing.T, in string) {
 	}
 }
 
+// TestImportCoderEvalExperimentConvertsDefaultsAndVariants: defaults and variants are
+// converted like tasks (agent flags, timeouts), repeats moves up, what ceval lacks is
+// reported at its line, and the output plus a tasks list loads as a ceval experiment.
+func TestImportCoderEvalExperimentConvertsDefaultsAndVariants(t *testing.T) {
+	in := `experiment_id: model-comparison
+description: two models
+defaults:
+  repeats: 3
+  driver: docker
+  agent:
+    type: claude-code
+    permission_mode: bypassPermissions
+  run_limits:
+    task_timeout: 120
+variants:
+  - variant_id: sonnet # the default model
+    description: Sonnet
+    agent:
+      model: claude-sonnet-4-5
+  - variant_id: opus
+    repeats: 5
+    prompt_mutations:
+      - type: append
+        text: Be careful.
+    agent:
+      model: claude-opus-4-1
+`
+	r, err := CoderEval("exp.yaml", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"tasks": 1, "variants[1].repeats": 17, "variants[1].prompt_mutations": 18}
+	for _, p := range r.Problems {
+		if line, ok := want[p.Field]; ok && p.Unmapped && p.Line == line {
+			delete(want, p.Field)
+		}
+	}
+	if len(want) > 0 || !r.Experiment {
+		t.Fatalf("not reported: %v; problems %v", want, r.Problems)
+	}
+	dir := t.TempDir()
+	task1 := "task_id: t1\ninitial_prompt: p\nsuccess_criteria:\n  - type: file_exists\n    path: a\n"
+	if err := os.WriteFile(filepath.Join(dir, "t1.yaml"), []byte(task1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := string(r.Output) + "tasks: [t1.yaml]\n"
+	for _, s := range []string{"# the default model", "Sonnet", "repeats: 3", "--permission-mode"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	p := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := task.LoadExperiment(p, task.ExperimentOptions{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if e.Repeats != 3 || len(e.Entries) != 2 || e.Entries[1].Task.Agent.Model != "claude-opus-4-1" || e.Entries[0].Task.Sandbox.Limits.Timeout != 120*time.Second {
+		t.Fatalf("experiment %+v", e)
+	}
+	if !slices.Contains(e.Entries[0].Task.Agent.Args, "bypassPermissions") {
+		t.Fatalf("args %q", e.Entries[0].Task.Agent.Args)
+	}
+}
+
 func TestImportCoderEvalReportsExperimentFilesAndLinks(t *testing.T) {
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "exp.yaml"), []byte("experiment_id: e\nvariants:\n  - variant_id: a\n"), 0o644); err != nil {
@@ -194,7 +261,7 @@ func TestImportCoderEvalReportsExperimentFilesAndLinks(t *testing.T) {
 	for _, r := range rs {
 		switch filepath.Base(r.Input) {
 		case "exp.yaml":
-			exp = r.Experiment && r.Output == "" && r.Unmapped() == 1 && !r.OK()
+			exp = r.Experiment && r.Unmapped() == 1 && r.Problems[0].Field == "tasks" && !r.OK()
 		case "secret.txt":
 			link = r.Unmapped() == 1 && strings.Contains(r.Problems[0].Reason, "symbolic link")
 		case "task.yaml":

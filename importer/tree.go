@@ -158,6 +158,9 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 	})
 	// validate once the whole tree (the material the tasks name) is in place
 	for _, i := range pending {
+		if results[i].Experiment {
+			continue // it has no tasks list yet (reported): nothing to load
+		}
 		if _, verr := task.LoadWith(results[i].Output, task.LoadOptions{Root: valRoot}); verr != nil {
 			results[i].Invalid = verr
 		}
