@@ -51,6 +51,10 @@ type Experiment struct {
 
 	rootNode *yaml.Node // the root: field, when given
 	rootRel  string
+	// tasksFromCLI: the command line names the tasks, so the file may leave tasks out
+	tasksFromCLI bool
+	// ExcludeTags is the --exclude-tags filter applied.
+	ExcludeTags []string
 }
 
 // Entry is one task under one variant.
@@ -66,6 +70,12 @@ type ExperimentOptions struct {
 	// Root is the user's declared root (--root): the experiment's root: may narrow it,
 	// never widen it. Empty: the experiment file's directory.
 	Root string
+	// ExcludeTags drops the tasks that have any of these tags (after the tags filter).
+	ExcludeTags []string
+	// Tasks, when non-nil, are task files named on the command line (paths as the user gave
+	// them): they replace the file's tasks list, which may then be left out. They are held
+	// to the experiment's root like the list.
+	Tasks []string
 }
 
 var overridePath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
@@ -116,6 +126,7 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	e := &Experiment{Path: abs, Dir: filepath.Dir(abs), Repeats: 1, Overrides: opts.Overrides}
 	d := &decoder{file: path}
 	n0 := doc.Content[0]
+	e.tasksFromCLI, e.ExcludeTags = opts.Tasks != nil, opts.ExcludeTags
 	raw := e.decode(d, n0)
 	origin := map[*yaml.Node]string{}
 	markOrigin(raw.defaults, path, origin, false)
@@ -145,6 +156,21 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 		defer treeRoot.Close()
 	}
 
+	if opts.Tasks != nil {
+		raw.tasks = nil
+		for _, p := range opts.Tasks {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			rel := filepath.ToSlash(mustRel(e.Dir, abs)) // as if the file's list named it
+			raw.tasks = append(raw.tasks, &yaml.Node{Kind: yaml.ScalarNode, Value: rel, Line: 1, Column: 1})
+		}
+		if len(raw.tasks) == 0 {
+			d.errorf(n0, "no tasks: give task files after the experiment file, or a tasks list in it")
+			return nil, d.problems.sorted()
+		}
+	}
 	files := e.taskFiles(d, treeRoot, raw.tasks)
 	if pairs := len(files) * len(raw.variants); pairs > MaxEntries {
 		d.errorf(n0, "the experiment expands to %d variant/task pairs (%d task files x %d variants), more than %d; split it", pairs, len(files), len(raw.variants), MaxEntries)
@@ -168,7 +194,7 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 				problems = append(problems, ps...)
 				continue
 			}
-			if !hasAnyTag(t.Tags, e.Tags) {
+			if !hasAnyTag(t.Tags, e.Tags) || len(e.ExcludeTags) > 0 && hasAnyTag(t.Tags, e.ExcludeTags) {
 				continue
 			}
 			key := [2]string{v.id, t.ID}
@@ -185,6 +211,9 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 		msg := "the experiment expands to no runs"
 		if len(e.Tags) > 0 {
 			msg = fmt.Sprintf("no task has any of the tags %s", strings.Join(e.Tags, ", "))
+		}
+		if len(e.ExcludeTags) > 0 {
+			msg += fmt.Sprintf(" (after --exclude-tags %s)", strings.Join(e.ExcludeTags, ","))
 		}
 		problems = append(problems, Problem{File: path, Msg: msg})
 	}
@@ -272,7 +301,9 @@ func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
 		d.errorf(n, "missing required field experiment_id")
 	}
 	if tasksNode == nil {
-		d.errorf(n, "missing required field tasks (task files and globs, relative to the experiment file)")
+		if !e.tasksFromCLI {
+			d.errorf(n, "missing required field tasks (task files and globs, relative to the experiment file; or leave it out and name the task files after the experiment file on the command line)")
+		}
 	} else if rt := resolve(tasksNode); rt.Kind == yaml.SequenceNode && len(rt.Content) == 0 {
 		d.errorf(rt, "tasks must not be empty")
 	}

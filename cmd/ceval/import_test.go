@@ -123,3 +123,36 @@ func TestSchemaTaskPrintsTheLoadersSchema(t *testing.T) {
 		t.Fatalf("unknown format: exit %d", r.code)
 	}
 }
+
+// TestRunExperimentWithTasksFromTheCommandLine: coder_eval's form, an experiment file
+// without tasks: and the task files after it, with --exclude-tags leaving one out; run
+// against the real containerd.
+func TestRunExperimentWithTasksFromTheCommandLine(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "e.yaml"), []byte("experiment_id: e\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var tasks []string
+	for _, id := range []string{"t1", "t2"} {
+		body := "task_id: " + id + "\ntags: [" + id + "]\ninitial_prompt: p\nagent: {type: command, command: [/bin/sh, -c, 'echo a > a']}\nsuccess_criteria:\n  - type: file_exists\n    path: a\n"
+		p := filepath.Join(dir, id+".yaml")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, p)
+	}
+	r := ceval(t, append([]string{"plan", filepath.Join(dir, "e.yaml"), "--exclude-tags", "t2"}, tasks...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "t1") || strings.Contains(r.stdout, "t2.yaml") {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	runs := t.TempDir()
+	r = ceval(t, append([]string{"run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, "--exclude-tags", "t2", filepath.Join(dir, "e.yaml")}, tasks...)...)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, _ := filepath.Glob(filepath.Join(runs, "*", "default", "*")); len(got) != 1 || filepath.Base(got[0]) != "t1" {
+		t.Fatalf("runs: %v", got)
+	}
+}

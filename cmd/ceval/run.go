@@ -26,7 +26,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		x            experimentFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run TASK... | run EXPERIMENT | run --resume RUN_DIR",
+		Use:   "run TASK... | run EXPERIMENT [TASK...] | run --resume RUN_DIR",
 		Short: "Run an agent on each task in a hardened container and grade the result",
 		Long: "run launches each task's agent in a container created directly through containerd\n" +
 			"(UID/GID 2000, no capabilities, no_new_privs, seccomp, pids/memory/cpu limits, read-only\n" +
@@ -40,6 +40,8 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			"runs every task under every variant repeats times, -j at once, under\n" +
 			"RUNS/<run_id>/<variant>/<task_id>/<repeat>/, and writes plan.json, summary.json and\n" +
 			"junit.xml in RUNS/<run_id>/. Ctrl-C stops it cleanly; --resume RUN_DIR finishes it.\n" +
+			"Task files named after the experiment file replace its tasks list (which may then be\n" +
+			"left out); --exclude-tags leaves out tasks with any of the tags.\n" +
 			"With --baseline PATH (a previous run) or --fail-under RATE the exit code is the gate's\n" +
 			"instead: 1 only for a regression the evidence supports or a pass rate under RATE\n" +
 			"(see ceval compare --help), 3 still for ceval's own errors.",
@@ -58,6 +60,13 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				if args, err = x.resumeArgs(cmd, args); err != nil {
 					return err
 				}
+			}
+			if x.resume != "" && len(x.exclude) > 0 {
+				return exitWith(exitInvalid, errors.New("--resume reloads the experiment as plan.json recorded it, which holds no --exclude-tags yet"))
+			}
+			if len(args) > 1 && task.IsExperiment(args[0]) && x.resume == "" {
+				x.tasks = args[1:] // the tasks named on the command line replace the file's list
+				args = args[:1]
 			}
 			if len(args) == 1 && task.IsExperiment(args[0]) || x.resume != "" {
 				if len(args) != 1 || !task.IsExperiment(args[0]) {
