@@ -737,7 +737,7 @@ func contains(list []string, s string) bool {
 
 // experiment converts a coder_eval experiment: defaults and each variant are partial task
 // fields, converted like a task's; repeats moves to the experiment; coder_eval names the
-// tasks on the command line, so the output has no tasks list (reported).
+// tasks on the command line, so the output has no tasks list (a note: ceval takes them there too).
 func (c *conv) experiment(root *yaml.Node) {
 	var kept []*yaml.Node
 	var repeats *yaml.Node
@@ -817,5 +817,5 @@ func (c *conv) experiment(root *yaml.Node) {
 		kept = append(kept, scalar("repeats"), repeats)
 	}
 	root.Content = kept
-	c.unmapped(root, "tasks", "coder_eval takes an experiment's tasks on the command line; ceval reads them from the file: add tasks: [...] naming the converted task files (globs relative to the experiment)")
+	c.note(root, "tasks", "none in the file, as in coder_eval: name the converted task files after it (ceval run EXPERIMENT TASK...), or add tasks: [...]")
 }

@@ -205,7 +205,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"tasks": 1, "variants[1].repeats": 17, "variants[1].prompt_mutations": 18}
+	want := map[string]int{"variants[1].repeats": 17, "variants[1].prompt_mutations": 18}
 	for _, p := range r.Problems {
 		if line, ok := want[p.Field]; ok && p.Unmapped && p.Line == line {
 			delete(want, p.Field)
@@ -219,7 +219,7 @@ variants:
 	if err := os.WriteFile(filepath.Join(dir, "t1.yaml"), []byte(task1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := string(r.Output) + "tasks: [t1.yaml]\n"
+	out := string(r.Output)
 	for _, s := range []string{"# the default model", "Sonnet", "repeats: 3", "--permission-mode"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
@@ -229,7 +229,7 @@ variants:
 	if err := os.WriteFile(p, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e, err := task.LoadExperiment(p, task.ExperimentOptions{})
+	e, err := task.LoadExperiment(p, task.ExperimentOptions{Tasks: []string{filepath.Join(dir, "t1.yaml")}})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -238,6 +238,33 @@ variants:
 	}
 	if !slices.Contains(e.Entries[0].Task.Agent.Args, "bypassPermissions") {
 		t.Fatalf("args %q", e.Entries[0].Task.Agent.Args)
+	}
+}
+
+// TestImportCoderEvalValidatesAnExperimentWithItsTasks: an experiment imported with tasks is
+// loaded with them, so a variant the tasks cannot take makes it invalid.
+func TestImportCoderEvalValidatesAnExperimentWithItsTasks(t *testing.T) {
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "tasks/t1.yaml"), base)
+	writeFile(t, filepath.Join(src, "experiments/e.yaml"), "experiment_id: e\nvariants:\n  - variant_id: a\n    agent:\n      model: m\n    sandbox:\n      limits:\n        max_memory_mb: 1\n")
+	rs, err := ImportCoderEval([]string{src}, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.Experiment && (r.Invalid == nil || !strings.Contains(r.Invalid.Error(), "memory_mb")) {
+			t.Fatalf("a variant with memory_mb 1 validated: %v", r.Invalid)
+		}
+	}
+}
+
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -261,7 +288,7 @@ func TestImportCoderEvalReportsExperimentFilesAndLinks(t *testing.T) {
 	for _, r := range rs {
 		switch filepath.Base(r.Input) {
 		case "exp.yaml":
-			exp = r.Experiment && r.Unmapped() == 1 && r.Problems[0].Field == "tasks" && !r.OK()
+			exp = r.Experiment && r.Unmapped() == 0 && r.Problems[0].Field == "tasks" && r.OK()
 		case "secret.txt":
 			link = r.Unmapped() == 1 && strings.Contains(r.Problems[0].Reason, "symbolic link")
 		case "task.yaml":

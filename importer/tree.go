@@ -157,9 +157,27 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 		}
 	})
 	// validate once the whole tree (the material the tasks name) is in place
+	var tasks []string
+	for _, i := range pending {
+		if !results[i].Experiment {
+			tasks = append(tasks, results[i].Output)
+		}
+	}
 	for _, i := range pending {
 		if results[i].Experiment {
-			continue // it has no tasks list yet (reported): nothing to load
+			// with the tasks converted alongside, as the command line would name them, held
+			// to the output tree (the mirror this import wrote)
+			if len(tasks) == 0 {
+				continue
+			}
+			top := valRoot
+			if top == "" {
+				top = dst
+			}
+			if _, verr := task.LoadExperiment(results[i].Output, task.ExperimentOptions{Root: top, Tasks: tasks}); verr != nil {
+				results[i].Invalid = verr
+			}
+			continue
 		}
 		if _, verr := task.LoadWith(results[i].Output, task.LoadOptions{Root: valRoot}); verr != nil {
 			results[i].Invalid = verr
