@@ -630,6 +630,11 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 	if cmd := get(item, "command"); cmd != nil && strings.Contains(cmd.Value, "TASK_DIR") {
 		return "the command reads files from the task's directory ($TASK_DIR), which ceval's criteria cannot see: ship them as reference material (uses_reference) or inline them"
 	}
+	if cmd := get(item, "command"); cmd != nil && typ == "run_command" && strings.Contains(cmd.Value, "REFERENCE_DIR") {
+		// ceval mounts the reference read-only for the criterion and names it $REFERENCE_DIR too
+		set(item, "uses_reference", scalar("true"))
+		keep = append(keep, "uses_reference")
+	}
 	var kept []*yaml.Node
 	for i := 0; i+1 < len(item.Content); i += 2 {
 		k, v := item.Content[i], item.Content[i+1]

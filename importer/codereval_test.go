@@ -268,6 +268,27 @@ func writeFile(t *testing.T, p, body string) {
 	}
 }
 
+// TestImportCoderEvalRunCommandReadingTheReferenceUsesIt: $REFERENCE_DIR in a run_command
+// becomes uses_reference, so ceval mounts the reference (read-only) for that criterion only.
+func TestImportCoderEvalRunCommandReadingTheReferenceUsesIt(t *testing.T) {
+	in := base + "  - type: run_command\n    command: diff $REFERENCE_DIR/out.txt out.txt\nreference:\n  directory: ref\n"
+	r, err := CoderEval("in.yaml", []byte(in), Options{})
+	if err != nil || r.Unmapped() != 0 {
+		t.Fatalf("%v %v", err, r.Problems)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "ref/out.txt"), "x")
+	writeFile(t, filepath.Join(dir, "task.yaml"), string(r.Output))
+	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	defer tk.Close()
+	if c := tk.Criteria[1]; c.Type != task.RunCommand || !c.UsesReference {
+		t.Fatalf("criterion %+v", c)
+	}
+}
+
 func TestImportCoderEvalReportsExperimentFilesAndLinks(t *testing.T) {
 	src := t.TempDir()
 	if err := os.WriteFile(filepath.Join(src, "exp.yaml"), []byte("experiment_id: e\nvariants:\n  - variant_id: a\n"), 0o644); err != nil {
