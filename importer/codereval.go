@@ -573,7 +573,7 @@ func (c *conv) criteria(list *yaml.Node) {
 
 // placeholder is a criterion that always fails, standing in for an unmapped one.
 func (c *conv) placeholder(item *yaml.Node, typ, reason string) *yaml.Node {
-	msg := fmt.Sprintf("unmapped coder_eval criterion %s (%s:%d): %s", typ, c.file, item.Line, reason)
+	msg := fmt.Sprintf("unmapped criterion %s (%s:%d): %s", typ, c.file, item.Line, reason)
 	n := &yaml.Node{Kind: yaml.MappingNode, HeadComment: "UNMAPPED: " + msg, Content: []*yaml.Node{
 		scalar("type"), scalar("run_command"),
 		scalar("description"), str(msg),

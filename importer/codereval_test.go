@@ -169,7 +169,7 @@ func checkPlaceholder(t *testing.T, in string) {
 		t.Fatalf("%d criteria, want the kept one and the placeholder", len(tk.Criteria))
 	}
 	c := tk.Criteria[1]
-	if c.Type != task.RunCommand || !strings.HasSuffix(c.Command, "; exit 1") || !strings.Contains(c.Description, "unmapped coder_eval criterion") || !strings.Contains(c.Description, "in.yaml:9") {
+	if c.Type != task.RunCommand || !strings.HasSuffix(c.Command, "; exit 1") || !strings.Contains(c.Description, "unmapped criterion") || !strings.Contains(c.Description, "in.yaml:9") {
 		t.Errorf("placeholder = %+v", c)
 	}
 }

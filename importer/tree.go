@@ -186,6 +186,14 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 	return results, err
 }
 
+func loadTask(p string) (*task.Task, error) {
+	t, err := task.Load(p)
+	if err == nil {
+		t.Close()
+	}
+	return t, err
+}
+
 func readCapped(p string) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {

@@ -14,7 +14,7 @@ func newImportCmd() *cobra.Command {
 		Use:   "import",
 		Short: "Convert task files written for other harnesses into ceval's format",
 	}
-	cmd.AddCommand(newImportCoderEvalCmd())
+	cmd.AddCommand(newImportCoderEvalCmd(), newImportHarborCmd())
 	return cmd
 }
 
@@ -40,34 +40,7 @@ func newImportCoderEvalCmd() *cobra.Command {
 				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted files go)"))
 			}
 			results, err := importer.ImportCoderEval(args, out, importer.Options{KeepUnmapped: keep, Root: root})
-			bad := 0
-			for _, r := range results {
-				for _, p := range r.Problems {
-					fmt.Fprintln(cmd.ErrOrStderr(), p)
-				}
-				if !r.OK() {
-					bad++
-				}
-				if r.Output == "" {
-					continue
-				}
-				if r.Invalid != nil {
-					printProblems(cmd.ErrOrStderr(), r.Output, r.Invalid)
-					continue
-				}
-				if r.Unmapped() == 0 {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s: ok\n", r.Input, r.Output)
-				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s: valid, %d field(s) unmapped\n", r.Input, r.Output, r.Unmapped())
-				}
-			}
-			if err != nil {
-				return exitWith(exitInvalid, err)
-			}
-			if bad > 0 {
-				return exitWith(exitFailure, fmt.Errorf("%d of %d file(s) did not map completely: see the list above", bad, len(results)))
-			}
-			return nil
+			return reportImport(cmd, results, err)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted files into")
@@ -76,5 +49,65 @@ func newImportCoderEvalCmd() *cobra.Command {
 	return cmd
 }
 
+// reportImport prints each file's problems and outcome; exit 1 unless every file mapped
+// completely and validates.
+func reportImport(cmd *cobra.Command, results []importer.FileResult, err error) error {
+	bad := 0
+	for _, r := range results {
+		for _, p := range r.Problems {
+			fmt.Fprintln(cmd.ErrOrStderr(), p)
+		}
+		if !r.OK() {
+			bad++
+		}
+		if r.Output == "" {
+			continue
+		}
+		if r.Invalid != nil {
+			printProblems(cmd.ErrOrStderr(), r.Output, r.Invalid)
+			continue
+		}
+		if r.Unmapped() == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s: ok\n", r.Input, r.Output)
+		} else {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s: valid, %d field(s) unmapped\n", r.Input, r.Output, r.Unmapped())
+		}
+	}
+	if err != nil {
+		return exitWith(exitInvalid, err)
+	}
+	if bad > 0 {
+		return exitWith(exitFailure, fmt.Errorf("%d of %d file(s) did not map completely: see the list above", bad, len(results)))
+	}
+	return nil
+}
+
 // rootHelp describes --root on every command that loads task files.
 const rootHelp = "declared root: task files may name material anywhere inside DIR (\"../\" included), nothing outside it (default: each task file's own directory)"
+
+func newImportHarborCmd() *cobra.Command {
+	var out string
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "harbor DIR... --out OUT",
+		Short: "Convert Harbor / Terminal-Bench 2 task directories",
+		Long: "harbor converts each task directory (task.toml, instruction.md, environment/Dockerfile,\n" +
+			"tests/test.sh, solution/solve.sh) into OUT/<name>/task.yaml beside a copy of its files:\n" +
+			"instruction.md is the prompt, the Dockerfile names an image to build with ceval images build,\n" +
+			"the agent's timeout and the environment's cpus/memory/storage become sandbox limits, and\n" +
+			"solution/solve.sh becomes solution.script (what ceval audit runs as the oracle). The tests\n" +
+			"need a verifier container, which this ceval does not have yet: they are reported, and kept as\n" +
+			"a placeholder that always fails with --keep-unmapped. Exit 0 when everything mapped, else 1.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted tasks go)"))
+			}
+			results, err := importer.ImportHarbor(args, out, importer.Options{KeepUnmapped: keep})
+			return reportImport(cmd, results, err)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted tasks into")
+	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep the tests as a placeholder criterion that always fails")
+	return cmd
+}
