@@ -27,7 +27,7 @@ func taggedTask(id, tags string) string {
 func TestExcludeTagsDropsTasksWithAnyOfThem(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"e.yaml": "experiment_id: e\ntasks: ['t*.yaml']\n",
+		"e.yaml":  "experiment_id: e\ntasks: ['t*.yaml']\n",
 		"t1.yaml": taggedTask("t1", "smoke"), "t2.yaml": taggedTask("t2", "smoke, slow"), "t3.yaml": taggedTask("t3", "slow"),
 	})
 	e, err := LoadExperiment(filepath.Join(dir, "e.yaml"), ExperimentOptions{Tags: []string{"smoke"}, ExcludeTags: []string{"slow"}})

@@ -103,6 +103,11 @@ func ParseWith(name, dir string, data []byte, opts LoadOptions) (*Task, error) {
 	}
 	defer root.Close()
 	l := &loader{decoder: d, root: root, dir: rootDir, prefix: prefix, declared: opts.Root != ""}
+	if top := resolve(doc.Content[0]); top.Kind == yaml.MappingNode && keyNode(top, "dataset") != nil {
+		ds := keyNode(top, "dataset")
+		d.errorf(ds, "this task has a dataset: it expands to one task per row, which ceval run and ceval validate load (this command takes plain tasks)")
+		return nil, d.problems.sorted()
+	}
 	t := l.task(doc.Content[0])
 	if len(d.problems) > 0 {
 		t.Close()

@@ -156,3 +156,41 @@ func TestRunExperimentWithTasksFromTheCommandLine(t *testing.T) {
 		t.Fatalf("runs: %v", got)
 	}
 }
+
+// TestRunDatasetTaskRunsEachRow: a dataset task runs once per row against the real
+// containerd, each row its own task (task_id.row): an agent that classifies right passes
+// both rows, one that always answers positive fails row b.
+func TestRunDatasetTaskRunsEachRow(t *testing.T) {
+	dir := t.TempDir()
+	rows := "{\"id\": \"a\", \"text\": \"great\", \"label\": \"positive\"}\n{\"id\": \"b\", \"text\": \"awful\", \"label\": \"negative\"}\n"
+	if err := os.WriteFile(filepath.Join(dir, "rows.jsonl"), []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task := func(script string) string {
+		p := filepath.Join(dir, "task.yaml")
+		body := "task_id: classify\ninitial_prompt: \"Classify: ${row.text}\"\ndataset:\n  file: rows.jsonl\n" +
+			"agent:\n  type: command\n  command: [/bin/sh, -c, " + strconvQuote(script) + "]\n" +
+			"sandbox:\n  workspace:\n    starter_files:\n      - path: input.txt\n        content: \"${row.text}\"\n" +
+			"success_criteria:\n  - type: classification_match\n    path: label.txt\n    expected_label: \"${row.label}\"\n"
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if r := ceval(t, "validate", task("true")); r.code != 0 || !strings.Contains(r.stdout, "dataset classify: 2 tasks") {
+		t.Fatalf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	runs := t.TempDir()
+	right := "if grep -q great input.txt; then echo positive; else echo negative; fi > label.txt"
+	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, task(right)); r.code != 0 {
+		t.Fatalf("right agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got, _ := filepath.Glob(filepath.Join(runs, "*", "default", "classify.*")); len(got) != 2 {
+		t.Fatalf("run directories: %v", got)
+	}
+	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", t.TempDir(), task("echo positive > label.txt")); r.code != 1 {
+		t.Fatalf("always-positive agent: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

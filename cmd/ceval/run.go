@@ -93,16 +93,18 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			var tasks []*task.Task
 			var problems []error
 			for _, a := range args {
-				t, err := task.LoadWith(a, task.LoadOptions{Root: x.root})
+				ts, err := task.LoadAll(a, task.LoadOptions{Root: x.root})
 				if err != nil {
 					problems = append(problems, err)
 					continue
 				}
-				if t.Agent == nil {
-					problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it", a, t.ID))
-					continue
+				for _, t := range ts {
+					if t.Agent == nil {
+						problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it", a, t.ID))
+						continue
+					}
+					tasks = append(tasks, t)
 				}
-				tasks = append(tasks, t)
 			}
 			if len(problems) > 0 {
 				return exitWith(exitInvalid, errors.Join(problems...))

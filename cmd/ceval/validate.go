@@ -40,7 +40,18 @@ func newValidateCmd() *cobra.Command {
 					}
 					continue
 				}
-				t, err := task.LoadWith(f, task.LoadOptions{Root: root})
+				ts, err := task.LoadAll(f, task.LoadOptions{Root: root})
+				if err == nil && len(ts) > 1 {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (dataset %s: %d tasks, %s ... %s)\n", f, ts[0].Dataset, len(ts), ts[0].ID, ts[len(ts)-1].ID)
+					if strict {
+						warned += printWarnings(cmd.ErrOrStderr(), seen, ts...)
+					}
+					continue
+				}
+				var t *task.Task
+				if err == nil {
+					t = ts[0]
+				}
 				if err != nil {
 					bad++
 					var ps task.Problems
