@@ -125,7 +125,6 @@ var taskTopLevel = map[string]string{
 	"expected_commands": "orchestrator-level efficiency tracking has no ceval equivalent: add a tool_calls_budget (commands_efficiency) criterion instead",
 	"pre_run":           "ceval runs no commands in the sandbox before the agent: put setup into sandbox.workspace (template_dir, starter_files) or the image",
 	"post_run":          "ceval runs no commands in the sandbox after grading",
-	"dataset":           "ceval has no datasets yet: write one task per row",
 	"simulation":        "ceval has no multi-turn user simulation",
 	"suite_id":          "set by coder_eval's dataset expander; ceval has no datasets yet",
 	"row_id":            "set by coder_eval's dataset expander; ceval has no datasets yet",
@@ -161,6 +160,10 @@ func (c *conv) task(root *yaml.Node) {
 		case "success_criteria":
 			c.criteria(v)
 			kept = append(kept, k, v)
+		case "dataset":
+			if ds := c.dataset(v); ds != nil {
+				kept = append(kept, k, ds)
+			}
 		default:
 			reason, ok := taskTopLevel[k.Value]
 			if !ok {
@@ -823,4 +826,41 @@ func (c *conv) experiment(root *yaml.Node) {
 	}
 	root.Content = kept
 	c.note(root, "tasks", "none in the file, as in coder_eval: name the converted task files after it (ceval run EXPERIMENT TASK...), or add tasks: [...]")
+}
+
+// dataset maps coder_eval's dataset (one JSONL file, rows keyed by id) onto ceval's; nil
+// when it cannot.
+func (c *conv) dataset(v *yaml.Node) *yaml.Node {
+	paths := get(v, "paths")
+	ok := true
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		switch k.Value {
+		case "paths":
+		case "id_field":
+			if val.Value != "id" {
+				c.unmapped(k, "dataset.id_field", "ceval names rows by their id field: rename %q to id in the rows", val.Value)
+				ok = false
+			}
+		case "rows":
+			c.unmapped(k, "dataset.rows", "ceval reads rows from a file: move the inline rows into rows.yaml beside the task")
+			ok = false
+		default:
+			c.unmapped(k, "dataset."+k.Value, "ceval runs every row: sample the file instead")
+			ok = false
+		}
+	}
+	switch {
+	case paths == nil || len(paths.Content) == 0:
+		if ok {
+			c.unmapped(v, "dataset", "no paths")
+		}
+		return nil
+	case len(paths.Content) > 1:
+		c.unmapped(paths, "dataset.paths", "ceval takes one rows file: concatenate them")
+		return nil
+	case !ok:
+		return nil
+	}
+	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), paths.Content[0]}}
 }

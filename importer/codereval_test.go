@@ -95,7 +95,8 @@ var unmappedCases = []struct {
 	{"unpinned python package", base + "sandbox:\n  python:\n    env_packages: [requests]\n", "sandbox.python.env_packages", "not pinned", 11, false},
 	{"repository template", base + "sandbox:\n  template_sources:\n    - type: repo\n      url: https://example.com/r.git\n", "sandbox.template_sources[0]", "clones", 11, false},
 	{"dockerfile", base + "sandbox:\n  docker:\n    dockerfile_path: ./environment/Dockerfile\n", "sandbox.docker.dockerfile_path", "Dockerfile builder", 11, false},
-	{"dataset", base + "dataset:\n  rows: [{id: a}]\n", "dataset", "datasets", 9, false},
+	{"inline dataset rows", base + "dataset:\n  rows: [{id: a}]\n", "dataset.rows", "rows.yaml", 10, false},
+	{"dataset of many files", base + "dataset:\n  paths: [a.jsonl, b.jsonl]\n", "dataset.paths", "one rows file", 10, false},
 	{"pre_run", base + "pre_run:\n  - command: make\n", "pre_run", "before the agent", 9, false},
 	{"codex permission mode", strings.Replace(base, "type: claude-code", "type: codex\n  permission_mode: plan", 1), "agent.permission_mode", "claude-code", 6, false},
 	{"system prompt file", strings.Replace(base, "agent:\n", "agent:\n  system_prompt_file: sp.md\n", 1), "agent.system_prompt_file", "inline", 5, false},
@@ -286,6 +287,28 @@ func TestImportCoderEvalRunCommandReadingTheReferenceUsesIt(t *testing.T) {
 	defer tk.Close()
 	if c := tk.Criteria[1]; c.Type != task.RunCommand || !c.UsesReference {
 		t.Fatalf("criterion %+v", c)
+	}
+}
+
+// TestImportCoderEvalDatasetBecomesCevalsDataset: one JSONL file keyed by id maps, and the
+// output expands per row.
+func TestImportCoderEvalDatasetBecomesCevalsDataset(t *testing.T) {
+	src := t.TempDir()
+	in := "task_id: cls\ndescription: d\ninitial_prompt: \"Classify ${row.text}\"\nagent:\n  type: claude-code\ndataset:\n  paths: [rows.jsonl]\n  id_field: id\n" +
+		"success_criteria:\n  - type: classification_match\n    path: label.txt\n    expected_label: \"${row.label}\"\n"
+	writeFile(t, filepath.Join(src, "task.yaml"), in)
+	writeFile(t, filepath.Join(src, "rows.jsonl"), "{\"id\": \"a\", \"text\": \"x\", \"label\": \"p\"}\n{\"id\": \"b\", \"text\": \"y\", \"label\": \"n\"}\n")
+	out := t.TempDir()
+	rs, err := ImportCoderEval([]string{src}, out, Options{})
+	if err != nil || len(rs) != 1 || !rs[0].OK() {
+		t.Fatalf("%v %+v", err, rs)
+	}
+	ts, err := task.LoadAll(rs[0].Output, task.LoadOptions{})
+	if err != nil || len(ts) != 2 || ts[1].ID != "cls.b" || ts[1].Criteria[0].ExpectedLabel != "n" {
+		t.Fatalf("%v %v", err, ts)
+	}
+	for _, tk := range ts {
+		tk.Close()
 	}
 }
 

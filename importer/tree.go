@@ -179,19 +179,23 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 			}
 			continue
 		}
-		if _, verr := task.LoadWith(results[i].Output, task.LoadOptions{Root: valRoot}); verr != nil {
+		if ts, verr := task.LoadAll(results[i].Output, task.LoadOptions{Root: valRoot}); verr != nil {
 			results[i].Invalid = verr
+		} else {
+			for _, t := range ts {
+				t.Close()
+			}
 		}
 	}
 	return results, err
 }
 
-func loadTask(p string) (*task.Task, error) {
-	t, err := task.Load(p)
-	if err == nil {
+func loadTask(p string) ([]*task.Task, error) {
+	ts, err := task.LoadAll(p, task.LoadOptions{})
+	for _, t := range ts {
 		t.Close()
 	}
-	return t, err
+	return ts, err
 }
 
 func readCapped(p string) ([]byte, error) {
