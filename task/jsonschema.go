@@ -172,6 +172,8 @@ func TaskSchema() map[string]any {
 			"max_usd":           map[string]any{"type": "number", "exclusiveMinimum": 0},
 		}),
 		"solution": jsObj(map[string]any{"script": jsPath, "files": jsPath}),
+		// read by LoadAll before the loader: one task per row
+		"dataset": jsObj(map[string]any{"file": jsType("string", "rows as .jsonl, .csv or .yaml, relative to the task file; ${row.field} is substituted in initial_prompt, sandbox and success_criteria")}, "file"),
 	}, "task_id", "success_criteria")
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	s["title"] = "ceval task file"
