@@ -179,3 +179,39 @@ func TaskSchema() map[string]any {
 	s["title"] = "ceval task file"
 	return s
 }
+
+// ExperimentSchema is the JSON Schema of an experiment file. defaults and each variant hold
+// task fields (all optional; task_id is each task's own), merged over every task.
+func ExperimentSchema() map[string]any {
+	t := TaskSchema()
+	fields := map[string]any{}
+	for k, v := range t["properties"].(map[string]any) {
+		if k != "task_id" && k != "dataset" {
+			fields[k] = v
+		}
+	}
+	layer := func(extra map[string]any, required ...string) map[string]any {
+		props := map[string]any{}
+		for k, v := range fields {
+			props[k] = v
+		}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return jsObj(props, required...)
+	}
+	s := jsObj(map[string]any{
+		"experiment_id": map[string]any{"type": "string", "pattern": taskIDPattern.String()},
+		"description":   jsStr,
+		"root":          jsType("string", "the experiment's root, relative to the file: inside the user's --root (default: the file's directory), never wider"),
+		"tasks":         map[string]any{"type": "array", "minItems": 1, "items": jsStr, "description": "task files and globs relative to the experiment file; leave out to name them on the command line"},
+		"defaults":      layer(nil),
+		"variants":      map[string]any{"type": "array", "minItems": 1, "items": layer(map[string]any{"variant_id": map[string]any{"type": "string", "pattern": taskIDPattern.String()}}, "variant_id")},
+		"repeats":       map[string]any{"type": "integer", "minimum": 1, "maximum": MaxRepeats},
+		"parallel":      map[string]any{"type": "integer", "minimum": 1, "maximum": MaxParallel},
+		"tags":          jsStrs,
+	}, "experiment_id")
+	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	s["title"] = "ceval experiment file"
+	return s
+}

@@ -3,6 +3,7 @@ package task
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -138,5 +139,32 @@ func TestTaskSchemaAcceptsTheExamplesAndRefusesUnknownFields(t *testing.T) {
 		"success_criteria": []any{map[string]any{"type": "file_contains", "path": "a", "pattern": "x"}}}
 	if err := sch.Validate(bad); err == nil {
 		t.Fatal("pattern on file_contains (a field of another type) passed the schema")
+	}
+}
+
+// TestExperimentSchemaNamesExactlyTheLoadersFields probes the experiment loader's own
+// mapping; defaults and variants take the task's fields (checked above) but task_id.
+func TestExperimentSchemaNamesExactlyTheLoadersFields(t *testing.T) {
+	dir := t.TempDir()
+	p := dir + "/e.yaml"
+	writeFiles(t, dir, map[string]string{"e.yaml": "experiment_id: e\ntasks: [t.yaml]\nzz_probe: 1\n"})
+	_, err := LoadExperiment(p, ExperimentOptions{})
+	m := knownFieldsMsg.FindStringSubmatch(fmt.Sprint(err))
+	if m == nil {
+		t.Fatalf("the loader did not name its fields: %v", err)
+	}
+	want := strings.Split(m[1], ", ")
+	sort.Strings(want)
+	s := ExperimentSchema()
+	if got := schemaFields(s); !slices.Equal(got, want) {
+		t.Fatalf("schema has %v, the loader knows %v", got, want)
+	}
+	task := schemaFields(TaskSchema())
+	for _, layer := range [][]string{schemaFields(s, "defaults"), schemaFields(s, "variants", "[]")} {
+		for _, f := range task {
+			if f != "task_id" && f != "dataset" && !slices.Contains(layer, f) {
+				t.Errorf("task field %s missing from a layer: %v", f, layer)
+			}
+		}
 	}
 }

@@ -119,6 +119,9 @@ func TestSchemaTaskPrintsTheLoadersSchema(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &s) != nil || s["title"] != "ceval task file" {
 		t.Fatalf("exit %d\n%.300s%s", r.code, r.stdout, r.stderr)
 	}
+	if r := ceval(t, "schema", "experiment"); r.code != 0 || !strings.Contains(r.stdout, "ceval experiment file") {
+		t.Fatalf("experiment: exit %d", r.code)
+	}
 	if r := ceval(t, "schema", "nonsense"); r.code != 2 {
 		t.Fatalf("unknown format: exit %d", r.code)
 	}
