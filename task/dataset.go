@@ -304,3 +304,88 @@ func parseRows(name string, data []byte) ([]map[string]string, []string, string)
 	}
 	return rows, ids, ""
 }
+
+// rowDoc is one task document of an experiment's task file: the file itself (id "") or
+// one row of its dataset, substituted.
+type rowDoc struct {
+	doc      *yaml.Node
+	id       string
+	row      map[string]string
+	rowsFile string
+	rowsSum  [32]byte
+}
+
+// datasetRows expands an experiment's task file by its dataset, if it has one: the rows file
+// is read through the task's directory (taskRoot), and each row's copy of the document is
+// substituted like LoadAll's.
+func (e *Experiment) datasetRows(f taskFile, tdoc *yaml.Node, taskRoot *os.Root) ([]rowDoc, Problems) {
+	top := resolve(tdoc.Content[0])
+	ds := valueOf(top, "dataset")
+	if ds == nil {
+		return []rowDoc{{doc: tdoc}}, nil
+	}
+	d := &decoder{file: f.name}
+	var fileNode *yaml.Node
+	var rel string
+	got := d.mapping(ds, "dataset", []field{{"file", func(v *yaml.Node) { fileNode = v; d.str(v, "dataset.file", &rel) }}})
+	switch {
+	case got == nil:
+	case fileNode == nil:
+		d.errorf(keyNode(top, "dataset"), "dataset: missing required field file (rows as .jsonl, .csv or .yaml next to the task)")
+	case rel == "" || filepath.IsAbs(rel) || !filepath.IsLocal(rel):
+		d.errorf(resolve(fileNode), "dataset.file: %q must be a path inside the task file's directory", rel)
+	}
+	if len(d.problems) > 0 {
+		return nil, d.problems
+	}
+	data, _, err := readRegular(taskRoot, filepath.FromSlash(rel))
+	if err != nil {
+		d.errorf(resolve(fileNode), "dataset.file: %s", describeRootErr(rel, err))
+		return nil, d.problems
+	}
+	rows, ids, msg := parseRows(rel, data)
+	if msg != "" {
+		d.errorf(resolve(fileNode), "dataset.file: %s", msg)
+		return nil, d.problems
+	}
+	rowsFile := filepath.Join(filepath.Dir(f.abs), filepath.FromSlash(rel))
+	var out []rowDoc
+	for i, row := range rows {
+		c := cloneNode(tdoc, map[*yaml.Node]*yaml.Node{})
+		ct := resolve(c.Content[0])
+		for j := 0; j+1 < len(ct.Content); j += 2 {
+			if resolve(ct.Content[j]).Value == "dataset" {
+				ct.Content = append(ct.Content[:j], ct.Content[j+2:]...)
+				break
+			}
+		}
+		for j := 0; j+1 < len(ct.Content); j += 2 {
+			key := resolve(ct.Content[j]).Value
+			substitute(d, ct.Content[j+1], row, contains(datasetFields, key), key)
+		}
+		if len(d.problems) > 0 {
+			return nil, dedupe(d.problems)
+		}
+		out = append(out, rowDoc{doc: c, id: ids[i], row: row, rowsFile: rowsFile, rowsSum: sha256.Sum256(data)})
+	}
+	return out, nil
+}
+
+// finish makes a loaded row task the row's: its prompt file's text substituted, its ID
+// task_id.ROW, the rows file among what it read.
+func (rd rowDoc) finish(f taskFile, t *Task) Problems {
+	d := &decoder{file: f.name}
+	if t.PromptFile != "" {
+		t.Prompt = substituteString(d, &yaml.Node{Line: 1, Column: 1}, t.Prompt, rd.row)
+	}
+	if len(d.problems) > 0 {
+		t.Close()
+		return d.problems
+	}
+	t.Dataset, t.ID = t.ID, t.ID+"."+rd.id
+	if t.read == nil {
+		t.read = map[string][32]byte{}
+	}
+	t.read[rd.rowsFile] = rd.rowsSum
+	return nil
+}

@@ -75,3 +75,29 @@ func TestDatasetFileStaysInsideTheRoot(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestExperimentExpandsADatasetTaskPerRowAndVariant: a dataset task in an experiment runs
+// once per row under every variant, with the same strict substitution.
+func TestExperimentExpandsADatasetTaskPerRowAndVariant(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"e.yaml":     "experiment_id: e\ntasks: [task.yaml]\nvariants:\n  - variant_id: a\n  - variant_id: b\n",
+		"task.yaml":  datasetTask,
+		"rows.jsonl": "{\"id\": \"x\", \"text\": \"great\", \"label\": \"positive\"}\n{\"id\": \"y\", \"text\": \"awful\", \"label\": \"negative\"}\n",
+	})
+	e, err := LoadExperiment(filepath.Join(dir, "e.yaml"), ExperimentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Entries) != 4 || e.Entries[1].Task.ID != "classify.y" || e.Entries[1].Task.Criteria[0].ExpectedLabel != "negative" || e.Entries[3].Variant != "b" {
+		t.Fatalf("entries %+v", e.Entries)
+	}
+	writeFiles(t, dir, map[string]string{"task.yaml": strings.Replace(datasetTask, "${row.text}\"\ndataset", "${row.txt}\"\ndataset", 1)})
+	if _, err := LoadExperiment(filepath.Join(dir, "e.yaml"), ExperimentOptions{}); err == nil || !strings.Contains(err.Error(), `no field "txt"`) {
+		t.Fatalf("unknown field: %v", err)
+	}
+	writeFiles(t, dir, map[string]string{"task.yaml": strings.Replace(datasetTask, "rows.jsonl", "../rows.jsonl", 1)})
+	if _, err := LoadExperiment(filepath.Join(dir, "e.yaml"), ExperimentOptions{}); err == nil || !strings.Contains(err.Error(), "inside the task file's directory") {
+		t.Fatalf("rows outside: %v", err)
+	}
+}

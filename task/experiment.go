@@ -186,24 +186,40 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 			problems = append(problems, ps...)
 			continue
 		}
-		for _, v := range raw.variants {
-			layers := []*yaml.Node{raw.defaults, tdoc.Content[0], v.node}
-			merged := mergeAll(append(layers, overrides...), origin)
-			t, ps := e.loadMerged(f, merged, origin, expRoot, taskRoot, treeRoot)
-			if len(ps) > 0 {
-				problems = append(problems, ps...)
-				continue
+		docs, ps := e.datasetRows(f, tdoc, taskRoot)
+		if len(ps) > 0 {
+			problems = append(problems, ps...)
+			taskRoot.Close()
+			continue
+		}
+		for _, rd := range docs {
+			for _, v := range raw.variants {
+				layers := []*yaml.Node{raw.defaults, rd.doc.Content[0], v.node}
+				merged := mergeAll(append(layers, overrides...), origin)
+				t, ps := e.loadMerged(f, merged, origin, expRoot, taskRoot, treeRoot)
+				if len(ps) == 0 && rd.id != "" {
+					ps = rd.finish(f, t)
+				}
+				if len(ps) > 0 {
+					problems = append(problems, ps...)
+					continue
+				}
+				if !hasAnyTag(t.Tags, e.Tags) || len(e.ExcludeTags) > 0 && hasAnyTag(t.Tags, e.ExcludeTags) {
+					continue
+				}
+				key := [2]string{v.id, t.ID}
+				if prev, dup := seen[key]; dup {
+					problems = append(problems, Problem{File: f.name, Msg: fmt.Sprintf("variant %q runs task_id %q twice: %s gives it too", v.id, t.ID, prev)})
+					continue
+				}
+				seen[key] = f.name
+				e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t})
 			}
-			if !hasAnyTag(t.Tags, e.Tags) || len(e.ExcludeTags) > 0 && hasAnyTag(t.Tags, e.ExcludeTags) {
-				continue
-			}
-			key := [2]string{v.id, t.ID}
-			if prev, dup := seen[key]; dup {
-				problems = append(problems, Problem{File: f.name, Msg: fmt.Sprintf("variant %q runs task_id %q twice: %s gives it too", v.id, t.ID, prev)})
-				continue
-			}
-			seen[key] = f.name
-			e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t})
+		}
+		if len(e.Entries) > MaxEntries {
+			problems = append(problems, Problem{File: path, Msg: fmt.Sprintf("the experiment expands to more than %d runs with its datasets' rows; split it", MaxEntries)})
+			taskRoot.Close()
+			break
 		}
 		taskRoot.Close()
 	}
