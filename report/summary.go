@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
@@ -35,6 +36,9 @@ type Summary struct {
 	Complete     bool    `json:"complete"` // every planned run has a complete result
 	Variants     []Stats `json:"variants"` // in the plan's order, each with its tasks
 	Tasks        []Stats `json:"tasks"`    // per task over every variant, in the plan's order
+	// Datasets are per dataset task (its rows' tasks are DATASET.ROW; task_ids hold no '.'),
+	// over every variant, each with its variants in Tasks' place; none without datasets.
+	Datasets []Stats `json:"datasets,omitempty"`
 }
 
 // Stats are the numbers of one group of runs. Every run with a result counts in every
@@ -137,6 +141,40 @@ func Summarize(e *Experiment) *Summary {
 		ts := stats(e.runs("", id), e.Plan.Repeats, s.ExperimentID+"\x00\x00"+id)
 		ts.TaskID = id
 		s.Tasks = append(s.Tasks, ts)
+	}
+	var datasets []string
+	seenDS := map[string]bool{}
+	for _, id := range taskIDs {
+		if ds, _, ok := strings.Cut(id, "."); ok && !seenDS[ds] {
+			seenDS[ds] = true
+			datasets = append(datasets, ds)
+		}
+	}
+	for _, ds := range datasets {
+		in := func(r Run) bool { return strings.HasPrefix(r.TaskID, ds+".") }
+		var all []Run
+		for _, r := range e.Runs {
+			if in(r) {
+				all = append(all, r)
+			}
+		}
+		dst := stats(all, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds)
+		dst.TaskID = ds
+		for _, v := range e.Plan.Variants {
+			var vr []Run
+			for _, r := range all {
+				if r.Variant == v {
+					vr = append(vr, r)
+				}
+			}
+			if len(vr) == 0 {
+				continue
+			}
+			vs := stats(vr, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds+"\x00"+v)
+			vs.VariantID = v
+			dst.Tasks = append(dst.Tasks, vs)
+		}
+		s.Datasets = append(s.Datasets, dst)
 	}
 	return s
 }

@@ -183,3 +183,23 @@ func TestBudgetStatusesAreTheAgentsFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryHasPassRatesPerDataset: rows' tasks (DATASET.ROW) are summed per dataset, over
+// every variant and per variant; plain tasks make no dataset.
+func TestSummaryHasPassRatesPerDataset(t *testing.T) {
+	dir := writeExperiment(t, map[string]map[string][]string{
+		"v": {"cls.a": {"SUCCESS"}, "cls.b": {"FAILURE"}, "cls.c": {"SUCCESS"}, "plain": {"SUCCESS"}},
+		"w": {"cls.a": {"FAILURE"}, "cls.b": {"FAILURE"}, "cls.c": {"SUCCESS"}, "plain": {"FAILURE"}},
+	}, []string{"v", "w"}, []string{"cls.a", "cls.b", "cls.c", "plain"}, 1)
+	_, s, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Datasets) != 1 {
+		t.Fatalf("datasets %+v", s.Datasets)
+	}
+	d := s.Datasets[0]
+	if d.TaskID != "cls" || d.Runs != 6 || d.Passed != 3 || len(d.Tasks) != 2 || d.Tasks[0].VariantID != "v" || d.Tasks[0].Passed != 2 || d.Tasks[1].Passed != 1 {
+		t.Fatalf("dataset %+v", d)
+	}
+}

@@ -45,6 +45,16 @@ type Experiment struct {
 	Variants    []string // variant IDs in file order
 	Overrides   []string // the -D path=value overrides applied, as given
 	Entries     []Entry  // variant-major, tasks in the order the tasks list names them
+	// Root is the experiment's declared root (its root: field, else --root, else Dir): the
+	// tasks list and the tasks' material may name anything inside it, nothing outside.
+	Root string
+
+	rootNode *yaml.Node // the root: field, when given
+	rootRel  string
+	// tasksFromCLI: the command line names the tasks, so the file may leave tasks out
+	tasksFromCLI bool
+	// ExcludeTags is the --exclude-tags filter applied.
+	ExcludeTags []string
 }
 
 // Entry is one task under one variant.
@@ -57,6 +67,15 @@ type Entry struct {
 type ExperimentOptions struct {
 	Overrides []string // -D path=value, applied over every task last; value is YAML
 	Tags      []string // replaces the file's tags filter when non-nil
+	// Root is the user's declared root (--root): the experiment's root: may narrow it,
+	// never widen it. Empty: the experiment file's directory.
+	Root string
+	// ExcludeTags drops the tasks that have any of these tags (after the tags filter).
+	ExcludeTags []string
+	// Tasks, when non-nil, are task files named on the command line (paths as the user gave
+	// them): they replace the file's tasks list, which may then be left out. They are held
+	// to the experiment's root like the list.
+	Tasks []string
 }
 
 var overridePath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
@@ -107,6 +126,7 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	e := &Experiment{Path: abs, Dir: filepath.Dir(abs), Repeats: 1, Overrides: opts.Overrides}
 	d := &decoder{file: path}
 	n0 := doc.Content[0]
+	e.tasksFromCLI, e.ExcludeTags = opts.Tasks != nil, opts.ExcludeTags
 	raw := e.decode(d, n0)
 	origin := map[*yaml.Node]string{}
 	markOrigin(raw.defaults, path, origin, false)
@@ -125,8 +145,33 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 		return nil, fmt.Errorf("open experiment directory %s: %w", e.Dir, err)
 	}
 	defer expRoot.Close()
+	treeRoot, err := e.openRoot(d, opts.Root, expRoot)
+	if err != nil {
+		return nil, err
+	}
+	if len(d.problems) > 0 {
+		return nil, d.problems.sorted()
+	}
+	if treeRoot != expRoot {
+		defer treeRoot.Close()
+	}
 
-	files := e.taskFiles(d, expRoot, raw.tasks)
+	if opts.Tasks != nil {
+		raw.tasks = nil
+		for _, p := range opts.Tasks {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			rel := filepath.ToSlash(mustRel(e.Dir, abs)) // as if the file's list named it
+			raw.tasks = append(raw.tasks, &yaml.Node{Kind: yaml.ScalarNode, Value: rel, Line: 1, Column: 1})
+		}
+		if len(raw.tasks) == 0 {
+			d.errorf(n0, "no tasks: give task files after the experiment file, or a tasks list in it")
+			return nil, d.problems.sorted()
+		}
+	}
+	files := e.taskFiles(d, treeRoot, raw.tasks)
 	if pairs := len(files) * len(raw.variants); pairs > MaxEntries {
 		d.errorf(n0, "the experiment expands to %d variant/task pairs (%d task files x %d variants), more than %d; split it", pairs, len(files), len(raw.variants), MaxEntries)
 		return nil, d.problems.sorted()
@@ -134,31 +179,47 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	var problems Problems
 	problems = append(problems, d.problems...)
 	seen := map[[2]string]string{}
-	read := &taskReader{root: expRoot}
+	read := &taskReader{root: treeRoot}
 	for _, f := range files {
 		tdoc, taskRoot, ps := read.task(d.file, f)
 		if len(ps) > 0 {
 			problems = append(problems, ps...)
 			continue
 		}
-		for _, v := range raw.variants {
-			layers := []*yaml.Node{raw.defaults, tdoc.Content[0], v.node}
-			merged := mergeAll(append(layers, overrides...), origin)
-			t, ps := e.loadMerged(f, merged, origin, expRoot, taskRoot)
-			if len(ps) > 0 {
-				problems = append(problems, ps...)
-				continue
+		docs, ps := e.datasetRows(f, tdoc, taskRoot)
+		if len(ps) > 0 {
+			problems = append(problems, ps...)
+			taskRoot.Close()
+			continue
+		}
+		for _, rd := range docs {
+			for _, v := range raw.variants {
+				layers := []*yaml.Node{raw.defaults, rd.doc.Content[0], v.node}
+				merged := mergeAll(append(layers, overrides...), origin)
+				t, ps := e.loadMerged(f, merged, origin, expRoot, taskRoot, treeRoot)
+				if len(ps) == 0 && rd.id != "" {
+					ps = rd.finish(f, t)
+				}
+				if len(ps) > 0 {
+					problems = append(problems, ps...)
+					continue
+				}
+				if !hasAnyTag(t.Tags, e.Tags) || len(e.ExcludeTags) > 0 && hasAnyTag(t.Tags, e.ExcludeTags) {
+					continue
+				}
+				key := [2]string{v.id, t.ID}
+				if prev, dup := seen[key]; dup {
+					problems = append(problems, Problem{File: f.name, Msg: fmt.Sprintf("variant %q runs task_id %q twice: %s gives it too", v.id, t.ID, prev)})
+					continue
+				}
+				seen[key] = f.name
+				e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t})
 			}
-			if !hasAnyTag(t.Tags, e.Tags) {
-				continue
-			}
-			key := [2]string{v.id, t.ID}
-			if prev, dup := seen[key]; dup {
-				problems = append(problems, Problem{File: f.name, Msg: fmt.Sprintf("variant %q runs task_id %q twice: %s gives it too", v.id, t.ID, prev)})
-				continue
-			}
-			seen[key] = f.name
-			e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t})
+		}
+		if len(e.Entries) > MaxEntries {
+			problems = append(problems, Problem{File: path, Msg: fmt.Sprintf("the experiment expands to more than %d runs with its datasets' rows; split it", MaxEntries)})
+			taskRoot.Close()
+			break
 		}
 		taskRoot.Close()
 	}
@@ -166,6 +227,9 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 		msg := "the experiment expands to no runs"
 		if len(e.Tags) > 0 {
 			msg = fmt.Sprintf("no task has any of the tags %s", strings.Join(e.Tags, ", "))
+		}
+		if len(e.ExcludeTags) > 0 {
+			msg += fmt.Sprintf(" (after --exclude-tags %s)", strings.Join(e.ExcludeTags, ","))
 		}
 		problems = append(problems, Problem{File: path, Msg: msg})
 	}
@@ -199,6 +263,10 @@ func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
 			}
 		}},
 		{"description", func(v *yaml.Node) { d.str(v, "description", &e.Description) }},
+		{"root", func(v *yaml.Node) {
+			e.rootNode = v
+			d.str(v, "root", &e.rootRel)
+		}},
 		{"tasks", func(v *yaml.Node) {
 			tasksNode = v
 			d.list(v, "tasks", func(i int, item *yaml.Node) {
@@ -249,7 +317,9 @@ func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
 		d.errorf(n, "missing required field experiment_id")
 	}
 	if tasksNode == nil {
-		d.errorf(n, "missing required field tasks (task files and globs, relative to the experiment file)")
+		if !e.tasksFromCLI {
+			d.errorf(n, "missing required field tasks (task files and globs, relative to the experiment file; or leave it out and name the task files after the experiment file on the command line)")
+		}
 	} else if rt := resolve(tasksNode); rt.Kind == yaml.SequenceNode && len(rt.Content) == 0 {
 		d.errorf(rt, "tasks must not be empty")
 	}
@@ -336,9 +406,21 @@ func (e *Experiment) taskFiles(d *decoder, root *os.Root, items []*yaml.Node) []
 	var out []taskFile
 	seen := map[string]bool{}
 	g := &globber{root: root, deadline: time.Now().Add(globTimeout), maxEntries: maxGlobEntries}
+	prefix := ""
+	if e.Root != e.Dir {
+		prefix = filepath.ToSlash(mustRel(e.Root, e.Dir))
+	}
 	for i, n := range items {
 		p := n.Value
 		what := fmt.Sprintf("tasks[%d]", i)
+		if prefix != "" && p != "" && !strings.HasPrefix(p, "/") && !strings.ContainsRune(p, 0) {
+			if q := path.Join(prefix, p); q == ".." || strings.HasPrefix(q, "../") {
+				d.errorf(n, "%s: %q leaves the experiment's root %s", what, p, e.Root)
+				continue
+			} else {
+				p = q
+			}
+		}
 		if msg := checkPattern(p); msg != "" {
 			d.errorf(n, "%s: %s", what, msg)
 			continue
@@ -357,13 +439,14 @@ func (e *Experiment) taskFiles(d *decoder, root *os.Root, items []*yaml.Node) []
 			continue
 		}
 		for _, m := range matches {
-			if seen[m] || m == filepath.Base(e.Path) { // a glob such as *.yaml finds the experiment too
+			abs := filepath.Join(e.Root, filepath.FromSlash(m))
+			if seen[m] || abs == e.Path { // a glob such as *.yaml finds the experiment too
 				continue
 			}
 			seen[m] = true
 			out = append(out, taskFile{
-				name: filepath.Join(filepath.Dir(d.file), filepath.FromSlash(m)), // as the user named the experiment
-				rel:  m, abs: filepath.Join(e.Dir, filepath.FromSlash(m)), what: what, node: n,
+				name: filepath.Join(filepath.Dir(d.file), mustRel(e.Dir, abs)), // as the user named the experiment
+				rel:  m, abs: abs, what: what, node: n,
 			})
 		}
 	}
@@ -419,13 +502,19 @@ func (r *taskReader) task(expName string, f taskFile) (*yaml.Node, *os.Root, Pro
 // loadMerged validates one merged task document with the task loader; paths of nodes from
 // the experiment resolve in its directory, the others in the task file's (taskRoot). The
 // merged document is held to the node budget like a file.
-func (e *Experiment) loadMerged(f taskFile, merged *yaml.Node, origin map[*yaml.Node]string, expRoot, taskRoot *os.Root) (*Task, Problems) {
+func (e *Experiment) loadMerged(f taskFile, merged *yaml.Node, origin map[*yaml.Node]string, expRoot, taskRoot, treeRoot *os.Root) (*Task, Problems) {
 	dir := filepath.Dir(f.abs)
 	d := &decoder{file: f.name, origin: origin}
 	if !d.checkNodes(merged) {
 		return nil, d.problems
 	}
 	l := &loader{decoder: d, root: taskRoot, dir: dir, expRoot: expRoot, expDir: e.Dir}
+	if e.Root != e.Dir { // a declared root: the task's paths resolve inside it
+		l.root, l.dir, l.declared = treeRoot, e.Root, true
+		if l.prefix = filepath.FromSlash(path.Dir(f.rel)); l.prefix == "." {
+			l.prefix = ""
+		}
+	}
 	t := l.task(merged)
 	if len(d.problems) > 0 {
 		return nil, d.problems
@@ -580,4 +669,64 @@ func dedupe(ps Problems) Problems {
 		}
 	}
 	return out
+}
+
+// mustRel is filepath.Rel of two absolute paths (which cannot fail).
+func mustRel(base, target string) string {
+	r, err := filepath.Rel(base, target)
+	if err != nil {
+		return target
+	}
+	return r
+}
+
+// openRoot settles the experiment's root. The user bounds it (--root, else the experiment
+// file's directory); the file's root: may name a directory inside that bound, never one
+// outside, so an experiment file cannot widen what it may read. The experiment file must lie
+// inside its root. The root is opened through the bound's handle, so a symlink leaving the
+// bound is refused too. It returns expRoot itself when the root is the experiment's directory.
+func (e *Experiment) openRoot(d *decoder, userRoot string, expRoot *os.Root) (*os.Root, error) {
+	bound := e.Dir
+	if userRoot != "" {
+		abs, err := filepath.Abs(userRoot)
+		if err != nil {
+			return nil, err
+		}
+		bound = abs
+	}
+	e.Root = bound
+	at := e.rootNode
+	if at == nil {
+		at = &yaml.Node{Line: 1, Column: 1}
+	}
+	if e.rootNode != nil && e.rootRel != "" {
+		if filepath.IsAbs(e.rootRel) {
+			d.errorf(resolve(e.rootNode), "root %q is absolute: give it relative to the experiment file", e.rootRel)
+			return expRoot, nil
+		}
+		e.Root = filepath.Join(e.Dir, e.rootRel)
+	}
+	rel, err := filepath.Rel(bound, e.Root)
+	if err != nil || rel != "." && !filepath.IsLocal(rel) {
+		d.errorf(resolve(at), "root %s is outside %s: an experiment file may narrow its root, never widen it; the user declares a wider one with --root DIR", e.Root, bound)
+		return expRoot, nil
+	}
+	if r := mustRel(e.Root, e.Dir); r != "." && !filepath.IsLocal(r) {
+		d.errorf(resolve(at), "root %s does not hold the experiment file: its tasks list is read relative to the file", e.Root)
+		return expRoot, nil
+	}
+	if e.Root == e.Dir {
+		return expRoot, nil
+	}
+	b, err := os.OpenRoot(bound)
+	if err != nil {
+		return nil, fmt.Errorf("open the declared root %s: %w", bound, err)
+	}
+	defer b.Close()
+	r, err := b.OpenRoot(rel + "/.")
+	if err != nil {
+		d.errorf(resolve(at), "root %s: %v", e.Root, err)
+		return expRoot, nil
+	}
+	return r, nil
 }

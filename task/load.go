@@ -32,7 +32,19 @@ var (
 
 // Load reads and validates the task file at path. Invalid input is reported as Problems
 // (every problem, each with its line and column); other errors are ceval's own.
-func Load(path string) (*Task, error) {
+func Load(path string) (*Task, error) { return LoadWith(path, LoadOptions{}) }
+
+// LoadOptions adjust how a task file loads.
+type LoadOptions struct {
+	// Root is the declared root (--root): the task may name material anywhere inside it,
+	// "../" included, and nothing outside it (absolute paths, ".." past it and symlinks
+	// leaving it stay problems). Empty: the task file's own directory, as without a root.
+	// The user declares it, never the task: a task file cannot widen its own reach.
+	Root string
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, opts LoadOptions) (*Task, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -41,7 +53,27 @@ func Load(path string) (*Task, error) {
 	if err != nil {
 		return nil, Problems{{File: path, Msg: err.Error()}}
 	}
-	return Parse(path, filepath.Dir(abs), data)
+	return ParseWith(path, filepath.Dir(abs), data, opts)
+}
+
+// rootPrefix returns where dir lies inside the declared root (root "" is dir itself), as a
+// relative path ("" for the root itself), and the root's absolute path.
+func rootPrefix(dir, root string) (prefix, rootDir string, err error) {
+	if root == "" {
+		return "", dir, nil
+	}
+	rootDir, err = filepath.Abs(root)
+	if err != nil {
+		return "", "", err
+	}
+	rel, err := filepath.Rel(rootDir, dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", "", fmt.Errorf("the task file's directory %s is outside the declared root %s: give a --root that holds it", dir, rootDir)
+	}
+	if rel == "." {
+		rel = ""
+	}
+	return rel, rootDir, nil
 }
 
 func readCapped(p string) ([]byte, error) {
@@ -52,17 +84,31 @@ func readCapped(p string) ([]byte, error) {
 // Parse validates a task document named name (used in messages) whose paths resolve inside
 // dir.
 func Parse(name, dir string, data []byte) (*Task, error) {
+	return ParseWith(name, dir, data, LoadOptions{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name, dir string, data []byte, opts LoadOptions) (*Task, error) {
 	d := &decoder{file: name}
 	doc, err := readDoc(name, data, "task")
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(dir)
+	prefix, rootDir, err := rootPrefix(dir, opts.Root)
 	if err != nil {
-		return nil, fmt.Errorf("open task directory %s: %w", dir, err)
+		return nil, Problems{{File: name, Msg: err.Error()}}
+	}
+	root, err := os.OpenRoot(rootDir)
+	if err != nil {
+		return nil, fmt.Errorf("open task directory %s: %w", rootDir, err)
 	}
 	defer root.Close()
-	l := &loader{decoder: d, root: root, dir: dir}
+	l := &loader{decoder: d, root: root, dir: rootDir, prefix: prefix, declared: opts.Root != ""}
+	if top := resolve(doc.Content[0]); top.Kind == yaml.MappingNode && keyNode(top, "dataset") != nil {
+		ds := keyNode(top, "dataset")
+		d.errorf(ds, "this task has a dataset: it expands to one task per row, which ceval run and ceval validate load (this command takes plain tasks)")
+		return nil, d.problems.sorted()
+	}
 	t := l.task(doc.Content[0])
 	if len(d.problems) > 0 {
 		t.Close()
@@ -115,8 +161,12 @@ func yamlProblem(name string, err error) Problem {
 // loader holds what resolving a task's paths needs.
 type loader struct {
 	*decoder
-	root *os.Root // the task's directory; every task path is opened through it
+	root *os.Root // the task's root; every task path is opened through it
 	dir  string
+	// prefix is the task file's directory relative to root ("" when it is the root, as
+	// without a declared root); declared says a root was declared (--root).
+	prefix   string
+	declared bool
 	// expRoot and expDir are the experiment file's directory, where the paths of nodes with
 	// an origin (defaults, variants, -D) resolve; nil outside an experiment.
 	expRoot *os.Root
@@ -943,11 +993,24 @@ func (l *loader) taskRel(n *yaml.Node, what string) (string, bool) {
 	case filepath.IsAbs(p):
 		l.errorf(rn, "%s: %q is absolute; task paths are relative to the task file's directory", what, p)
 		return "", false
-	case !filepath.IsLocal(p):
-		l.errorf(rn, "%s: %q leaves the task file's directory", what, p)
+	}
+	if _, ok := l.origin[rn]; ok && l.expRoot != nil {
+		if !filepath.IsLocal(p) {
+			l.errorf(rn, "%s: %q leaves the experiment file's directory", what, p)
+			return "", false
+		}
+		return filepath.Clean(p), true
+	}
+	rel := filepath.Join(l.prefix, p) // relative to the root
+	if !filepath.IsLocal(rel) {
+		if l.declared {
+			l.errorf(rn, "%s: %q leaves the declared root %s", what, p, l.dir)
+		} else {
+			l.errorf(rn, "%s: %q leaves the task file's directory (to name material elsewhere in your tree, declare the tree with --root DIR)", what, p)
+		}
 		return "", false
 	}
-	return filepath.Clean(p), true
+	return rel, true
 }
 
 // openDir opens a directory of task material through the root its path resolves in and

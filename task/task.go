@@ -54,6 +54,9 @@ type Task struct {
 	PythonPackages []string
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
+	// Dataset is the task_id of the dataset task this one is a row of (its ID is then
+	// Dataset.ROW); "" for a plain task.
+	Dataset       string
 	ExperimentDir string // the experiment file's directory: paths of its defaults and variants stay inside it
 	ConfigSHA256  string // sha256 of the merged document (task file, defaults, variant, -D overrides)
 

@@ -31,6 +31,9 @@ type experimentFlags struct {
 	resume    string
 	retries   int
 	gate      gateFlags // --baseline and the gate's flags
+	root      string    // --root: the user's declared root (run binds it for task files too)
+	exclude   []string  // --exclude-tags
+	tasks     []string  // task files named after the experiment file on the command line
 }
 
 func (x *experimentFlags) add(cmd *cobra.Command) {
@@ -38,6 +41,7 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 	f.IntVarP(&x.parallel, "jobs", "j", 0, "runs at once (default: the experiment's parallel, else CPUs capped by available memory)")
 	f.IntVar(&x.repeats, "repeats", 0, "runs of each task under each variant (default: the experiment's repeats)")
 	f.StringSliceVar(&x.tags, "tags", nil, "run only tasks with one of these tags (replaces the experiment's tags)")
+	f.StringSliceVar(&x.exclude, "exclude-tags", nil, "leave out tasks with any of these tags (after --tags)")
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field in every run, as path=value (YAML), e.g. -D agent.model=x; applied last")
 	f.StringVar(&x.resume, "resume", "", "finish the experiment in RUN_DIR: skip complete runs, re-run the rest; refuses a changed plan")
 	f.IntVar(&x.retries, "retries", supervisor.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
@@ -46,7 +50,10 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 
 // loadExperiment loads an experiment with the command line's adjustments.
 func (x *experimentFlags) load(path string, cmd *cobra.Command) (*task.Experiment, error) {
-	opts := task.ExperimentOptions{Overrides: x.overrides}
+	opts := task.ExperimentOptions{Overrides: x.overrides, Root: x.root, ExcludeTags: x.exclude}
+	if len(x.tasks) > 0 {
+		opts.Tasks = x.tasks
+	}
 	if cmd.Flags().Changed("tags") {
 		opts.Tags = x.tags
 	}
@@ -210,10 +217,13 @@ func newPlanCmd() *cobra.Command {
 	x := &experimentFlags{}
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "plan EXPERIMENT",
+		Use:   "plan EXPERIMENT [TASK...]",
 		Short: "Print the runs an experiment expands to, without running anything",
-		Args:  cobra.ExactArgs(1),
+		Long: "plan prints the runs an experiment expands to. Task files named after the experiment\n" +
+			"file replace its tasks list (which may then be left out, as coder_eval's experiments do).",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			x.tasks = args[1:]
 			e, err := x.load(args[0], cmd)
 			if err != nil {
 				return err
@@ -249,8 +259,10 @@ func newPlanCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&x.repeats, "repeats", 0, "runs of each task under each variant")
 	f.StringSliceVar(&x.tags, "tags", nil, "only tasks with one of these tags")
+	f.StringSliceVar(&x.exclude, "exclude-tags", nil, "leave out tasks with any of these tags (after --tags)")
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field, as path=value (YAML)")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON (what plan.json will hold)")
+	f.StringVar(&x.root, "root", "", rootHelp)
 	return cmd
 }
 
@@ -341,7 +353,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 
 // changed reports whether any experiment-only flag was given.
 func (x *experimentFlags) changed(cmd *cobra.Command) bool {
-	for _, name := range []string{"jobs", "repeats", "tags", "define", "resume", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence"} {
+	for _, name := range []string{"jobs", "repeats", "tags", "exclude-tags", "define", "resume", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence"} {
 		if cmd.Flags().Changed(name) {
 			return true
 		}

@@ -88,6 +88,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRootlessCmd())
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newAuditCmd(g))
+	root.AddCommand(newImportCmd(), newSchemaCmd())
 	return root
 }
 

@@ -29,7 +29,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		x            experimentFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run TASK... | run EXPERIMENT | run --resume RUN_DIR",
+		Use:   "run TASK... | run EXPERIMENT [TASK...] | run --resume RUN_DIR",
 		Short: "Run an agent on each task in a hardened container and grade the result",
 		Long: "run launches each task's agent in a container created directly through containerd\n" +
 			"(UID/GID 2000, no capabilities, no_new_privs, seccomp, pids/memory/cpu limits, read-only\n" +
@@ -43,6 +43,8 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			"runs every task under every variant repeats times, -j at once, under\n" +
 			"RUNS/<run_id>/<variant>/<task_id>/<repeat>/, and writes plan.json, summary.json and\n" +
 			"junit.xml in RUNS/<run_id>/. Ctrl-C stops it cleanly; --resume RUN_DIR finishes it.\n" +
+			"Task files named after the experiment file replace its tasks list (which may then be\n" +
+			"left out); --exclude-tags leaves out tasks with any of the tags.\n" +
 			"With --baseline PATH (a previous run) or --fail-under RATE the exit code is the gate's\n" +
 			"instead: 1 only for a regression the evidence supports or a pass rate under RATE\n" +
 			"(see ceval compare --help), 3 still for ceval's own errors.",
@@ -53,11 +55,21 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if x.root != "" && x.resume != "" {
+				return exitWith(exitInvalid, errors.New("--resume reloads the experiment as plan.json recorded it, which holds no --root yet: declare the root in the experiment file (root:) instead"))
+			}
 			if x.resume != "" {
 				var err error
 				if args, err = x.resumeArgs(cmd, args); err != nil {
 					return err
 				}
+			}
+			if x.resume != "" && len(x.exclude) > 0 {
+				return exitWith(exitInvalid, errors.New("--resume reloads the experiment as plan.json recorded it, which holds no --exclude-tags yet"))
+			}
+			if len(args) > 1 && task.IsExperiment(args[0]) && x.resume == "" {
+				x.tasks = args[1:] // the tasks named on the command line replace the file's list
+				args = args[:1]
 			}
 			if len(args) == 1 && task.IsExperiment(args[0]) || x.resume != "" {
 				if len(args) != 1 || !task.IsExperiment(args[0]) {
@@ -84,16 +96,18 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			var tasks []*task.Task
 			var problems []error
 			for _, a := range args {
-				t, err := task.Load(a)
+				ts, err := task.LoadAll(a, task.LoadOptions{Root: x.root})
 				if err != nil {
 					problems = append(problems, err)
 					continue
 				}
-				if t.Agent == nil {
-					problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it", a, t.ID))
-					continue
+				for _, t := range ts {
+					if t.Agent == nil {
+						problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it", a, t.ID))
+						continue
+					}
+					tasks = append(tasks, t)
 				}
-				tasks = append(tasks, t)
 			}
 			if len(problems) > 0 {
 				return exitWith(exitInvalid, errors.Join(problems...))
@@ -161,6 +175,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&x.root, "root", "", rootHelp)
 	f.StringVar(&runsDir, "runs-dir", "runs", "directory that receives RUNS/<run_id>/... results")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON (one object for one task, else a list)")
 	f.StringArrayVar(&allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable; also allow_env in the config file)")

@@ -13,6 +13,7 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	var strict bool
+	var root string
 	var warned int
 	seen := map[string]bool{}
 	cmd := &cobra.Command{
@@ -27,7 +28,7 @@ func newValidateCmd() *cobra.Command {
 			bad := 0
 			for _, f := range args {
 				if task.IsExperiment(f) {
-					e, err := task.LoadExperiment(f, task.ExperimentOptions{})
+					e, err := task.LoadExperiment(f, task.ExperimentOptions{Root: root})
 					if err != nil {
 						bad++
 						printProblems(cmd.ErrOrStderr(), f, err)
@@ -49,7 +50,18 @@ func newValidateCmd() *cobra.Command {
 					}
 					continue
 				}
-				t, err := task.Load(f)
+				ts, err := task.LoadAll(f, task.LoadOptions{Root: root})
+				if err == nil && len(ts) > 1 {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (dataset %s: %d tasks, %s ... %s)\n", f, ts[0].Dataset, len(ts), ts[0].ID, ts[len(ts)-1].ID)
+					if strict {
+						warned += printWarnings(cmd.ErrOrStderr(), seen, ts...)
+					}
+					continue
+				}
+				var t *task.Task
+				if err == nil {
+					t = ts[0]
+				}
 				if err != nil {
 					bad++
 					var ps task.Problems
@@ -82,6 +94,7 @@ func newValidateCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&root, "root", "", rootHelp)
 	cmd.Flags().BoolVar(&strict, "strict", false, "also warn (FILE:LINE) about weak criteria a cheat can pass; exit 1 on any")
 	return cmd
 }

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/importer"
+)
+
+func newImportCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "import",
+		Short: "Convert task files written for other harnesses into ceval's format",
+	}
+	cmd.AddCommand(newImportCoderEvalCmd(), newImportHarborCmd())
+	return cmd
+}
+
+func newImportCoderEvalCmd() *cobra.Command {
+	var out string
+	var keep bool
+	var root string
+	cmd := &cobra.Command{
+		Use:   "coder-eval SRC... --out DIR",
+		Short: "Convert coder_eval task files (files, or directories searched for *.yaml)",
+		Long: "coder-eval converts each coder_eval task file into a ceval task file under --out, one output\n" +
+			"file per input, keeping comments on the fields it carries over. A directory is mirrored under\n" +
+			"DIR/<its name> with its other files (prompts, references, templates) copied along; links are\n" +
+			"never followed. Every field that has no ceval equivalent is listed as FILE:LINE: unmapped: with\n" +
+			"a reason, and an unmappable criterion is left out, or kept as a placeholder that always fails\n" +
+			"with --keep-unmapped. Each output is then validated as ceval would load it. With --root ROOT\n" +
+			"(tasks naming templates elsewhere in the tree, e.g. ../../skills/x), ROOT is mirrored into DIR\n" +
+			"and the outputs validate (and later run) with --root DIR.\n" +
+			"Exit 0 when everything mapped and validated, 1 when something did not, 2 on bad arguments.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted files go)"))
+			}
+			results, err := importer.ImportCoderEval(args, out, importer.Options{KeepUnmapped: keep, Root: root})
+			return reportImport(cmd, results, err)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted files into")
+	cmd.Flags().StringVar(&root, "root", "", "declared root of the inputs: the whole tree is mirrored into --out (material anywhere in it comes along) and the outputs validate with --root OUT")
+	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep each unmappable criterion as a placeholder that always fails")
+	return cmd
+}
+
+// reportImport prints each file's problems and outcome; exit 1 unless every file mapped
+// completely and validates.
+func reportImport(cmd *cobra.Command, results []importer.FileResult, err error) error {
+	bad := 0
+	for _, r := range results {
+		for _, p := range r.Problems {
+			fmt.Fprintln(cmd.ErrOrStderr(), p)
+		}
+		if !r.OK() {
+			bad++
+		}
+		if r.Output == "" {
+			continue
+		}
+		if r.Invalid != nil {
+			printProblems(cmd.ErrOrStderr(), r.Output, r.Invalid)
+			continue
+		}
+		if r.Unmapped() == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s: ok\n", r.Input, r.Output)
+		} else {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s: valid, %d field(s) unmapped\n", r.Input, r.Output, r.Unmapped())
+		}
+	}
+	if err != nil {
+		return exitWith(exitInvalid, err)
+	}
+	if bad > 0 {
+		return exitWith(exitFailure, fmt.Errorf("%d of %d file(s) did not map completely: see the list above", bad, len(results)))
+	}
+	return nil
+}
+
+// rootHelp describes --root on every command that loads task files.
+const rootHelp = "declared root: task files may name material anywhere inside DIR (\"../\" included), nothing outside it (default: each task file's own directory)"
+
+func newImportHarborCmd() *cobra.Command {
+	var out string
+	var keep bool
+	cmd := &cobra.Command{
+		Use:   "harbor DIR... --out OUT",
+		Short: "Convert Harbor / Terminal-Bench 2 task directories",
+		Long: "harbor converts each task directory (task.toml, instruction.md, environment/Dockerfile,\n" +
+			"tests/test.sh, solution/solve.sh) into OUT/<name>/task.yaml beside a copy of its files:\n" +
+			"instruction.md is the prompt, the Dockerfile names an image to build with ceval images build,\n" +
+			"the agent's timeout and the environment's cpus/memory/storage become sandbox limits, and\n" +
+			"solution/solve.sh becomes solution.script (what ceval audit runs as the oracle). The tests\n" +
+			"need a verifier container, which this ceval does not have yet: they are reported, and kept as\n" +
+			"a placeholder that always fails with --keep-unmapped. Exit 0 when everything mapped, else 1.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted tasks go)"))
+			}
+			results, err := importer.ImportHarbor(args, out, importer.Options{KeepUnmapped: keep})
+			return reportImport(cmd, results, err)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted tasks into")
+	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep the tests as a placeholder criterion that always fails")
+	return cmd
+}

@@ -1,0 +1,866 @@
+// Package importer converts task files written for other harnesses into ceval's format.
+// It works on yaml.v3 node trees, so comments on the fields it keeps survive, and it
+// reports every field it cannot carry over with FILE:LINE and a reason: nothing is
+// dropped silently.
+package importer
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Problem is one field of an input that has no ceval equivalent (Unmapped) or that was
+// mapped with a change of meaning worth knowing (a note).
+type Problem struct {
+	File, Field, Reason string
+	Line                int
+	Unmapped            bool
+}
+
+func (p Problem) String() string {
+	kind := "note"
+	if p.Unmapped {
+		kind = "unmapped"
+	}
+	return fmt.Sprintf("%s:%d: %s: %s: %s", p.File, p.Line, kind, p.Field, p.Reason)
+}
+
+// Options tune a conversion.
+type Options struct {
+	// KeepUnmapped keeps each unmappable criterion as a placeholder that always fails,
+	// instead of leaving it out of the output.
+	KeepUnmapped bool
+	// Root, when set, is the declared root of the inputs (--root): every SRC lies inside it,
+	// the whole tree is mirrored into the output directory (so material the tasks name
+	// anywhere in it, "../" included, comes along) and the outputs are validated with the
+	// mirror as their root.
+	Root string
+}
+
+// Result is one converted file.
+type Result struct {
+	Output     []byte // the ceval YAML; nil when the input is not a task file
+	Problems   []Problem
+	Experiment bool // the input is a coder_eval experiment file
+}
+
+// Unmapped counts the problems that lost something.
+func (r Result) Unmapped() int {
+	n := 0
+	for _, p := range r.Problems {
+		if p.Unmapped {
+			n++
+		}
+	}
+	return n
+}
+
+type conv struct {
+	partial  bool // converting an experiment's defaults or a variant: partial task fields
+	file     string
+	opt      Options
+	problems []Problem
+}
+
+func (c *conv) unmapped(n *yaml.Node, field, format string, args ...any) {
+	c.problems = append(c.problems, Problem{File: c.file, Line: n.Line, Field: field, Reason: fmt.Sprintf(format, args...), Unmapped: true})
+}
+
+func (c *conv) note(n *yaml.Node, field, format string, args ...any) {
+	c.problems = append(c.problems, Problem{File: c.file, Line: n.Line, Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// CoderEval converts one coder_eval task file (name is how problems name it).
+func CoderEval(name string, data []byte, opt Options) (Result, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Result{}, fmt.Errorf("%s: not YAML: %v", name, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return Result{}, fmt.Errorf("%s:1: a coder_eval task file is a YAML mapping", name)
+	}
+	root := doc.Content[0]
+	c := &conv{file: name, opt: opt}
+	exp := isExperiment(root)
+	if exp {
+		c.experiment(root)
+	} else {
+		c.task(root)
+	}
+	out, err := encode(&doc)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s: %v", name, err)
+	}
+	return Result{Output: out, Problems: c.problems, Experiment: exp}, nil
+}
+
+func isExperiment(root *yaml.Node) bool {
+	if get(root, "task_id") != nil {
+		return false
+	}
+	return get(root, "experiment_id") != nil || get(root, "variants") != nil || get(root, "defaults") != nil
+}
+
+func encode(doc *yaml.Node) ([]byte, error) {
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return []byte(b.String()), nil
+}
+
+// taskTopLevel says why a coder_eval top-level field has no ceval equivalent.
+var taskTopLevel = map[string]string{
+	"skip":              "ceval has no per-task skip switch: leave the task out of the experiment, or tag it and run with a tag filter",
+	"expected_commands": "orchestrator-level efficiency tracking has no ceval equivalent: add a tool_calls_budget (commands_efficiency) criterion instead",
+	"pre_run":           "ceval runs no commands in the sandbox before the agent: put setup into sandbox.workspace (template_dir, starter_files) or the image",
+	"post_run":          "ceval runs no commands in the sandbox after grading",
+	"simulation":        "ceval has no multi-turn user simulation",
+	"suite_id":          "set by coder_eval's dataset expander; ceval has no datasets yet",
+	"row_id":            "set by coder_eval's dataset expander; ceval has no datasets yet",
+	"max_iterations":    "stale field that coder_eval itself ignores; ceval runs the agent once",
+	"llm_reviewer":      "stale field that coder_eval itself ignores",
+}
+
+func (c *conv) task(root *yaml.Node) {
+	var agent, sandbox, limits *yaml.Node
+	var extra struct {
+		args         []string
+		plugins      []*yaml.Node
+		timeout      *yaml.Node
+		timeoutField string
+		envPass      []string
+		maxTurns     *yaml.Node
+	}
+	var kept []*yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "task_id", "description", "tags", "initial_prompt", "initial_prompt_file", "reference":
+			kept = append(kept, k, v)
+		case "agent":
+			agent = v
+			kept = append(kept, k, v)
+		case "sandbox":
+			sandbox = v
+			kept = append(kept, k, v)
+		case "run_limits":
+			limits = v
+			kept = append(kept, k, v)
+		case "success_criteria":
+			c.criteria(v)
+			kept = append(kept, k, v)
+		case "dataset":
+			if ds := c.dataset(v); ds != nil {
+				kept = append(kept, k, ds)
+			}
+		default:
+			reason, ok := taskTopLevel[k.Value]
+			if !ok {
+				reason = "not a coder_eval task field known to this importer"
+			}
+			c.unmapped(k, k.Value, "%s", reason)
+		}
+	}
+	root.Content = kept
+
+	if agent != nil {
+		a := c.agent(agent)
+		extra.args, extra.plugins, extra.envPass = a.args, a.plugins, a.envPass
+		if a.timeout != nil {
+			extra.timeout, extra.timeoutField = a.timeout, "agent.turn_timeout"
+		}
+		if a.maxTurns != nil {
+			extra.maxTurns = a.maxTurns
+		}
+	}
+	var sb sandboxOut
+	if sandbox != nil {
+		sb = c.sandbox(sandbox)
+		extra.envPass = append(extra.envPass, sb.envPass...)
+	}
+	if limits != nil {
+		t, field := c.runLimits(limits, agent)
+		if t != nil {
+			extra.timeout, extra.timeoutField = t, field
+		}
+		if len(limits.Content) == 0 {
+			del(root, "run_limits")
+		}
+	}
+	if extra.timeout != nil {
+		if sandbox == nil {
+			sandbox = &yaml.Node{Kind: yaml.MappingNode}
+			set(root, "sandbox", sandbox)
+		}
+		lim := get(sandbox, "limits")
+		if lim == nil {
+			lim = &yaml.Node{Kind: yaml.MappingNode}
+			set(sandbox, "limits", lim)
+		}
+		if get(lim, "timeout") == nil || extra.timeoutField == "run_limits.task_timeout" {
+			set(lim, "timeout", seconds(extra.timeout))
+		}
+	}
+	if sandbox != nil && len(sandbox.Content) == 0 {
+		del(root, "sandbox")
+	}
+	if agent != nil {
+		if len(extra.args) > 0 {
+			set(agent, "args", strList(append(strValues(get(agent, "args")), extra.args...)))
+		}
+		if len(extra.envPass) > 0 {
+			set(agent, "env_passthrough", strList(append(strValues(get(agent, "env_passthrough")), extra.envPass...)))
+		}
+	}
+	if len(extra.plugins) > 0 {
+		set(root, "plugins", &yaml.Node{Kind: yaml.SequenceNode, Content: extra.plugins})
+	}
+}
+
+type agentOut struct {
+	args              []string
+	plugins           []*yaml.Node
+	envPass           []string
+	timeout, maxTurns *yaml.Node
+}
+
+// claudePermissionModes are the modes the claude CLI's --permission-mode takes.
+var claudePermissionModes = map[string]bool{"default": true, "acceptEdits": true, "bypassPermissions": true, "plan": true}
+
+// agent maps coder_eval's agent settings onto the agent CLI's flags (claude-code) and
+// reports what the agent type cannot take.
+func (c *conv) agent(a *yaml.Node) agentOut {
+	var out agentOut
+	typ := ""
+	if t := get(a, "type"); t != nil {
+		typ = t.Value
+	}
+	switch typ {
+	case "claude-code", "codex":
+	case "":
+		if c.partial {
+			break // the task or another layer gives it
+		}
+		c.unmapped(a, "agent.type", "missing: coder_eval takes it from the experiment or --type; ceval needs agent.type on the task (claude-code, codex or command)")
+	default:
+		c.unmapped(get(a, "type"), "agent.type", "agent %q has no ceval agent type: ceval runs claude-code, codex, or any CLI as type command with an argv", typ)
+	}
+	claude := typ == "claude-code"
+	var kept []*yaml.Node
+	flag := func(k, v *yaml.Node, name string, value string) {
+		if !claude {
+			c.unmapped(k, "agent."+k.Value, "mapped only for claude-code (its CLI flag %s); give the %s CLI's own flag in agent.args", name, typ)
+			return
+		}
+		out.args = append(out.args, name, value)
+	}
+	for i := 0; i+1 < len(a.Content); i += 2 {
+		k, v := a.Content[i], a.Content[i+1]
+		switch k.Value {
+		case "type", "model", "args", "env_passthrough":
+			kept = append(kept, k, v)
+		case "permission_mode":
+			if claude && !claudePermissionModes[v.Value] {
+				c.unmapped(v, "agent.permission_mode", "%q is not a claude CLI permission mode (default, acceptEdits, bypassPermissions, plan)", v.Value)
+				continue
+			}
+			flag(k, v, "--permission-mode", v.Value)
+		case "allowed_tools":
+			flag(k, v, "--allowedTools", strings.Join(strValues(v), ","))
+		case "disallowed_tools":
+			flag(k, v, "--disallowedTools", strings.Join(strValues(v), ","))
+		case "setting_sources":
+			flag(k, v, "--setting-sources", strings.Join(strValues(v), ","))
+		case "max_turns":
+			if claude {
+				flag(k, v, "--max-turns", v.Value)
+			} else {
+				c.unmapped(k, "agent.max_turns", "mapped only for claude-code (--max-turns); for %s use run_limits.max_turns, which the model gateway meters", typ)
+			}
+		case "system_prompt":
+			mode := ""
+			if m := get(a, "system_prompt_mode"); m != nil {
+				mode = m.Value
+			}
+			if mode == "replace" {
+				flag(k, v, "--system-prompt", v.Value)
+			} else {
+				flag(k, v, "--append-system-prompt", v.Value)
+			}
+		case "system_prompt_mode":
+			// read with system_prompt
+		case "claude_settings":
+			if v.Kind != yaml.MappingNode {
+				c.unmapped(k, "agent.claude_settings", "a settings file path is read from the host at run time: inline the settings as a mapping")
+				continue
+			}
+			var m any
+			if err := v.Decode(&m); err != nil {
+				c.unmapped(k, "agent.claude_settings", "cannot read: %v", err)
+				continue
+			}
+			j, err := json.Marshal(m)
+			if err != nil {
+				c.unmapped(k, "agent.claude_settings", "cannot encode as JSON: %v", err)
+				continue
+			}
+			flag(k, v, "--settings", string(j))
+		case "turn_timeout":
+			// one ceval run is one agent turn: its timeout is the sandbox's
+			out.timeout = v
+			c.note(k, "agent.turn_timeout", "became sandbox.limits.timeout: ceval runs the agent for one turn")
+		case "plugins":
+			for j, p := range v.Content {
+				path := get(p, "path")
+				switch {
+				case path == nil:
+					c.unmapped(p, fmt.Sprintf("agent.plugins[%d]", j), "no path")
+				case strings.Contains(path.Value, "$"):
+					c.unmapped(path, fmt.Sprintf("agent.plugins[%d].path", j), "%q names the plugin through an environment variable read on the host at run time: copy the plugin under the task root and give its relative path", path.Value)
+				default:
+					out.plugins = append(out.plugins, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("path"), path}})
+				}
+			}
+		default:
+			c.unmapped(k, "agent."+k.Value, "%s", agentReason(k.Value))
+		}
+	}
+	a.Content = kept
+	return out
+}
+
+func agentReason(field string) string {
+	switch field {
+	case "system_prompt_file":
+		return "inline the prompt as agent.system_prompt before importing (ceval passes it as a CLI flag)"
+	case "sdk_options":
+		return "SDK pass-through options have no CLI equivalent ceval can check: give the matching agent CLI flags in agent.args"
+	case "ignore_patterns", "additional_ignore_patterns":
+		return "judge sub-agent copy patterns have no ceval equivalent (ceval's judges see the snapshot's files)"
+	}
+	return "not an agent setting ceval can map"
+}
+
+type sandboxOut struct{ envPass []string }
+
+var limitNames = map[string]string{"max_memory_mb": "memory_mb", "max_cpus": "cpus", "max_pids": "pids", "max_disk_mb": "disk_mb"}
+
+// pinned is a requirement ceval's package images take: NAME==VERSION.
+var pinned = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$`)
+
+func (c *conv) sandbox(s *yaml.Node) sandboxOut {
+	var out sandboxOut
+	var kept []*yaml.Node
+	var ws *yaml.Node
+	workspace := func() *yaml.Node {
+		if ws == nil {
+			ws = &yaml.Node{Kind: yaml.MappingNode}
+		}
+		return ws
+	}
+	for i := 0; i+1 < len(s.Content); i += 2 {
+		k, v := s.Content[i], s.Content[i+1]
+		switch k.Value {
+		case "driver":
+			if v.Value == "tempdir" {
+				c.note(k, "sandbox.driver", "tempdir ran the agent on the host; ceval always runs it in a hardened container")
+			}
+		case "limits":
+			var lk []*yaml.Node
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				lkey, lval := v.Content[j], v.Content[j+1]
+				switch {
+				case lkey.Value == "timeout":
+					lk = append(lk, lkey, seconds(lval))
+				case limitNames[lkey.Value] != "":
+					if lval.Tag == "!!null" {
+						continue
+					}
+					lkey.Value = limitNames[lkey.Value]
+					lk = append(lk, lkey, lval)
+				default:
+					c.unmapped(lkey, "sandbox.limits."+lkey.Value, "not a limit ceval knows")
+				}
+			}
+			v.Content = lk
+			if len(lk) > 0 {
+				kept = append(kept, k, v)
+			}
+		case "python":
+			pkgs := strValues(get(v, "env_packages"))
+			if len(pkgs) == 0 {
+				continue
+			}
+			for _, p := range pkgs {
+				if !pinned.MatchString(p) {
+					c.unmapped(get(v, "env_packages"), "sandbox.python.env_packages", "%q is not pinned: ceval's package images install pinned NAME==VERSION wheels from a directory beside the task (sandbox.pip, sandbox.pip_find_links), never from an index", p)
+					pkgs = nil
+					break
+				}
+			}
+			if pkgs != nil {
+				kept = append(kept, scalar("pip"), strList(pkgs), scalar("pip_find_links"), str("wheels"))
+				c.note(k, "sandbox.python", "became sandbox.pip with pip_find_links: wheels; put the wheels (pip download --only-binary=:all:) in wheels/ beside the task")
+			}
+		case "node":
+			if len(strValues(get(v, "env_packages"))) > 0 {
+				c.unmapped(get(v, "env_packages"), "sandbox.node.env_packages", "ceval's package images take Debian packages and pinned pip wheels, not npm packages: bake them into an image (sandbox.image)")
+			}
+		case "docker":
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				dk, dv := v.Content[j], v.Content[j+1]
+				switch dk.Value {
+				case "image":
+					kept = append(kept, scalar("image"), dv)
+				case "network":
+					if dv.Value == "bridge" {
+						c.note(dv, "sandbox.docker.network", "bridge became ceval's default (no network): model calls go through ceval's gateway; add sandbox.network: host only if the task needs the internet")
+					}
+				case "env_passthrough":
+					c.note(dk, "sandbox.docker.env_passthrough", "dropped: its default forwards API keys into the container, which ceval's gateway keeps on the host; name other variables in agent.env_passthrough")
+				case "env_passthrough_extra":
+					out.envPass = append(out.envPass, strValues(dv)...)
+				default:
+					c.unmapped(dk, "sandbox.docker."+dk.Value, "%s", dockerReason(dk.Value))
+				}
+			}
+		case "template_sources":
+			for j, src := range v.Content {
+				field := fmt.Sprintf("sandbox.template_sources[%d]", j)
+				typ := "template_dir"
+				if t := get(src, "type"); t != nil {
+					typ = t.Value
+				}
+				switch typ {
+				case "template_dir":
+					mount := get(src, "mount_point")
+					switch {
+					case mount != nil && mount.Value != "." && mount.Value != "./":
+						c.unmapped(mount, field+".mount_point", "ceval copies a template into the workspace's root only")
+					case get(workspace(), "template_dir") != nil:
+						c.unmapped(src, field, "ceval takes one template_dir: merge the directories")
+					case get(src, "path") == nil:
+						c.unmapped(src, field, "no path")
+					default:
+						set(workspace(), "template_dir", get(src, "path"))
+					}
+				case "starter_files":
+					files := get(workspace(), "starter_files")
+					if files == nil {
+						files = &yaml.Node{Kind: yaml.SequenceNode}
+						set(workspace(), "starter_files", files)
+					}
+					if f := get(src, "files"); f != nil {
+						files.Content = append(files.Content, f.Content...)
+					}
+				default:
+					c.unmapped(src, field, "template source %q has no ceval equivalent: ceval never clones repositories at run time; check the repository out under the task root and use it as template_dir", typ)
+				}
+			}
+		default:
+			c.unmapped(k, "sandbox."+k.Value, "not a sandbox setting ceval can map")
+		}
+	}
+	if ws != nil {
+		kept = append(kept, scalar("workspace"), ws)
+	}
+	s.Content = kept
+	return out
+}
+
+func dockerReason(field string) string {
+	switch field {
+	case "dockerfile_path", "build":
+		return "build the image with ceval's Dockerfile builder and name it in sandbox.image"
+	case "extra_mounts":
+		return "ceval mounts nothing from the host into the agent's container"
+	case "working_dir":
+		return "the agent's workspace is always /workspace in ceval"
+	}
+	return "not a container setting ceval can map"
+}
+
+// runLimits keeps the model budgets, moves the wall-clock limits to the sandbox's timeout
+// (returned with the field it came from) and reports the rest.
+func (c *conv) runLimits(r *yaml.Node, agent *yaml.Node) (*yaml.Node, string) {
+	var kept []*yaml.Node
+	var timeout *yaml.Node
+	field := ""
+	for i := 0; i+1 < len(r.Content); i += 2 {
+		k, v := r.Content[i], r.Content[i+1]
+		if v.Tag == "!!null" {
+			continue
+		}
+		switch k.Value {
+		case "max_turns", "max_input_tokens", "max_output_tokens", "max_total_tokens", "max_usd":
+			kept = append(kept, k, v)
+		case "task_timeout":
+			timeout, field = v, "run_limits.task_timeout"
+			c.note(k, "run_limits.task_timeout", "became sandbox.limits.timeout")
+		case "turn_timeout":
+			if timeout == nil {
+				timeout, field = v, "run_limits.turn_timeout"
+			}
+			c.note(k, "run_limits.turn_timeout", "became sandbox.limits.timeout (ceval runs one turn)")
+		default:
+			c.unmapped(k, "run_limits."+k.Value, "not a run limit ceval can enforce")
+		}
+	}
+	r.Content = kept
+	return timeout, field
+}
+
+// criterionKeep lists, per coder_eval criterion type ceval also has, the fields that carry
+// over unchanged (besides the common type, description, weight and pass_threshold).
+var criterionKeep = map[string][]string{
+	"file_exists":          {"path"},
+	"file_contains":        {"path", "includes", "excludes"},
+	"file_matches_regex":   {"path", "pattern"},
+	"file_check":           {"path", "includes", "excludes", "patterns"},
+	"json_check":           {"path", "json_schema", "assertions"},
+	"classification_match": {"path", "expected_label", "allowed_labels"},
+	"run_command":          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout"},
+	"cli_called":           {"tool", "argv", "min_count", "max_count"},
+	"commands_efficiency":  {"expected_commands"},
+	"skill_triggered":      {"skill_name", "expected_skill"},
+	"llm_judge":            {"rubric", "files", "samples"},
+	"agent_judge":          {"rubric", "max_turns", "timeout"},
+	"tool_called":          {"tool", "tool_pattern", "input_field", "input_pattern", "exclude_pattern", "outcome", "min_count", "max_count"},
+}
+
+// unmappedTypes says why a coder_eval criterion type has no ceval equivalent.
+var unmappedTypes = map[string]string{
+	"uipath_eval":          "a proprietary UiPath evaluator: ceval cannot run it",
+	"system_one_judge":     "a proprietary judge service: use llm_judge with a rubric",
+	"pytest":               "ceval runs tests with run_command (WASM toolbox or Python); rewrite it as a run_command naming the test command",
+	"import_check":         "rewrite it as a run_command that imports the module (python -c 'import MODULE')",
+	"pylint_score":         "rewrite it as a run_command with score_from_stdout",
+	"reference_comparison": "use llm_judge with reference_files",
+}
+
+func (c *conv) criteria(list *yaml.Node) {
+	if list.Kind != yaml.SequenceNode {
+		c.unmapped(list, "success_criteria", "not a list")
+		return
+	}
+	var kept []*yaml.Node
+	for i, item := range list.Content {
+		what := fmt.Sprintf("success_criteria[%d]", i)
+		if item.Kind != yaml.MappingNode || get(item, "type") == nil {
+			c.unmapped(item, what, "not a mapping with a type")
+			continue
+		}
+		if reason := c.criterion(item, what); reason != "" {
+			typ := get(item, "type").Value
+			c.unmapped(item, what+" ("+typ+")", "%s", reason)
+			if c.opt.KeepUnmapped {
+				kept = append(kept, c.placeholder(item, typ, reason))
+			}
+			continue
+		}
+		kept = append(kept, item)
+	}
+	list.Content = kept
+}
+
+// placeholder is a criterion that always fails, standing in for an unmapped one.
+func (c *conv) placeholder(item *yaml.Node, typ, reason string) *yaml.Node {
+	msg := fmt.Sprintf("unmapped criterion %s (%s:%d): %s", typ, c.file, item.Line, reason)
+	n := &yaml.Node{Kind: yaml.MappingNode, HeadComment: "UNMAPPED: " + msg, Content: []*yaml.Node{
+		scalar("type"), scalar("run_command"),
+		scalar("description"), str(msg),
+		scalar("command"), str("echo " + shellQuote(msg) + "; exit 1"),
+	}}
+	if w := get(item, "weight"); w != nil {
+		set(n, "weight", w)
+	}
+	return n
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// criterion converts one criterion in place; it returns why it cannot, or "".
+func (c *conv) criterion(item *yaml.Node, what string) string {
+	typ := get(item, "type").Value
+	if reason, ok := unmappedTypes[typ]; ok {
+		return reason
+	}
+	if typ == "command_executed" || typ == "command_not_executed" {
+		if get(item, "pattern") == nil { // coder_eval's form: the model's tool calls
+			if typ == "command_not_executed" {
+				set(item, "min_count", scalar("0"))
+				set(item, "max_count", scalar("0"))
+			}
+			get(item, "type").Value = "tool_called"
+			typ = "tool_called"
+			rename(item, "tool_name", "tool")
+			rename(item, "command_pattern", "input_pattern")
+			if rs := get(item, "require_success"); rs != nil {
+				if rs.Value == "true" {
+					set(item, "outcome", scalar("ok"))
+				}
+				del(item, "require_success")
+			}
+		} else if typ == "command_not_executed" {
+			return "ceval's protected-mock command_executed takes min_count/max_count: write command_executed with max_count: 0"
+		} else {
+			typ = "command_executed_mock"
+		}
+	}
+	keep, ok := criterionKeep[typ]
+	if typ == "command_executed_mock" {
+		keep, ok = []string{"pattern", "min_count", "max_count"}, true
+	}
+	if !ok {
+		return fmt.Sprintf("criterion type %q has no ceval equivalent", typ)
+	}
+	if typ == "run_command" || typ == "agent_judge" {
+		if t := get(item, "timeout"); t != nil {
+			set(item, "timeout", seconds(t))
+		}
+	}
+	if cmd := get(item, "command"); cmd != nil && strings.Contains(cmd.Value, "TASK_DIR") {
+		return "the command reads files from the task's directory ($TASK_DIR), which ceval's criteria cannot see: ship them as reference material (uses_reference) or inline them"
+	}
+	if cmd := get(item, "command"); cmd != nil && typ == "run_command" && strings.Contains(cmd.Value, "REFERENCE_DIR") {
+		// ceval mounts the reference read-only for the criterion and names it $REFERENCE_DIR too
+		set(item, "uses_reference", scalar("true"))
+		keep = append(keep, "uses_reference")
+	}
+	var kept []*yaml.Node
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		k, v := item.Content[i], item.Content[i+1]
+		switch {
+		case k.Value == "type" || k.Value == "description" || k.Value == "weight" || k.Value == "pass_threshold":
+			kept = append(kept, k, v)
+		case contains(keep, k.Value):
+			kept = append(kept, k, v)
+		case typ == "llm_judge" && k.Value == "include_reference":
+			if v.Value == "true" {
+				c.note(k, what+".include_reference", "dropped: ceval's llm_judge sees only the reference files named in reference_files")
+			}
+		default:
+			c.unmapped(k, what+"."+k.Value, "not a field of ceval's %s", strings.TrimSuffix(typ, "_mock"))
+		}
+	}
+	item.Content = kept
+	return ""
+}
+
+// seconds turns coder_eval's whole seconds into a ceval duration ("300" -> "300s").
+func seconds(v *yaml.Node) *yaml.Node {
+	if _, err := strconv.ParseFloat(v.Value, 64); err == nil && v.Kind == yaml.ScalarNode {
+		n := scalar(v.Value + "s")
+		n.LineComment = v.LineComment
+		return n
+	}
+	return v
+}
+
+// YAML node helpers.
+
+// scalar is a plain scalar whose type YAML infers (keys, numbers, durations).
+func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+
+// str is a scalar that stays a string whatever it holds.
+func str(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
+
+func strList(items []string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, s := range items {
+		n.Content = append(n.Content, str(s))
+	}
+	return n
+}
+
+func strValues(n *yaml.Node) []string {
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var out []string
+	for _, it := range n.Content {
+		out = append(out, it.Value)
+	}
+	return out
+}
+
+func get(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func set(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, scalar(key), v)
+}
+
+func del(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return
+		}
+	}
+}
+
+func rename(m *yaml.Node, from, to string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == from {
+			m.Content[i].Value = to
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// experiment converts a coder_eval experiment: defaults and each variant are partial task
+// fields, converted like a task's; repeats moves to the experiment; coder_eval names the
+// tasks on the command line, so the output has no tasks list (a note: ceval takes them there too).
+func (c *conv) experiment(root *yaml.Node) {
+	var kept []*yaml.Node
+	var repeats *yaml.Node
+	layer := func(where string, m *yaml.Node) {
+		if m.Kind != yaml.MappingNode {
+			c.unmapped(m, where, "not a mapping")
+			return
+		}
+		var rest []*yaml.Node
+		var templates *yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, v := m.Content[i], m.Content[i+1]
+			switch k.Value {
+			case "repeats":
+				if where == "defaults" {
+					repeats = v
+				} else {
+					c.unmapped(k, where+".repeats", "ceval repeats every variant the same number of times (the experiment's repeats): split the variant into its own experiment")
+				}
+			case "driver":
+				c.note(k, where+".driver", "dropped: ceval always runs a hardened container")
+			case "template_sources":
+				templates = v
+			case "prompt_mutations":
+				c.unmapped(k, where+".prompt_mutations", "ceval has no prompt mutations: give the variant a full initial_prompt")
+			case "description":
+				if where != "defaults" {
+					m.HeadComment = strings.TrimSpace(m.HeadComment + "\n" + v.Value)
+					continue
+				}
+				rest = append(rest, k, v)
+			default:
+				rest = append(rest, k, v)
+			}
+		}
+		m.Content = rest
+		if templates != nil {
+			sb := get(m, "sandbox")
+			if sb == nil {
+				sb = &yaml.Node{Kind: yaml.MappingNode}
+				set(m, "sandbox", sb)
+			}
+			set(sb, "template_sources", templates)
+			c.note(templates, where+".template_sources", "replaces the task's template, where coder_eval appended to it")
+		}
+		c.partial = true
+		c.task(m)
+		c.partial = false
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch k.Value {
+		case "experiment_id", "description":
+			kept = append(kept, k, v)
+		case "defaults":
+			layer("defaults", v)
+			kept = append(kept, k, v)
+		case "variants":
+			for j, item := range v.Content {
+				where := fmt.Sprintf("variants[%d]", j)
+				id := get(item, "variant_id")
+				if id == nil {
+					c.unmapped(item, where, "no variant_id")
+					continue
+				}
+				// variant_id is not a task field: convert the rest, then put it back first
+				del(item, "variant_id")
+				layer(where, item)
+				item.Content = append([]*yaml.Node{scalar("variant_id"), id}, item.Content...)
+			}
+			kept = append(kept, k, v)
+		default:
+			c.unmapped(k, k.Value, "not a coder_eval experiment field known to this importer")
+		}
+	}
+	if repeats != nil {
+		kept = append(kept, scalar("repeats"), repeats)
+	}
+	root.Content = kept
+	c.note(root, "tasks", "none in the file, as in coder_eval: name the converted task files after it (ceval run EXPERIMENT TASK...), or add tasks: [...]")
+}
+
+// dataset maps coder_eval's dataset (one JSONL file, rows keyed by id) onto ceval's; nil
+// when it cannot.
+func (c *conv) dataset(v *yaml.Node) *yaml.Node {
+	paths := get(v, "paths")
+	ok := true
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		switch k.Value {
+		case "paths":
+		case "id_field":
+			if val.Value != "id" {
+				c.unmapped(k, "dataset.id_field", "ceval names rows by their id field: rename %q to id in the rows", val.Value)
+				ok = false
+			}
+		case "rows":
+			c.unmapped(k, "dataset.rows", "ceval reads rows from a file: move the inline rows into rows.yaml beside the task")
+			ok = false
+		default:
+			c.unmapped(k, "dataset."+k.Value, "ceval runs every row: sample the file instead")
+			ok = false
+		}
+	}
+	switch {
+	case paths == nil || len(paths.Content) == 0:
+		if ok {
+			c.unmapped(v, "dataset", "no paths")
+		}
+		return nil
+	case len(paths.Content) > 1:
+		c.unmapped(paths, "dataset.paths", "ceval takes one rows file: concatenate them")
+		return nil
+	case !ok:
+		return nil
+	}
+	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), paths.Content[0]}}
+}

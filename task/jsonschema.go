@@ -1,0 +1,239 @@
+package task
+
+import (
+	"sort"
+
+	"ceval.dev/ceval/policy"
+)
+
+// JSON Schema (draft 2020-12) of the task file, for editors (ceval schema task). A test
+// probes the loader at every mapping and holds the two to the same field names.
+
+func jsObj(props map[string]any, required ...string) map[string]any {
+	o := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func jsType(t, desc string) map[string]any {
+	m := map[string]any{"type": t}
+	if desc != "" {
+		m["description"] = desc
+	}
+	return m
+}
+
+func jsEnum(desc string, values ...string) map[string]any {
+	return map[string]any{"type": "string", "enum": values, "description": desc}
+}
+
+func jsList(item any, desc string) map[string]any {
+	return map[string]any{"type": "array", "items": item, "description": desc}
+}
+
+var (
+	jsStr      = jsType("string", "")
+	jsStrs     = jsList(jsStr, "")
+	jsDuration = map[string]any{"type": "string", "pattern": `^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`, "description": "a duration such as 30s, 5m or 1h30m"}
+	jsPath     = jsType("string", "a path relative to the task file's directory (inside the declared root)")
+)
+
+// criterionFieldSchema types every criterion field the loader knows.
+var criterionFieldSchema = map[string]any{
+	"type":               nil, // filled with the enum of types
+	"description":        jsStr,
+	"weight":             jsType("number", "the criterion's weight in the score"),
+	"pass_threshold":     map[string]any{"type": "number", "minimum": 0, "maximum": 1},
+	"path":               jsType("string", "a workspace path (relative to /workspace)"),
+	"includes":           jsStrs,
+	"excludes":           jsStrs,
+	"pattern":            jsType("string", "a regular expression (RE2)"),
+	"patterns":           jsList(jsObj(map[string]any{"pattern": jsStr, "must_match": jsType("boolean", "")}, "pattern"), ""),
+	"json_schema":        map[string]any{"type": []string{"object", "string"}, "description": "an inline JSON Schema, or a schema file next to the task"},
+	"assertions":         jsList(jsObj(map[string]any{"expression": jsType("string", "a JMESPath expression"), "operator": jsStr, "expected": map[string]any{}}, "expression"), ""),
+	"expected_label":     jsStr,
+	"allowed_labels":     jsStrs,
+	"command":            jsType("string", "a shell command run in the WASM toolbox over the snapshot"),
+	"timeout":            jsDuration,
+	"expected_exit_code": map[string]any{"type": "integer", "minimum": 0, "maximum": 255},
+	"expected_stdout":    jsStr,
+	"stdout_match":       jsEnum("", "exact", "contains", "regex"),
+	"score_from_stdout":  jsType("boolean", ""),
+	"uses_reference":     jsType("boolean", ""),
+	"module":             jsPath,
+	"sha256":             map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$"},
+	"args":               jsStrs,
+	"tool":               jsStr,
+	"argv":               jsObj(map[string]any{"positional": jsStrs, "flags": jsType("object", "flag -> {equals|contains|regex|present|absent: value}")}),
+	"min_count":          map[string]any{"type": "integer", "minimum": 0},
+	"max_count":          map[string]any{"type": "integer", "minimum": 0},
+	"tool_pattern":       jsStr,
+	"input_field":        jsStr,
+	"input_pattern":      jsStr,
+	"exclude_pattern":    jsStr,
+	"outcome":            jsEnum("", "any", "ok", "error"),
+	"target":             map[string]any{"type": "integer", "minimum": 0},
+	"max":                map[string]any{"type": "integer", "minimum": 0},
+	"skill":              jsStr,
+	"expect_used":        jsType("boolean", ""),
+	"tool_name":          jsStr,
+	"command_pattern":    jsStr,
+	"require_success":    jsType("boolean", ""),
+	"expected_commands":  map[string]any{"type": "integer", "minimum": 1},
+	"skill_name":         jsStr,
+	"expected_skill":     jsStr,
+	"rubric":             jsStr,
+	"rubric_file":        jsPath,
+	"files":              jsStrs,
+	"max_file_bytes":     map[string]any{"type": "integer", "minimum": 1},
+	"reference_files":    jsStrs,
+	"samples":            map[string]any{"type": "integer", "minimum": 1},
+	"judge_fixture":      jsPath,
+	"judge_agent":        jsStr,
+	"judge_model":        jsStr,
+	"agent_fixture":      jsPath,
+	"max_turns":          map[string]any{"type": "integer", "minimum": 1},
+	"sandbox":            jsEnum("where the command runs: the WASM sandbox (default) or a verifier container", TierWASM, TierContainer),
+	"image":              jsType("string", "the verifier container's image (sandbox: container); default the task's"),
+	"network":            jsEnum("", policy.NetworkNone, policy.NetworkHost),
+	"memory_mb":          map[string]any{"type": "integer", "minimum": 16},
+	"pids":               map[string]any{"type": "integer", "minimum": 8},
+	"python_packages":    jsList(jsStr, "Debian pure-Python packages (import names) the check can import"),
+	"tests":              jsPath,
+	"all_or_nothing":     jsType("boolean", "pytest: 1 only when every collected test passed"),
+}
+
+var criterionCommon = []string{"type", "description", "weight", "pass_threshold"}
+
+// criterionSchema: every field of every type, then per type only its own (if/then).
+func criterionSchema() map[string]any {
+	props := map[string]any{}
+	for name, s := range criterionFieldSchema {
+		props[name] = s
+	}
+	props["type"] = jsEnum("the criterion's type", CriterionTypes...)
+	var rules []any
+	types := append([]string{}, CriterionTypes...)
+	sort.Strings(types)
+	for _, t := range types {
+		names := append(append([]string{}, criterionCommon...), criterionFields[t]...)
+		rules = append(rules, map[string]any{
+			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": t}}, "required": []string{"type"}},
+			"then": map[string]any{"propertyNames": map[string]any{"enum": names}},
+		})
+	}
+	s := jsObj(props, "type")
+	s["allOf"] = rules
+	return s
+}
+
+// TaskSchema is the JSON Schema of a task file.
+func TaskSchema() map[string]any {
+	pos := map[string]any{"type": "integer", "minimum": 1}
+	s := jsObj(map[string]any{
+		"task_id":             map[string]any{"type": "string", "pattern": taskIDPattern.String()},
+		"description":         jsStr,
+		"tags":                jsStrs,
+		"initial_prompt":      jsStr,
+		"initial_prompt_file": jsPath,
+		"agent": jsObj(map[string]any{
+			"type":            jsEnum("the agent: any CLI (command), or a known one", AgentCommand, AgentClaudeCode, AgentCodex),
+			"command":         jsList(jsStr, "argv of a command agent"),
+			"model":           jsStr,
+			"args":            jsList(jsStr, "extra arguments to the agent CLI"),
+			"env_passthrough": jsList(map[string]any{"type": "string", "pattern": envNamePattern.String()}, ""),
+			"gateway": jsObj(map[string]any{
+				"mode":         jsEnum("", GatewayForward, GatewayRecord, GatewayReplay),
+				"fixture":      jsPath,
+				"server_tools": jsType("boolean", ""),
+			}),
+		}, "type"),
+		"sandbox": jsObj(map[string]any{
+			"packages":       jsList(jsStr, "Debian packages of the package image"),
+			"pip":            jsList(jsStr, "pinned NAME==VERSION requirements"),
+			"pip_find_links": jsPath,
+			"image":          jsStr,
+			"network":        jsEnum("", policy.NetworkNone, policy.NetworkHost),
+			"limits": jsObj(map[string]any{
+				"timeout":   jsDuration,
+				"memory_mb": map[string]any{"type": "integer", "minimum": 16},
+				"cpus":      map[string]any{"type": "number", "minimum": 0.01},
+				"pids":      map[string]any{"type": "integer", "minimum": 32},
+				"disk_mb":   map[string]any{"type": "integer", "minimum": 1},
+			}),
+			"workspace": jsObj(map[string]any{
+				"starter_files": jsList(jsObj(map[string]any{"path": jsStr, "content": jsStr}, "path", "content"), ""),
+				"template_dir":  jsPath,
+			}),
+		}),
+		"reference":        jsObj(map[string]any{"directory": jsPath}),
+		"success_criteria": map[string]any{"type": "array", "minItems": 1, "items": criterionSchema()},
+		"protected_mocks": jsList(jsObj(map[string]any{
+			"tool":         jsStr,
+			"fixture":      jsPath,
+			"max_requests": pos,
+		}, "tool"), ""),
+		"plugins": jsList(jsObj(map[string]any{"path": jsPath, "mount": jsStr}, "path"), ""),
+		"run_limits": jsObj(map[string]any{
+			"max_turns":         pos,
+			"max_input_tokens":  pos,
+			"max_output_tokens": pos,
+			"max_total_tokens":  pos,
+			"max_usd":           map[string]any{"type": "number", "exclusiveMinimum": 0},
+		}),
+		"solution": jsObj(map[string]any{"script": jsPath, "files": jsPath}),
+		"grader": jsObj(map[string]any{
+			"sandbox":   jsEnum("the default tier of the task's run_command criteria", TierWASM, TierContainer),
+			"image":     jsStr,
+			"network":   jsEnum("", policy.NetworkNone, policy.NetworkHost),
+			"memory_mb": map[string]any{"type": "integer", "minimum": 16},
+			"pids":      map[string]any{"type": "integer", "minimum": 8},
+			"timeout":   jsDuration,
+		}),
+		"grader_files":    jsList(jsPath, "task files (or directories) executing criteria see read-only at /task"),
+		"python_packages": jsList(jsStr, "Debian pure-Python packages (import names) every Python criterion can import"),
+		// read by LoadAll before the loader: one task per row
+		"dataset": jsObj(map[string]any{"file": jsType("string", "rows as .jsonl, .csv or .yaml, relative to the task file; ${row.field} is substituted in initial_prompt, sandbox and success_criteria")}, "file"),
+	}, "task_id", "success_criteria")
+	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	s["title"] = "ceval task file"
+	return s
+}
+
+// ExperimentSchema is the JSON Schema of an experiment file. defaults and each variant hold
+// task fields (all optional; task_id is each task's own), merged over every task.
+func ExperimentSchema() map[string]any {
+	t := TaskSchema()
+	fields := map[string]any{}
+	for k, v := range t["properties"].(map[string]any) {
+		if k != "task_id" && k != "dataset" {
+			fields[k] = v
+		}
+	}
+	layer := func(extra map[string]any, required ...string) map[string]any {
+		props := map[string]any{}
+		for k, v := range fields {
+			props[k] = v
+		}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return jsObj(props, required...)
+	}
+	s := jsObj(map[string]any{
+		"experiment_id": map[string]any{"type": "string", "pattern": taskIDPattern.String()},
+		"description":   jsStr,
+		"root":          jsType("string", "the experiment's root, relative to the file: inside the user's --root (default: the file's directory), never wider"),
+		"tasks":         map[string]any{"type": "array", "minItems": 1, "items": jsStr, "description": "task files and globs relative to the experiment file; leave out to name them on the command line"},
+		"defaults":      layer(nil),
+		"variants":      map[string]any{"type": "array", "minItems": 1, "items": layer(map[string]any{"variant_id": map[string]any{"type": "string", "pattern": taskIDPattern.String()}}, "variant_id")},
+		"repeats":       map[string]any{"type": "integer", "minimum": 1, "maximum": MaxRepeats},
+		"parallel":      map[string]any{"type": "integer", "minimum": 1, "maximum": MaxParallel},
+		"tags":          jsStrs,
+	}, "experiment_id")
+	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	s["title"] = "ceval experiment file"
+	return s
+}
