@@ -1,13 +1,11 @@
 package mockd
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
-	"strings"
 
+	"ceval.dev/ceval/internal/idmap"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -61,29 +59,5 @@ func ReadUIDMap(pid int) ([]specs.LinuxIDMapping, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return parseUIDMap(f)
-}
-
-func parseUIDMap(r io.Reader) ([]specs.LinuxIDMapping, error) {
-	var out []specs.LinuxIDMapping
-	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) != 3 {
-			return nil, fmt.Errorf("uid_map line %q: want 3 fields", sc.Text())
-		}
-		var v [3]uint64
-		for i := range f {
-			n, err := strconv.ParseUint(f[i], 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("uid_map line %q: %w", sc.Text(), err)
-			}
-			v[i] = n
-		}
-		out = append(out, specs.LinuxIDMapping{ContainerID: uint32(v[0]), HostID: uint32(v[1]), Size: uint32(v[2])})
-	}
-	return out, sc.Err()
+	return idmap.Parse(f)
 }

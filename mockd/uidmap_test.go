@@ -172,15 +172,3 @@ func TestUIDMapReadFromALiveProcessDecidesThePeer(t *testing.T) {
 		t.Fatalf("served after the mappings left the agent out: exit %d", code)
 	}
 }
-
-func TestParseUIDMap(t *testing.T) {
-	got, err := parseUIDMap(strings.NewReader("         0          0 4294967295\n  2000 3456 2\n"))
-	if err != nil || len(got) != 2 || got[0].Size != 4294967295 || got[1].HostID != 3456 {
-		t.Fatalf("%v %v", got, err)
-	}
-	for _, bad := range []string{"0 0\n", "a b c\n", "0 0 4294967296\n"} {
-		if _, err := parseUIDMap(strings.NewReader(bad)); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ceval.dev/ceval/internal/idmap"
 	"ceval.dev/ceval/record"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -118,37 +118,11 @@ func readIDMap(path string) ([]specs.LinuxIDMapping, error) {
 		return nil, fmt.Errorf("attest: %w", err)
 	}
 	defer f.Close()
-	m, err := ParseIDMap(f)
+	m, err := idmap.Parse(f)
 	if err != nil {
 		return nil, fmt.Errorf("attest: %s: %w", path, err)
 	}
 	return m, nil
-}
-
-// ParseIDMap parses the lines of a /proc/PID/uid_map or gid_map: ID inside the namespace,
-// ID in the reader's namespace, count.
-func ParseIDMap(r io.Reader) ([]specs.LinuxIDMapping, error) {
-	out := []specs.LinuxIDMapping{}
-	sc := bufio.NewScanner(io.LimitReader(r, 64<<10))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		if len(f) != 3 {
-			return nil, fmt.Errorf("line %q: want 3 fields", sc.Text())
-		}
-		var v [3]uint32
-		for i := range f {
-			n, err := strconv.ParseUint(f[i], 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("line %q: %w", sc.Text(), err)
-			}
-			v[i] = uint32(n)
-		}
-		out = append(out, specs.LinuxIDMapping{ContainerID: v[0], HostID: v[1], Size: v[2]})
-	}
-	return out, sc.Err()
 }
 
 // inside maps a host ID into the namespace of m; an ID m does not map is an error.
