@@ -104,6 +104,9 @@ func TestGradeExitCodesAndJSON(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stdout, "hello: FAILURE, score 0.00") {
 		t.Errorf("empty workspace: exit %d\n%s", r.code, r.stdout)
 	}
+	if strings.Contains(r.stderr, "ceval:") {
+		t.Errorf("a FAILURE is not an error message: stderr %q", r.stderr)
+	}
 	if r := ceval(t, "grade", "../../examples/hello/task.yaml"); r.code != 2 {
 		t.Errorf("missing --workspace: exit %d", r.code)
 	}

@@ -78,9 +78,9 @@ func exitForStatus(status string) error {
 	case grader.TaskSuccess:
 		return nil
 	case grader.TaskFailure, record.StatusTimeout:
-		return exitWith(exitFailure, fmt.Errorf(""))
+		return exitCode(exitFailure)
 	default:
-		return exitWith(exitInfraErr, fmt.Errorf(""))
+		return exitCode(exitInfraErr)
 	}
 }
 
