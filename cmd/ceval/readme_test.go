@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/selftest"
 )
 
 // TestReadmeLayoutListsEveryPackage: the README's Layout table names every package of the
@@ -41,5 +44,27 @@ func TestReadmeLayoutListsEveryPackage(t *testing.T) {
 		if !strings.Contains(dirs, "`"+dir+"`") {
 			t.Errorf("README.md's Layout does not list package %s", dir)
 		}
+	}
+}
+
+// TestReadmeCountsTheAttacksTheBinaryShips: the README says how many agent attacks ceval
+// selftest ships (its count went stale three times in one session of merges).
+func TestReadmeCountsTheAttacksTheBinaryShips(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacks, err := selftest.Attacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := 0
+	for _, a := range attacks {
+		if !strings.HasPrefix(a.Name, "load-") {
+			agent++
+		}
+	}
+	if want := fmt.Sprintf("ships %d attacks inside the binary", agent); !strings.Contains(string(data), want) {
+		t.Errorf("README.md does not say %q", want)
 	}
 }
