@@ -46,6 +46,10 @@ install)
   ;;
 start)
   mkdir -p "$dir"
+  # Search-only for everyone: runc, inside each run's own user namespace (host IDs that are
+  # not root's), must traverse DIR/state to mount the container's rootfs. A 0700 DIR (mktemp -d)
+  # fails every run with "error preparing rootfs: ... permission denied".
+  chmod 0711 "$dir"
   sock="$dir/containerd.sock"
   if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
     echo "$sock"; exit 0
