@@ -329,25 +329,30 @@ func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snaps
 		return err
 	}
 	if k := snapshotKey(s); e.w.workspace != k {
-		var r viewReply
-		if err := e.roundTrip(ctx, loadWait, func(w io.Writer) error { return sendSnapshotView(w, s) }, opViewDone, &r); err != nil {
-			return fmt.Errorf("wasm: %w", err)
-		}
-		if r.Err != "" {
-			return fmt.Errorf("wasm: workspace view: %s", r.Err)
+		if err := e.loadView(ctx, "workspace", func(w io.Writer) error { return sendSnapshotView(w, s) }); err != nil {
+			return err
 		}
 		e.w.workspace = k
 	}
 	if withRef && e.w.reference != reference {
-		var r viewReply
 		send := func(w io.Writer) error { return sendReferenceView(w, reference, e.opts.MaxViewBytes) }
-		if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
-			return fmt.Errorf("wasm: %w", err)
-		}
-		if r.Err != "" {
-			return fmt.Errorf("wasm: reference view: %s", r.Err)
+		if err := e.loadView(ctx, "reference", send); err != nil {
+			return err
 		}
 		e.w.reference = reference
+	}
+	return nil
+}
+
+// loadView sends the worker one view (what send writes) and waits until it holds it; name
+// says which view in errors.
+func (e *Executor) loadView(ctx context.Context, name string, send func(io.Writer) error) error {
+	var r viewReply
+	if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
+		return fmt.Errorf("wasm: %w", err)
+	}
+	if r.Err != "" {
+		return fmt.Errorf("wasm: %s view: %s", name, r.Err)
 	}
 	return nil
 }

@@ -57,13 +57,9 @@ func (e *Executor) preparePackages(ctx context.Context, names []string, req *run
 	if e.w.pkgs == k {
 		return nil
 	}
-	var r viewReply
 	send := func(w io.Writer) error { return sendPackagesView(w, DebianDistPackages, names, e.opts.MaxViewBytes) }
-	if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
-		return fmt.Errorf("wasm: %w", err)
-	}
-	if r.Err != "" {
-		return fmt.Errorf("wasm: python_packages view: %s", r.Err)
+	if err := e.loadView(ctx, "python_packages", send); err != nil {
+		return err
 	}
 	e.w.pkgs = k
 	return nil

@@ -129,13 +129,9 @@ func (e *Executor) preparePytestLib(ctx context.Context) error {
 	if e.w.pylib {
 		return nil
 	}
-	var r viewReply
 	send := func(w io.Writer) error { return sendPytestLib(w, DebianDistPackages, e.opts.MaxViewBytes) }
-	if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
-		return fmt.Errorf("wasm: %w", err)
-	}
-	if r.Err != "" {
-		return fmt.Errorf("wasm: pytest packages view: %s", r.Err)
+	if err := e.loadView(ctx, "pytest packages", send); err != nil {
+		return err
 	}
 	e.w.pylib = true
 	return nil

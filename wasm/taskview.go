@@ -89,13 +89,9 @@ func (e *Executor) prepareTask(ctx context.Context, files []task.GraderFile, req
 	if e.w.task == k {
 		return nil
 	}
-	var r viewReply
 	send := func(w io.Writer) error { return sendTaskView(w, files, e.opts.MaxViewBytes) }
-	if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
-		return fmt.Errorf("wasm: %w", err)
-	}
-	if r.Err != "" {
-		return fmt.Errorf("wasm: task view: %s", r.Err)
+	if err := e.loadView(ctx, "task", send); err != nil {
+		return err
 	}
 	e.w.task = k
 	return nil
