@@ -269,7 +269,9 @@ func TestRunRefusesUnlabeledImageWithTheFix(t *testing.T) {
 // startSleeper starts `ceval run` of a task whose agent sleeps, in the test namespace, and
 // returns once the agent has started, with the runs directory. ceval's stderr is read to its
 // end meanwhile (through a pipe of ours, so Wait never races the reader).
-func startSleeper(t *testing.T, ctx context.Context, c *client.Client, taskID string) (*exec.Cmd, string) {
+// startSleeper starts `ceval run` (with extra flags, if any) on a task whose agent sleeps, and
+// returns once the agent has started.
+func startSleeper(t *testing.T, ctx context.Context, c *client.Client, taskID string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	p := filepath.Join(t.TempDir(), "task.yaml")
@@ -279,7 +281,8 @@ func startSleeper(t *testing.T, ctx context.Context, c *client.Client, taskID st
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(cevalBin, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, p)
+	args := append([]string{"run", "--namespace", ctrtest.Namespace, "--runs-dir", runs}, extra...)
+	cmd := exec.Command(cevalBin, append(args, p)...)
 	cmd.Stderr = w
 	err = cmd.Start()
 	w.Close()

@@ -246,7 +246,11 @@ func TestValidateAndPlanExperiment(t *testing.T) {
 // scratch mounts; gc keeps them while the owner lives and removes them all once it is dead.
 func TestGCAfterKill9LeavesNothingOfCevals(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	cmd, runs := startSleeper(t, ctx, c, "sleeper")
+	// A range of its own: in the default range, a run of another test package (go test runs
+	// packages at once) takes the lowest free slot, which is this run's the moment it dies.
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte("id_range: {start: 3221225472, slots: 2}\n"), 0o644)
+	cmd, runs := startSleeper(t, ctx, c, "sleeper", "--config", cfg)
 	killed := false
 	t.Cleanup(func() {
 		if !killed { // a failed check below: still leave nothing behind
