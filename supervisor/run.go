@@ -16,6 +16,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
@@ -75,6 +76,8 @@ type agentSandbox interface {
 	Close(ctx context.Context) error
 	// dirs are the host paths of the agent's workspace and home.
 	dirs() (workspace, home string)
+	// runStep runs one setup or after_agent step in a container of its own (Sandbox.RunStep).
+	runStep(ctx context.Context, name string, argv []string, timeout time.Duration, logPath string) (launcher.Exit, error)
 }
 
 // containerd is the containerRuntime of a real run.
@@ -112,14 +115,16 @@ func (e *InputError) Unwrap() error { return e.Err }
 // result.json's error. The agent phase is the sandbox's own sequence: start the container,
 // attest the init, let the agent go, wait for it and reap everything (Sandbox.Run).
 const (
-	PhasePrepare  = "prepare"  // inputs, run directory, plugins, mocks, gateway, image
-	PhaseLaunch   = "launch"   // scratch filesystems, workspace, the created container
-	PhaseAgent    = "agent"    // start, attest, wait, reap
-	PhaseCollect  = "collect"  // servers stopped, plugins re-verified, what the agent did
-	PhaseSnapshot = "snapshot" // the workspace copied out
-	PhaseGrade    = "grade"    // the criteria over the snapshot
-	PhaseRecord   = "record"   // the agent's logs redacted, result.json written
-	PhaseCleanup  = "cleanup"  // the container deleted, its scratch filesystems unmounted
+	PhasePrepare  = "prepare"     // inputs, run directory, plugins, mocks, gateway, image
+	PhaseLaunch   = "launch"      // scratch filesystems, workspace, the created container
+	PhaseSetup    = "setup"       // the task's setup steps, before the agent starts (steps.go)
+	PhaseAgent    = "agent"       // start, attest, wait, reap
+	PhaseCollect  = "collect"     // servers stopped, plugins re-verified, what the agent did
+	PhaseAfter    = "after_agent" // the task's after_agent steps, once the agent is gone (steps.go)
+	PhaseSnapshot = "snapshot"    // the workspace copied out
+	PhaseGrade    = "grade"       // the criteria over the snapshot
+	PhaseRecord   = "record"      // the agent's logs redacted, result.json written
+	PhaseCleanup  = "cleanup"     // the container deleted, its scratch filesystems unmounted
 )
 
 // Run takes one task from file to graded result, phase by phase (see the Phase constants):
@@ -148,8 +153,10 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	}{
 		{PhasePrepare, r.prepare},
 		{PhaseLaunch, r.launch},
+		{PhaseSetup, r.setup},
 		{PhaseAgent, r.runAgent},
 		{PhaseCollect, r.collect},
+		{PhaseAfter, r.afterAgent},
 		{PhaseSnapshot, r.snapshot},
 		{PhaseGrade, r.grade},
 		{PhaseRecord, r.redactLogs},
