@@ -115,16 +115,15 @@ func (e *InputError) Unwrap() error { return e.Err }
 // result.json's error. The agent phase is the sandbox's own sequence: start the container,
 // attest the init, let the agent go, wait for it and reap everything (Sandbox.Run).
 const (
-	PhasePrepare  = "prepare"     // inputs, run directory, plugins, mocks, gateway, image
-	PhaseLaunch   = "launch"      // scratch filesystems, workspace, the created container
-	PhaseSetup    = "setup"       // the task's setup steps, before the agent starts (steps.go)
-	PhaseAgent    = "agent"       // start, attest, wait, reap
-	PhaseCollect  = "collect"     // servers stopped, plugins re-verified, what the agent did
-	PhaseAfter    = "after_agent" // the task's after_agent steps, once the agent is gone (steps.go)
-	PhaseSnapshot = "snapshot"    // the workspace copied out
-	PhaseGrade    = "grade"       // the criteria over the snapshot
-	PhaseRecord   = "record"      // the agent's logs redacted, result.json written
-	PhaseCleanup  = "cleanup"     // the container deleted, its scratch filesystems unmounted
+	PhasePrepare  = "prepare"  // inputs, run directory, plugins, mocks, gateway, image
+	PhaseLaunch   = "launch"   // scratch filesystems, workspace, the created container
+	PhaseAgent    = "agent"    // start, attest, wait, reap
+	PhaseCollect  = "collect"  // servers stopped, plugins re-verified, what the agent did
+	PhaseSnapshot = "snapshot" // the workspace copied out
+	PhaseGrade    = "grade"    // the criteria over the snapshot
+	PhaseRecord   = "record"   // the agent's logs redacted, result.json written
+	PhaseCleanup  = "cleanup"  // the container deleted, its scratch filesystems unmounted
+	// PhaseSetup (after launch) and PhaseAfterAgent (after collect) are in steps.go.
 )
 
 // Run takes one task from file to graded result, phase by phase (see the Phase constants):
@@ -156,7 +155,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		{PhaseSetup, r.setup},
 		{PhaseAgent, r.runAgent},
 		{PhaseCollect, r.collect},
-		{PhaseAfter, r.afterAgent},
+		{PhaseAfterAgent, r.afterAgent},
 		{PhaseSnapshot, r.snapshot},
 		{PhaseGrade, r.grade},
 		{PhaseRecord, r.redactLogs},

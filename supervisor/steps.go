@@ -25,6 +25,12 @@ import (
 // step outlives its turn, and after_agent steps begin only once the agent and everything it
 // started are gone. A step gets no plugins, mocks or model gateway, and a /tmp of its own.
 
+// Phases of the steps (see the Phase constants in run.go).
+const (
+	PhaseSetup      = "setup"       // the task's setup steps: after launch, before the agent's container starts
+	PhaseAfterAgent = "after_agent" // the task's after_agent steps: after collect, before the snapshot
+)
+
 // StepShell runs each step as `StepShell -c RUN`; the image must have it.
 const StepShell = "/bin/sh"
 

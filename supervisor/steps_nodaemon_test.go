@@ -163,7 +163,7 @@ func TestInterruptDuringAStepLeavesTheRunUngraded(t *testing.T) {
 	var events []string
 	res, err := runFakeSteps(t, rt, stepsTask("after_agent: [make build]\n"), Options{}, &events)
 	var pe *PhaseError
-	if !errors.As(err, &pe) || pe.Phase != PhaseAfter || !res.Interrupted || res.Complete || slices.Contains(events, "graded") {
+	if !errors.As(err, &pe) || pe.Phase != PhaseAfterAgent || !res.Interrupted || res.Complete || slices.Contains(events, "graded") {
 		t.Fatalf("err %v, result %+v, events %v", err, res, events)
 	}
 }
