@@ -72,6 +72,7 @@ after_agent:
 	if len(res.Steps) != 3 || !res.Steps[0].OK() || !res.Steps[1].OK() || !res.Steps[2].OK() {
 		t.Fatalf("steps %+v", res.Steps)
 	}
+	t.Logf("steps took %.2fs, %.2fs and %.2fs (each its own container)", res.Steps[0].Seconds, res.Steps[1].Seconds, res.Steps[2].Seconds)
 	// The daemon was killed when its step's shell exited, not at the step's timeout.
 	if res.Steps[1].Seconds > 20 {
 		t.Errorf("the step that left a daemon took %.1fs", res.Steps[1].Seconds)
@@ -194,5 +195,27 @@ func TestStepOutputCannotForgeResultFields(t *testing.T) {
 		if strings.Contains(line, `"graded"`) && strings.Contains(line, "SUCCESS") {
 			t.Errorf("a graded event says SUCCESS: %s", line)
 		}
+	}
+}
+
+// TestSetupStepThatOverrunsItsTimeoutIsKilledAndEndsTheRunAsError: the step's own timeout
+// (not the agent's) stops it, and its container goes with everything in it.
+func TestSetupStepThatOverrunsItsTimeoutIsKilledAndEndsTheRunAsError(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	doc := agentTask("steps-setup-timeout", "touch agent-ran", "  - {type: file_exists, path: agent-ran}\n",
+		"setup:\n  - {run: \"echo going; sleep 600\", timeout: 1s}\n")
+	res, err := runTask(t, doc, nil, Options{})
+	var se *StepError
+	if !errors.As(err, &se) || !se.Step.TimedOut || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("err %v, want setup step 1's timeout", err)
+	}
+	if s := res.Steps[0].Seconds; s > 30 {
+		t.Errorf("the step ran %.1fs past its 1s timeout", s)
+	}
+	if log := stepLog(t, res, "setup-1"); log != "going\n" {
+		t.Errorf("setup-1.log = %q", log)
+	}
+	if err := ctrtest.Leftovers(ctx, c); err != nil {
+		t.Errorf("left behind: %v", err)
 	}
 }
