@@ -50,6 +50,9 @@ type Result struct {
 	// ToolCalls counts the tool calls the model asked for, per tool, as the gateway's
 	// transcript records them (package toolcalls).
 	ToolCalls *toolcalls.Summary `json:"tool_calls,omitempty"`
+
+	// Steps are the task's setup and after_agent steps, in the order they ran.
+	Steps []StepResult `json:"steps,omitempty"`
 }
 
 // AgentResult is what the agent did, as far as ceval saw it.

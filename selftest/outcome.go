@@ -179,6 +179,11 @@ func gather(res *record.Result, canary string) (log string, leaks []string) {
 			b.WriteByte('\n')
 		}
 	}
+	for _, st := range res.Steps { // setup and after_agent logs: the agent wrote what they ran
+		if data, _ := os.ReadFile(filepath.Join(res.Dir, st.Log)); st.Log != "" && bytes.Contains(data, []byte(canary)) {
+			leaks = append(leaks, "the canary is in "+st.Log)
+		}
+	}
 	leaks = append(leaks, scanSnapshot(filepath.Join(res.Dir, record.WorkspaceDir), canary)...)
 	if l := checkResultFile(res); l != "" {
 		leaks = append(leaks, l)

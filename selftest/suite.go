@@ -106,6 +106,7 @@ var setups = map[string]setup{
 	"fool-oversize-hidden-todo": {check: checkLimitsHitNames("snapshot per-file cap")},
 	"fool-entry-cap-hides-file": {check: checkLimitsHitNames("snapshot entry cap")},
 	"fool-path-shape":           {check: checkPathShapeBounded},
+	"steps-break-after-agent":   {check: checkStepsHeld},
 }
 
 // gatewayProvider runs an attack against the fake provider with a real-looking key.

@@ -16,6 +16,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
@@ -75,6 +76,8 @@ type agentSandbox interface {
 	Close(ctx context.Context) error
 	// dirs are the host paths of the agent's workspace and home.
 	dirs() (workspace, home string)
+	// runStep runs one setup or after_agent step in a container of its own (Sandbox.RunStep).
+	runStep(ctx context.Context, name string, argv []string, timeout time.Duration, logPath string) (launcher.Exit, error)
 }
 
 // containerd is the containerRuntime of a real run.
@@ -120,6 +123,7 @@ const (
 	PhaseGrade    = "grade"    // the criteria over the snapshot
 	PhaseRecord   = "record"   // the agent's logs redacted, result.json written
 	PhaseCleanup  = "cleanup"  // the container deleted, its scratch filesystems unmounted
+	// PhaseSetup (after launch) and PhaseAfterAgent (after collect) are in steps.go.
 )
 
 // Run takes one task from file to graded result, phase by phase (see the Phase constants):
@@ -148,8 +152,10 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	}{
 		{PhasePrepare, r.prepare},
 		{PhaseLaunch, r.launch},
+		{PhaseSetup, r.setup},
 		{PhaseAgent, r.runAgent},
 		{PhaseCollect, r.collect},
+		{PhaseAfterAgent, r.afterAgent},
 		{PhaseSnapshot, r.snapshot},
 		{PhaseGrade, r.grade},
 		{PhaseRecord, r.redactLogs},

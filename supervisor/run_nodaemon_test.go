@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,11 @@ type fakeRuntime struct {
 	createErr error
 	closeErr  error
 	// agent acts as the agent in the workspace and says how the container ended.
-	agent    func(ws, home string) (*Outcome, error)
+	agent func(ws, home string) (*Outcome, error)
+	// step acts as a setup or after_agent step (argv is `sh -c RUN`), writing its output to
+	// log; nil: every step exits 0.
+	step     func(name string, argv []string, ws string, log io.Writer) (launcher.Exit, error)
+	steps    []string // the names of the steps run, in order
 	launched int
 	closed   int
 	cfg      SandboxConfig
@@ -72,6 +77,19 @@ func (s *fakeSandbox) Close(context.Context) error {
 }
 
 func (s *fakeSandbox) dirs() (string, string) { return s.ws, s.home }
+
+func (s *fakeSandbox) runStep(_ context.Context, name string, argv []string, _ time.Duration, logPath string) (launcher.Exit, error) {
+	s.f.steps = append(s.f.steps, name)
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return launcher.Exit{}, err
+	}
+	defer f.Close()
+	if s.f.step == nil {
+		return launcher.Exit{CgroupEmpty: true}, nil
+	}
+	return s.f.step(name, argv, s.ws, f)
+}
 
 // exited is an agent's clean exit with code.
 func exited(code int) *Outcome {

@@ -75,6 +75,8 @@ type Sandbox struct {
 	goW       *io.PipeWriter
 	ids       *IDSlot
 	userns    *launcher.UserNS
+	ocfg      oci.Config   // the agent container's; a step's container is made from a copy (see RunStep)
+	img       client.Image // the agent's image
 }
 
 // Outcome is how the agent's container ended.
@@ -197,6 +199,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
 	}
+	s.ocfg, s.img = ocfg, img
 	goR, goW := io.Pipe()
 	s.goW = goW
 	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
@@ -228,16 +231,8 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 		return nil, err
 	}
 	out := &Outcome{}
-	att, err := attest(ctx, tk.Pid())
-	if err == nil {
-		att.Network = s.cfg.Network
-		att.LimitsEnforcedBy = policy.RootfulLimits
-		out.Isolation = att
-		err = CheckAttestation(att, Policy{
-			UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
-			IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
-		})
-	}
+	att, err := s.attestInit(ctx, tk.Pid())
+	out.Isolation = att
 	if err != nil {
 		s.goW.Close() // EOF without the go-ahead: the init exits without starting the agent
 		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
@@ -298,21 +293,41 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	return out, nil
 }
 
-// beforeStart runs once the container's task exists: runc has joined the run's user
-// namespace, so its holder can go; the init's rlimits are lowered as the agent's own host
-// IDs (see oci.Rlimits); then the caller's hook.
-func (s *Sandbox) beforeStart(ctx context.Context, pid uint32) error {
-	if err := s.userns.Close(); err != nil {
-		return err
+// attestInit waits for a container's init (host PID pid) to exec, reads its isolation and
+// checks it against the sandbox's policy; the attestation is returned whenever it was read.
+func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestation, error) {
+	att, err := attest(ctx, pid)
+	if err != nil {
+		return nil, err
 	}
-	host := s.ids.HostID + s.cfg.UID
-	if err := launcher.LowerRlimits(pid, host, host, oci.Rlimits()); err != nil {
+	att.Network = s.cfg.Network
+	att.LimitsEnforcedBy = policy.RootfulLimits
+	return att, CheckAttestation(att, Policy{
+		UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
+		IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
+	})
+}
+
+// beforeStart runs once the container's task exists: see hardenTask; then the caller's hook.
+func (s *Sandbox) beforeStart(ctx context.Context, pid uint32) error {
+	if err := s.hardenTask(s.userns, pid); err != nil {
 		return err
 	}
 	if s.cfg.BeforeStart != nil {
 		return s.cfg.BeforeStart(ctx, pid)
 	}
 	return nil
+}
+
+// hardenTask runs between a container's create and start (pid is its init's host PID): runc
+// has joined the user namespace, so its holder can go; the init's rlimits are lowered as the
+// process's own host IDs (see oci.Rlimits).
+func (s *Sandbox) hardenTask(userns *launcher.UserNS, pid uint32) error {
+	if err := userns.Close(); err != nil {
+		return err
+	}
+	host := s.ids.HostID + s.cfg.UID
+	return launcher.LowerRlimits(pid, host, host, oci.Rlimits())
 }
 
 func isClosed(c chan struct{}) bool {

@@ -37,7 +37,11 @@ var (
 	jsStr      = jsType("string", "")
 	jsStrs     = jsList(jsStr, "")
 	jsDuration = map[string]any{"type": "string", "pattern": `^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`, "description": "a duration such as 30s, 5m or 1h30m"}
-	jsPath     = jsType("string", "a path relative to the task file's directory (inside the declared root)")
+	// jsStep is a setup or after_agent step: a shell command, or {run, timeout} (the object
+	// keywords apply to an object only).
+	jsStep = map[string]any{"type": []string{"string", "object"}, "minLength": 1, "description": "a shell command (sh -c), or {run: COMMAND, timeout: DURATION}; default timeout 5m",
+		"properties": map[string]any{"run": jsType("string", "a shell command (sh -c)"), "timeout": jsDuration}, "required": []string{"run"}, "additionalProperties": false}
+	jsPath = jsType("string", "a path relative to the task file's directory (inside the declared root)")
 )
 
 // criterionFieldSchema types every criterion field the loader knows.
@@ -194,6 +198,8 @@ func TaskSchema() map[string]any {
 		}),
 		"grader_files":    jsList(jsPath, "task files (or directories) executing criteria see read-only at /task"),
 		"python_packages": jsList(jsStr, "Debian pure-Python packages (import names) every Python criterion can import"),
+		"setup":           jsList(jsStep, "commands run in the agent's sandbox before the agent starts; a failing one makes the run ERROR"),
+		"after_agent":     jsList(jsStep, "commands run in the agent's sandbox after the agent is gone, before the snapshot (e.g. a build); a failure is recorded"),
 		// read by LoadAll before the loader: one task per row
 		"dataset": jsObj(map[string]any{"file": jsType("string", "rows as .jsonl, .csv or .yaml, relative to the task file; ${row.field} is substituted in initial_prompt, sandbox and success_criteria")}, "file"),
 	}, "task_id", "success_criteria")

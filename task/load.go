@@ -230,6 +230,8 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"grader", func(v *yaml.Node) { l.grader(v, &graderDefault, &graderTimeout) }},
 		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},
 		{"python_packages", func(v *yaml.Node) { l.pythonPackages(v, "python_packages", &t.PythonPackages) }},
+		{"setup", func(v *yaml.Node) { t.Setup = l.steps(v, "setup") }},
+		{"after_agent", func(v *yaml.Node) { t.AfterAgent = l.steps(v, "after_agent") }},
 	})
 	if seen == nil {
 		return t

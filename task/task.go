@@ -52,6 +52,9 @@ type Task struct {
 	GraderFiles []GraderFile
 	// PythonPackages are Debian pure-Python packages every Python criterion can import.
 	PythonPackages []string
+	// Setup runs in the agent's sandbox before the agent starts; AfterAgent after it is
+	// gone and before the snapshot (see Step).
+	Setup, AfterAgent []Step
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	// Dataset is the task_id of the dataset task this one is a row of (its ID is then
