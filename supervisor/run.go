@@ -144,6 +144,11 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		if serr := r.stopServers(); serr != nil && err == nil {
 			err = inPhase(PhaseCollect, serr)
 		}
+		// The agent's logs are redacted however the run ended: one that failed in its
+		// snapshot or grade phase keeps what the agent printed too.
+		if rerr := r.redactLogs(ctx); rerr != nil && err == nil {
+			err = inPhase(PhaseRecord, rerr)
+		}
 		err = r.record(err)
 	}()
 	phases := []struct {
@@ -158,7 +163,6 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		{PhaseAfterAgent, r.afterAgent},
 		{PhaseSnapshot, r.snapshot},
 		{PhaseGrade, r.grade},
-		{PhaseRecord, r.redactLogs},
 	}
 	defer func() {
 		if r.sb == nil {

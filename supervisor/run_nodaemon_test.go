@@ -238,3 +238,44 @@ func TestRunInterruptedAgentIsNotGraded(t *testing.T) {
 		t.Fatalf("events %v, closed %d", events, rt.closed)
 	}
 }
+
+// TestAgentLogsAreRedactedWhenTheRunFailsAfterTheAgent: an agent that prints a provider key
+// ceval holds, in a run that then fails (here its snapshot), leaves no key in its logs: the
+// redaction runs however the run ends, not only as the last phase of a run that got there.
+func TestAgentLogsAreRedactedWhenTheRunFailsAfterTheAgent(t *testing.T) {
+	const key = "sk-ant-redact-me-0123456789"
+	var runDir string
+	rt := &fakeRuntime{}
+	rt.agent = func(ws, home string) (*Outcome, error) {
+		runDir = filepath.Dir(rt.cfg.Dir) // cfg.Dir is RUNDIR/.scratch
+		for _, p := range []string{rt.cfg.StdoutPath, rt.cfg.StderrPath} {
+			if err := os.WriteFile(p, []byte("leaked "+key+"\n"), 0o600); err != nil {
+				return nil, err
+			}
+		}
+		// A file where the snapshot's directory goes: the snapshot phase fails.
+		return exited(0), os.WriteFile(filepath.Join(runDir, record.WorkspaceDir), nil, 0o600)
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(agentTask("leaky", "true", "  - {type: file_exists, path: x}\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	o := Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(map[string]string{"ANTHROPIC_API_KEY": key})}
+	res, err := Run(context.Background(), tk, o)
+	var pe *PhaseError
+	if !errors.As(err, &pe) || pe.Phase != PhaseSnapshot || res.Status != record.StatusError {
+		t.Fatalf("err %v, result %+v: want an ERROR in the snapshot phase", err, res)
+	}
+	for _, f := range []string{record.StdoutFile, record.StderrFile} {
+		b, err := os.ReadFile(filepath.Join(runDir, f))
+		if err != nil || strings.Contains(string(b), key) || !strings.Contains(string(b), "leaked ") {
+			t.Errorf("%s after a failed run: %q, %v; want the key redacted", f, b, err)
+		}
+	}
+}
