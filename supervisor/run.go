@@ -75,6 +75,11 @@ type agentSandbox interface {
 	Close(ctx context.Context) error
 	// dirs are the host paths of the agent's workspace and home.
 	dirs() (workspace, home string)
+	// Again replaces the reaped container with a fresh one over the same scratch
+	// filesystems, for the agent's next iteration.
+	Again(ctx context.Context, next AgainConfig) error
+	// deleteContainer deletes the reaped container and keeps the scratch filesystems.
+	deleteContainer(ctx context.Context) error
 }
 
 // containerd is the containerRuntime of a real run.
@@ -163,9 +168,25 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		}
 		r.emit("container_deleted", nil)
 	}()
+	defer func() { r.iter.user.close() }()
 	for _, p := range phases {
 		if err := p.do(ctx); err != nil {
 			return r.res, inPhase(p.name, err)
+		}
+		// After each grade, the agent may go again (iterations.go).
+		for p.name == PhaseGrade {
+			more, err := r.nextIteration(ctx)
+			if err != nil {
+				return r.res, inPhase(PhaseIterate, err)
+			}
+			if !more {
+				break
+			}
+			for _, again := range phases[2:6] { // agent, collect, snapshot, grade
+				if err := again.do(ctx); err != nil {
+					return r.res, inPhase(again.name, err)
+				}
+			}
 		}
 	}
 	return r.res, nil
@@ -194,6 +215,7 @@ type run struct {
 	home    string // the agent's home on the host
 	out     *Outcome
 	snap    *snapshot.Snapshot
+	iter    iterations
 }
 
 // newRun checks the task's inputs against what the user allowed, and opens the run
@@ -214,6 +236,9 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 		return nil, &InputError{err}
 	}
 	if err := CheckJudge(t, o.Judge); err != nil {
+		return nil, &InputError{err}
+	}
+	if err := CheckSimulatedUser(t, o.Judge); err != nil {
 		return nil, &InputError{err}
 	}
 	r.redact = Redactor(r.secrets)
@@ -288,7 +313,7 @@ func (r *run) launch(ctx context.Context) error {
 	t, o := r.t, r.o
 	sb, err := o.containers.newSandbox(ctx, SandboxConfig{
 		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
-		Argv: r.argv, Env: r.env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
+		Argv: r.argv, Env: iterationEnv(r.env, t, 1), Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
@@ -383,7 +408,9 @@ func (r *run) stopServers() error {
 // collect stops the servers, verifies the plugins again and records what the agent did:
 // its exit, the limits it hit, its usage and its CLI's sessions.
 func (r *run) collect(context.Context) error {
-	if err := r.stopServers(); err != nil {
+	if r.t.MaxRuns() > 1 {
+		r.pauseServers() // another iteration may use them; Run stops them at its end
+	} else if err := r.stopServers(); err != nil {
 		return err
 	}
 	res, exit := r.res, r.out.Exit
@@ -411,7 +438,7 @@ func (r *run) collect(context.Context) error {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
 	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
-		res.Agent.Turns, res.Agent.Tokens, res.Agent.Usage = u.Turns, u.Tokens, u.Source
+		addUsage(&res.Agent, u) // summed over the iterations
 	}
 	sessions, notes, err := copySessions(r.t.Agent.Type, r.home, r.dir)
 	res.Agent.Sessions = sessions
@@ -448,7 +475,11 @@ func (r *run) grade(ctx context.Context) error {
 	t, res := r.t, r.res
 	// Verifier containers (sandbox: container) start only once the agent's is deleted.
 	if t.NeedsVerifier() {
-		if err := r.sb.Close(ctx); err != nil {
+		closeSandbox := r.sb.Close
+		if t.MaxRuns() > 1 {
+			closeSandbox = r.sb.deleteContainer // the scratch filesystems serve the next iteration
+		}
+		if err := closeSandbox(ctx); err != nil {
 			return &InfraError{err}
 		}
 	}

@@ -27,6 +27,7 @@ type fakeRuntime struct {
 	launched int
 	closed   int
 	cfg      SandboxConfig
+	again    []AgainConfig // each iteration after the first
 }
 
 func (f *fakeRuntime) resolveImage(_ context.Context, sb task.Sandbox) (images.Image, error) {
@@ -72,6 +73,14 @@ func (s *fakeSandbox) Close(context.Context) error {
 }
 
 func (s *fakeSandbox) dirs() (string, string) { return s.ws, s.home }
+
+func (s *fakeSandbox) Again(_ context.Context, next AgainConfig) error {
+	s.f.again = append(s.f.again, next)
+	s.f.cfg.Argv, s.f.cfg.Env, s.f.cfg.StdoutPath, s.f.cfg.StderrPath = next.Argv, next.Env, next.StdoutPath, next.StderrPath
+	return nil
+}
+
+func (s *fakeSandbox) deleteContainer(context.Context) error { return nil }
 
 // exited is an agent's clean exit with code.
 func exited(code int) *Outcome {

@@ -1,0 +1,133 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+)
+
+// runIterFake runs doc (a command-agent task) on rt without a daemon.
+func runIterFake(t *testing.T, rt *fakeRuntime, doc string) (*record.Result, error) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tk.Close() })
+	return Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
+}
+
+// TestIterationsRunTheAgentAgainWithFeedbackUntilSuccess: an agent that writes the right
+// file only once its prompt holds the failed criterion's description succeeds at
+// iteration 2, both iterations are recorded (result and files), and the follow-up prompt
+// and CEVAL_ITERATION reach the second container.
+func TestIterationsRunTheAgentAgainWithFeedbackUntilSuccess(t *testing.T) {
+	var prompts []string
+	rt := &fakeRuntime{}
+	rt.agent = func(ws, home string) (*Outcome, error) {
+		p, err := os.ReadFile(filepath.Join(home, ".ceval", "prompt.md"))
+		if err != nil {
+			return nil, err
+		}
+		prompts = append(prompts, string(p))
+		content := "wrong\n"
+		if strings.Contains(string(p), "hello.txt says hello") {
+			content = "hello\n"
+		}
+		return exited(0), os.WriteFile(filepath.Join(ws, "hello.txt"), []byte(content), 0o644)
+	}
+	doc := agentTask("iter", "true", "  - {type: file_contains, path: hello.txt, includes: [hello], description: hello.txt says hello}\n",
+		"iterations: {max: 3, feedback: descriptions}\n")
+	res, err := runIterFake(t, rt, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || res.IterationsUsed != 2 || len(res.Iterations) != 2 {
+		t.Fatalf("status %s, iterations_used %d, iterations %+v", res.Status, res.IterationsUsed, res.Iterations)
+	}
+	if it := res.Iterations; it[0].Status != "FAILURE" || it[0].Prompt != PromptInitial || it[1].Status != "SUCCESS" || it[1].Prompt != PromptFeedback || it[1].Over != "SUCCESS" {
+		t.Fatalf("iterations %+v", it)
+	}
+	if len(prompts) != 2 || prompts[0] != "do the task" || !strings.Contains(prompts[1], "hello.txt says hello") {
+		t.Fatalf("prompts %q", prompts)
+	}
+	if len(rt.again) != 1 || !slices.Contains(rt.again[0].Env, "CEVAL_ITERATION=2") || !slices.Contains(rt.cfg.Env, "CEVAL_ITERATION=2") {
+		t.Fatalf("second container: %+v", rt.again)
+	}
+	for _, p := range []string{"iterations/1/result.json", "iterations/1/workspace/hello.txt", "iterations/1/" + record.StdoutFile, "iterations/2/result.json", "workspace/hello.txt", "result.json"} {
+		if _, err := os.Stat(filepath.Join(res.Dir, p)); err != nil {
+			t.Errorf("run directory: %v", err)
+		}
+	}
+	first, err := os.ReadFile(filepath.Join(res.Dir, "iterations/1/workspace/hello.txt"))
+	if err != nil || string(first) != "wrong\n" {
+		t.Errorf("iteration 1's snapshot holds %q, %v", first, err)
+	}
+	onDisk, err := record.ReadResult(res.Dir)
+	if err != nil || onDisk.IterationsUsed != 2 || onDisk.Status != "SUCCESS" {
+		t.Fatalf("result.json %+v, %v", onDisk, err)
+	}
+}
+
+// TestIterationsStopAtTheirMax: an agent that never fixes its work runs iterations.max
+// times and no more; the result is the last iteration's.
+func TestIterationsStopAtTheirMax(t *testing.T) {
+	runs := 0
+	rt := &fakeRuntime{agent: func(ws, _ string) (*Outcome, error) { runs++; return exited(0), nil }}
+	res, err := runIterFake(t, rt, agentTask("iter", "true", "  - {type: file_exists, path: hello.txt}\n", "iterations: {max: 3}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 3 || res.IterationsUsed != 3 || res.Status != "FAILURE" || res.Iterations[2].Over != "iterations.max 3 reached" {
+		t.Fatalf("runs %d, result %+v", runs, res.Iterations)
+	}
+}
+
+func TestFollowUpArgvResumesTheCLIsSession(t *testing.T) {
+	for _, c := range []struct {
+		agent task.Agent
+		want  string
+	}{
+		{task.Agent{Type: task.AgentCommand, Command: []string{"/bin/sh", "-c", "x"}}, "/bin/sh -c x"},
+		{task.Agent{Type: task.AgentClaudeCode, Model: "m1"}, "claude -p NEXT --continue --output-format stream-json --verbose --dangerously-skip-permissions --model m1"},
+		{task.Agent{Type: task.AgentCodex, Model: "m2"}, "codex exec resume --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox --model m2 --last NEXT"},
+	} {
+		a := c.agent
+		argv, err := FollowUpArgv(&task.Task{ID: "t", Prompt: "FIRST", Agent: &a}, "NEXT")
+		if err != nil || strings.Join(argv, " ") != c.want {
+			t.Errorf("%s: %q, %v; want %s", a.Type, argv, err, c.want)
+		}
+	}
+}
+
+func TestParseUserTurn(t *testing.T) {
+	for _, c := range []struct {
+		in     string
+		done   bool
+		prompt string
+		bad    bool
+	}{
+		{`{"done": true}`, true, "", false},
+		{`{"done": false, "prompt": "add tests"}`, false, "add tests", false},
+		{`{"done": false}`, false, "", true},
+		{`{"done": false, "prompt": "x"} more`, false, "", true},
+		{`{"done": false, "prompt": "x", "score": 1}`, false, "", true},
+		{`sure, here you go`, false, "", true},
+	} {
+		done, p, err := ParseUserTurn(c.in)
+		if (err != nil) != c.bad || done != c.done || p != c.prompt {
+			t.Errorf("ParseUserTurn(%q) = %v %q %v", c.in, done, p, err)
+		}
+	}
+}
