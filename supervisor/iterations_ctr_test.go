@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
 )
 
 // TestCommandAgentFixesItsOutputAfterFeedback runs, against the real containerd, a command
@@ -86,5 +88,71 @@ func TestSimulatedUserConversationInReplay(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], "You want a haiku about the sea.") || !strings.Contains(lines[0], "I did iteration 1") ||
 		!strings.Contains(lines[1], "I did iteration 2") || !strings.Contains(lines[0], `"mode":"replay"`) {
 		t.Fatalf("simulated user calls:\n%s", calls)
+	}
+}
+
+// claudeIterationsScript is the model of TestRealClaudeCodeResumesItsSessionAfterFeedback:
+// turns are answered by conversation depth (assistant turns the request already holds), so
+// turns 2 and 3 are reached only by a request that carries iteration 1's conversation, that
+// is, by a CLI that resumed its session. A fresh session would get turn 0 again: "wrong".
+const claudeIterationsScript = `version: 1
+api: anthropic
+turns:
+  - text: "Writing the answer."
+    tool_calls:
+      - name: Write
+        input: {file_path: /workspace/answer.txt, content: "wrong\n"}
+    usage: {input_tokens: 1000, output_tokens: 20}
+  - text: "Done."
+    usage: {input_tokens: 1100, output_tokens: 5}
+  - text: "Fixing it."
+    tool_calls:
+      - name: Write
+        input: {file_path: /workspace/answer.txt, content: "right\n"}
+    usage: {input_tokens: 1200, output_tokens: 20}
+  - text: "Fixed."
+    usage: {input_tokens: 1300, output_tokens: 5}
+`
+
+// TestRealClaudeCodeResumesItsSessionAfterFeedback runs the real Claude Code CLI through
+// the gateway in replay mode for two iterations: the second container continues the
+// session the first left in the shared home, and succeeds.
+func TestRealClaudeCodeResumesItsSessionAfterFeedback(t *testing.T) {
+	c, ctx := withAgentImage(t)
+	dir := testtree.New(t, map[string]string{
+		"model.yaml": claudeIterationsScript,
+		"task.yaml": `task_id: claude-iterations
+initial_prompt: Write the answer to answer.txt.
+agent: {type: claude-code, model: claude-sonnet-4-5, gateway: {mode: replay, fixture: model.yaml}}
+sandbox:
+  image: ceval.local/agent:latest
+  limits: {timeout: 2m, memory_mb: 1024, cpus: 2, pids: 128, disk_mb: 64}
+iterations: {max: 2, feedback: descriptions}
+success_criteria:
+  - {type: file_contains, path: answer.txt, includes: [right], description: answer.txt holds the right answer}
+`})
+	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || res.IterationsUsed != 2 || res.Iterations[0].Status != "FAILURE" {
+		stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
+		stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
+		t.Fatalf("status %s, iterations %+v\nstdout:\n%s\nstderr:\n%s", res.Status, res.Iterations, tail(stdout), tail(stderr))
+	}
+	// The gateway served all four turns, across both containers, and no request missed.
+	if g := res.Gateway; g == nil || g.Turns != 4 || g.ReplayMisses != 0 {
+		t.Fatalf("gateway %+v", res.Gateway)
+	}
+	// Both iterations' session files were kept.
+	for _, p := range []string{"iterations/1/" + SessionsDir, SessionsDir} {
+		if _, err := os.Stat(filepath.Join(res.Dir, p)); err != nil {
+			t.Errorf("sessions: %v", err)
+		}
 	}
 }
