@@ -372,9 +372,10 @@ func (r *run) runAgent(ctx context.Context) error {
 		return &InfraError{err}
 	}
 	r.out = out
-	r.res.Timings.Agent = out.Exit.Duration.Seconds()
-	r.res.Timings.Launch = max(0, runEnd.Sub(waitStart)-out.Exit.Duration-out.Exit.Reap).Seconds()
-	r.res.Timings.Reap = (out.Exit.Reap + time.Since(runEnd)).Seconds()
+	// Summed over the iterations of the agent, when there are several.
+	r.res.Timings.Agent += out.Exit.Duration.Seconds()
+	r.res.Timings.Launch += max(0, runEnd.Sub(waitStart)-out.Exit.Duration-out.Exit.Reap).Seconds()
+	r.res.Timings.Reap += (out.Exit.Reap + time.Since(runEnd)).Seconds()
 	return nil
 }
 
