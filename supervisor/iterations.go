@@ -145,6 +145,8 @@ func (r *run) iterationsOver(ctx context.Context, n int) string {
 		return fmt.Sprintf("simulated_user.max_turns %d reached", t.SimulatedUser.MaxTurns)
 	case r.out.Stopped:
 		return "a run budget is spent: " + res.Agent.StoppedBy
+	case r.gw != nil && isClosed(r.gw.exceeded):
+		return "a run budget is spent: " + r.gw.srv.Totals().ExceededLimit
 	case res.Agent.TimedOut || r.iter.agentTime >= t.Sandbox.Limits.Timeout:
 		return "the task's time limit is spent"
 	case res.Status == grader.TaskError:

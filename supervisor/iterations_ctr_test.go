@@ -156,3 +156,58 @@ success_criteria:
 		}
 	}
 }
+
+// codexIterationsScript: like claudeIterationsScript, for Codex's Responses API.
+const codexIterationsScript = `version: 1
+api: openai
+turns:
+  - text: "Writing the answer."
+    tool_calls:
+      - name: exec_command
+        input: {cmd: "echo wrong > answer.txt"}
+    usage: {input_tokens: 900, output_tokens: 20}
+  - text: "Done."
+    usage: {input_tokens: 1000, output_tokens: 5}
+  - text: "Fixing it."
+    tool_calls:
+      - name: exec_command
+        input: {cmd: "echo right > answer.txt"}
+    usage: {input_tokens: 1100, output_tokens: 20}
+  - text: "Fixed."
+    usage: {input_tokens: 1200, output_tokens: 5}
+`
+
+// TestRealCodexResumesItsSessionAfterFeedback: the real Codex CLI, resumed with exec resume
+// --last in the second container, carries iteration 1's conversation and succeeds.
+func TestRealCodexResumesItsSessionAfterFeedback(t *testing.T) {
+	c, ctx := withAgentImage(t)
+	dir := testtree.New(t, map[string]string{
+		"model.yaml": codexIterationsScript,
+		"task.yaml": `task_id: codex-iterations
+initial_prompt: Write the answer to answer.txt.
+agent: {type: codex, model: gpt-5-codex, gateway: {mode: replay, fixture: model.yaml}}
+sandbox:
+  image: ceval.local/agent:latest
+  limits: {timeout: 2m, memory_mb: 1024, cpus: 2, pids: 128, disk_mb: 64}
+iterations: {max: 2, feedback: descriptions}
+success_criteria:
+  - {type: file_contains, path: answer.txt, includes: [right], description: answer.txt holds the right answer}
+`})
+	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || res.IterationsUsed != 2 || res.Iterations[0].Status != "FAILURE" {
+		stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
+		stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
+		t.Fatalf("status %s, iterations %+v\nstdout:\n%s\nstderr:\n%s", res.Status, res.Iterations, tail(stdout), tail(stderr))
+	}
+	if g := res.Gateway; g == nil || g.Turns != 4 || g.ReplayMisses != 0 {
+		t.Fatalf("gateway %+v", res.Gateway)
+	}
+}
