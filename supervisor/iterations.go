@@ -89,6 +89,11 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 	if t.MaxRuns() <= 1 {
 		return false, nil
 	}
+	if ctx.Err() != nil {
+		// Cut short of its iterations, the run is incomplete: a resume runs it again.
+		res.Interrupted = true
+		return false, &InfraError{errors.New("interrupted between iterations: the run did not finish")}
+	}
 	n := len(res.Iterations) + 1
 	if r.iter.prompt == "" {
 		r.iter.prompt = PromptInitial
@@ -134,8 +139,6 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 func (r *run) iterationsOver(ctx context.Context, n int) string {
 	t, res := r.t, r.res
 	switch {
-	case ctx.Err() != nil:
-		return "interrupted"
 	case res.Status == grader.TaskSuccess:
 		return "SUCCESS"
 	case n >= t.MaxRuns():

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
@@ -129,5 +130,27 @@ func TestParseUserTurn(t *testing.T) {
 		if (err != nil) != c.bad || done != c.done || p != c.prompt {
 			t.Errorf("ParseUserTurn(%q) = %v %q %v", c.in, done, p, err)
 		}
+	}
+}
+
+// TestIterationsShareTheTaskTimeLimit: each iteration's container gets what is left of
+// sandbox.limits.timeout, and no iteration starts once it is spent.
+func TestIterationsShareTheTaskTimeLimit(t *testing.T) {
+	runs := 0
+	rt := &fakeRuntime{agent: func(ws, _ string) (*Outcome, error) {
+		runs++
+		out := exited(0)
+		out.Exit.Duration = 40 * time.Second
+		return out, nil
+	}}
+	res, err := runIterFake(t, rt, agentTask("iter", "true", "  - {type: file_exists, path: hello.txt}\n", "iterations: {max: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 2 || len(rt.again) != 1 || rt.again[0].Timeout != 20*time.Second {
+		t.Fatalf("runs %d, again %+v", runs, rt.again)
+	}
+	if last := res.Iterations[len(res.Iterations)-1]; last.Over != "the task's time limit is spent" || res.Timings.Agent != 80 {
+		t.Fatalf("iterations %+v, agent time %v", res.Iterations, res.Timings.Agent)
 	}
 }

@@ -68,6 +68,9 @@ func (r *run) simulatedUserTurn(ctx context.Context, feedback string) (prompt, o
 	last := LastAgentMessage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile))
 	system, user := SimulatedUserPrompt(r.t.SimulatedUser.Instructions, feedback, last)
 	answer, err := u.j.Converse(ctx, system, user)
+	if errors.Is(err, judge.ErrBudget) {
+		return "", "the simulated user's budget is spent: " + err.Error(), nil
+	}
 	if err != nil {
 		return "", "", &InfraError{fmt.Errorf("simulated user: %w", err)}
 	}
