@@ -114,49 +114,6 @@ turns:
     usage: {input_tokens: 1300, output_tokens: 5}
 `
 
-// TestRealClaudeCodeResumesItsSessionAfterFeedback runs the real Claude Code CLI through
-// the gateway in replay mode for two iterations: the second container continues the
-// session the first left in the shared home, and succeeds.
-func TestRealClaudeCodeResumesItsSessionAfterFeedback(t *testing.T) {
-	c, ctx := withAgentImage(t)
-	dir := testtree.New(t, map[string]string{
-		"model.yaml": claudeIterationsScript,
-		"task.yaml": `task_id: claude-iterations
-initial_prompt: Write the answer to answer.txt.
-agent: {type: claude-code, model: claude-sonnet-4-5, gateway: {mode: replay, fixture: model.yaml}}
-sandbox:
-  image: ceval.local/agent:latest
-  limits: {timeout: 2m, memory_mb: 1024, cpus: 2, pids: 128, disk_mb: 64}
-iterations: {max: 2, feedback: descriptions}
-success_criteria:
-  - {type: file_contains, path: answer.txt, includes: [right], description: answer.txt holds the right answer}
-`})
-	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tk.Close()
-	res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != "SUCCESS" || res.IterationsUsed != 2 || res.Iterations[0].Status != "FAILURE" {
-		stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
-		stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
-		t.Fatalf("status %s, iterations %+v\nstdout:\n%s\nstderr:\n%s", res.Status, res.Iterations, tail(stdout), tail(stderr))
-	}
-	// The gateway served all four turns, across both containers, and no request missed.
-	if g := res.Gateway; g == nil || g.Turns != 4 || g.ReplayMisses != 0 {
-		t.Fatalf("gateway %+v", res.Gateway)
-	}
-	// Both iterations' session files were kept.
-	for _, p := range []string{"iterations/1/" + SessionsDir, SessionsDir} {
-		if _, err := os.Stat(filepath.Join(res.Dir, p)); err != nil {
-			t.Errorf("sessions: %v", err)
-		}
-	}
-}
-
 // codexIterationsScript: like claudeIterationsScript, for Codex's Responses API.
 const codexIterationsScript = `version: 1
 api: openai
@@ -177,37 +134,58 @@ turns:
     usage: {input_tokens: 1200, output_tokens: 5}
 `
 
-// TestRealCodexResumesItsSessionAfterFeedback: the real Codex CLI, resumed with exec resume
-// --last in the second container, carries iteration 1's conversation and succeeds.
-func TestRealCodexResumesItsSessionAfterFeedback(t *testing.T) {
+// TestRealCLIsResumeTheirSessionAfterFeedback runs the real Claude Code and Codex CLIs
+// through the gateway in replay mode for two iterations: the second container continues
+// (Claude Code --continue) or resumes (Codex exec resume --last) the session the first left
+// in the shared home, and succeeds. With run_limits.max_turns 3, the budget spans both
+// iterations: the gateway refuses the fourth turn (iteration 2's second), whatever the
+// container. The subtests share one import of the agent image.
+func TestRealCLIsResumeTheirSessionAfterFeedback(t *testing.T) {
 	c, ctx := withAgentImage(t)
-	dir := testtree.New(t, map[string]string{
-		"model.yaml": codexIterationsScript,
-		"task.yaml": `task_id: codex-iterations
+	for _, cli := range []struct{ name, agent, script, limits, status string }{
+		{"claude-code", "{type: claude-code, model: claude-sonnet-4-5", claudeIterationsScript, "", "SUCCESS"},
+		{"codex", "{type: codex, model: gpt-5-codex", codexIterationsScript, "", "SUCCESS"},
+		{"claude-code-budget", "{type: claude-code, model: claude-sonnet-4-5", claudeIterationsScript, "run_limits: {max_turns: 3}\n", record.StatusMaxTurns},
+	} {
+		t.Run(cli.name, func(t *testing.T) {
+			dir := testtree.New(t, map[string]string{
+				"model.yaml": cli.script,
+				"task.yaml": `task_id: cli-iterations
 initial_prompt: Write the answer to answer.txt.
-agent: {type: codex, model: gpt-5-codex, gateway: {mode: replay, fixture: model.yaml}}
+agent: ` + cli.agent + `, gateway: {mode: replay, fixture: model.yaml}}
 sandbox:
   image: ceval.local/agent:latest
   limits: {timeout: 2m, memory_mb: 1024, cpus: 2, pids: 128, disk_mb: 64}
 iterations: {max: 2, feedback: descriptions}
-success_criteria:
+` + cli.limits + `success_criteria:
   - {type: file_contains, path: answer.txt, includes: [right], description: answer.txt holds the right answer}
 `})
-	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tk.Close()
-	res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != "SUCCESS" || res.IterationsUsed != 2 || res.Iterations[0].Status != "FAILURE" {
-		stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
-		stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
-		t.Fatalf("status %s, iterations %+v\nstdout:\n%s\nstderr:\n%s", res.Status, res.Iterations, tail(stdout), tail(stderr))
-	}
-	if g := res.Gateway; g == nil || g.Turns != 4 || g.ReplayMisses != 0 {
-		t.Fatalf("gateway %+v", res.Gateway)
+			tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tk.Close()
+			res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != cli.status || res.IterationsUsed != 2 || res.Iterations[0].Status != "FAILURE" {
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
+				stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
+				t.Fatalf("status %s, iterations %+v\nstdout:\n%s\nstderr:\n%s", res.Status, res.Iterations, tail(stdout), tail(stderr))
+			}
+			// The gateway served all four turns (three under the budget), across both
+			// containers, and no request missed.
+			if g := res.Gateway; g == nil || g.ReplayMisses != 0 || (cli.limits == "" && g.Turns != 4) ||
+				(cli.limits != "" && (g.Turns != 3 || g.ExceededLimit != "max_turns 3" || res.Agent.StoppedBy == "")) {
+				t.Fatalf("gateway %+v, agent %+v", res.Gateway, res.Agent)
+			}
+			// Both iterations' session files were kept.
+			for _, p := range []string{"iterations/1/" + SessionsDir, SessionsDir} {
+				if _, err := os.Stat(filepath.Join(res.Dir, p)); err != nil {
+					t.Errorf("sessions: %v", err)
+				}
+			}
+		})
 	}
 }
