@@ -67,11 +67,20 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // HiddenMaterial is every text a follow-up prompt must not reveal: each string a criterion
 // holds beyond its type, path and description (expected output, patterns, labels,
-// commands, rubrics, schemas, ...), and the content of the task's reference directory and
-// grader files. Files are read through the handles the task opened at load, without
+// commands, rubrics, schemas, ...), the task's host paths, and the content of the task's
+// reference directory and grader files. Files are read through the handles the task opened at load, without
 // following links out of them.
 func HiddenMaterial(t *task.Task) ([][]byte, error) {
 	var out [][]byte
+	paths := []string{t.Path, t.Dir}
+	if t.Reference != nil {
+		paths = append(paths, t.Reference.Path)
+	}
+	for _, p := range paths {
+		if p != "" {
+			out = append(out, []byte(p))
+		}
+	}
 	for _, c := range t.Criteria {
 		v := reflect.ValueOf(c)
 		for i := 0; i < v.NumField(); i++ {

@@ -43,12 +43,14 @@ func TestFollowUpPromptDoesNotRevealReferenceOrExpectations(t *testing.T) {
 	criteria := "  - {type: file_contains, path: out.txt, includes: [\"MAGIC-TOKEN-93817\"], description: out.txt has the magic token}\n" +
 		"  - {type: file_contains, path: n.txt, includes: [\"42\"], description: n.txt holds the answer}\n" +
 		"  - {type: file_exists, path: done.txt, description: done.txt exists}\n"
-	g := &grader.Result{Status: grader.TaskFailure, Criteria: []grader.CriterionResult{
-		{Description: "out.txt has the magic token", Details: "missing \"MAGIC-TOKEN-93817\"; the reference says: the reference answer is ZEBRA-PLUTO-4471"},
-		{Description: "n.txt holds the answer", Details: "missing 42 (found 421); fragment TOKEN-93817 and PLUTO-44"},
-		{Description: "done.txt exists", Details: "done.txt does not exist", Passed: true},
-	}}
-	secrets := []string{"MAGIC-TOKEN-93817", "TOKEN-93817", "ZEBRA-PLUTO-4471", "PLUTO-44", "reference answer is", " 42 "}
+	graded := func(tk *task.Task) *grader.Result {
+		return &grader.Result{Status: grader.TaskFailure, Criteria: []grader.CriterionResult{
+			{Description: "out.txt has the magic token", Details: "missing \"MAGIC-TOKEN-93817\"; the reference says: the reference answer is ZEBRA-PLUTO-4471"},
+			{Description: "n.txt holds the answer", Details: "missing 42 (found 421); fragment TOKEN-93817 and PLUTO-44; open " + tk.Reference.Path + "/x: denied"},
+			{Description: "done.txt exists", Details: "done.txt does not exist", Passed: true},
+		}}
+	}
+	secrets := []string{"MAGIC-TOKEN-93817", "TOKEN-93817", "ZEBRA-PLUTO-4471", "PLUTO-44", "reference answer is", " 42 ", "/ref/x"}
 	for _, c := range []struct {
 		level          string
 		descs, details bool
@@ -65,8 +67,8 @@ func TestFollowUpPromptDoesNotRevealReferenceOrExpectations(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		p := FeedbackPrompt(tk, g, hidden)
-		for _, s := range secrets {
+		p := FeedbackPrompt(tk, graded(tk), hidden)
+		for _, s := range append(secrets, tk.Dir) {
 			if strings.Contains(p, s) {
 				t.Errorf("feedback %s: the follow-up prompt reveals %q:\n%s", c.level, s, p)
 			}
