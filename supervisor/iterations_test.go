@@ -154,3 +154,12 @@ func TestIterationsShareTheTaskTimeLimit(t *testing.T) {
 		t.Fatalf("iterations %+v, agent time %v", res.Iterations, res.Timings.Agent)
 	}
 }
+
+func TestRegradeUpdatesOnlyTheLastIteration(t *testing.T) {
+	res := &record.Result{Iterations: []record.Iteration{{N: 1, Status: "FAILURE", Score: 0}, {N: 2, Status: "FAILURE", Score: 0.5}}}
+	res.Status, res.Score = "SUCCESS", 1
+	regradeLastIteration(res)
+	if it := res.Iterations; it[0].Status != "FAILURE" || it[0].Score != 0 || it[1].Status != "SUCCESS" || it[1].Score != 1 {
+		t.Fatalf("iterations %+v", it)
+	}
+}
