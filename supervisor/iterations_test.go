@@ -163,3 +163,40 @@ func TestRegradeUpdatesOnlyTheLastIteration(t *testing.T) {
 		t.Fatalf("iterations %+v", it)
 	}
 }
+
+// TestSimulatedUserNeverSeesACredentialTheAgentPrinted: an agent passed a credential prints
+// it as its last message; the simulated user's model input and call log hold it redacted.
+func TestSimulatedUserNeverSeesACredentialTheAgentPrinted(t *testing.T) {
+	const secret = "sk-live-PASSED-THROUGH-4242"
+	rt := &fakeRuntime{}
+	rt.agent = func(ws, _ string) (*Outcome, error) {
+		return exited(0), os.WriteFile(rt.cfg.StdoutPath, []byte("my key is "+secret+"\n"), 0o600)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "user.yaml"), []byte("answers: [{done: true}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := "task_id: sim\ninitial_prompt: do the task\nagent:\n  type: command\n  command: [x]\n  env_passthrough: [API_TOKEN]\n" +
+		"simulated_user: {instructions: be a user, max_turns: 2, fixture: user.yaml}\nsuccess_criteria:\n  - {type: file_exists, path: hello.txt}\n"
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt,
+		Allow: Allow{Env: []string{"API_TOKEN"}}, LookupEnv: hostEnv(map[string]string{"API_TOKEN": secret})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls, err := os.ReadFile(filepath.Join(res.Dir, SimulatedUserCallsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(calls), secret) || !strings.Contains(string(calls), "my key is [REDACTED]") {
+		t.Fatalf("simulated user calls:\n%s", calls)
+	}
+}

@@ -65,7 +65,9 @@ func (r *run) simulatedUserTurn(ctx context.Context, feedback string) (prompt, o
 	if err != nil {
 		return "", "", &InfraError{err}
 	}
-	last := LastAgentMessage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile))
+	// The agent may have printed a credential it was passed: neither the model nor the
+	// call log gets it.
+	last := r.redact(LastAgentMessage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)))
 	system, user := SimulatedUserPrompt(r.t.SimulatedUser.Instructions, feedback, last)
 	answer, err := u.j.Converse(ctx, system, user)
 	if errors.Is(err, judge.ErrBudget) {
