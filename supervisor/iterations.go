@@ -182,7 +182,7 @@ func (r *run) followUp(ctx context.Context) (prompt, over string, err error) {
 
 // keepIteration writes iteration n's result.json under iterations/<n>/ and, when another
 // iteration follows, moves its workspace snapshot, manifest, agent logs (redacted), judge
-// calls and sessions there, so the next one starts from an empty slot in the run directory.
+// calls, judge agents' runs and sessions there, so the next one starts from an empty slot in the run directory.
 func (r *run) keepIteration(n int, more bool) error {
 	dir := filepath.Join(r.dir, record.IterationsDir, strconv.Itoa(n))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -199,7 +199,7 @@ func (r *run) keepIteration(n int, more bool) error {
 			return fmt.Errorf("redacting the agent's log %s: %w", f, err)
 		}
 	}
-	for _, name := range []string{record.WorkspaceDir, record.SnapshotFile, record.StdoutFile, record.StderrFile, SessionsDir, JudgeCallsFile} {
+	for _, name := range []string{record.WorkspaceDir, record.SnapshotFile, record.StdoutFile, record.StderrFile, SessionsDir, JudgeCallsFile, AgentJudgeDir} {
 		err := os.Rename(filepath.Join(r.dir, name), filepath.Join(dir, name))
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("keep iteration %d: %w", n, err)
