@@ -182,7 +182,8 @@ func (r *run) followUp(ctx context.Context) (prompt, over string, err error) {
 
 // keepIteration writes iteration n's result.json under iterations/<n>/ and, when another
 // iteration follows, moves its workspace snapshot, manifest, agent logs (redacted), judge
-// calls, judge agents' runs and sessions there, so the next one starts from an empty slot in the run directory.
+// calls, judge agents' runs and sessions there, so the next one starts from an empty slot
+// in the run directory.
 func (r *run) keepIteration(n int, more bool) error {
 	dir := filepath.Join(r.dir, record.IterationsDir, strconv.Itoa(n))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
