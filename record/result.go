@@ -53,6 +53,27 @@ type Result struct {
 
 	// Steps are the task's setup and after_agent steps, in the order they ran.
 	Steps []StepResult `json:"steps,omitempty"`
+	// IterationsUsed is how many times the agent ran (task iterations or simulated_user);
+	// 0 for a task with neither. The grade above is the last iteration's; Iterations lists
+	// each one's, and IterationsDir/<n>/ keeps its files.
+	IterationsUsed int         `json:"iterations_used,omitempty"`
+	Iterations     []Iteration `json:"iterations,omitempty"`
+}
+
+// IterationsDir is the run directory's subdirectory holding one directory per iteration
+// (1, 2, ...): its result.json, and for every iteration but the last (whose files are the
+// run directory's own) its workspace snapshot, manifest, agent logs and sessions.
+const IterationsDir = "iterations"
+
+// Iteration is one run of the agent within a run: how it was prompted and how it graded.
+type Iteration struct {
+	N      int     `json:"n"`
+	Prompt string  `json:"prompt"` // initial | feedback | simulated_user
+	Status string  `json:"status"`
+	Score  float64 `json:"score"`
+	Agent  float64 `json:"agent_seconds"`
+	// Over is why no iteration followed this one ("" while one did).
+	Over string `json:"over,omitempty"`
 }
 
 // AgentResult is what the agent did, as far as ceval saw it.

@@ -1,7 +1,7 @@
 package record
 
 // StepsDir is the run directory's subdirectory of step logs: StepsDir/<kind>-<n>.log holds
-// a step's stdout and stderr, interleaved as written.
+// a step's stdout and stderr, interleaved as written (see StepResult.Iteration).
 const StepsDir = "steps"
 
 // Step kinds: a task's setup and after_agent lists.
@@ -13,8 +13,11 @@ const (
 // StepResult is one setup or after_agent step as it ran. What the step printed is only in
 // its log: no field here is read from the step's output.
 type StepResult struct {
-	Kind      string  `json:"kind"`      // StepSetup or StepAfterAgent
-	Index     int     `json:"index"`     // 1-based, within its kind
+	Kind  string `json:"kind"`  // StepSetup or StepAfterAgent
+	Index int    `json:"index"` // 1-based, within its kind
+	// Iteration is the agent's iteration an after_agent step followed, in a task that may
+	// run the agent more than once (its log is then <kind>-<n>-iteration-<i>.log); else 0.
+	Iteration int     `json:"iteration,omitempty"`
 	Run       string  `json:"run"`       // the command, as the task gives it
 	ExitCode  *int    `json:"exit_code"` // the shell's exit status; nil when it did not run
 	TimedOut  bool    `json:"timed_out,omitempty"`

@@ -94,6 +94,8 @@ type runPanel struct {
 	Limits    []string
 	Notes     []string
 	ToolCalls string // the tool-call sequence, one a line
+	// Iterations are the score of each iteration of the agent, when it ran more than once.
+	Iterations []string
 }
 
 type criterionRow struct {
@@ -197,6 +199,7 @@ func panelFor(expDir string, i int, r Run) runPanel {
 		}
 	}
 	p.ToolCalls = toolCallSequence(r.Dir, res)
+	p.Iterations = iterationScores(res)
 	rel, err := filepath.Rel(expDir, r.Dir)
 	if err != nil {
 		rel = ""

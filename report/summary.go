@@ -59,6 +59,10 @@ type Stats struct {
 	Statuses         map[string]int     `json:"statuses"`
 	Tasks            []Stats            `json:"tasks,omitempty"` // per task, inside a variant
 
+	// MeanScoreByIteration is the mean score after at most 1, 2, ... iterations of the
+	// agent (task iterations or a simulated user); absent when no run iterated.
+	MeanScoreByIteration []float64 `json:"mean_score_by_iteration,omitempty"`
+
 	// ScoreSD is the score's sample standard deviation (0 under two runs), for Compare.
 	ScoreSD float64 `json:"score_sd"`
 	// TaskSHA256 is plan.json's digest of a task inside a variant: Compare's plan check.
@@ -251,6 +255,7 @@ func stats(runs []Run, repeats int, seed string) Stats {
 	if agentRuns > 0 {
 		s.MeanAgentSeconds = agent / float64(agentRuns)
 	}
+	s.MeanScoreByIteration = meanScoreByIteration(runs)
 	for k := 1; k <= repeats; k++ {
 		sum, tasks := 0.0, 0
 		for _, key := range taskOrder {

@@ -78,6 +78,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		res.Result = *g
 		// What happened to the agent is as the run recorded it (limits_hit included).
 		res.Status, _ = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
+		regradeLastIteration(res) // the run directory's snapshot is the last iteration's
 		if res.TaskSHA256, err = task.Digest(t); err != nil {
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -78,6 +79,11 @@ type agentSandbox interface {
 	dirs() (workspace, home string)
 	// runStep runs one setup or after_agent step in a container of its own (Sandbox.RunStep).
 	runStep(ctx context.Context, name string, argv []string, timeout time.Duration, logPath string) (launcher.Exit, error)
+	// Again replaces the reaped container with a fresh one over the same scratch
+	// filesystems, for the agent's next iteration.
+	Again(ctx context.Context, next AgainConfig) error
+	// deleteContainer deletes the reaped container and keeps the scratch filesystems.
+	deleteContainer(ctx context.Context) error
 }
 
 // containerd is the containerRuntime of a real run.
@@ -173,9 +179,30 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		}
 		r.emit("container_deleted", nil)
 	}()
+	defer func() { r.iter.user.close() }()
 	for _, p := range phases {
 		if err := p.do(ctx); err != nil {
 			return r.res, inPhase(p.name, err)
+		}
+		// After each grade, the agent may go again (iterations.go).
+		for p.name == PhaseGrade {
+			more, err := r.nextIteration(ctx)
+			if err != nil {
+				return r.res, inPhase(PhaseIterate, err)
+			}
+			if !more {
+				break
+			}
+			// The phases from the agent's to the grade again: prepare, launch and setup
+			// happen once per run.
+			for _, again := range phases {
+				if !slices.Contains(iterationPhases, again.name) {
+					continue
+				}
+				if err := again.do(ctx); err != nil {
+					return r.res, inPhase(again.name, err)
+				}
+			}
 		}
 	}
 	return r.res, nil
@@ -204,6 +231,7 @@ type run struct {
 	home    string // the agent's home on the host
 	out     *Outcome
 	snap    *snapshot.Snapshot
+	iter    iterations
 }
 
 // newRun checks the task's inputs against what the user allowed, and opens the run
@@ -224,6 +252,9 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 		return nil, &InputError{err}
 	}
 	if err := CheckJudge(t, o.Judge); err != nil {
+		return nil, &InputError{err}
+	}
+	if err := CheckSimulatedUser(t, o.Judge); err != nil {
 		return nil, &InputError{err}
 	}
 	r.redact = Redactor(r.secrets)
@@ -298,7 +329,7 @@ func (r *run) launch(ctx context.Context) error {
 	t, o := r.t, r.o
 	sb, err := o.containers.newSandbox(ctx, SandboxConfig{
 		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
-		Argv: r.argv, Env: r.env, Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
+		Argv: r.argv, Env: iterationEnv(r.env, t, 1), Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
@@ -357,9 +388,10 @@ func (r *run) runAgent(ctx context.Context) error {
 		return &InfraError{err}
 	}
 	r.out = out
-	r.res.Timings.Agent = out.Exit.Duration.Seconds()
-	r.res.Timings.Launch = max(0, runEnd.Sub(waitStart)-out.Exit.Duration-out.Exit.Reap).Seconds()
-	r.res.Timings.Reap = (out.Exit.Reap + time.Since(runEnd)).Seconds()
+	// Summed over the iterations of the agent, when there are several.
+	r.res.Timings.Agent += out.Exit.Duration.Seconds()
+	r.res.Timings.Launch += max(0, runEnd.Sub(waitStart)-out.Exit.Duration-out.Exit.Reap).Seconds()
+	r.res.Timings.Reap += (out.Exit.Reap + time.Since(runEnd)).Seconds()
 	return nil
 }
 
@@ -393,7 +425,9 @@ func (r *run) stopServers() error {
 // collect stops the servers, verifies the plugins again and records what the agent did:
 // its exit, the limits it hit, its usage and its CLI's sessions.
 func (r *run) collect(context.Context) error {
-	if err := r.stopServers(); err != nil {
+	if r.t.MaxRuns() > 1 {
+		r.pauseServers() // another iteration may use them; Run stops them at its end
+	} else if err := r.stopServers(); err != nil {
 		return err
 	}
 	res, exit := r.res, r.out.Exit
@@ -421,7 +455,7 @@ func (r *run) collect(context.Context) error {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
 	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
-		res.Agent.Turns, res.Agent.Tokens, res.Agent.Usage = u.Turns, u.Tokens, u.Source
+		addUsage(&res.Agent, u) // summed over the iterations
 	}
 	sessions, notes, err := copySessions(r.t.Agent.Type, r.home, r.dir)
 	res.Agent.Sessions = sessions
@@ -458,7 +492,11 @@ func (r *run) grade(ctx context.Context) error {
 	t, res := r.t, r.res
 	// Verifier containers (sandbox: container) start only once the agent's is deleted.
 	if t.NeedsVerifier() {
-		if err := r.sb.Close(ctx); err != nil {
+		closeSandbox := r.sb.Close
+		if t.MaxRuns() > 1 {
+			closeSandbox = r.sb.deleteContainer // the scratch filesystems serve the next iteration
+		}
+		if err := closeSandbox(ctx); err != nil {
 			return &InfraError{err}
 		}
 	}

@@ -32,6 +32,7 @@ type fakeRuntime struct {
 	launched int
 	closed   int
 	cfg      SandboxConfig
+	again    []AgainConfig // each iteration after the first
 }
 
 func (f *fakeRuntime) resolveImage(_ context.Context, sb task.Sandbox) (images.Image, error) {
@@ -90,6 +91,14 @@ func (s *fakeSandbox) runStep(_ context.Context, name string, argv []string, _ t
 	}
 	return s.f.step(name, argv, s.ws, f)
 }
+
+func (s *fakeSandbox) Again(_ context.Context, next AgainConfig) error {
+	s.f.again = append(s.f.again, next)
+	s.f.cfg.Argv, s.f.cfg.Env, s.f.cfg.StdoutPath, s.f.cfg.StderrPath = next.Argv, next.Env, next.StdoutPath, next.StderrPath
+	return nil
+}
+
+func (s *fakeSandbox) deleteContainer(context.Context) error { return nil }
 
 // exited is an agent's clean exit with code.
 func exited(code int) *Outcome {

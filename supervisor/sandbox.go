@@ -77,6 +77,9 @@ type Sandbox struct {
 	userns    *launcher.UserNS
 	ocfg      oci.Config   // the agent container's; a step's container is made from a copy (see RunStep)
 	img       client.Image // the agent's image
+	initPath  string
+	bootID    string
+	lifeline  *launcher.Lifeline
 }
 
 // Outcome is how the agent's container ended.
@@ -164,40 +167,49 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 			return nil, err
 		}
 	}
-	initPath, err := embedded.Init.Install(cfg.InitDir)
-	if err != nil {
+	if s.initPath, err = embedded.Init.Install(cfg.InitDir); err != nil {
 		return nil, fmt.Errorf("install init: %w", err)
 	}
-	bootID, err := launcher.BootID()
-	if err != nil {
+	if s.bootID, err = launcher.BootID(); err != nil {
 		return nil, err
 	}
 	// Held by this process alone until Close, after the container is deleted: if ceval dies
 	// first, the kernel closes it and the init kills the agent (see launcher.Lifeline).
-	lifeline, err := launcher.NewLifeline(filepath.Join(cfg.Dir, supervisorFIFOName))
-	if err != nil {
+	if s.lifeline, err = launcher.NewLifeline(filepath.Join(cfg.Dir, supervisorFIFOName)); err != nil {
 		return nil, err
 	}
-	s.undo = append(s.undo, lifeline.Close)
-	if s.userns, err = launcher.NewUserNS(userns.HostID, oci.IDRangeSize); err != nil {
+	s.undo = append(s.undo, s.lifeline.Close)
+	s.cfg = cfg
+	if err := s.create(ctx); err != nil {
 		return nil, err
+	}
+	return s, nil
+}
+
+// create makes the container of s.cfg over the scratch filesystems, in a fresh holder of
+// the run's user namespace (runc joins it, then Run's start lets it go).
+func (s *Sandbox) create(ctx context.Context) (err error) {
+	cfg := s.cfg
+	userns := oci.UserNS{HostID: s.ids.HostID}
+	if s.userns, err = launcher.NewUserNS(userns.HostID, oci.IDRangeSize); err != nil {
+		return err
 	}
 	s.undo = append(s.undo, s.userns.Close)
 	userns.Path = s.userns.Path()
 	ocfg := oci.Config{
-		RunID: shortID(cfg.ID), PID: os.Getpid(), BootID: bootID,
-		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: initPath, ExtraMounts: cfg.Mounts,
-		SupervisorFIFO: lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
+		RunID: shortID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
+		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
+		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID,
 	}
 	opts, err := oci.SpecOpts(ocfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	img, err := cfg.Client.GetImage(ctx, cfg.Image)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
+		return fmt.Errorf("image %s: %w", cfg.Image, err)
 	}
 	s.ocfg, s.img = ocfg, img
 	goR, goW := io.Pipe()
@@ -207,10 +219,44 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 		Stdin: goR,
 	})
-	if err != nil {
-		return nil, err
+	return err
+}
+
+// Again deletes the container, whose agent Run has reaped, and creates a fresh one over the
+// same workspace and home (owned by the same IDs) for the agent's next iteration, with its
+// own argv, environment, timeout and output files; Run starts it, attested like the first.
+func (s *Sandbox) Again(ctx context.Context, next AgainConfig) error {
+	cleanupCtx, cancel := launcher.CleanupContext(ctx)
+	defer cancel()
+	if s.ctr != nil {
+		if err := s.ctr.Delete(cleanupCtx); err != nil {
+			return fmt.Errorf("delete the container of the last iteration: %w", err)
+		}
+		s.ctr = nil
 	}
-	return s, nil
+	s.cfg.Argv, s.cfg.Env, s.cfg.Limits.Timeout = next.Argv, next.Env, next.Timeout
+	s.cfg.StdoutPath, s.cfg.StderrPath = next.StdoutPath, next.StderrPath
+	return s.create(ctx)
+}
+
+// AgainConfig is what changes for the agent's next iteration in the same sandbox.
+type AgainConfig struct {
+	Argv, Env              []string
+	Timeout                time.Duration // what is left of the task's time
+	StdoutPath, StderrPath string
+}
+
+// deleteContainer deletes the container (its agent reaped) and keeps the scratch
+// filesystems for another iteration: verifier containers start only once it is gone.
+func (s *Sandbox) deleteContainer(ctx context.Context) error {
+	if s.ctr == nil {
+		return nil
+	}
+	cleanupCtx, cancel := launcher.CleanupContext(ctx)
+	defer cancel()
+	err := s.ctr.Delete(cleanupCtx)
+	s.ctr = nil
+	return err
 }
 
 // HostUID is the host UID (and GID) of the container's process: its user namespace's base

@@ -167,3 +167,49 @@ func TestInterruptDuringAStepLeavesTheRunUngraded(t *testing.T) {
 		t.Fatalf("err %v, result %+v, events %v", err, res, events)
 	}
 }
+
+// TestStepsWithIterations: setup runs once per run, after_agent after each iteration of the
+// agent (before that iteration's snapshot and grade), each iteration's after_agent with a
+// log of its own; a build step whose output the criteria grade sees each iteration's work.
+func TestStepsWithIterations(t *testing.T) {
+	agentRuns := 0
+	rt := &fakeRuntime{}
+	rt.agent = func(ws, _ string) (*Outcome, error) {
+		agentRuns++
+		if agentRuns == 2 { // fixed after feedback: the source the build step turns into hello.txt
+			return exited(0), os.WriteFile(filepath.Join(ws, "src.txt"), []byte("hello\n"), 0o644)
+		}
+		return exited(0), nil
+	}
+	rt.step = func(name string, argv []string, ws string, log io.Writer) (launcher.Exit, error) {
+		fmt.Fprintln(log, name)
+		if strings.HasPrefix(name, record.StepAfterAgent) { // the "build": src.txt -> hello.txt
+			if b, err := os.ReadFile(filepath.Join(ws, "src.txt")); err == nil {
+				if err := os.WriteFile(filepath.Join(ws, "hello.txt"), b, 0o644); err != nil {
+					return launcher.Exit{}, err
+				}
+			}
+		}
+		return launcher.Exit{CgroupEmpty: true}, nil
+	}
+	res, err := runFakeSteps(t, rt, stepsTask("setup: [seed]\nafter_agent: [build]\niterations: {max: 3, feedback: descriptions}\n"), Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"setup-1", "after_agent-1-iteration-1", "after_agent-1-iteration-2"}
+	if res.Status != "SUCCESS" || res.IterationsUsed != 2 || !slices.Equal(rt.steps, want) {
+		t.Fatalf("status %s after %d iterations, steps %v; want SUCCESS at 2 with steps %v", res.Status, res.IterationsUsed, rt.steps, want)
+	}
+	var iters []int
+	for _, s := range res.Steps {
+		if s.Kind == record.StepAfterAgent {
+			iters = append(iters, s.Iteration)
+			if _, err := os.Stat(filepath.Join(res.Dir, s.Log)); err != nil {
+				t.Errorf("after_agent log: %v", err)
+			}
+		}
+	}
+	if !slices.Equal(iters, []int{1, 2}) {
+		t.Fatalf("after_agent steps' iterations %v, want [1 2]", iters)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -70,4 +71,16 @@ func numbers(m map[string]any) map[string]int {
 		}
 	}
 	return out
+}
+
+// addUsage adds what one iteration's CLI reported to the run's agent record.
+func addUsage(a *record.AgentResult, u *Usage) {
+	a.Turns += u.Turns
+	if a.Tokens == nil {
+		a.Tokens = map[string]int{}
+	}
+	for k, v := range u.Tokens {
+		a.Tokens[k] += v
+	}
+	a.Usage = u.Source
 }

@@ -187,6 +187,15 @@ func TaskSchema() map[string]any {
 			"max_total_tokens":  pos,
 			"max_usd":           map[string]any{"type": "number", "exclusiveMinimum": 0},
 		}),
+		"iterations": jsObj(map[string]any{
+			"max":      map[string]any{"type": "integer", "minimum": 1, "maximum": MaxIterations, "description": "agent runs in all, the first included"},
+			"feedback": jsEnum("what a follow-up prompt reveals of the failed criteria (never reference files or expected values)", FeedbackNone, FeedbackDescriptions, FeedbackDetails),
+		}, "max"),
+		"simulated_user": jsObj(map[string]any{
+			"instructions": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxUserInstructions},
+			"max_turns":    map[string]any{"type": "integer", "minimum": 1, "maximum": MaxIterations - 1, "description": "follow-up prompts the simulated user may write"},
+			"fixture":      jsPath,
+		}, "instructions", "max_turns"),
 		"solution": jsObj(map[string]any{"script": jsPath, "files": jsPath}),
 		"grader": jsObj(map[string]any{
 			"sandbox":   jsEnum("the default tier of the task's run_command criteria", TierWASM, TierContainer),

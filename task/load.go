@@ -226,6 +226,8 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"protected_mocks", func(v *yaml.Node) { t.ProtectedMocks = l.protectedMocks(v) }},
 		{"plugins", func(v *yaml.Node) { t.Plugins = l.plugins(v) }},
 		{"run_limits", func(v *yaml.Node) { t.RunLimits = l.runLimits(v) }},
+		{"iterations", func(v *yaml.Node) { t.Iterations = l.iterations(v) }},
+		{"simulated_user", func(v *yaml.Node) { t.SimulatedUser = l.simulatedUser(v) }},
 		{"solution", func(v *yaml.Node) { t.Solution = l.solution(v) }},
 		{"grader", func(v *yaml.Node) { l.grader(v, &graderDefault, &graderTimeout) }},
 		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},

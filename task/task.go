@@ -45,6 +45,10 @@ type Task struct {
 	// RunLimits are the run's model budgets, enforced by the model gateway; nil when the
 	// task sets none.
 	RunLimits *RunLimits
+	// Iterations run the agent again after a failed grade (nil: once); SimulatedUser plays
+	// the human between those runs (nil: none). See MaxRuns.
+	Iterations    *Iterations
+	SimulatedUser *SimulatedUser
 	// Solution is the task's oracle for `ceval audit`; grader-only, nil when none.
 	Solution *Solution
 	// GraderFiles are the task files executing criteria (WASM and verifier containers) see,

@@ -217,7 +217,7 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 	start := time.Now()
 	return func(event string, f map[string]any) {
 		switch event {
-		case "run_started", "package_image", "image_ready", "agent_started", "agent_exited", "snapshot_taken", "graded":
+		case "run_started", "package_image", "image_ready", "agent_started", "agent_exited", "snapshot_taken", "graded", "iteration_started":
 			extra := ""
 			switch event {
 			case "run_started":
@@ -231,6 +231,8 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 				}
 			case "graded":
 				extra = fmt.Sprintf("%v %.2f", f["status"], f["score"])
+			case "iteration_started":
+				extra = fmt.Sprintf("%v (%v prompt)", f["n"], f["prompt"])
 			}
 			fmt.Fprintf(w, "[%6.2fs] %s: %s %s\n", time.Since(start).Seconds(), taskID, event, extra)
 		}
