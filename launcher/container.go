@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"io"
 	"sync"
 	"time"
@@ -53,6 +54,9 @@ type Container struct {
 	owned   bool // the container ID and snapshot key are this Container's to remove
 
 	cgroupsPath string // from the spec Create made, read back once
+	// ownPidNamespace: the spec gives the container a new PID namespace, so killing its PID 1
+	// kills everything in it.
+	ownPidNamespace bool
 
 	mu      sync.Mutex
 	task    *Task
@@ -154,6 +158,11 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	}
 	if spec.Linux != nil {
 		ctr.cgroupsPath = spec.Linux.CgroupsPath
+		for _, n := range spec.Linux.Namespaces {
+			if n.Type == specs.PIDNamespace && n.Path == "" {
+				ctr.ownPidNamespace = true
+			}
+		}
 	}
 	return ctr, nil
 }

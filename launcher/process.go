@@ -224,7 +224,14 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 	t.mu.Lock()
 	t.reaped = true
 	t.mu.Unlock()
-	if err := waitCgroupEmpty(cgroupRoot, t.cgroupsPath, cgroupDrain); err != nil {
+	if t.cgroupsPath == "" && t.ctr.ownPidNamespace {
+		// No cgroup of its own (rootless, rlimit mode): PID 1 of a PID namespace is reaped
+		// only after the kernel has killed and reaped every other process in it.
+		ex.CgroupEmpty = true
+		if err := t.finishOutputs(t.deleteInBackground(ctx)); err != nil {
+			return ex, err
+		}
+	} else if err := waitCgroupEmpty(cgroupRoot, t.cgroupsPath, cgroupDrain); err != nil {
 		ex.CgroupError = err.Error()
 		if err := t.destroy(cctx); err != nil {
 			return ex, err
@@ -264,7 +271,11 @@ func (t *Task) stop(ctx context.Context, grace time.Duration) error {
 }
 
 func (t *Task) killAll(ctx context.Context) error {
-	if err := t.task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !gone(err) {
+	var opts []client.KillOpts
+	if t.cgroupsPath != "" || !t.ctr.ownPidNamespace {
+		opts = append(opts, client.WithKillAll)
+	} // else (rootless runc fails --all without a cgroup): SIGKILL to PID 1 empties its PID namespace
+	if err := t.task.Kill(ctx, syscall.SIGKILL, opts...); err != nil && !gone(err) {
 		return fmt.Errorf("kill task %s: %w", t.ctr.spec.ID, err)
 	}
 	kt := time.NewTimer(killWait)

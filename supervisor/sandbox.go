@@ -137,7 +137,12 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	// The slot is released last (undo runs backwards): after the container and its
 	// processes are gone, and the scratch filesystems owned by its IDs with them.
-	if s.ids, err = AllocateIDs(cfg.IDs, IDLockDir); err != nil {
+	if rl := rootlessRuns(); rl != nil {
+		s.ids, err = allocateSlot(rl.ids(), rl.LockDir) // slices of the user's subordinate range
+	} else {
+		s.ids, err = AllocateIDs(cfg.IDs, IDLockDir)
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.undo = append(s.undo, s.ids.Release)
@@ -193,6 +198,9 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if err != nil {
 		return nil, err
 	}
+	if rl := rootlessRuns(); rl != nil {
+		opts = append(opts, rl.specOpts(containerID(ocfg.RunID), cfg.Limits.Pids, cfg.Limits.MemoryMB)...)
+	}
 	img, err := cfg.Client.GetImage(ctx, cfg.Image)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
@@ -232,11 +240,17 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	if err == nil {
 		att.Network = s.cfg.Network
 		att.LimitsEnforcedBy = policy.RootfulLimits
-		out.Isolation = att
-		err = CheckAttestation(att, Policy{
+		p := Policy{
 			UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 			IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
-		})
+		}
+		if rl := rootlessRuns(); rl != nil {
+			att.LimitsEnforcedBy = rl.limits()
+			p.Rlimits = rl.policyRlimits(s.cfg.Limits.Pids)
+			p.PidsByRlimit = rl.Delegated == ""
+		}
+		out.Isolation = att
+		err = CheckAttestation(att, p)
 	}
 	if err != nil {
 		s.goW.Close() // EOF without the go-ahead: the init exits without starting the agent

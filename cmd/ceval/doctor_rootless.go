@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -42,8 +41,7 @@ func gatherRootlessFacts(address string) rootlessFacts {
 }
 
 // rootlessChecks explains to a non-root user which rootless mode applies and how to get the
-// strict one. ceval run does not drive a rootless daemon yet: that line fails, so doctor
-// never reports a rootless host as ready.
+// strict one.
 func rootlessChecks(f rootlessFacts) []check {
 	var out []check
 	start := fmt.Sprintf("as root once: scripts/containerd.sh rootless-start %s DIR (make setup-rootless), then export CEVAL_CONTAINERD_ADDRESS=DIR/containerd.sock", f.user)
@@ -66,21 +64,10 @@ func rootlessChecks(f rootlessFacts) []check {
 	} else {
 		out = append(out, check{"rootless IDs", "ok", fmt.Sprintf("%s's subordinate range holds %d per-run slices of %d IDs beside the daemon's own, one per concurrent run", f.user, f.subIDRuns, oci.IDRangeSize), ""})
 	}
-	out = append(out, check{"rootless run", "FAIL",
-		"ceval run does not drive a rootless daemon yet: populating and reading the workspace, the init's install and the gateway and mock listeners inside rootlesskit's namespaces are not wired (the sandbox's properties are tested: go test -run Rootless ./launcher as this user)",
-		"run as root for now; see README, Rootless"})
-	return out
-}
-
-// errRootlessRun refuses a run, experiment or selftest by a non-root user up front: ceval
-// run does not yet do its privileged steps inside a rootless daemon's namespaces, and a run
-// that failed half-way (or held weaker limits than it says) is worse than none.
-var errRootlessRun = errors.New("not root: ceval run does not drive a rootless containerd yet (ceval doctor says what this host has); run as root")
-
-// refuseNonRootRun returns errRootlessRun for any euid but 0.
-func refuseNonRootRun(euid int) error {
-	if euid != 0 {
-		return errRootlessRun
+	if _, err := os.Stat(nsenterPath); err != nil {
+		out = append(out, check{"rootless run", "FAIL", "ceval run enters the daemon's namespaces with " + nsenterPath + ": " + err.Error(), "install util-linux"})
+	} else {
+		out = append(out, check{"rootless run", "ok", "ceval run, experiment, selftest, sandbox and gc re-execute themselves with nsenter inside the daemon's user and mount namespaces, as root there", ""})
 	}
-	return nil
+	return out
 }
