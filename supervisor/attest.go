@@ -3,7 +3,9 @@ package supervisor
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -222,6 +224,9 @@ func pidsMax(cgroupFile string) (string, error) {
 			continue
 		}
 		v, err := os.ReadFile(filepath.Join(dir, "pids.max"))
+		if parts[2] == "/" && errors.Is(err, fs.ErrNotExist) {
+			return "max", nil // a root cgroup has no pids.max: nothing limits it (rootless, rlimit mode)
+		}
 		if err != nil {
 			return "", fmt.Errorf("attest: pids.max: %w", err)
 		}

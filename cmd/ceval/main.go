@@ -37,7 +37,14 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+// exitWith gives err an exit code; an err that already carries one keeps its own.
+func exitWith(code int, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: code, err: err}
+}
 
 // exitCode ends the command with code and prints nothing more: what it has to say, it said.
 func exitCode(code int) error { return &exitError{code: code} }
@@ -108,6 +115,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == launcher.ListenHelperArg {
 		os.Exit(launcher.ListenHelperMain(os.Args[2:]))
 	}
+	rootlessChdir()
 	os.Exit(execute(os.Args[1:]))
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +23,7 @@ const (
 	rootlessDelegatedEnv = "CEVAL_ROOTLESS_DELEGATED"  // the delegated cgroup subtree, "" in rlimit mode
 	rootlessSlotsEnv     = "CEVAL_ROOTLESS_SLOTS"      // per-run slices of the user's subordinate range
 	rootlessWasmEnv      = "CEVAL_ROOTLESS_WASM_CHECK" // "ok": the wasm cache's ancestors passed on the host
+	rootlessWdEnv        = "CEVAL_ROOTLESS_WD"         // the working directory, by path
 )
 
 // rootlessWorkerUID is the WASM worker's UID inside a rootless daemon's user namespace: not
@@ -79,7 +81,9 @@ func (g *globalOptions) enterRootless(allowRlimit bool) error {
 	if err != nil {
 		return exitWith(exitInfraErr, fmt.Errorf("rootless: ceval's own path: %w", err))
 	}
-	env := append(os.Environ(),
+	// Ours replace any inherited ones (getenv reads the first of duplicates).
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CEVAL_ROOTLESS_") && !strings.HasPrefix(kv, launcher.RootlessAddressEnv+"=") })
+	env = append(env,
 		rootlessChildEnv+"="+strconv.Itoa(d.ChildPID), rootlessUserEnv+"="+name,
 		rootlessDelegatedEnv+"="+delegated, rootlessSlotsEnv+"="+strconv.Itoa(slots))
 	if dir, err := wasm.DefaultCacheDir(); err == nil && wasm.CheckCacheAncestors(dir) == nil {
@@ -89,8 +93,11 @@ func (g *globalOptions) enterRootless(allowRlimit bool) error {
 	if err != nil {
 		return exitWith(exitInfraErr, fmt.Errorf("rootless: working directory: %w", err))
 	}
-	// Entering a mount namespace moves the working directory to its root: --wd keeps ours.
-	argv := append([]string{nsenterPath, "-U", "-m", "--preserve-credentials", "-t", strconv.Itoa(d.ChildPID), "--wd=" + wd, "--", exe}, os.Args[1:]...)
+	// Entering a mount namespace moves the working directory to its root, and nsenter's --wd
+	// would keep the host's mount of it, unreachable from the namespace's root (getcwd fails
+	// ENOENT): the inside changes to it by path.
+	env = append(env, rootlessWdEnv+"="+wd)
+	argv := append([]string{nsenterPath, "-U", "-m", "--preserve-credentials", "-t", strconv.Itoa(d.ChildPID), "--", exe}, os.Args[1:]...)
 	err = syscall.Exec(nsenterPath, argv, env)
 	return exitWith(exitInfraErr, fmt.Errorf("rootless: enter the daemon's namespaces with %s: %w", nsenterPath, err))
 }
@@ -113,6 +120,9 @@ func enteredRootless(address string, allowRlimit bool) error {
 	}
 	if own != theirs || initialUserNS(uidMap) || os.Geteuid() != 0 {
 		return exitWith(exitInfraErr, fmt.Errorf("rootless: %s is set but this process (euid %d, %s) is not root of rootlesskit child %d's user namespace (%s): unset it", rootlessChildEnv, os.Geteuid(), own, pid, theirs))
+	}
+	if rootlessChdirErr != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: the working directory inside the daemon's mount namespace: %w", rootlessChdirErr))
 	}
 	delegated := os.Getenv(rootlessDelegatedEnv)
 	if _, err := launcher.RootlessLimits(delegated, allowRlimit); err != nil {
@@ -150,4 +160,16 @@ func wasmOptions(o wasm.Options) wasm.Options {
 func initialUserNS(uidMap []byte) bool {
 	f := strings.Fields(string(uidMap))
 	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+}
+
+// rootlessChdirErr is why rootlessChdir failed; enteredRootless reports it.
+var rootlessChdirErr error
+
+// rootlessChdir, first thing in a ceval re-executed inside a rootless daemon's namespaces,
+// changes to the working directory the host side had, before any relative path is read.
+func rootlessChdir() {
+	if os.Getenv(rootlessChildEnv) == "" {
+		return
+	}
+	rootlessChdirErr = os.Chdir(os.Getenv(rootlessWdEnv))
 }
