@@ -82,7 +82,9 @@ func (g *globalOptions) enterRootless(allowRlimit bool) error {
 		return exitWith(exitInfraErr, fmt.Errorf("rootless: ceval's own path: %w", err))
 	}
 	// Ours replace any inherited ones (getenv reads the first of duplicates).
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CEVAL_ROOTLESS_") && !strings.HasPrefix(kv, launcher.RootlessAddressEnv+"=") })
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "CEVAL_ROOTLESS_") && !strings.HasPrefix(kv, launcher.RootlessAddressEnv+"=")
+	})
 	env = append(env,
 		rootlessChildEnv+"="+strconv.Itoa(d.ChildPID), rootlessUserEnv+"="+name,
 		rootlessDelegatedEnv+"="+delegated, rootlessSlotsEnv+"="+strconv.Itoa(slots))
