@@ -224,7 +224,7 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 	t.mu.Lock()
 	t.reaped = true
 	t.mu.Unlock()
-	if t.cgroupsPath == "" && t.ctr.ownPidNamespace {
+	if t.cgroupsPath == "" && t.ctr.killsByInit() {
 		// No cgroup of its own (rootless, rlimit mode): PID 1 of a PID namespace is reaped
 		// only after the kernel has killed and reaped every other process in it.
 		ex.CgroupEmpty = true
@@ -272,9 +272,9 @@ func (t *Task) stop(ctx context.Context, grace time.Duration) error {
 
 func (t *Task) killAll(ctx context.Context) error {
 	var opts []client.KillOpts
-	if t.cgroupsPath != "" || !t.ctr.ownPidNamespace {
+	if !t.ctr.killsByInit() {
 		opts = append(opts, client.WithKillAll)
-	} // else (rootless runc fails --all without a cgroup): SIGKILL to PID 1 empties its PID namespace
+	}
 	if err := t.task.Kill(ctx, syscall.SIGKILL, opts...); err != nil && !gone(err) {
 		return fmt.Errorf("kill task %s: %w", t.ctr.spec.ID, err)
 	}
@@ -366,6 +366,14 @@ func (t *Task) destroy(ctx context.Context) error {
 	select {
 	case <-t.exited:
 	default:
+		if t.ctr.killsByInit() {
+			// No cgroup of its own: runc's kill --all (WithProcessKill) fails; SIGKILL to
+			// PID 1, started or not, and its exit are all it takes.
+			if err := t.killAll(ctx); err != nil {
+				errs = append(errs, err)
+			}
+			break
+		}
 		opts = append(opts, client.WithProcessKill)
 		if t.started.IsZero() {
 			// Created, never started: Kill is refused for some runtimes; Delete with kill

@@ -282,3 +282,21 @@ func TestRootlessRunWithoutDelegationOrOptInIsRefusedWithBothFixes(t *testing.T)
 		t.Fatalf("exit %d, want %d with both fixes:\n%s", r.code, exitInvalid, r.stderr)
 	}
 }
+
+func TestRootlessRunPastItsTimeoutIsKilledWithEverythingItStarted(t *testing.T) {
+	env, _ := rootlessEnv(t)
+	// SIGTERM ignored, a child that ignores it too: only the SIGKILL after the grace ends them.
+	p := rootlessTask(t, "rl-timeout", `trap '' TERM
+sh -c "trap '' TERM; sleep 600" &
+touch /workspace/started
+sleep 600`, "timeout: 2s, memory_mb: 128, pids: 32, disk_mb: 16",
+		"success_criteria:\n  - {type: file_exists, path: started, description: the agent ran}\n")
+	start := time.Now()
+	res, _ := rootlessRun(t, env, p)
+	if !res.Agent.TimedOut || res.Status != "TIMEOUT" {
+		t.Fatalf("status %s timed_out %v: %s", res.Status, res.Agent.TimedOut, res.Error)
+	}
+	if d := time.Since(start); d > 40*time.Second {
+		t.Fatalf("the run took %s past a 2 s timeout", d)
+	}
+}
