@@ -20,6 +20,8 @@ type rootlessFacts struct {
 	noCgroup  string // why there is none
 	subIDRuns int    // per-run ID slices in the user's subordinate range
 	subIDErr  error
+	// allowRlimit: the user allowed the rlimit mode (--allow-rlimit-limits or the config).
+	allowRlimit bool
 }
 
 func gatherRootlessFacts(address string) rootlessFacts {
@@ -52,6 +54,10 @@ func rootlessChecks(f rootlessFacts) []check {
 	}
 	if f.delegated != "" {
 		out = append(out, check{"rootless limits", "ok", "strict mode: pids, memory and cpu by the cgroup subtree " + f.delegated + " root delegated to " + f.user + "; disk by capped tmpfs", ""})
+	} else if f.allowRlimit {
+		out = append(out, check{"rootless limits", "note",
+			"rlimit mode, as you allowed: pids held by RLIMIT_NPROC per run UID, memory by RLIMIT_AS per process (not the container's total; runtimes that reserve address space, Go's ~700 MiB, need a larger memory_mb), disk by capped tmpfs, cpu not limited",
+			"for the strict mode, as root once: ceval rootless setup --user " + f.user})
 	} else {
 		out = append(out, check{"rootless limits", "FAIL",
 			"no cgroup subtree is delegated to " + f.user + " (" + f.noCgroup + "): only the weaker rlimit mode is possible, and only when you allow it: pids held by RLIMIT_NPROC per run UID, memory by RLIMIT_AS per process (not the container's total), disk by capped tmpfs, cpu not limited",

@@ -49,3 +49,11 @@ func TestDoctorRootlessWithoutDaemonOrSubIDsSaysHowToStartOne(t *testing.T) {
 		}
 	}
 }
+
+func TestDoctorSaysTheRlimitModeAppliesWhenTheUserAllowedIt(t *testing.T) {
+	checks := rootlessChecks(rootlessFacts{user: "u", daemon: &launcher.RootlessDaemon{ChildPID: 7}, noCgroup: "missing", subIDRuns: 16, allowRlimit: true})
+	c := findCheck(t, checks, "rootless limits")
+	if c.status != "note" || !strings.Contains(c.detail, "as you allowed") || !strings.Contains(c.detail, "cpu not limited") || !strings.Contains(c.fix, "ceval rootless setup --user u") {
+		t.Fatalf("%+v", c)
+	}
+}
