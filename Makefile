@@ -34,12 +34,14 @@ setup:
 containerd-up: setup
 
 # setup-rootless (as root): rootlesskit and uidmap from Debian, the user ROOTLESS_USER (created
-# if missing) with a subordinate ID range for per-run slices, and containerd inside rootlesskit
-# as that user, socket $(ROOTLESS_DIR)/containerd.sock. rootless-down stops it by PID.
+# if missing) with a subordinate ID range for per-run slices, containerd inside rootlesskit
+# as that user, socket $(ROOTLESS_DIR)/containerd.sock, and the strict limit mode's cgroup
+# subtree (ceval rootless setup). rootless-down stops the daemon by PID.
 ROOTLESS_USER ?= ceval-rootless
 ROOTLESS_DIR  ?= /tmp/ceval-rootless-$(ROOTLESS_USER)
-setup-rootless:
+setup-rootless: build
 	scripts/containerd.sh rootless-start $(ROOTLESS_USER) $(ROOTLESS_DIR)
+	$(BIN) rootless setup --user $(ROOTLESS_USER) >/dev/null
 
 rootless-down:
 	scripts/containerd.sh rootless-stop $(ROOTLESS_USER) $(ROOTLESS_DIR)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -53,6 +55,7 @@ type Container struct {
 	owned   bool // the container ID and snapshot key are this Container's to remove
 
 	cgroupsPath string // from the spec Create made, read back once
+	byInit      bool   // specKillsByInit of the spec Create made
 
 	mu      sync.Mutex
 	task    *Task
@@ -154,6 +157,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	}
 	if spec.Linux != nil {
 		ctr.cgroupsPath = spec.Linux.CgroupsPath
+		ctr.byInit = specKillsByInit(spec)
 	}
 	return ctr, nil
 }
@@ -227,8 +231,56 @@ func deleteLeftoverTask(ctx context.Context, ctr client.Container) error {
 	if err != nil {
 		return fmt.Errorf("load task %s: %w", ctr.ID(), err)
 	}
-	if _, err := t.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+	if err := deleteTaskKilled(ctx, ctr, t); err != nil {
 		return fmt.Errorf("delete task %s: %w", ctr.ID(), err)
+	}
+	return nil
+}
+
+// killsByInit: the container has no cgroup of its own (rootless, rlimit mode), so runc's
+// kill --all fails, and a PID namespace of its own, so SIGKILL to its PID 1 kills everything
+// in it: the kernel kills the rest when a PID namespace's init dies.
+func (c *Container) killsByInit() bool { return c.byInit }
+
+func specKillsByInit(s *specs.Spec) bool {
+	if s == nil || s.Linux == nil || s.Linux.CgroupsPath != "" {
+		return false
+	}
+	for _, n := range s.Linux.Namespaces {
+		if n.Type == specs.PIDNamespace && n.Path == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteTaskKilled deletes ctr's task t, killing whatever still runs in it: by runc's kill
+// --all, or (specKillsByInit) by SIGKILL to its PID 1 and waiting for its exit.
+func deleteTaskKilled(ctx context.Context, ctr client.Container, t client.Task) error {
+	spec, err := ctr.Spec(ctx)
+	if err != nil || !specKillsByInit(spec) {
+		_, err := t.Delete(ctx, client.WithProcessKill)
+		if errdefs.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	wait, err := t.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if err := t.Kill(ctx, syscall.SIGKILL); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsFailedPrecondition(err) {
+		return err
+	}
+	select {
+	case <-wait:
+	case <-time.After(killWait):
+		return fmt.Errorf("no exit %s after SIGKILL to its init", killWait)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if _, err := t.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

@@ -173,8 +173,13 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 func deleteDeadContainer(ctx context.Context, ctr client.Container, why string) ([]Swept, error) {
 	var out []Swept
 	if tk, err := ctr.Task(ctx, nil); err == nil {
+		spec, _ := ctr.Spec(ctx)
+		var kill []client.KillOpts
+		if !specKillsByInit(spec) {
+			kill = append(kill, client.WithKillAll)
+		}
 		wait, werr := tk.Wait(ctx)
-		if err := tk.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsFailedPrecondition(err) {
+		if err := tk.Kill(ctx, syscall.SIGKILL, kill...); err != nil && !errdefs.IsNotFound(err) && !errdefs.IsFailedPrecondition(err) {
 			return out, fmt.Errorf("gc: kill task %s: %w", ctr.ID(), err)
 		}
 		if werr == nil {
@@ -183,7 +188,7 @@ func deleteDeadContainer(ctx context.Context, ctr client.Container, why string) 
 			case <-time.After(10 * time.Second):
 			}
 		}
-		if _, err := tk.Delete(ctx, client.WithProcessKill); err != nil && !errdefs.IsNotFound(err) {
+		if err := deleteTaskKilled(ctx, ctr, tk); err != nil {
 			return out, fmt.Errorf("gc: delete task %s: %w", ctr.ID(), err)
 		}
 		out = append(out, Swept{"task", ctr.ID(), why})

@@ -224,7 +224,14 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 	t.mu.Lock()
 	t.reaped = true
 	t.mu.Unlock()
-	if err := waitCgroupEmpty(cgroupRoot, t.cgroupsPath, cgroupDrain); err != nil {
+	if t.cgroupsPath == "" && t.ctr.killsByInit() {
+		// No cgroup of its own (rootless, rlimit mode): PID 1 of a PID namespace is reaped
+		// only after the kernel has killed and reaped every other process in it.
+		ex.CgroupEmpty = true
+		if err := t.finishOutputs(t.deleteInBackground(ctx)); err != nil {
+			return ex, err
+		}
+	} else if err := waitCgroupEmpty(cgroupRoot, t.cgroupsPath, cgroupDrain); err != nil {
 		ex.CgroupError = err.Error()
 		if err := t.destroy(cctx); err != nil {
 			return ex, err
@@ -264,7 +271,11 @@ func (t *Task) stop(ctx context.Context, grace time.Duration) error {
 }
 
 func (t *Task) killAll(ctx context.Context) error {
-	if err := t.task.Kill(ctx, syscall.SIGKILL, client.WithKillAll); err != nil && !gone(err) {
+	var opts []client.KillOpts
+	if !t.ctr.killsByInit() {
+		opts = append(opts, client.WithKillAll)
+	}
+	if err := t.task.Kill(ctx, syscall.SIGKILL, opts...); err != nil && !gone(err) {
 		return fmt.Errorf("kill task %s: %w", t.ctr.spec.ID, err)
 	}
 	kt := time.NewTimer(killWait)
@@ -355,6 +366,14 @@ func (t *Task) destroy(ctx context.Context) error {
 	select {
 	case <-t.exited:
 	default:
+		if t.ctr.killsByInit() {
+			// No cgroup of its own: runc's kill --all (WithProcessKill) fails; SIGKILL to
+			// PID 1, started or not, and its exit are all it takes.
+			if err := t.killAll(ctx); err != nil {
+				errs = append(errs, err)
+			}
+			break
+		}
 		opts = append(opts, client.WithProcessKill)
 		if t.started.IsZero() {
 			// Created, never started: Kill is refused for some runtimes; Delete with kill

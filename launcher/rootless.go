@@ -73,6 +73,12 @@ func DetectRootless(address string) (*RootlessDaemon, error) {
 	return &RootlessDaemon{Address: address, StateDir: state, ChildPID: pid}, nil
 }
 
+// RootlessIDLockDir is where ceval processes driving the rootless daemon at address lock
+// their runs' ID slices: beside the socket, shared by every one of them, writable by the user.
+func RootlessIDLockDir(address string) string {
+	return filepath.Join(filepath.Dir(address), "idslots")
+}
+
 // FIFODir is where a client of the daemon must make its task FIFOs: outside /run, which
 // rootlesskit copies up (the shim would not find a FIFO in the host's /run).
 func (d *RootlessDaemon) FIFODir() string { return filepath.Join(filepath.Dir(d.Address), "fifo") }

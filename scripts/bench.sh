@@ -15,6 +15,7 @@ WORKLOADS=(
   scripts/bench-packages.sh     # package image: cold/cached build, size, ceval run vs ctr run
   scripts/bench-pathshape.sh    # 100k empty files, 255-byte names, 64 deep: ceval grade
   scripts/bench-go.sh           # Go benchmarks: snapshot, mock client, model gateway vs direct
+  scripts/bench-rootless.sh     # rootless ceval run vs rootless ctr run, as an unprivileged user
 )
 LOG=${LOG:-$(mktemp -t ceval-bench.XXXXXX.log)}
 : >"$LOG"

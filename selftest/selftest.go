@@ -95,6 +95,9 @@ type Options struct {
 	Executor grader.Executor
 	// Self is the ceval binary the loader attacks run `validate` with; "" is this one.
 	Self string
+	// WASM configures the executor started on first need (its Python source is the
+	// suite's own); the zero value suits a rootful ceval.
+	WASM wasm.Options
 }
 
 // grace is the time between SIGTERM and SIGKILL for every attack: short, so the suite stays
@@ -135,7 +138,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Attacks: []Row{}, NotAttempted: NotAttemptedClasses, RunsDir: runsDir}
 	runID := record.NewRunID(time.Now())
-	ex := &lazyExecutor{ex: o.Executor, verifier: verifier.Options{Client: o.Client, Busybox: o.Busybox, Preflight: o.Preflight, InitDir: o.InitDir, IDs: o.IDs, Grace: grace}}
+	ex := &lazyExecutor{ex: o.Executor, wasm: o.WASM, verifier: verifier.Options{Client: o.Client, Busybox: o.Busybox, Preflight: o.Preflight, InitDir: o.InitDir, IDs: o.IDs, Grace: grace}}
 	defer ex.close()
 	probe := &probeImage{c: o.Client, busybox: o.Busybox}
 	defer probe.remove(ctx)
@@ -168,12 +171,15 @@ type lazyExecutor struct {
 	ex       grader.Executor
 	started  *wasm.Executor
 	err      error
+	wasm     wasm.Options
 	verifier verifier.Options
 }
 
 func (l *lazyExecutor) get() (grader.Executor, error) {
 	if l.ex == nil && l.err == nil {
-		e, err := wasm.NewExecutor(wasm.Options{Python: images.PythonSource(nil)})
+		o := l.wasm
+		o.Python = images.PythonSource(nil)
+		e, err := wasm.NewExecutor(o)
 		if err != nil {
 			l.err = fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		} else {

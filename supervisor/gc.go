@@ -11,11 +11,15 @@ import (
 
 // GC removes what a ceval process that is gone left behind: launcher.GC's containers,
 // snapshots, leases, scratch filesystems and FIFOs, then the lock files of the ID slots
-// (IDLockDir) no live process runs as.
+// (IDLockDir, or the rootless daemon's) no live process runs as.
 func GC(ctx context.Context, c *client.Client) (removed, kept []launcher.Swept, err error) {
 	removed, kept, err = launcher.GC(ctx, c)
 	// Last: the dead containers above no longer run as their slots' IDs (a slot whose IDs a
 	// process still runs as is kept whatever happened above).
-	r, k, serr := gcIDSlots(IDLockDir)
+	dir := IDLockDir
+	if rl := rootlessRuns(); rl != nil {
+		dir = rl.LockDir
+	}
+	r, k, serr := gcIDSlots(dir)
 	return append(removed, r...), append(kept, k...), errors.Join(err, serr)
 }

@@ -137,6 +137,15 @@ func AllocateIDs(r IDRange, dir string) (*IDSlot, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
+	return allocateSlot(r, dir)
+}
+
+// allocateSlot is AllocateIDs without the host account check: inside a rootless daemon's
+// user namespace the host's account files do not number the range's IDs.
+func allocateSlot(r IDRange, dir string) (*IDSlot, error) {
+	if r.Slots == 0 {
+		return nil, errors.New("id slots: no slot in the range")
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("id slots: %w", err)
 	}

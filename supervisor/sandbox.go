@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	ctroci "github.com/containerd/containerd/v2/pkg/oci"
+
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/images"
@@ -142,7 +144,12 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	// The slot is released last (undo runs backwards): after the container and its
 	// processes are gone, and the scratch filesystems owned by its IDs with them.
-	if s.ids, err = AllocateIDs(cfg.IDs, IDLockDir); err != nil {
+	if rl := rootlessRuns(); rl != nil {
+		s.ids, err = allocateSlot(rl.ids(), rl.LockDir) // slices of the user's subordinate range
+	} else {
+		s.ids, err = AllocateIDs(cfg.IDs, IDLockDir)
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.undo = append(s.undo, s.ids.Release)
@@ -203,7 +210,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID,
 	}
-	opts, err := oci.SpecOpts(ocfg)
+	opts, err := specOpts(ocfg)
 	if err != nil {
 		return err
 	}
@@ -339,6 +346,19 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	return out, nil
 }
 
+// specOpts is the container spec of ocfg (the agent's, or a step's made from it): oci's
+// hardening, then, on a rootless daemon, the mode's limits (see Rootless.specOpts).
+func specOpts(ocfg oci.Config) ([]ctroci.SpecOpts, error) {
+	opts, err := oci.SpecOpts(ocfg)
+	if err != nil {
+		return nil, err
+	}
+	if rl := rootlessRuns(); rl != nil {
+		opts = append(opts, rl.specOpts(containerID(ocfg.RunID), ocfg.Pids, ocfg.MemoryMB)...)
+	}
+	return opts, nil
+}
+
 // attestInit waits for a container's init (host PID pid) to exec, reads its isolation and
 // checks it against the sandbox's policy; the attestation is returned whenever it was read.
 func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestation, error) {
@@ -348,10 +368,16 @@ func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestati
 	}
 	att.Network = s.cfg.Network
 	att.LimitsEnforcedBy = policy.RootfulLimits
-	return att, CheckAttestation(att, Policy{
+	p := Policy{
 		UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 		IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
-	})
+	}
+	if rl := rootlessRuns(); rl != nil {
+		att.LimitsEnforcedBy = rl.limits()
+		p.Rlimits = rl.policyRlimits(s.cfg.Limits.Pids)
+		p.PidsByRlimit = rl.Delegated == ""
+	}
+	return att, CheckAttestation(att, p)
 }
 
 // beforeStart runs once the container's task exists: see hardenTask; then the caller's hook.

@@ -73,7 +73,7 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 	cfg.Args, cfg.Timeout = argv, timeout
 	cfg.ExtraMounts = nil
 	cfg.UserNS.Path = userns.Path()
-	opts, err := oci.SpecOpts(cfg)
+	opts, err := specOpts(cfg)
 	if err != nil {
 		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,7 +25,7 @@ func DefaultCacheDir() (string, error) {
 // with no group or other access: it holds native code that gets executed. The worker's
 // directory, worker-UID, is owned by the worker's UID, mode 0700, and reached by the worker
 // only through the returned descriptor, since it cannot traverse the root.
-func openCacheDirs(root string, workerUID, workerGID int) (*os.File, error) {
+func openCacheDirs(root string, workerUID, workerGID int, unmappedChecked bool) (*os.File, error) {
 	if !filepath.IsAbs(root) {
 		return nil, fmt.Errorf("wasm cache %s: not an absolute path", root)
 	}
@@ -39,7 +40,7 @@ func openCacheDirs(root string, workerUID, workerGID int) (*os.File, error) {
 	if err := checkPrivateDir(rootFD, root, os.Geteuid()); err != nil {
 		return nil, err
 	}
-	if err := checkAncestors(root); err != nil {
+	if err := checkAncestors(root, unmappedChecked); err != nil {
 		return nil, err
 	}
 
@@ -94,16 +95,27 @@ func checkPrivateDir(fd int, name string, uid int) error {
 	return nil
 }
 
+// CheckCacheAncestors is the check NewExecutor makes of the cache directory's ancestors, for
+// a process about to enter a user namespace where their owners are unmapped (see
+// Options.AncestorsCheckedOutside).
+func CheckCacheAncestors(dir string) error { return checkAncestors(dir, false) }
+
 // checkAncestors refuses a cache whose path someone else could swap: an ancestor writable
-// by group or other without the sticky bit, or owned by another user than root or us.
-func checkAncestors(dir string) error {
+// by group or other without the sticky bit, or owned by another user than root or us. With
+// unmappedChecked, an owner this user namespace does not map (it reads as the overflow UID)
+// passes: CheckCacheAncestors saw the real owners before the process entered it.
+func checkAncestors(dir string, unmappedChecked bool) error {
 	euid := os.Geteuid()
+	overflow := -1
+	if unmappedChecked {
+		overflow = overflowUID()
+	}
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
 			return fmt.Errorf("wasm cache: %s: %w", p, err)
 		}
-		if int(st.Uid) != 0 && int(st.Uid) != euid {
+		if int(st.Uid) != 0 && int(st.Uid) != euid && int(st.Uid) != overflow {
 			return fmt.Errorf("wasm cache %s: its ancestor %s belongs to uid %d, who could replace the cache; use a cache directory on a path only root and uid %d control",
 				dir, p, st.Uid, euid)
 		}
@@ -115,4 +127,17 @@ func checkAncestors(dir string) error {
 			return nil
 		}
 	}
+}
+
+// overflowUID is the UID unmapped owners read as in a user namespace.
+func overflowUID() int {
+	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
+	if err != nil {
+		return 65534
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 65534
+	}
+	return n
 }

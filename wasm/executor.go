@@ -51,6 +51,11 @@ type Options struct {
 	MaxViewBytes int64
 	// WorkerUID and WorkerGID are who the worker runs as when ceval is root.
 	WorkerUID, WorkerGID int
+	// AncestorsCheckedOutside says CheckCacheAncestors passed for CacheDir before this
+	// process entered the user namespace it runs in (a rootless daemon's), where the real
+	// owners of the cache's ancestors (root's /, /home) are unmapped and read as the overflow
+	// UID: those pass here. Only ceval's own re-execution into that namespace sets it.
+	AncestorsCheckedOutside bool
 	// Python finds the pinned CPython WASI module that python and python3 run in
 	// run_command scripts; nil leaves them unavailable (they fail with a message).
 	Python PythonSource
@@ -138,7 +143,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 		e.asRoot = true
 		e.uid, e.gid = opts.WorkerUID, opts.WorkerGID
 	}
-	if e.cache, err = openCacheDirs(opts.CacheDir, e.uid, e.gid); err != nil {
+	if e.cache, err = openCacheDirs(opts.CacheDir, e.uid, e.gid, opts.AncestorsCheckedOutside); err != nil {
 		return nil, err
 	}
 	if e.w, err = e.startWorker(); err != nil {

@@ -177,3 +177,39 @@ func TestWorkerCacheDirBelongsToTheWorkerAlone(t *testing.T) {
 		t.Errorf("no compiled module cached under %s", sub)
 	}
 }
+
+// TestCacheUnderAnAncestorOwnedByTheOverflowUIDIsRefusedUnlessCheckedOutside: inside a
+// rootless daemon's user namespace root's directories read as the overflow UID, and so
+// does any other unmapped user's; only a check made outside, where the real owner shows,
+// may let such an ancestor pass.
+func TestCacheUnderAnAncestorOwnedByTheOverflowUIDIsRefusedUnlessCheckedOutside(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(other, overflowUID(), overflowUID()); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(other, "cache")
+	if err := CheckCacheAncestors(dir); err == nil || !strings.Contains(err.Error(), "belongs to uid") {
+		t.Fatalf("the outside check passed an ancestor of uid %d: %v", overflowUID(), err)
+	}
+	if _, err := NewExecutor(Options{CacheDir: dir, noPreload: true}); err == nil || !strings.Contains(err.Error(), "belongs to uid") {
+		t.Fatalf("an ancestor of uid %d passed without the outside check: %v", overflowUID(), err)
+	}
+	if err := checkAncestors(dir, true); err != nil {
+		t.Fatalf("checked outside: %v", err)
+	}
+	if err := checkAncestors(filepath.Join(t.TempDir(), "cache"), true); err != nil {
+		t.Fatalf("checked outside, root's ancestors: %v", err)
+	}
+	if err := os.Chown(other, 4321, 4321); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAncestors(dir, true); err == nil {
+		t.Fatal("checked outside, a mapped other user's ancestor passed")
+	}
+}

@@ -26,7 +26,11 @@ const (
 	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] -- ARGV..."
+const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV..."
+
+// execWithASArg as the first argument makes the init the agent's last step before its execve
+// (see execWithAS): the init starts itself that way when --rlimit-as is given.
+const execWithASArg = "--exec-with-rlimit-as"
 
 // config is the parsed command line.
 type config struct {
@@ -36,10 +40,16 @@ type config struct {
 	// supervisorFIFO is a FIFO whose write end only the host's supervisor holds: its EOF
 	// means the supervisor is gone, and everything is killed (see watchSupervisor).
 	supervisorFIFO string
-	argv           []string
+	// rlimitAS (bytes; 0: none) is set as the agent's RLIMIT_AS, soft and hard, just before
+	// its execve: rootless without a memory cgroup, it bounds each of the agent's processes.
+	rlimitAS uint64
+	argv     []string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == execWithASArg {
+		os.Exit(execWithAS(os.Args[2:]))
+	}
 	// Every OS thread counts against the container's pids.max; the init needs no parallelism.
 	runtime.GOMAXPROCS(1)
 	// The agent runs as our UID: without this it could read or write our memory through
@@ -75,6 +85,21 @@ func parseArgs(args []string) (config, error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(arg, "=")
+		if name == "--rlimit-as" {
+			if !hasValue {
+				if i+1 >= len(args) {
+					return cfg, errors.New(name + " needs a byte count")
+				}
+				i++
+				value = args[i]
+			}
+			n, err := strconv.ParseUint(value, 10, 64)
+			if err != nil || n == 0 {
+				return cfg, errors.New(name + ": want a positive byte count, got " + strconv.Quote(value))
+			}
+			cfg.rlimitAS = n
+			continue
+		}
 		if name == "--supervisor-fifo" {
 			if !hasValue {
 				if i+1 >= len(args) {
@@ -149,13 +174,18 @@ func waitForGo() (int, error) {
 }
 
 // start runs argv as a child sharing our environment, stdout, stderr and working
-// directory, with stdin from the given descriptor.
-func start(argv []string, stdin int) (int, error) {
+// directory, with stdin from the given descriptor; with rlimitAS > 0, through execWithAS.
+func start(argv []string, stdin int, rlimitAS uint64) (int, error) {
 	path, err := lookPath(argv[0])
 	if err != nil {
 		return 0, err
 	}
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+	exe, args := path, argv
+	if rlimitAS > 0 {
+		exe = "/proc/self/exe"
+		args = append([]string{"ceval-init", execWithASArg, strconv.FormatUint(rlimitAS, 10), path}, argv...)
+	}
+	pid, err := syscall.ForkExec(exe, args, &syscall.ProcAttr{
 		Env:   os.Environ(),
 		Files: []uintptr{uintptr(stdin), 1, 2},
 	})
@@ -167,6 +197,32 @@ func start(argv []string, stdin int) (int, error) {
 		return 0, &startError{code, err}
 	}
 	return pid, nil
+}
+
+// execWithAS (args: BYTES PATH ARGV...) sets RLIMIT_AS to BYTES, soft and hard, and execs
+// PATH with ARGV: the limit is in place from the agent's first instruction, and the init
+// itself, whose Go runtime reserves more address space than an agent's cap, stays without it.
+// It returns an exit code only when it could not exec.
+func execWithAS(args []string) int {
+	if len(args) < 3 {
+		logf(execWithASArg + ": want BYTES PATH ARGV...")
+		return exitUsage
+	}
+	n, err := strconv.ParseUint(args[0], 10, 64)
+	if err != nil || n == 0 {
+		logf(execWithASArg + ": invalid byte count " + strconv.Quote(args[0]))
+		return exitUsage
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+		logf("set RLIMIT_AS: " + err.Error() + "; the agent was not started")
+		return exitUsage
+	}
+	err = syscall.Exec(args[1], args[2:], os.Environ())
+	logf("exec " + args[1] + ": " + err.Error())
+	if errors.Is(err, syscall.ENOENT) {
+		return exitNotFound
+	}
+	return exitCannotExec
 }
 
 // lookPath resolves name like execvp: as given when it has a slash, else through $PATH, where

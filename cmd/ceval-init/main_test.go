@@ -276,6 +276,9 @@ func TestUsageErrors(t *testing.T) {
 		{"--supervisor-fifo", "relative/fifo", "--", "true"},
 		{"--supervisor-fifo", "/nonexistent/fifo", "--", "true"},
 		{"--supervisor-fifo", "/proc/self/status", "--", "true"}, // not a FIFO
+		{"--rlimit-as", "0", "--", "true"},
+		{"--rlimit-as", "lots", "--", "true"},
+		{"--rlimit-as"},
 	} {
 		r := runInit(t, hostMode, args...)
 		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "ceval-init: ") {
@@ -588,5 +591,33 @@ func TestSupervisorGoneBeforeStartRunsNoAgent(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the agent started although its supervisor was gone")
+	}
+}
+
+// TestRlimitASBoundsTheAgentButNotTheInit: rootless without a memory cgroup, --rlimit-as is
+// the agent's memory bound: in force (soft and hard, so it cannot raise it) from its first
+// instruction, an allocation past it fails, and the init itself keeps no such limit.
+func TestRlimitASBoundsTheAgentButNotTheInit(t *testing.T) {
+	eachMode(t, func(t *testing.T, m mode) {
+		r := runInit(t, m, "--rlimit-as", strconv.Itoa(256<<20), "--", "sh", "-c",
+			`grep "Max address space" /proc/self/limits; grep "Max address space" /proc/$PPID/limits
+head -c 536870912 /dev/zero | tail >/dev/null; echo "hog=$?"; (ulimit -v unlimited) 2>/dev/null && echo raised; true`)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) != 3 || strings.Fields(lines[0])[3] != "268435456" || strings.Fields(lines[0])[4] != "268435456" ||
+			strings.Fields(lines[1])[3] != "unlimited" || lines[2] == "hog=0" {
+			t.Fatalf("exit %d stdout %q stderr %q: want the agent's RLIMIT_AS 268435456/268435456, the init's unlimited, the 512 MiB hog failing and no raise", r.code, r.stdout, r.stderr)
+		}
+	})
+}
+
+func TestRlimitASDoesNotChangeHowAStartFailureExits(t *testing.T) {
+	for _, tt := range []struct {
+		argv0 string
+		want  int
+	}{{"/nonexistent/agent", exitNotFound}, {"/proc/self/status", exitCannotExec}} {
+		r := runInit(t, hostMode, "--rlimit-as", strconv.Itoa(256<<20), "--", tt.argv0)
+		if r.code != tt.want {
+			t.Errorf("%s: exit %d (stderr %q), want %d", tt.argv0, r.code, r.stderr, tt.want)
+		}
 	}
 }

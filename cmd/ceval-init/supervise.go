@@ -100,7 +100,7 @@ func run(cfg config) int {
 		}
 		stdin = fd
 	}
-	pid, err := start(cfg.argv, stdin)
+	pid, err := start(cfg.argv, stdin, cfg.rlimitAS)
 	if err != nil {
 		code := exitCannotExec
 		var se *startError

@@ -36,6 +36,7 @@ import (
 //	  timeout: 60s                    # per call
 //	  max_calls_per_run: 20           # retries included
 //	  max_usd_per_run: 1              # priced from prices.<model>; 0: no limit
+//	allow_rlimit_limits: false       # rootless, no cgroup subtree delegated: pids by RLIMIT_NPROC, memory by RLIMIT_AS per process, cpu not limited
 type userConfig struct {
 	AllowEnv         []string               `yaml:"allow_env"`
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
@@ -43,6 +44,9 @@ type userConfig struct {
 	GatewayAllow     map[string]allowConfig `yaml:"gateway_allow"`
 	IDRange          *supervisor.IDRange    `yaml:"id_range"`
 	Judge            *judgeConfig           `yaml:"judge"`
+	// AllowRlimitLimits lets rootless runs without a delegated cgroup subtree hold their
+	// limits by rlimits (see --allow-rlimit-limits); never a task's to set.
+	AllowRlimitLimits bool `yaml:"allow_rlimit_limits"`
 
 	// prices is Prices checked, with the defaults filled in.
 	prices map[string]gateway.Price

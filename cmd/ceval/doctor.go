@@ -67,7 +67,10 @@ func runDoctor(ctx context.Context, g *globalOptions) []check {
 		add(check{"privileges", "ok", "running as root", ""})
 	} else {
 		add(check{"privileges", "note", "not root: rootless mode (containerd inside rootlesskit as this user)", ""})
-		for _, c := range rootlessChecks(gatherRootlessFacts(g.containerdAddress)) {
+		f := gatherRootlessFacts(g.containerdAddress)
+		ucfg, _ := loadUserConfig(g.configPath, false)
+		f.allowRlimit = g.allowRlimitLimits || ucfg.AllowRlimitLimits
+		for _, c := range rootlessChecks(f) {
 			add(c)
 		}
 	}

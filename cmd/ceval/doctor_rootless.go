@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -21,6 +20,8 @@ type rootlessFacts struct {
 	noCgroup  string // why there is none
 	subIDRuns int    // per-run ID slices in the user's subordinate range
 	subIDErr  error
+	// allowRlimit: the user allowed the rlimit mode (--allow-rlimit-limits or the config).
+	allowRlimit bool
 }
 
 func gatherRootlessFacts(address string) rootlessFacts {
@@ -42,8 +43,7 @@ func gatherRootlessFacts(address string) rootlessFacts {
 }
 
 // rootlessChecks explains to a non-root user which rootless mode applies and how to get the
-// strict one. ceval run does not drive a rootless daemon yet: that line fails, so doctor
-// never reports a rootless host as ready.
+// strict one.
 func rootlessChecks(f rootlessFacts) []check {
 	var out []check
 	start := fmt.Sprintf("as root once: scripts/containerd.sh rootless-start %s DIR (make setup-rootless), then export CEVAL_CONTAINERD_ADDRESS=DIR/containerd.sock", f.user)
@@ -54,6 +54,10 @@ func rootlessChecks(f rootlessFacts) []check {
 	}
 	if f.delegated != "" {
 		out = append(out, check{"rootless limits", "ok", "strict mode: pids, memory and cpu by the cgroup subtree " + f.delegated + " root delegated to " + f.user + "; disk by capped tmpfs", ""})
+	} else if f.allowRlimit {
+		out = append(out, check{"rootless limits", "note",
+			"rlimit mode, as you allowed: pids held by RLIMIT_NPROC per run UID, memory by RLIMIT_AS per process (not the container's total; runtimes that reserve address space, Go's ~700 MiB, need a larger memory_mb), disk by capped tmpfs, cpu not limited",
+			"for the strict mode, as root once: ceval rootless setup --user " + f.user})
 	} else {
 		out = append(out, check{"rootless limits", "FAIL",
 			"no cgroup subtree is delegated to " + f.user + " (" + f.noCgroup + "): only the weaker rlimit mode is possible, and only when you allow it: pids held by RLIMIT_NPROC per run UID, memory by RLIMIT_AS per process (not the container's total), disk by capped tmpfs, cpu not limited",
@@ -66,21 +70,10 @@ func rootlessChecks(f rootlessFacts) []check {
 	} else {
 		out = append(out, check{"rootless IDs", "ok", fmt.Sprintf("%s's subordinate range holds %d per-run slices of %d IDs beside the daemon's own, one per concurrent run", f.user, f.subIDRuns, oci.IDRangeSize), ""})
 	}
-	out = append(out, check{"rootless run", "FAIL",
-		"ceval run does not drive a rootless daemon yet: populating and reading the workspace, the init's install and the gateway and mock listeners inside rootlesskit's namespaces are not wired (the sandbox's properties are tested: go test -run Rootless ./launcher as this user)",
-		"run as root for now; see README, Rootless"})
-	return out
-}
-
-// errRootlessRun refuses a run, experiment or selftest by a non-root user up front: ceval
-// run does not yet do its privileged steps inside a rootless daemon's namespaces, and a run
-// that failed half-way (or held weaker limits than it says) is worse than none.
-var errRootlessRun = errors.New("not root: ceval run does not drive a rootless containerd yet (ceval doctor says what this host has); run as root")
-
-// refuseNonRootRun returns errRootlessRun for any euid but 0.
-func refuseNonRootRun(euid int) error {
-	if euid != 0 {
-		return errRootlessRun
+	if _, err := os.Stat(nsenterPath); err != nil {
+		out = append(out, check{"rootless run", "FAIL", "ceval run enters the daemon's namespaces with " + nsenterPath + ": " + err.Error(), "install util-linux"})
+	} else {
+		out = append(out, check{"rootless run", "ok", "ceval run, experiment, selftest, sandbox and gc re-execute themselves with nsenter inside the daemon's user and mount namespaces, as root there", ""})
 	}
-	return nil
+	return out
 }

@@ -31,13 +31,13 @@ func TestDoctorRootlessWithoutDelegationSaysWhatRlimitModeLosesAndHowToGetTheStr
 	}
 }
 
-func TestDoctorNeverReportsARootlessHostReadyForRuns(t *testing.T) {
+func TestDoctorSaysTheStrictModeAppliesWithADelegatedSubtree(t *testing.T) {
 	checks := rootlessChecks(rootlessFacts{user: "u", daemon: &launcher.RootlessDaemon{ChildPID: 7}, delegated: "ceval-rootless-u", subIDRuns: 16})
 	if c := findCheck(t, checks, "rootless limits"); c.status != "ok" || !strings.Contains(c.detail, "strict") {
 		t.Fatalf("%+v", c)
 	}
-	if c := findCheck(t, checks, "rootless run"); c.status != "FAIL" {
-		t.Fatalf("ceval run is not wired for rootless daemons yet, but doctor says %+v", c)
+	if c := findCheck(t, checks, "rootless run"); c.status != "ok" || !strings.Contains(c.detail, "nsenter") {
+		t.Fatalf("%+v", c)
 	}
 }
 
@@ -50,11 +50,10 @@ func TestDoctorRootlessWithoutDaemonOrSubIDsSaysHowToStartOne(t *testing.T) {
 	}
 }
 
-func TestRunByANonRootUserIsRefusedBeforeAnyWork(t *testing.T) {
-	if err := refuseNonRootRun(1001); !errors.Is(err, errRootlessRun) {
-		t.Fatalf("euid 1001: %v, want errRootlessRun", err)
-	}
-	if err := refuseNonRootRun(0); err != nil {
-		t.Fatalf("root: %v", err)
+func TestDoctorSaysTheRlimitModeAppliesWhenTheUserAllowedIt(t *testing.T) {
+	checks := rootlessChecks(rootlessFacts{user: "u", daemon: &launcher.RootlessDaemon{ChildPID: 7}, noCgroup: "missing", subIDRuns: 16, allowRlimit: true})
+	c := findCheck(t, checks, "rootless limits")
+	if c.status != "note" || !strings.Contains(c.detail, "as you allowed") || !strings.Contains(c.detail, "cpu not limited") || !strings.Contains(c.fix, "ceval rootless setup --user u") {
+		t.Fatalf("%+v", c)
 	}
 }

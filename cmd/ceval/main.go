@@ -37,7 +37,14 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
-func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+// exitWith gives err an exit code; an err that already carries one keeps its own.
+func exitWith(code int, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: code, err: err}
+}
 
 // exitCode ends the command with code and prints nothing more: what it has to say, it said.
 func exitCode(code int) error { return &exitError{code: code} }
@@ -47,12 +54,17 @@ type globalOptions struct {
 	containerdAddress string
 	namespace         string
 	configPath        string
+	allowRlimitLimits bool // rootless without a delegated cgroup subtree: limits by rlimits
 }
 
 // connect dials the containerd the flags name. When neither the flag nor the variable
 // named one and the system socket is absent, it says on stderr that the private daemon of
 // `make setup` is the one in use.
 func (g *globalOptions) connect(ctx context.Context, cmd *cobra.Command) (*client.Client, context.Context, error) {
+	ucfg, _ := g.config(cmd) // a broken config file fails the command where it is read
+	if err := g.enterRootless(g.allowRlimitLimits || ucfg.AllowRlimitLimits); err != nil {
+		return nil, nil, err
+	}
 	if !cmd.Flags().Changed("containerd-address") {
 		if addr, why := launcher.DiscoverAddress(os.Getenv("CEVAL_CONTAINERD_ADDRESS"), launcher.SocketExists); why != "" && addr == g.containerdAddress {
 			fmt.Fprintf(os.Stderr, "ceval: containerd at %s: %s\n", addr, why)
@@ -78,7 +90,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.containerdAddress, "containerd-address", launcher.AddressFromEnv(), "containerd socket (env CEVAL_CONTAINERD_ADDRESS)")
 	root.PersistentFlags().StringVar(&g.namespace, "namespace", launcher.NamespaceFromEnv(), "containerd namespace (env CEVAL_NAMESPACE)")
-	root.PersistentFlags().StringVar(&g.configPath, "config", defaultConfigPath(), "config file: allow_env, allow_host_network, prices (USD per million tokens by model, for run_limits.max_usd), gateway_allow (what the model gateway forwards), id_range (host IDs of the runs' user namespaces), judge (the model llm_judge asks)")
+	root.PersistentFlags().StringVar(&g.configPath, "config", defaultConfigPath(), "config file: allow_env, allow_host_network, prices (USD per million tokens by model, for run_limits.max_usd), gateway_allow (what the model gateway forwards), id_range (host IDs of the runs' user namespaces), judge (the model llm_judge asks), allow_rlimit_limits (rootless without a delegated cgroup subtree)")
+	root.PersistentFlags().BoolVar(&g.allowRlimitLimits, "allow-rlimit-limits", false, "rootless without a cgroup subtree delegated by root: hold pids by RLIMIT_NPROC and memory by RLIMIT_AS per process, cpu not limited (config: allow_rlimit_limits)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(exitInvalid, err) })
 	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(g), newRunCmd(g), newSandboxCmd(g), newDoctorCmd(g))
 	root.AddCommand(newImagesCmd(g))
@@ -102,6 +115,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == launcher.ListenHelperArg {
 		os.Exit(launcher.ListenHelperMain(os.Args[2:]))
 	}
+	rootlessChdir()
 	os.Exit(execute(os.Args[1:]))
 }
 

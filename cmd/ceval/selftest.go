@@ -12,6 +12,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/selftest"
+	"ceval.dev/ceval/wasm"
 )
 
 func newSelftestCmd(g *globalOptions) *cobra.Command {
@@ -66,7 +67,7 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			errOut := cmd.ErrOrStderr()
 			rep, err := selftest.Run(cctx, selftest.Options{
 				Client: c, Image: image, Only: names, RunsDir: runsDir,
-				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(),
+				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(), WASM: wasmOptions(wasm.Options{}),
 				Progress: func(r selftest.Row) {
 					fmt.Fprintf(errOut, "[%5.1fs] %-32s %s\n", r.Seconds, r.Name, r.Outcome)
 				},

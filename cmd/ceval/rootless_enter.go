@@ -1,0 +1,177 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/wasm"
+)
+
+// What ceval passes to itself when it re-executes inside a rootless daemon's namespaces.
+const (
+	rootlessChildEnv     = "CEVAL_ROOTLESS_CHILD_PID"  // rootlesskit's child, whose namespaces it joined
+	rootlessUserEnv      = "CEVAL_ROOTLESS_USER"       // the user's name (inside, every name reads as root)
+	rootlessDelegatedEnv = "CEVAL_ROOTLESS_DELEGATED"  // the delegated cgroup subtree, "" in rlimit mode
+	rootlessSlotsEnv     = "CEVAL_ROOTLESS_SLOTS"      // per-run slices of the user's subordinate range
+	rootlessWasmEnv      = "CEVAL_ROOTLESS_WASM_CHECK" // "ok": the wasm cache's ancestors passed on the host
+	rootlessWdEnv        = "CEVAL_ROOTLESS_WD"         // the working directory, by path
+)
+
+// rootlessWorkerUID is the WASM worker's UID inside a rootless daemon's user namespace: not
+// the overflow UID (65534), which unmapped owners read as there (see wasm.Options).
+const rootlessWorkerUID = 65533
+
+// nsenterPath joins rootlesskit's namespaces.
+var nsenterPath = "/usr/bin/nsenter"
+
+// inRootless is set once this process runs inside a rootless daemon's namespaces.
+var inRootless bool
+
+// errNotRootlessDaemon: a non-root user pointed ceval at a daemon that is not its rootless one.
+var errNotRootlessDaemon = errors.New("not root, and the containerd socket is not a rootless containerd of this user")
+
+// enterRootless makes a non-root ceval drive the user's rootless containerd the way nerdctl
+// does: it re-executes this same command through nsenter inside the daemon's user and mount
+// namespaces (where the user is root: its scratch mounts, the snapshot read, the init's
+// install and the listeners in a container's network namespace are the rootful code paths),
+// after deciding on the host how the limits hold: by the cgroup subtree root delegated to the
+// user, or by rlimits when the user allowed that (allowRlimit), or not at all (refused with
+// both fixes). On success it does not return. Inside, it checks that it really is in that
+// daemon's user namespace and sets the supervisor's rootless mode. As root it does nothing.
+func (g *globalOptions) enterRootless(allowRlimit bool) error {
+	if os.Getenv(rootlessChildEnv) != "" {
+		return enteredRootless(g.containerdAddress, allowRlimit)
+	}
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	d, err := launcher.DetectRootless(g.containerdAddress)
+	if err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("%w (%s): %v; start yours with scripts/containerd.sh rootless-start USER DIR and export CEVAL_CONTAINERD_ADDRESS=DIR/containerd.sock, or run as root (ceval doctor says what this host has)", errNotRootlessDaemon, g.containerdAddress, err))
+	}
+	name := strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	delegated, _ := launcher.DelegatedCgroup(cgroupRoot, name)
+	if _, err := launcher.RootlessLimits(delegated, allowRlimit); err != nil {
+		return exitWith(exitInvalid, err)
+	}
+	subuid, err := os.ReadFile("/etc/subuid")
+	if err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: %w", err))
+	}
+	_, _, slots, err := launcher.SubordinateIDs(subuid, name, os.Getuid(), oci.IDRangeSize)
+	if err == nil && slots < 1 {
+		err = errors.New("no per-run slice beyond the daemon's own")
+	}
+	if err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: %s's subordinate IDs: %w (as root: scripts/containerd.sh rootless-start %s DIR grows the range)", name, err, name))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: ceval's own path: %w", err))
+	}
+	// Ours replace any inherited ones (getenv reads the first of duplicates).
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "CEVAL_ROOTLESS_") && !strings.HasPrefix(kv, launcher.RootlessAddressEnv+"=")
+	})
+	env = append(env,
+		rootlessChildEnv+"="+strconv.Itoa(d.ChildPID), rootlessUserEnv+"="+name,
+		rootlessDelegatedEnv+"="+delegated, rootlessSlotsEnv+"="+strconv.Itoa(slots))
+	if dir, err := wasm.DefaultCacheDir(); err == nil && wasm.CheckCacheAncestors(dir) == nil {
+		env = append(env, rootlessWasmEnv+"=ok")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: working directory: %w", err))
+	}
+	// Entering a mount namespace moves the working directory to its root, and nsenter's --wd
+	// would keep the host's mount of it, unreachable from the namespace's root (getcwd fails
+	// ENOENT): the inside changes to it by path.
+	env = append(env, rootlessWdEnv+"="+wd)
+	argv := append([]string{nsenterPath, "-U", "-m", "--preserve-credentials", "-t", strconv.Itoa(d.ChildPID), "--", exe}, os.Args[1:]...)
+	err = syscall.Exec(nsenterPath, argv, env)
+	return exitWith(exitInfraErr, fmt.Errorf("rootless: enter the daemon's namespaces with %s: %w", nsenterPath, err))
+}
+
+// enteredRootless checks, inside, that this process is root of the user namespace of the
+// rootlesskit child the host side named, and sets the supervisor's rootless mode.
+func enteredRootless(address string, allowRlimit bool) error {
+	if inRootless {
+		return nil
+	}
+	pid, err := strconv.Atoi(os.Getenv(rootlessChildEnv))
+	if err != nil || pid <= 0 {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: %s=%q is not a PID", rootlessChildEnv, os.Getenv(rootlessChildEnv)))
+	}
+	own, err1 := os.Readlink("/proc/self/ns/user")
+	theirs, err2 := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/user")
+	uidMap, err3 := os.ReadFile("/proc/self/uid_map")
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: user namespaces: %w", err))
+	}
+	if own != theirs || initialUserNS(uidMap) || os.Geteuid() != 0 {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: %s is set but this process (euid %d, %s) is not root of rootlesskit child %d's user namespace (%s): unset it", rootlessChildEnv, os.Geteuid(), own, pid, theirs))
+	}
+	if rootlessChdirErr != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: the working directory inside the daemon's mount namespace: %w", rootlessChdirErr))
+	}
+	delegated := os.Getenv(rootlessDelegatedEnv)
+	if _, err := launcher.RootlessLimits(delegated, allowRlimit); err != nil {
+		return exitWith(exitInvalid, err)
+	}
+	if delegated != "" {
+		// Checked again from inside: runc will create the run's cgroup here.
+		if name, why := launcher.DelegatedCgroup(cgroupRoot, os.Getenv(rootlessUserEnv)); name != delegated {
+			return exitWith(exitInfraErr, fmt.Errorf("rootless: the delegated cgroup subtree %s is not usable from the daemon's namespaces: %s", delegated, why))
+		}
+	}
+	slots, err := strconv.Atoi(os.Getenv(rootlessSlotsEnv))
+	if err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: %s=%q: %w", rootlessSlotsEnv, os.Getenv(rootlessSlotsEnv), err))
+	}
+	if err := supervisor.EnterRootless(supervisor.Rootless{Delegated: delegated, Slots: slots, LockDir: launcher.RootlessIDLockDir(address)}); err != nil {
+		return exitWith(exitInfraErr, err)
+	}
+	inRootless = true
+	return nil
+}
+
+// wasmOptions are the WASM sandbox's options for this process: inside a rootless daemon's
+// namespaces, the worker's UID is not the overflow UID and the cache's ancestors were
+// checked on the host.
+func wasmOptions(o wasm.Options) wasm.Options {
+	if inRootless {
+		o.WorkerUID, o.WorkerGID = rootlessWorkerUID, rootlessWorkerUID
+		o.AncestorsCheckedOutside = os.Getenv(rootlessWasmEnv) == "ok"
+	}
+	return o
+}
+
+// initialUserNS says whether a uid_map is the initial user namespace's identity map.
+func initialUserNS(uidMap []byte) bool {
+	f := strings.Fields(string(uidMap))
+	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+}
+
+// rootlessChdirErr is why rootlessChdir failed; enteredRootless reports it.
+var rootlessChdirErr error
+
+// rootlessChdir, first thing in a ceval re-executed inside a rootless daemon's namespaces,
+// changes to the working directory the host side had, before any relative path is read.
+func rootlessChdir() {
+	if os.Getenv(rootlessChildEnv) == "" {
+		return
+	}
+	rootlessChdirErr = os.Chdir(os.Getenv(rootlessWdEnv))
+}

@@ -1,0 +1,113 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"context"
+	"strconv"
+
+	"github.com/containerd/containerd/v2/core/containers"
+	ctroci "github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
+)
+
+// Rootless is how this process drives a rootless containerd: it runs inside the daemon's
+// user and mount namespaces (cmd/ceval re-executes itself there through nsenter, the way
+// nerdctl does), as root of that namespace, so the scratch mounts, the snapshot read, the
+// init's install and the listeners in the container's network namespace are the rootful
+// code paths; what differs is the limits and the runs' IDs.
+type Rootless struct {
+	// Delegated is the cgroup subtree root delegated to the user (launcher.DelegatedCgroup);
+	// "" is the rlimit mode, which the user must have allowed.
+	Delegated string
+	// Slots is how many per-run slices of the user's subordinate range are beyond the
+	// daemon's own (launcher.SubordinateIDs).
+	Slots int
+	// LockDir holds the slots' locks (launcher.RootlessIDLockDir): the daemon's /run is
+	// rootlesskit's copy of the host's, whose /run/ceval the user cannot write.
+	LockDir string
+}
+
+// rootlessMode is set once, when the process has entered a rootless daemon's namespaces:
+// from then on every sandbox it makes is rootless (a process is in one user namespace).
+var rootlessMode atomic.Pointer[Rootless]
+
+// EnterRootless makes every later sandbox of this process a rootless one.
+func EnterRootless(r Rootless) error {
+	if r.LockDir == "" {
+		return errors.New("rootless: no directory for the ID slots' locks")
+	}
+	if r.Slots <= 0 {
+		return errors.New("rootless: the user's subordinate range has no per-run slice beyond the daemon's own (grow it: scripts/containerd.sh rootless-start USER DIR as root)")
+	}
+	rootlessMode.Store(&r)
+	return nil
+}
+
+// rootlessRuns returns the rootless mode, or nil for a rootful process.
+func rootlessRuns() *Rootless { return rootlessMode.Load() }
+
+// ids is the range of the runs' user namespaces as the daemon's namespace numbers them:
+// slot k is launcher.RootlessSliceHostID(k).
+func (r *Rootless) ids() IDRange {
+	return IDRange{Start: launcher.RootlessSliceHostID(0), Slots: uint32(r.Slots)}
+}
+
+// limits is what holds each limit in this mode.
+func (r *Rootless) limits() policy.LimitsEnforcedBy {
+	l, err := launcher.RootlessLimits(r.Delegated, true)
+	if err != nil { // unreachable: allowRlimit is true
+		panic(err)
+	}
+	return l
+}
+
+// specOpts adapts the run's spec (applied after oci's): the cgroup under the delegated
+// subtree, or no cgroup, RLIMIT_NPROC for pids and RLIMIT_AS for the init to set on the
+// agent just before it starts it (runc's own setup needs more address space than that).
+func (r *Rootless) specOpts(id string, pids, memoryMB int64) []ctroci.SpecOpts {
+	opts := []ctroci.SpecOpts{launcher.WithRootlessLimits(r.Delegated, id, pids)}
+	if r.Delegated == "" {
+		opts = append(opts, withInitRlimitAS(memoryMB))
+	}
+	return opts
+}
+
+// withInitRlimitAS gives the init --rlimit-as: the agent's RLIMIT_AS, set by the init in the
+// agent's process just before its execve.
+func withInitRlimitAS(memoryMB int64) ctroci.SpecOpts {
+	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+		if memoryMB <= 0 {
+			return fmt.Errorf("rootless limits: memory %d MiB: want a positive limit for RLIMIT_AS", memoryMB)
+		}
+		if s.Process == nil || len(s.Process.Args) == 0 || s.Process.Args[0] != oci.InitPath {
+			return errors.New("rootless limits: the process is not ceval's init: RLIMIT_AS would not be set")
+		}
+		a := s.Process.Args
+		s.Process.Args = append([]string{a[0], "--rlimit-as", strconv.FormatInt(memoryMB<<20, 10)}, a[1:]...)
+		return nil
+	}
+}
+
+// policyRlimits are the rlimits the attestation must find on the init: the rootful ones,
+// and in rlimit mode RLIMIT_NPROC in place of pids.max.
+func (r *Rootless) policyRlimits(pids int64) []specs.POSIXRlimit {
+	rl := oci.Rlimits()
+	if r == nil || r.Delegated != "" {
+		return rl
+	}
+	return append(rl, launcher.RlimitNproc(pids))
+}
+
+func (r *Rootless) String() string {
+	if r.Delegated != "" {
+		return fmt.Sprintf("rootless, cgroup subtree %s", r.Delegated)
+	}
+	return "rootless, rlimit limits"
+}
