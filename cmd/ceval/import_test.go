@@ -122,6 +122,9 @@ func TestSchemaTaskPrintsTheLoadersSchema(t *testing.T) {
 	if r := ceval(t, "schema", "experiment"); r.code != 0 || !strings.Contains(r.stdout, "ceval experiment file") {
 		t.Fatalf("experiment: exit %d", r.code)
 	}
+	if r := ceval(t, "schema", "config"); r.code != 0 || !strings.Contains(r.stdout, "ceval config file") {
+		t.Fatalf("config: exit %d", r.code)
+	}
 	if r := ceval(t, "schema", "nonsense"); r.code != 2 {
 		t.Fatalf("unknown format: exit %d", r.code)
 	}
