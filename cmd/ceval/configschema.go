@@ -23,7 +23,9 @@ func configSchema() map[string]any {
 	strsByName := func(desc string) map[string]any {
 		return map[string]any{"type": "object", "additionalProperties": strs(""), "description": desc}
 	}
-	rate := func(desc string) map[string]any { return map[string]any{"type": "number", "minimum": 0, "description": desc} }
+	rate := func(desc string) map[string]any {
+		return map[string]any{"type": "number", "minimum": 0, "description": desc}
+	}
 	price := obj("USD per million tokens for one model; a cache rate left out costs what input costs", map[string]any{
 		"input_per_mtok":          rate("input tokens"),
 		"cached_input_per_mtok":   rate("input tokens read from the cache"),
