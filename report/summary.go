@@ -63,6 +63,9 @@ type Stats struct {
 	ScoreSD float64 `json:"score_sd"`
 	// TaskSHA256 is plan.json's digest of a task inside a variant: Compare's plan check.
 	TaskSHA256 string `json:"task_sha256,omitempty"`
+	// Classification is precision/recall/F1 of a dataset's classification_match criteria
+	// (in Datasets only, over every variant and per variant).
+	Classification *Classification `json:"classification,omitempty"`
 }
 
 // Run is one planned run with its result (nil when it has none yet).
@@ -160,6 +163,7 @@ func Summarize(e *Experiment) *Summary {
 		}
 		dst := stats(all, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds)
 		dst.TaskID = ds
+		dst.Classification = classification(all)
 		for _, v := range e.Plan.Variants {
 			var vr []Run
 			for _, r := range all {
@@ -172,6 +176,7 @@ func Summarize(e *Experiment) *Summary {
 			}
 			vs := stats(vr, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds+"\x00"+v)
 			vs.VariantID = v
+			vs.Classification = classification(vr)
 			dst.Tasks = append(dst.Tasks, vs)
 		}
 		s.Datasets = append(s.Datasets, dst)
