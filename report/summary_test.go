@@ -241,7 +241,7 @@ func TestSummaryHasPrecisionRecallF1PerDataset(t *testing.T) {
 	third := 1.0 / 3
 	want := &Classification{Predictions: 5, Accuracy: 0.4, MacroPrecision: third, MacroRecall: third, MacroF1: third, Labels: []LabelStats{
 		{Label: "neg", Support: 2, Precision: 0.5, Recall: 0.5, F1: 0.5}, // r3 right, r4 missed, r2 wrongly neg
-		{Label: "neu", Support: 1},                                        // r5 missed, never predicted
+		{Label: "neu", Support: 1},                                       // r5 missed, never predicted
 		{Label: "pos", Support: 2, Precision: 0.5, Recall: 0.5, F1: 0.5}, // r1 right, r2 missed, r5 wrongly pos
 	}}
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
