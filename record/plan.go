@@ -20,6 +20,11 @@ type Plan struct {
 	Experiment   string      `json:"experiment"` // absolute path of the experiment file
 	Overrides    []string    `json:"overrides,omitempty"`
 	Tags         []string    `json:"tags,omitempty"`
+	// The rest of the command line a resume repeats: --root (absolute), --exclude-tags, and
+	// the task files named after the experiment file (absolute), which replaced its list.
+	Root        string   `json:"root,omitempty"`
+	ExcludeTags []string `json:"exclude_tags,omitempty"`
+	Tasks       []string `json:"tasks,omitempty"`
 	Repeats      int         `json:"repeats"`
 	Variants     []string    `json:"variants"`
 	Entries      []PlanEntry `json:"entries"`

@@ -70,24 +70,34 @@ func (x *experimentFlags) load(path string, cmd *cobra.Command) (*task.Experimen
 	return e, nil
 }
 
-// resumeArgs fills in, from plan.json, what a bare `ceval run --resume DIR` leaves out.
+// resumeArgs fills in, from plan.json, what a bare `ceval run --resume DIR` leaves out:
+// the experiment file, and the command line it ran with (-D, --tags, --repeats, --root,
+// --exclude-tags and the task files named after the experiment). A flag given again wins;
+// a changed plan is refused later, by the plan's digests.
 func (x *experimentFlags) resumeArgs(cmd *cobra.Command, args []string) ([]string, error) {
 	plan, err := record.ReadPlan(x.resume)
 	if err != nil {
 		return nil, exitWith(exitInvalid, fmt.Errorf("--resume %s: %w", x.resume, err))
 	}
-	if len(args) == 0 {
-		args = []string{plan.Experiment}
-		if !cmd.Flags().Changed("define") {
-			x.overrides = plan.Overrides
-		}
-		if !cmd.Flags().Changed("tags") && plan.Tags != nil {
-			x.tags = plan.Tags
-			_ = cmd.Flags().Set("tags", strings.Join(plan.Tags, ","))
-		}
-		if x.repeats == 0 {
-			x.repeats = plan.Repeats
-		}
+	if len(args) > 0 {
+		return args, nil
+	}
+	args = append([]string{plan.Experiment}, plan.Tasks...)
+	if !cmd.Flags().Changed("define") {
+		x.overrides = plan.Overrides
+	}
+	if !cmd.Flags().Changed("tags") && plan.Tags != nil {
+		x.tags = plan.Tags
+		_ = cmd.Flags().Set("tags", strings.Join(plan.Tags, ","))
+	}
+	if x.repeats == 0 {
+		x.repeats = plan.Repeats
+	}
+	if x.root == "" {
+		x.root = plan.Root
+	}
+	if !cmd.Flags().Changed("exclude-tags") {
+		x.exclude = plan.ExcludeTags
 	}
 	return args, nil
 }
