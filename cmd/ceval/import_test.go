@@ -200,3 +200,33 @@ func TestRunDatasetTaskRunsEachRow(t *testing.T) {
 		t.Fatalf("always-positive agent: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestImportedHarborTaskGradesByItsRewardAgainstContainerd imports the sample Harbor task and
+// runs it (in the default image: the sample's Dockerfile needs a registry) under an agent that
+// writes the solution and one that does nothing: the tests, run by the verifier container
+// from the rewritten tests/test.sh, score 1 and 0 through the reward file.
+func TestImportedHarborTaskGradesByItsRewardAgainstContainerd(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	out := t.TempDir()
+	if r := ceval(t, "import", "harbor", "../../importer/testdata/harbor/hello-file", "--out", out); r.code != 0 {
+		t.Fatalf("import: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	exp := filepath.Join(out, "exp.yaml")
+	os.WriteFile(exp, []byte("experiment_id: harbor\ntasks: [hello-file/task.yaml]\nvariants:\n"+
+		"  - variant_id: solver\n    agent: {type: command, command: [/bin/sh, -c, \"echo 'Hello, world!' > hello.txt\"]}\n"+
+		"  - variant_id: idle\n    agent: {type: command, command: [/bin/true]}\n"), 0o644)
+	runs := t.TempDir()
+	r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, "-D", "sandbox.image="+images.DefaultName, exp)
+	if r.code != 1 {
+		t.Fatalf("run: exit %d, want 1 (idle fails)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	s := readSummary(t, onlyDir(t, runs))
+	if s.Variants[0].VariantID != "solver" || s.Variants[0].Passed != 1 || s.Variants[1].Passed != 0 || s.Variants[1].Runs != 1 {
+		t.Fatalf("summary %+v", s.Variants)
+	}
+	res, err := os.ReadFile(filepath.Join(onlyDir(t, runs), "idle", "hello-file", "1", "result.json"))
+	if err != nil || !strings.Contains(string(res), "score 0 from stdout") {
+		t.Fatalf("idle's criterion was not scored by the reward: %v\n%s", err, res)
+	}
+}
