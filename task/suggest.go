@@ -26,7 +26,7 @@ func (t *Task) TierSuggestions() []Problem {
 		if c.Tier() != TierWASM || c.Type != RunCommand {
 			continue
 		}
-		if prog := imageOnlyProgram(c.Command); prog != "" {
+		if prog := ImageOnlyProgram(c.Command); prog != "" {
 			out = append(out, Problem{File: t.Path, Line: c.Line, Column: c.Column, Msg: fmt.Sprintf(
 				"suggestion: success_criteria[%d] (run_command) calls %s, which the WASM sandbox does not have: add sandbox: container (it runs in a fresh container from the task's image, or image: one that has %s)", i, prog, prog)})
 		}
@@ -34,9 +34,10 @@ func (t *Task) TierSuggestions() []Problem {
 	return out
 }
 
-// imageOnlyProgram returns the first image-only program a shell command calls: the first
-// word of each simple command (after VAR=value assignments), by base name.
-func imageOnlyProgram(command string) string {
+// ImageOnlyProgram returns the first program a shell command calls that only an image has
+// (never the WASM sandbox's toolbox): the first word of each simple command (after
+// VAR=value assignments), by base name; "" when there is none.
+func ImageOnlyProgram(command string) string {
 	split := strings.NewReplacer("&&", "\n", "||", "\n", ";", "\n", "|", "\n", "(", "\n", ")", "\n", "`", "\n", "$(", "\n")
 	for _, part := range strings.Split(split.Replace(command), "\n") {
 		for _, word := range strings.Fields(part) {

@@ -230,3 +230,41 @@ func TestImportedHarborTaskGradesByItsRewardAgainstContainerd(t *testing.T) {
 		t.Fatalf("idle's criterion was not scored by the reward: %v\n%s", err, res)
 	}
 }
+
+// TestImportedCoderEvalPythonChecksGradeInWASM imports the Python coder_eval fixture and
+// grades two workspaces: import_check (a Python check in WASM) scores the share of imports
+// that resolve, and the run_command reads its check script from the grader files at
+// $TASK_DIR; the pytest criterion needs a verifier container (NOT_GRADED without containerd).
+func TestImportedCoderEvalPythonChecksGradeInWASM(t *testing.T) {
+	out := t.TempDir()
+	if r := ceval(t, "import", "coder-eval", "--out", out, "../../importer/testdata/coder-eval/python"); r.code != 0 {
+		t.Fatalf("import: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	taskFile := filepath.Join(out, "python", "task.yaml")
+	for _, tc := range []struct {
+		name, stats string
+		importScore float64
+		checkPassed bool
+	}{
+		{"right", "import math\n\ndef mean(xs):\n    return math.fsum(xs) / len(xs)\n", 1, true},
+		{"wrong", "import math\nimport no_such_module\n\ndef mean(xs):\n    return 0\n", 0.5, false},
+	} {
+		ws := t.TempDir()
+		os.WriteFile(filepath.Join(ws, "stats.py"), []byte(tc.stats), 0o644)
+		r := ceval(t, "grade", "--json", "--containerd-address", "/nonexistent/containerd.sock", taskFile, "--workspace", ws)
+		var res struct {
+			Criteria []struct {
+				Status string  `json:"status"`
+				Score  float64 `json:"score"`
+				Passed bool    `json:"passed"`
+			} `json:"criteria"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Criteria) != 3 {
+			t.Fatalf("%s: exit %d %v\n%s\n%s", tc.name, r.code, err, r.stdout, r.stderr)
+		}
+		py, imp, chk := res.Criteria[0], res.Criteria[1], res.Criteria[2]
+		if py.Status != "NOT_GRADED" || imp.Score != tc.importScore || chk.Passed != tc.checkPassed {
+			t.Errorf("%s: pytest %+v, import_check %+v, check %+v\n%s", tc.name, py, imp, chk, r.stdout)
+		}
+	}
+}
