@@ -317,7 +317,8 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
-			e, err := task.LoadExperiment(plan.Experiment, task.ExperimentOptions{Overrides: plan.Overrides, Tags: plan.Tags})
+			e, err := task.LoadExperiment(plan.Experiment, task.ExperimentOptions{Overrides: plan.Overrides, Tags: plan.Tags,
+				Root: plan.Root, ExcludeTags: plan.ExcludeTags, Tasks: plan.Tasks})
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}

@@ -355,4 +355,8 @@ func TestResumeRepeatsTheRootTheExcludedTagsAndTheTasksOfTheCommandLine(t *testi
 	if s := readSummary(t, dir); !s.Complete || s.Planned != 2 || s.Variants[0].Passed != 2 {
 		t.Errorf("summary after the resume (c excluded, a kept, b run again): %+v", s)
 	}
+	// regrade reloads the experiment with the same command line
+	if r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, dir); r.code != 0 {
+		t.Errorf("regrade: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 }
