@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
@@ -66,6 +67,9 @@ type Stats struct {
 	// Classification is precision/recall/F1 of a dataset's classification_match criteria
 	// (in Datasets only, over every variant and per variant).
 	Classification *Classification `json:"classification,omitempty"`
+	// Audit is the task's ceval audit verdict (a task inside a variant), when the experiment
+	// has one.
+	Audit *TaskAudit `json:"audit,omitempty"`
 }
 
 // Run is one planned run with its result (nil when it has none yet).
@@ -82,6 +86,8 @@ type Experiment struct {
 	Dir  string
 	Plan *record.Plan
 	Runs []Run // in the plan's order
+	// Audit is the directory's audit.json (ceval audit's reports), nil when it has none.
+	Audit []verdict.Report
 }
 
 // Load reads plan.json and each planned run's result.json, at their exact paths.
@@ -91,6 +97,9 @@ func Load(expDir string) (*Experiment, error) {
 		return nil, err
 	}
 	e := &Experiment{Dir: expDir, Plan: plan}
+	if e.Audit, err = loadAudit(expDir); err != nil {
+		return nil, err
+	}
 	for _, pr := range plan.Runs() {
 		en := plan.Entries[pr.Entry]
 		r := Run{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
@@ -136,6 +145,7 @@ func Summarize(e *Experiment) *Summary {
 			ts := stats(runs, e.Plan.Repeats, s.ExperimentID+"\x00"+v+"\x00"+id)
 			ts.TaskID = id
 			ts.TaskSHA256 = e.Plan.Entries[runs[0].Entry].TaskSHA256
+			ts.Audit = auditFor(e.Audit, v, id, ts.TaskSHA256)
 			vs.Tasks = append(vs.Tasks, ts)
 		}
 		s.Variants = append(s.Variants, vs)

@@ -85,7 +85,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				}
 			}
 			if x.changed(cmd) {
-				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D, --resume and --baseline (with its gate flags) are for experiment files"))
+				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D, --resume, --audit and --baseline (with its gate flags) are for experiment files"))
 			}
 			var tasks []*task.Task
 			var problems []error
