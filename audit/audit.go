@@ -6,76 +6,29 @@ import (
 	"fmt"
 	"sync"
 
+	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
-// Verdicts.
+// Verdicts (see package verdict, which holds the result types for readers such as report).
 const (
-	OK       = "ok"       // the oracle reaches SUCCESS and no baseline or cheat does
-	Hackable = "hackable" // the oracle reaches SUCCESS, and so does a baseline or a cheat
-	Broken   = "broken"   // no oracle, or the oracle does not reach SUCCESS: unsolvable as written
-	Error    = "error"    // an audit run failed on ceval's side: nothing was proved
+	OK       = verdict.OK
+	Hackable = verdict.Hackable
+	Broken   = verdict.Broken
+	Error    = verdict.Error
 )
 
 // scoreEpsilon absorbs float rounding when a cheat's score is compared with the null agent's.
 const scoreEpsilon = 1e-9
 
-// Run is one audit agent's run of a task.
-type Run struct {
-	Agent   string  `json:"agent"`
-	Kind    string  `json:"kind"`
-	What    string  `json:"what"`
-	Status  string  `json:"status"` // the run's status (SUCCESS, FAILURE, ...); "" when it did not run
-	Score   float64 `json:"score"`
-	Success bool    `json:"success"`
-	// AboveNull says the score is over the null agent's: the agent gained something
-	// without solving the task, even if it stayed below the pass threshold.
-	AboveNull bool `json:"above_null,omitempty"`
-	// Fooled are the gating criteria this agent passed and the null agent did not.
-	Fooled []Criterion `json:"fooled,omitempty"`
-	// Criteria is every criterion's outcome in this run.
-	Criteria []Criterion `json:"criteria,omitempty"`
-	RunDir   string      `json:"run_dir,omitempty"`
-	Error    string      `json:"error,omitempty"` // why the run failed on ceval's side
-}
-
-// Criterion names one criterion of the task.
-type Criterion struct {
-	Index       int    `json:"index"` // in success_criteria
-	Type        string `json:"type"`
-	Description string `json:"description,omitempty"`
-	Line        int    `json:"line"`
-	Gating      bool   `json:"gating"`
-	Passed      bool   `json:"passed"`
-}
-
-func (c Criterion) String() string {
-	s := fmt.Sprintf("success_criteria[%d] (%s, line %d)", c.Index, c.Type, c.Line)
-	if c.Description != "" {
-		s += " " + c.Description
-	}
-	return s
-}
-
-// Report is the audit of one task.
-type Report struct {
-	TaskID  string   `json:"task_id"`
-	Variant string   `json:"variant,omitempty"`
-	Path    string   `json:"path"`
-	Verdict string   `json:"verdict"`
-	Reasons []string `json:"reasons"` // why the verdict is not ok; empty when it is
-	Oracle  *Run     `json:"oracle"`  // nil when the task has no solution
-	// Runs are the null agent, the unchanged agent and every cheat, in that order.
-	Runs []Run `json:"runs"`
-	// Warnings are the weak patterns validate --strict finds in the criteria (informational:
-	// the runs are the proof).
-	Warnings []string `json:"warnings,omitempty"`
-	// Leaked is the informational leaked-criteria run (--leaked-criteria); it never changes
-	// the verdict.
-	Leaked *Run `json:"leaked_criteria,omitempty"`
-}
+// The audit's results: one home, package verdict (a leaf readers import without the sandbox).
+type (
+	Run       = verdict.Run
+	Criterion = verdict.Criterion
+	Report    = verdict.Report
+)
 
 // Target is one task to audit; Variant names an experiment's variant ("" for a task file).
 type Target struct {
@@ -131,6 +84,11 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 	for i, tg := range targets {
 		r := &reports[i]
 		r.TaskID, r.Variant, r.Path = tg.Task.ID, tg.Variant, tg.Task.Path
+		if sum, err := task.Digest(tg.Task); err == nil {
+			r.TaskSHA256 = sum
+		} else {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: no digest of the task, so a report cannot tell this audit's version: %v", tg.Task.Path, err))
+		}
 		r.Runs = make([]Run, len(builtins))
 		for _, w := range Lint(tg.Task) {
 			r.Warnings = append(r.Warnings, w.String())

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -374,10 +375,43 @@ func TestHugeRequestBodyIsRefusedWithoutBuffering(t *testing.T) {
 	}
 }
 
+// acceptWatch is the listener under the gateway's connection cap: it reports each accepted
+// connection, and whether the flood had been released when the gateway took it.
+type acceptWatch struct {
+	net.Listener
+	released *atomic.Bool
+	accepted chan bool // released, per accepted connection
+}
+
+func (l *acceptWatch) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted <- l.released.Load()
+	}
+	return c, err
+}
+
+// TestIdleConnectionFloodDoesNotStarveTheCapOrCrash: idle connections hold every slot of
+// MaxConns; a request dialled meanwhile is not accepted (so not served) until the flood is
+// closed, and then is. Event-driven: the gateway's accepts are observed at the listener, and
+// the request's connection is known to be queued once its dial returns.
 func TestIdleConnectionFloodDoesNotStarveTheCapOrCrash(t *testing.T) {
-	fp := &fakeProvider{}
-	s, url := start(t, Config{MaxConns: 4}, fp)
-	addr := strings.TrimPrefix(url, "http://")
+	up := httptest.NewServer(&fakeProvider{})
+	t.Cleanup(up.Close)
+	s, err := New(Config{MaxConns: 4, Mode: Forward, Key: dummyKey, RetryBackoff: time.Millisecond,
+		Providers: map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var released atomic.Bool
+	watch := &acceptWatch{Listener: ln, released: &released, accepted: make(chan bool, 64)}
+	s.Serve(watch)
+	addr := ln.Addr().String()
 	var conns []net.Conn
 	for i := 0; i < 20; i++ {
 		c, err := net.Dial("tcp", addr)
@@ -391,29 +425,53 @@ func TestIdleConnectionFloodDoesNotStarveTheCapOrCrash(t *testing.T) {
 			c.Close()
 		}
 	}()
-	// The flood holds every slot; the server stays up, and closing the flood frees them.
-	var served atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if code, _ := post(t, url+"/v1/messages", dummyKey, msgReq); code == 200 {
-			served.Store(true)
-		}
-	}()
-	time.Sleep(100 * time.Millisecond)
-	if served.Load() {
-		t.Fatal("a fifth connection was served while four were held")
+	for i := 0; i < 4; i++ { // the flood holds every slot
+		<-watch.accepted
 	}
+	dialed := make(chan struct{})
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, a)
+		close(dialed) // queued behind the flood: the kernel completed the handshake
+		return c, err
+	}}}
+	type answer struct {
+		code int
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader(msgReq))
+		req.Header.Set("x-api-key", dummyKey)
+		resp, err := client.Do(req)
+		if err != nil {
+			done <- answer{err: err}
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		done <- answer{code: resp.StatusCode}
+	}()
+	<-dialed
+	released.Store(true)
 	for _, c := range conns {
 		c.Close()
 	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server did not recover after the flood")
+	a := <-done
+	s.Close() // waits for the handler: its call is in the totals
+	if a.err != nil || a.code != 200 || s.Totals().Turns != 1 {
+		t.Fatalf("the request after the flood: %d %v, turns %d", a.code, a.err, s.Totals().Turns)
 	}
-	if !served.Load() || s.Totals().Turns != 1 {
-		t.Fatal("the request after the flood failed")
+	// Every connection the gateway took after the flood's four (the request's among them,
+	// since it was answered) came after the release; later ones come after it too.
+	for {
+		select {
+		case wasReleased := <-watch.accepted:
+			if !wasReleased {
+				t.Fatal("the gateway accepted a fifth connection while the flood held its four slots")
+			}
+		default:
+			return
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"ceval.dev/ceval/gateway/transcript"
 )
@@ -74,16 +74,27 @@ func TestCloseWaitsForCallsUnderWay(t *testing.T) {
 	}}
 	var log lockedBuf
 	s, url := start(t, Config{Log: &log}, fp)
+	relayed := make(chan struct{}) // the agent has the first event: the gateway read it
 	go func() {
 		r, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(msgReq))
 		r.Header.Set("x-api-key", dummyKey)
-		if resp, err := http.DefaultClient.Do(r); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			close(relayed)
+			return
 		}
+		defer resp.Body.Close()
+		br := bufio.NewReader(resp.Body)
+		for line := ""; !strings.HasPrefix(line, "data:"); { // the message_start event's data line
+			if line, err = br.ReadString('\n'); err != nil {
+				break
+			}
+		}
+		close(relayed)
+		io.Copy(io.Discard, br) // the call stays under way until Close cuts it
 	}()
 	<-started
-	time.Sleep(20 * time.Millisecond)
+	<-relayed
 	s.Close()
 	if tot := s.Totals(); tot.InputTokens != 5000 || bytes.Count(log.snapshot(), []byte("\n")) != 1 {
 		t.Fatalf("after Close: totals %+v, transcript %q", tot, log.snapshot())

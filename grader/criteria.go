@@ -294,16 +294,22 @@ func fileCheck(c *task.Criterion, s *snapshot.Snapshot) verdict {
 func classificationMatch(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	text, v := readText(s, c.Path)
 	if v != nil {
+		v.label = &Label{Expected: c.ExpectedLabel} // no prediction: a miss for the expected label
 		return *v
 	}
 	label := strings.TrimSpace(text)
+	out := scored(0, fmt.Sprintf("label %s, expected %q", quote(label, 80), c.ExpectedLabel))
 	switch {
 	case label == c.ExpectedLabel:
-		return scored(1, fmt.Sprintf("label %s", quote(label, 80)))
+		out = scored(1, fmt.Sprintf("label %s", quote(label, 80)))
 	case len(c.AllowedLabels) > 0 && !slices.Contains(c.AllowedLabels, label):
-		return scored(0, fmt.Sprintf("label %s is not among the allowed labels %s", quote(label, 80), list(quoteAll(c.AllowedLabels), 10)))
+		out = scored(0, fmt.Sprintf("label %s is not among the allowed labels %s", quote(label, 80), list(quoteAll(c.AllowedLabels), 10)))
 	}
-	return scored(0, fmt.Sprintf("label %s, expected %q", quote(label, 80), c.ExpectedLabel))
+	out.label = &Label{Expected: c.ExpectedLabel}
+	if len(label) <= max(MaxPredictedLabel, len(c.ExpectedLabel)) {
+		out.label.Predicted = label
+	}
+	return out
 }
 
 func quoteAll(ss []string) []string {

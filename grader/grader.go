@@ -53,7 +53,22 @@ type CriterionResult struct {
 	Weight      float64 `json:"weight"`
 	Gating      bool    `json:"gating"`
 	Details     string  `json:"details"`
+	// Label is a classification_match's expected and predicted label, from which the
+	// summary computes precision, recall and F1 per dataset; nil for other types.
+	Label *Label `json:"label,omitempty"`
 }
+
+// Label is one classification: the label the task expects and the one the agent wrote.
+type Label struct {
+	Expected string `json:"expected"`
+	// Predicted is the trimmed file content, "" when the file held no readable label or one
+	// longer than MaxPredictedLabel bytes (and longer than Expected): agent output is hostile,
+	// so a result never carries an unbounded label.
+	Predicted string `json:"predicted"`
+}
+
+// MaxPredictedLabel caps Label.Predicted (beyond the expected label's own length).
+const MaxPredictedLabel = 256
 
 // Result is the graded outcome of a task.
 type Result struct {
@@ -109,6 +124,7 @@ type verdict struct {
 	score   float64
 	details string
 	forced  Status
+	label   *Label // classification_match only
 }
 
 func scored(score float64, details string) verdict { return verdict{score: score, details: details} }
@@ -222,6 +238,7 @@ func finish(c *task.Criterion, v verdict) CriterionResult {
 		Weight:      c.Weight,
 		Gating:      c.Weight > 0,
 		Details:     capDetails(printable(v.details)),
+		Label:       v.label,
 	}
 	switch v.forced {
 	case "":

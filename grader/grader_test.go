@@ -148,6 +148,28 @@ func TestClassificationMatch(t *testing.T) {
 	}
 }
 
+// TestClassificationMatchRecordsBoundedLabels: the result carries the expected and the
+// predicted label for the summary's precision and recall; a missing file predicts nothing,
+// and a huge label (agent output) is not carried into result.json.
+func TestClassificationMatchRecordsBoundedLabels(t *testing.T) {
+	s := snap(t, tree{"label.txt": " negative\n", "huge.txt": strings.Repeat("x", MaxPredictedLabel+1)})
+	for _, tt := range []struct {
+		path, predicted string
+	}{
+		{"label.txt", "negative"},
+		{"missing.txt", ""},
+		{"huge.txt", ""},
+	} {
+		got := gradeOne(t, task.Criterion{Type: task.ClassificationMatch, Path: tt.path, ExpectedLabel: "positive"}, s)
+		if got.Label == nil || *got.Label != (Label{Expected: "positive", Predicted: tt.predicted}) {
+			t.Errorf("%s: label %+v, want predicted %q", tt.path, got.Label, tt.predicted)
+		}
+	}
+	if got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "label.txt"}, s); got.Label != nil {
+		t.Errorf("file_exists carries a label: %+v", got.Label)
+	}
+}
+
 func TestExecutingCriteria(t *testing.T) {
 	s := snap(t, tree{"a.txt": "x"})
 	run := func(cmd string) task.Criterion { return crit(task.Criterion{Type: task.RunCommand, Command: cmd}) }

@@ -65,6 +65,11 @@ type conv struct {
 	file     string
 	opt      Options
 	problems []Problem
+	// graderFiles are the task-directory entries criteria read through $TASK_DIR.
+	graderFiles []string
+	// thirdParty: the task installs Python packages or names an image, so checks that
+	// import must resolve against the image rather than the WASM sandbox.
+	thirdParty bool
 }
 
 func (c *conv) unmapped(n *yaml.Node, field, format string, args ...any) {
@@ -142,6 +147,8 @@ func (c *conv) task(root *yaml.Node) {
 		envPass      []string
 		maxTurns     *yaml.Node
 	}
+	sbIn := get(root, "sandbox")
+	c.thirdParty = len(strValues(get(get(sbIn, "python"), "env_packages"))) > 0 || get(get(sbIn, "docker"), "image") != nil
 	var kept []*yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -173,6 +180,9 @@ func (c *conv) task(root *yaml.Node) {
 		}
 	}
 	root.Content = kept
+	if len(c.graderFiles) > 0 {
+		set(root, "grader_files", strList(c.graderFiles))
+	}
 
 	if agent != nil {
 		a := c.agent(agent)
@@ -543,8 +553,6 @@ var criterionKeep = map[string][]string{
 var unmappedTypes = map[string]string{
 	"uipath_eval":          "a proprietary UiPath evaluator: ceval cannot run it",
 	"system_one_judge":     "a proprietary judge service: use llm_judge with a rubric",
-	"pytest":               "ceval runs tests with run_command (WASM toolbox or Python); rewrite it as a run_command naming the test command",
-	"import_check":         "rewrite it as a run_command that imports the module (python -c 'import MODULE')",
 	"pylint_score":         "rewrite it as a run_command with score_from_stdout",
 	"reference_comparison": "use llm_judge with reference_files",
 }
@@ -618,6 +626,14 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 			typ = "command_executed_mock"
 		}
 	}
+	if typ == "pytest" || typ == "import_check" {
+		keep, reason := c.pythonCriterion(item, what, typ)
+		if reason != "" {
+			return reason
+		}
+		item.Content = keepFields(item, keep)
+		return ""
+	}
 	keep, ok := criterionKeep[typ]
 	if typ == "command_executed_mock" {
 		keep, ok = []string{"pattern", "min_count", "max_count"}, true
@@ -630,8 +646,11 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 			set(item, "timeout", seconds(t))
 		}
 	}
-	if cmd := get(item, "command"); cmd != nil && strings.Contains(cmd.Value, "TASK_DIR") {
-		return "the command reads files from the task's directory ($TASK_DIR), which ceval's criteria cannot see: ship them as reference material (uses_reference) or inline them"
+	if typ == "run_command" {
+		if reason := c.runCommandTier(item, what); reason != "" {
+			return reason
+		}
+		keep = append(keep, "sandbox")
 	}
 	if cmd := get(item, "command"); cmd != nil && typ == "run_command" && strings.Contains(cmd.Value, "REFERENCE_DIR") {
 		// ceval mounts the reference read-only for the criterion and names it $REFERENCE_DIR too

@@ -85,9 +85,9 @@ var unmappedCases = []struct {
 	criterion                 bool // an unmappable criterion (kept as a placeholder with KeepUnmapped)
 }{
 	{"proprietary evaluator", crit("  - type: uipath_eval\n    evaluator: x\n"), "success_criteria[1] (uipath_eval)", "proprietary", 9, true},
-	{"pytest", crit("  - type: pytest\n    test_file: tests/test_x.py\n"), "success_criteria[1] (pytest)", "run_command", 9, true},
-	{"import check", crit("  - type: import_check\n    module: foo\n"), "success_criteria[1] (import_check)", "import", 9, true},
-	{"task dir in a command", crit("  - type: run_command\n    command: python $TASK_DIR/check.py\n"), "success_criteria[1] (run_command)", "TASK_DIR", 9, true},
+	{"pytest field of another harness", crit("  - type: pytest\n    test_file: tests/test_x.py\n"), "success_criteria[1].test_file", "not a field", 10, false},
+	{"import check without a path", crit("  - type: import_check\n    module: foo\n"), "success_criteria[1] (import_check)", "needs path", 9, true},
+	{"the task dir itself in a command", crit("  - type: run_command\n    command: cd $TASK_DIR && python check.py\n"), "success_criteria[1] (run_command)", "grader_files", 9, true},
 	{"unknown criterion field", crit("  - type: file_exists\n    path: a\n    glob: true\n"), "success_criteria[1].glob", "not a field", 11, false},
 	{"unknown agent", strings.Replace(base, "type: claude-code", "type: antigravity", 1), "agent.type", "no ceval agent type", 5, false},
 	{"plugin through an environment variable", strings.Replace(base, "agent:\n", "agent:\n  plugins:\n    - type: local\n      path: $PLUGIN_PATH/x\n", 1), "agent.plugins[0].path", "environment variable", 7, false},
@@ -389,5 +389,82 @@ func TestImportCoderEvalWithRootCarriesMaterialAboveTheTask(t *testing.T) {
 	}
 	if _, err := ImportCoderEval([]string{repo}, t.TempDir(), Options{Root: filepath.Join(repo, "tasks")}); err == nil {
 		t.Fatal("a SRC outside the root was accepted")
+	}
+}
+
+// TestImportCoderEvalMapsPythonCriteria: coder_eval's pytest (tests in the workspace) becomes
+// a run_command in a verifier container, import_check a Python check scored from stdout in
+// WASM (the task installs no packages), and a run_command reading $TASK_DIR/checks/... gets
+// checks as grader files; each mapping is a note at its line, nothing is unmapped.
+func TestImportCoderEvalMapsPythonCriteria(t *testing.T) {
+	out := t.TempDir()
+	rs, err := ImportCoderEval([]string{"testdata/coder-eval/python"}, out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r FileResult
+	for _, x := range rs {
+		if strings.HasSuffix(x.Input, "task.yaml") {
+			r = x
+		}
+	}
+	if !r.OK() {
+		t.Fatalf("not OK: %v %v", r.Invalid, r.Problems)
+	}
+	notes := map[int]bool{}
+	for _, p := range r.Problems {
+		notes[p.Line] = true
+	}
+	for _, line := range []int{17, 22, 27} {
+		if !notes[line] {
+			t.Errorf("no note at line %d: %v", line, r.Problems)
+		}
+	}
+	tk, err := task.Load(r.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	if len(tk.Criteria) != 3 || len(tk.GraderFiles) != 1 || tk.GraderFiles[0].Rel != "checks" {
+		t.Fatalf("criteria %d, grader files %+v", len(tk.Criteria), tk.GraderFiles)
+	}
+	py, imp, chk := tk.Criteria[0], tk.Criteria[1], tk.Criteria[2]
+	if py.Type != task.RunCommand || py.Tier() != task.TierContainer || py.Command != "python3 -m pytest -q -p no:cacheprovider 'tests' '-x'" || py.Timeout != 120*time.Second {
+		t.Errorf("pytest became %+v", py)
+	}
+	if imp.Type != task.RunCommand || imp.Tier() != task.TierWASM || !imp.ScoreFromStdout || !strings.HasSuffix(imp.Command, " 'stats.py'") {
+		t.Errorf("import_check became %+v", imp)
+	}
+	if chk.Tier() != task.TierWASM || len(chk.GraderFiles) != 1 || chk.GraderFiles[0].Rel != "checks" {
+		t.Errorf("the $TASK_DIR run_command became %+v", chk)
+	}
+}
+
+// TestImportCheckGoesToTheImageWhenTheTaskInstallsPackages: the imports of a task that
+// installs packages resolve in its image, not in WASM, where they are missing.
+func TestImportCheckGoesToTheImageWhenTheTaskInstallsPackages(t *testing.T) {
+	doc := base + "sandbox:\n  python:\n    env_packages: [\"requests==2.32.3\"]\n" + "success_criteria:\n  - type: import_check\n    description: imports\n    path: main.py\n"
+	r, err := CoderEval("in.yaml", []byte(strings.Replace(doc, "success_criteria:\n  - type: file_exists\n    path: a\n", "", 1)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(r.Output), "sandbox: container") || !strings.Contains(string(r.Output), "score_from_stdout: true") {
+		t.Fatalf("output:\n%s\n%v", r.Output, r.Problems)
+	}
+}
+
+func TestTaskDirFilesTakesTheFirstComponentOfEachPath(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"python3 $TASK_DIR/checks/a.py && diff out.txt ${TASK_DIR}/expected.txt": "checks,expected.txt",
+		"sh \"$TASK_DIR/run.sh\"; cat $TASK_DIR/checks/x":                        "run.sh,checks",
+		"echo $TASK_DIRX": "",
+	} {
+		files, whole := taskDirFiles(cmd)
+		if strings.Join(files, ",") != want || whole {
+			t.Errorf("%q: %v %v, want %s", cmd, files, whole, want)
+		}
+	}
+	if _, whole := taskDirFiles("cd $TASK_DIR && ls"); !whole {
+		t.Error("cd $TASK_DIR: the whole directory not noticed")
 	}
 }

@@ -92,8 +92,8 @@ var notID = regexp.MustCompile(`[^a-z0-9_-]+`)
 
 // Harbor converts one Harbor / Terminal-Bench 2 task directory (task.toml, instruction.md,
 // environment/, tests/, solution/) into a ceval task: its YAML and the problems. The tests
-// need a verifier container, which this ceval lacks: they are reported (kept as a failing
-// placeholder with KeepUnmapped).
+// become grader_files and a run_command in a verifier container whose score is the reward
+// tests/test.sh writes (ImportHarbor rewrites the container paths in the copied files).
 func Harbor(dir string, opt Options) (Result, error) {
 	tomlPath := filepath.Join(dir, "task.toml")
 	data, err := readCapped(tomlPath)
@@ -163,8 +163,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 			set(lim, "disk_mb", scalar(v.str))
 		case "environment.build_timeout_sec":
 			c.note(at(key), key, "ceval images build has its own timeout")
-		case "verifier.timeout_sec", "verifier.env":
-			c.unmapped(at(key), key, "belongs to the tests, which need a verifier container (see tests/test.sh)")
+		case "verifier.timeout_sec":
+			// the tests' criterion's timeout, set below
+		case "verifier.env":
+			c.unmapped(at(key), key, "the verifier container gets no environment from the task; set what the tests need in tests/test.sh")
 		default:
 			c.unmapped(at(key), key, "not a Harbor task setting this importer maps")
 		}
@@ -179,13 +181,30 @@ func Harbor(dir string, opt Options) (Result, error) {
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
 	}
 	criteria := &yaml.Node{Kind: yaml.SequenceNode}
-	reason := "the tests (tests/test.sh writing reward.txt or reward.json) need a verifier container after the agent is gone (run_command with sandbox: container), which this ceval does not have yet"
-	if !exists("tests/test.sh") {
-		reason = "no tests/test.sh: the task has no verifier"
-	}
-	c.unmapped(&yaml.Node{Line: 1}, "tests", "%s", reason)
-	if opt.KeepUnmapped {
-		criteria.Content = append(criteria.Content, c.placeholder(&yaml.Node{Line: 1}, "harbor tests", reason))
+	if exists("tests/test.sh") {
+		set(root, "grader_files", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{str("tests")}})
+		crit := &yaml.Node{Kind: yaml.MappingNode, HeadComment: "Harbor's verifier: tests/test.sh in a verifier container after the agent is gone; the score is the reward it writes."}
+		set(crit, "type", scalar("run_command"))
+		set(crit, "description", str("Harbor tests (tests/test.sh); the score is its reward"))
+		set(crit, "sandbox", scalar("container"))
+		set(crit, "command", str(harborVerifierCommand))
+		set(crit, "score_from_stdout", scalar("true"))
+		timeout := "600s" // Harbor's default verifier timeout
+		if v, ok := cfg["verifier.timeout_sec"]; ok {
+			if f, err := strconv.ParseFloat(v.str, 64); err == nil && f > 0 {
+				timeout = strconv.FormatFloat(f, 'f', -1, 64) + "s"
+			} else {
+				c.unmapped(at("verifier.timeout_sec"), "verifier.timeout_sec", "not a number of seconds: the tests get Harbor's default, 600s")
+			}
+		}
+		set(crit, "timeout", scalar(timeout))
+		criteria.Content = append(criteria.Content, crit)
+	} else {
+		reason := "no tests/test.sh: the task has no verifier"
+		c.unmapped(&yaml.Node{Line: 1}, "tests", "%s", reason)
+		if opt.KeepUnmapped {
+			criteria.Content = append(criteria.Content, c.placeholder(&yaml.Node{Line: 1}, "harbor tests", reason))
+		}
 	}
 	set(root, "success_criteria", criteria)
 	out, err := encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}})
@@ -213,6 +232,17 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 		for _, cr := range copied {
 			r.Problems = append(r.Problems, cr.Problems...) // links
 		}
+		paths := [][2]string{{harborLogs, cevalHarborLogs}, {harborTests, cevalHarborTests}}
+		if df, err := readCapped(filepath.Join(dir, "environment", "Dockerfile")); err == nil {
+			if wd := dockerWorkdir(df); wd != "" && wd != cevalWorkspace {
+				paths = append(paths, [2]string{wd, cevalWorkspace})
+			}
+		}
+		notes, err := rewriteHarborPaths(dir, dst, []string{"tests", "solution", "instruction.md"}, paths)
+		if err != nil {
+			return results, err
+		}
+		r.Problems = append(r.Problems, notes...)
 		out := filepath.Join(dst, "task.yaml")
 		if err := os.WriteFile(out, r.Output, 0o644); err != nil {
 			return results, err

@@ -3,6 +3,7 @@ package importer
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,45 +11,100 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// TestImportHarborMapsTheTaskAndReportsTheTests imports the sample Harbor task: prompt,
-// image from the Dockerfile, limits, tags and the oracle solution map; the tests (a verifier
-// container ceval lacks) and the verifier's timeout are reported at their lines; with
-// KeepUnmapped the output loads with a placeholder that always fails.
-func TestImportHarborMapsTheTaskAndReportsTheTests(t *testing.T) {
+// TestImportHarborMapsTheTaskAndItsTests imports the sample Harbor task: prompt, image from
+// the Dockerfile, limits, tags and the oracle solution map; tests/ becomes grader_files and
+// a verifier-container run_command scored by the reward, with the verifier's timeout; the
+// container paths in the copied files (/app, the WORKDIR; /tests; /logs/verifier) are
+// rewritten to ceval's, each a note at its FILE:LINE. Nothing is unmapped.
+func TestImportHarborMapsTheTaskAndItsTests(t *testing.T) {
 	out := t.TempDir()
-	rs, err := ImportHarbor([]string{"testdata/harbor/hello-file"}, out, Options{KeepUnmapped: true})
+	rs, err := ImportHarbor([]string{"testdata/harbor/hello-file"}, out, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rs[0]
-	want := map[string]int{"tests": 1, "verifier.timeout_sec": 10}
+	if !r.OK() {
+		t.Fatalf("not OK: invalid %v; %v", r.Invalid, r.Problems)
+	}
+	notes := map[string]bool{}
 	for _, p := range r.Problems {
-		if line, ok := want[p.Field]; ok && p.Unmapped && p.Line == line {
-			delete(want, p.Field)
+		if p.Field == "path" {
+			notes[filepath.Base(p.File)+":"+strconv.Itoa(p.Line)] = true
 		}
 	}
-	if len(want) > 0 || r.Unmapped() != 2 {
-		t.Fatalf("not reported as expected: %v; %v", want, r.Problems)
-	}
-	if r.Invalid != nil {
-		t.Fatalf("output does not load: %v", r.Invalid)
+	for _, at := range []string{"test.sh:4", "test.sh:5", "solve.sh:2", "instruction.md:1"} {
+		if !notes[at] {
+			t.Errorf("no rewrite note at %s: %v", at, r.Problems)
+		}
 	}
 	tk, err := task.Load(r.Output)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	if tk.ID != "hello-file" || !strings.Contains(tk.Prompt, "Hello, world!") || tk.Sandbox.Image != "harbor/hello-file:latest" ||
+	if tk.ID != "hello-file" || !strings.Contains(tk.Prompt, "/workspace/hello.txt") || tk.Sandbox.Image != "harbor/hello-file:latest" ||
 		tk.Sandbox.Limits.Timeout != 120*time.Second || tk.Sandbox.Limits.MemoryMB != 512 || tk.Sandbox.Limits.DiskMB != 64 {
 		t.Fatalf("task %+v", tk)
 	}
-	if tk.Solution == nil || tk.Solution.Script == nil || len(tk.Criteria) != 1 || tk.Criteria[0].Type != task.RunCommand {
+	if tk.Solution == nil || tk.Solution.Script == nil || len(tk.Criteria) != 1 {
 		t.Fatalf("solution %+v criteria %+v", tk.Solution, tk.Criteria)
 	}
-	// without the placeholder the task has no criteria: invalid, not silently passing
-	rs, err = ImportHarbor([]string{"testdata/harbor/hello-file"}, t.TempDir(), Options{})
+	c := tk.Criteria[0]
+	if c.Type != task.RunCommand || c.Tier() != task.TierContainer || !c.ScoreFromStdout || c.Timeout != 60*time.Second ||
+		len(c.GraderFiles) != 1 || c.GraderFiles[0].Rel != "tests" || !c.GraderFiles[0].Dir {
+		t.Fatalf("criterion %+v", c)
+	}
+	script, err := os.ReadFile(filepath.Join(out, "hello-file", "tests", "test.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "if cmp -s /task/tests/expected.txt /workspace/hello.txt; then"; !strings.Contains(string(script), want) ||
+		strings.Contains(string(script), " /logs/verifier") {
+		t.Fatalf("test.sh not rewritten:\n%s", script)
+	}
+	// the original is untouched
+	if orig, _ := os.ReadFile("testdata/harbor/hello-file/tests/test.sh"); !strings.Contains(string(orig), "/app/hello.txt") {
+		t.Fatal("the input was rewritten")
+	}
+}
+
+// TestImportHarborReportsATaskWithoutTests: no tests/test.sh is unmapped at FILE:LINE,
+// and with KeepUnmapped the task keeps a placeholder that always fails.
+func TestImportHarborReportsATaskWithoutTests(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "untested")
+	writeFile(t, filepath.Join(dir, "task.toml"), "version = \"1.0\"\n[verifier]\nenv = { TOKEN = \"x\" }\n")
+	writeFile(t, filepath.Join(dir, "instruction.md"), "do it")
+	rs, err := ImportHarbor([]string{dir}, t.TempDir(), Options{KeepUnmapped: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, p := range rs[0].Problems {
+		if p.Unmapped {
+			got[p.Field] = p.Line
+		}
+	}
+	if got["tests"] != 1 || got["verifier.env"] != 3 || rs[0].Invalid != nil {
+		t.Fatalf("problems %v, invalid %v", rs[0].Problems, rs[0].Invalid)
+	}
+	rs, err = ImportHarbor([]string{dir}, t.TempDir(), Options{})
 	if err != nil || rs[0].Invalid == nil || rs[0].OK() {
 		t.Fatalf("without --keep-unmapped: %v %+v", err, rs)
+	}
+}
+
+func TestReplacePathTakesWholePathsOnly(t *testing.T) {
+	for in, want := range map[string]string{
+		"cat /app/x /app":        "cat /workspace/x /workspace",
+		"cd /app && ls /apps":    "cd /workspace && ls /apps",
+		"/x/app /app2 $HOME/app": "/x/app /app2 $HOME/app",
+		`open("/app/a.txt")`:     `open("/workspace/a.txt")`,
+		"write to /app.":         "write to /workspace.",
+		"/app.bak":               "/app.bak",
+	} {
+		if got, _ := replacePath(in, "/app", "/workspace"); got != want {
+			t.Errorf("%q: got %q, want %q", in, got, want)
+		}
 	}
 }
 

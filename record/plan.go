@@ -16,13 +16,18 @@ const PlanFile = "plan.json"
 // Plan is plan.json: what an experiment runs, fixed when it starts, so that a resume can
 // refuse to mix results of a different experiment into the same directory.
 type Plan struct {
-	ExperimentID string      `json:"experiment_id"`
-	Experiment   string      `json:"experiment"` // absolute path of the experiment file
-	Overrides    []string    `json:"overrides,omitempty"`
-	Tags         []string    `json:"tags,omitempty"`
-	Repeats      int         `json:"repeats"`
-	Variants     []string    `json:"variants"`
-	Entries      []PlanEntry `json:"entries"`
+	ExperimentID string   `json:"experiment_id"`
+	Experiment   string   `json:"experiment"` // absolute path of the experiment file
+	Overrides    []string `json:"overrides,omitempty"`
+	Tags         []string `json:"tags,omitempty"`
+	// The rest of the command line a resume repeats: --root (absolute), --exclude-tags, and
+	// the task files named after the experiment file (absolute), which replaced its list.
+	Root        string      `json:"root,omitempty"`
+	ExcludeTags []string    `json:"exclude_tags,omitempty"`
+	Tasks       []string    `json:"tasks,omitempty"`
+	Repeats     int         `json:"repeats"`
+	Variants    []string    `json:"variants"`
+	Entries     []PlanEntry `json:"entries"`
 }
 
 // PlanEntry is one task under one variant, run Plan.Repeats times.

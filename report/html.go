@@ -56,6 +56,7 @@ type htmlPage struct {
 	Board    []boardRow
 	Variants []string
 	Matrix   []matrixRow
+	Audits   []AuditRow
 	Runs     []runPanel
 }
 
@@ -154,6 +155,7 @@ func HTML(e *Experiment, s *Summary) ([]byte, error) {
 		}
 		p.Matrix = append(p.Matrix, row)
 	}
+	p.Audits = AuditRows(s)
 	for i, r := range e.Runs {
 		p.Runs = append(p.Runs, panelFor(e.Dir, i, r))
 	}

@@ -70,6 +70,24 @@ func Markdown(e *Experiment, s *Summary) []byte {
 		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s to %s | %.2f | %s |\n", i+1, mdCode(v.VariantID), v.Runs, pct(v.PassRate),
 			pct(v.PassRateCI95[0]), pct(v.PassRateCI95[1]), v.MeanScore, statusList(v.Statuses))
 	}
+	if rows := AuditRows(s); len(rows) > 0 {
+		b.WriteString("\n#### Audit verdicts (ceval audit)\n\n| Variant | Task | Verdict | Why |\n|---|---|---|---|\n")
+		for _, r := range rows {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdCode(r.Variant), mdCode(r.TaskID), mdCode(r.Audit.Verdict), mdCode(r.Audit.Why()))
+		}
+	}
+	if len(s.Datasets) > 0 {
+		b.WriteString("\n#### Datasets\n\n| Dataset | Variant | Runs | Pass rate | Accuracy | Macro precision | Macro recall | Macro F1 |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, d := range s.Datasets {
+			for _, v := range d.Tasks {
+				acc, p, r, f1 := "-", "-", "-", "-"
+				if c := v.Classification; c != nil {
+					acc, p, r, f1 = pct(c.Accuracy), fmt.Sprintf("%.2f", c.MacroPrecision), fmt.Sprintf("%.2f", c.MacroRecall), fmt.Sprintf("%.2f", c.MacroF1)
+				}
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", mdCode(d.TaskID), mdCode(v.VariantID), v.Runs, pct(v.PassRate), acc, p, r, f1)
+			}
+		}
+	}
 	type failing struct {
 		v, t Stats
 		why  string

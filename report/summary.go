@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
@@ -67,6 +68,12 @@ type Stats struct {
 	ScoreSD float64 `json:"score_sd"`
 	// TaskSHA256 is plan.json's digest of a task inside a variant: Compare's plan check.
 	TaskSHA256 string `json:"task_sha256,omitempty"`
+	// Classification is precision/recall/F1 of a dataset's classification_match criteria
+	// (in Datasets only, over every variant and per variant).
+	Classification *Classification `json:"classification,omitempty"`
+	// Audit is the task's ceval audit verdict (a task inside a variant), when the experiment
+	// has one.
+	Audit *TaskAudit `json:"audit,omitempty"`
 }
 
 // Run is one planned run with its result (nil when it has none yet).
@@ -83,6 +90,8 @@ type Experiment struct {
 	Dir  string
 	Plan *record.Plan
 	Runs []Run // in the plan's order
+	// Audit is the directory's audit.json (ceval audit's reports), nil when it has none.
+	Audit []verdict.Report
 }
 
 // Load reads plan.json and each planned run's result.json, at their exact paths.
@@ -92,6 +101,9 @@ func Load(expDir string) (*Experiment, error) {
 		return nil, err
 	}
 	e := &Experiment{Dir: expDir, Plan: plan}
+	if e.Audit, err = loadAudit(expDir); err != nil {
+		return nil, err
+	}
 	for _, pr := range plan.Runs() {
 		en := plan.Entries[pr.Entry]
 		r := Run{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
@@ -137,6 +149,7 @@ func Summarize(e *Experiment) *Summary {
 			ts := stats(runs, e.Plan.Repeats, s.ExperimentID+"\x00"+v+"\x00"+id)
 			ts.TaskID = id
 			ts.TaskSHA256 = e.Plan.Entries[runs[0].Entry].TaskSHA256
+			ts.Audit = auditFor(e.Audit, v, id, ts.TaskSHA256)
 			vs.Tasks = append(vs.Tasks, ts)
 		}
 		s.Variants = append(s.Variants, vs)
@@ -164,6 +177,7 @@ func Summarize(e *Experiment) *Summary {
 		}
 		dst := stats(all, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds)
 		dst.TaskID = ds
+		dst.Classification = classification(all)
 		for _, v := range e.Plan.Variants {
 			var vr []Run
 			for _, r := range all {
@@ -176,6 +190,7 @@ func Summarize(e *Experiment) *Summary {
 			}
 			vs := stats(vr, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds+"\x00"+v)
 			vs.VariantID = v
+			vs.Classification = classification(vr)
 			dst.Tasks = append(dst.Tasks, vs)
 		}
 		s.Datasets = append(s.Datasets, dst)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -201,5 +202,68 @@ func TestSummaryHasPassRatesPerDataset(t *testing.T) {
 	d := s.Datasets[0]
 	if d.TaskID != "cls" || d.Runs != 6 || d.Passed != 3 || len(d.Tasks) != 2 || d.Tasks[0].VariantID != "v" || d.Tasks[0].Passed != 2 || d.Tasks[1].Passed != 1 {
 		t.Fatalf("dataset %+v", d)
+	}
+}
+
+// TestSummaryHasPrecisionRecallF1PerDataset: a dataset's classification_match results give
+// one-vs-rest precision, recall and F1 per expected label (worked by hand below); a label
+// only the agent wrote adds no row; a dataset without the criterion has no table.
+func TestSummaryHasPrecisionRecallF1PerDataset(t *testing.T) {
+	rows := []struct{ id, expected, predicted string }{
+		{"sent.r1", "pos", "pos"},
+		{"sent.r2", "pos", "neg"},
+		{"sent.r3", "neg", "neg"},
+		{"sent.r4", "neg", "banana"},
+		{"sent.r5", "neu", "pos"},
+	}
+	plan := &record.Plan{ExperimentID: "e", Repeats: 1, Variants: []string{"v"}}
+	e := &Experiment{Dir: t.TempDir(), Plan: plan}
+	for i, r := range rows {
+		plan.Entries = append(plan.Entries, record.PlanEntry{Variant: "v", TaskID: r.id})
+		status := grader.TaskFailure
+		if r.expected == r.predicted {
+			status = grader.TaskSuccess
+		}
+		res := &record.Result{Complete: true, Result: grader.Result{Status: status, Criteria: []grader.CriterionResult{
+			{Type: "classification_match", Label: &grader.Label{Expected: r.expected, Predicted: r.predicted}},
+			{Type: "file_exists"},
+		}}}
+		e.Runs = append(e.Runs, Run{PlannedRun: record.PlannedRun{Entry: i, Repeat: 1}, Variant: "v", TaskID: r.id, Result: res})
+	}
+	plan.Entries = append(plan.Entries, record.PlanEntry{Variant: "v", TaskID: "other.r1"})
+	e.Runs = append(e.Runs, Run{PlannedRun: record.PlannedRun{Entry: len(rows), Repeat: 1}, Variant: "v", TaskID: "other.r1",
+		Result: &record.Result{Complete: true, Result: grader.Result{Status: grader.TaskSuccess}}})
+	s := Summarize(e)
+	if len(s.Datasets) != 2 || s.Datasets[1].Classification != nil {
+		t.Fatalf("datasets %+v", s.Datasets)
+	}
+	c := s.Datasets[0].Classification
+	third := 1.0 / 3
+	want := &Classification{Predictions: 5, Accuracy: 0.4, MacroPrecision: third, MacroRecall: third, MacroF1: third, Labels: []LabelStats{
+		{Label: "neg", Support: 2, Precision: 0.5, Recall: 0.5, F1: 0.5}, // r3 right, r4 missed, r2 wrongly neg
+		{Label: "neu", Support: 1},                                       // r5 missed, never predicted
+		{Label: "pos", Support: 2, Precision: 0.5, Recall: 0.5, F1: 0.5}, // r1 right, r2 missed, r5 wrongly pos
+	}}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if c == nil || c.Predictions != want.Predictions || !near(c.Accuracy, want.Accuracy) || !near(c.MacroPrecision, third) ||
+		!near(c.MacroRecall, third) || !near(c.MacroF1, third) || !reflect.DeepEqual(c.Labels, want.Labels) {
+		t.Fatalf("classification %+v, want %+v", c, want)
+	}
+	if v := s.Datasets[0].Tasks[0]; v.VariantID != "v" || !reflect.DeepEqual(v.Classification, c) {
+		t.Errorf("per variant %+v", v.Classification)
+	}
+}
+
+// TestMarkdownShowsEachDatasetsF1: the markdown report has a row per dataset and variant.
+func TestMarkdownShowsEachDatasetsF1(t *testing.T) {
+	s := &Summary{ExperimentID: "e", RunID: "r", Datasets: []Stats{{TaskID: "sent", Tasks: []Stats{
+		{VariantID: "v", Runs: 5, PassRate: 0.4, Classification: &Classification{Accuracy: 0.4, MacroPrecision: 1.0 / 3, MacroRecall: 0.5, MacroF1: 0.25}},
+		{VariantID: "w", Runs: 5, PassRate: 1},
+	}}}}
+	md := string(Markdown(nil, s))
+	for _, row := range []string{"| ` sent ` | ` v ` | 5 | 40% | 40% | 0.33 | 0.50 | 0.25 |", "| ` sent ` | ` w ` | 5 | 100% | - | - | - | - |"} {
+		if !strings.Contains(md, row) {
+			t.Errorf("no row %q in:\n%s", row, md)
+		}
 	}
 }

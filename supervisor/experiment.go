@@ -23,7 +23,7 @@ const DefaultRetries = 1
 // NewPlan fixes an experiment's plan, hashing each merged task with its material.
 func NewPlan(e *task.Experiment) (*record.Plan, error) {
 	p := &record.Plan{ExperimentID: e.ID, Experiment: e.Path, Overrides: e.Overrides, Tags: e.Tags,
-		Repeats: e.Repeats, Variants: e.Variants}
+		Root: e.UserRoot, ExcludeTags: e.ExcludeTags, Tasks: e.TaskFiles, Repeats: e.Repeats, Variants: e.Variants}
 	for _, en := range e.Entries {
 		sum, err := task.Digest(en.Task)
 		if err != nil {

@@ -55,6 +55,11 @@ type Experiment struct {
 	tasksFromCLI bool
 	// ExcludeTags is the --exclude-tags filter applied.
 	ExcludeTags []string
+	// UserRoot is the declared root the user gave (--root), absolute; "" when none.
+	UserRoot string
+	// TaskFiles are the task files the command line named (absolute), which replaced the
+	// file's tasks list; nil when the list was used. A resume names them again.
+	TaskFiles []string
 }
 
 // Entry is one task under one variant.
@@ -163,6 +168,7 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 			if err != nil {
 				return nil, err
 			}
+			e.TaskFiles = append(e.TaskFiles, abs)
 			rel := filepath.ToSlash(mustRel(e.Dir, abs)) // as if the file's list named it
 			raw.tasks = append(raw.tasks, &yaml.Node{Kind: yaml.ScalarNode, Value: rel, Line: 1, Column: 1})
 		}
@@ -693,6 +699,7 @@ func (e *Experiment) openRoot(d *decoder, userRoot string, expRoot *os.Root) (*o
 			return nil, err
 		}
 		bound = abs
+		e.UserRoot = abs
 	}
 	e.Root = bound
 	at := e.rootNode

@@ -1,14 +1,14 @@
 package task
 
 import (
-	"fmt"
 	"path"
 	"slices"
 	"strings"
 )
 
 // imageOnlyPrograms are toolchains and CLIs that exist only in an image, never in the WASM
-// sandbox's toolbox: a run_command that calls one fails there whatever the agent did.
+// sandbox's toolbox: the importer sends a run_command that calls one to a verifier
+// container (ceval validate warns about any program the toolbox lacks: wasm.CommandWarnings).
 var imageOnlyPrograms = []string{
 	"bash", "bun", "bundle", "cargo", "cc", "clang", "cmake", "composer", "deno", "dotnet",
 	"g++", "gcc", "go", "gofmt", "gradle", "java", "javac", "make", "mvn", "node", "npm",
@@ -16,27 +16,10 @@ var imageOnlyPrograms = []string{
 	"uvx", "yarn",
 }
 
-// TierSuggestions lists, at each criterion's position, the WASM run_command criteria that
-// call a program only an image provides, with the fix: sandbox: container. They are advice,
-// not problems: the task loads either way.
-func (t *Task) TierSuggestions() []Problem {
-	var out []Problem
-	for i := range t.Criteria {
-		c := &t.Criteria[i]
-		if c.Tier() != TierWASM || c.Type != RunCommand {
-			continue
-		}
-		if prog := imageOnlyProgram(c.Command); prog != "" {
-			out = append(out, Problem{File: t.Path, Line: c.Line, Column: c.Column, Msg: fmt.Sprintf(
-				"suggestion: success_criteria[%d] (run_command) calls %s, which the WASM sandbox does not have: add sandbox: container (it runs in a fresh container from the task's image, or image: one that has %s)", i, prog, prog)})
-		}
-	}
-	return out
-}
-
-// imageOnlyProgram returns the first image-only program a shell command calls: the first
-// word of each simple command (after VAR=value assignments), by base name.
-func imageOnlyProgram(command string) string {
+// ImageOnlyProgram returns the first program a shell command calls that only an image has
+// (never the WASM sandbox's toolbox): the first word of each simple command (after
+// VAR=value assignments), by base name; "" when there is none.
+func ImageOnlyProgram(command string) string {
 	split := strings.NewReplacer("&&", "\n", "||", "\n", ";", "\n", "|", "\n", "(", "\n", ")", "\n", "`", "\n", "$(", "\n")
 	for _, part := range strings.Split(split.Replace(command), "\n") {
 		for _, word := range strings.Fields(part) {

@@ -82,26 +82,17 @@ func TestVerifierTier(t *testing.T) {
 	}
 }
 
-func TestValidateSuggestsAContainerForImageOnlyPrograms(t *testing.T) {
-	dir := t.TempDir()
-	doc := "task_id: t\ninitial_prompt: p\nsuccess_criteria:\n" +
-		"  - {type: run_command, command: 'cd app && CI=1 npm test'}\n" +
-		"  - {type: run_command, command: 'grep -q node README.md'}\n" +
-		"  - {type: run_command, command: 'go test ./...', sandbox: container}\n" +
-		"  - {type: run_command, command: 'test -f x; /usr/local/go/bin/go vet'}\n"
-	tk, err := Parse("task.yaml", dir, []byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := tk.TierSuggestions()
-	if len(got) != 2 {
-		t.Fatalf("got %d suggestions, want 2 (npm, go): %v", len(got), got)
-	}
-	if got[0].Line != 4 || !strings.Contains(got[0].Msg, "calls npm") || !strings.Contains(got[0].Msg, "add sandbox: container") {
-		t.Errorf("first: %v", got[0])
-	}
-	if got[1].Line != 7 || !strings.Contains(got[1].Msg, "calls go,") {
-		t.Errorf("second: %v", got[1])
+func TestImageOnlyProgramFindsTheFirstToolchainCalled(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"cd app && CI=1 npm test":               "npm",
+		"grep -q node README.md":                "",
+		"test -f x; /usr/local/go/bin/go vet":   "go",
+		"echo $(dotnet --version) | grep 8":     "dotnet",
+		"python3 check.py && node_modules=1 ls": "",
+	} {
+		if got := ImageOnlyProgram(cmd); got != want {
+			t.Errorf("%q: %q, want %q", cmd, got, want)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/audit"
+	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
@@ -104,8 +105,11 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			if err != nil && reps == nil {
 				return exitWith(exitInvalid, err)
 			}
-			if werr := writeAuditJSON(filepath.Join(runsDir, o.Run.RunID), reps); werr != nil {
+			auditDir := filepath.Join(runsDir, o.Run.RunID)
+			if werr := writeAuditJSON(auditDir, reps); werr != nil {
 				fmt.Fprintf(errOut, "ceval: %v\n", werr)
+			} else {
+				fmt.Fprintf(errOut, "verdicts in %s: an experiment's reports show them with ceval report RUN_DIR --audit FILE (or ceval run EXPERIMENT --audit FILE)\n", filepath.Join(auditDir, verdict.File))
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -224,7 +228,7 @@ func writeAuditJSON(dir string, reps []audit.Report) error {
 		err = os.MkdirAll(dir, 0o700)
 	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "audit.json"), append(data, '\n'), 0o600)
+		err = os.WriteFile(filepath.Join(dir, verdict.File), append(data, '\n'), 0o600)
 	}
 	if err != nil {
 		return fmt.Errorf("audit.json: %w", err)

@@ -106,6 +106,9 @@ func runDoctor(ctx context.Context, g *globalOptions) []check {
 	v, _ := c.Version(nctx)
 	add(check{"containerd", "ok", fmt.Sprintf("%s %s at %s (namespace %s)", "containerd", v.Version, g.containerdAddress, g.namespace), ""})
 	add(snapshotterCheck(nctx, c))
+	if root {
+		add(stateDirCheck(g.containerdAddress))
+	}
 	if _, err := images.Lookup(nctx, c, images.DefaultName); err != nil {
 		var nf *images.NotFoundError
 		if errors.As(err, &nf) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
@@ -34,6 +35,7 @@ type experimentFlags struct {
 	root      string    // --root: the user's declared root (run binds it for task files too)
 	exclude   []string  // --exclude-tags
 	tasks     []string  // task files named after the experiment file on the command line
+	audit     string    // --audit: an audit.json whose verdicts the report shows
 }
 
 func (x *experimentFlags) add(cmd *cobra.Command) {
@@ -45,6 +47,7 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field in every run, as path=value (YAML), e.g. -D agent.model=x; applied last")
 	f.StringVar(&x.resume, "resume", "", "finish the experiment in RUN_DIR: skip complete runs, re-run the rest; refuses a changed plan")
 	f.IntVar(&x.retries, "retries", supervisor.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
+	f.StringVar(&x.audit, "audit", "", "an audit.json from ceval audit: the experiment's reports show each task's verdict")
 	x.gate.add(cmd, true)
 }
 
@@ -70,24 +73,34 @@ func (x *experimentFlags) load(path string, cmd *cobra.Command) (*task.Experimen
 	return e, nil
 }
 
-// resumeArgs fills in, from plan.json, what a bare `ceval run --resume DIR` leaves out.
+// resumeArgs fills in, from plan.json, what a bare `ceval run --resume DIR` leaves out:
+// the experiment file, and the command line it ran with (-D, --tags, --repeats, --root,
+// --exclude-tags and the task files named after the experiment). A flag given again wins;
+// a changed plan is refused later, by the plan's digests.
 func (x *experimentFlags) resumeArgs(cmd *cobra.Command, args []string) ([]string, error) {
 	plan, err := record.ReadPlan(x.resume)
 	if err != nil {
 		return nil, exitWith(exitInvalid, fmt.Errorf("--resume %s: %w", x.resume, err))
 	}
-	if len(args) == 0 {
-		args = []string{plan.Experiment}
-		if !cmd.Flags().Changed("define") {
-			x.overrides = plan.Overrides
-		}
-		if !cmd.Flags().Changed("tags") && plan.Tags != nil {
-			x.tags = plan.Tags
-			_ = cmd.Flags().Set("tags", strings.Join(plan.Tags, ","))
-		}
-		if x.repeats == 0 {
-			x.repeats = plan.Repeats
-		}
+	if len(args) > 0 {
+		return args, nil
+	}
+	args = append([]string{plan.Experiment}, plan.Tasks...)
+	if !cmd.Flags().Changed("define") {
+		x.overrides = plan.Overrides
+	}
+	if !cmd.Flags().Changed("tags") && plan.Tags != nil {
+		x.tags = plan.Tags
+		_ = cmd.Flags().Set("tags", strings.Join(plan.Tags, ","))
+	}
+	if x.repeats == 0 {
+		x.repeats = plan.Repeats
+	}
+	if x.root == "" {
+		x.root = plan.Root
+	}
+	if !cmd.Flags().Changed("exclude-tags") {
+		x.exclude = plan.ExcludeTags
 	}
 	return args, nil
 }
@@ -99,6 +112,11 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	}
 	if x.parallel < 0 || x.parallel > task.MaxParallel {
 		return exitWith(exitInvalid, fmt.Errorf("-j %d: want 1..%d", x.parallel, task.MaxParallel))
+	}
+	if x.audit != "" {
+		if _, err := verdict.Read(x.audit); err != nil {
+			return exitWith(exitInvalid, fmt.Errorf("--audit: %w", err))
+		}
 	}
 	baseline, err := x.gate.baselineFor(e)
 	if err != nil {
@@ -143,6 +161,11 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 			return exitWith(exitInvalid, err)
 		}
 		return exitWith(exitInfraErr, err)
+	}
+	if x.audit != "" {
+		if err := keepAudit(x.audit, res.Dir); err != nil {
+			return err
+		}
 	}
 	ex, sum, err := report.Write(res.Dir)
 	if err != nil {
@@ -267,17 +290,24 @@ func newPlanCmd() *cobra.Command {
 }
 
 func newReportCmd() *cobra.Command {
-	var format string
+	var format, auditFile string
 	cmd := &cobra.Command{
-		Use:   "report RUN_DIR",
+		Use:   "report RUN_DIR [--audit AUDIT_JSON]",
 		Short: "Re-render an experiment's summary.json, junit.xml and report.html from its run files",
 		Long: "report re-renders an experiment's summary.json, junit.xml and report.html from its run files\n" +
 			"and prints the leaderboard; --format markdown prints instead a compact Markdown summary for a\n" +
-			"pull-request comment or a CI job summary, with every piece of run data quoted inert.",
+			"pull-request comment or a CI job summary, with every piece of run data quoted inert.\n" +
+			"--audit FILE (the audit.json ceval audit wrote) is kept in RUN_DIR, and every report shows\n" +
+			"each task's audit verdict (stale when the audit saw another version of the task).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, "text", "markdown"); err != nil {
 				return err
+			}
+			if auditFile != "" {
+				if err := keepAudit(auditFile, args[0]); err != nil {
+					return err
+				}
 			}
 			e, s, err := report.Write(args[0])
 			if err != nil {
@@ -292,7 +322,21 @@ func newReportCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text or markdown")
+	cmd.Flags().StringVar(&auditFile, "audit", "", "an audit.json from ceval audit: show each task's verdict in the reports")
 	return cmd
+}
+
+// keepAudit checks an audit.json and copies it into an experiment's directory, where
+// report.Write reads it.
+func keepAudit(src, expDir string) error {
+	reps, err := verdict.Read(src)
+	if err != nil {
+		return exitWith(exitInvalid, fmt.Errorf("--audit: %w", err))
+	}
+	if err := record.WriteJSONAtomic(filepath.Join(expDir, verdict.File), reps); err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("--audit: %w", err))
+	}
+	return nil
 }
 
 func newRegradeCmd(g *globalOptions) *cobra.Command {
@@ -307,7 +351,8 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
-			e, err := task.LoadExperiment(plan.Experiment, task.ExperimentOptions{Overrides: plan.Overrides, Tags: plan.Tags})
+			e, err := task.LoadExperiment(plan.Experiment, task.ExperimentOptions{Overrides: plan.Overrides, Tags: plan.Tags,
+				Root: plan.Root, ExcludeTags: plan.ExcludeTags, Tasks: plan.Tasks})
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
@@ -353,7 +398,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 
 // changed reports whether any experiment-only flag was given.
 func (x *experimentFlags) changed(cmd *cobra.Command) bool {
-	for _, name := range []string{"jobs", "repeats", "tags", "exclude-tags", "define", "resume", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence"} {
+	for _, name := range []string{"jobs", "repeats", "tags", "exclude-tags", "define", "resume", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence", "audit"} {
 		if cmd.Flags().Changed(name) {
 			return true
 		}

@@ -306,3 +306,57 @@ func TestGCAfterKill9LeavesNothingOfCevals(t *testing.T) {
 		t.Errorf("the dead run's ID slot lock %s is still there (%v)", lockFile, err)
 	}
 }
+
+// TestResumeRepeatsTheRootTheExcludedTagsAndTheTasksOfTheCommandLine: an experiment run
+// with --root (its tasks read a prompt above the experiment's directory), --exclude-tags
+// and task files named on the command line (the file has no tasks list) is resumed by a
+// bare `ceval run --resume DIR`: plan.json holds that command line, the complete run is
+// kept and the missing one runs again.
+func TestResumeRepeatsTheRootTheExcludedTagsAndTheTasksOfTheCommandLine(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	repo := t.TempDir()
+	files := map[string]string{
+		"shared/prompt.md": "write out.txt",
+		"exp/exp.yaml": "experiment_id: resumed\ndefaults:\n  sandbox: {limits: {timeout: 30s, memory_mb: 128, pids: 64, disk_mb: 16}}\n" +
+			"  agent: {type: command, command: [/bin/sh, -c, \"echo done > out.txt\"]}\n",
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		files["tasks/"+id+"/task.yaml"] = "task_id: " + id + "\ntags: [" + id + "]\ninitial_prompt_file: ../../shared/prompt.md\n" +
+			"success_criteria:\n  - {type: file_contains, path: out.txt, includes: [done]}\n"
+	}
+	for name, body := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := t.TempDir()
+	args := []string{"run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, "--root", repo, "--exclude-tags", "c", filepath.Join(repo, "exp/exp.yaml")}
+	for _, id := range []string{"a", "b", "c"} {
+		args = append(args, filepath.Join(repo, "tasks", id, "task.yaml"))
+	}
+	if r := ceval(t, args...); r.code != 0 {
+		t.Fatalf("run: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	dir := onlyDir(t, runs)
+	lost, _ := filepath.Glob(filepath.Join(dir, "*", "b", "1", "result.json"))
+	if len(lost) != 1 {
+		t.Fatalf("b's result: %v", lost)
+	}
+	os.Remove(lost[0]) // as if the experiment had stopped before b finished
+	r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--resume", dir)
+	if r.code != 0 || !strings.Contains(r.stderr, "done before; kept") {
+		t.Fatalf("resume: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(lost[0]); err != nil {
+		t.Errorf("b did not run again: %v", err)
+	}
+	if s := readSummary(t, dir); !s.Complete || s.Planned != 2 || s.Variants[0].Passed != 2 {
+		t.Errorf("summary after the resume (c excluded, a kept, b run again): %+v", s)
+	}
+	// regrade reloads the experiment with the same command line
+	if r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, dir); r.code != 0 {
+		t.Errorf("regrade: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -95,9 +95,12 @@ func newImportHarborCmd() *cobra.Command {
 			"tests/test.sh, solution/solve.sh) into OUT/<name>/task.yaml beside a copy of its files:\n" +
 			"instruction.md is the prompt, the Dockerfile names an image to build with ceval images build,\n" +
 			"the agent's timeout and the environment's cpus/memory/storage become sandbox limits, and\n" +
-			"solution/solve.sh becomes solution.script (what ceval audit runs as the oracle). The tests\n" +
-			"need a verifier container, which this ceval does not have yet: they are reported, and kept as\n" +
-			"a placeholder that always fails with --keep-unmapped. Exit 0 when everything mapped, else 1.",
+			"solution/solve.sh becomes solution.script (what ceval audit runs as the oracle). tests/ becomes\n" +
+			"grader_files and a run_command in a verifier container (sandbox: container) scored by the\n" +
+			"reward tests/test.sh writes; the copies' container paths (the WORKDIR, /tests, /logs/verifier)\n" +
+			"are rewritten to ceval's (/workspace, /task/tests, /tmp/logs/verifier), each line a note. A task\n" +
+			"without tests/test.sh is reported (a failing placeholder with --keep-unmapped).\n" +
+			"Exit 0 when everything mapped, else 1.",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -108,6 +111,6 @@ func newImportHarborCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted tasks into")
-	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep the tests as a placeholder criterion that always fails")
+	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep a task without tests/test.sh valid with a placeholder criterion that always fails")
 	return cmd
 }

@@ -122,6 +122,9 @@ func TestSchemaTaskPrintsTheLoadersSchema(t *testing.T) {
 	if r := ceval(t, "schema", "experiment"); r.code != 0 || !strings.Contains(r.stdout, "ceval experiment file") {
 		t.Fatalf("experiment: exit %d", r.code)
 	}
+	if r := ceval(t, "schema", "config"); r.code != 0 || !strings.Contains(r.stdout, "ceval config file") {
+		t.Fatalf("config: exit %d", r.code)
+	}
 	if r := ceval(t, "schema", "nonsense"); r.code != 2 {
 		t.Fatalf("unknown format: exit %d", r.code)
 	}
@@ -195,5 +198,73 @@ func TestRunDatasetTaskRunsEachRow(t *testing.T) {
 	}
 	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", t.TempDir(), task("echo positive > label.txt")); r.code != 1 {
 		t.Fatalf("always-positive agent: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestImportedHarborTaskGradesByItsRewardAgainstContainerd imports the sample Harbor task and
+// runs it (in the default image: the sample's Dockerfile needs a registry) under an agent that
+// writes the solution and one that does nothing: the tests, run by the verifier container
+// from the rewritten tests/test.sh, score 1 and 0 through the reward file.
+func TestImportedHarborTaskGradesByItsRewardAgainstContainerd(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	out := t.TempDir()
+	if r := ceval(t, "import", "harbor", "../../importer/testdata/harbor/hello-file", "--out", out); r.code != 0 {
+		t.Fatalf("import: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	exp := filepath.Join(out, "exp.yaml")
+	os.WriteFile(exp, []byte("experiment_id: harbor\ntasks: [hello-file/task.yaml]\nvariants:\n"+
+		"  - variant_id: solver\n    agent: {type: command, command: [/bin/sh, -c, \"echo 'Hello, world!' > hello.txt\"]}\n"+
+		"  - variant_id: idle\n    agent: {type: command, command: [/bin/true]}\n"), 0o644)
+	runs := t.TempDir()
+	r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, "-D", "sandbox.image="+images.DefaultName, exp)
+	if r.code != 1 {
+		t.Fatalf("run: exit %d, want 1 (idle fails)\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	s := readSummary(t, onlyDir(t, runs))
+	if s.Variants[0].VariantID != "solver" || s.Variants[0].Passed != 1 || s.Variants[1].Passed != 0 || s.Variants[1].Runs != 1 {
+		t.Fatalf("summary %+v", s.Variants)
+	}
+	res, err := os.ReadFile(filepath.Join(onlyDir(t, runs), "idle", "hello-file", "1", "result.json"))
+	if err != nil || !strings.Contains(string(res), "score 0 from stdout") {
+		t.Fatalf("idle's criterion was not scored by the reward: %v\n%s", err, res)
+	}
+}
+
+// TestImportedCoderEvalPythonChecksGradeInWASM imports the Python coder_eval fixture and
+// grades two workspaces: import_check (a Python check in WASM) scores the share of imports
+// that resolve, and the run_command reads its check script from the grader files at
+// $TASK_DIR; the pytest criterion needs a verifier container (NOT_GRADED without containerd).
+func TestImportedCoderEvalPythonChecksGradeInWASM(t *testing.T) {
+	out := t.TempDir()
+	if r := ceval(t, "import", "coder-eval", "--out", out, "../../importer/testdata/coder-eval/python"); r.code != 0 {
+		t.Fatalf("import: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	taskFile := filepath.Join(out, "python", "task.yaml")
+	for _, tc := range []struct {
+		name, stats string
+		importScore float64
+		checkPassed bool
+	}{
+		{"right", "import math\n\ndef mean(xs):\n    return math.fsum(xs) / len(xs)\n", 1, true},
+		{"wrong", "import math\nimport no_such_module\n\ndef mean(xs):\n    return 0\n", 0.5, false},
+	} {
+		ws := t.TempDir()
+		os.WriteFile(filepath.Join(ws, "stats.py"), []byte(tc.stats), 0o644)
+		r := ceval(t, "grade", "--json", "--containerd-address", "/nonexistent/containerd.sock", taskFile, "--workspace", ws)
+		var res struct {
+			Criteria []struct {
+				Status string  `json:"status"`
+				Score  float64 `json:"score"`
+				Passed bool    `json:"passed"`
+			} `json:"criteria"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res.Criteria) != 3 {
+			t.Fatalf("%s: exit %d %v\n%s\n%s", tc.name, r.code, err, r.stdout, r.stderr)
+		}
+		py, imp, chk := res.Criteria[0], res.Criteria[1], res.Criteria[2]
+		if py.Status != "NOT_GRADED" || imp.Score != tc.importScore || chk.Passed != tc.checkPassed {
+			t.Errorf("%s: pytest %+v, import_check %+v, check %+v\n%s", tc.name, py, imp, chk, r.stdout)
+		}
 	}
 }

@@ -55,25 +55,19 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if x.root != "" && x.resume != "" {
-				return exitWith(exitInvalid, errors.New("--resume reloads the experiment as plan.json recorded it, which holds no --root yet: declare the root in the experiment file (root:) instead"))
-			}
 			if x.resume != "" {
 				var err error
 				if args, err = x.resumeArgs(cmd, args); err != nil {
 					return err
 				}
 			}
-			if x.resume != "" && len(x.exclude) > 0 {
-				return exitWith(exitInvalid, errors.New("--resume reloads the experiment as plan.json recorded it, which holds no --exclude-tags yet"))
-			}
-			if len(args) > 1 && task.IsExperiment(args[0]) && x.resume == "" {
+			if len(args) > 1 && task.IsExperiment(args[0]) {
 				x.tasks = args[1:] // the tasks named on the command line replace the file's list
 				args = args[:1]
 			}
 			if len(args) == 1 && task.IsExperiment(args[0]) || x.resume != "" {
 				if len(args) != 1 || !task.IsExperiment(args[0]) {
-					return exitWith(exitInvalid, errors.New("--resume takes one experiment file (or none: the one plan.json names)"))
+					return exitWith(exitInvalid, errors.New("--resume takes the experiment file, with the task files it ran (or none: plan.json names them)"))
 				}
 				ucfg, err := g.config(cmd)
 				if err != nil {
@@ -91,7 +85,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				}
 			}
 			if x.changed(cmd) {
-				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D, --resume and --baseline (with its gate flags) are for experiment files"))
+				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D, --resume, --audit and --baseline (with its gate flags) are for experiment files"))
 			}
 			var tasks []*task.Task
 			var problems []error

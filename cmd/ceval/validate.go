@@ -39,12 +39,12 @@ func newValidateCmd() *cobra.Command {
 					if strict {
 						warned += printWarnings(cmd.ErrOrStderr(), seen, experimentTasks(e)...)
 					}
-					suggested := map[string]bool{}
+					warnedCmd := map[string]bool{} // a task under several variants: once
 					for _, en := range e.Entries {
-						for _, s := range en.Task.TierSuggestions() {
-							if line := s.String(); !suggested[line] {
-								suggested[line] = true
-								fmt.Fprintln(cmd.OutOrStdout(), line)
+						for _, w := range wasm.CommandWarnings(en.Task) {
+							if !warnedCmd[w] {
+								warnedCmd[w] = true
+								fmt.Fprintln(cmd.ErrOrStderr(), w)
 							}
 						}
 					}
@@ -77,9 +77,6 @@ func newValidateCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (task %s, %d criteria, image %s)\n", f, t.ID, len(t.Criteria), taskImage(t.Sandbox))
 				if strict {
 					warned += printWarnings(cmd.ErrOrStderr(), seen, t)
-				}
-				for _, s := range t.TierSuggestions() {
-					fmt.Fprintln(cmd.OutOrStdout(), s)
 				}
 				for _, w := range wasm.CommandWarnings(t) {
 					fmt.Fprintln(cmd.ErrOrStderr(), w)

@@ -57,13 +57,16 @@ func TestValidateSuggestsAndPlanShowsTheTiers(t *testing.T) {
 		"  - {type: run_command, command: 'npm test'}\n"+
 		"  - {type: run_command, command: 'node -e 1', sandbox: container, image: 'ceval.local/node:20'}\n"+
 		"  - {type: file_exists, path: a}\n"), 0o644)
+	// one check, one message: the warning names what the sandbox lacks and the fix
 	r := ceval(t, "validate", p)
-	if r.code != 0 || !strings.Contains(r.stdout, p+":4:5: suggestion: success_criteria[0] (run_command) calls npm") {
+	want := p + ":4:5: warning: success_criteria[0] (run_command) calls npm, which the WASM sandbox does not provide"
+	if r.code != 0 || !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "add sandbox: container") ||
+		strings.Count(r.stdout+r.stderr, "npm") != 2 || strings.Contains(r.stderr, "node") {
 		t.Errorf("validate: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	exp := filepath.Join(dir, "exp.yaml")
-	os.WriteFile(exp, []byte("experiment_id: e\ntasks: [task.yaml]\nvariants: [{variant_id: a, agent: {type: command, command: [\"true\"]}}]\n"), 0o644)
-	if r := ceval(t, "validate", exp); r.code != 0 || strings.Count(r.stdout, "suggestion: success_criteria[0] (run_command) calls npm") != 1 {
+	os.WriteFile(exp, []byte("experiment_id: e\ntasks: [task.yaml]\nvariants: [{variant_id: a, agent: {type: command, command: [\"true\"]}}, {variant_id: b, agent: {type: command, command: [\"true\"]}}]\n"), 0o644)
+	if r := ceval(t, "validate", exp); r.code != 0 || strings.Count(r.stderr, "success_criteria[0] (run_command) calls npm") != 1 {
 		t.Errorf("validate experiment: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = ceval(t, "plan", exp)

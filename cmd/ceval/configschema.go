@@ -1,0 +1,66 @@
+package main
+
+import (
+	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/oci"
+)
+
+// configSchema is the JSON Schema (draft 2020-12) of ceval's config file (ceval schema
+// config); TestConfigSchemaNamesExactlyTheLoadersFields holds it to userConfig's fields.
+func configSchema() map[string]any {
+	obj := func(desc string, props map[string]any, required ...string) map[string]any {
+		o := map[string]any{"type": "object", "properties": props, "additionalProperties": false, "description": desc}
+		if len(required) > 0 {
+			o["required"] = required
+		}
+		return o
+	}
+	typ := func(t, desc string) map[string]any { return map[string]any{"type": t, "description": desc} }
+	strs := func(desc string) map[string]any {
+		return map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": desc}
+	}
+	strsByName := func(desc string) map[string]any {
+		return map[string]any{"type": "object", "additionalProperties": strs(""), "description": desc}
+	}
+	rate := func(desc string) map[string]any {
+		return map[string]any{"type": "number", "minimum": 0, "description": desc}
+	}
+	price := obj("USD per million tokens for one model; a cache rate left out costs what input costs", map[string]any{
+		"input_per_mtok":          rate("input tokens"),
+		"cached_input_per_mtok":   rate("input tokens read from the cache"),
+		"cache_creation_per_mtok": rate("input tokens written to the cache"),
+		"output_per_mtok":         rate("output tokens"),
+	}, "input_per_mtok", "output_per_mtok")
+	allow := obj("what the gateway forwards for one API; each list given replaces the default's", map[string]any{
+		"headers":       strs("request headers forwarded"),
+		"header_values": strsByName("header -> the values forwarded"),
+		"fields":        strs("top-level body fields forwarded"),
+		"values":        strsByName("body field -> the values forwarded"),
+	})
+	return map[string]any{
+		"$schema":              "https://json-schema.org/draft/2020-12/schema",
+		"title":                "ceval config file",
+		"type":                 "object",
+		"additionalProperties": false,
+		"properties": map[string]any{
+			"allow_env":          strs("host variables tasks may pass to their agents"),
+			"allow_host_network": typ("boolean", "let tasks that ask for sandbox.network: host have it"),
+			"prices":             map[string]any{"type": "object", "additionalProperties": price, "description": "model -> its price (run_limits.max_usd and judge.max_usd_per_run need it)"},
+			"gateway_allow":      map[string]any{"type": "object", "propertyNames": map[string]any{"enum": []string{transcript.Anthropic, transcript.OpenAI}}, "additionalProperties": allow, "description": "per API: what the model gateway forwards"},
+			"id_range": obj("host IDs of the runs' user namespaces: 65536 per live run", map[string]any{
+				"start": map[string]any{"type": "integer", "minimum": oci.IDRangeSize, "maximum": 1<<32 - 2, "description": "the first host ID"},
+				"slots": map[string]any{"type": "integer", "minimum": 1, "description": "runs at once"},
+			}, "start", "slots"),
+			"judge": obj("the model llm_judge asks, from the host; its key comes from ceval's environment", map[string]any{
+				"api":               map[string]any{"type": "string", "enum": []string{judge.Anthropic, judge.OpenAI}},
+				"model":             typ("string", "the judge model's name"),
+				"base_url":          typ("string", "optional: the API's base URL"),
+				"key_env":           map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "the variable holding the key (default ANTHROPIC_API_KEY or OPENAI_API_KEY by api)"},
+				"timeout":           map[string]any{"type": "string", "pattern": `^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`, "description": "per call, e.g. 60s"},
+				"max_calls_per_run": map[string]any{"type": "integer", "minimum": 0, "description": "retries included"},
+				"max_usd_per_run":   map[string]any{"type": "number", "minimum": 0, "description": "priced from prices.<model>; 0: no limit"},
+			}, "api", "model"),
+		},
+	}
+}
