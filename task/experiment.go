@@ -71,6 +71,8 @@ type Entry struct {
 	// Task.Prompt is the prompt before it, until the experiment starts.
 	Mutation *PromptMutation
 	Index    int // the entry's position among its variant's entries (a rephrase fixture's answer)
+	// PromptVaried: the variant's prompt or a mutation changed the task's prompt.
+	PromptVaried bool
 }
 
 // ExperimentOptions adjust an experiment as it loads.
@@ -236,7 +238,7 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 					continue
 				}
 				seen[key] = f.name
-				e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t, Mutation: v.mutation})
+				e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t, Mutation: v.mutation, PromptVaried: v.prompt != nil || v.mutation != nil})
 			}
 		}
 		if len(e.Entries) > MaxEntries {
