@@ -332,6 +332,11 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInvalid, err)
 			}
 			e.Repeats = plan.Repeats
+			if prompts, err := record.ReadPrompts(dir); err == nil { // the rephrased prompts the runs had
+				if _, _, err := supervisor.ResolvePrompts(cmd.Context(), e, supervisor.PromptsOptions{Reuse: prompts, Replay: true}); err != nil {
+					return exitWith(exitInfraErr, err)
+				}
+			}
 			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet), experimentTasks(e)...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
