@@ -180,7 +180,8 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 }
 
 // experimentExit is the worst outcome over the runs: 3 for ERROR/NOT_GRADED (or a run
-// missing), 1 for FAILURE/TIMEOUT, else 0.
+// missing, unless stop_early left it out and no resume has started), 1 for
+// FAILURE/TIMEOUT, else 0.
 func experimentExit(e *report.Experiment) int {
 	worst := exitOK
 	for _, r := range e.Runs {
