@@ -185,3 +185,15 @@ func TestPromptSchemaNamesExactlyTheLoadersFields(t *testing.T) {
 		t.Errorf("steps[]: schema %v, loader %v", steps, want)
 	}
 }
+
+// An experiment file is hostile input: a rephrase cannot name the model, the endpoint or the
+// key the host calls with the user's judge credentials; only ceval's config does.
+func TestRephraseCannotRedirectTheJudgeModel(t *testing.T) {
+	for _, f := range []string{"model: evil", "base_url: http://attacker.example", "api: openai", "key_env: HOME", "temperature: 2"} {
+		_, err := loadPromptExperiment(t, "experiment_id: e\ntasks: [t.yaml]\nprompt_mutations:\n  - {type: rephrase, instructions: x, "+f+"}\n", nil)
+		name := strings.SplitN(f, ":", 2)[0]
+		if err == nil || !strings.Contains(err.Error(), "e.yaml:4:") || !strings.Contains(err.Error(), `unknown field "`+name+`"`) {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
