@@ -426,9 +426,11 @@ func printPlanPrompts(w io.Writer, e *task.Experiment, plan *record.Plan) {
 	}
 }
 
+// clipQuoted quotes s, keeping its beginning and end when it is longer than n runes
+// (where prefixes and suffixes show).
 func clipQuoted(s string, n int) string {
 	if r := []rune(s); len(r) > n {
-		return strconv.Quote(string(r[:n])) + "…"
+		return strconv.Quote(string(r[:n*2/3])) + "…" + strconv.Quote(string(r[len(r)-n/3:]))
 	}
 	return strconv.Quote(s)
 }

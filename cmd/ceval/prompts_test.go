@@ -53,6 +53,9 @@ stop_early: {compare: [plain, framed], confidence: 0.9}
 	if strings.Contains(r.stdout, "plain/a:") {
 		t.Errorf("plan lists the unchanged prompt of plain:\n%s", r.stdout)
 	}
+	if r := ceval(t, "plan", "../../examples/prompts.yaml"); r.code != 0 || !strings.Contains(r.stdout, `formal/hello: "Specification:`) {
+		t.Errorf("plan examples/prompts.yaml: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = ceval(t, "plan", "--json", exp)
 	for _, want := range []string{`"prompt": "do the task GOOD"`, `"prompt_pending": "rephrase \"Be terse.\" by the judge model`, `"stop_early": {`} {
 		if !strings.Contains(r.stdout, want) {
