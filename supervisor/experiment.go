@@ -135,8 +135,11 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		}
 	}
 	// Rephrased prompts are made (or, on a resume, read back) before the plan, whose digests
-	// cover every prompt.
+	// cover every prompt. A fresh start that fails here leaves no experiment directory.
 	if err := experimentPrompts(ctx, e, expDir, o); err != nil {
+		if !o.Resume {
+			os.RemoveAll(expDir)
+		}
 		return nil, err
 	}
 	plan, err := NewPlan(e)

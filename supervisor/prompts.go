@@ -100,8 +100,9 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 // experimentPrompts rephrases what the experiment rephrases, before its plan: a resume
 // takes every rephrased prompt from the earlier start's prompts.json (never a new model
 // call, so the plan matches), a fresh start also from o.PromptsFrom's when the input
-// matches; what it made is written to prompts.json, the calls to prompt_calls.jsonl.
-func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o ExperimentOptions) error {
+// matches; what it made is written to prompts.json, the calls to prompt_calls.jsonl. A
+// rephrased prompt is held to what Run would refuse (its length in argv).
+func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o ExperimentOptions) (err error) {
 	rephrases := false
 	for _, en := range e.Entries {
 		rephrases = rephrases || en.Mutation != nil && en.Mutation.Rephrases()
@@ -109,6 +110,15 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 	if !rephrases {
 		return nil
 	}
+	defer func() {
+		for _, en := range e.Entries {
+			if err == nil && en.Mutation != nil && en.Mutation.Rephrases() {
+				if cerr := checkRunnable(en.Task, o.Run.Allow); cerr != nil {
+					err = &InputError{fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, cerr)}
+				}
+			}
+		}
+	}()
 	var reuse *record.Prompts
 	switch {
 	case o.Resume:

@@ -3,6 +3,8 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -175,5 +177,21 @@ func TestLiveRephraseIsRecordedAndReusedWithoutAskingAgain(t *testing.T) {
 	err = experimentPrompts(context.Background(), e2, filepath.Join(runs, "one"), ExperimentOptions{Resume: true, Run: Options{Judge: j}})
 	if err == nil || !strings.Contains(err.Error(), "is not in prompts.json") || calls.Load() != 1 {
 		t.Errorf("resume without the record: %v (%d calls)", err, calls.Load())
+	}
+}
+
+// A live rephrase without a judge in ceval's config is refused before anything runs, with
+// what to do, and leaves no experiment directory behind.
+func TestRephraseWithoutAJudgeIsRefusedBeforeAnyRun(t *testing.T) {
+	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\nprompt_mutations: [{type: rephrase, instructions: Be formal.}]\n",
+		map[string]string{"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n")})
+	runs := t.TempDir()
+	_, err := RunExperiment(context.Background(), e, ExperimentOptions{Run: Options{RunsDir: runs, RunID: "x"}})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "add judge: {api: anthropic, model: ...} to the config file") {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(runs, "x")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the refused experiment left its directory: %v", err)
 	}
 }
