@@ -240,7 +240,13 @@ func newPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, pending, err := supervisor.ResolvePrompts(cmd.Context(), e, supervisor.PromptsOptions{Replay: true})
+			var reuse *record.Prompts
+			if x.prompts != "" {
+				if reuse, err = record.ReadPrompts(x.prompts); err != nil {
+					return exitWith(exitInvalid, fmt.Errorf("--prompts-from %s: %w", x.prompts, err))
+				}
+			}
+			_, pending, err := supervisor.ResolvePrompts(cmd.Context(), e, supervisor.PromptsOptions{Replay: true, Reuse: reuse})
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -283,6 +289,7 @@ func newPlanCmd() *cobra.Command {
 	f.StringSliceVar(&x.exclude, "exclude-tags", nil, "leave out tasks with any of these tags (after --tags)")
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field, as path=value (YAML)")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON (what plan.json will hold)")
+	f.StringVar(&x.prompts, "prompts-from", "", "show the rephrased prompts an earlier experiment directory recorded (prompts.json) where their input matches")
 	f.StringVar(&x.root, "root", "", rootHelp)
 	return cmd
 }

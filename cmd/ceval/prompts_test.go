@@ -8,6 +8,9 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/task"
 )
 
 func writePromptExperiment(t *testing.T, exp string) string {
@@ -52,6 +55,21 @@ stop_early: {compare: [plain, framed], confidence: 0.9}
 	}
 	if strings.Contains(r.stdout, "plain/a:") {
 		t.Errorf("plan lists the unchanged prompt of plain:\n%s", r.stdout)
+	}
+	// --prompts-from shows what an earlier run recorded for the live rephrase.
+	e, err := task.LoadExperiment(exp, task.ExperimentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := t.TempDir()
+	for _, en := range e.Entries {
+		if en.Variant == "live" {
+			record.WriteJSONAtomic(filepath.Join(rec, record.PromptsFile), &record.Prompts{Entries: []record.PromptRecord{
+				{Variant: "live", TaskID: "a", InputSHA256: supervisor.PromptInput(en), Mode: "live", Prompt: "Tersely: do it."}}})
+		}
+	}
+	if r := ceval(t, "plan", "--prompts-from", rec, exp); r.code != 0 || !strings.Contains(r.stdout, `live/a: "Tersely: do it."`) {
+		t.Errorf("plan --prompts-from: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := ceval(t, "plan", "../../examples/prompts.yaml"); r.code != 0 || !strings.Contains(r.stdout, `formal/hello: "Specification:`) {
 		t.Errorf("plan examples/prompts.yaml: exit %d\n%s%s", r.code, r.stdout, r.stderr)
