@@ -39,20 +39,18 @@ func newStopper(cfg *task.StopEarly, plan *record.Plan, runs []record.PlannedRun
 	for i, r := range runs {
 		index[r] = i
 	}
-	entry := func(variant, taskID string) int {
-		for i, en := range plan.Entries {
-			if en.Variant == variant && en.TaskID == taskID {
-				return i
-			}
+	second := map[string]int{} // task_id -> the second variant's entry
+	for i, en := range plan.Entries {
+		if en.Variant == cfg.Compare[1] {
+			second[en.TaskID] = i
 		}
-		return -1
 	}
 	for r := 1; r <= plan.Repeats; r++ {
 		for i, en := range plan.Entries {
 			if en.Variant != cfg.Compare[0] {
 				continue
 			}
-			if j := entry(cfg.Compare[1], en.TaskID); j >= 0 {
+			if j, ok := second[en.TaskID]; ok {
 				s.pairs = append(s.pairs, [2]int{index[record.PlannedRun{Entry: i, Repeat: r}], index[record.PlannedRun{Entry: j, Repeat: r}]})
 			}
 		}

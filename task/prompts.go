@@ -188,8 +188,16 @@ func (d *decoder) promptMutation(i int, item *yaml.Node, ids map[string]bool) (r
 	m := &PromptMutation{}
 	step := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: rn.Line, Column: rn.Column}
 	var idNode, stepsNode *yaml.Node
+	own := map[string]bool{}
 	for j := 0; j+1 < len(rn.Content); j += 2 {
 		k, v := resolve(rn.Content[j]), rn.Content[j+1]
+		if k.Value == "variant_id" || k.Value == "base" || k.Value == "steps" {
+			if own[k.Value] {
+				d.errorf(k, "duplicate field %q in %s", k.Value, what)
+				continue
+			}
+			own[k.Value] = true
+		}
 		switch k.Value {
 		case "variant_id":
 			idNode = resolve(v)

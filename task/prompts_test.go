@@ -131,6 +131,7 @@ func TestPromptFieldsErrorsCarryFileLine(t *testing.T) {
 		{"prompt_mutations:\n  - {type: prefix, content: a}\n  - {type: prefix, content: b, variant_id: prefix-1}\n", "e.yaml:5:44: prompt_mutations[1].variant_id \"prefix-1\" is given twice"},
 		{"prompt_mutations:\n  - {type: rephrase, instructions: x, fixture: f.yaml}\n", "e.yaml:4:48: fixture f.yaml has 1 answers; variant rephrase-1 runs 2 tasks"},
 		{"prompt_mutations:\n  - {type: rephrase, instructions: x, fixture: ../f.yaml}\n", "must be a path inside"},
+		{"prompt_mutations:\n  - {type: prefix, content: a, base: x, base: y}\n", "e.yaml:4:41: duplicate field \"base\" in prompt_mutations[0]"},
 		{"stop_early: {compare: [default, nope]}\n", "e.yaml:3:23: stop_early.compare: no variant \"nope\""},
 		{"stop_early: {compare: [default, default]}\n", "names \"default\" twice"},
 		{"stop_early: {compare: [default]}\n", "compares exactly two"},
