@@ -144,6 +144,9 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 	}
 	plan, err := NewPlan(e)
 	if err != nil {
+		if !o.Resume {
+			os.RemoveAll(expDir)
+		}
 		return nil, &InfraError{err}
 	}
 	if o.Resume {
