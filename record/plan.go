@@ -28,6 +28,15 @@ type Plan struct {
 	Repeats     int         `json:"repeats"`
 	Variants    []string    `json:"variants"`
 	Entries     []PlanEntry `json:"entries"`
+	StopEarly   *PlanStop   `json:"stop_early,omitempty"`
+}
+
+// PlanStop is the experiment's stop_early.
+type PlanStop struct {
+	Compare    [2]string `json:"compare"`
+	Metric     string    `json:"metric"`
+	Confidence float64   `json:"confidence"`
+	MinRuns    int       `json:"min_runs"`
 }
 
 // PlanEntry is one task under one variant, run Plan.Repeats times.
@@ -36,6 +45,10 @@ type PlanEntry struct {
 	TaskID     string `json:"task_id"`
 	TaskPath   string `json:"task_path"`
 	TaskSHA256 string `json:"task_sha256"` // task.Digest: the merged task and all its material
+	// Prompt is the prompt the agent gets, when the variant's prompt or a prompt mutation
+	// made it (a pending rephrase shows only in ceval plan, as PromptPending).
+	Prompt        string `json:"prompt,omitempty"`
+	PromptPending string `json:"prompt_pending,omitempty"`
 }
 
 // PlannedRun is one run of a plan.

@@ -59,6 +59,10 @@ func Markdown(e *Experiment, s *Summary) []byte {
 	}
 	fmt.Fprintf(&b, "### ceval: %s, run %s\n\n", mdCode(s.ExperimentID), mdCode(s.RunID))
 	fmt.Fprintf(&b, "%d planned runs (%d repeats), %s.\n\n", s.Planned, s.Repeats, state)
+	if st := s.StoppedEarly; st != nil {
+		fmt.Fprintf(&b, "Stopped early after %d of %d runs: %s passes more often than the other of %s and %s at confidence %g.\n\n",
+			st.AfterRuns, st.Planned, mdCode(st.Better), mdCode(st.Compare[0]), mdCode(st.Compare[1]), st.Confidence)
+	}
 	b.WriteString("| Rank | Variant | Runs | Pass rate | 95% interval | Mean score | Statuses |\n|---:|---|---:|---:|---|---:|---|\n")
 	board := append([]Stats(nil), s.Variants...)
 	sort.SliceStable(board, func(i, j int) bool { return board[i].PassRate > board[j].PassRate })

@@ -40,6 +40,9 @@ type Summary struct {
 	// Datasets are per dataset task (its rows' tasks are DATASET.ROW; task_ids hold no '.'),
 	// over every variant, each with its variants in Tasks' place; none without datasets.
 	Datasets []Stats `json:"datasets,omitempty"`
+	// StoppedEarly says when and why stop_early stopped launching runs (stopped_early.json);
+	// with Complete, a resume has since completed the experiment.
+	StoppedEarly *record.EarlyStop `json:"stopped_early,omitempty"`
 }
 
 // Stats are the numbers of one group of runs. Every run with a result counts in every
@@ -92,6 +95,8 @@ type Experiment struct {
 	Runs []Run // in the plan's order
 	// Audit is the directory's audit.json (ceval audit's reports), nil when it has none.
 	Audit []verdict.Report
+	// StoppedEarly is stopped_early.json, nil when stop_early did not stop it.
+	StoppedEarly *record.EarlyStop
 }
 
 // Load reads plan.json and each planned run's result.json, at their exact paths.
@@ -116,6 +121,13 @@ func Load(expDir string) (*Experiment, error) {
 		}
 		e.Runs = append(e.Runs, r)
 	}
+	stop, err := record.ReadEarlyStop(expDir)
+	switch {
+	case err == nil:
+		e.StoppedEarly = stop
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -124,7 +136,7 @@ func Load(expDir string) (*Experiment, error) {
 // uninterrupted one does.
 func Summarize(e *Experiment) *Summary {
 	s := &Summary{ExperimentID: e.Plan.ExperimentID, RunID: filepath.Base(e.Dir), Repeats: e.Plan.Repeats,
-		Planned: len(e.Runs), Complete: true}
+		Planned: len(e.Runs), Complete: true, StoppedEarly: e.StoppedEarly}
 	for _, r := range e.Runs {
 		if r.Result == nil || !r.Result.Complete {
 			s.Complete = false

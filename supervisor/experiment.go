@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -29,7 +30,14 @@ func NewPlan(e *task.Experiment) (*record.Plan, error) {
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", en.Task.Path, err)
 		}
-		p.Entries = append(p.Entries, record.PlanEntry{Variant: en.Variant, TaskID: en.Task.ID, TaskPath: en.Task.Path, TaskSHA256: sum})
+		pe := record.PlanEntry{Variant: en.Variant, TaskID: en.Task.ID, TaskPath: en.Task.Path, TaskSHA256: sum}
+		if en.PromptVaried {
+			pe.Prompt = en.Task.Prompt
+		}
+		p.Entries = append(p.Entries, pe)
+	}
+	if s := e.StopEarly; s != nil {
+		p.StopEarly = &record.PlanStop{Compare: s.Compare, Metric: s.Metric, Confidence: s.Confidence, MinRuns: s.MinRuns}
 	}
 	return p, nil
 }
@@ -40,6 +48,9 @@ type ExperimentOptions struct {
 	Parallel int     // runs at once; 0 = the experiment's parallel, else DefaultParallel
 	Retries  int     // tries again a run that failed before its agent started; < 0 = none
 	Resume   bool    // RunsDir/RunID holds an earlier, interrupted start of the same plan
+	// PromptsFrom is an earlier experiment directory whose rephrased prompts (prompts.json)
+	// are reused where their input matches, so a re-run asks the model nothing again.
+	PromptsFrom string
 
 	OnStart  func(record.PlannedRun, *record.PlanEntry) // optional, called from the worker
 	OnFinish func(*RunRecord)                           // optional, called from the worker
@@ -65,6 +76,9 @@ type ExperimentResult struct {
 	Plan        *record.Plan
 	Records     []*RunRecord // nil entries were never started
 	Interrupted bool
+	// StoppedEarly is set when stop_early decided in this start: the runs not launched are
+	// nil in Records, and a resume completes them.
+	StoppedEarly *record.EarlyStop
 }
 
 // DefaultParallel is how many runs fit at once: one per CPU, and no more than the host's
@@ -100,10 +114,6 @@ func availableMemoryMB() int64 {
 // A resume skips runs whose result.json is complete and refuses a different plan.
 func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions) (*ExperimentResult, error) {
 	o.Run = o.Run.withDefaults(time.Now())
-	plan, err := NewPlan(e)
-	if err != nil {
-		return nil, &InfraError{err}
-	}
 	expDir := filepath.Join(o.Run.RunsDir, o.Run.RunID)
 	for _, en := range e.Entries {
 		if err := checkRunnable(en.Task, o.Run.Allow); err != nil {
@@ -116,6 +126,29 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
 		}
 	}
+	if !o.Resume {
+		if err := os.MkdirAll(o.Run.RunsDir, 0o700); err != nil {
+			return nil, &InfraError{err}
+		}
+		if err := os.Mkdir(expDir, 0o700); err != nil {
+			return nil, &InfraError{fmt.Errorf("experiment directory: %w", err)}
+		}
+	}
+	// Rephrased prompts are made (or, on a resume, read back) before the plan, whose digests
+	// cover every prompt. A fresh start that fails here leaves no experiment directory.
+	if err := experimentPrompts(ctx, e, expDir, o); err != nil {
+		if !o.Resume {
+			os.RemoveAll(expDir)
+		}
+		return nil, err
+	}
+	plan, err := NewPlan(e)
+	if err != nil {
+		if !o.Resume {
+			os.RemoveAll(expDir)
+		}
+		return nil, &InfraError{err}
+	}
 	if o.Resume {
 		old, err := record.ReadPlan(expDir)
 		if err != nil {
@@ -125,12 +158,6 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 			return nil, &InputError{fmt.Errorf("resume %s: the experiment differs from its plan.json: %s", expDir, d)}
 		}
 	} else {
-		if err := os.MkdirAll(o.Run.RunsDir, 0o700); err != nil {
-			return nil, &InfraError{err}
-		}
-		if err := os.Mkdir(expDir, 0o700); err != nil {
-			return nil, &InfraError{fmt.Errorf("experiment directory: %w", err)}
-		}
 		if err := record.WriteJSONAtomic(filepath.Join(expDir, record.PlanFile), plan); err != nil {
 			return nil, &InfraError{err}
 		}
@@ -160,6 +187,12 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 
 	runs := plan.Runs()
 	out := &ExperimentResult{Dir: expDir, Plan: plan, Records: make([]*RunRecord, len(runs))}
+	stop, err := experimentStopper(e, plan, runs, expDir, o.Resume)
+	if err != nil {
+		return nil, err
+	}
+	var stopErr error
+	var stopOnce sync.Once
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(parallel, len(runs)) {
@@ -167,22 +200,42 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
+				if stop != nil && stop.isStopped() {
+					continue // decided while this run waited to launch
+				}
 				out.Records[i] = runPlanned(ctx, e, plan, expDir, runs[i], o)
+				if stop != nil {
+					if err := stop.observe(i, out.Records[i]); err != nil {
+						stopOnce.Do(func() { stopErr = err })
+					}
+				}
 			}
 		}()
+	}
+	var stopped <-chan struct{}
+	if stop != nil {
+		stopped = stop.stopped
 	}
 feed:
 	for i := range runs {
 		select {
 		case <-ctx.Done():
 			break feed
+		case <-stopped:
+			break feed
 		case jobs <- i:
 		}
 	}
 	close(jobs)
 	wg.Wait()
+	if stop != nil && stop.record != nil {
+		out.StoppedEarly = stop.record
+		if stopErr != nil {
+			return out, &InfraError{fmt.Errorf("record the early stop: %w", stopErr)}
+		}
+	}
 	for _, r := range out.Records {
-		if r == nil || r.Result != nil && r.Result.Interrupted {
+		if r == nil && out.StoppedEarly == nil || r != nil && r.Result != nil && r.Result.Interrupted {
 			out.Interrupted = true
 		}
 	}
@@ -259,4 +312,30 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		o.OnFinish(rec)
 	}
 	return rec
+}
+
+// experimentStopper returns the stop_early test of a start, nil when there is none: the
+// experiment has no stop_early, or a resume completes an experiment it stopped (the
+// resume is marked in stopped_early.json). A resume of an experiment interrupted before
+// the test decided tests on, over the runs the earlier start completed too.
+func experimentStopper(e *task.Experiment, plan *record.Plan, runs []record.PlannedRun, expDir string, resume bool) (*stopper, error) {
+	if e.StopEarly == nil {
+		return nil, nil
+	}
+	if resume {
+		prev, err := record.ReadEarlyStop(expDir)
+		switch {
+		case err == nil:
+			if prev.Resumed == "" {
+				prev.Resumed = time.Now().UTC().Format(time.RFC3339)
+				if err := record.WriteJSONAtomic(filepath.Join(expDir, record.StopFile), prev); err != nil {
+					return nil, &InfraError{err}
+				}
+			}
+			return nil, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, &InfraError{err}
+		}
+	}
+	return newStopper(e.StopEarly, plan, runs, expDir), nil
 }

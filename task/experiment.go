@@ -60,12 +60,24 @@ type Experiment struct {
 	// TaskFiles are the task files the command line named (absolute), which replaced the
 	// file's tasks list; nil when the list was used. A resume names them again.
 	TaskFiles []string
+	// StopEarly, when set, stops launching runs once the compared variants' pass rates are
+	// told apart (stop_early).
+	StopEarly *StopEarly
+	// Mutations are the variants prompt_mutations made, by variant ID.
+	Mutations map[string]*PromptMutation
 }
 
 // Entry is one task under one variant.
 type Entry struct {
 	Variant string
 	Task    *Task
+	// Mutation is the prompt mutation of the entry's variant, nil for a declared variant.
+	// Task.Prompt is its result, except when it rephrases (Mutation.Rephrases): then
+	// Task.Prompt is the prompt before it, until the experiment starts.
+	Mutation *PromptMutation
+	Index    int // the entry's position among its variant's entries (a rephrase fixture's answer)
+	// PromptVaried: the variant's prompt or a mutation changed the task's prompt.
+	PromptVaried bool
 }
 
 // ExperimentOptions adjust an experiment as it loads.
@@ -108,8 +120,11 @@ type rawExperiment struct {
 }
 
 type rawVariant struct {
-	id   string
-	node *yaml.Node // the variant mapping without variant_id; nil when it holds nothing else
+	id       string
+	node     *yaml.Node   // the variant mapping without variant_id; nil when it holds nothing else
+	prompt   *PromptAffix // its prompt: {prefix, suffix}
+	mutation *PromptMutation
+	at       *yaml.Node // where it is declared
 }
 
 // LoadExperiment reads and validates an experiment file and every task it names. Invalid
@@ -160,6 +175,13 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	if treeRoot != expRoot {
 		defer treeRoot.Close()
 	}
+	d.readFixtures(e, raw, func(rel string) ([]byte, error) {
+		data, _, err := readRegular(expRoot, rel)
+		return data, err
+	})
+	if len(d.problems) > 0 {
+		return nil, d.problems.sorted()
+	}
 
 	if opts.Tasks != nil {
 		raw.tasks = nil
@@ -206,6 +228,9 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 				if len(ps) == 0 && rd.id != "" {
 					ps = rd.finish(f, t)
 				}
+				if len(ps) == 0 {
+					ps = v.applyPrompt(t, f)
+				}
 				if len(ps) > 0 {
 					problems = append(problems, ps...)
 					continue
@@ -219,7 +244,7 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 					continue
 				}
 				seen[key] = f.name
-				e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t})
+				e.Entries = append(e.Entries, Entry{Variant: v.id, Task: t, Mutation: v.mutation, PromptVaried: v.prompt != nil || v.mutation != nil})
 			}
 		}
 		if len(e.Entries) > MaxEntries {
@@ -245,6 +270,9 @@ func LoadExperiment(path string, opts ExperimentOptions) (*Experiment, error) {
 	sort.SliceStable(e.Entries, func(i, j int) bool {
 		return variantIndex(e.Variants, e.Entries[i].Variant) < variantIndex(e.Variants, e.Entries[j].Variant)
 	})
+	if ps := e.indexEntries(path, raw); len(ps) > 0 {
+		return nil, ps
+	}
 	return e, nil
 }
 
@@ -260,7 +288,7 @@ func variantIndex(ids []string, id string) int {
 // decode reads the experiment's own fields into e and returns what needs the tasks.
 func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
 	var raw rawExperiment
-	var tasksNode, variantsNode *yaml.Node
+	var tasksNode, variantsNode, mutationsNode, stopNode *yaml.Node
 	seen := d.mapping(n, "experiment", []field{
 		{"experiment_id", func(v *yaml.Node) {
 			d.str(v, "experiment_id", &e.ID)
@@ -315,6 +343,8 @@ func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
 			e.Parallel = int(p)
 		}},
 		{"tags", func(v *yaml.Node) { d.strings(v, "tags", &e.Tags) }},
+		{"prompt_mutations", func(v *yaml.Node) { mutationsNode = v }},
+		{"stop_early", func(v *yaml.Node) { stopNode = v }},
 	})
 	if seen == nil {
 		return raw
@@ -336,6 +366,19 @@ func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
 	} else {
 		raw.variants = []rawVariant{{id: DefaultVariant}}
 		e.Variants = []string{DefaultVariant}
+	}
+	if mutationsNode != nil {
+		e.decodeMutations(d, mutationsNode, &raw)
+	}
+	if stopNode != nil {
+		var compareNode *yaml.Node
+		if e.StopEarly, compareNode = d.stopEarly(stopNode); e.StopEarly != nil {
+			for _, id := range e.StopEarly.Compare {
+				if id != "" && !contains(e.Variants, id) {
+					d.errorf(compareNode, "stop_early.compare: no variant %q (the variants: %s)", id, strings.Join(e.Variants, ", "))
+				}
+			}
+		}
 	}
 	return raw
 }
@@ -374,6 +417,8 @@ func (d *decoder) variant(i int, item *yaml.Node, ids map[string]bool) (rawVaria
 			ids[v.id] = true
 		case "task_id":
 			d.errorf(k, "%s cannot set task_id: each task names its own", what)
+		case "prompt":
+			v.prompt = d.promptAffix(rn.Content[j+1], what+".prompt")
 		default:
 			rest.Content = append(rest.Content, rn.Content[j], rn.Content[j+1])
 		}
@@ -385,6 +430,7 @@ func (d *decoder) variant(i int, item *yaml.Node, ids map[string]bool) (rawVaria
 	if len(rest.Content) > 0 {
 		v.node = rest
 	}
+	v.at = rn
 	return v, true
 }
 

@@ -243,12 +243,55 @@ func ExperimentSchema() map[string]any {
 		"root":          jsType("string", "the experiment's root, relative to the file: inside the user's --root (default: the file's directory), never wider"),
 		"tasks":         map[string]any{"type": "array", "minItems": 1, "items": jsStr, "description": "task files and globs relative to the experiment file; leave out to name them on the command line"},
 		"defaults":      layer(nil),
-		"variants":      map[string]any{"type": "array", "minItems": 1, "items": layer(map[string]any{"variant_id": map[string]any{"type": "string", "pattern": taskIDPattern.String()}}, "variant_id")},
-		"repeats":       map[string]any{"type": "integer", "minimum": 1, "maximum": MaxRepeats},
-		"parallel":      map[string]any{"type": "integer", "minimum": 1, "maximum": MaxParallel},
-		"tags":          jsStrs,
+		"variants": map[string]any{"type": "array", "minItems": 1, "items": layer(map[string]any{
+			"variant_id": map[string]any{"type": "string", "pattern": taskIDPattern.String()},
+			"prompt": jsObj(map[string]any{
+				"prefix": jsType("string", "text before each task's prompt, as written (no separator added)"),
+				"suffix": jsType("string", "text after each task's prompt, as written"),
+			}),
+		}, "variant_id")},
+		"prompt_mutations": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxPromptMutations, "items": mutationSchema(),
+			"description": "each item is one more variant whose tasks' prompts pass through its step (or steps)"},
+		"stop_early": jsObj(map[string]any{
+			"compare":    map[string]any{"type": "array", "items": jsStr, "minItems": 2, "maxItems": 2, "description": "the two variants whose pass rates the sequential test compares"},
+			"metric":     jsEnum("what is compared", "pass_rate"),
+			"confidence": map[string]any{"type": "number", "minimum": 0.5, "maximum": 0.9999, "description": "1 - the false-positive rate the test keeps (default 0.95)"},
+			"min_runs":   map[string]any{"type": "integer", "minimum": 1, "description": "runs of each compared variant before the first look (default 1)"},
+		}, "compare"),
+		"repeats":  map[string]any{"type": "integer", "minimum": 1, "maximum": MaxRepeats},
+		"parallel": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxParallel},
+		"tags":     jsStrs,
 	}, "experiment_id")
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	s["title"] = "ceval experiment file"
 	return s
+}
+
+// mutationSchema is one item of prompt_mutations: variant_id, base, and one step's fields
+// or steps.
+func mutationSchema() map[string]any {
+	step := promptStepFields()
+	item := map[string]any{
+		"variant_id": map[string]any{"type": "string", "pattern": taskIDPattern.String(), "description": "default: TYPE-N (N its 1-based place in the list)"},
+		"base":       jsType("string", "a declared variant whose fields and prompt it starts from (default: the tasks as written)"),
+		"steps":      map[string]any{"type": "array", "minItems": 1, "items": jsObj(step, "type"), "description": "several steps, applied in order"},
+	}
+	for k, v := range step {
+		item[k] = v
+	}
+	return jsObj(item)
+}
+
+func promptStepFields() map[string]any {
+	return map[string]any{
+		"type":         jsEnum("what the step does", mutationKinds...),
+		"content":      jsType("string", "prefix, suffix: the text to add"),
+		"separator":    jsType("string", "prefix, suffix: between the text and the prompt (default a blank line)"),
+		"pattern":      jsType("string", "replace: the text (or, with regex, the RE2 expression) to find"),
+		"replacement":  jsType("string", "replace: what replaces it ($1 with regex)"),
+		"regex":        jsType("boolean", "replace: pattern is an RE2 regular expression"),
+		"variables":    map[string]any{"type": "object", "additionalProperties": jsStr, "description": "template: {name} placeholders and their text"},
+		"instructions": jsType("string", "rephrase: how the judge model of ceval's config rewrites the prompt"),
+		"fixture":      jsType("string", "rephrase: replay file {answers: [the rewritten prompt of each task, in order]}, relative to the experiment file"),
+	}
 }

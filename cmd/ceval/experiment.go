@@ -30,6 +30,7 @@ type experimentFlags struct {
 	tags      []string
 	overrides []string
 	resume    string
+	prompts   string // --prompts-from
 	retries   int
 	gate      gateFlags // --baseline and the gate's flags
 	root      string    // --root: the user's declared root (run binds it for task files too)
@@ -46,6 +47,7 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 	f.StringSliceVar(&x.exclude, "exclude-tags", nil, "leave out tasks with any of these tags (after --tags)")
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field in every run, as path=value (YAML), e.g. -D agent.model=x; applied last")
 	f.StringVar(&x.resume, "resume", "", "finish the experiment in RUN_DIR: skip complete runs, re-run the rest; refuses a changed plan")
+	f.StringVar(&x.prompts, "prompts-from", "", "reuse the rephrased prompts (prompts.json) of an earlier experiment directory where their input matches")
 	f.IntVar(&x.retries, "retries", supervisor.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
 	f.StringVar(&x.audit, "audit", "", "an audit.json from ceval audit: the experiment's reports show each task's verdict")
 	x.gate.add(cmd, true)
@@ -147,7 +149,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	errOut := cmd.ErrOrStderr()
 	prog := newProgress(errOut, e.Repeats*len(e.Entries))
 	res, err := supervisor.RunExperiment(cctx, e, supervisor.ExperimentOptions{
-		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "",
+		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "", PromptsFrom: x.prompts,
 		OnStart:  func(record.PlannedRun, *record.PlanEntry) { prog.started() },
 		OnFinish: prog.finished,
 		OnRetry: func(r *supervisor.RunRecord, err error) {
@@ -155,7 +157,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		},
 	})
 	prog.close()
-	if err != nil {
+	if err != nil && res == nil {
 		var ie *supervisor.InputError
 		if errors.As(err, &ie) {
 			return exitWith(exitInvalid, err)
@@ -172,6 +174,12 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		return exitWith(exitInfraErr, fmt.Errorf("write the summary: %w", err))
 	}
 	printSummary(cmd.OutOrStdout(), res.Dir, sum)
+	if err != nil { // the runs are recorded; what failed after them is ceval's
+		return exitWith(exitInfraErr, err)
+	}
+	if s := res.StoppedEarly; s != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "stopped early: %s\ncomplete it with: ceval run --resume %s\n", s.Reason, res.Dir)
+	}
 	if res.Interrupted {
 		done := 0
 		for _, r := range ex.Runs {
@@ -195,10 +203,14 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 }
 
 // experimentExit is the worst outcome over the runs: 3 for ERROR/NOT_GRADED (or a run
-// missing), 1 for FAILURE/TIMEOUT, else 0.
+// missing, unless stop_early left it out and no resume has started), 1 for
+// FAILURE/TIMEOUT, else 0.
 func experimentExit(e *report.Experiment) int {
 	worst := exitOK
 	for _, r := range e.Runs {
+		if r.Result == nil && e.StoppedEarly != nil && e.StoppedEarly.Resumed == "" {
+			continue // stop_early left it out on purpose
+		}
 		code := exitInfraErr
 		if r.Result != nil {
 			code = exitCodeFor(r.Result, nil)
@@ -251,9 +263,23 @@ func newPlanCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var reuse *record.Prompts
+			if x.prompts != "" {
+				if reuse, err = record.ReadPrompts(x.prompts); err != nil {
+					return exitWith(exitInvalid, fmt.Errorf("--prompts-from %s: %w", x.prompts, err))
+				}
+			}
+			_, pending, err := supervisor.ResolvePrompts(cmd.Context(), e, supervisor.PromptsOptions{Replay: true, Reuse: reuse})
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
 			plan, err := supervisor.NewPlan(e)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
+			}
+			for _, i := range pending {
+				plan.Entries[i].Prompt = ""
+				plan.Entries[i].PromptPending = e.Entries[i].Mutation.Describe() + ", when the run starts"
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -276,6 +302,7 @@ func newPlanCmd() *cobra.Command {
 			tw.Flush()
 			fmt.Fprintf(cmd.OutOrStdout(), "%d runs (%d tasks x %d variants x %d repeats)\n", len(plan.Runs()),
 				len(plan.Entries)/max(len(plan.Variants), 1), len(plan.Variants), plan.Repeats)
+			printPlanPrompts(cmd.OutOrStdout(), e, plan)
 			return nil
 		},
 	}
@@ -285,6 +312,7 @@ func newPlanCmd() *cobra.Command {
 	f.StringSliceVar(&x.exclude, "exclude-tags", nil, "leave out tasks with any of these tags (after --tags)")
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field, as path=value (YAML)")
 	f.BoolVar(&asJSON, "json", false, "print the plan as JSON (what plan.json will hold)")
+	f.StringVar(&x.prompts, "prompts-from", "", "show the rephrased prompts an earlier experiment directory recorded (prompts.json) where their input matches")
 	f.StringVar(&x.root, "root", "", rootHelp)
 	return cmd
 }
@@ -357,6 +385,11 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInvalid, err)
 			}
 			e.Repeats = plan.Repeats
+			if prompts, err := record.ReadPrompts(dir); err == nil { // the rephrased prompts the runs had
+				if _, _, err := supervisor.ResolvePrompts(cmd.Context(), e, supervisor.PromptsOptions{Reuse: prompts, Replay: true}); err != nil {
+					return exitWith(exitInfraErr, err)
+				}
+			}
 			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet), experimentTasks(e)...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
@@ -398,7 +431,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 
 // changed reports whether any experiment-only flag was given.
 func (x *experimentFlags) changed(cmd *cobra.Command) bool {
-	for _, name := range []string{"jobs", "repeats", "tags", "exclude-tags", "define", "resume", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence", "audit"} {
+	for _, name := range []string{"jobs", "repeats", "tags", "exclude-tags", "define", "resume", "prompts-from", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence", "audit"} {
 		if cmd.Flags().Changed(name) {
 			return true
 		}
@@ -416,4 +449,40 @@ func printProblems(w io.Writer, file string, err error) {
 	for _, p := range ps {
 		fmt.Fprintln(w, p)
 	}
+}
+
+// printPlanPrompts lists the prompts variants and prompt mutations make, and stop_early.
+func printPlanPrompts(w io.Writer, e *task.Experiment, plan *record.Plan) {
+	header := false
+	for i, en := range plan.Entries {
+		if en.Prompt == "" && en.PromptPending == "" {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w, "prompts the variants make (plan --json holds them whole):")
+			header = true
+		}
+		how := ""
+		if m := e.Entries[i].Mutation; m != nil {
+			how = " (" + m.Describe() + ")"
+		}
+		if en.PromptPending != "" {
+			fmt.Fprintf(w, "  %s/%s: rephrased by the judge model of ceval's config when the run starts%s\n", en.Variant, en.TaskID, how)
+			continue
+		}
+		fmt.Fprintf(w, "  %s/%s: %s%s\n", en.Variant, en.TaskID, clipQuoted(en.Prompt, 160), how)
+	}
+	if s := plan.StopEarly; s != nil {
+		fmt.Fprintf(w, "stop early: once %s and %s differ in %s at confidence %g (a sequential sign test over paired runs, checked after every run; first look after %d pairs); ceval run --resume completes a stopped experiment\n",
+			s.Compare[0], s.Compare[1], s.Metric, s.Confidence, s.MinRuns)
+	}
+}
+
+// clipQuoted quotes s, keeping its beginning and end when it is longer than n runes
+// (where prefixes and suffixes show).
+func clipQuoted(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return strconv.Quote(string(r[:n*2/3])) + "…" + strconv.Quote(string(r[len(r)-n/3:]))
+	}
+	return strconv.Quote(s)
 }

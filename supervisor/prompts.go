@@ -1,0 +1,161 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+)
+
+// rephraseSystem frames a rephrase: the model rewrites a prompt an agent will get.
+const rephraseSystem = "You rewrite the prompt of a coding task that an AI coding agent will be given. " +
+	"Follow the instructions inside <instructions>. Keep every requirement, file name, command and " +
+	"constraint of the prompt inside <prompt>; change only how it is said. Answer with the rewritten " +
+	"prompt alone: no preamble, no quotes, no commentary, no tags."
+
+func rephraseUser(instructions, prompt string) string {
+	return "<instructions>\n" + instructions + "\n</instructions>\n\n<prompt>\n" + prompt + "\n</prompt>"
+}
+
+// PromptsOptions configure ResolvePrompts.
+type PromptsOptions struct {
+	Judge  *judge.Judge    // the judge of ceval's config, for a rephrase without a fixture
+	Reuse  *record.Prompts // earlier rephrasings (a resume's prompts.json); used when their input matches
+	Log    io.Writer       // receives prompt_calls.jsonl; nil: none
+	Replay bool            // ask no model: leave live rephrases pending (plan)
+}
+
+// PromptInput identifies what a rephrase starts from: the prompt before the mutation and
+// the mutation's steps (a fixture's answers included).
+func PromptInput(en task.Entry) string {
+	steps, _ := json.Marshal(en.Mutation.Steps)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s\n%d:%s\n%d", len(en.Task.Prompt), en.Task.Prompt, len(steps), steps, en.Index)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ResolvePrompts makes the prompt of each entry whose variant rephrases: reused from
+// o.Reuse when recorded for the same input, else replayed from the step's fixture, else
+// asked of the judge model (host-side; each entry its own budget). It sets Task.Prompt and
+// returns what it made, for prompts.json. With o.Replay, live rephrases stay pending and
+// are listed in pending.
+func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (made *record.Prompts, pending []int, err error) {
+	made = &record.Prompts{}
+	for i := range e.Entries {
+		en := &e.Entries[i]
+		if en.Mutation == nil || !en.Mutation.Rephrases() {
+			continue
+		}
+		input := PromptInput(*en)
+		if p, ok := o.Reuse.Find(en.Variant, en.Task.ID, input); ok {
+			en.Task.Prompt = p
+			made.Entries = append(made.Entries, record.PromptRecord{Variant: en.Variant, TaskID: en.Task.ID, InputSHA256: input, Mode: "reused", Prompt: p})
+			continue
+		}
+		mode := "replay"
+		live := false
+		for _, s := range en.Mutation.Steps {
+			live = live || s.Type == task.MutateRephrase && s.Answers == nil
+		}
+		if live && o.Replay {
+			pending = append(pending, i)
+			continue
+		}
+		if live {
+			mode = "live"
+			if o.Judge == nil {
+				return nil, nil, &InputError{fmt.Errorf("variant %s rephrases its prompts with a model, and ceval's config has no judge: add judge: {api: anthropic, model: ...} to the config file (--config), or give the rephrase a fixture", en.Variant)}
+			}
+			if err := o.Judge.Ready(); err != nil {
+				return nil, nil, &InputError{fmt.Errorf("variant %s rephrases its prompts: %w", en.Variant, err)}
+			}
+		}
+		p, err := en.Mutation.Apply(en.Task.Prompt, en.Index, func(s *task.PromptStep, index int, prompt string) (string, error) {
+			var j *judge.Judge
+			if s.Answers != nil {
+				j = judge.NewReplay(o.Log, nil).WithFixture(&judge.Fixture{Answers: []string{s.Answers[index]}})
+			} else {
+				j = o.Judge.ForRun(o.Log, nil)
+			}
+			return j.Rewrite(ctx, rephraseSystem, rephraseUser(s.Instructions, prompt))
+		})
+		if err != nil {
+			return nil, nil, &InfraError{fmt.Errorf("task %s: %w", en.Task.ID, err)}
+		}
+		en.Task.Prompt = p
+		made.Entries = append(made.Entries, record.PromptRecord{Variant: en.Variant, TaskID: en.Task.ID, InputSHA256: input, Mode: mode, Prompt: p})
+	}
+	return made, pending, nil
+}
+
+// experimentPrompts rephrases what the experiment rephrases, before its plan: a resume
+// takes every rephrased prompt from the earlier start's prompts.json (never a new model
+// call, so the plan matches), a fresh start also from o.PromptsFrom's when the input
+// matches; what it made is written to prompts.json, the calls to prompt_calls.jsonl. A
+// rephrased prompt is held to what Run would refuse (its length in argv).
+func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o ExperimentOptions) (err error) {
+	rephrases := false
+	for _, en := range e.Entries {
+		rephrases = rephrases || en.Mutation != nil && en.Mutation.Rephrases()
+	}
+	if !rephrases {
+		return nil
+	}
+	defer func() {
+		for _, en := range e.Entries {
+			if err == nil && en.Mutation != nil && en.Mutation.Rephrases() {
+				if cerr := checkRunnable(en.Task, o.Run.Allow); cerr != nil {
+					err = &InputError{fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, cerr)}
+				}
+			}
+		}
+	}()
+	var reuse *record.Prompts
+	switch {
+	case o.Resume:
+		p, err := record.ReadPrompts(expDir)
+		if err != nil {
+			return &InputError{fmt.Errorf("resume %s: the experiment rephrases prompts and their record is missing: %w", expDir, err)}
+		}
+		reuse = p
+	case o.PromptsFrom != "":
+		p, err := record.ReadPrompts(o.PromptsFrom)
+		if err != nil {
+			return &InputError{fmt.Errorf("--prompts-from %s: %w", o.PromptsFrom, err)}
+		}
+		reuse = p
+	}
+	log, err := os.OpenFile(filepath.Join(expDir, record.PromptCallsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return &InfraError{err}
+	}
+	defer log.Close()
+	opts := PromptsOptions{Judge: o.Run.Judge, Reuse: reuse, Log: log}
+	if o.Resume {
+		opts.Judge = nil // a prompt the record lacks is refused below, never made anew
+	}
+	made, _, err := ResolvePrompts(ctx, e, opts)
+	if err != nil {
+		var ie *InputError
+		if o.Resume && errors.As(err, &ie) {
+			return &InputError{fmt.Errorf("resume %s: a rephrased prompt is not in %s (the mutation or the task's prompt changed): %w", expDir, record.PromptsFile, err)}
+		}
+		return err
+	}
+	if o.Resume {
+		return nil // prompts.json stands as the first start wrote it
+	}
+	if err := record.WriteJSONAtomic(filepath.Join(expDir, record.PromptsFile), made); err != nil {
+		return &InfraError{err}
+	}
+	return nil
+}
