@@ -128,12 +128,8 @@ func encode(doc *yaml.Node) ([]byte, error) {
 var taskTopLevel = map[string]string{
 	"skip":              "ceval has no per-task skip switch: leave the task out of the experiment, or tag it and run with a tag filter",
 	"expected_commands": "orchestrator-level efficiency tracking has no ceval equivalent: add a tool_calls_budget (commands_efficiency) criterion instead",
-	"pre_run":           "ceval runs no commands in the sandbox before the agent: put setup into sandbox.workspace (template_dir, starter_files) or the image",
-	"post_run":          "ceval runs no commands in the sandbox after grading",
-	"simulation":        "ceval has no multi-turn user simulation",
 	"suite_id":          "set by coder_eval's dataset expander; ceval has no datasets yet",
 	"row_id":            "set by coder_eval's dataset expander; ceval has no datasets yet",
-	"max_iterations":    "stale field that coder_eval itself ignores; ceval runs the agent once",
 	"llm_reviewer":      "stale field that coder_eval itself ignores",
 }
 
@@ -171,6 +167,17 @@ func (c *conv) task(root *yaml.Node) {
 			if ds := c.dataset(v); ds != nil {
 				kept = append(kept, k, ds)
 			}
+		case "pre_run", "post_run":
+			to := map[string]string{"pre_run": "setup", "post_run": "after_agent"}[k.Value]
+			if steps := c.steps(k, v, to); steps != nil {
+				kept = append(kept, scalar(to), steps)
+			}
+		case "simulation":
+			if u := c.simulation(k, v, root); u != nil {
+				kept = append(kept, scalar("simulated_user"), u)
+			}
+		case "max_iterations":
+			c.note(k, k.Value, "dropped: coder_eval ignores it and runs the agent once; for its old feedback loop write iterations: {max: %s, feedback: details}", v.Value)
 		default:
 			reason, ok := taskTopLevel[k.Value]
 			if !ok {

@@ -97,7 +97,6 @@ var unmappedCases = []struct {
 	{"dockerfile", base + "sandbox:\n  docker:\n    dockerfile_path: ./environment/Dockerfile\n", "sandbox.docker.dockerfile_path", "Dockerfile builder", 11, false},
 	{"inline dataset rows", base + "dataset:\n  rows: [{id: a}]\n", "dataset.rows", "rows.yaml", 10, false},
 	{"dataset of many files", base + "dataset:\n  paths: [a.jsonl, b.jsonl]\n", "dataset.paths", "one rows file", 10, false},
-	{"pre_run", base + "pre_run:\n  - command: make\n", "pre_run", "before the agent", 9, false},
 	{"codex permission mode", strings.Replace(base, "type: claude-code", "type: codex\n  permission_mode: plan", 1), "agent.permission_mode", "claude-code", 6, false},
 	{"system prompt file", strings.Replace(base, "agent:\n", "agent:\n  system_prompt_file: sp.md\n", 1), "agent.system_prompt_file", "inline", 5, false},
 }
