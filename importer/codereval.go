@@ -774,7 +774,9 @@ func contains(list []string, s string) bool {
 // tasks on the command line, so the output has no tasks list (a note: ceval takes them there too).
 func (c *conv) experiment(root *yaml.Node) {
 	var kept []*yaml.Node
-	var repeats *yaml.Node
+	var repeats, variants *yaml.Node
+	var defaultsChain *yaml.Node
+	chains := map[*yaml.Node]mutationChain{}
 	layer := func(where string, m *yaml.Node) {
 		if m.Kind != yaml.MappingNode {
 			c.unmapped(m, where, "not a mapping")
@@ -796,7 +798,13 @@ func (c *conv) experiment(root *yaml.Node) {
 			case "template_sources":
 				templates = v
 			case "prompt_mutations":
-				c.unmapped(k, where+".prompt_mutations", "ceval has no prompt mutations: give the variant a full initial_prompt")
+				if v.Kind != yaml.SequenceNode {
+					c.unmapped(v, where+".prompt_mutations", "not a list of mutations")
+				} else if where == "defaults" {
+					defaultsChain = v
+				} else {
+					chains[m] = newChain(where, v.Content)
+				}
 			case "description":
 				if where != "defaults" {
 					m.HeadComment = strings.TrimSpace(m.HeadComment + "\n" + v.Value)
@@ -842,6 +850,7 @@ func (c *conv) experiment(root *yaml.Node) {
 				layer(where, item)
 				item.Content = append([]*yaml.Node{scalar("variant_id"), id}, item.Content...)
 			}
+			variants = v
 			kept = append(kept, k, v)
 		default:
 			c.unmapped(k, k.Value, "not a coder_eval experiment field known to this importer")
@@ -849,6 +858,37 @@ func (c *conv) experiment(root *yaml.Node) {
 	}
 	if repeats != nil {
 		kept = append(kept, scalar("repeats"), repeats)
+	}
+	// Mutation chains: the defaults' first, then the variant's own (coder_eval's order).
+	if defaultsChain != nil {
+		if variants == nil || len(variants.Content) == 0 {
+			c.unmapped(defaultsChain, "defaults.prompt_mutations", "no variants to apply them to: ceval applies prompt changes per variant")
+		}
+		if variants != nil {
+			defaults := newChain("defaults", defaultsChain.Content)
+			for j, item := range variants.Content {
+				own, ok := chains[item]
+				if !ok {
+					own = newChain(fmt.Sprintf("variants[%d]", j), nil)
+				}
+				chains[item] = mutationChain{where: own.where,
+					steps: append(append([]*yaml.Node{}, defaults.steps...), own.steps...),
+					names: append(append([]string{}, defaults.names...), own.names...)}
+			}
+		}
+	}
+	if variants != nil {
+		if items := c.promptMutations(variants, chains); len(items) > 0 {
+			kept = append(kept, scalar("prompt_mutations"), &yaml.Node{Kind: yaml.SequenceNode, Content: items})
+		}
+		if len(variants.Content) == 0 {
+			for i := 0; i+1 < len(kept); i += 2 {
+				if kept[i+1] == variants {
+					kept = append(kept[:i], kept[i+2:]...)
+					break
+				}
+			}
+		}
 	}
 	root.Content = kept
 	c.note(root, "tasks", "none in the file, as in coder_eval: name the converted task files after it (ceval run EXPERIMENT TASK...), or add tasks: [...]")

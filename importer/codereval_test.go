@@ -205,7 +205,7 @@ variants:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"variants[1].repeats": 17, "variants[1].prompt_mutations": 18}
+	want := map[string]int{"variants[1].repeats": 17, "variants[1].prompt_mutations[0]": 19}
 	for _, p := range r.Problems {
 		if line, ok := want[p.Field]; ok && p.Unmapped && p.Line == line {
 			delete(want, p.Field)

@@ -2,6 +2,8 @@ package importer
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -164,4 +166,159 @@ func (c *conv) simulation(k, v *yaml.Node, root *yaml.Node) *yaml.Node {
 		scalar("instructions"), &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.LiteralStyle, Value: strings.Join(parts, "\n\n") + "\n"},
 		scalar("max_turns"), scalar(strconv.Itoa(turns-1)))
 	return out
+}
+
+// mutationChain is one coder_eval variant's prompt_mutations (the defaults' first), applied
+// in order to each task's prompt.
+type mutationChain struct {
+	where string
+	steps []*yaml.Node // coder_eval's mutation mappings
+	names []string     // each step's field name in the input, for problems
+}
+
+// newChain is a variant's own chain (where: variants[j]).
+func newChain(where string, steps []*yaml.Node) mutationChain {
+	ch := mutationChain{where: where, steps: steps}
+	for i := range steps {
+		ch.names = append(ch.names, fmt.Sprintf("%s.prompt_mutations[%d]", where, i))
+	}
+	return ch
+}
+
+// promptMutations maps coder_eval's per-variant mutation chains. A chain of prefixes and
+// suffixes becomes the variant's prompt: {prefix, suffix} (exact: coder_eval applies each
+// in turn, content+separator before or separator+content after). Any other chain becomes one
+// item of ceval's experiment-level prompt_mutations, which is a variant of its own: the
+// coder_eval variant may then set nothing else, and it leaves the variants list.
+func (c *conv) promptMutations(variants *yaml.Node, chains map[*yaml.Node]mutationChain) (items []*yaml.Node) {
+	var kept []*yaml.Node
+	for _, v := range variants.Content {
+		ch, ok := chains[v]
+		if !ok || len(ch.steps) == 0 {
+			kept = append(kept, v)
+			continue
+		}
+		steps, affix, ok := c.mutationSteps(ch)
+		if !ok {
+			kept = append(kept, v)
+			continue
+		}
+		if affix != nil {
+			set(v, "prompt", affix)
+			kept = append(kept, v)
+			continue
+		}
+		if len(v.Content) > 2 { // variant_id and more
+			c.unmapped(v, ch.where+".prompt_mutations", "a replace, template or rephrase mutation is a variant of its own in ceval (experiment-level prompt_mutations), which cannot also change other fields: split this variant in two experiments")
+			kept = append(kept, v)
+			continue
+		}
+		item := &yaml.Node{Kind: yaml.MappingNode, HeadComment: v.HeadComment}
+		item.Content = append(item.Content, scalar("variant_id"), get(v, "variant_id"), scalar("steps"), &yaml.Node{Kind: yaml.SequenceNode, Content: steps})
+		items = append(items, item)
+		c.note(v, ch.where, "becomes an item of prompt_mutations: ceval lists it after the declared variants")
+	}
+	variants.Content = kept
+	return items
+}
+
+// mutationSteps converts a chain into ceval steps, and into a prompt affix when it holds only
+// prefixes and suffixes; ok is false when a step cannot be carried over (reported).
+func (c *conv) mutationSteps(ch mutationChain) (steps []*yaml.Node, affix *yaml.Node, ok bool) {
+	prefix, suffix := "", ""
+	onlyAffix := true
+	for i, m := range ch.steps {
+		where := ch.names[i]
+		if m.Kind != yaml.MappingNode {
+			c.unmapped(m, where, "not a mapping with a type")
+			return nil, nil, false
+		}
+		typ := ""
+		if t := get(m, "type"); t != nil {
+			typ = t.Value
+		}
+		fields := map[string][]string{
+			"prefix":   {"content", "separator"},
+			"suffix":   {"content", "separator"},
+			"replace":  {"pattern", "replacement", "regex"},
+			"template": {"variables"},
+			"rephrase": {"instructions"},
+		}[typ]
+		if fields == nil {
+			c.unmapped(m, where, "mutation type %q is not one of coder_eval's prefix, suffix, replace, template, rephrase", typ)
+			return nil, nil, false
+		}
+		step := &yaml.Node{Kind: yaml.MappingNode}
+		step.Content = append(step.Content, scalar("type"), str(typ))
+		sep, content := "\n\n", ""
+		regex := false
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			k, v := m.Content[j], m.Content[j+1]
+			switch {
+			case k.Value == "type":
+			case typ == "rephrase" && (k.Value == "model" || k.Value == "temperature" || k.Value == "max_tokens"):
+				c.note(k, where+"."+k.Value, "dropped: ceval rephrases with the judge model of the user's config, never one a file chooses")
+			case slices.Contains(fields, k.Value):
+				switch k.Value {
+				case "separator":
+					sep = v.Value
+				case "content":
+					content = v.Value
+				case "regex":
+					regex = v.Value == "true"
+				}
+				step.Content = append(step.Content, scalar(k.Value), v)
+			default:
+				c.unmapped(k, where+"."+k.Value, "not a field of coder_eval's %s mutation", typ)
+				return nil, nil, false
+			}
+		}
+		if typ == "replace" && regex {
+			if r := get(step, "replacement"); r != nil {
+				conv := pythonReplacement(r.Value)
+				if conv != r.Value {
+					c.note(r, where+".replacement", "Python's \\1 and \\g<name> written as RE2's ${1} and ${name} (a literal $ as $$)")
+					set(step, "replacement", str(conv))
+				}
+			}
+			c.note(m, where+".pattern", "ceval's regular expressions are RE2: Python-only syntax (lookarounds, backreferences in the pattern) fails validation")
+		}
+		switch typ {
+		case "prefix":
+			prefix = content + sep + prefix
+		case "suffix":
+			suffix = suffix + sep + content
+		default:
+			onlyAffix = false
+		}
+		steps = append(steps, step)
+	}
+	if onlyAffix {
+		a := &yaml.Node{Kind: yaml.MappingNode}
+		if prefix != "" {
+			a.Content = append(a.Content, scalar("prefix"), str(prefix))
+		}
+		if suffix != "" {
+			a.Content = append(a.Content, scalar("suffix"), str(suffix))
+		}
+		return nil, a, true
+	}
+	return steps, nil, true
+}
+
+// pythonBackref matches Python's group references in a re.sub replacement.
+var pythonBackref = regexp.MustCompile(`\\(\d+)|\\g<(\w+)>`)
+
+// pythonReplacement turns a Python re.sub replacement into Go's regexp expansion: \1 and
+// \g<name> become ${1} and ${name}, and a literal $ becomes $$.
+func pythonReplacement(s string) string {
+	s = strings.ReplaceAll(s, "$", "$$")
+	return pythonBackref.ReplaceAllStringFunc(s, func(m string) string {
+		g := pythonBackref.FindStringSubmatch(m)
+		name := g[1]
+		if name == "" {
+			name = g[2]
+		}
+		return "${" + name + "}"
+	})
 }

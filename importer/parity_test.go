@@ -188,3 +188,78 @@ func TestExperimentDefaultsPreRunBecomesDefaultsSetup(t *testing.T) {
 	}
 	problem(t, r, "pre_run", false)
 }
+
+// coder_eval's mutation chains, as its experiment files write them: the defaults' chain
+// first, then each variant's.
+const mutationsExperiment = `experiment_id: prompt-phrasing
+defaults:
+  prompt_mutations:
+    - {type: prefix, content: "You are working in a Python 3.12 repo."}
+variants:
+  - variant_id: plain
+  - variant_id: careful
+    prompt_mutations:
+      - {type: suffix, content: "Run the tests before you finish.", separator: "\n"}
+  - variant_id: renamed
+    prompt_mutations:
+      - {type: replace, pattern: "hello.py", replacement: "greet.py"}
+      - {type: template, variables: {lang: Python}}
+  - variant_id: reworded
+    prompt_mutations:
+      - {type: rephrase, instructions: "Rewrite as a terse ticket.", temperature: 0.0}
+  - variant_id: regexy
+    prompt_mutations:
+      - {type: replace, pattern: "(\\d+) tests", replacement: "at least \\1 tests ($)", regex: true}
+  - variant_id: opus
+    agent: {model: claude-opus-4-1}
+    prompt_mutations:
+      - {type: template, variables: {lang: Python}}
+`
+
+func TestPromptMutationsMapOntoPromptAffixesAndMutationVariants(t *testing.T) {
+	r, err := CoderEval("exp.yaml", []byte(mutationsExperiment), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "exp.yaml")
+	taskDoc := "task_id: t1\ninitial_prompt: \"Write hello.py for {lang}; 3 tests.\"\nagent: {type: command, command: [\"true\"]}\nsuccess_criteria:\n  - {type: file_exists, path: hello.py}\n"
+	if err := os.WriteFile(filepath.Join(dir, "t1.yaml"), []byte(taskDoc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The variant that also sets a model cannot be a ceval mutation: reported, and left out
+	// here so the rest loads.
+	if p := problem(t, r, "variants[5].prompt_mutations", true); p.Line != 20 {
+		t.Errorf("%s", p)
+	}
+	out := string(r.Output)
+	if err := os.WriteFile(exp, r.Output, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := task.LoadExperiment(exp, task.ExperimentOptions{Tasks: []string{filepath.Join(dir, "t1.yaml")}})
+	if err != nil {
+		t.Fatalf("the output does not load: %v\n%s", err, r.Output)
+	}
+	defer e.Close()
+	prompts := map[string]string{}
+	for _, en := range e.Entries {
+		if en.Task.ID == "t1" {
+			prompts[en.Variant] = en.Task.Prompt
+		}
+	}
+	want := map[string]string{
+		"plain":   "You are working in a Python 3.12 repo.\n\nWrite hello.py for {lang}; 3 tests.",
+		"careful": "You are working in a Python 3.12 repo.\n\nWrite hello.py for {lang}; 3 tests.\nRun the tests before you finish.",
+		"renamed": "You are working in a Python 3.12 repo.\n\nWrite greet.py for Python; 3 tests.",
+		"regexy":  "You are working in a Python 3.12 repo.\n\nWrite hello.py for {lang}; at least 3 tests ($).",
+	}
+	for v, p := range want {
+		if prompts[v] != p {
+			t.Errorf("variant %s prompt %q, want %q", v, prompts[v], p)
+		}
+	}
+	if !strings.Contains(out, "- type: rephrase") || !strings.Contains(out, `instructions: "Rewrite as a terse ticket."`) {
+		t.Errorf("the rephrase is not a mutation:\n%s", out)
+	}
+	problem(t, r, "variants[3].prompt_mutations[0].temperature", false)
+}
