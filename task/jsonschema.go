@@ -38,6 +38,7 @@ var (
 	jsStrs     = jsList(jsStr, "")
 	jsDuration = map[string]any{"type": "string", "pattern": `^[0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h)([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))*$`, "description": "a duration such as 30s, 5m or 1h30m"}
 	jsPath     = jsType("string", "a path relative to the task file's directory (inside the declared root)")
+	jsWheel    = jsObj(map[string]any{"path": jsPath, "sha256": map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$"}}, "path", "sha256")
 )
 
 // criterionFieldSchema types every criterion field the loader knows.
@@ -101,6 +102,7 @@ var criterionFieldSchema = map[string]any{
 	"memory_mb":          map[string]any{"type": "integer", "minimum": 16},
 	"pids":               map[string]any{"type": "integer", "minimum": 8},
 	"python_packages":    jsList(jsStr, "Debian pure-Python packages (import names) the check can import"),
+	"python_wheels":      jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task the check can import"),
 	"tests":              jsPath,
 	"all_or_nothing":     jsType("boolean", "pytest: 1 only when every collected test passed"),
 }
@@ -194,6 +196,7 @@ func TaskSchema() map[string]any {
 		}),
 		"grader_files":    jsList(jsPath, "task files (or directories) executing criteria see read-only at /task"),
 		"python_packages": jsList(jsStr, "Debian pure-Python packages (import names) every Python criterion can import"),
+		"python_wheels":   jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task every Python criterion can import"),
 		// read by LoadAll before the loader: one task per row
 		"dataset": jsObj(map[string]any{"file": jsType("string", "rows as .jsonl, .csv or .yaml, relative to the task file; ${row.field} is substituted in initial_prompt, sandbox and success_criteria")}, "file"),
 	}, "task_id", "success_criteria")

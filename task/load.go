@@ -230,6 +230,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"grader", func(v *yaml.Node) { l.grader(v, &graderDefault, &graderTimeout) }},
 		{"grader_files", func(v *yaml.Node) { t.GraderFiles = l.graderFiles(v) }},
 		{"python_packages", func(v *yaml.Node) { l.pythonPackages(v, "python_packages", &t.PythonPackages) }},
+		{"python_wheels", func(v *yaml.Node) { l.pythonWheels(v, "python_wheels", &t.PythonWheels) }},
 	})
 	if seen == nil {
 		return t
@@ -256,6 +257,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 	l.checkMockCriteria(t)
 	l.checkToolCriteria(t)
 	l.checkSolutionHidden(t)
+	l.checkWheelPackages(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}
@@ -652,11 +654,11 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "python_packages", "sandbox", "image", "network", "memory_mb", "pids"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
-	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages"},
+	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages", "python_wheels"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
@@ -751,6 +753,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		"tests":           func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
 		"all_or_nothing":  func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
 		"python_packages": func(v *yaml.Node) { l.pythonPackages(v, what+".python_packages", &c.PythonPackages) },
+		"python_wheels":   func(v *yaml.Node) { l.pythonWheels(v, what+".python_wheels", &c.PythonWheels) },
 	}
 	for name, decode := range l.toolCallFields(what, &c) {
 		all[name] = decode

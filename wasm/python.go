@@ -171,7 +171,7 @@ func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *ru
 	if err := e.loadModule(ctx, m); err != nil {
 		return err
 	}
-	if err := e.preparePackages(ctx, c.PythonPackages, req); err != nil {
+	if err := e.preparePackages(ctx, c, req); err != nil {
 		return err
 	}
 	req.Python = m.digest
