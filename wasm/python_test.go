@@ -229,3 +229,18 @@ func TestPythonWheelsAreImportableOnlyWhenDeclared(t *testing.T) {
 		t.Errorf("undeclared: score %v stderr %q", score, r.Stderr)
 	}
 }
+
+func TestExecutorNamesThePinnedPythonItRan(t *testing.T) {
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{}, nil)
+	c := command(`python3 -c pass`)
+	if _, score, details := runScript(t, e, c, s, nil); score != 1 {
+		t.Fatalf("score %v (%s)", score, details)
+	}
+	if p := e.Python(c); p == nil || p.SHA256 != pythonStrippedSHA256 || !strings.Contains(p.Name, "3.12.0") {
+		t.Errorf("Python(python3 -c pass) = %+v, want the pinned module's digest %s", p, pythonStrippedSHA256)
+	}
+	if p := e.Python(command("echo hi")); p != nil {
+		t.Errorf("Python(echo hi) = %+v, want nil", p)
+	}
+}
