@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -129,6 +130,9 @@ func scoreRun(c *task.Criterion, r *Run) (float64, string, error) {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
 		if sc == 0 && r.ExitCode > 1 {
 			details += "; stdout " + tailOf(r.Stdout) + "; stderr " + tailOf(r.Stderr)
+		}
+		if r.ExitCode == 127 || bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")) {
+			details += "; the image lacks python3 or pytest: give the criterion packages: [python3-pytest] (or an image that has it)"
 		}
 		if len(r.Notes) > 0 {
 			details += "; " + strings.Join(r.Notes, "; ")
