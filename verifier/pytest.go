@@ -20,6 +20,8 @@ import (
 // ini file is none of the workspace's (-c /dev/null, --rootdir and --confcutdir at /task,
 // where the tests are, so no conftest.py of the workspace is collected); no plugin entry
 // point of any installed distribution loads (PYTEST_DISABLE_PLUGIN_AUTOLOAD); no cache.
+// The tests live under /task, outside the workspace, so pytest never looks for an ini file
+// or a conftest.py there even without -c and --confcutdir: those two are a second wall.
 
 // pytestBoot imports pytest fully before the workspace joins sys.path, then runs it there.
 const pytestBoot = `import sys
