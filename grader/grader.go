@@ -77,6 +77,7 @@ type Result struct {
 	Score         float64           `json:"score"`
 	Criteria      []CriterionResult `json:"criteria"`
 	SnapshotNotes []snapshot.Note   `json:"snapshot_notes,omitempty"`
+	Grading       *Grading          `json:"grading,omitempty"`
 }
 
 // Executor grades criteria that run code (run_command, wasm). The score is in [0, 1]
@@ -151,6 +152,9 @@ func Grade(ctx context.Context, t *task.Task, s *snapshot.Snapshot, opts Options
 		c := &t.Criteria[i]
 		v := evaluate(ctx, c, s, opts)
 		r.Criteria = append(r.Criteria, finish(c, v))
+		if c.Executes() && opts.Executor != nil {
+			notePython(r, opts.Executor, c)
+		}
 	}
 	r.Score, r.Status = aggregate(r.Criteria)
 	return r

@@ -58,6 +58,7 @@ func attachGraderFiles(t *Task) {
 		if c := &t.Criteria[i]; c.Executes() {
 			c.GraderFiles = withTests(t.GraderFiles, c.Tests)
 			c.PythonPackages = mergePackages(t.PythonPackages, c.PythonPackages)
+			c.PythonWheels = mergeWheels(t.PythonWheels, c.PythonWheels)
 		}
 	}
 }

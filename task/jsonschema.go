@@ -41,7 +41,8 @@ var (
 	// keywords apply to an object only).
 	jsStep = map[string]any{"type": []string{"string", "object"}, "minLength": 1, "description": "a shell command (sh -c), or {run: COMMAND, timeout: DURATION}; default timeout 5m",
 		"properties": map[string]any{"run": jsType("string", "a shell command (sh -c)"), "timeout": jsDuration}, "required": []string{"run"}, "additionalProperties": false}
-	jsPath = jsType("string", "a path relative to the task file's directory (inside the declared root)")
+	jsPath  = jsType("string", "a path relative to the task file's directory (inside the declared root)")
+	jsWheel = jsObj(map[string]any{"path": jsPath, "sha256": map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$"}}, "path", "sha256")
 )
 
 // criterionFieldSchema types every criterion field the loader knows.
@@ -105,6 +106,10 @@ var criterionFieldSchema = map[string]any{
 	"memory_mb":          map[string]any{"type": "integer", "minimum": 16},
 	"pids":               map[string]any{"type": "integer", "minimum": 8},
 	"python_packages":    jsList(jsStr, "Debian pure-Python packages (import names) the check can import"),
+	"packages":           jsList(jsStr, "Debian packages of the verifier's package image (sandbox: container; instead of image)"),
+	"pip":                jsList(jsStr, "pinned pip requirements installed into the verifier's package image from pip_find_links"),
+	"pip_find_links":     jsType("string", "a directory of wheels beside the task, for pip"),
+	"python_wheels":      jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task the check can import"),
 	"tests":              jsPath,
 	"all_or_nothing":     jsType("boolean", "pytest: 1 only when every collected test passed"),
 }
@@ -198,17 +203,21 @@ func TaskSchema() map[string]any {
 		}, "instructions", "max_turns"),
 		"solution": jsObj(map[string]any{"script": jsPath, "files": jsPath}),
 		"grader": jsObj(map[string]any{
-			"sandbox":   jsEnum("the default tier of the task's run_command criteria", TierWASM, TierContainer),
-			"image":     jsStr,
-			"network":   jsEnum("", policy.NetworkNone, policy.NetworkHost),
-			"memory_mb": map[string]any{"type": "integer", "minimum": 16},
-			"pids":      map[string]any{"type": "integer", "minimum": 8},
-			"timeout":   jsDuration,
+			"sandbox":        jsEnum("the default tier of the task's run_command and pytest criteria", TierWASM, TierContainer),
+			"image":          jsStr,
+			"network":        jsEnum("", policy.NetworkNone, policy.NetworkHost),
+			"memory_mb":      map[string]any{"type": "integer", "minimum": 16},
+			"pids":           map[string]any{"type": "integer", "minimum": 8},
+			"timeout":        jsDuration,
+			"packages":       jsList(jsStr, "Debian packages of the verifier's package image (instead of image)"),
+			"pip":            jsList(jsStr, "pinned pip requirements installed into the package image from pip_find_links"),
+			"pip_find_links": jsPath,
 		}),
 		"grader_files":    jsList(jsPath, "task files (or directories) executing criteria see read-only at /task"),
 		"python_packages": jsList(jsStr, "Debian pure-Python packages (import names) every Python criterion can import"),
 		"setup":           jsList(jsStep, "commands run in the agent's sandbox before the agent starts; a failing one makes the run ERROR"),
 		"after_agent":     jsList(jsStep, "commands run in the agent's sandbox after the agent is gone, before the snapshot (e.g. a build); a failure is recorded"),
+		"python_wheels":   jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task every Python criterion can import"),
 		// read by LoadAll before the loader: one task per row
 		"dataset": jsObj(map[string]any{"file": jsType("string", "rows as .jsonl, .csv or .yaml, relative to the task file; ${row.field} is substituted in initial_prompt, sandbox and success_criteria")}, "file"),
 	}, "task_id", "success_criteria")

@@ -234,6 +234,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"python_packages", func(v *yaml.Node) { l.pythonPackages(v, "python_packages", &t.PythonPackages) }},
 		{"setup", func(v *yaml.Node) { t.Setup = l.steps(v, "setup") }},
 		{"after_agent", func(v *yaml.Node) { t.AfterAgent = l.steps(v, "after_agent") }},
+		{"python_wheels", func(v *yaml.Node) { l.pythonWheels(v, "python_wheels", &t.PythonWheels) }},
 	})
 	if seen == nil {
 		return t
@@ -260,6 +261,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 	l.checkMockCriteria(t)
 	l.checkToolCriteria(t)
 	l.checkSolutionHidden(t)
+	l.checkWheelPackages(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}
@@ -656,11 +658,11 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "python_packages", "sandbox", "image", "network", "memory_mb", "pids"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
-	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages"},
+	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
@@ -755,6 +757,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		"tests":           func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
 		"all_or_nothing":  func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
 		"python_packages": func(v *yaml.Node) { l.pythonPackages(v, what+".python_packages", &c.PythonPackages) },
+		"python_wheels":   func(v *yaml.Node) { l.pythonWheels(v, what+".python_wheels", &c.PythonWheels) },
 	}
 	for name, decode := range l.toolCallFields(what, &c) {
 		all[name] = decode
@@ -771,7 +774,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		{"weight", func(v *yaml.Node) { l.number(v, what+".weight", 0, 1e6, &c.Weight) }},
 		{"pass_threshold", func(v *yaml.Node) { l.number(v, what+".pass_threshold", 0, 1, &c.PassThreshold) }},
 	}
-	if c.Type == RunCommand {
+	if c.Type == RunCommand || c.Type == Pytest {
 		c.tier = &graderSpec{}
 		for name, f := range l.graderFields(what, c.tier) {
 			all[name] = f
@@ -781,8 +784,14 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		fields = append(fields, field{name, all[name]})
 	}
 	seen := l.mapping(rn, what, fields)
-	if c.tier != nil {
+	if c.tier != nil && seen != nil {
 		_, c.tier.ownTimeout = seen["timeout"]
+		l.packageFields(what, c.tier)
+		if n := seen["python_packages"]; n != nil {
+			c.tier.pyNode = n
+		} else if n := seen["python_wheels"]; n != nil {
+			c.tier.pyNode = n
+		}
 	}
 	need := func(name string) {
 		if _, ok := seen[name]; !ok {

@@ -44,9 +44,20 @@ func (s Sandbox) PackageImage() string {
 // nil when absent) and, unless the task named sandbox.image, points the image at the
 // package image.
 func (l *loader) packages(sb *Sandbox, pkgs, pip, links *yaml.Node, imageGiven bool) {
+	l.packageRequest("sandbox", sb, pkgs, pip, links)
+	if !imageGiven {
+		if name := sb.PackageImage(); name != "" {
+			sb.Image = name
+		}
+	}
+}
+
+// packageRequest reads WHAT.packages, WHAT.pip and WHAT.pip_find_links (nodes, nil when
+// absent) into sb's Packages, Pip and PipFindLinks.
+func (l *loader) packageRequest(what string, sb *Sandbox, pkgs, pip, links *yaml.Node) {
 	if pkgs != nil {
-		l.strings(pkgs, "sandbox.packages", &sb.Packages)
-		l.checkEach(pkgs, "sandbox.packages", sb.Packages, func(p string) string {
+		l.strings(pkgs, what+".packages", &sb.Packages)
+		l.checkEach(pkgs, what+".packages", sb.Packages, func(p string) string {
 			if !debPackagePattern.MatchString(p) {
 				return fmt.Sprintf("%q is not a Debian package name (lowercase letters, digits, '+', '-', '.'; optionally =VERSION)", p)
 			}
@@ -54,8 +65,8 @@ func (l *loader) packages(sb *Sandbox, pkgs, pip, links *yaml.Node, imageGiven b
 		})
 	}
 	if pip != nil {
-		l.strings(pip, "sandbox.pip", &sb.Pip)
-		l.checkEach(pip, "sandbox.pip", sb.Pip, func(line string) string {
+		l.strings(pip, what+".pip", &sb.Pip)
+		l.checkEach(pip, what+".pip", sb.Pip, func(line string) string {
 			f := strings.Fields(line)
 			if len(f) == 0 || !pipPinPattern.MatchString(f[0]) {
 				return fmt.Sprintf("%q is not a pinned requirement: write NAME==VERSION (optionally followed by --hash=sha256:HEX)", line)
@@ -68,18 +79,13 @@ func (l *loader) packages(sb *Sandbox, pkgs, pip, links *yaml.Node, imageGiven b
 			return ""
 		})
 		if links == nil && len(sb.Pip) > 0 {
-			l.errorf(resolve(pip), "sandbox.pip needs sandbox.pip_find_links, a directory of wheels beside the task: ceval installs them at build time with --no-index and never asks a package index")
+			l.errorf(resolve(pip), "%s.pip needs %s.pip_find_links, a directory of wheels beside the task: ceval installs them at build time with --no-index and never asks a package index", what, what)
 		}
 	}
 	if links != nil {
-		sb.PipFindLinks = l.openDir(links, "sandbox.pip_find_links")
+		sb.PipFindLinks = l.openDir(links, what+".pip_find_links")
 		if pip == nil {
-			l.errorf(resolve(links), "sandbox.pip_find_links is set but sandbox.pip is not")
-		}
-	}
-	if !imageGiven {
-		if name := sb.PackageImage(); name != "" {
-			sb.Image = name
+			l.errorf(resolve(links), "%s.pip_find_links is set but %s.pip is not", what, what)
 		}
 	}
 }

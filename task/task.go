@@ -59,6 +59,8 @@ type Task struct {
 	// Setup runs in the agent's sandbox before the agent starts; AfterAgent after it is
 	// gone and before the snapshot (see Step).
 	Setup, AfterAgent []Step
+	// PythonWheels are pure-Python wheels every Python criterion can import.
+	PythonWheels []*Wheel
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	// Dataset is the task_id of the dataset task this one is a row of (its ID is then
@@ -240,6 +242,7 @@ type Criterion struct {
 	Tests          *GraderFile  // pytest: the task's tests (also among GraderFiles)
 	AllOrNothing   bool         // pytest: 1 only when every collected test passed
 	PythonPackages []string     // python_packages, the task's included: import names in Debian's dist-packages
+	PythonWheels   []*Wheel     // python_wheels, the task's included: unpacked at load
 
 	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
 	Tool       string

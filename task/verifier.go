@@ -33,6 +33,11 @@ type Verifier struct {
 	MemoryMB int64
 	Pids     int64
 	DiskMB   int64 // the workspace copy's cap: the task's sandbox.limits.disk_mb, as the agent's
+	// Packages, Pip and PipFindLinks ask for a package image (built once, cached, like
+	// sandbox.packages); Image is then its name (Sandbox.PackageImage).
+	Packages     []string
+	Pip          []string
+	PipFindLinks *Dir
 	// GraderFiles are the task's grader_files (and a pytest criterion's tests): the verifier
 	// sees a read-only copy of each at /task/Rel.
 	GraderFiles []GraderFile
@@ -70,6 +75,13 @@ type graderSpec struct {
 	network  string
 	memoryMB int64
 	pids     int64
+	// pkgs holds packages, pip and pip_find_links; pkgNodes their nodes, read together
+	// once the mapping is read (pip needs pip_find_links).
+	pkgs     Sandbox
+	pkgNodes [3]*yaml.Node
+	// pyNode is the criterion's own python_packages or python_wheels, which apply to the
+	// WASM sandbox only.
+	pyNode *yaml.Node
 	// ownTimeout: the criterion set its own timeout, which the grader: section's does not
 	// replace.
 	ownTimeout bool
@@ -77,7 +89,7 @@ type graderSpec struct {
 
 // graderFieldNames are the fields of the tier, on a run_command criterion and in the task's
 // grader: section (which also takes timeout).
-var graderFieldNames = []string{"sandbox", "image", "network", "memory_mb", "pids"}
+var graderFieldNames = []string{"sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"}
 
 // graderFields decodes the tier's fields into g.
 func (l *loader) graderFields(what string, g *graderSpec) map[string]func(*yaml.Node) {
@@ -98,8 +110,24 @@ func (l *loader) graderFields(what string, g *graderSpec) map[string]func(*yaml.
 		"network": at("network", func(v *yaml.Node) {
 			l.enum(v, what+".network", []string{policy.NetworkNone, policy.NetworkHost}, &g.network)
 		}),
-		"memory_mb": at("memory_mb", func(v *yaml.Node) { l.integer(v, what+".memory_mb", 16, MaxVerifierMemoryMB, &g.memoryMB) }),
-		"pids":      at("pids", func(v *yaml.Node) { l.integer(v, what+".pids", 8, MaxVerifierPids, &g.pids) }),
+		"memory_mb":      at("memory_mb", func(v *yaml.Node) { l.integer(v, what+".memory_mb", 16, MaxVerifierMemoryMB, &g.memoryMB) }),
+		"pids":           at("pids", func(v *yaml.Node) { l.integer(v, what+".pids", 8, MaxVerifierPids, &g.pids) }),
+		"packages":       at("packages", func(v *yaml.Node) { g.pkgNodes[0] = v }),
+		"pip":            at("pip", func(v *yaml.Node) { g.pkgNodes[1] = v }),
+		"pip_find_links": at("pip_find_links", func(v *yaml.Node) { g.pkgNodes[2] = v }),
+	}
+}
+
+// packageFields reads the package image request of g once its mapping is read, and
+// refuses one given beside an image.
+func (l *loader) packageFields(what string, g *graderSpec) {
+	n := g.pkgNodes
+	if n[0] == nil && n[1] == nil && n[2] == nil {
+		return
+	}
+	l.packageRequest(what, &g.pkgs, n[0], n[1], n[2])
+	if img := g.nodes["image"]; img != nil {
+		l.errorf(img, "%s: give image or packages/pip, not both (packages and pip build an image of their own)", what)
 	}
 }
 
@@ -115,6 +143,7 @@ func (l *loader) grader(n *yaml.Node, g *graderSpec, timeout *graderTimeout) {
 		l.duration(v, "grader.timeout", &timeout.d)
 	}})
 	l.mapping(n, "grader", fs)
+	l.packageFields("grader", g)
 }
 
 // graderTimeout is the grader: section's timeout, applied to run_command criteria that set
@@ -124,14 +153,15 @@ type graderTimeout struct {
 	d    time.Duration
 }
 
-// resolveTiers sets each run_command criterion's Verifier from its own fields over the
-// task's grader: defaults, and refuses a container field on a criterion left in WASM.
+// resolveTiers sets each run_command and pytest criterion's Verifier from its own fields
+// over the task's grader: defaults, and refuses a container field on a criterion left in
+// WASM.
 func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeout) {
 	for i := range t.Criteria {
 		c := &t.Criteria[i]
 		cs := c.tier
 		c.tier = nil
-		if c.Type != RunCommand || cs == nil {
+		if c.Type != RunCommand && c.Type != Pytest || cs == nil {
 			continue
 		}
 		pick := func(name string, own, fallback string) string {
@@ -147,14 +177,26 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 		if sandbox != TierContainer {
 			for _, name := range graderFieldNames[1:] {
 				if n, ok := cs.nodes[name]; ok {
-					l.errorf(n, "success_criteria[%d] (run_command).%s applies only to a verifier container: add sandbox: container (or leave %s out for the WASM sandbox)", i, name, name)
+					l.errorf(n, "success_criteria[%d] (%s).%s applies only to a verifier container: add sandbox: container (or leave %s out for the WASM sandbox)", i, c.Type, name, name)
 				}
 			}
 			continue
 		}
+		if cs.pyNode != nil {
+			l.errorf(cs.pyNode, "success_criteria[%d] (%s): python_packages and python_wheels apply to the WASM sandbox; in a verifier container use packages (e.g. [python3-yaml]) or pip", i, c.Type)
+		}
 		v := &Verifier{Image: t.Sandbox.Image, Network: policy.NetworkNone, MemoryMB: DefaultVerifierMemoryMB, Pids: DefaultVerifierPids, DiskMB: t.Sandbox.Limits.DiskMB}
-		if s := pick("image", cs.image, def.image); s != "" {
-			v.Image = s
+		// The criterion's image or packages replace the grader: section's image or packages.
+		own := cs.nodes["image"] != nil || cs.hasPackages()
+		switch {
+		case own && cs.hasPackages():
+			v.setPackages(cs.pkgs)
+		case own:
+			v.Image = cs.image
+		case def.hasPackages():
+			v.setPackages(def.pkgs)
+		case def.nodes["image"] != nil:
+			v.Image = def.image
 		}
 		if s := pick("network", cs.network, def.network); s != "" {
 			v.Network = s
@@ -177,13 +219,23 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 	}
 	hasRunCommand := false
 	for i := range t.Criteria {
-		hasRunCommand = hasRunCommand || t.Criteria[i].Type == RunCommand
+		hasRunCommand = hasRunCommand || t.Criteria[i].Type == RunCommand || t.Criteria[i].Type == Pytest
 	}
 	if !hasRunCommand && def.sandbox == TierContainer {
 		n := def.nodes["sandbox"]
 		if n == nil {
 			return
 		}
-		l.errorf(n, "grader.sandbox: container applies to run_command criteria, and the task has none: remove the grader section or add a run_command criterion")
+		l.errorf(n, "grader.sandbox: container applies to run_command and pytest criteria, and the task has none: remove the grader section or add such a criterion")
 	}
+}
+
+func (g *graderSpec) hasPackages() bool {
+	return g.nodes["packages"] != nil || g.nodes["pip"] != nil || g.nodes["pip_find_links"] != nil
+}
+
+// setPackages makes v ask for the package image of p.
+func (v *Verifier) setPackages(p Sandbox) {
+	v.Packages, v.Pip, v.PipFindLinks = p.Packages, p.Pip, p.PipFindLinks
+	v.Image = p.PackageImage()
 }

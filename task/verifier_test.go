@@ -70,7 +70,7 @@ func TestVerifierTier(t *testing.T) {
 		{"a wasm module cannot take a container", "success_criteria: [{type: wasm, module: m.wasm, sha256: " + strings.Repeat("a", 64) + ", sandbox: container}]\n",
 			"unknown field \"sandbox\""},
 		{"a grader section with nothing to run", "grader: {sandbox: container}\nsuccess_criteria: [{type: file_exists, path: a}]\n",
-			"task.yaml:4:19: grader.sandbox: container applies to run_command criteria, and the task has none"},
+			"task.yaml:4:19: grader.sandbox: container applies to run_command and pytest criteria, and the task has none"},
 		{"too few pids", "success_criteria: [{type: run_command, command: x, sandbox: container, pids: 1}]\n",
 			"success_criteria[0] (run_command).pids must be between 8 and"},
 	}
@@ -113,5 +113,70 @@ func TestGraderFilesReachEveryContainerCriterion(t *testing.T) {
 	}
 	if _, err := Parse("task.yaml", dir, []byte(strings.Replace(doc, "hidden", "../etc", 1))); err == nil {
 		t.Error("grader_files outside the task's directory was accepted")
+	}
+}
+
+func TestVerifierPackageImageFromPackagesAndPip(t *testing.T) {
+	files := map[string]string{"tests/test_a.py": "def test_a(): pass\n", "wheels/six-1.16.0-py2.py3-none-any.whl": "x"}
+	head := "task_id: t\ninitial_prompt: p\n"
+	pkgImage := Sandbox{Packages: []string{"python3-pytest"}}.PackageImage()
+	for _, tc := range []struct {
+		name, doc string
+		image     string
+		packages  []string
+		pip       bool
+	}{
+		{"pytest criterion with packages", "success_criteria:\n  - {type: pytest, tests: tests/, sandbox: container, packages: [python3-pytest]}\n", pkgImage, []string{"python3-pytest"}, false},
+		{"grader packages are the default of pytest and run_command",
+			"grader: {sandbox: container, packages: [python3-pytest]}\nsuccess_criteria:\n  - {type: pytest, tests: tests/}\n", pkgImage, []string{"python3-pytest"}, false},
+		{"a criterion's image replaces the grader's packages",
+			"grader: {sandbox: container, packages: [python3-pytest]}\nsuccess_criteria:\n  - {type: run_command, command: x, image: mine:1}\n", "mine:1", nil, false},
+		{"pip with its wheels",
+			"success_criteria:\n  - {type: run_command, command: x, sandbox: container, packages: [python3-pip], pip: ['six==1.16.0'], pip_find_links: wheels}\n", "", []string{"python3-pip"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk, err := Load(writeTask(t, head+tc.doc, files))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := tk.Criteria[0].Verifier
+			if v == nil {
+				t.Fatal("no verifier")
+			}
+			if tc.image != "" && v.Image != tc.image || !strings.HasPrefix(v.Image, PackageImageRepo) && tc.packages != nil {
+				t.Errorf("image %q, want %q", v.Image, tc.image)
+			}
+			if !reflect.DeepEqual(v.Packages, tc.packages) || (v.PipFindLinks != nil) != tc.pip {
+				t.Errorf("packages %q pip %q links %v", v.Packages, v.Pip, v.PipFindLinks)
+			}
+			if tk.Criteria[0].Type == Pytest && len(v.GraderFiles) != 1 {
+				t.Errorf("pytest verifier lacks its tests: %+v", v.GraderFiles)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, doc, want string }{
+		{"image and packages", "success_criteria:\n  - {type: run_command, command: x, sandbox: container, image: i:1, packages: [git]}\n",
+			"task.yaml:4:64: success_criteria[0] (run_command): give image or packages/pip, not both"},
+		{"grader image and packages", "grader: {sandbox: container, image: i:1, packages: [git]}\nsuccess_criteria:\n  - {type: run_command, command: x}\n",
+			"task.yaml:3:37: grader: give image or packages/pip, not both"},
+		{"packages without a container", "success_criteria:\n  - {type: pytest, tests: tests/, packages: [git]}\n",
+			"task.yaml:4:45: success_criteria[0] (pytest).packages applies only to a verifier container"},
+		{"a bad package name", "success_criteria:\n  - {type: pytest, tests: tests/, sandbox: container, packages: [--hook]}\n",
+			"task.yaml:4:66: success_criteria[0] (pytest).packages[0]: \"--hook\" is not a Debian package name"},
+		{"pip without wheels", "success_criteria:\n  - {type: run_command, command: x, sandbox: container, pip: ['a==1']}\n",
+			"(run_command).pip needs success_criteria[0] (run_command).pip_find_links"},
+		{"python_packages in a container", "success_criteria:\n  - {type: pytest, tests: tests/, sandbox: container, python_packages: [six]}\n",
+			"python_packages and python_wheels apply to the WASM sandbox"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if strings.Contains(tc.doc, "python_packages") {
+				fakeDistPackages(t)
+				tc.doc = strings.Replace(tc.doc, "[six]", "[purepkg]", 1)
+			}
+			_, err := Load(writeTask(t, head+tc.doc, files))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

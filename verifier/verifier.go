@@ -1,13 +1,17 @@
 package verifier
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,11 +63,16 @@ type Options struct {
 	// MaxReferenceBytes caps each copy of grading material (the reference, grader_files); a
 	// bigger one is an error of the task.
 	MaxReferenceBytes int64
+	// Log hears the progress of a package image's build (packages, pip); nil discards it.
+	Log io.Writer
 }
 
 // Executor runs container-tier criteria; it implements grader.Executor.
 type Executor struct {
 	opts Options
+
+	mu    sync.Mutex
+	built map[string]bool // package images built (or found up to date) by this Executor
 }
 
 // New returns an Executor; it holds nothing until Execute runs.
@@ -83,7 +92,10 @@ func New(opts Options) (*Executor, error) {
 	if opts.ScratchDir == "" {
 		opts.ScratchDir = os.TempDir()
 	}
-	return &Executor{opts: opts}, nil
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	return &Executor{opts: opts, built: map[string]bool{}}, nil
 }
 
 // Run is what one criterion's container did: the fields grader.ScoreCommand scores, and
@@ -93,6 +105,9 @@ type Run struct {
 	Exit      launcher.Exit
 	Isolation *record.Attestation
 	Resources launcher.Resources
+	// Report is a pytest criterion's JUnit report, read from the workspace copy once every
+	// process of the container was gone (nil when pytest wrote none).
+	Report []byte
 }
 
 // Execute runs c's command in a fresh verifier container and scores it.
@@ -105,7 +120,45 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if err != nil {
 		return 0, "", err
 	}
+	return scoreRun(c, r)
+}
+
+// scoreRun scores what c's container left: pytest from its exit status and report, any
+// other command as grader.ScoreCommand does.
+func scoreRun(c *task.Criterion, r *Run) (float64, string, error) {
+	if c.Type == task.Pytest && r.Limit == "" {
+		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
+		if sc == 0 && r.ExitCode > 1 {
+			details += "; stdout " + tailOf(r.Stdout) + "; stderr " + tailOf(r.Stderr)
+		}
+		if r.ExitCode == 127 || bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")) {
+			details += "; the image lacks python3 or pytest: give the criterion packages: [python3-pytest] (or an image that has it)"
+		}
+		if len(r.Notes) > 0 {
+			details += "; " + strings.Join(r.Notes, "; ")
+		}
+		return sc, details, nil
+	}
 	return grader.ScoreCommand(c, r.CommandRun)
+}
+
+// image resolves the criterion's image, building its package image first (once per
+// Executor: later criteria find it in containerd) when it asks for packages or pip.
+func (e *Executor) image(ctx context.Context, v *task.Verifier) (images.Image, error) {
+	if len(v.Packages) == 0 && len(v.Pip) == 0 {
+		return supervisor.ResolveImage(ctx, e.opts.Client, v.Image, e.opts.Preflight, e.opts.Busybox)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.built[v.Image] {
+		return supervisor.ResolveImage(ctx, e.opts.Client, v.Image, e.opts.Preflight, e.opts.Busybox)
+	}
+	sb := task.Sandbox{Image: v.Image, Packages: v.Packages, Pip: v.Pip, PipFindLinks: v.PipFindLinks}
+	img, err := supervisor.ResolveTaskImage(ctx, e.opts.Client, sb, e.opts.Preflight, e.opts.Busybox, e.opts.Log)
+	if err == nil {
+		e.built[v.Image] = true
+	}
+	return img, err
 }
 
 // Run runs c's command in a fresh verifier container over a copy of s and returns what it
@@ -136,7 +189,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	default:
 		return nil, fmt.Errorf("verifier: unknown network %q", v.Network)
 	}
-	img, err := supervisor.ResolveImage(ctx, e.opts.Client, v.Image, e.opts.Preflight, e.opts.Busybox)
+	img, err := e.image(ctx, v)
 	if err != nil {
 		return nil, fmt.Errorf("verifier image: %w", err)
 	}
@@ -186,17 +239,27 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	}
 	id := make([]byte, 6)
 	_, _ = rand.Read(id)
+	argv, env := []string{"/bin/sh", "-c", c.Command}, []string(nil)
+	if c.Type == task.Pytest {
+		if c.Tests == nil {
+			return nil, errors.New("verifier: pytest criterion without tests")
+		}
+		argv, env = pytestArgv(c), pytestEnv
+	}
 	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
-		Argv:    []string{"/bin/sh", "-c", c.Command},
+		Argv: argv, Env: env,
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
 		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID,
 		Stdout: stdout, Stderr: stderr,
 		Prepare: func(workspace, _ string) error {
 			var err error
-			notes, err = copySnapshot(s, workspace)
-			return err
+			if notes, err = copySnapshot(s, workspace); err != nil {
+				return err
+			}
+			// A report the snapshot planted where pytest writes its own must never be read.
+			return os.RemoveAll(filepath.Join(workspace, pytestReportDir))
 		},
 	})
 	if err != nil {
@@ -215,6 +278,12 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		}
 	}
 	out, runErr := sb.Run(ctx, nil)
+	var report []byte
+	var reportErr error
+	if runErr == nil && c.Type == task.Pytest {
+		// Run returned with the container's cgroup empty: nothing can write the report now.
+		report, reportErr = readReport(sb.Workspace)
+	}
 	// Delete the container before reading its output: the IO copy completes only then, and
 	// nothing of the command's can write any more.
 	closed = true
@@ -227,7 +296,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("verifier: grading stopped: %w", err)
 	}
-	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources}
+	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources, Report: report}
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
 	r.Notes = notes
@@ -239,6 +308,9 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	case stdout.cut > 0:
 		r.Limit = fmt.Sprintf("stdout limit: more than %d bytes written (%d bytes over)", e.opts.MaxOutput, stdout.cut)
 	}
+	if reportErr != nil {
+		r.Notes = append(r.Notes, reportErr.Error())
+	}
 	if stderr.cut > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("stderr over %d bytes was cut", e.opts.MaxOutput))
 	}
@@ -246,6 +318,15 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		r.Notes = append(r.Notes, fmt.Sprintf("pids limit %d reached", p.PidsLimit))
 	}
 	return r, nil
+}
+
+// tailOf quotes the last bytes of a stream for the details.
+func tailOf(b []byte) string {
+	const n = 300
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strconv.Quote(string(b))
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest.

@@ -11,15 +11,25 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// BenchmarkPython measures `python3 -c 'import json; print(1)'` as a run_command three ways
-// in the same run: warm (worker and compiled CPython reused), cold (a new Executor and
+// BenchmarkPython measures `python3 -c 'import json; print(1)'` and `python3 -c pass` as a
+// run_command three ways in the same run: warm (worker and compiled CPython reused), cold (a new Executor and
 // worker: CPython read from ceval's cache and loaded from the compilation cache) and the
 // host's native python3. Target: warm under 150 ms.
 func BenchmarkPython(b *testing.B) {
+	for _, tc := range []struct{ name, code, stdout string }{
+		{"import-json", "import json; print(1)", "1"},
+		{"pass", "pass", ""},
+	} {
+		b.Run(tc.name, func(b *testing.B) { benchPython(b, tc.code, tc.stdout) })
+	}
+}
+
+// benchPython measures `python3 -c CODE` (printing stdout) warm, cold and natively.
+func benchPython(b *testing.B, code, stdout string) {
 	src := testPython(b)
-	script := `python3 -c 'import json; print(1)'`
+	script := "python3 -c '" + code + "'"
 	s := benchWorkspace(b)
-	c := &task.Criterion{Type: task.RunCommand, Command: script, ExpectedStdout: ptr("1"), StdoutMatch: "exact", Timeout: 60 * time.Second}
+	c := &task.Criterion{Type: task.RunCommand, Command: script, ExpectedStdout: ptr(stdout), StdoutMatch: "exact", Timeout: 60 * time.Second}
 	cache := filepath.Join(b.TempDir(), "cache")
 	ctx := context.Background()
 	execute := func(e *Executor) {
@@ -33,7 +43,7 @@ func BenchmarkPython(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if out, err := exec.Command("python3", "-c", "import json; print(1)").CombinedOutput(); err != nil {
+		if out, err := exec.Command("python3", "-c", code).CombinedOutput(); err != nil {
 			b.Fatalf("native python3: %v: %s", err, out)
 		}
 		tNative += time.Since(start)

@@ -106,7 +106,7 @@ func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snap
 	if err := e.preparePytestLib(ctx); err != nil {
 		return nil, 0, "", err
 	}
-	if err := e.preparePackages(ctx, c.PythonPackages, req); err != nil {
+	if err := e.preparePackages(ctx, c, req); err != nil {
 		return nil, 0, "", err
 	}
 	r, details, err := e.run(ctx, req)

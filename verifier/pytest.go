@@ -1,0 +1,88 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"ceval.dev/ceval/task"
+)
+
+// A pytest criterion in a verifier container runs the image's own pytest (packages:
+// [python3-pytest], or pip) with the WASM tier's rules against a hijack by the workspace:
+// the interpreter runs isolated (-I: no PYTHON* variables, no user site with its
+// usercustomize, neither the script's directory nor the working directory on sys.path, so
+// no sitecustomize, pytest.py, _pytest/ or stdlib shadow of the workspace is importable
+// while pytest loads; .pth files count only in the image's own site directories); pytest
+// and its plugins are imported before the workspace is appended, last, to sys.path; the
+// ini file is none of the workspace's (-c /dev/null, --rootdir and --confcutdir at /task,
+// where the tests are, so no conftest.py of the workspace is collected); no plugin entry
+// point of any installed distribution loads (PYTEST_DISABLE_PLUGIN_AUTOLOAD); no cache.
+// The tests live under /task, outside the workspace, so pytest never looks for an ini file
+// or a conftest.py there even without -c and --confcutdir: those two are a second wall.
+
+// pytestBoot imports pytest fully before the workspace joins sys.path, then runs it there.
+const pytestBoot = `import sys
+import pytest, _pytest, pluggy
+import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
+sys.path.append("/workspace")
+import os
+os.chdir("/workspace")
+sys.argv[0] = "pytest"
+sys.exit(pytest.main(sys.argv[1:]))
+`
+
+// pytestReportDir is where pytest writes its JUnit report, in the workspace copy (capped
+// like it); ceval removes whatever the snapshot had there before the container starts and
+// reads the report only after every process of the container is gone.
+const pytestReportDir = ".ceval-pytest"
+
+// maxReportBytes bounds the JUnit report read back.
+const maxReportBytes = 8 << 20
+
+// pytestArgv is the container's argv for a pytest criterion.
+func pytestArgv(c *task.Criterion) []string {
+	argv := []string{"python3", "-I", "-B", "-c", pytestBoot,
+		"-p", "no:cacheprovider", "-c", "/dev/null", "--rootdir=" + GraderFilesPath, "--confcutdir=" + GraderFilesPath,
+		"--junitxml=/workspace/" + pytestReportDir + "/junit.xml", "-q"}
+	argv = append(argv, c.Args...)
+	return append(argv, GraderFilesPath+"/"+c.Tests.Rel)
+}
+
+// pytestEnv is the pytest run's environment (HOME, USER and PATH come from the spec).
+var pytestEnv = []string{"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1", "TMPDIR=/tmp", "HOME=/tmp"}
+
+// readReport reads the JUnit report from the workspace copy through a handle on it: no
+// link is followed out of the workspace, and only a regular file under the bound is read.
+func readReport(workspace string) ([]byte, error) {
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(pytestReportDir+"/junit.xml", os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pytest's report: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("pytest's report is not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxReportBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxReportBytes {
+		return nil, fmt.Errorf("pytest's report is over %d bytes", maxReportBytes)
+	}
+	return data, nil
+}
