@@ -44,10 +44,11 @@ func configSchema() map[string]any {
 		"type":                 "object",
 		"additionalProperties": false,
 		"properties": map[string]any{
-			"allow_env":          strs("host variables tasks may pass to their agents"),
-			"allow_host_network": typ("boolean", "let tasks that ask for sandbox.network: host have it"),
-			"prices":             map[string]any{"type": "object", "additionalProperties": price, "description": "model -> its price (run_limits.max_usd and judge.max_usd_per_run need it)"},
-			"gateway_allow":      map[string]any{"type": "object", "propertyNames": map[string]any{"enum": []string{transcript.Anthropic, transcript.OpenAI}}, "additionalProperties": allow, "description": "per API: what the model gateway forwards"},
+			"allow_env":           strs("host variables tasks may pass to their agents"),
+			"allow_host_network":  typ("boolean", "let tasks that ask for sandbox.network: host have it"),
+			"allow_rlimit_limits": typ("boolean", "on a rootless daemon without a delegated cgroup subtree, enforce pids by RLIMIT_NPROC and memory by RLIMIT_AS (per process) instead of refusing the run; cpu is then not enforced"),
+			"prices":              map[string]any{"type": "object", "additionalProperties": price, "description": "model -> its price (run_limits.max_usd and judge.max_usd_per_run need it)"},
+			"gateway_allow":       map[string]any{"type": "object", "propertyNames": map[string]any{"enum": []string{transcript.Anthropic, transcript.OpenAI}}, "additionalProperties": allow, "description": "per API: what the model gateway forwards"},
 			"id_range": obj("host IDs of the runs' user namespaces: 65536 per live run", map[string]any{
 				"start": map[string]any{"type": "integer", "minimum": oci.IDRangeSize, "maximum": 1<<32 - 2, "description": "the first host ID"},
 				"slots": map[string]any{"type": "integer", "minimum": 1, "description": "runs at once"},
