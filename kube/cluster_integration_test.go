@@ -1,0 +1,180 @@
+package kube_test
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"ceval.dev/ceval/internal/kubetest"
+	"ceval.dev/ceval/kube"
+)
+
+// runPod runs script under busybox sh in a hardened Pod of its own namespace, waits until it
+// ends, and returns the Pod and its output. The Pod and its policy are deleted at the end.
+func runPod(t *testing.T, name, script string, edit func(*kube.Config)) (*corev1.Pod, string) {
+	t.Helper()
+	c := kubetest.Connect(t)
+	ns := kubetest.Namespace(t, c)
+	cfg := kube.Config{
+		RunID:      name,
+		Controller: "kube-test",
+		Namespace:  ns,
+		Image:      kubetest.Image,
+		PullPolicy: corev1.PullNever,
+		Args:       []string{"/bin/sh", "-c", script},
+		Timeout:    2 * time.Minute,
+		Grace:      time.Second,
+		MemoryMB:   128,
+		CPUs:       0.25,
+		DiskMB:     64,
+		TmpMB:      16,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run, err := c.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := run.Delete(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	pod, err := run.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := run.Logs(ctx, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod, string(out)
+}
+
+// fields parses "key=value" lines and "Key:\tvalue" lines (/proc/self/status).
+func fields(out string) map[string]string {
+	m := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Text()
+		if k, v, ok := strings.Cut(line, "="); ok {
+			m[k] = strings.TrimSpace(v)
+		} else if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+func TestPodIsHardenedAsAttestedFromInside(t *testing.T) {
+	pod, out := runPod(t, "attest", `
+echo uid=$(id -u)
+echo gid=$(id -g)
+echo groups=$(id -G)
+grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status
+echo ifaces=$(ls /sys/class/net)
+if touch /rootfs-probe 2>/dev/null; then echo rootfs=writable; else echo rootfs=read-only; fi
+if touch /workspace/w /home/agent/h /tmp/t; then echo volumes=writable; else echo volumes=read-only; fi
+if [ -e /var/run/secrets/kubernetes.io ]; then echo token=present; else echo token=absent; fi
+echo tmp=$(grep ' /tmp ' /proc/mounts | cut -d' ' -f3)
+`, nil)
+	if pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
+	}
+	got := fields(out)
+	want := map[string]string{
+		"uid": "2000", "gid": "2000", "groups": "2000",
+		"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
+		"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
+		"NoNewPrivs": "1", "Seccomp": "2",
+		"ifaces":  "lo",
+		"rootfs":  "read-only",
+		"volumes": "writable",
+		"token":   "absent",
+		"tmp":     "tmpfs",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+func TestAgentReachesNoNetworkAPIServerOrKubelet(t *testing.T) {
+	c := kubetest.Connect(t)
+	u, err := url.Parse(c.RESTConfig.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeIP := u.Hostname()
+	// Every target answers from the host: a refusal inside the Pod is the sandbox's doing.
+	targets := []string{net.JoinHostPort(nodeIP, u.Port()), net.JoinHostPort(nodeIP, "10250")}
+	for _, addr := range targets {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("%s does not answer from the host either: %v", addr, err)
+		}
+		conn.Close()
+	}
+	// The in-cluster API address and a public one need no answer from here to be forbidden.
+	targets = append(targets, "10.96.0.1:443", "1.1.1.1:53")
+	var script strings.Builder
+	for _, addr := range targets {
+		h, p, _ := net.SplitHostPort(addr)
+		script.WriteString("if nc -w 3 " + h + " " + p + " </dev/null >/dev/null 2>&1; then echo " + strconv.Quote("REACHED "+addr) + "; else echo " + strconv.Quote("blocked "+addr) + "; fi\n")
+	}
+	script.WriteString("if [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ]; then echo 'REACHED token'; else echo 'blocked token'; fi\n")
+	pod, out := runPod(t, "network", script.String(), nil)
+	if pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
+	}
+	if strings.Contains(out, "REACHED") || strings.Count(out, "blocked") != len(targets)+1 {
+		t.Errorf("want every target blocked:\n%s", out)
+	}
+}
+
+func TestForkBombIsHeldByThePodPidsLimit(t *testing.T) {
+	// Forks until fork fails (the subshell then dies with "can't fork"); 5000 is far above
+	// the test cluster's podPidsLimit (256) and stops the loop if no limit holds.
+	pod, out := runPod(t, "forkbomb", `
+( n=0; while [ $n -lt 5000 ]; do sleep 1000 >/dev/null 2>&1 & n=$((n+1)); echo forked=$n; done ) 2>&1 | tail -n 3
+echo shell=alive
+`, nil)
+	if pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
+	}
+	got := fields(out)
+	n, err := strconv.Atoi(got["forked"])
+	if err != nil || n >= 5000 || n < 10 || got["shell"] != "alive" || !strings.Contains(out, "can't fork") {
+		t.Errorf("want the fork loop stopped by the pids limit (well under 5000, with \"can't fork\"):\n%s", out)
+	}
+}
+
+func TestMemoryHogIsOOMKilled(t *testing.T) {
+	pod, out := runPod(t, "memhog", `echo start; exec dd if=/dev/zero of=/dev/null bs=512M count=1`, func(c *kube.Config) { c.MemoryMB = 64 })
+	if pod.Status.Phase != corev1.PodFailed {
+		t.Fatalf("pod phase %s, want Failed; output:\n%s", pod.Status.Phase, out)
+	}
+	var reason string
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated != nil {
+			reason = s.State.Terminated.Reason
+		}
+	}
+	if reason != "OOMKilled" {
+		t.Errorf("container terminated with reason %q, want OOMKilled; output:\n%s", reason, out)
+	}
+}
