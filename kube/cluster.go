@@ -170,3 +170,22 @@ func (r *Run) deletePolicy(ctx context.Context) error {
 	}
 	return nil
 }
+
+// WaitRunning watches the Pod until its agent container runs; a Pod that ends first is an error.
+func (r *Run) WaitRunning(ctx context.Context) (*corev1.Pod, error) {
+	p, err := r.waitFor(ctx, func(p *corev1.Pod) bool {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return true
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == ContainerName && s.State.Running != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if err == nil && p.Status.Phase != corev1.PodRunning {
+		return p, fmt.Errorf("pod %s/%s ended (%s) before it ran", r.Namespace, r.Name, p.Status.Phase)
+	}
+	return p, err
+}

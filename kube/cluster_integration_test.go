@@ -1,10 +1,15 @@
 package kube_test
 
 import (
+	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +19,7 @@ import (
 
 	"ceval.dev/ceval/internal/kubetest"
 	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/snapshot"
 )
 
 // runPod runs script under busybox sh in a hardened Pod of its own namespace, waits until it
@@ -176,5 +182,74 @@ func TestMemoryHogIsOOMKilled(t *testing.T) {
 	}
 	if reason != "OOMKilled" {
 		t.Errorf("container terminated with reason %q, want OOMKilled; output:\n%s", reason, out)
+	}
+}
+
+// startPod starts a hardened Pod running script and waits until its container runs.
+func startPod(t *testing.T, name, script string) *kube.Run {
+	t.Helper()
+	c := kubetest.Connect(t)
+	ns := kubetest.Namespace(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := c.Start(ctx, kube.Config{
+		RunID: name, Controller: "kube-test", Namespace: ns,
+		Image: kubetest.Image, PullPolicy: corev1.PullNever,
+		Args:    []string{"/bin/sh", "-c", script},
+		Timeout: 2 * time.Minute, Grace: time.Second, MemoryMB: 128, CPUs: 0.25, DiskMB: 64, TmpMB: 16,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := run.Delete(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	if _, err := run.WaitRunning(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+func TestWorkspaceStreamsInAndOutWithLinksRecordedNotFollowed(t *testing.T) {
+	run := startPod(t, "copy", "exec sleep 3600")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var in bytes.Buffer
+	tw := tar.NewWriter(&in)
+	tw.WriteHeader(&tar.Header{Name: "task.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: 5})
+	tw.Write([]byte("hello"))
+	tw.Close()
+	if err := run.CopyIn(ctx, "/workspace", &in); err != nil {
+		t.Fatal(err)
+	}
+	// The agent's turn: a file, a link out to the node's files, a file it made unreadable.
+	if err := run.Exec(ctx, []string{"sh", "-c", "cd /workspace && echo out > result.txt && ln -s /etc/passwd leak && echo secret > hidden && chmod 000 hidden"}, nil, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s, err := run.CopyOut(ctx, "/workspace", filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("copy-out by exec + tar: %v", time.Since(start))
+	for name, want := range map[string]string{"task.txt": "hello", "result.txt": "out\n"} {
+		if got, err := os.ReadFile(filepath.Join(s.Dir, name)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	var leak *snapshot.Entry
+	for i := range s.Entries {
+		if s.Entries[i].Path == "leak" {
+			leak = &s.Entries[i]
+		}
+	}
+	if leak == nil || leak.Kind != snapshot.KindSymlink || leak.Target != "/etc/passwd" {
+		t.Errorf("leak: %+v, want the link recorded with its target", leak)
+	}
+	// tar (as the agent) cannot read "hidden": it must not look absent.
+	if s.RootOmitted == "" {
+		t.Errorf("an unreadable file was left out silently: entries %v notes %v", s.Entries, s.Notes)
 	}
 }
