@@ -334,11 +334,24 @@ confined() {
   done
 }
 
-# shims: PIDs of the containerd shims of DIR's containerd (each bundle records its shim's PID).
+# shims: PIDs of the shims of DIR's containerd, told apart from any other containerd's by the
+# exact socket they were started for (containerd 1.6 records no shim PID in the bundle).
 shims() {
+  local c p args
+  for c in /proc/[0-9]*/cmdline; do
+    p=${c#/proc/}; p=${p%/cmdline}
+    { args=$(tr '\0' '\n' <"$c"); } 2>/dev/null || continue # gone meanwhile
+    printf '%s\n' "$args" | grep -qxF -- "$SOCK" || continue
+    case "${args%%$'\n'*}" in containerd-shim*|*/containerd-shim*) echo "$p" ;; esac
+  done
+  return 0
+}
+
+# shim_sockets: the sockets (under the host's /run/containerd/s) of DIR's tasks' shims.
+shim_sockets() {
   local f
-  for f in "$DIR"/containerd/state/io.containerd.runtime.v2.task/*/*/shim.pid; do
-    [ -f "$f" ] && cat "$f"
+  for f in "$DIR"/containerd/state/io.containerd.runtime.v2.task/*/*/address; do
+    [ -f "$f" ] && printf '%s\n' "$(sed -n 's|^unix://||p' "$f")"
   done
   return 0
 }
@@ -354,10 +367,11 @@ stop_pid() { # NAME SIGNAL: signal the PID in DIR/run/NAME.pid and wait up to 10
 }
 
 down() {
-  local n t p m ctr_=(ctr -a "$SOCK" -n k8s.io) shim_pids
+  local n t p m i ctr_=(ctr -a "$SOCK" -n k8s.io) shim_pids shim_socks
   # the cluster's state is thrown away: no graceful API shutdown (it takes >10 s)
   for n in kube-scheduler kube-controller-manager kubelet kube-apiserver etcd; do stop_pid "$n" KILL; done
   shim_pids=$(shims)
+  shim_socks=$(shim_sockets)
   if [ -S "$SOCK" ]; then
     for t in $("${ctr_[@]}" tasks ls -q 2>/dev/null); do "${ctr_[@]}" tasks kill -a -s SIGKILL "$t" >/dev/null 2>&1 || true; done
     for t in $("${ctr_[@]}" tasks ls -q 2>/dev/null); do
@@ -366,6 +380,7 @@ down() {
   fi
   stop_pid containerd TERM
   for p in $shim_pids $(shims); do kill -9 "$p" 2>/dev/null || true; done
+  for m in $shim_socks; do rm -f "$m"; done # a killed shim leaves its socket
   # mounts under DIR (rootfs overlays, sandbox /dev/shm, Pod netns, emptyDirs), deepest first
   awk -v d="$DIR/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   if ip netns list | grep -q "^$NS\b"; then ip netns del "$NS"; fi
