@@ -123,7 +123,14 @@ func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) bool) (*corev1
 			return pods.Watch(ctx, o)
 		},
 	}
-	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, nil, func(e watch.Event) (bool, error) {
+	// After the initial list: a Pod already gone never sends an event, so say so at once.
+	exists := func(store cache.Store) (bool, error) {
+		if _, ok, err := store.GetByKey(r.Namespace + "/" + r.Name); err != nil || !ok {
+			return false, errors.Join(fmt.Errorf("pod %s/%s does not exist (deleted)", r.Namespace, r.Name), err)
+		}
+		return false, nil
+	}
+	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, exists, func(e watch.Event) (bool, error) {
 		if e.Type == watch.Deleted {
 			return false, fmt.Errorf("pod %s/%s was deleted", r.Namespace, r.Name)
 		}
@@ -188,4 +195,44 @@ func (r *Run) WaitRunning(ctx context.Context) (*corev1.Pod, error) {
 		return p, fmt.Errorf("pod %s/%s ended (%s) before it ran", r.Namespace, r.Name, p.Status.Phase)
 	}
 	return p, err
+}
+
+// Collect deletes, in namespace, every Pod and NetworkPolicy that ceval made for controller
+// (label ceval.dev/controller): what a killed controller left behind. It returns how many
+// objects it deleted; objects already gone are not an error.
+func (c *Cluster) Collect(ctx context.Context, namespace, controller string) (int, error) {
+	if len(controller) > 63 || !labelValue.MatchString(controller) {
+		return 0, fmt.Errorf("collect: controller %q: want a label value", controller)
+	}
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy + "," + LabelController + "=" + controller}
+	pods, err := c.Clientset.CoreV1().Pods(namespace).List(ctx, sel)
+	if err != nil {
+		return 0, fmt.Errorf("collect: list pods in %s: %w", namespace, err)
+	}
+	nps, err := c.Clientset.NetworkingV1().NetworkPolicies(namespace).List(ctx, sel)
+	if err != nil {
+		return 0, fmt.Errorf("collect: list network policies in %s: %w", namespace, err)
+	}
+	var n int
+	var errs []error
+	for _, p := range pods.Items {
+		err := c.Clientset.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		switch {
+		case err == nil:
+			n++
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("collect: delete pod %s/%s: %w", namespace, p.Name, err))
+		}
+	}
+	// Policies last: a Pod never outlives the policy that isolates it.
+	for _, np := range nps.Items {
+		err := c.Clientset.NetworkingV1().NetworkPolicies(namespace).Delete(ctx, np.Name, metav1.DeleteOptions{})
+		switch {
+		case err == nil:
+			n++
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("collect: delete network policy %s/%s: %w", namespace, np.Name, err))
+		}
+	}
+	return n, errors.Join(errs...)
 }

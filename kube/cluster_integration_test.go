@@ -254,3 +254,50 @@ func TestWorkspaceStreamsInAndOutWithLinksRecordedNotFollowed(t *testing.T) {
 		t.Errorf("an unreadable file was left out silently: entries %v notes %v", s.Entries, s.Notes)
 	}
 }
+
+func TestCollectRemovesOnlyTheDeadControllersRuns(t *testing.T) {
+	c := kubetest.Connect(t)
+	ns := kubetest.Namespace(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := func(id, controller string) *kube.Run {
+		run, err := c.Start(ctx, kube.Config{
+			RunID: id, Controller: controller, Namespace: ns,
+			Image: kubetest.Image, PullPolicy: corev1.PullNever, Args: []string{"sleep", "3600"},
+			MemoryMB: 32, CPUs: 0.1, DiskMB: 8, TmpMB: 8,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run
+	}
+	start("dead-1", "dead-controller")
+	start("dead-2", "dead-controller")
+	alive := start("alive-1", "live-controller")
+	n, err := c.Collect(ctx, ns, "dead-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 4 {
+		t.Errorf("collect deleted %d objects, want 2 Pods and 2 NetworkPolicies", n)
+	}
+	if _, err := alive.WaitRunning(ctx); err != nil {
+		t.Errorf("the live controller's run: %v", err)
+	}
+	if err := alive.Delete(ctx); err != nil {
+		t.Error(err)
+	}
+	// kubetest.Namespace's cleanup fails the test if anything of either controller is left.
+}
+
+func TestWaitOnADeletedPodFailsInsteadOfHanging(t *testing.T) {
+	run := startPod(t, "deleted", "exec sleep 3600")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := run.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Wait(ctx); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "deleted") {
+		t.Errorf("Wait on a deleted Pod: %v (context: %v), want a prompt error naming the deletion", err, ctx.Err())
+	}
+}
