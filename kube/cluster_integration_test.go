@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -17,6 +18,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/internal/kubetest"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/snapshot"
@@ -299,5 +302,29 @@ func TestWaitOnADeletedPodFailsInsteadOfHanging(t *testing.T) {
 	}
 	if _, err := run.Wait(ctx); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "deleted") {
 		t.Errorf("Wait on a deleted Pod: %v (context: %v), want a prompt error naming the deletion", err, ctx.Err())
+	}
+}
+
+func TestDefaultImageRunsInAPodAfterExportAndImport(t *testing.T) {
+	c, ctx := ctrtest.Connect(t) // the private containerd, where ceval builds images
+	node, nodeCtx := kubetest.NodeContainerd(t)
+	name := fmt.Sprintf("ceval.local/kube-test-default-%d:latest", os.Getpid())
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, name); ctrtest.RemoveImage(nodeCtx, node, name) })
+	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if _, err := images.Export(ctx, c, name, &archive); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := images.Import(nodeCtx, node, &archive); err != nil {
+		t.Fatal(err)
+	}
+	pod, out := runPod(t, "default-image", "echo uid=$(id -u); echo home=$HOME; touch $HOME/x && echo home=writable", func(c *kube.Config) { c.Image = name })
+	if pod.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
+	}
+	if got := fields(out); got["uid"] != "2000" || got["home"] != "writable" {
+		t.Errorf("output:\n%s", out)
 	}
 }

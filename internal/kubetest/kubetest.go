@@ -16,7 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/containerd/containerd/v2/client"
+
 	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/launcher"
 )
 
 // Image is the busybox image scripts/k8s.sh imports into the node (pull policy Never).
@@ -108,4 +111,24 @@ func skipOrFail(t testing.TB, msg string) {
 		t.Fatalf("CI=true and a Kubernetes cluster is required (make k8s-up): %s", msg)
 	}
 	t.Skipf("no Kubernetes cluster: %s", msg)
+}
+
+// NodeContainerdEnv names the test cluster node's containerd socket (the Makefile exports it).
+const NodeContainerdEnv = "CEVAL_K8S_CONTAINERD_ADDRESS"
+
+// NodeContainerd connects to the test node's containerd in namespace k8s.io (the one its CRI
+// serves Pods from), or skips (fails under CI=true) when CEVAL_K8S_CONTAINERD_ADDRESS is unset
+// or nothing answers there.
+func NodeContainerd(t testing.TB) (*client.Client, context.Context) {
+	t.Helper()
+	addr := os.Getenv(NodeContainerdEnv)
+	if addr == "" {
+		skipOrFail(t, NodeContainerdEnv+" is not set (scripts/k8s.sh up: DIR/containerd.sock)")
+	}
+	c, ctx, err := launcher.Connect(context.Background(), addr, "k8s.io")
+	if err != nil {
+		skipOrFail(t, err.Error())
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, ctx
 }
