@@ -317,9 +317,12 @@ func TestDefaultImageRunsInAPodAfterExportAndImport(t *testing.T) {
 	if _, err := images.Export(ctx, c, name, &archive); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := images.Import(nodeCtx, node, &archive); err != nil {
+	imported, err := images.Import(nodeCtx, node, &archive)
+	if err != nil {
 		t.Fatal(err)
 	}
+	// The CRI adds a reference named by the config digest: remove it too.
+	t.Cleanup(func() { ctrtest.RemoveImage(nodeCtx, node, imported[0].ConfigDigest.String()) })
 	pod, out := runPod(t, "default-image", "echo uid=$(id -u); echo home=$HOME; touch $HOME/x && echo home=writable", func(c *kube.Config) { c.Image = name })
 	if pod.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
