@@ -17,6 +17,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
@@ -196,6 +198,7 @@ func startPod(t *testing.T, name, script string) *kube.Run {
 	ns := kubetest.Namespace(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	created := time.Now()
 	run, err := c.Start(ctx, kube.Config{
 		RunID: name, Controller: "kube-test", Namespace: ns,
 		Image: kubetest.Image, PullPolicy: corev1.PullNever,
@@ -213,6 +216,7 @@ func startPod(t *testing.T, name, script string) *kube.Run {
 	if _, err := run.WaitRunning(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("policy + pod created -> agent running: %v", time.Since(created))
 	return run
 }
 
@@ -329,5 +333,67 @@ func TestDefaultImageRunsInAPodAfterExportAndImport(t *testing.T) {
 	}
 	if got := fields(out); got["uid"] != "2000" || got["home"] != "writable" {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestUserNamespacePodOnlyWhereTheNodeSupportsIt(t *testing.T) {
+	c := kubetest.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	supported, err := c.UserNamespaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("node runtime supports user namespaces: %v", supported)
+	if supported {
+		pod, out := runPod(t, "userns", "cat /proc/self/uid_map", func(c *kube.Config) { c.UserNamespace = true })
+		if pod.Status.Phase != corev1.PodSucceeded || strings.Fields(out)[1] == "0" {
+			t.Errorf("phase %s, uid_map %q: want the Pod's 0 mapped to a non-root host ID", pod.Status.Phase, out)
+		}
+		return
+	}
+	// Where it is not supported the kubelet must refuse the Pod's sandbox, never run it with
+	// host users: the Pod stays Pending with a FailedCreatePodSandBox event naming the reason.
+	ns := kubetest.Namespace(t, c)
+	run, err := c.Start(ctx, kube.Config{
+		RunID: "userns", Controller: "kube-test", Namespace: ns, Image: kubetest.Image, PullPolicy: corev1.PullNever,
+		Args: []string{"true"}, MemoryMB: 32, CPUs: 0.1, DiskMB: 8, TmpMB: 8, UserNamespace: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := run.Delete(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	var refusal string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		evs, err := c.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + run.Name})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedCreatePodSandBox" {
+				refusal = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no sandbox refusal for a hostUsers: false Pod on a node without user-namespace support: %v", err)
+	}
+	pod, err := c.Clientset.CoreV1().Pods(ns).Get(ctx, run.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Running != nil || s.State.Terminated != nil {
+			t.Errorf("the agent container ran: %+v", s.State)
+		}
+	}
+	if !strings.Contains(refusal, "user namespaces") {
+		t.Errorf("refusal %q does not name user namespaces", refusal)
 	}
 }
