@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/containerd/containerd/v2/client"
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
@@ -23,10 +27,10 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 			"with no setuid/setgid files and no file capabilities. build-default makes such an\n" +
 			"image from a static busybox; build makes a Debian image with the packages you name;\n" +
 			"build-agent makes a Debian userland with the real Claude Code and Codex CLIs;\n" +
-			"import brings in an OCI or docker-save archive; check reports on an image; label marks\n" +
+			"import brings in an OCI or docker-save archive; export writes one; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesExportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 
@@ -161,6 +165,63 @@ func newImagesImportCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newImagesExportCmd(g *globalOptions) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "export NAME -o FILE",
+		Short: "Write an image as an OCI image layout tarball (to push to a registry or import into a cluster node)",
+		Long: "export writes NAME (this platform) to FILE as an OCI archive that names it. For a local\n" +
+			"Kubernetes node: CEVAL_CONTAINERD_ADDRESS=NODE_SOCKET ceval images import --namespace k8s.io FILE,\n" +
+			"then run with imagePullPolicy Never.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return exitWith(exitInvalid, errors.New("export: -o FILE is required"))
+			}
+			c, ctx, err := g.connect(cmd.Context(), cmd)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			img, err := exportImage(ctx, c, args[0], out)
+			if err != nil {
+				return exitWith(imagesExitCode(err), err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "exported %s to %s\n", img.Name, out)
+			printImage(cmd.OutOrStdout(), img)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the archive to write (replaced only once complete)")
+	return cmd
+}
+
+// exportImage writes the archive next to path and renames it into place, so a failed export
+// never leaves a truncated archive under the name.
+func exportImage(ctx context.Context, c *client.Client, name, path string) (images.Image, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return images.Image{}, fmt.Errorf("export %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	img, err := images.Export(ctx, c, name, bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return images.Image{}, fmt.Errorf("export %s to %s: %w", name, path, err)
+	}
+	return img, nil
 }
 
 func newImagesLabelCmd(g *globalOptions) *cobra.Command {

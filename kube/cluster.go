@@ -1,0 +1,238 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
+)
+
+// Cluster is a connection to the Kubernetes API server ceval runs Pods through.
+type Cluster struct {
+	Clientset  kubernetes.Interface
+	RESTConfig *rest.Config
+}
+
+// Connect reads the kubeconfig file (its current context) and checks that the API server
+// answers with the identity it holds.
+func Connect(ctx context.Context, kubeconfig string) (*Cluster, error) {
+	if kubeconfig == "" {
+		return nil, errors.New("kubeconfig: no file given (pass --kubeconfig or set CEVAL_KUBECONFIG)")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.UserAgent = "ceval"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	if _, err := cs.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("API server %s (kubeconfig %s) does not answer: %w", cfg.Host, kubeconfig, err)
+	}
+	return &Cluster{Clientset: cs, RESTConfig: cfg}, nil
+}
+
+// UserNamespaces reports whether every node's default runtime handler supports Pods with
+// hostUsers: false (the kubelet refuses such a Pod where it does not).
+func (c *Cluster) UserNamespaces(ctx context.Context) (bool, error) {
+	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, fmt.Errorf("list nodes: %w", err)
+	}
+	if len(nodes.Items) == 0 {
+		return false, errors.New("list nodes: the cluster has none")
+	}
+	for _, n := range nodes.Items {
+		if !nodeSupportsUserNamespaces(n) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func nodeSupportsUserNamespaces(n corev1.Node) bool {
+	for _, h := range n.Status.RuntimeHandlers {
+		if h.Name == "" && h.Features != nil && ptr.Deref(h.Features.UserNamespaces, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run is one run's Pod and NetworkPolicy in the cluster.
+type Run struct {
+	cluster   *Cluster
+	Namespace string
+	Name      string
+}
+
+// Start creates the run's deny-all NetworkPolicy, then its Pod (so the Pod never exists
+// without the policy). If the Pod cannot be created the policy is deleted again.
+func (c *Cluster) Start(ctx context.Context, cfg Config) (*Run, error) {
+	np, err := NetworkPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	pod, err := Pod(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{cluster: c, Namespace: pod.Namespace, Name: pod.Name}
+	if _, err := c.Clientset.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create network policy %s/%s: %w", np.Namespace, np.Name, err)
+	}
+	if _, err := c.Clientset.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return nil, errors.Join(fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err), r.deletePolicy(context.WithoutCancel(ctx)))
+	}
+	return r, nil
+}
+
+// Wait watches the Pod until its phase is Succeeded or Failed (or ctx ends) and returns it.
+func (r *Run) Wait(ctx context.Context) (*corev1.Pod, error) {
+	return r.waitFor(ctx, func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+}
+
+func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) bool) (*corev1.Pod, error) {
+	pods := r.cluster.Clientset.CoreV1().Pods(r.Namespace)
+	sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return pods.List(ctx, o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return pods.Watch(ctx, o)
+		},
+	}
+	// After the initial list: a Pod already gone never sends an event, so say so at once.
+	exists := func(store cache.Store) (bool, error) {
+		if _, ok, err := store.GetByKey(r.Namespace + "/" + r.Name); err != nil || !ok {
+			return false, errors.Join(fmt.Errorf("pod %s/%s does not exist (deleted)", r.Namespace, r.Name), err)
+		}
+		return false, nil
+	}
+	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, exists, func(e watch.Event) (bool, error) {
+		if e.Type == watch.Deleted {
+			return false, fmt.Errorf("pod %s/%s was deleted", r.Namespace, r.Name)
+		}
+		p, ok := e.Object.(*corev1.Pod)
+		return ok && done(p), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for pod %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return ev.Object.(*corev1.Pod), nil
+}
+
+// Logs returns at most limit bytes of the agent container's output (stdout and stderr).
+func (r *Run) Logs(ctx context.Context, limit int64) ([]byte, error) {
+	req := r.cluster.Clientset.CoreV1().Pods(r.Namespace).GetLogs(r.Name, &corev1.PodLogOptions{Container: ContainerName, LimitBytes: &limit})
+	rc, err := req.Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("logs of pod %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	defer rc.Close()
+	var b bytes.Buffer
+	if _, err := io.Copy(&b, io.LimitReader(rc, limit)); err != nil {
+		return b.Bytes(), fmt.Errorf("logs of pod %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return b.Bytes(), nil
+}
+
+// Delete removes the run's Pod at once (grace period 0: everything in it is killed) and its
+// NetworkPolicy. Objects already gone are not an error.
+func (r *Run) Delete(ctx context.Context) error {
+	err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+	if err != nil && !apierrors.IsNotFound(err) {
+		err = fmt.Errorf("delete pod %s/%s: %w", r.Namespace, r.Name, err)
+	} else {
+		err = nil
+	}
+	return errors.Join(err, r.deletePolicy(ctx))
+}
+
+func (r *Run) deletePolicy(ctx context.Context) error {
+	err := r.cluster.Clientset.NetworkingV1().NetworkPolicies(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete network policy %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return nil
+}
+
+// WaitRunning watches the Pod until its agent container runs; a Pod that ends first is an error.
+func (r *Run) WaitRunning(ctx context.Context) (*corev1.Pod, error) {
+	p, err := r.waitFor(ctx, func(p *corev1.Pod) bool {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return true
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == ContainerName && s.State.Running != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if err == nil && p.Status.Phase != corev1.PodRunning {
+		return p, fmt.Errorf("pod %s/%s ended (%s) before it ran", r.Namespace, r.Name, p.Status.Phase)
+	}
+	return p, err
+}
+
+// Collect deletes, in namespace, every Pod and NetworkPolicy that ceval made for controller
+// (label ceval.dev/controller): what a killed controller left behind. It returns how many
+// objects it deleted; objects already gone are not an error.
+func (c *Cluster) Collect(ctx context.Context, namespace, controller string) (int, error) {
+	if len(controller) > 63 || !labelValue.MatchString(controller) {
+		return 0, fmt.Errorf("collect: controller %q: want a label value", controller)
+	}
+	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy + "," + LabelController + "=" + controller}
+	pods, err := c.Clientset.CoreV1().Pods(namespace).List(ctx, sel)
+	if err != nil {
+		return 0, fmt.Errorf("collect: list pods in %s: %w", namespace, err)
+	}
+	nps, err := c.Clientset.NetworkingV1().NetworkPolicies(namespace).List(ctx, sel)
+	if err != nil {
+		return 0, fmt.Errorf("collect: list network policies in %s: %w", namespace, err)
+	}
+	var n int
+	var errs []error
+	for _, p := range pods.Items {
+		err := c.Clientset.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		switch {
+		case err == nil:
+			n++
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("collect: delete pod %s/%s: %w", namespace, p.Name, err))
+		}
+	}
+	// Policies last: a Pod never outlives the policy that isolates it.
+	for _, np := range nps.Items {
+		err := c.Clientset.NetworkingV1().NetworkPolicies(namespace).Delete(ctx, np.Name, metav1.DeleteOptions{})
+		switch {
+		case err == nil:
+			n++
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("collect: delete network policy %s/%s: %w", namespace, np.Name, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,252 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func testConfig() Config {
+	return Config{
+		RunID:      "r1",
+		Controller: "host-123",
+		Namespace:  "evals",
+		Image:      "ceval.test/busybox:1.35",
+		Args:       []string{"/bin/sh", "-c", "true"},
+	}
+}
+
+func mustPod(t *testing.T, cfg Config) *corev1.Pod {
+	t.Helper()
+	p, err := Pod(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPodRunsAsAgentNonRootWithoutPrivilegeEscalation(t *testing.T) {
+	p := mustPod(t, testConfig())
+	psc := p.Spec.SecurityContext
+	if *psc.RunAsUser != 2000 || *psc.RunAsGroup != 2000 || !*psc.RunAsNonRoot {
+		t.Errorf("pod security context: user %d group %d nonroot %v, want 2000 2000 true", *psc.RunAsUser, *psc.RunAsGroup, *psc.RunAsNonRoot)
+	}
+	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) != 0 || len(p.Spec.EphemeralContainers) != 0 {
+		t.Fatalf("want exactly one container, got %d (+%d init)", len(p.Spec.Containers), len(p.Spec.InitContainers))
+	}
+	sc := p.Spec.Containers[0].SecurityContext
+	switch {
+	case *sc.RunAsUser != 2000 || *sc.RunAsGroup != 2000 || !*sc.RunAsNonRoot:
+		t.Errorf("container identity: user %d group %d nonroot %v", *sc.RunAsUser, *sc.RunAsGroup, *sc.RunAsNonRoot)
+	case *sc.Privileged || *sc.AllowPrivilegeEscalation:
+		t.Errorf("privileged %v, allowPrivilegeEscalation %v: want both false", *sc.Privileged, *sc.AllowPrivilegeEscalation)
+	case !*sc.ReadOnlyRootFilesystem:
+		t.Error("root filesystem is writable")
+	case *sc.ProcMount != corev1.DefaultProcMount:
+		t.Errorf("procMount %s: want Default (masked /proc paths)", *sc.ProcMount)
+	}
+}
+
+func TestPodDropsEveryCapabilityAndAddsNone(t *testing.T) {
+	caps := mustPod(t, testConfig()).Spec.Containers[0].SecurityContext.Capabilities
+	if len(caps.Drop) != 1 || caps.Drop[0] != "ALL" || len(caps.Add) != 0 {
+		t.Errorf("capabilities: drop %v add %v, want drop [ALL] add none", caps.Drop, caps.Add)
+	}
+}
+
+func TestPodUsesRuntimeDefaultSeccomp(t *testing.T) {
+	p := mustPod(t, testConfig())
+	for _, s := range []*corev1.SeccompProfile{p.Spec.SecurityContext.SeccompProfile, p.Spec.Containers[0].SecurityContext.SeccompProfile} {
+		if s == nil || s.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("seccomp %v: want RuntimeDefault at pod and container level", s)
+		}
+	}
+}
+
+func TestPodGetsNoServiceAccountTokenServiceLinksOrHostNamespaces(t *testing.T) {
+	s := mustPod(t, testConfig()).Spec
+	if *s.AutomountServiceAccountToken || *s.EnableServiceLinks {
+		t.Errorf("automountServiceAccountToken %v, enableServiceLinks %v: want false", *s.AutomountServiceAccountToken, *s.EnableServiceLinks)
+	}
+	if s.HostNetwork || s.HostPID || s.HostIPC || *s.ShareProcessNamespace {
+		t.Errorf("host network %v pid %v ipc %v, shared pid ns %v: want none", s.HostNetwork, s.HostPID, s.HostIPC, *s.ShareProcessNamespace)
+	}
+	for _, v := range s.Volumes {
+		if v.EmptyDir == nil {
+			t.Errorf("volume %s is not an emptyDir (host paths, secrets and projected tokens are never mounted)", v.Name)
+		}
+	}
+	for _, c := range s.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				t.Errorf("host port %d", p.HostPort)
+			}
+		}
+	}
+}
+
+func TestPodVolumesAreSizeLimited(t *testing.T) {
+	cfg := testConfig()
+	cfg.DiskMB, cfg.TmpMB = 100, 32
+	p := mustPod(t, cfg)
+	want := map[string]struct {
+		path   string
+		medium corev1.StorageMedium
+		size   string
+	}{
+		"workspace": {"/workspace", corev1.StorageMediumDefault, "100Mi"},
+		"home":      {"/home/agent", corev1.StorageMediumDefault, "100Mi"},
+		"tmp":       {"/tmp", corev1.StorageMediumMemory, "32Mi"},
+	}
+	mounts := map[string]string{}
+	for _, m := range p.Spec.Containers[0].VolumeMounts {
+		mounts[m.Name] = m.MountPath
+		if m.ReadOnly || m.SubPath != "" || m.MountPropagation != nil {
+			t.Errorf("mount %s: readOnly %v subPath %q propagation %v", m.Name, m.ReadOnly, m.SubPath, m.MountPropagation)
+		}
+	}
+	if len(p.Spec.Volumes) != len(want) || len(mounts) != len(want) {
+		t.Fatalf("volumes %d, mounts %d: want %d", len(p.Spec.Volumes), len(mounts), len(want))
+	}
+	for _, v := range p.Spec.Volumes {
+		w, ok := want[v.Name]
+		if !ok {
+			t.Errorf("unexpected volume %s", v.Name)
+			continue
+		}
+		if mounts[v.Name] != w.path || v.EmptyDir.Medium != w.medium || v.EmptyDir.SizeLimit.Cmp(resource.MustParse(w.size)) != 0 {
+			t.Errorf("volume %s at %s medium %q size %v: want %s %q %s", v.Name, mounts[v.Name], v.EmptyDir.Medium, v.EmptyDir.SizeLimit, w.path, w.medium, w.size)
+		}
+	}
+}
+
+func TestPodLimitsEqualRequests(t *testing.T) {
+	cfg := testConfig()
+	cfg.MemoryMB, cfg.CPUs, cfg.DiskMB = 512, 1.5, 100
+	r := mustPod(t, cfg).Spec.Containers[0].Resources
+	want := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("1500m"),
+		corev1.ResourceMemory:           resource.MustParse("512Mi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("264Mi"), // two 100Mi volumes + 64Mi of logs
+	}
+	for name, q := range want {
+		if l, ok := r.Limits[name]; !ok || l.Cmp(q) != 0 {
+			t.Errorf("limit %s = %v, want %v", name, r.Limits[name], q)
+		}
+		if rq, ok := r.Requests[name]; !ok || rq.Cmp(q) != 0 {
+			t.Errorf("request %s = %v, want %v", name, r.Requests[name], q)
+		}
+	}
+}
+
+func TestPodNeverRestartsAndHasADeadlineBackstop(t *testing.T) {
+	cfg := testConfig()
+	cfg.Timeout, cfg.Grace = 90*time.Second, 5*time.Second
+	s := mustPod(t, cfg).Spec
+	if s.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %s", s.RestartPolicy)
+	}
+	if *s.ActiveDeadlineSeconds != 90+5+30 || *s.TerminationGracePeriodSeconds != 5 {
+		t.Errorf("activeDeadlineSeconds %d, terminationGracePeriodSeconds %d: want 125, 5", *s.ActiveDeadlineSeconds, *s.TerminationGracePeriodSeconds)
+	}
+}
+
+func TestPodUserNamespaceAndRuntimeClassOnlyWhenAsked(t *testing.T) {
+	p := mustPod(t, testConfig())
+	if p.Spec.HostUsers != nil || p.Spec.RuntimeClassName != nil {
+		t.Errorf("hostUsers %v runtimeClassName %v: want both unset by default", p.Spec.HostUsers, p.Spec.RuntimeClassName)
+	}
+	cfg := testConfig()
+	cfg.UserNamespace, cfg.RuntimeClassName = true, "gvisor"
+	p = mustPod(t, cfg)
+	if p.Spec.HostUsers == nil || *p.Spec.HostUsers || p.Spec.RuntimeClassName == nil || *p.Spec.RuntimeClassName != "gvisor" {
+		t.Errorf("hostUsers %v runtimeClassName %v: want false, gvisor", p.Spec.HostUsers, p.Spec.RuntimeClassName)
+	}
+}
+
+func TestPodLabelsNameTheRunAndController(t *testing.T) {
+	p := mustPod(t, testConfig())
+	want := map[string]string{LabelManagedBy: "ceval", LabelRunID: "r1", LabelController: "host-123"}
+	for k, v := range want {
+		if p.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, p.Labels[k], v)
+		}
+	}
+	if p.Name != "ceval-r1" || p.Namespace != "evals" {
+		t.Errorf("pod %s/%s", p.Namespace, p.Name)
+	}
+}
+
+func TestPodEnvKeepsAgentHomeUnlessReplaced(t *testing.T) {
+	cfg := testConfig()
+	cfg.Env = []string{"PATH=/opt/bin", "FOO=a=b"}
+	got := map[string]string{}
+	for _, e := range mustPod(t, cfg).Spec.Containers[0].Env {
+		if _, dup := got[e.Name]; dup {
+			t.Errorf("env %s twice", e.Name)
+		}
+		got[e.Name] = e.Value
+	}
+	if got["HOME"] != "/home/agent" || got["USER"] != "agent" || got["PATH"] != "/opt/bin" || got["FOO"] != "a=b" {
+		t.Errorf("env %v", got)
+	}
+}
+
+func TestPodRefusesBadConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(*Config)
+		want string
+	}{
+		"run id with a slash":  {func(c *Config) { c.RunID = "../x" }, "run id"},
+		"run id too long":      {func(c *Config) { c.RunID = strings.Repeat("a", 51) }, "run id"},
+		"uppercase namespace":  {func(c *Config) { c.Namespace = "Evals" }, "namespace"},
+		"no controller":        {func(c *Config) { c.Controller = "" }, "controller"},
+		"no image":             {func(c *Config) { c.Image = "" }, "image"},
+		"no command":           {func(c *Config) { c.Args = nil }, "args"},
+		"env without =":        {func(c *Config) { c.Env = []string{"FOO"} }, "env[0]"},
+		"env key with a space": {func(c *Config) { c.Env = []string{"A B=1"} }, "env[0]"},
+		"negative memory":      {func(c *Config) { c.MemoryMB = -1 }, "limits"},
+		"bad pull policy":      {func(c *Config) { c.PullPolicy = "Sometimes" }, "pull policy"},
+		"bad runtime class":    {func(c *Config) { c.RuntimeClassName = "Bad_Name" }, "runtime class"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			tc.edit(&cfg)
+			_, err := Pod(cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Pod: %v, want an error about %s", err, tc.want)
+			}
+			if _, err := NetworkPolicy(cfg); err == nil {
+				t.Error("NetworkPolicy accepted it")
+			}
+		})
+	}
+}
+
+func TestNetworkPolicyDeniesAllIngressAndEgressOfTheRun(t *testing.T) {
+	np, err := NetworkPolicy(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := np.Spec
+	if len(s.Ingress) != 0 || len(s.Egress) != 0 {
+		t.Errorf("ingress %v egress %v: want no allow rule", s.Ingress, s.Egress)
+	}
+	types := map[networkingv1.PolicyType]bool{}
+	for _, pt := range s.PolicyTypes {
+		types[pt] = true
+	}
+	if !types[networkingv1.PolicyTypeIngress] || !types[networkingv1.PolicyTypeEgress] {
+		t.Errorf("policyTypes %v: want Ingress and Egress (an empty Egress list alone allows all egress)", s.PolicyTypes)
+	}
+	if len(s.PodSelector.MatchLabels) != 1 || s.PodSelector.MatchLabels[LabelRunID] != "r1" || len(s.PodSelector.MatchExpressions) != 0 {
+		t.Errorf("podSelector %v: want exactly the run's Pod", s.PodSelector)
+	}
+	if np.Name != "ceval-r1" || np.Namespace != "evals" {
+		t.Errorf("policy %s/%s", np.Namespace, np.Name)
+	}
+}

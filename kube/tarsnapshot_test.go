@@ -1,0 +1,224 @@
+package kube
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/snapshot"
+)
+
+type tarEntry struct {
+	name, link string
+	typ        byte
+	body       string
+	size       int64 // declared size when body is empty and size > 0
+	mode       int64
+}
+
+func tarStream(t *testing.T, entries ...tarEntry) *bytes.Buffer {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644, Format: tar.FormatPAX}
+		if e.mode != 0 {
+			h.Mode = e.mode
+		}
+		if e.typ == tar.TypeReg {
+			h.Size = int64(len(e.body))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if e.body != "" {
+			tw.Write([]byte(e.body))
+		}
+	}
+	tw.Close()
+	return &b
+}
+
+func snapTar(t *testing.T, r *bytes.Buffer, lim snapshot.Limits) *snapshot.Snapshot {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := SnapshotTar(r, filepath.Join(dir, "snap"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".tar-staging-*")); len(left) != 0 {
+		t.Errorf("staging left behind: %v", left)
+	}
+	return s
+}
+
+func entry(s *snapshot.Snapshot, p string) (snapshot.Entry, bool) {
+	for _, e := range s.Entries {
+		if e.Path == p {
+			return e, true
+		}
+	}
+	return snapshot.Entry{}, false
+}
+
+func noted(s *snapshot.Snapshot, p, words string) bool {
+	for _, n := range s.Notes {
+		if n.Path == p && strings.Contains(n.Reason, words) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTarSnapshotCopiesFilesDirsAndRecordsLinks(t *testing.T) {
+	s := snapTar(t, tarStream(t,
+		tarEntry{name: "./", typ: tar.TypeDir},
+		tarEntry{name: "./src/", typ: tar.TypeDir},
+		tarEntry{name: "./src/main.go", typ: tar.TypeReg, body: "package main\n"},
+		tarEntry{name: "./run.sh", typ: tar.TypeReg, body: "#!/bin/sh\n", mode: 0o755},
+		tarEntry{name: "./link", typ: tar.TypeSymlink, link: "/etc/passwd"},
+		tarEntry{name: "./hard", typ: tar.TypeLink, link: "./src/main.go"},
+		tarEntry{name: "./pipe", typ: tar.TypeFifo},
+	), snapshot.Limits{})
+	got, _ := os.ReadFile(filepath.Join(s.Dir, "src/main.go"))
+	if string(got) != "package main\n" {
+		t.Errorf("src/main.go = %q", got)
+	}
+	if e, ok := entry(s, "run.sh"); !ok || e.Mode != 0o755 {
+		t.Errorf("run.sh: %+v", e)
+	}
+	if e, ok := entry(s, "link"); !ok || e.Kind != snapshot.KindSymlink || e.Target != "/etc/passwd" {
+		t.Errorf("link: %+v, want a symlink recorded with its target", e)
+	}
+	if fi, err := os.Lstat(filepath.Join(s.Dir, "link")); err == nil {
+		t.Errorf("the snapshot holds the link on disk: %v", fi.Mode())
+	}
+	if e, ok := entry(s, "hard"); !ok || e.Kind != snapshot.KindFile || e.Size != int64(len("package main\n")) {
+		t.Errorf("hard: %+v", e)
+	}
+	if e, ok := entry(s, "pipe"); !ok || e.Kind != snapshot.KindFIFO || e.Omitted == "" {
+		t.Errorf("pipe: %+v", e)
+	}
+	if s.RootOmitted != "" || s.Truncated || len(s.Notes) != 1 { // Take's own note on the FIFO
+		t.Errorf("root omitted %q truncated %v notes %v", s.RootOmitted, s.Truncated, s.Notes)
+	}
+}
+
+func TestTarSnapshotRefusesNamesThatEscapeTheWorkspace(t *testing.T) {
+	outside := t.TempDir()
+	s := snapTar(t, tarStream(t,
+		tarEntry{name: "../escaped", typ: tar.TypeReg, body: "x"},
+		tarEntry{name: "a/../../escaped", typ: tar.TypeReg, body: "x"},
+		tarEntry{name: filepath.Join(outside, "abs"), typ: tar.TypeReg, body: "x"},
+	), snapshot.Limits{})
+	if len(s.Entries) != 0 {
+		t.Errorf("entries %v, want none", s.Entries)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "abs")); err == nil {
+		t.Error("an absolute name was written outside")
+	}
+	if s.RootOmitted == "" || len(s.Notes) != 3 {
+		t.Errorf("root omitted %q, notes %v: want every refusal noted and the root marked incomplete", s.RootOmitted, s.Notes)
+	}
+}
+
+func TestTarSnapshotDoesNotWriteThroughAPlantedSymlink(t *testing.T) {
+	outside := t.TempDir()
+	s := snapTar(t, tarStream(t,
+		tarEntry{name: "out", typ: tar.TypeSymlink, link: outside},
+		tarEntry{name: "out/pwned", typ: tar.TypeReg, body: "x"},
+		tarEntry{name: "rel", typ: tar.TypeSymlink, link: "."},
+		tarEntry{name: "rel/again", typ: tar.TypeReg, body: "x"},
+	), snapshot.Limits{})
+	if _, err := os.Stat(filepath.Join(outside, "pwned")); err == nil {
+		t.Fatal("a file was written through the planted link, outside the workspace")
+	}
+	if _, ok := entry(s, "again"); ok {
+		t.Error("a file was written through a link inside the workspace")
+	}
+	if !noted(s, "out/pwned", "parent is not a directory") || !noted(s, "rel/again", "parent is not a directory") || s.RootOmitted == "" {
+		t.Errorf("notes %v root omitted %q", s.Notes, s.RootOmitted)
+	}
+}
+
+func TestTarSnapshotRefusesHardLinkToAFileOutsideTheStream(t *testing.T) {
+	s := snapTar(t, tarStream(t,
+		tarEntry{name: "passwd", typ: tar.TypeLink, link: "/etc/passwd"},
+		tarEntry{name: "up", typ: tar.TypeLink, link: "../../etc/passwd"},
+	), snapshot.Limits{})
+	if _, ok := entry(s, "passwd"); ok {
+		t.Error("a hard link to a host file was made")
+	}
+	if _, ok := entry(s, "up"); ok {
+		t.Error("a hard link out of the workspace was made")
+	}
+	if !noted(s, "passwd", "hard link") || s.RootOmitted == "" {
+		t.Errorf("notes %v root omitted %q", s.Notes, s.RootOmitted)
+	}
+}
+
+func TestTarSnapshotRefusesDevicesAndDuplicates(t *testing.T) {
+	s := snapTar(t, tarStream(t,
+		tarEntry{name: "f", typ: tar.TypeReg, body: "first"},
+		tarEntry{name: "f", typ: tar.TypeReg, body: "second"},
+		tarEntry{name: "mem", typ: tar.TypeChar},
+	), snapshot.Limits{})
+	got, _ := os.ReadFile(filepath.Join(s.Dir, "f"))
+	if string(got) != "first" {
+		t.Errorf("f = %q, want the first copy", got)
+	}
+	if _, ok := entry(s, "mem"); ok {
+		t.Error("a device entry was made")
+	}
+	if !noted(s, "f", "twice") || !noted(s, "mem", "never made") || s.RootOmitted == "" {
+		t.Errorf("notes %v root omitted %q", s.Notes, s.RootOmitted)
+	}
+}
+
+func TestTarSnapshotOmitsAFileOverTheCapWithItsDeclaredSize(t *testing.T) {
+	big := strings.Repeat("x", 4096)
+	s := snapTar(t, tarStream(t, tarEntry{name: "big", typ: tar.TypeReg, body: big}, tarEntry{name: "small", typ: tar.TypeReg, body: "ok"}),
+		snapshot.Limits{MaxFileBytes: 1024})
+	if e, ok := entry(s, "big"); !ok || e.Omitted == "" || e.Size != 4096 {
+		t.Errorf("big: %+v, want omitted with size 4096", e)
+	}
+	if e, ok := entry(s, "small"); !ok || e.Omitted != "" {
+		t.Errorf("small: %+v", e)
+	}
+}
+
+func TestTarSnapshotEntryCapStopsAndMarksTheRootIncomplete(t *testing.T) {
+	var es []tarEntry
+	for i := range 20 {
+		es = append(es, tarEntry{name: strings.Repeat("a", i+1), typ: tar.TypeReg, body: "x"})
+	}
+	s := snapTar(t, tarStream(t, es...), snapshot.Limits{MaxEntries: 5})
+	if !s.Truncated || s.RootOmitted == "" || len(s.Entries) > 5 {
+		t.Errorf("truncated %v root omitted %q entries %d: want stopped at 5 with the root incomplete", s.Truncated, s.RootOmitted, len(s.Entries))
+	}
+}
+
+func TestTarSnapshotTotalCapStopsTheStream(t *testing.T) {
+	s := snapTar(t, tarStream(t,
+		tarEntry{name: "a", typ: tar.TypeReg, body: strings.Repeat("a", 600)},
+		tarEntry{name: "b", typ: tar.TypeReg, body: strings.Repeat("b", 600)},
+	), snapshot.Limits{MaxTotalBytes: 1000})
+	if _, ok := entry(s, "b"); ok || !s.Truncated || s.RootOmitted == "" || s.Bytes > 1000 {
+		t.Errorf("entries %v truncated %v root omitted %q bytes %d", s.Entries, s.Truncated, s.RootOmitted, s.Bytes)
+	}
+}
+
+func TestTarSnapshotNeverKeepsAFileCutShortByTheStream(t *testing.T) {
+	full := tarStream(t, tarEntry{name: "f", typ: tar.TypeReg, body: strings.Repeat("z", 10000)})
+	cut := bytes.NewBuffer(full.Bytes()[:512+3000]) // the header and part of the body
+	s := snapTar(t, cut, snapshot.Limits{})
+	if _, ok := entry(s, "f"); ok {
+		t.Error("a file cut short by the stream is in the snapshot as if whole")
+	}
+	if !s.Truncated || s.RootOmitted == "" {
+		t.Errorf("truncated %v root omitted %q", s.Truncated, s.RootOmitted)
+	}
+}
