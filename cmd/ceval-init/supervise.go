@@ -233,6 +233,11 @@ func (a *agent) collect() {
 			if err != nil { // the stop ended under us: its status is unknown, count it killed
 				a.status = syscall.WaitStatus(syscall.SIGKILL)
 			}
+			if a.status.Signaled() && a.status.Signal() == syscall.SIGKILL {
+				// Killed (the OOM killer, the deadline): 137 is a failure whatever happens
+				// next, and holding it would keep its memory charged while the rest is killed.
+				a.release()
+			}
 		case ws.TrapCause() > 0: // an exec: go on
 			_ = unix.PtraceCont(a.pid, 0)
 		default: // a signal: deliver it
@@ -243,7 +248,7 @@ func (a *agent) collect() {
 
 // release lets the agent's held exit complete.
 func (a *agent) release() {
-	if !a.exiting || a.reaped {
+	if !a.exiting || a.released || a.reaped {
 		return
 	}
 	a.released = true
@@ -293,7 +298,7 @@ func (k *killer) killAll(sig syscall.Signal) {
 // is alive (or cleanupLimit passes); chld wakes it early. The kernel drops any signal sent to
 // a process that is exiting, so the kill reaches everyone else and never ends the agent's stop.
 func (k *killer) killOthers(a *agent, chld <-chan os.Signal) {
-	if !a.exiting || a.reaped {
+	if !a.exiting || a.released || a.reaped {
 		return
 	}
 	self, agentPid, err := procPIDs(a.pid)
