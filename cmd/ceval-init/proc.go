@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -77,12 +78,15 @@ func descendants(root int) (map[int]bool, []procEntry) {
 	return tree, out
 }
 
-// killDescendants sends sig to every live descendant of root. A pid found in /proc may be reaped and reused before it is
+// killDescendants sends sig to every live descendant of root but the pids in except. A pid found in /proc may be reaped and reused before it is
 // signalled, so each one is pinned with a pidfd and its parent re-checked while pinned: the
 // signal then reaches that same process or nobody.
-func killDescendants(root int, sig syscall.Signal) {
+func killDescendants(root int, sig syscall.Signal, except ...int) {
 	tree, procs := descendants(root)
 	for _, p := range procs {
+		if slices.Contains(except, p.pid) {
+			continue
+		}
 		fd, err := unix.PidfdOpen(p.pid, 0)
 		if err == unix.ENOSYS { // kernel < 5.3: accept the small reuse race
 			_ = syscall.Kill(p.pid, sig)

@@ -295,8 +295,10 @@ func (k *killer) killAll(sig syscall.Signal) {
 }
 
 // killOthers SIGKILLs and reaps every process but the agent, held in its exit, until no other
-// is alive (or cleanupLimit passes); chld wakes it early. The kernel drops any signal sent to
-// a process that is exiting, so the kill reaches everyone else and never ends the agent's stop.
+// is alive (or cleanupLimit passes); chld wakes it early. The agent is spared by pid (a
+// SIGKILL would end the stop of an exit that is not a group exit); where /proc is not this
+// PID namespace's (PID 1 in tests), kill(-1) is used, which the kernel drops for a process in
+// a group exit, the usual exit.
 func (k *killer) killOthers(a *agent, chld <-chan os.Signal) {
 	if !a.exiting || a.released || a.reaped {
 		return
@@ -305,10 +307,18 @@ func (k *killer) killOthers(a *agent, chld <-chan os.Signal) {
 	if err != nil {
 		logf(err.Error() + "; killing without checking that every other process is gone")
 	}
+	own := err == nil && self == os.Getpid()
 	limit := time.NewTimer(cleanupLimit)
 	defer limit.Stop()
 	for {
-		k.killAll(syscall.SIGKILL)
+		switch {
+		case own && k.pid1: // from 0: processes entered from outside the namespace too
+			killDescendants(0, syscall.SIGKILL, k.self, agentPid)
+		case own:
+			killDescendants(k.self, syscall.SIGKILL, agentPid)
+		default:
+			k.killAll(syscall.SIGKILL)
+		}
 		a.collect()
 		if err != nil || a.reaped || liveOthers(self, agentPid) == 0 {
 			return
