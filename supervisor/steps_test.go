@@ -148,6 +148,37 @@ func TestAgentThatBreaksWhatAfterAgentNeedsGetsItsFailureNotError(t *testing.T) 
 	}
 }
 
+// TestAfterAgentDaemonCannotRewriteTheWorkspaceOnceTheStepExited: the agent plants a build
+// script whose daemon waits for the after_agent step's shell to have exited (a zombie, or
+// gone) and then rewrites the step's verdict file. The init holds the step's exit until every
+// other process is dead, so what the snapshot holds is what the step left.
+func TestAfterAgentDaemonCannotRewriteTheWorkspaceOnceTheStepExited(t *testing.T) {
+	build := `step=$PPID
+setsid sh -c '
+: >/tmp/watching
+while :; do
+	state=gone
+	if read -r line <"/proc/$0/stat"; then set -- $line; state=$3; fi
+	case $state in Z|gone) echo forged >verdict.txt; exit 0;; esac
+done' $step </dev/null >/dev/null 2>&1 &
+while [ ! -e /tmp/watching ]; do :; done
+`
+	doc := agentTask("steps-late-daemon", "cat >build.sh <<'EOF'\n"+build+"EOF\n",
+		"  - {type: file_contains, path: verdict.txt, includes: [honest], excludes: [forged]}\n",
+		"after_agent: [\"sh build.sh; echo honest >verdict.txt\"]\n")
+	// Without the held exit the daemon wins its race with the init's kill now and then; the
+	// init's own TestDaemonCannotWriteAfterTheAgentExited holds the window open every time.
+	for i := 0; i < 5; i++ {
+		res, err := runTask(t, doc, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != "SUCCESS" {
+			t.Fatalf("run %d: status %s, criteria %+v, steps %+v: the daemon rewrote the workspace after the step exited", i, res.Status, res.Criteria, res.Steps)
+		}
+	}
+}
+
 // TestStepOutputCannotForgeResultFields: what a step prints (here a forged result, a forged
 // graded event, and more than the log cap) stays in its log; result.json and events.jsonl
 // say what ceval saw.

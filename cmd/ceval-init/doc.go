@@ -1,6 +1,7 @@
 // Command ceval-init is PID 1 in every agent container: it starts the agent, forwards
 // termination signals to it, reaps every process (orphans included), kills whatever is left
-// when the agent exits, and enforces a hard deadline that holds even if the host side died.
+// when the agent exits (holding the agent's exit, traced, until every other process is dead,
+// so nothing the agent started outlives it), and enforces a hard deadline that holds even if the host side died.
 // With --supervisor-fifo it also kills everything as soon as the host's supervisor is gone:
 // the FIFO's only writer is the supervisor, so the init's read of it ends when it dies.
 // It is static, uses no writable filesystem and never writes to stdout, which is the agent's.

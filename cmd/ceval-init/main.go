@@ -175,10 +175,11 @@ func waitForGo() (int, error) {
 
 // start runs argv as a child sharing our environment, stdout, stderr and working
 // directory, with stdin from the given descriptor; with rlimitAS > 0, through execWithAS.
-func start(argv []string, stdin int, rlimitAS uint64) (int, error) {
+// The child is traced by this thread (see agent), which must stay locked to its OS thread.
+func start(argv []string, stdin int, rlimitAS uint64) (*agent, error) {
 	path, err := lookPath(argv[0])
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	exe, args := path, argv
 	if rlimitAS > 0 {
@@ -188,15 +189,16 @@ func start(argv []string, stdin int, rlimitAS uint64) (int, error) {
 	pid, err := syscall.ForkExec(exe, args, &syscall.ProcAttr{
 		Env:   os.Environ(),
 		Files: []uintptr{uintptr(stdin), 1, 2},
+		Sys:   &syscall.SysProcAttr{Ptrace: true},
 	})
 	if err != nil {
 		code := exitCannotExec
 		if errors.Is(err, syscall.ENOENT) { // e.g. a missing #! interpreter
 			code = exitNotFound
 		}
-		return 0, &startError{code, err}
+		return nil, &startError{code, err}
 	}
-	return pid, nil
+	return traceAgent(pid)
 }
 
 // execWithAS (args: BYTES PATH ARGV...) sets RLIMIT_AS to BYTES, soft and hard, and execs

@@ -621,3 +621,54 @@ func TestRlimitASDoesNotChangeHowAStartFailureExits(t *testing.T) {
 		}
 	}
 }
+
+// lateDaemon is an agent script (for sh -c, in host mode) whose daemon stops the init (as a
+// loaded machine would deschedule it), lets the agent exit and watches /proc for the agent to
+// have exited (a zombie, or gone) to write LATE to stdout and DIR/late, then lets the init go
+// on. It continues the init whenever the agent is in a ptrace stop, where a traced agent waits
+// for the init; with killInStop it first SIGKILLs the agent there, to end its held exit.
+func lateDaemon(dir string, killInStop bool) string {
+	onStop := `kill -CONT $init`
+	if killInStop {
+		onStop = `kill -KILL $main; kill -CONT $init`
+	}
+	return `main=$$ init=$PPID
+setsid sh -c '
+main=$1 init=$2 dir=$3
+kill -STOP $init
+: >"$dir/stopped"
+while :; do
+	state=gone
+	if read -r line <"/proc/$main/stat"; then set -- $line; state=$3; fi
+	case $state in
+	Z|gone) echo LATE; echo LATE >"$dir/late"; kill -CONT $init; exit 0;;
+	t) ` + onStop + `;;
+	esac
+done' daemon $main $init ` + dir + ` </dev/null 2>/dev/null &
+while [ ! -e ` + dir + `/stopped ]; do :; done
+exit 0`
+}
+
+// The agent's exit completes only after every other process is dead: a daemon that waits for
+// the agent to have exited, with the init held still in that window, never gets to write.
+// (Host mode only: as PID 1 the init cannot be stopped from inside; the code path is the same.)
+func TestDaemonCannotWriteAfterTheAgentExited(t *testing.T) {
+	for _, killInStop := range []bool{false, true} {
+		dir := t.TempDir()
+		r := runInit(t, hostMode, "--", "sh", "-c", lateDaemon(dir, killInStop))
+		_, err := os.Stat(filepath.Join(dir, "late"))
+		late := err == nil || strings.Contains(r.stdout, "LATE")
+		switch {
+		case !killInStop && late:
+			t.Errorf("the daemon wrote after the agent exited: stdout %q", r.stdout)
+		case !killInStop && r.code != 0:
+			t.Errorf("exit %d, want the agent's 0; stderr %q", r.code, r.stderr)
+		// The kernel drops a signal to a process already exiting, so the agent's held exit
+		// cannot be ended by another process; where one could, the exit must not count.
+		case killInStop && late && r.code != 128+int(syscall.SIGKILL):
+			t.Errorf("SIGKILL in the held exit: the daemon wrote after the agent exited and the exit is %d, want 137; stdout %q", r.code, r.stdout)
+		case killInStop && !late && r.code != 0 && r.code != 128+int(syscall.SIGKILL):
+			t.Errorf("SIGKILL in the held exit: exit %d, want 0 or 137; stderr %q", r.code, r.stderr)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -76,12 +78,15 @@ func descendants(root int) (map[int]bool, []procEntry) {
 	return tree, out
 }
 
-// killDescendants sends sig to every live descendant of root. A pid found in /proc may be
-// reaped and reused before it is signalled, so each one is pinned with a pidfd and its parent
-// re-checked while pinned: the signal then reaches that same process or nobody.
-func killDescendants(root int, sig syscall.Signal) {
+// killDescendants sends sig to every live descendant of root but the pids in except. A pid found in /proc may be reaped and reused before it is
+// signalled, so each one is pinned with a pidfd and its parent re-checked while pinned: the
+// signal then reaches that same process or nobody.
+func killDescendants(root int, sig syscall.Signal, except ...int) {
 	tree, procs := descendants(root)
 	for _, p := range procs {
+		if slices.Contains(except, p.pid) {
+			continue
+		}
 		fd, err := unix.PidfdOpen(p.pid, 0)
 		if err == unix.ENOSYS { // kernel < 5.3: accept the small reuse race
 			_ = syscall.Kill(p.pid, sig)
@@ -95,4 +100,49 @@ func killDescendants(root int, sig syscall.Signal) {
 		}
 		unix.Close(fd)
 	}
+}
+
+// procPIDs returns this process's pid and the pid of its child agentPid as /proc numbers
+// them: /proc may belong to another PID namespace (an init that is PID 1 of a namespace made
+// without its own /proc, as in tests). The child's is read from a pidfd's fdinfo there.
+func procPIDs(agentPid int) (self, agent int, err error) {
+	link, err := os.Readlink("/proc/self")
+	if err != nil {
+		return 0, 0, err
+	}
+	if self, err = strconv.Atoi(link); err != nil {
+		return 0, 0, errors.New("/proc/self is " + strconv.Quote(link))
+	}
+	if self == os.Getpid() {
+		return self, agentPid, nil
+	}
+	fd, err := unix.PidfdOpen(agentPid, 0)
+	if err != nil {
+		return 0, 0, &os.SyscallError{Syscall: "pidfd_open", Err: err}
+	}
+	defer unix.Close(fd)
+	info, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range bytes.Lines(info) {
+		if v, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
+			if agent, err = strconv.Atoi(string(bytes.TrimSpace(v))); err == nil && agent > 0 {
+				return self, agent, nil
+			}
+		}
+	}
+	return 0, 0, errors.New("no pid of the agent in its pidfd's fdinfo")
+}
+
+// liveOthers counts the live descendants of self (as /proc numbers them) other than agent.
+func liveOthers(self, agent int) int {
+	_, procs := descendants(self)
+	n := 0
+	for _, p := range procs {
+		if p.pid != agent {
+			n++
+		}
+	}
+	return n
 }

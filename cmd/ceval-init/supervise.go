@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,9 @@ func prewarmThreads(n int) {
 
 // run supervises cfg.argv to the end and returns the init's exit code.
 func run(cfg config) int {
+	// The agent is traced by the thread that starts it, and every ptrace request must come
+	// from that thread: this goroutine keeps it to the end.
+	runtime.LockOSThread()
 	started := time.Now()
 	// Handling SIGPIPE makes a closed stderr an error instead of a fatal signal. Handled
 	// (unlike ignored) signals are reset to their defaults in the child.
@@ -100,7 +104,7 @@ func run(cfg config) int {
 		}
 		stdin = fd
 	}
-	pid, err := start(cfg.argv, stdin, cfg.rlimitAS)
+	a, err := start(cfg.argv, stdin, cfg.rlimitAS)
 	if err != nil {
 		code := exitCannotExec
 		var se *startError
@@ -116,15 +120,14 @@ func run(cfg config) int {
 		deadline = time.After(cfg.timeout - time.Since(started))
 	}
 	timedOut := false
-	var status syscall.WaitStatus
-	for exited := false; !exited; {
+	for !a.ended() {
 		select {
 		case <-chld:
-			status, exited = reap(pid)
+			a.collect()
 		case s := <-sigs:
 			if s != syscall.SIGPIPE {
-				// The agent is unreaped until reap returns it, so pid cannot be reused yet.
-				_ = syscall.Kill(pid, s.(syscall.Signal))
+				// The agent is unreaped until collect reaps it, so its pid cannot be reused yet.
+				_ = syscall.Kill(a.pid, s.(syscall.Signal))
 			}
 		case <-deadline:
 			timedOut = true
@@ -135,19 +138,75 @@ func run(cfg config) int {
 		}
 	}
 
-	k.killRest(chld)
+	k.killOthers(a, chld)
+	a.release()
+	k.killRest(a, chld)
 	if timedOut {
 		logf("deadline " + cfg.timeout.String() + " reached; killed all processes")
 		return exitDeadline
 	}
-	return exitCode(status)
+	return a.exitCode()
 }
 
-// reap collects every child that has exited, orphans included, and reports whether the
-// agent (pid) was among them and with which status.
-func reap(pid int) (syscall.WaitStatus, bool) {
-	var agent syscall.WaitStatus
-	found := false
+// agent is the one child the init supervises. The init traces it (PTRACE_TRACEME before its
+// execve) for one reason: PTRACE_O_TRACEEXIT stops it inside its exit, before it is a zombie,
+// before its descriptors close, before anything else can see that it exited. The init then
+// kills and reaps every other process and only then lets the exit complete (killOthers,
+// release), so no process of the container outlives the agent's exit: whatever the agent
+// left (its output, its exit status, its files) is final when that exit is reported. Every
+// other stop is passed on: a signal is delivered as if untraced (a stop signal stops it only
+// for that moment: the legacy tracer cannot tell a group-stop from the signal), an exec goes on.
+type agent struct {
+	pid      int
+	exiting  bool               // held in its exit: status is the one it exits with
+	released bool               // its held exit was let go on
+	reaped   bool               // collected by wait
+	status   syscall.WaitStatus // its exit status, from the exit stop or its reaping
+	// cutShort: it was reaped while the init held its exit, before the init released it:
+	// another process SIGKILLed it there, and that process may have outlived its exit.
+	cutShort bool
+}
+
+// traceOptions: stop at exit; an exec stops as an event, not as a SIGTRAP the agent would
+// die of; if the init dies, the kernel kills the agent.
+const traceOptions = unix.PTRACE_O_TRACEEXIT | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
+
+// traceAgent takes the child pid, just started with PTRACE_TRACEME, at the SIGTRAP stop after
+// its execve, sets the trace options and lets it run.
+func traceAgent(pid int) (*agent, error) {
+	a := &agent{pid: pid}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &startError{exitCannotExec, errors.New("wait for the agent's exec: " + err.Error())}
+		}
+		break
+	}
+	if !ws.Stopped() { // killed before it ran (the supervisor's watch)
+		a.reaped, a.status = true, ws
+		return a, nil
+	}
+	if err := unix.PtraceSetOptions(pid, traceOptions); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return nil, &startError{exitCannotExec, errors.New("trace the agent's exit: " + err.Error())}
+	}
+	if err := unix.PtraceCont(pid, 0); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		return nil, &startError{exitCannotExec, errors.New("start the agent: " + err.Error())}
+	}
+	return a, nil
+}
+
+// ended reports whether the agent exited: held in its exit, or already reaped (a SIGKILL
+// ends a process without the exit stop).
+func (a *agent) ended() bool { return a.exiting || a.reaped }
+
+// collect reaps every child that has exited, orphans included, and handles the agent's stops.
+func (a *agent) collect() {
 	for {
 		var ws syscall.WaitStatus
 		wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
@@ -155,15 +214,58 @@ func reap(pid int) (syscall.WaitStatus, bool) {
 			continue
 		}
 		if err != nil || wpid <= 0 {
-			return agent, found
+			return
 		}
-		if wpid == pid {
-			agent, found = ws, true
+		if wpid != a.pid || a.reaped {
+			continue
+		}
+		switch {
+		case !ws.Stopped():
+			a.reaped = true
+			if a.exiting {
+				a.cutShort = !a.released
+			} else {
+				a.status = ws
+			}
+		case ws.TrapCause() == unix.PTRACE_EVENT_EXIT:
+			msg, err := unix.PtraceGetEventMsg(a.pid)
+			a.exiting, a.status = true, syscall.WaitStatus(msg)
+			if err != nil { // the stop ended under us: its status is unknown, count it killed
+				a.status = syscall.WaitStatus(syscall.SIGKILL)
+			}
+			if a.status.Signaled() && a.status.Signal() == syscall.SIGKILL {
+				// Killed (the OOM killer, the deadline): 137 is a failure whatever happens
+				// next, and holding it would keep its memory charged while the rest is killed.
+				a.release()
+			}
+		case ws.TrapCause() > 0: // an exec: go on
+			_ = unix.PtraceCont(a.pid, 0)
+		default: // a signal: deliver it
+			_ = unix.PtraceCont(a.pid, int(ws.StopSignal()))
 		}
 	}
 }
 
-// exitCode maps the agent's wait status to ours the way shells do.
+// release lets the agent's held exit complete.
+func (a *agent) release() {
+	if !a.exiting || a.released || a.reaped {
+		return
+	}
+	a.released = true
+	_ = unix.PtraceCont(a.pid, 0)
+}
+
+// exitCode maps the agent's exit to ours: its status as shells map it, or 128+SIGKILL when
+// its exit was cut short (see agent.cutShort).
+func (a *agent) exitCode() int {
+	if a.cutShort {
+		logf("the agent was killed while the init held its exit, before every other process was dead; its exit status is not reported")
+		return 128 + int(syscall.SIGKILL)
+	}
+	return exitCode(a.status)
+}
+
+// exitCode maps a wait status to ours the way shells do.
 func exitCode(ws syscall.WaitStatus) int {
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
@@ -192,15 +294,56 @@ func (k *killer) killAll(sig syscall.Signal) {
 	killDescendants(k.self, sig)
 }
 
+// killOthers SIGKILLs and reaps every process but the agent, held in its exit, until no other
+// is alive (or cleanupLimit passes); chld wakes it early. The agent is spared by pid (a
+// SIGKILL would end the stop of an exit that is not a group exit); where /proc is not this
+// PID namespace's (PID 1 in tests), kill(-1) is used, which the kernel drops for a process in
+// a group exit, the usual exit.
+func (k *killer) killOthers(a *agent, chld <-chan os.Signal) {
+	if !a.exiting || a.released || a.reaped {
+		return
+	}
+	self, agentPid, err := procPIDs(a.pid)
+	if err != nil {
+		logf(err.Error() + "; killing without checking that every other process is gone")
+	}
+	own := err == nil && self == os.Getpid()
+	limit := time.NewTimer(cleanupLimit)
+	defer limit.Stop()
+	for {
+		switch {
+		case own && k.pid1: // from 0: processes entered from outside the namespace too
+			killDescendants(0, syscall.SIGKILL, k.self, agentPid)
+		case own:
+			killDescendants(k.self, syscall.SIGKILL, agentPid)
+		default:
+			k.killAll(syscall.SIGKILL)
+		}
+		a.collect()
+		if err != nil || a.reaped || liveOthers(self, agentPid) == 0 {
+			return
+		}
+		select {
+		case <-chld:
+		case <-time.After(10 * time.Millisecond):
+		case <-limit.C:
+			logf("processes still running " + strconv.Itoa(int(cleanupLimit/time.Millisecond)) +
+				"ms after SIGKILL while the agent's exit was held; letting it go on")
+			return
+		}
+	}
+}
+
 // killRest SIGKILLs and reaps everything left after the agent exited, until no child is
 // left or cleanupLimit passes; chld wakes it early. Forwarded signals now go to no one.
-func (k *killer) killRest(chld <-chan os.Signal) {
+func (k *killer) killRest(a *agent, chld <-chan os.Signal) {
 	limit := time.NewTimer(cleanupLimit)
 	defer limit.Stop()
 	for {
 		k.killAll(syscall.SIGKILL)
-		reap(0)
-		if _, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil); err == syscall.ECHILD {
+		a.collect()
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err == unix.ECHILD {
 			return
 		}
 		select {
