@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,9 +105,33 @@ type Options struct {
 // fast, and the SIGTERM-ignoring attack outlives it by design.
 const grace = time.Second
 
-// hangGuard bounds one attack beyond its own timeout: a grader that blocks (on a FIFO, say)
-// is stopped and reported instead of hanging the suite.
+// hangGuard bounds one attack beyond its own budget (runBudget): a grader that blocks (on a
+// FIFO, say) is stopped and reported instead of hanging the suite. It covers what no budget
+// of the task bounds (the image's preflight, the snapshot, compiling the sandbox's modules),
+// so that a working ceval never meets it, however loaded the machine.
 const hangGuard = 90 * time.Second
+
+// runBudget is what a run of t may take by its own declarations: each of its agent runs
+// (iterations) with its timeout, its setup and after_agent steps and its executing criteria
+// with theirs. The hang guard starts only past it: a guard shorter than the budgets a task
+// declares cut wasm-pytest-hijack's grading (its pytest criterion may take 300 s) on a
+// loaded machine, with CPython compiled cold, at its agent timeout plus 90 s.
+func runBudget(t *task.Task) time.Duration {
+	round := t.Sandbox.Limits.Timeout
+	for _, st := range append(append([]task.Step{}, t.Setup...), t.AfterAgent...) {
+		round += st.Timeout
+	}
+	for i := range t.Criteria {
+		if c := &t.Criteria[i]; c.Executes() {
+			round += cmp.Or(c.Timeout, task.DefaultCheckTimeout)
+		}
+	}
+	rounds := 1
+	if t.Iterations != nil && t.Iterations.Max > 1 {
+		rounds = t.Iterations.Max
+	}
+	return time.Duration(rounds) * round
+}
 
 // Run runs the selected attacks one after another through supervisor.Run, each with a fresh
 // canary, and classifies them. The error is for failures before any attack could run
@@ -273,7 +298,8 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 			raced, raceErr = s.race(event, taskDir, canary)
 		}
 	}
-	actx, cancel := context.WithTimeout(ctx, t.Sandbox.Limits.Timeout+hangGuard)
+	budget := runBudget(t)
+	actx, cancel := context.WithTimeout(ctx, budget+hangGuard)
 	defer cancel()
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
 		RunsDir: runsDir, RunID: runID, Client: o.Client,
@@ -290,7 +316,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 		return done(Errored, 0, "selftest interrupted")
 	}
 	if runErr != nil && actx.Err() != nil {
-		runErr = fmt.Errorf("the run did not end within its timeout plus %s: %w", hangGuard, runErr)
+		runErr = fmt.Errorf("the run did not end within its budget (%s: timeouts of its agent, steps and executing criteria) plus %s: %w", budget, hangGuard, runErr)
 	}
 	var ie *supervisor.InputError
 	refused := errors.As(runErr, &ie)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/policy"
@@ -271,5 +272,43 @@ func TestGitTemplatesHideTheAnswerOutsideHEAD(t *testing.T) {
 				t.Errorf("HEAD's history holds the answer (or git failed: %v)", err)
 			}
 		})
+	}
+}
+
+// A run's hang guard starts past every budget its task declares: wasm-pytest-hijack's
+// pytest criterion may take 300 s, iterate-feedback-leak runs its agent and grades twice,
+// steps-break-after-agent has an after_agent step. The guard used to start at the agent's
+// timeout, and cut wasm-pytest-hijack's grading on a loaded machine (CPython compiled cold).
+func TestHangGuardStartsPastTheBudgetsTheTaskDeclares(t *testing.T) {
+	suite, err := Attacks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{
+		"wasm-pytest-hijack":      20*time.Second + 300*time.Second,
+		"iterate-feedback-leak":   2 * (20*time.Second + task.DefaultCheckTimeout),
+		"steps-break-after-agent": 20*time.Second + task.DefaultStepTimeout + 20*time.Second,
+	}
+	for _, a := range suite {
+		w, ok := want[a.Name]
+		if !ok {
+			continue
+		}
+		delete(want, a.Name)
+		dir := filepath.Join(t.TempDir(), a.Name)
+		if err := materialize(a, dir, NewCanary()); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runBudget(tk); got != w {
+			t.Errorf("%s: budget %v, want %v", a.Name, got, w)
+		}
+		tk.Close()
+	}
+	for name := range want {
+		t.Errorf("attack %s is not in the suite", name)
 	}
 }

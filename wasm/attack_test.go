@@ -301,12 +301,22 @@ func TestOutputFloodIsCutAtTheCap(t *testing.T) {
 			for _, stream := range []string{"stdout", "stderr"} {
 				script := "flood " + stream
 				if name == "toolbox" {
-					script = "while true; do echo yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy; done"
+					// A 64 KiB line, so the endless loop passes the 1 MiB cap in 17 writes:
+					// the interpreted shell under wazero runs ~3,000 loop turns a second
+					// unloaded, and 49-byte lines took 6.6 s to reach the cap (over the
+					// 20 s timeout at load 11-17). Now 0.45 s unloaded, 1.2-5.3 s at load 11.
+					redirect := ""
 					if stream == "stderr" {
-						script = "while true; do echo yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy >&2; done"
+						redirect = " >&2"
 					}
+					script = "x=yyyyyyyyyyyyyyyy; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do x=$x$x; done; " +
+						"while true; do echo $x" + redirect + "; done"
 				}
+				// The flood ends at the cap whatever the timeout; the timeout only ends a
+				// run whose cap never cuts (the details then name it, and the test fails),
+				// so it is long: a loaded machine never meets it while the cap works.
 				c := command(script)
+				c.Timeout = 2 * time.Minute
 				r, score, details := runScript(t, e, c, s, nil)
 				got := len(r.Stdout)
 				if stream == "stderr" {

@@ -179,7 +179,7 @@ func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapsho
 	if r == nil {
 		r = &runReply{}
 	}
-	t.Logf("%q: score %v, details %s", c.Command, score, details)
+	t.Logf("%q: score %v, wall %v, details %.300s", c.Command, score, r.Wall, details)
 	return r, score, details
 }
 

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +155,27 @@ func TestPytestImportsTheTaskWheels(t *testing.T) {
 	s := workspace(t, map[string]string{"solution.py": goodSolution}, nil)
 	if _, score, details := runScript(t, e, c, s, nil); score != 1 || !strings.Contains(details, "21/21 passed") {
 		t.Errorf("score %v, want 1 with 21 tests (details %s)", score, details)
+	}
+}
+
+// A worker's first pytest run compiles pytest's packages to bytecode before the run's timer
+// starts (20-35 s at load 6-10). ceval used to wait only the run's timeout plus runGrace,
+// killed the worker mid-compile on a loaded machine and scored a correct solution 0. Here
+// runGrace is 1 ms and the timeout 1 ms, so that any compile outlasts them: the run must
+// still be answered, by the sandbox's own timeout.
+func TestFirstPytestRunIsNotKilledWhileItsPackagesCompile(t *testing.T) {
+	_, c := pytestTask(t)
+	c.Timeout = time.Millisecond
+	old := runGrace
+	runGrace = time.Millisecond
+	t.Cleanup(func() { runGrace = old })
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{"solution.py": goodSolution}, nil)
+	r, score, details, err := e.execute(context.Background(), c, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r == nil || r.Limit != limitTimeout || score != 0 {
+		t.Fatalf("reply %v, score %v, details %q: want the sandbox's own timeout, not a killed worker", r != nil, score, details)
 	}
 }

@@ -104,7 +104,10 @@ type worker struct {
 	reference *task.Dir       // the reference whose view is loaded
 	task      string          // graderFilesKey of the loaded task view
 	pylib     bool            // pytest's packages are loaded
-	pkgs      string          // python_packages loaded, comma-joined
+	// pylibCompiled: a pytest run was answered, so the worker has compiled (or tried to
+	// compile) pytest's packages, which it does once.
+	pylibCompiled bool
+	pkgs          string // python_packages loaded, comma-joined
 }
 
 // workerSysProcAttr isolates the worker: its own process group (a terminal's signals go to
