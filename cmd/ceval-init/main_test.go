@@ -626,16 +626,23 @@ func TestRlimitASDoesNotChangeHowAStartFailureExits(t *testing.T) {
 // loaded machine would deschedule it), lets the agent exit and watches /proc for the agent to
 // have exited (a zombie, or gone) to write LATE to stdout and DIR/late, then lets the init go
 // on. It continues the init whenever the agent is in a ptrace stop, where a traced agent waits
-// for the init; with killInStop it first SIGKILLs the agent there, to end its held exit.
-func lateDaemon(dir string, killInStop bool) string {
+// for the init; with killInStop it first SIGKILLs the agent there, to end its held exit;
+// with starve it first lowers the init's RLIMIT_NOFILE to 1, so the init cannot list /proc
+// (as the agent's UID can: the init runs as the same UID).
+func lateDaemon(dir string, killInStop, starve bool) string {
 	onStop := `kill -CONT $init`
 	if killInStop {
 		onStop = `kill -KILL $main; kill -CONT $init`
 	}
+	starveInit := ""
+	if starve {
+		starveInit = `prlimit --pid $init --nofile=1:1 || exit 1
+`
+	}
 	return `main=$$ init=$PPID
 setsid sh -c '
 main=$1 init=$2 dir=$3
-kill -STOP $init
+` + starveInit + `kill -STOP $init
 : >"$dir/stopped"
 while :; do
 	state=gone
@@ -655,7 +662,7 @@ exit 0`
 func TestDaemonCannotWriteAfterTheAgentExited(t *testing.T) {
 	for _, killInStop := range []bool{false, true} {
 		dir := t.TempDir()
-		r := runInit(t, hostMode, "--", "sh", "-c", lateDaemon(dir, killInStop))
+		r := runInit(t, hostMode, "--", "sh", "-c", lateDaemon(dir, killInStop, false))
 		_, err := os.Stat(filepath.Join(dir, "late"))
 		late := err == nil || strings.Contains(r.stdout, "LATE")
 		switch {
@@ -670,5 +677,21 @@ func TestDaemonCannotWriteAfterTheAgentExited(t *testing.T) {
 		case killInStop && !late && r.code != 0 && r.code != 128+int(syscall.SIGKILL):
 			t.Errorf("SIGKILL in the held exit: exit %d, want 0 or 137; stderr %q", r.code, r.stderr)
 		}
+	}
+}
+
+// A daemon that starves the init of descriptors (prlimit on a process of the same UID) before
+// the agent exits blinds its /proc walk: "no process found" must not pass for "every process
+// dead". The init then cannot vouch for the exit and reports 137, never the agent's 0.
+func TestDaemonThatStarvesTheInitOfDescriptorsCannotPassALateWrite(t *testing.T) {
+	dir := t.TempDir()
+	r := runInit(t, hostMode, "--", "sh", "-c", lateDaemon(dir, false, true))
+	_, err := os.Stat(filepath.Join(dir, "late"))
+	late := err == nil || strings.Contains(r.stdout, "LATE")
+	if _, serr := os.Stat(filepath.Join(dir, "stopped")); serr != nil {
+		t.Fatalf("the daemon never ran (prlimit failed?): exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r.code != 128+int(syscall.SIGKILL) {
+		t.Errorf("exit %d (late write: %v), want 137: an init that could not see every process must not report the agent's exit; stderr %q", r.code, late, r.stderr)
 	}
 }

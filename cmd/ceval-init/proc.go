@@ -40,14 +40,18 @@ func readStat(pid int) (procEntry, bool) {
 }
 
 // descendants lists the live processes whose ancestry leads to root, from a /proc walk.
-// The set includes root itself.
-func descendants(root int) (map[int]bool, []procEntry) {
+// The set includes root itself. An error means /proc could not be listed (a process of the
+// container may have lowered our RLIMIT_NOFILE): who is alive is then unknown, never "nobody".
+func descendants(root int) (map[int]bool, []procEntry, error) {
 	dir, err := os.Open("/proc")
 	if err != nil {
-		return nil, nil
+		return nil, nil, err
 	}
-	names, _ := dir.Readdirnames(-1)
+	names, err := dir.Readdirnames(-1)
 	dir.Close()
+	if err != nil {
+		return nil, nil, err
+	}
 	children := make(map[int][]procEntry)
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
@@ -75,14 +79,14 @@ func descendants(root int) (map[int]bool, []procEntry) {
 			}
 		}
 	}
-	return tree, out
+	return tree, out, nil
 }
 
 // killDescendants sends sig to every live descendant of root but the pids in except. A pid found in /proc may be reaped and reused before it is
 // signalled, so each one is pinned with a pidfd and its parent re-checked while pinned: the
 // signal then reaches that same process or nobody.
 func killDescendants(root int, sig syscall.Signal, except ...int) {
-	tree, procs := descendants(root)
+	tree, procs, _ := descendants(root) // unreadable: nobody to signal by pid (see killOthers)
 	for _, p := range procs {
 		if slices.Contains(except, p.pid) {
 			continue
@@ -136,13 +140,16 @@ func procPIDs(agentPid int) (self, agent int, err error) {
 }
 
 // liveOthers counts the live descendants of self (as /proc numbers them) other than agent.
-func liveOthers(self, agent int) int {
-	_, procs := descendants(self)
+func liveOthers(self, agent int) (int, error) {
+	_, procs, err := descendants(self)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, p := range procs {
 		if p.pid != agent {
 			n++
 		}
 	}
-	return n
+	return n, nil
 }

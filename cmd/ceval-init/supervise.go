@@ -165,6 +165,10 @@ type agent struct {
 	// cutShort: it was reaped while the init held its exit, before the init released it:
 	// another process SIGKILLed it there, and that process may have outlived its exit.
 	cutShort bool
+	// unverified: the init could not confirm that every other process was dead before it
+	// let the exit go on (/proc unreadable, or processes left at cleanupLimit): something
+	// may have outlived the exit, so its status is not reported (fail closed, as cutShort).
+	unverified bool
 }
 
 // traceOptions: stop at exit; an exec stops as an event, not as a SIGTRAP the agent would
@@ -262,6 +266,10 @@ func (a *agent) exitCode() int {
 		logf("the agent was killed while the init held its exit, before every other process was dead; its exit status is not reported")
 		return 128 + int(syscall.SIGKILL)
 	}
+	if a.unverified {
+		logf("the init could not confirm that every other process was dead before the agent's exit completed; its exit status is not reported")
+		return 128 + int(syscall.SIGKILL)
+	}
 	return exitCode(a.status)
 }
 
@@ -305,7 +313,7 @@ func (k *killer) killOthers(a *agent, chld <-chan os.Signal) {
 	}
 	self, agentPid, err := procPIDs(a.pid)
 	if err != nil {
-		logf(err.Error() + "; killing without checking that every other process is gone")
+		logf(err.Error() + "; killing without being able to check that every other process is gone")
 	}
 	own := err == nil && self == os.Getpid()
 	limit := time.NewTimer(cleanupLimit)
@@ -316,19 +324,36 @@ func (k *killer) killOthers(a *agent, chld <-chan os.Signal) {
 			killDescendants(0, syscall.SIGKILL, k.self, agentPid)
 		case own:
 			killDescendants(k.self, syscall.SIGKILL, agentPid)
-		default:
+		}
+		if k.pid1 || !own {
+			// Needs no /proc and no descriptor, so a process that starved ours (RLIMIT_NOFILE)
+			// dies too; the kernel drops it for the agent in its group exit, and one that is
+			// not is cut short (137).
 			k.killAll(syscall.SIGKILL)
 		}
 		a.collect()
-		if err != nil || a.reaped || liveOthers(self, agentPid) == 0 {
+		if err != nil {
+			a.unverified = true
+			return
+		}
+		if a.reaped {
+			return
+		}
+		n, lerr := liveOthers(self, agentPid)
+		if lerr == nil && n == 0 {
 			return
 		}
 		select {
 		case <-chld:
 		case <-time.After(10 * time.Millisecond):
 		case <-limit.C:
-			logf("processes still running " + strconv.Itoa(int(cleanupLimit/time.Millisecond)) +
-				"ms after SIGKILL while the agent's exit was held; letting it go on")
+			why := "processes still running"
+			if lerr != nil {
+				why = "/proc unreadable (" + lerr.Error() + ")"
+			}
+			logf(why + " " + strconv.Itoa(int(cleanupLimit/time.Millisecond)) +
+				"ms after SIGKILL while the agent's exit was held; letting it go on, its status unreported")
+			a.unverified = true
 			return
 		}
 	}
@@ -412,7 +437,7 @@ func watchSupervisor(f *os.File, k *killer) {
 	if !k.pid1 {
 		// As PID 1 our exit kills the rest of the namespace; elsewhere nothing would.
 		for end := time.Now().Add(cleanupLimit); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if _, live := descendants(k.self); len(live) == 0 {
+			if _, live, err := descendants(k.self); err == nil && len(live) == 0 {
 				break
 			}
 			k.killAll(syscall.SIGKILL)
