@@ -112,6 +112,13 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
+	if over == "" {
+		// The home is the agent's (and capped): one it filled, or whose .ceval it made
+		// unwritable, ends its iterations with the grade it has, never an ERROR of ceval's.
+		if err := writeFollowUpPrompt(r.home, prompt); err != nil {
+			over = "the follow-up prompt could not be written into the agent's home: " + err.Error()
+		}
+	}
 	it.Over = over
 	res.Iterations = append(res.Iterations, it)
 	res.IterationsUsed = n
@@ -121,9 +128,6 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 	}
 	if over != "" {
 		return false, nil
-	}
-	if err := writeFollowUpPrompt(r.home, prompt); err != nil {
-		return false, &InfraError{fmt.Errorf("write the follow-up prompt into the agent's home: %w", err)}
 	}
 	argv, err := FollowUpArgv(t, prompt)
 	if err != nil {

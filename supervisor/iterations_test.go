@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
+	"golang.org/x/sys/unix"
 )
 
 // runIterFake runs doc (a command-agent task) on rt without a daemon.
@@ -198,5 +200,39 @@ func TestSimulatedUserNeverSeesACredentialTheAgentPrinted(t *testing.T) {
 	}
 	if strings.Contains(string(calls), secret) || !strings.Contains(string(calls), "my key is [REDACTED]") {
 		t.Fatalf("simulated user calls:\n%s", calls)
+	}
+}
+
+// TestAgentThatFillsItsHomeKeepsItsFailureNotError: after a failing iteration, ceval writes
+// the follow-up prompt into the agent's home, which the agent owns and which is capped. An
+// agent that filled it (here a tiny tmpfs over the home, filled to ENOSPC, with .ceval gone)
+// ends its iterations with the FAILURE it earned: the run must not become an ERROR that
+// leaves it out of the pass rate and gives it a re-run.
+func TestAgentThatFillsItsHomeKeepsItsFailureNotError(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs")
+	}
+	runs := 0
+	rt := &fakeRuntime{}
+	rt.agent = func(ws, home string) (*Outcome, error) {
+		runs++
+		if err := unix.Mount("tmpfs", home, "tmpfs", 0, "size=64k,nr_inodes=16"); err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { unix.Unmount(home, unix.MNT_DETACH) })
+		for i := 0; ; i++ {
+			if err := os.WriteFile(filepath.Join(home, fmt.Sprintf("fill-%d", i)), make([]byte, 4096), 0o644); err != nil {
+				break
+			}
+		}
+		return exited(0), nil
+	}
+	res, err := runIterFake(t, rt, agentTask("iter", "true", "  - {type: file_exists, path: hello.txt, description: hello.txt exists}\n",
+		"iterations: {max: 3, feedback: descriptions}\n"))
+	if err != nil {
+		t.Fatalf("err %v: an agent that filled its home made the run fail", err)
+	}
+	if res.Status != "FAILURE" || runs != 1 || res.IterationsUsed != 1 || !strings.Contains(res.Iterations[0].Over, "follow-up prompt could not be written") {
+		t.Fatalf("status %s after %d runs, iterations %+v; want FAILURE after 1, its iterations over", res.Status, runs, res.Iterations)
 	}
 }
