@@ -2,10 +2,13 @@ package supervisor
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -89,7 +92,14 @@ func HiddenMaterial(t *task.Task) ([][]byte, error) {
 			case !f.IsExported(), f.Name == "Type", f.Name == "Description", f.Name == "Path", f.Name == "Alias":
 				continue
 			}
-			collectStrings(v.Field(i), &out, 0)
+			collectStrings(v.Field(i), &out, 0, false)
+		}
+	}
+	// Details quote what they show (Go's %q, JSON): a multi-line expected output appears
+	// there escaped, never as its raw bytes. Cut those forms too.
+	for _, h := range slices.Clone(out) {
+		for _, f := range quotedForms(h) {
+			out = append(out, f)
 		}
 	}
 	total := int64(0)
@@ -133,13 +143,41 @@ func HiddenMaterial(t *task.Task) ([][]byte, error) {
 	return out, nil
 }
 
+// quotedForms are the forms in which h appears inside a detail that quotes it: Go's %q and
+// JSON, each also without its surrounding quotes; none when they equal h.
+func quotedForms(h []byte) [][]byte {
+	var out [][]byte
+	add := func(q string) {
+		for _, f := range []string{q, strings.TrimSuffix(strings.TrimPrefix(q, `"`), `"`)} {
+			if f != string(h) && f != "" {
+				out = append(out, []byte(f))
+			}
+		}
+	}
+	add(strconv.Quote(string(h)))
+	if j, err := json.Marshal(string(h)); err == nil {
+		add(string(j))
+	}
+	return out
+}
+
 // collectStrings appends every string below v: fields, slices, maps, pointers and
 // interfaces (a decoded JSON Schema), to a bounded depth; open files are not read here.
-func collectStrings(v reflect.Value, out *[][]byte, depth int) {
+// Below an interface (a decoded YAML/JSON value, such as json_check's expected) numbers and
+// booleans are expected values too: they are appended as a detail prints them.
+func collectStrings(v reflect.Value, out *[][]byte, depth int, dynamic bool) {
 	if depth > 12 || !v.IsValid() {
 		return
 	}
 	switch v.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		if dynamic {
+			*out = append(*out, []byte(fmt.Sprint(v.Interface())))
+			if j, err := json.Marshal(v.Interface()); err == nil {
+				*out = append(*out, j)
+			}
+		}
 	case reflect.String:
 		if s := v.String(); s != "" {
 			*out = append(*out, []byte(s))
@@ -152,22 +190,22 @@ func collectStrings(v reflect.Value, out *[][]byte, depth int) {
 			return
 		}
 		for i := 0; i < v.Len(); i++ {
-			collectStrings(v.Index(i), out, depth+1)
+			collectStrings(v.Index(i), out, depth+1, dynamic)
 		}
 	case reflect.Map:
 		it := v.MapRange()
 		for it.Next() {
-			collectStrings(it.Key(), out, depth+1)
-			collectStrings(it.Value(), out, depth+1)
+			collectStrings(it.Key(), out, depth+1, dynamic)
+			collectStrings(it.Value(), out, depth+1, dynamic)
 		}
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			collectStrings(v.Elem(), out, depth+1)
+			collectStrings(v.Elem(), out, depth+1, dynamic || v.Kind() == reflect.Interface)
 		}
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).IsExported() {
-				collectStrings(v.Field(i), out, depth+1)
+				collectStrings(v.Field(i), out, depth+1, dynamic)
 			}
 		}
 	}

@@ -1,12 +1,15 @@
 package supervisor
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
 
@@ -97,5 +100,41 @@ func TestCutHiddenCutsRunsAndShortWords(t *testing.T) {
 		if got := cutHidden(c.in, hidden); got != c.want {
 			t.Errorf("cutHidden(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// Details quote what they show: a json_check's numeric expected value and a multi-line
+// expected output (escaped by %q) must be cut from a details follow-up like any raw string.
+func TestFollowUpDetailsCutQuotedAndNumericExpectations(t *testing.T) {
+	criteria := "  - {type: json_check, path: r.json, description: the answer is right, assertions: [{expression: answer, operator: equals, expected: 1234.5}]}\n" +
+		"  - {type: file_contains, path: out.txt, description: the output is the sequence, includes: [\"3\\n1\\n4\\n1\\n5\\n9\\n2\\n6\\n\"]}\n"
+	tk := loadIterTask(t, task.FeedbackDetails, criteria)
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "r.json"), []byte(`{"answer": 7}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "out.txt"), []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := snapshot.Take(ws, filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grader.Grade(context.Background(), tk, snap, grader.Options{})
+	// The grader's own quoting of a multi-line expected output (as run_command prints it).
+	g.Criteria = append(g.Criteria, grader.CriterionResult{Description: "stdout is the sequence",
+		Details: fmt.Sprintf("stdout %q does not match (exact) %q", "0\n", "3\n1\n4\n1\n5\n9\n2\n6\n")})
+	hidden, err := HiddenMaterial(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := FeedbackPrompt(tk, g, hidden)
+	for _, s := range []string{"1234.5", `3\n1\n4\n1`, `1\n5\n9\n2\n6`} {
+		if strings.Contains(p, s) {
+			t.Errorf("the follow-up prompt reveals %q:\n%s", s, p)
+		}
+	}
+	if !strings.Contains(p, "the answer is right") || !strings.Contains(p, "got 7") && !strings.Contains(p, "7") {
+		t.Errorf("the failed check or what the agent wrote is missing:\n%s", p)
 	}
 }
