@@ -179,6 +179,10 @@ type loader struct {
 	files map[string][]byte
 	// baseDirs are the handles grader files are read through, by directory (baseDir).
 	baseDirs map[string]*Dir
+	// wheels are the python_wheels unpacked so far, by sha256, so a wheel named by many
+	// criteria is unpacked (and held) once; wheelBytes is what they hold in all.
+	wheels     map[string]*Wheel
+	wheelBytes int64
 }
 
 // base returns the directory a path written at n resolves in, and its root.

@@ -45,6 +45,9 @@ const (
 	MaxWheelFiles     = 10_000
 	MaxWheelFileBytes = 16 << 20
 	MaxWheelBytes     = 64 << 20
+	// MaxTaskWheelBytes bounds the distinct wheels of one task unpacked together (each is
+	// held in memory until the task is closed).
+	MaxTaskWheelBytes = 128 << 20
 	// maxWheelRatio bounds how much one entry may inflate: pure-Python source compresses
 	// about 3-5x; a ratio this high is a bomb.
 	maxWheelRatio = 200
@@ -84,12 +87,10 @@ func (l *loader) pythonWheels(n *yaml.Node, what string, dst *[]*Wheel) {
 			l.errorf(resolve(sumNode), "%s: %s has sha256 %x, not the pinned %s", iw, filepath.Base(p), got, sum)
 			return
 		}
-		w, err := UnpackWheel(filepath.Base(p), data)
-		if err != nil {
-			l.errorf(resolve(pathNode), "%s: %v", iw, err)
+		w, ok := l.unpackWheel(pathNode, iw, p, sum, data)
+		if !ok {
 			return
 		}
-		w.Path, w.SHA256, w.node = p, sum, resolve(pathNode)
 		for _, other := range *dst {
 			if other.SHA256 == w.SHA256 {
 				return
@@ -103,6 +104,37 @@ func (l *loader) pythonWheels(n *yaml.Node, what string, dst *[]*Wheel) {
 		}
 		*dst = append(*dst, w)
 	})
+}
+
+// unpackWheel unpacks the wheel data (checked against sum) once per task: a wheel named
+// again shares the files of the first, and the task's distinct wheels are bounded together
+// (MaxTaskWheelBytes), so a small bomb named by a hundred criteria is not held a hundred times.
+func (l *loader) unpackWheel(pathNode *yaml.Node, iw, p, sum string, data []byte) (*Wheel, bool) {
+	if cached, ok := l.wheels[sum]; ok {
+		w := *cached
+		w.Path, w.node = p, resolve(pathNode)
+		return &w, true
+	}
+	w, err := UnpackWheel(filepath.Base(p), data)
+	if err != nil {
+		l.errorf(resolve(pathNode), "%s: %v", iw, err)
+		return nil, false
+	}
+	var n int64
+	for _, f := range w.Files {
+		n += int64(len(f.Data))
+	}
+	if l.wheelBytes+n > MaxTaskWheelBytes {
+		l.errorf(resolve(pathNode), "%s: %s unpacks to %d MiB, past the %d MiB the task's wheels may hold together", iw, filepath.Base(p), (l.wheelBytes+n)>>20, MaxTaskWheelBytes>>20)
+		return nil, false
+	}
+	l.wheelBytes += n
+	w.Path, w.SHA256, w.node = p, sum, resolve(pathNode)
+	if l.wheels == nil {
+		l.wheels = map[string]*Wheel{}
+	}
+	l.wheels[sum] = w
+	return w, true
 }
 
 // UnpackWheel reads a wheel archive (named name) in memory and returns the files it

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"hash/crc32"
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -179,5 +180,53 @@ func TestPythonWheelOverlappingPythonPackagesIsAnError(t *testing.T) {
 	_, err := Load(writeTask(t, doc, map[string]string{"wheels/purepkg-1.0-py3-none-any.whl": string(data)}))
 	if err == nil || !strings.Contains(err.Error(), "python_packages also names") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A wheel named by many criteria is unpacked and held once (a small bomb named a hundred
+// times must not be held a hundred times), and the task's distinct wheels are bounded
+// together.
+func TestPythonWheelNamedManyTimesIsHeldOnceAndTheTasksWheelsAreBounded(t *testing.T) {
+	mib := strings.Repeat("\x00", 1<<20)
+	bomb := func(mod string, n int) []byte {
+		entries := []wheelEntry{
+			{name: mod + "/__init__.py", data: "X = 7\n"},
+			{name: mod + "-1.0.dist-info/METADATA", data: "Name: " + mod + "\nVersion: 1.0\n"},
+			{name: mod + "-1.0.dist-info/WHEEL", data: pureWheelMeta},
+		}
+		for i := 0; i < n; i++ {
+			entries = append(entries, wheelEntry{name: mod + "/blob" + strconv.Itoa(i) + ".bin", data: mib})
+		}
+		return buildWheel(t, entries...)
+	}
+	one := bomb("bombmod", 8)
+	doc := "task_id: t1\ninitial_prompt: do it\nsuccess_criteria:\n"
+	for i := 0; i < 20; i++ {
+		doc += "  - {type: run_command, command: \"python3 -c 'import bombmod'\", python_wheels: [{path: wheels/bombmod-1.0-py3-none-any.whl, sha256: " + sum(one) + "}]}\n"
+	}
+	tk, err := Load(writeTask(t, doc, map[string]string{"wheels/bombmod-1.0-py3-none-any.whl": string(one)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := &tk.Criteria[0].PythonWheels[0].Files[3].Data[0]
+	for i, c := range tk.Criteria {
+		if len(c.PythonWheels) != 1 || &c.PythonWheels[0].Files[3].Data[0] != first {
+			t.Fatalf("criterion %d holds its own unpacked copy of the wheel", i)
+		}
+	}
+	tk.Close()
+
+	files := map[string]string{}
+	doc = "task_id: t1\ninitial_prompt: do it\npython_wheels:\n"
+	for _, mod := range []string{"bomba", "bombb", "bombc"} {
+		w := bomb(mod, 50)
+		name := mod + "-1.0-py3-none-any.whl"
+		files["wheels/"+name] = string(w)
+		doc += "  - {path: wheels/" + name + ", sha256: " + sum(w) + "}\n"
+	}
+	doc += "success_criteria:\n  - {type: run_command, command: \"python3 -c 'import bomba'\"}\n"
+	_, err = Load(writeTask(t, doc, files))
+	if err == nil || !strings.Contains(err.Error(), "task.yaml:6:") || !strings.Contains(err.Error(), "wheels may hold together") {
+		t.Fatalf("err = %v, want the third wheel refused at its line", err)
 	}
 }
