@@ -134,6 +134,12 @@ func unpack(r io.Reader, staging string, lim snapshot.Limits) (*unpacked, error)
 		case pathBytes > lim.MaxPathBytes:
 			u.stop(fmt.Sprintf("path cap of %d bytes reached in the workspace stream; stopped", lim.MaxPathBytes), "path_bytes")
 			return u, nil
+		case !namesFit(name):
+			u.refuse(name, "a path component longer than 255 bytes (no filesystem holds it); refused")
+			continue
+		case h.Typeflag == tar.TypeSymlink && (h.Linkname == "" || len(h.Linkname) >= 4096 || strings.ContainsRune(h.Linkname, 0)):
+			u.refuse(name, "a symbolic link with an empty, overlong or NUL-holding target (no filesystem holds it); refused")
+			continue
 		case seen[name]:
 			u.refuse(name, "appears twice in the stream; the later entry refused")
 			continue
@@ -192,6 +198,18 @@ func unpack(r io.Reader, staging string, lim snapshot.Limits) (*unpacked, error)
 			u.refuse(name, fmt.Sprintf("tar entry type %q (device or unsupported) is never made; refused", h.Typeflag))
 		}
 	}
+}
+
+// namesFit reports whether every component of the slash path name fits a directory entry
+// (NAME_MAX, 255 bytes): a forged stream's longer one is refused as the stream's fault, not
+// failed on as staging's.
+func namesFit(name string) bool {
+	for _, c := range strings.Split(name, "/") {
+		if len(c) > 255 {
+			return false
+		}
+	}
+	return true
 }
 
 // entryName cleans a tar name to a slash path relative to the workspace ("." for the root);

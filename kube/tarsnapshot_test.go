@@ -222,3 +222,22 @@ func TestTarSnapshotNeverKeepsAFileCutShortByTheStream(t *testing.T) {
 		t.Errorf("truncated %v root omitted %q", s.Truncated, s.RootOmitted)
 	}
 }
+
+// A forged stream's entries no filesystem can hold (an overlong name, a link with an empty
+// target) are the stream's fault: refused with a note, never a staging error that would end
+// the run as ERROR.
+func TestTarSnapshotRefusesEntriesNoFilesystemHolds(t *testing.T) {
+	long := strings.Repeat("n", 300)
+	s := snapTar(t, tarStream(t,
+		tarEntry{name: "ok", typ: tar.TypeReg, body: "fine"},
+		tarEntry{name: long, typ: tar.TypeReg, body: "x"},
+		tarEntry{name: "d/" + long, typ: tar.TypeDir},
+		tarEntry{name: "empty-link", typ: tar.TypeSymlink, link: ""},
+	), snapshot.Limits{})
+	if _, ok := entry(s, "ok"); !ok {
+		t.Error("the valid file was not kept")
+	}
+	if !noted(s, long, "255 bytes") || !noted(s, "empty-link", "empty") {
+		t.Errorf("notes %v", s.Notes)
+	}
+}
