@@ -92,6 +92,7 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 	// Each run's scratch workspace, once its agent runs: the test tells the calm agent to
 	// start calling once the flood is on, and the flooder to stop once the calm agent is done.
 	workspaces := [2]chan string{make(chan string, 1), make(chan string, 1)}
+	runDone := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 	var wg sync.WaitGroup
 	results := make([]*record.Result, 2)
 	errs := make([]error, 2)
@@ -99,6 +100,7 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(runDone[i])
 			var ws string
 			progress := func(ev string, f map[string]any) {
 				switch ev {
@@ -113,7 +115,7 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 	}
 	coordinated := make(chan string, 1)
 	go func() {
-		coordinated <- coordinate(<-workspaces[0], <-workspaces[1])
+		coordinated <- coordinate(<-workspaces[0], <-workspaces[1], runDone[1])
 	}()
 	wg.Wait()
 	for i, name := range []string{"flooder", "calm"} {
@@ -178,7 +180,7 @@ func TestAgentFloodingItsGatewayDoesNotStallAnotherRun(t *testing.T) {
 // flooder floods and the calm agent is ready, the calm agent may call; once it is done, the
 // flooder may stop. It returns what went wrong ("" when nothing did); either way both
 // agents are released, so both runs end.
-func coordinate(floodWS, calmWS string) string {
+func coordinate(floodWS, calmWS string, calmDone <-chan struct{}) string {
 	defer os.WriteFile(filepath.Join(floodWS, "stop"), nil, 0o644)
 	defer os.WriteFile(filepath.Join(calmWS, "go"), nil, 0o644)
 	wait := func(what string, limit time.Duration, done func() bool) string {
@@ -204,7 +206,14 @@ func coordinate(floodWS, calmWS string) string {
 	// Each call may take callBound before the agent's own timeout ends it: wait for all 20
 	// at their slowest, so that slow calls are judged call by call below (with their
 	// durations), not cut off here as a bare timeout.
+	// The calm run may end (its scratch workspace snapshotted and unmounted) between two
+	// looks: its end ends the wait too, and its snapshot is judged after.
 	return wait("the calm agent's 20 calls", 20*(callBound+time.Second)+time.Minute, func() bool {
+		select {
+		case <-calmDone:
+			return true
+		default:
+		}
 		data, _ := os.ReadFile(filepath.Join(calmWS, "out.txt"))
 		return strings.Contains(string(data), "calls=20")
 	})
