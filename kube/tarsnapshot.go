@@ -26,7 +26,10 @@ import (
 // was not reproduced (a refused entry, a device, a stream cut by a cap or an error) marks
 // the root Omitted, so no name ever looks absent because of the transport.
 func SnapshotTar(r io.Reader, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
-	lim = fillLimits(lim)
+	lim, err := lim.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
 	staging, err := os.MkdirTemp(filepath.Dir(dst), ".tar-staging-")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of tar stream: %w", err)
@@ -49,27 +52,6 @@ func SnapshotTar(r io.Reader, dst string, lim snapshot.Limits) (*snapshot.Snapsh
 		s.LimitsHit = append(s.LimitsHit, u.limitHit)
 	}
 	return s, nil
-}
-
-// fillLimits gives zero fields snapshot's defaults (negative ones are Take's to refuse).
-func fillLimits(l snapshot.Limits) snapshot.Limits {
-	d := snapshot.DefaultLimits()
-	if l.MaxFileBytes == 0 {
-		l.MaxFileBytes = d.MaxFileBytes
-	}
-	if l.MaxTotalBytes == 0 {
-		l.MaxTotalBytes = d.MaxTotalBytes
-	}
-	if l.MaxEntries == 0 {
-		l.MaxEntries = d.MaxEntries
-	}
-	if l.MaxDepth == 0 {
-		l.MaxDepth = d.MaxDepth
-	}
-	if l.MaxPathBytes == 0 {
-		l.MaxPathBytes = d.MaxPathBytes
-	}
-	return l
 }
 
 // unpacked is what unpack could not reproduce.

@@ -43,8 +43,8 @@ func DefaultLimits() Limits {
 	}
 }
 
-// withDefaults fills zero fields from DefaultLimits and refuses negative ones.
-func (l Limits) withDefaults() (Limits, error) {
+// WithDefaults fills zero fields from DefaultLimits and refuses negative ones.
+func (l Limits) WithDefaults() (Limits, error) {
 	d := DefaultLimits()
 	if l.MaxFileBytes < 0 || l.MaxTotalBytes < 0 || l.MaxEntries < 0 || l.MaxDepth < 0 || l.MaxPathBytes < 0 {
 		return l, fmt.Errorf("snapshot limits must not be negative: %+v", l)
@@ -136,7 +136,7 @@ type Snapshot struct {
 // (src missing or not a directory, dst not creatable, a write to dst failing), in which
 // case dst is removed.
 func Take(src, dst string, lim Limits) (*Snapshot, error) {
-	lim, err := lim.withDefaults()
+	lim, err := lim.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ func takeInto(srcFD int, dst string, lim Limits) (*Snapshot, error) {
 // any of rel's components (an agent-written home may plant one anywhere). A missing or
 // non-directory component is reported as fs.ErrNotExist.
 func TakeAt(root, rel string, dst string, lim Limits) (*Snapshot, error) {
-	lim, err := lim.withDefaults()
+	lim, err := lim.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
