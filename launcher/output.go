@@ -93,3 +93,29 @@ func sizeString(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// CappedFile is a file that keeps the first limit bytes written to it, discards the rest
+// and notes the cut at its end on Close: an agent's output log, as a container's logs are
+// kept, for a backend that receives the output itself (package kube's).
+type CappedFile struct{ w *cappedWriter }
+
+// CreateCappedFile creates (or truncates) path, keeping limit bytes; 0 is DefaultLogCap.
+func CreateCappedFile(path string, limit int64) (*CappedFile, error) {
+	if limit == 0 {
+		limit = DefaultLogCap
+	}
+	w, err := createCapped(path, limit)
+	if err != nil {
+		return nil, err
+	}
+	return &CappedFile{w}, nil
+}
+
+// Write never fails: the rest of an over-long output is read and discarded.
+func (f *CappedFile) Write(p []byte) (int, error) { return f.w.Write(p) }
+
+// Cut reports whether anything was discarded.
+func (f *CappedFile) Cut() bool { return f.w.Cut() }
+
+// Close notes a cut, closes the file and reports the first write error.
+func (f *CappedFile) Close() error { return f.w.Close() }

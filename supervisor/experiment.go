@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bufio"
+	"ceval.dev/ceval/kube"
 	"context"
 	"errors"
 	"fmt"
@@ -295,11 +296,15 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		res, err := Run(ctx, t, opts)
 		rec.Result, rec.Err, rec.Attempts = res, err, attempt
 		var infra *InfraError
-		if err == nil || started || !errors.As(err, &infra) || ctx.Err() != nil || attempt > retries {
+		var lost *kube.PodLostError
+		podLost := errors.As(err, &lost)
+		if err == nil || started && !podLost || !errors.As(err, &infra) || ctx.Err() != nil || attempt > retries {
 			break
 		}
-		// Before the agent started nothing of the agent's can have happened: try again, and
-		// say so in the run's events.
+		// Before the agent started nothing of the agent's can have happened, and a Pod lost
+		// for a reason that is not the agent's (deleted, evicted for the node's pressure,
+		// never scheduled) ended nothing the agent did: try again, and say so in the run's
+		// events. A Pod its own limits ended is a kube.PodLimitError, never retried.
 		if ev, eerr := OpenEvents(rec.Dir, nil); eerr == nil {
 			ev.Emit("retry", map[string]any{"attempt": attempt + 1, "error": err.Error()})
 			ev.Close()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -37,6 +38,10 @@ type gatewayRun struct {
 	err    error
 	// exceeded is closed when a run budget is exceeded: the sandbox then ends the agent.
 	exceeded chan struct{}
+
+	// mem serves the connections the kubernetes backend relays from the agent's Pod (Dial).
+	memOnce sync.Once
+	mem     *memListener
 }
 
 // CheckRunLimits refuses run_limits the run could not enforce: budgets without a model
@@ -142,6 +147,61 @@ func (g *gatewayRun) beforeStart(_ context.Context, pid uint32) error {
 	g.srv.Serve(ln)
 	return nil
 }
+
+// Dial connects to the gateway from this process through an in-memory pipe: the
+// kubernetes backend relays each of the agent's connections here (a Pod has no network,
+// and the gateway never listens anywhere the cluster could reach).
+func (g *gatewayRun) Dial() (net.Conn, error) {
+	g.memOnce.Do(func() {
+		g.mem = newMemListener()
+		g.srv.Serve(g.mem)
+	})
+	return g.mem.dial()
+}
+
+// memListener is a net.Listener whose connections are in-memory pipes made by dial.
+type memListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newMemListener() *memListener {
+	return &memListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *memListener) dial() (net.Conn, error) {
+	c, s := net.Pipe()
+	select {
+	case l.conns <- s:
+		return c, nil
+	case <-l.closed:
+		c.Close()
+		s.Close()
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *memListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *memListener) Addr() net.Addr { return memAddr{} }
+
+type memAddr struct{}
+
+func (memAddr) Network() string { return "memory" }
+func (memAddr) String() string  { return "ceval-gateway" }
 
 // stop closes the gateway (its listener releases the container's namespace) and records
 // its totals; it is idempotent and a no-op on nil.

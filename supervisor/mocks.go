@@ -26,6 +26,7 @@ var MockToolDirs = []string{"/usr/local/bin", "/usr/bin"}
 // mockRun is the running mock server of one run.
 type mockRun struct {
 	server  *mockd.Server
+	socket  string // the server's socket on this machine
 	result  *record.MockResult
 	stopped bool
 }
@@ -63,14 +64,15 @@ func startMocks(t *task.Task, runDir, initDir string, agentUID uint32) (*mockRun
 			mounts = append(mounts, oci.Mount{Source: client, Destination: d + "/" + m.Tool})
 		}
 	}
+	sock := filepath.Join(dir, mockd.SocketName)
 	s, err := mockd.Start(mockd.Config{
-		Socket: filepath.Join(dir, mockd.SocketName), Tools: tools, AllowUID: agentUID,
+		Socket: sock, Tools: tools, AllowUID: agentUID,
 		LogPath: filepath.Join(runDir, record.MockCallsFile),
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return &mockRun{server: s, result: res}, mounts, nil
+	return &mockRun{server: s, socket: sock, result: res}, mounts, nil
 }
 
 // stop closes the server, records its counts and removes the socket directory; it is

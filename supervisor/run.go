@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -57,6 +59,10 @@ type Options struct {
 	// budget and judge_calls.jsonl); nil: only criteria with a judge_fixture are judged.
 	Judge *judge.Judge
 
+	// Kube, when set, runs the agent as a Pod of a Kubernetes cluster instead of a local
+	// container (ceval run --backend kubernetes); Client may then be nil.
+	Kube *KubeOptions
+
 	// containers is what Run needs of the container runtime; nil: containerd through Client.
 	// Tests of the run logic give a fake.
 	containers containerRuntime
@@ -84,6 +90,8 @@ type agentSandbox interface {
 	Again(ctx context.Context, next AgainConfig) error
 	// deleteContainer deletes the reaped container and keeps the scratch filesystems.
 	deleteContainer(ctx context.Context) error
+	// takeSnapshot copies the reaped agent's workspace into dst, never following a link.
+	takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error)
 }
 
 // containerd is the containerRuntime of a real run.
@@ -103,6 +111,10 @@ func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSan
 }
 
 func (s *Sandbox) dirs() (workspace, home string) { return s.Workspace, s.Home }
+
+func (s *Sandbox) takeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
+	return snapshot.Take(s.Workspace, dst, lim)
+}
 
 // InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
 // and the CLI exits 3.
@@ -182,6 +194,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	defer func() { r.iter.user.close() }()
 	for _, p := range phases {
 		if err := p.do(ctx); err != nil {
+			if errors.Is(err, errEndedByLimits) {
+				return r.res, nil
+			}
 			return r.res, inPhase(p.name, err)
 		}
 		// After each grade, the agent may go again (iterations.go).
@@ -257,6 +272,11 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	if err := CheckSimulatedUser(t, o.Judge); err != nil {
 		return nil, &InputError{err}
 	}
+	if o.Kube != nil {
+		if err := CheckKubernetes(t); err != nil {
+			return nil, &InputError{err}
+		}
+	}
 	r.redact = Redactor(r.secrets)
 	r.dir = record.RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
@@ -327,14 +347,28 @@ func (r *run) prepare(ctx context.Context) error {
 // creates the container.
 func (r *run) launch(ctx context.Context) error {
 	t, o := r.t, r.o
-	sb, err := o.containers.newSandbox(ctx, SandboxConfig{
+	cfg := SandboxConfig{
 		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: r.argv, Env: iterationEnv(r.env, t, 1), Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
 		Prepare: r.prepareScratch,
-	})
+	}
+	if r.gw != nil {
+		cfg.Gateway = r.gw
+	}
+	if r.mocks != nil {
+		cfg.MockSocket = r.mocks.socket
+		if o.Kube != nil {
+			// The Pod's init relays the agent's mock calls through this process: the agent's
+			// UID reaches the mock server as ours.
+			if err := r.mocks.server.UseUIDMappings([]specs.LinuxIDMapping{{ContainerID: policy.AgentUID, HostID: uint32(os.Getuid()), Size: 1}}); err != nil {
+				return &InfraError{err}
+			}
+		}
+	}
+	sb, err := o.containers.newSandbox(ctx, cfg)
 	if err != nil {
 		return asRunError(err)
 	}
@@ -385,6 +419,9 @@ func (r *run) runAgent(ctx context.Context) error {
 		r.recordContainer(out)
 	}
 	if err != nil {
+		if r.endedByLimits(err) {
+			return errEndedByLimits
+		}
 		return &InfraError{err}
 	}
 	r.out = out
@@ -393,6 +430,26 @@ func (r *run) runAgent(ctx context.Context) error {
 	r.res.Timings.Launch += max(0, runEnd.Sub(waitStart)-out.Exit.Duration-out.Exit.Reap).Seconds()
 	r.res.Timings.Reap += (out.Exit.Reap + time.Since(runEnd)).Seconds()
 	return nil
+}
+
+// errEndedByLimits ends a run whose result endedByLimits has recorded.
+var errEndedByLimits = errors.New("the agent's sandbox was ended by its limits")
+
+// endedByLimits records a run whose sandbox its own limits ended before its workspace could
+// be copied out (a Pod OOM-killed as a whole or evicted for its disk use): the agent's
+// doing, so the run is a FAILURE with score 0 and the limit named, never an ERROR that an
+// agent could provoke to escape its grade, nor a retry.
+func (r *run) endedByLimits(err error) bool {
+	var le *kube.PodLimitError
+	if !errors.As(err, &le) {
+		return false
+	}
+	res := r.res
+	res.LimitsHit = append(res.LimitsHit, le.Reason)
+	res.Status, res.Score, res.Complete = grader.TaskFailure, 0, true
+	res.Agent.StoppedBy = le.Error()
+	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score, "reason": le.Error()})
+	return true
 }
 
 // recordContainer puts the container's attestation and peaks into the result.
@@ -457,7 +514,8 @@ func (r *run) collect(context.Context) error {
 	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
 		addUsage(&res.Agent, u) // summed over the iterations
 	}
-	sessions, notes, err := copySessions(r.t.Agent.Type, r.home, r.dir)
+	_, home := r.sb.dirs() // a Pod's home is copied out after the agent
+	sessions, notes, err := copySessions(r.t.Agent.Type, home, r.dir)
 	res.Agent.Sessions = sessions
 	res.LimitsHit = append(res.LimitsHit, notes...)
 	if err != nil {
@@ -468,11 +526,14 @@ func (r *run) collect(context.Context) error {
 
 // snapshot copies the workspace out, never following a link: everything of the agent's is
 // dead by now.
-func (r *run) snapshot(context.Context) error {
+func (r *run) snapshot(ctx context.Context) error {
 	res := r.res
 	snapStart := time.Now()
-	snap, err := snapshot.Take(r.ws, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := r.sb.takeSnapshot(ctx, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
+		if r.endedByLimits(err) {
+			return errEndedByLimits
+		}
 		return &InfraError{err}
 	}
 	if err := snap.WriteManifest(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
@@ -619,6 +680,13 @@ func (o Options) withDefaults(now time.Time) Options {
 	}
 	if o.InitDir == "" {
 		o.InitDir = DefaultInitDir()
+	}
+	if o.containers == nil && o.Kube != nil {
+		k := *o.Kube
+		if k.api == nil {
+			k.api = clusterAPI{k.Cluster}
+		}
+		o.containers = kubeRuntime{o, &k}
 	}
 	if o.containers == nil {
 		o.containers = containerd{o}

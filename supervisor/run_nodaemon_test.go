@@ -14,6 +14,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
 
@@ -78,6 +79,10 @@ func (s *fakeSandbox) Close(context.Context) error {
 }
 
 func (s *fakeSandbox) dirs() (string, string) { return s.ws, s.home }
+
+func (s *fakeSandbox) takeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
+	return snapshot.Take(s.ws, dst, lim)
+}
 
 func (s *fakeSandbox) runStep(_ context.Context, name string, argv []string, _ time.Duration, logPath string) (launcher.Exit, error) {
 	s.f.steps = append(s.f.steps, name)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,7 +66,16 @@ type SandboxConfig struct {
 	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
 	// it when a run budget is exceeded.
 	Stop <-chan struct{}
+
+	// Gateway and MockSocket are where a backend that relays the agent's connections (the
+	// kubernetes one) sends them: the run's model gateway and its mock server's socket.
+	// The local backend gives the container these in its own namespaces instead.
+	Gateway    gatewayDialer
+	MockSocket string
 }
+
+// gatewayDialer connects to a run's model gateway from this process.
+type gatewayDialer interface{ Dial() (net.Conn, error) }
 
 // Sandbox is a created agent container with its scratch filesystems.
 type Sandbox struct {

@@ -37,6 +37,15 @@ import (
 //	  max_calls_per_run: 20           # retries included
 //	  max_usd_per_run: 1              # priced from prices.<model>; 0: no limit
 //	allow_rlimit_limits: false       # rootless, no cgroup subtree delegated: pids by RLIMIT_NPROC, memory by RLIMIT_AS per process, cpu not limited
+//	backend: local                   # or kubernetes: each run a Pod of the cluster below (ceval run --backend)
+//	kubernetes:
+//	  kubeconfig: /home/me/.kube/config  # default: $CEVAL_KUBECONFIG, $KUBECONFIG, ~/.kube/config
+//	  namespace: ceval-runs               # default: default
+//	  init_image: registry.example/ceval-init:TAG  # default: ceval images build-init's name, imported into the nodes
+//	  image_pull_policy: IfNotPresent     # Never for images imported into the nodes (default), Always, IfNotPresent
+//	  runtime_class: gvisor               # a sandboxed runtime the cluster offers
+//	  user_namespaces: auto               # hostUsers: false when every node supports it (auto), always (true) or never (false)
+//	  accept_unenforced_network_policy: false  # run even when a Pod reaches the API server or a kubelet
 type userConfig struct {
 	AllowEnv         []string               `yaml:"allow_env"`
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
@@ -47,6 +56,9 @@ type userConfig struct {
 	// AllowRlimitLimits lets rootless runs without a delegated cgroup subtree hold their
 	// limits by rlimits (see --allow-rlimit-limits); never a task's to set.
 	AllowRlimitLimits bool `yaml:"allow_rlimit_limits"`
+	// Backend is where runs go: local (containerd on this machine) or kubernetes.
+	Backend    string      `yaml:"backend"`
+	Kubernetes *kubeConfig `yaml:"kubernetes"`
 
 	// prices is Prices checked, with the defaults filled in.
 	prices map[string]gateway.Price
@@ -188,6 +200,9 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 		if err := cfg.IDRange.Check(); err != nil {
 			return cfg, fmt.Errorf("config file %s: %w", path, err)
 		}
+	}
+	if err := checkBackendConfig(cfg.Backend, cfg.Kubernetes); err != nil {
+		return cfg, fmt.Errorf("config file %s: %w", path, err)
 	}
 	return cfg, nil
 }

@@ -49,6 +49,16 @@ func configSchema() map[string]any {
 			"allow_rlimit_limits": typ("boolean", "on a rootless daemon without a delegated cgroup subtree, enforce pids by RLIMIT_NPROC and memory by RLIMIT_AS (per process) instead of refusing the run; cpu is then not enforced"),
 			"prices":              map[string]any{"type": "object", "additionalProperties": price, "description": "model -> its price (run_limits.max_usd and judge.max_usd_per_run need it)"},
 			"gateway_allow":       map[string]any{"type": "object", "propertyNames": map[string]any{"enum": []string{transcript.Anthropic, transcript.OpenAI}}, "additionalProperties": allow, "description": "per API: what the model gateway forwards"},
+			"backend":             map[string]any{"type": "string", "enum": []string{backendLocal, backendKubernetes}, "description": "where runs go: local (containerd on this machine, the default) or kubernetes (a Pod per run; see kubernetes)"},
+			"kubernetes": obj("the cluster of backend: kubernetes", map[string]any{
+				"kubeconfig":                       typ("string", "kubeconfig file (default: $CEVAL_KUBECONFIG, $KUBECONFIG, ~/.kube/config)"),
+				"namespace":                        map[string]any{"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63, "description": "the runs' namespace (default: default)"},
+				"init_image":                       typ("string", "the image holding ceval's init (default: ceval images build-init's name)"),
+				"image_pull_policy":                map[string]any{"type": "string", "enum": []string{"Never", "IfNotPresent", "Always"}, "description": "Never (the default) for images imported into the nodes"},
+				"runtime_class":                    typ("string", "a sandboxed runtime class the cluster offers (gVisor, Kata)"),
+				"user_namespaces":                  map[string]any{"type": "string", "enum": []string{"auto", "true", "false"}, "description": "hostUsers: false when every node supports it (auto, the default), always, or never"},
+				"accept_unenforced_network_policy": typ("boolean", "run even when a Pod reaches the API server or a kubelet before its agent starts (the cluster does not enforce NetworkPolicies)"),
+			}),
 			"id_range": obj("host IDs of the runs' user namespaces: 65536 per live run", map[string]any{
 				"start": map[string]any{"type": "integer", "minimum": oci.IDRangeSize, "maximum": 1<<32 - 2, "description": "the first host ID"},
 				"slots": map[string]any{"type": "integer", "minimum": 1, "description": "runs at once"},

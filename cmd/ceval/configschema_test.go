@@ -24,6 +24,7 @@ var configMappings = []struct {
 	{"gateway_allow:\n  anthropic:\n    ZZ", []string{"gateway_allow", "*"}},
 	{"id_range:\n  ZZ", []string{"id_range"}},
 	{"judge:\n  ZZ", []string{"judge"}},
+	{"kubernetes:\n  ZZ", []string{"kubernetes"}},
 }
 
 func configSchemaAt(t *testing.T, path []string) map[string]any {

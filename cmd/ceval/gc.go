@@ -1,15 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/supervisor"
 )
 
 func newGCCmd(g *globalOptions) *cobra.Command {
-	return &cobra.Command{
+	var b backendFlags
+	var allHosts bool
+	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove what a crashed ceval left in containerd (containers, tasks, snapshots, leases, scratch mounts, ID slots)",
 		Long: "gc removes, from the namespace, the containers ceval labelled whose owning ceval process\n" +
@@ -17,9 +21,23 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 			"tasks first (their init has killed the agent already, once it saw ceval's FIFO close),\n" +
 			"with their snapshots, leases, scratch filesystems and supervisor FIFOs, then the lock files\n" +
 			"of user-namespace ID slots no live ceval holds (/run/ceval/idslots). What a live ceval owns\n" +
-			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.",
+			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.\n\n" +
+			"With --backend kubernetes it removes, from the Kubernetes namespace (--namespace, else the\n" +
+			"config's kubernetes.namespace, else default), the Pods and NetworkPolicies of ceval\n" +
+			"controllers on this machine that are gone (a killed ceval run); those of a live ceval are\n" +
+			"kept, and those of other machines' controllers too unless --all-hosts.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			if k, err := b.kubernetes(ucfg); err != nil || k {
+				if err != nil {
+					return err
+				}
+				return kubeGC(cmd, g, &b, ucfg, allHosts)
+			}
 			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
@@ -40,4 +58,46 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
+	b.add(cmd)
+	cmd.Flags().BoolVar(&allHosts, "all-hosts", false, "with --backend kubernetes: also remove what controllers on other machines left (only when none of them runs)")
+	return cmd
+}
+
+// kubeGC removes what dead controllers left in the cluster's namespace.
+func kubeGC(cmd *cobra.Command, g *globalOptions, b *backendFlags, ucfg userConfig, allHosts bool) error {
+	o, err := b.kubeOptions(cmd.Context(), cmd, g, ucfg)
+	if err != nil {
+		return err
+	}
+	ctx, out := cmd.Context(), cmd.OutOrStdout()
+	owners, err := o.Cluster.Controllers(ctx, o.Namespace)
+	if err != nil {
+		return exitWith(exitInfraErr, err)
+	}
+	removed, kept := 0, 0
+	var errs []error
+	for _, id := range kube.SortedKeys(owners) {
+		alive, local := kube.ControllerState(id)
+		switch {
+		case alive:
+			fmt.Fprintf(out, "kept %d object(s) of controller %s (it is running)\n", owners[id], id)
+			kept += owners[id]
+			continue
+		case !local && !allHosts:
+			fmt.Fprintf(out, "kept %d object(s) of controller %s (another machine's: run gc there, or --all-hosts)\n", owners[id], id)
+			kept += owners[id]
+			continue
+		}
+		n, err := o.Cluster.Collect(ctx, o.Namespace, id)
+		removed += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+		fmt.Fprintf(out, "removed %d object(s) of controller %s (gone)\n", n, id)
+	}
+	fmt.Fprintf(out, "gc: removed %d, kept %d in Kubernetes namespace %s\n", removed, kept, o.Namespace)
+	if len(errs) > 0 {
+		return exitWith(exitInfraErr, errors.Join(errs...))
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/wasm"
 )
 
@@ -55,6 +56,8 @@ type globalOptions struct {
 	namespace         string
 	configPath        string
 	allowRlimitLimits bool // rootless without a delegated cgroup subtree: limits by rlimits
+	// kube is set when runs go to a Kubernetes cluster: sessions then need no containerd.
+	kube *supervisor.KubeOptions
 }
 
 // connect dials the containerd the flags name. When neither the flag nor the variable

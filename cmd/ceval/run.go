@@ -27,6 +27,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		grace        time.Duration
 		busybox      string
 		x            experimentFlags
+		b            backendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run TASK... | run EXPERIMENT [TASK...] | run --resume RUN_DIR",
@@ -73,8 +74,12 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return exitWith(exitInvalid, err)
 				}
+				if err := b.choose(cmd, g, ucfg); err != nil {
+					return err
+				}
+				defer kubeSweep(cmd, g.kube)
 				return runExperiment(cmd, g, args[0], &x, supervisor.Options{
-					RunsDir: runsDir, Grace: grace, Busybox: busybox,
+					RunsDir: runsDir, Grace: grace, Busybox: busybox, Kube: g.kube,
 					Allow:  supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
 					Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(), Judge: ucfg.judge,
 				})
@@ -117,6 +122,18 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					problems = append(problems, err)
 				}
 			}
+			if err := b.choose(cmd, g, ucfg); err != nil {
+				return err
+			}
+			defer kubeSweep(cmd, g.kube)
+			for _, t := range tasks {
+				if g.kube == nil {
+					break
+				}
+				if err := supervisor.CheckKubernetes(t); err != nil {
+					problems = append(problems, err)
+				}
+			}
 			if len(problems) > 0 {
 				return exitWith(exitInvalid, errors.Join(problems...))
 			}
@@ -140,7 +157,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					RunsDir: runsDir, RunID: runID, Client: c,
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
-					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge,
+					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge, Kube: g.kube,
 				}
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)
@@ -177,6 +194,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.DurationVar(&grace, "grace", policy.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
 	x.add(cmd)
+	b.add(cmd)
 	return cmd
 }
 

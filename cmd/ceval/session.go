@@ -24,6 +24,10 @@ type session struct {
 // openSession connects to containerd; a failure is an infrastructure error (exit 3).
 func (g *globalOptions) openSession(cmd *cobra.Command) (*session, error) {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	if g.kube != nil {
+		// Runs go to the cluster: no containerd here (verifier tasks are refused there).
+		return &session{ctx: ctx, stop: stop}, nil
+	}
 	c, cctx, err := g.connect(ctx, cmd)
 	if err != nil {
 		stop()
@@ -38,6 +42,8 @@ func (g *globalOptions) openSession(cmd *cobra.Command) (*session, error) {
 
 // Close releases the client and the signal handler.
 func (s *session) Close() {
-	s.client.Close()
+	if s.client != nil {
+		s.client.Close()
+	}
 	s.stop()
 }

@@ -1,0 +1,135 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodLostError says a run's Pod went away, or never ran, for a reason that is not the
+// agent's: deleted by someone else, evicted for the node's pressure, never scheduled. An
+// experiment may try such a run again (counted as a retry, never as the agent's result).
+type PodLostError struct{ Reason string }
+
+func (e *PodLostError) Error() string { return "the run's Pod was lost: " + e.Reason }
+
+// PodLimitError says the Pod was ended by its own limits, which the agent's processes
+// reached: the container OOM-killed as a whole, evicted for its disk use, or stopped by
+// activeDeadlineSeconds. That is the agent's doing: never retried.
+type PodLimitError struct{ Reason string }
+
+func (e *PodLimitError) Error() string { return "the run's Pod was ended by its limits: " + e.Reason }
+
+// Lost says why the run's Pod cannot go on, if it cannot: a *PodLostError or a
+// *PodLimitError; nil while it can (or when the API server cannot tell).
+func (r *Run) Lost(ctx context.Context) error {
+	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &PodLostError{Reason: "it was deleted (not by ceval)"}
+	}
+	if err != nil {
+		return nil
+	}
+	return podLost(p)
+}
+
+// podLost classifies a Pod's state (see Lost).
+func podLost(p *corev1.Pod) error {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+			return &PodLimitError{Reason: fmt.Sprintf("container %s was OOM-killed (its memory limit)", cs.Name)}
+		}
+	}
+	if p.Status.Phase == corev1.PodFailed {
+		switch p.Status.Reason {
+		case "DeadlineExceeded":
+			return &PodLimitError{Reason: "activeDeadlineSeconds (the agent's timeout, grace and a margin) passed"}
+		case "Evicted":
+			m := p.Status.Message
+			if strings.Contains(m, "exceeds the total limit") || strings.Contains(m, "exceeds the limit") || strings.Contains(m, "usage exceeds") {
+				return &PodLimitError{Reason: "evicted for its disk use: " + m}
+			}
+			return &PodLostError{Reason: "evicted: " + m}
+		}
+	}
+	if p.DeletionTimestamp != nil {
+		return &PodLostError{Reason: "it is being deleted (not by ceval: an eviction, a drain or a user)"}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &PodLostError{Reason: "it cannot be scheduled: " + c.Message}
+		}
+	}
+	if p.Status.Phase == corev1.PodFailed {
+		return &PodLostError{Reason: fmt.Sprintf("it failed (%s: %s)", p.Status.Reason, p.Status.Message)}
+	}
+	return nil
+}
+
+// ImageDigest is the digest the node resolved the agent container's image to ("" until
+// the container runs).
+func (r *Run) ImageDigest(ctx context.Context) string {
+	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == ContainerName {
+			if i := strings.LastIndex(cs.ImageID, "sha256:"); i >= 0 {
+				return cs.ImageID[i:]
+			}
+		}
+	}
+	return ""
+}
+
+// ProbeTargets are the addresses a run's Pod must not reach before its agent starts: the
+// API server (its in-cluster service and the address in the kubeconfig) and every node's
+// kubelet. A list the controller may not read (RBAC) is left out; the kubeconfig's address
+// is always probed.
+func (c *Cluster) ProbeTargets(ctx context.Context) ([]string, error) {
+	var out []string
+	if u, err := url.Parse(c.RESTConfig.Host); err == nil && u.Hostname() != "" {
+		port := u.Port()
+		if port == "" {
+			port = "443"
+		}
+		out = append(out, net.JoinHostPort(u.Hostname(), port))
+	}
+	if svc, err := c.Clientset.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.Ports) > 0 {
+		out = append(out, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))))
+	}
+	if nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			port := int(n.Status.DaemonEndpoints.KubeletEndpoint.Port)
+			if port == 0 {
+				port = 10250
+			}
+			for _, a := range n.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+					out = append(out, net.JoinHostPort(a.Address, strconv.Itoa(port)))
+				}
+			}
+		}
+	}
+	return dedupe(out), nil
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,532 @@
+package supervisor
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/kubeproto"
+	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/mockd"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// KubeOptions select the Kubernetes backend (ceval run --backend kubernetes): each run's
+// agent is a Pod of Cluster with the local sandbox's hardening, driven through ceval's init
+// in the Pod over a port-forward (package kube). The workspace goes in and out through that
+// channel; the model gateway and the mocks stay here and are relayed to the Pod's loopback.
+type KubeOptions struct {
+	Cluster    *kube.Cluster
+	Namespace  string
+	Controller string // labels what this process creates, so ceval gc finds what it left
+	InitImage  string // the image holding ceval's init (ceval images build-init)
+	PullPolicy corev1.PullPolicy
+	// RuntimeClassName is a sandboxed runtime (gVisor, Kata) the cluster offers; "" is its default.
+	RuntimeClassName string
+	// UserNamespaces sets hostUsers: false (only where every node supports it).
+	UserNamespaces bool
+	// AcceptUnenforcedNetworkPolicy runs the agent even when its Pod reached the API server or
+	// the kubelet before the agent started (the cluster does not enforce the run's deny-all
+	// NetworkPolicy); only the user's config says so, never a task.
+	AcceptUnenforcedNetworkPolicy bool
+	// Probes are addresses the init must fail to reach before the agent starts (the API
+	// server's service and the nodes' kubelets); nil: found from the cluster.
+	Probes []string
+
+	api kubeAPI // nil: Cluster; tests give a fake
+}
+
+// kubeAPI is what a run needs of the cluster.
+type kubeAPI interface {
+	// startPod creates the run's NetworkPolicy and Pod and waits until the init listens.
+	startPod(ctx context.Context, cfg kube.Config) (kubePod, error)
+	// probeTargets are the addresses a Pod must not reach.
+	probeTargets(ctx context.Context) ([]string, error)
+}
+
+// kubePod is a run's Pod as the run uses it.
+type kubePod interface {
+	// dial opens a new connection to the init's control port.
+	dial(ctx context.Context) (net.Conn, error)
+	// lost says why the Pod went away, if it did (a *kube.PodLostError), else nil.
+	lost(ctx context.Context) error
+	// imageDigest is the agent image's digest as the node resolved it, "" if unknown.
+	imageDigest(ctx context.Context) string
+	// delete removes the Pod and its NetworkPolicy.
+	delete(ctx context.Context) error
+}
+
+// kubeRuntime is the containerRuntime of --backend kubernetes.
+type kubeRuntime struct {
+	o Options
+	k *KubeOptions
+}
+
+// CheckKubernetes refuses, before anything starts, what the Kubernetes backend cannot run
+// with the local backend's guarantees yet; each message says what to do instead.
+func CheckKubernetes(t *task.Task) error {
+	var why []string
+	if len(t.Setup) > 0 || len(t.AfterAgent) > 0 {
+		why = append(why, "setup and after_agent steps (each runs in a container of its own)")
+	}
+	if t.MaxRuns() > 1 {
+		why = append(why, "iterations (the agent going again over the same workspace)")
+	}
+	if t.NeedsVerifier() {
+		why = append(why, "sandbox: container criteria (verifier containers)")
+	}
+	if len(t.Plugins) > 0 {
+		why = append(why, "plugins (bundles mounted from this machine)")
+	}
+	if t.Sandbox.PackageImage() != "" {
+		why = append(why, "sandbox.packages/pip (build the image with ceval images build, import it into the nodes or push it, and name it in sandbox.image)")
+	}
+	if t.Sandbox.Network == policy.NetworkHost {
+		why = append(why, "sandbox.network: host")
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("task %s: the kubernetes backend does not run %s yet: run it with the local backend", t.ID, strings.Join(why, "; "))
+}
+
+func (k kubeRuntime) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
+	// The node resolves the name; its digest is recorded once the Pod runs (imageDigest).
+	return images.Image{Name: sb.Image}, nil
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// podRunID names a run's Pod: the start of the run's ID as a DNS label and a random suffix,
+// so a retry never meets the Pod of an earlier attempt that is still being deleted.
+func podRunID(id string) string {
+	s := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(id), "-"), "-")
+	if len(s) > 36 {
+		s = strings.TrimRight(s[:36], "-")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	if s == "" {
+		return hex.EncodeToString(b[:])
+	}
+	return s + "-" + hex.EncodeToString(b[:])
+}
+
+func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agentSandbox, err error) {
+	s := &kubeSandbox{cfg: cfg, k: k.k}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Close(context.WithoutCancel(ctx)))
+		}
+	}()
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	s.ws, s.home = filepath.Join(cfg.Dir, "workspace"), filepath.Join(cfg.Dir, "home")
+	for _, d := range []string{s.ws, s.home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Prepare != nil {
+		if err := cfg.Prepare(s.ws, s.home); err != nil {
+			return nil, err
+		}
+	}
+	mounts, relays, err := kubeMounts(cfg.Mounts, k.o.InitDir)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	probes := k.k.Probes
+	if probes == nil {
+		if probes, err = k.k.api.probeTargets(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Gateway != nil {
+		relays = append(relays, kubeproto.Relay{Name: relayGateway, Network: "tcp", Address: strings.TrimPrefix(GatewayURL, "http://")})
+	}
+	lim := cfg.Limits
+	pod, err := k.k.api.startPod(ctx, kube.Config{
+		RunID: podRunID(cfg.ID), Controller: k.k.Controller, Namespace: k.k.Namespace,
+		Image: cfg.Image, PullPolicy: k.k.PullPolicy, InitImage: k.k.InitImage, Mounts: mounts,
+		Timeout: lim.Timeout, Grace: cfg.Grace, MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, DiskMB: lim.DiskMB,
+		UserNamespace: k.k.UserNamespaces, RuntimeClassName: k.k.RuntimeClassName,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.pod = pod
+	sess, att, err := kube.NewSession(ctx, pod.dial, kubeproto.Start{
+		Argv: cfg.Argv, Env: kubeEnv(cfg.Env), Dir: oci.WorkspacePath,
+		Timeout: lim.Timeout, Grace: cfg.Grace, Relays: relays, Probes: probes,
+	})
+	if err != nil {
+		return nil, s.podError(ctx, fmt.Errorf("the Pod's init: %w", err))
+	}
+	s.sess = sess
+	if s.att, err = kube.Attestation(att); err != nil {
+		return nil, err
+	}
+	if err := s.checkAttestation(att, lim); err != nil {
+		return nil, err
+	}
+	for _, d := range []struct{ local, in string }{{s.ws, oci.WorkspacePath}, {s.home, oci.HomePath}} {
+		if err := s.copyIn(ctx, d.local, d.in); err != nil {
+			return nil, s.podError(ctx, fmt.Errorf("copy %s into the Pod: %w", d.in, err))
+		}
+	}
+	return s, nil
+}
+
+// Names of the connections the init relays from the agent's loopback to this process.
+const (
+	relayGateway = "gateway"
+	relayMocks   = "mocks"
+)
+
+// kubeMounts turns the run's mounts into the Pod's: the mock client at each mocked tool's
+// path (the init image carries it) and the mock socket relayed; anything else (a plugin
+// bundle) cannot come from this machine's disk and is refused.
+func kubeMounts(ms []oci.Mount, initDir string) ([]kube.FileMount, []kubeproto.Relay, error) {
+	var out []kube.FileMount
+	var relays []kubeproto.Relay
+	for _, m := range ms {
+		switch {
+		case m.Destination == oci.CevalRunPath:
+			relays = append(relays, kubeproto.Relay{Name: relayMocks, Network: "unix", Address: oci.CevalRunPath + "/" + mockd.SocketName})
+		case filepath.Base(m.Source) == "ceval-mock" && strings.HasPrefix(m.Source, initDir):
+			out = append(out, kube.FileMount{Path: m.Destination, File: "ceval-mock"})
+		default:
+			return nil, nil, fmt.Errorf("mount of %s at %s: the kubernetes backend cannot mount this machine's files into a Pod", m.Source, m.Destination)
+		}
+	}
+	return out, relays, nil
+}
+
+// kubeEnv is the agent's whole environment: the Pod spec's HOME, USER and PATH, then the run's.
+func kubeEnv(env []string) []string {
+	base := []string{"HOME=" + oci.HomePath, "USER=agent", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	out := make([]string, 0, len(base)+len(env))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !hasKey(env, k) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, env...)
+}
+
+func hasKey(env []string, k string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, k+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// kubeSandbox is a run's Pod, its init's session and the local directories the workspace
+// and home are prepared in (and the home collected into).
+type kubeSandbox struct {
+	cfg      SandboxConfig
+	k        *KubeOptions
+	pod      kubePod
+	sess     *kube.Session
+	att      *record.Attestation
+	ws, home string
+	closed   bool
+}
+
+func (s *kubeSandbox) dirs() (workspace, home string) { return s.ws, s.home }
+
+// checkAttestation fails the run when the init's report differs from the policy: identity,
+// capabilities, no_new_privs, seccomp, the memory limit, interfaces, and the probes, each
+// of which must have failed to connect.
+func (s *kubeSandbox) checkAttestation(att *kubeproto.Attest, lim task.Limits) error {
+	a := s.att
+	// Without a user namespace the Pod's IDs are the node's (the initial namespace's map).
+	ids := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	if s.k.UserNamespaces {
+		ids = a.UIDMap // the node picks the Pod's host range; the IDs inside are checked below
+	}
+	// pids: the node's podPidsLimit bounds the Pod's cgroup, which the container cannot see
+	// (its own pids.max is unlimited); recorded as such.
+	p := Policy{UID: int(policy.AgentUID), GID: int(policy.AgentGID), PidsByRlimit: true, IDMap: ids, Network: policy.NetworkNone}
+	err := CheckAttestation(a, p)
+	var bad []string
+	if err != nil {
+		bad = append(bad, err.Error())
+	}
+	if mem, ok := kube.MemoryLimit(att); !ok || mem != lim.MemoryMB<<20 {
+		bad = append(bad, fmt.Sprintf("memory limit %d bytes, want %d", mem, lim.MemoryMB<<20))
+	}
+	var reached []string
+	for _, pr := range att.Probes {
+		if pr.Err == "" {
+			reached = append(reached, pr.Addr)
+		}
+	}
+	if len(reached) > 0 && !s.k.AcceptUnenforcedNetworkPolicy {
+		bad = append(bad, fmt.Sprintf("before the agent started, the Pod reached %s: the cluster does not enforce the run's deny-all NetworkPolicy (use a network plugin that does, or accept_unenforced_network_policy: true in ceval's config)", strings.Join(reached, ", ")))
+	}
+	a.LimitsEnforcedBy = policy.LimitsEnforcedBy{Pids: "kubelet podPidsLimit (the Pod's cgroup)", Memory: "cgroup (the container's)", CPU: "cgroup (the container's)", Disk: "emptyDir sizeLimit (kubelet eviction)"}
+	if len(bad) > 0 {
+		return fmt.Errorf("the Pod's isolation does not match policy: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// copyIn streams a local directory into the Pod as tar, links as links, owned by the agent.
+func (s *kubeSandbox) copyIn(ctx context.Context, local, in string) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(writeTree(pw, local)) }()
+	err := s.sess.CopyIn(ctx, in, pr)
+	pr.CloseWithError(errors.New("copy ended"))
+	return err
+}
+
+// writeTree writes dir as a tar stream: directories, regular files and symlinks (recorded,
+// never followed), every entry owned by the agent's UID and GID.
+func writeTree(w io.Writer, dir string) error {
+	tw := tar.NewWriter(w)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || name == "." {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if link, err = root.Readlink(name); err != nil {
+				return err
+			}
+		} else if !info.Mode().IsRegular() && !info.IsDir() {
+			return fmt.Errorf("%s: not a file, directory or link", name)
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name, h.Uid, h.Gid, h.Uname, h.Gname = name, int(policy.AgentUID), int(policy.AgentGID), "", ""
+		if info.IsDir() {
+			h.Name += "/"
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		f, err := root.OpenFile(name, os.O_RDONLY|noFollow, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// Run lets the agent go, relays its output and connections, stops it at its timeout, a
+// budget's stop or Ctrl-C, and waits until the init has killed and reaped everything.
+func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error) {
+	if emit == nil {
+		emit = func(string, map[string]any) {}
+	}
+	out := &Outcome{Isolation: s.att}
+	emit("attested", map[string]any{"isolation": s.att})
+	stdout, err := launcher.CreateCappedFile(s.cfg.StdoutPath, 0)
+	if err != nil {
+		return out, err
+	}
+	defer stdout.Close()
+	stderr, err := launcher.CreateCappedFile(s.cfg.StderrPath, 0)
+	if err != nil {
+		return out, err
+	}
+	defer stderr.Close()
+	if err := s.sess.Go(ctx, stdout, stderr, s.relay); err != nil {
+		return out, s.podError(ctx, fmt.Errorf("start agent: %w", err))
+	}
+	emit("agent_started", map[string]any{"argv0": s.cfg.Argv[0]})
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	timer := time.NewTimer(s.cfg.Limits.Timeout)
+	defer timer.Stop()
+	go func() {
+		select {
+		case <-timer.C:
+			_ = s.sess.Kill("timeout")
+		case <-s.cfg.Stop:
+			out.Stopped = true
+			_ = s.sess.Kill("stop")
+		case <-waitCtx.Done():
+		}
+	}()
+	exit, err := s.sess.Wait(waitCtx)
+	cancel()
+	if err != nil {
+		return out, s.podError(ctx, fmt.Errorf("wait for the agent: %w", err))
+	}
+	out.Exit = launcher.Exit{Code: exit.Code, TimedOut: exit.TimedOut, Interrupted: exit.Killed == "interrupt",
+		Duration: exit.Duration, Reap: exit.Reap, CgroupEmpty: exit.Remaining == 0, OutputCut: stdout.Cut() || stderr.Cut()}
+	if exit.Killed != "stop" {
+		out.Stopped = false
+	}
+	if exit.Remaining > 0 {
+		out.Exit.CgroupError = fmt.Sprintf("%d process(es) left in the Pod after the kill", exit.Remaining)
+		return out, errors.New("processes remained in the Pod after the kill: " + out.Exit.CgroupError)
+	}
+	if err := s.collectHome(ctx); err != nil {
+		return out, s.podError(ctx, err)
+	}
+	return out, nil
+}
+
+// relay connects one of the agent's relayed connections to the gateway or the mock server.
+func (s *kubeSandbox) relay(name string) (net.Conn, error) {
+	switch name {
+	case relayGateway:
+		if s.cfg.Gateway != nil {
+			return s.cfg.Gateway.Dial()
+		}
+	case relayMocks:
+		if s.cfg.MockSocket != "" {
+			return net.Dial("unix", s.cfg.MockSocket)
+		}
+	}
+	return nil, fmt.Errorf("no relay %q in this run", name)
+}
+
+// collectHome replaces the local home with the Pod's, after the agent: the agent CLI's
+// session files are read from it (with the snapshot's rules: nothing is followed).
+func (s *kubeSandbox) collectHome(ctx context.Context) error {
+	dst := filepath.Join(s.cfg.Dir, "home-after")
+	if err := os.RemoveAll(dst); err != nil {
+		return err
+	}
+	if _, err := s.sess.CopyOut(ctx, oci.HomePath, dst, snapshot.DefaultLimits()); err != nil {
+		return fmt.Errorf("copy the agent's home out of the Pod: %w", err)
+	}
+	s.home = dst
+	return nil
+}
+
+// takeSnapshot streams the workspace out of the Pod into dst with the snapshot's rules.
+func (s *kubeSandbox) takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
+	snap, err := s.sess.CopyOut(ctx, oci.WorkspacePath, dst, lim)
+	if err != nil {
+		return nil, s.podError(ctx, fmt.Errorf("copy the workspace out of the Pod: %w", err))
+	}
+	return snap, nil
+}
+
+// podError says why the Pod went away when it did (a *kube.PodLostError, which an
+// experiment may retry), else err.
+func (s *kubeSandbox) podError(ctx context.Context, err error) error {
+	if s.pod == nil {
+		return err
+	}
+	if lost := s.pod.lost(context.WithoutCancel(ctx)); lost != nil {
+		return fmt.Errorf("%w (%v)", lost, err)
+	}
+	return err
+}
+
+func (s *kubeSandbox) runStep(context.Context, string, []string, time.Duration, string) (launcher.Exit, error) {
+	return launcher.Exit{}, errors.New("steps do not run on the kubernetes backend (CheckKubernetes refuses them)")
+}
+
+func (s *kubeSandbox) Again(context.Context, AgainConfig) error {
+	return errors.New("iterations do not run on the kubernetes backend (CheckKubernetes refuses them)")
+}
+
+func (s *kubeSandbox) deleteContainer(ctx context.Context) error { return s.Close(ctx) }
+
+// Close ends the init, deletes the Pod and its NetworkPolicy and removes the local copies.
+func (s *kubeSandbox) Close(ctx context.Context) error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	if s.sess != nil {
+		_ = s.sess.Close() // the Pod is deleted next whatever the init says
+	}
+	if s.pod != nil {
+		if err := s.pod.delete(context.WithoutCancel(ctx)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(s.cfg.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// clusterAPI is kubeAPI over a real cluster.
+type clusterAPI struct{ c *kube.Cluster }
+
+func (a clusterAPI) startPod(ctx context.Context, cfg kube.Config) (kubePod, error) {
+	run, err := a.c.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := clusterPod{a.c, run}
+	if _, err := run.WaitRunning(ctx); err != nil {
+		return nil, errors.Join(err, p.delete(context.WithoutCancel(ctx)))
+	}
+	return p, nil
+}
+
+func (a clusterAPI) probeTargets(ctx context.Context) ([]string, error) {
+	return a.c.ProbeTargets(ctx)
+}
+
+// clusterPod is kubePod over a real cluster.
+type clusterPod struct {
+	c   *kube.Cluster
+	run *kube.Run
+}
+
+func (p clusterPod) dial(ctx context.Context) (net.Conn, error) {
+	return p.c.PortForward(ctx, p.run.Namespace, p.run.Name, kubeproto.ControlPort)
+}
+
+func (p clusterPod) lost(ctx context.Context) error { return p.run.Lost(ctx) }
+
+func (p clusterPod) imageDigest(ctx context.Context) string { return p.run.ImageDigest(ctx) }
+
+func (p clusterPod) delete(ctx context.Context) error { return p.run.Delete(ctx) }
