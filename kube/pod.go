@@ -63,8 +63,6 @@ type Config struct {
 	// RuntimeClassName selects a sandboxed runtime (gVisor, Kata) the cluster offers; "" is
 	// the cluster's default.
 	RuntimeClassName string
-	InitImage        string      // SHIM
-	Mounts           []FileMount // SHIM
 }
 
 // PodName is the name of the run's Pod and NetworkPolicy.

@@ -1,4 +1,0 @@
-package images
-
-// TEMPORARY shim until K2 merges.
-func InitName() string { panic("shim") }
