@@ -26,7 +26,8 @@ const (
 	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV..."
+const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV...\n" +
+	"       ceval-init --control ADDR"
 
 // execWithASArg as the first argument makes the init the agent's last step before its execve
 // (see execWithAS): the init starts itself that way when --rlimit-as is given.
@@ -44,6 +45,9 @@ type config struct {
 	// its execve: rootless without a memory cgroup, it bounds each of the agent's processes.
 	rlimitAS uint64
 	argv     []string
+	// control is the address of control mode (kube.go): the run's parameters and the
+	// agent's command come over the connection, so no other option is taken.
+	control string
 }
 
 func main() {
@@ -60,7 +64,12 @@ func main() {
 		logf(err.Error() + "; " + usage)
 		os.Exit(exitUsage)
 	}
-	code := run(cfg)
+	var code int
+	if cfg.control != "" {
+		code = runControl(cfg.control)
+	} else {
+		code = run(cfg)
+	}
 	exiting.Lock() // the supervisor watch may be ending the process with its own code
 	os.Exit(code)
 }
@@ -71,6 +80,21 @@ var exiting sync.Mutex
 // parseArgs reads the options up to the mandatory "--"; everything after it is the agent's.
 func parseArgs(args []string) (config, error) {
 	cfg := config{grace: defaultGrace}
+	if len(args) > 0 && (args[0] == "--control" || strings.HasPrefix(args[0], "--control=")) {
+		addr, hasValue := strings.CutPrefix(args[0], "--control=")
+		rest := args[1:]
+		if !hasValue && len(rest) > 0 {
+			addr, rest = rest[0], rest[1:]
+		}
+		if addr == "" {
+			return cfg, errors.New("--control needs an address (HOST:PORT)")
+		}
+		if len(rest) > 0 {
+			return cfg, errors.New("--control takes no other option and no command (they come over the connection)")
+		}
+		cfg.control = addr
+		return cfg, nil
+	}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		if arg == "--" {
