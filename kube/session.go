@@ -212,7 +212,7 @@ func (s *Session) read(ctx context.Context, stdout, stderr io.Writer, relay func
 // openRelay serves one FrameOpen: a relay the run has, a well-formed nonce and a free slot,
 // or nothing is dialled (the init closes the agent's connection after its wait).
 func (s *Session) openRelay(ctx context.Context, o kubeproto.Open, relay func(string) (net.Conn, error)) {
-	if !s.relays[o.Relay] || !isNonce(o.Nonce) {
+	if relay == nil || !s.relays[o.Relay] || !isNonce(o.Nonce) {
 		return
 	}
 	select {

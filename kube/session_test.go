@@ -737,3 +737,116 @@ func TestAsPID1TheInitKillsADoubleForkedDaemon(t *testing.T) {
 		t.Errorf("the daemon outlived the exit: %v", pids)
 	}
 }
+
+// fakeInit serves one scripted init on the far end of a pipe: it answers Start with an
+// empty attestation, waits for Go, then sends frames.
+func fakeInit(t *testing.T, frames func(c net.Conn)) (dial func(context.Context) (net.Conn, error), dials *int) {
+	t.Helper()
+	n := 0
+	var mu sync.Mutex
+	return func(ctx context.Context) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n > 1 {
+			return nil, errors.New("a relay was dialled")
+		}
+		ours, theirs := net.Pipe()
+		go func() {
+			defer theirs.Close()
+			if typ, _, err := kubeproto.ReadFrame(theirs); err != nil || typ != kubeproto.FrameStart {
+				return
+			}
+			kubeproto.WriteJSON(theirs, kubeproto.FrameAttest, kubeproto.Attest{})
+			if typ, _, err := kubeproto.ReadFrame(theirs); err != nil || typ != kubeproto.FrameGo {
+				return
+			}
+			frames(theirs)
+			io.Copy(io.Discard, theirs)
+		}()
+		return ours, nil
+	}, &n
+}
+
+// TestSessionOpensNoRelayTheRunDidNotDeclare: the init shares its UID with the agent, so
+// what it sends is hostile: a FrameOpen for a relay the run has not, or with a nonce that
+// is not 64 hex digits, must not make the controller dial or call any service.
+func TestSessionOpensNoRelayTheRunDidNotDeclare(t *testing.T) {
+	t.Parallel()
+	good := strings.Repeat("ab", kubeproto.NonceLen/2)
+	dial, dials := fakeInit(t, func(c net.Conn) {
+		kubeproto.WriteJSON(c, kubeproto.FrameOpen, kubeproto.Open{Relay: "kubelet", Nonce: good})
+		kubeproto.WriteJSON(c, kubeproto.FrameOpen, kubeproto.Open{Relay: "gateway", Nonce: "../../x\n" + good[8:]})
+		kubeproto.WriteJSON(c, kubeproto.FrameOpen, kubeproto.Open{Relay: "gateway", Nonce: strings.ToUpper(good)})
+		kubeproto.WriteJSON(c, kubeproto.FrameExit, kubeproto.Exit{Code: 3})
+	})
+	start := baseStart("agent")
+	start.Relays = []kubeproto.Relay{{Name: "gateway", Network: "tcp", Address: "127.0.0.1:80"}}
+	s, _, err := NewSession(testCtx(t), dial, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var called []string
+	relay := func(name string) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		called = append(called, name)
+		return nil, errors.New("no")
+	}
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, relay); err != nil {
+		t.Fatal(err)
+	}
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Code != 3 {
+		t.Fatalf("exit %+v %v", exit, err)
+	}
+	s.relayWG.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if *dials != 1 || len(called) != 0 {
+		t.Errorf("%d dials (want only the control connection), services called %v", *dials, called)
+	}
+}
+
+func TestSessionFailsOnAFrameOutOfProtocol(t *testing.T) {
+	t.Parallel()
+	dial, _ := fakeInit(t, func(c net.Conn) {
+		kubeproto.WriteFrame(c, kubeproto.FrameStdout, []byte("out"))
+		kubeproto.WriteFrame(c, kubeproto.FrameAttest, []byte("{}")) // not while the agent runs
+	})
+	s, _, err := NewSession(testCtx(t), dial, baseStart("agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var out bytes.Buffer
+	s.Go(testCtx(t), &out, io.Discard, nil)
+	if exit, err := s.Wait(testCtx(t)); err == nil || exit != nil || out.String() != "out" {
+		t.Errorf("Wait: %+v, %v, stdout %q; want an error after the output", exit, err, out.String())
+	}
+}
+
+func TestParseAttestFindsTheCgroupFilesByPath(t *testing.T) {
+	status := "Uid:\t2000\t2000\t2000\t2000\nGid:\t2000\t2000\t2000\t2000\nGroups:\t\nCapInh:\t0000000000000000\n" +
+		"CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n" +
+		"NoNewPrivs:\t1\nSeccomp:\t2\n"
+	a := &kubeproto.Attest{Files: map[string]string{
+		"status": status, "uid_map": "0 0 4294967295\n", "gid_map": "0 0 4294967295\n",
+		"limits":  "Limit Soft Hard Units\nMax processes 64 64 processes\n",
+		"net/dev": "Inter-|   Receive\n face |bytes\n    lo: 0 0\n",
+		"cgroup":  "12:pids:/kubepods/pod1/c1\n11:memory:/kubepods/pod1/c1\n",
+		"cgroup:/sys/fs/cgroup/pids/kubepods/pod1/c1/pids.max": "64\n",
+	}}
+	rec, err := ParseAttest(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.UID != 2000 || rec.PidsMax != "64" || rec.NoNewPrivs != 1 || rec.Seccomp != 2 ||
+		len(rec.Interfaces) != 1 || rec.Interfaces[0] != "lo" || len(rec.Rlimits) != 1 {
+		t.Errorf("parsed %+v", rec)
+	}
+	delete(a.Files, "cgroup:/sys/fs/cgroup/pids/kubepods/pod1/c1/pids.max")
+	if _, err := ParseAttest(a); err == nil || !strings.Contains(err.Error(), "pids.max") {
+		t.Errorf("without its pids.max: %v, want an error naming it", err)
+	}
+}
