@@ -1,7 +1,8 @@
 // Package kube runs an agent's sandbox as a Kubernetes Pod: it builds the Pod spec with the
 // same hardening as the local containerd sandbox plus a deny-all NetworkPolicy per run
 // (pod.go, pure and unit-tested); creates, watches, execs into, collects and deletes them
-// through client-go (cluster.go, exec.go); and snapshots a workspace streamed out as tar with
-// the snapshot package's rules (tarsnapshot.go). It never shells out to kubectl and never
+// through client-go (cluster.go, exec.go); drives ceval's own init in the Pod over its control
+// channel (session.go, protocol in internal/kubeproto); and snapshots a workspace streamed
+// out as tar with the snapshot package's rules (tarsnapshot.go). It never shells out to kubectl and never
 // decides policy: the caller's Config says what to run.
 package kube

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/internal/kubeproto"
 	"ceval.dev/ceval/snapshot"
 )
 
@@ -99,7 +100,7 @@ func unpack(r io.Reader, staging string, lim snapshot.Limits) (*unpacked, error)
 			u.stop(fmt.Sprintf("workspace stream unreadable (%v)", err), "")
 			return u, nil
 		}
-		name, ok := entryName(h.Name)
+		name, ok := kubeproto.TarName(h.Name)
 		switch {
 		case !ok:
 			u.refuse(h.Name, "name is absolute or leaves the workspace; refused")
@@ -164,7 +165,7 @@ func unpack(r io.Reader, staging string, lim snapshot.Limits) (*unpacked, error)
 				return nil, stagingErr(name, err)
 			}
 		case tar.TypeLink:
-			target, ok := entryName(h.Linkname)
+			target, ok := kubeproto.TarName(h.Linkname)
 			if !ok || !files[target] {
 				u.refuse(name, fmt.Sprintf("hard link to %q, which is not a regular file of the stream; refused", h.Linkname))
 				continue
@@ -192,19 +193,6 @@ func namesFit(name string) bool {
 		}
 	}
 	return true
-}
-
-// entryName cleans a tar name to a slash path relative to the workspace ("." for the root);
-// false when it is absolute or leaves the workspace.
-func entryName(n string) (string, bool) {
-	if n == "" || strings.HasPrefix(n, "/") || strings.ContainsRune(n, 0) {
-		return "", false
-	}
-	c := path.Clean(n)
-	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", false
-	}
-	return c, true
 }
 
 // unpackFile makes a regular file of the stream and copies its bytes, telling a read

@@ -5,8 +5,13 @@
 // With --supervisor-fifo it also kills everything as soon as the host's supervisor is gone:
 // the FIFO's only writer is the supervisor, so the init's read of it ends when it dies.
 // It is static, uses no writable filesystem and never writes to stdout, which is the agent's.
+// With --control ADDR (kube.go) it is the init of a Kubernetes Pod: it takes the run's
+// parameters, the workspace and the go-ahead from ceval over a connection to ADDR, sends its
+// attestation, the agent's output, relayed connections and the exit back, streams the
+// workspace out as tar, and kills everything if that connection ends before Quit.
 //
 // Usage:
 //
-//	ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] -- ARGV...
+//	ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV...
+//	ceval-init --control ADDR
 package main

@@ -26,7 +26,8 @@ const (
 	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
-const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV..."
+const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV...\n" +
+	"       ceval-init --control ADDR"
 
 // execWithASArg as the first argument makes the init the agent's last step before its execve
 // (see execWithAS): the init starts itself that way when --rlimit-as is given.
@@ -44,6 +45,9 @@ type config struct {
 	// its execve: rootless without a memory cgroup, it bounds each of the agent's processes.
 	rlimitAS uint64
 	argv     []string
+	// control is the address of control mode (kube.go): the run's parameters and the
+	// agent's command come over the connection, so no other option is taken.
+	control string
 }
 
 func main() {
@@ -60,7 +64,12 @@ func main() {
 		logf(err.Error() + "; " + usage)
 		os.Exit(exitUsage)
 	}
-	code := run(cfg)
+	var code int
+	if cfg.control != "" {
+		code = runControl(cfg.control)
+	} else {
+		code = run(cfg)
+	}
 	exiting.Lock() // the supervisor watch may be ending the process with its own code
 	os.Exit(code)
 }
@@ -71,6 +80,21 @@ var exiting sync.Mutex
 // parseArgs reads the options up to the mandatory "--"; everything after it is the agent's.
 func parseArgs(args []string) (config, error) {
 	cfg := config{grace: defaultGrace}
+	if len(args) > 0 && (args[0] == "--control" || strings.HasPrefix(args[0], "--control=")) {
+		addr, hasValue := strings.CutPrefix(args[0], "--control=")
+		rest := args[1:]
+		if !hasValue && len(rest) > 0 {
+			addr, rest = rest[0], rest[1:]
+		}
+		if addr == "" {
+			return cfg, errors.New("--control needs an address (HOST:PORT)")
+		}
+		if len(rest) > 0 {
+			return cfg, errors.New("--control takes no other option and no command (they come over the connection)")
+		}
+		cfg.control = addr
+		return cfg, nil
+	}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		if arg == "--" {
@@ -173,23 +197,33 @@ func waitForGo() (int, error) {
 	return fd, nil
 }
 
-// start runs argv as a child sharing our environment, stdout, stderr and working
-// directory, with stdin from the given descriptor; with rlimitAS > 0, through execWithAS.
-// The child is traced by this thread (see agent), which must stay locked to its OS thread.
-func start(argv []string, stdin int, rlimitAS uint64) (*agent, error) {
-	path, err := lookPath(argv[0])
+// agentSpec is how the agent is started.
+type agentSpec struct {
+	argv     []string
+	env      []string  // its whole environment; PATH in it finds argv[0]
+	dir      string    // its working directory; "": ours
+	files    []uintptr // its stdin, stdout and stderr
+	setsid   bool      // a session (and process group) of its own
+	rlimitAS uint64    // > 0: started through execWithAS
+}
+
+// start runs s.argv as a child; with rlimitAS > 0, through execWithAS. The child is traced
+// by this thread (see agent), which must stay locked to its OS thread.
+func start(s agentSpec) (*agent, error) {
+	path, err := lookPath(s.argv[0], s.env, s.dir)
 	if err != nil {
 		return nil, err
 	}
-	exe, args := path, argv
-	if rlimitAS > 0 {
+	exe, args := path, s.argv
+	if s.rlimitAS > 0 {
 		exe = "/proc/self/exe"
-		args = append([]string{"ceval-init", execWithASArg, strconv.FormatUint(rlimitAS, 10), path}, argv...)
+		args = append([]string{"ceval-init", execWithASArg, strconv.FormatUint(s.rlimitAS, 10), path}, s.argv...)
 	}
 	pid, err := syscall.ForkExec(exe, args, &syscall.ProcAttr{
-		Env:   os.Environ(),
-		Files: []uintptr{uintptr(stdin), 1, 2},
-		Sys:   &syscall.SysProcAttr{Ptrace: true},
+		Dir:   s.dir,
+		Env:   s.env,
+		Files: s.files,
+		Sys:   &syscall.SysProcAttr{Ptrace: true, Setsid: s.setsid},
 	})
 	if err != nil {
 		code := exitCannotExec
@@ -227,28 +261,36 @@ func execWithAS(args []string) int {
 	return exitCannotExec
 }
 
-// lookPath resolves name like execvp: as given when it has a slash, else through $PATH, where
-// an empty entry means the working directory. The first executable regular file wins; a match
-// that is not executable makes it 126 rather than 127 when nothing executable is found.
-func lookPath(name string) (string, error) {
+// lookPath resolves name like execvp: as given when it has a slash, else through PATH in env
+// (the first PATH= entry, as getenv finds it), where an empty entry means the working
+// directory. A relative result is checked relative to dir, the child's working directory
+// ("": ours). The first executable regular file wins; a match that is not executable makes it
+// 126 rather than 127 when nothing executable is found.
+func lookPath(name string, env []string, dir string) (string, error) {
+	inDir := func(p string) string {
+		if dir != "" && !filepath.IsAbs(p) {
+			return filepath.Join(dir, p)
+		}
+		return p
+	}
 	if strings.Contains(name, "/") {
-		if err := checkExecutable(name); err != nil {
+		if err := checkExecutable(inDir(name)); err != nil {
 			return "", err
 		}
 		return name, nil
 	}
-	pathList, ok := os.LookupEnv("PATH")
+	pathList, ok := getenv(env, "PATH")
 	if !ok {
 		pathList = defaultPathList
 	}
 	var firstErr error
-	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" {
-			dir = "."
+	for _, d := range filepath.SplitList(pathList) {
+		if d == "" {
+			d = "."
 		}
-		err := checkExecutable(filepath.Join(dir, name))
+		err := checkExecutable(inDir(filepath.Join(d, name)))
 		if err == nil {
-			return filepath.Join(dir, name), nil
+			return filepath.Join(d, name), nil
 		}
 		if firstErr == nil && err.(*startError).code == exitCannotExec {
 			firstErr = err
@@ -258,6 +300,16 @@ func lookPath(name string) (string, error) {
 		return "", firstErr
 	}
 	return "", &startError{exitNotFound, errors.New("executable file not found in $PATH")}
+}
+
+// getenv finds key's first entry in env, as getenv(3) does.
+func getenv(env []string, key string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 func checkExecutable(path string) error {

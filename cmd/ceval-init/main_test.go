@@ -279,6 +279,12 @@ func TestUsageErrors(t *testing.T) {
 		{"--rlimit-as", "0", "--", "true"},
 		{"--rlimit-as", "lots", "--", "true"},
 		{"--rlimit-as"},
+		{"--control"},
+		{"--control="},
+		{"--control", "127.0.0.1:0", "--", "true"},
+		{"--control", "127.0.0.1:0", "--timeout", "1s"},
+		{"--timeout", "1s", "--control", "127.0.0.1:0"},
+		{"--control", "not an address"},
 	} {
 		r := runInit(t, hostMode, args...)
 		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "ceval-init: ") {
@@ -298,6 +304,11 @@ func TestParseArgs(t *testing.T) {
 	}
 	if cfg, _ := parseArgs([]string{"--", "a"}); cfg.grace != defaultGrace || cfg.timeout != 0 {
 		t.Errorf("defaults: got %+v", cfg)
+	}
+	for _, args := range [][]string{{"--control", "127.0.0.1:7170"}, {"--control=127.0.0.1:7170"}} {
+		if cfg, err := parseArgs(args); err != nil || cfg.control != "127.0.0.1:7170" || cfg.argv != nil {
+			t.Errorf("%q: got %+v, %v", args, cfg, err)
+		}
 	}
 }
 

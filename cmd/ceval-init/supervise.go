@@ -65,22 +65,9 @@ func run(cfg config) int {
 	// from that thread: this goroutine keeps it to the end.
 	runtime.LockOSThread()
 	started := time.Now()
-	// Handling SIGPIPE makes a closed stderr an error instead of a fatal signal. Handled
-	// (unlike ignored) signals are reset to their defaults in the child.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, append(forwarded, syscall.SIGPIPE)...)
-	// SIGCHLD gets its own channel: a full one already holds a wakeup, so a flood of other
-	// signals from the agent can never make the reaper miss an exit.
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-
+	sigs, chld := notifySignals()
 	k := newKiller()
-	if !k.pid1 {
-		// Off PID 1 (tests on the host) orphans would go to the host's init; claim them.
-		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-			logf("prctl PR_SET_CHILD_SUBREAPER: " + err.Error())
-		}
-	}
+	k.claimOrphans()
 
 	if cfg.supervisorFIFO != "" {
 		// Before anything else: a supervisor that died already must not get an agent started.
@@ -104,7 +91,7 @@ func run(cfg config) int {
 		}
 		stdin = fd
 	}
-	a, err := start(cfg.argv, stdin, cfg.rlimitAS)
+	a, err := start(agentSpec{argv: cfg.argv, env: os.Environ(), files: []uintptr{uintptr(stdin), 1, 2}, rlimitAS: cfg.rlimitAS})
 	if err != nil {
 		code := exitCannotExec
 		var se *startError
@@ -115,11 +102,60 @@ func run(cfg config) int {
 		return code
 	}
 
-	var deadline, graceOver <-chan time.Time
+	var deadline <-chan time.Time
 	if cfg.timeout > 0 {
 		deadline = time.After(cfg.timeout - time.Since(started))
 	}
-	timedOut := false
+	killed := k.supervise(a, sigs, chld, deadline, cfg.grace, nil)
+	k.finish(a, chld)
+	if killed == reasonTimeout {
+		logf("deadline " + cfg.timeout.String() + " reached; killed all processes")
+		return exitDeadline
+	}
+	return a.exitCode()
+}
+
+// notifySignals starts catching the signals the init forwards (and SIGPIPE) and, on a
+// channel of its own, SIGCHLD.
+func notifySignals() (sigs, chld chan os.Signal) {
+	// Handling SIGPIPE makes a closed stderr an error instead of a fatal signal. Handled
+	// (unlike ignored) signals are reset to their defaults in the child.
+	sigs = make(chan os.Signal, 16)
+	signal.Notify(sigs, append(forwarded, syscall.SIGPIPE)...)
+	// SIGCHLD gets its own channel: a full one already holds a wakeup, so a flood of other
+	// signals from the agent can never make the reaper miss an exit.
+	chld = make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	return sigs, chld
+}
+
+// claimOrphans makes the init their subreaper off PID 1 (tests on the host), where orphans
+// would otherwise go to the host's init.
+func (k *killer) claimOrphans() {
+	if k.pid1 {
+		return
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		logf("prctl PR_SET_CHILD_SUBREAPER: " + err.Error())
+	}
+}
+
+// reasonTimeout is what supervise returns when deadline stopped the agent.
+const reasonTimeout = "timeout"
+
+// supervise runs the agent until it exits, reaping, forwarding signals, and stopping
+// everything (SIGTERM, grace, SIGKILL) at deadline or at the first reason received on stop.
+// It returns what stopped it: reasonTimeout, a reason from stop, or "" if nothing did.
+func (k *killer) supervise(a *agent, sigs, chld <-chan os.Signal, deadline <-chan time.Time, grace time.Duration, stop <-chan string) (killed string) {
+	var graceOver <-chan time.Time
+	stopAll := func(reason string) {
+		if killed != "" {
+			return
+		}
+		killed = reason
+		k.killAll(syscall.SIGTERM)
+		graceOver = time.After(grace)
+	}
 	for !a.ended() {
 		select {
 		case <-chld:
@@ -130,22 +166,23 @@ func run(cfg config) int {
 				_ = syscall.Kill(a.pid, s.(syscall.Signal))
 			}
 		case <-deadline:
-			timedOut = true
-			k.killAll(syscall.SIGTERM)
-			graceOver = time.After(cfg.grace)
+			deadline = nil
+			stopAll(reasonTimeout)
+		case reason := <-stop:
+			stopAll(reason)
 		case <-graceOver:
 			k.killAll(syscall.SIGKILL)
 		}
 	}
+	return killed
+}
 
+// finish, once the agent has exited, kills and reaps every other process before the agent's
+// held exit completes, then whatever is left.
+func (k *killer) finish(a *agent, chld <-chan os.Signal) {
 	k.killOthers(a, chld)
 	a.release()
 	k.killRest(a, chld)
-	if timedOut {
-		logf("deadline " + cfg.timeout.String() + " reached; killed all processes")
-		return exitDeadline
-	}
-	return a.exitCode()
 }
 
 // agent is the one child the init supervises. The init traces it (PTRACE_TRACEME before its
@@ -431,8 +468,14 @@ func watchSupervisor(f *os.File, k *killer) {
 			break
 		}
 	}
+	k.abandon("the supervisor is gone (" + f.Name() + " closed)")
+}
+
+// abandon ends the init with exitOrphaned once nobody is left to stop, reap or grade the
+// agent: every process is killed at once, and the init exits.
+func (k *killer) abandon(why string) {
 	exiting.Lock() // never released: this goroutine ends the process
-	logf("the supervisor is gone (" + f.Name() + " closed); killing all processes")
+	logf(why + "; killing all processes")
 	k.killAll(syscall.SIGKILL)
 	if !k.pid1 {
 		// As PID 1 our exit kills the rest of the namespace; elsewhere nothing would.
