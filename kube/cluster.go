@@ -25,6 +25,8 @@ import (
 type Cluster struct {
 	Clientset  kubernetes.Interface
 	RESTConfig *rest.Config
+
+	fwd forwards // PortForward's connections, one per Pod
 }
 
 // Connect reads the kubeconfig file (its current context) and checks that the API server
