@@ -152,6 +152,28 @@ func TestPortForwardOpensOneStreamPerCallConcurrently(t *testing.T) {
 	t.Logf("one more stream on the shared connection, round trip: %v", time.Since(start))
 }
 
+// API servers before 1.30 offer no WebSocket port-forward: the SPDY path carries streams
+// and the kubelet's refusals the same way.
+func TestPortForwardOverSPDYWhereTheServerHasNoWebSocket(t *testing.T) {
+	c := kubetest.Connect(t)
+	ns := kubetest.Namespace(t, c)
+	run := startAgent(t, c, agentConfig(t, ns, "spdy", echoServer))
+	kube.ForceSPDY(true)
+	defer kube.ForceSPDY(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dialEcho(t, ctx, run.Dial).Close()
+	conn, err := c.PortForward(ctx, ns, run.Name, 7171)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var fe *kube.ForwardError
+	if _, err := conn.Read(make([]byte, 1)); !errors.As(err, &fe) {
+		t.Errorf("read from a port nobody listens on: %v, want a *ForwardError", err)
+	}
+}
+
 func TestPortForwardToAPortNobodyListensOnFailsTheReadWithTheKubeletsMessage(t *testing.T) {
 	c := kubetest.Connect(t)
 	ns := kubetest.Namespace(t, c)
