@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sort"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,11 +155,36 @@ func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) (bool, error))
 			return last, err
 		}
 		if ctx.Err() != nil {
-			return last, fmt.Errorf("wait for pod %s/%s (%s): %w", r.Namespace, r.Name, describePod(last), err)
+			return last, fmt.Errorf("wait for pod %s/%s (%s%s): %w", r.Namespace, r.Name, describePod(last), r.warnings(), err)
 		}
 		return last, fmt.Errorf("wait for pod %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return ev.Object.(*corev1.Pod), nil
+}
+
+// warnings is "; warnings: REASON: MESSAGE, ..." of the Pod's Warning events, one per
+// reason, newest first, at most three (the kubelet reports a sandbox it cannot create only
+// there), or "".
+func (r *Run) warnings() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	evs, err := r.cluster.Clientset.CoreV1().Events(r.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", r.Name), fields.OneTermEqualSelector("type", corev1.EventTypeWarning)).String(),
+	})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	items := evs.Items
+	sort.SliceStable(items, func(i, j int) bool { return items[j].LastTimestamp.Before(&items[i].LastTimestamp) })
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range items {
+		if !seen[e.Reason] && len(out) < 3 {
+			seen[e.Reason] = true
+			out = append(out, e.Reason+": "+strings.TrimSpace(e.Message))
+		}
+	}
+	return "; warnings: " + strings.Join(out, ", ")
 }
 
 // Logs returns at most limit bytes of the agent container's output (stdout and stderr).

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/internal/kubetest"
@@ -294,4 +296,46 @@ func TestStartAgentReportsAnUnschedulablePodAsLost(t *testing.T) {
 		t.Fatalf("StartAgent: %v, want a *PodLostError (Unschedulable)", err)
 	}
 	t.Logf("%v", err)
+}
+
+// A Pod the kubelet cannot make a sandbox for stays Pending, with the reason only in an
+// event: when the caller gives up, StartAgent's error carries it.
+func TestStartAgentThatGivesUpSaysWhyThePodIsStuck(t *testing.T) {
+	c := kubetest.Connect(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if ok, err := c.UserNamespaces(ctx); err != nil || ok {
+		t.Skipf("the node supports user namespaces (%v): no sandbox refusal to provoke", err)
+	}
+	ns := kubetest.Namespace(t, c)
+	cfg := agentConfig(t, ns, "stuck", echoServer)
+	cfg.UserNamespace = true
+	startCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.StartAgent(startCtx, cfg)
+		done <- err
+	}()
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		evs, err := c.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + kube.PodName("stuck")})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedCreatePodSandBox" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no FailedCreatePodSandBox event: %v", err)
+	}
+	giveUp()
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), "FailedCreatePodSandBox: ") || !strings.Contains(err.Error(), "phase Pending") {
+		t.Errorf("StartAgent: %v, want it to say the Pod is pending and why", err)
+	}
+	// kubetest.Namespace's cleanup fails the test if StartAgent left the Pod or its policy.
 }
