@@ -54,3 +54,19 @@ func TestImagesBuildInitArchiveIsReproducibleAndImportsUnderItsName(t *testing.T
 		t.Errorf("build-init made %s, its archive %s: want the same manifest", built.ManifestDigest, imported.ManifestDigest)
 	}
 }
+
+// A dynamically linked busybox could not run in the init image: bad input (exit 2) naming
+// the fix, and no archive left behind.
+func TestImagesBuildInitRefusesADynamicBusybox(t *testing.T) {
+	if _, err := os.Stat("/bin/ls"); err != nil {
+		t.Skip("no /bin/ls")
+	}
+	out := filepath.Join(t.TempDir(), "init.tar")
+	r := ceval(t, "images", "build-init", "--busybox", "/bin/ls", "-o", out)
+	if r.code != 2 || !strings.Contains(r.stderr, "busybox-static") {
+		t.Errorf("exit %d, stderr %s: want 2 naming busybox-static", r.code, r.stderr)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+		t.Errorf("a failed build-init left %v", entries)
+	}
+}
