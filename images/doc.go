@@ -1,6 +1,7 @@
 // Package images owns the container images ceval runs agents in: it builds the default
 // busybox image without a registry, Debian package images with mmdebstrap (cached on disk
 // by their resolved inputs) and Dockerfile images with buildah, imports OCI and docker-save
-// archives, and preflights an image (isolation label, setuid/setgid files, file
-// capabilities, the agent's passwd entry) before a run may use it. It never runs agents.
+// archives, writes the init image a Kubernetes Pod installs ceval-init from, and preflights
+// an image (isolation label, setuid/setgid files, file capabilities, the agent's passwd
+// entry) before a run may use it. It never runs agents.
 package images

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"sort"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +29,8 @@ import (
 type Cluster struct {
 	Clientset  kubernetes.Interface
 	RESTConfig *rest.Config
+
+	fwd forwards // PortForward's connections, one per Pod
 }
 
 // Connect reads the kubeconfig file (its current context) and checks that the API server
@@ -105,12 +111,13 @@ func (c *Cluster) Start(ctx context.Context, cfg Config) (*Run, error) {
 
 // Wait watches the Pod until its phase is Succeeded or Failed (or ctx ends) and returns it.
 func (r *Run) Wait(ctx context.Context) (*corev1.Pod, error) {
-	return r.waitFor(ctx, func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	return r.waitFor(ctx, func(p *corev1.Pod) (bool, error) {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
 	})
 }
 
-func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) bool) (*corev1.Pod, error) {
+// waitFor watches the Pod until done says so (or fails). A deleted Pod is a *PodLostError.
+func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
 	pods := r.cluster.Clientset.CoreV1().Pods(r.Namespace)
 	sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
 	lw := &cache.ListWatch{
@@ -126,21 +133,58 @@ func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) bool) (*corev1
 	// After the initial list: a Pod already gone never sends an event, so say so at once.
 	exists := func(store cache.Store) (bool, error) {
 		if _, ok, err := store.GetByKey(r.Namespace + "/" + r.Name); err != nil || !ok {
-			return false, errors.Join(fmt.Errorf("pod %s/%s does not exist (deleted)", r.Namespace, r.Name), err)
+			return false, errors.Join(&PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: "the pod does not exist"}, err)
 		}
 		return false, nil
 	}
+	var last *corev1.Pod
 	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, exists, func(e watch.Event) (bool, error) {
 		if e.Type == watch.Deleted {
-			return false, fmt.Errorf("pod %s/%s was deleted", r.Namespace, r.Name)
+			return false, &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: "the pod was deleted"}
 		}
 		p, ok := e.Object.(*corev1.Pod)
-		return ok && done(p), nil
+		if !ok {
+			return false, nil
+		}
+		last = p
+		return done(p)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("wait for pod %s/%s: %w", r.Namespace, r.Name, err)
+		var lost *PodLostError
+		if errors.As(err, &lost) {
+			return last, err
+		}
+		if ctx.Err() != nil {
+			return last, fmt.Errorf("wait for pod %s/%s (%s%s): %w", r.Namespace, r.Name, describePod(last), r.warnings(), err)
+		}
+		return last, fmt.Errorf("wait for pod %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return ev.Object.(*corev1.Pod), nil
+}
+
+// warnings is "; warnings: REASON: MESSAGE, ..." of the Pod's Warning events, one per
+// reason, newest first, at most three (the kubelet reports a sandbox it cannot create only
+// there), or "".
+func (r *Run) warnings() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	evs, err := r.cluster.Clientset.CoreV1().Events(r.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", r.Name), fields.OneTermEqualSelector("type", corev1.EventTypeWarning)).String(),
+	})
+	if err != nil || len(evs.Items) == 0 {
+		return ""
+	}
+	items := evs.Items
+	sort.SliceStable(items, func(i, j int) bool { return items[j].LastTimestamp.Before(&items[i].LastTimestamp) })
+	var out []string
+	seen := map[string]bool{}
+	for _, e := range items {
+		if !seen[e.Reason] && len(out) < 3 {
+			seen[e.Reason] = true
+			out = append(out, e.Reason+": "+strings.TrimSpace(e.Message))
+		}
+	}
+	return "; warnings: " + strings.Join(out, ", ")
 }
 
 // Logs returns at most limit bytes of the agent container's output (stdout and stderr).
@@ -159,8 +203,9 @@ func (r *Run) Logs(ctx context.Context, limit int64) ([]byte, error) {
 }
 
 // Delete removes the run's Pod at once (grace period 0: everything in it is killed) and its
-// NetworkPolicy. Objects already gone are not an error.
+// NetworkPolicy, and closes its port-forward streams. Objects already gone are not an error.
 func (r *Run) Delete(ctx context.Context) error {
+	r.cluster.closeForwards(r.Namespace, r.Name)
 	err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
 	if err != nil && !apierrors.IsNotFound(err) {
 		err = fmt.Errorf("delete pod %s/%s: %w", r.Namespace, r.Name, err)
@@ -178,18 +223,63 @@ func (r *Run) deletePolicy(ctx context.Context) error {
 	return nil
 }
 
+// StartAgent starts the run (Start) and waits until its agent container runs, so ceval's
+// init listens on ControlPort and Dial reaches it. Whatever stops it first is an error and
+// the Pod and policy are deleted again: a *PodLostError when the cluster did not place the
+// Pod or took it away (unschedulable at once, refused by the node, evicted, preempted,
+// deleted), which the caller may retry with a new Pod after a pause; an error naming the
+// fix when the node lacks an image (ErrImageNeverPull: import it with `ceval images import
+// --namespace k8s.io`); the install container's failure; or ctx's end, with where the Pod
+// was stuck.
+func (c *Cluster) StartAgent(ctx context.Context, cfg Config) (*Run, error) {
+	r, err := c.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.waitFor(ctx, agentStarted); err != nil {
+		return nil, errors.Join(err, r.Delete(context.WithoutCancel(ctx)))
+	}
+	return r, nil
+}
+
+// Dial opens a new connection to ceval's init in the Pod (its control port, through a
+// port-forward stream): the first is the control connection, later ones carry relays.
+func (r *Run) Dial(ctx context.Context) (net.Conn, error) {
+	return r.cluster.PortForward(ctx, r.Namespace, r.Name, ControlPort)
+}
+
+// Lost returns a *PodLostError when the cluster took the run's Pod away (evicted,
+// preempted, deleted, its node lost), or nil while it is there or ended by itself: what a
+// caller asks once a run's control channel failed, to tell a retry from a failed run.
+func (r *Run) Lost(ctx context.Context) error {
+	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: "the pod does not exist"}
+	}
+	if err != nil {
+		return fmt.Errorf("get pod %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	if lost := podLost(p); lost != nil {
+		return lost
+	}
+	if p.DeletionTimestamp != nil {
+		return &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: "the pod is being deleted"}
+	}
+	return nil
+}
+
 // WaitRunning watches the Pod until its agent container runs; a Pod that ends first is an error.
 func (r *Run) WaitRunning(ctx context.Context) (*corev1.Pod, error) {
-	p, err := r.waitFor(ctx, func(p *corev1.Pod) bool {
+	p, err := r.waitFor(ctx, func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return true
+			return true, nil
 		}
 		for _, s := range p.Status.ContainerStatuses {
 			if s.Name == ContainerName && s.State.Running != nil {
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 	if err == nil && p.Status.Phase != corev1.PodRunning {
 		return p, fmt.Errorf("pod %s/%s ended (%s) before it ran", r.Namespace, r.Name, p.Status.Phase)

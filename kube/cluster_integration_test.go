@@ -38,8 +38,9 @@ func runPod(t *testing.T, name, script string, edit func(*kube.Config)) (*corev1
 		Controller: "kube-test",
 		Namespace:  ns,
 		Image:      kubetest.Image,
+		InitImage:  kubetest.InitImage(t),
 		PullPolicy: corev1.PullNever,
-		Args:       []string{"/bin/sh", "-c", script},
+		Command:    []string{"/bin/sh", "-c", script},
 		Timeout:    2 * time.Minute,
 		Grace:      time.Second,
 		MemoryMB:   128,
@@ -201,8 +202,8 @@ func startPod(t *testing.T, name, script string) *kube.Run {
 	created := time.Now()
 	run, err := c.Start(ctx, kube.Config{
 		RunID: name, Controller: "kube-test", Namespace: ns,
-		Image: kubetest.Image, PullPolicy: corev1.PullNever,
-		Args:    []string{"/bin/sh", "-c", script},
+		Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever,
+		Command: []string{"/bin/sh", "-c", script},
 		Timeout: 2 * time.Minute, Grace: time.Second, MemoryMB: 128, CPUs: 0.25, DiskMB: 64, TmpMB: 16,
 	})
 	if err != nil {
@@ -270,7 +271,7 @@ func TestCollectRemovesOnlyTheDeadControllersRuns(t *testing.T) {
 	start := func(id, controller string) *kube.Run {
 		run, err := c.Start(ctx, kube.Config{
 			RunID: id, Controller: controller, Namespace: ns,
-			Image: kubetest.Image, PullPolicy: corev1.PullNever, Args: []string{"sleep", "3600"},
+			Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
 			MemoryMB: 32, CPUs: 0.1, DiskMB: 8, TmpMB: 8,
 		})
 		if err != nil {
@@ -356,8 +357,8 @@ func TestUserNamespacePodOnlyWhereTheNodeSupportsIt(t *testing.T) {
 	// host users: the Pod stays Pending with a FailedCreatePodSandBox event naming the reason.
 	ns := kubetest.Namespace(t, c)
 	run, err := c.Start(ctx, kube.Config{
-		RunID: "userns", Controller: "kube-test", Namespace: ns, Image: kubetest.Image, PullPolicy: corev1.PullNever,
-		Args: []string{"true"}, MemoryMB: 32, CPUs: 0.1, DiskMB: 8, TmpMB: 8, UserNamespace: true,
+		RunID: "userns", Controller: "kube-test", Namespace: ns, Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever,
+		Command: []string{"true"}, MemoryMB: 32, CPUs: 0.1, DiskMB: 8, TmpMB: 8, UserNamespace: true,
 	})
 	if err != nil {
 		t.Fatal(err)

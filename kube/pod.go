@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -27,14 +28,40 @@ const (
 	LabelController = "ceval.dev/controller"
 )
 
-// ContainerName is the agent's container in the Pod.
-const ContainerName = "agent"
+// ContainerName is the agent's container in the Pod; InstallContainerName is the init
+// container that copies ceval's binaries from the init image into the ceval volume.
+const (
+	ContainerName        = "agent"
+	InstallContainerName = "ceval-install"
+)
+
+// The agent container's view of ceval's volumes.
+const (
+	// CevalDir is where the agent container sees the ceval volume (read-only): the init
+	// image's /ceval-init and /ceval-mock, copied there by the install container.
+	CevalDir = "/.ceval"
+	// RunDir is the agent container's small memory-backed /run/ceval (the mocks' socket).
+	RunDir = "/run/ceval"
+	// ControlPort is the port the init listens on at 127.0.0.1 in the Pod (kubeproto.ControlPort).
+	ControlPort = 7170
+	// InitFile and MockFile are the files of the ceval volume.
+	InitFile = "ceval-init"
+	MockFile = "ceval-mock"
+)
+
+// InitCommand is the agent container's command: ceval's init in control mode. The agent's
+// argv and environment come over the control channel, never in the Pod spec (which anyone
+// who may read Pods can read; the environment may hold the gateway's token).
+var InitCommand = []string{CevalDir + "/" + InitFile, "--control", fmt.Sprintf("127.0.0.1:%d", ControlPort)}
 
 // Defaults for zero fields of Config (the rest default as in the local sandbox, package policy).
 const (
 	DefaultTmpMB = oci.DefaultTmpMB
 	// logsMB is ephemeral storage left for the container's logs beyond its two disk volumes.
 	logsMB = 64
+	// cevalMB and runMB size the memory-backed ceval and run volumes.
+	cevalMB = 64
+	runMB   = 1
 )
 
 // Config is one run's Pod. Zero numeric and duration fields take policy's defaults.
@@ -43,10 +70,16 @@ type Config struct {
 	Controller string // required; label value naming the controller process that owns the run
 	Namespace  string // required
 
-	Image      string            // required
-	PullPolicy corev1.PullPolicy // "" means IfNotPresent; Never for images imported into the node
-	Args       []string          // the agent command; required
-	Env        []string          // KEY=VALUE added to HOME, USER and PATH (a same-named key replaces those)
+	Image      string            // required: the agent's image
+	InitImage  string            // required: ceval's init image (images.InitName, images build-init)
+	PullPolicy corev1.PullPolicy // of both images; "" means IfNotPresent; Never for images imported into the node
+
+	// Command replaces the agent container's command, InitCommand, when set: only tests that
+	// run a script without ceval's init set it. A run never does (see InitCommand).
+	Command []string
+	// Mounts expose files of the ceval volume at paths of the agent container, read-only:
+	// a mocked tool is {Path: "/usr/local/bin/uipath", File: MockFile}.
+	Mounts []FileMount
 
 	Timeout time.Duration // the agent's deadline; activeDeadlineSeconds adds Grace and a margin
 	Grace   time.Duration // terminationGracePeriodSeconds
@@ -65,13 +98,19 @@ type Config struct {
 	RuntimeClassName string
 }
 
+// FileMount is one file of the ceval volume (InitFile or MockFile) mounted read-only at Path,
+// an absolute path outside the Pod's volumes and the kernel's file systems.
+type FileMount struct {
+	Path string
+	File string
+}
+
 // PodName is the name of the run's Pod and NetworkPolicy.
 func PodName(runID string) string { return "ceval-" + runID }
 
 var (
 	dnsLabel   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	labelValue = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-	envKey     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 func (cfg Config) withDefaults() Config {
@@ -119,13 +158,21 @@ func (cfg Config) validate() error {
 	default:
 		bad("pull policy %q: want Always, IfNotPresent or Never", cfg.PullPolicy)
 	}
-	if len(cfg.Args) == 0 || cfg.Args[0] == "" {
-		bad("args: want a command")
+	if cfg.InitImage == "" {
+		bad("init image: want an image reference (ceval images build-init prints it)")
 	}
-	for i, kv := range cfg.Env {
-		if k, _, ok := strings.Cut(kv, "="); !ok || !envKey.MatchString(k) {
-			bad("env[%d] %q: want KEY=VALUE with KEY of [A-Za-z0-9_], not starting with a digit", i, kv)
+	if cfg.Command != nil && (len(cfg.Command) == 0 || cfg.Command[0] == "") {
+		bad("command: want a program, or none for ceval's init")
+	}
+	seen := map[string]bool{}
+	for i, m := range cfg.Mounts {
+		if err := m.validate(); err != nil {
+			bad("mounts[%d]: %w", i, err)
 		}
+		if seen[m.Path] {
+			bad("mounts[%d]: %s mounted twice", i, m.Path)
+		}
+		seen[m.Path] = true
 	}
 	if cfg.Timeout < 0 || cfg.Grace < 0 {
 		bad("timeout %s, grace %s: want positive durations", cfg.Timeout, cfg.Grace)
@@ -137,6 +184,25 @@ func (cfg Config) validate() error {
 		bad("runtime class %q: want a DNS label", cfg.RuntimeClassName)
 	}
 	return errors.Join(errs...)
+}
+
+// reserved are the agent container's mount points and the kernel's file systems: a file
+// mounted there would hide or replace what ceval put there.
+var reserved = []string{oci.WorkspacePath, oci.HomePath, oci.TmpPath, CevalDir, RunDir, "/proc", "/sys", "/dev", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}
+
+func (m FileMount) validate() error {
+	if m.File != InitFile && m.File != MockFile {
+		return fmt.Errorf("file %q: want %s or %s", m.File, InitFile, MockFile)
+	}
+	if !path.IsAbs(m.Path) || path.Clean(m.Path) != m.Path || m.Path == "/" || strings.ContainsAny(m.Path, "\x00:") {
+		return fmt.Errorf("path %q: want a clean absolute file path", m.Path)
+	}
+	for _, r := range reserved {
+		if m.Path == r || strings.HasPrefix(m.Path, r+"/") {
+			return fmt.Errorf("path %s: inside %s, which the Pod mounts itself", m.Path, r)
+		}
+	}
+	return nil
 }
 
 // Labels returns the labels of the run's objects.
@@ -159,6 +225,10 @@ func mb(n int64) resource.Quantity { return *resource.NewQuantity(n<<20, resourc
 // CPU, memory and ephemeral-storage limits, size-limited emptyDirs for /workspace,
 // /home/agent and /tmp, restartPolicy Never and an activeDeadlineSeconds backstop. The
 // number of processes is bounded by the node's podPidsLimit (a Pod spec has no field for it).
+//
+// Before the agent container, the init container InstallContainerName (as hardened, with
+// small limits) copies ceval-init and ceval-mock from InitImage into the memory-backed ceval
+// volume, which the agent container mounts read-only at CevalDir and runs InitCommand from.
 func Pod(cfg Config) (*corev1.Pod, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -171,6 +241,20 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 		corev1.ResourceEphemeralStorage: mb(2*cfg.DiskMB + logsMB),
 	}
 	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	command := InitCommand
+	if cfg.Command != nil {
+		command = cfg.Command
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "workspace", MountPath: oci.WorkspacePath},
+		{Name: "home", MountPath: oci.HomePath},
+		{Name: "tmp", MountPath: oci.TmpPath},
+		{Name: "ceval", MountPath: CevalDir, ReadOnly: true},
+		{Name: "run", MountPath: RunDir},
+	}
+	for _, m := range cfg.Mounts {
+		mounts = append(mounts, corev1.VolumeMount{Name: "ceval", MountPath: m.Path, SubPath: m.File, ReadOnly: true})
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: PodName(cfg.RunID), Namespace: cfg.Namespace, Labels: cfg.Labels()},
 		Spec: corev1.PodSpec{
@@ -189,36 +273,37 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 				RunAsNonRoot:   ptr.To(true),
 				SeccompProfile: seccomp,
 			},
-			Containers: []corev1.Container{{
-				Name:            ContainerName,
-				Image:           cfg.Image,
+			InitContainers: []corev1.Container{{
+				Name:            InstallContainerName,
+				Image:           cfg.InitImage,
 				ImagePullPolicy: cfg.PullPolicy,
-				Command:         cfg.Args,
-				WorkingDir:      oci.WorkspacePath,
-				Env:             env(cfg.Env),
-				Resources:       corev1.ResourceRequirements{Limits: limits, Requests: limits},
-				SecurityContext: &corev1.SecurityContext{
-					RunAsUser:                ptr.To(uid),
-					RunAsGroup:               ptr.To(gid),
-					RunAsNonRoot:             ptr.To(true),
-					Privileged:               ptr.To(false),
-					AllowPrivilegeEscalation: ptr.To(false),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-					SeccompProfile:           seccomp,
-					ProcMount:                ptr.To(corev1.DefaultProcMount),
-				},
-				VolumeMounts: []corev1.VolumeMount{
-					{Name: "workspace", MountPath: oci.WorkspacePath},
-					{Name: "home", MountPath: oci.HomePath},
-					{Name: "tmp", MountPath: oci.TmpPath},
-				},
+				// The init image's static busybox; the binaries are 0555 there and cp keeps them so.
+				Command:                  []string{"/bin/busybox", "cp", "/" + InitFile, "/" + MockFile, "/ceval/"},
+				WorkingDir:               "/",
+				Env:                      env(),
+				Resources:                corev1.ResourceRequirements{Limits: installLimits, Requests: installLimits},
+				SecurityContext:          containerSecurity(uid, gid, seccomp),
+				VolumeMounts:             []corev1.VolumeMount{{Name: "ceval", MountPath: "/ceval"}},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+			Containers: []corev1.Container{{
+				Name:                     ContainerName,
+				Image:                    cfg.Image,
+				ImagePullPolicy:          cfg.PullPolicy,
+				Command:                  command,
+				WorkingDir:               oci.WorkspacePath,
+				Env:                      env(),
+				Resources:                corev1.ResourceRequirements{Limits: limits, Requests: limits},
+				SecurityContext:          containerSecurity(uid, gid, seccomp),
+				VolumeMounts:             mounts,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 			}},
 			Volumes: []corev1.Volume{
 				emptyDir("workspace", corev1.StorageMediumDefault, cfg.DiskMB),
 				emptyDir("home", corev1.StorageMediumDefault, cfg.DiskMB),
 				emptyDir("tmp", corev1.StorageMediumMemory, cfg.TmpMB),
+				emptyDir("ceval", corev1.StorageMediumMemory, cevalMB),
+				emptyDir("run", corev1.StorageMediumMemory, runMB),
 			},
 		},
 	}
@@ -231,6 +316,31 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 	return pod, nil
 }
 
+// installLimits bound the install container: busybox copying two static binaries (~4 MB,
+// charged to its memory as they land in the memory-backed volume).
+var installLimits = corev1.ResourceList{
+	corev1.ResourceCPU:              resource.MustParse("100m"),
+	corev1.ResourceMemory:           resource.MustParse("32Mi"),
+	corev1.ResourceEphemeralStorage: resource.MustParse("8Mi"),
+}
+
+// containerSecurity is every container's security context: the agent's UID and GID,
+// non-root, unprivileged, no privilege escalation, every capability dropped, a read-only root
+// filesystem, seccomp and the default (masked) /proc.
+func containerSecurity(uid, gid int64, seccomp *corev1.SeccompProfile) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                ptr.To(uid),
+		RunAsGroup:               ptr.To(gid),
+		RunAsNonRoot:             ptr.To(true),
+		Privileged:               ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           seccomp,
+		ProcMount:                ptr.To(corev1.DefaultProcMount),
+	}
+}
+
 func emptyDir(name string, medium corev1.StorageMedium, sizeMB int64) corev1.Volume {
 	size := mb(sizeMB)
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
@@ -238,26 +348,14 @@ func emptyDir(name string, medium corev1.StorageMedium, sizeMB int64) corev1.Vol
 	}}
 }
 
-// env is HOME, USER and PATH, then extra (a same-named key in extra replaces the default).
-func env(extra []string) []corev1.EnvVar {
-	vars := []corev1.EnvVar{
+// env is the containers' whole environment in the spec: HOME, USER and PATH. The agent's own
+// environment comes over the control channel.
+func env() []corev1.EnvVar {
+	return []corev1.EnvVar{
 		{Name: "HOME", Value: oci.HomePath},
 		{Name: "USER", Value: "agent"},
 		{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 	}
-	for _, kv := range extra {
-		k, v, _ := strings.Cut(kv, "=")
-		replaced := false
-		for i := range vars {
-			if vars[i].Name == k {
-				vars[i].Value, replaced = v, true
-			}
-		}
-		if !replaced {
-			vars = append(vars, corev1.EnvVar{Name: k, Value: v})
-		}
-	}
-	return vars
 }
 
 // NetworkPolicy returns the run's deny-all policy: it selects the run's Pod and allows no

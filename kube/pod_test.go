@@ -16,7 +16,7 @@ func testConfig() Config {
 		Controller: "host-123",
 		Namespace:  "evals",
 		Image:      "ceval.test/busybox:1.35",
-		Args:       []string{"/bin/sh", "-c", "true"},
+		InitImage:  "ceval.dev/ceval-init:0123456789ab",
 	}
 }
 
@@ -35,32 +35,40 @@ func TestPodRunsAsAgentNonRootWithoutPrivilegeEscalation(t *testing.T) {
 	if *psc.RunAsUser != 2000 || *psc.RunAsGroup != 2000 || !*psc.RunAsNonRoot {
 		t.Errorf("pod security context: user %d group %d nonroot %v, want 2000 2000 true", *psc.RunAsUser, *psc.RunAsGroup, *psc.RunAsNonRoot)
 	}
-	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) != 0 || len(p.Spec.EphemeralContainers) != 0 {
-		t.Fatalf("want exactly one container, got %d (+%d init)", len(p.Spec.Containers), len(p.Spec.InitContainers))
+	if len(p.Spec.Containers) != 1 || len(p.Spec.InitContainers) != 1 || len(p.Spec.EphemeralContainers) != 0 {
+		t.Fatalf("want exactly one container and the install container, got %d (+%d init)", len(p.Spec.Containers), len(p.Spec.InitContainers))
 	}
-	sc := p.Spec.Containers[0].SecurityContext
-	switch {
-	case *sc.RunAsUser != 2000 || *sc.RunAsGroup != 2000 || !*sc.RunAsNonRoot:
-		t.Errorf("container identity: user %d group %d nonroot %v", *sc.RunAsUser, *sc.RunAsGroup, *sc.RunAsNonRoot)
-	case *sc.Privileged || *sc.AllowPrivilegeEscalation:
-		t.Errorf("privileged %v, allowPrivilegeEscalation %v: want both false", *sc.Privileged, *sc.AllowPrivilegeEscalation)
-	case !*sc.ReadOnlyRootFilesystem:
-		t.Error("root filesystem is writable")
-	case *sc.ProcMount != corev1.DefaultProcMount:
-		t.Errorf("procMount %s: want Default (masked /proc paths)", *sc.ProcMount)
+	for _, c := range allContainers(p) {
+		sc := c.SecurityContext
+		switch {
+		case *sc.RunAsUser != 2000 || *sc.RunAsGroup != 2000 || !*sc.RunAsNonRoot:
+			t.Errorf("%s identity: user %d group %d nonroot %v", c.Name, *sc.RunAsUser, *sc.RunAsGroup, *sc.RunAsNonRoot)
+		case *sc.Privileged || *sc.AllowPrivilegeEscalation:
+			t.Errorf("%s: privileged %v, allowPrivilegeEscalation %v: want both false", c.Name, *sc.Privileged, *sc.AllowPrivilegeEscalation)
+		case !*sc.ReadOnlyRootFilesystem:
+			t.Errorf("%s: root filesystem is writable", c.Name)
+		case *sc.ProcMount != corev1.DefaultProcMount:
+			t.Errorf("%s: procMount %s: want Default (masked /proc paths)", c.Name, *sc.ProcMount)
+		}
 	}
 }
 
+func allContainers(p *corev1.Pod) []corev1.Container {
+	return append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...)
+}
+
 func TestPodDropsEveryCapabilityAndAddsNone(t *testing.T) {
-	caps := mustPod(t, testConfig()).Spec.Containers[0].SecurityContext.Capabilities
-	if len(caps.Drop) != 1 || caps.Drop[0] != "ALL" || len(caps.Add) != 0 {
-		t.Errorf("capabilities: drop %v add %v, want drop [ALL] add none", caps.Drop, caps.Add)
+	for _, c := range allContainers(mustPod(t, testConfig())) {
+		caps := c.SecurityContext.Capabilities
+		if len(caps.Drop) != 1 || caps.Drop[0] != "ALL" || len(caps.Add) != 0 {
+			t.Errorf("%s capabilities: drop %v add %v, want drop [ALL] add none", c.Name, caps.Drop, caps.Add)
+		}
 	}
 }
 
 func TestPodUsesRuntimeDefaultSeccomp(t *testing.T) {
 	p := mustPod(t, testConfig())
-	for _, s := range []*corev1.SeccompProfile{p.Spec.SecurityContext.SeccompProfile, p.Spec.Containers[0].SecurityContext.SeccompProfile} {
+	for _, s := range []*corev1.SeccompProfile{p.Spec.SecurityContext.SeccompProfile, p.Spec.Containers[0].SecurityContext.SeccompProfile, p.Spec.InitContainers[0].SecurityContext.SeccompProfile} {
 		if s == nil || s.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			t.Errorf("seccomp %v: want RuntimeDefault at pod and container level", s)
 		}
@@ -80,7 +88,7 @@ func TestPodGetsNoServiceAccountTokenServiceLinksOrHostNamespaces(t *testing.T) 
 			t.Errorf("volume %s is not an emptyDir (host paths, secrets and projected tokens are never mounted)", v.Name)
 		}
 	}
-	for _, c := range s.Containers {
+	for _, c := range append(s.InitContainers, s.Containers...) {
 		for _, p := range c.Ports {
 			if p.HostPort != 0 {
 				t.Errorf("host port %d", p.HostPort)
@@ -101,11 +109,13 @@ func TestPodVolumesAreSizeLimited(t *testing.T) {
 		"workspace": {"/workspace", corev1.StorageMediumDefault, "100Mi"},
 		"home":      {"/home/agent", corev1.StorageMediumDefault, "100Mi"},
 		"tmp":       {"/tmp", corev1.StorageMediumMemory, "32Mi"},
+		"ceval":     {"/.ceval", corev1.StorageMediumMemory, "64Mi"},
+		"run":       {"/run/ceval", corev1.StorageMediumMemory, "1Mi"},
 	}
 	mounts := map[string]string{}
 	for _, m := range p.Spec.Containers[0].VolumeMounts {
 		mounts[m.Name] = m.MountPath
-		if m.ReadOnly || m.SubPath != "" || m.MountPropagation != nil {
+		if m.ReadOnly != (m.Name == "ceval") || m.SubPath != "" || m.MountPropagation != nil {
 			t.Errorf("mount %s: readOnly %v subPath %q propagation %v", m.Name, m.ReadOnly, m.SubPath, m.MountPropagation)
 		}
 	}
@@ -181,18 +191,69 @@ func TestPodLabelsNameTheRunAndController(t *testing.T) {
 	}
 }
 
-func TestPodEnvKeepsAgentHomeUnlessReplaced(t *testing.T) {
-	cfg := testConfig()
-	cfg.Env = []string{"PATH=/opt/bin", "FOO=a=b"}
-	got := map[string]string{}
-	for _, e := range mustPod(t, cfg).Spec.Containers[0].Env {
-		if _, dup := got[e.Name]; dup {
-			t.Errorf("env %s twice", e.Name)
-		}
-		got[e.Name] = e.Value
+// Anyone who may read Pods reads the spec: the agent's argv and environment (the gateway's
+// token) come over the control channel, never in it.
+func TestPodRunsTheInitInControlModeWithNoAgentArgvOrEnvInTheSpec(t *testing.T) {
+	c := mustPod(t, testConfig()).Spec.Containers[0]
+	if strings.Join(c.Command, " ") != "/.ceval/ceval-init --control 127.0.0.1:7170" || len(c.Args) != 0 {
+		t.Errorf("command %q args %q: want ceval's init in control mode", c.Command, c.Args)
 	}
-	if got["HOME"] != "/home/agent" || got["USER"] != "agent" || got["PATH"] != "/opt/bin" || got["FOO"] != "a=b" {
-		t.Errorf("env %v", got)
+	got := map[string]string{}
+	for _, e := range c.Env {
+		got[e.Name] = e.Value
+		if e.ValueFrom != nil {
+			t.Errorf("env %s from %v", e.Name, e.ValueFrom)
+		}
+	}
+	want := map[string]string{"HOME": "/home/agent", "USER": "agent", "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	if len(got) != len(want) || len(c.EnvFrom) != 0 {
+		t.Errorf("env %v envFrom %v: want only %v", got, c.EnvFrom, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("env %s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+// The install container sees only the ceval volume (the agent's workspace and home are not
+// there yet, and nothing else of the Pod is its business) and copies the two binaries.
+func TestPodInstallContainerWritesOnlyTheCevalVolume(t *testing.T) {
+	cfg := testConfig()
+	cfg.PullPolicy = corev1.PullNever
+	c := mustPod(t, cfg).Spec.InitContainers[0]
+	if c.Name != "ceval-install" || c.Image != cfg.InitImage || c.ImagePullPolicy != corev1.PullNever {
+		t.Errorf("install container %s image %s pull %s", c.Name, c.Image, c.ImagePullPolicy)
+	}
+	if strings.Join(c.Command, " ") != "/bin/busybox cp /ceval-init /ceval-mock /ceval/" {
+		t.Errorf("install command %q", c.Command)
+	}
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != "ceval" || c.VolumeMounts[0].MountPath != "/ceval" || c.VolumeMounts[0].SubPath != "" {
+		t.Errorf("install mounts %+v: want only the ceval volume at /ceval", c.VolumeMounts)
+	}
+	r := c.Resources
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		l, ok := r.Limits[name]
+		if !ok || l.Cmp(resource.MustParse("64Mi")) > 0 || r.Requests[name] != l {
+			t.Errorf("install %s limit %v request %v: want a small limit equal to the request", name, r.Limits[name], r.Requests[name])
+		}
+	}
+}
+
+func TestPodMountsMockedToolsReadOnlyFromTheCevalVolume(t *testing.T) {
+	cfg := testConfig()
+	cfg.Mounts = []FileMount{{Path: "/usr/local/bin/uipath", File: "ceval-mock"}, {Path: "/opt/tools/gh", File: "ceval-mock"}}
+	var got []string
+	for _, m := range mustPod(t, cfg).Spec.Containers[0].VolumeMounts {
+		if m.SubPath != "" {
+			if m.Name != "ceval" || !m.ReadOnly {
+				t.Errorf("mount %+v: want read-only from the ceval volume", m)
+			}
+			got = append(got, m.MountPath+"="+m.SubPath)
+		}
+	}
+	if strings.Join(got, " ") != "/usr/local/bin/uipath=ceval-mock /opt/tools/gh=ceval-mock" {
+		t.Errorf("file mounts %v", got)
 	}
 }
 
@@ -201,17 +262,23 @@ func TestPodRefusesBadConfig(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		"run id with a slash":  {func(c *Config) { c.RunID = "../x" }, "run id"},
-		"run id too long":      {func(c *Config) { c.RunID = strings.Repeat("a", 51) }, "run id"},
-		"uppercase namespace":  {func(c *Config) { c.Namespace = "Evals" }, "namespace"},
-		"no controller":        {func(c *Config) { c.Controller = "" }, "controller"},
-		"no image":             {func(c *Config) { c.Image = "" }, "image"},
-		"no command":           {func(c *Config) { c.Args = nil }, "args"},
-		"env without =":        {func(c *Config) { c.Env = []string{"FOO"} }, "env[0]"},
-		"env key with a space": {func(c *Config) { c.Env = []string{"A B=1"} }, "env[0]"},
-		"negative memory":      {func(c *Config) { c.MemoryMB = -1 }, "limits"},
-		"bad pull policy":      {func(c *Config) { c.PullPolicy = "Sometimes" }, "pull policy"},
-		"bad runtime class":    {func(c *Config) { c.RuntimeClassName = "Bad_Name" }, "runtime class"},
+		"run id with a slash":      {func(c *Config) { c.RunID = "../x" }, "run id"},
+		"run id too long":          {func(c *Config) { c.RunID = strings.Repeat("a", 51) }, "run id"},
+		"uppercase namespace":      {func(c *Config) { c.Namespace = "Evals" }, "namespace"},
+		"no controller":            {func(c *Config) { c.Controller = "" }, "controller"},
+		"no image":                 {func(c *Config) { c.Image = "" }, "image"},
+		"no init image":            {func(c *Config) { c.InitImage = "" }, "init image"},
+		"empty command":            {func(c *Config) { c.Command = []string{} }, "command"},
+		"mount of another file":    {func(c *Config) { c.Mounts = []FileMount{{Path: "/usr/bin/x", File: "../etc/passwd"}} }, "mounts[0]"},
+		"relative mount":           {func(c *Config) { c.Mounts = []FileMount{{Path: "usr/bin/x", File: "ceval-mock"}} }, "mounts[0]"},
+		"unclean mount":            {func(c *Config) { c.Mounts = []FileMount{{Path: "/usr/../workspace/x", File: "ceval-mock"}} }, "mounts[0]"},
+		"mount over the workspace": {func(c *Config) { c.Mounts = []FileMount{{Path: "/workspace/bin/x", File: "ceval-mock"}} }, "inside /workspace"},
+		"mount over the init":      {func(c *Config) { c.Mounts = []FileMount{{Path: "/.ceval/ceval-init", File: "ceval-mock"}} }, "inside /.ceval"},
+		"mount over proc":          {func(c *Config) { c.Mounts = []FileMount{{Path: "/proc/self/exe", File: "ceval-mock"}} }, "inside /proc"},
+		"mount twice":              {func(c *Config) { c.Mounts = []FileMount{{"/bin/x", "ceval-mock"}, {"/bin/x", "ceval-init"}} }, "twice"},
+		"negative memory":          {func(c *Config) { c.MemoryMB = -1 }, "limits"},
+		"bad pull policy":          {func(c *Config) { c.PullPolicy = "Sometimes" }, "pull policy"},
+		"bad runtime class":        {func(c *Config) { c.RuntimeClassName = "Bad_Name" }, "runtime class"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()

@@ -30,7 +30,7 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 			"import brings in an OCI or docker-save archive; export writes one; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesExportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildInitCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesExportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 
@@ -201,14 +201,28 @@ func newImagesExportCmd(g *globalOptions) *cobra.Command {
 // exportImage writes the archive next to path and renames it into place, so a failed export
 // never leaves a truncated archive under the name.
 func exportImage(ctx context.Context, c *client.Client, name, path string) (images.Image, error) {
+	var img images.Image
+	err := writeArchive(path, func(w io.Writer) (err error) {
+		img, err = images.Export(ctx, c, name, w)
+		return err
+	})
+	if err != nil {
+		return images.Image{}, fmt.Errorf("export %s to %s: %w", name, path, err)
+	}
+	return img, nil
+}
+
+// writeArchive writes a file next to path with write and renames it into place only once
+// complete.
+func writeArchive(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return images.Image{}, fmt.Errorf("export %s: %w", name, err)
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	img, err := images.Export(ctx, c, name, bw)
+	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
 	}
@@ -218,10 +232,7 @@ func exportImage(ctx context.Context, c *client.Client, name, path string) (imag
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
-	if err != nil {
-		return images.Image{}, fmt.Errorf("export %s to %s: %w", name, path, err)
-	}
-	return img, nil
+	return err
 }
 
 func newImagesLabelCmd(g *globalOptions) *cobra.Command {

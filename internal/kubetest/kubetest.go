@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/launcher"
 )
@@ -131,4 +133,24 @@ func NodeContainerd(t testing.TB) (*client.Client, context.Context) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, ctx
+}
+
+var initImage struct {
+	once sync.Once
+	err  error
+}
+
+// InitImage builds this ceval's init image (images.InitName) into the test node's containerd
+// once per test process and returns its name, for Pods with pull policy Never. It stays in
+// the node: it is named by the binaries it holds, and other test processes may be using it.
+func InitImage(t testing.TB) string {
+	t.Helper()
+	node, ctx := NodeContainerd(t)
+	initImage.once.Do(func() {
+		_, initImage.err = images.BuildInit(ctx, node, images.InitOptions{})
+	})
+	if initImage.err != nil {
+		t.Fatalf("init image into the node: %v", initImage.err)
+	}
+	return images.InitName()
 }

@@ -1,0 +1,354 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	httpstreamspdy "k8s.io/apimachinery/pkg/util/httpstream/spdy"
+	pfconstants "k8s.io/apimachinery/pkg/util/portforward"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
+	"k8s.io/client-go/transport/websocket"
+)
+
+// Bounds of the port-forward plumbing (not of what flows through it).
+const (
+	// forwardDialTimeout bounds upgrading one connection to the API server.
+	forwardDialTimeout = 30 * time.Second
+	// forwardLinger is how long a closed stream waits for the Pod's side to end after our
+	// FIN (containerd 1.6 ends it 1 s after one direction ends) before it is reset.
+	forwardLinger = 5 * time.Second
+	// maxForwardError bounds the error stream's message.
+	maxForwardError = 4 << 10
+)
+
+// ForwardError is the message the kubelet sent on a port-forward stream's error stream: it
+// could not connect to the port in the Pod (nothing listens there yet or any more) or the
+// connection failed. A Read of the stream returns it instead of io.EOF.
+type ForwardError struct {
+	Namespace, Pod string
+	Port           int
+	Message        string
+}
+
+func (e *ForwardError) Error() string {
+	return fmt.Sprintf("port-forward to %s/%s:%d: %s", e.Namespace, e.Pod, e.Port, e.Message)
+}
+
+// forwards shares one upgraded connection to the API server per Pod among the streams
+// PortForward opens to it.
+type forwards struct {
+	mu    sync.Mutex
+	conns map[string]*forwardConn
+}
+
+// forwardConn is one Pod's connection, or the dial that will make it.
+type forwardConn struct {
+	ready  chan struct{} // closed once conn or err is set
+	conn   httpstream.Connection
+	err    error
+	nextID atomic.Int64 // request IDs pair a data stream with its error stream
+}
+
+// PortForward opens one new stream to port on the loopback of pod (in namespace) through
+// the API server's port-forward (WebSocket, or SPDY where the server does not offer it): no
+// local listener, no kubectl. Streams to the same Pod share one connection; an idle or lost
+// connection is replaced on the next call. ctx bounds opening the stream, not its use.
+//
+// The returned net.Conn's Close ends the stream (our side first, so what was written arrives,
+// then the whole stream); CloseWrite ends only our side. If the kubelet cannot connect to
+// the port, or the connection fails, a Read returns a *ForwardError with its message. Read
+// every stream promptly until it ends: streams of one connection share its frame workers,
+// and one left unread holds up the others.
+func (c *Cluster) PortForward(ctx context.Context, namespace, pod string, port int) (net.Conn, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("port-forward to %s/%s: port %d out of range", namespace, pod, port)
+	}
+	fc, err := c.forwardConn(ctx, namespace, pod)
+	if err != nil {
+		return nil, err
+	}
+	id := strconv.FormatInt(fc.nextID.Add(1), 10)
+	h := http.Header{}
+	h.Set(corev1.StreamType, corev1.StreamTypeError)
+	h.Set(corev1.PortHeader, strconv.Itoa(port))
+	h.Set(corev1.PortForwardRequestIDHeader, id)
+	errStream, err := fc.conn.CreateStream(h)
+	if err != nil {
+		c.dropForward(namespace, pod, fc)
+		return nil, fmt.Errorf("port-forward to %s/%s:%d: error stream: %w", namespace, pod, port, err)
+	}
+	errStream.Close() // we never write to it
+	h.Set(corev1.StreamType, corev1.StreamTypeData)
+	data, err := fc.conn.CreateStream(h)
+	if err != nil {
+		fc.conn.RemoveStreams(errStream)
+		c.dropForward(namespace, pod, fc)
+		return nil, fmt.Errorf("port-forward to %s/%s:%d: data stream: %w", namespace, pod, port, err)
+	}
+	s := &forwardStream{
+		conn: fc.conn, data: data, errStream: errStream,
+		errDone: make(chan struct{}), closed: make(chan struct{}),
+		addr: forwardAddr(fmt.Sprintf("%s/%s:%d#%s", namespace, pod, port, id)),
+	}
+	s.remote = ForwardError{Namespace: namespace, Pod: pod, Port: port}
+	go s.readErrors()
+	return s, nil
+}
+
+// forwardConn returns the Pod's shared connection, dialing it if there is none.
+func (c *Cluster) forwardConn(ctx context.Context, namespace, pod string) (*forwardConn, error) {
+	key := namespace + "/" + pod
+	c.fwd.mu.Lock()
+	if c.fwd.conns == nil {
+		c.fwd.conns = map[string]*forwardConn{}
+	}
+	fc := c.fwd.conns[key]
+	if fc == nil {
+		fc = &forwardConn{ready: make(chan struct{})}
+		c.fwd.conns[key] = fc
+		// The dial has a bound of its own and is not tied to this caller's ctx: other
+		// callers may wait for it.
+		go func() {
+			fc.conn, fc.err = c.dialForward(namespace, pod)
+			close(fc.ready)
+			if fc.err != nil {
+				c.dropForward(namespace, pod, fc)
+				return
+			}
+			<-fc.conn.CloseChan()
+			c.dropForward(namespace, pod, fc)
+		}()
+	}
+	c.fwd.mu.Unlock()
+	select {
+	case <-fc.ready:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("port-forward to %s: %w", key, ctx.Err())
+	}
+	if fc.err != nil {
+		return nil, fc.err
+	}
+	select {
+	case <-fc.conn.CloseChan():
+		// lost between the dial and now: the next call dials again
+		return nil, fmt.Errorf("port-forward to %s: the connection to the API server closed", key)
+	default:
+	}
+	return fc, nil
+}
+
+// dropForward forgets fc (if it is still the Pod's connection) and closes it.
+func (c *Cluster) dropForward(namespace, pod string, fc *forwardConn) {
+	key := namespace + "/" + pod
+	c.fwd.mu.Lock()
+	if c.fwd.conns[key] == fc {
+		delete(c.fwd.conns, key)
+	}
+	c.fwd.mu.Unlock()
+	if fc.conn != nil {
+		fc.conn.Close()
+	}
+}
+
+// closeForwards closes the Pod's shared connection and with it every stream on it.
+func (c *Cluster) closeForwards(namespace, pod string) {
+	c.fwd.mu.Lock()
+	fc := c.fwd.conns[namespace+"/"+pod]
+	c.fwd.mu.Unlock()
+	if fc == nil {
+		return
+	}
+	go func() { // the dial may still be under way
+		<-fc.ready
+		c.dropForward(namespace, pod, fc)
+	}()
+}
+
+// forceSPDY makes dialForward skip the WebSocket tunnel (tests of the SPDY fallback).
+var forceSPDY bool
+
+// dialForward upgrades one connection to the Pod's portforward subresource: WebSocket
+// tunneling SPDY (API servers since 1.30), else SPDY itself.
+func (c *Cluster) dialForward(namespace, pod string) (httpstream.Connection, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), forwardDialTimeout)
+	defer cancel()
+	u := c.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("portforward").URL()
+	wrap := func(err error) error { return fmt.Errorf("port-forward to %s/%s: %w", namespace, pod, err) }
+	if !forceSPDY {
+		rt, holder, err := websocket.RoundTripperFor(c.RESTConfig)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		ws, err := websocket.Negotiate(rt, holder, req, pfconstants.WebsocketsSPDYTunnelingPrefix+portforward.PortForwardProtocolV1Name)
+		if err == nil {
+			conn, err := httpstreamspdy.NewClientConnectionWithPings(portforward.NewTunnelingConnection("ceval", ws), portforward.PingPeriod)
+			if err != nil {
+				ws.Close()
+				return nil, wrap(err)
+			}
+			return conn, nil
+		}
+		if !httpstream.IsUpgradeFailure(err) && !httpstream.IsHTTPSProxyError(err) {
+			return nil, wrap(err)
+		}
+	}
+	rt, upgrader, err := spdy.RoundTripperFor(c.RESTConfig)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	conn, proto, err := spdy.Negotiate(upgrader, &http.Client{Transport: rt}, req, portforward.PortForwardProtocolV1Name)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	if proto != portforward.PortForwardProtocolV1Name {
+		conn.Close()
+		return nil, wrap(fmt.Errorf("the API server speaks %q, not %q", proto, portforward.PortForwardProtocolV1Name))
+	}
+	return conn, nil
+}
+
+// forwardStream is one port-forward stream as a net.Conn.
+type forwardStream struct {
+	conn      httpstream.Connection
+	data      httpstream.Stream
+	errStream httpstream.Stream
+	addr      forwardAddr
+
+	errDone chan struct{} // closed when the error stream has ended
+	remote  ForwardError  // Message set (before errDone) when the kubelet sent one
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+func (s *forwardStream) readErrors() {
+	defer close(s.errDone)
+	msg, err := io.ReadAll(io.LimitReader(s.errStream, maxForwardError))
+	switch {
+	case len(msg) > 0:
+		s.remote.Message = string(msg)
+	case err != nil:
+		s.remote.Message = "reading the error stream: " + err.Error()
+	}
+}
+
+// remoteError is the kubelet's message for the stream, once its error stream has ended (or
+// the connection or the stream closed first), or nil.
+func (s *forwardStream) remoteError() error {
+	select {
+	case <-s.errDone:
+	case <-s.conn.CloseChan():
+	case <-s.closed:
+	}
+	select {
+	case <-s.errDone:
+		if s.remote.Message != "" {
+			e := s.remote
+			return &e
+		}
+	default:
+	}
+	return nil
+}
+
+func (s *forwardStream) Read(p []byte) (int, error) {
+	select {
+	case <-s.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	n, err := s.data.Read(p)
+	if err != nil {
+		if rerr := s.remoteError(); rerr != nil {
+			return n, rerr
+		}
+		select {
+		case <-s.closed:
+			return n, net.ErrClosed
+		default:
+		}
+	}
+	return n, err
+}
+
+func (s *forwardStream) Write(p []byte) (int, error) {
+	select {
+	case <-s.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	n, err := s.data.Write(p)
+	if err != nil {
+		if rerr := s.remoteError(); rerr != nil {
+			return n, rerr
+		}
+	}
+	return n, err
+}
+
+// CloseWrite ends our side of the stream; the Pod's side can still send, but on nodes with
+// containerd 1.6's CRI not for long: it ends the whole stream 1 s after one direction ended
+// (measured), so what the Pod sends later is lost.
+func (s *forwardStream) CloseWrite() error { return s.data.Close() }
+
+// Close ends our side (what was written still arrives), then waits in the background for
+// the Pod's side to end, reading and dropping what it still sends, and resets the stream
+// if that takes longer than forwardLinger.
+func (s *forwardStream) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.data.Close()
+		go func() {
+			drained := make(chan struct{})
+			go func() {
+				io.Copy(io.Discard, s.data)
+				close(drained)
+			}()
+			t := time.NewTimer(forwardLinger)
+			defer t.Stop()
+			select {
+			case <-drained:
+			case <-t.C:
+				s.data.Reset()
+				s.errStream.Reset()
+			case <-s.conn.CloseChan():
+			}
+			s.conn.RemoveStreams(s.data, s.errStream)
+		}()
+	})
+	return nil
+}
+
+func (s *forwardStream) LocalAddr() net.Addr  { return s.addr }
+func (s *forwardStream) RemoteAddr() net.Addr { return s.addr }
+
+var errNoDeadline = errors.New("port-forward streams have no deadlines: close the stream or cancel the work instead")
+
+func (s *forwardStream) SetDeadline(time.Time) error      { return errNoDeadline }
+func (s *forwardStream) SetReadDeadline(time.Time) error  { return errNoDeadline }
+func (s *forwardStream) SetWriteDeadline(time.Time) error { return errNoDeadline }
+
+// forwardAddr names a stream: namespace/pod:port#request.
+type forwardAddr string
+
+func (a forwardAddr) Network() string { return "portforward" }
+func (a forwardAddr) String() string  { return string(a) }
