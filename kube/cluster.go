@@ -248,7 +248,8 @@ func (r *Run) Dial(ctx context.Context) (net.Conn, error) {
 	return r.cluster.PortForward(ctx, r.Namespace, r.Name, ControlPort)
 }
 
-// Lost returns a *PodLostError when the cluster took the run's Pod away (evicted,
+// Lost returns a *PodLimitError when the Pod's own limits ended it (the agent's doing: never
+// retried), a *PodLostError when the cluster took it away (evicted for the node's sake,
 // preempted, deleted, its node lost), or nil while it is there or ended by itself: what a
 // caller asks once a run's control channel failed, to tell a retry from a failed run.
 func (r *Run) Lost(ctx context.Context) error {
@@ -258,6 +259,9 @@ func (r *Run) Lost(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("get pod %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	if lim := podLimit(p); lim != nil {
+		return lim
 	}
 	if lost := podLost(p); lost != nil {
 		return lost

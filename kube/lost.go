@@ -9,16 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// PodLostError says a run's Pod went away, or never ran, for a reason that is not the
-// agent's: deleted by someone else, evicted for the node's pressure, never scheduled. An
-// experiment may try such a run again (counted as a retry, never as the agent's result).
-type PodLostError struct{ Reason string }
-
-func (e *PodLostError) Error() string { return "the run's Pod was lost: " + e.Reason }
 
 // PodLimitError says the Pod was ended by its own limits, which the agent's processes
 // reached: the container OOM-killed as a whole, evicted for its disk use, or stopped by
@@ -27,48 +19,30 @@ type PodLimitError struct{ Reason string }
 
 func (e *PodLimitError) Error() string { return "the run's Pod was ended by its limits: " + e.Reason }
 
-// Lost says why the run's Pod cannot go on, if it cannot: a *PodLostError or a
-// *PodLimitError; nil while it can (or when the API server cannot tell).
-func (r *Run) Lost(ctx context.Context) error {
-	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return &PodLostError{Reason: "it was deleted (not by ceval)"}
-	}
-	if err != nil {
-		return nil
-	}
-	return podLost(p)
-}
-
-// podLost classifies a Pod's state (see Lost).
-func podLost(p *corev1.Pod) error {
+// podLimit returns how the Pod's own limits ended it, or nil: its container OOM-killed as a
+// whole, evicted for exceeding its ephemeral-storage or emptyDir limits, or stopped by
+// activeDeadlineSeconds. Checked before podLost, which would call an eviction a loss.
+func podLimit(p *corev1.Pod) *PodLimitError {
 	for _, cs := range p.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
-			return &PodLimitError{Reason: fmt.Sprintf("container %s was OOM-killed (its memory limit)", cs.Name)}
+			return &PodLimitError{Reason: fmt.Sprintf("container %s was OOM-killed as a whole (its memory limit)", cs.Name)}
 		}
 	}
-	if p.Status.Phase == corev1.PodFailed {
-		switch p.Status.Reason {
-		case "DeadlineExceeded":
-			return &PodLimitError{Reason: "activeDeadlineSeconds (the agent's timeout, grace and a margin) passed"}
-		case "Evicted":
-			m := p.Status.Message
-			if strings.Contains(m, "exceeds the total limit") || strings.Contains(m, "exceeds the limit") || strings.Contains(m, "usage exceeds") {
-				return &PodLimitError{Reason: "evicted for its disk use: " + m}
-			}
-			return &PodLostError{Reason: "evicted: " + m}
+	if p.Status.Phase != corev1.PodFailed {
+		return nil
+	}
+	switch p.Status.Reason {
+	case "DeadlineExceeded":
+		return &PodLimitError{Reason: "activeDeadlineSeconds (the agent's timeout, grace and a margin) passed"}
+	case "Evicted":
+		// The kubelet's words for a Pod over its own limits (pkg/kubelet/eviction): "Pod
+		// ephemeral local storage usage exceeds the total limit of containers ...", "Usage of
+		// EmptyDir volume ... exceeds the limit ...", "Container ... exceeded its local
+		// ephemeral storage limit ...". Node pressure reads "The node was low on resource".
+		m := p.Status.Message
+		if strings.Contains(m, "exceeds the total limit") || strings.Contains(m, "exceeds the limit") || strings.Contains(m, "exceeded its local ephemeral storage limit") {
+			return &PodLimitError{Reason: "evicted for its disk use: " + m}
 		}
-	}
-	if p.DeletionTimestamp != nil {
-		return &PodLostError{Reason: "it is being deleted (not by ceval: an eviction, a drain or a user)"}
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &PodLostError{Reason: "it cannot be scheduled: " + c.Message}
-		}
-	}
-	if p.Status.Phase == corev1.PodFailed {
-		return &PodLostError{Reason: fmt.Sprintf("it failed (%s: %s)", p.Status.Reason, p.Status.Message)}
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -433,6 +435,14 @@ func ParseAttest(a *kubeproto.Attest) (*record.Attestation, error) {
 			key = "cgroup:" + name
 		}
 		v, ok := a.Files[key]
+		if !ok && len(name) > 0 && name[0] == '/' {
+			// cgroup v1 in a container: its own cgroup is mounted at each hierarchy's root
+			// (the init reports both views).
+			if rel, found := strings.CutPrefix(name, "/sys/fs/cgroup/"); found {
+				ctl, _, _ := strings.Cut(rel, "/")
+				v, ok = a.Files["cgroup:/sys/fs/cgroup/"+ctl+"/"+path.Base(name)]
+			}
+		}
 		if !ok {
 			return nil, fmt.Errorf("the init reported no %s: %w", key, fs.ErrNotExist)
 		}

@@ -185,7 +185,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 		return nil, s.podError(ctx, fmt.Errorf("the Pod's init: %w", err))
 	}
 	s.sess = sess
-	if s.att, err = kube.Attestation(att); err != nil {
+	if s.att, err = kube.ParseAttest(att); err != nil {
 		return nil, err
 	}
 	if err := s.checkAttestation(att, lim); err != nil {
@@ -500,15 +500,11 @@ func (s *kubeSandbox) Close(ctx context.Context) error {
 type clusterAPI struct{ c *kube.Cluster }
 
 func (a clusterAPI) startPod(ctx context.Context, cfg kube.Config) (kubePod, error) {
-	run, err := a.c.Start(ctx, cfg)
+	run, err := a.c.StartAgent(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	p := clusterPod{a.c, run}
-	if _, err := run.WaitRunning(ctx); err != nil {
-		return nil, errors.Join(err, p.delete(context.WithoutCancel(ctx)))
-	}
-	return p, nil
+	return clusterPod{run}, nil
 }
 
 func (a clusterAPI) probeTargets(ctx context.Context) ([]string, error) {
@@ -516,14 +512,9 @@ func (a clusterAPI) probeTargets(ctx context.Context) ([]string, error) {
 }
 
 // clusterPod is kubePod over a real cluster.
-type clusterPod struct {
-	c   *kube.Cluster
-	run *kube.Run
-}
+type clusterPod struct{ run *kube.Run }
 
-func (p clusterPod) dial(ctx context.Context) (net.Conn, error) {
-	return p.c.PortForward(ctx, p.run.Namespace, p.run.Name, kubeproto.ControlPort)
-}
+func (p clusterPod) dial(ctx context.Context) (net.Conn, error) { return p.run.Dial(ctx) }
 
 func (p clusterPod) lost(ctx context.Context) error { return p.run.Lost(ctx) }
 

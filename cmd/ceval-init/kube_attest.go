@@ -74,12 +74,14 @@ func cgroupFiles(cgroup string) []string {
 			out = append(out, filepath.Join(dir, "pids.max"), filepath.Join(dir, "memory.max"))
 			continue
 		}
+		// On v1 without a cgroup namespace the runtime mounts the container's own cgroup at
+		// each hierarchy's root: the path /proc/self/cgroup names exists only on the node.
 		for _, ctl := range strings.Split(parts[1], ",") {
 			switch ctl {
 			case "pids":
-				out = append(out, filepath.Join(cgroupRoot, "pids", parts[2], "pids.max"))
+				out = append(out, filepath.Join(cgroupRoot, "pids", parts[2], "pids.max"), filepath.Join(cgroupRoot, "pids", "pids.max"))
 			case "memory":
-				out = append(out, filepath.Join(cgroupRoot, "memory", parts[2], "memory.limit_in_bytes"))
+				out = append(out, filepath.Join(cgroupRoot, "memory", parts[2], "memory.limit_in_bytes"), filepath.Join(cgroupRoot, "memory", "memory.limit_in_bytes"))
 			}
 		}
 	}

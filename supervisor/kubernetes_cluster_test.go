@@ -1,0 +1,182 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/kubetest"
+	"ceval.dev/ceval/internal/testtree"
+	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/wasm"
+)
+
+// kubeTestOptions connects to the test cluster, puts the init image and the default image
+// into its node, and returns the Kubernetes backend's options in a namespace of the test's own.
+func kubeTestOptions(t *testing.T) *KubeOptions {
+	t.Helper()
+	c := kubetest.Connect(t)
+	ns := kubetest.Namespace(t, c)
+	initImage := kubetest.InitImage(t)
+	node, nctx := kubetest.NodeContainerd(t)
+	if _, err := images.EnsureDefault(nctx, node, images.DefaultOptions{}); err != nil {
+		t.Fatalf("the default image into the node: %v", err)
+	}
+	return &KubeOptions{Cluster: c, Namespace: ns, Controller: kube.ControllerID(), InitImage: initImage, PullPolicy: corev1.PullNever}
+}
+
+// kubeRun runs a loaded task on the cluster.
+func kubeRun(t *testing.T, k *KubeOptions, tk *task.Task, o Options) (*record.Result, error) {
+	t.Helper()
+	o.Kube = k
+	if o.RunsDir == "" {
+		o.RunsDir = t.TempDir()
+	}
+	if o.Grace == 0 {
+		o.Grace = time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return Run(ctx, tk, o)
+}
+
+// kubeTask writes doc (and files) into a task directory and loads it.
+func kubeTask(t *testing.T, doc string, files map[string]string) *task.Task {
+	t.Helper()
+	dir := testtree.New(t, files)
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func wasmExecutor(t *testing.T) *wasm.Executor {
+	t.Helper()
+	ex, err := wasm.NewExecutor(wasm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ex.Close() })
+	return ex
+}
+
+// The hello example on the cluster: the same result as on the local backend, with the
+// Pod's isolation attested by its init and nothing left in the namespace.
+func TestKubeHelloExampleMatchesTheLocalBackend(t *testing.T) {
+	k := kubeTestOptions(t)
+	tk, err := task.Load("../examples/hello/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := wasmExecutor(t)
+	kres, err := kubeRun(t, k, tk, Options{Executor: ex})
+	if err != nil {
+		t.Fatalf("kubernetes: %v", err)
+	}
+	c, ctx := ctrtest.Connect(t)
+	lres, err := runLoaded(t, ctx, c, tk, Options{Executor: ex})
+	if err != nil {
+		t.Fatalf("local: %v", err)
+	}
+	if kres.Status != "SUCCESS" || kres.Status != lres.Status || kres.Score != lres.Score || len(kres.Criteria) != len(lres.Criteria) {
+		t.Fatalf("kubernetes %s %v %+v, local %s %v %+v", kres.Status, kres.Score, kres.Criteria, lres.Status, lres.Score, lres.Criteria)
+	}
+	for i := range kres.Criteria {
+		if kres.Criteria[i].Score != lres.Criteria[i].Score || kres.Criteria[i].Passed != lres.Criteria[i].Passed {
+			t.Errorf("criterion %d: kubernetes %+v, local %+v", i, kres.Criteria[i], lres.Criteria[i])
+		}
+	}
+	iso := kres.Isolation
+	if iso == nil || iso.UID != 2000 || iso.GID != 2000 || iso.CapEff != noCaps || iso.CapBnd != noCaps || iso.NoNewPrivs != 1 || iso.Seccomp != 2 {
+		t.Fatalf("isolation %+v", iso)
+	}
+	if len(iso.Interfaces) != 1 || iso.Interfaces[0] != "lo" {
+		t.Errorf("interfaces %v, want only lo", iso.Interfaces)
+	}
+	if err := kubetest.Leftovers(context.Background(), k.Cluster, k.Namespace); err != nil {
+		t.Errorf("left after the run: %v", err)
+	}
+}
+
+// An agent that tries everything the cluster might offer it gets nothing: no network (the
+// API server's service and the node's kubelet unreachable), no service-account token, no
+// node filesystem, no privilege.
+func TestKubeAgentGetsNothingOfTheCluster(t *testing.T) {
+	k := kubeTestOptions(t)
+	probes, err := k.Cluster.ProbeTargets(context.Background())
+	if err != nil || len(probes) == 0 {
+		t.Fatalf("probe targets %v: %v", probes, err)
+	}
+	var script strings.Builder
+	script.WriteString("cd /workspace\n")
+	for _, p := range probes {
+		host, port, _ := strings.Cut(p, ":")
+		script.WriteString("nc -w 2 " + host + " " + port + " </dev/null && echo reached " + p + " >> breach\n")
+	}
+	script.WriteString(`wget -q -T 2 -O- https://kubernetes.default.svc/ && echo dns-apiserver >> breach
+[ -n "$KUBERNETES_SERVICE_HOST" ] && nc -w 2 "$KUBERNETES_SERVICE_HOST" "${KUBERNETES_SERVICE_PORT:-443}" </dev/null && echo env-apiserver >> breach
+cat /var/run/secrets/kubernetes.io/serviceaccount/token && echo token >> breach
+ls /var/lib/kubelet && echo kubelet-dir >> breach
+cat /proc/1/root/etc/hostname && echo proc1root >> breach
+touch /usr/bin/x && echo rootfs-writable >> breach
+touch /.ceval/x && echo ceval-writable >> breach
+mount -t tmpfs none /tmp && echo mount >> breach
+ip link 2>/dev/null | grep -v ' lo:' | grep -q '^[0-9]' && echo interface >> breach
+echo done > done
+`)
+	tk := kubeTask(t, `task_id: kube-attack
+initial_prompt: get out
+agent: {type: command, command: [sh, -c, "replaced below"]}
+sandbox: {limits: {timeout: 60s}}
+success_criteria:
+  - {type: file_exists, path: done, description: the script ran to its end}
+  - {type: file_absent, path: breach, description: nothing was reached}
+`, nil)
+	tk.Agent.Command = []string{"sh", "-c", script.String()}
+	res, err := kubeRun(t, k, tk, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		breach, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "breach"))
+		stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
+		t.Fatalf("status %s %+v\nbreach: %s\nstderr: %s", res.Status, res.Criteria, breach, tail(stderr))
+	}
+}
+
+// A fork bomb is held by the node's podPidsLimit and a memory hog by the container's memory
+// limit; both runs end, are graded, and leave nothing running.
+func TestKubeForkBombAndMemoryHogAreBounded(t *testing.T) {
+	k := kubeTestOptions(t)
+	for _, c := range []struct{ name, cmd, limits string }{
+		{"fork-bomb", `f() { f | f & }; f; sleep 5; echo survived > /workspace/done`, "timeout: 30s"},
+		{"memory-hog", `echo start > /workspace/done; x=a; while true; do x=$x$x; done`, "timeout: 30s, memory_mb: 64"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tk := kubeTask(t, "task_id: kube-"+c.name+"\ninitial_prompt: x\nagent: {type: command, command: [sh, -c, '"+strings.ReplaceAll(c.cmd, "'", "''")+"']}\nsandbox: {limits: {"+c.limits+"}}\nsuccess_criteria:\n  - {type: file_exists, path: done}\n", nil)
+			start := time.Now()
+			res, err := kubeRun(t, k, tk, Options{})
+			if err != nil {
+				t.Fatalf("%v (after %s)", err, time.Since(start))
+			}
+			if !res.Complete || res.Status == record.StatusError {
+				t.Fatalf("status %s complete %v: %s", res.Status, res.Complete, res.Error)
+			}
+			t.Logf("%s: status %s exit %v limits %v in %s", c.name, res.Status, res.Agent.ExitCode, res.LimitsHit, time.Since(start))
+		})
+	}
+}
