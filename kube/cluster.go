@@ -236,7 +236,15 @@ func (c *Cluster) StartAgent(ctx context.Context, cfg Config) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.waitFor(ctx, agentStarted); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, cfg.withDefaults().StartTimeout)
+	defer cancel()
+	last, err := r.waitFor(wctx, agentStarted)
+	if err != nil {
+		// A Pod the scheduler could not place within StartTimeout is lost (the caller may
+		// retry it): the cluster is full, or nothing in it fits the run's requests.
+		if msg := unschedulable(last); msg != "" && ctx.Err() == nil && wctx.Err() != nil {
+			err = &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: corev1.PodReasonUnschedulable, Message: msg}
+		}
 		return nil, errors.Join(err, r.Delete(context.WithoutCancel(ctx)))
 	}
 	return r, nil

@@ -54,6 +54,12 @@ const (
 // who may read Pods can read; the environment may hold the gateway's token).
 var InitCommand = []string{CevalDir + "/" + InitFile, "--control", fmt.Sprintf("127.0.0.1:%d", ControlPort)}
 
+// DefaultStartTimeout is Config.StartTimeout's default.
+const DefaultStartTimeout = 10 * time.Minute
+
+// cpuRequestDivisor: a Pod requests its CPU limit divided by this (see Pod).
+const cpuRequestDivisor = 4
+
 // Defaults for zero fields of Config (the rest default as in the local sandbox, package policy).
 const (
 	DefaultTmpMB = oci.DefaultTmpMB
@@ -83,6 +89,9 @@ type Config struct {
 
 	Timeout time.Duration // the agent's deadline; activeDeadlineSeconds adds Grace and a margin
 	Grace   time.Duration // terminationGracePeriodSeconds
+	// StartTimeout bounds StartAgent's wait for the agent container to run: scheduling
+	// (a full cluster queues the Pod), pulling images, installing the init.
+	StartTimeout time.Duration
 
 	MemoryMB int64   // memory limit (and request)
 	CPUs     float64 // CPU limit (and request)
@@ -119,6 +128,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = policy.DefaultGrace
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = DefaultStartTimeout
 	}
 	if cfg.MemoryMB == 0 {
 		cfg.MemoryMB = policy.DefaultMemoryMB
@@ -240,6 +252,11 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 		corev1.ResourceMemory:           mb(cfg.MemoryMB),
 		corev1.ResourceEphemeralStorage: mb(2*cfg.DiskMB + logsMB),
 	}
+	// Memory and disk are requested as limited (not compressible: a node overcommitted on
+	// them evicts or OOM-kills); CPU is requested at a quarter of its limit, as the local
+	// sandbox's CPU limit is a quota and not a reservation: -j 4 runs of 2 CPUs fit a 2-core node.
+	requests := limits.DeepCopy()
+	requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(int64(math.Ceil(cfg.CPUs*1000/cpuRequestDivisor)), 1), resource.DecimalSI)
 	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	command := InitCommand
 	if cfg.Command != nil {
@@ -268,6 +285,10 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 			HostIPC:                       false,
 			ShareProcessNamespace:         ptr.To(false),
 			SecurityContext: &corev1.PodSecurityContext{
+				// The init, as UID 2000 with no capability, relays the model gateway on the
+				// agent's 127.0.0.1:80: ports from 80 up are unprivileged in the Pod's own
+				// network namespace (a safe sysctl; the node's stays as it is).
+				Sysctls:        []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}},
 				RunAsUser:      ptr.To(uid),
 				RunAsGroup:     ptr.To(gid),
 				RunAsNonRoot:   ptr.To(true),
@@ -293,7 +314,7 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 				Command:                  command,
 				WorkingDir:               oci.WorkspacePath,
 				Env:                      env(),
-				Resources:                corev1.ResourceRequirements{Limits: limits, Requests: limits},
+				Resources:                corev1.ResourceRequirements{Limits: limits, Requests: requests},
 				SecurityContext:          containerSecurity(uid, gid, seccomp),
 				VolumeMounts:             mounts,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,

@@ -134,7 +134,9 @@ func TestPodVolumesAreSizeLimited(t *testing.T) {
 	}
 }
 
-func TestPodLimitsEqualRequests(t *testing.T) {
+// Memory and disk are requested as limited; CPU at a quarter of its limit (a quota, as
+// locally, not a reservation).
+func TestPodRequestsMemoryAndDiskAsLimitedAndAQuarterOfItsCPU(t *testing.T) {
 	cfg := testConfig()
 	cfg.MemoryMB, cfg.CPUs, cfg.DiskMB = 512, 1.5, 100
 	r := mustPod(t, cfg).Spec.Containers[0].Resources
@@ -146,6 +148,9 @@ func TestPodLimitsEqualRequests(t *testing.T) {
 	for name, q := range want {
 		if l, ok := r.Limits[name]; !ok || l.Cmp(q) != 0 {
 			t.Errorf("limit %s = %v, want %v", name, r.Limits[name], q)
+		}
+		if name == corev1.ResourceCPU {
+			q = resource.MustParse("375m")
 		}
 		if rq, ok := r.Requests[name]; !ok || rq.Cmp(q) != 0 {
 			t.Errorf("request %s = %v, want %v", name, r.Requests[name], q)

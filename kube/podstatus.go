@@ -27,7 +27,8 @@ func (e *PodLostError) Error() string {
 	return msg + "; a new Pod may run it"
 }
 
-// podLost returns why the cluster took p away or could not place it, or nil.
+// podLost returns why the cluster took p away or could not place it, or nil. A Pod the
+// scheduler cannot place yet is not lost: it waits for room (see unschedulable).
 func podLost(p *corev1.Pod) *PodLostError {
 	lost := func(reason, msg string) *PodLostError {
 		return &PodLostError{Namespace: p.Namespace, Name: p.Name, Reason: reason, Message: msg}
@@ -35,8 +36,6 @@ func podLost(p *corev1.Pod) *PodLostError {
 	for _, c := range p.Status.Conditions {
 		switch {
 		case c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue:
-			return lost(c.Reason, c.Message)
-		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
 			return lost(c.Reason, c.Message)
 		}
 	}
@@ -125,4 +124,17 @@ func describePod(p *corev1.Pod) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// unschedulable is the scheduler's message when it cannot place p (yet), or "".
+func unschedulable(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message
+		}
+	}
+	return ""
 }

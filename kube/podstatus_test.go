@@ -32,8 +32,9 @@ func TestAgentStartedTellsLostPodsFromFailuresOfTheRun(t *testing.T) {
 		"pending":    {status: corev1.PodStatus{Phase: corev1.PodPending}},
 		"running":    {status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running}}, done: true},
 		"installing": {status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{Name: InstallContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}},
-		"unschedulable": {status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}},
-			lost: "Unschedulable", want: "Insufficient cpu"},
+		// Not yet placed is not lost: the Pod waits for room (StartAgent gives up at
+		// StartTimeout with a *PodLostError, TestUnschedulableSaysTheSchedulersMessage).
+		"unschedulable": {status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}}},
 		"evicted while running": {status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory", ContainerStatuses: []corev1.ContainerStatus{terminated(ContainerName, 137, "Error")}},
 			lost: "Evicted"},
 		"preempted": {status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}}, ContainerStatuses: []corev1.ContainerStatus{running}},
@@ -73,5 +74,33 @@ func TestAgentStartedTellsLostPodsFromFailuresOfTheRun(t *testing.T) {
 				t.Errorf("err %v, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnschedulableSaysTheSchedulersMessage(t *testing.T) {
+	p := statusPod(corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}})
+	if got := unschedulable(p); got != "0/1 nodes: Insufficient cpu" {
+		t.Errorf("unschedulable = %q", got)
+	}
+	if got := unschedulable(statusPod(corev1.PodStatus{Phase: corev1.PodRunning})); got != "" {
+		t.Errorf("a running Pod: unschedulable = %q", got)
+	}
+}
+
+// A Pod its own limits ended is the agent's doing, never a lost Pod (which is retried):
+// evicted for its disk use, OOM-killed as a whole, past its deadline.
+func TestPodLimitIsNotALostPod(t *testing.T) {
+	for name, st := range map[string]corev1.PodStatus{
+		"disk":     {Phase: corev1.PodFailed, Reason: "Evicted", Message: "Pod ephemeral local storage usage exceeds the total limit of containers 200Mi."},
+		"emptyDir": {Phase: corev1.PodFailed, Reason: "Evicted", Message: "Usage of EmptyDir volume \"workspace\" exceeds the limit \"100Mi\"."},
+		"oom":      {Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}},
+		"deadline": {Phase: corev1.PodFailed, Reason: "DeadlineExceeded"},
+	} {
+		if podLimit(statusPod(st)) == nil {
+			t.Errorf("%s: not a limit", name)
+		}
+	}
+	if lim := podLimit(statusPod(corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."})); lim != nil {
+		t.Errorf("node pressure taken for the Pod's own limit: %v", lim)
 	}
 }

@@ -177,7 +177,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 		return nil, err
 	}
 	s.pod = pod
-	sess, att, err := kube.NewSession(ctx, pod.dial, kubeproto.Start{
+	sess, att, err := newSession(ctx, pod.dial, kubeproto.Start{
 		Argv: cfg.Argv, Env: kubeEnv(cfg.Env), Dir: oci.WorkspacePath,
 		Timeout: lim.Timeout, Grace: cfg.Grace, Relays: relays, Probes: probes,
 	})
@@ -198,6 +198,29 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 	}
 	return s, nil
 }
+
+// newSession opens the control channel to the Pod's init. The agent container counts as
+// running from its process's start, a moment before the init listens: a connection the
+// Pod's loopback refused (the port-forward says so on the stream, after the dial) is tried
+// again for up to initListenTimeout. Nothing reached the init then, so it still takes the
+// next connection as its control connection.
+func newSession(ctx context.Context, dial func(context.Context) (net.Conn, error), start kubeproto.Start) (*kube.Session, *kubeproto.Attest, error) {
+	deadline := time.Now().Add(initListenTimeout)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		sess, att, err := kube.NewSession(ctx, dial, start)
+		if err == nil || !strings.Contains(err.Error(), "connection refused") || time.Now().After(deadline) {
+			return sess, att, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// initListenTimeout bounds how long a run waits for its Pod's init to listen.
+const initListenTimeout = 15 * time.Second
 
 // Names of the connections the init relays from the agent's loopback to this process.
 const (
@@ -402,6 +425,7 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	}
 	out.Exit = launcher.Exit{Code: exit.Code, TimedOut: exit.TimedOut, Interrupted: exit.Killed == "interrupt",
 		Duration: exit.Duration, Reap: exit.Reap, CgroupEmpty: exit.Remaining == 0, OutputCut: stdout.Cut() || stderr.Cut()}
+	out.Resources = launcher.Resources{OOMKills: uint64(max(exit.OOMKills, 0)), MemoryPeakBytes: uint64(max(exit.MemoryPeak, 0))}
 	if exit.Killed != "stop" {
 		out.Stopped = false
 	}

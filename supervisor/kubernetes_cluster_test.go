@@ -144,27 +144,27 @@ agent: {type: command, command: [sh, -c, "replaced below"]}
 sandbox: {limits: {timeout: 60s}}
 success_criteria:
   - {type: file_exists, path: done, description: the script ran to its end}
-  - {type: file_absent, path: breach, description: nothing was reached}
 `, nil)
 	tk.Agent.Command = []string{"sh", "-c", script.String()}
 	res, err := kubeRun(t, k, tk, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != "SUCCESS" {
-		breach, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "breach"))
+	breach, berr := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "breach"))
+	if res.Status != "SUCCESS" || berr == nil {
 		stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
 		t.Fatalf("status %s %+v\nbreach: %s\nstderr: %s", res.Status, res.Criteria, breach, tail(stderr))
 	}
 }
 
-// A fork bomb is held by the node's podPidsLimit and a memory hog by the container's memory
-// limit; both runs end, are graded, and leave nothing running.
+// A fork bomb is held by the node's podPidsLimit (the shell that started it still runs and
+// sees its forks refused) and a memory hog is OOM-killed by the container's memory limit; both
+// runs end, are graded, and leave nothing running.
 func TestKubeForkBombAndMemoryHogAreBounded(t *testing.T) {
 	k := kubeTestOptions(t)
 	for _, c := range []struct{ name, cmd, limits string }{
-		{"fork-bomb", `f() { f | f & }; f; sleep 5; echo survived > /workspace/done`, "timeout: 30s"},
-		{"memory-hog", `echo start > /workspace/done; x=a; while true; do x=$x$x; done`, "timeout: 30s, memory_mb: 64"},
+		{"fork-bomb", `f() { f | f & }; f; sleep 5; echo survived > /workspace/done`, "timeout: 60s"},
+		{"memory-hog", `echo start > /workspace/done; x=a; while true; do x=$x$x; done`, "timeout: 60s, memory_mb: 64"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tk := kubeTask(t, "task_id: kube-"+c.name+"\ninitial_prompt: x\nagent: {type: command, command: [sh, -c, '"+strings.ReplaceAll(c.cmd, "'", "''")+"']}\nsandbox: {limits: {"+c.limits+"}}\nsuccess_criteria:\n  - {type: file_exists, path: done}\n", nil)
@@ -173,10 +173,21 @@ func TestKubeForkBombAndMemoryHogAreBounded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v (after %s)", err, time.Since(start))
 			}
-			if !res.Complete || res.Status == record.StatusError {
-				t.Fatalf("status %s complete %v: %s", res.Status, res.Complete, res.Error)
+			stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
+			if !res.Complete || res.Status != "SUCCESS" || res.Agent.ExitCode == nil || res.Agent.TimedOut {
+				t.Fatalf("status %s complete %v timed out %v: %s\nstderr: %s", res.Status, res.Complete, res.Agent.TimedOut, res.Error, tail(stderr))
 			}
-			t.Logf("%s: status %s exit %v limits %v in %s", c.name, res.Status, res.Agent.ExitCode, res.LimitsHit, time.Since(start))
+			switch c.name {
+			case "fork-bomb":
+				if !strings.Contains(string(stderr), "fork") {
+					t.Errorf("no fork was refused: the pids limit did not bite\nstderr: %s", tail(stderr))
+				}
+			case "memory-hog":
+				if *res.Agent.ExitCode != 137 || !strings.Contains(strings.Join(res.LimitsHit, " "), "memory limit") {
+					t.Errorf("exit %d, limits hit %v: want the hog OOM-killed at the memory limit", *res.Agent.ExitCode, res.LimitsHit)
+				}
+			}
+			t.Logf("%s: exit %d, limits hit %v, in %s", c.name, *res.Agent.ExitCode, res.LimitsHit, time.Since(start))
 		})
 	}
 }

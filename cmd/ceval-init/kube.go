@@ -109,6 +109,7 @@ func runControl(addr string) int {
 		}
 	}
 	exit := c.runAgent(st, sigs, chld)
+	exit.OOMKills, exit.MemoryPeak = memoryCounts()
 	if err := c.sendJSON(kubeproto.FrameExit, exit); err != nil {
 		return exitUsage
 	}

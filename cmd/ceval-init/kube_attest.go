@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -86,4 +87,27 @@ func cgroupFiles(cgroup string) []string {
 		}
 	}
 	return out
+}
+
+// memoryCounts reads the container's memory cgroup as the container sees it (its own
+// cgroup at the root: v2 with a cgroup namespace, v1's per-hierarchy mount): OOM kills and
+// the peak usage, 0 for what it cannot read.
+func memoryCounts() (oomKills, peak int64) {
+	for _, f := range []string{cgroupRoot + "/memory.events", cgroupRoot + "/memory/memory.oom_control"} {
+		if b, err := os.ReadFile(f); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+					oomKills, _ = strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				}
+			}
+			break
+		}
+	}
+	for _, f := range []string{cgroupRoot + "/memory.peak", cgroupRoot + "/memory/memory.max_usage_in_bytes"} {
+		if b, err := os.ReadFile(f); err == nil {
+			peak, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			break
+		}
+	}
+	return oomKills, peak
 }

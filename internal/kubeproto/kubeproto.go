@@ -110,6 +110,11 @@ type Exit struct {
 	Reap      time.Duration // the agent's exit to everything reaped
 	Remaining int           // processes alive after the kill (must be 0); unknown counts as 1
 	OutputCut bool          // reserved for the controller (the init never caps)
+	// OOMKills and MemoryPeak are the container's memory cgroup's counts after the kill
+	// (oom_kill of memory.events or memory.oom_control; memory.peak or
+	// memory.max_usage_in_bytes), 0 when the init could not read them.
+	OOMKills   int64
+	MemoryPeak int64
 }
 
 // ErrFrameTooLarge is a frame header announcing a payload over MaxFrame.
