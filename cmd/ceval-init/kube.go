@@ -42,6 +42,11 @@ type control struct {
 	frames chan frame // read from conn by readFrames
 	k      *killer
 
+	// opening is held (read) from a relay's check of relaysClosed to its FrameOpen sent, and
+	// (write) by closeRelays: after it, no FrameOpen can follow the agent's Exit.
+	opening      sync.RWMutex
+	relaysClosed bool
+
 	mu        sync.Mutex
 	pending   map[string]chan net.Conn // by nonce: relayed connections awaiting the controller's
 	unmatched int                      // connections to the control port without their nonce yet
@@ -171,6 +176,13 @@ func (c *control) fail(msg string) {
 	_ = c.send(kubeproto.FrameError, []byte(msg))
 }
 
+// failed reports the failure of the request what with err; the controller names the request
+// itself, so only the log gets what.
+func (c *control) failed(what string, err error) {
+	logf(what + ": " + err.Error())
+	_ = c.send(kubeproto.FrameError, []byte(err.Error()))
+}
+
 func (c *control) unexpected(f frame, when string) {
 	c.fail("unexpected frame " + strconv.QuoteRune(rune(f.typ)) + " " + when + "; ignored")
 }
@@ -282,9 +294,11 @@ func (c *control) relay(name string, conn net.Conn) {
 	}
 	nonce := hex.EncodeToString(raw[:])
 	ch := make(chan net.Conn, 1)
+	c.opening.RLock()
 	c.mu.Lock()
-	if len(c.pending) >= maxPendingRelays {
+	if c.relaysClosed || len(c.pending) >= maxPendingRelays {
 		c.mu.Unlock()
+		c.opening.RUnlock()
 		conn.Close()
 		return
 	}
@@ -296,7 +310,9 @@ func (c *control) relay(name string, conn net.Conn) {
 		delete(c.relayed, conn)
 		c.mu.Unlock()
 	}()
-	if err := c.sendJSON(kubeproto.FrameOpen, kubeproto.Open{Relay: name, Nonce: nonce}); err != nil {
+	err := c.sendJSON(kubeproto.FrameOpen, kubeproto.Open{Relay: name, Nonce: nonce})
+	c.opening.RUnlock()
+	if err != nil {
 		c.mu.Lock()
 		delete(c.pending, nonce)
 		c.mu.Unlock()
@@ -334,8 +350,11 @@ func (c *control) closeRelays(ls []relayListener) {
 	for _, l := range ls {
 		l.ln.Close()
 	}
+	c.opening.Lock() // waits for a FrameOpen being sent
+	defer c.opening.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.relaysClosed = true
 	for conn := range c.relayed {
 		conn.Close()
 	}
