@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/internal/kubeproto"
 )
@@ -288,7 +289,7 @@ func (c *control) serveRelay(name string, ln net.Listener) {
 // nonce), waits relayWait for it on the control port, and splices it with the agent's conn.
 func (c *control) relay(name string, conn net.Conn) {
 	var raw [kubeproto.NonceLen / 2]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	if err := randomBytes(raw[:]); err != nil {
 		conn.Close()
 		return
 	}
@@ -539,4 +540,20 @@ func readDirNames(dir string) ([]string, error) {
 	}
 	defer f.Close()
 	return f.Readdirnames(-1)
+}
+
+// randomBytes fills b from the kernel's CSPRNG (getrandom, blocking until it is seeded):
+// crypto/rand would add its FIPS module's ~1 MB to the init for the same bytes.
+func randomBytes(b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Getrandom(b, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.SyscallError{Syscall: "getrandom", Err: err}
+		}
+		b = b[n:]
+	}
+	return nil
 }
