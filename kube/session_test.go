@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -49,6 +50,7 @@ func buildInit(t *testing.T) string {
 			initErr = err
 			return
 		}
+		os.Chmod(dir, 0o755) // an init running as another user executes it too
 		initBin = filepath.Join(dir, "ceval-init")
 		cmd := exec.Command("go", "build", "-trimpath", "-o", initBin, "ceval.dev/ceval/cmd/ceval-init")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -74,9 +76,16 @@ type localInit struct {
 
 func startLocalInit(t *testing.T, pidns bool) *localInit {
 	t.Helper()
+	return startLocalInitAs(t, pidns, nil)
+}
+
+// startLocalInitAs starts the init, as cred's user when cred is not nil.
+func startLocalInitAs(t *testing.T, pidns bool, cred *syscall.Credential) *localInit {
+	t.Helper()
 	li := &localInit{t: t, cmd: exec.Command(buildInit(t), "--control", "127.0.0.1:0"), exited: make(chan struct{})}
+	li.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if pidns {
-		li.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		li.cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWPID
 	}
 	errPipe, err := li.cmd.StderrPipe()
 	if err != nil {
@@ -513,9 +522,30 @@ func TestCopyOutRecordsASymlinkWithoutFollowingIt(t *testing.T) {
 	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Code != 0 {
 		t.Fatalf("agent: %+v %v", exit, err)
 	}
+	// Entries tar has no plain header for: a socket, a name over 100 bytes, one not UTF-8.
+	sock, err := net.Listen("unix", filepath.Join(ws, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	long, odd := strings.Repeat("n", 200), "odd\xff\xfename"
+	for _, name := range []string{long, odd} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	snap, err := s.CopyOut(testCtx(t), ws, filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(snap.Dir, long)); err != nil || string(got) != long {
+		t.Errorf("the 200-byte name: %q %v", got, err)
+	}
+	// The snapshot's own rules skip the socket and the non-UTF-8 name, each with a note: the
+	// stream carried both.
+	notes := fmt.Sprint(snap.Notes)
+	if !strings.Contains(notes, "sock") || !strings.Contains(notes, `odd\xff\xfename`) || snap.RootOmitted == "" {
+		t.Errorf("the socket and the odd name are not noted: notes %v, root omitted %q", snap.Notes, snap.RootOmitted)
 	}
 	kinds := map[string]snapshot.Entry{}
 	for _, e := range snap.Entries {
@@ -848,5 +878,46 @@ func TestParseAttestFindsTheCgroupFilesByPath(t *testing.T) {
 	delete(a.Files, "cgroup:/sys/fs/cgroup/pids/kubepods/pod1/c1/pids.max")
 	if _, err := ParseAttest(a); err == nil || !strings.Contains(err.Error(), "pids.max") {
 		t.Errorf("without its pids.max: %v, want an error naming it", err)
+	}
+}
+
+// TestCopyOutNotesWhatTheAgentMadeUnreadable: the agent runs as the init's user and can take
+// the read permission off a file or directory; the stream must still carry every other
+// entry and name the unreadable ones, so they never look absent.
+func TestCopyOutNotesWhatTheAgentMadeUnreadable(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run the init as another user")
+	}
+	const uid = 2000
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(base), base} {
+		os.Chmod(d, 0o755)
+	}
+	os.Chown(ws, uid, uid)
+	li := startLocalInitAs(t, false, &syscall.Credential{Uid: uid, Gid: uid})
+	start := baseStart("sh", "-c", `echo s > hidden && chmod 000 hidden && mkdir d && echo x > d/f && chmod 000 d && echo out > result.txt`)
+	start.Dir = ws
+	s, _ := newSession(t, li, start)
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Code != 0 {
+		t.Fatalf("agent: %+v %v", exit, err)
+	}
+	snap, err := s.CopyOut(testCtx(t), ws, filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(filepath.Join(snap.Dir, "result.txt")); err != nil || string(got) != "out\n" {
+		t.Errorf("result.txt %q %v: the rest of the workspace was lost", got, err)
+	}
+	notes := fmt.Sprint(snap.Notes)
+	if !strings.Contains(notes, "hidden") || !strings.Contains(notes, "{d ") || snap.RootOmitted == "" {
+		t.Errorf("unreadable entries not noted: notes %v, root omitted %q", snap.Notes, snap.RootOmitted)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/internal/kubeproto"
 )
@@ -41,6 +42,11 @@ type control struct {
 	wmu    sync.Mutex // one frame at a time on conn
 	frames chan frame // read from conn by readFrames
 	k      *killer
+
+	// opening is held (read) from a relay's check of relaysClosed to its FrameOpen sent, and
+	// (write) by closeRelays: after it, no FrameOpen can follow the agent's Exit.
+	opening      sync.RWMutex
+	relaysClosed bool
 
 	mu        sync.Mutex
 	pending   map[string]chan net.Conn // by nonce: relayed connections awaiting the controller's
@@ -172,6 +178,13 @@ func (c *control) fail(msg string) {
 	_ = c.send(kubeproto.FrameError, []byte(msg))
 }
 
+// failed reports the failure of the request what with err; the controller names the request
+// itself, so only the log gets what.
+func (c *control) failed(what string, err error) {
+	logf(what + ": " + err.Error())
+	_ = c.send(kubeproto.FrameError, []byte(err.Error()))
+}
+
 func (c *control) unexpected(f frame, when string) {
 	c.fail("unexpected frame " + strconv.QuoteRune(rune(f.typ)) + " " + when + "; ignored")
 }
@@ -277,15 +290,17 @@ func (c *control) serveRelay(name string, ln net.Listener) {
 // nonce), waits relayWait for it on the control port, and splices it with the agent's conn.
 func (c *control) relay(name string, conn net.Conn) {
 	var raw [kubeproto.NonceLen / 2]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	if err := randomBytes(raw[:]); err != nil {
 		conn.Close()
 		return
 	}
 	nonce := hex.EncodeToString(raw[:])
 	ch := make(chan net.Conn, 1)
+	c.opening.RLock()
 	c.mu.Lock()
-	if len(c.pending) >= maxPendingRelays {
+	if c.relaysClosed || len(c.pending) >= maxPendingRelays {
 		c.mu.Unlock()
+		c.opening.RUnlock()
 		conn.Close()
 		return
 	}
@@ -297,7 +312,9 @@ func (c *control) relay(name string, conn net.Conn) {
 		delete(c.relayed, conn)
 		c.mu.Unlock()
 	}()
-	if err := c.sendJSON(kubeproto.FrameOpen, kubeproto.Open{Relay: name, Nonce: nonce}); err != nil {
+	err := c.sendJSON(kubeproto.FrameOpen, kubeproto.Open{Relay: name, Nonce: nonce})
+	c.opening.RUnlock()
+	if err != nil {
 		c.mu.Lock()
 		delete(c.pending, nonce)
 		c.mu.Unlock()
@@ -335,8 +352,11 @@ func (c *control) closeRelays(ls []relayListener) {
 	for _, l := range ls {
 		l.ln.Close()
 	}
+	c.opening.Lock() // waits for a FrameOpen being sent
+	defer c.opening.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.relaysClosed = true
 	for conn := range c.relayed {
 		conn.Close()
 	}
@@ -521,4 +541,20 @@ func readDirNames(dir string) ([]string, error) {
 	}
 	defer f.Close()
 	return f.Readdirnames(-1)
+}
+
+// randomBytes fills b from the kernel's CSPRNG (getrandom, blocking until it is seeded):
+// crypto/rand would add its FIPS module's ~1 MB to the init for the same bytes.
+func randomBytes(b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Getrandom(b, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &os.SyscallError{Syscall: "getrandom", Err: err}
+		}
+		b = b[n:]
+	}
+	return nil
 }

@@ -40,7 +40,7 @@ func (c *control) copyIn(f frame) {
 		case kubeproto.FrameEnd:
 			pw.Close()
 			if err := <-result; err != nil {
-				c.fail("copy in to " + d.Dir + ": " + err.Error())
+				c.failed("copy in to "+d.Dir, err)
 				return
 			}
 			_ = c.send(kubeproto.FrameOK, nil)
@@ -147,13 +147,13 @@ func unpackFile(root *os.Root, name string, r io.Reader, perm os.FileMode, mtime
 func (c *control) copyOut(f frame) {
 	var d kubeproto.Dir
 	if err := kubeproto.DecodeJSON(f.typ, f.payload, &d); err != nil {
-		c.fail(err.Error())
+		c.failed("copy out", err)
 		return
 	}
 	bw := bufio.NewWriterSize(&frameWriter{c: c, typ: kubeproto.FrameData}, kubeproto.DataChunk)
 	if err := writeTar(bw, d.Dir); err != nil {
 		_ = bw.Flush()
-		c.fail("copy out " + d.Dir + ": " + err.Error())
+		c.failed("copy out "+d.Dir, err)
 		return
 	}
 	if err := bw.Flush(); err != nil {

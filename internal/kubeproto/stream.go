@@ -15,8 +15,9 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // DataChunk is the payload size senders use for FrameData, FrameStdout and FrameStderr.
 const DataChunk = 64 << 10
 
-// SendStream copies r as FrameData frames to w (writes serialized by mu when mu is not nil),
-// without FrameEnd; it returns r's error, or the first write error.
+// SendStream copies r to w as frames of type typ, DataChunk bytes at most each, each written
+// under mu when mu is not nil (other writers share w); it sends no FrameEnd. It returns at
+// r's EOF with nil, or with r's error or the first write error.
 func SendStream(w io.Writer, mu sync.Locker, typ byte, r io.Reader) error {
 	buf := make([]byte, DataChunk)
 	for {
