@@ -165,8 +165,16 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 	}
 	// Every image once, before the pool: the default one is built on first use, and a bad
 	// image fails the experiment before any run.
+	// On a cluster the nodes resolve the images; what the backend cannot run fails the
+	// experiment before any run instead.
 	resolved := map[string]bool{}
 	for _, en := range e.Entries {
+		if o.Run.Kube != nil {
+			if err := CheckKubernetes(en.Task); err != nil {
+				return nil, &InputError{err}
+			}
+			continue
+		}
 		if img := en.Task.Sandbox.Image; !resolved[img] {
 			if _, err := ResolveTaskImage(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
 				return nil, &InfraError{fmt.Errorf("image %s: %w", img, err)}

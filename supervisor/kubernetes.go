@@ -288,6 +288,7 @@ func (s *kubeSandbox) dirs() (workspace, home string) { return s.ws, s.home }
 // of which must have failed to connect.
 func (s *kubeSandbox) checkAttestation(att *kubeproto.Attest, lim task.Limits) error {
 	a := s.att
+	a.Network = policy.NetworkNone
 	// Without a user namespace the Pod's IDs are the node's (the initial namespace's map).
 	ids := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
 	if s.k.UserNamespaces {
@@ -423,6 +424,13 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	if err != nil {
 		return out, s.podError(ctx, fmt.Errorf("wait for the agent: %w", err))
 	}
+	// A Pod deleted or evicted under the agent has its processes signalled by the kubelet:
+	// the init then reports an ordinary exit. What the cluster did is not the agent's
+	// result: ask it before trusting the exit (deletion and eviction are in the Pod's
+	// status before the kubelet acts on them).
+	if err := s.stillOurs(ctx); err != nil {
+		return out, err
+	}
 	out.Exit = launcher.Exit{Code: exit.Code, TimedOut: exit.TimedOut, Interrupted: exit.Killed == "interrupt",
 		Duration: exit.Duration, Reap: exit.Reap, CgroupEmpty: exit.Remaining == 0, OutputCut: stdout.Cut() || stderr.Cut()}
 	out.Resources = launcher.Resources{OOMKills: uint64(max(exit.OOMKills, 0)), MemoryPeakBytes: uint64(max(exit.MemoryPeak, 0))}
@@ -474,7 +482,20 @@ func (s *kubeSandbox) takeSnapshot(ctx context.Context, dst string, lim snapshot
 	if err != nil {
 		return nil, s.podError(ctx, fmt.Errorf("copy the workspace out of the Pod: %w", err))
 	}
+	// A Pod torn down during the copy gives a short stream: not the agent's workspace.
+	if err := s.stillOurs(ctx); err != nil {
+		return nil, err
+	}
 	return snap, nil
+}
+
+// stillOurs fails when the cluster took the Pod away or its own limits ended it (what
+// podError reports), else nil.
+func (s *kubeSandbox) stillOurs(ctx context.Context) error {
+	if s.pod == nil {
+		return nil
+	}
+	return s.pod.lost(context.WithoutCancel(ctx))
 }
 
 // podError says why the Pod went away when it did (a *kube.PodLostError, which an
