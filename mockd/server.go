@@ -226,6 +226,18 @@ func listen(path string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
+// Dial connects to the socket at path from this process, through /proc/self/fd/N of its
+// directory as listen binds it (a run directory's path can be longer than a socket address
+// allows): the kubernetes backend relays the agent's calls this way.
+func Dial(path string) (net.Conn, error) {
+	dir, err := os.OpenFile(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path)))
+}
+
 // PeerUID returns the UID of the process at the other end of conn (SO_PEERCRED: the
 // credentials at connect time, as this process's user namespace sees them).
 func PeerUID(conn *net.UnixConn) (uint32, error) {

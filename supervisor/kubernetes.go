@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/internal/kubeproto"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/launcher"
@@ -238,8 +239,9 @@ func kubeMounts(ms []oci.Mount, initDir string) ([]kube.FileMount, []kubeproto.R
 		switch {
 		case m.Destination == oci.CevalRunPath:
 			relays = append(relays, kubeproto.Relay{Name: relayMocks, Network: "unix", Address: oci.CevalRunPath + "/" + mockd.SocketName})
-		case filepath.Base(m.Source) == "ceval-mock" && strings.HasPrefix(m.Source, initDir):
-			out = append(out, kube.FileMount{Path: m.Destination, File: "ceval-mock"})
+		case m.Source == filepath.Join(initDir, embedded.Mock.FileName()):
+			// The init image carries the same client (images.InitName is named by it).
+			out = append(out, kube.FileMount{Path: m.Destination, File: kube.MockFile})
 		default:
 			return nil, nil, fmt.Errorf("mount of %s at %s: the kubernetes backend cannot mount this machine's files into a Pod", m.Source, m.Destination)
 		}
@@ -277,6 +279,7 @@ type kubeSandbox struct {
 	pod      kubePod
 	sess     *kube.Session
 	att      *record.Attestation
+	emit     func(string, map[string]any) // the run's events, while the agent runs
 	ws, home string
 	closed   bool
 }
@@ -390,6 +393,7 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 		emit = func(string, map[string]any) {}
 	}
 	out := &Outcome{Isolation: s.att}
+	s.emit = emit
 	emit("attested", map[string]any{"isolation": s.att})
 	stdout, err := launcher.CreateCappedFile(s.cfg.StdoutPath, 0)
 	if err != nil {
@@ -447,8 +451,17 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	return out, nil
 }
 
-// relay connects one of the agent's relayed connections to the gateway or the mock server.
+// relay connects one of the agent's relayed connections to the gateway or the mock server;
+// a failure is an event of the run (the agent only sees its connection closed).
 func (s *kubeSandbox) relay(name string) (net.Conn, error) {
+	c, err := s.dialService(name)
+	if err != nil && s.emit != nil {
+		s.emit("relay_failed", map[string]any{"relay": name, "error": err.Error()})
+	}
+	return c, err
+}
+
+func (s *kubeSandbox) dialService(name string) (net.Conn, error) {
 	switch name {
 	case relayGateway:
 		if s.cfg.Gateway != nil {
@@ -456,7 +469,7 @@ func (s *kubeSandbox) relay(name string) (net.Conn, error) {
 		}
 	case relayMocks:
 		if s.cfg.MockSocket != "" {
-			return net.Dial("unix", s.cfg.MockSocket)
+			return mockd.Dial(s.cfg.MockSocket)
 		}
 	}
 	return nil, fmt.Errorf("no relay %q in this run", name)

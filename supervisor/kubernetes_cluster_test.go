@@ -191,3 +191,69 @@ func TestKubeForkBombAndMemoryHogAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// A protected mock on the cluster: the mock client (from the init image) answers at the
+// tool's path in the Pod, each call relayed to the mock server on the controller, which
+// records it; the same result as the local backend.
+func TestKubeProtectedMockMatchesTheLocalBackend(t *testing.T) {
+	k := kubeTestOptions(t)
+	doc := `task_id: kube-mock
+initial_prompt: list the pull requests
+agent: {type: command, command: [sh, -c, 'gh pr list > /workspace/out.txt 2>&1; gh pr view 9 >> /workspace/out.txt 2>&1; touch /workspace/done']}
+sandbox: {limits: {timeout: 60s}}
+protected_mocks:
+  - {tool: gh, fixture: gh.yaml, max_requests: 5}
+success_criteria:
+  - {type: file_contains, path: out.txt, includes: ['#7 fix the flaky test'], description: the mock answered}
+  - {type: cli_called, tool: gh, argv: {positional: [pr, list]}, description: the controller recorded the call}
+`
+	files := map[string]string{"gh.yaml": "version: 1\nresponses:\n  - argv: [pr, list]\n    stdout: \"#7 fix the flaky test\\n\"\n"}
+	kres, err := kubeRun(t, k, kubeTask(t, doc, files), Options{})
+	if err != nil {
+		t.Fatalf("kubernetes: %v", err)
+	}
+	lres, err := runTask(t, doc, files, Options{})
+	if err != nil {
+		t.Fatalf("local: %v", err)
+	}
+	if kres.Status != "SUCCESS" || kres.Status != lres.Status || kres.Score != lres.Score || kres.Mocks == nil || lres.Mocks == nil || kres.Mocks.Stats != lres.Mocks.Stats {
+		out, _ := os.ReadFile(filepath.Join(kres.Dir, record.WorkspaceDir, "out.txt"))
+		t.Fatalf("kubernetes %s %v %+v mocks %+v (out %q); local %s %v mocks %+v", kres.Status, kres.Score, kres.Criteria, kres.Mocks, out, lres.Status, lres.Score, lres.Mocks)
+	}
+}
+
+// The real Claude Code CLI in gateway replay mode on the cluster: the model gateway stays
+// on the controller (its connections relayed from the Pod's loopback), and the run is the
+// one the local backend gives: the same status, score, gateway totals and transcript depth.
+func TestKubeRealCLIInReplayMatchesTheLocalBackend(t *testing.T) {
+	k := kubeTestOptions(t)
+	node, nctx := kubetest.NodeContainerd(t)
+	if _, err := images.BuildAgent(nctx, node, images.AgentOptions{}); err != nil {
+		t.Fatalf("the agent image into the node: %v", err)
+	}
+	tk, _ := loadExample(t, "claude-code")
+	secret := "sk-ant-api03-" + canary(t)
+	env := map[string]string{"ANTHROPIC_API_KEY": secret, "PATH": os.Getenv("PATH")}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	kres, err := kubeRun(t, k, tk, Options{LookupEnv: lookup})
+	if err != nil {
+		t.Fatalf("kubernetes: %v", err)
+	}
+	c, ctx := withAgentImage(t)
+	lres, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: lookup})
+	if err != nil {
+		t.Fatalf("local: %v", err)
+	}
+	kg, lg := kres.Gateway, lres.Gateway
+	if kres.Status != "SUCCESS" || kres.Status != lres.Status || kres.Score != lres.Score || kg == nil || lg == nil ||
+		kg.Turns != lg.Turns || kg.InputTokens != lg.InputTokens || kg.OutputTokens != lg.OutputTokens || kg.ReplayMisses != 0 {
+		stderr, _ := os.ReadFile(filepath.Join(kres.Dir, record.StderrFile))
+		t.Fatalf("kubernetes %s %v %+v gateway %+v; local %s %v gateway %+v\nstderr:\n%s", kres.Status, kres.Score, kres.Criteria, kg, lres.Status, lres.Score, lg, tail(stderr))
+	}
+	// Nothing the agent could write holds the key: its logs and workspace.
+	for _, f := range []string{record.StdoutFile, record.StderrFile} {
+		if b, _ := os.ReadFile(filepath.Join(kres.Dir, f)); strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the provider key", f)
+		}
+	}
+}
