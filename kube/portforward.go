@@ -50,6 +50,7 @@ func (e *ForwardError) Error() string {
 type forwards struct {
 	mu    sync.Mutex
 	conns map[string]*forwardConn
+	dial  func(namespace, pod string) (httpstream.Connection, error) // tests: replaces the API server
 }
 
 // forwardConn is one Pod's connection, or the dial that will make it.
@@ -106,46 +107,59 @@ func (c *Cluster) PortForward(ctx context.Context, namespace, pod string, port i
 	return s, nil
 }
 
-// forwardConn returns the Pod's shared connection, dialing it if there is none.
+// forwardConn returns the Pod's shared connection, dialing it if there is none or the one
+// there has closed.
 func (c *Cluster) forwardConn(ctx context.Context, namespace, pod string) (*forwardConn, error) {
 	key := namespace + "/" + pod
+	for attempt := 1; ; attempt++ {
+		fc := c.sharedForward(namespace, pod)
+		select {
+		case <-fc.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("port-forward to %s: %w", key, ctx.Err())
+		}
+		if fc.err != nil {
+			return nil, fc.err
+		}
+		select {
+		case <-fc.conn.CloseChan():
+			// closed since: forget it and dial again
+			c.dropForward(namespace, pod, fc)
+			if attempt == 3 {
+				return nil, fmt.Errorf("port-forward to %s: the API server closed %d new connections at once", key, attempt)
+			}
+		default:
+			return fc, nil
+		}
+	}
+}
+
+// sharedForward returns the Pod's connection, starting its dial if there is none.
+func (c *Cluster) sharedForward(namespace, pod string) *forwardConn {
+	key := namespace + "/" + pod
 	c.fwd.mu.Lock()
+	defer c.fwd.mu.Unlock()
 	if c.fwd.conns == nil {
 		c.fwd.conns = map[string]*forwardConn{}
 	}
-	fc := c.fwd.conns[key]
-	if fc == nil {
-		fc = &forwardConn{ready: make(chan struct{})}
-		c.fwd.conns[key] = fc
-		// The dial has a bound of its own and is not tied to this caller's ctx: other
-		// callers may wait for it.
-		go func() {
-			fc.conn, fc.err = c.dialForward(namespace, pod)
-			close(fc.ready)
-			if fc.err != nil {
-				c.dropForward(namespace, pod, fc)
-				return
-			}
-			<-fc.conn.CloseChan()
+	if fc := c.fwd.conns[key]; fc != nil {
+		return fc
+	}
+	fc := &forwardConn{ready: make(chan struct{})}
+	c.fwd.conns[key] = fc
+	// The dial has a bound of its own and is not tied to one caller's ctx: others may
+	// wait for it. A failed dial is forgotten at once, so the next call dials again.
+	go func() {
+		fc.conn, fc.err = c.dialForward(namespace, pod)
+		close(fc.ready)
+		if fc.err != nil {
 			c.dropForward(namespace, pod, fc)
-		}()
-	}
-	c.fwd.mu.Unlock()
-	select {
-	case <-fc.ready:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("port-forward to %s: %w", key, ctx.Err())
-	}
-	if fc.err != nil {
-		return nil, fc.err
-	}
-	select {
-	case <-fc.conn.CloseChan():
-		// lost between the dial and now: the next call dials again
-		return nil, fmt.Errorf("port-forward to %s: the connection to the API server closed", key)
-	default:
-	}
-	return fc, nil
+			return
+		}
+		<-fc.conn.CloseChan()
+		c.dropForward(namespace, pod, fc)
+	}()
+	return fc
 }
 
 // dropForward forgets fc (if it is still the Pod's connection) and closes it.
@@ -181,6 +195,9 @@ var forceSPDY bool
 // dialForward upgrades one connection to the Pod's portforward subresource: WebSocket
 // tunneling SPDY (API servers since 1.30), else SPDY itself.
 func (c *Cluster) dialForward(namespace, pod string) (httpstream.Connection, error) {
+	if c.fwd.dial != nil {
+		return c.fwd.dial(namespace, pod)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), forwardDialTimeout)
 	defer cancel()
 	u := c.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("portforward").URL()
