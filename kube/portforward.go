@@ -75,36 +75,86 @@ func (c *Cluster) PortForward(ctx context.Context, namespace, pod string, port i
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("port-forward to %s/%s: port %d out of range", namespace, pod, port)
 	}
-	fc, err := c.forwardConn(ctx, namespace, pod)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		fc, err := c.forwardConn(ctx, namespace, pod)
+		if err != nil {
+			return nil, err
+		}
+		s, err := c.openStreams(ctx, fc, namespace, pod, port)
+		var broken *brokenConnError
+		if errors.As(err, &broken) && attempt == 1 && ctx.Err() == nil {
+			continue // the connection was dropped: once more on a new one
+		}
+		return s, err
 	}
+}
+
+// brokenConnError is a stream the connection could not create (the server never answered,
+// or the connection closed): the connection is dropped.
+type brokenConnError struct{ err error }
+
+func (e *brokenConnError) Error() string { return e.err.Error() }
+func (e *brokenConnError) Unwrap() error { return e.err }
+
+// openStreams creates a request's error and data streams on fc. ctx bounds the wait; streams
+// created after it ended are released.
+func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, pod string, port int) (*forwardStream, error) {
 	id := strconv.FormatInt(fc.nextID.Add(1), 10)
-	h := http.Header{}
-	h.Set(corev1.StreamType, corev1.StreamTypeError)
-	h.Set(corev1.PortHeader, strconv.Itoa(port))
-	h.Set(corev1.PortForwardRequestIDHeader, id)
-	errStream, err := fc.conn.CreateStream(h)
-	if err != nil {
-		c.dropForward(namespace, pod, fc)
-		return nil, fmt.Errorf("port-forward to %s/%s:%d: error stream: %w", namespace, pod, port, err)
+	type result struct {
+		s   *forwardStream
+		err error
 	}
-	errStream.Close() // we never write to it
-	h.Set(corev1.StreamType, corev1.StreamTypeData)
-	data, err := fc.conn.CreateStream(h)
-	if err != nil {
-		fc.conn.RemoveStreams(errStream)
-		c.dropForward(namespace, pod, fc)
-		return nil, fmt.Errorf("port-forward to %s/%s:%d: data stream: %w", namespace, pod, port, err)
+	done := make(chan result, 1)
+	abandoned := make(chan struct{})
+	go func() {
+		h := http.Header{}
+		h.Set(corev1.StreamType, corev1.StreamTypeError)
+		h.Set(corev1.PortHeader, strconv.Itoa(port))
+		h.Set(corev1.PortForwardRequestIDHeader, id)
+		errStream, err := fc.conn.CreateStream(h)
+		if err != nil {
+			c.dropForward(namespace, pod, fc)
+			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: error stream: %w", namespace, pod, port, err)}}
+			return
+		}
+		errStream.Close() // we never write to it
+		h.Set(corev1.StreamType, corev1.StreamTypeData)
+		data, err := fc.conn.CreateStream(h)
+		if err != nil {
+			fc.conn.RemoveStreams(errStream)
+			c.dropForward(namespace, pod, fc)
+			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: data stream: %w", namespace, pod, port, err)}}
+			return
+		}
+		s := &forwardStream{
+			conn: fc.conn, data: data, errStream: errStream,
+			errDone: make(chan struct{}), closed: make(chan struct{}),
+			addr:   forwardAddr(fmt.Sprintf("%s/%s:%d#%s", namespace, pod, port, id)),
+			remote: ForwardError{Namespace: namespace, Pod: pod, Port: port},
+		}
+		go s.readErrors()
+		select {
+		case <-abandoned:
+			s.Close()
+		default:
+			done <- result{s: s}
+		}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		close(abandoned)
+		// the stream may have been made just now
+		select {
+		case r := <-done:
+			if r.s != nil {
+				r.s.Close()
+			}
+		default:
+		}
+		return nil, fmt.Errorf("port-forward to %s/%s:%d: %w", namespace, pod, port, ctx.Err())
 	}
-	s := &forwardStream{
-		conn: fc.conn, data: data, errStream: errStream,
-		errDone: make(chan struct{}), closed: make(chan struct{}),
-		addr: forwardAddr(fmt.Sprintf("%s/%s:%d#%s", namespace, pod, port, id)),
-	}
-	s.remote = ForwardError{Namespace: namespace, Pod: pod, Port: port}
-	go s.readErrors()
-	return s, nil
 }
 
 // forwardConn returns the Pod's shared connection, dialing it if there is none or the one

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,10 @@ type fakeKubelet struct {
 	dials   atomic.Int32
 	failing atomic.Int32  // dials left to fail
 	block   chan struct{} // if set, a dial waits for it
+
+	createFail  atomic.Int32  // stream creations left to fail (the server never answered)
+	createEnter chan struct{} // if set, told when a stream creation starts...
+	createBlock chan struct{} // ...which then waits for this
 
 	mu      sync.Mutex
 	ids     map[string][]string // request ID -> stream types seen
@@ -70,6 +75,13 @@ func (c *fakeConn) CreateStream(h http.Header) (httpstream.Stream, error) {
 	case <-c.closed:
 		return nil, errors.New("connection closed")
 	default:
+	}
+	if c.k.createEnter != nil {
+		c.k.createEnter <- struct{}{}
+		<-c.k.createBlock
+	}
+	if c.k.createFail.Add(-1) >= 0 {
+		return nil, errors.New("Timeout occurred")
 	}
 	id, typ := h.Get(corev1.PortForwardRequestIDHeader), h.Get(corev1.StreamType)
 	c.k.mu.Lock()
@@ -276,5 +288,57 @@ func TestPortForwardCloseDeliversWhatWasWrittenThenReleasesTheStreams(t *testing
 	}
 	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("read after close: %v", err)
+	}
+}
+
+// The caller's ctx bounds a stream creation the server does not answer; the streams made
+// after it ended are released, not leaked.
+func TestPortForwardStreamCreationIsBoundedByTheCallersContext(t *testing.T) {
+	k := newFakeKubelet()
+	k.createEnter, k.createBlock = make(chan struct{}), make(chan struct{})
+	c := k.cluster()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.PortForward(ctx, "ns", "p", 1)
+		errc <- err
+	}()
+	<-k.createEnter
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("PortForward: %v, want the cancellation", err)
+	}
+	close(k.createBlock) // the server answers late
+	go func() {
+		for range k.createEnter { // the data stream's creation
+		}
+	}()
+	for range 2 { // both streams are released
+		<-k.removed
+	}
+}
+
+// A stream the connection could not create (the server never answered: "Timeout occurred")
+// drops that connection; the call tries once more on a new one.
+func TestPortForwardRetriesOnceOnANewConnectionWhenStreamCreationFails(t *testing.T) {
+	k := newFakeKubelet()
+	k.createFail.Store(1)
+	if err := echo(t, k.cluster(), context.Background(), "p", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if n := k.dials.Load(); n != 2 {
+		t.Errorf("%d dials, want 2", n)
+	}
+	k.mu.Lock()
+	closed := k.conns[0].closed
+	k.mu.Unlock()
+	select {
+	case <-closed:
+	default:
+		t.Error("the connection that failed to create a stream is still open")
+	}
+	k.createFail.Store(2)
+	if err := echo(t, k.cluster(), context.Background(), "p", "hi"); err == nil || !strings.Contains(err.Error(), "Timeout occurred") {
+		t.Errorf("two failures in a row: %v, want the second's error", err)
 	}
 }
