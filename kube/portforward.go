@@ -64,13 +64,15 @@ type forwardConn struct {
 // PortForward opens one new stream to port on the loopback of pod (in namespace) through
 // the API server's port-forward (WebSocket, or SPDY where the server does not offer it): no
 // local listener, no kubectl. Streams to the same Pod share one connection; an idle or lost
-// connection is replaced on the next call. ctx bounds opening the stream, not its use.
+// connection is replaced on the next call, and one that cannot create a stream is dropped
+// and the call tries once more on a new one. ctx bounds opening the stream, not its use.
 //
 // The returned net.Conn's Close ends the stream (our side first, so what was written arrives,
 // then the whole stream); CloseWrite ends only our side. If the kubelet cannot connect to
 // the port, or the connection fails, a Read returns a *ForwardError with its message. Read
 // every stream promptly until it ends: streams of one connection share its frame workers,
-// and one left unread holds up the others.
+// and one left unread holds up the others. Deadlines are not supported (SetDeadline says
+// so): close the stream to stop a Read.
 func (c *Cluster) PortForward(ctx context.Context, namespace, pod string, port int) (net.Conn, error) {
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("port-forward to %s/%s: port %d out of range", namespace, pod, port)
