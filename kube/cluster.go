@@ -162,7 +162,7 @@ func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) (bool, error))
 					return last, errors.Join(lost, ctx.Err())
 				}
 			}
-			if msg, ok := unschedulable(last); ok {
+			if msg := unschedulable(last); msg != "" {
 				return last, errors.Join(&PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: corev1.PodReasonUnschedulable, Message: msg + " (still, when the wait ended)"}, ctx.Err())
 			}
 			return last, fmt.Errorf("wait for pod %s/%s (%s%s): %w", r.Namespace, r.Name, describePod(last), r.warnings(), err)

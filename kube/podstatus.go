@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// PodLostError says the cluster did not place the run's Pod or took it away (still
-// unschedulable when the caller stopped waiting, refused by the node, evicted, preempted,
-// deleted, its node lost): nothing the agent did. The caller may retry the run with a new Pod.
+// PodLostError says the cluster did not place the run's Pod or took it away (unschedulable,
+// refused by the node, evicted, preempted, deleted, its node lost): nothing the agent did.
+// The caller may retry the run with a new Pod.
 type PodLostError struct {
 	Namespace, Name string
 	// Reason is the cluster's word for it: "Unschedulable", "Evicted", "Deleted", a
@@ -27,14 +27,15 @@ func (e *PodLostError) Error() string {
 	return msg + "; a new Pod may run it"
 }
 
-// podLost returns why the cluster took p away or its node refused it, or nil. An
-// unschedulable Pod is not lost yet: the scheduler places it once capacity frees.
+// podLost returns why the cluster took p away or could not place it, or nil. A Pod the
+// scheduler cannot place yet is not lost: it waits for room (see unschedulable).
 func podLost(p *corev1.Pod) *PodLostError {
 	lost := func(reason, msg string) *PodLostError {
 		return &PodLostError{Namespace: p.Namespace, Name: p.Name, Reason: reason, Message: msg}
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+		switch {
+		case c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue:
 			return lost(c.Reason, c.Message)
 		}
 	}
@@ -51,19 +52,6 @@ func podLost(p *corev1.Pod) *PodLostError {
 
 // takenAway are the reasons of a failed Pod that the node killed for its own sake.
 var takenAway = map[string]bool{"Evicted": true, "NodeLost": true, "NodeShutdown": true, "Shutdown": true, "Terminated": true}
-
-// unschedulable returns the scheduler's message when it found no node for p (yet).
-func unschedulable(p *corev1.Pod) (string, bool) {
-	if p == nil {
-		return "", false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return c.Message, true
-		}
-	}
-	return "", false
-}
 
 func anyTerminated(p *corev1.Pod) bool {
 	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
@@ -136,4 +124,17 @@ func describePod(p *corev1.Pod) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// unschedulable is the scheduler's message when it cannot place p (yet), or "".
+func unschedulable(p *corev1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message
+		}
+	}
+	return ""
 }

@@ -32,8 +32,9 @@ func TestAgentStartedTellsLostPodsFromFailuresOfTheRun(t *testing.T) {
 		"pending":    {status: corev1.PodStatus{Phase: corev1.PodPending}},
 		"running":    {status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running}}, done: true},
 		"installing": {status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{Name: InstallContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}},
-		// the scheduler places it once room frees: StartAgent waits (see cluster.go)
-		"unschedulable for now": {status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}}},
+		// Not yet placed is not lost: the Pod waits for room (StartAgent gives up at
+		// StartTimeout with a *PodLostError, TestUnschedulableSaysTheSchedulersMessage).
+		"unschedulable": {status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}}},
 		"evicted while running": {status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory", ContainerStatuses: []corev1.ContainerStatus{terminated(ContainerName, 137, "Error")}},
 			lost: "Evicted"},
 		"preempted": {status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}}, ContainerStatuses: []corev1.ContainerStatus{running}},
@@ -73,5 +74,15 @@ func TestAgentStartedTellsLostPodsFromFailuresOfTheRun(t *testing.T) {
 				t.Errorf("err %v, want it to say %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestUnschedulableSaysTheSchedulersMessage(t *testing.T) {
+	p := statusPod(corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}})
+	if got := unschedulable(p); got != "0/1 nodes: Insufficient cpu" {
+		t.Errorf("unschedulable = %q", got)
+	}
+	if got := unschedulable(statusPod(corev1.PodStatus{Phase: corev1.PodRunning})); got != "" {
+		t.Errorf("a running Pod: unschedulable = %q", got)
 	}
 }
