@@ -76,13 +76,3 @@ func TestAgentStartedTellsLostPodsFromFailuresOfTheRun(t *testing.T) {
 		})
 	}
 }
-
-func TestUnschedulableSaysTheSchedulersMessage(t *testing.T) {
-	p := statusPod(corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}})
-	if got := unschedulable(p); got != "0/1 nodes: Insufficient cpu" {
-		t.Errorf("unschedulable = %q", got)
-	}
-	if got := unschedulable(statusPod(corev1.PodStatus{Phase: corev1.PodRunning})); got != "" {
-		t.Errorf("a running Pod: unschedulable = %q", got)
-	}
-}
