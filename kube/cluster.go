@@ -155,11 +155,33 @@ func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) (bool, error))
 			return last, err
 		}
 		if ctx.Err() != nil {
+			// The watch may not have delivered the newest status (or any) before ctx ended.
+			last = r.current(last)
+			if last != nil {
+				if lost := podLost(last); lost != nil {
+					return last, errors.Join(lost, ctx.Err())
+				}
+			}
+			if msg := unschedulable(last); msg != "" {
+				return last, errors.Join(&PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: corev1.PodReasonUnschedulable, Message: msg + " (still, when the wait ended)"}, ctx.Err())
+			}
 			return last, fmt.Errorf("wait for pod %s/%s (%s%s): %w", r.Namespace, r.Name, describePod(last), r.warnings(), err)
 		}
 		return last, fmt.Errorf("wait for pod %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return ev.Object.(*corev1.Pod), nil
+}
+
+// current reads the Pod as it is now (bounded by a context of its own: the caller's has
+// ended), or returns last when it cannot.
+func (r *Run) current(last *corev1.Pod) *corev1.Pod {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	if err != nil {
+		return last
+	}
+	return p
 }
 
 // warnings is "; warnings: REASON: MESSAGE, ..." of the Pod's Warning events, one per
@@ -224,13 +246,15 @@ func (r *Run) deletePolicy(ctx context.Context) error {
 }
 
 // StartAgent starts the run (Start) and waits until its agent container runs, so ceval's
-// init listens on ControlPort and Dial reaches it. Whatever stops it first is an error and
-// the Pod and policy are deleted again: a *PodLostError when the cluster did not place the
-// Pod or took it away (unschedulable at once, refused by the node, evicted, preempted,
-// deleted), which the caller may retry with a new Pod after a pause; an error naming the
-// fix when the node lacks an image (ErrImageNeverPull: import it with `ceval images import
-// --namespace k8s.io`); the install container's failure; or ctx's end, with where the Pod
-// was stuck.
+// init listens on ControlPort and Dial reaches it. Whatever stops it first is an error, and
+// the Pod and policy are deleted again:
+//   - a *PodLostError when the cluster took the Pod away or its node refused it (evicted,
+//     preempted, deleted, OutOfcpu, ...), or when ctx ended while the Pod was still
+//     unschedulable (the scheduler places it once capacity frees: ctx is the caller's bound
+//     on waiting for room); the caller may retry with a new Pod;
+//   - an image the node lacks (ErrImageNeverPull), naming the import that fixes it;
+//   - the install container's failure, or the agent container ending first;
+//   - ctx's end otherwise, saying where the Pod was stuck.
 func (c *Cluster) StartAgent(ctx context.Context, cfg Config) (*Run, error) {
 	r, err := c.Start(ctx, cfg)
 	if err != nil {

@@ -50,6 +50,7 @@ func (e *ForwardError) Error() string {
 type forwards struct {
 	mu    sync.Mutex
 	conns map[string]*forwardConn
+	dial  func(namespace, pod string) (httpstream.Connection, error) // tests: replaces the API server
 }
 
 // forwardConn is one Pod's connection, or the dial that will make it.
@@ -63,89 +64,154 @@ type forwardConn struct {
 // PortForward opens one new stream to port on the loopback of pod (in namespace) through
 // the API server's port-forward (WebSocket, or SPDY where the server does not offer it): no
 // local listener, no kubectl. Streams to the same Pod share one connection; an idle or lost
-// connection is replaced on the next call. ctx bounds opening the stream, not its use.
+// connection is replaced on the next call, and one that cannot create a stream is dropped
+// and the call tries once more on a new one. ctx bounds opening the stream, not its use.
 //
 // The returned net.Conn's Close ends the stream (our side first, so what was written arrives,
 // then the whole stream); CloseWrite ends only our side. If the kubelet cannot connect to
 // the port, or the connection fails, a Read returns a *ForwardError with its message. Read
 // every stream promptly until it ends: streams of one connection share its frame workers,
-// and one left unread holds up the others.
+// and one left unread holds up the others. Deadlines are not supported (SetDeadline says
+// so): close the stream to stop a Read.
 func (c *Cluster) PortForward(ctx context.Context, namespace, pod string, port int) (net.Conn, error) {
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("port-forward to %s/%s: port %d out of range", namespace, pod, port)
 	}
-	fc, err := c.forwardConn(ctx, namespace, pod)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		fc, err := c.forwardConn(ctx, namespace, pod)
+		if err != nil {
+			return nil, err
+		}
+		s, err := c.openStreams(ctx, fc, namespace, pod, port)
+		var broken *brokenConnError
+		if errors.As(err, &broken) && attempt == 1 && ctx.Err() == nil {
+			continue // the connection was dropped: once more on a new one
+		}
+		return s, err
 	}
-	id := strconv.FormatInt(fc.nextID.Add(1), 10)
-	h := http.Header{}
-	h.Set(corev1.StreamType, corev1.StreamTypeError)
-	h.Set(corev1.PortHeader, strconv.Itoa(port))
-	h.Set(corev1.PortForwardRequestIDHeader, id)
-	errStream, err := fc.conn.CreateStream(h)
-	if err != nil {
-		c.dropForward(namespace, pod, fc)
-		return nil, fmt.Errorf("port-forward to %s/%s:%d: error stream: %w", namespace, pod, port, err)
-	}
-	errStream.Close() // we never write to it
-	h.Set(corev1.StreamType, corev1.StreamTypeData)
-	data, err := fc.conn.CreateStream(h)
-	if err != nil {
-		fc.conn.RemoveStreams(errStream)
-		c.dropForward(namespace, pod, fc)
-		return nil, fmt.Errorf("port-forward to %s/%s:%d: data stream: %w", namespace, pod, port, err)
-	}
-	s := &forwardStream{
-		conn: fc.conn, data: data, errStream: errStream,
-		errDone: make(chan struct{}), closed: make(chan struct{}),
-		addr: forwardAddr(fmt.Sprintf("%s/%s:%d#%s", namespace, pod, port, id)),
-	}
-	s.remote = ForwardError{Namespace: namespace, Pod: pod, Port: port}
-	go s.readErrors()
-	return s, nil
 }
 
-// forwardConn returns the Pod's shared connection, dialing it if there is none.
+// brokenConnError is a stream the connection could not create (the server never answered,
+// or the connection closed): the connection is dropped.
+type brokenConnError struct{ err error }
+
+func (e *brokenConnError) Error() string { return e.err.Error() }
+func (e *brokenConnError) Unwrap() error { return e.err }
+
+// openStreams creates a request's error and data streams on fc. ctx bounds the wait; streams
+// created after it ended are released.
+func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, pod string, port int) (*forwardStream, error) {
+	id := strconv.FormatInt(fc.nextID.Add(1), 10)
+	type result struct {
+		s   *forwardStream
+		err error
+	}
+	done := make(chan result, 1)
+	abandoned := make(chan struct{})
+	go func() {
+		h := http.Header{}
+		h.Set(corev1.StreamType, corev1.StreamTypeError)
+		h.Set(corev1.PortHeader, strconv.Itoa(port))
+		h.Set(corev1.PortForwardRequestIDHeader, id)
+		errStream, err := fc.conn.CreateStream(h)
+		if err != nil {
+			c.dropForward(namespace, pod, fc)
+			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: error stream: %w", namespace, pod, port, err)}}
+			return
+		}
+		errStream.Close() // we never write to it
+		h.Set(corev1.StreamType, corev1.StreamTypeData)
+		data, err := fc.conn.CreateStream(h)
+		if err != nil {
+			fc.conn.RemoveStreams(errStream)
+			c.dropForward(namespace, pod, fc)
+			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: data stream: %w", namespace, pod, port, err)}}
+			return
+		}
+		s := &forwardStream{
+			conn: fc.conn, data: data, errStream: errStream,
+			errDone: make(chan struct{}), closed: make(chan struct{}),
+			addr:   forwardAddr(fmt.Sprintf("%s/%s:%d#%s", namespace, pod, port, id)),
+			remote: ForwardError{Namespace: namespace, Pod: pod, Port: port},
+		}
+		go s.readErrors()
+		select {
+		case <-abandoned:
+			s.Close()
+		default:
+			done <- result{s: s}
+		}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+		close(abandoned)
+		// the stream may have been made just now
+		select {
+		case r := <-done:
+			if r.s != nil {
+				r.s.Close()
+			}
+		default:
+		}
+		return nil, fmt.Errorf("port-forward to %s/%s:%d: %w", namespace, pod, port, ctx.Err())
+	}
+}
+
+// forwardConn returns the Pod's shared connection, dialing it if there is none or the one
+// there has closed.
 func (c *Cluster) forwardConn(ctx context.Context, namespace, pod string) (*forwardConn, error) {
 	key := namespace + "/" + pod
+	for attempt := 1; ; attempt++ {
+		fc := c.sharedForward(namespace, pod)
+		select {
+		case <-fc.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("port-forward to %s: %w", key, ctx.Err())
+		}
+		if fc.err != nil {
+			return nil, fc.err
+		}
+		select {
+		case <-fc.conn.CloseChan():
+			// closed since: forget it and dial again
+			c.dropForward(namespace, pod, fc)
+			if attempt == 3 {
+				return nil, fmt.Errorf("port-forward to %s: the API server closed %d new connections at once", key, attempt)
+			}
+		default:
+			return fc, nil
+		}
+	}
+}
+
+// sharedForward returns the Pod's connection, starting its dial if there is none.
+func (c *Cluster) sharedForward(namespace, pod string) *forwardConn {
+	key := namespace + "/" + pod
 	c.fwd.mu.Lock()
+	defer c.fwd.mu.Unlock()
 	if c.fwd.conns == nil {
 		c.fwd.conns = map[string]*forwardConn{}
 	}
-	fc := c.fwd.conns[key]
-	if fc == nil {
-		fc = &forwardConn{ready: make(chan struct{})}
-		c.fwd.conns[key] = fc
-		// The dial has a bound of its own and is not tied to this caller's ctx: other
-		// callers may wait for it.
-		go func() {
-			fc.conn, fc.err = c.dialForward(namespace, pod)
-			close(fc.ready)
-			if fc.err != nil {
-				c.dropForward(namespace, pod, fc)
-				return
-			}
-			<-fc.conn.CloseChan()
+	if fc := c.fwd.conns[key]; fc != nil {
+		return fc
+	}
+	fc := &forwardConn{ready: make(chan struct{})}
+	c.fwd.conns[key] = fc
+	// The dial has a bound of its own and is not tied to one caller's ctx: others may
+	// wait for it. A failed dial is forgotten at once, so the next call dials again.
+	go func() {
+		fc.conn, fc.err = c.dialForward(namespace, pod)
+		close(fc.ready)
+		if fc.err != nil {
 			c.dropForward(namespace, pod, fc)
-		}()
-	}
-	c.fwd.mu.Unlock()
-	select {
-	case <-fc.ready:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("port-forward to %s: %w", key, ctx.Err())
-	}
-	if fc.err != nil {
-		return nil, fc.err
-	}
-	select {
-	case <-fc.conn.CloseChan():
-		// lost between the dial and now: the next call dials again
-		return nil, fmt.Errorf("port-forward to %s: the connection to the API server closed", key)
-	default:
-	}
-	return fc, nil
+			return
+		}
+		<-fc.conn.CloseChan()
+		c.dropForward(namespace, pod, fc)
+	}()
+	return fc
 }
 
 // dropForward forgets fc (if it is still the Pod's connection) and closes it.
@@ -181,6 +247,9 @@ var forceSPDY bool
 // dialForward upgrades one connection to the Pod's portforward subresource: WebSocket
 // tunneling SPDY (API servers since 1.30), else SPDY itself.
 func (c *Cluster) dialForward(namespace, pod string) (httpstream.Connection, error) {
+	if c.fwd.dial != nil {
+		return c.fwd.dial(namespace, pod)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), forwardDialTimeout)
 	defer cancel()
 	u := c.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("portforward").URL()

@@ -283,19 +283,50 @@ func TestStartAgentNamesTheImportWhenTheNodeLacksTheInitImage(t *testing.T) {
 	// kubetest.Namespace's cleanup fails the test if the Pod or its policy is left.
 }
 
-func TestStartAgentReportsAnUnschedulablePodAsLost(t *testing.T) {
+// The scheduler places a Pod once room frees, so StartAgent waits; a caller that stops
+// waiting while the Pod is still unschedulable gets a *PodLostError it may retry.
+func TestStartAgentStillUnschedulableWhenTheCallerGivesUpIsLost(t *testing.T) {
 	c := kubetest.Connect(t)
 	ns := kubetest.Namespace(t, c)
 	cfg := agentConfig(t, ns, "huge", echoServer)
 	cfg.CPUs = 4096
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := c.StartAgent(ctx, cfg)
+	startCtx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.StartAgent(startCtx, cfg)
+		done <- err
+	}()
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		p, err := c.Clientset.CoreV1().Pods(ns).Get(ctx, kube.PodName("huge"), metav1.GetOptions{})
+		if err != nil {
+			return false, nil // not created yet
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Reason == corev1.PodReasonUnschedulable {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the Pod never became unschedulable: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("StartAgent returned while the Pod waits for room: %v", err)
+	default:
+	}
+	giveUp()
+	err = <-done
 	var lost *kube.PodLostError
-	if !errors.As(err, &lost) || lost.Reason != "Unschedulable" {
-		t.Fatalf("StartAgent: %v, want a *PodLostError (Unschedulable)", err)
+	if !errors.As(err, &lost) || lost.Reason != "Unschedulable" || !errors.Is(err, context.Canceled) {
+		t.Fatalf("StartAgent: %v, want a *PodLostError (Unschedulable) and the cancellation", err)
 	}
 	t.Logf("%v", err)
+	// kubetest.Namespace's cleanup fails the test if StartAgent left the Pod or its policy.
 }
 
 // A Pod the kubelet cannot make a sandbox for stays Pending, with the reason only in an

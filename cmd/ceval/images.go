@@ -27,6 +27,7 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 			"with no setuid/setgid files and no file capabilities. build-default makes such an\n" +
 			"image from a static busybox; build makes a Debian image with the packages you name;\n" +
 			"build-agent makes a Debian userland with the real Claude Code and Codex CLIs;\n" +
+			"build-init makes the init image a Kubernetes run's Pod installs ceval-init from;\n" +
 			"import brings in an OCI or docker-save archive; export writes one; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}

@@ -1,0 +1,344 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+)
+
+// fakeKubelet plays the far end of port-forward connections: port 1 echoes, port 2 refuses
+// (as the kubelet does: a message on the error stream, then both streams end), port 3 keeps
+// what arrives until our side ends and hands it to sunk.
+type fakeKubelet struct {
+	dials   atomic.Int32
+	failing atomic.Int32  // dials left to fail
+	block   chan struct{} // if set, a dial waits for it
+
+	createFail  atomic.Int32  // stream creations left to fail (the server never answered)
+	createEnter chan struct{} // if set, told when a stream creation starts...
+	createBlock chan struct{} // ...which then waits for this
+
+	mu      sync.Mutex
+	ids     map[string][]string // request ID -> stream types seen
+	conns   []*fakeConn
+	removed chan httpstream.Stream
+	sunk    chan []byte
+}
+
+func newFakeKubelet() *fakeKubelet {
+	return &fakeKubelet{ids: map[string][]string{}, removed: make(chan httpstream.Stream, 1024), sunk: make(chan []byte, 1)}
+}
+
+func (k *fakeKubelet) cluster() *Cluster {
+	c := &Cluster{}
+	c.fwd.dial = k.dial
+	return c
+}
+
+func (k *fakeKubelet) dial(namespace, pod string) (httpstream.Connection, error) {
+	k.dials.Add(1)
+	if k.block != nil {
+		<-k.block
+	}
+	if k.failing.Add(-1) >= 0 {
+		return nil, errors.New("upgrade refused")
+	}
+	fc := &fakeConn{k: k, closed: make(chan bool)}
+	k.mu.Lock()
+	k.conns = append(k.conns, fc)
+	k.mu.Unlock()
+	return fc, nil
+}
+
+type fakeConn struct {
+	k         *fakeKubelet
+	closed    chan bool
+	closeOnce sync.Once
+	pending   sync.Map // request ID -> *fakeStream (the error stream, until its data stream comes)
+}
+
+func (c *fakeConn) CreateStream(h http.Header) (httpstream.Stream, error) {
+	select {
+	case <-c.closed:
+		return nil, errors.New("connection closed")
+	default:
+	}
+	if c.k.createEnter != nil {
+		c.k.createEnter <- struct{}{}
+		<-c.k.createBlock
+	}
+	if c.k.createFail.Add(-1) >= 0 {
+		return nil, errors.New("Timeout occurred")
+	}
+	id, typ := h.Get(corev1.PortForwardRequestIDHeader), h.Get(corev1.StreamType)
+	c.k.mu.Lock()
+	c.k.ids[fmt.Sprintf("%p/%s", c, id)] = append(c.k.ids[fmt.Sprintf("%p/%s", c, id)], typ)
+	c.k.mu.Unlock()
+	s := newFakeStream(h)
+	if typ == corev1.StreamTypeError {
+		c.pending.Store(id, s)
+		return s, nil
+	}
+	v, _ := c.pending.LoadAndDelete(id)
+	errStream := v.(*fakeStream)
+	go func() {
+		if h.Get(corev1.PortHeader) == "2" {
+			io.WriteString(errStream.fromW, "failed to dial 2: connection refused")
+			errStream.fromW.Close()
+			s.fromW.Close()
+			return
+		}
+		if h.Get(corev1.PortHeader) == "3" {
+			b, _ := io.ReadAll(s.toR)
+			c.k.sunk <- b
+		} else {
+			io.Copy(s.fromW, s.toR) // echo until our side ends
+		}
+		errStream.fromW.Close()
+		s.fromW.Close()
+	}()
+	return s, nil
+}
+
+func (c *fakeConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+func (c *fakeConn) CloseChan() <-chan bool       { return c.closed }
+func (c *fakeConn) SetIdleTimeout(time.Duration) {}
+func (c *fakeConn) RemoveStreams(ss ...httpstream.Stream) {
+	for _, s := range ss {
+		c.k.removed <- s
+	}
+}
+
+// fakeStream: what we write goes to toR (the Pod's side reads it); what the Pod's side
+// writes to fromW we read.
+type fakeStream struct {
+	h          http.Header
+	toR        *io.PipeReader
+	toW        *io.PipeWriter
+	fromR      *io.PipeReader
+	fromW      *io.PipeWriter
+	resetCount atomic.Int32
+}
+
+func newFakeStream(h http.Header) *fakeStream {
+	s := &fakeStream{h: h.Clone()}
+	s.toR, s.toW = io.Pipe()
+	s.fromR, s.fromW = io.Pipe()
+	return s
+}
+
+func (s *fakeStream) Read(p []byte) (int, error)  { return s.fromR.Read(p) }
+func (s *fakeStream) Write(p []byte) (int, error) { return s.toW.Write(p) }
+func (s *fakeStream) Close() error                { return s.toW.Close() }
+func (s *fakeStream) Reset() error {
+	s.resetCount.Add(1)
+	s.toW.CloseWithError(errors.New("reset"))
+	s.fromR.CloseWithError(errors.New("reset"))
+	return nil
+}
+func (s *fakeStream) Headers() http.Header { return s.h }
+func (s *fakeStream) Identifier() uint32   { return 0 }
+
+func echo(t *testing.T, c *Cluster, ctx context.Context, pod, msg string) error {
+	conn, err := c.PortForward(ctx, "ns", pod, 1)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	go conn.Write([]byte(msg))
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(conn, got); err != nil {
+		return err
+	}
+	if string(got) != msg {
+		return fmt.Errorf("got %q, want %q", got, msg)
+	}
+	return nil
+}
+
+func TestPortForwardSharesOneConnectionPerPodUnderConcurrentCalls(t *testing.T) {
+	k := newFakeKubelet()
+	k.block = make(chan struct{}) // every caller arrives while the first dial is under way
+	c := k.cluster()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- echo(t, c, ctx, "pod-"+strconv.Itoa(i%2), fmt.Sprintf("stream %d", i))
+		}()
+	}
+	for k.dials.Load() < 2 {
+		// the two dials (one per Pod) start as the first callers arrive
+		runtime.Gosched()
+	}
+	close(k.block)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if n := k.dials.Load(); n != 2 {
+		t.Errorf("%d dials for 64 streams to 2 Pods, want 2", n)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.ids) != 64 {
+		t.Errorf("%d distinct request IDs, want 64", len(k.ids))
+	}
+	for id, types := range k.ids {
+		if len(types) != 2 || types[0] != corev1.StreamTypeError || types[1] != corev1.StreamTypeData {
+			t.Errorf("request %s: streams %v, want an error stream then a data stream", id, types)
+		}
+	}
+}
+
+func TestPortForwardDialsAgainAfterAFailedDialOrAClosedConnection(t *testing.T) {
+	k := newFakeKubelet()
+	k.failing.Store(1)
+	c := k.cluster()
+	ctx := context.Background()
+	if err := echo(t, c, ctx, "p", "a"); err == nil {
+		t.Fatal("the first dial fails, the stream did not")
+	}
+	if err := echo(t, c, ctx, "p", "b"); err != nil {
+		t.Fatalf("after a failed dial: %v", err)
+	}
+	k.mu.Lock()
+	k.conns[0].Close() // the API server or the kubelet ended the connection
+	k.mu.Unlock()
+	if err := echo(t, c, ctx, "p", "c"); err != nil {
+		t.Fatalf("after the connection closed: %v", err)
+	}
+	if n := k.dials.Load(); n != 3 {
+		t.Errorf("%d dials, want 3 (failed, first, after the close)", n)
+	}
+}
+
+func TestPortForwardWaitIsBoundedByTheCallersContext(t *testing.T) {
+	k := newFakeKubelet()
+	k.block = make(chan struct{})
+	defer close(k.block)
+	c := k.cluster()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.PortForward(ctx, "ns", "p", 1); !errors.Is(err, context.Canceled) {
+		t.Errorf("PortForward with a dial that hangs and a cancelled ctx: %v", err)
+	}
+}
+
+func TestPortForwardReadReturnsTheKubeletsErrorNotEOF(t *testing.T) {
+	k := newFakeKubelet()
+	conn, err := k.cluster().PortForward(context.Background(), "ns", "p", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = conn.Read(make([]byte, 1))
+	var fe *ForwardError
+	if !errors.As(err, &fe) || fe.Message != "failed to dial 2: connection refused" || fe.Port != 2 || fe.Pod != "p" {
+		t.Errorf("read: %v, want the kubelet's message as a *ForwardError", err)
+	}
+}
+
+// Close must not drop what was written before it (the init's Quit frame is the last thing
+// on the control connection): our side ends after it, then the streams are released.
+func TestPortForwardCloseDeliversWhatWasWrittenThenReleasesTheStreams(t *testing.T) {
+	k := newFakeKubelet()
+	conn, err := k.cluster().PortForward(context.Background(), "ns", "p", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("last words")); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-k.sunk; string(got) != "last words" {
+		t.Errorf("the Pod's side got %q before the end, want all of it", got)
+	}
+	for range 2 { // the data and error streams
+		<-k.removed
+	}
+	// On a real connection a reset drops what is still in flight: only a Pod side that
+	// never ends is reset.
+	if n := conn.(*forwardStream).data.(*fakeStream).resetCount.Load(); n != 0 {
+		t.Errorf("the data stream was reset %d times although the Pod's side ended by itself", n)
+	}
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("read after close: %v", err)
+	}
+}
+
+// The caller's ctx bounds a stream creation the server does not answer; the streams made
+// after it ended are released, not leaked.
+func TestPortForwardStreamCreationIsBoundedByTheCallersContext(t *testing.T) {
+	k := newFakeKubelet()
+	k.createEnter, k.createBlock = make(chan struct{}), make(chan struct{})
+	c := k.cluster()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.PortForward(ctx, "ns", "p", 1)
+		errc <- err
+	}()
+	<-k.createEnter
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("PortForward: %v, want the cancellation", err)
+	}
+	close(k.createBlock) // the server answers late
+	go func() {
+		for range k.createEnter { // the data stream's creation
+		}
+	}()
+	for range 2 { // both streams are released
+		<-k.removed
+	}
+}
+
+// A stream the connection could not create (the server never answered: "Timeout occurred")
+// drops that connection; the call tries once more on a new one.
+func TestPortForwardRetriesOnceOnANewConnectionWhenStreamCreationFails(t *testing.T) {
+	k := newFakeKubelet()
+	k.createFail.Store(1)
+	if err := echo(t, k.cluster(), context.Background(), "p", "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if n := k.dials.Load(); n != 2 {
+		t.Errorf("%d dials, want 2", n)
+	}
+	k.mu.Lock()
+	closed := k.conns[0].closed
+	k.mu.Unlock()
+	select {
+	case <-closed:
+	default:
+		t.Error("the connection that failed to create a stream is still open")
+	}
+	k.createFail.Store(2)
+	if err := echo(t, k.cluster(), context.Background(), "p", "hi"); err == nil || !strings.Contains(err.Error(), "Timeout occurred") {
+		t.Errorf("two failures in a row: %v, want the second's error", err)
+	}
+}
