@@ -9,6 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
@@ -254,6 +259,104 @@ func TestKubeRealCLIInReplayMatchesTheLocalBackend(t *testing.T) {
 	for _, f := range []string{record.StdoutFile, record.StderrFile} {
 		if b, _ := os.ReadFile(filepath.Join(kres.Dir, f)); strings.Contains(string(b), secret) {
 			t.Errorf("%s holds the provider key", f)
+		}
+	}
+}
+
+// kube/rbac.yaml is all a controller needs: with only its roles (the API server checks
+// them, impersonating the ServiceAccount), the hello example runs end to end on the cluster
+// and what gc needs works too.
+func TestKubeRBACManifestIsEnough(t *testing.T) {
+	k := kubeTestOptions(t)
+	admin := k.Cluster
+	ctx := context.Background()
+	// The manifest, in the test's namespace, its cluster-wide names made the test's own.
+	data, err := os.ReadFile("../kube/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.ReplaceAll(string(data), "ceval-runs", k.Namespace)
+	doc = strings.ReplaceAll(doc, "name: ceval-controller-nodes", "name: "+k.Namespace+"-nodes")
+	doc = strings.ReplaceAll(doc, "name: ceval-controller-apiserver-service", "name: "+k.Namespace+"-apiserver")
+	applyManifest(t, admin, doc)
+
+	sa := admin.RESTConfig
+	cfg := rest.CopyConfig(sa)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + k.Namespace + ":ceval-controller"}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Cluster = &kube.Cluster{Clientset: cs, RESTConfig: cfg}
+	// Without the roles the impersonated identity may do nothing: the test proves something.
+	if _, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
+		t.Fatal("the ServiceAccount lists Pods outside its namespace")
+	}
+	if _, err := cs.CoreV1().Secrets(k.Namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		t.Fatal("the ServiceAccount lists Secrets")
+	}
+	if _, err := k.Cluster.ProbeTargets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if probes, _ := k.Cluster.ProbeTargets(ctx); len(probes) < 3 {
+		t.Errorf("probe targets %v: want the kubeconfig's address, the service and the kubelet (the roles allow reading them)", probes)
+	}
+	if _, err := k.Cluster.UserNamespaces(ctx); err != nil {
+		t.Fatalf("user namespaces: %v", err)
+	}
+	tk, err := task.Load("../examples/hello/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kubeRun(t, k, tk, Options{Executor: wasmExecutor(t)})
+	if err != nil || res.Status != "SUCCESS" {
+		t.Fatalf("as the ServiceAccount: %v %+v", err, res)
+	}
+	if _, err := k.Cluster.Controllers(ctx, k.Namespace); err != nil {
+		t.Fatalf("gc's listing: %v", err)
+	}
+	if _, err := k.Cluster.Collect(ctx, k.Namespace, k.Controller); err != nil {
+		t.Fatalf("gc's deletion: %v", err)
+	}
+}
+
+// applyManifest creates every object of a multi-document manifest (its Namespace excepted:
+// the test has its own) and deletes the cluster-wide ones at the end of the test.
+func applyManifest(t *testing.T, c *kube.Cluster, doc string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, part := range strings.Split(doc, "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(part), nil, nil)
+		if err != nil {
+			t.Fatalf("decode %q: %v", part, err)
+		}
+		rb := c.Clientset.RbacV1()
+		switch o := obj.(type) {
+		case *corev1.Namespace:
+		case *corev1.ServiceAccount:
+			_, err = c.Clientset.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = rb.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			if o.Namespace != "" && o.Namespace != "default" {
+				break
+			}
+			t.Cleanup(func() { _ = rb.Roles(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+		case *rbacv1.RoleBinding:
+			_, err = rb.RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			if o.Namespace == "default" {
+				t.Cleanup(func() { _ = rb.RoleBindings(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+			}
+		case *rbacv1.ClusterRole:
+			_, err = rb.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+			t.Cleanup(func() { _ = rb.ClusterRoles().Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+		case *rbacv1.ClusterRoleBinding:
+			_, err = rb.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+			t.Cleanup(func() { _ = rb.ClusterRoleBindings().Delete(ctx, o.Name, metav1.DeleteOptions{}) })
+		default:
+			t.Fatalf("unexpected object %T in the manifest", obj)
+		}
+		if err != nil {
+			t.Fatalf("create %T: %v", obj, err)
 		}
 	}
 }
