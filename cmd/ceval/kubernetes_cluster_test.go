@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,17 +140,47 @@ func TestKubeExperimentRetriesADeletedPod(t *testing.T) {
 	}
 }
 
-// kill -9 of a ceval that runs on the cluster leaves its Pod and NetworkPolicy; ceval gc
-// --backend kubernetes removes them (and keeps what a live ceval owns).
-func TestKubeKill9ThenGCLeavesNothing(t *testing.T) {
+// Ctrl-C of ceval run on the cluster: the agent is stopped, the run recorded as
+// interrupted (exit 3), and its Pod and NetworkPolicy deleted.
+func TestKubeRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
 	c, ns, cfg := kubeCLISetup(t)
+	cmd, runs := startKubeSleeper(t, cfg, "kube-sigint")
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("ceval did not stop after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 3 {
+		t.Errorf("exit %d, want 3", code)
+	}
+	results, _ := filepath.Glob(filepath.Join(runs, "*", "default", "kube-sigint", "1", "result.json"))
+	if len(results) != 1 {
+		t.Fatalf("no result.json in %s", runs)
+	}
+	if data, _ := os.ReadFile(results[0]); !strings.Contains(string(data), `"interrupted": true`) {
+		t.Errorf("result.json does not say interrupted:\n%s", data)
+	}
+	if err := kubetest.Leftovers(context.Background(), c, ns); err != nil {
+		t.Errorf("left behind: %v", err)
+	}
+}
+
+// startKubeSleeper starts ceval run of a sleeping agent on the cluster and returns once the
+// agent runs, with its runs directory.
+func startKubeSleeper(t *testing.T, cfg, taskID string) (*exec.Cmd, string) {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "task.yaml")
-	if err := os.WriteFile(p, []byte("task_id: kube-orphan\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte("task_id: "+taskID+"\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(cevalBin, "run", "--config", cfg, "--runs-dir", t.TempDir(), p)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	runs := t.TempDir()
+	cmd := exec.Command(cevalBin, "run", "--config", cfg, "--runs-dir", runs, p)
+	errb := &lockedBuffer{}
+	cmd.Stderr = errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -159,12 +190,38 @@ func TestKubeKill9ThenGCLeavesNothing(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	ctx := context.Background()
 	for end := time.Now().Add(2 * time.Minute); !strings.Contains(errb.String(), "agent_started"); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("the agent never started:\n%s", errb.String())
 		}
 	}
+	return cmd, runs
+}
+
+// lockedBuffer is a bytes.Buffer a running command writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// kill -9 of a ceval that runs on the cluster leaves its Pod and NetworkPolicy; ceval gc
+// --backend kubernetes removes them (and keeps what a live ceval owns).
+func TestKubeKill9ThenGCLeavesNothing(t *testing.T) {
+	c, ns, cfg := kubeCLISetup(t)
+	cmd, _ := startKubeSleeper(t, cfg, "kube-orphan")
+	ctx := context.Background()
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
