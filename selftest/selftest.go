@@ -99,6 +99,9 @@ type Options struct {
 	// WASM configures the executor started on first need (its Python source is the
 	// suite's own); the zero value suits a rootful ceval.
 	WASM wasm.Options
+	// Kube runs every attack's agent as a Pod of a cluster (ceval selftest --backend
+	// kubernetes); an attack whose task that backend refuses is skipped with the reason.
+	Kube *supervisor.KubeOptions
 }
 
 // grace is the time between SIGTERM and SIGKILL for every attack: short, so the suite stays
@@ -265,6 +268,14 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	if o.Image != "" && !s.probe {
 		t.Sandbox.Image = o.Image
 	}
+	if o.Kube != nil {
+		if s.probe {
+			return done(Skipped, 0, "not applicable on the kubernetes backend: its probe image is built in the local containerd")
+		}
+		if err := supervisor.CheckKubernetes(t); err != nil {
+			return done(Skipped, 0, "not applicable on the kubernetes backend: "+err.Error())
+		}
+	}
 	if s.probe {
 		if err := probe.ensure(ctx); err != nil {
 			return done(Errored, 0, err.Error())
@@ -304,7 +315,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
 		RunsDir: runsDir, RunID: runID, Client: o.Client,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
-		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress,
+		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress, Kube: o.Kube,
 	})
 	if s.race != nil && (!raced || raceErr != nil) {
 		return done(Errored, score(res), fmt.Sprintf("the task author's race did not run (%v), so the attack proved nothing", raceErr))

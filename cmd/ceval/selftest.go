@@ -22,6 +22,7 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 		only    []string
 		runsDir string
 		busybox string
+		b       backendFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "selftest [--image IMG] [--json] [--only NAME]",
@@ -58,6 +59,10 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
+			if err := b.choose(cmd, g, ucfg); err != nil {
+				return err
+			}
+			defer kubeSweep(cmd, g.kube)
 			sess, err := g.openSession(cmd)
 			if err != nil {
 				return err
@@ -67,7 +72,7 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			errOut := cmd.ErrOrStderr()
 			rep, err := selftest.Run(cctx, selftest.Options{
 				Client: c, Image: image, Only: names, RunsDir: runsDir,
-				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(), WASM: wasmOptions(wasm.Options{}),
+				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(), WASM: wasmOptions(wasm.Options{}), Kube: g.kube,
 				Progress: func(r selftest.Row) {
 					fmt.Fprintf(errOut, "[%5.1fs] %-32s %s\n", r.Seconds, r.Name, r.Outcome)
 				},
@@ -101,6 +106,7 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 	f.StringArrayVar(&only, "only", nil, "run only the attack NAME (repeatable, or comma-separated)")
 	f.StringVar(&runsDir, "runs-dir", "", "keep the attacks' run directories here (default: a private temp dir)")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
+	b.add(cmd)
 	return cmd
 }
 
