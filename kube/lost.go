@@ -19,6 +19,9 @@ type PodLimitError struct{ Reason string }
 
 func (e *PodLimitError) Error() string { return "the run's Pod was ended by its limits: " + e.Reason }
 
+// AgentCaused says why the run is counted against the agent.
+func (e *PodLimitError) AgentCaused() string { return e.Reason }
+
 // podLimit returns how the Pod's own limits ended it, or nil: its container OOM-killed as a
 // whole, evicted for exceeding its ephemeral-storage or emptyDir limits, or stopped by
 // activeDeadlineSeconds. Checked before podLost, which would call an eviction a loss.

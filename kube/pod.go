@@ -63,8 +63,11 @@ const cpuRequestDivisor = 4
 // Defaults for zero fields of Config (the rest default as in the local sandbox, package policy).
 const (
 	DefaultTmpMB = oci.DefaultTmpMB
-	// logsMB is ephemeral storage left for the container's logs beyond its two disk volumes.
+	// logsMB is the container's ephemeral storage: its logs (the agent's output goes through
+	// the control channel; the init writes little) and the termination message.
 	logsMB = 64
+	// HomeMB is the size of /home/agent, as the local sandbox's.
+	HomeMB = 512
 	// cevalMB and runMB size the memory-backed ceval and run volumes.
 	cevalMB = 64
 	runMB   = 1
@@ -250,7 +253,7 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 	limits := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(math.Ceil(cfg.CPUs*1000)), resource.DecimalSI),
 		corev1.ResourceMemory:           mb(cfg.MemoryMB),
-		corev1.ResourceEphemeralStorage: mb(2*cfg.DiskMB + logsMB),
+		corev1.ResourceEphemeralStorage: mb(logsMB),
 	}
 	// Memory and disk are requested as limited (not compressible: a node overcommitted on
 	// them evicts or OOM-kills); CPU is requested at a quarter of its limit, as the local
@@ -320,8 +323,12 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 			}},
 			Volumes: []corev1.Volume{
-				emptyDir("workspace", corev1.StorageMediumDefault, cfg.DiskMB),
-				emptyDir("home", corev1.StorageMediumDefault, cfg.DiskMB),
+				// Memory-backed, as the local sandbox's capped tmpfs: the kernel holds the
+				// size at every write (a disk-backed emptyDir's limit is only the kubelet's
+				// periodic eviction, long after an agent wrote past it), and what the agent
+				// writes is charged to its memory limit, as locally.
+				emptyDir("workspace", corev1.StorageMediumMemory, cfg.DiskMB),
+				emptyDir("home", corev1.StorageMediumMemory, HomeMB),
 				emptyDir("tmp", corev1.StorageMediumMemory, cfg.TmpMB),
 				emptyDir("ceval", corev1.StorageMediumMemory, cevalMB),
 				emptyDir("run", corev1.StorageMediumMemory, runMB),

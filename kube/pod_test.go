@@ -106,8 +106,8 @@ func TestPodVolumesAreSizeLimited(t *testing.T) {
 		medium corev1.StorageMedium
 		size   string
 	}{
-		"workspace": {"/workspace", corev1.StorageMediumDefault, "100Mi"},
-		"home":      {"/home/agent", corev1.StorageMediumDefault, "100Mi"},
+		"workspace": {"/workspace", corev1.StorageMediumMemory, "100Mi"},
+		"home":      {"/home/agent", corev1.StorageMediumMemory, "512Mi"},
 		"tmp":       {"/tmp", corev1.StorageMediumMemory, "32Mi"},
 		"ceval":     {"/.ceval", corev1.StorageMediumMemory, "64Mi"},
 		"run":       {"/run/ceval", corev1.StorageMediumMemory, "1Mi"},
@@ -143,7 +143,7 @@ func TestPodRequestsMemoryAndDiskAsLimitedAndAQuarterOfItsCPU(t *testing.T) {
 	want := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse("1500m"),
 		corev1.ResourceMemory:           resource.MustParse("512Mi"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("264Mi"), // two 100Mi volumes + 64Mi of logs
+		corev1.ResourceEphemeralStorage: resource.MustParse("64Mi"), // logs only: the volumes are memory-backed
 	}
 	for name, q := range want {
 		if l, ok := r.Limits[name]; !ok || l.Cmp(q) != 0 {

@@ -138,3 +138,15 @@ func unschedulable(p *corev1.Pod) string {
 	}
 	return ""
 }
+
+// AgentCouldCause says whether the agent's own processes could have brought this loss
+// about once they ran: the kubelet's evictions for the node's pressure (an agent can press
+// on a node's memory, disk or pids) and its terminations. A deleted Pod, a preemption, an
+// eviction through the API, a lost or shut-down node are not the agent's.
+func (e *PodLostError) AgentCouldCause() bool {
+	switch e.Reason {
+	case "Evicted", "TerminationByKubelet", "Terminated":
+		return true
+	}
+	return false
+}

@@ -104,3 +104,16 @@ func TestPodLimitIsNotALostPod(t *testing.T) {
 		t.Errorf("node pressure taken for the Pod's own limit: %v", lim)
 	}
 }
+
+// After the agent started, only a loss it could not have caused is retried: an eviction for
+// the node's pressure (the agent can press on its node) is not.
+func TestPodLostErrorSaysWhetherTheAgentCouldCauseIt(t *testing.T) {
+	for reason, could := range map[string]bool{
+		"Evicted": true, "TerminationByKubelet": true, "Terminated": true,
+		"Deleted": false, "PreemptionByScheduler": false, "EvictionByEvictionAPI": false, "NodeLost": false, "Unschedulable": false,
+	} {
+		if got := (&PodLostError{Reason: reason}).AgentCouldCause(); got != could {
+			t.Errorf("%s: AgentCouldCause %v, want %v", reason, got, could)
+		}
+	}
+}

@@ -269,6 +269,11 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 		t.Sandbox.Image = o.Image
 	}
 	if o.Kube != nil {
+		if s.kube != nil {
+			if why := s.kube(o.Kube); why != "" {
+				return done(Skipped, 0, "not applicable on the kubernetes backend: "+why)
+			}
+		}
 		if s.probe {
 			return done(Skipped, 0, "not applicable on the kubernetes backend: its probe image is built in the local containerd")
 		}

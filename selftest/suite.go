@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"ceval.dev/ceval/supervisor"
 	"crypto/rand"
 	"embed"
 	"encoding/hex"
@@ -71,6 +72,10 @@ type setup struct {
 	// probe says the task runs in ProbeImage (its task.yaml names it), which the run builds
 	// first; --image does not replace it, since another image lacks the probe.
 	probe bool
+	// kube, when set, says why the attack does not apply on the kubernetes backend (it
+	// attacks a mechanism of the local sandbox that a Pod does differently, tested there
+	// by the test it names); the row is skipped with this reason.
+	kube func(o *supervisor.KubeOptions) string
 }
 
 // setups is the extension point for attacks that need more than their attacks/NAME files,
@@ -98,6 +103,20 @@ var setups = map[string]setup{
 	"plugin-write-tree":        {check: checkPluginUnchanged},
 
 	"kernel-syscalls": {probe: true},
+
+	// What a Pod does differently from the local sandbox (README "Running on Kubernetes").
+	"survive-supervisor-death": {kube: func(*supervisor.KubeOptions) string {
+		return "the local init's supervisor FIFO; a Pod's init kills everything when its control connection to ceval drops (TestKubeKill9ThenGCLeavesNothing, TestLostControlConnectionKillsEverythingAndExits123)"
+	}},
+	"escape-host-mounts": {kube: func(*supervisor.KubeOptions) string {
+		return "the kubelet mounts /etc/hosts, /etc/hostname, /etc/resolv.conf (root's, read-only to the agent), the container's cgroups (read-only) and /dev/termination-log (writable, bounded by the agent's RLIMIT_FSIZE: TestKubeAgentCannotWritePastItsDiskLimit) into every Pod"
+	}},
+	"quota-shared-uid": {kube: func(o *supervisor.KubeOptions) string {
+		if o.UserNamespaces {
+			return ""
+		}
+		return "the cluster's nodes do not support user namespaces (hostUsers: false), so its Pods' agents share host UID 2000 and its per-UID kernel quotas; ceval asks for them where every node supports them"
+	}},
 
 	"author-git-host-objects":    hostRepoSetup("objects", "is a symlink to"),
 	"author-git-host-alternates": hostRepoSetup("alternates", "names other object stores"),

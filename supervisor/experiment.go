@@ -305,7 +305,9 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		rec.Result, rec.Err, rec.Attempts = res, err, attempt
 		var infra *InfraError
 		var lost *kube.PodLostError
-		podLost := errors.As(err, &lost)
+		// After the agent started, only a loss it could not have caused is tried again:
+		// an eviction for the node's pressure could be the agent's own doing.
+		podLost := errors.As(err, &lost) && !lost.AgentCouldCause()
 		if err == nil || started && !podLost || !errors.As(err, &infra) || ctx.Err() != nil || attempt > retries {
 			break
 		}

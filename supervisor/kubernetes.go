@@ -181,6 +181,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 	sess, att, err := newSession(ctx, pod.dial, kubeproto.Start{
 		Argv: cfg.Argv, Env: kubeEnv(cfg.Env), Dir: oci.WorkspacePath,
 		Timeout: lim.Timeout, Grace: cfg.Grace, Relays: relays, Probes: probes,
+		FileSizeLimit: uint64(max(lim.DiskMB, 1)) << 20,
 	})
 	if err != nil {
 		return nil, s.podError(ctx, fmt.Errorf("the Pod's init: %w", err))
@@ -426,7 +427,7 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	exit, err := s.sess.Wait(waitCtx)
 	cancel()
 	if err != nil {
-		return out, s.podError(ctx, fmt.Errorf("wait for the agent: %w", err))
+		return out, s.afterGo(ctx, fmt.Errorf("wait for the agent: %w", err))
 	}
 	// A Pod deleted or evicted under the agent has its processes signalled by the kubelet:
 	// the init then reports an ordinary exit. What the cluster did is not the agent's
@@ -443,10 +444,10 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	}
 	if exit.Remaining > 0 {
 		out.Exit.CgroupError = fmt.Sprintf("%d process(es) left in the Pod after the kill", exit.Remaining)
-		return out, errors.New("processes remained in the Pod after the kill: " + out.Exit.CgroupError)
+		return out, s.afterGo(ctx, errors.New("processes remained in the Pod after the kill: "+out.Exit.CgroupError))
 	}
 	if err := s.collectHome(ctx); err != nil {
-		return out, s.podError(ctx, err)
+		return out, s.afterGo(ctx, err)
 	}
 	return out, nil
 }
@@ -493,7 +494,7 @@ func (s *kubeSandbox) collectHome(ctx context.Context) error {
 func (s *kubeSandbox) takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	snap, err := s.sess.CopyOut(ctx, oci.WorkspacePath, dst, lim)
 	if err != nil {
-		return nil, s.podError(ctx, fmt.Errorf("copy the workspace out of the Pod: %w", err))
+		return nil, s.afterGo(ctx, fmt.Errorf("copy the workspace out of the Pod: %w", err))
 	}
 	// A Pod torn down during the copy gives a short stream: not the agent's workspace.
 	if err := s.stillOurs(ctx); err != nil {
@@ -509,6 +510,35 @@ func (s *kubeSandbox) stillOurs(ctx context.Context) error {
 		return nil
 	}
 	return s.pod.lost(context.WithoutCancel(ctx))
+}
+
+// afterGo is what a failure of the channel, the exit or the copy-out once the agent has
+// started means: the cluster's loss of the Pod, or its own limits (podError), Ctrl-C, or
+// else the agent's doing. The init shares the agent's UID, so the agent can signal it,
+// lower its rlimits or starve it: whatever breaks the Pod's side then is counted against the
+// agent (a FAILURE with the reason), never an ERROR the agent could pick to escape its grade.
+func (s *kubeSandbox) afterGo(ctx context.Context, err error) error {
+	if lost := s.stillOurs(ctx); lost != nil {
+		return fmt.Errorf("%w (%v)", lost, err)
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	return &sandboxBrokenError{err}
+}
+
+// sandboxBrokenError is a Pod's side that failed under the agent (see afterGo).
+type sandboxBrokenError struct{ err error }
+
+func (e *sandboxBrokenError) Error() string {
+	return "the agent's Pod stopped working while or after the agent ran: " + e.err.Error()
+}
+
+func (e *sandboxBrokenError) Unwrap() error { return e.err }
+
+// AgentCaused says why the run is counted against the agent.
+func (e *sandboxBrokenError) AgentCaused() string {
+	return "the agent's sandbox failed under it (" + e.err.Error() + "); counted against the agent, whose processes share the init's UID"
 }
 
 // podError says why the Pod went away when it did (a *kube.PodLostError, which an

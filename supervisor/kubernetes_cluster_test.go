@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -357,6 +358,50 @@ func applyManifest(t *testing.T, c *kube.Cluster, doc string) {
 		}
 		if err != nil {
 			t.Fatalf("create %T: %v", obj, err)
+		}
+	}
+}
+
+// The agent shares the init's UID, so it may signal it: signals the Go runtime would die of
+// (SIGABRT, SIGTRAP, SIGSYS, SIGSEGV sent by kill) leave the init running, and the run is
+// graded as the agent left it, never an ERROR the agent chose.
+func TestKubeAgentSignallingTheInitChangesNothing(t *testing.T) {
+	k := kubeTestOptions(t)
+	tk := kubeTask(t, `task_id: kube-signal-init
+initial_prompt: x
+agent: {type: command, command: [sh, -c, 'for s in ABRT TRAP SYS SEGV BUS FPE ILL QUIT TSTP TTIN TTOU XCPU XFSZ; do kill -$s 1; done; sleep 1; echo ok > /workspace/done']}
+sandbox: {limits: {timeout: 60s}}
+success_criteria: [{type: file_exists, path: done}]
+`, nil)
+	res, err := kubeRun(t, k, tk, Options{})
+	if err != nil || res.Status != "SUCCESS" {
+		t.Fatalf("status %v, %v: want SUCCESS (the init survived its agent's signals)", res.Status, err)
+	}
+}
+
+// The kubelet bind-mounts a world-writable node file at /dev/termination-log, outside every
+// volume limit: the agent's RLIMIT_FSIZE (its disk limit) bounds it, and the workspace's
+// memory-backed volume holds its size at every write.
+func TestKubeAgentCannotWritePastItsDiskLimit(t *testing.T) {
+	k := kubeTestOptions(t)
+	tk := kubeTask(t, `task_id: kube-disk
+initial_prompt: x
+agent: {type: command, command: [sh, -c, 'dd if=/dev/zero of=/dev/termination-log bs=1M count=40 2>/dev/null; wc -c < /dev/termination-log > /workspace/termlog; dd if=/dev/zero of=/workspace/big bs=1M count=40 2>/dev/null; n=$(wc -c < /workspace/big); rm /workspace/big; echo $n > /workspace/big.size; echo ok > /workspace/done']}
+sandbox: {limits: {timeout: 60s, disk_mb: 16, memory_mb: 256}}
+success_criteria: [{type: file_exists, path: done}]
+`, nil)
+	res, err := kubeRun(t, k, tk, Options{})
+	if err != nil || !res.Complete {
+		t.Fatalf("%v %+v", err, res)
+	}
+	for _, f := range []string{"termlog", "big.size"} {
+		b, err := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, f))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		var n int64
+		if _, err := fmt.Sscan(string(b), &n); err != nil || n > 16<<20 {
+			t.Errorf("%s: the agent wrote %q bytes, past its 16 MiB disk limit", f, b)
 		}
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
-	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -435,20 +434,20 @@ func (r *run) runAgent(ctx context.Context) error {
 // errEndedByLimits ends a run whose result endedByLimits has recorded.
 var errEndedByLimits = errors.New("the agent's sandbox was ended by its limits")
 
-// endedByLimits records a run whose sandbox its own limits ended before its workspace could
-// be copied out (a Pod OOM-killed as a whole or evicted for its disk use): the agent's
-// doing, so the run is a FAILURE with score 0 and the limit named, never an ERROR that an
+// endedByLimits records a run whose sandbox its own limits ended, or the agent broke, before
+// its workspace could be copied out (a Pod OOM-killed as a whole, evicted for its disk use,
+// its init signalled or starved: any error with an AgentCaused method): the agent's doing, so the run is a FAILURE with score 0 and the limit named, never an ERROR that an
 // agent could provoke to escape its grade, nor a retry.
 func (r *run) endedByLimits(err error) bool {
-	var le *kube.PodLimitError
-	if !errors.As(err, &le) {
+	var ac interface{ AgentCaused() string }
+	if !errors.As(err, &ac) {
 		return false
 	}
 	res := r.res
-	res.LimitsHit = append(res.LimitsHit, le.Reason)
+	res.LimitsHit = append(res.LimitsHit, ac.AgentCaused())
 	res.Status, res.Score, res.Complete = grader.TaskFailure, 0, true
-	res.Agent.StoppedBy = le.Error()
-	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score, "reason": le.Error()})
+	res.Agent.StoppedBy = err.Error()
+	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score, "reason": err.Error()})
 	return true
 }
 

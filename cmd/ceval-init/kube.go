@@ -398,6 +398,17 @@ func (c *control) runAgent(st kubeproto.Start, sigs, chld chan os.Signal) kubepr
 		c.startFailed(err, exitUsage)
 		return kubeproto.Exit{Code: exitUsage}
 	}
+	if st.FileSizeLimit > 0 {
+		// Ours from here on, and the agent's: the init writes no file after Go.
+		lim := &unix.Rlimit{Cur: st.FileSizeLimit, Max: st.FileSizeLimit}
+		if err := unix.Setrlimit(unix.RLIMIT_FSIZE, lim); err != nil {
+			for _, f := range []*os.File{outR, outW, errR, errW} {
+				f.Close()
+			}
+			c.startFailed(errors.New("setrlimit RLIMIT_FSIZE: "+err.Error()), exitUsage)
+			return kubeproto.Exit{Code: exitUsage}
+		}
+	}
 	a, err := start(agentSpec{argv: st.Argv, env: st.Env, dir: st.Dir, setsid: true, rlimitAS: st.RlimitAS,
 		files: []uintptr{uintptr(devnull), outW.Fd(), errW.Fd()}})
 	outW.Close()

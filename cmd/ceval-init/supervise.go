@@ -122,6 +122,16 @@ func notifySignals() (sigs, chld chan os.Signal) {
 	// (unlike ignored) signals are reset to their defaults in the child.
 	sigs = make(chan os.Signal, 16)
 	signal.Notify(sigs, append(forwarded, syscall.SIGPIPE)...)
+	// Every other signal is caught and dropped: the agent shares our UID, so it may signal
+	// us, and PID 1 receives whatever it has a handler for; the Go runtime handles them all,
+	// and one it does not relay (SIGABRT, SIGTRAP, SIGSYS, ...) would crash the init, cutting
+	// the run short on the agent's say-so. Caught signals are reset in the agent's execve.
+	drop := make(chan os.Signal, 1)
+	signal.Notify(drop)
+	go func() {
+		for range drop {
+		}
+	}()
 	// SIGCHLD gets its own channel: a full one already holds a wakeup, so a flood of other
 	// signals from the agent can never make the reaper miss an exit.
 	chld = make(chan os.Signal, 1)

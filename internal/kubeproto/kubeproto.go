@@ -59,6 +59,10 @@ type Start struct {
 	Relays   []Relay       // listeners the init opens for the agent on Go
 	Probes   []string      // host:port addresses that must NOT accept a TCP connection
 	RlimitAS uint64        // the agent's RLIMIT_AS in bytes; 0: none
+	// FileSizeLimit is the RLIMIT_FSIZE (bytes) the init sets on itself at Go, for the
+	// agent to inherit: the kubelet bind-mounts a world-writable node file at
+	// /dev/termination-log that no volume limit covers. 0: none.
+	FileSizeLimit uint64
 }
 
 // Relay is one listener the init opens for the agent; each connection to it is relayed to
