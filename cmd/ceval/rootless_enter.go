@@ -10,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"ceval.dev/ceval/internal/idmap"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/supervisor"
@@ -140,7 +143,14 @@ func enteredRootless(address string, allowRlimit bool) error {
 	if err != nil {
 		return exitWith(exitInfraErr, fmt.Errorf("rootless: %s=%q: %w", rootlessSlotsEnv, os.Getenv(rootlessSlotsEnv), err))
 	}
-	if err := supervisor.EnterRootless(supervisor.Rootless{Delegated: delegated, Slots: slots, LockDir: launcher.RootlessIDLockDir(address)}); err != nil {
+	// The child's maps, read from inside its user namespace, number its IDs as the host does.
+	hostUIDs, err1 := readIDMap(fmt.Sprintf("/proc/%d/uid_map", pid))
+	hostGIDs, err2 := readIDMap(fmt.Sprintf("/proc/%d/gid_map", pid))
+	if err := errors.Join(err1, err2); err != nil {
+		return exitWith(exitInfraErr, fmt.Errorf("rootless: the daemon's user namespace: %w", err))
+	}
+	rl := supervisor.Rootless{Delegated: delegated, Slots: slots, LockDir: launcher.RootlessIDLockDir(address), UIDMap: hostUIDs, GIDMap: hostGIDs}
+	if err := supervisor.EnterRootless(rl); err != nil {
 		return exitWith(exitInfraErr, err)
 	}
 	inRootless = true
@@ -156,6 +166,20 @@ func wasmOptions(o wasm.Options) wasm.Options {
 		o.AncestorsCheckedOutside = os.Getenv(rootlessWasmEnv) == "ok"
 	}
 	return o
+}
+
+// readIDMap parses a /proc/PID/uid_map or gid_map.
+func readIDMap(path string) ([]specs.LinuxIDMapping, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := idmap.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
 }
 
 // initialUserNS says whether a uid_map is the initial user namespace's identity map.

@@ -131,11 +131,42 @@ func TestRootlessRunOfTheHelloExampleSucceedsWithItsIsolationAttested(t *testing
 		a.NoNewPrivs != 1 || a.Seccomp != 2 || len(a.Interfaces) != 1 || a.Interfaces[0] != "lo" {
 		t.Fatalf("attestation %+v", a)
 	}
-	// The run's own slice of the user's subordinate range: never the daemon's own IDs.
-	if len(a.UIDMap) != 1 || a.UIDMap[0].HostID < launcher.RootlessSliceHostID(0) {
-		t.Fatalf("uid_map %+v: want a per-run slice", a.UIDMap)
-	}
+	wantHostIDsInSubordinateRange(t, a)
 	wantLimitsBy(t, res, delegated)
+}
+
+// wantHostIDsInSubordinateRange: the attestation names the agent's UID as the real host
+// numbers it, a subordinate UID of this user's in a per-run slice (never the user's own UID,
+// nor the daemon's own first slice), and keeps the daemon namespace's numbering apart.
+func wantHostIDsInSubordinateRange(t *testing.T, a *record.Attestation) {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	subuid, err := os.ReadFile("/etc/subuid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, count, _, err := launcher.SubordinateIDs(subuid, u.Username, os.Getuid(), 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rootlesskit maps the daemon's IDs 1.. to the range: the daemon's own slice is its first 65535.
+	first := int(start) + int(launcher.RootlessSliceHostID(0)) - 1
+	end := int(start) + int(count)
+	if a.HostUID == os.Getuid() || a.HostUID < first || a.HostUID >= end || a.HostGID < first || a.HostGID >= end {
+		t.Fatalf("host_uid/host_gid %d/%d: want a per-run slice of %s's subordinate range [%d, %d) past the daemon's own, not the user's own UID %d",
+			a.HostUID, a.HostGID, u.Username, first, end, os.Getuid())
+	}
+	if len(a.UIDMap) != 1 || int(a.UIDMap[0].HostID) < first || int(a.UIDMap[0].HostID)+int(a.UIDMap[0].Size) > end ||
+		a.HostUID != int(a.UIDMap[0].HostID)+2000 {
+		t.Fatalf("uid_map %+v: want the run's slice in host IDs, holding host_uid %d as 2000", a.UIDMap, a.HostUID)
+	}
+	d := a.DaemonUserNS
+	if d == nil || d.HostUID != a.HostUID-int(start)+1 || len(d.UIDMap) != 1 || d.UIDMap[0].HostID < launcher.RootlessSliceHostID(0) {
+		t.Fatalf("daemon_userns %+v: want the daemon namespace's numbering of host_uid %d", d, a.HostUID)
+	}
 }
 
 func TestRootlessRunForkBombIsHeld(t *testing.T) {
