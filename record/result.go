@@ -183,11 +183,24 @@ type Attestation struct {
 	HostGID int                    `json:"host_gid"`
 	UIDMap  []specs.LinuxIDMapping `json:"uid_map"`
 	GIDMap  []specs.LinuxIDMapping `json:"gid_map"`
+	// DaemonUserNS, only in a rootless run, is HostUID, HostGID, UIDMap and GIDMap as the
+	// rootless daemon's own user namespace numbers them (rootlesskit's, where ID n >= 1 is the
+	// user's n-th subordinate ID); the fields above are those translated through that
+	// namespace's maps into the real host's IDs.
+	DaemonUserNS *DaemonUserNS `json:"daemon_userns,omitempty"`
 	// Rlimits are the init's soft and hard limits the policy sets, from /proc/PID/limits.
 	Rlimits []specs.POSIXRlimit `json:"rlimits"`
 	// LimitsEnforcedBy says per limit what enforces it (a rootless run's may be weaker
 	// than cgroups: never silently).
 	LimitsEnforcedBy policy.LimitsEnforcedBy `json:"limits_enforced_by"`
+}
+
+// DaemonUserNS is a rootless run's IDs in its daemon's user namespace (see Attestation).
+type DaemonUserNS struct {
+	HostUID int                    `json:"host_uid"`
+	HostGID int                    `json:"host_gid"`
+	UIDMap  []specs.LinuxIDMapping `json:"uid_map"`
+	GIDMap  []specs.LinuxIDMapping `json:"gid_map"`
 }
 
 // Image names one image in containerd and the content it resolves to on this platform;

@@ -12,9 +12,11 @@ import (
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"ceval.dev/ceval/internal/idmap"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 )
 
 // Rootless is how this process drives a rootless containerd: it runs inside the daemon's
@@ -32,6 +34,9 @@ type Rootless struct {
 	// LockDir holds the slots' locks (launcher.RootlessIDLockDir): the daemon's /run is
 	// rootlesskit's copy of the host's, whose /run/ceval the user cannot write.
 	LockDir string
+	// UIDMap and GIDMap are the daemon's user namespace's maps to the real host's IDs (its
+	// /proc/PID/uid_map and gid_map read from inside it): the attestation is recorded in host IDs.
+	UIDMap, GIDMap []specs.LinuxIDMapping
 }
 
 // rootlessMode is set once, when the process has entered a rootless daemon's namespaces:
@@ -42,6 +47,9 @@ var rootlessMode atomic.Pointer[Rootless]
 func EnterRootless(r Rootless) error {
 	if r.LockDir == "" {
 		return errors.New("rootless: no directory for the ID slots' locks")
+	}
+	if len(r.UIDMap) == 0 || len(r.GIDMap) == 0 {
+		return errors.New("rootless: the daemon's user namespace has no ID maps to the host")
 	}
 	if r.Slots <= 0 {
 		return errors.New("rootless: the user's subordinate range has no per-run slice beyond the daemon's own (grow it: scripts/containerd.sh rootless-start USER DIR as root)")
@@ -57,6 +65,21 @@ func rootlessRuns() *Rootless { return rootlessMode.Load() }
 // slot k is launcher.RootlessSliceHostID(k).
 func (r *Rootless) ids() IDRange {
 	return IDRange{Start: launcher.RootlessSliceHostID(0), Slots: uint32(r.Slots)}
+}
+
+// toHost renumbers a's host IDs, read in the daemon's user namespace, in the real host's
+// IDs, and keeps the daemon's numbering in a.DaemonUserNS.
+func (r *Rootless) toHost(a *record.Attestation) error {
+	d := &record.DaemonUserNS{HostUID: a.HostUID, HostGID: a.HostGID, UIDMap: a.UIDMap, GIDMap: a.GIDMap}
+	uid, err1 := idmap.ToParent(uint32(a.HostUID), r.UIDMap)
+	gid, err2 := idmap.ToParent(uint32(a.HostGID), r.GIDMap)
+	uidMap, err3 := idmap.RangesToParent(a.UIDMap, r.UIDMap)
+	gidMap, err4 := idmap.RangesToParent(a.GIDMap, r.GIDMap)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("attest: the run's IDs in the host's numbering: %w", err)
+	}
+	a.HostUID, a.HostGID, a.UIDMap, a.GIDMap, a.DaemonUserNS = int(uid), int(gid), uidMap, gidMap, d
+	return nil
 }
 
 // limits is what holds each limit in this mode.

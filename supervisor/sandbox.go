@@ -386,6 +386,11 @@ func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestati
 		att.LimitsEnforcedBy = rl.limits()
 		p.Rlimits = rl.policyRlimits(s.cfg.Limits.Pids)
 		p.PidsByRlimit = rl.Delegated == ""
+		// Checked in the daemon's numbering, where the spec's maps are; recorded in the host's.
+		if err := CheckAttestation(att, p); err != nil {
+			return att, err
+		}
+		return att, rl.toHost(att)
 	}
 	return att, CheckAttestation(att, p)
 }

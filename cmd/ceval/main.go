@@ -118,6 +118,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == launcher.ListenHelperArg {
 		os.Exit(launcher.ListenHelperMain(os.Args[2:]))
 	}
+	restoreRootlessGC()
 	rootlessChdir()
 	os.Exit(execute(os.Args[1:]))
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,10 +15,15 @@ import (
 	"testing"
 	"time"
 
+	ctrimages "github.com/containerd/containerd/v2/core/images"
+	digest "github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
 )
 
 // rootlessEnv is the environment of a ceval run by the rootless daemon's user, and whether
@@ -131,11 +138,42 @@ func TestRootlessRunOfTheHelloExampleSucceedsWithItsIsolationAttested(t *testing
 		a.NoNewPrivs != 1 || a.Seccomp != 2 || len(a.Interfaces) != 1 || a.Interfaces[0] != "lo" {
 		t.Fatalf("attestation %+v", a)
 	}
-	// The run's own slice of the user's subordinate range: never the daemon's own IDs.
-	if len(a.UIDMap) != 1 || a.UIDMap[0].HostID < launcher.RootlessSliceHostID(0) {
-		t.Fatalf("uid_map %+v: want a per-run slice", a.UIDMap)
-	}
+	wantHostIDsInSubordinateRange(t, a)
 	wantLimitsBy(t, res, delegated)
+}
+
+// wantHostIDsInSubordinateRange: the attestation names the agent's UID as the real host
+// numbers it, a subordinate UID of this user's in a per-run slice (never the user's own UID,
+// nor the daemon's own first slice), and keeps the daemon namespace's numbering apart.
+func wantHostIDsInSubordinateRange(t *testing.T, a *record.Attestation) {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	subuid, err := os.ReadFile("/etc/subuid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, count, _, err := launcher.SubordinateIDs(subuid, u.Username, os.Getuid(), 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// rootlesskit maps the daemon's IDs 1.. to the range: the daemon's own slice is its first 65535.
+	first := int(start) + int(launcher.RootlessSliceHostID(0)) - 1
+	end := int(start) + int(count)
+	if a.HostUID == os.Getuid() || a.HostUID < first || a.HostUID >= end || a.HostGID < first || a.HostGID >= end {
+		t.Fatalf("host_uid/host_gid %d/%d: want a per-run slice of %s's subordinate range [%d, %d) past the daemon's own, not the user's own UID %d",
+			a.HostUID, a.HostGID, u.Username, first, end, os.Getuid())
+	}
+	if len(a.UIDMap) != 1 || int(a.UIDMap[0].HostID) < first || int(a.UIDMap[0].HostID)+int(a.UIDMap[0].Size) > end ||
+		a.HostUID != int(a.UIDMap[0].HostID)+2000 {
+		t.Fatalf("uid_map %+v: want the run's slice in host IDs, holding host_uid %d as 2000", a.UIDMap, a.HostUID)
+	}
+	d := a.DaemonUserNS
+	if d == nil || d.HostUID != a.HostUID-int(start)+1 || len(d.UIDMap) != 1 || d.UIDMap[0].HostID < launcher.RootlessSliceHostID(0) {
+		t.Fatalf("daemon_userns %+v: want the daemon namespace's numbering of host_uid %d", d, a.HostUID)
+	}
 }
 
 func TestRootlessRunForkBombIsHeld(t *testing.T) {
@@ -302,4 +340,132 @@ sleep 600`, "timeout: 2s, memory_mb: 128, pids: 32, disk_mb: 16",
 	if d := time.Since(start); d > 40*time.Second {
 		t.Fatalf("the run took %s past a 2 s timeout", d)
 	}
+}
+
+// rootlessExamplesEnv names the directory .ci/run fills as root for
+// TestRootlessRunOfTheRealCLIAndPackageExamplesMatchesRoot: images/*.tar, the agent and
+// package images exported from root's daemon (ceval images export), and root/, root's run
+// directory of the same examples. A test as the user reaches neither root's daemon nor its
+// image cache, and building the images again as the user would cost minutes.
+const rootlessExamplesEnv = "CEVAL_ROOTLESS_EXAMPLES"
+
+// rootlessExamplesNamespace holds the imported images across this test's processes (.ci/run
+// runs it in both limit modes): one import of the ~1 GB agent image per daemon, not per run.
+const rootlessExamplesNamespace = "ceval-rootless-examples"
+
+// The real Claude Code and Codex CLIs (replayed by the gateway) and the package-image example
+// run end to end as the rootless user, in the very images root ran them in, and come out as
+// root's runs did: same status, score and verdict per criterion.
+func TestRootlessRunOfTheRealCLIAndPackageExamplesMatchesRoot(t *testing.T) {
+	env, delegated := rootlessEnv(t)
+	dir := os.Getenv(rootlessExamplesEnv)
+	if dir == "" {
+		msg := rootlessExamplesEnv + " is unset: as root, run the examples (ceval run --runs-dir DIR/root examples/{claude-code,codex,python-packages}/task.yaml), export their images (ceval images export NAME -o DIR/images/NAME.tar) and make DIR readable by this user (.ci/run does)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	env = append(env, "CEVAL_NAMESPACE="+rootlessExamplesNamespace)
+	importRootImages(t, env, filepath.Join(dir, "images"))
+	for _, ex := range []string{"claude-code", "codex", "python-packages"} {
+		t.Run(ex, func(t *testing.T) {
+			path := filepath.Join("..", "..", "examples", ex, "task.yaml")
+			tk, err := task.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := readRootResult(t, filepath.Join(dir, "root"), tk.ID)
+			res, _ := rootlessRun(t, env, path)
+			if res.Status != root.Status || res.Score != root.Score || res.Image.ManifestDigest != root.Image.ManifestDigest {
+				t.Fatalf("rootless: %s %.2f in %s (%s); root: %s %.2f in %s (%s)", res.Status, res.Score, res.Image.Name, res.Image.ManifestDigest,
+					root.Status, root.Score, root.Image.Name, root.Image.ManifestDigest)
+			}
+			if len(res.Criteria) != len(root.Criteria) {
+				t.Fatalf("%d criteria graded, root %d", len(res.Criteria), len(root.Criteria))
+			}
+			for i, c := range res.Criteria {
+				if r := root.Criteria[i]; c.Status != r.Status || c.Score != r.Score || c.Passed != r.Passed {
+					t.Errorf("criterion %q: %s %.2f, root %s %.2f (%s)", c.Description, c.Status, c.Score, r.Status, r.Score, c.Details)
+				}
+			}
+			if res.Status != "SUCCESS" {
+				t.Errorf("%s (as root too): %s", res.Status, res.Error)
+			}
+			wantHostIDsInSubordinateRange(t, res.Isolation)
+			wantLimitsBy(t, res, delegated)
+		})
+	}
+}
+
+// importRootImages imports each archive in dir into the user's daemon (env's namespace)
+// unless an image of that name already resolves to the archive's manifest.
+func importRootImages(t *testing.T, env []string, dir string) {
+	t.Helper()
+	archives, _ := filepath.Glob(filepath.Join(dir, "*.tar"))
+	if len(archives) == 0 {
+		t.Fatalf("no image archives in %s", dir)
+	}
+	c, ctx, err := launcher.Connect(context.Background(), os.Getenv(launcher.RootlessAddressEnv), rootlessExamplesNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, a := range archives {
+		name, manifest := archiveImage(t, a)
+		if img, err := c.ImageService().Get(ctx, name); err == nil && img.Target.Digest == manifest {
+			continue
+		}
+		start := time.Now()
+		if r := rootlessCeval(t, env, "images", "import", a); r.code != 0 {
+			t.Fatalf("images import %s: exit %d\n%s%s", a, r.code, r.stdout, r.stderr)
+		}
+		t.Logf("imported %s in %s", name, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// archiveImage returns the one image an OCI archive from ceval images export names.
+func archiveImage(t *testing.T, path string) (string, digest.Digest) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f) // a file: the blobs before index.json are skipped by seeking
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("%s: no index.json: %v", path, err)
+		}
+		if h.Name != "index.json" {
+			continue
+		}
+		var idx ocispec.Index
+		if err := json.NewDecoder(tr).Decode(&idx); err != nil {
+			t.Fatalf("%s: index.json: %v", path, err)
+		}
+		if len(idx.Manifests) != 1 || idx.Manifests[0].Annotations[ctrimages.AnnotationImageName] == "" {
+			t.Fatalf("%s: want one named image, index %+v", path, idx)
+		}
+		return idx.Manifests[0].Annotations[ctrimages.AnnotationImageName], idx.Manifests[0].Digest
+	}
+}
+
+// readRootResult reads root's result of task id under runs (ceval run --runs-dir runs).
+func readRootResult(t *testing.T, runs, id string) *record.Result {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(runs, "*", "*", id, "1", record.ResultFile))
+	if len(m) != 1 {
+		t.Fatalf("want root's one result.json of %s under %s, found %v", id, runs, m)
+	}
+	data, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res record.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatalf("%s: %v", m[0], err)
+	}
+	return &res
 }
