@@ -187,6 +187,7 @@ apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
+cgroupRoot: /$NS
 containerRuntimeEndpoint: unix://$SOCK
 address: $NODE_IP
 port: 10250
@@ -316,6 +317,14 @@ up() {
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
     --controllers=serviceaccount-controller,serviceaccount-token-controller,garbage-collector-controller,namespace-controller,root-ca-certificate-publisher-controller,pod-garbage-collector-controller,node-lifecycle-controller,ttl-after-finished-controller,job-controller
   start kube-scheduler "$KUBE" kube-scheduler --kubeconfig="$KUBECONFIG_ADMIN" --secure-port=0 --leader-elect=false --profiling=false
+  # The kubelet's cgroups go under /$NS in every hierarchy (it wants the root to exist), not
+  # the host's /kubepods: two clusters of this script (a developer's and CI's, each in a DIR
+  # of its own) never touch each other's Pods, nor a real kubelet's.
+  local h
+  for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+    [ -f "$h/cgroup.procs" ] || continue
+    mkdir -p "$h/$NS"
+  done
   start kubelet "$KUBE" kubelet --config="$DIR/kubelet/config.yaml" --kubeconfig="$DIR/node.kubeconfig" \
     --hostname-override=$NODE --node-ip="$NODE_IP" --root-dir="$DIR/kubelet/root" --v=1
   wait_for "the node to be Ready and untainted" 180 node_ready
@@ -385,7 +394,7 @@ down() {
   awk -v d="$DIR/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   if ip netns list | grep -q "^$NS\b"; then ip netns del "$NS"; fi
   if ip link show "$VETH_HOST" >/dev/null 2>&1; then ip link del "$VETH_HOST"; fi
-  for m in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+  for m in /sys/fs/cgroup/*/"$NS" /sys/fs/cgroup/"$NS"; do
     [ -d "$m" ] && { find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true; }
   done
   if [ -f "$DIR/sysctl.saved" ]; then
