@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,9 +26,12 @@ type loaderAttack struct {
 }
 
 // Bounds a hostile file's validation must stay within (measured: tens of milliseconds and
-// 10-40 MB). The time bound is generous because the host may be busy.
+// 10-40 MB over the binary's own floor). The time bound is generous because the host may be
+// busy. The memory bound is over the floor: the peak RSS of the same binary validating a
+// trivial task, measured in the same run, since what the binary links (its size) moves the
+// floor of every process and says nothing of what a hostile file costs.
 const (
-	loaderMaxRSS     = 100 << 20
+	loaderMaxGrowth  = 72 << 20
 	loaderMaxSeconds = 5.0
 	loaderHang       = 60 * time.Second // a validate still running then is killed: a breach
 )
@@ -224,6 +228,10 @@ func runLoaderAttack(ctx context.Context, a loaderAttack, bin, dir string) Row {
 	if err != nil {
 		return done(Errored, 0, "preparing the attack: "+err.Error())
 	}
+	floor, err := validateFloor(ctx, bin)
+	if err != nil {
+		return done(Errored, 0, err.Error())
+	}
 	v, err := validate(ctx, bin, file)
 	if err != nil {
 		return done(Errored, 0, fmt.Sprintf("running %s validate: %v", bin, err))
@@ -231,11 +239,38 @@ func runLoaderAttack(ctx context.Context, a loaderAttack, bin, dir string) Row {
 	if ctx.Err() != nil {
 		return done(Errored, 0, "selftest interrupted")
 	}
-	return done(judgeLoader(a, v, canary))
+	return done(judgeLoader(a, v, canary, floor))
+}
+
+// floors caches validateFloor by binary.
+var floors sync.Map // bin -> int64
+
+// validateFloor is the peak RSS of bin validating a trivial valid task: the floor the memory
+// bound of a hostile file's validation is counted from.
+func validateFloor(ctx context.Context, bin string) (int64, error) {
+	if f, ok := floors.Load(bin); ok {
+		return f.(int64), nil
+	}
+	dir, err := os.MkdirTemp("", "ceval-loader-floor-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "task.yaml")
+	doc := "task_id: floor\ninitial_prompt: x\nagent: {type: command, command: [\"true\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		return 0, err
+	}
+	v, err := validate(ctx, bin, file)
+	if err != nil || v.code != 0 {
+		return 0, fmt.Errorf("measuring %s validate of a trivial task (the memory floor): exit %d, %v: %s", bin, v.code, err, clip(v.output, 200))
+	}
+	floors.Store(bin, v.maxRSS)
+	return v.maxRSS, nil
 }
 
 // judgeLoader classifies one validation of a hostile file.
-func judgeLoader(a loaderAttack, v validation, canary string) (Outcome, float64, string) {
+func judgeLoader(a loaderAttack, v validation, canary string, floor int64) (Outcome, float64, string) {
 	measured := fmt.Sprintf("%.2f s, peak RSS %d MiB", v.seconds, v.maxRSS>>20)
 	switch {
 	case v.hung:
@@ -244,8 +279,8 @@ func judgeLoader(a loaderAttack, v validation, canary string) (Outcome, float64,
 		return Breach, 1, "validate quoted the canary from a host file: " + clip(v.output, 300)
 	case v.code == 0:
 		return Breach, 1, "validate accepted the file (" + measured + ")"
-	case v.maxRSS > loaderMaxRSS || v.seconds > loaderMaxSeconds:
-		return Breach, 1, fmt.Sprintf("validate took %s; the bound is %.0f s and %d MiB", measured, loaderMaxSeconds, loaderMaxRSS>>20)
+	case v.maxRSS > floor+loaderMaxGrowth || v.seconds > loaderMaxSeconds:
+		return Breach, 1, fmt.Sprintf("validate took %s; the bound is %.0f s and %d MiB (a trivial task's %d MiB + %d MiB)", measured, loaderMaxSeconds, (floor+loaderMaxGrowth)>>20, floor>>20, loaderMaxGrowth>>20)
 	case v.code != 2 || !strings.Contains(v.output, a.want):
 		return Errored, 0, fmt.Sprintf("validate exited %d without the expected problem (%q): %s", v.code, a.want, clip(v.output, 300))
 	}

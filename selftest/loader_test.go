@@ -56,11 +56,13 @@ func TestJudgeLoader(t *testing.T) {
 		{"canary quoted", func(v validation) validation { v.output += "unknown field " + canary; return v }, Breach},
 		{"accepted", func(v validation) validation { v.code = 0; return v }, Breach},
 		{"too much memory", func(v validation) validation { v.maxRSS = 200 << 20; return v }, Breach},
+		{"within the growth over the floor", func(v validation) validation { v.maxRSS = 90 << 20; return v }, Blocked},
+		{"past the growth over the floor", func(v validation) validation { v.maxRSS = 110 << 20; return v }, Breach},
 		{"too slow", func(v validation) validation { v.seconds = 13; return v }, Breach},
 		{"other problem", func(v validation) validation { v.output = "something else"; return v }, Errored},
 	}
 	for _, c := range cases {
-		if got, _, detail := judgeLoader(a, c.v(ok), canary); got != c.want {
+		if got, _, detail := judgeLoader(a, c.v(ok), canary, 30<<20); got != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.name, got, detail, c.want)
 		}
 	}

@@ -93,7 +93,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.containerdAddress, "containerd-address", launcher.AddressFromEnv(), "containerd socket (env CEVAL_CONTAINERD_ADDRESS)")
 	root.PersistentFlags().StringVar(&g.namespace, "namespace", launcher.NamespaceFromEnv(), "containerd namespace (env CEVAL_NAMESPACE)")
-	root.PersistentFlags().StringVar(&g.configPath, "config", defaultConfigPath(), "config file: allow_env, allow_host_network, prices (USD per million tokens by model, for run_limits.max_usd), gateway_allow (what the model gateway forwards), id_range (host IDs of the runs' user namespaces), judge (the model llm_judge asks), allow_rlimit_limits (rootless without a delegated cgroup subtree)")
+	root.PersistentFlags().StringVar(&g.configPath, "config", defaultConfigPath(), "config file: allow_env, allow_host_network, prices (USD per million tokens by model, for run_limits.max_usd), gateway_allow (what the model gateway forwards), id_range (host IDs of the runs' user namespaces), judge (the model llm_judge asks), allow_rlimit_limits (rootless without a delegated cgroup subtree), backend (local or kubernetes), kubernetes (the cluster of backend: kubernetes)")
 	root.PersistentFlags().BoolVar(&g.allowRlimitLimits, "allow-rlimit-limits", false, "rootless without a cgroup subtree delegated by root: hold pids by RLIMIT_NPROC and memory by RLIMIT_AS per process, cpu not limited (config: allow_rlimit_limits)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(exitInvalid, err) })
 	root.AddCommand(newVersionCmd(), newValidateCmd(), newGradeCmd(g), newRunCmd(g), newSandboxCmd(g), newDoctorCmd(g))
