@@ -67,6 +67,27 @@ func (r *Run) ImageDigest(ctx context.Context) string {
 	return ""
 }
 
+// AgentState is the agent container's state: running (ended false), or ended with its
+// process's exit code (the init's). An error when the API server cannot tell.
+func (r *Run) AgentState(ctx context.Context) (code int, ended bool, err error) {
+	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	if err != nil {
+		return 0, false, err
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != ContainerName {
+			continue
+		}
+		if t := cs.State.Terminated; t != nil {
+			return int(t.ExitCode), true, nil
+		}
+		if cs.State.Running != nil {
+			return 0, false, nil
+		}
+	}
+	return 0, false, fmt.Errorf("pod %s/%s: the agent container is neither running nor ended", r.Namespace, r.Name)
+}
+
 // ProbeTargets are the addresses a run's Pod must not reach before its agent starts: the
 // API server (its in-cluster service and the address in the kubeconfig) and every node's
 // kubelet. A list the controller may not read (RBAC) is left out; the kubeconfig's address

@@ -148,5 +148,7 @@ func (e *PodLostError) AgentCouldCause() bool {
 	case "Evicted", "TerminationByKubelet", "Terminated":
 		return true
 	}
+	// ControlChannelLost (the port-forward broke while the init ran) is not: the agent can
+	// neither reach the API nor close the init's socket.
 	return false
 }

@@ -73,6 +73,8 @@ type kubePod interface {
 	lost(ctx context.Context) error
 	// imageDigest is the agent image's digest as the node resolved it, "" if unknown.
 	imageDigest(ctx context.Context) string
+	// initState is the agent container's state: running, or ended with the init's exit code.
+	initState(ctx context.Context) (code int, ended bool, err error)
 	// delete removes the Pod and its NetworkPolicy.
 	delete(ctx context.Context) error
 }
@@ -524,6 +526,13 @@ func (s *kubeSandbox) afterGo(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
+	// The init still runs, or ended because it lost its control connection: the transport
+	// between here and the Pod (the API server, the kubelet's port-forward) broke, which the
+	// agent cannot cause (it can neither reach the API nor close the init's socket). The run
+	// is lost, not failed: an experiment tries it again.
+	if code, ended, serr := s.pod.initState(context.WithoutCancel(ctx)); serr == nil && (!ended || code == kubeproto.ExitOrphaned) {
+		return &kube.PodLostError{Reason: "ControlChannelLost", Message: err.Error()}
+	}
 	return &sandboxBrokenError{err}
 }
 
@@ -609,3 +618,5 @@ func (p clusterPod) lost(ctx context.Context) error { return p.run.Lost(ctx) }
 func (p clusterPod) imageDigest(ctx context.Context) string { return p.run.ImageDigest(ctx) }
 
 func (p clusterPod) delete(ctx context.Context) error { return p.run.Delete(ctx) }
+
+func (p clusterPod) initState(ctx context.Context) (int, bool, error) { return p.run.AgentState(ctx) }

@@ -234,7 +234,7 @@ func TestStepOutputCannotForgeResultFields(t *testing.T) {
 func TestSetupStepThatOverrunsItsTimeoutIsKilledAndEndsTheRunAsError(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	doc := agentTask("steps-setup-timeout", "touch agent-ran", "  - {type: file_exists, path: agent-ran}\n",
-		"setup:\n  - {run: \"echo going; sleep 600\", timeout: 1s}\n")
+		"setup:\n  - {run: \"echo going; sleep 600\", timeout: 5s}\n") // 5 s: under load a 1 s clock ran out before sh printed
 	res, err := runTask(t, doc, nil, Options{})
 	var se *StepError
 	if !errors.As(err, &se) || !se.Step.TimedOut || !strings.Contains(err.Error(), "timed out") {

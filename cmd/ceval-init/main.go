@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/internal/kubeproto"
 )
 
 // Exit codes of the init itself; any other code is the agent's.
@@ -21,7 +23,7 @@ const (
 	exitCannotExec  = 126 // ARGV[0] exists but could not be executed
 	exitNotFound    = 127 // ARGV[0] does not exist
 	exitDeadline    = 137 // --timeout reached: 128+SIGKILL
-	exitOrphaned    = 123 // --supervisor-fifo closed: the host's supervisor is gone
+	exitOrphaned    = kubeproto.ExitOrphaned // --supervisor-fifo closed or the control connection lost: the host's supervisor is gone
 	defaultGrace    = 5 * time.Second
 	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )

@@ -105,6 +105,10 @@ type KillRequest struct {
 	Reason string `json:"reason"`
 }
 
+// ExitOrphaned is the init's exit code when its control connection (in a Pod) or its
+// supervisor FIFO (locally) was lost: the controller's side went away, not the agent's.
+const ExitOrphaned = 123
+
 // Exit is how the agent's run ended, sent once everything is dead and reaped.
 type Exit struct {
 	Code      int           // the agent's exit code (128+sig when killed), or the init's own
