@@ -50,8 +50,9 @@ func podLimit(p *corev1.Pod) *PodLimitError {
 	return nil
 }
 
-// ImageDigest is the digest the node resolved the agent container's image to ("" until
-// the container runs).
+// ImageDigest is the agent container's image as the node resolved it (its status's
+// imageID: "REPO@sha256:..." for an image with a repository digest, else "sha256:..." of its
+// config), "" until the container runs.
 func (r *Run) ImageDigest(ctx context.Context) string {
 	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
 	if err != nil {
@@ -59,9 +60,7 @@ func (r *Run) ImageDigest(ctx context.Context) string {
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name == ContainerName {
-			if i := strings.LastIndex(cs.ImageID, "sha256:"); i >= 0 {
-				return cs.ImageID[i:]
-			}
+			return cs.ImageID
 		}
 	}
 	return ""

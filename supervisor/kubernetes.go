@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 
@@ -180,6 +181,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 		return nil, err
 	}
 	s.pod = pod
+	s.imageID = pod.imageDigest(ctx)
 	sess, att, err := newSession(ctx, pod.dial, kubeproto.Start{
 		Argv: cfg.Argv, Env: kubeEnv(cfg.Env), Dir: oci.WorkspacePath,
 		Timeout: lim.Timeout, Grace: cfg.Grace, Relays: relays, Probes: probes,
@@ -282,12 +284,27 @@ type kubeSandbox struct {
 	pod      kubePod
 	sess     *kube.Session
 	att      *record.Attestation
+	imageID  string // the agent image's ID as the node resolved it (kube.Run.ImageDigest)
 	emit     func(string, map[string]any) // the run's events, while the agent runs
 	ws, home string
 	closed   bool
 }
 
 func (s *kubeSandbox) dirs() (workspace, home string) { return s.ws, s.home }
+
+// image fills in what the node resolved the agent's image to: a repository digest names the
+// manifest, a bare image ID (an image imported without one) is its config's digest.
+func (s *kubeSandbox) image(img images.Image) images.Image {
+	id := s.imageID
+	switch {
+	case id == "":
+	case strings.Contains(id, "@sha256:"):
+		img.ManifestDigest = digest.Digest(id[strings.LastIndex(id, "@")+1:])
+	case strings.HasPrefix(id, "sha256:"):
+		img.ConfigDigest = digest.Digest(id)
+	}
+	return img
+}
 
 // checkAttestation fails the run when the init's report differs from the policy: identity,
 // capabilities, no_new_privs, seccomp, the memory limit, interfaces, and the probes, each

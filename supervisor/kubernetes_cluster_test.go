@@ -110,6 +110,10 @@ func TestKubeHelloExampleMatchesTheLocalBackend(t *testing.T) {
 	if iso == nil || iso.UID != 2000 || iso.GID != 2000 || iso.CapEff != noCaps || iso.CapBnd != noCaps || iso.NoNewPrivs != 1 || iso.Seccomp != 2 {
 		t.Fatalf("isolation %+v", iso)
 	}
+	if kres.Image.ManifestDigest == "" && kres.Image.ConfigDigest == "" {
+		t.Errorf("image %+v: the node's resolution of the image is not recorded", kres.Image)
+	}
+	t.Logf("image %+v", kres.Image)
 	if len(iso.Interfaces) != 1 || iso.Interfaces[0] != "lo" {
 		t.Errorf("interfaces %v, want only lo", iso.Interfaces)
 	}

@@ -373,6 +373,9 @@ func (r *run) launch(ctx context.Context) error {
 	}
 	r.sb = sb
 	r.ws, r.home = sb.dirs()
+	if k, ok := sb.(*kubeSandbox); ok {
+		r.res.Image = k.image(r.res.Image) // the node resolved it
+	}
 	r.res.Timings.Prepare = time.Since(r.start).Seconds()
 	return nil
 }

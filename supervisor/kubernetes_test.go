@@ -1,0 +1,96 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/runtime-spec/specs-go"
+
+	"ceval.dev/ceval/internal/kubeproto"
+	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+)
+
+// podAttestation is what a hardened Pod's init reports, parsed.
+func podAttestation() *record.Attestation {
+	full := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	return &record.Attestation{UID: 2000, GID: 2000, Groups: []int{2000}, CapInh: noCaps, CapPrm: noCaps, CapEff: noCaps, CapBnd: noCaps, CapAmb: noCaps,
+		NoNewPrivs: 1, Seccomp: 2, PidsMax: "max", Interfaces: []string{"lo"}, UIDMap: full, GIDMap: full}
+}
+
+func podReport(reached bool) *kubeproto.Attest {
+	a := &kubeproto.Attest{Files: map[string]string{"cgroup:/sys/fs/cgroup/memory/memory.limit_in_bytes": "268435456\n"},
+		Probes: []kubeproto.Probe{{Addr: "10.96.0.1:443", Err: "connection refused"}, {Addr: "10.254.1.2:10250", Err: "timeout"}}}
+	if reached {
+		a.Probes[1].Err = ""
+	}
+	return a
+}
+
+// A Pod that reached the API server or a kubelet before its agent started is refused: the
+// cluster does not enforce the run's deny-all NetworkPolicy. Only the user's config accepts it.
+func TestKubePodThatReachedTheClusterIsRefusedUnlessTheUserAccepts(t *testing.T) {
+	lim := task.Limits{MemoryMB: 256}
+	s := &kubeSandbox{k: &KubeOptions{}, att: podAttestation()}
+	if err := s.checkAttestation(podReport(false), lim); err != nil {
+		t.Fatalf("an isolated Pod: %v", err)
+	}
+	err := s.checkAttestation(podReport(true), lim)
+	if err == nil || !strings.Contains(err.Error(), "10.254.1.2:10250") || !strings.Contains(err.Error(), "accept_unenforced_network_policy") {
+		t.Fatalf("a Pod that reached a kubelet: %v", err)
+	}
+	s = &kubeSandbox{k: &KubeOptions{AcceptUnenforcedNetworkPolicy: true}, att: podAttestation()}
+	if err := s.checkAttestation(podReport(true), lim); err != nil {
+		t.Fatalf("accepted by the user's config: %v", err)
+	}
+	// Anything else that differs still fails: the memory limit, capabilities.
+	s = &kubeSandbox{k: &KubeOptions{}, att: podAttestation()}
+	if err := s.checkAttestation(podReport(false), task.Limits{MemoryMB: 512}); err == nil || !strings.Contains(err.Error(), "memory limit") {
+		t.Fatalf("a memory limit other than asked: %v", err)
+	}
+	a := podAttestation()
+	a.CapEff = "0000000000000400"
+	s = &kubeSandbox{k: &KubeOptions{}, att: a}
+	if err := s.checkAttestation(podReport(false), lim); err == nil || !strings.Contains(err.Error(), "CapEff") {
+		t.Fatalf("a capability: %v", err)
+	}
+}
+
+// fakePod is a kubePod whose loss the test decides.
+type fakePod struct{ lostErr error }
+
+func (p fakePod) dial(context.Context) (net.Conn, error) { return nil, errors.New("no") }
+func (p fakePod) lost(context.Context) error             { return p.lostErr }
+func (p fakePod) imageDigest(context.Context) string     { return "" }
+func (p fakePod) delete(context.Context) error           { return nil }
+
+// What breaks the Pod's side after the agent started is the agent's (a FAILURE with the
+// reason), unless the cluster lost the Pod (a retry) or ceval was interrupted.
+func TestKubeFailureAfterGoIsTheAgentsUnlessTheClusterLostThePod(t *testing.T) {
+	broke := errors.New("control channel: EOF")
+	var ac interface{ AgentCaused() string }
+
+	s := &kubeSandbox{pod: fakePod{}}
+	if err := s.afterGo(context.Background(), broke); !errors.As(err, &ac) || !strings.Contains(ac.AgentCaused(), "EOF") {
+		t.Errorf("the Pod is there and ceval runs on: %v, want it counted against the agent", err)
+	}
+	s = &kubeSandbox{pod: fakePod{lostErr: &kube.PodLostError{Reason: "Deleted"}}}
+	var lost *kube.PodLostError
+	if err := s.afterGo(context.Background(), broke); !errors.As(err, &lost) || errors.As(err, &ac) {
+		t.Errorf("a deleted Pod: %v, want a *PodLostError (retried), not the agent's", err)
+	}
+	s = &kubeSandbox{pod: fakePod{lostErr: &kube.PodLimitError{Reason: "OOM-killed"}}}
+	if err := s.afterGo(context.Background(), broke); !errors.As(err, &ac) || ac.AgentCaused() != "OOM-killed" {
+		t.Errorf("a Pod its limits ended: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s = &kubeSandbox{pod: fakePod{}}
+	if err := s.afterGo(ctx, broke); errors.As(err, &ac) {
+		t.Errorf("Ctrl-C: %v, want the plain error (an interrupted run)", err)
+	}
+}
