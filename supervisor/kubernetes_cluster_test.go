@@ -258,7 +258,7 @@ func TestKubeRealCLIInReplayMatchesTheLocalBackend(t *testing.T) {
 	if kres.Status != "SUCCESS" || kres.Status != lres.Status || kres.Score != lres.Score || kg == nil || lg == nil ||
 		kg.Turns != lg.Turns || kg.InputTokens != lg.InputTokens || kg.OutputTokens != lg.OutputTokens || kg.ReplayMisses != 0 {
 		stderr, _ := os.ReadFile(filepath.Join(kres.Dir, record.StderrFile))
-		t.Fatalf("kubernetes %s %v %+v gateway %+v; local %s %v gateway %+v\nstderr:\n%s", kres.Status, kres.Score, kres.Criteria, kg, lres.Status, lres.Score, lg, tail(stderr))
+		t.Fatalf("kubernetes %s %v %+v gateway %+v (error %q, limits %v, stopped by %q); local %s %v gateway %+v\nstderr:\n%s", kres.Status, kres.Score, kres.Criteria, kg, kres.Error, kres.LimitsHit, kres.Agent.StoppedBy, lres.Status, lres.Score, lg, tail(stderr))
 	}
 	// Nothing the agent could write holds the key: its logs and workspace.
 	for _, f := range []string{record.StdoutFile, record.StderrFile} {

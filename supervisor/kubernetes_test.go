@@ -60,13 +60,18 @@ func TestKubePodThatReachedTheClusterIsRefusedUnlessTheUserAccepts(t *testing.T)
 	}
 }
 
-// fakePod is a kubePod whose loss the test decides.
-type fakePod struct{ lostErr error }
+// fakePod is a kubePod whose loss and init the test decides.
+type fakePod struct {
+	lostErr   error
+	initCode  int
+	initEnded bool
+}
 
-func (p fakePod) dial(context.Context) (net.Conn, error) { return nil, errors.New("no") }
-func (p fakePod) lost(context.Context) error             { return p.lostErr }
-func (p fakePod) imageDigest(context.Context) string     { return "" }
-func (p fakePod) delete(context.Context) error           { return nil }
+func (p fakePod) dial(context.Context) (net.Conn, error)       { return nil, errors.New("no") }
+func (p fakePod) lost(context.Context) error                   { return p.lostErr }
+func (p fakePod) imageDigest(context.Context) string           { return "" }
+func (p fakePod) delete(context.Context) error                 { return nil }
+func (p fakePod) initState(context.Context) (int, bool, error) { return p.initCode, p.initEnded, nil }
 
 // What breaks the Pod's side after the agent started is the agent's (a FAILURE with the
 // reason), unless the cluster lost the Pod (a retry) or ceval was interrupted.
@@ -74,11 +79,23 @@ func TestKubeFailureAfterGoIsTheAgentsUnlessTheClusterLostThePod(t *testing.T) {
 	broke := errors.New("control channel: EOF")
 	var ac interface{ AgentCaused() string }
 
-	s := &kubeSandbox{pod: fakePod{}}
-	if err := s.afterGo(context.Background(), broke); !errors.As(err, &ac) || !strings.Contains(ac.AgentCaused(), "EOF") {
-		t.Errorf("the Pod is there and ceval runs on: %v, want it counted against the agent", err)
+	// The init crashed or was killed (not by losing its connection): the agent's doing.
+	for _, code := range []int{2, 137} {
+		s := &kubeSandbox{pod: fakePod{initCode: code, initEnded: true}}
+		if err := s.afterGo(context.Background(), broke); !errors.As(err, &ac) || !strings.Contains(ac.AgentCaused(), "EOF") {
+			t.Errorf("the init ended %d: %v, want it counted against the agent", code, err)
+		}
 	}
-	s = &kubeSandbox{pod: fakePod{lostErr: &kube.PodLostError{Reason: "Deleted"}}}
+	// The init runs on, or ended because its connection was lost: the transport broke,
+	// which the agent cannot cause: a lost Pod (retried), never the agent's.
+	for _, p := range []fakePod{{}, {initCode: kubeproto.ExitOrphaned, initEnded: true}} {
+		s := &kubeSandbox{pod: p}
+		var lost *kube.PodLostError
+		if err := s.afterGo(context.Background(), broke); !errors.As(err, &lost) || lost.AgentCouldCause() || errors.As(err, &ac) {
+			t.Errorf("init %+v: %v, want a lost Pod the agent could not cause", p, err)
+		}
+	}
+	s := &kubeSandbox{pod: fakePod{lostErr: &kube.PodLostError{Reason: "Deleted"}}}
 	var lost *kube.PodLostError
 	if err := s.afterGo(context.Background(), broke); !errors.As(err, &lost) || errors.As(err, &ac) {
 		t.Errorf("a deleted Pod: %v, want a *PodLostError (retried), not the agent's", err)
@@ -89,7 +106,7 @@ func TestKubeFailureAfterGoIsTheAgentsUnlessTheClusterLostThePod(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s = &kubeSandbox{pod: fakePod{}}
+	s = &kubeSandbox{pod: fakePod{initCode: 2, initEnded: true}}
 	if err := s.afterGo(ctx, broke); errors.As(err, &ac) {
 		t.Errorf("Ctrl-C: %v, want the plain error (an interrupted run)", err)
 	}
