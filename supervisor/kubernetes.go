@@ -284,7 +284,7 @@ type kubeSandbox struct {
 	pod      kubePod
 	sess     *kube.Session
 	att      *record.Attestation
-	imageID  string // the agent image's ID as the node resolved it (kube.Run.ImageDigest)
+	imageID  string                       // the agent image's ID as the node resolved it (kube.Run.ImageDigest)
 	emit     func(string, map[string]any) // the run's events, while the agent runs
 	ws, home string
 	closed   bool

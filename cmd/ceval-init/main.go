@@ -18,11 +18,11 @@ import (
 
 // Exit codes of the init itself; any other code is the agent's.
 const (
-	exitUsage       = 125 // the init was called wrongly: a ceval bug, not the agent's
-	exitNoGo        = 124 // --wait-go and the host closed stdin without the go-ahead
-	exitCannotExec  = 126 // ARGV[0] exists but could not be executed
-	exitNotFound    = 127 // ARGV[0] does not exist
-	exitDeadline    = 137 // --timeout reached: 128+SIGKILL
+	exitUsage       = 125                    // the init was called wrongly: a ceval bug, not the agent's
+	exitNoGo        = 124                    // --wait-go and the host closed stdin without the go-ahead
+	exitCannotExec  = 126                    // ARGV[0] exists but could not be executed
+	exitNotFound    = 127                    // ARGV[0] does not exist
+	exitDeadline    = 137                    // --timeout reached: 128+SIGKILL
 	exitOrphaned    = kubeproto.ExitOrphaned // --supervisor-fifo closed or the control connection lost: the host's supervisor is gone
 	defaultGrace    = 5 * time.Second
 	defaultPathList = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
