@@ -85,7 +85,7 @@ type runRequest struct {
 	MaxStdout   int64         `json:"max_stdout"`
 	MaxStderr   int64         `json:"max_stderr"`
 	MaxTmpBytes int64         `json:"max_tmp_bytes"`
-	CloseOnDone bool          `json:"close_on_done"`
+	CloseOnDone bool          `json:"close_on_done"`        // the module is compiled with context checks
 	Python      string        `json:"python,omitempty"`     // digest of the loaded CPython module run as python3
 	PythonWhy   string        `json:"python_why,omitempty"` // why there is none, for the guest's error
 }
@@ -112,6 +112,9 @@ type runReply struct {
 	Wall       time.Duration     `json:"wall"`
 	Err        string            `json:"err,omitempty"`   // ceval's side: the run could not start
 	Files      map[string][]byte `json:"files,omitempty"` // runRequest.Collect, those that exist
+	// WorkerExits: a limit stopped a guest compiled without context checks; the worker
+	// answered for it and exits (runGuard), so the next run needs a new worker.
+	WorkerExits bool `json:"worker_exits,omitempty"`
 }
 
 func writeFrame(w io.Writer, op byte, parts ...[]byte) error {
