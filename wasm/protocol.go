@@ -112,6 +112,9 @@ type runReply struct {
 	Wall       time.Duration     `json:"wall"`
 	Err        string            `json:"err,omitempty"`   // ceval's side: the run could not start
 	Files      map[string][]byte `json:"files,omitempty"` // runRequest.Collect, those that exist
+	// PyLib says how this worker's first pytest run got pytest's bytecode: "compiled" or
+	// "cache" (pylib.go); empty for every other run.
+	PyLib string `json:"pylib,omitempty"`
 	// WorkerExits: a limit stopped a guest compiled without context checks; the worker
 	// answered for it and exits (runGuard), so the next run needs a new worker.
 	WorkerExits bool `json:"worker_exits,omitempty"`

@@ -1,11 +1,13 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,13 +40,21 @@ const (
 	pylibCompileTmp     = 256 << 20
 )
 
-// compilePyLib adds compiled bytecode to st.pylib once; a failure leaves the sources alone
-// (pytest then compiles as it imports, slower but the same).
-func (st *workerState) compilePyLib(py *compiled, memoryLimit uint64) error {
+// compilePyLib adds compiled bytecode to st.pylib once per worker: from the worker's cache
+// when an earlier worker compiled the same sources with the same CPython, else by compiling
+// them (and keeping the result in the cache). A failure leaves the sources alone (pytest
+// then compiles as it imports, slower but the same). It says which it did.
+func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit uint64) (string, error) {
 	if st.pylibCompiled {
-		return nil
+		return "", nil
 	}
 	st.pylibCompiled = true
+	key := pycCacheKey(pyDigest, st.pylib)
+	if st.cache != nil {
+		if files, err := readPycCache(key); err == nil {
+			return pylibFromCache, addPyc(st.pylib, files)
+		}
+	}
 	tmp := newTmpFS(4, pylibCompileTmp)
 	req := &runRequest{PyLib: true}
 	cfg := wazero.NewModuleConfig().
@@ -63,30 +73,62 @@ func (st *workerState) compilePyLib(py *compiled, memoryLimit uint64) error {
 	defer stop.Stop()
 	mem := &guestMemory{limit: memoryLimit}
 	if err := instantiate(experimental.WithMemoryAllocator(context.Background(), mem), py, cfg); err != nil && !isExitZero(err) {
-		return fmt.Errorf("compile pytest's packages: %w", err)
+		return pylibCompiledNow, fmt.Errorf("compile pytest's packages: %w", err)
 	}
 	tmp.mu.Lock()
-	defer tmp.mu.Unlock()
 	top, errno := tmp.lookup("pyc/ceval")
-	if errno != 0 {
-		return fmt.Errorf("compile pytest's packages: no output")
+	var files []pycFile
+	if errno == 0 {
+		files = collectPyc(top, "", nil)
 	}
-	return addPyc(st.pylib, top, "")
+	tmp.mu.Unlock()
+	if len(files) == 0 {
+		return pylibCompiledNow, fmt.Errorf("compile pytest's packages: no output")
+	}
+	if st.cache != nil {
+		if err := writePycCache(key, files); err != nil {
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: keep pytest's bytecode: %v\n", err) // only a cache
+		}
+	}
+	return pylibCompiledNow, addPyc(st.pylib, files)
 }
 
-// addPyc copies the __pycache__ files under n (at dir in the pylib view) into v.
-func addPyc(v *memFS, n *node, dir string) error {
-	for name, child := range n.children {
-		p := path.Join(dir, name)
+// How a run's pytest packages got their bytecode (runReply.PyLib).
+const (
+	pylibCompiledNow = "compiled"
+	pylibFromCache   = "cache"
+)
+
+// pycFile is one compiled file, at its path in the pylib view (.../__pycache__/X.pyc).
+type pycFile struct {
+	name string
+	data []byte
+}
+
+// collectPyc appends the __pycache__ files under n (at dir in the pylib view), sorted.
+func collectPyc(n *node, dir string, out []pycFile) []pycFile {
+	names := make([]string, 0, len(n.children))
+	for name := range n.children {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		child, p := n.children[name], path.Join(dir, name)
 		switch {
 		case child.isDir():
-			if err := addPyc(v, child, p); err != nil {
-				return err
-			}
+			out = collectPyc(child, p, out)
 		case child.mode.IsRegular() && strings.HasSuffix(name, ".pyc") && path.Base(dir) == "__pycache__":
-			if err := v.put(p, 0o444, append([]byte(nil), child.data...), ""); err != nil {
-				return err
-			}
+			out = append(out, pycFile{p, bytes.Clone(child.data)})
+		}
+	}
+	return out
+}
+
+// addPyc puts the compiled files into v beside their sources.
+func addPyc(v *memFS, files []pycFile) error {
+	for _, f := range files {
+		if err := v.put(f.name, 0o444, f.data, ""); err != nil {
+			return err
 		}
 	}
 	return nil

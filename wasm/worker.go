@@ -359,9 +359,11 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 		return runReply{Limit: limitMemory, PeakMemory: c.memMin}
 	}
 	if req.PyLib {
-		if err := st.compilePyLib(c, req.MemoryLimit); err != nil {
+		how, err := st.compilePyLib(c, req.Digest, req.MemoryLimit)
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "ceval wasm worker: %v\n", err)
 		}
+		r.PyLib = how
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -394,7 +396,7 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 
 	start := time.Now()
 	go guard.watch(func() runReply {
-		p := runReply{ExitCode: pyStatusKilled, Limit: context.Cause(ctx).Error(), Wall: time.Since(start)}
+		p := runReply{ExitCode: pyStatusKilled, Limit: context.Cause(ctx).Error(), Wall: time.Since(start), PyLib: r.PyLib}
 		p.Stdout, p.StdoutCut = stdout.contents()
 		p.Stderr, p.StderrCut = stderr.contents()
 		pr.addPartial(&p)
