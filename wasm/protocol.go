@@ -53,6 +53,9 @@ type moduleReply struct {
 	Digest  string        `json:"digest"`
 	Compile time.Duration `json:"compile"`
 	Err     string        `json:"err,omitempty"`
+	// SiteBytecode says, for CPython, how ceval's sitecustomize got its bytecode
+	// ("compiled" or "cache", pylib.go).
+	SiteBytecode string `json:"site_bytecode,omitempty"`
 }
 
 type viewBegin struct {

@@ -14,7 +14,7 @@ import (
 	"strings"
 )
 
-// pytest's bytecode outlives the worker that compiled it: the worker keeps it in its cache
+// pytest's bytecode (and that of ceval's sitecustomize) outlives the worker that compiled it: the worker keeps it in its cache
 // directory (the one wazero's compilation cache uses, reached through its inherited
 // descriptor only) under a key that names the CPython module and every source of the pylib
 // view, so any change of either compiles again. A file that does not check out against the
@@ -59,14 +59,15 @@ func hashTree(h io.Writer, n *node, dir string) {
 	}
 }
 
-// pycCachePath is where the worker keeps the bytecode of key.
-func pycCachePath(key string) string {
-	return "/proc/self/fd/" + strconv.Itoa(workerCacheFD) + "/pytest-pyc-" + key
+// pycCachePath is where the worker keeps the bytecode of key; kind says of what ("pytest",
+// "site").
+func pycCachePath(kind, key string) string {
+	return "/proc/self/fd/" + strconv.Itoa(workerCacheFD) + "/" + kind + "-pyc-" + key
 }
 
 // writePycCache keeps files under key: magic, the payload's sha256, the payload (for each
 // file: its path's length and path, its data's length and data), written whole or not at all.
-func writePycCache(key string, files []pycFile) error {
+func writePycCache(kind, key string, files []pycFile) error {
 	var payload bytes.Buffer
 	for _, f := range files {
 		_ = binary.Write(&payload, binary.BigEndian, uint32(len(f.name)))
@@ -76,12 +77,12 @@ func writePycCache(key string, files []pycFile) error {
 	}
 	sum := sha256.Sum256(payload.Bytes())
 	out := append(append([]byte(pycCacheMagic), sum[:]...), payload.Bytes()...)
-	return writeFileAtomic(pycCachePath(key), out)
+	return writeFileAtomic(pycCachePath(kind, key), out)
 }
 
 // readPycCache returns the files kept under key, if a cache file holds them intact.
-func readPycCache(key string) ([]pycFile, error) {
-	data, err := readLimited(pycCachePath(key), maxPycCacheBytes)
+func readPycCache(kind, key string) ([]pycFile, error) {
+	data, err := readLimited(pycCachePath(kind, key), maxPycCacheBytes)
 	if err != nil {
 		return nil, err
 	}

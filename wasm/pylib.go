@@ -13,6 +13,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
 
 // pytest's packages arrive as sources (Debian ships bytecode only for its own Python), and
@@ -20,7 +21,9 @@ import (
 // run of a worker compiles them once, in a sandboxed instance of the same CPython writing
 // into a scratch /tmp, and the worker adds the .pyc files to the pylib view beside their
 // sources, where CPython's import system checks them against the sources' size and time.
-// Only ceval's packages are compiled, before any workspace is seen.
+// Only ceval's packages are compiled, before any workspace is seen. ceval's own
+// sitecustomize (/ceval/python, which every python3 of a run_command imports) is compiled
+// the same way when the worker loads CPython: compiling it on every start cost 11 ms.
 
 // pylibCompile compiles every .py under /ceval into /tmp/pyc/ceval/.../__pycache__.
 const pylibCompile = `import os, py_compile, importlib.util
@@ -40,40 +43,59 @@ const (
 	pylibCompileTmp     = 256 << 20
 )
 
-// compilePyLib adds compiled bytecode to st.pylib once per worker: from the worker's cache
-// when an earlier worker compiled the same sources with the same CPython, else by compiling
-// them (and keeping the result in the cache). A failure leaves the sources alone (pytest
-// then compiles as it imports, slower but the same). It says which it did.
+// compilePyLib adds compiled bytecode to st.pylib once per worker (compileCeval); it says
+// how the bytecode was had.
 func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit uint64) (string, error) {
 	if st.pylibCompiled {
 		return "", nil
 	}
 	st.pylibCompiled = true
-	key := pycCacheKey(pyDigest, st.pylib)
+	how, err := st.compileCeval("pytest", py, pyDigest, st.pylib, memoryLimit)
+	if err != nil {
+		return how, fmt.Errorf("compile pytest's packages: %w", err)
+	}
+	return how, nil
+}
+
+// compileCeval adds compiled bytecode to view, a read-only tree of ceval's own Python
+// sources mounted at /ceval: from the worker's cache when an earlier worker compiled the
+// same sources with the same CPython, else by compiling them in a sandboxed CPython that
+// sees only view, the stdlib and a scratch /tmp (and keeping the result in the cache). A
+// failure leaves the sources alone: CPython then compiles as it imports, slower but the
+// same. kind names the cache file ("pytest", "site"). It says how the bytecode was had
+// (pylibCompiledNow, pylibFromCache).
+func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, view *memFS, memoryLimit uint64) (string, error) {
+	key := pycCacheKey(pyDigest, view)
 	if st.cache != nil {
-		if files, err := readPycCache(key); err == nil {
-			return pylibFromCache, addPyc(st.pylib, files)
+		if files, err := readPycCache(kind, key); err == nil {
+			return pylibFromCache, addPyc(view, files)
 		}
 	}
 	tmp := newTmpFS(4, pylibCompileTmp)
-	req := &runRequest{PyLib: true}
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).
+		WithSysFSMount(st.root(false, false, true), "/").(sysfs.FSConfig).
+		WithSysFSMount(tmp, "/tmp").(sysfs.FSConfig).
+		WithSysFSMount(view, "/ceval")
+	if st.stdlib != nil {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.stdlib, pythonStdlibDir)
+	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs("python3", "-I", "-S", "-c", pylibCompile).
-		WithFSConfig(st.mounts(req, tmp, true)).
+		WithFSConfig(fsc).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
 	// CPython runs without context checks (newPythonModule): past its bound, only the
 	// worker's exit stops it, and ceval reports the worker's death.
 	stop := time.AfterFunc(pylibCompileTimeout, func() {
-		fmt.Fprintf(os.Stderr, "ceval wasm worker: compiling pytest's packages took over %v; exiting\n", pylibCompileTimeout)
+		fmt.Fprintf(os.Stderr, "ceval wasm worker: compiling ceval's Python sources took over %v; exiting\n", pylibCompileTimeout)
 		os.Exit(1)
 	})
 	defer stop.Stop()
 	mem := &guestMemory{limit: memoryLimit}
 	if err := instantiate(experimental.WithMemoryAllocator(context.Background(), mem), py, cfg); err != nil && !isExitZero(err) {
-		return pylibCompiledNow, fmt.Errorf("compile pytest's packages: %w", err)
+		return pylibCompiledNow, err
 	}
 	tmp.mu.Lock()
 	top, errno := tmp.lookup("pyc/ceval")
@@ -83,14 +105,14 @@ func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit u
 	}
 	tmp.mu.Unlock()
 	if len(files) == 0 {
-		return pylibCompiledNow, fmt.Errorf("compile pytest's packages: no output")
+		return pylibCompiledNow, fmt.Errorf("no output")
 	}
 	if st.cache != nil {
-		if err := writePycCache(key, files); err != nil {
-			fmt.Fprintf(os.Stderr, "ceval wasm worker: keep pytest's bytecode: %v\n", err) // only a cache
+		if err := writePycCache(kind, key, files); err != nil {
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: keep bytecode: %v\n", err) // only a cache
 		}
 	}
-	return pylibCompiledNow, addPyc(st.pylib, files)
+	return pylibCompiledNow, addPyc(view, files)
 }
 
 // How a run's pytest packages got their bytecode (runReply.PyLib).

@@ -235,6 +235,10 @@ func (st *workerState) load(b []byte) moduleReply {
 			r.Err = err.Error()
 			return r
 		}
+		r.SiteBytecode, err = st.compileCeval("site", c, key.digest, st.cevalSite(), DefaultMemoryLimit)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: compile ceval's sitecustomize: %v\n", err)
+		}
 	}
 	st.modules[key] = c
 	return r
