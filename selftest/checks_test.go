@@ -8,6 +8,7 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
 )
 
 func TestChecksFlagWhatTheCriteriaCannotSee(t *testing.T) {
@@ -83,5 +84,29 @@ func TestSetupsNameSuiteAttacks(t *testing.T) {
 	}
 	if setups["plugin-source-grading"].refused == "" {
 		t.Error("plugin-source-grading must expect a refusal")
+	}
+}
+
+// author-hostile-wheel's task ships a wheel, declared py3-none-any and pinned by its
+// sha256, whose payload is a top-level .pth: loading the task must refuse it at the wheel's
+// line, before any agent runs. With the loader's .pth rule removed, the task loads and the
+// attack's run would go ahead (a breach).
+func TestHostileWheelAttackIsRefusedAtLoad(t *testing.T) {
+	all, err := Select([]string{"author-hostile-wheel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "task")
+	if err := materialize(all[0], dir, NewCanary()); err != nil {
+		t.Fatal(err)
+	}
+	want := setups["author-hostile-wheel"].refused
+	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+	if err == nil {
+		tk.Close()
+		t.Fatalf("the task loaded: its wheel's .pth was accepted (want a refusal holding %q)", want)
+	}
+	if want == "" || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "task.yaml:12") {
+		t.Fatalf("err %v, want a refusal holding %q at the wheel's line (task.yaml:12)", err, want)
 	}
 }

@@ -122,6 +122,7 @@ var setups = map[string]setup{
 	"author-git-host-alternates": hostRepoSetup("alternates", "names other object stores"),
 	"author-material-swap": swapSetup(map[string][]string{
 		"run_started": {"kit"}, "plugin_verified": {"calls.jsonl"}, "agent_exited": {"reference"}}),
+	"author-hostile-wheel":      {refused: "installs a .pth file (evil_hook.pth)"},
 	"fool-oversize-hidden-todo": {check: checkLimitsHitNames("snapshot per-file cap")},
 	"fool-entry-cap-hides-file": {check: checkLimitsHitNames("snapshot entry cap")},
 	"fool-path-shape":           {check: checkPathShapeBounded},

@@ -21,8 +21,11 @@
 // In run_command scripts, python and python3 run a pinned CPython 3.12 for WASI (fetched
 // through Options.Python, stripped of DWARF, compiled once) as a second module instance of
 // the same run: same views, same /tmp, ceval's read-only /ceval/python first on PYTHONPATH,
-// stdin given whole and stdout/stderr passed back through host-managed buffers, all under
-// the run's one timeout, memory limit and output caps (python.go, pyhost.go). A task's
+// its own stdlib read out of the module and mounted at /usr/local/lib (pystdlib.go), stdin
+// given whole and stdout/stderr passed back through host-managed buffers, all under
+// the run's one timeout, memory limit and output caps (python.go, pyhost.go). CPython is
+// compiled without wazero's context checks (3x faster); a limit that ends a run while it
+// runs ends the worker, which answers for the run first (guard.go). A task's
 // grader_files are /task (taskview.go); pytest criteria run Debian's pytest from a read-only
 // /ceval that no workspace file can displace (pytest.go, pylib.go); python_packages are
 // /ceval/packages (pypackages.go).

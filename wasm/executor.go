@@ -63,8 +63,9 @@ type Options struct {
 	// run_command scripts; nil leaves them unavailable (they fail with a message).
 	Python PythonSource
 
-	// noCloseOnDone compiles guests without wazero's context checks (faster loops, but a
-	// timeout then only stops them by killing the worker); for the benchmark only.
+	// noCloseOnDone compiles every guest without wazero's context checks, as CPython
+	// always is (faster loops; a limit then stops them by ending the worker); for the
+	// benchmark only.
 	noCloseOnDone bool
 	// noPreload skips loading the embedded toolbox in NewExecutor; for tests that run
 	// another module.
@@ -128,7 +129,16 @@ type Executor struct {
 type taskModule struct {
 	data   []byte
 	digest string
+	// unchecked: compiled without wazero's context checks (CPython, which they make 3x
+	// slower), so a limit stops it by ending the worker (see runGuard).
+	unchecked bool
+	// python: CPython, whose stdlib the worker mounts as a directory (pystdlib.go).
+	python bool
 }
+
+// checked reports whether m is compiled with wazero's context checks, which stop it in
+// place when its run's context ends.
+func (e *Executor) checked(m *taskModule) bool { return !m.unchecked && !e.opts.noCloseOnDone }
 
 // NewExecutor checks the cache directory and starts the worker. It fails if the cache is
 // open to anyone but ceval's user (saying how to fix it), or if the worker cannot be started
@@ -230,7 +240,7 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 		MaxStdout:   e.opts.MaxOutput,
 		MaxStderr:   e.opts.MaxOutput,
 		MaxTmpBytes: e.opts.MaxTmpBytes,
-		CloseOnDone: !e.opts.noCloseOnDone,
+		CloseOnDone: e.checked(module),
 	}
 	if c.UsesReference {
 		if reference.Root() == nil {
@@ -271,7 +281,13 @@ func (e *Executor) run(ctx context.Context, req *runRequest) (*runReply, string,
 		// killed and a correct solution scored 0.
 		wait += pylibCompileTimeout
 	}
-	switch err := e.roundTrip(ctx, wait, func(w io.Writer) error { return writeJSON(w, opRun, req) }, opRunDone, &r); {
+	err := e.roundTrip(ctx, wait, func(w io.Writer) error { return writeJSON(w, opRun, req) }, opRunDone, &r)
+	if err == nil && r.WorkerExits {
+		// A limit stopped a guest that only the worker's exit stops: the next run gets a new one.
+		e.w = nil
+		w.stop(0)
+	}
+	switch {
 	case errors.Is(err, errWorkerTimeout):
 		return nil, fmt.Sprintf("timeout: the sandbox did not stop within %v of the %v limit and was killed", wait-req.Timeout, req.Timeout), nil
 	case errors.As(err, new(*workerDied)):
@@ -384,8 +400,11 @@ func (e *Executor) loadView(ctx context.Context, name string, send func(io.Write
 // loadModule has the worker compile m (from the disk cache when it can) unless it holds it.
 func (e *Executor) loadModule(ctx context.Context, m *taskModule) error {
 	flags := byte(0)
-	if !e.opts.noCloseOnDone {
-		flags = 1
+	if e.checked(m) {
+		flags |= moduleChecked
+	}
+	if m.python {
+		flags |= modulePython
 	}
 	key := fmt.Sprintf("%s/%d", m.digest, flags)
 	if e.w.modules[key] {

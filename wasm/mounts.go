@@ -10,7 +10,7 @@ import (
 
 // mounts is a run's filesystem: "/" holding only the mount points, /workspace, /tmp (this
 // run's), /reference and /task when the request asks for them, and, for CPython, ceval's
-// read-only /ceval site directory.
+// read-only /ceval site directory and CPython's own stdlib at /usr/local/lib.
 func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.FSConfig {
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(st.root(req.Reference, req.Task, python), "/")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
@@ -26,6 +26,9 @@ func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.F
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pylib, "/ceval")
 	case python:
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.cevalSite(), "/ceval")
+	}
+	if python && st.stdlib != nil {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.stdlib, pythonStdlibDir)
 	}
 	if python && req.Packages {
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pkgs, pythonPackagesDir)
@@ -43,7 +46,7 @@ func (st *workerState) root(reference, task, python bool) *memFS {
 	for _, d := range []struct {
 		name string
 		on   bool
-	}{{"workspace", true}, {"tmp", true}, {"reference", reference}, {"task", task}, {"ceval", python}} {
+	}{{"workspace", true}, {"tmp", true}, {"reference", reference}, {"task", task}, {"ceval", python}, {pythonStdlibDir[1:], python}} {
 		if d.on {
 			_ = r.put(d.name, fs.ModeDir|0o755, nil, "")
 		}

@@ -53,6 +53,9 @@ type moduleReply struct {
 	Digest  string        `json:"digest"`
 	Compile time.Duration `json:"compile"`
 	Err     string        `json:"err,omitempty"`
+	// SiteBytecode says, for CPython, how ceval's sitecustomize got its bytecode
+	// ("compiled" or "cache", pylib.go).
+	SiteBytecode string `json:"site_bytecode,omitempty"`
 }
 
 type viewBegin struct {
@@ -85,7 +88,7 @@ type runRequest struct {
 	MaxStdout   int64         `json:"max_stdout"`
 	MaxStderr   int64         `json:"max_stderr"`
 	MaxTmpBytes int64         `json:"max_tmp_bytes"`
-	CloseOnDone bool          `json:"close_on_done"`
+	CloseOnDone bool          `json:"close_on_done"`        // the module is compiled with context checks
 	Python      string        `json:"python,omitempty"`     // digest of the loaded CPython module run as python3
 	PythonWhy   string        `json:"python_why,omitempty"` // why there is none, for the guest's error
 }
@@ -112,6 +115,12 @@ type runReply struct {
 	Wall       time.Duration     `json:"wall"`
 	Err        string            `json:"err,omitempty"`   // ceval's side: the run could not start
 	Files      map[string][]byte `json:"files,omitempty"` // runRequest.Collect, those that exist
+	// PyLib says how this worker's first pytest run got pytest's bytecode: "compiled" or
+	// "cache" (pylib.go); empty for every other run.
+	PyLib string `json:"pylib,omitempty"`
+	// WorkerExits: a limit stopped a guest compiled without context checks; the worker
+	// answered for it and exits (runGuard), so the next run needs a new worker.
+	WorkerExits bool `json:"worker_exits,omitempty"`
 }
 
 func writeFrame(w io.Writer, op byte, parts ...[]byte) error {

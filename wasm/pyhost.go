@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -67,9 +68,39 @@ type pyRun struct {
 	tmp      *memFS
 	mem      *guestMemory // the toolbox's: Python gets what it leaves
 	cancel   context.CancelCauseFunc
+	guard    *runGuard
 	pending  [2][]byte // stdout and stderr of the last python_run, until python_output takes them
 	pyPeak   uint64
 	pyMemHit bool
+
+	mu  sync.Mutex
+	out [2]*cappedWriter // the running interpreter's stdout and stderr, for the guard
+}
+
+// addPartial appends to r, within the run's output caps, what the running interpreter has
+// written so far: the guard's reply for a run a limit ended while Python ran.
+func (pr *pyRun) addPartial(r *runReply) {
+	pr.mu.Lock()
+	out := pr.out
+	pr.mu.Unlock()
+	if out[0] == nil {
+		return
+	}
+	for i, dst := range []*[]byte{&r.Stdout, &r.Stderr} {
+		b, cut := out[i].contents()
+		limit := [2]int64{pr.req.MaxStdout, pr.req.MaxStderr}[i]
+		room := max(limit-int64(len(*dst)), 0)
+		if int64(len(b)) > room {
+			cut += int64(len(b)) - room
+			b = b[:room]
+		}
+		*dst = append(*dst, b...)
+		if i == 0 {
+			r.StdoutCut += cut
+		} else {
+			r.StderrCut += cut
+		}
+	}
 }
 
 type pyRunKey struct{}
@@ -145,6 +176,13 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 		fmt.Fprintf(stderr, "%s: the run's memory limit leaves %s, under the %s CPython starts with\n", call.Argv[0], human(int64(limit)), human(int64(pr.py.memMin)))
 		return out(pyStatusKilled)
 	}
+	if !pr.guard.enter() {
+		return out(pyStatusKilled) // the run is over: an instance started now could not be stopped
+	}
+	defer pr.guard.leave()
+	pr.mu.Lock()
+	pr.out = [2]*cappedWriter{stdout, stderr}
+	pr.mu.Unlock()
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs(pythonArgv(call.Argv, call.Dir)...).
@@ -234,10 +272,10 @@ func pythonArgv(argv []string, dir string) []string {
 }
 
 // pythonRun is the state python_run works on during one run.
-func (st *workerState) pythonRun(req *runRequest, tmp *memFS, mem *guestMemory, cancel context.CancelCauseFunc) *pyRun {
-	pr := &pyRun{st: st, req: req, tmp: tmp, mem: mem, cancel: cancel, why: req.PythonWhy}
+func (st *workerState) pythonRun(req *runRequest, tmp *memFS, mem *guestMemory, cancel context.CancelCauseFunc, guard *runGuard) *pyRun {
+	pr := &pyRun{st: st, req: req, tmp: tmp, mem: mem, cancel: cancel, guard: guard, why: req.PythonWhy}
 	if req.Python != "" {
-		pr.py = st.modules[moduleKey{digest: req.Python, closeOnDone: req.CloseOnDone}]
+		pr.py = st.modules[moduleKey{digest: req.Python}] // CPython is compiled unchecked
 	}
 	if pr.py == nil && pr.why == "" {
 		pr.why = "this criterion was not prepared with CPython (its script does not name python or python3)"

@@ -1,15 +1,19 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
 
 // pytest's packages arrive as sources (Debian ships bytecode only for its own Python), and
@@ -17,7 +21,9 @@ import (
 // run of a worker compiles them once, in a sandboxed instance of the same CPython writing
 // into a scratch /tmp, and the worker adds the .pyc files to the pylib view beside their
 // sources, where CPython's import system checks them against the sources' size and time.
-// Only ceval's packages are compiled, before any workspace is seen.
+// Only ceval's packages are compiled, before any workspace is seen. ceval's own
+// sitecustomize (/ceval/python, which every python3 of a run_command imports) is compiled
+// the same way when the worker loads CPython: compiling it on every start cost 11 ms.
 
 // pylibCompile compiles every .py under /ceval into /tmp/pyc/ceval/.../__pycache__.
 const pylibCompile = `import os, py_compile, importlib.util
@@ -37,50 +43,114 @@ const (
 	pylibCompileTmp     = 256 << 20
 )
 
-// compilePyLib adds compiled bytecode to st.pylib once; a failure leaves the sources alone
-// (pytest then compiles as it imports, slower but the same).
-func (st *workerState) compilePyLib(py *compiled, memoryLimit uint64) error {
+// compilePyLib adds compiled bytecode to st.pylib once per worker (compileCeval); it says
+// how the bytecode was had.
+func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit uint64) (string, error) {
 	if st.pylibCompiled {
-		return nil
+		return "", nil
 	}
 	st.pylibCompiled = true
+	how, err := st.compileCeval("pytest", py, pyDigest, st.pylib, memoryLimit)
+	if err != nil {
+		return how, fmt.Errorf("compile pytest's packages: %w", err)
+	}
+	return how, nil
+}
+
+// compileCeval adds compiled bytecode to view, a read-only tree of ceval's own Python
+// sources mounted at /ceval: from the worker's cache when an earlier worker compiled the
+// same sources with the same CPython, else by compiling them in a sandboxed CPython that
+// sees only view, the stdlib and a scratch /tmp (and keeping the result in the cache). A
+// failure leaves the sources alone: CPython then compiles as it imports, slower but the
+// same. kind names the cache file ("pytest", "site"). It says how the bytecode was had
+// (pylibCompiledNow, pylibFromCache).
+func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, view *memFS, memoryLimit uint64) (string, error) {
+	key := pycCacheKey(pyDigest, view)
+	if st.cache != nil {
+		if files, err := readPycCache(kind, key); err == nil {
+			return pylibFromCache, addPyc(view, files)
+		}
+	}
 	tmp := newTmpFS(4, pylibCompileTmp)
-	req := &runRequest{PyLib: true}
+	fsc := wazero.NewFSConfig().(sysfs.FSConfig).
+		WithSysFSMount(st.root(false, false, true), "/").(sysfs.FSConfig).
+		WithSysFSMount(tmp, "/tmp").(sysfs.FSConfig).
+		WithSysFSMount(view, "/ceval")
+	if st.stdlib != nil {
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.stdlib, pythonStdlibDir)
+	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
 		WithArgs("python3", "-I", "-S", "-c", pylibCompile).
-		WithFSConfig(st.mounts(req, tmp, true)).
+		WithFSConfig(fsc).
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
-	ctx, cancel := context.WithTimeout(context.Background(), pylibCompileTimeout)
-	defer cancel()
+	// CPython runs without context checks (newPythonModule): past its bound, only the
+	// worker's exit stops it, and ceval reports the worker's death.
+	stop := time.AfterFunc(pylibCompileTimeout, func() {
+		fmt.Fprintf(os.Stderr, "ceval wasm worker: compiling ceval's Python sources took over %v; exiting\n", pylibCompileTimeout)
+		os.Exit(1)
+	})
+	defer stop.Stop()
 	mem := &guestMemory{limit: memoryLimit}
-	if err := instantiate(experimental.WithMemoryAllocator(ctx, mem), py, cfg); err != nil && !isExitZero(err) {
-		return fmt.Errorf("compile pytest's packages: %w", err)
+	if err := instantiate(experimental.WithMemoryAllocator(context.Background(), mem), py, cfg); err != nil && !isExitZero(err) {
+		return pylibCompiledNow, err
 	}
 	tmp.mu.Lock()
-	defer tmp.mu.Unlock()
 	top, errno := tmp.lookup("pyc/ceval")
-	if errno != 0 {
-		return fmt.Errorf("compile pytest's packages: no output")
+	var files []pycFile
+	if errno == 0 {
+		files = collectPyc(top, "", nil)
 	}
-	return addPyc(st.pylib, top, "")
+	tmp.mu.Unlock()
+	if len(files) == 0 {
+		return pylibCompiledNow, fmt.Errorf("no output")
+	}
+	if st.cache != nil {
+		if err := writePycCache(kind, key, files); err != nil {
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: keep bytecode: %v\n", err) // only a cache
+		}
+	}
+	return pylibCompiledNow, addPyc(view, files)
 }
 
-// addPyc copies the __pycache__ files under n (at dir in the pylib view) into v.
-func addPyc(v *memFS, n *node, dir string) error {
-	for name, child := range n.children {
-		p := path.Join(dir, name)
+// How a run's pytest packages got their bytecode (runReply.PyLib).
+const (
+	pylibCompiledNow = "compiled"
+	pylibFromCache   = "cache"
+)
+
+// pycFile is one compiled file, at its path in the pylib view (.../__pycache__/X.pyc).
+type pycFile struct {
+	name string
+	data []byte
+}
+
+// collectPyc appends the __pycache__ files under n (at dir in the pylib view), sorted.
+func collectPyc(n *node, dir string, out []pycFile) []pycFile {
+	names := make([]string, 0, len(n.children))
+	for name := range n.children {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		child, p := n.children[name], path.Join(dir, name)
 		switch {
 		case child.isDir():
-			if err := addPyc(v, child, p); err != nil {
-				return err
-			}
+			out = collectPyc(child, p, out)
 		case child.mode.IsRegular() && strings.HasSuffix(name, ".pyc") && path.Base(dir) == "__pycache__":
-			if err := v.put(p, 0o444, append([]byte(nil), child.data...), ""); err != nil {
-				return err
-			}
+			out = append(out, pycFile{p, bytes.Clone(child.data)})
+		}
+	}
+	return out
+}
+
+// addPyc puts the compiled files into v beside their sources.
+func addPyc(v *memFS, files []pycFile) error {
+	for _, f := range files {
+		if err := v.put(f.name, 0o444, f.data, ""); err != nil {
+			return err
 		}
 	}
 	return nil

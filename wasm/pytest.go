@@ -93,7 +93,7 @@ func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snap
 		MaxStdout:   e.opts.MaxOutput,
 		MaxStderr:   e.opts.MaxOutput,
 		MaxTmpBytes: e.opts.MaxTmpBytes,
-		CloseOnDone: !e.opts.noCloseOnDone,
+		CloseOnDone: e.checked(py),
 		PyLib:       true,
 		Collect:     []string{pytestJUnit},
 	}

@@ -165,6 +165,7 @@ func TestPytestImportsTheTaskWheels(t *testing.T) {
 // still be answered, by the sandbox's own timeout.
 func TestFirstPytestRunIsNotKilledWhileItsPackagesCompile(t *testing.T) {
 	_, c := pytestTask(t)
+	forgetPytestBytecode(t) // else the worker takes it from the cache and compiles nothing
 	c.Timeout = time.Millisecond
 	old := runGrace
 	runGrace = time.Millisecond
@@ -175,7 +176,64 @@ func TestFirstPytestRunIsNotKilledWhileItsPackagesCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r == nil || r.Limit != limitTimeout || score != 0 {
-		t.Fatalf("reply %v, score %v, details %q: want the sandbox's own timeout, not a killed worker", r != nil, score, details)
+	if r == nil || r.Limit != limitTimeout || score != 0 || r.PyLib != pylibCompiledNow {
+		t.Fatalf("reply %v, score %v, details %q, pytest's bytecode %q: want the sandbox's own timeout after a compile, not a killed worker", r != nil, score, details, pyLib(r))
 	}
+}
+
+// pytest's packages are compiled to bytecode once, not once per worker: a new worker (each
+// grading has one, and a limit that ends a worker leaves another) takes it from the cache;
+// a cache file that no longer matches its sha256 is ignored and compiled again.
+func TestPytestBytecodeIsCompiledOnceAcrossWorkers(t *testing.T) {
+	_, c := pytestTask(t)
+	s := workspace(t, map[string]string{"solution.py": goodSolution}, nil)
+	forgetPytestBytecode(t) // another test of this process may have kept it
+	grade := func(want string) {
+		t.Helper()
+		e := pyExecutor(t, Options{})
+		defer e.Close()
+		r, score, details, err := e.execute(context.Background(), c, s, nil)
+		if err != nil || r == nil || score != 1 || r.PyLib != want {
+			t.Fatalf("score %v, details %q, err %v, pytest's bytecode %q: want %q", score, details, err, pyLib(r), want)
+		}
+	}
+	grade(pylibCompiledNow)
+	grade(pylibFromCache)
+	files := keptPytestBytecode()
+	if len(files) != 1 {
+		t.Fatalf("cache files %v, want one", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0xff
+	if err := os.WriteFile(files[0], data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	grade(pylibCompiledNow)
+	grade(pylibFromCache)
+}
+
+// keptPytestBytecode lists the pytest bytecode files of the tests' cache.
+func keptPytestBytecode() []string {
+	files, _ := filepath.Glob(filepath.Join(testCache, "worker-*", "pytest-pyc-*"))
+	return files
+}
+
+// forgetPytestBytecode removes them, so that the next worker compiles.
+func forgetPytestBytecode(t *testing.T) {
+	t.Helper()
+	for _, f := range keptPytestBytecode() {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func pyLib(r *runReply) string {
+	if r == nil {
+		return "(no reply)"
+	}
+	return r.PyLib
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -70,6 +71,7 @@ type workerState struct {
 	pylib         *memFS         // pytest's packages, at /ceval for pytest runs
 	pylibCompiled bool           // compilePyLib ran over pylib
 	pkgs          *memFS         // python_packages, at /ceval/packages
+	stdlib        *memFS         // CPython's stdlib, at /usr/local/lib for CPython
 	roots         map[int]*memFS // "/" holding the mount points, by rootKey
 	cevalFS       *memFS         // /ceval: ceval's read-only Python site directory
 }
@@ -110,7 +112,13 @@ func serve(in io.Reader, out io.Writer) error {
 			if err := json.Unmarshal(b, &req); err != nil {
 				return fmt.Errorf("run request: %w", err)
 			}
-			err = writeJSON(bw, opRunDone, st.run(&req))
+			answer := func(r runReply) { // the guard's: the worker ends with this reply
+				if err := writeJSON(bw, opRunDone, r); err == nil {
+					_ = bw.Flush()
+				}
+				os.Exit(0)
+			}
+			err = writeJSON(bw, opRunDone, st.run(&req, answer))
 		default:
 			return fmt.Errorf("unexpected frame %q", op)
 		}
@@ -169,13 +177,19 @@ func lockDown() hello {
 	return h
 }
 
+// Flags of a module frame.
+const (
+	moduleChecked = 1 << iota // compile with context checks (WithCloseOnContextDone)
+	modulePython              // CPython: also mount its stdlib (pythonStdlib)
+)
+
 // load compiles a module once per key. The payload is one flags byte, the module's sha256
 // in hex (computed by ceval, which the worker trusts), then the module.
 func (st *workerState) load(b []byte) moduleReply {
 	if len(b) < 1+sha256.Size*2 {
 		return moduleReply{Err: "short module frame"}
 	}
-	key := moduleKey{digest: string(b[1 : 1+sha256.Size*2]), closeOnDone: b[0]&1 != 0}
+	key := moduleKey{digest: string(b[1 : 1+sha256.Size*2]), closeOnDone: b[0]&moduleChecked != 0}
 	wasm := b[1+sha256.Size*2:]
 	r := moduleReply{Digest: key.digest}
 	if _, ok := st.modules[key]; ok {
@@ -214,6 +228,17 @@ func (st *workerState) load(b []byte) moduleReply {
 	c := &compiled{rt: rt, cm: cm}
 	for _, m := range cm.ExportedMemories() {
 		c.memMin = max(c.memMin, uint64(m.Min())*65536)
+	}
+	if b[0]&modulePython != 0 && st.stdlib == nil {
+		if st.stdlib, err = pythonStdlib(wasm); err != nil {
+			rt.Close(ctx)
+			r.Err = err.Error()
+			return r
+		}
+		r.SiteBytecode, err = st.compileCeval("site", c, key.digest, st.cevalSite(), DefaultMemoryLimit)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ceval wasm worker: compile ceval's sitecustomize: %v\n", err)
+		}
 	}
 	st.modules[key] = c
 	return r
@@ -315,8 +340,10 @@ var (
 	errStderr  = errors.New(limitStderr)
 )
 
-// run instantiates the module once, fresh, over the views, and reports how it ended.
-func (st *workerState) run(req *runRequest) (r runReply) {
+// run instantiates the module once, fresh, over the views, and reports how it ended. When
+// a limit ends it while an instance without context checks runs, the run's guard answers
+// through answer instead, and run never returns.
+func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) {
 	c := st.modules[moduleKey{digest: req.Digest, closeOnDone: req.CloseOnDone}]
 	switch {
 	case c == nil:
@@ -336,9 +363,11 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		return runReply{Limit: limitMemory, PeakMemory: c.memMin}
 	}
 	if req.PyLib {
-		if err := st.compilePyLib(c, req.MemoryLimit); err != nil {
+		how, err := st.compilePyLib(c, req.Digest, req.MemoryLimit)
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "ceval wasm worker: %v\n", err)
 		}
+		r.PyLib = how
 	}
 
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -366,12 +395,25 @@ func (st *workerState) run(req *runRequest) (r runReply) {
 		cfg = cfg.WithEnv(k, v)
 	}
 
-	pr := st.pythonRun(req, tmp, mem, cancel)
+	guard := newRunGuard(ctx, !req.CloseOnDone)
+	pr := st.pythonRun(req, tmp, mem, cancel, guard)
 
 	start := time.Now()
+	go guard.watch(func() runReply {
+		p := runReply{ExitCode: pyStatusKilled, Limit: context.Cause(ctx).Error(), Wall: time.Since(start), PyLib: r.PyLib}
+		p.Stdout, p.StdoutCut = stdout.contents()
+		p.Stderr, p.StderrCut = stderr.contents()
+		pr.addPartial(&p)
+		p.TmpFull = tmp.Full()
+		p.Omitted = st.workspace.Touched()
+		return p
+	}, answer)
 	timer := time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
 	err := instantiate(experimental.WithMemoryAllocator(context.WithValue(ctx, pyRunKey{}, pr), mem), c, cfg)
 	timer.Stop()
+	if !guard.claim() {
+		select {} // the guard is answering for this run and ending the worker
+	}
 	r.Wall = time.Since(start)
 	mem.peak += pr.pyPeak
 	mem.hit = mem.hit || pr.pyMemHit
@@ -458,15 +500,25 @@ func (g *guestMemory) Free() {
 }
 
 // cappedWriter keeps the first max bytes written and counts the rest; the first overflow
-// calls onFull, which stops the run.
+// calls onFull, which stops the run. A run's guard may read it while the guest writes.
 type cappedWriter struct {
+	mu     sync.Mutex
 	buf    bytes.Buffer
 	max    int64
 	cut    int64
 	onFull func()
 }
 
+// contents returns a copy of what was kept and the count of bytes cut.
+func (w *cappedWriter) contents() ([]byte, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Clone(w.buf.Bytes()), w.cut
+}
+
 func (w *cappedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	room := w.max - int64(w.buf.Len())
 	if int64(len(p)) <= room {
 		return w.buf.Write(p)
