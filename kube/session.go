@@ -345,9 +345,13 @@ func (s *Session) CopyOut(ctx context.Context, dir, dst string, lim snapshot.Lim
 	if !s.exited() {
 		return nil, errors.New("control channel: CopyOut before the agent's exit")
 	}
+	cl, err := CopyLimits(lim)
+	if err != nil {
+		return nil, err
+	}
 	stop := s.bind(ctx)
 	defer stop()
-	if err := s.writeJSON(kubeproto.FrameCopyOut, kubeproto.Dir{Dir: dir}); err != nil {
+	if err := s.writeJSON(kubeproto.FrameCopyOut, kubeproto.Dir{Dir: dir, Limits: cl}); err != nil {
 		return nil, fmt.Errorf("control channel: copy out %s: %w", dir, err)
 	}
 	pr, pw := io.Pipe()

@@ -916,8 +916,70 @@ func TestCopyOutNotesWhatTheAgentMadeUnreadable(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(snap.Dir, "result.txt")); err != nil || string(got) != "out\n" {
 		t.Errorf("result.txt %q %v: the rest of the workspace was lost", got, err)
 	}
-	notes := fmt.Sprint(snap.Notes)
-	if !strings.Contains(notes, "hidden") || !strings.Contains(notes, "{d ") || snap.RootOmitted == "" {
-		t.Errorf("unreadable entries not noted: notes %v, root omitted %q", snap.Notes, snap.RootOmitted)
+	// recorded as the local snapshot records what it may not open: visible, omitted
+	if e, ok := snap.Lookup("hidden"); !ok || e.Kind != snapshot.KindFile || e.Size != 2 || e.Omitted != "permission denied; left out" {
+		t.Errorf("hidden: %+v %v, want an omitted file of its size", e, ok)
+	}
+	if e, ok := snap.Lookup("d"); !ok || e.Kind != snapshot.KindDir || e.Omitted == "" {
+		t.Errorf("d: %+v %v, want a directory whose listing is omitted", e, ok)
+	}
+	if _, ok := snap.Unvouched("d/f"); !ok {
+		t.Error("d/f looks absent below an unreadable directory")
+	}
+	if snap.RootOmitted != "" {
+		t.Errorf("root omitted %q: the root's listing is complete", snap.RootOmitted)
+	}
+}
+
+// manifestOf is what a snapshot's manifest says, without where it lives.
+func manifestOf(s *snapshot.Snapshot) string {
+	return fmt.Sprintf("entries %v\nnotes %v\ntruncated %v bytes %d root omitted %q\nlimits hit %q",
+		s.Entries, s.Notes, s.Truncated, s.Bytes, s.RootOmitted, s.LimitsHit)
+}
+
+// TestCopyOutGivesTheLocalManifestForTheSameTree: whatever the agent leaves (a FIFO, a
+// socket, a name not UTF-8, a file over a cap, a tree past the depth, entry or path cap),
+// the Kubernetes copy-out records it as the local snapshot does, so no negative check reads
+// the transport's gaps as "does not exist".
+func TestCopyOutGivesTheLocalManifestForTheSameTree(t *testing.T) {
+	t.Parallel()
+	li := startLocalInit(t, false)
+	ws := t.TempDir()
+	start := baseStart("sh", "-c", `mkdir -p src/hidden deep/1/2/3/4 && echo x > src/hack.py && echo y > src/hidden/h &&
+		echo z > deep/1/2/3/4/leaf && echo w > deep/1/2/3/w && mkfifo fifo && truncate -s 5000 big &&
+		head -c 700 /dev/zero > t1 && head -c 700 /dev/zero > t2 && echo ok > t3 && touch "$(printf 'odd\377')" &&
+		for i in 1 2 3 4 5 6 7 8; do echo $i > many$i; done`)
+	start.Dir = ws
+	s, _ := newSession(t, li, start)
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Code != 0 {
+		t.Fatalf("agent: %+v %v", exit, err)
+	}
+	sock, err := net.Listen("unix", filepath.Join(ws, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	for _, lim := range []snapshot.Limits{
+		{},
+		{MaxFileBytes: 1024, MaxTotalBytes: 1000},
+		{MaxDepth: 3},
+		{MaxEntries: 7},
+		{MaxEntries: 25},
+		{MaxPathBytes: 40},
+	} {
+		local, err := snapshot.Take(ws, filepath.Join(t.TempDir(), "local"), lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote, err := s.CopyOut(testCtx(t), ws, filepath.Join(t.TempDir(), "remote"), lim)
+		if err != nil {
+			t.Fatalf("%+v: %v", lim, err)
+		}
+		if l, r := manifestOf(local), manifestOf(remote); l != r {
+			t.Errorf("limits %+v:\nlocal  %s\nremote %s", lim, l, r)
+		}
 	}
 }
