@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -982,4 +983,153 @@ func TestCopyOutGivesTheLocalManifestForTheSameTree(t *testing.T) {
 			t.Errorf("limits %+v:\nlocal  %s\nremote %s", lim, l, r)
 		}
 	}
+}
+
+// noDeadlineConn refuses deadlines, as a port-forward stream does.
+type noDeadlineConn struct{ net.Conn }
+
+func (noDeadlineConn) SetDeadline(time.Time) error      { return errors.New("no deadlines") }
+func (noDeadlineConn) SetReadDeadline(time.Time) error  { return errors.New("no deadlines") }
+func (noDeadlineConn) SetWriteDeadline(time.Time) error { return errors.New("no deadlines") }
+
+// exitedSession is a session on a fake init (over a connection without deadlines) whose
+// agent has exited; copyOut is the fake init's side once FrameCopyOut arrived.
+func exitedSession(t *testing.T, copyOut func(c net.Conn, req kubeproto.Dir)) *Session {
+	t.Helper()
+	dial, _ := fakeInit(t, func(c net.Conn) {
+		kubeproto.WriteJSON(c, kubeproto.FrameExit, kubeproto.Exit{})
+		typ, payload, err := kubeproto.ReadFrame(c)
+		if err != nil || typ != kubeproto.FrameCopyOut {
+			return
+		}
+		var req kubeproto.Dir
+		kubeproto.DecodeJSON(typ, payload, &req)
+		copyOut(c, req)
+	})
+	s, _, err := NewSession(testCtx(t), func(ctx context.Context) (net.Conn, error) {
+		c, err := dial(ctx)
+		return noDeadlineConn{c}, err
+	}, baseStart("agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wait(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestInterruptBreaksACopyOutOverAConnWithoutDeadlines: Ctrl-C during a copy-out whose init
+// has gone quiet must end it, though the port-forward stream refuses deadlines.
+func TestInterruptBreaksACopyOutOverAConnWithoutDeadlines(t *testing.T) {
+	t.Parallel()
+	asked := make(chan struct{})
+	s := exitedSession(t, func(c net.Conn, _ kubeproto.Dir) {
+		close(asked)
+		io.Copy(io.Discard, c) // never answers
+	})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() { <-asked; cancel() }()
+	res := make(chan error, 1)
+	go func() {
+		_, err := s.CopyOut(ctx, "/workspace", filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("CopyOut = %v, want it interrupted", err)
+		}
+	case <-testCtx(t).Done():
+		t.Fatal("CopyOut still blocked after its context was cancelled")
+	}
+}
+
+// TestCopyOutEndsAStreamThatGoesOnPastTheCaps: the init is ceval's, but what it sends is
+// read as hostile: a stream that goes on after SnapshotTar stopped (here a file declared
+// far over the caps followed by endless data) is ended by the controller, not drained.
+func TestCopyOutEndsAStreamThatGoesOnPastTheCaps(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	var limits *kubeproto.CopyLimits
+	s := exitedSession(t, func(c net.Conn, req kubeproto.Dir) {
+		limits = req.Limits
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		tw.WriteHeader(&tar.Header{Name: "huge", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1 << 50})
+		kubeproto.WriteFrame(c, kubeproto.FrameData, b.Bytes())
+		zeros := make([]byte, kubeproto.DataChunk)
+		for kubeproto.WriteFrame(c, kubeproto.FrameData, zeros) == nil {
+			sent.Add(int64(len(zeros)))
+		}
+	})
+	lim := snapshot.Limits{MaxTotalBytes: 1 << 20, MaxEntries: 10, MaxPathBytes: 1000}
+	snap, err := s.CopyOut(testCtx(t), "/workspace", filepath.Join(t.TempDir(), "snap"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := snap.Lookup("huge"); !ok || e.Omitted == "" || !snap.Truncated {
+		t.Errorf("huge: %+v %v truncated %v", e, ok, snap.Truncated)
+	}
+	if limits == nil || limits.MaxTotalBytes != 1<<20 || limits.MaxFileBytes != snapshot.DefaultLimits().MaxFileBytes {
+		t.Errorf("FrameCopyOut carried limits %+v, want the snapshot's", limits)
+	}
+	if n := sent.Load(); n > 16<<20 {
+		t.Errorf("the controller read %d bytes of a stream capped near 3 MiB", n)
+	}
+}
+
+// TestCopyOutOfASparseHugeFileSendsAHeaderNotItsZeros: the agent's sparse 1 TiB file costs
+// the port-forward a header: the init applies the caps the request carries.
+func TestCopyOutOfASparseHugeFileSendsAHeaderNotItsZeros(t *testing.T) {
+	t.Parallel()
+	li := startLocalInit(t, false)
+	ws := t.TempDir()
+	start := baseStart("sh", "-c", `truncate -s 1099511627776 big && echo ok > small`)
+	start.Dir = ws
+	var read atomic.Int64
+	s, _, err := NewSession(testCtx(t), func(ctx context.Context) (net.Conn, error) {
+		c, err := li.dial(ctx)
+		return &countingConn{Conn: c, read: &read}, err
+	}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Code != 0 {
+		t.Skipf("this filesystem holds no sparse 1 TiB file: %+v %v", exit, err)
+	}
+	before := read.Load()
+	snap, err := s.CopyOut(testCtx(t), ws, filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := snap.Lookup("big"); !ok || e.Size != 1<<40 || !strings.Contains(e.Omitted, "per-file cap") {
+		t.Errorf("big: %+v %v", e, ok)
+	}
+	if n := read.Load() - before; n > 64<<10 {
+		t.Errorf("the copy-out moved %d bytes for a sparse file and a 3-byte one", n)
+	}
+}
+
+// countingConn counts the bytes read, and fails once past 64 MiB (a stream of zeros).
+type countingConn struct {
+	net.Conn
+	read *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	if c.read.Load() > 64<<20 {
+		return 0, errors.New("over 64 MiB read")
+	}
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
 }
