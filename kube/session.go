@@ -227,7 +227,7 @@ func (s *Session) openRelay(ctx context.Context, o kubeproto.Open, relay func(st
 	go func() {
 		defer s.relayWG.Done()
 		defer func() { <-s.relaySlot }()
-		dctx, cancel := context.WithTimeout(ctx, relayDialLimit)
+		dctx, cancel := context.WithTimeout(WithRelayLane(ctx), relayDialLimit)
 		conn, err := s.dial(dctx)
 		cancel()
 		if err != nil {

@@ -1133,3 +1133,39 @@ func (c *countingConn) Read(p []byte) (int, error) {
 	c.read.Add(int64(n))
 	return n, err
 }
+
+// TestRelaysDialInTheRelayLane: the session dials its control stream in the default lane
+// and every relay with WithRelayLane, so a stalled relay never shares the control stream's
+// port-forward connection.
+func TestRelaysDialInTheRelayLane(t *testing.T) {
+	t.Parallel()
+	li := startLocalInit(t, false)
+	start, gw, _ := relayStart(t)
+	var mu sync.Mutex
+	var lanes []bool
+	s, _, err := NewSession(testCtx(t), func(ctx context.Context) (net.Conn, error) {
+		mu.Lock()
+		lanes = append(lanes, ctx.Value(relayLane{}) != nil)
+		mu.Unlock()
+		return li.dial(ctx)
+	}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := newSignalWriter("ready")
+	if err := s.Go(testCtx(t), out, io.Discard, relayServices(t)); err != nil {
+		t.Fatal(err)
+	}
+	out.wait(t)
+	if got := roundTrip(t, "tcp", gw, "ping"); got != "gateway:ping" {
+		t.Errorf("through the relay: %q", got)
+	}
+	s.Kill(kubeproto.KillStop)
+	s.Wait(testCtx(t))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lanes) != 2 || lanes[0] || !lanes[1] {
+		t.Errorf("lanes of the dials (relay?) %v, want [false true]", lanes)
+	}
+}
