@@ -251,8 +251,32 @@ func (s *Session) openRelay(ctx context.Context, o kubeproto.Open, relay func(st
 			return
 		}
 		defer s.untrack(svc)
-		kubeproto.Splice(conn, svc)
+		kubeproto.Splice(conn, stallLimited{svc})
 	}()
+}
+
+// relayStallLimit is how long a controller-side service may take one write of a relayed
+// connection: one that stops taking the agent's bytes is closed, so its unread stream does
+// not hold up the relays' port-forward connection.
+var relayStallLimit = 30 * time.Second
+
+// stallLimited is a service's connection whose every write must finish within
+// relayStallLimit.
+type stallLimited struct{ net.Conn }
+
+func (c stallLimited) Write(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(relayStallLimit)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// CloseWrite half-closes the service's connection where it can (Splice's half-close).
+func (c stallLimited) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("cannot half-close")
 }
 
 // track records conn to be closed by Close; false (conn closed) when Close has run.

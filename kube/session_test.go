@@ -1169,3 +1169,48 @@ func TestRelaysDialInTheRelayLane(t *testing.T) {
 		t.Errorf("lanes of the dials (relay?) %v, want [false true]", lanes)
 	}
 }
+
+// TestRelayWhoseServiceStopsReadingIsClosed: the agent pipelines bytes into a relay whose
+// controller-side service never reads them; the relay is closed once a write stalls past
+// relayStallLimit, and the control stream still brings the exit.
+func TestRelayWhoseServiceStopsReadingIsClosed(t *testing.T) {
+	// not parallel: it shortens relayStallLimit (parallel tests start after it ends)
+	defer func(d time.Duration) { relayStallLimit = d }(relayStallLimit)
+	relayStallLimit = 200 * time.Millisecond
+	li := startLocalInit(t, false)
+	start, gw, _ := relayStart(t)
+	s, _ := newSession(t, li, start)
+	stuck := make(chan net.Conn, 1)
+	relay := func(string) (net.Conn, error) {
+		ours, theirs := net.Pipe() // theirs is never read
+		stuck <- theirs
+		return ours, nil
+	}
+	out := newSignalWriter("ready")
+	if err := s.Go(testCtx(t), out, io.Discard, relay); err != nil {
+		t.Fatal(err)
+	}
+	out.wait(t)
+	c, err := net.Dial("tcp", gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second)) // bounds a failure, not the close
+	chunk := make([]byte, 64<<10)
+	for {
+		// ends once the controller closed the relay (the init then closes the agent's end)
+		if _, err := c.Write(chunk); err != nil {
+			break
+		}
+	}
+	theirs := <-stuck
+	theirs.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounds a failure, not the close
+	if _, err := theirs.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the stalled service's connection: %v, want it closed", err)
+	}
+	s.Kill(kubeproto.KillStop)
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Remaining != 0 {
+		t.Errorf("exit %+v %v after the stalled relay", exit, err)
+	}
+}
