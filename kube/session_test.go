@@ -901,7 +901,8 @@ func TestCopyOutNotesWhatTheAgentMadeUnreadable(t *testing.T) {
 	}
 	os.Chown(ws, uid, uid)
 	li := startLocalInitAs(t, false, &syscall.Credential{Uid: uid, Gid: uid})
-	start := baseStart("sh", "-c", `echo s > hidden && chmod 000 hidden && mkdir d && echo x > d/f && chmod 000 d && echo out > result.txt`)
+	start := baseStart("sh", "-c", `echo s > hidden && chmod 000 hidden && mkdir d && echo x > d/f && chmod 000 d && echo out > result.txt &&
+		truncate -s 20000000 hidden-big && chmod 000 hidden-big`)
 	start.Dir = ws
 	s, _ := newSession(t, li, start)
 	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
@@ -920,6 +921,9 @@ func TestCopyOutNotesWhatTheAgentMadeUnreadable(t *testing.T) {
 	// recorded as the local snapshot records what it may not open: visible, omitted
 	if e, ok := snap.Lookup("hidden"); !ok || e.Kind != snapshot.KindFile || e.Size != 2 || e.Omitted != "permission denied; left out" {
 		t.Errorf("hidden: %+v %v, want an omitted file of its size", e, ok)
+	}
+	if e, ok := snap.Lookup("hidden-big"); !ok || e.Size != 20000000 || e.Omitted != "permission denied; left out" {
+		t.Errorf("hidden-big: %+v %v, want omitted as unreadable (the local walk opens before it sizes)", e, ok)
 	}
 	if e, ok := snap.Lookup("d"); !ok || e.Kind != snapshot.KindDir || e.Omitted == "" {
 		t.Errorf("d: %+v %v, want a directory whose listing is omitted", e, ok)

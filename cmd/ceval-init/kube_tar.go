@@ -280,9 +280,7 @@ func (t *tarWalk) entry(dirfd int, path, name, rel string, depth int) error {
 		return t.dir(fd, path, rel+"/", depth)
 	case unix.S_IFREG:
 		h.Typeflag = tar.TypeReg
-		if st.Size > t.lim.MaxFileBytes || st.Size > t.lim.MaxTotalBytes-t.written {
-			return t.omitted(h, kubeproto.OmittedSize, st.Size) // the reader omits it for the cap it is over
-		}
+		// opened first, as the local snapshot does: an unreadable file is omitted as such
 		fd, err := openSame(dirfd, name, path, &st, 0)
 		if errors.Is(err, unix.EACCES) {
 			return t.omitted(h, kubeproto.OmittedDenied, st.Size)
@@ -292,6 +290,9 @@ func (t *tarWalk) entry(dirfd int, path, name, rel string, depth int) error {
 		}
 		f := os.NewFile(uintptr(fd), path)
 		defer f.Close()
+		if st.Size > t.lim.MaxFileBytes || st.Size > t.lim.MaxTotalBytes-t.written {
+			return t.omitted(h, kubeproto.OmittedSize, st.Size) // the reader omits it for the cap it is over
+		}
 		h.Size = st.Size
 		if err := t.tw.WriteHeader(h); err != nil {
 			return err
