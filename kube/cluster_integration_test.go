@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -246,8 +247,11 @@ func TestWorkspaceStreamsInAndOutWithLinksRecordedNotFollowed(t *testing.T) {
 		// The container runs a moment before its init listens.
 		if sess, _, err = kube.NewSession(ctx, run.Dial, kubeproto.Start{
 			// The agent's turn: a file, a link out to the node's files, a file it made unreadable.
-			Argv: []string{"sh", "-c", "cd /workspace && echo out > result.txt && ln -s /etc/passwd leak && echo secret > hidden && chmod 000 hidden"},
-			Env:  []string{"PATH=/bin"}, Dir: "/workspace", Timeout: time.Minute, Grace: time.Second,
+			// Then the review's attack on negative checks (chmod 000 hides src/hack.py and
+			// src/hidden from the copier) and a sparse 1 TiB file (4 GiB where the filesystem refuses it) to stall the copy-out.
+			Argv: []string{"sh", "-c", "cd /workspace && echo out > result.txt && ln -s /etc/passwd leak && echo secret > hidden && chmod 000 hidden" +
+				" && mkdir -p src/hidden && echo x > src/hack.py && chmod 000 src/hack.py src/hidden && (truncate -s 1099511627776 big || truncate -s 4294967296 big)"},
+			Env: []string{"PATH=/bin"}, Dir: "/workspace", Timeout: time.Minute, Grace: time.Second,
 		}); err == nil || !strings.Contains(err.Error(), "connection refused") || time.Now().After(end) {
 			break
 		}
@@ -276,6 +280,9 @@ func TestWorkspaceStreamsInAndOutWithLinksRecordedNotFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("copy-out through the init: %v", time.Since(start))
+	if e, ok := s.Lookup("big"); ok {
+		t.Logf("sparse file of %d bytes", e.Size)
+	}
 	for name, want := range map[string]string{"task.txt": "hello", "result.txt": "out\n"} {
 		if got, err := os.ReadFile(filepath.Join(s.Dir, name)); err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
@@ -290,9 +297,28 @@ func TestWorkspaceStreamsInAndOutWithLinksRecordedNotFollowed(t *testing.T) {
 	if leak == nil || leak.Kind != snapshot.KindSymlink || leak.Target != "/etc/passwd" {
 		t.Errorf("leak: %+v, want the link recorded with its target", leak)
 	}
-	// The init (as the agent's UID) cannot read "hidden": it must not look absent.
-	if s.RootOmitted == "" && len(s.Notes) == 0 {
-		t.Errorf("an unreadable file was left out silently: entries %v notes %v", s.Entries, s.Notes)
+	// The init (as the agent's UID) cannot read "hidden", src/hack.py or src/hidden: none
+	// may look absent to a negative check; each is recorded as the local snapshot records it.
+	for _, name := range []string{"hidden", "src/hack.py"} {
+		if e, ok := s.Lookup(name); !ok || e.Kind != snapshot.KindFile || e.Omitted != "permission denied; left out" {
+			t.Errorf("%s: %+v %v, want a visible file omitted as unreadable", name, e, ok)
+		}
+		if _, err := s.ReadFile(name); !errors.Is(err, snapshot.ErrOmitted) {
+			t.Errorf("ReadFile(%s) = %v, want ErrOmitted", name, err)
+		}
+	}
+	if e, ok := s.Lookup("src/hidden"); !ok || e.Omitted == "" {
+		t.Errorf("src/hidden: %+v %v, want a directory with an omitted listing", e, ok)
+	}
+	if _, ok := s.Unvouched("src/hidden/hack.py"); !ok {
+		t.Error("src/hidden/hack.py reads as absent below an unreadable directory")
+	}
+	// The sparse file costs a header, not its zeros, and is omitted with its size.
+	if e, ok := s.Lookup("big"); !ok || (e.Size != 1<<40 && e.Size != 4<<30) || !strings.Contains(e.Omitted, "per-file cap") {
+		t.Errorf("big: %+v %v, want omitted for the per-file cap with its size", e, ok)
+	}
+	if len(s.LimitsHit) != 1 || !strings.HasPrefix(s.LimitsHit[0], "snapshot per-file cap") {
+		t.Errorf("limits hit %q, want the snapshot's per-file cap line", s.LimitsHit)
 	}
 }
 

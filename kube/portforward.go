@@ -45,25 +45,38 @@ func (e *ForwardError) Error() string {
 	return fmt.Sprintf("port-forward to %s/%s:%d: %s", e.Namespace, e.Pod, e.Port, e.Message)
 }
 
-// forwards shares one upgraded connection to the API server per Pod among the streams
-// PortForward opens to it.
+// forwards shares one upgraded connection to the API server per Pod and lane among the
+// streams PortForward opens to it.
 type forwards struct {
 	mu    sync.Mutex
 	conns map[string]*forwardConn
 	dial  func(namespace, pod string) (httpstream.Connection, error) // tests: replaces the API server
 }
 
-// forwardConn is one Pod's connection, or the dial that will make it.
+// forwardConn is one Pod's connection in one lane, or the dial that will make it.
 type forwardConn struct {
+	key    string        // its key in forwards.conns
 	ready  chan struct{} // closed once conn or err is set
 	conn   httpstream.Connection
 	err    error
 	nextID atomic.Int64 // request IDs pair a data stream with its error stream
 }
 
+// relayLane marks a context whose PortForward streams are relays (see WithRelayLane).
+type relayLane struct{}
+
+// WithRelayLane returns ctx for a PortForward of a relayed connection: relays share a
+// connection of their own, apart from the control stream's, so a relay whose controller-side
+// service stops reading (which holds up the connection's frame workers) can stall other
+// relays but never the control stream (its output, its Exit).
+func WithRelayLane(ctx context.Context) context.Context {
+	return context.WithValue(ctx, relayLane{}, true)
+}
+
 // PortForward opens one new stream to port on the loopback of pod (in namespace) through
 // the API server's port-forward (WebSocket, or SPDY where the server does not offer it): no
-// local listener, no kubectl. Streams to the same Pod share one connection; an idle or lost
+// local listener, no kubectl. Streams to the same Pod share one connection per lane (the
+// relays', under a ctx from WithRelayLane, and everything else's); an idle or lost
 // connection is replaced on the next call, and one that cannot create a stream is dropped
 // and the call tries once more on a new one. ctx bounds opening the stream, not its use.
 //
@@ -78,7 +91,7 @@ func (c *Cluster) PortForward(ctx context.Context, namespace, pod string, port i
 		return nil, fmt.Errorf("port-forward to %s/%s: port %d out of range", namespace, pod, port)
 	}
 	for attempt := 1; ; attempt++ {
-		fc, err := c.forwardConn(ctx, namespace, pod)
+		fc, err := c.forwardConn(ctx, namespace, pod, ctx.Value(relayLane{}) != nil)
 		if err != nil {
 			return nil, err
 		}
@@ -161,10 +174,10 @@ func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, p
 
 // forwardConn returns the Pod's shared connection, dialing it if there is none or the one
 // there has closed.
-func (c *Cluster) forwardConn(ctx context.Context, namespace, pod string) (*forwardConn, error) {
+func (c *Cluster) forwardConn(ctx context.Context, namespace, pod string, relay bool) (*forwardConn, error) {
 	key := namespace + "/" + pod
 	for attempt := 1; ; attempt++ {
-		fc := c.sharedForward(namespace, pod)
+		fc := c.sharedForward(namespace, pod, relay)
 		select {
 		case <-fc.ready:
 		case <-ctx.Done():
@@ -186,9 +199,17 @@ func (c *Cluster) forwardConn(ctx context.Context, namespace, pod string) (*forw
 	}
 }
 
-// sharedForward returns the Pod's connection, starting its dial if there is none.
-func (c *Cluster) sharedForward(namespace, pod string) *forwardConn {
-	key := namespace + "/" + pod
+// forwardKey is the key of a Pod's connection in a lane.
+func forwardKey(namespace, pod string, relay bool) string {
+	if relay {
+		return namespace + "/" + pod + "#relays"
+	}
+	return namespace + "/" + pod
+}
+
+// sharedForward returns the Pod's connection in its lane, starting its dial if there is none.
+func (c *Cluster) sharedForward(namespace, pod string, relay bool) *forwardConn {
+	key := forwardKey(namespace, pod, relay)
 	c.fwd.mu.Lock()
 	defer c.fwd.mu.Unlock()
 	if c.fwd.conns == nil {
@@ -197,7 +218,7 @@ func (c *Cluster) sharedForward(namespace, pod string) *forwardConn {
 	if fc := c.fwd.conns[key]; fc != nil {
 		return fc
 	}
-	fc := &forwardConn{ready: make(chan struct{})}
+	fc := &forwardConn{key: key, ready: make(chan struct{})}
 	c.fwd.conns[key] = fc
 	// The dial has a bound of its own and is not tied to one caller's ctx: others may
 	// wait for it. A failed dial is forgotten at once, so the next call dials again.
@@ -214,12 +235,11 @@ func (c *Cluster) sharedForward(namespace, pod string) *forwardConn {
 	return fc
 }
 
-// dropForward forgets fc (if it is still the Pod's connection) and closes it.
+// dropForward forgets fc (if it is still the Pod's connection in its lane) and closes it.
 func (c *Cluster) dropForward(namespace, pod string, fc *forwardConn) {
-	key := namespace + "/" + pod
 	c.fwd.mu.Lock()
-	if c.fwd.conns[key] == fc {
-		delete(c.fwd.conns, key)
+	if c.fwd.conns[fc.key] == fc {
+		delete(c.fwd.conns, fc.key)
 	}
 	c.fwd.mu.Unlock()
 	if fc.conn != nil {
@@ -227,18 +247,20 @@ func (c *Cluster) dropForward(namespace, pod string, fc *forwardConn) {
 	}
 }
 
-// closeForwards closes the Pod's shared connection and with it every stream on it.
+// closeForwards closes the Pod's shared connections and with them every stream on them.
 func (c *Cluster) closeForwards(namespace, pod string) {
-	c.fwd.mu.Lock()
-	fc := c.fwd.conns[namespace+"/"+pod]
-	c.fwd.mu.Unlock()
-	if fc == nil {
-		return
+	for _, relay := range []bool{false, true} {
+		c.fwd.mu.Lock()
+		fc := c.fwd.conns[forwardKey(namespace, pod, relay)]
+		c.fwd.mu.Unlock()
+		if fc == nil {
+			continue
+		}
+		go func() { // the dial may still be under way
+			<-fc.ready
+			c.dropForward(namespace, pod, fc)
+		}()
 	}
-	go func() { // the dial may still be under way
-		<-fc.ready
-		c.dropForward(namespace, pod, fc)
-	}()
 }
 
 // forceSPDY makes dialForward skip the WebSocket tunnel (tests of the SPDY fallback).

@@ -370,3 +370,54 @@ func TestStartAgentThatGivesUpSaysWhyThePodIsStuck(t *testing.T) {
 	}
 	// kubetest.Namespace's cleanup fails the test if StartAgent left the Pod or its policy.
 }
+
+// TestARelayLeftUnreadDoesNotStallTheControlStream: a relay's Pod side floods it while the
+// controller side stops reading; the unread stream holds up its connection's frame workers.
+// The control stream, on a connection of its own, still answers.
+func TestARelayLeftUnreadDoesNotStallTheControlStream(t *testing.T) {
+	c := kubetest.Connect(t)
+	ns := kubetest.Namespace(t, c)
+	run := startAgent(t, c, agentConfig(t, ns, "lanes", "nc -ll -p 7171 -e yes & "+echoServer))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	control := dialEcho(t, ctx, run.Dial)
+	defer control.Close()
+	for {
+		relay, err := c.PortForward(kube.WithRelayLane(ctx), ns, run.Name, kube.ControlPort+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer relay.Close()
+		var fe *kube.ForwardError
+		if _, err = relay.Read(make([]byte, 1)); errors.As(err, &fe) && ctx.Err() == nil {
+			continue // not listening yet
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		break // flooding, and never read again
+	}
+	answered := make(chan error, 1)
+	go func() {
+		for i := range 500 { // round trips while the relay's flood piles up
+			msg := fmt.Sprintf("control %03d\n", i)
+			got := make([]byte, len(msg))
+			if _, err := control.Write([]byte(msg)); err != nil {
+				answered <- err
+				return
+			}
+			if _, err := io.ReadFull(control, got); err != nil || string(got) != msg {
+				answered <- fmt.Errorf("read %q, %v", got, err)
+				return
+			}
+		}
+		answered <- nil
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // bounds a failure; a working channel answers in ms
+		t.Fatal("the control stream stalled behind an unread relay")
+	}
+}

@@ -342,3 +342,36 @@ func TestPortForwardRetriesOnceOnANewConnectionWhenStreamCreationFails(t *testin
 		t.Errorf("two failures in a row: %v, want the second's error", err)
 	}
 }
+
+// TestPortForwardRelaysShareAConnectionApartFromTheControlStream: a relay whose service
+// stops reading holds up its connection's frame workers; the control stream (the agent's
+// output, its Exit) must not be on that connection. Closing the relays' connection leaves
+// the control stream working.
+func TestPortForwardRelaysShareAConnectionApartFromTheControlStream(t *testing.T) {
+	k := newFakeKubelet()
+	c := k.cluster()
+	ctx := context.Background()
+	control, err := c.PortForward(ctx, "ns", "pod", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control.Close()
+	relayCtx := WithRelayLane(ctx)
+	for i := range 3 {
+		if err := echo(t, c, relayCtx, "pod", fmt.Sprintf("relay %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := k.dials.Load(); n != 2 {
+		t.Fatalf("%d dials for a control stream and 3 relays, want 2 (one per lane)", n)
+	}
+	c.fwd.mu.Lock()
+	relays := c.fwd.conns[forwardKey("ns", "pod", true)]
+	c.fwd.mu.Unlock()
+	c.dropForward("ns", "pod", relays) // as if the relays' connection were wedged and dropped
+	go control.Write([]byte("still here"))
+	got := make([]byte, len("still here"))
+	if _, err := io.ReadFull(control, got); err != nil || string(got) != "still here" {
+		t.Errorf("the control stream after the relays' connection closed: %q %v", got, err)
+	}
+}

@@ -136,10 +136,11 @@ type InitError struct {
 
 func (e *InitError) Error() string { return fmt.Sprintf("ceval-init: %s: %q", e.What, e.Msg) }
 
-// bind breaks the connection's pending and later I/O when ctx is done, until the returned
-// stop is called.
+// bind closes the connection when ctx is done, until the returned stop is called: a
+// port-forward stream has no deadlines, and a closed one breaks a blocked read or write (the
+// init then kills everything and exits, as on any lost control connection).
 func (s *Session) bind(ctx context.Context) (stop func()) {
-	cancel := context.AfterFunc(ctx, func() { _ = s.conn.SetDeadline(time.Unix(1, 0)) })
+	cancel := context.AfterFunc(ctx, func() { _ = s.conn.Close() })
 	return func() { cancel() }
 }
 
@@ -226,7 +227,7 @@ func (s *Session) openRelay(ctx context.Context, o kubeproto.Open, relay func(st
 	go func() {
 		defer s.relayWG.Done()
 		defer func() { <-s.relaySlot }()
-		dctx, cancel := context.WithTimeout(ctx, relayDialLimit)
+		dctx, cancel := context.WithTimeout(WithRelayLane(ctx), relayDialLimit)
 		conn, err := s.dial(dctx)
 		cancel()
 		if err != nil {
@@ -250,8 +251,32 @@ func (s *Session) openRelay(ctx context.Context, o kubeproto.Open, relay func(st
 			return
 		}
 		defer s.untrack(svc)
-		kubeproto.Splice(conn, svc)
+		kubeproto.Splice(conn, stallLimited{svc})
 	}()
+}
+
+// relayStallLimit is how long a controller-side service may take one write of a relayed
+// connection: one that stops taking the agent's bytes is closed, so its unread stream does
+// not hold up the relays' port-forward connection.
+var relayStallLimit = 30 * time.Second
+
+// stallLimited is a service's connection whose every write must finish within
+// relayStallLimit.
+type stallLimited struct{ net.Conn }
+
+func (c stallLimited) Write(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(relayStallLimit)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
+}
+
+// CloseWrite half-closes the service's connection where it can (Splice's half-close).
+func (c stallLimited) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("cannot half-close")
 }
 
 // track records conn to be closed by Close; false (conn closed) when Close has run.
@@ -337,37 +362,69 @@ func (s *Session) result() (*kubeproto.Exit, error) {
 	return s.exit, nil
 }
 
+// CopyOutTimeout bounds a whole CopyOut: the init stops at lim's caps (a 1 GiB default
+// total), which the port-forward carries in seconds; past it the workspace is not worth a
+// stalled run.
+var CopyOutTimeout = 5 * time.Minute
+
+// maxDrain is what CopyOut still reads of a stream SnapshotTar stopped taking (the tar's
+// trailer after a cap) before it ends the stream by closing the channel.
+const maxDrain = 1 << 20
+
+// errAbandoned is a stream SnapshotTar stopped taking that went on past maxDrain.
+var errAbandoned = errors.New("the stream went on after the snapshot stopped taking it")
+
 // CopyOut snapshots dir of the Pod into dst after the agent's exit: the init streams it as
-// tar, and SnapshotTar makes the snapshot under lim with the local snapshot's rules. A
-// stream the init could not finish (its FrameError) is recorded in the snapshot as an
-// incomplete root, as any cut stream is; an error means the channel or dst failed.
+// tar under lim's caps, and SnapshotTar makes the snapshot under lim with the local
+// snapshot's rules. A stream the init could not finish (its FrameError) is recorded in the
+// snapshot as a cut stream; one that goes on after SnapshotTar stopped taking it is ended by
+// closing the channel (the session then only closes). The copy takes CopyOutTimeout at most;
+// an error means the channel, the time or dst failed.
 func (s *Session) CopyOut(ctx context.Context, dir, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	if !s.exited() {
 		return nil, errors.New("control channel: CopyOut before the agent's exit")
 	}
+	cl, err := CopyLimits(lim)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, CopyOutTimeout,
+		fmt.Errorf("copy-out of %s took over %v: check the port-forward's throughput, or lower the snapshot caps", dir, CopyOutTimeout))
+	defer cancel()
 	stop := s.bind(ctx)
 	defer stop()
-	if err := s.writeJSON(kubeproto.FrameCopyOut, kubeproto.Dir{Dir: dir}); err != nil {
-		return nil, fmt.Errorf("control channel: copy out %s: %w", dir, err)
+	if err := s.writeJSON(kubeproto.FrameCopyOut, kubeproto.Dir{Dir: dir, Limits: cl}); err != nil {
+		return nil, s.copyOutErr(ctx, dir, err)
 	}
 	pr, pw := io.Pipe()
 	fed := make(chan error, 1)
 	go func() { fed <- s.feedStream(pw, dir) }()
 	snap, err := SnapshotTar(pr, dst, lim)
-	pr.CloseWithError(errors.New("the snapshot was made")) // the rest of the stream is drained
-	if ferr := <-fed; ferr != nil {
-		if ctx.Err() != nil {
-			ferr = fmt.Errorf("%w (%v)", ctx.Err(), ferr)
-		}
-		return nil, fmt.Errorf("control channel: copy out %s: %w", dir, ferr)
+	pr.CloseWithError(errors.New("the snapshot was made"))
+	ferr := <-fed
+	if errors.Is(ferr, errAbandoned) {
+		_ = s.conn.Close()
+		ferr = nil
+	}
+	if ferr != nil {
+		return nil, s.copyOutErr(ctx, dir, ferr)
 	}
 	return snap, err
 }
 
+func (s *Session) copyOutErr(ctx context.Context, dir string, err error) error {
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", context.Cause(ctx), err)
+	}
+	return fmt.Errorf("control channel: copy out %s: %w", dir, err)
+}
+
 // feedStream writes the FrameData of a CopyOut stream to pw up to its FrameEnd (pw is then
-// closed) or FrameError (pw closed with the init's message), draining what pw no longer
-// takes. Only a failure of the channel itself is returned.
+// closed) or FrameError (pw closed with the init's message). What pw no longer takes is
+// read on for maxDrain bytes at most (errAbandoned past it). Only a failure of the channel
+// itself, or errAbandoned, is returned.
 func (s *Session) feedStream(pw *io.PipeWriter, dir string) error {
+	drained := 0
 	for {
 		typ, payload, err := kubeproto.ReadFrame(s.conn)
 		if err != nil {
@@ -376,7 +433,11 @@ func (s *Session) feedStream(pw *io.PipeWriter, dir string) error {
 		}
 		switch typ {
 		case kubeproto.FrameData:
-			_, _ = pw.Write(payload)
+			if _, err := pw.Write(payload); err != nil {
+				if drained += len(payload); drained > maxDrain {
+					return errAbandoned
+				}
+			}
 		case kubeproto.FrameEnd:
 			pw.Close()
 			return nil
@@ -408,8 +469,11 @@ func (s *Session) Close() error {
 	var err error
 	if !s.ran || s.exited() {
 		if err = s.writeFrame(kubeproto.FrameQuit, nil); err == nil {
-			_ = s.conn.SetReadDeadline(time.Now().Add(quitLimit))
-			_, _ = io.Copy(io.Discard, s.conn) // until the init's end closes it
+			// until the init's end closes it, or quitLimit (a port-forward stream has no
+			// deadline: the timer closes it)
+			limit := time.AfterFunc(quitLimit, func() { _ = s.conn.Close() })
+			_, _ = io.Copy(io.Discard, s.conn)
+			limit.Stop()
 		}
 	}
 	if cerr := s.conn.Close(); err == nil {

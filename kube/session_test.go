@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -900,7 +901,8 @@ func TestCopyOutNotesWhatTheAgentMadeUnreadable(t *testing.T) {
 	}
 	os.Chown(ws, uid, uid)
 	li := startLocalInitAs(t, false, &syscall.Credential{Uid: uid, Gid: uid})
-	start := baseStart("sh", "-c", `echo s > hidden && chmod 000 hidden && mkdir d && echo x > d/f && chmod 000 d && echo out > result.txt`)
+	start := baseStart("sh", "-c", `echo s > hidden && chmod 000 hidden && mkdir d && echo x > d/f && chmod 000 d && echo out > result.txt &&
+		truncate -s 20000000 hidden-big && chmod 000 hidden-big`)
 	start.Dir = ws
 	s, _ := newSession(t, li, start)
 	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
@@ -916,8 +918,303 @@ func TestCopyOutNotesWhatTheAgentMadeUnreadable(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(snap.Dir, "result.txt")); err != nil || string(got) != "out\n" {
 		t.Errorf("result.txt %q %v: the rest of the workspace was lost", got, err)
 	}
-	notes := fmt.Sprint(snap.Notes)
-	if !strings.Contains(notes, "hidden") || !strings.Contains(notes, "{d ") || snap.RootOmitted == "" {
-		t.Errorf("unreadable entries not noted: notes %v, root omitted %q", snap.Notes, snap.RootOmitted)
+	// recorded as the local snapshot records what it may not open: visible, omitted
+	if e, ok := snap.Lookup("hidden"); !ok || e.Kind != snapshot.KindFile || e.Size != 2 || e.Omitted != "permission denied; left out" {
+		t.Errorf("hidden: %+v %v, want an omitted file of its size", e, ok)
+	}
+	if e, ok := snap.Lookup("hidden-big"); !ok || e.Size != 20000000 || e.Omitted != "permission denied; left out" {
+		t.Errorf("hidden-big: %+v %v, want omitted as unreadable (the local walk opens before it sizes)", e, ok)
+	}
+	if e, ok := snap.Lookup("d"); !ok || e.Kind != snapshot.KindDir || e.Omitted == "" {
+		t.Errorf("d: %+v %v, want a directory whose listing is omitted", e, ok)
+	}
+	if _, ok := snap.Unvouched("d/f"); !ok {
+		t.Error("d/f looks absent below an unreadable directory")
+	}
+	if snap.RootOmitted != "" {
+		t.Errorf("root omitted %q: the root's listing is complete", snap.RootOmitted)
+	}
+}
+
+// manifestOf is what a snapshot's manifest says, without where it lives.
+func manifestOf(s *snapshot.Snapshot) string {
+	return fmt.Sprintf("entries %v\nnotes %v\ntruncated %v bytes %d root omitted %q\nlimits hit %q",
+		s.Entries, s.Notes, s.Truncated, s.Bytes, s.RootOmitted, s.LimitsHit)
+}
+
+// TestCopyOutGivesTheLocalManifestForTheSameTree: whatever the agent leaves (a FIFO, a
+// socket, a name not UTF-8, a file over a cap, a tree past the depth, entry or path cap),
+// the Kubernetes copy-out records it as the local snapshot does, so no negative check reads
+// the transport's gaps as "does not exist".
+func TestCopyOutGivesTheLocalManifestForTheSameTree(t *testing.T) {
+	t.Parallel()
+	li := startLocalInit(t, false)
+	ws := t.TempDir()
+	start := baseStart("sh", "-c", `mkdir -p src/hidden deep/1/2/3/4 && echo x > src/hack.py && echo y > src/hidden/h &&
+		echo z > deep/1/2/3/4/leaf && echo w > deep/1/2/3/w && mkfifo fifo && truncate -s 5000 big &&
+		head -c 700 /dev/zero > t1 && head -c 700 /dev/zero > t2 && echo ok > t3 && touch "$(printf 'odd\377')" &&
+		for i in 1 2 3 4 5 6 7 8; do echo $i > many$i; done`)
+	start.Dir = ws
+	s, _ := newSession(t, li, start)
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Code != 0 {
+		t.Fatalf("agent: %+v %v", exit, err)
+	}
+	sock, err := net.Listen("unix", filepath.Join(ws, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	for _, lim := range []snapshot.Limits{
+		{},
+		{MaxFileBytes: 1024, MaxTotalBytes: 1000},
+		{MaxDepth: 3},
+		{MaxEntries: 7},
+		{MaxEntries: 25},
+		{MaxPathBytes: 40},
+	} {
+		local, err := snapshot.Take(ws, filepath.Join(t.TempDir(), "local"), lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		remote, err := s.CopyOut(testCtx(t), ws, filepath.Join(t.TempDir(), "remote"), lim)
+		if err != nil {
+			t.Fatalf("%+v: %v", lim, err)
+		}
+		if l, r := manifestOf(local), manifestOf(remote); l != r {
+			t.Errorf("limits %+v:\nlocal  %s\nremote %s", lim, l, r)
+		}
+	}
+}
+
+// noDeadlineConn refuses deadlines, as a port-forward stream does.
+type noDeadlineConn struct{ net.Conn }
+
+func (noDeadlineConn) SetDeadline(time.Time) error      { return errors.New("no deadlines") }
+func (noDeadlineConn) SetReadDeadline(time.Time) error  { return errors.New("no deadlines") }
+func (noDeadlineConn) SetWriteDeadline(time.Time) error { return errors.New("no deadlines") }
+
+// exitedSession is a session on a fake init (over a connection without deadlines) whose
+// agent has exited; copyOut is the fake init's side once FrameCopyOut arrived.
+func exitedSession(t *testing.T, copyOut func(c net.Conn, req kubeproto.Dir)) *Session {
+	t.Helper()
+	dial, _ := fakeInit(t, func(c net.Conn) {
+		kubeproto.WriteJSON(c, kubeproto.FrameExit, kubeproto.Exit{})
+		typ, payload, err := kubeproto.ReadFrame(c)
+		if err != nil || typ != kubeproto.FrameCopyOut {
+			return
+		}
+		var req kubeproto.Dir
+		kubeproto.DecodeJSON(typ, payload, &req)
+		copyOut(c, req)
+	})
+	s, _, err := NewSession(testCtx(t), func(ctx context.Context) (net.Conn, error) {
+		c, err := dial(ctx)
+		return noDeadlineConn{c}, err
+	}, baseStart("agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wait(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestInterruptBreaksACopyOutOverAConnWithoutDeadlines: Ctrl-C during a copy-out whose init
+// has gone quiet must end it, though the port-forward stream refuses deadlines.
+func TestInterruptBreaksACopyOutOverAConnWithoutDeadlines(t *testing.T) {
+	t.Parallel()
+	asked := make(chan struct{})
+	s := exitedSession(t, func(c net.Conn, _ kubeproto.Dir) {
+		close(asked)
+		io.Copy(io.Discard, c) // never answers
+	})
+	ctx, cancel := context.WithCancel(testCtx(t))
+	go func() { <-asked; cancel() }()
+	res := make(chan error, 1)
+	go func() {
+		_, err := s.CopyOut(ctx, "/workspace", filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("CopyOut = %v, want it interrupted", err)
+		}
+	case <-testCtx(t).Done():
+		t.Fatal("CopyOut still blocked after its context was cancelled")
+	}
+}
+
+// TestCopyOutEndsAStreamThatGoesOnPastTheCaps: the init is ceval's, but what it sends is
+// read as hostile: a stream that goes on after SnapshotTar stopped (here a file declared
+// far over the caps followed by endless data) is ended by the controller, not drained.
+func TestCopyOutEndsAStreamThatGoesOnPastTheCaps(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int64
+	var limits *kubeproto.CopyLimits
+	s := exitedSession(t, func(c net.Conn, req kubeproto.Dir) {
+		limits = req.Limits
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		tw.WriteHeader(&tar.Header{Name: "huge", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1 << 50})
+		kubeproto.WriteFrame(c, kubeproto.FrameData, b.Bytes())
+		zeros := make([]byte, kubeproto.DataChunk)
+		for kubeproto.WriteFrame(c, kubeproto.FrameData, zeros) == nil {
+			sent.Add(int64(len(zeros)))
+		}
+	})
+	lim := snapshot.Limits{MaxTotalBytes: 1 << 20, MaxEntries: 10, MaxPathBytes: 1000}
+	snap, err := s.CopyOut(testCtx(t), "/workspace", filepath.Join(t.TempDir(), "snap"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := snap.Lookup("huge"); !ok || e.Omitted == "" || !snap.Truncated {
+		t.Errorf("huge: %+v %v truncated %v", e, ok, snap.Truncated)
+	}
+	if limits == nil || limits.MaxTotalBytes != 1<<20 || limits.MaxFileBytes != snapshot.DefaultLimits().MaxFileBytes {
+		t.Errorf("FrameCopyOut carried limits %+v, want the snapshot's", limits)
+	}
+	if n := sent.Load(); n > 16<<20 {
+		t.Errorf("the controller read %d bytes of a stream capped near 3 MiB", n)
+	}
+}
+
+// TestCopyOutOfASparseHugeFileSendsAHeaderNotItsZeros: the agent's sparse 1 TiB file costs
+// the port-forward a header: the init applies the caps the request carries.
+func TestCopyOutOfASparseHugeFileSendsAHeaderNotItsZeros(t *testing.T) {
+	t.Parallel()
+	li := startLocalInit(t, false)
+	ws := t.TempDir()
+	start := baseStart("sh", "-c", `truncate -s 1099511627776 big && echo ok > small`)
+	start.Dir = ws
+	var read atomic.Int64
+	s, _, err := NewSession(testCtx(t), func(ctx context.Context) (net.Conn, error) {
+		c, err := li.dial(ctx)
+		return &countingConn{Conn: c, read: &read}, err
+	}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Go(testCtx(t), io.Discard, io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Code != 0 {
+		t.Skipf("this filesystem holds no sparse 1 TiB file: %+v %v", exit, err)
+	}
+	before := read.Load()
+	snap, err := s.CopyOut(testCtx(t), ws, filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := snap.Lookup("big"); !ok || e.Size != 1<<40 || !strings.Contains(e.Omitted, "per-file cap") {
+		t.Errorf("big: %+v %v", e, ok)
+	}
+	if n := read.Load() - before; n > 64<<10 {
+		t.Errorf("the copy-out moved %d bytes for a sparse file and a 3-byte one", n)
+	}
+}
+
+// countingConn counts the bytes read, and fails once past 64 MiB (a stream of zeros).
+type countingConn struct {
+	net.Conn
+	read *atomic.Int64
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	if c.read.Load() > 64<<20 {
+		return 0, errors.New("over 64 MiB read")
+	}
+	n, err := c.Conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// TestRelaysDialInTheRelayLane: the session dials its control stream in the default lane
+// and every relay with WithRelayLane, so a stalled relay never shares the control stream's
+// port-forward connection.
+func TestRelaysDialInTheRelayLane(t *testing.T) {
+	t.Parallel()
+	li := startLocalInit(t, false)
+	start, gw, _ := relayStart(t)
+	var mu sync.Mutex
+	var lanes []bool
+	s, _, err := NewSession(testCtx(t), func(ctx context.Context) (net.Conn, error) {
+		mu.Lock()
+		lanes = append(lanes, ctx.Value(relayLane{}) != nil)
+		mu.Unlock()
+		return li.dial(ctx)
+	}, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := newSignalWriter("ready")
+	if err := s.Go(testCtx(t), out, io.Discard, relayServices(t)); err != nil {
+		t.Fatal(err)
+	}
+	out.wait(t)
+	if got := roundTrip(t, "tcp", gw, "ping"); got != "gateway:ping" {
+		t.Errorf("through the relay: %q", got)
+	}
+	s.Kill(kubeproto.KillStop)
+	s.Wait(testCtx(t))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lanes) != 2 || lanes[0] || !lanes[1] {
+		t.Errorf("lanes of the dials (relay?) %v, want [false true]", lanes)
+	}
+}
+
+// TestRelayWhoseServiceStopsReadingIsClosed: the agent pipelines bytes into a relay whose
+// controller-side service never reads them; the relay is closed once a write stalls past
+// relayStallLimit, and the control stream still brings the exit.
+func TestRelayWhoseServiceStopsReadingIsClosed(t *testing.T) {
+	// not parallel: it shortens relayStallLimit (parallel tests start after it ends)
+	defer func(d time.Duration) { relayStallLimit = d }(relayStallLimit)
+	relayStallLimit = 200 * time.Millisecond
+	li := startLocalInit(t, false)
+	start, gw, _ := relayStart(t)
+	s, _ := newSession(t, li, start)
+	stuck := make(chan net.Conn, 1)
+	relay := func(string) (net.Conn, error) {
+		ours, theirs := net.Pipe() // theirs is never read
+		stuck <- theirs
+		return ours, nil
+	}
+	out := newSignalWriter("ready")
+	if err := s.Go(testCtx(t), out, io.Discard, relay); err != nil {
+		t.Fatal(err)
+	}
+	out.wait(t)
+	c, err := net.Dial("tcp", gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second)) // bounds a failure, not the close
+	chunk := make([]byte, 64<<10)
+	for {
+		// ends once the controller closed the relay (the init then closes the agent's end)
+		if _, err := c.Write(chunk); err != nil {
+			break
+		}
+	}
+	theirs := <-stuck
+	theirs.SetReadDeadline(time.Now().Add(10 * time.Second)) // bounds a failure, not the close
+	if _, err := theirs.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the stalled service's connection: %v, want it closed", err)
+	}
+	s.Kill(kubeproto.KillStop)
+	if exit, err := s.Wait(testCtx(t)); err != nil || exit.Remaining != 0 {
+		t.Errorf("exit %+v %v after the stalled relay", exit, err)
 	}
 }

@@ -145,15 +145,15 @@ func Take(src, dst string, lim Limits) (*Snapshot, error) {
 		return nil, err
 	}
 	defer unix.Close(srcFD)
-	return takeInto(srcFD, dst, lim)
+	return takeInto(srcFD, dst, lim, nil)
 }
 
 // takeInto creates dst and copies the open directory srcFD into it; on error dst is removed.
-func takeInto(srcFD int, dst string, lim Limits) (*Snapshot, error) {
+func takeInto(srcFD int, dst string, lim Limits, st *Staged) (*Snapshot, error) {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return nil, fmt.Errorf("snapshot: create %w", err)
 	}
-	s, err := take(srcFD, dst, lim)
+	s, err := take(srcFD, dst, lim, st)
 	if err != nil {
 		if rmErr := os.RemoveAll(dst); rmErr != nil {
 			err = errors.Join(err, fmt.Errorf("snapshot: remove partial %s: %w", dst, rmErr))
@@ -194,7 +194,7 @@ func TakeAt(root, rel string, dst string, lim Limits) (*Snapshot, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return nil, fmt.Errorf("snapshot: create %w", err)
 	}
-	return takeInto(fd, dst, lim)
+	return takeInto(fd, dst, lim, nil)
 }
 
 // openRoot opens the workspace root without following a symlink in its last component.
@@ -211,7 +211,7 @@ func openRoot(src string) (int, error) {
 	return fd, nil
 }
 
-func take(srcFD int, dst string, lim Limits) (*Snapshot, error) {
+func take(srcFD int, dst string, lim Limits, st *Staged) (*Snapshot, error) {
 	dstFD, err := openDir(unix.AT_FDCWD, dst)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: open %s: %w", dst, err)
@@ -222,14 +222,16 @@ func take(srcFD int, dst string, lim Limits) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot: chmod %s: %w", dst, err)
 	}
 	w := &walker{
-		lim:  lim,
-		dst:  dst,
-		s:    &Snapshot{Dir: dst, Entries: []Entry{}, Notes: []Note{}, Limits: lim},
-		dbuf: make([]byte, 32<<10),
+		lim:    lim,
+		dst:    dst,
+		s:      &Snapshot{Dir: dst, Entries: []Entry{}, Notes: []Note{}, Limits: lim},
+		dbuf:   make([]byte, 32<<10),
+		staged: st,
 	}
 	if err := w.walkDir(srcFD, dstFD, "", 0, rootIndex); err != nil {
 		return nil, err
 	}
+	w.markIncomplete(st)
 	w.s.LimitsHit = w.limitsHit()
 	return w.s, nil
 }

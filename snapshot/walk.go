@@ -60,8 +60,9 @@ type walker struct {
 	stopped   bool
 	stopWhy   string // the cap that stopped the snapshot
 	hits      [numCaps]capHit
-	dbuf      []byte // getdents buffer, shared: a directory is fully listed before descending
-	cbuf      []byte // read/write copy buffer, allocated on first use
+	dbuf      []byte  // getdents buffer, shared: a directory is fully listed before descending
+	cbuf      []byte  // read/write copy buffer, allocated on first use
+	staged    *Staged // TakeStaged's stand-ins; nil for Take
 }
 
 // walkDir captures the children of the directory open as srcFD, whose copy is open as
@@ -138,24 +139,39 @@ func (w *walker) entry(srcFD, dstFD, parent int, parentRel, rel, name string, de
 	if testHook != nil {
 		testHook("lstat", srcFD, name)
 	}
+	if w.staged != nil {
+		if si, ok := w.staged.StandIns[rel]; ok {
+			return w.standIn(srcFD, dstFD, parent, parentRel, rel, name, depth, si)
+		}
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		return w.file(srcFD, dstFD, rel, name, &st)
 	case unix.S_IFDIR:
-		return w.dir(srcFD, dstFD, rel, name, depth)
+		return w.dir(srcFD, dstFD, rel, name, depth, false)
 	case unix.S_IFLNK:
 		w.symlink(srcFD, rel, name)
 		return nil
 	default:
-		reason := typeName(st.Mode) + "; never opened"
-		w.note(rel, typeName(st.Mode)+" skipped")
-		w.s.Entries = append(w.s.Entries, Entry{Path: rel, Kind: specialKind(st.Mode), Size: st.Size, Omitted: reason})
+		w.special(rel, st.Mode, st.Size)
 		return nil
 	}
 }
 
-func (w *walker) dir(srcFD, dstFD int, rel, name string, depth int) error {
+// special records a FIFO, socket or device (its type in mode's S_IFMT bits), never opened.
+func (w *walker) special(rel string, mode uint32, size int64) {
+	w.note(rel, typeName(mode)+" skipped")
+	w.s.Entries = append(w.s.Entries, Entry{Path: rel, Kind: specialKind(mode), Size: size, Omitted: typeName(mode) + "; never opened"})
+}
+
+// dir captures the directory rel named name; denied records it as one the copier may not
+// open (a remote stand-in), as the local open's EACCES does.
+func (w *walker) dir(srcFD, dstFD int, rel, name string, depth int, denied bool) error {
 	childSrc, err := openDir(srcFD, name)
+	if err == nil && denied {
+		unix.Close(childSrc)
+		err = unix.EACCES
+	}
 	if err != nil && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
 		w.sourceError(rel, err)
 		return nil

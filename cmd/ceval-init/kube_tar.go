@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -142,8 +144,8 @@ func unpackFile(root *os.Root, name string, r io.Reader, perm os.FileMode, mtime
 }
 
 // copyOut serves FrameCopyOut: a tar of the named directory as FrameData frames and
-// FrameEnd, or FrameError (after some data if it failed midway). It bounds nothing: the
-// controller caps what it takes.
+// FrameEnd, or FrameError (after some data if it failed midway). The request's limits bound
+// the stream at its source (a sparse 16 TiB file costs a header, not 16 TiB of zeros).
 func (c *control) copyOut(f frame) {
 	var d kubeproto.Dir
 	if err := kubeproto.DecodeJSON(f.typ, f.payload, &d); err != nil {
@@ -151,7 +153,7 @@ func (c *control) copyOut(f frame) {
 		return
 	}
 	bw := bufio.NewWriterSize(&frameWriter{c: c, typ: kubeproto.FrameData}, kubeproto.DataChunk)
-	if err := writeTar(bw, d.Dir); err != nil {
+	if err := writeTar(bw, d.Dir, d.Limits); err != nil {
 		_ = bw.Flush()
 		c.failed("copy out "+d.Dir, err)
 		return
@@ -184,30 +186,39 @@ func (w *frameWriter) Write(p []byte) (int, error) {
 // goes from directory descriptor to directory descriptor; each entry is lstat'ed, opened
 // O_NOFOLLOW|O_NONBLOCK (a FIFO never blocks it) and fstat'ed, and it must be the same
 // directory or regular file the lstat saw, or the stream fails. Symlinks are recorded as
-// symlinks; FIFOs, devices and sockets as their type with no data.
-func writeTar(w io.Writer, dir string) error {
+// symlinks; FIFOs, devices and sockets as their type with no data; what the init may not
+// open (the agent, as the same UID, took its permissions away), and files over lim's caps,
+// as headers with no data and kubeproto's PAX records, so the controller records each as
+// the local snapshot does. The walk stops where lim's entry or path cap does (nil: no caps).
+func writeTar(w io.Writer, dir string, lim *kubeproto.CopyLimits) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	tw := tar.NewWriter(w)
-	err = walkDir(tw, fd, dir, "")
-	if err != nil {
+	if lim == nil {
+		lim = &kubeproto.CopyLimits{MaxFileBytes: math.MaxInt64, MaxTotalBytes: math.MaxInt64, MaxEntries: math.MaxInt, MaxDepth: math.MaxInt, MaxPathBytes: math.MaxInt64}
+	}
+	t := &tarWalk{tw: tar.NewWriter(w), lim: lim}
+	if err := t.dir(fd, dir, "", 0); err != nil {
 		return err
 	}
-	return tw.Close()
+	return t.tw.Close()
 }
 
-// typeSocket marks a socket and typeUnreadable an entry the init may not open (the agent,
-// as the same UID, took its permissions away): tar has a type for neither, and the
-// controller records each as an entry it did not reproduce, so its name never looks absent.
-const (
-	typeSocket     = 's'
-	typeUnreadable = 'u'
-)
+// tarWalk is the state of one writeTar.
+type tarWalk struct {
+	tw        *tar.Writer
+	lim       *kubeproto.CopyLimits
+	entries   int
+	pathBytes int64
+	written   int64
+	stopped   bool   // an entry or path cap was passed
+	more      []byte // per directory on the walk's way, root first: '1' when it has names left
+}
 
-// walkDir writes the entries of the directory open at fd (it closes fd) under prefix.
-func walkDir(tw *tar.Writer, fd int, path, prefix string) error {
+// dir writes the entries of the directory open at fd (it closes fd) under prefix; depth is
+// the directory's own depth ("" is 0).
+func (t *tarWalk) dir(fd int, path, prefix string, depth int) error {
 	d := os.NewFile(uintptr(fd), path)
 	defer d.Close()
 	names, err := d.Readdirnames(-1)
@@ -215,15 +226,38 @@ func walkDir(tw *tar.Writer, fd int, path, prefix string) error {
 		return err
 	}
 	slices.Sort(names)
-	for _, name := range names {
-		if err := writeEntry(tw, fd, path+"/"+name, name, prefix+name); err != nil {
+	t.more = append(t.more, '0')
+	defer func() { t.more = t.more[:len(t.more)-1] }()
+	for i, name := range names {
+		rel := prefix + name
+		t.more[len(t.more)-1] = "01"[min(len(names)-1-i, 1)]
+		if depth >= t.lim.MaxDepth {
+			// the reader only learns that the directory is not empty
+			return t.tw.WriteHeader(&tar.Header{Name: rel, Typeflag: tar.TypeReg, Mode: 0o600, Format: tar.FormatPAX})
+		}
+		t.entries++
+		t.pathBytes += int64(len(rel))
+		if t.entries > t.lim.MaxEntries || t.pathBytes > t.lim.MaxPathBytes {
+			// one past the cap, without data: the reader reaches the cap there and stops
+			t.stopped = true
+			return t.tw.WriteHeader(&tar.Header{Name: rel, Typeflag: tar.TypeReg, Mode: 0o600, Format: tar.FormatPAX,
+				PAXRecords: map[string]string{kubeproto.PAXUnfinished: string(t.more)}})
+		}
+		if err := t.entry(fd, path+"/"+name, name, rel, depth+1); err != nil || t.stopped {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeEntry(tw *tar.Writer, dirfd int, path, name, rel string) error {
+// omitted writes h as a header with no data, saying why and the entry's real size.
+func (t *tarWalk) omitted(h *tar.Header, why string, size int64) error {
+	h.Size, h.Format = 0, tar.FormatPAX
+	h.PAXRecords = map[string]string{kubeproto.PAXOmitted: why, kubeproto.PAXSize: strconv.FormatInt(size, 10)}
+	return t.tw.WriteHeader(h)
+}
+
+func (t *tarWalk) entry(dirfd int, path, name, rel string, depth int) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &os.PathError{Op: "lstat", Path: path, Err: err}
@@ -231,38 +265,42 @@ func writeEntry(tw *tar.Writer, dirfd int, path, name, rel string) error {
 	h := &tar.Header{Name: rel, Mode: int64(st.Mode & 0o7777), ModTime: time.Unix(st.Mtim.Unix())}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
+		h.Typeflag, h.Name = tar.TypeDir, rel+"/"
 		fd, err := openSame(dirfd, name, path, &st, unix.O_DIRECTORY)
 		if errors.Is(err, unix.EACCES) {
-			h.Typeflag = typeUnreadable
-			return tw.WriteHeader(h)
+			return t.omitted(h, kubeproto.OmittedDenied, 0)
 		}
 		if err != nil {
 			return err
 		}
-		h.Typeflag, h.Name = tar.TypeDir, rel+"/"
-		if err := tw.WriteHeader(h); err != nil {
+		if err := t.tw.WriteHeader(h); err != nil {
 			unix.Close(fd)
 			return err
 		}
-		return walkDir(tw, fd, path, rel+"/")
+		return t.dir(fd, path, rel+"/", depth)
 	case unix.S_IFREG:
+		h.Typeflag = tar.TypeReg
+		// opened first, as the local snapshot does: an unreadable file is omitted as such
 		fd, err := openSame(dirfd, name, path, &st, 0)
 		if errors.Is(err, unix.EACCES) {
-			h.Typeflag = typeUnreadable
-			return tw.WriteHeader(h)
+			return t.omitted(h, kubeproto.OmittedDenied, st.Size)
 		}
 		if err != nil {
 			return err
 		}
 		f := os.NewFile(uintptr(fd), path)
 		defer f.Close()
-		h.Typeflag, h.Size = tar.TypeReg, st.Size
-		if err := tw.WriteHeader(h); err != nil {
+		if st.Size > t.lim.MaxFileBytes || st.Size > t.lim.MaxTotalBytes-t.written {
+			return t.omitted(h, kubeproto.OmittedSize, st.Size) // the reader omits it for the cap it is over
+		}
+		h.Size = st.Size
+		if err := t.tw.WriteHeader(h); err != nil {
 			return err
 		}
-		if _, err := io.CopyN(tw, f, st.Size); err != nil {
+		if _, err := io.CopyN(t.tw, f, st.Size); err != nil {
 			return fmt.Errorf("%s: %w (its size changed while it was read)", path, err)
 		}
+		t.written += st.Size
 		return nil
 	case unix.S_IFLNK:
 		buf := make([]byte, unix.PathMax)
@@ -280,9 +318,9 @@ func writeEntry(tw *tar.Writer, dirfd int, path, name, rel string) error {
 		}
 		h.Devmajor, h.Devminor = int64(unix.Major(st.Rdev)), int64(unix.Minor(st.Rdev))
 	default:
-		h.Typeflag = typeSocket
+		h.Typeflag = kubeproto.TarTypeSocket
 	}
-	return tw.WriteHeader(h)
+	return t.tw.WriteHeader(h)
 }
 
 // openSame opens name in dirfd without following a link or blocking, and checks that it is

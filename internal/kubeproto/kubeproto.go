@@ -92,7 +92,42 @@ type Probe struct {
 // Dir is the payload of FrameCopyIn and FrameCopyOut.
 type Dir struct {
 	Dir string `json:"dir"`
+	// Limits bound a CopyOut stream at its source (nil: unbounded, as for CopyIn).
+	Limits *CopyLimits `json:"limits,omitempty"`
 }
+
+// CopyLimits are the snapshot caps the init applies while it writes a CopyOut stream: a
+// file over MaxFileBytes, or over what MaxTotalBytes leaves, is sent as a header without
+// data (PAXOmitted "size"); the stream ends after the entry that goes past MaxEntries or
+// MaxPathBytes (that entry is sent without data, so the reader sees the cap reached); below
+// a directory MaxDepth deep only its first name is sent, without data (so the reader sees
+// that it is not empty), and the entries counted are those MaxDepth deep at most.
+type CopyLimits struct {
+	MaxFileBytes  int64 `json:"max_file_bytes"`
+	MaxTotalBytes int64 `json:"max_total_bytes"`
+	MaxEntries    int   `json:"max_entries"`
+	MaxDepth      int   `json:"max_depth"`
+	MaxPathBytes  int64 `json:"max_path_bytes"`
+}
+
+// The PAX records and type of a CopyOut entry whose data the init does not send; the
+// controller records such an entry as the local snapshot records the same one.
+const (
+	// PAXOmitted says why: OmittedDenied (the init may not open it) or OmittedSize (a cap).
+	PAXOmitted = "CEVAL.omitted"
+	// PAXSize is the entry's real size (its header's Size is 0: no data follows).
+	PAXSize = "CEVAL.size"
+	// PAXUnfinished, on the entry one past a cap (the stream's last), has one byte per
+	// directory on its way, the root first: '1' when that directory has names after it
+	// (its listing is cut), '0' when not.
+	PAXUnfinished = "CEVAL.unfinished"
+
+	OmittedDenied = "denied"
+	OmittedSize   = "size"
+
+	// TarTypeSocket marks a socket, for which tar has no type.
+	TarTypeSocket byte = 's'
+)
 
 // Open is the payload of FrameOpen.
 type Open struct {
