@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
 )
 
 // killWait bounds how long Wait waits for the task to report its exit after SIGKILL to
@@ -309,10 +311,48 @@ func (t *Task) deleteInBackground(ctx context.Context) <-chan struct{} {
 	return done
 }
 
+// outputDrainLimit bounds how long finishOutputs waits for the client's copier to empty the
+// output pipes.
+const outputDrainLimit = 5 * time.Second
+
+// drainPipes waits, up to limit, until the FIFOs at paths hold no unread byte (FIONREAD on a
+// read end of our own, which reads nothing: the client's copier shares the same pipe). A
+// path that is not a FIFO (a log URI) or cannot be opened is skipped.
+func drainPipes(limit time.Duration, paths ...string) {
+	deadline := time.Now().Add(limit)
+	for _, p := range paths {
+		if p == "" || strings.Contains(p, "://") {
+			continue
+		}
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+			for wait := 100 * time.Microsecond; time.Now().Before(deadline); wait = min(2*wait, 5*time.Millisecond) {
+				n, err := unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD
+				if err != nil || n == 0 {
+					break
+				}
+				time.Sleep(wait)
+			}
+		}
+		unix.Close(fd)
+	}
+}
+
 // finishOutputs waits until the client has copied the last byte of stdout and stderr, which
 // the shim sends and then closes at PID 1's exit (every other writer died with the PID
 // namespace), or until deleted is closed (the deletion closes the IO), then closes the files.
 func (t *Task) finishOutputs(deleted <-chan struct{}) error {
+	// Called once every writer but the shim is gone. Delete cancels the client's copier,
+	// which closes the pipes' read ends: what it had not read yet would be lost (under load a
+	// short-lived agent's whole output was). So wait until the pipes are empty first.
+	if io := t.task.IO(); io != nil {
+		cfg := io.Config()
+		drainPipes(outputDrainLimit, cfg.Stdout, cfg.Stderr)
+	}
 	copied := make(chan struct{})
 	go func() {
 		if io := t.task.IO(); io != nil {
