@@ -136,6 +136,11 @@ type Snapshot struct {
 // (src missing or not a directory, dst not creatable, a write to dst failing), in which
 // case dst is removed.
 func Take(src, dst string, lim Limits) (*Snapshot, error) {
+	return takeFrom(src, dst, lim, nil)
+}
+
+// takeFrom is Take, and TakeStaged when st is set.
+func takeFrom(src, dst string, lim Limits, st *Staged) (*Snapshot, error) {
 	lim, err := lim.WithDefaults()
 	if err != nil {
 		return nil, err
@@ -145,7 +150,7 @@ func Take(src, dst string, lim Limits) (*Snapshot, error) {
 		return nil, err
 	}
 	defer unix.Close(srcFD)
-	return takeInto(srcFD, dst, lim, nil)
+	return takeInto(srcFD, dst, lim, st)
 }
 
 // takeInto creates dst and copies the open directory srcFD into it; on error dst is removed.

@@ -43,16 +43,7 @@ type StandIn struct {
 // TakeStaged is Take of the staging tree src with st's stand-ins and incomplete listings
 // applied, so one set of rules (and reason strings) makes both backends' manifests.
 func TakeStaged(src, dst string, lim Limits, st Staged) (*Snapshot, error) {
-	lim, err := lim.WithDefaults()
-	if err != nil {
-		return nil, err
-	}
-	srcFD, err := openRoot(src)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(srcFD)
-	return takeInto(srcFD, dst, lim, &st)
+	return takeFrom(src, dst, lim, &st)
 }
 
 // standIn records the stand-in si at rel as the walk records such an entry found locally.
