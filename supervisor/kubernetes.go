@@ -465,6 +465,9 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 		out.Exit.CgroupError = fmt.Sprintf("%d process(es) left in the Pod after the kill", exit.Remaining)
 		return out, s.afterGo(ctx, errors.New("processes remained in the Pod after the kill: "+out.Exit.CgroupError))
 	}
+	if out.Exit.Interrupted {
+		return out, nil // Ctrl-C: nothing is collected or graded
+	}
 	if err := s.collectHome(ctx); err != nil {
 		return out, s.afterGo(ctx, err)
 	}
@@ -547,10 +550,32 @@ func (s *kubeSandbox) afterGo(ctx context.Context, err error) error {
 	// between here and the Pod (the API server, the kubelet's port-forward) broke, which the
 	// agent cannot cause (it can neither reach the API nor close the init's socket). The run
 	// is lost, not failed: an experiment tries it again.
-	if code, ended, serr := s.pod.initState(context.WithoutCancel(ctx)); serr == nil && (!ended || code == kubeproto.ExitOrphaned) {
+	if code, ended, serr := s.settledInit(context.WithoutCancel(ctx)); serr == nil && (!ended || code == kubeproto.ExitOrphaned) {
 		return &kube.PodLostError{Reason: "ControlChannelLost", Message: err.Error()}
 	}
+	// The status may only now say how the Pod ended (OOM-killed as a whole, say).
+	if lost := s.stillOurs(ctx); lost != nil {
+		return fmt.Errorf("%w (%v)", lost, err)
+	}
 	return &sandboxBrokenError{err}
+}
+
+// initSettle bounds how long afterGo waits for the API server to report the init's end:
+// the kubelet reports a container's state some time after it changed, and an init whose
+// control connection broke kills everything and exits within its grace.
+var initSettle = 30 * time.Second
+
+// settledInit is the init's state once it ended, or "running" if it still runs after
+// initSettle (a transport that broke while the init lives on).
+func (s *kubeSandbox) settledInit(ctx context.Context) (code int, ended bool, err error) {
+	deadline := time.Now().Add(initSettle)
+	for {
+		code, ended, err = s.pod.initState(ctx)
+		if err != nil || ended || time.Now().After(deadline) {
+			return code, ended, err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // sandboxBrokenError is a Pod's side that failed under the agent (see afterGo).

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
 
@@ -76,6 +77,8 @@ func (p fakePod) initState(context.Context) (int, bool, error) { return p.initCo
 // What breaks the Pod's side after the agent started is the agent's (a FAILURE with the
 // reason), unless the cluster lost the Pod (a retry) or ceval was interrupted.
 func TestKubeFailureAfterGoIsTheAgentsUnlessTheClusterLostThePod(t *testing.T) {
+	defer func(d time.Duration) { initSettle = d }(initSettle)
+	initSettle = 0
 	broke := errors.New("control channel: EOF")
 	var ac interface{ AgentCaused() string }
 
