@@ -436,10 +436,9 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	go func() {
 		select {
 		case <-timer.C:
-			_ = s.sess.Kill("timeout")
+			_ = s.sess.Kill(kubeproto.KillTimeout)
 		case <-s.cfg.Stop:
-			out.Stopped = true
-			_ = s.sess.Kill("stop")
+			_ = s.sess.Kill(kubeproto.KillStop)
 		case <-waitCtx.Done():
 		}
 	}()
@@ -455,12 +454,10 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	if err := s.stillOurs(ctx); err != nil {
 		return out, err
 	}
-	out.Exit = launcher.Exit{Code: exit.Code, TimedOut: exit.TimedOut, Interrupted: exit.Killed == "interrupt",
+	out.Exit = launcher.Exit{Code: exit.Code, TimedOut: exit.TimedOut, Interrupted: exit.Killed == kubeproto.KillInterrupt,
 		Duration: exit.Duration, Reap: exit.Reap, CgroupEmpty: exit.Remaining == 0, OutputCut: stdout.Cut() || stderr.Cut()}
 	out.Resources = launcher.Resources{OOMKills: uint64(max(exit.OOMKills, 0)), MemoryPeakBytes: uint64(max(exit.MemoryPeak, 0))}
-	if exit.Killed != "stop" {
-		out.Stopped = false
-	}
+	out.Stopped = exit.Killed == kubeproto.KillStop // a run budget's stop (SandboxConfig.Stop)
 	if exit.Remaining > 0 {
 		out.Exit.CgroupError = fmt.Sprintf("%d process(es) left in the Pod after the kill", exit.Remaining)
 		return out, s.afterGo(ctx, errors.New("processes remained in the Pod after the kill: "+out.Exit.CgroupError))
