@@ -304,23 +304,10 @@ func (r *Run) Lost(ctx context.Context) error {
 	return nil
 }
 
-// WaitRunning watches the Pod until its agent container runs; a Pod that ends first is an error.
+// WaitRunning watches the Pod until its agent container runs: StartAgent's wait, for a Pod
+// already started (a Pod lost or ended first is an error, as there).
 func (r *Run) WaitRunning(ctx context.Context) (*corev1.Pod, error) {
-	p, err := r.waitFor(ctx, func(p *corev1.Pod) (bool, error) {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			return true, nil
-		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.Name == ContainerName && s.State.Running != nil {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err == nil && p.Status.Phase != corev1.PodRunning {
-		return p, fmt.Errorf("pod %s/%s ended (%s) before it ran", r.Namespace, r.Name, p.Status.Phase)
-	}
-	return p, err
+	return r.waitFor(ctx, agentStarted)
 }
 
 // Collect deletes, in namespace, every Pod and NetworkPolicy that ceval made for controller
