@@ -24,11 +24,12 @@ type workload struct {
 	argv  []string
 	hello bool // time from exec to the first byte on stdout (the worker's hello), then close stdin
 	times []time.Duration
+	cpu   []time.Duration // user+system time of the process, to its exit
 }
 
 func main() {
 	n := flag.Int("n", 40, "rounds")
-	ceval := flag.String("ceval", "bin/ceval", "the ceval binary")
+	cevals := flag.String("ceval", "bin/ceval", "the ceval binary; several, comma-separated, are measured side by side")
 	empty := flag.String("empty", "", "an empty Go program (anchor)")
 	ctr := flag.String("ctr", "ctr", "ctr (anchor)")
 	worker := flag.String("worker", "", "the WASM worker's argv, space-separated (default: CEVAL __wasm-worker)")
@@ -43,33 +44,41 @@ func main() {
 	taskFile := filepath.Join(dir, "static.yaml")
 	check(os.WriteFile(taskFile, []byte("task_id: grade-static\ninitial_prompt: x\nsuccess_criteria:\n  - {type: file_exists, path: a.txt}\n"), 0o644))
 
-	wargv := []string{*ceval, "__wasm-worker"}
-	if *worker != "" {
-		wargv = strings.Fields(*worker)
-	}
-	ws_ := []*workload{
-		{name: "ctr --help", argv: []string{*ctr, "--help"}},
-		{name: "ceval --help", argv: []string{*ceval, "--help"}},
-		{name: "ceval version", argv: []string{*ceval, "version"}},
-		{name: "ceval grade (1 static criterion)", argv: []string{*ceval, "grade", taskFile, "--workspace", ws}},
-		{name: "wasm worker exec-to-hello", argv: wargv, hello: true},
+	ws_ := []*workload{{name: "ctr --help", argv: []string{*ctr, "--help"}}}
+	bins := strings.Split(*cevals, ",")
+	for _, ceval := range bins {
+		tag := ""
+		if len(bins) > 1 {
+			tag = " [" + filepath.Base(ceval) + "]"
+		}
+		wargv := []string{ceval, "__wasm-worker"}
+		if *worker != "" {
+			wargv = strings.Fields(*worker)
+		}
+		ws_ = append(ws_,
+			&workload{name: "ceval --help" + tag, argv: []string{ceval, "--help"}},
+			&workload{name: "ceval version" + tag, argv: []string{ceval, "version"}},
+			&workload{name: "ceval grade (1 static criterion)" + tag, argv: []string{ceval, "grade", taskFile, "--workspace", ws}},
+			&workload{name: "wasm worker exec-to-hello" + tag, argv: wargv, hello: true})
 	}
 	if *empty != "" {
 		ws_ = append([]*workload{{name: "empty Go binary", argv: []string{*empty}}}, ws_...)
 	}
 	for _, w := range ws_ { // warm the page cache once
-		w.run()
+		_, _ = w.run()
 	}
 	for r := 0; r < *n; r++ {
 		for i := range ws_ {
 			w := ws_[(i+r)%len(ws_)]
-			w.times = append(w.times, w.run())
+			d, cpu := w.run()
+			w.times, w.cpu = append(w.times, d), append(w.cpu, cpu)
 		}
 	}
 	var emptyMed, ctrMed time.Duration
-	fmt.Printf("%-36s %9s %9s %9s %8s %8s\n", "workload", "median", "p25", "p75", "/empty", "/ctr")
+	fmt.Printf("%-50s %9s %9s %9s %8s %8s %9s\n", "workload", "median", "p25", "p75", "/empty", "/ctr", "cpu")
 	for _, w := range ws_ {
 		slices.Sort(w.times)
+		slices.Sort(w.cpu)
 		med := w.times[len(w.times)/2]
 		switch w.name {
 		case "empty Go binary":
@@ -83,16 +92,17 @@ func main() {
 			}
 			return fmt.Sprintf("%.2fx", float64(med)/float64(a))
 		}
-		fmt.Printf("%-36s %9s %9s %9s %8s %8s\n", w.name, ms(med), ms(w.times[len(w.times)/4]), ms(w.times[len(w.times)*3/4]), ratio(emptyMed), ratio(ctrMed))
+		fmt.Printf("%-50s %9s %9s %9s %8s %8s %9s\n", w.name, ms(med), ms(w.times[len(w.times)/4]), ms(w.times[len(w.times)*3/4]), ratio(emptyMed), ratio(ctrMed), ms(w.cpu[len(w.cpu)/2]))
 	}
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microseconds())/1000) }
 
-// run times one execution. The worker is started as the Executor starts it: empty
+// run times one execution and returns its wall time and its CPU time (median CPU is less
+// sensitive to other load on the machine than wall time). The worker is started as the Executor starts it: empty
 // environment, "/" as its directory, from a thread with no_new_privs, and as uid 2000 when
 // root.
-func (w *workload) run() time.Duration {
+func (w *workload) run() (time.Duration, time.Duration) {
 	cmd := exec.Command(w.argv[0], w.argv[1:]...)
 	if !w.hello {
 		t0 := time.Now()
@@ -101,7 +111,7 @@ func (w *workload) run() time.Duration {
 			fmt.Fprintf(os.Stderr, "%s: %v\n%s", w.name, err, out)
 			os.Exit(1)
 		}
-		return time.Since(t0)
+		return time.Since(t0), cpuTime(cmd)
 	}
 	cmd.Env, cmd.Dir = []string{}, "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -133,7 +143,11 @@ func (w *workload) run() time.Duration {
 	stdin.Close()
 	_, _ = io.Copy(io.Discard, stdout)
 	_ = cmd.Wait()
-	return d
+	return d, cpuTime(cmd)
+}
+
+func cpuTime(cmd *exec.Cmd) time.Duration {
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 func check(err error) {
