@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/internal/initgc"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/wasm"
@@ -107,6 +108,10 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newImportCmd(), newSchemaCmd())
 	return root
 }
+
+// The collector was off while the packages initialised (internal/initgc); the main
+// package's init runs after all of theirs.
+func init() { initgc.Restore() }
 
 func main() {
 	// ceval re-executes itself as the unprivileged worker that runs WASM criteria.
