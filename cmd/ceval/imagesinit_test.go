@@ -70,3 +70,14 @@ func TestImagesBuildInitRefusesADynamicBusybox(t *testing.T) {
 		t.Errorf("a failed build-init left %v", entries)
 	}
 }
+
+// build-init's help names the default init image; the name is computed only for that help
+// (hashing the embedded binaries cost every command ~3 ms when it was built into the text).
+func TestImagesBuildInitHelpNamesTheDefaultImage(t *testing.T) {
+	for _, args := range [][]string{{"images", "build-init", "--help"}, {"help", "images", "build-init"}} {
+		r := ceval(t, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "(default name "+images.InitName()+",") || strings.Contains(r.stdout, "%!") {
+			t.Errorf("ceval %s: exit %d, stdout:\n%s", strings.Join(args, " "), r.code, r.stdout)
+		}
+	}
+}
