@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // Layout of a built bundle directory.
@@ -68,8 +69,8 @@ func Digest(entries []Entry) string {
 }
 
 var (
-	hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	octalMode = regexp.MustCompile(`^0[0-7]{3}$`)
+	hexSHA256 = lazyregexp.New(`^[0-9a-f]{64}$`)
+	octalMode = lazyregexp.New(`^0[0-7]{3}$`)
 )
 
 // ParseManifest decodes and checks a manifest strictly: known fields only, entries in path

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -19,6 +18,8 @@ import (
 	"github.com/containerd/containerd/v2/core/images/archive"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // DockerfileOptions says how to build an image from a Dockerfile.
@@ -31,8 +32,8 @@ type DockerfileOptions struct {
 }
 
 var (
-	buildArgPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-	fromPattern     = regexp.MustCompile(`(?i)^(\s*FROM\s+)((?:--platform=\S+\s+)?)(\S+)(.*)$`)
+	buildArgPattern = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	fromPattern     = lazyregexp.New(`(?i)^(\s*FROM\s+)((?:--platform=\S+\s+)?)(\S+)(.*)$`)
 )
 
 // BuildDockerfile builds a Dockerfile with buildah (Debian's, no daemon) and imports the

@@ -3,6 +3,7 @@ package images
 import (
 	"bufio"
 	"bytes"
+	"ceval.dev/ceval/internal/lazyregexp"
 	"ceval.dev/ceval/policy"
 	"context"
 	"crypto/sha256"
@@ -12,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -103,10 +103,10 @@ type PackageBuild struct {
 }
 
 var (
-	debPackagePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
-	suitePattern      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
-	pipNamePattern    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+$`)
-	pipHashPattern    = regexp.MustCompile(`^--hash=sha256:[0-9a-f]{64}$`)
+	debPackagePattern = lazyregexp.New(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
+	suitePattern      = lazyregexp.New(`^[a-z][a-z0-9-]{0,31}$`)
+	pipNamePattern    = lazyregexp.New(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+$`)
+	pipHashPattern    = lazyregexp.New(`^--hash=sha256:[0-9a-f]{64}$`)
 )
 
 // checkImageName refuses, before minutes of building, a name containerd would refuse.

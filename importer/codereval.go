@@ -7,11 +7,12 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // Problem is one field of an input that has no ceval equivalent (Unmapped) or that was
@@ -374,7 +375,7 @@ type sandboxOut struct{ envPass []string }
 var limitNames = map[string]string{"max_memory_mb": "memory_mb", "max_cpus": "cpus", "max_pids": "pids", "max_disk_mb": "disk_mb"}
 
 // pinned is a requirement ceval's package images take: NAME==VERSION.
-var pinned = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$`)
+var pinned = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$`)
 
 func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 	var out sandboxOut

@@ -1,11 +1,11 @@
 package importer
 
 import (
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"ceval.dev/ceval/internal/lazyregexp"
 	"ceval.dev/ceval/task"
 )
 
@@ -40,7 +40,7 @@ print("unresolved: " + ", ".join(missing) if missing else "%d imports resolve" %
 `
 
 // taskDirRef finds $TASK_DIR and ${TASK_DIR} in a command, each with the path after it.
-var taskDirRef = regexp.MustCompile(`\$(?:TASK_DIR\b|\{TASK_DIR\})(/[^\s'";|&)<>]*)?`)
+var taskDirRef = lazyregexp.New(`\$(?:TASK_DIR\b|\{TASK_DIR\})(/[^\s'";|&)<>]*)?`)
 
 // taskDirFiles returns the task-directory entries a command names through $TASK_DIR (the
 // first component of each path after it, which becomes a grader file at /task), and whether

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // tomlValue is one value of the task.toml subset Harbor tasks use: a string, number or
@@ -88,7 +89,7 @@ func stripComment(line string) string {
 	return line
 }
 
-var notID = regexp.MustCompile(`[^a-z0-9_-]+`)
+var notID = lazyregexp.New(`[^a-z0-9_-]+`)
 
 // Harbor converts one Harbor / Terminal-Bench 2 task directory (task.toml, instruction.md,
 // environment/, tests/, solution/) into a ceval task: its YAML and the problems. The tests

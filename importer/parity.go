@@ -2,12 +2,13 @@ package importer
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // coder_eval's defaults for the fields mapped here, which differ from ceval's own.
@@ -307,7 +308,7 @@ func (c *conv) mutationSteps(ch mutationChain) (steps []*yaml.Node, affix *yaml.
 }
 
 // pythonBackref matches Python's group references in a re.sub replacement.
-var pythonBackref = regexp.MustCompile(`\\(\d+)|\\g<(\w+)>`)
+var pythonBackref = lazyregexp.New(`\\(\d+)|\\g<(\w+)>`)
 
 // pythonReplacement turns a Python re.sub replacement into Go's regexp expansion: \1 and
 // \g<name> become ${1} and ${name}, and a literal $ becomes $$.

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 
+	"ceval.dev/ceval/internal/lazyregexp"
 	"ceval.dev/ceval/policy"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -129,8 +129,8 @@ type Mount struct {
 }
 
 var (
-	envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	idRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	envKey = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	idRe   = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
 // withDefaults returns cfg with zero fields set to their defaults.

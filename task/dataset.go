@@ -8,21 +8,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // MaxDatasetRows bounds the rows of one dataset.
 const MaxDatasetRows = 10000
 
 // rowRef is a reference to a row's field in a dataset task.
-var rowRef = regexp.MustCompile(`\$\{row\.([A-Za-z0-9_-]*)\}`)
+var rowRef = lazyregexp.New(`\$\{row\.([A-Za-z0-9_-]*)\}`)
 
 // rowIDPattern is what a row's id may be (it becomes part of the task's ID, task_id.row).
-var rowIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+var rowIDPattern = lazyregexp.New(`^[a-z0-9][a-z0-9_.-]*$`)
 
 // datasetFields are where ${row.field} is substituted; anywhere else it is an error.
 var datasetFields = []string{"initial_prompt", "sandbox", "success_criteria"}

@@ -10,12 +10,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // DefaultVariant is the variant of an experiment that lists none: each task as written.
@@ -95,7 +96,7 @@ type ExperimentOptions struct {
 	Tasks []string
 }
 
-var overridePath = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+var overridePath = lazyregexp.New(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
 // IsExperiment reports whether the file at path looks like an experiment file (a mapping
 // with experiment_id) rather than a task file. Unreadable or invalid YAML is not one, so

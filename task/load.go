@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/internal/lazyregexp"
 	"ceval.dev/ceval/mockd/fixture"
 	"ceval.dev/ceval/policy"
 )
@@ -25,9 +26,9 @@ import (
 const MaxTaskFileBytes = 4 << 20
 
 var (
-	taskIDPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	sha256Pattern  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	taskIDPattern  = lazyregexp.New(`^[a-z0-9][a-z0-9_-]*$`)
+	envNamePattern = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256Pattern  = lazyregexp.New(`^[0-9a-f]{64}$`)
 )
 
 // Load reads and validates the task file at path. Invalid input is reported as Problems
@@ -146,7 +147,7 @@ func readDoc(name string, data []byte, what string) (*yaml.Node, error) {
 	return &doc, nil
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = lazyregexp.New(`^yaml: line (\d+): (.*)$`)
 
 func yamlProblem(name string, err error) Problem {
 	p := Problem{File: name, Msg: "not valid YAML: " + contentFreeYAMLError(err.Error())}
@@ -429,7 +430,7 @@ func (l *loader) gateway(n *yaml.Node) (g *Gateway, fixture *transcript.Fixture,
 }
 
 // pluginName is what a plugin's directory must be called to get a default mount.
-var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var pluginName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // reservedMounts are container paths the sandbox mounts itself; a plugin may neither
 // replace, cover nor sit inside one (the oci package enforces the same).
@@ -484,7 +485,7 @@ func (l *loader) plugins(n *yaml.Node) []Plugin {
 }
 
 // mockTool is what a mocked tool may be called: a plain command name.
-var mockTool = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var mockTool = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 func (l *loader) protectedMocks(n *yaml.Node) []ProtectedMock {
 	var out []ProtectedMock

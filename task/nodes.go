@@ -2,9 +2,10 @@ package task
 
 import (
 	"fmt"
-	"regexp"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // MaxYAMLNodes is the node budget of one task or experiment file, and of each task merged
@@ -131,7 +132,7 @@ func (c *nodeCounter) expanded(n *yaml.Node) (int, bool) {
 }
 
 // yamlAnchorName matches the anchor names the YAML library quotes in its messages.
-var yamlAnchorName = regexp.MustCompile(`anchor '[^']*'`)
+var yamlAnchorName = lazyregexp.New(`anchor '[^']*'`)
 
 // contentFreeYAMLError drops the anchor names the YAML library quotes, so that a YAML
 // error never shows text of the file (which may not be a task file at all).

@@ -4,11 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // PackageImageRepo is where the images tasks get from sandbox.packages are named:
@@ -20,10 +21,10 @@ const MaxPackages = 256
 
 var (
 	// A Debian package name, optionally =VERSION; nothing that could pass for an option.
-	debPackagePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
+	debPackagePattern = lazyregexp.New(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
 	// A pinned pip requirement, NAME==VERSION, optionally followed by --hash=sha256:HEX.
-	pipPinPattern  = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+$`)
-	pipHashPattern = regexp.MustCompile(`^--hash=sha256:[0-9a-f]{64}$`)
+	pipPinPattern  = lazyregexp.New(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?(\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+$`)
+	pipHashPattern = lazyregexp.New(`^--hash=sha256:[0-9a-f]{64}$`)
 )
 
 // PackageImage is the image a task with sandbox.packages or sandbox.pip gets (built once

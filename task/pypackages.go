@@ -5,18 +5,19 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // PythonPackagesDir is where Debian's python3-* packages install pure-Python modules:
 // python_packages resolve there (apt pins and checks what it installed).
 var PythonPackagesDir = "/usr/lib/python3/dist-packages"
 
-var pythonModuleName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var pythonModuleName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // nativeSuffixes are files CPython for WASI cannot load.
 var nativeSuffixes = []string{".so", ".pyd", ".dylib", ".dll"}

@@ -2,10 +2,11 @@ package task
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // Fields of the tool-call criteria. command_executed keeps its protected-mock form (pattern)
@@ -27,7 +28,7 @@ func init() {
 
 // skillName is what a skill_used skill may be: a plugin skill's directory name, optionally
 // with its plugin's namespace.
-var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*(:[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
+var skillName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]*(:[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
 
 // toolCallFields are the decoders of the tool-call criteria's fields.
 func (l *loader) toolCallFields(what string, c *Criterion) map[string]func(*yaml.Node) {

@@ -11,13 +11,14 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
+
+	"ceval.dev/ceval/internal/lazyregexp"
 )
 
 // Wheel is one python_wheels entry: a pure-Python wheel (py3-none-any) from the task's
@@ -54,7 +55,7 @@ const (
 )
 
 // wheelName is NAME-VERSION(-BUILD)?-PYTHON-ABI-PLATFORM.whl (PEP 427).
-var wheelName = regexp.MustCompile(`^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)(-[0-9][A-Za-z0-9_.]*)?-([A-Za-z0-9_.]+)-([A-Za-z0-9_.]+)-([A-Za-z0-9_.]+)\.whl$`)
+var wheelName = lazyregexp.New(`^([A-Za-z0-9_.]+)-([A-Za-z0-9_.!+]+)(-[0-9][A-Za-z0-9_.]*)?-([A-Za-z0-9_.]+)-([A-Za-z0-9_.]+)-([A-Za-z0-9_.]+)\.whl$`)
 
 // pythonWheels reads python_wheels: [{path: wheels/NAME-VER-py3-none-any.whl, sha256: HEX}].
 func (l *loader) pythonWheels(n *yaml.Node, what string, dst *[]*Wheel) {
