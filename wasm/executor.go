@@ -3,6 +3,8 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -416,6 +418,9 @@ func (e *Executor) loadModule(ctx context.Context, m *taskModule) error {
 		return fmt.Errorf("wasm: load module: %w", err)
 	}
 	if r.Err != "" {
+		if sum := sha256.Sum256(m.data); hex.EncodeToString(sum[:]) != m.digest {
+			r.Err += fmt.Sprintf("; ceval's copy of the module changed since it was read (sha256 now %x)", sum)
+		}
 		return fmt.Errorf("wasm: module %s: %s", m.digest[:12], r.Err)
 	}
 	e.w.modules[key] = true

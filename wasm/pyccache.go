@@ -23,7 +23,7 @@ import (
 // load 6-10.
 
 // pycCacheMagic starts a cache file; its version changes with the format.
-const pycCacheMagic = "ceval-pytest-pyc-1\n"
+const pycCacheMagic = "ceval-pytest-pyc-4\n"
 
 // maxPycCacheBytes bounds a cache file read back.
 const maxPycCacheBytes = 128 << 20
@@ -104,13 +104,19 @@ func readPycCache(kind, key string) ([]pycFile, error) {
 		if !ok {
 			return nil, errors.New("truncated pytest bytecode cache file")
 		}
-		if !strings.HasSuffix(string(name), ".pyc") || path.Base(path.Dir(string(name))) != "__pycache__" {
-			return nil, fmt.Errorf("pytest bytecode cache file names %q, not a __pycache__/*.pyc", name)
+		if !isPycName(string(name)) {
+			return nil, fmt.Errorf("pytest bytecode cache file names %q, not a __pycache__/*.pyc or the codegen file", name)
 		}
 		files = append(files, pycFile{string(name), bytes.Clone(data)})
 		payload = rest
 	}
 	return files, nil
+}
+
+// isPycName says whether name, a path in a view, is one the compile run may produce: a
+// __pycache__/*.pyc, or the codegen file of pytest's boot.
+func isPycName(name string) bool {
+	return name == pytestCodegenFile || strings.HasSuffix(name, ".pyc") && path.Base(path.Dir(name)) == "__pycache__"
 }
 
 // cutField splits a big-endian uint32 length and that many bytes off b.

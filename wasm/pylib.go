@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -25,16 +24,55 @@ import (
 // sitecustomize (/ceval/python, which every python3 of a run_command imports) is compiled
 // the same way when the worker loads CPython: compiling it on every start cost 11 ms.
 
-// pylibCompile compiles every .py under /ceval into /tmp/pyc/ceval/.../__pycache__.
-const pylibCompile = `import os, py_compile, importlib.util
+// pylibCompile compiles every .py under /ceval into /tmp/pyc/ceval/.../__pycache__ as
+// timestamp-checked .pyc files (PEP 552: magic, flags 0, the source's mtime and size, the
+// marshalled code), with the compile() flags in cevalFlags (set before it runs).
+const pylibCompile = `import os, sys, marshal, importlib.util
 for root, dirs, files in os.walk("/ceval"):
     dirs[:] = [d for d in dirs if d != "__pycache__"]
     for f in files:
         if f.endswith(".py"):
             src = os.path.join(root, f)
             dst = "/tmp/pyc" + importlib.util.cache_from_source(src)
+            try:
+                with open(src, "rb") as fh:
+                    data = fh.read()
+                code = compile(data, src, "exec", flags=cevalFlags, dont_inherit=True)
+            except (OSError, SyntaxError, ValueError):
+                continue
+            st = os.stat(src)
             os.makedirs(os.path.dirname(dst), exist_ok=True)
-            py_compile.compile(src, cfile=dst, doraise=False)
+            with open(dst, "wb") as fh:
+                fh.write(importlib.util.MAGIC_NUMBER + bytes(4) + (int(st.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") + (st.st_size & 0xFFFFFFFF).to_bytes(4, "little") + marshal.dumps(code))
+`
+
+// pylibCompileSite compiles ceval's sitecustomize as CPython would.
+const pylibCompileSite = "cevalFlags = 0\n" + pylibCompile
+
+// pylibCompilePytest compiles pytest's packages with their annotations kept as strings
+// (PEP 563, as `from __future__ import annotations` would): evaluating pytest's typing
+// annotations at import, in def after def, was some 10% of each pytest start under wazero.
+// pytest, pluggy and attrs read annotations at run time only for names (attrs' auto_attribs
+// fields, NamedTuple fields, ClassVar spotted by its string), which strings keep. The
+// workspace's code and the task's tests are compiled by CPython as usual.
+const pylibCompilePytest = "import __future__\ncevalFlags = __future__.annotations.compiler_flag\n" + pylibCompile
+
+// pylibCodegen then runs the pytest boot's imports as the boot does and keeps what compile()
+// made meanwhile (pytestCodegenFile), for the boot to answer the same calls with. Its
+// imports compile pytest's sources as pylibCompile did (cevalFlags), so that the flags
+// compile() inherits from its callers, part of each key, are those of the boot's run.
+const pylibCodegen = `import marshal, importlib.machinery
+def cevalSourceToCode(self, data, path, *, _optimize=-1):
+    return compile(data, path, "exec", flags=cevalFlags, dont_inherit=True, optimize=_optimize)
+importlib.machinery.SourceFileLoader.source_to_code = cevalSourceToCode
+sys.path[:0] = ["/ceval", "/ceval/packages"]
+` + pytestCompileHook + `codegen = {"code": {}, "re": {}}
+cevalCompileHook({}, codegen["code"])
+cevalRegexHook({}, codegen["re"])
+` + pytestLazyMetadata + pytestImports + `import _pytest.junitxml
+_pytest.junitxml.bin_xml_escape("") # compiles the escape pattern every report uses
+with open("/tmp/pyc/ceval/` + pytestCodegenFile + `", "wb") as f:
+    marshal.dump(codegen, f)
 `
 
 // pylibCompileLimits bound the one-off compile run.
@@ -50,7 +88,7 @@ func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit u
 		return "", nil
 	}
 	st.pylibCompiled = true
-	how, err := st.compileCeval("pytest", py, pyDigest, st.pylib, memoryLimit)
+	how, err := st.compileCeval("pytest", py, pyDigest, st.pylib, memoryLimit, pylibCompilePytest+pylibCodegen)
 	if err != nil {
 		return how, fmt.Errorf("compile pytest's packages: %w", err)
 	}
@@ -64,7 +102,7 @@ func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit u
 // failure leaves the sources alone: CPython then compiles as it imports, slower but the
 // same. kind names the cache file ("pytest", "site"). It says how the bytecode was had
 // (pylibCompiledNow, pylibFromCache).
-func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, view *memFS, memoryLimit uint64) (string, error) {
+func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, view *memFS, memoryLimit uint64, script string) (string, error) {
 	key := pycCacheKey(pyDigest, view)
 	if st.cache != nil {
 		if files, err := readPycCache(kind, key); err == nil {
@@ -81,7 +119,7 @@ func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, 
 	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithArgs("python3", "-I", "-S", "-c", pylibCompile).
+		WithArgs("python3", "-I", "-S", "-c", script).
 		WithFSConfig(fsc).
 		WithSysWalltime().
 		WithSysNanotime().
@@ -139,7 +177,7 @@ func collectPyc(n *node, dir string, out []pycFile) []pycFile {
 		switch {
 		case child.isDir():
 			out = collectPyc(child, p, out)
-		case child.mode.IsRegular() && strings.HasSuffix(name, ".pyc") && path.Base(dir) == "__pycache__":
+		case child.mode.IsRegular() && isPycName(p):
 			out = append(out, pycFile{p, bytes.Clone(child.data)})
 		}
 	}

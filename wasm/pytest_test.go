@@ -237,3 +237,44 @@ func pyLib(r *runReply) string {
 	}
 	return r.PyLib
 }
+
+// TestPytestStartShortcutsAreInvisibleToTheTests: what makes pytest start faster in the
+// sandbox (compile() and re answered from what the worker's one-off run recorded,
+// importlib.metadata loaded on first use, pytest's own packages compiled with annotations
+// as strings) must not show in the tests' world: the builtin compile is back, metadata
+// works when used, the task's own code keeps evaluated annotations, and patterns compile.
+// It also checks that the recording exists and that pytest's bytecode is ceval's.
+func TestPytestStartShortcutsAreInvisibleToTheTests(t *testing.T) {
+	dir, c := pytestTask(t)
+	check := `import builtins, importlib.metadata, marshal, re
+import _pytest.nodes
+
+def annotated(a: int) -> str:
+    return str(a)
+
+def test_shortcuts():
+    assert type(builtins.compile).__name__ == "builtin_function_or_method"
+    code = compile("def g(x: int): return x", "<t>", "exec")
+    ns = {}
+    exec(code, ns)
+    assert ns["g"].__annotations__["x"] is int
+    assert annotated.__annotations__ == {"a": int, "return": str}
+    assert importlib.metadata.version("pytest") == "7.2.1"
+    assert re.compile("a+b", re.I).match("AAB")
+    assert re.sub("[^\u0009\u000A\u000D\u0020-\u007E\u0080-\uD7FF\uE000-\uFFFD\u10000-\u10FFFF]", "?", "a\x01b") == "a?b"
+    assert _pytest.nodes.Node.__init__.__annotations__["name"] == "str"
+    with open("/ceval/__pycache__/ceval-codegen.marshal", "rb") as f:
+        recorded = marshal.loads(f.read())
+    assert len(recorded["code"]) > 100 and len(recorded["re"]) > 20, (len(recorded["code"]), len(recorded["re"]))
+`
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_shortcuts.py"), []byte(check), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{"solution.py": goodSolution}, nil)
+	for i := range 2 { // the recording run, then a run that uses it
+		if _, score, details := runScript(t, e, c, s, nil); score != 1 || !strings.Contains(details, "21/21 passed") {
+			t.Fatalf("run %d: score %v, want 1 with 21 tests (details %s)", i, score, details)
+		}
+	}
+}

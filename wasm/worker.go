@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -223,6 +224,9 @@ func (st *workerState) load(b []byte) moduleReply {
 	if err != nil {
 		rt.Close(ctx)
 		r.Err = fmt.Sprintf("compile: %v", err)
+		if sum := sha256.Sum256(wasm); hex.EncodeToString(sum[:]) != key.digest {
+			r.Err += fmt.Sprintf(" (the %d bytes received have sha256 %x, not the digest sent with them)", len(wasm), sum)
+		}
 		return r
 	}
 	c := &compiled{rt: rt, cm: cm}
@@ -235,7 +239,7 @@ func (st *workerState) load(b []byte) moduleReply {
 			r.Err = err.Error()
 			return r
 		}
-		r.SiteBytecode, err = st.compileCeval("site", c, key.digest, st.cevalSite(), DefaultMemoryLimit)
+		r.SiteBytecode, err = st.compileCeval("site", c, key.digest, st.cevalSite(), DefaultMemoryLimit, pylibCompileSite)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "ceval wasm worker: compile ceval's sitecustomize: %v\n", err)
 		}
