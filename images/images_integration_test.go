@@ -409,3 +409,35 @@ func TestPreflightCacheHitDoesNotRescan(t *testing.T) {
 		t.Errorf("cached reports differ:\n%+v\n%+v\n%+v", cold, warm, disk)
 	}
 }
+
+// An image retagged after its name's report was cached (a tag moved to one with a setuid
+// file) must be scanned, not served the report of the manifest the name used to mean.
+func TestPreflightOfRetaggedImageIsNotServedTheOldReport(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	name := testImageName(t)
+	clean := importLayers(t, ctx, c, name, true,
+		layerTar(t, dirEntry("home/agent/", 2000, 2000), file("etc/passwd", agentPasswd, 0o644)))
+	pc, err := NewPreflightCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := pc.PreflightOf(ctx, c, clean)
+	if err != nil || rep.Runnable() != nil {
+		t.Fatalf("clean image: report %+v, err %v; want runnable", rep, err)
+	}
+	if again, err := pc.PreflightOf(ctx, c, clean); err != nil || !again.Cached || pc.scans.Load() != 1 {
+		t.Fatalf("clean image again: cached %v, scans %d, err %v; want a cache hit", again != nil && again.Cached, pc.scans.Load(), err)
+	}
+	moved := importLayers(t, ctx, c, name, true,
+		layerTar(t, dirEntry("home/agent/", 2000, 2000), file("etc/passwd", agentPasswd, 0o644), file("usr/bin/sudo", "x", 0o4755)))
+	if moved.ManifestDigest == clean.ManifestDigest {
+		t.Fatal("the retagged image has the same manifest digest")
+	}
+	rep, err = pc.PreflightOf(ctx, c, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cached || rep.Image != moved || !errors.Is(rep.Runnable(), ErrNotRunnable) {
+		t.Errorf("retagged image: cached %v, image %+v, Runnable() %v; want a fresh scan of %+v refusing /usr/bin/sudo", rep.Cached, rep.Image, rep.Runnable(), moved)
+	}
+}
