@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/image-spec/identity"
 	"reflect"
 	"testing"
 	"time"
@@ -440,4 +441,39 @@ func TestPreflightOfRetaggedImageIsNotServedTheOldReport(t *testing.T) {
 	if rep.Cached || rep.Image != moved || !errors.Is(rep.Runnable(), ErrNotRunnable) {
 		t.Errorf("retagged image: cached %v, image %+v, Runnable() %v; want a fresh scan of %+v refusing /usr/bin/sudo", rep.Cached, rep.Image, rep.Runnable(), moved)
 	}
+}
+
+// The quick check that the default image is unpacked (one Stat of its chain ID) must still
+// see a snapshot that went missing (containerd's GC, a `ctr snapshot rm`) and unpack again,
+// or every container of the run would fail to create.
+func TestEnsureDefaultUnpacksAgainWhenItsSnapshotIsGone(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	needBusybox(t)
+	name := testImageName(t)
+	deleteImageAtEnd(t, ctx, c, name)
+	if _, err := EnsureDefault(ctx, c, DefaultOptions{Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.ImageService().Get(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := client.NewImage(c, rec).RootFS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := c.SnapshotService(Snapshotter)
+	// Remove the chain from its top: a parent with a child cannot go.
+	for i := len(diffs); i > 0; i-- {
+		if err := sn.Remove(ctx, identity.ChainID(diffs[:i]).String()); err != nil {
+			t.Fatalf("remove snapshot of layer %d: %v", i, err)
+		}
+	}
+	if ok, _ := client.NewImage(c, rec).IsUnpacked(ctx, Snapshotter); ok {
+		t.Fatal("the image is still unpacked after its snapshots were removed")
+	}
+	if _, err := EnsureDefault(ctx, c, DefaultOptions{Name: name, Busybox: "/nonexistent/busybox"}); err != nil {
+		t.Fatal(err)
+	}
+	assertUnpacked(t, ctx, c, name)
 }
