@@ -251,7 +251,8 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	s.goW = goW
 	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
 		ID: containerID(ocfg.RunID), Image: img, Opts: opts, Labels: oci.Labels(ocfg),
-		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
+		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
+		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 		Stdin: goR,
 	})
 	return err
