@@ -17,6 +17,7 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
@@ -182,13 +183,17 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		{PhaseGrade, r.grade},
 	}
 	defer func() {
-		if r.sb == nil {
-			return
+		if r.sb != nil {
+			if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
+				err = inPhase(PhaseCleanup, &InfraError{cerr})
+			}
+			r.emit("container_deleted", nil)
 		}
-		if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
-			err = inPhase(PhaseCleanup, &InfraError{cerr})
+		// After the sandbox, which released it already if it took it over (release is
+		// idempotent): a run that ended before its launch keeps no slot or holder.
+		if rerr := r.ids.release(); rerr != nil && err == nil {
+			err = inPhase(PhaseCleanup, &InfraError{rerr})
 		}
-		r.emit("container_deleted", nil)
 	}()
 	defer func() { r.iter.user.close() }()
 	for _, p := range phases {
@@ -240,6 +245,7 @@ type run struct {
 	mocks   *mockRun
 	gw      *gatewayRun
 	img     images.Image
+	ids     *idChain // the run's ID slot and user namespace holder (local backend), from prepare
 	sb      agentSandbox
 	ws      string // the agent's workspace on the host
 	home    string // the agent's home on the host
@@ -334,6 +340,18 @@ func (r *run) prepare(ctx context.Context) error {
 	if name := t.Sandbox.PackageImage(); name != "" && name == t.Sandbox.Image {
 		r.emit("package_image", map[string]any{"image": name, "packages": t.Sandbox.Packages, "pip": t.Sandbox.Pip}) // built now unless kept or cached
 	}
+	if _, local := r.o.containers.(containerd); local {
+		// The launch's longest waits start while the image is resolved (which mostly waits
+		// on containerd): the ID slot's /proc scan and the user namespace holder's fork and
+		// exec (NewSandbox takes the chain over; Run releases it if no sandbox did), and the
+		// init's digest (once per process), which names its installed file.
+		ids := r.o.IDs
+		if ids == (IDRange{}) {
+			ids = DefaultIDRange
+		}
+		r.ids = startIDs(ids)
+		go embedded.Init.SHA256()
+	}
 	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox); err != nil {
 		return &InfraError{err}
 	}
@@ -352,7 +370,7 @@ func (r *run) launch(ctx context.Context) error {
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
-		Prepare: r.prepareScratch,
+		Prepare: r.prepareScratch, ids: r.ids,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw

@@ -72,6 +72,11 @@ type SandboxConfig struct {
 	// The local backend gives the container these in its own namespaces instead.
 	Gateway    gatewayDialer
 	MockSocket string
+
+	// ids, when set, is the run's ID slot and holder, started earlier (Run starts it while
+	// it resolves the image); NewSandbox takes it over, releasing it on Close. nil: NewSandbox
+	// starts its own from IDs.
+	ids *idChain
 }
 
 // gatewayDialer connects to a run's model gateway from this process.
@@ -156,7 +161,10 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	// scan and the holder's fork and exec; hashing the init; mounts and files): the run's IDs
 	// and its user namespace's holder, the init's installation, and the scratch filesystems.
 	// Nothing that needs the IDs (the chown, the container) runs before they are joined.
-	ids := startIDs(cfg.IDs)
+	ids := cfg.ids
+	if ids == nil {
+		ids = startIDs(cfg.IDs)
+	}
 	// The slot is released last (undo runs backwards): after the container and its
 	// processes are gone, and the scratch filesystems owned by its IDs with them. Undo
 	// waits for the chain, so a failure elsewhere never leaves its slot or holder behind.
@@ -528,8 +536,12 @@ func (c *idChain) wait() (*IDSlot, *launcher.UserNS, error) {
 	return c.slot, c.userns, nil
 }
 
-// release waits for the chain, ends the holder (idempotent) and releases the slot.
+// release waits for the chain, ends the holder (idempotent) and releases the slot; again,
+// or on nil, it does nothing.
 func (c *idChain) release() error {
+	if c == nil {
+		return nil
+	}
 	<-c.done
 	var errs []error
 	if c.userns != nil {

@@ -87,14 +87,24 @@ func (b *Binary) installed(path string) bool {
 	if !ok || st.Uid != uint32(os.Geteuid()) || st.Nlink != 1 {
 		return false
 	}
-	// Compared byte for byte with the embedded copy: as strict as comparing digests, and
-	// memcmp is several times cheaper than hashing 3 MB again on every run.
-	got := make([]byte, len(b.data)+1) // one spare byte: a file grown since Stat shows here
-	n, err := io.ReadFull(f, got)
-	if n != len(b.data) || (err != io.ErrUnexpectedEOF && !(err == io.EOF && n == 0)) {
-		return false
+	// Compared byte for byte with the embedded copy, a chunk at a time: as strict as
+	// comparing digests, and several times cheaper than hashing (or reading into a fresh
+	// buffer of) 3 MB again on every run.
+	buf := make([]byte, 64<<10)
+	rest := b.data
+	for {
+		n, err := f.Read(buf)
+		if n > len(rest) || !bytes.Equal(buf[:n], rest[:n]) {
+			return false // longer than the embedded copy (grown since Stat), or different
+		}
+		rest = rest[n:]
+		if err == io.EOF {
+			return len(rest) == 0
+		}
+		if err != nil {
+			return false
+		}
 	}
-	return bytes.Equal(got[:n], b.data)
 }
 
 // replace writes the binary to a fresh temporary file in dir and renames it over path; rename
