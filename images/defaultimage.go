@@ -79,11 +79,11 @@ func EnsureDefault(ctx context.Context, c *client.Client, opts DefaultOptions) (
 	if err != nil {
 		return Image{}, err
 	}
-	if err := unpack(ctx, c, rec); err != nil {
-		return Image{}, err
-	}
 	r, err := resolve(ctx, c.ContentStore(), rec)
 	if err != nil {
+		return Image{}, err
+	}
+	if err := unpackResolved(ctx, c, r); err != nil {
 		return Image{}, err
 	}
 	return r.image, nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/image-spec/identity"
 	"reflect"
 	"testing"
 	"time"
@@ -408,4 +409,71 @@ func TestPreflightCacheHitDoesNotRescan(t *testing.T) {
 	if !reflect.DeepEqual(cold, warm) || !reflect.DeepEqual(cold, disk) {
 		t.Errorf("cached reports differ:\n%+v\n%+v\n%+v", cold, warm, disk)
 	}
+}
+
+// An image retagged after its name's report was cached (a tag moved to one with a setuid
+// file) must be scanned, not served the report of the manifest the name used to mean.
+func TestPreflightOfRetaggedImageIsNotServedTheOldReport(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	name := testImageName(t)
+	clean := importLayers(t, ctx, c, name, true,
+		layerTar(t, dirEntry("home/agent/", 2000, 2000), file("etc/passwd", agentPasswd, 0o644)))
+	pc, err := NewPreflightCache(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := pc.PreflightOf(ctx, c, clean)
+	if err != nil || rep.Runnable() != nil {
+		t.Fatalf("clean image: report %+v, err %v; want runnable", rep, err)
+	}
+	if again, err := pc.PreflightOf(ctx, c, clean); err != nil || !again.Cached || pc.scans.Load() != 1 {
+		t.Fatalf("clean image again: cached %v, scans %d, err %v; want a cache hit", again != nil && again.Cached, pc.scans.Load(), err)
+	}
+	moved := importLayers(t, ctx, c, name, true,
+		layerTar(t, dirEntry("home/agent/", 2000, 2000), file("etc/passwd", agentPasswd, 0o644), file("usr/bin/sudo", "x", 0o4755)))
+	if moved.ManifestDigest == clean.ManifestDigest {
+		t.Fatal("the retagged image has the same manifest digest")
+	}
+	rep, err = pc.PreflightOf(ctx, c, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cached || rep.Image != moved || !errors.Is(rep.Runnable(), ErrNotRunnable) {
+		t.Errorf("retagged image: cached %v, image %+v, Runnable() %v; want a fresh scan of %+v refusing /usr/bin/sudo", rep.Cached, rep.Image, rep.Runnable(), moved)
+	}
+}
+
+// The quick check that the default image is unpacked (one Stat of its chain ID) must still
+// see a snapshot that went missing (containerd's GC, a `ctr snapshot rm`) and unpack again,
+// or every container of the run would fail to create.
+func TestEnsureDefaultUnpacksAgainWhenItsSnapshotIsGone(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	needBusybox(t)
+	name := testImageName(t)
+	deleteImageAtEnd(t, ctx, c, name)
+	if _, err := EnsureDefault(ctx, c, DefaultOptions{Name: name}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := c.ImageService().Get(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := client.NewImage(c, rec).RootFS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := c.SnapshotService(Snapshotter)
+	// Remove the chain from its top: a parent with a child cannot go.
+	for i := len(diffs); i > 0; i-- {
+		if err := sn.Remove(ctx, identity.ChainID(diffs[:i]).String()); err != nil {
+			t.Fatalf("remove snapshot of layer %d: %v", i, err)
+		}
+	}
+	if ok, _ := client.NewImage(c, rec).IsUnpacked(ctx, Snapshotter); ok {
+		t.Fatal("the image is still unpacked after its snapshots were removed")
+	}
+	if _, err := EnsureDefault(ctx, c, DefaultOptions{Name: name, Busybox: "/nonexistent/busybox"}); err != nil {
+		t.Fatal(err)
+	}
+	assertUnpacked(t, ctx, c, name)
 }

@@ -8,7 +8,9 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/errdefs"
 	digest "github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
 )
 
 // importRepo names what an archive leaves unnamed: a bare OCI tag "v1" becomes
@@ -66,6 +68,18 @@ func importArchive(ctx context.Context, c *client.Client, r io.Reader) ([]Image,
 }
 
 // unpack makes sure the image's layers are unpacked for Snapshotter.
+// unpackResolved is unpack of an image whose config resolve has read already: whether it is
+// unpacked is one Stat of the snapshot its layers' chain ID names (what IsUnpacked checks,
+// without reading the manifest and config again).
+func unpackResolved(ctx context.Context, c *client.Client, r *resolved) error {
+	if _, err := c.SnapshotService(Snapshotter).Stat(ctx, identity.ChainID(r.config.RootFS.DiffIDs).String()); err == nil {
+		return nil
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("image %s: check unpacked: %w", r.record.Name, err)
+	}
+	return unpack(ctx, c, r.record)
+}
+
 func unpack(ctx context.Context, c *client.Client, rec images.Image) error {
 	img := client.NewImage(c, rec)
 	ok, err := img.IsUnpacked(ctx, Snapshotter)

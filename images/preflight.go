@@ -318,6 +318,19 @@ func (pc *PreflightCache) Preflight(ctx context.Context, c *client.Client, ref s
 	return rep, nil
 }
 
+// PreflightOf reports on img, as EnsureDefault or Lookup resolved it just now: a report
+// cached for its manifest digest is returned without asking containerd again (the digest
+// names the manifest's content, so a changed image cannot be served a stale report); else
+// it is Preflight of img.Name.
+func (pc *PreflightCache) PreflightOf(ctx context.Context, c *client.Client, img Image) (*Report, error) {
+	if rep, ok := pc.get(img.ManifestDigest); ok {
+		rep.Image = img
+		rep.Cached = true
+		return &rep, nil
+	}
+	return pc.Preflight(ctx, c, img.Name)
+}
+
 func (pc *PreflightCache) file(d digest.Digest) string {
 	return filepath.Join(pc.dir, d.Algorithm().String()+"-"+d.Encoded()+".json")
 }

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/leases"
 	"github.com/containerd/containerd/v2/defaults"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/typeurl/v2"
 )
 
 // DefaultLogCap is how much of each of stdout and stderr is kept when Spec.LogCap is 0.
@@ -133,10 +135,11 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	ctr.owned = true
 
 	lctx := leases.WithLease(ctx, lease.ID)
+	var spec *specs.Spec
 	opts := []client.NewContainerOpts{
 		client.WithSnapshotter(s.Snapshotter),
 		client.WithNewSnapshot(s.ID, s.Image),
-		client.WithNewSpec(s.Opts...),
+		withNewSpecKept(&spec, s.Opts...),
 		client.WithContainerLabels(s.Labels),
 	}
 	cc, err := c.NewContainer(lctx, s.ID, opts...)
@@ -144,10 +147,6 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
 	ctr.ctr = cc
-	spec, err := cc.Spec(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("create container %s: read spec: %w", s.ID, err)
-	}
 	mounts, err := c.SnapshotService(s.Snapshotter).Mounts(ctx, s.ID)
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: rootfs mounts: %w", s.ID, err)
@@ -160,6 +159,22 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		ctr.byInit = specKillsByInit(spec)
 	}
 	return ctr, nil
+}
+
+// withNewSpecKept is client.WithNewSpec that also keeps the spec it generated in *spec:
+// the very spec the container record holds, without a round trip to read it back.
+func withNewSpecKept(spec **specs.Spec, opts ...oci.SpecOpts) client.NewContainerOpts {
+	return func(ctx context.Context, c *client.Client, ctr *containers.Container) error {
+		s, err := oci.GenerateSpec(ctx, c, ctr, opts...)
+		if err != nil {
+			return err
+		}
+		if ctr.Spec, err = typeurl.MarshalAny(s); err != nil {
+			return err
+		}
+		*spec = s
+		return nil
+	}
 }
 
 // ID returns the container's ID.
@@ -198,14 +213,21 @@ func (c *Container) Delete(ctx context.Context) error {
 		if !taskGone {
 			if err := deleteLeftoverTask(ctx, c.ctr); err != nil {
 				errs = append(errs, err)
+			} else {
+				taskGone = true
 			}
 		}
-		if err := c.ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))
+		// With no task left, the record goes at once: the client's Container.Delete would
+		// first load the task and the record again (two round trips), and the snapshot is
+		// removed below either way. A task that could not be deleted keeps its record.
+		if taskGone {
+			if err := c.client.ContainerService().Delete(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))
+			}
 		}
 	}
-	// The snapshot may exist without the container (NewContainer failed after Prepare, or the
-	// container record went first).
+	// The snapshot may exist without the container (NewContainer failed after Prepare), and
+	// goes after the container record.
 	if c.owned {
 		if err := c.client.SnapshotService(c.spec.Snapshotter).Remove(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", c.spec.ID, err))

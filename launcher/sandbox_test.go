@@ -534,3 +534,27 @@ func TestAgentSeesOnlyItsCgroupNamespaceRoot(t *testing.T) {
 		}
 	}
 }
+
+// Create keeps the spec it generated instead of reading it back: what it keeps (the cgroup
+// Wait checks for processes left behind) must be what the container record holds.
+func TestCreateKeepsTheCgroupOfTheSpecTheRecordHolds(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "true")
+	opts, _ := oci.SpecOpts(s.cfg)
+	ctr, err := launcher.Create(ctx, c, launcher.Spec{ID: s.cfg.RunID, Image: busyboxImage(t, c, ctx), Opts: opts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctr.Delete(ctx)
+	rec, err := c.LoadContainer(ctx, ctr.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := rec.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := launcher.CgroupsPathOf(ctr); got == "" || spec.Linux == nil || got != spec.Linux.CgroupsPath {
+		t.Errorf("kept cgroups path %q, the record's spec says %+v", got, spec.Linux)
+	}
+}

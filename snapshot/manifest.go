@@ -77,6 +77,17 @@ func (s *Snapshot) WriteManifest(path string) error {
 			return fmt.Errorf("snapshot: sync the copied files in %s: %w", s.Dir, err)
 		}
 	}
+	return s.writeManifest(path, true)
+}
+
+// WriteManifestUnsynced is WriteManifest without any sync: the manifest is renamed into
+// place whole, but neither it nor the copied files are durable yet. For a caller that
+// vouches for both later, once, with a sync of their filesystem (supervisor's run record
+// syncs it before result.json is renamed into place, and only a complete result.json makes
+// a reader trust the manifest).
+func (s *Snapshot) WriteManifestUnsynced(path string) error { return s.writeManifest(path, false) }
+
+func (s *Snapshot) writeManifest(path string, sync bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -87,7 +98,7 @@ func (s *Snapshot) WriteManifest(path string) error {
 	if err == nil {
 		err = tmp.Chmod(0o644)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
@@ -96,7 +107,7 @@ func (s *Snapshot) WriteManifest(path string) error {
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = syncDir(dir)
 	}
 	if err != nil {

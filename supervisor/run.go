@@ -17,6 +17,7 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
@@ -182,13 +183,17 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		{PhaseGrade, r.grade},
 	}
 	defer func() {
-		if r.sb == nil {
-			return
+		if r.sb != nil {
+			if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
+				err = inPhase(PhaseCleanup, &InfraError{cerr})
+			}
+			r.emit("container_deleted", nil)
 		}
-		if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
-			err = inPhase(PhaseCleanup, &InfraError{cerr})
+		// After the sandbox, which released it already if it took it over (release is
+		// idempotent): a run that ended before its launch keeps no slot or holder.
+		if rerr := r.ids.release(); rerr != nil && err == nil {
+			err = inPhase(PhaseCleanup, &InfraError{rerr})
 		}
-		r.emit("container_deleted", nil)
 	}()
 	defer func() { r.iter.user.close() }()
 	for _, p := range phases {
@@ -240,6 +245,7 @@ type run struct {
 	mocks   *mockRun
 	gw      *gatewayRun
 	img     images.Image
+	ids     *idChain // the run's ID slot and user namespace holder (local backend), from prepare
 	sb      agentSandbox
 	ws      string // the agent's workspace on the host
 	home    string // the agent's home on the host
@@ -334,6 +340,18 @@ func (r *run) prepare(ctx context.Context) error {
 	if name := t.Sandbox.PackageImage(); name != "" && name == t.Sandbox.Image {
 		r.emit("package_image", map[string]any{"image": name, "packages": t.Sandbox.Packages, "pip": t.Sandbox.Pip}) // built now unless kept or cached
 	}
+	if _, local := r.o.containers.(containerd); local {
+		// The launch's longest waits start while the image is resolved (which mostly waits
+		// on containerd): the ID slot's /proc scan and the user namespace holder's fork and
+		// exec (NewSandbox takes the chain over; Run releases it if no sandbox did), and the
+		// init's digest (once per process), which names its installed file.
+		ids := r.o.IDs
+		if ids == (IDRange{}) {
+			ids = DefaultIDRange
+		}
+		r.ids = startIDs(ids)
+		go embedded.Init.SHA256()
+	}
 	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox); err != nil {
 		return &InfraError{err}
 	}
@@ -352,7 +370,7 @@ func (r *run) launch(ctx context.Context) error {
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
-		Prepare: r.prepareScratch,
+		Prepare: r.prepareScratch, ids: r.ids,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw
@@ -538,7 +556,9 @@ func (r *run) snapshot(ctx context.Context) error {
 		}
 		return &InfraError{err}
 	}
-	if err := snap.WriteManifest(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
+	// Durable with result.json, by its one sync of the run directory's filesystem (see
+	// writeResult): only a complete result.json makes a reader trust the manifest.
+	if err := snap.WriteManifestUnsynced(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
 		return &InfraError{err}
 	}
 	r.snap = snap
@@ -726,13 +746,46 @@ func agentUsage(agentType, stdoutLog string) *Usage {
 	return ParseUsage(agentType, f)
 }
 
-func writeResult(dir string, res *record.Result, redact func(string) string) error {
+// writeResult puts result.json in place atomically and durably, together with everything
+// the run wrote before it (the snapshot's files and manifest, the logs, the events so far):
+// the new result goes to a temporary file, one syncfs of the directory's filesystem makes
+// all of it durable, then the rename publishes it and a fsync of the directory makes the
+// rename durable. A crash before that leaves the previous result.json (or none): a complete
+// result.json never vouches for files that did not reach the disk. Two syncs in all, where
+// a fsync per file took six.
+func writeResult(dir string, res *record.Result, redact func(string) string) (err error) {
 	tmp := *res
 	data, err := record.Marshal(&tmp)
 	if err != nil {
 		return err
 	}
-	return record.WriteFileAtomic(filepath.Join(dir, record.ResultFile), []byte(redact(string(data))), 0o600)
+	f, err := os.CreateTemp(dir, "."+record.ResultFile+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // no-op once renamed
+	_, err = f.Write([]byte(redact(string(data))))
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = unix.Syncfs(int(f.Fd()))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, record.ResultFile))
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // redactFile rewrites a log with every secret replaced; a log that does not exist has

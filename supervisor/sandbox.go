@@ -72,6 +72,11 @@ type SandboxConfig struct {
 	// The local backend gives the container these in its own namespaces instead.
 	Gateway    gatewayDialer
 	MockSocket string
+
+	// ids, when set, is the run's ID slot and holder, started earlier (Run starts it while
+	// it resolves the image); NewSandbox takes it over, releasing it on Close. nil: NewSandbox
+	// starts its own from IDs.
+	ids *idChain
 }
 
 // gatewayDialer connects to a run's model gateway from this process.
@@ -152,18 +157,32 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.IDs == (IDRange{}) {
 		cfg.IDs = DefaultIDRange
 	}
+	// Three independent chains overlap here, as they each wait on something else (the /proc
+	// scan and the holder's fork and exec; hashing the init; mounts and files): the run's IDs
+	// and its user namespace's holder, the init's installation, and the scratch filesystems.
+	// Nothing that needs the IDs (the chown, the container) runs before they are joined.
+	ids := cfg.ids
+	if ids == nil {
+		ids = startIDs(cfg.IDs)
+	}
 	// The slot is released last (undo runs backwards): after the container and its
-	// processes are gone, and the scratch filesystems owned by its IDs with them.
-	if rl := rootlessRuns(); rl != nil {
-		s.ids, err = allocateSlot(rl.ids(), rl.LockDir) // slices of the user's subordinate range
-	} else {
-		s.ids, err = AllocateIDs(cfg.IDs, IDLockDir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.undo = append(s.undo, s.ids.Release)
-	userns := oci.UserNS{HostID: s.ids.HostID}
+	// processes are gone, and the scratch filesystems owned by its IDs with them. Undo
+	// waits for the chain, so a failure elsewhere never leaves its slot or holder behind.
+	s.undo = append(s.undo, ids.release)
+	initc := make(chan error, 1)
+	go func() {
+		var err error
+		if s.initPath, err = embedded.Init.Install(cfg.InitDir); err != nil {
+			err = fmt.Errorf("install init: %w", err)
+		}
+		initc <- err
+	}()
+	initDone := false
+	defer func() {
+		if !initDone {
+			<-initc // s.initPath is written by that goroutine: never return before it
+		}
+	}()
 	unmountWS, err := launcher.MountScratch(s.Workspace, cfg.Limits.DiskMB, workspaceInodes(cfg.Limits.DiskMB), 0, 0)
 	if err != nil {
 		return nil, err
@@ -179,14 +198,6 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 			return nil, &InputError{err}
 		}
 	}
-	for _, d := range []string{s.Workspace, s.Home} {
-		if err := launcher.ChownTree(d, int(userns.HostID+cfg.UID), int(userns.HostID+cfg.UID)); err != nil {
-			return nil, err
-		}
-	}
-	if s.initPath, err = embedded.Init.Install(cfg.InitDir); err != nil {
-		return nil, fmt.Errorf("install init: %w", err)
-	}
 	if s.bootID, err = launcher.BootID(); err != nil {
 		return nil, err
 	}
@@ -196,6 +207,19 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, s.lifeline.Close)
+	if s.ids, s.userns, err = ids.wait(); err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, s.userns.Close) // idempotent: hardenTask closes it at start
+	for _, d := range []string{s.Workspace, s.Home} {
+		if err := launcher.ChownTree(d, int(s.ids.HostID+cfg.UID), int(s.ids.HostID+cfg.UID)); err != nil {
+			return nil, err
+		}
+	}
+	initDone = true
+	if err := <-initc; err != nil {
+		return nil, err
+	}
 	s.cfg = cfg
 	if err := s.create(ctx); err != nil {
 		return nil, err
@@ -208,10 +232,12 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 func (s *Sandbox) create(ctx context.Context) (err error) {
 	cfg := s.cfg
 	userns := oci.UserNS{HostID: s.ids.HostID}
-	if s.userns, err = launcher.NewUserNS(userns.HostID, oci.IDRangeSize); err != nil {
-		return err
+	if s.userns == nil { // NewSandbox made the first one; Again needs a fresh one
+		if s.userns, err = launcher.NewUserNS(userns.HostID, oci.IDRangeSize); err != nil {
+			return err
+		}
+		s.undo = append(s.undo, s.userns.Close)
 	}
-	s.undo = append(s.undo, s.userns.Close)
 	userns.Path = s.userns.Path()
 	ocfg := oci.Config{
 		RunID: shortID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
@@ -233,7 +259,8 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	s.goW = goW
 	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
 		ID: containerID(ocfg.RunID), Image: img, Opts: opts, Labels: oci.Labels(ocfg),
-		StdoutPath: cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
+		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
+		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 		Stdin: goR,
 	})
 	return err
@@ -253,6 +280,7 @@ func (s *Sandbox) Again(ctx context.Context, next AgainConfig) error {
 	}
 	s.cfg.Argv, s.cfg.Env, s.cfg.Limits.Timeout = next.Argv, next.Env, next.Timeout
 	s.cfg.StdoutPath, s.cfg.StderrPath = next.StdoutPath, next.StderrPath
+	s.userns = nil // the last container's was closed at its start
 	return s.create(ctx)
 }
 
@@ -461,7 +489,7 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 	}
 	var rep *images.Report
 	if pc != nil {
-		rep, err = pc.Preflight(ctx, c, name)
+		rep, err = pc.PreflightOf(ctx, c, img) // img was resolved just now: no second lookup
 	} else {
 		rep, err = images.Preflight(ctx, c, name)
 	}
@@ -469,6 +497,61 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 		return img, err
 	}
 	return img, rep.Runnable()
+}
+
+// idChain is the run's IDs and the holder of its user namespace, made on a goroutine of
+// their own (see NewSandbox): the /proc scan and the holder's fork and exec are waits.
+type idChain struct {
+	done   chan struct{}
+	slot   *IDSlot
+	userns *launcher.UserNS
+	err    error
+}
+
+// startIDs allocates an ID slot of r (or of the rootless user's subordinate range) and
+// starts the holder of a user namespace mapping it, in the background.
+func startIDs(r IDRange) *idChain {
+	c := &idChain{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		if rl := rootlessRuns(); rl != nil {
+			c.slot, c.err = allocateSlot(rl.ids(), rl.LockDir) // slices of the user's subordinate range
+		} else {
+			c.slot, c.err = AllocateIDs(r, IDLockDir)
+		}
+		if c.err != nil {
+			return
+		}
+		c.userns, c.err = launcher.NewUserNS(c.slot.HostID, oci.IDRangeSize)
+	}()
+	return c
+}
+
+// wait returns the slot and the holder, or the first error (nothing is then held).
+func (c *idChain) wait() (*IDSlot, *launcher.UserNS, error) {
+	<-c.done
+	if c.err != nil {
+		return nil, nil, errors.Join(c.err, c.release())
+	}
+	return c.slot, c.userns, nil
+}
+
+// release waits for the chain, ends the holder (idempotent) and releases the slot; again,
+// or on nil, it does nothing.
+func (c *idChain) release() error {
+	if c == nil {
+		return nil
+	}
+	<-c.done
+	var errs []error
+	if c.userns != nil {
+		errs = append(errs, c.userns.Close())
+	}
+	if c.slot != nil {
+		errs = append(errs, c.slot.Release())
+		c.slot = nil
+	}
+	return errors.Join(errs...)
 }
 
 // attest waits until the init has exec'd (seccomp is applied just before execve, so an

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/record"
@@ -81,7 +82,8 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 	defer goW.Close()
 	ctr, err := launcher.Create(ctx, s.cfg.Client, launcher.Spec{
 		ID: containerID(cfg.RunID), Image: s.img, Opts: opts, Labels: oci.Labels(cfg),
-		Stdout: log, Stderr: log, LogCap: stepLogCap, Stdin: goR,
+		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
+		Stdout:      log, Stderr: log, LogCap: stepLogCap, Stdin: goR,
 	})
 	if err != nil {
 		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)

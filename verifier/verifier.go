@@ -20,6 +20,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -189,6 +190,9 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	default:
 		return nil, fmt.Errorf("verifier: unknown network %q", v.Network)
 	}
+	// NewSandbox names the installed init by its digest: hashed (once per process) while
+	// the image is resolved, which mostly waits on containerd.
+	go embedded.Init.SHA256()
 	img, err := e.image(ctx, v)
 	if err != nil {
 		return nil, fmt.Errorf("verifier image: %w", err)

@@ -186,3 +186,23 @@ func TestCheckRefusesPlaceholdersAndDynamicBinaries(t *testing.T) {
 		t.Errorf("a dynamically linked /bin/ls: %v", err)
 	}
 }
+
+// The installed copy is compared a chunk at a time: a change in the last, partial chunk
+// (or the first byte) must be caught as surely as one in the middle.
+func TestInstallReplacesFileTamperedAtEitherEnd(t *testing.T) {
+	for _, at := range []int{0, len(testBin.Bytes()) - 1} {
+		dir := t.TempDir()
+		path, _ := install(t, dir)
+		tampered := bytes.Clone(testBin.Bytes())
+		tampered[at] ^= 0xff
+		os.Chmod(path, 0o755)
+		if err := os.WriteFile(path, tampered, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(path, 0o555)
+		if testBin.installed(path) {
+			t.Errorf("a file differing at byte %d passed as installed", at)
+		}
+		install(t, dir)
+	}
+}
