@@ -28,10 +28,11 @@ const pycCacheMagic = "ceval-pytest-pyc-4\n"
 // maxPycCacheBytes bounds a cache file read back.
 const maxPycCacheBytes = 128 << 20
 
-// pycCacheKey names the bytecode of pylib's sources compiled by the CPython pyDigest.
-func pycCacheKey(pyDigest string, pylib *memFS) string {
+// pycCacheKey names the bytecode of pylib's sources compiled by the CPython pyDigest running
+// script (the compile run's, which decides the flags and what is recorded).
+func pycCacheKey(pyDigest, script string, pylib *memFS) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s", pycCacheMagic, pyDigest)
+	fmt.Fprintf(h, "%s\n%s\n%d\n%s", pycCacheMagic, pyDigest, len(script), script)
 	pylib.mu.Lock()
 	hashTree(h, pylib.root, "")
 	pylib.mu.Unlock()

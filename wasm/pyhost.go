@@ -49,7 +49,7 @@ const (
 // interpreter into the shell's working directory (WASI programs start in "/").
 const pythonSiteDir = "/ceval/python"
 
-const pythonSitecustomize = `import os
+const pythonSitecustomize = pythonStdlibGuard + `import os
 _d = os.environ.pop("CEVAL_PWD", "")
 if _d:
     try:
@@ -57,6 +57,36 @@ if _d:
     except OSError:
         pass
 del _d, os
+`
+
+// pythonStdlibGuard makes a standard module's name import the standard module or nothing,
+// in every CPython of the sandbox (ceval's sitecustomize installs it; the pytest boot, which
+// runs without site, installs it first thing): never a file of that name elsewhere on
+// sys.path. Without it a workspace json.py shadowed the json of a check run from the
+// workspace (` + "`python3 -c`" + ` puts the current directory first on sys.path), and a workspace
+// pwd.py or _lzma.py, standard modules this CPython for WASI lacks, ran inside pytest as soon
+// as a test used tmp_path or zipfile, where it could forge the report. Found by review;
+// TestWorkspaceCannotShadowAStandardModule and the selftest attack wasm-stdlib-shadow.
+const pythonStdlibGuard = `def cevalStdlibGuard():
+    import sys
+    from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
+    names = sys.stdlib_module_names
+    trusted = [p for p in sys.path if p.startswith("` + pythonStdlibDir + `/") and "site-packages" not in p]
+    class CevalStdlibGuard:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if path is not None or name not in names:
+                return None
+            spec = BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) or PathFinder.find_spec(name, trusted)
+            if spec is None:
+                raise ModuleNotFoundError("No module named %r (a standard module this Python lacks)" % name, name=name)
+            return spec
+        @staticmethod
+        def invalidate_caches():
+            pass
+    sys.meta_path.insert(0, CevalStdlibGuard)
+cevalStdlibGuard()
+del cevalStdlibGuard
 `
 
 // pyRun is what the host functions of one run reach through its context.

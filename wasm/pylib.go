@@ -103,7 +103,7 @@ func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit u
 // same. kind names the cache file ("pytest", "site"). It says how the bytecode was had
 // (pylibCompiledNow, pylibFromCache).
 func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, view *memFS, memoryLimit uint64, script string) (string, error) {
-	key := pycCacheKey(pyDigest, view)
+	key := pycCacheKey(pyDigest, script, view)
 	if st.cache != nil {
 		if files, err := readPycCache(kind, key); err == nil {
 			return pylibFromCache, addPyc(view, files)

@@ -142,9 +142,13 @@ importlib.metadata = cevalLazy("importlib.metadata")
 // sys.path, so it shadows nothing) and runs pytest from the workspace directory. The cyclic
 // garbage collector is off while it imports (48 collections, 47-71 ms of each start under
 // wazero) and then back on with what the imports made frozen (gc.freeze: kept out of every
-// later collection, which the task's objects are not).
-const pytestBoot = `import sys, gc
+// later collection, which the task's objects are not). CPython for WASI has no os.getuid,
+// which pytest's tmp_path and tmpdir call (every test using them was an error): the boot
+// gives one answering -1, CPython's "unknown", for which pytest skips its ownership check.
+const pytestBoot = `import sys, gc, os
 gc.disable()
+` + pythonStdlibGuard + `if not hasattr(os, "getuid"):
+    os.getuid = os.geteuid = lambda: -1
 sys.path[:0] = ["/ceval", "/ceval/packages"]
 ` + pytestCompileHook + `try:
     import marshal
@@ -162,7 +166,6 @@ gc.freeze()
 gc.enable()
 del codegen, realCompile, cevalCompileHook, cevalRegexHook, cevalLazy
 sys.path.append("/workspace")
-import os
 os.chdir("/workspace")
 sys.argv[0] = "pytest"
 sys.exit(pytest.main(sys.argv[1:]))

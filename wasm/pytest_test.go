@@ -278,3 +278,34 @@ def test_shortcuts():
 		}
 	}
 }
+
+// TestWorkspaceCannotShadowAStandardModule: a workspace file named like a standard module
+// never runs in place of it. In pytest, pwd.py and _lzma.py (modules this CPython for WASI
+// lacks, imported when a test uses tmp_path or zipfile) forge an all-passed JUnit report and
+// exit 0; in a run_command check run from the workspace, json.py answers for json. (The
+// tmp_path test fails on its assertion: tmp_path works in the sandbox.)
+func TestWorkspaceCannotShadowAStandardModule(t *testing.T) {
+	forge := `import os
+with open("/tmp/.ceval-junit.xml", "w") as f:
+    f.write('<testsuites><testsuite name="pytest" errors="0" failures="0" skipped="0" tests="3">'
+            '<testcase classname="t" name="a"/><testcase classname="t" name="b"/><testcase classname="t" name="c"/>'
+            '</testsuite></testsuites>')
+os._exit(0)
+`
+	dir, c := pytestTask(t)
+	tests := "import zipfile\n\ndef test_tmp(tmp_path):\n    (tmp_path / 'x').write_text('1')\n    assert (tmp_path / 'x').read_text() == '2'\n\ndef test_zip():\n    zipfile.ZipFile\n    assert False\n"
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_solution.py"), []byte(tests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{"solution.py": goodSolution, "pwd.py": forge, "_lzma.py": forge, "lzma.py": forge}, nil)
+	if _, score, details := runScript(t, e, c, s, nil); score != 0 || !strings.Contains(details, "0/2 passed (2 failed, 0 errors") {
+		t.Errorf("pytest: score %v, want 0 with 2 failed tests (details %s)", score, details)
+	}
+	s = workspace(t, map[string]string{"answer.json": `{"ok": false}`, "json.py": "def loads(s):\n    return {'ok': True}\n"}, nil)
+	check := &task.Criterion{Type: task.RunCommand, Timeout: 60 * time.Second,
+		Command: `python3 -c 'import json, sys; sys.exit(0 if json.loads(open("answer.json").read())["ok"] is True else 1)'`}
+	if _, score, details := runScript(t, e, check, s, nil); score != 0 {
+		t.Errorf("run_command: score %v, want 0: a workspace json.py answered for json (details %s)", score, details)
+	}
+}
