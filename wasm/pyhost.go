@@ -66,18 +66,25 @@ del _d, os
 // workspace (` + "`python3 -c`" + ` puts the current directory first on sys.path), and a workspace
 // pwd.py or _lzma.py, standard modules this CPython for WASI lacks, ran inside pytest as soon
 // as a test used tmp_path or zipfile, where it could forge the report. Found by review;
-// TestWorkspaceCannotShadowAStandardModule and the selftest attack wasm-stdlib-shadow.
+// TestWorkspaceCannotShadowAStandardModule and the selftest attack wasm-stdlib-shadow. It asks
+// the finders CPython starts with (builtin, frozen, then the path finder, which alone reads the
+// path it is given) with the stdlib directories as the path; importing importlib.machinery for
+// them cost every python3 start some 10 ms.
 const pythonStdlibGuard = `def cevalStdlibGuard():
     import sys
-    from importlib.machinery import BuiltinImporter, FrozenImporter, PathFinder
     names = sys.stdlib_module_names
     trusted = [p for p in sys.path if p.startswith("` + pythonStdlibDir + `/") and "site-packages" not in p]
+    finders = tuple(sys.meta_path)
     class CevalStdlibGuard:
         @staticmethod
         def find_spec(name, path=None, target=None):
             if path is not None or name not in names:
                 return None
-            spec = BuiltinImporter.find_spec(name) or FrozenImporter.find_spec(name) or PathFinder.find_spec(name, trusted)
+            spec = None
+            for finder in finders:
+                spec = finder.find_spec(name, trusted)
+                if spec is not None:
+                    break
             if spec is None:
                 raise ModuleNotFoundError("No module named %r (a standard module this Python lacks)" % name, name=name)
             return spec
