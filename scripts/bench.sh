@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKLOADS=(
+  scripts/bench-startup.sh      # ceval start-up (--help, version, a cold grade) vs ctr --help
   scripts/bench-run.sh          # ceval run of a trivial task vs ctr run --rm --seccomp; reap
   scripts/bench-experiment.sh   # 50 runs as an experiment at -j 1 and -j 2 vs ctr run
   scripts/bench-mockd.sh        # protected mock call in the container vs /bin/true
