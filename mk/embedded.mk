@@ -27,8 +27,11 @@ MOCKCLIENT_BIN := $(EMBED_DIR)/ceval-mock
 PROBE_BIN := $(EMBED_DIR)/ceval-probe
 TOOLBOX_WASM := $(EMBED_DIR)/toolbox.wasm
 
-# embed-build PROGRAM,OUT,PLATFORM: the one build recipe of an embedded program.
-embed-build = $(EMBED_GOENV) $(3) $(GO) build $(EMBED_BUILDFLAGS) -o $(2) ./cmd/$(1)
+# embed-build PROGRAM,OUT,PLATFORM: the one build recipe of an embedded program. The toolbox's
+# data segments are then merged (internal/wasmdata: Go's linker writes 84,507, which wazero
+# evaluated one by one on every run).
+embed-build = $(EMBED_GOENV) $(3) $(GO) build $(EMBED_BUILDFLAGS) -o $(2) ./cmd/$(1) \
+	$(if $(filter ceval-toolbox,$(1)),&& $(EMBED_GOENV) $(GO) run ./internal/wasmdata/mergedata $(2))
 # embed-check PROGRAM,COMMITTED,PLATFORM: rebuild into a temporary directory and compare.
 embed-check = tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(call embed-build,$(1),"$$tmp/$(1)",$(3)) && \

@@ -22,4 +22,4 @@ bench: bench-python
 
 .PHONY: bench-python
 bench-python:
-	$(GO) test -run '^$$' -bench '^(BenchmarkPython|BenchmarkPytest)$$' -benchtime 5x -count=1 ./wasm
+	$(GO) test -run '^$$' -bench '^(BenchmarkPython|BenchmarkPytest)$$' -benchtime 15x -count=1 ./wasm

@@ -405,6 +405,47 @@ func TestGuestSeesNoHostEnvironment(t *testing.T) {
 	}
 }
 
+// TestPooledMemoryIsZero: the worker reuses the linear memory of a finished instance for
+// the next one (memPool); a run must still find nothing an earlier run left there. The
+// first run fills 16 MiB with ones; the next allocates 16 MiB fresh from memory.grow, which
+// Go's runtime does not clear (it trusts WebAssembly's zeroed memory), and counts what is
+// not zero: without the pool's zeroing Go's runtime itself crashed on the stale memory.
+func TestPooledMemoryIsZero(t *testing.T) {
+	e := newExecutor(t, standin, Options{MemoryLimit: 256 << 20})
+	s := workspace(t, nil, nil)
+	for i := range 3 {
+		if r, _, _ := runScript(t, e, command("alloc 16"), s, nil); string(r.Stdout) != "16 MiB\n" {
+			t.Fatalf("alloc 16: %q %q", r.Stdout, r.Stderr)
+		}
+		if r, _, _ := runScript(t, e, command("dirty 16"), s, nil); string(r.Stdout) != "0 dirty\n" {
+			t.Fatalf("round %d: a run read what the run before it left in memory: %q %q", i, r.Stdout, r.Stderr)
+		}
+	}
+}
+
+// TestPooledMemoryKeepsEachInstancesLimit: a mapping kept from an instance with a high limit
+// serves one with a low limit, whose grows past it are refused all the same.
+func TestPooledMemoryKeepsEachInstancesLimit(t *testing.T) {
+	big := &guestMemory{limit: 256 << 20}
+	big.Allocate(0, 4<<30)
+	if b := big.Reallocate(32 << 20); len(b) != 32<<20 {
+		t.Fatalf("a grow within the limit was refused")
+	}
+	big.Free()
+	small := &guestMemory{limit: 1 << 20}
+	small.Allocate(0, 4<<30)
+	defer small.Free()
+	if len(small.mem) != 256<<20 {
+		t.Fatalf("the second instance has a new mapping of %d bytes, not the pooled one", len(small.mem))
+	}
+	if b := small.Reallocate(1 << 20); len(b) != 1<<20 || cap(b) != 1<<20 {
+		t.Errorf("grow to the limit: len %d cap %d", len(b), cap(b))
+	}
+	if b := small.Reallocate(2 << 20); b != nil || !small.hit {
+		t.Errorf("a grow past the limit of a pooled mapping was allowed (len %d) or not reported (hit %v)", len(b), small.hit)
+	}
+}
+
 func TestWorkerKilledBetweenCriteriaIsReplaced(t *testing.T) {
 	e := newExecutor(t, standin, Options{})
 	s := workspace(t, map[string]string{"a": "a"}, nil)

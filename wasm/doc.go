@@ -19,16 +19,16 @@
 // compiled module per module digest and the current views, so only its first load pays.
 //
 // In run_command scripts, python and python3 run a pinned CPython 3.12 for WASI (fetched
-// through Options.Python, stripped of DWARF, compiled once) as a second module instance of
-// the same run: same views, same /tmp, ceval's read-only /ceval/python first on PYTHONPATH,
-// its own stdlib read out of the module and mounted at /usr/local/lib (pystdlib.go), stdin
-// given whole and stdout/stderr passed back through host-managed buffers, all under
-// the run's one timeout, memory limit and output caps (python.go, pyhost.go). CPython is
-// compiled without wazero's context checks (3x faster); a limit that ends a run while it
-// runs ends the worker, which answers for the run first (guard.go). A task's
-// grader_files are /task (taskview.go); pytest criteria run Debian's pytest from a read-only
-// /ceval that no workspace file can displace (pytest.go, pylib.go); python_packages are
-// /ceval/packages (pypackages.go).
+// through Options.Python, stripped of DWARF, its data segments merged, compiled once) as a
+// second module instance of the same run: same views, same /tmp, ceval's read-only
+// /ceval/python first on PYTHONPATH, its own stdlib read out of the module and mounted at
+// /usr/local/lib (pystdlib.go), stdin given whole and stdout/stderr passed back through
+// host-managed buffers, all under the run's one timeout, memory limit and output caps
+// (python.go, pyhost.go). CPython is compiled without wazero's context checks (3x faster);
+// a limit that ends a run while it runs ends the worker, which answers for the run first
+// (guard.go). A task's grader_files are /task (taskview.go); pytest criteria run Debian's
+// pytest from a read-only /ceval that no workspace file can displace (pytest.go, pylib.go);
+// python_packages are /ceval/packages (pypackages.go).
 //
 // It never executes guest code in the ceval process, never mounts a host directory into a
 // guest, and never follows a link.

@@ -50,6 +50,7 @@ const (
 const pythonSiteDir = "/ceval/python"
 
 const pythonSitecustomize = pythonStdlibGuard + `import os
+os.environ.pop("PYTHONHOME", None)
 _d = os.environ.pop("CEVAL_PWD", "")
 if _d:
     try:
@@ -256,6 +257,10 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 
 // pythonEnv is the interpreter's environment: the shell's exported variables, with
 // ceval's site directory first on PYTHONPATH and the working directory for it to enter.
+// PYTHONHOME names the prefix CPython was built for, which it would find anyway: without
+// it, getpath searched for its landmarks on every start (some 10 ms under wazero). The
+// shell's own PYTHONHOME is dropped (it could move the standard library into the
+// workspace) and ceval's sitecustomize removes this one, so os.environ holds neither.
 func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 	env := make([]string, 0, len(shellEnv)+4)
 	pythonPath := pythonSiteDir
@@ -275,7 +280,7 @@ func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "PYTHONPATH="+pythonPath, "CEVAL_PWD="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	return append(env, "PYTHONPATH="+pythonPath, "PYTHONHOME="+path.Dir(pythonStdlibDir), "CEVAL_PWD="+dir, "PYTHONDONTWRITEBYTECODE=1")
 }
 
 // pythonArgv makes a relative script path absolute against the shell's directory: CPython

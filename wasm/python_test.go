@@ -70,6 +70,7 @@ func TestPythonRunsInRunCommand(t *testing.T) {
 		{"exit status", `python3 -c 'import sys; sys.exit(3)'; echo $?`, "3\n"},
 		{"shares tmp with the toolbox", `python3 -c 'open("/tmp/x", "w").write("hi\n")' && cat /tmp/x && echo again > /tmp/y && python3 -c 'print(open("/tmp/y").read().strip())'`, "hi\nagain\n"},
 		{"redirection to a file", `python3 -c 'print("to file")' > /tmp/o; cat /tmp/o`, "to file\n"},
+		{"environment as the shell exported it", `export PYTHONHOME=/workspace; FOO=bar python3 -c 'import os, sys; print(sorted(k for k in os.environ if k.startswith(("PYTHON", "CEVAL", "FOO"))), sys.prefix, sys.path[2:])'`, "['FOO', 'PYTHONDONTWRITEBYTECODE', 'PYTHONPATH'] /usr/local ['/usr/local/lib/python312.zip', '/usr/local/lib/python3.12', '/usr/local/lib/python3.12/lib-dynload']\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, score, details := runScript(t, e, command(tc.script), s, nil)
@@ -176,6 +177,37 @@ func TestStripDebugKeepsEverythingButDWARF(t *testing.T) {
 	}
 }
 
+// TestPreparedPythonHasThePinnedMemoryImage checks that preparing the pinned module for the
+// sandbox (its data segments merged) leaves its initial memory byte for byte as it was.
+func TestPreparedPythonHasThePinnedMemoryImage(t *testing.T) {
+	path, _, err := testPython(t)(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared, err := preparePythonModule(pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := initialMemory(pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := initialMemory(prepared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the prepared module's initial memory (%d bytes) differs from the pinned module's (%d bytes)", len(got), len(want))
+	}
+	if len(prepared) >= len(pinned) {
+		t.Errorf("prepared module %d bytes, pinned %d: DWARF was not stripped", len(prepared), len(pinned))
+	}
+}
+
 func TestPythonPackagesAreImportableOnlyWhenDeclared(t *testing.T) {
 	if _, err := os.Stat(DebianDistPackages + "/six.py"); err != nil {
 		t.Skip("Debian's python3-six is not installed")
@@ -237,8 +269,8 @@ func TestExecutorNamesThePinnedPythonItRan(t *testing.T) {
 	if _, score, details := runScript(t, e, c, s, nil); score != 1 {
 		t.Fatalf("score %v (%s)", score, details)
 	}
-	if p := e.Python(c); p == nil || p.SHA256 != pythonStrippedSHA256 || !strings.Contains(p.Name, "3.12.0") {
-		t.Errorf("Python(python3 -c pass) = %+v, want the pinned module's digest %s", p, pythonStrippedSHA256)
+	if p := e.Python(c); p == nil || p.SHA256 != pythonSandboxSHA256 || !strings.Contains(p.Name, "3.12.0") {
+		t.Errorf("Python(python3 -c pass) = %+v, want the pinned module's digest %s", p, pythonSandboxSHA256)
 	}
 	if p := e.Python(command("echo hi")); p != nil {
 		t.Errorf("Python(echo hi) = %+v, want nil", p)

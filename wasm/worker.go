@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"strconv"
 	"strings"
@@ -461,45 +462,107 @@ func instantiate(ctx context.Context, c *compiled, cfg wazero.ModuleConfig) (err
 	return err
 }
 
-// guestMemory backs one instance's linear memory with an anonymous mapping reserved at the
-// limit up front (so growing never copies and the host never holds more than the limit),
-// and records a grow the limit refused so the details can name it.
+// guestMemory backs one instance's linear memory with an anonymous mapping reserved up front
+// (so growing never copies), refuses a grow past the instance's limit (so the host never
+// holds more for it) and records that refusal so the details can name it. The mapping comes
+// from the worker's pool (memPool) and returns to it zeroed.
 type guestMemory struct {
-	limit uint64
-	mem   []byte
-	hit   bool
-	peak  uint64
+	limit   uint64
+	mem     []byte // the whole mapping, which may be longer than reserve
+	reserve uint64 // the most this instance may use
+	hit     bool
+	peak    uint64
 }
 
 // Allocate implements experimental.MemoryAllocator.
 func (g *guestMemory) Allocate(_, max uint64) experimental.LinearMemory {
-	reserve := min(max, g.limit) &^ 0xffff
-	if reserve > 0 {
-		m, err := unix.Mmap(-1, 0, int(reserve), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
-		if err == nil {
-			g.mem = m
-		}
+	g.reserve = min(max, g.limit) &^ 0xffff
+	if g.reserve > 0 {
+		g.mem = thePool.get(g.reserve)
 	}
 	return g
 }
 
 // Reallocate implements experimental.LinearMemory.
 func (g *guestMemory) Reallocate(size uint64) []byte {
-	if size > uint64(len(g.mem)) {
+	if size > g.reserve || g.mem == nil {
 		if size > g.limit {
 			g.hit = true
 		}
 		return nil
 	}
 	g.peak = max(g.peak, size)
-	return g.mem[:size]
+	return g.mem[:size:size]
 }
 
-// Free implements experimental.LinearMemory.
+// Free implements experimental.LinearMemory. wazero calls it when the module is closed,
+// which instantiate does only once the instance has returned: nothing runs on the memory
+// any more.
 func (g *guestMemory) Free() {
 	if g.mem != nil {
-		_ = unix.Munmap(g.mem)
+		thePool.put(g.mem, g.peak)
 		g.mem = nil
+	}
+}
+
+// memPool keeps a few linear memories of finished instances for the next ones. A fresh
+// anonymous mapping costs a page fault on every page an instance touches (some 3,000 for a
+// `python3 -c` in a toolbox run, a quarter of its kernel time); a pooled one is zeroed by
+// the worker, which keeps its pages, and is handed out only whole and zero again: WebAssembly
+// promises a new instance zeroed memory, and no run may read what an earlier one left.
+// TestPooledMemoryIsZero is the attack.
+type memPool struct {
+	mu   sync.Mutex
+	free [][]byte
+}
+
+// Bounds on the pool: how many mappings it keeps and the most of one an instance may have
+// used for the pool to keep it (zeroing costs about what the faults it saves do, and a
+// worker should not stay large after one big run).
+const (
+	poolMappings = 4
+	poolMaxPeak  = 64 << 20
+)
+
+var thePool memPool
+
+// get returns a zeroed mapping of at least size bytes. New mappings are a power of two long,
+// so that one kept from an instance serves the next whatever its limit.
+func (p *memPool) get(size uint64) []byte {
+	p.mu.Lock()
+	for i, m := range p.free {
+		if uint64(len(m)) >= size {
+			p.free = append(p.free[:i], p.free[i+1:]...)
+			p.mu.Unlock()
+			return m
+		}
+	}
+	p.mu.Unlock()
+	m, err := unix.Mmap(-1, 0, int(1<<bits.Len64(size-1)), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// put takes back a mapping an instance used up to peak: zeroed and kept, or unmapped.
+func (p *memPool) put(m []byte, peak uint64) {
+	p.mu.Lock()
+	keep := peak <= poolMaxPeak && len(p.free) < poolMappings
+	p.mu.Unlock()
+	if !keep {
+		_ = unix.Munmap(m)
+		return
+	}
+	clear(m[:peak]) // the instance could reach no byte past peak; the rest is still zero
+	p.mu.Lock()
+	if len(p.free) < poolMappings {
+		p.free = append(p.free, m)
+		m = nil
+	}
+	p.mu.Unlock()
+	if m != nil {
+		_ = unix.Munmap(m)
 	}
 }
 

@@ -1,0 +1,203 @@
+// Package wasmdata rewrites a WebAssembly module's data section into few segments.
+//
+// Compilers emit one active data segment per symbol or per run of non-zero bytes: Go's
+// wasip1 linker wrote 84,507 of them for ceval's toolbox, LLVM and wasm-opt 24,171 for
+// CPython. A runtime evaluates each segment's offset and copies it on every instantiation
+// (wazero spent some 3 ms of each 24 ms toolbox run there, allocating per segment), so
+// Merge joins segments that lie close together, filling the gaps with the zeros that
+// fresh linear memory holds anyway. The initial memory image is unchanged byte for byte.
+// No tool at hand does this: wasm-opt's memory-packing splits segments the other way.
+package wasmdata
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// MaxGap is the longest run of zeros Merge writes to join two segments.
+const MaxGap = 4096
+
+// Merge returns module with its data segments joined where no more than MaxGap bytes lie
+// between them, and whether it changed anything. It changes nothing unless every segment
+// is active in memory 0 at a constant i32 offset, no two overlap (so their order does not
+// matter) and the module has no data count section (so no instruction names a segment by
+// its index). Anything malformed is an error.
+func Merge(module []byte) ([]byte, bool, error) {
+	if len(module) < 8 || !bytes.HasPrefix(module, []byte("\x00asm")) {
+		return nil, false, errors.New("not a WebAssembly module")
+	}
+	var dataStart, dataEnd int // the data section, id byte to end of payload
+	for rest := 8; rest < len(module); {
+		id := module[rest]
+		size, n := uleb(module[rest+1:])
+		end := rest + 1 + n + int(size)
+		if n == 0 || end > len(module) || end < rest {
+			return nil, false, errors.New("truncated section")
+		}
+		switch id {
+		case 12:
+			return module, false, nil // data count: code may name segments by index
+		case 11:
+			dataStart, dataEnd = rest, end
+		}
+		rest = end
+	}
+	if dataStart == 0 {
+		return module, false, nil
+	}
+	_, n := uleb(module[dataStart+1:])
+	segs, ok, err := parseSegments(module[dataStart+1+n : dataEnd])
+	if err != nil || !ok {
+		return module, false, err
+	}
+	merged := mergeSegments(segs)
+	if len(merged) == len(segs) {
+		return module, false, nil
+	}
+	payload := appendUleb(nil, uint64(len(merged)))
+	for _, s := range merged {
+		payload = append(payload, 0, 0x41) // active, memory 0; i32.const
+		payload = appendSleb(payload, int64(int32(s.offset)))
+		payload = append(payload, 0x0b)
+		payload = appendUleb(payload, uint64(len(s.data)))
+		payload = append(payload, s.data...)
+	}
+	out := make([]byte, 0, len(module)+len(payload)-(dataEnd-dataStart)+8)
+	out = append(out, module[:dataStart]...)
+	out = append(out, 11)
+	out = appendUleb(out, uint64(len(payload)))
+	out = append(out, payload...)
+	out = append(out, module[dataEnd:]...)
+	return out, true, nil
+}
+
+type segment struct {
+	offset uint32
+	data   []byte
+}
+
+// parseSegments reads a data section's payload; ok is false when a segment is not one
+// Merge may move.
+func parseSegments(p []byte) (segs []segment, ok bool, err error) {
+	count, n := uleb(p)
+	if n == 0 {
+		return nil, false, errors.New("bad data section")
+	}
+	p = p[n:]
+	if count > uint64(len(p)) {
+		return nil, false, errors.New("data section: more segments than bytes")
+	}
+	segs = make([]segment, 0, count)
+	for i := range count {
+		flags, n := uleb(p)
+		if n == 0 {
+			return nil, false, fmt.Errorf("data segment %d: bad flags", i)
+		}
+		if flags != 0 || len(p) < n+1 || p[n] != 0x41 {
+			return nil, false, nil // passive, another memory, or an offset that is not i32.const
+		}
+		p = p[n+1:]
+		off, n := sleb32(p)
+		if n == 0 || len(p) < n+1 || p[n] != 0x0b {
+			return nil, false, nil
+		}
+		p = p[n+1:]
+		size, n := uleb(p)
+		if n == 0 || uint64(len(p)-n) < size {
+			return nil, false, fmt.Errorf("data segment %d: truncated", i)
+		}
+		segs = append(segs, segment{offset: uint32(off), data: p[n : n+int(size)]})
+		p = p[n+int(size):]
+	}
+	if len(p) != 0 {
+		return nil, false, errors.New("data section: bytes after the last segment")
+	}
+	slices.SortStableFunc(segs, func(a, b segment) int {
+		switch {
+		case a.offset < b.offset:
+			return -1
+		case a.offset > b.offset:
+			return 1
+		}
+		return 0
+	})
+	for i := 1; i < len(segs); i++ {
+		if uint64(segs[i].offset) < uint64(segs[i-1].offset)+uint64(len(segs[i-1].data)) {
+			return nil, false, nil // overlapping: order matters
+		}
+	}
+	return segs, true, nil
+}
+
+// mergeSegments joins sorted, non-overlapping segments less than MaxGap apart.
+func mergeSegments(segs []segment) []segment {
+	var out []segment
+	for _, s := range segs {
+		if k := len(out) - 1; k >= 0 {
+			end := uint64(out[k].offset) + uint64(len(out[k].data))
+			if gap := uint64(s.offset) - end; gap <= MaxGap {
+				out[k].data = append(out[k].data, make([]byte, gap)...)
+				out[k].data = append(out[k].data, s.data...)
+				continue
+			}
+		}
+		out = append(out, segment{offset: s.offset, data: slices.Clone(s.data)})
+	}
+	return out
+}
+
+func uleb(b []byte) (v uint64, n int) {
+	for shift := uint(0); n < len(b) && n < 10; shift += 7 {
+		c := b[n]
+		n++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return v, n
+		}
+	}
+	return 0, 0
+}
+
+func sleb32(b []byte) (v int64, n int) {
+	var shift uint
+	for n < len(b) && n < 5 {
+		c := b[n]
+		n++
+		v |= int64(c&0x7f) << shift
+		shift += 7
+		if c < 0x80 {
+			if c&0x40 != 0 && shift < 64 {
+				v |= -1 << shift
+			}
+			if v < -1<<31 || v >= 1<<31 {
+				return 0, 0
+			}
+			return v, n
+		}
+	}
+	return 0, 0
+}
+
+func appendUleb(b []byte, v uint64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendSleb(b []byte, v int64) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
