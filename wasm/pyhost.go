@@ -13,7 +13,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -236,7 +235,7 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 		k, v, _ := strings.Cut(kv, "=")
 		cfg = cfg.WithEnv(k, v)
 	}
-	err := instantiate(experimental.WithMemoryAllocator(ctx, pm), pr.py, cfg)
+	err := instantiate(ctx, pr.py, cfg, pm)
 	pr.pyPeak = max(pr.pyPeak, pm.peak)
 	pr.pyMemHit = pr.pyMemHit || pm.hit // a MemoryError Python caught still hit the limit
 	var exit *sys.ExitError
@@ -260,7 +259,8 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 // PYTHONHOME names the prefix CPython was built for, which it would find anyway: without
 // it, getpath searched for its landmarks on every start (some 10 ms under wazero). The
 // shell's own PYTHONHOME is dropped (it could move the standard library into the
-// workspace) and ceval's sitecustomize removes this one, so os.environ holds neither.
+// workspace) and ceval's sitecustomize removes this one, so os.environ holds neither
+// (but under -S, which skips site, where this one stays).
 func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 	env := make([]string, 0, len(shellEnv)+4)
 	pythonPath := pythonSiteDir

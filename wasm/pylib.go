@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
 
@@ -132,7 +131,7 @@ func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, 
 	})
 	defer stop.Stop()
 	mem := &guestMemory{limit: memoryLimit}
-	if err := instantiate(experimental.WithMemoryAllocator(context.Background(), mem), py, cfg); err != nil && !isExitZero(err) {
+	if err := instantiate(context.Background(), py, cfg, mem); err != nil && !isExitZero(err) {
 		return pylibCompiledNow, err
 	}
 	tmp.mu.Lock()

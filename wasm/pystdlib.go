@@ -23,12 +23,21 @@ import (
 // inflates it into a read-only directory (python3.12/...) and mounts it at /usr/local/lib
 // for every CPython instance. The mount hides the embedded zip, and CPython's default
 // sys.path finds the same bytecode in /usr/local/lib/python3.12, its next entry, whatever
-// flags (-I, -S, -E) it runs with. No file is added or changed: these are the module's own
-// bytes, already compiled, so nothing needs compiling or caching per run.
+// flags (-I, -S, -E) it runs with. These are the module's own bytes, already compiled, so
+// nothing needs compiling or caching per run; ceval adds only lib-dynload (empty) and
+// site-packages/ceval.pth.
 
 // pythonStdlibZipSHA256 is the digest of the stdlib zip inside the module
 // pythonSandboxSHA256 names; a change of pin must change it too.
 const pythonStdlibZipSHA256 = "8bfdca871d7f94b19eac07787c6d8e72ccc30cda8b2047e4739406da0708589b"
+
+// pythonSitePth is ceval.pth in the stdlib's site-packages, which site processes even when
+// python3 runs with -E or -I (which ignore PYTHONPATH, and with it ceval's sitecustomize):
+// it puts ceval's site directory on sys.path and imports that sitecustomize, so the stdlib
+// guard and the move into the shell's working directory hold for every python3 that runs
+// site. (site's own import of sitecustomize then finds it imported.) Only -S, which skips
+// site, starts in "/", as every WASI program does.
+const pythonSitePth = pythonSiteDir + "\nimport sitecustomize\n"
 
 // pythonStdlibDir is where the stdlib directory is mounted; pythonStdlibSubdir is the
 // directory below it that CPython's sys.path names.
@@ -87,6 +96,9 @@ func pythonStdlib(module []byte) (*memFS, error) {
 	// CPython looks for this directory to settle sys.exec_prefix, and warns on stderr
 	// ("Could not find platform dependent libraries") when it is missing.
 	if err := v.put(pythonStdlibSubdir+"/lib-dynload", fs.ModeDir|0o555, nil, ""); err != nil {
+		return nil, fmt.Errorf("CPython's stdlib: %w", err)
+	}
+	if err := v.put(pythonStdlibSubdir+"/site-packages/ceval.pth", 0o444, []byte(pythonSitePth), ""); err != nil {
 		return nil, fmt.Errorf("CPython's stdlib: %w", err)
 	}
 	v.readOnly = true

@@ -308,4 +308,13 @@ os._exit(0)
 	if _, score, details := runScript(t, e, check, s, nil); score != 0 {
 		t.Errorf("run_command: score %v, want 0: a workspace json.py answered for json (details %s)", score, details)
 	}
+	// Under -E (PYTHONPATH ignored: ceval.pth installs the guard) the check reads the file
+	// from the workspace and prints what the real json makes of it.
+	for _, flags := range []string{"-E", "-IE"} {
+		check := &task.Criterion{Type: task.RunCommand, Timeout: 60 * time.Second, ExpectedStdout: ptr("False"), StdoutMatch: "exact",
+			Command: `cd /workspace && python3 ` + flags + ` -c 'import sys; sys.path.insert(0, ""); import json; print(json.loads(open("answer.json").read())["ok"])'`}
+		if r, score, details := runScript(t, e, check, s, nil); score != 1 {
+			t.Errorf("run_command python3 %s: score %v, want 1 (stdout %q, stderr %.300s): a workspace json.py answered for json, or the check did not run in the workspace (details %s)", flags, score, r.Stdout, r.Stderr, details)
+		}
+	}
 }

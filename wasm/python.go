@@ -71,7 +71,10 @@ func (e *Executor) python(ctx context.Context) (*taskModule, error) {
 		e.pyErr = fmt.Errorf("CPython for the sandbox: %s prepared for the sandbox has sha256 %s, want %s (a pin changed without the prepared digest)", src, m.digest, pythonSandboxSHA256)
 		return nil, e.pyErr
 	}
-	_ = writeFileAtomic(prepared, data) // only a cache: the next run prepares again if it failed
+	// Only a cache: the next run prepares again if it failed. The .nodebug copy is what ceval
+	// kept before it merged data segments.
+	_ = writeFileAtomic(prepared, data)
+	_ = os.Remove(strings.TrimSuffix(src, ".wasm") + ".nodebug.wasm")
 	e.py = m
 	return m, nil
 }

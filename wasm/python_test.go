@@ -63,6 +63,7 @@ func TestPythonRunsInRunCommand(t *testing.T) {
 		{"heredoc on stdin", "python3 - <<'EOF'\nimport sys\nprint(6 * 7, sys.argv)\nEOF", "42 ['-']\n"},
 		{"checker script reading the snapshot", `python3 checks/check.py x y && echo passed`, "ok ['x', 'y']\npassed\n"},
 		{"checker script after cd", `cd checks && python3 check.py 2>&1 | grep -c FileNotFoundError`, "1\n"},
+		{"working directory under -I and -E", `cd checks && python3 -I -c 'import os; print(os.getcwd())' && python3 -E -c 'import os; print(os.getcwd())' && python3 -IE check.py 2>&1 | grep -c FileNotFoundError`, "/workspace/checks\n/workspace/checks\n1\n"},
 		{"pipeline python to toolbox", `python3 -c 'print("ok 1"); print("bad 2"); print("ok 3")' | grep ok | wc -l`, "2\n"},
 		{"pipeline toolbox to python", `cat data.txt | python3 -c 'import sys; print(sum(int(l) for l in sys.stdin))'`, "12\n"},
 		{"python to python", `python3 -c 'print(21)' | python3 -c 'print(int(input()) * 2)'`, "42\n"},
@@ -70,7 +71,7 @@ func TestPythonRunsInRunCommand(t *testing.T) {
 		{"exit status", `python3 -c 'import sys; sys.exit(3)'; echo $?`, "3\n"},
 		{"shares tmp with the toolbox", `python3 -c 'open("/tmp/x", "w").write("hi\n")' && cat /tmp/x && echo again > /tmp/y && python3 -c 'print(open("/tmp/y").read().strip())'`, "hi\nagain\n"},
 		{"redirection to a file", `python3 -c 'print("to file")' > /tmp/o; cat /tmp/o`, "to file\n"},
-		{"environment as the shell exported it", `export PYTHONHOME=/workspace; FOO=bar python3 -c 'import os, sys; print(sorted(k for k in os.environ if k.startswith(("PYTHON", "CEVAL", "FOO"))), sys.prefix, sys.path[2:])'`, "['FOO', 'PYTHONDONTWRITEBYTECODE', 'PYTHONPATH'] /usr/local ['/usr/local/lib/python312.zip', '/usr/local/lib/python3.12', '/usr/local/lib/python3.12/lib-dynload']\n"},
+		{"environment as the shell exported it", `export PYTHONHOME=/workspace; FOO=bar python3 -c 'import os, sys; print(sorted(k for k in os.environ if k.startswith(("PYTHON", "CEVAL", "FOO"))), sys.prefix, sys.path[2:])'`, "['FOO', 'PYTHONDONTWRITEBYTECODE', 'PYTHONPATH'] /usr/local ['/usr/local/lib/python312.zip', '/usr/local/lib/python3.12', '/usr/local/lib/python3.12/lib-dynload', '/usr/local/lib/python3.12/site-packages']\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, score, details := runScript(t, e, command(tc.script), s, nil)

@@ -414,7 +414,7 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 		return p
 	}, answer)
 	timer := time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
-	err := instantiate(experimental.WithMemoryAllocator(context.WithValue(ctx, pyRunKey{}, pr), mem), c, cfg)
+	err := instantiate(context.WithValue(ctx, pyRunKey{}, pr), c, cfg, mem)
 	timer.Stop()
 	if !guard.claim() {
 		select {} // the guard is answering for this run and ending the worker
@@ -447,15 +447,19 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 	return r
 }
 
-// instantiate runs the module's start function; a panic inside wazero is the guest's doing
-// until shown otherwise, so it comes back as a trap rather than killing the worker.
-func instantiate(ctx context.Context, c *compiled, cfg wazero.ModuleConfig) (err error) {
+// instantiate runs the module's start function with its linear memory in mem; a panic
+// inside wazero is the guest's doing until shown otherwise, so it comes back as a trap
+// rather than killing the worker. Once it returns nothing runs on mem, which it frees
+// itself: wazero does not when the guest traps or exits after a cancelled context marked
+// the module closed, nor after a panic (found by review).
+func instantiate(ctx context.Context, c *compiled, cfg wazero.ModuleConfig, mem *guestMemory) (err error) {
+	defer mem.Free()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("sandbox panicked: %v", p)
 		}
 	}()
-	mod, err := c.rt.InstantiateModule(ctx, c.cm, cfg)
+	mod, err := c.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), c.cm, cfg)
 	if mod != nil {
 		mod.Close(context.Background())
 	}
@@ -467,6 +471,7 @@ func instantiate(ctx context.Context, c *compiled, cfg wazero.ModuleConfig) (err
 // holds more for it) and records that refusal so the details can name it. The mapping comes
 // from the worker's pool (memPool) and returns to it zeroed.
 type guestMemory struct {
+	pool    *memPool // nil: the worker's
 	limit   uint64
 	mem     []byte // the whole mapping, which may be longer than reserve
 	reserve uint64 // the most this instance may use
@@ -477,8 +482,11 @@ type guestMemory struct {
 // Allocate implements experimental.MemoryAllocator.
 func (g *guestMemory) Allocate(_, max uint64) experimental.LinearMemory {
 	g.reserve = min(max, g.limit) &^ 0xffff
+	if g.pool == nil {
+		g.pool = &thePool
+	}
 	if g.reserve > 0 {
-		g.mem = thePool.get(g.reserve)
+		g.mem = g.pool.get(g.reserve)
 	}
 	return g
 }
@@ -500,7 +508,7 @@ func (g *guestMemory) Reallocate(size uint64) []byte {
 // any more.
 func (g *guestMemory) Free() {
 	if g.mem != nil {
-		thePool.put(g.mem, g.peak)
+		g.pool.put(g.mem, g.peak)
 		g.mem = nil
 	}
 }
@@ -510,7 +518,8 @@ func (g *guestMemory) Free() {
 // `python3 -c` in a toolbox run, a quarter of its kernel time); a pooled one is zeroed by
 // the worker, which keeps its pages, and is handed out only whole and zero again: WebAssembly
 // promises a new instance zeroed memory, and no run may read what an earlier one left.
-// TestPooledMemoryIsZero is the attack.
+// TestPooledMemoryIsZero is the attack. An idle worker may so keep up to poolMappings times
+// poolMaxPeak resident, all of it zero.
 type memPool struct {
 	mu   sync.Mutex
 	free [][]byte

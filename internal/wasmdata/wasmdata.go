@@ -20,10 +20,11 @@ import (
 const MaxGap = 4096
 
 // Merge returns module with its data segments joined where no more than MaxGap bytes lie
-// between them, and whether it changed anything. It changes nothing unless every segment
-// is active in memory 0 at a constant i32 offset, no two overlap (so their order does not
-// matter) and the module has no data count section (so no instruction names a segment by
-// its index). Anything malformed is an error.
+// between them, and whether it changed anything. It changes nothing unless the module
+// defines its memory (an imported one holds what its exporter wrote in the gaps), every
+// segment is active in memory 0 at a constant i32 offset, no two overlap (so their order
+// does not matter) and the module has no data count section (so no instruction names a
+// segment by its index). Anything malformed it reads is an error.
 func Merge(module []byte) ([]byte, bool, error) {
 	if len(module) < 8 || !bytes.HasPrefix(module, []byte("\x00asm")) {
 		return nil, false, errors.New("not a WebAssembly module")
@@ -32,11 +33,16 @@ func Merge(module []byte) ([]byte, bool, error) {
 	for rest := 8; rest < len(module); {
 		id := module[rest]
 		size, n := uleb(module[rest+1:])
-		end := rest + 1 + n + int(size)
-		if n == 0 || end > len(module) || end < rest {
+		if n == 0 || size > uint64(len(module)-rest-1-n) {
 			return nil, false, errors.New("truncated section")
 		}
+		end := rest + 1 + n + int(size)
 		switch id {
+		case 2:
+			imported, err := importsMemory(module[rest+1+n : end])
+			if err != nil || imported {
+				return module, false, err // gaps hold what the exporting module wrote there
+			}
 		case 12:
 			return module, false, nil // data count: code may name segments by index
 		case 11:
@@ -71,6 +77,65 @@ func Merge(module []byte) ([]byte, bool, error) {
 	out = append(out, payload...)
 	out = append(out, module[dataEnd:]...)
 	return out, true, nil
+}
+
+// importsMemory says whether an import section's payload imports a memory (or something it
+// cannot tell from one).
+func importsMemory(p []byte) (bool, error) {
+	count, n := uleb(p)
+	if n == 0 {
+		return false, errors.New("bad import section")
+	}
+	p = p[n:]
+	name := func() bool { // skips a name; false when malformed
+		l, n := uleb(p)
+		if n == 0 || l > uint64(len(p)-n) {
+			return false
+		}
+		p = p[n+int(l):]
+		return true
+	}
+	limits := func() bool {
+		if len(p) == 0 {
+			return false
+		}
+		flags := p[0]
+		p = p[1:]
+		for range 1 + int(flags&1) { // min, and max when flagged
+			_, n := uleb(p)
+			if n == 0 {
+				return false
+			}
+			p = p[n:]
+		}
+		return true
+	}
+	for range count {
+		if !name() || !name() || len(p) == 0 {
+			return false, errors.New("bad import")
+		}
+		kind := p[0]
+		p = p[1:]
+		ok := false
+		switch kind {
+		case 0: // function: type index
+			_, n := uleb(p)
+			ok, p = n > 0, p[min(n, len(p)):]
+		case 1: // table: element type, limits
+			if len(p) > 0 {
+				p = p[1:]
+				ok = limits()
+			}
+		case 3: // global: value type, mutability
+			ok, p = len(p) >= 2, p[min(2, len(p)):]
+		default: // a memory, or a kind this reader does not know: leave the module be
+			return true, nil
+		}
+		if !ok {
+			return false, fmt.Errorf("import of kind %d: malformed", kind)
+		}
+	}
+	return false, nil
 }
 
 type segment struct {

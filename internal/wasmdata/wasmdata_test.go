@@ -3,6 +3,7 @@ package wasmdata
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -147,4 +148,69 @@ func TestMergedToolboxHasOneSegment(t *testing.T) {
 	if n := countSegments(t, tb); n > 8 {
 		t.Errorf("the embedded toolbox has %d data segments: mk/embedded.mk did not merge them", n)
 	}
+}
+
+func TestMergeLeavesAModuleImportingItsMemory(t *testing.T) {
+	m := []byte("\x00asm\x01\x00\x00\x00")
+	// import "env" "f" func 0 (a type section first), then "env" "mem" memory {min 1}
+	m = append(m, 1, 4, 1, 0x60, 0, 0)
+	imports := []byte{2, 3, 'e', 'n', 'v', 1, 'f', 0, 0, 3, 'e', 'n', 'v', 3, 'm', 'e', 'm', 2, 0, 1}
+	m = append(m, 2, byte(len(imports)))
+	m = append(m, imports...)
+	data := []byte{2, 0, 0x41, 16, 0x0b, 2, 'a', 'b', 0, 0x41, 20, 0x0b, 2, 'c', 'd'}
+	m = append(m, 11, byte(len(data)))
+	m = append(m, data...)
+	out, changed, err := Merge(m)
+	if err != nil || changed || !bytes.Equal(out, m) {
+		t.Errorf("Merge of a module importing its memory: changed %v, err %v", changed, err)
+	}
+}
+
+// FuzzMerge: Merge never panics, and what it changes keeps its data section's image.
+func FuzzMerge(f *testing.F) {
+	f.Add(module(1, []seg{{0, 16, "ab"}, {0, 18, "cd"}, {0, 100, "ef"}}, false))
+	f.Add(module(1, []seg{{0, -8, "ab"}, {0, 0x7ffffff0, "cd"}}, false))
+	f.Add([]byte("\x00asm\x01\x00\x00\x00\x0b\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00")) // a section size of 2^64-1 (found by review)
+	f.Fuzz(func(t *testing.T, m []byte) {
+		out, changed, err := Merge(m)
+		if err != nil || !changed {
+			return
+		}
+		if before, after := layout(t, m), layout(t, out); !bytes.Equal(before, after) {
+			t.Errorf("the image changed:\n%x\n%x", before, after)
+		}
+	})
+}
+
+// layout is the image of a module's active segments from the lowest offset, for modules
+// Merge accepted; spans past 16 MiB are skipped.
+func layout(t *testing.T, m []byte) []byte {
+	for i := 8; i < len(m); {
+		size, n := uleb(m[i+1:])
+		if m[i] == 11 {
+			segs, ok, err := parseSegments(m[i+1+n : i+1+n+int(size)])
+			if err != nil || !ok {
+				t.Fatalf("a section Merge accepted does not parse: ok %v, err %v", ok, err)
+			}
+			if len(segs) == 0 {
+				return nil
+			}
+			base := uint64(segs[0].offset)
+			last := segs[len(segs)-1]
+			if uint64(last.offset)+uint64(len(last.data))-base > 16<<20 {
+				t.Skip("span too large to compare")
+			}
+			var img []byte
+			for _, s := range segs {
+				off := uint64(s.offset) - base
+				if end := off + uint64(len(s.data)); end > uint64(len(img)) {
+					img = append(img, make([]byte, end-uint64(len(img)))...)
+				}
+				copy(img[off:], s.data)
+			}
+			return append(binary.LittleEndian.AppendUint64(nil, base), img...)
+		}
+		i += 1 + n + int(size)
+	}
+	return nil
 }
