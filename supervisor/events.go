@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"ceval.dev/ceval/record"
 )
 
@@ -22,6 +24,14 @@ type Events struct {
 	mu     sync.Mutex
 	f      *os.File
 	redact func(string) string
+}
+
+// SyncFS flushes the filesystem of the events file and reports any writeback error on it
+// since the file was opened (syncfs compares against the descriptor's own sample).
+func (e *Events) SyncFS() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return unix.Syncfs(int(e.f.Fd()))
 }
 
 // OpenEvents opens (appending) the events file of a run directory.

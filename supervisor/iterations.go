@@ -197,7 +197,7 @@ func (r *run) keepIteration(n int, more bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if err := writeResult(dir, r.res, r.redact); err != nil {
+	if err := writeResult(dir, r.res, r.redact, r.ev); err != nil {
 		return err
 	}
 	if !more {

@@ -82,7 +82,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		if res.TaskSHA256, err = task.Digest(t); err != nil {
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}
-		if err := writeResult(dir, res, regradeRedactor(t)); err != nil {
+		if err := writeResult(dir, res, regradeRedactor(t), nil); err != nil {
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}
 		rg.Result = res

@@ -643,7 +643,7 @@ func (r *run) record(err error) error {
 		res.Error = err.Error()
 		res.Complete = false
 	}
-	if werr := writeResult(r.dir, res, r.redact); werr != nil && err == nil {
+	if werr := writeResult(r.dir, res, r.redact, r.ev); werr != nil && err == nil {
 		err = inPhase(PhaseRecord, &InfraError{werr})
 	}
 	r.emit("run_finished", map[string]any{"status": res.Status, "score": res.Score})
@@ -753,7 +753,13 @@ func agentUsage(agentType, stdoutLog string) *Usage {
 // rename durable. A crash before that leaves the previous result.json (or none): a complete
 // result.json never vouches for files that did not reach the disk. Two syncs in all, where
 // a fsync per file took six.
-func writeResult(dir string, res *record.Result, redact func(string) string) (err error) {
+//
+// syncfs reports a writeback error only if it happened after the descriptor it is given
+// was opened, so ev, the run's events file, opened before the run wrote anything, is the
+// descriptor it syncs through: a snapshot file whose background writeback failed before the
+// result's temporary file existed still fails the write. With no events (a regrade, whose
+// files an earlier process wrote), the temporary file serves.
+func writeResult(dir string, res *record.Result, redact func(string) string, ev *Events) (err error) {
 	tmp := *res
 	data, err := record.Marshal(&tmp)
 	if err != nil {
@@ -769,7 +775,11 @@ func writeResult(dir string, res *record.Result, redact func(string) string) (er
 		err = f.Chmod(0o600)
 	}
 	if err == nil {
-		err = unix.Syncfs(int(f.Fd()))
+		if ev != nil {
+			err = ev.SyncFS()
+		} else {
+			err = unix.Syncfs(int(f.Fd()))
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -19,7 +19,7 @@ func TestWriteResultNeverRewritesTheResultInPlace(t *testing.T) {
 	dir := t.TempDir()
 	redact := Redactor([]string{"sk-secret-123"})
 	first := &record.Result{RunID: "r1", Error: "sk-secret-123 leaked"}
-	if err := writeResult(dir, first, redact); err != nil {
+	if err := writeResult(dir, first, redact, nil); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, record.ResultFile)
@@ -32,7 +32,7 @@ func TestWriteResultNeverRewritesTheResultInPlace(t *testing.T) {
 	if err := syscall.Fstat(int(held.Fd()), &before); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeResult(dir, &record.Result{RunID: "r1", Complete: true}, redact); err != nil {
+	if err := writeResult(dir, &record.Result{RunID: "r1", Complete: true}, redact, nil); err != nil {
 		t.Fatal(err)
 	}
 	old, err := os.ReadFile("/proc/self/fd/" + strconv.Itoa(int(held.Fd())))
@@ -60,5 +60,28 @@ func TestWriteResultNeverRewritesTheResultInPlace(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("run directory holds %v, want only %s", names, record.ResultFile)
+	}
+}
+
+// writeResult syncs through the run's events file, opened when the run started, because
+// syncfs reports only writeback errors after its descriptor was opened: an error that
+// descriptor reports (here: EBADF, a closed file) fails the write, and no result.json
+// vouches for the files.
+func TestWriteResultSyncsThroughTheRunsFirstDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	ev, err := OpenEvents(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeResult(dir, &record.Result{RunID: "r1"}, Redactor(nil), ev); err != nil {
+		t.Fatalf("with the events file open: %v", err)
+	}
+	ev.f.Close()
+	err = writeResult(dir, &record.Result{RunID: "r1", Complete: true}, Redactor(nil), ev)
+	if err == nil {
+		t.Fatal("the events descriptor's error did not fail the write")
+	}
+	if res, rerr := record.ReadResult(dir); rerr != nil || res.Complete {
+		t.Errorf("after the failed write result.json is %+v (%v), want the first, incomplete one", res, rerr)
 	}
 }
