@@ -6,12 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
 	"strings"
+
+	"ceval.dev/ceval/internal/wasmdata"
 )
 
 // CPython's standard library ships inside python.wasm: a zip of .pyc files in the module's
@@ -55,7 +56,7 @@ const (
 
 // pythonStdlib returns the stdlib of the CPython module as a read-only memFS.
 func pythonStdlib(module []byte) (*memFS, error) {
-	img, err := initialMemory(module)
+	img, err := wasmdata.InitialMemory(module, maxStdlibImage)
 	if err != nil {
 		return nil, fmt.Errorf("CPython's stdlib: %w", err)
 	}
@@ -103,106 +104,6 @@ func pythonStdlib(module []byte) (*memFS, error) {
 	}
 	v.readOnly = true
 	return v, nil
-}
-
-// initialMemory lays the active data segments of module out as its memory starts.
-func initialMemory(module []byte) ([]byte, error) {
-	if !bytes.HasPrefix(module, wasmMagic) || len(module) < 8 {
-		return nil, errors.New("not a WebAssembly module")
-	}
-	for rest := module[8:]; len(rest) > 0; {
-		id := rest[0]
-		size, n := uleb32(rest[1:])
-		if n == 0 || uint64(len(rest)-1-n) < uint64(size) {
-			return nil, errors.New("truncated section")
-		}
-		payload := rest[1+n : 1+n+int(size)]
-		rest = rest[1+n+int(size):]
-		if id == 11 { // data
-			return layOutData(payload)
-		}
-	}
-	return nil, errors.New("no data section")
-}
-
-// layOutData copies each active segment of a data section payload to its offset.
-func layOutData(p []byte) ([]byte, error) {
-	count, n := uleb32(p)
-	if n == 0 {
-		return nil, errors.New("bad data section")
-	}
-	p = p[n:]
-	type segment struct {
-		off  uint32
-		data []byte
-	}
-	var segs []segment
-	var size uint64
-	for range count {
-		flags, n := uleb32(p)
-		if n == 0 {
-			return nil, errors.New("bad data segment")
-		}
-		p = p[n:]
-		active := flags == 0 || flags == 2
-		if flags == 2 {
-			if _, n = uleb32(p); n == 0 {
-				return nil, errors.New("bad data segment memory index")
-			}
-			p = p[n:]
-		} else if flags != 0 && flags != 1 {
-			return nil, fmt.Errorf("data segment flags %d", flags)
-		}
-		var off uint32
-		if active {
-			// Only i32.const N; end: the offsets this module's linker writes.
-			if len(p) < 1 || p[0] != 0x41 {
-				return nil, errors.New("data segment offset is not a constant")
-			}
-			v, n := sleb32(p[1:])
-			if n == 0 || len(p) < 2+n || p[1+n] != 0x0b {
-				return nil, errors.New("bad data segment offset")
-			}
-			off = uint32(v)
-			p = p[2+n:]
-		}
-		l, n := uleb32(p)
-		if n == 0 || uint64(len(p)-n) < uint64(l) {
-			return nil, errors.New("truncated data segment")
-		}
-		data := p[n : n+int(l)]
-		p = p[n+int(l):]
-		if active {
-			segs = append(segs, segment{off, data})
-			size = max(size, uint64(off)+uint64(l))
-		}
-	}
-	if size > maxStdlibImage {
-		return nil, fmt.Errorf("data segments span %d bytes, over %s", size, human(maxStdlibImage))
-	}
-	img := make([]byte, size)
-	for _, s := range segs {
-		copy(img[s.off:], s.data)
-	}
-	return img, nil
-}
-
-// sleb32 decodes a signed LEB128 value of at most 32 bits; n is 0 when malformed.
-func sleb32(b []byte) (v int32, n int) {
-	var shift uint
-	for n < len(b) && n < 5 {
-		c := b[n]
-		n++
-		v |= int32(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 32 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v, n
-		}
-	}
-	return 0, 0
 }
 
 // findZip returns the zip archive in img whose bytes have sha256 want: each end-of-central-

@@ -1,12 +1,9 @@
 package wasm
 
 import (
-	"bytes"
-	"ceval.dev/ceval/internal/wasmdata"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +12,7 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/internal/wasmdata"
 	"ceval.dev/ceval/task"
 )
 
@@ -135,44 +133,24 @@ func preparePythonModule(module []byte) ([]byte, error) {
 // stripDebug returns module without its DWARF custom sections (".debug_*"), which make
 // wazero slow to compile and to unwind; code and data are untouched.
 func stripDebug(module []byte) ([]byte, error) {
-	if len(module) < 8 || !bytes.HasPrefix(module, wasmMagic) {
-		return nil, errors.New("not a WebAssembly module")
+	sections, err := wasmdata.Sections(module)
+	if err != nil {
+		return nil, err
 	}
 	out := append([]byte(nil), module[:8]...)
-	for rest := module[8:]; len(rest) > 0; {
-		id := rest[0]
-		size, n := uleb32(rest[1:])
-		if n == 0 || uint64(len(rest)-1-n) < uint64(size) {
-			return nil, errors.New("truncated section")
-		}
-		section := rest[:1+n+int(size)]
-		payload := rest[1+n : 1+n+int(size)]
-		rest = rest[len(section):]
-		if id == 0 {
-			nameLen, m := uleb32(payload)
-			if m == 0 || uint64(len(payload)-m) < uint64(nameLen) {
-				return nil, errors.New("bad custom section name")
+	for _, sec := range sections {
+		if sec.ID == 0 {
+			name, err := wasmdata.CustomName(sec.Payload)
+			if err != nil {
+				return nil, err
 			}
-			if strings.HasPrefix(string(payload[m:m+int(nameLen)]), ".debug") {
+			if strings.HasPrefix(name, ".debug") {
 				continue
 			}
 		}
-		out = append(out, section...)
+		out = append(out, sec.Raw...)
 	}
 	return out, nil
-}
-
-// uleb32 decodes an unsigned LEB128 value of at most 32 bits; n is 0 when malformed.
-func uleb32(b []byte) (v uint32, n int) {
-	for shift := 0; n < len(b) && n < 5; shift += 7 {
-		c := b[n]
-		n++
-		v |= uint32(c&0x7f) << shift
-		if c&0x80 == 0 {
-			return v, n
-		}
-	}
-	return 0, 0
 }
 
 // namesPython matches a script that may run python or python3.

@@ -4,6 +4,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/wasmdata"
 	"ceval.dev/ceval/task"
 )
 
@@ -193,11 +196,11 @@ func TestPreparedPythonHasThePinnedMemoryImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := initialMemory(pinned)
+	want, err := wasmdata.InitialMemory(pinned, maxStdlibImage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := initialMemory(prepared)
+	got, err := wasmdata.InitialMemory(prepared, maxStdlibImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +209,9 @@ func TestPreparedPythonHasThePinnedMemoryImage(t *testing.T) {
 	}
 	if len(prepared) >= len(pinned) {
 		t.Errorf("prepared module %d bytes, pinned %d: DWARF was not stripped", len(prepared), len(pinned))
+	}
+	if sum := sha256.Sum256(prepared); hex.EncodeToString(sum[:]) != pythonSandboxSHA256 {
+		t.Errorf("the prepared module has sha256 %x, want pythonSandboxSHA256 %s", sum, pythonSandboxSHA256)
 	}
 }
 

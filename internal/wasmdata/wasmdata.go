@@ -1,4 +1,5 @@
-// Package wasmdata rewrites a WebAssembly module's data section into few segments.
+// Package wasmdata reads a WebAssembly module's sections and initial memory, and rewrites
+// its data section into few segments.
 //
 // Compilers emit one active data segment per symbol or per run of non-zero bytes: Go's
 // wasip1 linker wrote 84,507 of them for ceval's toolbox, LLVM and wasm-opt 24,171 for
@@ -26,35 +27,28 @@ const MaxGap = 4096
 // does not matter) and the module has no data count section (so no instruction names a
 // segment by its index). Anything malformed it reads is an error.
 func Merge(module []byte) ([]byte, bool, error) {
-	if len(module) < 8 || !bytes.HasPrefix(module, []byte("\x00asm")) {
-		return nil, false, errors.New("not a WebAssembly module")
+	sections, err := Sections(module)
+	if err != nil {
+		return nil, false, err
 	}
-	var dataStart, dataEnd int // the data section, id byte to end of payload
-	for rest := 8; rest < len(module); {
-		id := module[rest]
-		size, n := uleb(module[rest+1:])
-		if n == 0 || size > uint64(len(module)-rest-1-n) {
-			return nil, false, errors.New("truncated section")
-		}
-		end := rest + 1 + n + int(size)
-		switch id {
+	data := -1
+	for i, sec := range sections {
+		switch sec.ID {
 		case 2:
-			imported, err := importsMemory(module[rest+1+n : end])
+			imported, err := importsMemory(sec.Payload)
 			if err != nil || imported {
 				return module, false, err // gaps hold what the exporting module wrote there
 			}
 		case 12:
 			return module, false, nil // data count: code may name segments by index
 		case 11:
-			dataStart, dataEnd = rest, end
+			data = i
 		}
-		rest = end
 	}
-	if dataStart == 0 {
+	if data < 0 {
 		return module, false, nil
 	}
-	_, n := uleb(module[dataStart+1:])
-	segs, ok, err := parseSegments(module[dataStart+1+n : dataEnd])
+	segs, ok, err := parseSegments(sections[data].Payload)
 	if err != nil || !ok {
 		return module, false, err
 	}
@@ -70,13 +64,128 @@ func Merge(module []byte) ([]byte, bool, error) {
 		payload = appendUleb(payload, uint64(len(s.data)))
 		payload = append(payload, s.data...)
 	}
-	out := make([]byte, 0, len(module)+len(payload)-(dataEnd-dataStart)+8)
-	out = append(out, module[:dataStart]...)
-	out = append(out, 11)
-	out = appendUleb(out, uint64(len(payload)))
-	out = append(out, payload...)
-	out = append(out, module[dataEnd:]...)
+	out := make([]byte, 0, len(module)+len(payload))
+	out = append(out, module[:8]...)
+	for i, sec := range sections {
+		if i != data {
+			out = append(out, sec.Raw...)
+			continue
+		}
+		out = append(out, 11)
+		out = appendUleb(out, uint64(len(payload)))
+		out = append(out, payload...)
+	}
 	return out, true, nil
+}
+
+// Section is one section of a module.
+type Section struct {
+	ID      byte
+	Payload []byte // the section's contents
+	Raw     []byte // all of it: id, size and payload
+}
+
+// Sections splits a module into its sections, which share its bytes; an error when it is
+// not a WebAssembly module or a section overruns it.
+func Sections(module []byte) ([]Section, error) {
+	if len(module) < 8 || !bytes.HasPrefix(module, []byte("\x00asm")) {
+		return nil, errors.New("not a WebAssembly module")
+	}
+	var out []Section
+	for rest := 8; rest < len(module); {
+		size, n := uleb(module[rest+1:])
+		if n == 0 || size > uint64(len(module)-rest-1-n) {
+			return nil, errors.New("truncated section")
+		}
+		end := rest + 1 + n + int(size)
+		out = append(out, Section{ID: module[rest], Payload: module[rest+1+n : end], Raw: module[rest:end]})
+		rest = end
+	}
+	return out, nil
+}
+
+// CustomName is the name of a custom section (ID 0) from its payload.
+func CustomName(payload []byte) (string, error) {
+	l, n := uleb(payload)
+	if n == 0 || l > uint64(len(payload)-n) {
+		return "", errors.New("bad custom section name")
+	}
+	return string(payload[n : n+int(l)]), nil
+}
+
+// InitialMemory lays the active data segments of module out as its memory 0 starts, up to
+// the end of the last one, which may lie no further than limit. Passive segments are left
+// out; an offset other than i32.const is an error.
+func InitialMemory(module []byte, limit uint64) ([]byte, error) {
+	sections, err := Sections(module)
+	if err != nil {
+		return nil, err
+	}
+	for _, sec := range sections {
+		if sec.ID == 11 {
+			return layOut(sec.Payload, limit)
+		}
+	}
+	return nil, errors.New("no data section")
+}
+
+// layOut copies each active segment of a data section's payload to its offset.
+func layOut(p []byte, limit uint64) ([]byte, error) {
+	count, n := uleb(p)
+	if n == 0 || count > uint64(len(p)) {
+		return nil, errors.New("bad data section")
+	}
+	p = p[n:]
+	var segs []segment
+	var size uint64
+	for range count {
+		flags, n := uleb(p)
+		if n == 0 {
+			return nil, errors.New("bad data segment")
+		}
+		p = p[n:]
+		active := flags == 0 || flags == 2
+		switch flags {
+		case 0, 1:
+		case 2:
+			if _, n = uleb(p); n == 0 {
+				return nil, errors.New("bad data segment memory index")
+			}
+			p = p[n:]
+		default:
+			return nil, fmt.Errorf("data segment flags %d", flags)
+		}
+		var off uint32
+		if active {
+			if len(p) < 1 || p[0] != 0x41 {
+				return nil, errors.New("data segment offset is not a constant")
+			}
+			v, n := sleb32(p[1:])
+			if n == 0 || len(p) < 2+n || p[1+n] != 0x0b {
+				return nil, errors.New("bad data segment offset")
+			}
+			off = uint32(v)
+			p = p[2+n:]
+		}
+		l, n := uleb(p)
+		if n == 0 || l > uint64(len(p)-n) {
+			return nil, errors.New("truncated data segment")
+		}
+		data := p[n : n+int(l)]
+		p = p[n+int(l):]
+		if active {
+			segs = append(segs, segment{offset: off, data: data})
+			size = max(size, uint64(off)+l)
+		}
+	}
+	if size > limit {
+		return nil, fmt.Errorf("data segments span %d bytes, over the limit of %d", size, limit)
+	}
+	img := make([]byte, size)
+	for _, s := range segs {
+		copy(img[s.offset:], s.data)
+	}
+	return img, nil
 }
 
 // importsMemory says whether an import section's payload imports a memory (or something it
