@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,11 +28,23 @@ type Events struct {
 }
 
 // SyncFS flushes the filesystem of the events file and reports any writeback error on it
-// since the file was opened (syncfs compares against the descriptor's own sample).
+// that this descriptor has not yet reported and that happened since the file was opened
+// (or that no descriptor had yet seen then): syncfs checks the filesystem's error sequence
+// against the one its descriptor sampled at open. A closed Events is an error, never
+// another file that reused its descriptor number.
 func (e *Events) SyncFS() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return unix.Syncfs(int(e.f.Fd()))
+	if e == nil {
+		return errors.New("events: not open")
+	}
+	rc, err := e.f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Syncfs(int(fd)) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // OpenEvents opens (appending) the events file of a run directory.

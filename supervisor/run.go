@@ -754,11 +754,15 @@ func agentUsage(agentType, stdoutLog string) *Usage {
 // result.json never vouches for files that did not reach the disk. Two syncs in all, where
 // a fsync per file took six.
 //
-// syncfs reports a writeback error only if it happened after the descriptor it is given
-// was opened, so ev, the run's events file, opened before the run wrote anything, is the
-// descriptor it syncs through: a snapshot file whose background writeback failed before the
-// result's temporary file existed still fails the write. With no events (a regrade, whose
-// files an earlier process wrote), the temporary file serves.
+// syncfs reports a writeback error only if its descriptor has not reported it yet and it
+// happened after the descriptor was opened, or had been seen by no one by then; a syncfs of
+// another run on the same filesystem (an experiment's runs share it) marks an error seen.
+// So ev, the run's events file, opened before the run wrote anything, is the descriptor it
+// syncs through: a snapshot file whose background writeback failed before the result's
+// temporary file existed still fails the write. The price: an unrelated writeback error
+// on that filesystem since the run started fails it too (the agent's own files are on a
+// separate tmpfs, so the agent cannot cause one). With no events (a regrade, whose files an
+// earlier process wrote), the temporary file serves.
 func writeResult(dir string, res *record.Result, redact func(string) string, ev *Events) (err error) {
 	tmp := *res
 	data, err := record.Marshal(&tmp)

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 
@@ -57,6 +58,26 @@ func (st *workerState) root(reference, task, python bool) *memFS {
 }
 
 // cevalSite is /ceval: ceval's Python site directory with its sitecustomize.
+// sourcelessSite replaces ceval's site directory, once its sitecustomize is compiled, by
+// one holding only the bytecode, as sitecustomize.pyc: with the source beside it, CPython
+// looked for that bytecode under a pycache prefix when one was set (-X pycache_prefix,
+// PYTHONPYCACHEPREFIX), and a forged .pyc there (/tmp is writable) ran instead of the
+// guard (found by review; TestForgedBytecodeCannotReplaceCevalsSitecustomize). A
+// sourceless module is only ever read from where it is.
+func (st *workerState) sourcelessSite() error {
+	n, errno := st.cevalFS.lookup(strings.TrimPrefix(pythonSiteDir, "/ceval/") + "/__pycache__/sitecustomize." + pythonCacheTag + ".pyc")
+	if errno != 0 {
+		return fmt.Errorf("no compiled sitecustomize: errno %d", errno)
+	}
+	c := newMemFS(5, false)
+	if err := c.put(strings.TrimPrefix(pythonSiteDir, "/ceval/")+"/sitecustomize.pyc", 0o444, n.data, ""); err != nil {
+		return err
+	}
+	c.readOnly = true
+	st.cevalFS = c
+	return nil
+}
+
 func (st *workerState) cevalSite() *memFS {
 	if st.cevalFS == nil {
 		c := newMemFS(5, false)

@@ -260,7 +260,12 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 // it, getpath searched for its landmarks on every start (some 10 ms under wazero). The
 // shell's own PYTHONHOME is dropped (it could move the standard library into the
 // workspace) and ceval's sitecustomize removes this one, so os.environ holds neither
-// (but under -S, which skips site, where this one stays).
+// (but under -S, which skips site, where this one stays). The shell's relative PYTHONPATH
+// entries are made absolute against its directory: site makes them absolute while CPython
+// is still in "/", before ceval's sitecustomize enters that directory (PYTHONPATH=src
+// named /src). PYTHONPYCACHEPREFIX is dropped, as pythonArgv drops -X pycache_prefix: with
+// a prefix in the writable /tmp, code the script ran earlier (the agent's) could leave
+// bytecode there that a later import of the task's own modules would run (found by review).
 func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 	env := make([]string, 0, len(shellEnv)+4)
 	pythonPath := pythonSiteDir
@@ -272,10 +277,15 @@ func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 		switch k {
 		case "PYTHONPATH":
 			if v != "" {
-				pythonPath += ":" + v
+				for _, p := range strings.Split(v, ":") {
+					if !path.IsAbs(p) {
+						p = path.Join(dir, p) // "" is the working directory, as in CPython
+					}
+					pythonPath += ":" + p
+				}
 			}
 			continue
-		case "CEVAL_PWD", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE":
+		case "CEVAL_PWD", "PYTHONHOME", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX":
 			continue
 		}
 		env = append(env, kv)
@@ -283,32 +293,66 @@ func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 	return append(env, "PYTHONPATH="+pythonPath, "PYTHONHOME="+path.Dir(pythonStdlibDir), "CEVAL_PWD="+dir, "PYTHONDONTWRITEBYTECODE=1")
 }
 
-// pythonArgv makes a relative script path absolute against the shell's directory: CPython
-// resolves it before ceval's sitecustomize can change into that directory.
+// pythonArgv makes a relative script path absolute against the shell's directory (CPython
+// resolves it before ceval's sitecustomize can change into that directory) and drops
+// -X pycache_prefix (see pythonEnv). It reads options as CPython does: letters clustered
+// (-IE), -c and -m ending the options with what follows them (the rest of the cluster or
+// the next argument), -W and -X taking the rest of the cluster or the next argument as
+// their value, --check-hash-based-pycs taking the next.
 func pythonArgv(argv []string, dir string) []string {
-	out := append([]string{"python3"}, argv[1:]...)
-	for i := 1; i < len(out); i++ {
-		a := out[i]
-		switch {
-		case a == "-" || a == "--":
-			return out
-		case a == "-c" || a == "-m":
-			return out // what follows is code or a module name, then its arguments
-		case a == "-W" || a == "-X":
-			i++ // the option's value
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			if k := strings.IndexAny(a[1:], "cm"); k >= 0 {
-				return out // -Ic CODE: code follows
-			}
-			if strings.HasSuffix(a, "W") || strings.HasSuffix(a, "X") {
-				i++
-			}
-		default:
-			if !strings.HasPrefix(a, "/") {
-				out[i] = path.Join(dir, a)
-			}
-			return out
+	out := []string{"python3"}
+	script := func(rest []string) []string {
+		if len(rest) > 0 && rest[0] != "-" && !path.IsAbs(rest[0]) {
+			rest = append([]string{path.Join(dir, rest[0])}, rest[1:]...)
 		}
+		return append(out, rest...)
+	}
+	args := argv[1:]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-":
+			return append(out, args[i:]...)
+		case a == "--":
+			out = append(out, a)
+			return script(args[i+1:])
+		case a == "--check-hash-based-pycs" && i+1 < len(args):
+			out = append(out, a, args[i+1])
+			i++
+			continue
+		case strings.HasPrefix(a, "--"):
+			out = append(out, a)
+			continue
+		case !strings.HasPrefix(a, "-"):
+			return script(args[i:])
+		}
+		for j := 1; j < len(a); j++ {
+			switch a[j] {
+			case 'c', 'm':
+				return append(append(out, a), args[i+1:]...)
+			case 'W', 'X':
+				value, next := a[j+1:], false
+				if value == "" && i+1 < len(args) {
+					value, next = args[i+1], true
+				}
+				if a[j] == 'X' && (value == "pycache_prefix" || strings.HasPrefix(value, "pycache_prefix=")) {
+					if j > 1 {
+						out = append(out, a[:j]) // the flags clustered before it
+					}
+				} else {
+					out = append(out, a)
+					if next {
+						out = append(out, args[i+1])
+					}
+				}
+				if next {
+					i++
+				}
+				goto nextArg
+			}
+		}
+		out = append(out, a)
+	nextArg:
 	}
 	return out
 }

@@ -40,6 +40,10 @@ const pythonStdlibZipSHA256 = "8bfdca871d7f94b19eac07787c6d8e72ccc30cda8b2047e47
 // site, starts in "/", as every WASI program does.
 const pythonSitePth = pythonSiteDir + "\nimport sitecustomize\n"
 
+// pythonCacheTag is sys.implementation.cache_tag of the pinned CPython: its bytecode files
+// are NAME.<tag>.pyc in __pycache__.
+const pythonCacheTag = "cpython-312"
+
 // pythonStdlibDir is where the stdlib directory is mounted; pythonStdlibSubdir is the
 // directory below it that CPython's sys.path names.
 const (

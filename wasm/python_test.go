@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -66,6 +67,7 @@ func TestPythonRunsInRunCommand(t *testing.T) {
 		{"heredoc on stdin", "python3 - <<'EOF'\nimport sys\nprint(6 * 7, sys.argv)\nEOF", "42 ['-']\n"},
 		{"checker script reading the snapshot", `python3 checks/check.py x y && echo passed`, "ok ['x', 'y']\npassed\n"},
 		{"checker script after cd", `cd checks && python3 check.py 2>&1 | grep -c FileNotFoundError`, "1\n"},
+		{"relative PYTHONPATH", `mkdir -p /tmp/src/pkg && echo 'X = 7' > /tmp/src/pkg/__init__.py && cd /tmp && PYTHONPATH=src python3 -c 'import pkg; print(pkg.X)'`, "7\n"},
 		{"working directory under -I and -E", `cd checks && python3 -I -c 'import os; print(os.getcwd())' && python3 -E -c 'import os; print(os.getcwd())' && python3 -IE check.py 2>&1 | grep -c FileNotFoundError`, "/workspace/checks\n/workspace/checks\n1\n"},
 		{"pipeline python to toolbox", `python3 -c 'print("ok 1"); print("bad 2"); print("ok 3")' | grep ok | wc -l`, "2\n"},
 		{"pipeline toolbox to python", `cat data.txt | python3 -c 'import sys; print(sum(int(l) for l in sys.stdin))'`, "12\n"},
@@ -281,5 +283,66 @@ func TestExecutorNamesThePinnedPythonItRan(t *testing.T) {
 	}
 	if p := e.Python(command("echo hi")); p != nil {
 		t.Errorf("Python(echo hi) = %+v, want nil", p)
+	}
+}
+
+func TestPythonArgvReadsOptionsAsCPythonDoes(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"python3 x.py a", "python3 /w/d/x.py a"},
+		{"python3 -I sub/x.py", "python3 -I /w/d/sub/x.py"},
+		{"python3 -Ximporttime sub/x.py", "python3 -Ximporttime /w/d/sub/x.py"},
+		{"python3 -X importtime -Wmodule sub/x.py", "python3 -X importtime -Wmodule /w/d/sub/x.py"},
+		{"python3 -W error x.py", "python3 -W error /w/d/x.py"},
+		{"python3 --check-hash-based-pycs always x.py", "python3 --check-hash-based-pycs always /w/d/x.py"},
+		{"python3 -c code x.py", "python3 -c code x.py"},
+		{"python3 -Ic code x.py", "python3 -Ic code x.py"},
+		{"python3 -m mod x.py", "python3 -m mod x.py"},
+		{"python3 - x.py", "python3 - x.py"},
+		{"python3 -- x.py", "python3 -- /w/d/x.py"},
+		{"python3 /abs/x.py", "python3 /abs/x.py"},
+		{"python3 -X pycache_prefix=/tmp/pc x.py", "python3 /w/d/x.py"},
+		{"python3 -IXpycache_prefix=/tmp/pc -c code", "python3 -I -c code"},
+		{"python3 -X pycache_prefix -c code", "python3 -c code"},
+	} {
+		if got := strings.Join(pythonArgv(strings.Fields(tc.in), "/w/d"), " "); got != tc.want {
+			t.Errorf("pythonArgv(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestPythonEnvMakesPythonpathAbsolute(t *testing.T) {
+	env := pythonEnv([]string{"PYTHONPATH=src::/abs:lib/x", "PYTHONPYCACHEPREFIX=/tmp/pc", "A=b"}, "/workspace", false)
+	want := "PYTHONPATH=" + pythonSiteDir + ":/workspace/src:/workspace:/abs:/workspace/lib/x"
+	if !slices.Contains(env, want) || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONPYCACHEPREFIX=") }) || !slices.Contains(env, "A=b") {
+		t.Errorf("pythonEnv = %q, want %q, no PYTHONPYCACHEPREFIX and A=b", env, want)
+	}
+}
+
+// TestForgedBytecodeCannotReplaceCevalsSitecustomize: with a pycache prefix in the writable
+// /tmp, CPython looked there for the bytecode of ceval's sitecustomize, and the agent's code,
+// run earlier in the same script, could leave one there (matching the source's time and
+// size) that ran instead of it: no stdlib guard, a workspace json.py answering for json
+// (found by review). ceval's sitecustomize is sourceless now and the prefix is dropped.
+func TestForgedBytecodeCannotReplaceCevalsSitecustomize(t *testing.T) {
+	forge := `import os, importlib._bootstrap_external as be
+src = "/ceval/python/sitecustomize.py"
+try:
+    st = os.stat(src)
+    mtime, size = int(st.st_mtime), st.st_size
+except OSError:
+    mtime, size = 946684800, 1066
+code = compile("print('FORGED')", src, "exec")
+for d in ("/tmp/pc/ceval/python", "/tmp/pc2/ceval/python"):
+    os.makedirs(d, exist_ok=True)
+    with open(d + "/sitecustomize.cpython-312.pyc", "wb") as f:
+        f.write(be._code_to_timestamp_pyc(code, mtime, size))
+`
+	e := pyExecutor(t, Options{})
+	s := workspace(t, map[string]string{"forge.py": forge, "json.py": "__file__ = 'FORGED json'\n"}, nil)
+	script := `python3 forge.py && PYTHONPYCACHEPREFIX=/tmp/pc python3 -c 'import sys; sys.path.insert(0, ""); import json; print(json.__file__)' && python3 -E -X pycache_prefix=/tmp/pc2 -c 'import sys; sys.path.insert(0, ""); import json; print(json.__file__)'`
+	r, _, details := runScript(t, e, command(script), s, nil)
+	want := "/usr/local/lib/python3.12/json/__init__.pyc\n/usr/local/lib/python3.12/json/__init__.pyc\n"
+	if string(r.Stdout) != want {
+		t.Errorf("stdout %q, want %q (stderr %.300s; details %s)", r.Stdout, want, r.Stderr, details)
 	}
 }

@@ -241,6 +241,9 @@ func (st *workerState) load(b []byte) moduleReply {
 			return r
 		}
 		r.SiteBytecode, err = st.compileCeval("site", c, key.digest, st.cevalSite(), DefaultMemoryLimit, pylibCompileSite)
+		if err == nil {
+			err = st.sourcelessSite()
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "ceval wasm worker: compile ceval's sitecustomize: %v\n", err)
 		}
