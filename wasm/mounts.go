@@ -58,6 +58,9 @@ func (st *workerState) root(reference, task, python bool) *memFS {
 }
 
 // cevalSite is /ceval: ceval's Python site directory with its sitecustomize.
+// siteInCeval is ceval's site directory inside the /ceval view.
+var siteInCeval = strings.TrimPrefix(pythonSiteDir, "/ceval/")
+
 // sourcelessSite replaces ceval's site directory, once its sitecustomize is compiled, by
 // one holding only the bytecode, as sitecustomize.pyc: with the source beside it, CPython
 // looked for that bytecode under a pycache prefix when one was set (-X pycache_prefix,
@@ -65,12 +68,12 @@ func (st *workerState) root(reference, task, python bool) *memFS {
 // guard (found by review; TestForgedBytecodeCannotReplaceCevalsSitecustomize). A
 // sourceless module is only ever read from where it is.
 func (st *workerState) sourcelessSite() error {
-	n, errno := st.cevalFS.lookup(strings.TrimPrefix(pythonSiteDir, "/ceval/") + "/__pycache__/sitecustomize." + pythonCacheTag + ".pyc")
+	n, errno := st.cevalFS.lookup(siteInCeval + "/__pycache__/sitecustomize." + pythonCacheTag + ".pyc")
 	if errno != 0 {
 		return fmt.Errorf("no compiled sitecustomize: errno %d", errno)
 	}
 	c := newMemFS(5, false)
-	if err := c.put(strings.TrimPrefix(pythonSiteDir, "/ceval/")+"/sitecustomize.pyc", 0o444, n.data, ""); err != nil {
+	if err := c.put(siteInCeval+"/sitecustomize.pyc", 0o444, n.data, ""); err != nil {
 		return err
 	}
 	c.readOnly = true
@@ -81,7 +84,7 @@ func (st *workerState) sourcelessSite() error {
 func (st *workerState) cevalSite() *memFS {
 	if st.cevalFS == nil {
 		c := newMemFS(5, false)
-		_ = c.put(strings.TrimPrefix(pythonSiteDir, "/ceval/")+"/sitecustomize.py", 0o444, []byte(pythonSitecustomize), "")
+		_ = c.put(siteInCeval+"/sitecustomize.py", 0o444, []byte(pythonSitecustomize), "")
 		c.readOnly = true
 		st.cevalFS = c
 	}

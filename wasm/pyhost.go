@@ -326,33 +326,31 @@ func pythonArgv(argv []string, dir string) []string {
 		case !strings.HasPrefix(a, "-"):
 			return script(args[i:])
 		}
-		for j := 1; j < len(a); j++ {
-			switch a[j] {
-			case 'c', 'm':
-				return append(append(out, a), args[i+1:]...)
-			case 'W', 'X':
-				value, next := a[j+1:], false
-				if value == "" && i+1 < len(args) {
-					value, next = args[i+1], true
+		j := 1 + strings.IndexAny(a[1:], "cmWX") // the letters before it are plain flags
+		switch {
+		case j == 0:
+			out = append(out, a)
+		case a[j] == 'c' || a[j] == 'm':
+			return append(append(out, a), args[i+1:]...)
+		default: // W or X: its value is the rest of the cluster, or the next argument
+			value, next := a[j+1:], false
+			if value == "" && i+1 < len(args) {
+				value, next = args[i+1], true
+			}
+			switch {
+			case a[j] == 'X' && (value == "pycache_prefix" || strings.HasPrefix(value, "pycache_prefix=")):
+				if j > 1 {
+					out = append(out, a[:j]) // the flags clustered before it
 				}
-				if a[j] == 'X' && (value == "pycache_prefix" || strings.HasPrefix(value, "pycache_prefix=")) {
-					if j > 1 {
-						out = append(out, a[:j]) // the flags clustered before it
-					}
-				} else {
-					out = append(out, a)
-					if next {
-						out = append(out, args[i+1])
-					}
-				}
-				if next {
-					i++
-				}
-				goto nextArg
+			case next:
+				out = append(out, a, args[i+1])
+			default:
+				out = append(out, a)
+			}
+			if next {
+				i++
 			}
 		}
-		out = append(out, a)
-	nextArg:
 	}
 	return out
 }

@@ -12,6 +12,7 @@ package wasmdata
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -131,51 +132,14 @@ func InitialMemory(module []byte, limit uint64) ([]byte, error) {
 
 // layOut copies each active segment of a data section's payload to its offset.
 func layOut(p []byte, limit uint64) ([]byte, error) {
-	count, n := uleb(p)
-	if n == 0 || count > uint64(len(p)) {
-		return nil, errors.New("bad data section")
+	segs, err := readSegments(p)
+	if err != nil {
+		return nil, err
 	}
-	p = p[n:]
-	var segs []segment
 	var size uint64
-	for range count {
-		flags, n := uleb(p)
-		if n == 0 {
-			return nil, errors.New("bad data segment")
-		}
-		p = p[n:]
-		active := flags == 0 || flags == 2
-		switch flags {
-		case 0, 1:
-		case 2:
-			if _, n = uleb(p); n == 0 {
-				return nil, errors.New("bad data segment memory index")
-			}
-			p = p[n:]
-		default:
-			return nil, fmt.Errorf("data segment flags %d", flags)
-		}
-		var off uint32
-		if active {
-			if len(p) < 1 || p[0] != 0x41 {
-				return nil, errors.New("data segment offset is not a constant")
-			}
-			v, n := sleb32(p[1:])
-			if n == 0 || len(p) < 2+n || p[1+n] != 0x0b {
-				return nil, errors.New("bad data segment offset")
-			}
-			off = uint32(v)
-			p = p[2+n:]
-		}
-		l, n := uleb(p)
-		if n == 0 || l > uint64(len(p)-n) {
-			return nil, errors.New("truncated data segment")
-		}
-		data := p[n : n+int(l)]
-		p = p[n+int(l):]
-		if active {
-			segs = append(segs, segment{offset: off, data: data})
-			size = max(size, uint64(off)+l)
+	for _, s := range segs {
+		if s.active() {
+			size = max(size, uint64(s.offset)+uint64(len(s.data)))
 		}
 	}
 	if size > limit {
@@ -183,7 +147,9 @@ func layOut(p []byte, limit uint64) ([]byte, error) {
 	}
 	img := make([]byte, size)
 	for _, s := range segs {
-		copy(img[s.offset:], s.data)
+		if s.active() {
+			copy(img[s.offset:], s.data)
+		}
 	}
 	return img, nil
 }
@@ -247,59 +213,83 @@ func importsMemory(p []byte) (bool, error) {
 	return false, nil
 }
 
+// segment is one data segment: flags 0 (active in memory 0), 1 (passive) or 2 (active in
+// the memory it names); an active one's offset is an i32.const.
 type segment struct {
+	flags  uint64
 	offset uint32
 	data   []byte
 }
 
-// parseSegments reads a data section's payload; ok is false when a segment is not one
-// Merge may move.
-func parseSegments(p []byte) (segs []segment, ok bool, err error) {
+func (s segment) active() bool { return s.flags != 1 }
+
+var errOffset = errors.New("data segment offset is not an i32.const")
+
+// readSegments reads a data section's payload.
+func readSegments(p []byte) ([]segment, error) {
 	count, n := uleb(p)
-	if n == 0 {
-		return nil, false, errors.New("bad data section")
+	if n == 0 || count > uint64(len(p)-n) {
+		return nil, errors.New("bad data section")
 	}
 	p = p[n:]
-	if count > uint64(len(p)) {
-		return nil, false, errors.New("data section: more segments than bytes")
-	}
-	segs = make([]segment, 0, count)
+	segs := make([]segment, 0, count)
 	for i := range count {
-		flags, n := uleb(p)
-		if n == 0 {
-			return nil, false, fmt.Errorf("data segment %d: bad flags", i)
+		var s segment
+		if s.flags, n = uleb(p); n == 0 || s.flags > 2 {
+			return nil, fmt.Errorf("data segment %d: bad flags", i)
 		}
-		if flags != 0 || len(p) < n+1 || p[n] != 0x41 {
-			return nil, false, nil // passive, another memory, or an offset that is not i32.const
+		p = p[n:]
+		if s.flags == 2 {
+			if _, n = uleb(p); n == 0 {
+				return nil, fmt.Errorf("data segment %d: bad memory index", i)
+			}
+			p = p[n:]
 		}
-		p = p[n+1:]
-		off, n := sleb32(p)
-		if n == 0 || len(p) < n+1 || p[n] != 0x0b {
-			return nil, false, nil
+		if s.active() {
+			if len(p) < 1 || p[0] != 0x41 {
+				return nil, fmt.Errorf("data segment %d: %w", i, errOffset)
+			}
+			v, n := sleb32(p[1:])
+			if n == 0 || len(p) < 2+n || p[1+n] != 0x0b {
+				return nil, fmt.Errorf("data segment %d: %w", i, errOffset)
+			}
+			s.offset = uint32(v)
+			p = p[2+n:]
 		}
-		p = p[n+1:]
 		size, n := uleb(p)
-		if n == 0 || uint64(len(p)-n) < size {
-			return nil, false, fmt.Errorf("data segment %d: truncated", i)
+		if n == 0 || size > uint64(len(p)-n) {
+			return nil, fmt.Errorf("data segment %d: truncated", i)
 		}
-		segs = append(segs, segment{offset: uint32(off), data: p[n : n+int(size)]})
+		s.data = p[n : n+int(size)]
 		p = p[n+int(size):]
+		segs = append(segs, s)
 	}
 	if len(p) != 0 {
-		return nil, false, errors.New("data section: bytes after the last segment")
+		return nil, errors.New("data section: bytes after the last segment")
 	}
-	slices.SortStableFunc(segs, func(a, b segment) int {
-		switch {
-		case a.offset < b.offset:
-			return -1
-		case a.offset > b.offset:
-			return 1
+	return segs, nil
+}
+
+// parseSegments reads a data section's payload for Merge, sorted by offset; ok is false
+// when a segment is not one Merge may move (passive, in a memory named by index, at an
+// offset that is not i32.const) or two overlap (then their order matters).
+func parseSegments(p []byte) (segs []segment, ok bool, err error) {
+	segs, err = readSegments(p)
+	if errors.Is(err, errOffset) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	for _, s := range segs {
+		if s.flags != 0 {
+			return nil, false, nil
 		}
-		return 0
-	})
+	}
+	slices.SortStableFunc(segs, func(a, b segment) int { return cmp.Compare(a.offset, b.offset) })
 	for i := 1; i < len(segs); i++ {
 		if uint64(segs[i].offset) < uint64(segs[i-1].offset)+uint64(len(segs[i-1].data)) {
-			return nil, false, nil // overlapping: order matters
+			return nil, false, nil
 		}
 	}
 	return segs, true, nil
