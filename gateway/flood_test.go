@@ -318,8 +318,11 @@ func TestFloodedRunDoesNotStallAnotherRun(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("run B during the flood: %d calls, p50 %v, p99 %v, max %v; peak heap in use %d MiB",
 		len(lat), percentile(lat, .5), percentile(lat, .99), lat[len(lat)-1], peak>>20)
-	if p99 := percentile(lat, .99); p99 > time.Second {
-		t.Errorf("run B's p99 latency under the flood of A is %v, over 1s", p99)
+	// p90, not p99: with some 100 calls p99 is about the slowest, and on a loaded 2-core
+	// host one call of B's may wait a second for the CPU whatever A does. A B stalled by
+	// A's flood shows in most of its calls (and past stallGuard in wellBehaved).
+	if p90 := percentile(lat, .9); p90 > time.Second {
+		t.Errorf("run B's p90 latency under the flood of A is %v, over 1s", p90)
 	}
 	// Bounded, independent of how long the flood lasts: one run's caps (MaxConns bodies of
 	// at most MaxRequestBytes) and a parse bounded by the value cap.
@@ -480,6 +483,9 @@ func TestReaderThatNeverReadsIsCutOffAndReleasesItsSlot(t *testing.T) {
 	g0, f0 := runtime.NumGoroutine(), fdCount(t)
 	cfg := floodCfg(Forward)
 	cfg.MaxConns = 1
+	// Each write's deadline also holds for the well-behaved call's 32 MiB answer: a test
+	// process descheduled for 300 ms on a loaded host would cut it (as it did run A's below).
+	cfg.WriteTimeout = 2 * time.Second
 	cfg.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}
 	s, addr := serve(t, cfg)
 
@@ -622,6 +628,36 @@ func TestKeptAliveConnectionIsAnsweredAfterAnIdleGap(t *testing.T) {
 		if want := map[bool]int{true: 200, false: 404}[path == "/v1/messages"]; resp.StatusCode != want {
 			t.Fatalf("request %d: status %d, want %d", i+1, resp.StatusCode, want)
 		}
+	}
+}
+
+// A provider that ends its stream a while after its last byte: the agent still gets the
+// whole answer, its end included (net/http writes the last chunk after the handler returns).
+func TestAnswerEndedLateByTheProviderReachesTheAgentWhole(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, anthropicStream)
+		w.(http.Flusher).Flush()
+		time.Sleep(500 * time.Millisecond)
+	}))
+	defer up.Close()
+	cfg := floodCfg(Forward)
+	cfg.WriteTimeout = 100 * time.Millisecond
+	cfg.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}
+	s, addr := serve(t, cfg)
+	defer s.Close()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader(msgReq))
+	req.Header.Set("x-api-key", dummyKey)
+	req.Header.Set("content-type", "application/json")
+	resp, err := newClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != anthropicStream {
+		t.Fatalf("the agent got %q, %v", b, err)
 	}
 }
 

@@ -31,6 +31,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.handlers.Done()
+	// net/http writes a response's end (the last chunk) after the handler returns, under
+	// the write deadline relay set before its last flush: a provider that ends its stream a
+	// while after its last byte would cost the agent that end. A fresh one as we return.
+	defer func() { _ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout)) }()
 	start := time.Now()
 	s.mu.Lock()
 	s.totals.Requests++

@@ -240,7 +240,9 @@ func newSession(t *testing.T, li *localInit, start kubeproto.Start) (*Session, *
 	return s, a
 }
 
-func closedPort(t *testing.T) string {
+// freePort is a loopback address nobody listens on at the time of the call (for a relay
+// to listen on).
+func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -249,6 +251,25 @@ func closedPort(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// refusingPort is a loopback address that refuses connections for the whole test: a
+// socket bound to it that never listens keeps a parallel test from taking the port.
+func refusingPort(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
 }
 
 func TestSessionRunsTheAgentFromStartToQuit(t *testing.T) {
@@ -263,7 +284,7 @@ func TestSessionRunsTheAgentFromStartToQuit(t *testing.T) {
 	start := baseStart("sh", "-c", `cat sub/f.txt; readlink link; ./run.sh; echo "$FOO" >&2; pwd >&2; exit 7`)
 	start.Env = append(start.Env, "FOO=bar")
 	start.Dir = ws
-	start.Probes = []string{open.Addr().String(), closedPort(t)}
+	start.Probes = []string{open.Addr().String(), refusingPort(t)}
 	s, a := newSession(t, li, start)
 
 	for _, f := range []string{"status", "uid_map", "gid_map", "limits", "cgroup", "net/dev"} {
@@ -613,7 +634,7 @@ func relayServices(t *testing.T) func(name string) (net.Conn, error) {
 
 // relayStart is a run with a TCP and a unix relay whose agent waits to be killed.
 func relayStart(t *testing.T) (kubeproto.Start, string, string) {
-	gw := closedPort(t)
+	gw := freePort(t)
 	sock := filepath.Join(t.TempDir(), "mock.sock")
 	start := baseStart("sh", "-c", "echo ready; exec sleep 100")
 	start.Relays = []kubeproto.Relay{{Name: "gateway", Network: "tcp", Address: gw}, {Name: "mocks", Network: "unix", Address: sock}}

@@ -158,10 +158,12 @@ func TestForkBombIsHeldByPidsLimit(t *testing.T) {
 	if r.res.PidsPeak > 64 {
 		t.Errorf("pids peak %d over the limit", r.res.PidsPeak)
 	}
-	if worst > time.Second {
+	// Generous bounds: a host exec takes milliseconds, an unheld bomb makes it fail or hang;
+	// a loaded 2-core host alone can stall one for a second.
+	if worst > 3*time.Second {
 		t.Errorf("host process took %s to run during the bomb", worst)
 	}
-	if r.exit.Duration > 3*time.Second+500*time.Millisecond+2*time.Second {
+	if r.exit.Duration > 3*time.Second+500*time.Millisecond+5*time.Second {
 		t.Errorf("stopping the bomb took %s", r.exit.Duration)
 	}
 }

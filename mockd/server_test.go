@@ -166,7 +166,7 @@ func TestSlowRequestsAreCutAndDoNotStallOtherCalls(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	deadline := start.Add(5 * time.Second)
+	deadline := start.Add(10 * time.Second) // a stall lasts as long as the slow peers
 	for {
 		r, err := Do(cfg.Socket, Request{Tool: "gh", Argv: []string{"pr", "list"}}, time.Second)
 		if err == nil && r.ExitCode == 0 {
@@ -177,7 +177,8 @@ func TestSlowRequestsAreCutAndDoNotStallOtherCalls(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if waited := time.Since(start); waited > 2*time.Second {
+	// Loose: the cut's 300 ms, the retries' sleeps and a loaded host's timer lateness.
+	if waited := time.Since(start); waited > 4*time.Second {
 		t.Errorf("a good call waited %s behind slow peers (timeout 300ms)", waited)
 	}
 	for _, c := range stalled {
@@ -304,8 +305,16 @@ func TestClientSendsPipedStdinAndDoesNotHangOnASilentPipe(t *testing.T) {
 		t.Skip("needs root to run the client as the agent's UID")
 	}
 	_, cfg := startServer(t, func(c *Config) { c.AllowUID = 2000 })
-	// stdin "body\n" selects rule 3.
-	out, _, code := runClientStdin(t, cfg, strings.NewReader("body\n"), "pr", "create")
+	// stdin "body\n" selects rule 3. Written into the pipe before the client starts: fed
+	// by exec's copying goroutine it could come after the client's first-byte wait.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw.WriteString("body\n")
+	pw.Close()
+	out, _, code := runClientStdin(t, cfg, pr, "pr", "create")
+	pr.Close()
 	if code != 0 || out != "created\n" {
 		t.Errorf("piped stdin: exit %d stdout %q", code, out)
 	}
