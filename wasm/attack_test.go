@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"ceval.dev/ceval/task"
 )
 
@@ -430,11 +428,7 @@ func TestPooledMemoryIsZero(t *testing.T) {
 // serves one with a low limit, whose grows past it are refused all the same.
 func TestPooledMemoryKeepsEachInstancesLimit(t *testing.T) {
 	pool := &memPool{}
-	t.Cleanup(func() {
-		for _, m := range pool.free {
-			_ = unix.Munmap(m)
-		}
-	})
+	t.Cleanup(pool.release)
 	big := &guestMemory{pool: pool, limit: 256 << 20}
 	big.Allocate(0, 4<<30)
 	if b := big.Reallocate(32 << 20); len(b) != 32<<20 {
@@ -452,6 +446,38 @@ func TestPooledMemoryKeepsEachInstancesLimit(t *testing.T) {
 	}
 	if b := small.Reallocate(2 << 20); b != nil || !small.hit {
 		t.Errorf("a grow past the limit of a pooled mapping was allowed (len %d) or not reported (hit %v)", len(b), small.hit)
+	}
+}
+
+// TestIdlePoolGivesItsMemoryBack: the mappings kept for the next instances are unmapped
+// once none was returned for the pool's idle time, and the pool serves again afterwards.
+func TestIdlePoolGivesItsMemoryBack(t *testing.T) {
+	pool := &memPool{idle: 50 * time.Millisecond}
+	t.Cleanup(pool.release)
+	for range 2 {
+		g := &guestMemory{pool: pool, limit: 16 << 20}
+		g.Allocate(0, 4<<30)
+		if b := g.Reallocate(1 << 20); len(b) != 1<<20 {
+			t.Fatal("a grow within the limit was refused")
+		}
+		g.Free()
+		pool.mu.Lock()
+		kept := len(pool.free)
+		pool.mu.Unlock()
+		if kept != 1 {
+			t.Fatalf("the pool kept %d mappings, want 1", kept)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			pool.mu.Lock()
+			kept = len(pool.free)
+			pool.mu.Unlock()
+			if kept == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("an idle pool still holds %d mappings", kept)
+			}
+		}
 	}
 }
 

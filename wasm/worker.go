@@ -3,6 +3,7 @@ package wasm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -521,11 +522,13 @@ func (g *guestMemory) Free() {
 // `python3 -c` in a toolbox run, a quarter of its kernel time); a pooled one is zeroed by
 // the worker, which keeps its pages, and is handed out only whole and zero again: WebAssembly
 // promises a new instance zeroed memory, and no run may read what an earlier one left.
-// TestPooledMemoryIsZero is the attack. An idle worker may so keep up to poolMappings times
-// poolMaxPeak resident, all of it zero.
+// TestPooledMemoryIsZero is the attack. A busy worker may so keep up to poolMappings times
+// poolMaxPeak resident, all of it zero; one left idle for poolIdle gives it all back.
 type memPool struct {
-	mu   sync.Mutex
-	free [][]byte
+	mu    sync.Mutex
+	free  [][]byte
+	idle  time.Duration // 0: poolIdle
+	timer *time.Timer   // releases the free mappings once no instance returned one for idle
 }
 
 // Bounds on the pool: how many mappings it keeps and the most of one an instance may have
@@ -534,6 +537,7 @@ type memPool struct {
 const (
 	poolMappings = 4
 	poolMaxPeak  = 64 << 20
+	poolIdle     = 30 * time.Second
 )
 
 var thePool memPool
@@ -571,9 +575,26 @@ func (p *memPool) put(m []byte, peak uint64) {
 	if len(p.free) < poolMappings {
 		p.free = append(p.free, m)
 		m = nil
+		idle := cmp.Or(p.idle, poolIdle)
+		if p.timer == nil {
+			p.timer = time.AfterFunc(idle, p.release)
+		} else {
+			p.timer.Reset(idle)
+		}
 	}
 	p.mu.Unlock()
 	if m != nil {
+		_ = unix.Munmap(m)
+	}
+}
+
+// release unmaps the free mappings (those handed out are the instances' until put).
+func (p *memPool) release() {
+	p.mu.Lock()
+	free := p.free
+	p.free = nil
+	p.mu.Unlock()
+	for _, m := range free {
 		_ = unix.Munmap(m)
 	}
 }
