@@ -191,30 +191,28 @@ func (r *run) followUp(ctx context.Context) (prompt, over string, err error) {
 // keepIteration writes iteration n's result.json under iterations/<n>/ and, when another
 // iteration follows, moves its workspace snapshot, manifest, agent logs (redacted), judge
 // calls, judge agents' runs and sessions there, so the next one starts from an empty slot
-// in the run directory.
+// in the run directory. The result comes last: its sync covers what it vouches for, moved
+// in first (a crash in between leaves an iteration without result.json, never one whose
+// result.json names a snapshot that is not there).
 func (r *run) keepIteration(n int, more bool) error {
 	dir := filepath.Join(r.dir, record.IterationsDir, strconv.Itoa(n))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if err := writeResult(dir, r.res, r.redact, r.ev); err != nil {
-		return err
-	}
-	if !more {
-		return nil
-	}
-	for _, f := range []string{record.StdoutFile, record.StderrFile} {
-		if err := redactFile(filepath.Join(r.dir, f), r.redact); err != nil {
-			return fmt.Errorf("redacting the agent's log %s: %w", f, err)
+	if more {
+		for _, f := range []string{record.StdoutFile, record.StderrFile} {
+			if err := redactFile(filepath.Join(r.dir, f), r.redact); err != nil {
+				return fmt.Errorf("redacting the agent's log %s: %w", f, err)
+			}
+		}
+		for _, name := range []string{record.WorkspaceDir, record.SnapshotFile, record.StdoutFile, record.StderrFile, SessionsDir, JudgeCallsFile, AgentJudgeDir} {
+			err := os.Rename(filepath.Join(r.dir, name), filepath.Join(dir, name))
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("keep iteration %d: %w", n, err)
+			}
 		}
 	}
-	for _, name := range []string{record.WorkspaceDir, record.SnapshotFile, record.StdoutFile, record.StderrFile, SessionsDir, JudgeCallsFile, AgentJudgeDir} {
-		err := os.Rename(filepath.Join(r.dir, name), filepath.Join(dir, name))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("keep iteration %d: %w", n, err)
-		}
-	}
-	return nil
+	return writeResult(dir, r.res, r.redact, r.ev)
 }
 
 // writeFollowUpPrompt replaces the home's .ceval (the agent's, and dead by now: whatever it
