@@ -2,8 +2,10 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -67,5 +69,28 @@ func TestAgentJudgeRealClaudeCodeInReplay(t *testing.T) {
 	// The graded snapshot is the agent's, untouched by the judge.
 	if b, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, VerdictFile)); string(b) != planted {
 		t.Errorf("the graded snapshot's %s changed: %q", VerdictFile, b)
+	}
+}
+
+// An agent_judge that would forward its judge's calls with a key ceval does not hold is
+// refused before the agent under test starts, not found when grading after a whole run.
+func TestAgentJudgeWithoutItsKeyIsRefusedBeforeTheAgentRuns(t *testing.T) {
+	doc := agentTask("judge-without-key", "printf 'hello\\n' > hello.txt",
+		"  - {type: file_exists, path: hello.txt}\n  - {type: agent_judge, rubric: 'Score 1 if hello.txt says hello.', judge_agent: codex}\n")
+	var events []string
+	res, err := runTask(t, doc, nil, Options{
+		LookupEnv: func(k string) (string, bool) {
+			if k == "ANTHROPIC_API_KEY" { // the other CLI's key is no use to a codex judge
+				return "sk-ant-x", true
+			}
+			return "", false
+		},
+		Progress: func(ev string, _ map[string]any) { events = append(events, ev) }})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "criterion 2 (agent_judge)") || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Fatalf("got %v (result %+v), want an input error naming criterion 2 and OPENAI_API_KEY", err, res)
+	}
+	if slices.Contains(events, "agent_started") {
+		t.Errorf("the agent under test was started: events %v", events)
 	}
 }

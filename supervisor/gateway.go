@@ -116,11 +116,9 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		}
 		// The gateway refuses an API it holds no key for; a run whose agent could reach
 		// none is refused here, before the agent starts, not turned into the agent's failure.
-		if name, ok := defaultCredential[t.Agent.Type]; ok {
-			if v, _ := lookup(name); v == "" {
-				return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s forwards %s's calls with ceval's %s, which is not set in ceval's environment (or use mode replay)", t.ID, g.Mode, t.Agent.Type, name)}
-			}
-		} else if keys == 0 {
+		if name := missingCredential(t.Agent.Type, lookup); name != "" {
+			return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s forwards %s's calls with ceval's %s, which is not set in ceval's environment (or use mode replay)", t.ID, g.Mode, t.Agent.Type, name)}
+		} else if _, real := defaultCredential[t.Agent.Type]; !real && keys == 0 {
 			return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s needs a model provider key in ceval's environment (ANTHROPIC_API_KEY or OPENAI_API_KEY), or use mode replay", t.ID, g.Mode)}
 		}
 	}
@@ -272,4 +270,32 @@ func writeCodexConfig(home, model string) error {
 	}
 	defer root.Close()
 	return writeInRoot(root, ".codex/config.toml", []byte(CodexConfig(model)), 0o644)
+}
+
+// missingCredential is the variable a real agent CLI's forwarded calls need from ceval's
+// environment when it is not set there; "" when it is, or for an agent of another type.
+func missingCredential(agentType string, lookup func(string) (string, bool)) string {
+	name, ok := defaultCredential[agentType]
+	if !ok {
+		return ""
+	}
+	if v, _ := lookup(name); v == "" {
+		return name
+	}
+	return ""
+}
+
+// checkJudgeAgentCredentials refuses, before the agent under test starts, a task whose
+// agent_judge criteria would forward their judge's calls with a key ceval does not hold:
+// found only when grading, it cost a whole run of the agent (and its model calls).
+func checkJudgeAgentCredentials(t *task.Task, lookup func(string) (string, bool)) error {
+	for i, c := range t.Criteria {
+		if c.Type != task.AgentJudge || c.AgentFixture != nil {
+			continue
+		}
+		if name := missingCredential(c.JudgeAgent, lookup); name != "" {
+			return &InputError{fmt.Errorf("task %s: criterion %d (agent_judge) forwards its judge agent %s's calls with ceval's %s, which is not set in ceval's environment: set it, or give the criterion an agent_fixture", t.ID, i+1, c.JudgeAgent, name)}
+		}
+	}
+	return nil
 }

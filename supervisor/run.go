@@ -330,6 +330,9 @@ func (r *run) prepare(ctx context.Context) error {
 		res.Mocks = mocks.result
 		r.mounts = append(r.mounts, mockMounts...)
 	}
+	if err := checkJudgeAgentCredentials(t, r.o.LookupEnv); err != nil {
+		return err
+	}
 	if r.gw, err = startGateway(t, r.dir, r.o.LookupEnv, r.o.Prices, r.o.GatewayAllow); err != nil {
 		return err
 	}
