@@ -639,11 +639,11 @@ func TestAnswerEndedLateByTheProviderReachesTheAgentWhole(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, anthropicStream)
 		w.(http.Flusher).Flush()
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(3 * time.Second)
 	}))
 	defer up.Close()
 	cfg := floodCfg(Forward)
-	cfg.WriteTimeout = 100 * time.Millisecond
+	cfg.WriteTimeout = time.Second // long beside a loaded host's pauses, short beside the provider's
 	cfg.Providers = map[string]Provider{transcript.Anthropic: {BaseURL: up.URL, Key: realKey}}
 	s, addr := serve(t, cfg)
 	defer s.Close()

@@ -126,6 +126,9 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		if err := CheckJudge(en.Task, o.Run.Judge); err != nil {
 			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
 		}
+		if err := CheckJudgeAgents(en.Task, o.Run.LookupEnv); err != nil {
+			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
+		}
 	}
 	if !o.Resume {
 		if err := os.MkdirAll(o.Run.RunsDir, 0o700); err != nil {

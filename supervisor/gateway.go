@@ -285,16 +285,16 @@ func missingCredential(agentType string, lookup func(string) (string, bool)) str
 	return ""
 }
 
-// checkJudgeAgentCredentials refuses, before the agent under test starts, a task whose
-// agent_judge criteria would forward their judge's calls with a key ceval does not hold:
-// found only when grading, it cost a whole run of the agent (and its model calls).
-func checkJudgeAgentCredentials(t *task.Task, lookup func(string) (string, bool)) error {
+// CheckJudgeAgents refuses, before the agent under test starts, a task whose agent_judge
+// criteria would forward their judge's calls with a key ceval does not hold: found only
+// when grading, it cost a whole run of the agent (and its model calls).
+func CheckJudgeAgents(t *task.Task, lookup func(string) (string, bool)) error {
 	for i, c := range t.Criteria {
 		if c.Type != task.AgentJudge || c.AgentFixture != nil {
 			continue
 		}
 		if name := missingCredential(c.JudgeAgent, lookup); name != "" {
-			return &InputError{fmt.Errorf("task %s: criterion %d (agent_judge) forwards its judge agent %s's calls with ceval's %s, which is not set in ceval's environment: set it, or give the criterion an agent_fixture", t.ID, i+1, c.JudgeAgent, name)}
+			return fmt.Errorf("task %s: success_criteria[%d] (agent_judge) forwards its judge agent %s's calls with ceval's %s, which is not set in ceval's environment: export it, or give the criterion an agent_fixture", t.ID, i, c.JudgeAgent, name)
 		}
 	}
 	return nil

@@ -274,6 +274,9 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	if err := CheckJudge(t, o.Judge); err != nil {
 		return nil, &InputError{err}
 	}
+	if err := CheckJudgeAgents(t, o.LookupEnv); err != nil {
+		return nil, &InputError{err}
+	}
 	if err := CheckSimulatedUser(t, o.Judge); err != nil {
 		return nil, &InputError{err}
 	}
@@ -329,9 +332,6 @@ func (r *run) prepare(ctx context.Context) error {
 		r.mocks = mocks
 		res.Mocks = mocks.result
 		r.mounts = append(r.mounts, mockMounts...)
-	}
-	if err := checkJudgeAgentCredentials(t, r.o.LookupEnv); err != nil {
-		return err
 	}
 	if r.gw, err = startGateway(t, r.dir, r.o.LookupEnv, r.o.Prices, r.o.GatewayAllow); err != nil {
 		return err
