@@ -30,6 +30,10 @@ const (
 	forwardLinger = 5 * time.Second
 	// maxForwardError bounds the error stream's message.
 	maxForwardError = 4 << 10
+	// forwardUnreadWindow: data we wrote this long before the Pod's side ended a stream may
+	// never have been read there (containerd stops reading up to 1 s after the Pod's end of
+	// the connection closed), so the stream taints its connection (see forwardConn.tainted).
+	forwardUnreadWindow = 2 * time.Second
 )
 
 // ForwardError is the message the kubelet sent on a port-forward stream's error stream: it
@@ -54,12 +58,44 @@ type forwards struct {
 }
 
 // forwardConn is one Pod's connection in one lane, or the dial that will make it.
+//
+// A connection is tainted, and takes no new stream, once data we wrote may sit unread on
+// the server's side of a stream that ended there: the kubelet's side of the connection
+// (spdystream) hands each data frame to its stream through an unbuffered channel, in one
+// of five frame workers chosen by stream ID, and nothing reads a stream whose forward
+// ended (a refused port, the Pod's end closed), so that worker blocks for good, and every
+// later frame of its partition with it: a new stream there gets no reply (30 s, then the
+// connection is dropped with every stream on it, measured). The tainted connection is
+// forgotten at once (the next PortForward dials a new one) and closed when its last
+// stream is released.
 type forwardConn struct {
 	key    string        // its key in forwards.conns
 	ready  chan struct{} // closed once conn or err is set
 	conn   httpstream.Connection
 	err    error
 	nextID atomic.Int64 // request IDs pair a data stream with its error stream
+
+	mu      sync.Mutex
+	live    int // streams opened on it and not released yet
+	tainted bool
+}
+
+// hold counts a stream opened on fc.
+func (fc *forwardConn) hold() {
+	fc.mu.Lock()
+	fc.live++
+	fc.mu.Unlock()
+}
+
+// release counts a stream of fc released, closing a tainted fc with its last stream.
+func (fc *forwardConn) release() {
+	fc.mu.Lock()
+	fc.live--
+	done := fc.tainted && fc.live == 0
+	fc.mu.Unlock()
+	if done {
+		fc.conn.Close()
+	}
 }
 
 // relayLane marks a context whose PortForward streams are relays (see WithRelayLane).
@@ -141,8 +177,10 @@ func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, p
 			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: data stream: %w", namespace, pod, port, err)}}
 			return
 		}
+		fc.hold()
 		s := &forwardStream{
 			conn: fc.conn, data: data, errStream: errStream,
+			taint: func() { c.taintForward(namespace, pod, fc) }, release: fc.release,
 			errDone: make(chan struct{}), closed: make(chan struct{}),
 			addr:   forwardAddr(fmt.Sprintf("%s/%s:%d#%s", namespace, pod, port, id)),
 			remote: ForwardError{Namespace: namespace, Pod: pod, Port: port},
@@ -247,6 +285,23 @@ func (c *Cluster) dropForward(namespace, pod string, fc *forwardConn) {
 	}
 }
 
+// taintForward forgets fc (new streams go to a new connection) and closes it once its last
+// stream is released.
+func (c *Cluster) taintForward(namespace, pod string, fc *forwardConn) {
+	c.fwd.mu.Lock()
+	if c.fwd.conns[fc.key] == fc {
+		delete(c.fwd.conns, fc.key)
+	}
+	c.fwd.mu.Unlock()
+	fc.mu.Lock()
+	fc.tainted = true
+	idle := fc.live == 0
+	fc.mu.Unlock()
+	if idle {
+		fc.conn.Close()
+	}
+}
+
 // closeForwards closes the Pod's shared connections and with them every stream on them.
 func (c *Cluster) closeForwards(namespace, pod string) {
 	for _, relay := range []bool{false, true} {
@@ -327,9 +382,24 @@ type forwardStream struct {
 	errDone chan struct{} // closed when the error stream has ended
 	remote  ForwardError  // Message set (before errDone) when the kubelet sent one
 
+	// The kubelet ends the error stream when its forward ended: from then on nothing reads
+	// what we write (see forwardConn). ended and lastWrite (time since forwardEpoch of the
+	// last Write, 0: none) order a Write against that end: either the Write sees ended and
+	// sends nothing, or readErrors sees its time and taints the connection.
+	// A stream whose end (FIN) we sent before the kubelet ended it taints nothing: the
+	// kubelet ends a forward once it read our end, so it read everything before it.
+	ended     atomic.Bool
+	lastWrite atomic.Int64
+	wroteEnd  atomic.Bool
+	taint     func() // taints the stream's connection
+	release   func() // counts the stream released on its connection
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
+
+// forwardEpoch is the origin of forwardStream.lastWrite's monotonic times.
+var forwardEpoch = time.Now()
 
 func (s *forwardStream) readErrors() {
 	defer close(s.errDone)
@@ -339,6 +409,10 @@ func (s *forwardStream) readErrors() {
 		s.remote.Message = string(msg)
 	case err != nil:
 		s.remote.Message = "reading the error stream: " + err.Error()
+	}
+	s.ended.Store(true)
+	if w := s.lastWrite.Load(); w != 0 && !s.wroteEnd.Load() && time.Since(forwardEpoch)-time.Duration(w) < forwardUnreadWindow {
+		s.taint()
 	}
 }
 
@@ -387,6 +461,17 @@ func (s *forwardStream) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	default:
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.lastWrite.Store(int64(time.Since(forwardEpoch)))
+	if s.ended.Load() {
+		// Nothing reads it there any more, and it would hold up the connection.
+		if rerr := s.remoteError(); rerr != nil {
+			return 0, rerr
+		}
+		return 0, io.ErrClosedPipe
+	}
 	n, err := s.data.Write(p)
 	if err != nil {
 		if rerr := s.remoteError(); rerr != nil {
@@ -399,7 +484,10 @@ func (s *forwardStream) Write(p []byte) (int, error) {
 // CloseWrite ends our side of the stream; the Pod's side can still send, but on nodes with
 // containerd 1.6's CRI not for long: it ends the whole stream 1 s after one direction ended
 // (measured), so what the Pod sends later is lost.
-func (s *forwardStream) CloseWrite() error { return s.data.Close() }
+func (s *forwardStream) CloseWrite() error {
+	s.wroteEnd.Store(true)
+	return s.data.Close()
+}
 
 // Close ends our side (what was written still arrives), then waits in the background for
 // the Pod's side to end, reading and dropping what it still sends, and resets the stream
@@ -407,6 +495,7 @@ func (s *forwardStream) CloseWrite() error { return s.data.Close() }
 func (s *forwardStream) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
+		s.wroteEnd.Store(true)
 		s.data.Close()
 		go func() {
 			drained := make(chan struct{})
@@ -424,6 +513,7 @@ func (s *forwardStream) Close() error {
 			case <-s.conn.CloseChan():
 			}
 			s.conn.RemoveStreams(s.data, s.errStream)
+			s.release()
 		}()
 	})
 	return nil

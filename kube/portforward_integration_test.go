@@ -154,6 +154,51 @@ func TestPortForwardOpensOneStreamPerCallConcurrently(t *testing.T) {
 	t.Logf("one more stream on the shared connection, round trip: %v", time.Since(start))
 }
 
+// Data written to a stream the kubelet then refuses is never read there, and held up the
+// kubelet's frame worker for that stream's partition: the next stream created in it got no
+// reply for 30 s, and dropping the connection then ended the established streams too
+// (measured: 30.0 s, and the first stream read EOF). Such a stream now moves later
+// streams to a new connection.
+func TestStreamsRefusedAfterWeWroteHoldUpNoLaterStream(t *testing.T) {
+	c := kubetest.Connect(t)
+	ns := kubetest.Namespace(t, c)
+	run := startAgent(t, c, agentConfig(t, ns, "refusedwrite", echoServer))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	first := dialEcho(t, ctx, run.Dial)
+	defer first.Close()
+	for range 6 { // more than the kubelet's five frame workers
+		s, err := c.PortForward(ctx, ns, run.Name, kube.ControlPort+1) // nothing listens there
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Write([]byte("hello\n"))
+		var fe *kube.ForwardError
+		if _, err := io.ReadAll(s); !errors.As(err, &fe) {
+			t.Fatalf("a stream to a port nothing listens on: %v, want the kubelet's refusal", err)
+		}
+		s.Close()
+	}
+	for i := range 6 {
+		start := time.Now()
+		s, err := c.PortForward(ctx, ns, run.Name, kube.ControlPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("stream %d after the refused ones took %v to open", i, d)
+		}
+	}
+	if _, err := first.Write([]byte("again\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 6)
+	if _, err := io.ReadFull(first, got); err != nil || string(got) != "again\n" {
+		t.Errorf("the first stream after the refused ones: %q, %v", got, err)
+	}
+}
+
 // API servers before 1.30 offer no WebSocket port-forward: the SPDY path carries streams
 // and the kubelet's refusals the same way.
 func TestPortForwardOverSPDYWhereTheServerHasNoWebSocket(t *testing.T) {

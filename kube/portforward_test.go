@@ -21,7 +21,8 @@ import (
 
 // fakeKubelet plays the far end of port-forward connections: port 1 echoes, port 2 refuses
 // (as the kubelet does: a message on the error stream, then both streams end), port 3 keeps
-// what arrives until our side ends and hands it to sunk.
+// what arrives until our side ends and hands it to sunk, port 4 takes one write and then
+// ends its forward with an error, reading nothing more.
 type fakeKubelet struct {
 	dials   atomic.Int32
 	failing atomic.Int32  // dials left to fail
@@ -97,6 +98,13 @@ func (c *fakeConn) CreateStream(h http.Header) (httpstream.Stream, error) {
 	go func() {
 		if h.Get(corev1.PortHeader) == "2" {
 			io.WriteString(errStream.fromW, "failed to dial 2: connection refused")
+			errStream.fromW.Close()
+			s.fromW.Close()
+			return
+		}
+		if h.Get(corev1.PortHeader) == "4" {
+			s.toR.Read(make([]byte, 64))
+			io.WriteString(errStream.fromW, "error forwarding port 4: connection reset by peer")
 			errStream.fromW.Close()
 			s.fromW.Close()
 			return
@@ -373,5 +381,58 @@ func TestPortForwardRelaysShareAConnectionApartFromTheControlStream(t *testing.T
 	got := make([]byte, len("still here"))
 	if _, err := io.ReadFull(control, got); err != nil || string(got) != "still here" {
 		t.Errorf("the control stream after the relays' connection closed: %q %v", got, err)
+	}
+}
+
+// A stream whose forward ended while what we wrote may lie unread on the kubelet's side
+// taints its connection (see forwardConn): later streams go to a new connection, the old
+// one stays for the streams it has and closes with the last, and nothing more is written
+// to the ended stream.
+func TestPortForwardStreamEndedUnderOurWritesMovesLaterStreamsToANewConnection(t *testing.T) {
+	k := newFakeKubelet()
+	c := k.cluster()
+	ctx := context.Background()
+	keep, err := c.PortForward(ctx, "ns", "p", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := c.PortForward(ctx, "ns", "p", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	var fe *ForwardError
+	if _, err := io.ReadAll(bad); !errors.As(err, &fe) {
+		t.Fatalf("read: %v, want the kubelet's error", err)
+	}
+	// The fake would block this write for good, as the kubelet's frame worker would.
+	if _, err := bad.Write([]byte("more")); !errors.As(err, &fe) {
+		t.Errorf("a write after the forward ended: %v, want the kubelet's error and nothing sent", err)
+	}
+	if err := echo(t, c, ctx, "p", "next"); err != nil {
+		t.Fatal(err)
+	}
+	if n := k.dials.Load(); n != 2 {
+		t.Errorf("%d dials, want 2: the stream after the tainting one went to the same connection", n)
+	}
+	old := k.conns[0]
+	go keep.Write([]byte("still"))
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(keep, got); err != nil || string(got) != "still" {
+		t.Fatalf("a stream of the tainted connection: %q, %v", got, err)
+	}
+	select {
+	case <-old.closed:
+		t.Fatal("the tainted connection was closed under a live stream")
+	default:
+	}
+	bad.Close()
+	keep.Close()
+	select {
+	case <-old.closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tainted connection outlived its last stream")
 	}
 }
