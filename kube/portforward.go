@@ -30,11 +30,13 @@ const (
 	forwardLinger = 5 * time.Second
 	// maxForwardError bounds the error stream's message.
 	maxForwardError = 4 << 10
-	// forwardUnreadWindow: data we wrote this long before the Pod's side ended a stream may
-	// never have been read there (containerd stops reading up to 1 s after the Pod's end of
-	// the connection closed), so the stream taints its connection (see forwardConn.tainted).
-	forwardUnreadWindow = 2 * time.Second
 )
+
+// forwardUnreadWindow: data we wrote this long before the Pod's side ended a stream may
+// never have been read there (containerd stops reading up to 1 s after the Pod's end of
+// the connection closed), so the stream taints its connection (see forwardConn.tainted).
+// A variable for tests.
+var forwardUnreadWindow = 2 * time.Second
 
 // ForwardError is the message the kubelet sent on a port-forward stream's error stream: it
 // could not connect to the port in the Pod (nothing listens there yet or any more) or the
@@ -54,7 +56,10 @@ func (e *ForwardError) Error() string {
 type forwards struct {
 	mu    sync.Mutex
 	conns map[string]*forwardConn
-	dial  func(namespace, pod string) (httpstream.Connection, error) // tests: replaces the API server
+	// tainted holds each Pod's tainted connections (namespace/pod) until they close, so
+	// that closeForwards reaches their streams too.
+	tainted map[string]map[*forwardConn]bool
+	dial    func(namespace, pod string) (httpstream.Connection, error) // tests: replaces the API server
 }
 
 // forwardConn is one Pod's connection in one lane, or the dial that will make it.
@@ -85,6 +90,13 @@ func (fc *forwardConn) hold() {
 	fc.mu.Lock()
 	fc.live++
 	fc.mu.Unlock()
+}
+
+// isTainted reports whether fc takes no new stream.
+func (fc *forwardConn) isTainted() bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.tainted
 }
 
 // release counts a stream of fc released, closing a tainted fc with its last stream.
@@ -156,16 +168,30 @@ func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, p
 		err error
 	}
 	done := make(chan result, 1)
-	abandoned := make(chan struct{})
+	// Held from before the first stream is created, so that a tainted fc is not closed
+	// under a stream being made; released again if none is made.
+	fc.hold()
 	go func() {
+		broken := func(what string, err error) {
+			// A tainted connection is not dropped for a failed creation: it still carries
+			// the streams it has, and closes with the last of them.
+			if !fc.isTainted() {
+				c.dropForward(namespace, pod, fc)
+			}
+			fc.release()
+			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: %s: %w", namespace, pod, port, what, err)}}
+		}
+		if fc.isTainted() { // made in the moment the caller took fc
+			broken("connection", errTaintedConn)
+			return
+		}
 		h := http.Header{}
 		h.Set(corev1.StreamType, corev1.StreamTypeError)
 		h.Set(corev1.PortHeader, strconv.Itoa(port))
 		h.Set(corev1.PortForwardRequestIDHeader, id)
 		errStream, err := fc.conn.CreateStream(h)
 		if err != nil {
-			c.dropForward(namespace, pod, fc)
-			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: error stream: %w", namespace, pod, port, err)}}
+			broken("error stream", err)
 			return
 		}
 		errStream.Close() // we never write to it
@@ -173,11 +199,9 @@ func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, p
 		data, err := fc.conn.CreateStream(h)
 		if err != nil {
 			fc.conn.RemoveStreams(errStream)
-			c.dropForward(namespace, pod, fc)
-			done <- result{err: &brokenConnError{fmt.Errorf("port-forward to %s/%s:%d: data stream: %w", namespace, pod, port, err)}}
+			broken("data stream", err)
 			return
 		}
-		fc.hold()
 		s := &forwardStream{
 			conn: fc.conn, data: data, errStream: errStream,
 			taint: func() { c.taintForward(namespace, pod, fc) }, release: fc.release,
@@ -186,29 +210,23 @@ func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, p
 			remote: ForwardError{Namespace: namespace, Pod: pod, Port: port},
 		}
 		go s.readErrors()
-		select {
-		case <-abandoned:
-			s.Close()
-		default:
-			done <- result{s: s}
-		}
+		done <- result{s: s}
 	}()
 	select {
 	case r := <-done:
 		return r.s, r.err
 	case <-ctx.Done():
-		close(abandoned)
-		// the stream may have been made just now
-		select {
-		case r := <-done:
-			if r.s != nil {
+		go func() { // a stream made after all is closed (and released) as soon as it is
+			if r := <-done; r.s != nil {
 				r.s.Close()
 			}
-		default:
-		}
+		}()
 		return nil, fmt.Errorf("port-forward to %s/%s:%d: %w", namespace, pod, port, ctx.Err())
 	}
 }
+
+// errTaintedConn: the connection was tainted as the stream was to be made on it.
+var errTaintedConn = errors.New("tainted: taking no new stream")
 
 // forwardConn returns the Pod's shared connection, dialing it if there is none or the one
 // there has closed.
@@ -279,6 +297,10 @@ func (c *Cluster) dropForward(namespace, pod string, fc *forwardConn) {
 	if c.fwd.conns[fc.key] == fc {
 		delete(c.fwd.conns, fc.key)
 	}
+	podKey := namespace + "/" + pod
+	if delete(c.fwd.tainted[podKey], fc); len(c.fwd.tainted[podKey]) == 0 {
+		delete(c.fwd.tainted, podKey)
+	}
 	c.fwd.mu.Unlock()
 	if fc.conn != nil {
 		fc.conn.Close()
@@ -292,6 +314,18 @@ func (c *Cluster) taintForward(namespace, pod string, fc *forwardConn) {
 	if c.fwd.conns[fc.key] == fc {
 		delete(c.fwd.conns, fc.key)
 	}
+	if c.fwd.tainted == nil {
+		c.fwd.tainted = map[string]map[*forwardConn]bool{}
+	}
+	podKey := namespace + "/" + pod
+	if c.fwd.tainted[podKey] == nil {
+		c.fwd.tainted[podKey] = map[*forwardConn]bool{}
+	}
+	select {
+	case <-fc.conn.CloseChan(): // closed already: nothing to keep
+	default:
+		c.fwd.tainted[podKey][fc] = true
+	}
 	c.fwd.mu.Unlock()
 	fc.mu.Lock()
 	fc.tainted = true
@@ -304,6 +338,15 @@ func (c *Cluster) taintForward(namespace, pod string, fc *forwardConn) {
 
 // closeForwards closes the Pod's shared connections and with them every stream on them.
 func (c *Cluster) closeForwards(namespace, pod string) {
+	c.fwd.mu.Lock()
+	var tainted []*forwardConn
+	for fc := range c.fwd.tainted[namespace+"/"+pod] {
+		tainted = append(tainted, fc)
+	}
+	c.fwd.mu.Unlock()
+	for _, fc := range tainted {
+		c.dropForward(namespace, pod, fc)
+	}
 	for _, relay := range []bool{false, true} {
 		c.fwd.mu.Lock()
 		fc := c.fwd.conns[forwardKey(namespace, pod, relay)]
@@ -386,11 +429,13 @@ type forwardStream struct {
 	// what we write (see forwardConn). ended and lastWrite (time since forwardEpoch of the
 	// last Write, 0: none) order a Write against that end: either the Write sees ended and
 	// sends nothing, or readErrors sees its time and taints the connection.
-	// A stream whose end (FIN) we sent before the kubelet ended it taints nothing: the
-	// kubelet ends a forward once it read our end, so it read everything before it.
+	// A stream whose end (FIN) we sent before the Pod's side ended it taints nothing: the
+	// forward then ended because it read our end, so it read everything before it. An end
+	// we sent after theirs (remoteEOF, seen by a Read) excuses nothing.
 	ended     atomic.Bool
 	lastWrite atomic.Int64
 	wroteEnd  atomic.Bool
+	remoteEOF atomic.Bool
 	taint     func() // taints the stream's connection
 	release   func() // counts the stream released on its connection
 
@@ -413,6 +458,14 @@ func (s *forwardStream) readErrors() {
 	s.ended.Store(true)
 	if w := s.lastWrite.Load(); w != 0 && !s.wroteEnd.Load() && time.Since(forwardEpoch)-time.Duration(w) < forwardUnreadWindow {
 		s.taint()
+	}
+}
+
+// endWrites records our end of the stream (before it is sent): an excuse only while the
+// Pod's side has not ended it first.
+func (s *forwardStream) endWrites() {
+	if !s.remoteEOF.Load() {
+		s.wroteEnd.Store(true)
 	}
 }
 
@@ -443,6 +496,9 @@ func (s *forwardStream) Read(p []byte) (int, error) {
 	}
 	n, err := s.data.Read(p)
 	if err != nil {
+		if err == io.EOF {
+			s.remoteEOF.Store(true)
+		}
 		if rerr := s.remoteError(); rerr != nil {
 			return n, rerr
 		}
@@ -473,6 +529,11 @@ func (s *forwardStream) Write(p []byte) (int, error) {
 		return 0, io.ErrClosedPipe
 	}
 	n, err := s.data.Write(p)
+	if s.ended.Load() && !s.wroteEnd.Load() {
+		// The forward ended while this write was under way (a long one escapes
+		// readErrors' window): what it sent may lie unread.
+		s.taint()
+	}
 	if err != nil {
 		if rerr := s.remoteError(); rerr != nil {
 			return n, rerr
@@ -485,7 +546,7 @@ func (s *forwardStream) Write(p []byte) (int, error) {
 // containerd 1.6's CRI not for long: it ends the whole stream 1 s after one direction ended
 // (measured), so what the Pod sends later is lost.
 func (s *forwardStream) CloseWrite() error {
-	s.wroteEnd.Store(true)
+	s.endWrites()
 	return s.data.Close()
 }
 
@@ -495,7 +556,7 @@ func (s *forwardStream) CloseWrite() error {
 func (s *forwardStream) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
-		s.wroteEnd.Store(true)
+		s.endWrites()
 		s.data.Close()
 		go func() {
 			drained := make(chan struct{})

@@ -384,34 +384,53 @@ func TestPortForwardRelaysShareAConnectionApartFromTheControlStream(t *testing.T
 	}
 }
 
+// taintedPod opens an echo stream (keep) and then a stream (bad) whose forward ends after
+// our write, which taints their connection, k.conns[0].
+func taintedPod(t *testing.T) (k *fakeKubelet, c *Cluster, keep, bad net.Conn) {
+	t.Helper()
+	w := forwardUnreadWindow
+	forwardUnreadWindow = time.Hour // a loaded host must not age the write out
+	t.Cleanup(func() { forwardUnreadWindow = w })
+	k = newFakeKubelet()
+	c = k.cluster()
+	var err error
+	if keep, err = c.PortForward(context.Background(), "ns", "p", 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keep.Close() })
+	if bad, err = c.PortForward(context.Background(), "ns", "p", 4); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bad.Close() })
+	if _, err := bad.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	var fe *ForwardError
+	if _, err := io.ReadAll(bad); !errors.As(err, &fe) { // its end taints the connection
+		t.Fatalf("read: %v, want the kubelet's error", err)
+	}
+	return k, c, keep, bad
+}
+
 // A stream whose forward ended while what we wrote may lie unread on the kubelet's side
 // taints its connection (see forwardConn): later streams go to a new connection, the old
 // one stays for the streams it has and closes with the last, and nothing more is written
 // to the ended stream.
 func TestPortForwardStreamEndedUnderOurWritesMovesLaterStreamsToANewConnection(t *testing.T) {
-	k := newFakeKubelet()
-	c := k.cluster()
-	ctx := context.Background()
-	keep, err := c.PortForward(ctx, "ns", "p", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, err := c.PortForward(ctx, "ns", "p", 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bad.Write([]byte("hello")); err != nil {
-		t.Fatal(err)
-	}
-	var fe *ForwardError
-	if _, err := io.ReadAll(bad); !errors.As(err, &fe) {
-		t.Fatalf("read: %v, want the kubelet's error", err)
-	}
+	k, c, keep, bad := taintedPod(t)
 	// The fake would block this write for good, as the kubelet's frame worker would.
-	if _, err := bad.Write([]byte("more")); !errors.As(err, &fe) {
-		t.Errorf("a write after the forward ended: %v, want the kubelet's error and nothing sent", err)
+	wrote := make(chan error, 1)
+	go func() { _, err := bad.Write([]byte("more")); wrote <- err }()
+	var fe *ForwardError
+	select {
+	case err := <-wrote:
+		if !errors.As(err, &fe) {
+			t.Errorf("a write after the forward ended: %v, want the kubelet's error and nothing sent", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write after the forward ended was sent (and blocked)")
 	}
-	if err := echo(t, c, ctx, "p", "next"); err != nil {
+	if err := echo(t, c, context.Background(), "p", "next"); err != nil {
 		t.Fatal(err)
 	}
 	if n := k.dials.Load(); n != 2 {
@@ -434,5 +453,17 @@ func TestPortForwardStreamEndedUnderOurWritesMovesLaterStreamsToANewConnection(t
 	case <-old.closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the tainted connection outlived its last stream")
+	}
+}
+
+// Deleting a run closes every port-forward connection of its Pod, tainted ones included
+// (they are no longer the Pod's shared connection, but still carry streams).
+func TestCloseForwardsReachesTaintedConnections(t *testing.T) {
+	k, c, _, _ := taintedPod(t)
+	c.closeForwards("ns", "p")
+	select {
+	case <-k.conns[0].closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("closeForwards left the tainted connection (and the stream on it) open")
 	}
 }
