@@ -56,8 +56,8 @@ func (e *ForwardError) Error() string {
 type forwards struct {
 	mu    sync.Mutex
 	conns map[string]*forwardConn
-	// tainted holds each Pod's tainted connections (namespace/pod) until they close, so
-	// that closeForwards reaches their streams too.
+	// tainted holds each Pod's tainted connections, both lanes under the control lane's
+	// key, until they close, so that closeForwards reaches their streams too.
 	tainted map[string]map[*forwardConn]bool
 	dial    func(namespace, pod string) (httpstream.Connection, error) // tests: replaces the API server
 }
@@ -297,7 +297,7 @@ func (c *Cluster) dropForward(namespace, pod string, fc *forwardConn) {
 	if c.fwd.conns[fc.key] == fc {
 		delete(c.fwd.conns, fc.key)
 	}
-	podKey := namespace + "/" + pod
+	podKey := forwardKey(namespace, pod, false)
 	if delete(c.fwd.tainted[podKey], fc); len(c.fwd.tainted[podKey]) == 0 {
 		delete(c.fwd.tainted, podKey)
 	}
@@ -314,16 +314,16 @@ func (c *Cluster) taintForward(namespace, pod string, fc *forwardConn) {
 	if c.fwd.conns[fc.key] == fc {
 		delete(c.fwd.conns, fc.key)
 	}
-	if c.fwd.tainted == nil {
-		c.fwd.tainted = map[string]map[*forwardConn]bool{}
-	}
-	podKey := namespace + "/" + pod
-	if c.fwd.tainted[podKey] == nil {
-		c.fwd.tainted[podKey] = map[*forwardConn]bool{}
-	}
 	select {
 	case <-fc.conn.CloseChan(): // closed already: nothing to keep
 	default:
+		podKey := forwardKey(namespace, pod, false)
+		if c.fwd.tainted == nil {
+			c.fwd.tainted = map[string]map[*forwardConn]bool{}
+		}
+		if c.fwd.tainted[podKey] == nil {
+			c.fwd.tainted[podKey] = map[*forwardConn]bool{}
+		}
 		c.fwd.tainted[podKey][fc] = true
 	}
 	c.fwd.mu.Unlock()
@@ -340,7 +340,7 @@ func (c *Cluster) taintForward(namespace, pod string, fc *forwardConn) {
 func (c *Cluster) closeForwards(namespace, pod string) {
 	c.fwd.mu.Lock()
 	var tainted []*forwardConn
-	for fc := range c.fwd.tainted[namespace+"/"+pod] {
+	for fc := range c.fwd.tainted[forwardKey(namespace, pod, false)] {
 		tainted = append(tainted, fc)
 	}
 	c.fwd.mu.Unlock()
