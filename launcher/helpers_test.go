@@ -216,6 +216,7 @@ type sandbox struct {
 	extra   []ctroci.SpecOpts
 	hook    launcher.StartHook
 	stdin   io.Reader
+	stdout  io.Writer // instead of the stdout file, when set (result.stdout is then empty)
 	// lifeline is the supervisor's FIFO the init watches; closing it is ceval dying.
 	lifeline *launcher.Lifeline
 }
@@ -309,12 +310,17 @@ func (s *sandbox) run(t *testing.T, c *client.Client, ctx context.Context, durin
 	}
 	opts = append(opts, s.extra...)
 	outPath, errPath := filepath.Join(s.dir, "stdout"), filepath.Join(s.dir, "stderr")
+	stdoutPath := outPath
+	if s.stdout != nil {
+		stdoutPath = ""
+	}
 	ctr, err := launcher.Create(ctx, c, launcher.Spec{
 		ID:         s.cfg.RunID,
 		Image:      busyboxImage(t, c, ctx),
 		Opts:       opts,
 		Labels:     oci.Labels(s.cfg),
-		StdoutPath: outPath,
+		StdoutPath: stdoutPath,
+		Stdout:     s.stdout,
 		StderrPath: errPath,
 		LogCap:     s.logCap,
 		Stdin:      s.stdin,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
-	"golang.org/x/sys/unix"
 )
 
 // killWait bounds how long Wait waits for the task to report its exit after SIGKILL to
@@ -54,6 +52,9 @@ type Task struct {
 	exited   chan struct{} // closed when status is set
 	status   client.ExitStatus
 	exitedAt time.Time
+
+	copyOnce sync.Once
+	copyDone chan struct{} // closed when the client's copier has read the output to its end
 
 	destroyMu sync.Mutex // held across destroy's round trips, not t.mu, so Metrics never waits on a deletion
 
@@ -230,9 +231,11 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 		// No cgroup of its own (rootless, rlimit mode): PID 1 of a PID namespace is reaped
 		// only after the kernel has killed and reaped every other process in it.
 		ex.CgroupEmpty = true
-		if err := t.finishOutputs(t.deleteInBackground(ctx)); err != nil {
+		if err := t.finishOutputs(); err != nil {
+			t.deleteInBackground(ctx)
 			return ex, err
 		}
+		t.deleteInBackground(ctx)
 	} else if err := waitCgroupEmpty(cgroupRoot, t.cgroupsPath, cgroupDrain); err != nil {
 		ex.CgroupError = err.Error()
 		if err := t.destroy(cctx); err != nil {
@@ -242,9 +245,11 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 		ex.CgroupEmpty = true
 		// Nothing of the container's runs any more: what is left is teardown, which the
 		// caller need not wait for to read the output or copy the workspace out.
-		if err := t.finishOutputs(t.deleteInBackground(ctx)); err != nil {
+		if err := t.finishOutputs(); err != nil {
+			t.deleteInBackground(ctx)
 			return ex, err
 		}
+		t.deleteInBackground(ctx)
 	}
 	for _, w := range t.outs {
 		ex.OutputCut = ex.OutputCut || w.Cut()
@@ -311,63 +316,51 @@ func (t *Task) deleteInBackground(ctx context.Context) <-chan struct{} {
 	return done
 }
 
-// outputDrainLimit bounds how long finishOutputs waits for the client's copier to empty the
-// output pipes.
-const outputDrainLimit = 5 * time.Second
+// outputCopyLimit bounds how long the output may take to arrive once every process of the
+// container is gone. Past it the output is reported incomplete: a run whose output may have
+// been lost is never graded as if it were whole.
+var outputCopyLimit = 60 * time.Second
 
-// drainPipes waits, up to limit, until the FIFOs at paths hold no unread byte (FIONREAD on a
-// read end of our own, which reads nothing: the client's copier shares the same pipe). A
-// path that is not a FIFO (a log URI) or cannot be opened is skipped.
-func drainPipes(limit time.Duration, paths ...string) {
-	deadline := time.Now().Add(limit)
-	for _, p := range paths {
-		if p == "" || strings.Contains(p, "://") {
-			continue
-		}
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
-			for wait := 100 * time.Microsecond; time.Now().Before(deadline); wait = min(2*wait, 5*time.Millisecond) {
-				n, err := unix.IoctlGetInt(fd, unix.TIOCINQ) // FIONREAD
-				if err != nil || n == 0 {
-					break
-				}
-				time.Sleep(wait)
+// copied returns a channel closed once the client's copier has read stdout and stderr to
+// their end: the shim closes its ends of the FIFOs when it has copied the last byte the
+// container's processes wrote, which is after PID 1's exit is reported, not before.
+func (t *Task) copied() <-chan struct{} {
+	t.copyOnce.Do(func() {
+		t.copyDone = make(chan struct{})
+		go func() {
+			if io := t.task.IO(); io != nil {
+				io.Wait()
 			}
-		}
-		unix.Close(fd)
+			close(t.copyDone)
+		}()
+	})
+	return t.copyDone
+}
+
+// waitCopied waits, up to outputCopyLimit, for the copier to reach the end of the output.
+// The task must not be deleted before: deletion cancels the client's copier, which closes
+// the FIFOs' read ends and drops whatever the shim had not yet passed on (under load a
+// short-lived process's whole output was).
+func (t *Task) waitCopied() error {
+	tm := time.NewTimer(outputCopyLimit)
+	defer tm.Stop()
+	select {
+	case <-t.copied():
+		return nil
+	case <-tm.C:
+		return fmt.Errorf("output of task %s: not copied to its end %s after the last process exited; it may be incomplete", t.ctr.spec.ID, outputCopyLimit)
 	}
 }
 
-// finishOutputs waits until the client has copied the last byte of stdout and stderr, which
-// the shim sends and then closes at PID 1's exit (every other writer died with the PID
-// namespace), or until deleted is closed (the deletion closes the IO), then closes the files.
-func (t *Task) finishOutputs(deleted <-chan struct{}) error {
-	// Called once every writer but the shim is gone. Delete cancels the client's copier,
-	// which closes the pipes' read ends: what it had not read yet would be lost (under load a
-	// short-lived agent's whole output was). So wait until the pipes are empty first.
-	if io := t.task.IO(); io != nil {
-		cfg := io.Config()
-		drainPipes(outputDrainLimit, cfg.Stdout, cfg.Stderr)
-	}
-	copied := make(chan struct{})
-	go func() {
-		if io := t.task.IO(); io != nil {
-			io.Wait()
-		}
-		close(copied)
-	}()
-	select {
-	case <-copied:
-	case <-deleted:
-	}
+// finishOutputs waits until the client has copied the last byte of stdout and stderr and
+// closes the files. Called once every process of the container is gone, before the task's
+// deletion starts.
+func (t *Task) finishOutputs() error {
+	errCopy := t.waitCopied()
 	if err := t.closeOutputs(); err != nil {
 		return fmt.Errorf("output of task %s: %w", t.ctr.spec.ID, err)
 	}
-	return nil
+	return errCopy
 }
 
 // waitDeletion waits for a deletion Wait started in the background and returns its error.
@@ -423,6 +416,17 @@ func (t *Task) destroy(ctx context.Context) error {
 		if err := t.killAll(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	select {
+	case <-t.exited:
+		// Every process is gone (or killed): let the copier reach the end before the
+		// deletion cancels it. An unknown status is the wait stream's end, not the task's.
+		if t.status.ExitCode() != client.UnknownExitStatus {
+			if err := t.waitCopied(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	default:
 	}
 	_, err := t.task.Delete(ctx, opts...)
 	if errdefs.IsFailedPrecondition(err) && len(opts) == 0 {

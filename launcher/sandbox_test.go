@@ -1,6 +1,7 @@
 package launcher_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -316,6 +318,46 @@ func TestOutputOverCapIsCutWithoutBlockingTheWriter(t *testing.T) {
 	}
 	if r.stderr != "done\n" {
 		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// slowWriter is a destination that stalls before its first write, as a file on a busy disk
+// or a reader scheduled late on a loaded host does.
+type slowWriter struct {
+	mu    sync.Mutex
+	delay time.Duration
+	buf   bytes.Buffer
+}
+
+func (w *slowWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.delay > 0 {
+		time.Sleep(w.delay)
+		w.delay = 0
+	}
+	return w.buf.Write(p)
+}
+
+// The output a process wrote before it exited arrives whole even when the copy to its
+// destination lags the exit: the task is deleted (which cancels containerd's copier) only
+// after the copier has read the output to its end. Deleting at the exit lost everything the
+// shim had not yet passed on: 4 KiB of its 64 KiB arrived before the fix.
+func TestOutputArrivesWholeWhenItsCopyLagsTheExit(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "sh", "-c", `i=0; while [ $i -lt 1024 ]; do echo "line $i of the output that must arrive whole, padded to 64"; i=$((i+1)); done`)
+	w := &slowWriter{delay: 1500 * time.Millisecond}
+	s.stdout = w
+	r := s.run(t, c, ctx, nil)
+	if r.exit.Code != 0 || r.exit.TimedOut {
+		t.Fatalf("exit %+v stderr %q", r.exit, r.stderr)
+	}
+	w.mu.Lock()
+	got := w.buf.String()
+	w.mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(lines) != 1024 || lines[1023] != "line 1023 of the output that must arrive whole, padded to 64" {
+		t.Errorf("got %d bytes, %d lines, the last %q", len(got), len(lines), lines[len(lines)-1])
 	}
 }
 
