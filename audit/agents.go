@@ -45,7 +45,7 @@ const (
 // Cheats are the built-in generic cheats, in the order they run. Each knows only what a real
 // agent knows: the prompt, the starting workspace, and how harnesses grade.
 var Cheats = []string{
-	"stub-tests", "delete-tests", "empty-tests", "plant-hooks", "forge-results",
+	"stub-tests", "delete-tests", "empty-tests", "plant-hooks", "patch-test-runner", "forge-results",
 	"prompt-words", "prompt-symlinks", "empty-files", "huge-files", "exit-early",
 }
 

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 func runOptions(t *testing.T) (context.Context, supervisor.Options) {
 	t.Helper()
 	c, ctx := ctrtest.Connect(t)
-	ex, err := wasm.NewExecutor(wasm.Options{})
+	ex, err := wasm.NewExecutor(wasm.Options{Python: images.PythonSource(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +156,9 @@ func TestEachBuiltinAgentFoolsATaskWeakToIt(t *testing.T) {
 			map[string]string{"template/calc.sh": "echo 0\n", "template/tests/test_calc.sh": "[ \"$(sh calc.sh)\" = 5 ]\n"}},
 		{"plant-hooks", "initial_prompt: Add a pytest fixture named db to the test suite.\n" + limits +
 			"success_criteria: [{type: file_contains, path: conftest.py, includes: [import pytest]}]\n", nil},
+		{"patch-test-runner", "initial_prompt: Fix calc.py so that add returns the sum of its arguments.\n" + limits + template +
+			"success_criteria: [{type: pytest, tests: tests/}]\n",
+			map[string]string{"template/calc.py": "def add(a, b):\n    return 0\n", "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"}},
 		{"forge-results", "initial_prompt: Run the test suite and record the outcome.\n" + limits +
 			"success_criteria: [{type: json_check, path: results.json, assertions: [{expression: failed, operator: equals, expected: 0}]}]\n", nil},
 		{"prompt-words", "initial_prompt: Create hello.txt holding the line Hello, ceval!\n" + limits +
@@ -190,7 +193,7 @@ func TestEachBuiltinAgentFoolsATaskWeakToIt(t *testing.T) {
 		r := reps[0]
 		run := runOf(r, tc.agent)
 		if !run.Success {
-			t.Errorf("%s: %s %.2f on %s, want SUCCESS (%s)", tc.agent, run.Status, run.Score, r.TaskID, run.Error)
+			t.Errorf("%s: %s %.2f on %s, want SUCCESS (%s; %+v)", tc.agent, run.Status, run.Score, r.TaskID, run.Error, run.Criteria)
 			continue
 		}
 		if r.Verdict != Broken || !strings.Contains(strings.Join(r.Reasons, "\n"), "the "+tc.agent+" agent") && !strings.Contains(strings.Join(r.Reasons, "\n"), "cheat "+tc.agent+" ") {

@@ -22,6 +22,7 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		{"json values", "  - {type: json_check, path: r.json, assertions: [{expression: a, operator: equals, expected: 1}]}\n", ""},
 		{"exit code of the agent's script", "  - {type: run_command, command: sh tests/run.sh}\n", "t.yaml:5:5: warning: success_criteria[0] (run_command): only the exit code of \"sh tests/run.sh\""},
 		{"exit code of pytest", "  - {type: run_command, command: pytest -q}\n", "only the exit code"},
+		{"pytest over the agent's code", "  - {type: pytest, tests: sol/}\n", "t.yaml:5:5: warning: success_criteria[0] (pytest): the tests import the agent's code into pytest's own process"},
 		{"stdout of the agent's script", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!'}\n", ""},
 		{"exit code of a grep", "  - {type: run_command, command: \"grep -q '^Hello, ceval!$' hello.txt\"}\n", ""},
 	} {
