@@ -19,8 +19,12 @@ import (
 const killWait = 10 * time.Second
 
 // cgroupDrain bounds how long Wait waits for the container's cgroup to empty once PID 1
-// exited (the kernel kills the rest of the PID namespace asynchronously).
-const cgroupDrain = 2 * time.Second
+// exited (the kernel kills the rest of the PID namespace asynchronously). The wait is
+// event-driven, so the bound costs nothing when the cgroup empties; it is generous because
+// a killed process in uninterruptible sleep (a write on a disk busy with other work) dies
+// only when its I/O ends, and a cgroup not empty in time is the run's ERROR. 2 s was
+// within reach of a loaded host.
+const cgroupDrain = 10 * time.Second
 
 // StartHook runs after the task exists (its namespaces are set up, PID 1 is created but has
 // not run) and before it starts. pid is PID 1's host PID, e.g. to open a socket in its
