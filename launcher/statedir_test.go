@@ -1,4 +1,4 @@
-package main
+package launcher
 
 import (
 	"net"
@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestDoctorFindsAStateDirClosedToOthers: a 0700 directory anywhere on containerd's state
+// TestStateDirClosedToOthersIsFound: a 0700 directory anywhere on containerd's state
 // path (a mktemp -d parent, as CI made) is named with its mode; 0711 passes.
-func TestDoctorFindsAStateDirClosedToOthers(t *testing.T) {
+func TestStateDirClosedToOthersIsFound(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the modes of t.TempDir's parents differ for other users")
 	}
@@ -23,17 +23,24 @@ func TestDoctorFindsAStateDirClosedToOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(parent, 0o700)
-	dir, mode, err := closedToOthers(state)
+	dir, mode, err := closedToOthers("/", state)
 	if err != nil || dir != parent || mode != 0o700 {
 		t.Fatalf("0700 parent: %q %04o %v", dir, mode, err)
 	}
+	// Under the daemon's root (/proc/PID/root): named as the daemon sees it.
+	if dir, _, err := closedToOthers(filepath.Dir(base), "/"+filepath.Base(base)+"/ceval-containerd/state"); err != nil || dir != "/"+filepath.Base(base)+"/ceval-containerd" {
+		t.Fatalf("0700 parent under a root: %q %v", dir, err)
+	}
 	os.Chmod(parent, 0o711)
-	if dir, _, err := closedToOthers(state); err != nil || dir != "" {
+	if dir, _, err := closedToOthers("/", state); err != nil || dir != "" {
 		t.Fatalf("0711 parent: %q %v", dir, err)
+	}
+	if _, _, err := closedToOthers("/", "relative/state"); err == nil {
+		t.Fatal("a relative state path was judged")
 	}
 }
 
-func TestDoctorReadsContainerdsDirs(t *testing.T) {
+func TestContainerdsDirsAreReadFromItsFlagsAndConfig(t *testing.T) {
 	for _, tc := range []struct {
 		argv                []string
 		root, state, config string
@@ -47,15 +54,24 @@ func TestDoctorReadsContainerdsDirs(t *testing.T) {
 			t.Errorf("%q: %q %q %q", tc.argv, root, state, config)
 		}
 	}
-	root, state := containerdConfigDirs([]byte("version = 2\nroot = \"/tmp/c/root\"\nstate = '/tmp/c/state'\n[grpc]\n  address = \"/tmp/c/sock\"\n[plugins.x]\n  root = \"/not/this\"\n"))
-	if root != "/tmp/c/root" || state != "/tmp/c/state" {
-		t.Errorf("config: %q %q", root, state)
+	for _, tc := range []struct{ config, root, state string }{
+		{"version = 2\nroot = \"/tmp/c/root\"\nstate = '/tmp/c/state'\n[grpc]\n  address = \"/tmp/c/sock\"\n[plugins.x]\n  root = \"/not/this\"\n", "/tmp/c/root", "/tmp/c/state"},
+		{"state = \"/s\" # where the sockets go\nroot=\"/r\"#x\n", "/r", "/s"},
+		{"\"state\" = \"/s\\u0041\"\n", "", "/sA"},
+		{"# state = \"/commented\"\nversion = 2\n", "", ""},
+		{"[plugins]\nstate = \"/in/a/table\"\n", "", ""},
+		{"state = 42\n", "", ""},
+	} {
+		root, state := containerdConfigDirs([]byte(tc.config))
+		if root != tc.root || state != tc.state {
+			t.Errorf("config %q: %q %q, want %q %q", tc.config, root, state, tc.root, tc.state)
+		}
 	}
 }
 
-// TestDoctorFindsTheProcessListeningOnASocket: the daemon behind an address is found from
+// TestTheProcessListeningOnASocketIsFound: the daemon behind an address is found from
 // /proc/net/unix and the fd links (here: this test process).
-func TestDoctorFindsTheProcessListeningOnASocket(t *testing.T) {
+func TestTheProcessListeningOnASocketIsFound(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "d.sock")
 	ln, err := net.Listen("unix", p)
 	if err != nil {
