@@ -32,8 +32,13 @@ type StateDir struct {
 type StateDirClosedError struct{ StateDir }
 
 func (e *StateDirClosedError) Error() string {
-	return fmt.Sprintf("containerd at %s keeps its state in %s, and %s is %04o: runc in each run's user namespace cannot traverse it, so every run would fail with \"error preparing rootfs: permission denied\"; fix: chmod o+x %s (or give containerd a state directory others can search: state = in its config, or --state)",
-		e.Address, e.State, e.Closed, e.Mode, e.Closed)
+	return fmt.Sprintf("containerd at %s keeps its state in %s, and %s is %04o: runc in each run's user namespace cannot traverse it, so every run would fail with \"error preparing rootfs: permission denied\"; fix: %s",
+		e.Address, e.State, e.Closed, e.Mode, e.Fix())
+}
+
+// Fix is what opens a closed state path to the runs.
+func (s StateDir) Fix() string {
+	return fmt.Sprintf("chmod o+x %s (or give containerd a state directory others can search: state = in its config, or --state)", s.Closed)
 }
 
 // Err is a *StateDirClosedError when the state path is closed to the runs, else nil.

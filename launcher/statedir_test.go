@@ -85,3 +85,19 @@ func TestTheProcessListeningOnASocketIsFound(t *testing.T) {
 		t.Fatalf("no listener: %v", err)
 	}
 }
+
+// TestAClosedStateDirIsRefusedInOneLineNamingTheFix: the refusal every entry point prints.
+func TestAClosedStateDirIsRefusedInOneLineNamingTheFix(t *testing.T) {
+	open := StateDir{Address: "/run/containerd/containerd.sock", State: "/run/containerd"}
+	if err := open.Err(); err != nil {
+		t.Fatalf("a traversable state path refused: %v", err)
+	}
+	closed := open
+	closed.Closed, closed.Mode = "/run/containerd", 0o700
+	msg := closed.Err().Error()
+	for _, want := range []string{"/run/containerd is 0700", "error preparing rootfs: permission denied", "fix: chmod o+x /run/containerd "} {
+		if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+			t.Errorf("refusal %q lacks %q or is not one line", msg, want)
+		}
+	}
+}

@@ -17,7 +17,7 @@ func stateDirCheck(address string) check {
 		return check{"containerd dirs", "note", "not checked: " + err.Error(), ""}
 	case errors.As(s.Err(), &closed):
 		return check{"containerd dirs", "FAIL", fmt.Sprintf("%s (on the state path %s) is %04o: runc in each run's user namespace cannot traverse it to the rootfs, so every run fails \"error preparing rootfs: permission denied\"", s.Closed, s.State, s.Mode),
-			fmt.Sprintf("chmod o+x %s (scripts/containerd.sh start makes its directory 0711), or give containerd a state directory others can traverse", s.Closed)}
+			s.Fix()}
 	}
 	return check{"containerd dirs", "ok", fmt.Sprintf("state %s traversable by the runs' user namespaces (root %s)", s.State, s.Root), ""}
 }
