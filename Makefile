@@ -30,6 +30,8 @@ build:
 setup:
 	scripts/containerd.sh install
 	scripts/containerd.sh start $(CTRD_DIR) >/dev/null
+# -- a system containerd (issue 33): one line saying which daemon is used, and why --
+	@scripts/system-containerd.sh $(CTRD_SOCK)
 
 containerd-up: setup
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/verifier"
@@ -39,7 +41,7 @@ func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.ID
 // dialTier connects only when a criterion needs it (ceval grade, regrade).
 func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool) containerTier {
 	ct := containerTier{connect: func() (*client.Client, string, func(), error) {
-		c, _, err := g.connect(context.WithoutCancel(cmd.Context()), cmd)
+		c, _, err := g.connectRuns(context.WithoutCancel(cmd.Context()), cmd)
 		if err != nil {
 			return nil, "", nil, err
 		}
@@ -86,26 +88,34 @@ func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, clo
 		closers = append(closers, func() { _ = e.Close() })
 	}
 	if needContainer {
-		tiers.Container, tiers.ContainerMissing = ct.executor(&closers)
+		if tiers.Container, tiers.ContainerMissing, err = ct.executor(&closers); err != nil {
+			close()
+			return nil, func() {}, err
+		}
 	}
 	return tiers, close, nil
 }
 
-// executor connects and returns the verifier executor, or nil and why it cannot run.
-func (ct containerTier) executor(closers *[]func()) (grader.Executor, string) {
+// executor connects and returns the verifier executor, or nil and why it cannot run; err
+// when the daemon was refused (launcher.CheckStateDir): no criterion of it could run anyway.
+func (ct containerTier) executor(closers *[]func()) (grader.Executor, string, error) {
 	if ct.connect == nil {
-		return nil, "this command has no containerd"
+		return nil, "this command has no containerd", nil
 	}
 	c, ns, release, err := ct.connect()
+	var closed *launcher.StateDirClosedError
+	if errors.As(err, &closed) {
+		return nil, "", err
+	}
 	if err != nil {
-		return nil, fmt.Sprintf("verifier containers need containerd: %v; start it (or pass --containerd-address) and grade again", err)
+		return nil, fmt.Sprintf("verifier containers need containerd: %v; start it (or pass --containerd-address) and grade again", err), nil
 	}
 	*closers = append(*closers, release)
 	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, AllowHostNetwork: ct.allowHost, Log: os.Stderr})
 	if err != nil {
-		return nil, err.Error()
+		return nil, err.Error(), nil
 	}
-	return e, ""
+	return e, "", nil
 }
 
 // experimentTasks lists the task of every entry of an experiment.

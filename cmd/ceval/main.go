@@ -77,6 +77,21 @@ func (g *globalOptions) connect(ctx context.Context, cmd *cobra.Command) (*clien
 	return launcher.Connect(ctx, g.containerdAddress, g.namespace)
 }
 
+// connectRuns is connect for every command that starts containers (run, experiments, audit,
+// selftest, sandbox exec, a verifier tier): a daemon where every run would fail on its state
+// path is refused here, before anything is created, in one line naming the fix (exit 3).
+func (g *globalOptions) connectRuns(ctx context.Context, cmd *cobra.Command) (*client.Client, context.Context, error) {
+	c, cctx, err := g.connect(ctx, cmd)
+	if err != nil {
+		return nil, nil, exitWith(exitInfraErr, err)
+	}
+	if err := launcher.CheckStateDir(g.containerdAddress); err != nil {
+		c.Close()
+		return nil, nil, exitWith(exitInfraErr, err)
+	}
+	return c, cctx, nil
+}
+
 // config loads the user's config file (--config, or the default path when it exists).
 func (g *globalOptions) config(cmd *cobra.Command) (userConfig, error) {
 	explicit := cmd.Flags().Changed("config")

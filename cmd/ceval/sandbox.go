@@ -50,9 +50,9 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			c, cctx, err := g.connect(ctx, cmd)
+			c, cctx, err := g.connectRuns(ctx, cmd)
 			if err != nil {
-				return exitWith(exitInfraErr, err)
+				return err
 			}
 			defer c.Close()
 			if _, err := supervisor.ResolveImage(cctx, c, image, nil, busybox); err != nil {

@@ -21,17 +21,17 @@ type session struct {
 	stop      context.CancelFunc
 }
 
-// openSession connects to containerd; a failure is an infrastructure error (exit 3).
+// openSession connects to containerd (connectRuns); a failure is an infrastructure error (exit 3).
 func (g *globalOptions) openSession(cmd *cobra.Command) (*session, error) {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	if g.kube != nil {
 		// Runs go to the cluster: no containerd here (verifier tasks are refused there).
 		return &session{ctx: ctx, stop: stop}, nil
 	}
-	c, cctx, err := g.connect(ctx, cmd)
+	c, cctx, err := g.connectRuns(ctx, cmd)
 	if err != nil {
 		stop()
-		return nil, exitWith(exitInfraErr, err)
+		return nil, err
 	}
 	s := &session{ctx: cctx, client: c, stop: stop}
 	if dir, err := images.DefaultCacheDir(); err == nil {
