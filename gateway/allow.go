@@ -195,7 +195,7 @@ func (a Allowlist) checkBody(body map[string]any) error {
 			return &NotAllowedError{What: "field", Name: k, Allow: a.Fields}
 		}
 	}
-	return (&bodyCheck{rules: a.rules()}).walk(body, nil, "", 0)
+	return (&bodyCheck{rules: a.rules()}).walk(body, 0)
 }
 
 // A rule is one Values key: the dotted path end it governs, and what it allows.
@@ -220,12 +220,15 @@ func (a Allowlist) rules() []rule {
 const maxBodyDepth = 128
 
 // opaquePaths hold data the provider passes on as it is, never a source, cache or file it
-// acts on: a tool's JSON schema, the output format's schema, the client's labels. A tool
-// call's input the model wrote is one too (see opaque).
+// acts on: a tool's JSON schema and example inputs, the output format's schema, the
+// client's labels. A tool call's input the model wrote is one too (see opaque).
 var opaquePaths = map[string]bool{
-	"tools.input_schema": true, "tools.parameters": true, "text.format.schema": true,
+	"tools.input_schema": true, "tools.input_examples": true, "tools.parameters": true, "text.format.schema": true,
 	"metadata": true, "client_metadata": true,
 }
+
+// maxOpaqueKeys is one more than the keys of the longest opaque path's parent.
+const maxOpaqueKeys = 3
 
 // opaque says whether the value under key k of m, at path, is pass-through data.
 func opaque(path string, m map[string]any, k string) bool {
@@ -240,19 +243,48 @@ func opaque(path string, m map[string]any, k string) bool {
 	return p == "messages.content.input" && (typ == "tool_use" || typ == "server_tool_use")
 }
 
-type bodyCheck struct{ rules []rule }
+// bodyCheck walks a body: keys are the object keys from the root to the value at hand
+// (arrays are walked through), at the same with the array indexes, built into the refusal's
+// location only when one is refused.
+type bodyCheck struct {
+	rules []rule
+	keys  []string
+	at    []step
+}
 
-// walk checks v, found at keys (the object keys from the root; arrays are walked through)
-// and loc (the same with array indexes, for the refusal), then everything under it.
-func (c *bodyCheck) walk(v any, keys []string, loc string, depth int) error {
-	if depth > maxBodyDepth {
-		return &NotAllowedError{What: "depth", Name: loc}
+type step struct {
+	key   string
+	index int // -1: a key
+}
+
+func (c *bodyCheck) loc() string {
+	var b strings.Builder
+	for _, s := range c.at {
+		if s.index >= 0 {
+			fmt.Fprintf(&b, "[%d]", s.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
 	}
-	r := c.rule(keys)
+	return b.String()
+}
+
+// walk checks v and everything under it.
+func (c *bodyCheck) walk(v any, depth int) error {
+	if depth > maxBodyDepth {
+		return &NotAllowedError{What: "depth", Name: c.loc()}
+	}
+	r := c.rule(c.keys)
 	switch x := v.(type) {
 	case []any:
 		for i, e := range x {
-			if err := c.walk(e, keys, fmt.Sprintf("%s[%d]", loc, i), depth+1); err != nil {
+			c.at = append(c.at, step{index: i})
+			err := c.walk(e, depth+1)
+			c.at = c.at[:len(c.at)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -260,18 +292,20 @@ func (c *bodyCheck) walk(v any, keys []string, loc string, depth int) error {
 	case map[string]any:
 		if r != nil { // an object where a listed value is expected
 			b, _ := json.Marshal(x)
-			return refusedValue(r, loc, string(b))
+			return c.refused(r, string(b))
 		}
-		path := strings.Join(keys, ".")
+		path := ""
+		if len(c.keys) < maxOpaqueKeys { // deeper, nothing is opaque: spare the join
+			path = strings.Join(c.keys, ".")
+		}
 		for _, k := range sortedKeys(x) {
-			if opaque(path, x, k) {
+			if len(c.keys) < maxOpaqueKeys && opaque(path, x, k) {
 				continue
 			}
-			sub := k
-			if loc != "" {
-				sub = loc + "." + k
-			}
-			if err := c.walk(x[k], append(keys[:len(keys):len(keys)], k), sub, depth+1); err != nil {
+			c.keys, c.at = append(c.keys, k), append(c.at, step{key: k, index: -1})
+			err := c.walk(x[k], depth+1)
+			c.keys, c.at = c.keys[:len(c.keys)-1], c.at[:len(c.at)-1]
+			if err != nil {
 				return err
 			}
 		}
@@ -285,7 +319,7 @@ func (c *bodyCheck) walk(v any, keys []string, loc string, depth int) error {
 		s = "null"
 	}
 	if len(r.allow) == 0 || !matches(r.allow, s) {
-		return refusedValue(r, loc, s)
+		return c.refused(r, s)
 	}
 	return nil
 }
@@ -301,11 +335,11 @@ func (c *bodyCheck) rule(keys []string) *rule {
 	return nil
 }
 
-func refusedValue(r *rule, loc, s string) error {
+func (c *bodyCheck) refused(r *rule, s string) error {
 	if len(s) > 80 {
 		s = s[:80] + "..."
 	}
-	return &NotAllowedError{What: "value", Name: loc, Key: r.key, Value: fmt.Sprintf("%q", s), Allow: r.allow}
+	return &NotAllowedError{What: "value", Name: c.loc(), Key: r.key, Value: fmt.Sprintf("%q", s), Allow: r.allow}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

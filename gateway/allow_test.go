@@ -165,7 +165,8 @@ func TestNestedInlineContentAndPassThroughDataAreForwarded(t *testing.T) {
 	fp := &fakeProvider{}
 	s, url := start(t, Config{}, fp)
 	claude := `{"model":"m","max_tokens":5,"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral","ttl":"5m"}}],` +
-		`"tools":[{"name":"Fetch","input_schema":{"type":"object","properties":{"source":{"type":"object","properties":{"type":{"type":"string"}}},"file_id":{"type":"string"}}}}],` +
+		`"tools":[{"name":"Fetch","input_schema":{"type":"object","properties":{"source":{"type":"object","properties":{"type":{"type":"string"}}},"file_id":{"type":"string"}}},` +
+		`"input_examples":[{"source":{"type":"url"},"file_id":"f"}]}],` +
 		`"messages":[{"role":"user","content":[{"type":"document","source":{"type":"content","content":[{"type":"text","text":"a"},` +
 		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBO"}}]},"cache_control":{"type":"ephemeral","ttl":"5m"}}]},` +
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Fetch","input":{"source":{"type":"url"},"file_id":"x","cache_control":{"ttl":"1h"}}}]},` +
