@@ -25,9 +25,11 @@ type Allowlist struct {
 	HeaderValues map[string][]string
 	// Fields are the top-level body fields forwarded; a request with another is refused.
 	Fields []string
-	// Values restrict what a dotted path of the body may hold (arrays on the way are
-	// walked): every string, number or boolean there must match one pattern, or the request
-	// is refused; an empty list refuses the path being present at all.
+	// Values restrict what the body may hold where its path ends in a key's dotted path, at
+	// any depth ("source.type" is every source's type, in a message, a tool result or a
+	// document's content; arrays on the way are walked; where several keys end a path, the
+	// longest decides): every string, number or boolean there must match one pattern, or
+	// the request is refused; an empty list refuses the path being present at all.
 	Values map[string][]string
 }
 
@@ -45,6 +47,9 @@ func matches(patterns []string, v string) bool {
 // a "file" source is a Files-API upload in the provider account, a "url" one makes the
 // provider fetch the internet for the agent.
 var inlineSources = []string{"base64", "text", "content"}
+
+// openaiParts are the Responses API content parts a message or a tool output may hold.
+var openaiParts = []string{"input_text", "output_text", "input_image", "input_file", "refusal"}
 
 // noCacheTTL: a cache write lasting longer than the default five minutes costs more than
 // the price table's cache_creation rate.
@@ -72,10 +77,9 @@ func DefaultAllowlist(api string) Allowlist {
 				"input.type": {"message", "function_call", "function_call_output", "custom_tool_call",
 					"custom_tool_call_output", "local_shell_call", "local_shell_call_output", "reasoning",
 					"tool_search_call", "tool_search_output", "compaction"},
-				"input.content.type":    {"input_text", "output_text", "input_image", "input_file", "refusal"},
-				"input.content.file_id": {}, "input.output.file_id": {},
-				"input.content.file_url": {}, "input.output.file_url": {},
-				"input.content.image_url": {"data:*"}, "input.output.image_url": {"data:*"},
+				// A message's parts, and a tool output's.
+				"content.type": openaiParts, "output.type": openaiParts,
+				"file_id": {}, "file_url": {}, "image_url": {"data:*"},
 			},
 		}
 	}
@@ -92,16 +96,19 @@ func DefaultAllowlist(api string) Allowlist {
 			// Clearing old thinking or tool results only; a server-side compaction is another,
 			// unmetered, model call.
 			"context_management.edits.type": {"clear_thinking_*", "clear_tool_uses_*"},
+			"system.type":                   {"text"},
 			"messages.content.type":         {"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking", "search_result"},
-			"messages.content.content.type": {"text", "image", "document", "search_result", "tool_reference"},
-			"messages.content.source.type":  inlineSources, "messages.content.content.source.type": inlineSources,
-			"system.cache_control.ttl": noCacheTTL, "tools.cache_control.ttl": noCacheTTL,
-			"messages.content.cache_control.ttl": noCacheTTL, "messages.content.content.cache_control.ttl": noCacheTTL,
+			"content.type":                  {"text", "image", "document", "search_result", "tool_reference"}, // nested, at any depth
+			"source.type":                   inlineSources,
+			"cache_control.type":            {"ephemeral"},
+			"cache_control.ttl":             noCacheTTL,
+			"file_id":                       {},
 		},
 	}
 }
 
-// merged is a's lists, with the default's where a leaves one out (nil).
+// merged is a's lists, with the default's where a leaves one out (nil), and a's values
+// keys over the default's.
 func (a Allowlist) merged(api string) Allowlist {
 	d := DefaultAllowlist(api)
 	if a.Headers != nil {
@@ -113,8 +120,10 @@ func (a Allowlist) merged(api string) Allowlist {
 	if a.Fields != nil {
 		d.Fields = a.Fields
 	}
-	if a.Values != nil {
-		d.Values = a.Values
+	// A values key given replaces that key's list; the others stay (allowing a priority
+	// tier does not forward file sources). ["*"] allows any value of a key.
+	for k, v := range a.Values {
+		d.Values[k] = v
 	}
 	return d
 }
@@ -137,8 +146,9 @@ func CheckAllowlists(m map[string]Allowlist) error {
 
 // NotAllowedError says which part of a request the allowlist does not forward.
 type NotAllowedError struct {
-	What  string // "header", "field" or "value"
-	Name  string // the header, field or dotted path
+	What  string // "header", "field", "value" or "depth"
+	Name  string // the header, field, or where in the body (messages[0].content[1].source.type)
+	Key   string // the Values key that refused it, for values
 	Value string // the value refused, for headers and values
 	Allow []string
 }
@@ -153,11 +163,13 @@ func (e *NotAllowedError) Error() string {
 		return fmt.Sprintf("request field %q is not forwarded to the provider (fields forwarded: %s); ceval's config (gateway_allow) decides what is", e.Name, allowed)
 	case "header":
 		return fmt.Sprintf("header %s value %q is not forwarded to the provider (values forwarded: %s); ceval's config (gateway_allow) decides what is", e.Name, e.Value, allowed)
+	case "depth":
+		return fmt.Sprintf("request field %q is nested deeper than %d objects and arrays; the gateway refuses it to bound its checks", e.Name, maxBodyDepth)
 	}
 	if len(e.Allow) == 0 {
-		return fmt.Sprintf("request field %q is not forwarded to the provider (no value of it is); ceval's config (gateway_allow) decides what is", e.Name)
+		return fmt.Sprintf("request field %q is not forwarded to the provider (no %s is); ceval's config (gateway_allow) decides what is", e.Name, e.Key)
 	}
-	return fmt.Sprintf("request field %q value %s is not forwarded to the provider (values forwarded: %s); ceval's config (gateway_allow) decides what is", e.Name, e.Value, allowed)
+	return fmt.Sprintf("request field %q value %s is not forwarded to the provider (%s forwarded: %s); ceval's config (gateway_allow) decides what is", e.Name, e.Value, e.Key, allowed)
 }
 
 // checkHeaders refuses a forwarded header holding a value its list does not allow.
@@ -174,69 +186,160 @@ func (a Allowlist) checkHeaders(h http.Header) error {
 	return nil
 }
 
-// checkBody refuses a body with a field or a value the allowlist does not forward.
+// checkBody refuses a body with a field or a value the allowlist does not forward. Every
+// value of the body is looked at, at any depth (content nested in a tool result or in a
+// document's content source, system blocks, tools), but the provider's pass-through data.
 func (a Allowlist) checkBody(body map[string]any) error {
 	for _, k := range sortedKeys(body) {
 		if !slices.Contains(a.Fields, k) {
 			return &NotAllowedError{What: "field", Name: k, Allow: a.Fields}
 		}
 	}
-	for _, path := range sortedKeys(a.Values) {
-		allow := a.Values[path]
-		var bad *NotAllowedError
-		walkPath(body, strings.Split(path, "."), func(v any) bool {
-			var s string
-			switch x := v.(type) {
-			case string:
-				s = x
-			case bool, json.Number, float64, int64, nil:
-				s = fmt.Sprint(x)
-			default: // an object or array where a value is expected
-				if len(allow) > 0 {
-					return true // the shape is the provider's to check
-				}
-				b, _ := json.Marshal(x)
-				s = string(b)
+	return (&bodyCheck{rules: a.rules()}).walk(body, 0)
+}
+
+// A rule is one Values key: the dotted path end it governs, and what it allows.
+type rule struct {
+	key   string
+	ends  []string
+	allow []string
+}
+
+// rules are the Values keys, the longest first (where several end a path, it decides).
+func (a Allowlist) rules() []rule {
+	var rs []rule
+	for _, k := range sortedKeys(a.Values) {
+		rs = append(rs, rule{key: k, ends: strings.Split(k, "."), allow: a.Values[k]})
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return len(rs[i].ends) > len(rs[j].ends) })
+	return rs
+}
+
+// maxBodyDepth bounds the nesting of a request body (objects and arrays): the check walks
+// it recursively; real requests nest a dozen deep, tool schemas a few dozen.
+const maxBodyDepth = 128
+
+// opaquePaths hold data the provider passes on as it is, never a source, cache or file it
+// acts on: a tool's JSON schema and example inputs, the output format's schema, the
+// client's labels. A tool call's input the model wrote is one too (see opaque).
+var opaquePaths = map[string]bool{
+	"tools.input_schema": true, "tools.input_examples": true, "tools.parameters": true, "text.format.schema": true,
+	"metadata": true, "client_metadata": true,
+}
+
+// maxOpaqueKeys is one more than the keys of the longest opaque path's parent.
+const maxOpaqueKeys = 3
+
+// opaque says whether the value under key k of m, at path, is pass-through data.
+func opaque(path string, m map[string]any, k string) bool {
+	p := k
+	if path != "" {
+		p = path + "." + k
+	}
+	if opaquePaths[p] {
+		return true
+	}
+	typ, _ := m["type"].(string)
+	return p == "messages.content.input" && (typ == "tool_use" || typ == "server_tool_use")
+}
+
+// bodyCheck walks a body: keys are the object keys from the root to the value at hand
+// (arrays are walked through), at the same with the array indexes, built into the refusal's
+// location only when one is refused.
+type bodyCheck struct {
+	rules []rule
+	keys  []string
+	at    []step
+}
+
+type step struct {
+	key   string
+	index int // -1: a key
+}
+
+func (c *bodyCheck) loc() string {
+	var b strings.Builder
+	for _, s := range c.at {
+		if s.index >= 0 {
+			fmt.Fprintf(&b, "[%d]", s.index)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
+}
+
+// walk checks v and everything under it.
+func (c *bodyCheck) walk(v any, depth int) error {
+	if depth > maxBodyDepth {
+		return &NotAllowedError{What: "depth", Name: c.loc()}
+	}
+	r := c.rule(c.keys)
+	switch x := v.(type) {
+	case []any:
+		for i, e := range x {
+			c.at = append(c.at, step{index: i})
+			err := c.walk(e, depth+1)
+			c.at = c.at[:len(c.at)-1]
+			if err != nil {
+				return err
 			}
-			if len(allow) == 0 || !matches(allow, s) {
-				if len(s) > 80 {
-					s = s[:80] + "..."
-				}
-				bad = &NotAllowedError{What: "value", Name: path, Value: fmt.Sprintf("%q", s), Allow: allow}
-				return false
+		}
+		return nil
+	case map[string]any:
+		if r != nil { // an object where a listed value is expected
+			b, _ := json.Marshal(x)
+			return c.refused(r, string(b))
+		}
+		path := ""
+		if len(c.keys) < maxOpaqueKeys { // deeper, nothing is opaque: spare the join
+			path = strings.Join(c.keys, ".")
+		}
+		for _, k := range sortedKeys(x) {
+			if len(c.keys) < maxOpaqueKeys && opaque(path, x, k) {
+				continue
 			}
-			return true
-		})
-		if bad != nil {
-			return bad
+			c.keys, c.at = append(c.keys, k), append(c.at, step{key: k, index: -1})
+			err := c.walk(x[k], depth+1)
+			c.keys, c.at = c.keys[:len(c.keys)-1], c.at[:len(c.at)-1]
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r == nil {
+		return nil
+	}
+	s := fmt.Sprint(v) // a string, json.Number, bool or nil
+	if v == nil {
+		s = "null"
+	}
+	if len(r.allow) == 0 || !matches(r.allow, s) {
+		return c.refused(r, s)
+	}
+	return nil
+}
+
+// rule is the longest rule ending keys, or nil.
+func (c *bodyCheck) rule(keys []string) *rule {
+	for i := range c.rules {
+		r := &c.rules[i]
+		if len(r.ends) <= len(keys) && slices.Equal(keys[len(keys)-len(r.ends):], r.ends) {
+			return r
 		}
 	}
 	return nil
 }
 
-// walkPath calls f on every value at path under v, walking arrays on the way, until f
-// returns false.
-func walkPath(v any, path []string, f func(any) bool) bool {
-	if arr, ok := v.([]any); ok {
-		for _, e := range arr {
-			if !walkPath(e, path, f) {
-				return false
-			}
-		}
-		return true
+func (c *bodyCheck) refused(r *rule, s string) error {
+	if len(s) > 80 {
+		s = s[:80] + "..."
 	}
-	if len(path) == 0 {
-		return f(v)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return true
-	}
-	next, ok := m[path[0]]
-	if !ok {
-		return true
-	}
-	return walkPath(next, path[1:], f)
+	return &NotAllowedError{What: "value", Name: c.loc(), Key: r.key, Value: fmt.Sprintf("%q", s), Allow: r.allow}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -661,17 +661,18 @@ func TestAnswerEndedLateByTheProviderReachesTheAgentWhole(t *testing.T) {
 	}
 }
 
-func TestCountJSONValuesSkipsStrings(t *testing.T) {
+func TestMeasureJSONSkipsStrings(t *testing.T) {
 	for _, c := range []struct {
-		in   string
-		want int
+		in          string
+		want, depth int
 	}{
-		{`{}`, 2},
-		{`{"a":[1,2,3],"b":{"c":"x,y[{"}}`, 7},
-		{`["\",[{", "\\", 1]`, 4},
+		{`{}`, 2, 1},
+		{`{"a":[1,2,3],"b":{"c":"x,y[{"}}`, 7, 2},
+		{`["\",[{", "\\", 1]`, 4, 1},
+		{`[[[]],[{"a":[]}]]`, 8, 4},
 	} {
-		if got := countJSONValues([]byte(c.in), 100); got != c.want {
-			t.Errorf("%s: %d values, want %d", c.in, got, c.want)
+		if got, depth := measureJSON([]byte(c.in), 100); got != c.want || depth != c.depth {
+			t.Errorf("%s: %d values %d deep, want %d, %d deep", c.in, got, depth, c.want, c.depth)
 		}
 	}
 	// A long real-looking conversation is far below the cap.

@@ -21,8 +21,12 @@ type request struct {
 
 // parseRequest decodes a request body; numbers are kept as written.
 func parseRequest(api string, data []byte) (*request, error) {
-	if countJSONValues(data, maxJSONValues) > maxJSONValues {
+	values, depth := measureJSON(data, maxJSONValues)
+	if values > maxJSONValues {
 		return nil, fmt.Errorf("the request body holds more than %d JSON values; the gateway refuses it to bound its memory (a real conversation holds far fewer)", maxJSONValues)
+	}
+	if depth > maxBodyDepth {
+		return nil, fmt.Errorf("the request body nests objects and arrays more than %d deep; the gateway refuses it to bound its checks (a real conversation nests a few dozen at most)", maxBodyDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -46,10 +50,11 @@ func parseRequest(api string, data []byte) (*request, error) {
 // gigabytes; real requests, mostly long strings, hold a few tens of thousands.
 const maxJSONValues = 1 << 19
 
-// countJSONValues counts, roughly and without validating, the values of a JSON text (one,
-// plus one per container and per separator outside strings), stopping past limit.
-func countJSONValues(data []byte, limit int) int {
-	n, inStr, esc := 1, false, false
+// measureJSON counts, roughly and without validating, the values of a JSON text (one, plus
+// one per container and per separator outside strings), stopping past limit, and the
+// deepest nesting of its objects and arrays.
+func measureJSON(data []byte, limit int) (values, depth int) {
+	n, inStr, esc, d := 1, false, false, 0
 	for _, c := range data {
 		switch {
 		case esc:
@@ -59,13 +64,19 @@ func countJSONValues(data []byte, limit int) int {
 			inStr = c != '"'
 		case c == '"':
 			inStr = true
+		case c == ']' || c == '}':
+			d--
 		case c == ',' || c == '[' || c == '{':
+			if c != ',' {
+				d++
+				depth = max(depth, d)
+			}
 			if n++; n > limit {
-				return n
+				return n, depth
 			}
 		}
 	}
-	return n
+	return n, depth
 }
 
 // assistantTurns counts the runs of assistant-side items in a conversation: Anthropic

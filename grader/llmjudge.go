@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/snapshot"
@@ -28,7 +29,8 @@ func llmJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 	if j == nil {
 		return verdict{forced: NotGraded, details: "no judge: configure judge: {api, model} in ceval's config (ceval run), or give the criterion a judge_fixture"}
 	}
-	req := judge.Request{Rubric: c.Rubric, Samples: c.Samples, Files: judgeFiles(c, s)}
+	shown, leftOut := judgeFiles(c, s)
+	req := judge.Request{Rubric: c.Rubric, Samples: c.Samples, Files: shown, LeftOut: leftOut}
 	if len(c.ReferenceFiles) > 0 {
 		ref, err := referenceFiles(opts.Reference, c.ReferenceFiles, c.MaxFileBytes)
 		if err != nil {
@@ -36,12 +38,13 @@ func llmJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		}
 		req.Reference = ref
 	}
+	note := inputNote(c, shown, leftOut, req.Reference)
 	v, err := j.Judge(ctx, req)
 	if err != nil {
-		return errored("llm_judge: %v", err)
+		return errored("llm_judge: %v%s", err, note)
 	}
 	if v.Malformed != "" {
-		return failed("the judge's answer was not a strict JSON verdict ({\"score\": 0..1, \"reasons\": ...}), twice; it answered %s", quote(v.Malformed, 500))
+		return failed("the judge's answer was not a strict JSON verdict ({\"score\": 0..1, \"reasons\": ...}), twice; it answered %s%s", quote(v.Malformed, 500), note)
 	}
 	what := fmt.Sprintf("judge score %.3g", v.Score)
 	if len(v.Samples) > 1 {
@@ -50,63 +53,127 @@ func llmJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 	if v.Reused > 0 {
 		what += fmt.Sprintf(", %s reused from the recorded judgment", plural(v.Reused, "sample", "samples"))
 	}
-	return scored(v.Score, what+": "+quote(v.Reasons, 1200))
+	return scored(v.Score, what+": "+quote(v.Reasons, 1200)+note)
 }
 
+// maxJudgeEntries caps the files framed for one llm_judge: the files named first, then the
+// globs' matches, in the criterion's order; the rest are listed to the judge as left out.
+const maxJudgeEntries = 2 * task.MaxJudgeFiles
+
 // judgeFiles collects the criterion's files from the snapshot, each cut to MaxFileBytes and
-// all together to maxJudgeInputBytes; what cannot be shown says why.
-func judgeFiles(c *task.Criterion, s *snapshot.Snapshot) []judge.File {
-	var out []judge.File
+// all together to maxJudgeInputBytes. What cannot be shown says why; what a cap leaves out
+// is returned apart (leftOut), with why.
+func judgeFiles(c *task.Criterion, s *snapshot.Snapshot) (shown, leftOut []judge.File) {
 	total := 0
 	seen := map[string]bool{}
 	add := func(e snapshot.Entry) {
-		if seen[e.Path] || len(out) >= 2*task.MaxJudgeFiles {
+		if seen[e.Path] {
 			return
 		}
 		seen[e.Path] = true
 		f := judge.File{Path: e.Path, Size: e.Size}
-		switch e.Kind {
-		case snapshot.KindFile:
-		case snapshot.KindSymlink:
+		switch {
+		case len(shown) >= maxJudgeEntries:
+			f.Missing = fmt.Sprintf("left out: over the file cap of %d files", maxJudgeEntries)
+		case e.Kind == snapshot.KindSymlink:
 			f.Missing = "a symlink; ceval does not follow links"
-		default:
+		case e.Kind != snapshot.KindFile:
 			f.Missing = fmt.Sprintf("a %s, not a file", e.Kind)
-		}
-		if f.Missing == "" {
+		case total >= maxJudgeInputBytes:
+			f.Missing = fmt.Sprintf("left out: the judge's input cap of %d KiB was reached", maxJudgeInputBytes>>10)
+		default:
 			data, err := s.ReadFile(e.Path)
-			switch {
-			case err != nil:
+			if err != nil {
 				f.Missing = "could not be read from the snapshot"
-			case total >= maxJudgeInputBytes:
-				f.Missing = fmt.Sprintf("left out: the judge's input cap of %d KiB was reached", maxJudgeInputBytes>>10)
-			default:
-				n := min(len(data), c.MaxFileBytes, maxJudgeInputBytes-total)
-				f.Content, f.Truncated = data[:n], n < len(data)
-				total += n
+				break
 			}
+			n := min(len(data), c.MaxFileBytes, maxJudgeInputBytes-total)
+			f.Content, f.Truncated = data[:n], n < len(data)
+			total += n
 		}
-		out = append(out, f)
+		if strings.HasPrefix(f.Missing, "left out: ") {
+			leftOut = append(leftOut, f)
+			return
+		}
+		shown = append(shown, f)
 	}
-	for _, p := range c.Files {
+	for _, p := range c.Files { // named files first: a glob's matches never crowd them out
 		if isGlob(p) {
-			matches := s.Glob(p)
-			if len(matches) == 0 {
-				out = append(out, judge.File{Path: p, Missing: "nothing in the workspace matches"})
-			}
-			for _, e := range matches {
-				if e.Kind != snapshot.KindDir {
-					add(e)
-				}
-			}
 			continue
 		}
 		if e, ok := s.Lookup(p); ok {
 			add(e)
 		} else {
-			out = append(out, judge.File{Path: p, Missing: "not in the workspace"})
+			shown = append(shown, judge.File{Path: p, Missing: "not in the workspace"})
 		}
 	}
-	return out
+	for _, p := range c.Files {
+		if !isGlob(p) {
+			continue
+		}
+		matches := s.Glob(p)
+		if len(matches) == 0 {
+			shown = append(shown, judge.File{Path: p, Missing: "nothing in the workspace matches"})
+		}
+		for _, e := range matches {
+			if e.Kind != snapshot.KindDir {
+				add(e)
+			}
+		}
+	}
+	return shown, leftOut
+}
+
+// maxLeftOutInDetails bounds the left-out and cut files named in a criterion's details.
+const maxLeftOutInDetails = 100
+
+// inputNote says, for the criterion's details, what of its files the judge was not shown
+// whole: each left out (and why) and each cut; "" when it saw everything.
+func inputNote(c *task.Criterion, shown, leftOut, reference []judge.File) string {
+	var parts []string
+	byWhy := map[string][]string{}
+	var whys []string
+	for _, f := range leftOut {
+		why := strings.TrimPrefix(f.Missing, "left out: ")
+		if byWhy[why] == nil {
+			whys = append(whys, why)
+		}
+		byWhy[why] = append(byWhy[why], f.Path)
+	}
+	for _, why := range whys {
+		parts = append(parts, fmt.Sprintf("%s left out (%s): %s", plural(len(byWhy[why]), "file", "files"), why, names(byWhy[why])))
+	}
+	var cut []string
+	for _, f := range shown {
+		if f.Truncated {
+			cut = append(cut, fmt.Sprintf("%s (%d of %d bytes)", f.Path, len(f.Content), f.Size))
+		}
+	}
+	if len(cut) > 0 {
+		parts = append(parts, fmt.Sprintf("%s cut (max_file_bytes %d, or the judge's input cap of %d KiB): %s",
+			plural(len(cut), "file", "files"), c.MaxFileBytes, maxJudgeInputBytes>>10, names(cut)))
+	}
+	cut = nil
+	for _, f := range reference {
+		if f.Truncated {
+			cut = append(cut, fmt.Sprintf("%s (%d of %d bytes)", f.Path, len(f.Content), f.Size))
+		}
+	}
+	if len(cut) > 0 {
+		parts = append(parts, fmt.Sprintf("%s of the reference cut (max_file_bytes %d): %s", plural(len(cut), "file", "files"), c.MaxFileBytes, names(cut)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; the judge was not shown all: " + strings.Join(parts, "; ")
+}
+
+// names joins list, naming at most maxLeftOutInDetails and counting the rest.
+func names(list []string) string {
+	if len(list) <= maxLeftOutInDetails {
+		return strings.Join(list, ", ")
+	}
+	return strings.Join(list[:maxLeftOutInDetails], ", ") + fmt.Sprintf(", and %d more", len(list)-maxLeftOutInDetails)
 }
 
 // referenceFiles reads the reference material through an os.Root, so no link leads the

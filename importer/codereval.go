@@ -21,9 +21,15 @@ type Problem struct {
 	File, Field, Reason string
 	Line                int
 	Unmapped            bool
+	// Skipped is the kind of an entry of the input tree that was not copied (a FIFO, a
+	// socket, a device): not a regular file, directory or link.
+	Skipped string
 }
 
 func (p Problem) String() string {
+	if p.Skipped != "" {
+		return fmt.Sprintf("%s: skipped: %s (not a regular file)", p.File, p.Skipped)
+	}
 	kind := "note"
 	if p.Unmapped {
 		kind = "unmapped"

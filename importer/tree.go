@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"ceval.dev/ceval/task"
@@ -30,7 +32,7 @@ const maxInput = 4 << 20
 // regular files copied along (prompt files, references, templates), so the relative paths
 // the tasks name keep working; a file is written to outDir/<its name>, beside a copy of its
 // directory's other material. Symbolic links are never followed or copied: each one is
-// reported. Every problem names FILE:LINE.
+// reported, and so is every FIFO, socket or device (skipped). Every problem names FILE:LINE.
 func ImportCoderEval(srcs []string, outDir string, opt Options) ([]FileResult, error) {
 	if opt.Root != "" {
 		return importRoot(srcs, outDir, opt)
@@ -105,6 +107,7 @@ func isYAML(name string) bool {
 func importTree(base, dst, valRoot string, only func(rel string) bool, opt Options) ([]FileResult, error) {
 	var results []FileResult
 	var pending []int
+	skipped := map[string]string{} // output path -> input path, of entries not copied
 	absOut, err := filepath.Abs(dst)
 	if err != nil {
 		return nil, err
@@ -129,6 +132,11 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 				Reason: "a symbolic link: not followed and not copied; replace it with the file it names", Unmapped: true}}}})
 			return nil
 		case !d.Type().IsRegular():
+			results = append(results, FileResult{Input: p, Result: Result{Problems: []Problem{{File: p, Field: "file",
+				Reason: "not copied: not a regular file, directory or link", Unmapped: true, Skipped: entryKind(d.Type())}}}})
+			if abs, err := filepath.Abs(out); err == nil {
+				skipped[abs] = p
+			}
 			return nil
 		case isYAML(d.Name()) && only(rel):
 			data, err := readCapped(p)
@@ -183,11 +191,42 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 			results[i].Invalid = verr
 		} else {
 			for _, t := range ts {
+				results[i].Problems = append(results[i].Problems, referencesSkipped(results[i].Input, t, skipped)...)
 				t.Close()
 			}
 		}
 	}
 	return results, err
+}
+
+// referencesSkipped reports each entry the import skipped that t's material is or holds:
+// the task would not see it, so it did not map completely.
+func referencesSkipped(input string, t *task.Task, skipped map[string]string) []Problem {
+	var out []Problem
+	for _, m := range task.Material(t) {
+		for _, at := range slices.Sorted(maps.Keys(skipped)) {
+			if at == m || strings.HasPrefix(at, m+string(filepath.Separator)) {
+				out = append(out, Problem{File: input, Line: 1, Field: "file", Unmapped: true,
+					Reason: fmt.Sprintf("the task references %s, which the import skipped (not a regular file)", skipped[at])})
+			}
+		}
+	}
+	return out
+}
+
+// entryKind names a directory entry's type that is not a regular file, directory or link.
+func entryKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "irregular file"
 }
 
 func loadTask(p string) ([]*task.Task, error) {
@@ -198,12 +237,17 @@ func loadTask(p string) ([]*task.Task, error) {
 	return ts, err
 }
 
+// readCapped reads a task file of at most maxInput bytes; a FIFO or device there is refused,
+// never waited on.
 func readCapped(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|nonBlock, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxInput+1))
 	if err != nil {
 		return nil, err
@@ -216,7 +260,7 @@ func readCapped(p string) ([]byte, error) {
 
 // copyFile copies a regular file, refusing to follow a link swapped in after the walk.
 func copyFile(src, dst string) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|noFollow, 0)
+	in, err := os.OpenFile(src, os.O_RDONLY|noFollow|nonBlock, 0) // a FIFO swapped in is not waited on
 	if err != nil {
 		return err
 	}

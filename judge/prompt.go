@@ -20,8 +20,11 @@ type File struct {
 
 // Request is what one llm_judge criterion asks.
 type Request struct {
-	Rubric    string // the task author's, trusted
-	Files     []File // the workspace's, untrusted
+	Rubric string // the task author's, trusted
+	Files  []File // the workspace's, untrusted
+	// LeftOut are workspace files the criterion names but the judge is not shown, each
+	// with why (Missing): listed to it, so it knows what it did not see.
+	LeftOut   []File
 	Reference []File // the task's reference material, trusted
 	Samples   int
 }
@@ -47,6 +50,10 @@ func Prompt(r Request) (system, user string) {
 		fmt.Fprintf(h, "%d:%s:%d:", len(f.Path), f.Path, len(f.Content))
 		h.Write(f.Content)
 	}
+	leftOut := leftOutListing(r.LeftOut)
+	if leftOut != "" {
+		fmt.Fprintf(h, "left-out:%d:%s", len(leftOut), leftOut)
+	}
 	nonce := hex.EncodeToString(h.Sum(nil))[:32]
 	system = fmt.Sprintf(systemPrompt, nonce)
 
@@ -57,7 +64,11 @@ func Prompt(r Request) (system, user string) {
 	if len(r.Reference) > 0 {
 		b.WriteString("REFERENCE (from the evaluator, trusted):\n")
 		for _, f := range r.Reference {
-			fmt.Fprintf(&b, "--- reference file %s ---\n", strconv.Quote(f.Path))
+			if f.Truncated {
+				fmt.Fprintf(&b, "--- reference file %s size=%d shown=%d (cut) ---\n", strconv.Quote(f.Path), f.Size, len(f.Content))
+			} else {
+				fmt.Fprintf(&b, "--- reference file %s ---\n", strconv.Quote(f.Path))
+			}
 			b.WriteString(showable(f))
 			b.WriteString("\n")
 		}
@@ -80,8 +91,28 @@ func Prompt(r Request) (system, user string) {
 		}
 		fmt.Fprintf(&b, "<<<END-DATA-%s>>>\n", nonce)
 	}
+	if leftOut != "" {
+		// The paths are the agent's: framed like its files, one quoted path a line.
+		fmt.Fprintf(&b, "\nLEFT OUT (files the rubric names that you are not shown, with why):\n<<<DATA-%s left-out>>>\n%s<<<END-DATA-%s>>>\n", nonce, leftOut, nonce)
+	}
 	b.WriteString("\nGrade the FILES against the RUBRIC. Answer only with the JSON object.")
 	return system, b.String()
+}
+
+// MaxLeftOutListed bounds the left-out files named to the judge; the rest are counted.
+const MaxLeftOutListed = 1000
+
+// leftOutListing is one line per left-out file, its quoted path and why.
+func leftOutListing(files []File) string {
+	var b strings.Builder
+	for i, f := range files {
+		if i == MaxLeftOutListed {
+			fmt.Fprintf(&b, "(and %d more files left out, not named: over %d names)\n", len(files)-i, MaxLeftOutListed)
+			break
+		}
+		fmt.Fprintf(&b, "%s: %s\n", strconv.Quote(f.Path), f.Missing)
+	}
+	return b.String()
 }
 
 // showable is a file's content as text, or why it is not shown.

@@ -18,7 +18,7 @@ import (
 // gateway to hold a real-looking key: it answers every request with one canned message
 // and remembers the keys it was sent, so the attack can show the key was really in use.
 // A marker in the request picks another answer (see answer); the canned message says which
-// premium options reached it.
+// premium options reached it (url sources and hour-long caches too, at any depth).
 type fakeProvider struct {
 	srv  *http.Server
 	url  string
@@ -82,6 +82,12 @@ func (p *fakeProvider) answer(w http.ResponseWriter, r *http.Request, body []byt
 	var premium []string
 	for _, f := range []string{"service_tier", "speed", "inference_geo", "file_id", "mcp_servers", "previous_response_id"} {
 		if bytes.Contains(body, []byte(`"`+f+`"`)) {
+			premium = append(premium, f)
+		}
+	}
+	// The gateway re-encodes a body with its keys sorted, so these are what it forwards.
+	for _, f := range []string{`"type":"url"`, `"ttl":"1h"`} {
+		if bytes.Contains(body, []byte(f)) {
 			premium = append(premium, f)
 		}
 	}

@@ -32,7 +32,7 @@ var suiteNames = []string{
 	"fool-forged-results", "fool-hardlink-host", "fool-json-nesting", "fool-million-files",
 	"fool-oversize-hidden-todo", "fool-path-shape", "fool-sparse-10g", "fool-symlink-host", "fool-trojan-path",
 	"gateway-echoed-key", "gateway-exit-mid-call", "gateway-forged-tool-calls", "gateway-forged-usage",
-	"gateway-other-endpoints",
+	"gateway-nested-content", "gateway-other-endpoints",
 	"gateway-premium-options", "gateway-provoked-4xx", "gateway-real-key", "gateway-timeout-mid-call",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
 	"iterate-feedback-leak",

@@ -102,6 +102,9 @@ var setups = map[string]setup{
 	"plugin-source-grading":    {refused: "denied by"},
 	"plugin-write-tree":        {check: checkPluginUnchanged},
 
+	// Issue 32, item 6: what the allowlist refuses, nested deeper than its paths.
+	"gateway-nested-content": gatewayProvider,
+
 	"kernel-syscalls": {probe: true},
 
 	// What a Pod does differently from the local sandbox (README "Running on Kubernetes").

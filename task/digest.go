@@ -15,6 +15,35 @@ import (
 	"ceval.dev/ceval/internal/rootfs"
 )
 
+// Material lists the absolute paths of everything the task references, as Digest covers
+// them: the files read at load and the directories and files held open since.
+func Material(t *Task) []string {
+	var out []string
+	for abs := range t.read {
+		out = append(out, abs)
+	}
+	for _, d := range []*Dir{t.Reference, t.Sandbox.Workspace.TemplateDir, t.Sandbox.PipFindLinks} {
+		if d != nil {
+			out = append(out, d.Path)
+		}
+	}
+	for _, p := range t.Plugins {
+		if p.Dir != nil {
+			out = append(out, p.Dir.Path)
+		}
+	}
+	for _, c := range t.Criteria {
+		if c.Module != nil {
+			out = append(out, c.Module.Path)
+		}
+	}
+	for _, g := range t.GraderFiles {
+		out = append(out, filepath.Join(g.Root.Path, g.Rel))
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Digest returns the sha256 of the task file and everything it references (prompt file,
 // fixtures, schema files, reference and template directories, plugins, modules), as ceval
 // holds them: files read at load by the bytes read then, directories and modules through the
