@@ -1,6 +1,9 @@
 package report
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // The interval methods, as summary.json, compare and every page name them.
 const (
@@ -172,4 +175,19 @@ func residualCorrelation(a, b []Cell) float64 {
 		return 0
 	}
 	return math.Max(-1, math.Min(1, ab/math.Sqrt(aa*bb)))
+}
+
+// CIText is an interval as every page prints it: "[0.51, 1.00]".
+func CIText(ci [2]float64) string { return fmt.Sprintf("[%.2f, %.2f]", ci[0], ci[1]) }
+
+// DiffCIText is a difference's interval: "[-0.12, +0.40]".
+func DiffCIText(ci [2]float64) string { return fmt.Sprintf("[%+.2f, %+.2f]", ci[0], ci[1]) }
+
+// IntervalNote says in plain text what a summary's intervals are, for every page that
+// shows them (the terminal, Markdown and report.html say the same).
+func IntervalNote() string {
+	return fmt.Sprintf("%.0f%% intervals, each on its own. One task: Wilson over its runs. A variant over several tasks: "+
+		"clustered by task (a task's repeats are one task's evidence; t quantile on tasks-1 degrees of freedom), "+
+		"so few tasks give a wide interval; effective runs is what the evidence is worth. "+
+		"Differences are paired by task. See docs/statistics.md.", 100*Confidence)
 }

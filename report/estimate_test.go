@@ -1,8 +1,12 @@
 package report
 
 import (
+	"html"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -208,5 +212,44 @@ func TestClusteredIntervalCoversNinetyFivePercentWhereRepeatsAreNotIndependent(t
 		if naive > 0.9 {
 			t.Errorf("%d tasks x %d repeats: pooled Wilson covers %.3f: the case does not test clustering", c.k, c.m, naive)
 		}
+	}
+}
+
+// report.html and the Markdown summary show summary.json's intervals, the note on what
+// they are, and the variants' paired differences.
+func TestPagesShowTheSummarysIntervalsAndDifferences(t *testing.T) {
+	all := []string{"SUCCESS", "SUCCESS", "SUCCESS", "SUCCESS"}
+	dir := writeExperiment(t, map[string]map[string][]string{
+		"strong": {"a": all, "b": all},
+		"weak":   {"a": {"FAILURE", "FAILURE", "FAILURE", "FAILURE"}, "b": {"SUCCESS", "FAILURE", "FAILURE", "FAILURE"}},
+	}, []string{"strong", "weak"}, []string{"a", "b"}, 4)
+	e, s, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, d := s.Variants[0], s.Differences[0]
+	shown := html.UnescapeString(string(page)) // as a browser shows it ("+" is &#43;)
+	md := string(Markdown(e, s))
+	for _, c := range []struct{ page, want string }{
+		{shown, CIText(v.PassRateCI95)},
+		{shown, CIText(v.Tasks[0].PassRateCI95)}, // a matrix cell: Wilson's for 4 of 4
+		{shown, "[0.51, 1.00]"},
+		{shown, DiffCIText(d.PassRateDiffCI95)},
+		{shown, "task-paired newcombe"},
+		{shown, "clustered by task"},
+		{md, mdInterval("%.2f to %.2f", v.PassRateCI95)},
+		{md, mdInterval("%+.2f to %+.2f", d.PassRateDiffCI95)},
+		{md, "clustered by task"},
+	} {
+		if !strings.Contains(c.page, c.want) {
+			t.Errorf("page lacks %q", c.want)
+		}
+	}
+	if CIText(v.PassRateCI95) == "[1.00, 1.00]" {
+		t.Errorf("strong's interval %v collapsed", v.PassRateCI95)
 	}
 }

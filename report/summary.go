@@ -61,19 +61,12 @@ type Difference struct {
 // denominator, ERROR ones included; planned runs without a result count only in
 // Statuses[NOT_RUN].
 type Stats struct {
-	VariantID    string     `json:"variant_id,omitempty"`
-	TaskID       string     `json:"task_id,omitempty"`
-	Runs         int        `json:"runs"`
-	Passed       int        `json:"passed"`
-	PassRate     float64    `json:"pass_rate"`
-	PassRateCI95 [2]float64 `json:"pass_rate_ci95"` // by PassRateCIMethod (PassRate)
-	// PassRateCIMethod is MethodWilson (one task's runs) or MethodClusteredWilson (several
-	// tasks: clustered by task); absent in summaries older than it, whose interval was a
-	// percentile bootstrap over runs.
-	PassRateCIMethod string `json:"pass_rate_ci95_method,omitempty"`
-	// EffectiveRuns is how many independent runs the interval's evidence is worth: the runs
-	// for one task, between the tasks and the runs for several.
-	EffectiveRuns    float64            `json:"effective_runs,omitempty"`
+	VariantID        string             `json:"variant_id,omitempty"`
+	TaskID           string             `json:"task_id,omitempty"`
+	Runs             int                `json:"runs"`
+	Passed           int                `json:"passed"`
+	PassRate         float64            `json:"pass_rate"`
+	PassRateCI95     [2]float64         `json:"pass_rate_ci95"` // by PassRateCIMethod (PassRate)
 	MeanScore        float64            `json:"mean_score"`
 	PassAtK          map[string]float64 `json:"pass_at_k"` // k = 1..repeats; mean over tasks of the unbiased estimator
 	MeanAgentSeconds float64            `json:"mean_agent_seconds"`
@@ -81,6 +74,14 @@ type Stats struct {
 	TokenRuns        int                `json:"token_runs,omitempty"`
 	Statuses         map[string]int     `json:"statuses"`
 	Tasks            []Stats            `json:"tasks,omitempty"` // per task, inside a variant
+
+	// PassRateCIMethod is MethodWilson (one task's runs) or MethodClusteredWilson (several
+	// tasks: clustered by task); absent in summaries older than it, whose interval was a
+	// percentile bootstrap over runs.
+	PassRateCIMethod string `json:"pass_rate_ci95_method,omitempty"`
+	// EffectiveRuns is how many independent runs the interval's evidence is worth: the runs
+	// for one task, between the tasks and the runs for several.
+	EffectiveRuns float64 `json:"effective_runs,omitempty"`
 
 	// MeanScoreByIteration is the mean score after at most 1, 2, ... iterations of the
 	// agent (task iterations or a simulated user); absent when no run iterated.
