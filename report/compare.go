@@ -80,9 +80,11 @@ type Delta struct {
 	Baseline  Sample  `json:"baseline"`
 	Current   Sample  `json:"current"`
 	Verdict   Verdict `json:"verdict"`
-	// PassRateDiff is current - baseline, with Newcombe's hybrid score interval.
-	PassRateDiff float64    `json:"pass_rate_diff"`
-	PassRateCI   [2]float64 `json:"pass_rate_ci"`
+	// PassRateDiff is current - baseline, with PassRateDiff's interval: Newcombe's for a
+	// task, paired by task and clustered for a variant over several (PassRateMethod).
+	PassRateDiff   float64    `json:"pass_rate_diff"`
+	PassRateCI     [2]float64 `json:"pass_rate_ci"`
+	PassRateMethod string     `json:"pass_rate_method,omitempty"`
 	// MeanScoreDiff is current - baseline, with a Welch interval when ScoreTested (each
 	// side has two runs or more and the scores vary).
 	MeanScoreDiff float64    `json:"mean_score_diff"`
@@ -131,8 +133,9 @@ func (c *Comparison) rows(v Verdict) []Delta {
 }
 
 // Compare compares cur against base per variant and per task under each variant. Pass
-// rates are compared by Newcombe's hybrid score interval for a difference of proportions,
-// mean scores by a Welch interval; a row is Regressed when either interval lies below zero,
+// rates are compared by PassRateDiff (a task: Newcombe's hybrid score interval; a variant
+// over several tasks: paired by task, repeats of a task not counted as independent), mean
+// scores by a Welch interval; a row is Regressed when either interval lies below zero,
 // Improved when one lies above and none below. Every interval is Bonferroni-adjusted over
 // all of them, so Confidence holds for the whole comparison (no more than 1-Confidence
 // chance of any false verdict). Summaries of different plans (other variant/task pairs,
@@ -201,14 +204,13 @@ func Compare(base, cur *Summary, opts CompareOptions) (*Comparison, error) {
 		}
 	}
 	c.PerTest = 1 - (1-conf)/float64(max(c.Tests, 1))
-	z := normalQuantile(1 - (1-c.PerTest)/2)
 	for _, v := range variants {
 		p := shared[v]
-		d := delta(pool(p.base), pool(p.cur), z, c.PerTest)
+		d := delta(pool(p.base), pool(p.cur), PassRateDiff(cells(p.cur), cells(p.base), c.PerTest), c.PerTest)
 		d.VariantID = v
 		if len(p.cur) > 1 {
 			for i := range p.cur {
-				td := delta(sample(p.base[i]), sample(p.cur[i]), z, c.PerTest)
+				td := delta(sample(p.base[i]), sample(p.cur[i]), PassRateDiff(cells(p.cur[i:i+1]), cells(p.base[i:i+1]), c.PerTest), c.PerTest)
 				td.VariantID, td.TaskID = v, p.cur[i].TaskID
 				td.DigestChanged = digestChanged(p.base[i], p.cur[i])
 				d.Tasks = append(d.Tasks, td)
@@ -304,14 +306,24 @@ func pool(ts []Stats) Sample {
 	return p
 }
 
-// delta compares two samples at normal quantile z (pass rate) and confidence conf (score).
-func delta(b, c Sample, z, conf float64) Delta {
-	d := Delta{Baseline: b, Current: c, Verdict: NoEvidence}
+// cells are the tasks' counts, for the pass-rate estimators.
+func cells(ts []Stats) []Cell {
+	out := make([]Cell, len(ts))
+	for i, t := range ts {
+		out[i] = Cell{Passed: t.Passed, Runs: t.Runs}
+	}
+	return out
+}
+
+// delta compares two samples: the pass rate by rd (current - baseline), the mean score by
+// Welch at confidence conf.
+func delta(b, c Sample, rd RateDiff, conf float64) Delta {
+	d := Delta{Baseline: b, Current: c, Verdict: NoEvidence, PassRateMethod: rd.Method}
 	if b.Runs == 0 || c.Runs == 0 {
 		d.PassRateCI = [2]float64{-1, 1}
 		return d
 	}
-	d.PassRateDiff, d.PassRateCI[0], d.PassRateCI[1] = newcombe(c.Passed, c.Runs, b.Passed, b.Runs, z)
+	d.PassRateDiff, d.PassRateCI = rd.Diff, rd.CI
 	var lo, hi float64
 	d.MeanScoreDiff, lo, hi, d.ScoreTested = welch(c.MeanScore, c.ScoreSD, c.Runs, b.MeanScore, b.ScoreSD, b.Runs, conf)
 	if d.ScoreTested {

@@ -273,3 +273,26 @@ func TestCompareRefusesASummaryWithoutDigestsSayingHowToFixIt(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// Ten repeats each of three tasks, one of which stopped passing: 30/30 -> 20/30 pooled
+// over runs looks like a regression, but it is one task of three, and repeats of that
+// task are not independent evidence about the variant. The variant's row is paired by
+// task and says so; the task's own row still finds it.
+func TestCompareVariantRowCountsTasksNotRepeats(t *testing.T) {
+	ok := func(id string) taskRuns { return taskRuns{id: id, scores: outcomes(10, 0)} }
+	base := synthetic("b", map[string][]taskRuns{"v": {ok("a"), ok("b"), ok("c")}}, "v")
+	cur := synthetic("c", map[string][]taskRuns{"v": {ok("a"), ok("b"), {id: "c", scores: outcomes(0, 10)}}}, "v")
+	c, err := Compare(base, cur, CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := c.Variants[0]
+	if v.PassRateMethod != MethodPairedNewcombe || !(v.PassRateCI[0] < 0 && v.PassRateCI[1] > 0) {
+		t.Errorf("variant row %s %v: one task of three cannot show the variant regressed", v.PassRateMethod, v.PassRateCI)
+	}
+	for _, td := range v.Tasks {
+		if regressed := td.PassRateCI[1] < 0; regressed != (td.TaskID == "c") || td.PassRateMethod != MethodNewcombe {
+			t.Errorf("task %s: %s %v", td.TaskID, td.PassRateMethod, td.PassRateCI)
+		}
+	}
+}

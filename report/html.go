@@ -49,6 +49,8 @@ var pageTemplate = sync.OnceValue(func() *template.Template {
 		"pct": func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" },
 		"f2":  func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
 		"f1":  func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) },
+		"ci":  CIText,
+		"dci": DiffCIText,
 		// css returns the constant stylesheet; it is never built from run data.
 		"css": func() template.CSS { return template.CSS(reportCSS) },
 	}).Parse(reportTemplate))
@@ -63,6 +65,9 @@ type htmlPage struct {
 	Matrix   []matrixRow
 	Audits   []AuditRow
 	Runs     []runPanel
+	// IntervalNote and Differences: what the intervals are, and the variants' paired differences.
+	IntervalNote string
+	Differences  []Difference
 }
 
 type boardRow struct {
@@ -81,7 +86,8 @@ type matrixRow struct {
 type matrixCell struct {
 	Runs, Passed int
 	Rate         float64
-	Class        string // rate bucket r0..r10, or "none"
+	CI           [2]float64 // the task's Wilson interval
+	Class        string     // rate bucket r0..r10, or "none"
 }
 
 type runPanel struct {
@@ -124,7 +130,7 @@ type logPreview struct {
 // escaped by html/template; the page carries a Content-Security-Policy that allows no script
 // and no network.
 func HTML(e *Experiment, s *Summary) ([]byte, error) {
-	p := &htmlPage{CSP: contentSecurityPolicy, Summary: s, Variants: e.Plan.Variants}
+	p := &htmlPage{CSP: contentSecurityPolicy, Summary: s, Variants: e.Plan.Variants, IntervalNote: IntervalNote(), Differences: s.Differences}
 	for k := 1; k <= s.Repeats; k++ {
 		p.Ks = append(p.Ks, strconv.Itoa(k))
 	}
@@ -152,7 +158,7 @@ func HTML(e *Experiment, s *Summary) ([]byte, error) {
 			cell := matrixCell{Class: "none"}
 			for _, vt := range v.Tasks {
 				if vt.TaskID == t.TaskID && vt.Runs > 0 {
-					cell = matrixCell{Runs: vt.Runs, Passed: vt.Passed, Rate: vt.PassRate,
+					cell = matrixCell{Runs: vt.Runs, Passed: vt.Passed, Rate: vt.PassRate, CI: vt.PassRateCI95,
 						Class: "r" + strconv.Itoa(int(math.Round(10*vt.PassRate)))}
 				}
 			}

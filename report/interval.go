@@ -24,10 +24,15 @@ func wilson(passed, n int, z float64) (lo, hi float64) {
 	if n == 0 {
 		return 0, 1
 	}
-	nf, p := float64(n), float64(passed)/float64(n)
+	return wilsonAt(float64(passed)/float64(n), float64(n), z)
+}
+
+// wilsonAt is the Wilson score interval of proportion p observed over n (possibly an
+// effective, fractional sample size) at quantile z.
+func wilsonAt(p, n, z float64) (lo, hi float64) {
 	z2 := z * z
-	center := (p + z2/(2*nf)) / (1 + z2/nf)
-	half := z / (1 + z2/nf) * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf))
+	center := (p + z2/(2*n)) / (1 + z2/n)
+	half := z / (1 + z2/n) * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
 	return math.Max(0, center-half), math.Min(1, center+half)
 }
 
@@ -38,9 +43,17 @@ func newcombe(curPassed, curN, basePassed, baseN int, z float64) (d, lo, hi floa
 	p2 := float64(basePassed) / float64(max(baseN, 1))
 	l1, u1 := wilson(curPassed, curN, z)
 	l2, u2 := wilson(basePassed, baseN, z)
+	return squareAndAdd(p1, l1, u1, p2, l2, u2, 0)
+}
+
+// squareAndAdd is Newcombe's interval of p1 - p2 from each side's interval, with phi the
+// correlation of the two estimates (0 for independent samples; his paired method 10).
+func squareAndAdd(p1, l1, u1, p2, l2, u2, phi float64) (d, lo, hi float64) {
 	d = p1 - p2
-	lo = d - math.Sqrt((p1-l1)*(p1-l1)+(u2-p2)*(u2-p2))
-	hi = d + math.Sqrt((u1-p1)*(u1-p1)+(p2-l2)*(p2-l2))
+	a, b := p1-l1, u2-p2
+	lo = d - math.Sqrt(math.Max(0, a*a-2*phi*a*b+b*b))
+	a, b = u1-p1, p2-l2
+	hi = d + math.Sqrt(math.Max(0, a*a-2*phi*a*b+b*b))
 	return d, math.Max(-1, lo), math.Min(1, hi)
 }
 

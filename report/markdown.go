@@ -48,6 +48,10 @@ func mdCode(s string) string {
 
 func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
 
+// mdInterval is an interval as the other pages print it, without their brackets (link
+// syntax in Markdown).
+func mdInterval(format string, ci [2]float64) string { return fmt.Sprintf(format, ci[0], ci[1]) }
+
 // Markdown renders an experiment as a compact summary for a pull-request comment or a CI
 // job summary: the leaderboard, the tasks that failed (worst first, with the first failed
 // criterion of one failing run), and where report.html is. Run data is quoted inert (mdCode).
@@ -63,7 +67,7 @@ func Markdown(e *Experiment, s *Summary) []byte {
 		fmt.Fprintf(&b, "Stopped early after %d of %d runs: %s passes more often than the other of %s and %s at confidence %g.\n\n",
 			st.AfterRuns, st.Planned, mdCode(st.Better), mdCode(st.Compare[0]), mdCode(st.Compare[1]), st.Confidence)
 	}
-	b.WriteString("| Rank | Variant | Runs | Pass rate | 95% interval | Mean score | Statuses |\n|---:|---|---:|---:|---|---:|---|\n")
+	b.WriteString("| Rank | Variant | Runs | Pass rate | 95% interval | Effective runs | Mean score | Statuses |\n|---:|---|---:|---:|---|---:|---:|---|\n")
 	board := append([]Stats(nil), s.Variants...)
 	sort.SliceStable(board, func(i, j int) bool { return board[i].PassRate > board[j].PassRate })
 	for i, v := range board {
@@ -71,8 +75,19 @@ func Markdown(e *Experiment, s *Summary) []byte {
 			fmt.Fprintf(&b, "\n%d more variants in the HTML report.\n", len(board)-i)
 			break
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s to %s | %.2f | %s |\n", i+1, mdCode(v.VariantID), v.Runs, pct(v.PassRate),
-			pct(v.PassRateCI95[0]), pct(v.PassRateCI95[1]), v.MeanScore, statusList(v.Statuses))
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | %s | %.1f | %.2f | %s |\n", i+1, mdCode(v.VariantID), v.Runs, pct(v.PassRate),
+			mdInterval("%.2f to %.2f", v.PassRateCI95), v.EffectiveRuns, v.MeanScore, statusList(v.Statuses))
+	}
+	fmt.Fprintf(&b, "\n%s\n", IntervalNote())
+	if len(s.Differences) > 0 {
+		b.WriteString("\n#### Differences between variants (paired by task)\n\n| Variant | Versus | Tasks | Pass rate difference | 95% interval |\n|---|---|---:|---:|---|\n")
+		for i, d := range s.Differences {
+			if i == MarkdownComparisonRows {
+				fmt.Fprintf(&b, "\n%d more differences in summary.json.\n", len(s.Differences)-i)
+				break
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %+.2f | %s |\n", mdCode(d.VariantID), mdCode(d.Versus), d.Tasks, d.PassRateDiff, mdInterval("%+.2f to %+.2f", d.PassRateDiffCI95))
+		}
 	}
 	if rows := AuditRows(s); len(rows) > 0 {
 		b.WriteString("\n#### Audit verdicts (ceval audit)\n\n| Variant | Task | Verdict | Why |\n|---|---|---|---|\n")
@@ -169,7 +184,8 @@ func MarkdownComparison(c *Comparison) []byte {
 	reg, imp := c.Regressions(), c.Improvements()
 	fmt.Fprintf(&b, "### ceval compare: %d regressed, %d improved\n\n", len(reg), len(imp))
 	fmt.Fprintf(&b, "Current run %s against baseline %s. Verdicts hold at %.0f%% confidence for the whole comparison "+
-		"(Bonferroni over %d intervals, each at %.2f%%): pass rates by Newcombe's score interval, mean scores by Welch's.\n\n",
+		"(Bonferroni over %d intervals, each at %.2f%%): pass rates by Newcombe's score interval (a variant's over its tasks paired by task, "+
+		"a task's repeats counted as one task's evidence), mean scores by Welch's.\n\n",
 		mdCode(c.CurrentID), mdCode(c.BaselineID), 100*c.Confidence, c.Tests, 100*c.PerTest)
 	if len(c.Incomplete) > 0 {
 		fmt.Fprintf(&b, "Incomplete: %s (runs without a result are left out).\n\n", strings.Join(c.Incomplete, " and "))

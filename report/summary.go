@@ -2,12 +2,9 @@ package report
 
 import (
 	"errors"
-	"hash/fnv"
 	"io/fs"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -25,8 +22,9 @@ const (
 // StatusNotRun counts planned runs that have no result.json yet.
 const StatusNotRun = "NOT_RUN"
 
-// BootstrapSamples is how many resamples the pass rate's interval takes.
-const BootstrapSamples = 2000
+// Confidence is the two-sided confidence of summary.json's intervals, each on its own
+// (compare adjusts for the number of its verdicts; the summary states no verdicts).
+const Confidence = 0.95
 
 // Summary is summary.json: an experiment's numbers per variant and per task.
 type Summary struct {
@@ -43,6 +41,20 @@ type Summary struct {
 	// StoppedEarly says when and why stop_early stopped launching runs (stopped_early.json);
 	// with Complete, a resume has since completed the experiment.
 	StoppedEarly *record.EarlyStop `json:"stopped_early,omitempty"`
+	// Differences are each pair of variants' pass rates, paired on the tasks both ran, in
+	// the plan's order (the first variant against each later one, and so on).
+	Differences []Difference `json:"variant_differences,omitempty"`
+}
+
+// Difference is one variant's pass rate less another's over the tasks both ran, with its
+// 95% interval (PassRateDiff: paired by task; Newcombe's for a single task).
+type Difference struct {
+	VariantID        string     `json:"variant_id"`
+	Versus           string     `json:"versus"`
+	Tasks            int        `json:"tasks"`
+	PassRateDiff     float64    `json:"pass_rate_diff"`
+	PassRateDiffCI95 [2]float64 `json:"pass_rate_diff_ci95"`
+	Method           string     `json:"method"`
 }
 
 // Stats are the numbers of one group of runs. Every run with a result counts in every
@@ -54,7 +66,7 @@ type Stats struct {
 	Runs             int                `json:"runs"`
 	Passed           int                `json:"passed"`
 	PassRate         float64            `json:"pass_rate"`
-	PassRateCI95     [2]float64         `json:"pass_rate_ci95"` // seeded percentile bootstrap
+	PassRateCI95     [2]float64         `json:"pass_rate_ci95"` // by PassRateCIMethod (PassRate)
 	MeanScore        float64            `json:"mean_score"`
 	PassAtK          map[string]float64 `json:"pass_at_k"` // k = 1..repeats; mean over tasks of the unbiased estimator
 	MeanAgentSeconds float64            `json:"mean_agent_seconds"`
@@ -62,6 +74,14 @@ type Stats struct {
 	TokenRuns        int                `json:"token_runs,omitempty"`
 	Statuses         map[string]int     `json:"statuses"`
 	Tasks            []Stats            `json:"tasks,omitempty"` // per task, inside a variant
+
+	// PassRateCIMethod is MethodWilson (one task's runs) or MethodClusteredWilson (several
+	// tasks: clustered by task); absent in summaries older than it, whose interval was a
+	// percentile bootstrap over runs.
+	PassRateCIMethod string `json:"pass_rate_ci95_method,omitempty"`
+	// EffectiveRuns is how many independent runs the interval's evidence is worth: the runs
+	// for one task, between the tasks and the runs for several.
+	EffectiveRuns float64 `json:"effective_runs,omitempty"`
 
 	// MeanScoreByIteration is the mean score after at most 1, 2, ... iterations of the
 	// agent (task iterations or a simulated user); absent when no run iterated.
@@ -151,14 +171,14 @@ func Summarize(e *Experiment) *Summary {
 		}
 	}
 	for _, v := range e.Plan.Variants {
-		vs := stats(e.runs(v, ""), e.Plan.Repeats, s.ExperimentID+"\x00"+v)
+		vs := stats(e.runs(v, ""), e.Plan.Repeats)
 		vs.VariantID = v
 		for _, id := range taskIDs {
 			runs := e.runs(v, id)
 			if len(runs) == 0 {
 				continue
 			}
-			ts := stats(runs, e.Plan.Repeats, s.ExperimentID+"\x00"+v+"\x00"+id)
+			ts := stats(runs, e.Plan.Repeats)
 			ts.TaskID = id
 			ts.TaskSHA256 = e.Plan.Entries[runs[0].Entry].TaskSHA256
 			ts.Audit = auditFor(e.Audit, v, id, ts.TaskSHA256)
@@ -167,7 +187,7 @@ func Summarize(e *Experiment) *Summary {
 		s.Variants = append(s.Variants, vs)
 	}
 	for _, id := range taskIDs {
-		ts := stats(e.runs("", id), e.Plan.Repeats, s.ExperimentID+"\x00\x00"+id)
+		ts := stats(e.runs("", id), e.Plan.Repeats)
 		ts.TaskID = id
 		s.Tasks = append(s.Tasks, ts)
 	}
@@ -187,7 +207,7 @@ func Summarize(e *Experiment) *Summary {
 				all = append(all, r)
 			}
 		}
-		dst := stats(all, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds)
+		dst := stats(all, e.Plan.Repeats)
 		dst.TaskID = ds
 		dst.Classification = classification(all)
 		for _, v := range e.Plan.Variants {
@@ -200,14 +220,41 @@ func Summarize(e *Experiment) *Summary {
 			if len(vr) == 0 {
 				continue
 			}
-			vs := stats(vr, e.Plan.Repeats, s.ExperimentID+"\x00dataset\x00"+ds+"\x00"+v)
+			vs := stats(vr, e.Plan.Repeats)
 			vs.VariantID = v
 			vs.Classification = classification(vr)
 			dst.Tasks = append(dst.Tasks, vs)
 		}
 		s.Datasets = append(s.Datasets, dst)
 	}
+	s.Differences = Differences(s.Variants)
 	return s
+}
+
+// Differences pairs every two variants (in their order) on the tasks both ran.
+func Differences(variants []Stats) []Difference {
+	var out []Difference
+	for i, a := range variants {
+		for _, b := range variants[i+1:] {
+			byTask := map[string]Stats{}
+			for _, t := range b.Tasks {
+				byTask[t.TaskID] = t
+			}
+			var ca, cb []Cell
+			for _, t := range a.Tasks {
+				if bt, ok := byTask[t.TaskID]; ok {
+					ca, cb = append(ca, Cell{t.Passed, t.Runs}), append(cb, Cell{bt.Passed, bt.Runs})
+				}
+			}
+			d := PassRateDiff(ca, cb, Confidence)
+			if d.Tasks == 0 {
+				continue
+			}
+			out = append(out, Difference{VariantID: a.VariantID, Versus: b.VariantID, Tasks: d.Tasks,
+				PassRateDiff: d.Diff, PassRateDiffCI95: d.CI, Method: d.Method})
+		}
+	}
+	return out
 }
 
 // runs selects the runs of a variant and/or a task ("" = any), in plan order.
@@ -225,10 +272,11 @@ func (e *Experiment) runs(variant, taskID string) []Run {
 // agent's failures, ERROR and NOT_GRADED are not passes either.
 func passed(r *record.Result) bool { return r != nil && r.Status == grader.TaskSuccess }
 
-// stats computes one group's numbers; seed names the group so its bootstrap is repeatable.
-func stats(runs []Run, repeats int, seed string) Stats {
+// stats computes one group's numbers; its interval clusters the runs by task.
+func stats(runs []Run, repeats int) Stats {
 	s := Stats{Statuses: map[string]int{}, PassAtK: map[string]float64{}}
-	var outcomes []bool
+	byTask := map[string]int{}
+	var tasks []Cell
 	var score, agent float64
 	var scores []float64
 	agentRuns := 0
@@ -244,9 +292,16 @@ func stats(runs []Run, repeats int, seed string) Stats {
 		s.Runs++
 		s.Statuses[res.Status]++
 		ok := passed(res)
-		outcomes = append(outcomes, ok)
+		i, seen := byTask[r.TaskID]
+		if !seen {
+			i = len(tasks)
+			byTask[r.TaskID] = i
+			tasks = append(tasks, Cell{})
+		}
+		tasks[i].Runs++
 		if ok {
 			s.Passed++
+			tasks[i].Passed++
 		}
 		score += res.Score
 		scores = append(scores, res.Score)
@@ -277,7 +332,8 @@ func stats(runs []Run, repeats int, seed string) Stats {
 		s.PassRate = float64(s.Passed) / float64(s.Runs)
 		s.MeanScore = score / float64(s.Runs)
 		s.ScoreSD = sampleSD(scores, s.MeanScore)
-		s.PassRateCI95 = bootstrapCI(outcomes, seed)
+		r := PassRate(tasks, Confidence)
+		s.PassRateCI95, s.PassRateCIMethod, s.EffectiveRuns = r.CI, r.Method, r.EffectiveRuns
 	}
 	if agentRuns > 0 {
 		s.MeanAgentSeconds = agent / float64(agentRuns)
@@ -314,31 +370,4 @@ func PassAtK(n, c, k int) float64 {
 		p *= 1 - float64(k)/float64(i)
 	}
 	return 1 - p
-}
-
-// bootstrapCI is the 95% percentile interval of the pass rate over BootstrapSamples
-// resamples of the runs, from a generator seeded by seed: the same runs give the same
-// interval every time.
-func bootstrapCI(outcomes []bool, seed string) [2]float64 {
-	n := len(outcomes)
-	if n == 0 {
-		return [2]float64{}
-	}
-	h := fnv.New64a()
-	h.Write([]byte(seed))
-	rng := rand.New(rand.NewPCG(h.Sum64(), uint64(n)))
-	rates := make([]float64, BootstrapSamples)
-	for b := range rates {
-		c := 0
-		for range n {
-			if outcomes[rng.IntN(n)] {
-				c++
-			}
-		}
-		rates[b] = float64(c) / float64(n)
-	}
-	sort.Float64s(rates)
-	lo := rates[int(math.Floor(0.025*float64(BootstrapSamples-1)))]
-	hi := rates[int(math.Ceil(0.975*float64(BootstrapSamples-1)))]
-	return [2]float64{lo, hi}
 }

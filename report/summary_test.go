@@ -37,17 +37,57 @@ func TestPassAtKIsTheUnbiasedEstimator(t *testing.T) {
 	}
 }
 
-func TestBootstrapIsSeededAndBracketsTheRate(t *testing.T) {
-	outcomes := []bool{true, false, false, true, false, false, true, false, false}
-	a, b := bootstrapCI(outcomes, "x"), bootstrapCI(outcomes, "x")
-	if a != b {
-		t.Fatalf("same seed, different intervals: %v %v", a, b)
+// Issue 37: 4 passes of 4 showed [1.00, 1.00] and 0 of 4 [0.00, 0.00] (a percentile
+// bootstrap collapses there). A task's interval is Wilson's; a variant's over tasks is
+// clustered by task, so 3 repeats of 2 tasks all passed are 2 tasks' evidence; the paired
+// difference of two variants is in the summary.
+func TestSummaryIntervalsAreHonestAtAllAndNoPasses(t *testing.T) {
+	all := []string{"SUCCESS", "SUCCESS", "SUCCESS", "SUCCESS"}
+	none := []string{"FAILURE", "FAILURE", "FAILURE", "FAILURE"}
+	dir := writeExperiment(t, map[string]map[string][]string{
+		"strong": {"a": all, "b": all},
+		"weak":   {"a": none, "b": none},
+	}, []string{"strong", "weak"}, []string{"a", "b"}, 4)
+	_, s, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !(a[0] < 1.0/3 && 1.0/3 < a[1]) || a[0] < 0 || a[1] > 1 {
-		t.Errorf("interval %v does not bracket 1/3", a)
+	strong, weak := s.Variants[0], s.Variants[1]
+	for _, c := range []struct {
+		what   string
+		st     Stats
+		lo, hi float64
+		method string
+	}{
+		{"strong/a, 4 of 4", strong.Tasks[0], 0.510109, 1, MethodWilson},
+		{"weak/b, 0 of 4", weak.Tasks[1], 0, 0.489891, MethodWilson},
+		// 2 tasks' evidence at t(0.975, 1 df) = 12.706: 2 / (2 + 12.706²) = 0.012236.
+		{"strong over 2 tasks", strong, 0.012236, 1, MethodClusteredWilson},
+		{"weak over 2 tasks", weak, 0, 1 - 0.012236, MethodClusteredWilson},
+	} {
+		if math.Abs(c.st.PassRateCI95[0]-c.lo) > 1e-5 || math.Abs(c.st.PassRateCI95[1]-c.hi) > 1e-5 || c.st.PassRateCIMethod != c.method {
+			t.Errorf("%s: %v %q, want [%.6f, %.6f] %q", c.what, c.st.PassRateCI95, c.st.PassRateCIMethod, c.lo, c.hi, c.method)
+		}
 	}
-	if all := bootstrapCI([]bool{true, true}, "y"); all != [2]float64{1, 1} {
-		t.Errorf("all passes: %v", all)
+	if strong.EffectiveRuns != 2 || strong.Tasks[0].EffectiveRuns != 4 {
+		t.Errorf("effective runs %v (variant), %v (task), want 2 and 4", strong.EffectiveRuns, strong.Tasks[0].EffectiveRuns)
+	}
+	if len(s.Differences) != 1 {
+		t.Fatalf("differences %+v", s.Differences)
+	}
+	d := s.Differences[0]
+	if d.VariantID != "strong" || d.Versus != "weak" || d.Tasks != 2 || d.PassRateDiff != 1 || d.Method != MethodPairedNewcombe ||
+		!(d.PassRateDiffCI95[0] > -1 && d.PassRateDiffCI95[0] < 0.5) || d.PassRateDiffCI95[1] != 1 {
+		t.Errorf("difference %+v: two tasks cannot make 1 certain", d)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"pass_rate_ci95_method": "task-clustered wilson"`, `"variant_differences"`, `"effective_runs"`} {
+		if !strings.Contains(string(data), field) {
+			t.Errorf("summary.json has no %s", field)
+		}
 	}
 }
 

@@ -114,8 +114,8 @@ func printComparison(w io.Writer, c *report.Comparison) {
 		if d.ScoreTested {
 			interval = fmt.Sprintf("[%+.2f, %+.2f]", d.MeanScoreCI[0], d.MeanScoreCI[1])
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f -> %.2f\t%+.2f\t[%+.2f, %+.2f]\t%.2f -> %.2f\t%+.2f\t%s\n", d.Verdict, clean(d.VariantID), task,
-			d.Baseline.PassRate, d.Current.PassRate, d.PassRateDiff, d.PassRateCI[0], d.PassRateCI[1],
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f -> %.2f\t%+.2f\t%s\t%.2f -> %.2f\t%+.2f\t%s\n", d.Verdict, clean(d.VariantID), task,
+			d.Baseline.PassRate, d.Current.PassRate, d.PassRateDiff, report.DiffCIText(d.PassRateCI),
 			d.Baseline.MeanScore, d.Current.MeanScore, d.MeanScoreDiff, interval)
 	}
 	for _, v := range c.Variants {
@@ -147,7 +147,8 @@ func newCompareCmd() *cobra.Command {
 		Short: "Compare an experiment's run with a baseline run, per variant and per task, and gate on regressions",
 		Long: "compare reads two experiment runs (each a run directory or its summary.json) and, per variant\n" +
 			"and per task under each variant, gives the change in pass rate (Newcombe's hybrid score interval\n" +
-			"for a difference of proportions) and in mean score (Welch's interval), each flagged improved,\n" +
+			"for a difference of proportions; a variant's over its tasks paired by task, a task's repeats\n" +
+			"counted as one task's evidence) and in mean score (Welch's interval), each flagged improved,\n" +
 			"regressed or no evidence. The confidence is family-wise: the intervals are Bonferroni-adjusted\n" +
 			"over all of them, so at 95% at least 95 comparisons in 100 have no wrong verdict at all.\n" +
 			"A baseline of another plan (tasks added or dropped, a task digest changed) is refused with the\n" +

@@ -226,7 +226,7 @@ func printSummary(w io.Writer, dir string, s *report.Summary) {
 	for k := 1; k <= s.Repeats; k++ {
 		ks = append(ks, "PASS@"+strconv.Itoa(k))
 	}
-	fmt.Fprintf(tw, "VARIANT\tRUNS\tPASS RATE\t95%% CI\tMEAN SCORE\t%s\tSTATUSES\n", strings.Join(ks, "\t"))
+	fmt.Fprintf(tw, "VARIANT\tRUNS\tPASS RATE\t95%% INTERVAL\tEFFECTIVE RUNS\tMEAN SCORE\t%s\tSTATUSES\n", strings.Join(ks, "\t"))
 	for _, v := range s.Variants {
 		var pk []string
 		for k := 1; k <= s.Repeats; k++ {
@@ -241,10 +241,14 @@ func printSummary(w io.Writer, dir string, s *report.Summary) {
 			st = append(st, fmt.Sprintf("%s=%d", name, n))
 		}
 		sort.Strings(st)
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t[%.2f, %.2f]\t%.2f\t%s\t%s\n", v.VariantID, v.Runs, v.PassRate, v.PassRateCI95[0], v.PassRateCI95[1],
-			v.MeanScore, strings.Join(pk, "\t"), strings.Join(st, " "))
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%.1f\t%.2f\t%s\t%s\n", v.VariantID, v.Runs, v.PassRate, report.CIText(v.PassRateCI95),
+			v.EffectiveRuns, v.MeanScore, strings.Join(pk, "\t"), strings.Join(st, " "))
 	}
 	tw.Flush()
+	for _, d := range s.Differences {
+		fmt.Fprintf(w, "%s - %s: %+.2f %s over %d tasks (%s)\n", d.VariantID, d.Versus, d.PassRateDiff, report.DiffCIText(d.PassRateDiffCI95), d.Tasks, d.Method)
+	}
+	fmt.Fprintln(w, report.IntervalNote())
 	fmt.Fprintf(w, "%s\n%s\n%s\n", filepath.Join(dir, report.SummaryFile), filepath.Join(dir, report.JUnitFile), filepath.Join(dir, report.HTMLFile))
 }
 

@@ -115,7 +115,7 @@ func TestExperimentRunsInterruptsResumesToTheSameSummary(t *testing.T) {
 	}{
 		{float64(strong.Runs), 9, "strong runs"}, {float64(strong.Passed), 9, "strong passed"},
 		{strong.PassRate, 1, "strong pass rate"}, {strong.MeanScore, 1, "strong mean score"},
-		{strong.PassRateCI95[0], 1, "strong CI low"}, {strong.PassAtK["3"], 1, "strong pass@3"},
+		{strong.PassRateCI95[0], 3 / (3 + 4.302652729911275*4.302652729911275), "strong CI low (3 tasks' evidence, t on 2 df)"}, {strong.PassAtK["3"], 1, "strong pass@3"},
 		{float64(weak.Runs), 9, "weak runs"}, {float64(weak.Passed), 3, "weak passed"},
 		{weak.PassRate, 1.0 / 3, "weak pass rate"}, {weak.MeanScore, 2.0 / 3, "weak mean score"},
 		{weak.PassAtK["1"], 1.0 / 3, "weak pass@1"}, {weak.PassAtK["3"], 1.0 / 3, "weak pass@3"},
