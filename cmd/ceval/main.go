@@ -125,6 +125,7 @@ func main() {
 	}
 	restoreRootlessGC()
 	rootlessChdir()
+	rootlessInherit()
 	os.Exit(execute(os.Args[1:]))
 }
 
