@@ -110,7 +110,7 @@ func TestReadmeRootlessQuickStartWorksAsWritten(t *testing.T) {
 		return cliResult{cmd.ProcessState.ExitCode(), out.String(), errb.String()}
 	}
 
-	var daemonDir string
+	var daemonDir, adminDir, userDir string
 	seen := map[string]bool{}
 	for _, readme := range lines {
 		line := readmeUser.ReplaceAllString(readme, u.Username)
@@ -118,12 +118,14 @@ func TestReadmeRootlessQuickStartWorksAsWritten(t *testing.T) {
 		switch {
 		case f[0] == "sudo" && slices.Contains(f, "setup-rootless"):
 			seen["admin"] = true // root's: .ci/run runs its steps, rootless-start and rootless setup
+			adminDir = readmeUser.ReplaceAllString(readme, "USER")
 			continue
 		case slices.Contains(f, "rootless-start"):
 			if len(f) != 4 || f[0] != "scripts/containerd.sh" || f[2] != u.Username || !strings.HasPrefix(f[3], "~/") {
 				t.Fatalf("README: %q: want scripts/containerd.sh rootless-start alice ~/DIR", readme)
 			}
-			daemonDir = filepath.Join(home, strings.TrimPrefix(f[3], "~/"))
+			userDir = strings.TrimPrefix(f[3], "~/")
+			daemonDir = filepath.Join(home, userDir)
 			t.Cleanup(func() { stopReadmeDaemon(t, sh, line, rootlesskit, base) })
 		}
 		words := slices.DeleteFunc(slices.Clone(f), func(w string) bool { return strings.HasPrefix(w, "CEVAL_") && strings.Contains(w, "=") })
@@ -175,6 +177,10 @@ func TestReadmeRootlessQuickStartWorksAsWritten(t *testing.T) {
 				t.Fatalf("README: %q: this test does not know what the line should do; teach it", readme)
 			}
 		})
+	}
+	// The admin's daemon is the one alice's line restarts.
+	if want := "make setup-rootless ROOTLESS_USER=USER ROOTLESS_DIR=/home/USER/" + userDir; !strings.Contains(adminDir, want) {
+		t.Errorf("README: the admin's line %q does not say %q", adminDir, want)
 	}
 	for _, want := range []string{"admin", "start", "doctor", "run allow=none", "run allow=rlimit"} {
 		if !seen[want] {
