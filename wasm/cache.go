@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,28 +19,62 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(base, "ceval", "wasm"), nil
 }
 
-// openCacheDirs checks the cache root and opens the worker's own directory below it,
-// creating both as needed. The root must be a directory (not a link) owned by ceval's user
-// with no group or other access: it holds native code that gets executed. The worker's
-// directory, worker-UID, is owned by the worker's UID, mode 0700, and reached by the worker
-// only through the returned descriptor, since it cannot traverse the root.
-func openCacheDirs(root string, workerUID, workerGID int, unmappedChecked bool) (*os.File, error) {
+// OpenCacheDir creates the cache directory dir as needed and opens it, checked as NewExecutor
+// checks it: a directory (not a link) owned by this process's user, closed to everyone else,
+// on a path no one but root and this user could swap. It is for a process about to enter a
+// user namespace where the owners of dir's ancestors are unmapped (root's /, /home read as the
+// overflow UID there, as any other user's would): opened and checked before, it is passed on
+// as Options.CacheRoot, and the cache is then reached only through it, never by path.
+func OpenCacheDir(dir string) (*os.File, error) {
+	fd, err := openCacheRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), dir), nil
+}
+
+// openCacheRoot creates, opens and checks the cache root (see OpenCacheDir).
+func openCacheRoot(root string) (int, error) {
 	if !filepath.IsAbs(root) {
-		return nil, fmt.Errorf("wasm cache %s: not an absolute path", root)
+		return -1, fmt.Errorf("wasm cache %s: not an absolute path", root)
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, fmt.Errorf("wasm cache: %w", err)
+		return -1, fmt.Errorf("wasm cache: %w", err)
 	}
 	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("wasm cache %s: open without following links: %w", root, err)
+		return -1, fmt.Errorf("wasm cache %s: open without following links: %w", root, err)
 	}
-	defer unix.Close(rootFD)
 	if err := checkPrivateDir(rootFD, root, os.Geteuid()); err != nil {
-		return nil, err
+		unix.Close(rootFD)
+		return -1, err
 	}
-	if err := checkAncestors(root, unmappedChecked); err != nil {
-		return nil, err
+	if err := checkAncestors(root); err != nil {
+		unix.Close(rootFD)
+		return -1, err
+	}
+	return rootFD, nil
+}
+
+// openCacheDirs opens the worker's own directory below the cache root (opened by path, or
+// given as checked by OpenCacheDir), creating it as needed. The root holds native code that
+// gets executed (see openCacheRoot). The worker's directory, worker-UID, is owned by the
+// worker's UID, mode 0700, and reached by the worker only through the returned descriptor,
+// since it cannot traverse the root.
+func openCacheDirs(root string, given *os.File, workerUID, workerGID int) (*os.File, error) {
+	var rootFD int
+	if given != nil {
+		// Checked again where it can be: its owner is this user in any namespace that maps it.
+		root, rootFD = given.Name(), int(given.Fd())
+		if err := checkPrivateDir(rootFD, root, os.Geteuid()); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if rootFD, err = openCacheRoot(root); err != nil {
+			return nil, err
+		}
+		defer unix.Close(rootFD)
 	}
 
 	name := "worker-" + strconv.Itoa(workerUID)
@@ -95,27 +128,16 @@ func checkPrivateDir(fd int, name string, uid int) error {
 	return nil
 }
 
-// CheckCacheAncestors is the check NewExecutor makes of the cache directory's ancestors, for
-// a process about to enter a user namespace where their owners are unmapped (see
-// Options.AncestorsCheckedOutside).
-func CheckCacheAncestors(dir string) error { return checkAncestors(dir, false) }
-
 // checkAncestors refuses a cache whose path someone else could swap: an ancestor writable
-// by group or other without the sticky bit, or owned by another user than root or us. With
-// unmappedChecked, an owner this user namespace does not map (it reads as the overflow UID)
-// passes: CheckCacheAncestors saw the real owners before the process entered it.
-func checkAncestors(dir string, unmappedChecked bool) error {
+// by group or other without the sticky bit, or owned by another user than root or us.
+func checkAncestors(dir string) error {
 	euid := os.Geteuid()
-	overflow := -1
-	if unmappedChecked {
-		overflow = overflowUID()
-	}
 	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
 		var st unix.Stat_t
 		if err := unix.Stat(p, &st); err != nil {
 			return fmt.Errorf("wasm cache: %s: %w", p, err)
 		}
-		if int(st.Uid) != 0 && int(st.Uid) != euid && int(st.Uid) != overflow {
+		if int(st.Uid) != 0 && int(st.Uid) != euid {
 			return fmt.Errorf("wasm cache %s: its ancestor %s belongs to uid %d, who could replace the cache; use a cache directory on a path only root and uid %d control",
 				dir, p, st.Uid, euid)
 		}
@@ -127,17 +149,4 @@ func checkAncestors(dir string, unmappedChecked bool) error {
 			return nil
 		}
 	}
-}
-
-// overflowUID is the UID unmapped owners read as in a user namespace.
-func overflowUID() int {
-	b, err := os.ReadFile("/proc/sys/kernel/overflowuid")
-	if err != nil {
-		return 65534
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 65534
-	}
-	return n
 }

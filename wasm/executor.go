@@ -56,11 +56,11 @@ type Options struct {
 	MaxViewBytes int64
 	// WorkerUID and WorkerGID are who the worker runs as when ceval is root.
 	WorkerUID, WorkerGID int
-	// AncestorsCheckedOutside says CheckCacheAncestors passed for CacheDir before this
-	// process entered the user namespace it runs in (a rootless daemon's), where the real
-	// owners of the cache's ancestors (root's /, /home) are unmapped and read as the overflow
-	// UID: those pass here. Only ceval's own re-execution into that namespace sets it.
-	AncestorsCheckedOutside bool
+	// CacheRoot, when set, is the cache directory OpenCacheDir opened and checked before this
+	// process entered the user namespace it runs in (a rootless daemon's), where the owners of
+	// the cache's ancestors are unmapped and could not be told apart; CacheDir is then unused.
+	// The Executor reaches the cache only through it and leaves it open.
+	CacheRoot *os.File
 	// Python finds the pinned CPython WASI module that python and python3 run in
 	// run_command scripts; nil leaves them unavailable (they fail with a message).
 	Python PythonSource
@@ -97,7 +97,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("wasm: limits out of range: %+v", o)
 	}
 	o.MemoryLimit = (o.MemoryLimit + 0xffff) &^ 0xffff
-	if o.CacheDir == "" {
+	if o.CacheDir == "" && o.CacheRoot == nil {
 		dir, err := DefaultCacheDir()
 		if err != nil {
 			return o, err
@@ -158,7 +158,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 		e.asRoot = true
 		e.uid, e.gid = opts.WorkerUID, opts.WorkerGID
 	}
-	if e.cache, err = openCacheDirs(opts.CacheDir, e.uid, e.gid, opts.AncestorsCheckedOutside); err != nil {
+	if e.cache, err = openCacheDirs(opts.CacheDir, opts.CacheRoot, e.uid, e.gid); err != nil {
 		return nil, err
 	}
 	if e.w, err = e.startWorker(); err != nil {

@@ -178,11 +178,10 @@ func TestWorkerCacheDirBelongsToTheWorkerAlone(t *testing.T) {
 	}
 }
 
-// TestCacheUnderAnAncestorOwnedByTheOverflowUIDIsRefusedUnlessCheckedOutside: inside a
-// rootless daemon's user namespace root's directories read as the overflow UID, and so
-// does any other unmapped user's; only a check made outside, where the real owner shows,
-// may let such an ancestor pass.
-func TestCacheUnderAnAncestorOwnedByTheOverflowUIDIsRefusedUnlessCheckedOutside(t *testing.T) {
+// TestCacheUnderAnAncestorOwnedByTheOverflowUIDIsRefused: inside a rootless daemon's user
+// namespace root's directories read as the overflow UID, but so does any other unmapped user's,
+// who could swap the cache: that UID gets no exception, by path or opened beforehand.
+func TestCacheUnderAnAncestorOwnedByTheOverflowUIDIsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to chown")
 	}
@@ -190,26 +189,99 @@ func TestCacheUnderAnAncestorOwnedByTheOverflowUIDIsRefusedUnlessCheckedOutside(
 	if err := os.Mkdir(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(other, overflowUID(), overflowUID()); err != nil {
+	if err := os.Chown(other, overflowUID, overflowUID); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(other, "cache")
-	if err := CheckCacheAncestors(dir); err == nil || !strings.Contains(err.Error(), "belongs to uid") {
-		t.Fatalf("the outside check passed an ancestor of uid %d: %v", overflowUID(), err)
+	if f, err := OpenCacheDir(dir); err == nil || !strings.Contains(err.Error(), "belongs to uid") {
+		f.Close()
+		t.Fatalf("OpenCacheDir passed an ancestor of uid %d: %v", overflowUID, err)
 	}
 	if _, err := NewExecutor(Options{CacheDir: dir, noPreload: true}); err == nil || !strings.Contains(err.Error(), "belongs to uid") {
-		t.Fatalf("an ancestor of uid %d passed without the outside check: %v", overflowUID(), err)
+		t.Fatalf("NewExecutor passed an ancestor of uid %d: %v", overflowUID, err)
 	}
-	if err := checkAncestors(dir, true); err != nil {
-		t.Fatalf("checked outside: %v", err)
+}
+
+// overflowUID is the kernel's default overflowuid, what unmapped owners read as.
+const overflowUID = 65534
+
+// TestCacheOpenedBeforeEnteringIsReachedOnlyThroughItsDescriptor: a cache OpenCacheDir checked
+// (before entering a user namespace) is used through its descriptor, whatever its path's
+// ancestors read as afterwards (the overflow UID, inside) and whatever the path names by then.
+func TestCacheOpenedBeforeEnteringIsReachedOnlyThroughItsDescriptor(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
 	}
-	if err := checkAncestors(filepath.Join(t.TempDir(), "cache"), true); err != nil {
-		t.Fatalf("checked outside, root's ancestors: %v", err)
-	}
-	if err := os.Chown(other, 4321, 4321); err != nil {
+	parent := filepath.Join(t.TempDir(), "home")
+	if err := os.Mkdir(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkAncestors(dir, true); err == nil {
-		t.Fatal("checked outside, a mapped other user's ancestor passed")
+	dir := filepath.Join(parent, "cache")
+	f, err := OpenCacheDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// What the namespace shows: the ancestor unmapped, and the path swapped under it.
+	if err := os.Chown(parent, overflowUID, overflowUID); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir, dir+".opened"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := newExecutor(t, standin, Options{CacheRoot: f})
+	worker := "worker-" + strconv.Itoa(e.uid)
+	if _, err := os.Lstat(filepath.Join(dir+".opened", worker)); err != nil {
+		t.Errorf("the worker's cache is not in the directory opened: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, worker)); err == nil {
+		t.Error("the worker's cache went to what the path names now")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Stat(); err != nil {
+		t.Errorf("the Executor closed the cache root it was given: %v", err)
+	}
+}
+
+func TestCacheRootGivenOpenToOthersIsRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	f, err := OpenCacheDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewExecutor(Options{CacheRoot: f, noPreload: true}); err == nil || !strings.Contains(err.Error(), "chmod 0700 "+dir) {
+		t.Errorf("err = %v; want a refusal with the chmod fix", err)
+	}
+}
+
+func TestOpenCacheDirCreatesTheCacheAndChecksItsAncestors(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(open, "a", "cache")
+	f, err := OpenCacheDir(dir)
+	if err != nil {
+		t.Fatalf("a fresh cache: %v", err)
+	}
+	f.Close()
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("%s: %v %v; want a directory of mode 0700", dir, fi, err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := OpenCacheDir(dir); err == nil || !strings.Contains(err.Error(), "chmod go-w "+open) {
+		f.Close()
+		t.Errorf("err = %v; want a refusal naming the open ancestor", err)
 	}
 }

@@ -80,7 +80,11 @@ func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, clo
 		}
 	}
 	if needWASM {
-		e, err := wasm.NewExecutor(wasmOptions(wasm.Options{Python: images.PythonSource(os.Stderr)}))
+		opts, err := wasmOptions(wasm.Options{Python: images.PythonSource(os.Stderr)})
+		if err != nil {
+			return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
+		}
+		e, err := wasm.NewExecutor(opts)
 		if err != nil {
 			return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		}

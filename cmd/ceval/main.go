@@ -140,6 +140,7 @@ func main() {
 	}
 	restoreRootlessGC()
 	rootlessChdir()
+	rootlessInherit()
 	os.Exit(execute(os.Args[1:]))
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/user"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/internal/idmap"
 	"ceval.dev/ceval/launcher"
@@ -22,13 +24,14 @@ import (
 
 // What ceval passes to itself when it re-executes inside a rootless daemon's namespaces.
 const (
-	rootlessChildEnv     = "CEVAL_ROOTLESS_CHILD_PID"  // rootlesskit's child, whose namespaces it joined
-	rootlessUserEnv      = "CEVAL_ROOTLESS_USER"       // the user's name (inside, every name reads as root)
-	rootlessDelegatedEnv = "CEVAL_ROOTLESS_DELEGATED"  // the delegated cgroup subtree, "" in rlimit mode
-	rootlessSlotsEnv     = "CEVAL_ROOTLESS_SLOTS"      // per-run slices of the user's subordinate range
-	rootlessWasmEnv      = "CEVAL_ROOTLESS_WASM_CHECK" // "ok": the wasm cache's ancestors passed on the host
-	rootlessWdEnv        = "CEVAL_ROOTLESS_WD"         // the working directory, by path
-	rootlessGOGCEnv      = "CEVAL_ROOTLESS_GOGC"       // the user's GOGC ("" if unset): GOGC=off covers only the start
+	rootlessChildEnv     = "CEVAL_ROOTLESS_CHILD_PID" // rootlesskit's child, whose namespaces it joined
+	rootlessUserEnv      = "CEVAL_ROOTLESS_USER"      // the user's name (inside, every name reads as root)
+	rootlessDelegatedEnv = "CEVAL_ROOTLESS_DELEGATED" // the delegated cgroup subtree, "" in rlimit mode
+	rootlessSlotsEnv     = "CEVAL_ROOTLESS_SLOTS"     // per-run slices of the user's subordinate range
+	rootlessWasmFDEnv    = "CEVAL_ROOTLESS_WASM_FD"   // the wasm cache, opened and checked on the host
+	rootlessWasmErrEnv   = "CEVAL_ROOTLESS_WASM_ERR"  // else why the host could not open it
+	rootlessWdEnv        = "CEVAL_ROOTLESS_WD"        // the working directory, by path
+	rootlessGOGCEnv      = "CEVAL_ROOTLESS_GOGC"      // the user's GOGC ("" if unset): GOGC=off covers only the start
 )
 
 // rootlessWorkerUID is the WASM worker's UID inside a rootless daemon's user namespace: not
@@ -93,8 +96,18 @@ func (g *globalOptions) enterRootless(allowRlimit bool) error {
 	env = append(env,
 		rootlessChildEnv+"="+strconv.Itoa(d.ChildPID), rootlessUserEnv+"="+name,
 		rootlessDelegatedEnv+"="+delegated, rootlessSlotsEnv+"="+strconv.Itoa(slots))
-	if dir, err := wasm.DefaultCacheDir(); err == nil && wasm.CheckCacheAncestors(dir) == nil {
-		env = append(env, rootlessWasmEnv+"=ok")
+	// The wasm cache is opened and checked here, where the owners of its ancestors show (in
+	// the daemon's user namespace root's /home reads as the overflow UID, as anyone's would),
+	// and the inside reaches it only through the descriptor. A failure matters only to a
+	// command that grades, so it is passed on, not reported here.
+	cache, err := openWasmCache()
+	if err == nil {
+		_, err = unix.FcntlInt(cache.Fd(), unix.F_SETFD, 0)
+	}
+	if err == nil {
+		env = append(env, rootlessWasmFDEnv+"="+strconv.Itoa(int(cache.Fd())))
+	} else {
+		env = append(env, rootlessWasmErrEnv+"="+err.Error())
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -107,6 +120,7 @@ func (g *globalOptions) enterRootless(allowRlimit bool) error {
 	env = withStartGCOff(env)
 	argv := append([]string{nsenterPath, "-U", "-m", "--preserve-credentials", "-t", strconv.Itoa(d.ChildPID), "--", exe}, os.Args[1:]...)
 	err = syscall.Exec(nsenterPath, argv, env)
+	runtime.KeepAlive(cache)
 	return exitWith(exitInfraErr, fmt.Errorf("rootless: enter the daemon's namespaces with %s: %w", nsenterPath, err))
 }
 
@@ -160,15 +174,69 @@ func enteredRootless(address string, allowRlimit bool) error {
 	return nil
 }
 
-// wasmOptions are the WASM sandbox's options for this process: inside a rootless daemon's
-// namespaces, the worker's UID is not the overflow UID and the cache's ancestors were
-// checked on the host.
-func wasmOptions(o wasm.Options) wasm.Options {
-	if inRootless {
-		o.WorkerUID, o.WorkerGID = rootlessWorkerUID, rootlessWorkerUID
-		o.AncestorsCheckedOutside = os.Getenv(rootlessWasmEnv) == "ok"
+// openWasmCache opens the default wasm cache directory, checked (wasm.OpenCacheDir).
+func openWasmCache() (*os.File, error) {
+	dir, err := wasm.DefaultCacheDir()
+	if err != nil {
+		return nil, err
 	}
-	return o
+	return wasm.OpenCacheDir(dir)
+}
+
+// wasmOptions are the WASM sandbox's options for this process: inside a rootless daemon's
+// namespaces, the worker's UID is not the overflow UID and the cache is the directory the host
+// side opened and checked (or the host's reason it could not).
+func wasmOptions(o wasm.Options) (wasm.Options, error) {
+	if !inRootless {
+		return o, nil
+	}
+	o.WorkerUID, o.WorkerGID = rootlessWorkerUID, rootlessWorkerUID
+	if rootlessWasmCache == nil {
+		return o, fmt.Errorf("%s (checked before entering the rootless daemon's namespaces)", rootlessWasmCacheErr)
+	}
+	o.CacheRoot = rootlessWasmCache
+	return o, nil
+}
+
+// The wasm cache the host side opened (rootlessInherit takes it), or why there is none.
+var (
+	rootlessWasmCache    *os.File
+	rootlessWasmCacheErr string
+)
+
+// rootlessInherit, first thing in a ceval re-executed inside a rootless daemon's namespaces,
+// takes the wasm cache's descriptor the host side passed on, closed on exec from here on (the
+// WASM worker must get only its own directory), and clears both variables.
+func rootlessInherit() {
+	if os.Getenv(rootlessChildEnv) == "" {
+		return
+	}
+	fdText, errText := os.Getenv(rootlessWasmFDEnv), os.Getenv(rootlessWasmErrEnv)
+	os.Unsetenv(rootlessWasmFDEnv)
+	os.Unsetenv(rootlessWasmErrEnv)
+	rootlessWasmCacheErr = errText
+	if fdText == "" {
+		if errText == "" {
+			rootlessWasmCacheErr = "wasm cache: not opened on the host (" + rootlessWasmFDEnv + " unset)"
+		}
+		return
+	}
+	fd, err := strconv.Atoi(fdText)
+	if err == nil && fd > 2 {
+		unix.CloseOnExec(fd)
+		var st unix.Stat_t
+		if err = unix.Fstat(fd, &st); err == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			err = errors.New("not a directory")
+		}
+	} else if err == nil {
+		err = errors.New("a standard descriptor")
+	}
+	if err != nil {
+		rootlessWasmCacheErr = fmt.Sprintf("wasm cache: %s=%q: %v", rootlessWasmFDEnv, fdText, err)
+		return
+	}
+	name, _ := wasm.DefaultCacheDir()
+	rootlessWasmCache = os.NewFile(uintptr(fd), name)
 }
 
 // readIDMap parses a /proc/PID/uid_map or gid_map.

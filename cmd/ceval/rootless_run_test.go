@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,8 +48,15 @@ func rootlessEnv(t *testing.T) (env []string, delegated bool) {
 		t.Fatal(err)
 	}
 	name, _ := launcher.DelegatedCgroup(cgroupRoot, u.Username)
-	env = append(os.Environ(), "CEVAL_CONTAINERD_ADDRESS="+addr, "CEVAL_NAMESPACE="+ctrtest.Namespace, "CEVAL_ROOTLESS_CHILD_PID=")
-	return env, name != ""
+	return rootlessCevalEnv(addr, "CEVAL_NAMESPACE="+ctrtest.Namespace), name != ""
+}
+
+// rootlessCevalEnv is this process's environment for a ceval of the rootless user, every
+// CEVAL_ variable replaced by the daemon's address and extra: the user's default cache and
+// config paths, and nothing the README's quick start does not set (not CEVAL_ROOTLESS_ADDRESS).
+func rootlessCevalEnv(addr string, extra ...string) []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CEVAL_") })
+	return append(append(env, "CEVAL_CONTAINERD_ADDRESS="+addr), extra...)
 }
 
 // rootlessCeval runs the ceval binary with env; ceval itself enters the daemon's namespaces.
@@ -349,10 +357,6 @@ sleep 600`, "timeout: 2s, memory_mb: 128, pids: 32, disk_mb: 16",
 // image cache, and building the images again as the user would cost minutes.
 const rootlessExamplesEnv = "CEVAL_ROOTLESS_EXAMPLES"
 
-// rootlessExamplesNamespace holds the imported images across this test's processes (.ci/run
-// runs it in both limit modes): one import of the ~1 GB agent image per daemon, not per run.
-const rootlessExamplesNamespace = "ceval-rootless-examples"
-
 // The real Claude Code and Codex CLIs (replayed by the gateway) and the package-image example
 // run end to end as the rootless user, in the very images root ran them in, and come out as
 // root's runs did: same status, score and verdict per criterion.
@@ -366,7 +370,7 @@ func TestRootlessRunOfTheRealCLIAndPackageExamplesMatchesRoot(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	env = append(env, "CEVAL_NAMESPACE="+rootlessExamplesNamespace)
+	env = rootlessCevalEnv(os.Getenv(launcher.RootlessAddressEnv)) // as a user runs them: the default namespace
 	importRootImages(t, env, filepath.Join(dir, "images"))
 	for _, ex := range []string{"claude-code", "codex", "python-packages"} {
 		t.Run(ex, func(t *testing.T) {
@@ -398,7 +402,7 @@ func TestRootlessRunOfTheRealCLIAndPackageExamplesMatchesRoot(t *testing.T) {
 	}
 }
 
-// importRootImages imports each archive in dir into the user's daemon (env's namespace)
+// importRootImages imports each archive in dir into the user's daemon (its default namespace)
 // unless an image of that name already resolves to the archive's manifest.
 func importRootImages(t *testing.T, env []string, dir string) {
 	t.Helper()
@@ -406,7 +410,9 @@ func importRootImages(t *testing.T, env []string, dir string) {
 	if len(archives) == 0 {
 		t.Fatalf("no image archives in %s", dir)
 	}
-	c, ctx, err := launcher.Connect(context.Background(), os.Getenv(launcher.RootlessAddressEnv), rootlessExamplesNamespace)
+	// The images stay across this test's processes (.ci/run runs it in both limit modes): one
+	// import of the ~1 GB agent image per daemon, not per run.
+	c, ctx, err := launcher.Connect(context.Background(), os.Getenv(launcher.RootlessAddressEnv), launcher.DefaultNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}

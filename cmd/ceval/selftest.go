@@ -70,9 +70,13 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			defer sess.Close()
 			c, cctx, pc := sess.client, sess.ctx, sess.preflight
 			errOut := cmd.ErrOrStderr()
+			wopts, err := wasmOptions(wasm.Options{})
+			if err != nil {
+				return exitWith(exitInfraErr, fmt.Errorf("WASM sandbox for executing criteria: %w", err))
+			}
 			rep, err := selftest.Run(cctx, selftest.Options{
 				Client: c, Image: image, Only: names, RunsDir: runsDir,
-				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(), WASM: wasmOptions(wasm.Options{}), Kube: g.kube,
+				Version: cevalVersion(), Busybox: busybox, Preflight: pc, IDs: ucfg.idRange(), WASM: wopts, Kube: g.kube,
 				Progress: func(r selftest.Row) {
 					fmt.Fprintf(errOut, "[%5.1fs] %-32s %s\n", r.Seconds, r.Name, r.Outcome)
 				},
