@@ -3,7 +3,10 @@ package audit
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"ceval.dev/ceval/task"
 )
@@ -73,6 +76,14 @@ func Lint(t *task.Task) []Warning {
 			at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner); check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout), or compare its files with a reference", what)
 		}
 	}
+	if t.Iterations != nil && t.Iterations.Feedback != task.FeedbackNone {
+		for i, c := range t.Criteria {
+			if v := expectedInDescription(c, prompt); v != "" {
+				at(c.Line, c.Column, "success_criteria[%d] (%s): its description holds its expected value %q, and iterations.feedback: %s shows descriptions to the agent as written; describe what is checked, not the answer",
+					i, c.Type, clip(v, 40), t.Iterations.Feedback)
+			}
+		}
+	}
 	switch {
 	case gating == 0:
 		at(1, 1, "no gating criterion (every weight is 0): every run is SUCCESS, the null agent's too")
@@ -80,6 +91,58 @@ func Lint(t *task.Task) []Warning {
 		at(t.Criteria[0].Line, t.Criteria[0].Column, "only existence checks gate the task: an empty file at each path passes (cheat empty-files); check content")
 	}
 	return out
+}
+
+// expectedInDescription is the first of c's expected values (includes, expected_stdout,
+// expected_label, a json_check equals) that its description holds as a whole word and the
+// prompt does not already give, or "".
+func expectedInDescription(c task.Criterion, prompt string) string {
+	vals := append([]string{c.ExpectedLabel}, c.Includes...)
+	if c.ExpectedStdout != nil {
+		vals = append(vals, strings.TrimSpace(*c.ExpectedStdout))
+	}
+	for _, a := range c.Assertions {
+		if a.Operator != "equals" && a.Operator != "" {
+			continue
+		}
+		switch x := a.Expected.(type) {
+		case string:
+			vals = append(vals, x)
+		case float64:
+			vals = append(vals, strconv.FormatFloat(x, 'g', -1, 64))
+		case int:
+			vals = append(vals, strconv.Itoa(x))
+		}
+	}
+	for _, v := range vals {
+		if strings.TrimSpace(v) != "" && holdsWord(c.Description, v) && !strings.Contains(prompt, strings.ToLower(v)) {
+			return v
+		}
+	}
+	return ""
+}
+
+// holdsWord says whether s holds w with no letter or digit right before or after it.
+func holdsWord(s, w string) bool {
+	edge := func(i int) bool {
+		if i < 0 || i >= len(s) {
+			return true
+		}
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}
+	for from := 0; from <= len(s)-len(w); {
+		i := strings.Index(s[from:], w)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if edge(i-1) && edge(i+len(w)) {
+			return true
+		}
+		from = i + 1
+	}
+	return false
 }
 
 func allIn(needles []string, haystack string) bool {

@@ -24,6 +24,13 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		{"exit code of pytest", "  - {type: run_command, command: pytest -q}\n", "only the exit code"},
 		{"pytest over the agent's code", "  - {type: pytest, tests: sol/}\n", "t.yaml:5:5: warning: success_criteria[0] (pytest): the tests import the agent's code into pytest's own process"},
 		{"stdout of the agent's script", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!'}\n", ""},
+		{"an expected value in a description shown as feedback", "  - {type: json_check, path: r.json, description: the answer is 4471, assertions: [{expression: a, operator: equals, expected: 4471}]}\n" + iterate("descriptions"),
+			"t.yaml:5:5: warning: success_criteria[0] (json_check): its description holds its expected value \"4471\", and iterations.feedback: descriptions shows"},
+		{"expected stdout in a description shown with details", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!', description: 'greet.sh prints Hello, Ada!'}\n" + iterate("details"), "holds its expected value \"Hello, Ada!\""},
+		{"an expected value in a description never shown", "  - {type: json_check, path: r.json, description: the answer is 4471, assertions: [{expression: a, operator: equals, expected: 4471}]}\n", ""},
+		{"an expected value in a description with feedback none", "  - {type: json_check, path: r.json, description: the answer is 4471, assertions: [{expression: a, operator: equals, expected: 4471}]}\n" + iterate("none"), ""},
+		{"an expected value the prompt gives", "  - {type: json_check, path: r.json, description: file names hello.txt, assertions: [{expression: file, operator: equals, expected: hello.txt}]}\n" + iterate("details"), ""},
+		{"an expected value inside a longer word", "  - {type: json_check, path: r.json, description: n is not 421, assertions: [{expression: n, operator: equals, expected: 42}]}\n" + iterate("details"), ""},
 		{"exit code of a grep", "  - {type: run_command, command: \"grep -q '^Hello, ceval!$' hello.txt\"}\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,6 +51,9 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		})
 	}
 }
+
+// iterate is a task's iterations section at a feedback level.
+func iterate(feedback string) string { return "iterations: {max: 2, feedback: " + feedback + "}\n" }
 
 func TestLintOfTheExamples(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{

@@ -220,7 +220,9 @@ func meanOf(ks []category) verdict {
 	if len(unmet) > 0 {
 		details += ": " + list(unmet, 10)
 	}
-	return scored(sum/float64(len(ks)), details)
+	v := scored(sum/float64(len(ks)), details)
+	v.parts = &Parts{Met: met, Total: total}
+	return v
 }
 
 func fileContains(c *task.Criterion, s *snapshot.Snapshot) verdict {

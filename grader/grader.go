@@ -56,6 +56,16 @@ type CriterionResult struct {
 	// Label is a classification_match's expected and predicted label, from which the
 	// summary computes precision, recall and F1 per dataset; nil for other types.
 	Label *Label `json:"label,omitempty"`
+	// Parts counts the checks the task lists in a file_contains, file_check or json_check
+	// (strings, patterns, assertions, schema) and how many were met; nil for other types.
+	Parts *Parts `json:"parts,omitempty"`
+}
+
+// Parts is how many of the checks a criterion lists were met: numbers that come from the
+// task's own structure, never from a check's output (a follow-up prompt may show them).
+type Parts struct {
+	Met   int `json:"met"`
+	Total int `json:"total"`
 }
 
 // Label is one classification: the label the task expects and the one the agent wrote.
@@ -126,6 +136,7 @@ type verdict struct {
 	details string
 	forced  Status
 	label   *Label // classification_match only
+	parts   *Parts // file_contains, file_check, json_check only
 }
 
 func scored(score float64, details string) verdict { return verdict{score: score, details: details} }
@@ -243,6 +254,7 @@ func finish(c *task.Criterion, v verdict) CriterionResult {
 		Gating:      c.Weight > 0,
 		Details:     capDetails(printable(v.details)),
 		Label:       v.label,
+		Parts:       v.parts,
 	}
 	switch v.forced {
 	case "":

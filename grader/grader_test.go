@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -336,5 +337,28 @@ func TestDetailsAreCappedAndPrintable(t *testing.T) {
 	}
 	if math.IsNaN(got.Score) || got.Status != Fail {
 		t.Errorf("got %s %v", got.Status, got.Score)
+	}
+}
+
+// Parts counts the checks a criterion lists from the task's structure, for the follow-up
+// prompt; criteria that list none have no Parts.
+func TestPartsCountTheChecksTheTaskLists(t *testing.T) {
+	s := snap(t, tree{"a.txt": "alpha beta\n", "r.json": `{"n": 3}`})
+	for _, c := range []struct {
+		name string
+		c    task.Criterion
+		want *Parts
+	}{
+		{"file_contains includes and excludes", task.Criterion{Type: task.FileContains, Path: "a.txt", Includes: []string{"alpha", "omega"}, Excludes: []string{"beta"}}, &Parts{Met: 1, Total: 3}},
+		{"file_check patterns", task.Criterion{Type: task.FileCheck, Path: "a.txt", Patterns: []task.PatternCheck{{Pattern: "al+", MustMatch: true}, {Pattern: "z", MustMatch: true}}}, &Parts{Met: 1, Total: 2}},
+		{"json_check assertions", task.Criterion{Type: task.JSONCheck, Path: "r.json", Assertions: []task.Assertion{{Expression: "n", Operator: "equals", Expected: 3.0}, {Expression: "n", Operator: "gt", Expected: 5.0}}}, &Parts{Met: 1, Total: 2}},
+		{"a missing file", task.Criterion{Type: task.FileContains, Path: "none.txt", Includes: []string{"alpha"}}, nil},
+		{"file_exists", task.Criterion{Type: task.FileExists, Path: "a.txt"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := gradeOne(t, c.c, s).Parts; !reflect.DeepEqual(got, c.want) {
+				t.Errorf("parts %+v, want %+v", got, c.want)
+			}
+		})
 	}
 }

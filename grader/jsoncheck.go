@@ -120,7 +120,9 @@ func jsonCheck(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) ver
 	if len(unmet) > 0 {
 		details += ": " + strings.Join(unmet, "; ")
 	}
-	return scored(float64(met)/float64(total), details)
+	out := scored(float64(met)/float64(total), details)
+	out.parts = &Parts{Met: met, Total: total}
+	return out
 }
 
 // check evaluates the assertion over doc. ok says whether it holds, why says why not; err

@@ -35,7 +35,7 @@ var suiteNames = []string{
 	"gateway-nested-content", "gateway-other-endpoints",
 	"gateway-premium-options", "gateway-provoked-4xx", "gateway-real-key", "gateway-timeout-mid-call",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
-	"iterate-feedback-leak",
+	"iterate-feedback-leak", "iterate-feedback-probe",
 	"kernel-syscalls",
 	"load-alias-chain-defaults", "load-alias-chain-variants", "load-criteria-500k-aliases", "load-criteria-alias-bomb",
 	"load-experiment-dotdot", "load-experiment-fifo", "load-experiment-hardlink", "load-experiment-quotes-file",

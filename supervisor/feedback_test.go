@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -13,15 +14,22 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// loadIterTask loads a task with a reference directory holding secret.txt.
+// loadIterTask loads a task with a reference directory holding secret.txt, a grader file
+// tests/test_hidden.py holding a hidden expected dict, and the given feedback and criteria.
 func loadIterTask(t *testing.T, feedback, criteria string) *task.Task {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "ref"), 0o755); err != nil {
-		t.Fatal(err)
+	files := map[string]string{
+		"ref/secret.txt":       "the reference answer is ORCA-PLUTO-8812\n",
+		"tests/test_hidden.py": "import pytest\n\n@pytest.mark.parametrize(\"n\", [4471])\ndef test_answer(n):\n    assert solve(n) == dict(k=n, w=\"ZEBRA\")\n",
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ref", "secret.txt"), []byte("the reference answer is ZEBRA-PLUTO-4471\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	doc := "task_id: t\ninitial_prompt: p\nagent: {type: command, command: [x]}\nreference: {directory: ref}\n" +
 		"iterations: {max: 2, feedback: " + feedback + "}\nsuccess_criteria:\n" + criteria
@@ -37,104 +45,159 @@ func loadIterTask(t *testing.T, feedback, criteria string) *task.Task {
 	return tk
 }
 
-// TestFollowUpPromptDoesNotRevealReferenceOrExpectations grades an iteration whose failed
-// criteria's details quote a reference file, a hidden expected output, a fragment of it
-// and a short expected value, and checks the follow-up prompt at each feedback level: the
-// descriptions appear only from descriptions on, the details only with details, and no
-// hidden text or fragment of one ever does.
-func TestFollowUpPromptDoesNotRevealReferenceOrExpectations(t *testing.T) {
-	criteria := "  - {type: file_contains, path: out.txt, includes: [\"MAGIC-TOKEN-93817\"], description: out.txt has the magic token}\n" +
-		"  - {type: file_contains, path: n.txt, includes: [\"42\"], description: n.txt holds the answer}\n" +
-		"  - {type: file_exists, path: done.txt, description: done.txt exists}\n"
-	graded := func(tk *task.Task) *grader.Result {
-		return &grader.Result{Status: grader.TaskFailure, Criteria: []grader.CriterionResult{
-			{Description: "out.txt has the magic token", Details: "missing \"MAGIC-TOKEN-93817\"; the reference says: the reference answer is ZEBRA-PLUTO-4471"},
-			{Description: "n.txt holds the answer", Details: "missing 42 (found 421); fragment TOKEN-93817 and PLUTO-44; open " + tk.Reference.Path + "/x: denied"},
-			{Description: "done.txt exists", Details: "done.txt does not exist", Passed: true},
-		}}
-	}
-	secrets := []string{"MAGIC-TOKEN-93817", "TOKEN-93817", "ZEBRA-PLUTO-4471", "PLUTO-44", "reference answer is", " 42 ", "/ref/x"}
-	for _, c := range []struct {
-		level          string
-		descs, details bool
-	}{
-		{task.FeedbackNone, false, false},
-		{task.FeedbackDescriptions, true, false},
-		{task.FeedbackDetails, true, true},
-	} {
-		tk := loadIterTask(t, c.level, criteria)
-		var hidden [][]byte
-		if c.level == task.FeedbackDetails {
-			var err error
-			if hidden, err = HiddenMaterial(tk); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p := FeedbackPrompt(tk, graded(tk), hidden)
-		for _, s := range append(secrets, tk.Dir) {
-			if strings.Contains(p, s) {
-				t.Errorf("feedback %s: the follow-up prompt reveals %q:\n%s", c.level, s, p)
-			}
-		}
-		if got := strings.Contains(p, "out.txt has the magic token"); got != c.descs {
-			t.Errorf("feedback %s: failed description shown %v, want %v:\n%s", c.level, got, c.descs, p)
-		}
-		if strings.Contains(p, "done.txt exists") {
-			t.Errorf("feedback %s: a passed criterion is in the prompt:\n%s", c.level, p)
-		}
-		if got := strings.Contains(p, "found 421") && strings.Contains(p, "missing "+hiddenCut); got != c.details {
-			t.Errorf("feedback %s: details shown (cut) %v, want %v:\n%s", c.level, got, c.details, p)
-		}
-	}
-}
-
-func TestCutHiddenCutsRunsAndShortWords(t *testing.T) {
-	hidden := [][]byte{[]byte("abcdefghijklmnop"), []byte("42\n"), []byte("x")}
-	for _, c := range []struct{ in, want string }{
-		{"see abcdefghij here", "see [hidden] here"},
-		{"fragment ijklmnop!", "fragment [hidden]!"},
-		{"short abcdefg stays", "short abcdefg stays"},
-		{"got 42, not 421", "got [hidden], not 421"},
-		{"x marks; box stays", "[hidden] marks; box stays"},
-	} {
-		if got := cutHidden(c.in, hidden); got != c.want {
-			t.Errorf("cutHidden(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-// Details quote what they show: a json_check's numeric expected value and a multi-line
-// expected output (escaped by %q) must be cut from a details follow-up like any raw string.
-func TestFollowUpDetailsCutQuotedAndNumericExpectations(t *testing.T) {
-	criteria := "  - {type: json_check, path: r.json, description: the answer is right, assertions: [{expression: answer, operator: equals, expected: 1234.5}]}\n" +
-		"  - {type: file_contains, path: out.txt, description: the output is the sequence, includes: [\"3\\n1\\n4\\n1\\n5\\n9\\n2\\n6\\n\"]}\n"
-	tk := loadIterTask(t, task.FeedbackDetails, criteria)
+// gradeFiles grades tk over a workspace holding files.
+func gradeFiles(t *testing.T, tk *task.Task, files map[string]string) *grader.Result {
+	t.Helper()
 	ws := t.TempDir()
-	if err := os.WriteFile(filepath.Join(ws, "r.json"), []byte(`{"answer": 7}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "out.txt"), []byte("0\n"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	snap, err := snapshot.Take(ws, filepath.Join(t.TempDir(), "snap"), snapshot.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grader.Grade(context.Background(), tk, snap, grader.Options{})
-	// The grader's own quoting of a multi-line expected output (as run_command prints it).
-	g.Criteria = append(g.Criteria, grader.CriterionResult{Description: "stdout is the sequence",
-		Details: fmt.Sprintf("stdout %q does not match (exact) %q", "0\n", "3\n1\n4\n1\n5\n9\n2\n6\n")})
-	hidden, err := HiddenMaterial(tk)
-	if err != nil {
-		t.Fatal(err)
+	return grader.Grade(context.Background(), tk, snap, grader.Options{})
+}
+
+// TestFollowUpPromptSaysPerLevelOnlyWhatCevalComposes grades an iteration whose failed
+// criteria's details quote a reference file, a hidden expected output and the agent's own
+// text, and checks the whole follow-up prompt at each feedback level: it is exactly what
+// ceval composes from the task's words and the grade's numbers, so no detail gets in.
+func TestFollowUpPromptSaysPerLevelOnlyWhatCevalComposes(t *testing.T) {
+	criteria := "  - {type: file_contains, path: out.txt, includes: [\"MAGIC-TOKEN-93817\", \"hello\"], description: out.txt has the magic token}\n" +
+		"  - {type: run_command, command: \"cat /reference/secret.txt; exit 1\", uses_reference: true, weight: 2}\n" +
+		"  - {type: file_exists, path: done.txt, description: done.txt exists}\n"
+	graded := func() *grader.Result {
+		return &grader.Result{Status: grader.TaskFailure, Criteria: []grader.CriterionResult{
+			{Type: "file_contains", Description: "out.txt has the magic token", Status: grader.Fail, Score: 0.5, Weight: 1, Gating: true,
+				Details: "1/2 checks met: missing \"MAGIC-TOKEN-93817\"", Parts: &grader.Parts{Met: 1, Total: 2}},
+			{Type: "run_command", Status: grader.Fail, Score: 0.123456789, Weight: 2, Gating: true,
+				Details: "exit code 1, want 0; stdout \"the reference answer is ORCA-PLUTO-8812\\n\""},
+			{Type: "file_exists", Description: "done.txt exists", Status: grader.Pass, Passed: true, Score: 1, Weight: 1, Gating: true,
+				Details: "done.txt exists"},
+		}}
 	}
-	p := FeedbackPrompt(tk, g, hidden)
-	for _, s := range []string{"1234.5", `3\n1\n4\n1`, `1\n5\n9\n2\n6`} {
-		if strings.Contains(p, s) {
-			t.Errorf("the follow-up prompt reveals %q:\n%s", s, p)
+	intro := "Your work on this task was checked and it does not pass yet. Keep working in /workspace until it is done.\n"
+	for _, c := range []struct{ level, want string }{
+		{task.FeedbackNone, intro},
+		{task.FeedbackDescriptions, intro + "\nThese checks failed:\n" +
+			"- out.txt has the magic token\n" +
+			"- (a check without a description)\n"},
+		{task.FeedbackDetails, intro + "\n1 of 3 checks passed. These failed:\n" +
+			"- check 1 (file_contains): out.txt has the magic token\n  FAIL, score 0.50, weight 1, 1 of 2 of its checks met\n" +
+			"- check 2 (run_command): (a check without a description)\n  FAIL, score 0.12, weight 2\n"},
+	} {
+		tk := loadIterTask(t, c.level, criteria)
+		if got := FeedbackPrompt(tk, graded()); got != c.want {
+			t.Errorf("feedback %s: the follow-up prompt is\n%s\nwant\n%s", c.level, got, c.want)
 		}
 	}
-	if !strings.Contains(p, "the answer is right") || !strings.Contains(p, "got 7") && !strings.Contains(p, "7") {
-		t.Errorf("the failed check or what the agent wrote is missing:\n%s", p)
+}
+
+// TestFollowUpPromptTakesNoTextFromTheGrade: a grade whose descriptions or types were
+// rewritten (or whose criteria do not line up with the task's) cannot put text in the
+// prompt: descriptions and types come from the task by position.
+func TestFollowUpPromptTakesNoTextFromTheGrade(t *testing.T) {
+	tk := loadIterTask(t, task.FeedbackDetails, "  - {type: file_exists, path: a.txt, description: a.txt exists}\n")
+	forged := grader.CriterionResult{Type: "SECRET-TYPE", Description: "SECRET-DESCRIPTION", Status: grader.Fail, Details: "SECRET-DETAILS"}
+	for name, g := range map[string]*grader.Result{
+		"one criterion, as the task has":       {Criteria: []grader.CriterionResult{forged}},
+		"two criteria, where the task has one": {Criteria: []grader.CriterionResult{forged, forged}},
+	} {
+		p := FeedbackPrompt(tk, g)
+		if strings.Contains(p, "SECRET") {
+			t.Errorf("%s: the prompt holds the grade's text:\n%s", name, p)
+		}
+	}
+	if p := FeedbackPrompt(tk, &grader.Result{Criteria: []grader.CriterionResult{forged}}); !strings.Contains(p, "check 1 (file_exists): a.txt exists") {
+		t.Errorf("the task's own words are missing:\n%s", p)
+	}
+	// The typed message has no field a check's text could go into.
+	ft := reflect.TypeOf(criterionFeedback{})
+	for i := 0; i < ft.NumField(); i++ {
+		f := ft.Field(i)
+		if f.Type.Kind() == reflect.String && f.Name != "Type" && f.Name != "Description" && f.Type != reflect.TypeOf(grader.Status("")) {
+			t.Errorf("criterionFeedback.%s is free text", f.Name)
+		}
+	}
+}
+
+// TestProbingAgentLearnsNothingFromTheFollowUpPrompt is the probe attack: the agent writes
+// 1..100 as its answer and every "CANARY-<hex>" candidate, to see where a cut of hidden
+// material would fall. The follow-up prompt must be identical whether or not what it wrote
+// held the expected value (73) or the first character of the expected canary.
+func TestProbingAgentLearnsNothingFromTheFollowUpPrompt(t *testing.T) {
+	criteria := "  - {type: json_check, path: answer.json, description: the answer is right, assertions: [" +
+		"{expression: answer, operator: equals, expected: 73}, {expression: token, operator: equals, expected: CEVAL-CANARY-5e1f0c}]}\n" +
+		"  - {type: file_contains, path: out.txt, includes: [\"CEVAL-CANARY-5e1f0c\"], description: out.txt holds the token}\n"
+	probe := func(numbers []int, hex string) map[string]string {
+		var ns, cs []string
+		for _, n := range numbers {
+			ns = append(ns, fmt.Sprint(n))
+		}
+		for _, c := range hex {
+			cs = append(cs, "CANARY-"+string(c))
+		}
+		answer := fmt.Sprintf(`{"answer": %q, "token": %q}`, strings.Join(ns, " "), strings.Join(cs, " "))
+		return map[string]string{"answer.json": answer, "out.txt": strings.Join(cs, "\n")}
+	}
+	var with, without []int
+	for n := 1; n <= 100; n++ {
+		with = append(with, n)
+		if n != 73 {
+			without = append(without, n)
+		}
+	}
+	without = append(without, 101)
+	for _, level := range []string{task.FeedbackDescriptions, task.FeedbackDetails} {
+		tk := loadIterTask(t, level, criteria)
+		a := FeedbackPrompt(tk, gradeFiles(t, tk, probe(with, "0123456789abcdef")))
+		b := FeedbackPrompt(tk, gradeFiles(t, tk, probe(without, "ghijklmnopqrstuv")))
+		if a != b {
+			t.Errorf("feedback %s: the prompt tells a probe holding the expected value from one that does not:\n%s\n---\n%s", level, a, b)
+		}
+		for _, s := range []string{"73", "CANARY", "[hidden]"} {
+			if strings.Contains(a, s) {
+				t.Errorf("feedback %s: the prompt holds %q:\n%s", level, s, a)
+			}
+		}
+	}
+}
+
+// TestFollowUpPromptHoldsNoGraderValueInAnySpelling: the grader file's expected dict comes
+// back in pytest's spellings (a parametrize id in the test name, the rewritten assertion's
+// Python repr) and json_check's rendering of its expected value; none reaches the prompt.
+func TestFollowUpPromptHoldsNoGraderValueInAnySpelling(t *testing.T) {
+	criteria := "  - {type: pytest, tests: tests/, description: the tests pass}\n" +
+		"  - {type: json_check, path: r.json, description: the result is right, assertions: [{expression: r.k, operator: equals, expected: 9306}, {expression: r.w, operator: equals, expected: OKAPI-LYNX}]}\n"
+	tk := loadIterTask(t, task.FeedbackDetails, criteria)
+	g := gradeFiles(t, tk, map[string]string{"r.json": `{"r": {"k": 1}}`})
+	if len(g.Criteria) != 2 || !strings.Contains(g.Criteria[1].Details, "9306") {
+		t.Fatalf("json_check's details do not render its expected value, the test proves nothing: %+v", g.Criteria)
+	}
+	// What the pytest criterion's details hold when pytest ran the grader file.
+	g.Criteria[0] = grader.CriterionResult{Type: "pytest", Description: "the tests pass", Status: grader.Fail, Weight: 1, Gating: true,
+		Details: "pytest: 0/1 passed (1 failed, 0 errors, 0 skipped); " +
+			"failed tests/test_hidden.py::test_answer[4471]; output E       AssertionError: assert {'k': 1} == {'k': 4471, 'w': 'ZEBRA'}"}
+	p := FeedbackPrompt(tk, g)
+	for _, s := range []string{"4471", "ZEBRA", "9306", "OKAPI-LYNX", "test_answer", "'k'", "AssertionError"} {
+		if strings.Contains(p, s) {
+			t.Errorf("the follow-up prompt holds %q:\n%s", s, p)
+		}
+	}
+	for _, s := range []string{"check 1 (pytest): the tests pass", "check 2 (json_check): the result is right", "0 of 2 of its checks met"} {
+		if !strings.Contains(p, s) {
+			t.Errorf("the follow-up prompt lacks %q:\n%s", s, p)
+		}
+	}
+}
+
+func TestFeedbackScoreKeepsTwoDecimals(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{{0.123456789, 0.12}, {0.996, 1}, {1.5, 1}, {-1, 0}, {0.5, 0.5}} {
+		if got := feedbackScore(c.in); got != c.want {
+			t.Errorf("feedbackScore(%v) = %v, want %v", c.in, got, c.want)
+		}
 	}
 }

@@ -35,8 +35,6 @@ const (
 type iterations struct {
 	prompt    string        // how the current iteration was prompted
 	agentTime time.Duration // the agent's time in the iterations so far
-	hidden    [][]byte      // HiddenMaterial, read once when details are fed back
-	hiddenOK  bool
 	user      *simulatedUser
 }
 
@@ -172,13 +170,7 @@ func (r *run) followUp(ctx context.Context) (prompt, over string, err error) {
 	t := r.t
 	feedback := ""
 	if t.Iterations != nil || t.SimulatedUser == nil {
-		if t.Iterations != nil && t.Iterations.Feedback == task.FeedbackDetails && !r.iter.hiddenOK {
-			if r.iter.hidden, err = HiddenMaterial(t); err != nil {
-				return "", "", &InputError{err}
-			}
-			r.iter.hiddenOK = true
-		}
-		feedback = FeedbackPrompt(t, &r.res.Result, r.iter.hidden)
+		feedback = FeedbackPrompt(t, &r.res.Result)
 	}
 	if t.SimulatedUser == nil {
 		r.iter.prompt = PromptFeedback

@@ -7,11 +7,12 @@ import (
 )
 
 // Feedback levels of iterations.feedback: what a follow-up prompt may reveal of a graded
-// iteration. None of them ever reveals a reference file or a criterion's expected values.
+// iteration. Each is composed by ceval from the task's own words and the grade's numbers:
+// none ever shows a check's output, a test name, a reference or grader file or an expected value.
 const (
 	FeedbackNone         = "none"         // only that the work did not pass yet
 	FeedbackDescriptions = "descriptions" // the failed criteria's descriptions, as the task wrote them
-	FeedbackDetails      = "details"      // also the grader's details, with hidden material cut out
+	FeedbackDetails      = "details"      // also each one's position, type, status, score, weight and parts met
 )
 
 // Bounds of iterations and simulated_user.

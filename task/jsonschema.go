@@ -194,7 +194,7 @@ func TaskSchema() map[string]any {
 		}),
 		"iterations": jsObj(map[string]any{
 			"max":      map[string]any{"type": "integer", "minimum": 1, "maximum": MaxIterations, "description": "agent runs in all, the first included"},
-			"feedback": jsEnum("what a follow-up prompt reveals of the failed criteria (never reference files or expected values)", FeedbackNone, FeedbackDescriptions, FeedbackDetails),
+			"feedback": jsEnum("what a follow-up prompt reveals of the failed criteria: none, their descriptions, or also their type, status, score, weight and parts met (never a check's output or an expected value)", FeedbackNone, FeedbackDescriptions, FeedbackDetails),
 		}, "max"),
 		"simulated_user": jsObj(map[string]any{
 			"instructions": map[string]any{"type": "string", "minLength": 1, "maxLength": MaxUserInstructions},
