@@ -106,6 +106,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newAuditCmd(g))
 	root.AddCommand(newImportCmd(), newSchemaCmd())
+	refuseUnknownCommands(root)
 	return root
 }
 
