@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"ceval.dev/ceval/internal/lazyregexp"
+	"ceval.dev/ceval/internal/procgroup"
 	"ceval.dev/ceval/policy"
 	"context"
 	"crypto/sha256"
@@ -17,7 +18,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -470,10 +470,9 @@ func buildPackageEntry(ctx context.Context, cache *imageCache, p *packagePlan, f
 	if err := os.WriteFile(hook, []byte(customizeScript(p, req)), 0o700); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "mmdebstrap", mmdebstrapArgs(p, hook)...)
+	// SIGTERM first: mmdebstrap then unmounts what it mounted in its chroot and removes it.
+	cmd := procgroup.Command(ctx, "mmdebstrap", mmdebstrapArgs(p, hook)...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("SOURCE_DATE_EPOCH=%d", PackageEpoch), "LC_ALL=C.UTF-8")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	tail := &tailBuffer{max: 8 << 10}
 	var stderr io.Writer = tail
 	if log != nil {
