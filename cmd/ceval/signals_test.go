@@ -254,7 +254,7 @@ func TestImagesBuildDockerfileInterruptedLeavesNoBuildahNorItsDirectory(t *testi
 			c, ctx := ctrtest.Connect(t)
 			df := buildahDockerfile(t, ctx, c)
 			interrupt(t, signalCase{
-				args: []string{"images", "build", "ceval.local/test-sig-df:1", "-f", df},
+				args:  []string{"images", "build", "ceval.local/test-sig-df:1", "-f", df},
 				ready: running("sleep"), sig: sig, code: 128 + int(sig),
 			})
 			if _, err := c.ImageService().Get(ctx, "ceval.local/test-sig-df:1"); err == nil {
