@@ -327,3 +327,17 @@ func TestSelftestInterruptedLeavesNothing(t *testing.T) {
 		ready: containerRunning, sig: syscall.SIGINT, code: 130,
 	})
 }
+
+// audit, signalled while the task's oracle runs.
+func TestAuditInterruptedLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "solve.sh"), []byte("#!/bin/sh\nsleep 300\n"), 0o755)
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: sloworacle\ninitial_prompt: p\nsolution: {script: solve.sh}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	interrupt(t, signalCase{
+		args:  []string{"audit", "--runs-dir", t.TempDir(), p},
+		ready: containerRunning, sig: syscall.SIGTERM, code: 143,
+	})
+}
