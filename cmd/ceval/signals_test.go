@@ -75,12 +75,13 @@ func descendants(root int) []proc {
 // stillRunning is what of ps is alive: the same PID with the same start time.
 func stillRunning(ps []proc) []string {
 	var left []string
-	seen := map[proc]bool{}
+	seen := map[[2]string]bool{} // a process that exec'd is seen under two names
 	for _, p := range ps {
-		if seen[p] {
+		key := [2]string{strconv.Itoa(p.pid), p.start}
+		if seen[key] {
 			continue
 		}
-		seen[p] = true
+		seen[key] = true
 		if _, q, ok := readProc(p.pid); ok && q.start == p.start {
 			left = append(left, fmt.Sprintf("%s (pid %d)", p.name, p.pid))
 		}

@@ -85,3 +85,16 @@ func TestWaitKillsWhatOfTheGroupOutlivedItsLeader(t *testing.T) {
 	}
 	waitGone(t, pid, 5*time.Second)
 }
+
+// buildah stops its RUN step's container (in a session of its own) only on SIGTERM.
+func TestCancelLetsTheLeaderCleanUpOnSIGTERMFirst(t *testing.T) {
+	mark := t.TempDir() + "/cleaned"
+	ctx, cancel := context.WithCancel(context.Background())
+	c, pid := started(t, ctx, time.Minute, "trap 'touch "+mark+"; kill $child; exit 0' TERM; sleep 300 & child=$!; echo $child; wait")
+	cancel()
+	c.Wait()
+	waitGone(t, pid, 5*time.Second)
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the leader's SIGTERM handler did not run: %v", err)
+	}
+}
