@@ -199,7 +199,7 @@ func BuildAgent(ctx context.Context, c *client.Client, opts AgentOptions) (Agent
 	if err != nil {
 		return AgentBuild{}, err
 	}
-	defer done(ctx)
+	defer done(context.WithoutCancel(ctx)) // released when the build is interrupted too
 	cs := c.ContentStore()
 	base, baseDiff, err := gzipLayer(plan.baseTar)
 	if err != nil {

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/images/archive"
@@ -20,6 +18,7 @@ import (
 	"github.com/containerd/platforms"
 
 	"ceval.dev/ceval/internal/lazyregexp"
+	"ceval.dev/ceval/internal/procgroup"
 )
 
 // DockerfileOptions says how to build an image from a Dockerfile.
@@ -168,10 +167,9 @@ func exportImage(ctx context.Context, c *client.Client, ref, dst string) error {
 }
 
 func runBuildah(ctx context.Context, buildah string, args []string, log io.Writer) error {
-	cmd := exec.CommandContext(ctx, buildah, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
+	// SIGTERM first: buildah then stops its RUN step's container, which runc put in a
+	// session of its own; SIGKILL to buildah's group would leave that step running.
+	cmd := procgroup.Command(ctx, buildah, args...)
 	tail := &tailBuffer{max: 8 << 10}
 	var w io.Writer = tail
 	if log != nil {

@@ -36,7 +36,7 @@ func importArchive(ctx context.Context, c *client.Client, r io.Reader) ([]Image,
 	if err != nil {
 		return nil, err
 	}
-	defer done(ctx)
+	defer done(context.WithoutCancel(ctx)) // released when the build is interrupted too
 	recs, err := c.Import(ctx, r,
 		client.WithImageRefTranslator(func(ref string) string {
 			if strings.ContainsAny(ref, "/:@") {

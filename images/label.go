@@ -47,7 +47,7 @@ func Label(ctx context.Context, c *client.Client, ref string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	defer done(ctx)
+	defer done(context.WithoutCancel(ctx)) // released when the build is interrupted too
 
 	oldCfg, err := content.ReadBlob(ctx, cs, r.configDesc)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"ceval.dev/ceval/internal/lazyregexp"
+	"ceval.dev/ceval/internal/procgroup"
 	"ceval.dev/ceval/policy"
 	"context"
 	"crypto/sha256"
@@ -17,7 +18,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -470,10 +470,16 @@ func buildPackageEntry(ctx context.Context, cache *imageCache, p *packagePlan, f
 	if err := os.WriteFile(hook, []byte(customizeScript(p, req)), 0o700); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, "mmdebstrap", mmdebstrapArgs(p, hook)...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("SOURCE_DATE_EPOCH=%d", PackageEpoch), "LC_ALL=C.UTF-8")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// mmdebstrap's temporary directories go in one of ours: signalled early, it leaves its
+	// gpg home behind.
+	scratch, err := os.MkdirTemp("", "ceval-mmdebstrap-")
+	if err != nil {
+		return nil, err
+	}
+	defer removeUnmounted(scratch)
+	// SIGTERM first: mmdebstrap then unmounts what it mounted in its chroot and removes it.
+	cmd := procgroup.Command(ctx, "mmdebstrap", mmdebstrapArgs(p, hook)...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("SOURCE_DATE_EPOCH=%d", PackageEpoch), "LC_ALL=C.UTF-8", "TMPDIR="+scratch)
 	tail := &tailBuffer{max: 8 << 10}
 	var stderr io.Writer = tail
 	if log != nil {
@@ -571,3 +577,19 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return string(bytes.TrimSpace(t.buf)) }
+
+// removeUnmounted removes dir unless something is still mounted below it (mmdebstrap's
+// chroot binds the host's /dev, which RemoveAll would descend into); it then says so.
+func removeUnmounted(dir string) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(mi), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			fmt.Fprintf(os.Stderr, "ceval: %s still mounted: %s kept, unmount it and remove it\n", f[4], dir)
+			return
+		}
+	}
+	_ = os.RemoveAll(dir)
+}

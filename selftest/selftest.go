@@ -181,7 +181,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	if private {
-		keep = !rep.Passed() || ctx.Err() != nil
+		// Interrupted, the stopped runs prove nothing: kept only as a breach's evidence.
+		keep = !rep.Passed() && ctx.Err() == nil || rep.Count(Breach) > 0
 		if !keep { // everything passed: the run directories go with the temp dir
 			rep.RunsDir = ""
 			for i := range rep.Attacks {

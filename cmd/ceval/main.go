@@ -121,6 +121,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newAuditCmd(g))
 	root.AddCommand(newImportCmd(), newSchemaCmd())
+	refuseUnknownCommands(root)
 	return root
 }
 
@@ -145,19 +146,27 @@ func main() {
 }
 
 func execute(args []string) int {
+	ctx, stop := interruptible(context.Background())
+	defer stop()
 	root := newRootCmd()
 	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return exitOK
-	}
+	cmd, err := root.ExecuteContextC(ctx)
+	code := exitOK
 	var ee *exitError
-	if errors.As(err, &ee) {
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
 		if ee.err != nil {
 			fmt.Fprintln(os.Stderr, "ceval:", ee.err)
 		}
-		return ee.code
+		code = ee.code
+	default:
+		fmt.Fprintln(os.Stderr, "ceval:", err)
+		code = exitInvalid
 	}
-	fmt.Fprintln(os.Stderr, "ceval:", err)
-	return exitInvalid
+	if c, ok := interruptedExit(ctx, cmd, code); ok {
+		fmt.Fprintf(os.Stderr, "ceval: %v\n", context.Cause(ctx))
+		code = c
+	}
+	return code
 }

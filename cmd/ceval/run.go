@@ -49,6 +49,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			"With --baseline PATH (a previous run) or --fail-under RATE the exit code is the gate's\n" +
 			"instead: 1 only for a regression the evidence supports or a pass rate under RATE\n" +
 			"(see ceval compare --help), 3 still for ceval's own errors.",
+		Annotations: map[string]string{keepsExitOnInterrupt: "3"},
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 && x.resume == "" {
 				return exitWith(exitInvalid, errors.New("give task files, an experiment file, or --resume RUN_DIR"))

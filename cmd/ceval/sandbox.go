@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,9 +46,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			if timeout <= 0 {
 				return exitWith(exitInvalid, errors.New("--timeout must be positive"))
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			c, cctx, err := g.connectRuns(ctx, cmd)
+			c, cctx, err := g.connectRuns(cmd.Context(), cmd)
 			if err != nil {
 				return err
 			}
@@ -90,7 +86,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			}
 			switch {
 			case out.Exit.Interrupted:
-				return exitWith(130, errors.New("interrupted"))
+				return exitWith(130, errors.New("interrupted")) // 130 or 143: execute's interruptedExit
 			case out.Exit.TimedOut:
 				return exitWith(124, fmt.Errorf("timed out after %s", timeout))
 			case out.Exit.Code != 0:

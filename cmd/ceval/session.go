@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/spf13/cobra"
@@ -23,7 +20,7 @@ type session struct {
 
 // openSession connects to containerd (connectRuns); a failure is an infrastructure error (exit 3).
 func (g *globalOptions) openSession(cmd *cobra.Command) (*session, error) {
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(cmd.Context()) // cancelled by SIGINT and SIGTERM (interruptible)
 	if g.kube != nil {
 		// Runs go to the cluster: no containerd here (verifier tasks are refused there).
 		return &session{ctx: ctx, stop: stop}, nil

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// keepsExitOnInterrupt marks a command whose own exit code stands when it is interrupted:
+// `run` exits 3 (its runs are not graded) as documented.
+const keepsExitOnInterrupt = "ceval.dev/keeps-exit-on-interrupt"
+
+// interruption is the cause of every command's context once ceval got SIGINT or SIGTERM.
+type interruption struct{ sig syscall.Signal }
+
+func (i interruption) Error() string { return "interrupted by " + signalName(i.sig) }
+
+func signalName(s syscall.Signal) string {
+	if s == syscall.SIGINT {
+		return "SIGINT"
+	}
+	return "SIGTERM"
+}
+
+// interruptible returns a context cancelled, with an interruption as its cause, by the
+// first SIGINT or SIGTERM: every command stops its children (procgroup), removes its
+// containers and temporary directories, and returns. A second signal exits at once.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	quit := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(interruption{s.(syscall.Signal)})
+		case <-quit:
+			return
+		}
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(os.Stderr, "ceval: %s again: exiting without cleaning up\n", signalName(s.(syscall.Signal)))
+			os.Exit(128 + int(s.(syscall.Signal)))
+		case <-quit:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(quit)
+		cancel(nil)
+	}
+}
+
+// interruptedExit is the exit code of a command that ended while ceval was interrupted:
+// 128 + the signal (130 SIGINT, 143 SIGTERM) when it failed, unless the command keeps its own.
+func interruptedExit(ctx context.Context, cmd *cobra.Command, code int) (int, bool) {
+	var in interruption
+	if code == exitOK || !errors.As(context.Cause(ctx), &in) {
+		return code, false
+	}
+	if cmd != nil && cmd.Annotations[keepsExitOnInterrupt] != "" {
+		return code, false
+	}
+	return 128 + int(in.sig), true
+}

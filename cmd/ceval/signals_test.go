@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apitask "github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/client"
+
+	"ceval.dev/ceval/internal/ctrtest"
+)
+
+// proc is one process, told apart from a later one with its PID by its start time.
+type proc struct {
+	pid   int
+	start string
+	name  string
+}
+
+// readProc reads /proc/PID/stat: the parent, the start time and the name; ok is false once
+// the process has exited (a zombie counts as exited: nothing of it runs).
+func readProc(pid int) (ppid int, p proc, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, proc{}, false
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return 0, proc{}, false
+	}
+	f := strings.Fields(s[end+1:]) // f[0] state, f[1] ppid, f[19] starttime
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, proc{}, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, proc{pid: pid, start: f[19], name: s[open+1 : end]}, true
+}
+
+// descendants lists every living process below root, by walking /proc's parent links.
+func descendants(root int) []proc {
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]proc{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, p, ok := readProc(pid); ok {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	var out []proc
+	queue := []int{root}
+	for len(queue) > 0 {
+		for _, c := range children[queue[0]] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+		queue = queue[1:]
+	}
+	return out
+}
+
+// stillRunning is what of ps is alive: the same PID with the same start time.
+func stillRunning(ps []proc) []string {
+	var left []string
+	seen := map[[2]string]bool{} // a process that exec'd is seen under two names
+	for _, p := range ps {
+		key := [2]string{strconv.Itoa(p.pid), p.start}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if _, q, ok := readProc(p.pid); ok && q.start == p.start {
+			left = append(left, fmt.Sprintf("%s (pid %d)", p.name, p.pid))
+		}
+	}
+	return left
+}
+
+// leases lists the containerd leases of the test namespace.
+func leases(t *testing.T, ctx context.Context, c *client.Client) []string {
+	t.Helper()
+	ls, err := c.LeasesService().List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range ls {
+		ids = append(ids, l.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// entries lists what is below dir, as paths relative to it.
+func entries(dir string) []string {
+	var out []string
+	filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err == nil && p != dir {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	return out
+}
+
+// signalCase is one long-running command signalled half-way.
+type signalCase struct {
+	args  []string
+	ready func(ctx context.Context, c *client.Client, tmp string, below []proc) bool // the point to signal at
+	sig   syscall.Signal
+	code  int
+}
+
+// interrupt starts the built binary with a TMPDIR and XDG_CACHE_HOME of its own, signals it
+// once ready says so, and checks that it exits with the code wanted and leaves nothing: no
+// process it started (by PID and start time), nothing in its TMPDIR or below its cache
+// besides finished entries, no containerd container, task, active snapshot or lease.
+func interrupt(t *testing.T, in signalCase) string {
+	t.Helper()
+	c, ctx := ctrtest.Connect(t)
+	before := leases(t, ctx, c)
+	tmp, cache := t.TempDir(), t.TempDir()
+	cmd := exec.Command(cevalBin, append(in.args[:1:1], append([]string{"--namespace", ctrtest.Namespace}, in.args[1:]...)...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "XDG_CACHE_HOME="+cache)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	var seen []proc
+	for end := time.Now().Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-done:
+			t.Fatalf("ceval ended (exit %d) before the point to signal it at:\n%s", cmd.ProcessState.ExitCode(), out.String())
+		default:
+		}
+		below := descendants(cmd.Process.Pid)
+		seen = append(seen, below...)
+		if in.ready(ctx, c, tmp, below) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("never ready to signal:\n%s", out.String())
+		}
+	}
+	seen = append(seen, descendants(cmd.Process.Pid)...)
+	if err := cmd.Process.Signal(in.sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("ceval still runs 90 s after %v:\n%s", in.sig, out.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != in.code {
+		t.Errorf("exit %d after %v, want %d:\n%s", code, in.sig, in.code, out.String())
+	}
+	if left := stillRunning(seen); len(left) > 0 {
+		t.Errorf("still running after ceval exited: %v", left)
+	}
+	if left := entries(tmp); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v", left)
+	}
+	for _, e := range entries(cache) {
+		if strings.HasPrefix(filepath.Base(e), ".") {
+			t.Errorf("a build's working entry left in the cache: %s", e)
+		}
+	}
+	if err := ctrtest.Leftovers(ctx, c); err != nil {
+		t.Errorf("left in containerd: %v", err)
+	}
+	if after := leases(t, ctx, c); strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Errorf("leases before %v, after %v", before, after)
+	}
+	return out.String()
+}
+
+// running reports whether a process named name is among below.
+func running(name string) func(context.Context, *client.Client, string, []proc) bool {
+	return func(_ context.Context, _ *client.Client, _ string, below []proc) bool {
+		for _, p := range below {
+			if p.name == name {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// containerRunning reports whether the namespace holds a container whose task runs.
+func containerRunning(ctx context.Context, c *client.Client, _ string, _ []proc) bool {
+	tasks, err := c.TaskService().List(ctx, nil)
+	if err != nil {
+		return false
+	}
+	for _, tk := range tasks.Tasks {
+		if tk.Status == apitask.Status_RUNNING {
+			return true
+		}
+	}
+	return false
+}
+
+func buildahDockerfile(t *testing.T, ctx context.Context, c *client.Client) string {
+	t.Helper()
+	needBuildahCLI(t)
+	if r := ceval(t, "images", "build-default", "--namespace", ctrtest.Namespace); r.code != 0 {
+		t.Fatalf("build-default: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	p := filepath.Join(t.TempDir(), "Dockerfile")
+	os.WriteFile(p, []byte("FROM ceval.local/default:latest\nUSER root\nRUN sleep 300\n"), 0o644)
+	return p
+}
+
+func needBuildahCLI(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("buildah"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and buildah is missing: apt-get install buildah (make setup)")
+		}
+		t.Skip("buildah missing: apt-get install buildah")
+	}
+}
+
+// The issue's bug: SIGTERM to `images build -f` left buildah, its RUN step and a 254 MB
+// /tmp/ceval-buildah-* behind. Signalled while the RUN step runs, nothing is left.
+func TestImagesBuildDockerfileInterruptedLeavesNoBuildahNorItsDirectory(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			c, ctx := ctrtest.Connect(t)
+			df := buildahDockerfile(t, ctx, c)
+			interrupt(t, signalCase{
+				args:  []string{"images", "build", "ceval.local/test-sig-df:1", "-f", df},
+				ready: running("sleep"), sig: sig, code: 128 + int(sig),
+			})
+			if _, err := c.ImageService().Get(ctx, "ceval.local/test-sig-df:1"); err == nil {
+				t.Error("an interrupted build left an image")
+			}
+		})
+	}
+}
+
+// mmdebstrap, signalled as soon as it has made its directory, removes it (and unmounts
+// what it mounted there): SIGTERM first, not SIGKILL.
+func TestImagesBuildPackagesInterruptedLeavesNoMmdebstrapNorItsDirectory(t *testing.T) {
+	needMmdebstrap(t)
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/test-sig-pk:1") })
+	interrupt(t, signalCase{
+		args: []string{"images", "build", "ceval.local/test-sig-pk:1", "--packages", "hello"},
+		ready: func(_ context.Context, _ *client.Client, tmp string, below []proc) bool {
+			d, _ := filepath.Glob(filepath.Join(tmp, "*mmdebstrap*"))
+			return len(d) > 0 && running("mmdebstrap")(nil, nil, "", below)
+		},
+		sig: syscall.SIGTERM, code: 143,
+	})
+}
+
+func TestSandboxExecInterruptedLeavesNoContainer(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			c, ctx := ctrtest.Connect(t)
+			t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+			interrupt(t, signalCase{
+				args:  []string{"sandbox", "exec", "--timeout", "5m", "--", "sleep", "300"},
+				ready: containerRunning, sig: sig, code: 128 + int(sig),
+			})
+		})
+	}
+}
+
+// run keeps its documented exit 3 (its runs are not graded) on SIGTERM as on Ctrl-C.
+func TestRunInterruptedBySIGTERMExits3AndLeavesNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	p := filepath.Join(t.TempDir(), "task.yaml")
+	os.WriteFile(p, []byte("task_id: sigterm\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	interrupt(t, signalCase{
+		args:  []string{"run", "--runs-dir", t.TempDir(), p},
+		ready: containerRunning, sig: syscall.SIGTERM, code: 3,
+	})
+}
+
+// grade, signalled while a criterion runs in its verifier container.
+func TestGradeInterruptedInAVerifierLeavesNoContainer(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: slowgrade\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'sleep 300', timeout: 10m}\n"), 0o644)
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	interrupt(t, signalCase{
+		args:  []string{"grade", p, "--workspace", t.TempDir()},
+		ready: containerRunning, sig: syscall.SIGTERM, code: 143,
+	})
+}
+
+// selftest, signalled while an attack runs in its container.
+func TestSelftestInterruptedLeavesNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	interrupt(t, signalCase{
+		args:  []string{"selftest"},
+		ready: containerRunning, sig: syscall.SIGINT, code: 130,
+	})
+}
+
+// audit, signalled while the task's oracle runs.
+func TestAuditInterruptedLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "solve.sh"), []byte("#!/bin/sh\nsleep 300\n"), 0o755)
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: sloworacle\ninitial_prompt: p\nsolution: {script: solve.sh}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	interrupt(t, signalCase{
+		args:  []string{"audit", "--runs-dir", t.TempDir(), p},
+		ready: containerRunning, sig: syscall.SIGTERM, code: 143,
+	})
+}

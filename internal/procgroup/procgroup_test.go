@@ -1,0 +1,100 @@
+package procgroup
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// started runs script under sh and returns the PID of the grandchild it prints first.
+func started(t *testing.T, ctx context.Context, grace time.Duration, script string) (*Cmd, int) {
+	t.Helper()
+	c := Command(ctx, "sh", "-c", script)
+	c.Grace = grace
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, pid
+}
+
+// gone reports whether pid has ended (exited, or a zombie its new parent has yet to reap).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	for end := time.Now().Add(within); !gone(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("process %d still runs %s after", pid, within)
+		}
+	}
+}
+
+func TestCancelEndsTheGrandchildrenWithTheLeader(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, pid := started(t, ctx, time.Minute, "sleep 300 & echo $!; wait")
+	cancel()
+	start := time.Now()
+	if err := c.Wait(); err == nil {
+		t.Error("a cancelled command reported success")
+	}
+	waitGone(t, pid, 5*time.Second)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("SIGTERM took %s: the grace of a minute was waited", d)
+	}
+}
+
+func TestCancelKillsAGroupIgnoringSIGTERMAfterTheGrace(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c, pid := started(t, ctx, 300*time.Millisecond, "trap '' TERM; (trap '' TERM; exec sleep 300) & echo $!; wait; wait")
+	cancel()
+	start := time.Now()
+	c.Wait()
+	waitGone(t, pid, 5*time.Second)
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Errorf("killed after %s, before the grace", d)
+	}
+}
+
+func TestWaitKillsWhatOfTheGroupOutlivedItsLeader(t *testing.T) {
+	c, pid := started(t, context.Background(), time.Minute, "sleep 300 & echo $!")
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, 5*time.Second)
+}
+
+// buildah stops its RUN step's container (in a session of its own) only on SIGTERM.
+func TestCancelLetsTheLeaderCleanUpOnSIGTERMFirst(t *testing.T) {
+	mark := t.TempDir() + "/cleaned"
+	ctx, cancel := context.WithCancel(context.Background())
+	c, pid := started(t, ctx, time.Minute, "trap 'touch "+mark+"; kill $child; exit 0' TERM; sleep 300 & child=$!; echo $child; wait")
+	cancel()
+	c.Wait()
+	waitGone(t, pid, 5*time.Second)
+	if _, err := os.Stat(mark); err != nil {
+		t.Errorf("the leader's SIGTERM handler did not run: %v", err)
+	}
+}
