@@ -24,13 +24,13 @@ const (
 )
 
 // harborVerifierCommand runs tests/test.sh in the verifier container and prints the reward
-// it wrote (reward.txt's first line, else reward.json's "reward") as the score: the script's
-// own output goes to stderr, so only the reward can be read as the score.
+// it wrote (reward.txt's first line, else reward.json whole: its named rewards, scored by their
+// mean or the criterion's reward_key) as the score: the script's own output goes to stderr.
 const harborVerifierCommand = `mkdir -p ` + cevalHarborLogs + ` && cd ` + cevalWorkspace + ` && ` +
 	`if command -v bash >/dev/null; then bash ` + cevalHarborTests + `/test.sh >&2; else sh ` + cevalHarborTests + `/test.sh >&2; fi; ` +
 	`r=` + cevalHarborLogs + `; ` +
 	`if [ -s $r/reward.txt ]; then head -n 1 $r/reward.txt; ` +
-	`elif [ -s $r/reward.json ]; then sed -n 's/.*"reward"[[:space:]]*:[[:space:]]*\([0-9.eE+-]*\).*/\1/p' $r/reward.json | head -n 1; ` +
+	`elif [ -s $r/reward.json ]; then cat $r/reward.json; ` +
 	`else echo "tests/test.sh wrote no reward.txt or reward.json" >&2; echo 0; fi`
 
 // dockerWorkdir is the last absolute WORKDIR of a Dockerfile ("" when none or "/").
