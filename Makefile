@@ -68,6 +68,7 @@ unit:
 fuzz:
 	$(call fuzz-target,./task,FuzzParse,20000)
 	$(call fuzz-target,./bundle,FuzzManifest,100000)
+	$(call fuzz-target,./launcher,FuzzContainerID,50000)
 	$(MAKE) fuzz-mockd
 
 lint:

@@ -59,6 +59,9 @@ type CriterionResult struct {
 	// Parts counts the checks the task lists in a file_contains, file_check or json_check
 	// (strings, patterns, assertions, schema) and how many were met; nil for other types.
 	Parts *Parts `json:"parts,omitempty"`
+	// Rewards are an executed criterion's named rewards (Harbor's reward.json), from which
+	// its score was taken (reward_key, else their mean); nil when it printed none.
+	Rewards map[string]float64 `json:"rewards,omitempty"`
 }
 
 // Parts is how many of the checks a criterion lists were met: numbers that come from the
@@ -97,7 +100,7 @@ type Result struct {
 type Executor interface {
 	// reference is the task's reference directory as opened at load (nil when it has
 	// none); it is read only through its handle, never by its path.
-	Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (score float64, details string, err error)
+	Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (Scored, error)
 }
 
 // Options configure Grade.
@@ -135,8 +138,9 @@ type verdict struct {
 	score   float64
 	details string
 	forced  Status
-	label   *Label // classification_match only
-	parts   *Parts // file_contains, file_check, json_check only
+	label   *Label             // classification_match only
+	parts   *Parts             // file_contains, file_check, json_check only
+	rewards map[string]float64 // an executed criterion's named rewards
 }
 
 func scored(score float64, details string) verdict { return verdict{score: score, details: details} }
@@ -227,13 +231,17 @@ func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts 
 	if opts.Executor == nil {
 		return verdict{forced: NotGraded, details: "executing criteria run in the WASM sandbox, which this ceval does not have yet"}
 	}
-	score, details, err := opts.Executor.Execute(ctx, c, s, opts.Reference)
+	sc, err := opts.Executor.Execute(ctx, c, s, opts.Reference)
 	if why, ok := notGraded(err); ok {
 		return verdict{forced: NotGraded, details: why}
 	}
 	if err != nil {
 		return errored("%s", err)
 	}
+	if sc.Invalid {
+		return failed("%s", sc.Details)
+	}
+	score, details := sc.Score, sc.Details
 	switch {
 	case math.IsNaN(score):
 		return failed("executor returned no usable score (NaN); %s", details)
@@ -242,7 +250,9 @@ func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts 
 	case score > 1:
 		score = 1
 	}
-	return scored(score, details)
+	v := scored(score, details)
+	v.rewards = sc.Rewards
+	return v
 }
 
 // finish applies the criterion's threshold and weight to a verdict.
@@ -255,6 +265,7 @@ func finish(c *task.Criterion, v verdict) CriterionResult {
 		Details:     capDetails(printable(v.details)),
 		Label:       v.label,
 		Parts:       v.parts,
+		Rewards:     v.rewards,
 	}
 	switch v.forced {
 	case "":

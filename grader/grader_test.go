@@ -209,6 +209,25 @@ func TestExecutingCriteria(t *testing.T) {
 	}
 }
 
+func TestNamedRewardsAreKeptAndABadOneFailsEvenAtThresholdZero(t *testing.T) {
+	s := snap(t, tree{})
+	run := func(cmd string) task.Criterion { return crit(task.Criterion{Type: task.RunCommand, Command: cmd}) }
+	c := run("rewards")
+	c.ScoreFromStdout, c.Args = true, []string{`{"correctness": 1, "performance": 0.5}`}
+	r := Grade(context.Background(), newTask(c), s, Options{Executor: &fakeExecutor{}})
+	want(t, r.Criteria[0], Fail, 0.75, `rewards "correctness"=1, "performance"=0.5; score 0.75 (mean of 2)`)
+	if got := r.Criteria[0].Rewards; len(got) != 2 || got["correctness"] != 1 || got["performance"] != 0.5 {
+		t.Errorf("rewards %v, want correctness 1 and performance 0.5 kept", got)
+	}
+	c = run("bad-reward")
+	c.ScoreFromStdout, c.PassThreshold, c.Args = true, 0, []string{`{"correctness": "high"}`}
+	r = Grade(context.Background(), newTask(c), s, Options{Executor: &fakeExecutor{}})
+	want(t, r.Criteria[0], Fail, 0, `reward "correctness" is the string "high", not a number from 0 to 1`)
+	if r.Status != "FAILURE" {
+		t.Errorf("task %s, want FAILURE", r.Status)
+	}
+}
+
 func TestScoring(t *testing.T) {
 	s := snap(t, tree{"a.txt": "one two three"})
 	contains := func(weight, threshold float64, includes ...string) task.Criterion {

@@ -112,19 +112,21 @@ func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 // "error" (ceval-side failure) or "nan".
 type fakeExecutor struct{ references []*task.Dir }
 
-func (f *fakeExecutor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
+func (f *fakeExecutor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (Scored, error) {
 	f.references = append(f.references, reference)
 	switch c.Command {
 	case "pass":
-		return 1, "ran", nil
+		return Scored{Score: 1, Details: "ran"}, nil
 	case "half":
-		return 0.5, "ran", nil
+		return Scored{Score: 0.5, Details: "ran"}, nil
 	case "too-much":
-		return 7, "ran", nil
+		return Scored{Score: 7, Details: "ran"}, nil
 	case "error":
-		return 0, "", errors.New("sandbox broke")
+		return Scored{}, errors.New("sandbox broke")
+	case "rewards", "bad-reward":
+		return ScoreCommand(c, CommandRun{Stdout: []byte(c.Args[0])})
 	}
-	return 0, "ran", nil
+	return Scored{Details: "ran"}, nil
 }
 
 // snapshotLimits is the default limits with a per-file cap of maxFile bytes.

@@ -197,11 +197,11 @@ func TestForgedResultJSONInWorkspaceIsIgnored(t *testing.T) {
 // end to end on this example: it passes the run_command criterion when hello.txt was captured.
 type helloExecutor struct{}
 
-func (helloExecutor) Execute(_ context.Context, _ *task.Criterion, s *snapshot.Snapshot, _ *task.Dir) (float64, string, error) {
+func (helloExecutor) Execute(_ context.Context, _ *task.Criterion, s *snapshot.Snapshot, _ *task.Dir) (Scored, error) {
 	if _, ok := s.Lookup("hello.txt"); ok {
-		return 1, "stand-in: hello.txt captured", nil
+		return Scored{Score: 1, Details: "stand-in: hello.txt captured"}, nil
 	}
-	return 0, "stand-in: no hello.txt", nil
+	return Scored{Details: "stand-in: no hello.txt"}, nil
 }
 
 func TestExampleHelloGrades(t *testing.T) {

@@ -26,7 +26,7 @@ type Tiers struct {
 }
 
 // Execute runs c in its tier's executor.
-func (t Tiers) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
+func (t Tiers) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (Scored, error) {
 	switch c.Tier() {
 	case task.TierContainer:
 		if t.Container == nil {
@@ -34,16 +34,16 @@ func (t Tiers) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			if why == "" {
 				why = "no verifier containers in this grade"
 			}
-			return 0, "", &NotGradedError{Reason: "sandbox: container: " + why}
+			return Scored{}, &NotGradedError{Reason: "sandbox: container: " + why}
 		}
 		return t.Container.Execute(ctx, c, s, reference)
 	case task.TierWASM:
 		if t.WASM == nil {
-			return 0, "", &NotGradedError{Reason: "executing criteria run in the WASM sandbox, which this grade has none of"}
+			return Scored{}, &NotGradedError{Reason: "executing criteria run in the WASM sandbox, which this grade has none of"}
 		}
 		return t.WASM.Execute(ctx, c, s, reference)
 	}
-	return 0, "", fmt.Errorf("criterion type %s executes nothing", c.Type)
+	return Scored{}, fmt.Errorf("criterion type %s executes nothing", c.Type)
 }
 
 // notGraded reports whether err says the criterion could not be graded, and why.

@@ -49,13 +49,25 @@ func TestScoreCommand(t *testing.T) {
 		{"regex mismatch", task.Criterion{ExpectedStdout: str(`^\d+ passed$`), StdoutMatch: "regex"}, CommandRun{Stdout: []byte("1 failed")}, 0, "does not match (regex)"},
 		{"score from stdout", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte("0.25\nrest")}, 0.25, "score 0.25"},
 		{"score from stdout out of range", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte("7")}, 0, "not a number from 0 to 1"},
+		{"named rewards score their mean", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte(`{"correctness": 1, "performance": 0.5}`)}, 0.75, `rewards "correctness"=1, "performance"=0.5; score 0.75 (mean of 2)`},
+		{"named rewards scored by reward_key", task.Criterion{ScoreFromStdout: true, RewardKey: "performance"}, CommandRun{Stdout: []byte("{\"correctness\": 1,\n \"performance\": 0.5}\n")}, 0.5, "(reward_key performance)"},
+		{"a reward_key not among the rewards", task.Criterion{ScoreFromStdout: true, RewardKey: "speed"}, CommandRun{Stdout: []byte(`{"correctness": 1}`)}, 0, `reward_key "speed" is not among`},
+		{"a non-numeric reward", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte(`{"correctness": "1"}`)}, 0, `reward "correctness" is the string "1"`},
+		{"a NaN reward", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte(`{"correctness": NaN}`)}, 0, "named rewards: invalid character"},
+		{"a reward out of range", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte(`{"correctness": 1, "performance": 1.5}`)}, 0, `reward "performance" is 1.5, not a number from 0 to 1`},
+		{"a reward given twice", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte(`{"a": 1, "a": 0}`)}, 0, "given twice"},
+		{"no named reward", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte(`{}`)}, 0, "no named reward"},
+		{"text after the rewards", task.Criterion{ScoreFromStdout: true}, CommandRun{Stdout: []byte(`{"a": 1} 1`)}, 0, "more after the object"},
 		{"notes are kept", task.Criterion{}, CommandRun{Notes: []string{"stdout over the 1 MiB cap was cut"}}, 1, "cap was cut"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			score, details, err := ScoreCommand(&tt.c, tt.run)
-			if err != nil || !near(score, tt.score) || !strings.Contains(details, tt.detail) {
-				t.Errorf("got %v %q %v, want %v mentioning %q", score, details, err, tt.score, tt.detail)
+			sc, err := ScoreCommand(&tt.c, tt.run)
+			if err != nil || !near(sc.Score, tt.score) || !strings.Contains(sc.Details, tt.detail) {
+				t.Errorf("got %v %q %v, want %v mentioning %q", sc.Score, sc.Details, err, tt.score, tt.detail)
+			}
+			if tt.c.ScoreFromStdout && tt.score == 0 && !sc.Invalid {
+				t.Errorf("%q scored 0 but not Invalid: a pass_threshold of 0 would pass it", tt.run.Stdout)
 			}
 		})
 	}

@@ -233,12 +233,11 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 		for _, cr := range copied {
 			r.Problems = append(r.Problems, cr.Problems...) // links
 		}
-		paths := [][2]string{{harborLogs, cevalHarborLogs}, {harborTests, cevalHarborTests}}
+		workdir := ""
 		if df, err := readCapped(filepath.Join(dir, "environment", "Dockerfile")); err == nil {
-			if wd := dockerWorkdir(df); wd != "" && wd != cevalWorkspace {
-				paths = append(paths, [2]string{wd, cevalWorkspace})
-			}
+			workdir = dockerWorkdir(df)
 		}
+		paths := harborPaths(workdir)
 		notes, err := rewriteHarborPaths(dir, dst, []string{"tests", "solution", "instruction.md"}, paths)
 		if err != nil {
 			return results, err

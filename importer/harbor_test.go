@@ -102,9 +102,41 @@ func TestReplacePathTakesWholePathsOnly(t *testing.T) {
 		"write to /app.":         "write to /workspace.",
 		"/app.bak":               "/app.bak",
 	} {
-		if got, _ := replacePath(in, "/app", "/workspace"); got != want {
+		if got, _ := replacePaths(in, [][2]string{{"/app", "/workspace"}}); got != want {
 			t.Errorf("%q: got %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Each path is rewritten once, from the original text: under WORKDIR /tmp, /logs/verifier went
+// to /tmp/logs/verifier and on to /workspace/logs/verifier; under /task, /tests to /task/tests
+// and on to /workspace/tests (issue 40).
+func TestHarborPathsAreRewrittenOnceWhateverTheWorkdir(t *testing.T) {
+	const line = "cd WD && pytest /tests/test_outputs.py > /logs/verifier/out; cat WD/in.txt /tmp/x"
+	for _, tc := range []struct{ workdir, want string }{
+		{"/app", "cd /workspace && pytest /task/tests/test_outputs.py > /tmp/logs/verifier/out; cat /workspace/in.txt /tmp/x"},
+		{"/tmp", "cd /workspace && pytest /task/tests/test_outputs.py > /tmp/logs/verifier/out; cat /workspace/in.txt /workspace/x"},
+		{"/task", "cd /workspace && pytest /task/tests/test_outputs.py > /tmp/logs/verifier/out; cat /workspace/in.txt /tmp/x"},
+		{"/", "cd / && pytest /task/tests/test_outputs.py > /tmp/logs/verifier/out; cat //in.txt /tmp/x"},
+		{"/workspace", "cd /workspace && pytest /task/tests/test_outputs.py > /tmp/logs/verifier/out; cat /workspace/in.txt /tmp/x"},
+	} {
+		t.Run(tc.workdir, func(t *testing.T) {
+			paths := harborPaths(dockerWorkdir([]byte("FROM ubuntu:24.04\nWORKDIR " + tc.workdir + "\n")))
+			got, _ := replacePaths(strings.ReplaceAll(line, "WD", tc.workdir), paths)
+			if got != tc.want {
+				t.Errorf("WORKDIR %s:\n got %q\nwant %q", tc.workdir, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReplacePathsPrefersTheLongestPathAtAPlace(t *testing.T) {
+	got, what := replacePaths("ls /logs/verifier /logs/other", harborPaths("/logs"))
+	if want := "ls /tmp/logs/verifier /workspace/other"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if len(what) != 2 {
+		t.Errorf("rewrites %q, want /logs/verifier's and /logs'", what)
 	}
 }
 

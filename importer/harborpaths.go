@@ -24,13 +24,13 @@ const (
 )
 
 // harborVerifierCommand runs tests/test.sh in the verifier container and prints the reward
-// it wrote (reward.txt's first line, else reward.json's "reward") as the score: the script's
-// own output goes to stderr, so only the reward can be read as the score.
+// it wrote (reward.txt's first line, else reward.json whole: its named rewards, scored by their
+// mean or the criterion's reward_key) as the score: the script's own output goes to stderr.
 const harborVerifierCommand = `mkdir -p ` + cevalHarborLogs + ` && cd ` + cevalWorkspace + ` && ` +
 	`if command -v bash >/dev/null; then bash ` + cevalHarborTests + `/test.sh >&2; else sh ` + cevalHarborTests + `/test.sh >&2; fi; ` +
 	`r=` + cevalHarborLogs + `; ` +
 	`if [ -s $r/reward.txt ]; then head -n 1 $r/reward.txt; ` +
-	`elif [ -s $r/reward.json ]; then sed -n 's/.*"reward"[[:space:]]*:[[:space:]]*\([0-9.eE+-]*\).*/\1/p' $r/reward.json | head -n 1; ` +
+	`elif [ -s $r/reward.json ]; then cat $r/reward.json; ` +
 	`else echo "tests/test.sh wrote no reward.txt or reward.json" >&2; echo 0; fi`
 
 // dockerWorkdir is the last absolute WORKDIR of a Dockerfile ("" when none or "/").
@@ -49,30 +49,62 @@ func dockerWorkdir(dockerfile []byte) string {
 	return wd
 }
 
-// replacePath replaces the absolute path old in line by new wherever it stands as a whole
-// path or a path's leading directories (/app, /app/x; not /apps or /x/app).
-func replacePath(line, old, new string) (string, bool) {
-	var b strings.Builder
-	changed := false
-	for {
-		i := strings.Index(line, old)
-		if i < 0 {
-			b.WriteString(line)
-			return b.String(), changed
-		}
-		end := i + len(old)
-		before := i == 0 || !isPathByte(line[i-1])
-		after := end == len(line) || line[end] == '/' || !isPathByte(line[end]) ||
-			line[end] == '.' && (end+1 == len(line) || !isPathByte(line[end+1])) // a sentence's full stop
-		b.WriteString(line[:i])
-		if before && after {
-			b.WriteString(new)
-			changed = true
-		} else {
-			b.WriteString(old)
-		}
-		line = line[end:]
+// harborPaths maps each Harbor container path to where ceval has it, for a task whose
+// Dockerfile's WORKDIR is workdir ("" when none).
+func harborPaths(workdir string) [][2]string {
+	paths := [][2]string{{harborLogs, cevalHarborLogs}, {harborTests, cevalHarborTests}}
+	if workdir != "" && workdir != cevalWorkspace {
+		paths = append(paths, [2]string{workdir, cevalWorkspace})
 	}
+	return paths
+}
+
+// replacePaths replaces, in one pass over line, each old path of paths by its new wherever it
+// stands as a whole path or a path's leading directories (/app, /app/x; not /apps or /x/app),
+// the longest old first where two start at the same byte. A replacement is never scanned again,
+// so one path's new never becomes another's old (/tests -> /task/tests under WORKDIR /task).
+// It returns the rewrites made, each "old -> new" once.
+func replacePaths(line string, paths [][2]string) (string, []string) {
+	var b strings.Builder
+	var what []string
+	done := map[string]bool{}
+	for i := 0; i < len(line); {
+		best := -1
+		if i == 0 || !isPathByte(line[i-1]) {
+			for k, pp := range paths {
+				if wholePathAt(line, i, pp[0]) && (best < 0 || len(pp[0]) > len(paths[best][0])) {
+					best = k
+				}
+			}
+		}
+		if best < 0 {
+			b.WriteByte(line[i])
+			i++
+			continue
+		}
+		pp := paths[best]
+		b.WriteString(pp[1])
+		i += len(pp[0])
+		if w := pp[0] + " -> " + pp[1]; !done[w] {
+			done[w] = true
+			what = append(what, w)
+		}
+	}
+	if len(what) == 0 {
+		return line, nil
+	}
+	return b.String(), what
+}
+
+// wholePathAt reports whether old stands at line[i:] followed by the end of the path, a "/" or
+// a sentence's full stop.
+func wholePathAt(line string, i int, old string) bool {
+	if !strings.HasPrefix(line[i:], old) {
+		return false
+	}
+	end := i + len(old)
+	return end == len(line) || line[end] == '/' || !isPathByte(line[end]) ||
+		line[end] == '.' && (end+1 == len(line) || !isPathByte(line[end+1]))
 }
 
 func isPathByte(c byte) bool {
@@ -107,13 +139,7 @@ func rewriteHarborPaths(src, dst string, rels []string, paths [][2]string) ([]Pr
 			lines := strings.Split(string(data), "\n")
 			changed := false
 			for i, line := range lines {
-				var what []string
-				for _, pp := range paths {
-					if l, ok := replacePath(line, pp[0], pp[1]); ok {
-						line = l
-						what = append(what, pp[0]+" -> "+pp[1])
-					}
-				}
+				line, what := replacePaths(line, paths)
 				if len(what) > 0 {
 					lines[i], changed = line, true
 					problems = append(problems, Problem{File: filepath.Join(src, fileRel), Line: i + 1, Field: "path",

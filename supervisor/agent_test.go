@@ -114,14 +114,3 @@ func TestRunsDirIsMadeAbsolute(t *testing.T) {
 		t.Errorf("RunsDir %q is not absolute: the sandbox needs absolute mount paths", o.RunsDir)
 	}
 }
-
-func TestLongTaskAndVariantIDsStillMakeAValidContainerID(t *testing.T) {
-	long := "20261129T164659.343Z-a9d9d4-" + strings.Repeat("variant-x", 6) + "-" + strings.Repeat("task_id_", 8) + "-3"
-	id := shortID(long)
-	if len(id) > 64 || id == shortID(long+"x") {
-		t.Errorf("shortID(%d chars) = %q", len(long), id)
-	}
-	if shortID("short-id") != "short-id" {
-		t.Error("a short ID changed")
-	}
-}

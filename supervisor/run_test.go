@@ -134,6 +134,20 @@ func TestDoNothingAgentFails(t *testing.T) {
 	}
 }
 
+// A Harbor task id with underscores under the default variant made a container ID that
+// containerd refused (issue 40): the agent's and a step's containers must both be made.
+func TestUnderscoreTaskIDUnderDefaultVariantRunsSuccess(t *testing.T) {
+	doc := agentTask("agda_sized_types_termination_hard", "cat prepared >hello.txt",
+		"  - {type: file_contains, path: hello.txt, includes: [ready]}\n", "setup:\n  - echo ready >prepared\n")
+	res, err := runTask(t, doc, nil, Options{Variant: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || res.Score != 1 {
+		t.Fatalf("status %s score %v: %+v %+v", res.Status, res.Score, res.Criteria, res.Error)
+	}
+}
+
 // The agent searches the whole filesystem and /proc for the grading material's canary.
 func TestAgentCannotFindGradingMaterialCanary(t *testing.T) {
 	cn := canary(t)

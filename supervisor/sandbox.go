@@ -2,15 +2,12 @@ package supervisor
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
@@ -240,7 +237,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	}
 	userns.Path = s.userns.Path()
 	ocfg := oci.Config{
-		RunID: shortID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
+		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
 		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
@@ -258,7 +255,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	goR, goW := io.Pipe()
 	s.goW = goW
 	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
-		ID: containerID(ocfg.RunID), Image: img, Opts: opts, Labels: oci.Labels(ocfg),
+		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 		Stdin: goR,
@@ -392,7 +389,7 @@ func specOpts(ocfg oci.Config) ([]ctroci.SpecOpts, error) {
 		return nil, err
 	}
 	if rl := rootlessRuns(); rl != nil {
-		opts = append(opts, rl.specOpts(containerID(ocfg.RunID), ocfg.Pids, ocfg.MemoryMB)...)
+		opts = append(opts, rl.specOpts(ocfg.RunID, ocfg.Pids, ocfg.MemoryMB)...)
 	}
 	return opts, nil
 }
@@ -569,22 +566,4 @@ func attest(ctx context.Context, pid uint32) (*record.Attestation, error) {
 		}
 	}
 	return ReadAttestation(pid)
-}
-
-// shortID keeps an ID within the 64 characters containers and labels take: a longer one
-// (long task and variant IDs) keeps its start and gets a hash of the whole for uniqueness.
-func shortID(id string) string {
-	if len(id) <= 64 {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	return strings.TrimRight(id[:47], "-.") + "-" + hex.EncodeToString(sum[:8])
-}
-
-func containerID(id string) string {
-	id = "ceval-" + strings.NewReplacer(":", "", ".", "-").Replace(id)
-	if len(id) > 76 {
-		id = id[:76]
-	}
-	return id
 }

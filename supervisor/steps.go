@@ -70,7 +70,7 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 	}
 	defer userns.Close()
 	cfg := s.ocfg
-	cfg.RunID = shortID(s.cfg.ID + "-" + name)
+	cfg.RunID = launcher.ContainerID(s.cfg.ID + "-" + name)
 	cfg.Args, cfg.Timeout = argv, timeout
 	cfg.ExtraMounts = nil
 	cfg.UserNS.Path = userns.Path()
@@ -81,7 +81,7 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 	goR, goW := io.Pipe()
 	defer goW.Close()
 	ctr, err := launcher.Create(ctx, s.cfg.Client, launcher.Spec{
-		ID: containerID(cfg.RunID), Image: s.img, Opts: opts, Labels: oci.Labels(cfg),
+		ID: cfg.RunID, Image: s.img, Opts: opts, Labels: oci.Labels(cfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		Stdout:      log, Stderr: log, LogCap: stepLogCap, Stdin: goR,
 	})

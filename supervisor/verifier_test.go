@@ -18,17 +18,17 @@ type containersAtGrade struct {
 	seen [][]string
 }
 
-func (e *containersAtGrade) Execute(ctx context.Context, _ *task.Criterion, _ *snapshot.Snapshot, _ *task.Dir) (float64, string, error) {
+func (e *containersAtGrade) Execute(ctx context.Context, _ *task.Criterion, _ *snapshot.Snapshot, _ *task.Dir) (grader.Scored, error) {
 	cs, err := e.c.Containers(ctx)
 	if err != nil {
-		return 0, "", err
+		return grader.Scored{}, err
 	}
 	var ids []string
 	for _, c := range cs {
 		ids = append(ids, c.ID())
 	}
 	e.seen = append(e.seen, ids)
-	return 1, "ran", nil
+	return grader.Scored{Score: 1, Details: "ran"}, nil
 }
 
 // A verifier container must never meet the agent's: the agent's container is deleted (its

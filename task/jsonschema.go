@@ -66,6 +66,7 @@ var criterionFieldSchema = map[string]any{
 	"expected_stdout":    jsStr,
 	"stdout_match":       jsEnum("", "exact", "contains", "regex"),
 	"score_from_stdout":  jsType("boolean", ""),
+	"reward_key":         jsType("string", "with score_from_stdout: the named reward that is the score (default: the mean of all)"),
 	"uses_reference":     jsType("boolean", ""),
 	"module":             jsPath,
 	"sha256":             map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$"},

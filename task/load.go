@@ -663,8 +663,8 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
-	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "uses_reference"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "reward_key", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
+	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "reward_key", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
 	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
@@ -695,7 +695,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		return c, false
 	}
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
-	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout *yaml.Node
+	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey *yaml.Node
 	all := map[string]func(*yaml.Node){
 		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
@@ -738,6 +738,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.enum(v, what+".stdout_match", []string{"exact", "contains", "regex"}, &c.StdoutMatch)
 		},
 		"score_from_stdout": func(v *yaml.Node) { scoreFromStdout = v; l.boolean(v, what+".score_from_stdout", &c.ScoreFromStdout) },
+		"reward_key":        func(v *yaml.Node) { rewardKey = v; l.str(v, what+".reward_key", &c.RewardKey) },
 		"uses_reference":    func(v *yaml.Node) { l.boolean(v, what+".uses_reference", &c.UsesReference) },
 		"module":            func(v *yaml.Node) { c.Module = l.openFile(v, what+".module") },
 		"sha256": func(v *yaml.Node) {
@@ -851,6 +852,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	if c.Executes() {
 		if expectedStdout != nil && scoreFromStdout != nil && c.ScoreFromStdout {
 			l.errorf(resolve(scoreFromStdout), "%s: give expected_stdout or score_from_stdout, not both", what)
+		}
+		if rewardKey != nil && (!c.ScoreFromStdout || c.RewardKey == "") {
+			l.errorf(resolve(rewardKey), "%s: reward_key names one of the rewards score_from_stdout reads: give score_from_stdout: true and a non-empty key", what)
 		}
 		if stdoutMatch != nil && expectedStdout == nil {
 			l.errorf(resolve(stdoutMatch), "%s: stdout_match needs expected_stdout", what)

@@ -233,7 +233,10 @@ type Criterion struct {
 	ExpectedStdout   *string
 	StdoutMatch      string // exact | contains | regex
 	ScoreFromStdout  bool
-	UsesReference    bool
+	// RewardKey, with score_from_stdout, scores named rewards ({"correctness": 1, ...},
+	// Harbor's reward.json) by that one reward; "" scores them by their mean.
+	RewardKey     string
+	UsesReference bool
 	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
 	// on the criterion or as the task's grader: default); nil: the WASM sandbox.
 	Verifier       *Verifier

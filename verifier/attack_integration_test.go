@@ -28,7 +28,7 @@ exit 0
 	c := container("./test.sh")
 	want := "ok"
 	c.ExpectedStdout = &want
-	score, details, err := e.Execute(ctx, c, s, nil)
+	score, details, err := scoreParts(e.Execute(ctx, c, s, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestVerifierWorkspaceOverTheCapFailsNotErrors(t *testing.T) {
 	s := snap(t, map[string]string{"big.bin": strings.Repeat("x", 3<<20)})
 	c := container("true")
 	c.Verifier.DiskMB = 1
-	score, details, err := e.Execute(ctx, c, s, nil)
+	score, details, err := scoreParts(e.Execute(ctx, c, s, nil))
 	if err != nil || score != 0 || !strings.Contains(details, "does not fit the verifier's workspace cap") {
 		t.Errorf("score %v details %q err %v", score, details, err)
 	}
@@ -281,7 +281,7 @@ func TestVerifierHostNetworkNeedsTheUsersFlag(t *testing.T) {
 	s := snap(t, nil)
 	c := container("tail -n +3 /proc/net/dev | cut -d: -f1")
 	c.Verifier.Network = policy.NetworkHost
-	_, _, err := e.Execute(ctx, c, s, nil)
+	_, _, err := scoreParts(e.Execute(ctx, c, s, nil))
 	var ng *grader.NotGradedError
 	if !errors.As(err, &ng) || !strings.Contains(ng.Reason, "--allow-host-network") {
 		t.Fatalf("without the flag: %v, want NOT_GRADED naming --allow-host-network", err)

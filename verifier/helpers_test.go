@@ -71,5 +71,10 @@ func container(command string) *task.Criterion {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func scoreOf(c *task.Criterion, r *Run) (float64, string, error) {
-	return grader.ScoreCommand(c, r.CommandRun)
+	return scoreParts(grader.ScoreCommand(c, r.CommandRun))
+}
+
+// scoreParts splits a grader.Scored for tests that check its score and details.
+func scoreParts(sc grader.Scored, err error) (float64, string, error) {
+	return sc.Score, sc.Details, err
 }

@@ -120,13 +120,13 @@ func TestVerifierAndWASMAgreeOnToolchainChecks(t *testing.T) {
 			vc := *v
 			vc.GraderFiles = goFiles
 			c.Verifier, c.Timeout = &vc, 120*time.Second
-			inContainer, cd, err := e.Execute(ctx, c, s, nil)
+			inContainer, cd, err := scoreParts(e.Execute(ctx, c, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wc := container(r.wasm)
 			wc.Verifier = nil
-			inWASM, wd, err := w.Execute(ctx, wc, s, nil)
+			inWASM, wd, err := scoreParts(w.Execute(ctx, wc, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,13 +149,13 @@ func TestVerifierAndWASMAgreeOnToolchainChecks(t *testing.T) {
 			s := snap(t, map[string]string{"solution.py": r.solution})
 			c := *pc
 			c.AllOrNothing = r.allOrNothing
-			inContainer, cd, err := e.Execute(ctx, &c, s, nil)
+			inContainer, cd, err := scoreParts(e.Execute(ctx, &c, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wc := c
 			wc.Verifier = nil
-			inWASM, wd, err := w.Execute(ctx, &wc, s, nil)
+			inWASM, wd, err := scoreParts(w.Execute(ctx, &wc, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,7 +219,7 @@ func TestVerifierPytestWorkspaceCannotHijackTheRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			score, details, _ := scoreRun(c, r)
+			score, details, _ := scoreParts(scoreRun(c, r))
 			if score != 0.5 || strings.Contains(string(r.Stdout)+string(r.Stderr), "PWNED") {
 				t.Errorf("score %v, want 0.5; details %s; stdout %.3000s; stderr %.2000s", score, details, r.Stdout, r.Stderr)
 			}
@@ -238,7 +238,7 @@ func TestVerifierPytestConftestOfTheTaskIsHonoured(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := snap(t, map[string]string{"solution.py": badSolution})
-	if score, details, err := e.Execute(ctx, c, s, nil); err != nil || score != 1 {
+	if score, details, err := scoreParts(e.Execute(ctx, c, s, nil)); err != nil || score != 1 {
 		t.Errorf("score %v (%v) with the task's own force-pass conftest, want 1 (details %s)", score, err, details)
 	}
 }
@@ -277,7 +277,7 @@ func TestVerifierPytestReadsNoReportTheWorkspacePlanted(t *testing.T) {
 	_, c := pytestTree(t, v)
 	allPass := `<testsuites><testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite></testsuites>`
 	s := snap(t, map[string]string{"solution.py": "import os\nos._exit(0)\n", pytestReportDir + "/junit.xml": allPass})
-	if score, details, err := e.Execute(ctx, c, s, nil); err != nil || score != 0 {
+	if score, details, err := scoreParts(e.Execute(ctx, c, s, nil)); err != nil || score != 0 {
 		t.Errorf("score %v (%v), want 0; details %s", score, err, details)
 	}
 }

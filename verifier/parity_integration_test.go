@@ -42,13 +42,13 @@ func TestVerifierAndWASMScoreTheSameChecksAlike(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			c := container(r.command)
 			c.ExpectedStdout, c.StdoutMatch, c.ScoreFromStdout, c.ExpectedExitCode = r.stdout, r.match, r.fromStdout, r.exitCode
-			inContainer, cd, err := e.Execute(ctx, c, s, nil)
+			inContainer, cd, err := scoreParts(e.Execute(ctx, c, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wc := *c
 			wc.Verifier = nil
-			inWASM, wd, err := w.Execute(ctx, &wc, s, nil)
+			inWASM, wd, err := scoreParts(w.Execute(ctx, &wc, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -112,21 +112,21 @@ type Run struct {
 }
 
 // Execute runs c's command in a fresh verifier container and scores it.
-func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
+func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (grader.Scored, error) {
 	r, err := e.Run(ctx, c, s, reference)
 	var big *workspaceTooBig
 	if errors.As(err, &big) {
-		return 0, big.Error(), nil
+		return grader.Scored{Details: big.Error()}, nil
 	}
 	if err != nil {
-		return 0, "", err
+		return grader.Scored{}, err
 	}
 	return scoreRun(c, r)
 }
 
 // scoreRun scores what c's container left: pytest from its exit status and report, any
 // other command as grader.ScoreCommand does.
-func scoreRun(c *task.Criterion, r *Run) (float64, string, error) {
+func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 	if c.Type == task.Pytest && r.Limit == "" {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
 		if sc == 0 && r.ExitCode > 1 {
@@ -138,7 +138,7 @@ func scoreRun(c *task.Criterion, r *Run) (float64, string, error) {
 		if len(r.Notes) > 0 {
 			details += "; " + strings.Join(r.Notes, "; ")
 		}
-		return sc, details, nil
+		return grader.Scored{Score: sc, Details: details}, nil
 	}
 	return grader.ScoreCommand(c, r.CommandRun)
 }

@@ -143,7 +143,7 @@ func TestHardLinkPlantedInSnapshotDirIsRefused(t *testing.T) {
 	if err := os.Link(cn.path, filepath.Join(s.Dir, "f")); err != nil {
 		t.Skipf("cannot hard-link across these directories: %v", err)
 	}
-	_, _, details, err := e.execute(t.Context(), command("cat f"), s, nil)
+	_, _, details, err := replyParts(e.execute(t.Context(), command("cat f"), s, nil))
 	if err == nil || !strings.Contains(err.Error(), "links") {
 		t.Fatalf("err = %v (details %q), want a refusal of the tampered snapshot", err, details)
 	}
@@ -529,7 +529,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 	}
 	defer module.Close()
 	c := &task.Criterion{Type: task.WASMCheck, Module: module, ModuleSHA256: strings.Repeat("0", 64), Args: []string{"exit", "0"}}
-	score, details, err := e.Execute(t.Context(), c, s, nil)
+	score, details, err := scoreParts(e.Execute(t.Context(), c, s, nil))
 	if err == nil || !strings.Contains(err.Error(), "not graded as success") || score != 0 {
 		t.Fatalf("score %v, details %q, err %v; want an error", score, details, err)
 	}
@@ -545,7 +545,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 		{[]string{"echo", "lots"}, true, 0},
 	} {
 		c.Args, c.ScoreFromStdout = tt.args, tt.fromOut
-		score, details, err := e.Execute(t.Context(), c, s, nil)
+		score, details, err := scoreParts(e.Execute(t.Context(), c, s, nil))
 		if err != nil || score != tt.wantScore {
 			t.Errorf("wasm %v: score %v, details %q, err %v; want %v", tt.args, score, details, err, tt.wantScore)
 		}
@@ -553,7 +553,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 	// The module is re-checked on each use: changing the file after the first read does
 	// not get a different module run under the old pin.
 	c.ModuleSHA256 = strings.Repeat("a", 64)
-	if _, _, err := e.Execute(t.Context(), c, s, nil); err == nil {
+	if _, _, err := scoreParts(e.Execute(t.Context(), c, s, nil)); err == nil {
 		t.Error("a wrong pin passed once the module was cached")
 	}
 }
@@ -561,7 +561,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 func TestRunCommandWithoutToolboxIsAnError(t *testing.T) {
 	e := newExecutor(t, nil, Options{})
 	e.toolbox = newTaskModule(nil)
-	_, _, err := e.Execute(t.Context(), command("true"), workspace(t, nil, nil), nil)
+	_, _, err := scoreParts(e.Execute(t.Context(), command("true"), workspace(t, nil, nil), nil))
 	if err == nil || !strings.Contains(err.Error(), "toolbox") {
 		t.Errorf("err = %v, want one naming the missing toolbox", err)
 	}

@@ -41,7 +41,7 @@ func BenchmarkRunCommand(b *testing.B) {
 	ctx := context.Background()
 
 	execute := func(e *Executor) {
-		score, details, err := e.Execute(ctx, c, s, nil)
+		score, details, err := scoreParts(e.Execute(ctx, c, s, nil))
 		if err != nil || score != 1 {
 			b.Fatalf("score %v, details %q, err %v", score, details, err)
 		}
@@ -113,7 +113,7 @@ func BenchmarkCloseOnContextDone(b *testing.B) {
 		newExecutor(b, standin, Options{CacheDir: cache, noPreload: true, noCloseOnDone: true}),
 	}
 	for _, e := range execs {
-		if score, details, err := e.Execute(context.Background(), c, s, nil); err != nil || score != 1 {
+		if score, details, err := scoreParts(e.Execute(context.Background(), c, s, nil)); err != nil || score != 1 {
 			b.Fatalf("score %v, details %q, err %v", score, details, err)
 		}
 	}
@@ -121,7 +121,7 @@ func BenchmarkCloseOnContextDone(b *testing.B) {
 	for range b.N {
 		for i, e := range execs {
 			start := time.Now()
-			if _, _, err := e.Execute(context.Background(), c, s, nil); err != nil {
+			if _, _, err := scoreParts(e.Execute(context.Background(), c, s, nil)); err != nil {
 				b.Fatal(err)
 			}
 			times[i] += time.Since(start)

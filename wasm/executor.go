@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -204,30 +205,30 @@ func (e *Executor) Close() error {
 // crash the worker) comes back as a score with details; err is for ceval's side only: a
 // task module whose sha256 differs from the pinned one, a missing toolbox, a worker that
 // cannot be started, a cancelled ctx.
-func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (float64, string, error) {
-	_, score, details, err := e.execute(ctx, c, s, reference)
-	return score, details, err
+func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (grader.Scored, error) {
+	_, sc, err := e.execute(ctx, c, s, reference)
+	return sc, err
 }
 
 // execute is Execute that also returns the run's reply, nil when there was no complete run.
-func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (*runReply, float64, string, error) {
+func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (*runReply, grader.Scored, error) {
 	if c == nil || s == nil {
-		return nil, 0, "", errors.New("wasm: no criterion or no snapshot")
+		return nil, grader.Scored{}, errors.New("wasm: no criterion or no snapshot")
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, 0, "", errors.New("wasm: executor is closed")
+		return nil, grader.Scored{}, errors.New("wasm: executor is closed")
 	}
 	if c.Type == task.Pytest {
 		return e.executePytest(ctx, c, s)
 	}
 	module, args, err := e.module(c)
 	if err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	if s.Bytes > e.opts.MaxViewBytes {
-		return nil, 0, fmt.Sprintf("the workspace snapshot holds %s of files, over the %s the sandbox takes; not run", human(s.Bytes), human(e.opts.MaxViewBytes)), nil
+		return nil, grader.Scored{Details: fmt.Sprintf("the workspace snapshot holds %s of files, over the %s the sandbox takes; not run", human(s.Bytes), human(e.opts.MaxViewBytes))}, nil
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -246,27 +247,27 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	}
 	if c.UsesReference {
 		if reference.Root() == nil {
-			return nil, 0, "", errors.New("wasm: the criterion uses_reference but the task has no reference directory")
+			return nil, grader.Scored{}, errors.New("wasm: the criterion uses_reference but the task has no reference directory")
 		}
 		req.Reference = true
 		req.Env = append(req.Env, "REFERENCE_DIR=/reference")
 	}
 
 	if err := e.prepare(ctx, module, s, req.Reference, reference); err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	if err := e.prepareTask(ctx, c.GraderFiles, req); err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	if err := e.preparePython(ctx, c, req); err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	r, details, err := e.run(ctx, req)
 	if r == nil {
-		return nil, 0, details, err
+		return nil, grader.Scored{Details: details}, err
 	}
-	sc, details, err := score(c, r, e.opts, timeout)
-	return r, sc, details, err
+	sc, err := score(c, r, e.opts, timeout)
+	return r, sc, err
 }
 
 // run runs a prepared request. A nil reply with no error is a run that ended the worker:

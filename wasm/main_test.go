@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -172,7 +173,7 @@ func command(script string) *task.Criterion {
 // an executor error.
 func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapshot, ref *task.Dir) (*runReply, float64, string) {
 	t.Helper()
-	r, score, details, err := e.execute(context.Background(), c, s, ref)
+	r, score, details, err := replyParts(e.execute(context.Background(), c, s, ref))
 	if err != nil {
 		t.Fatalf("%q: %v", c.Command, err)
 	}
@@ -192,4 +193,13 @@ func openRef(t *testing.T, dir string) *task.Dir {
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
+}
+
+// scoreParts and replyParts split a grader.Scored for tests that check its score and details.
+func scoreParts(sc grader.Scored, err error) (float64, string, error) {
+	return sc.Score, sc.Details, err
+}
+
+func replyParts(r *runReply, sc grader.Scored, err error) (*runReply, float64, string, error) {
+	return r, sc.Score, sc.Details, err
 }

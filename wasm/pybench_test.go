@@ -40,7 +40,7 @@ func benchPython(b *testing.B, code, stdout string) {
 	cache := filepath.Join(b.TempDir(), "cache")
 	ctx := context.Background()
 	execute := func(e *Executor) {
-		if score, details, err := e.Execute(ctx, c, s, nil); err != nil || score != 1 {
+		if score, details, err := scoreParts(e.Execute(ctx, c, s, nil)); err != nil || score != 1 {
 			b.Fatalf("score %v, details %q, err %v", score, details, err)
 		}
 	}
@@ -114,7 +114,7 @@ func BenchmarkPytest(b *testing.B) {
 	e := newExecutor(b, defaultToolbox(), Options{Python: testPython(b)})
 	ctx := context.Background()
 	execute := func() {
-		if score, details, err := e.Execute(ctx, c, s, nil); err != nil || score != 1 {
+		if score, details, err := scoreParts(e.Execute(ctx, c, s, nil)); err != nil || score != 1 {
 			b.Fatalf("score %v, details %q, err %v", score, details, err)
 		}
 	}

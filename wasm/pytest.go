@@ -184,19 +184,19 @@ func pytestArgs(c *task.Criterion) []string {
 
 // executePytest runs a pytest criterion and scores it from the exit status and the JUnit
 // report, which ceval parses (grader.ScorePytest).
-func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*runReply, float64, string, error) {
+func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*runReply, grader.Scored, error) {
 	if c.Tests == nil {
-		return nil, 0, "", errors.New("wasm: pytest criterion without tests")
+		return nil, grader.Scored{}, errors.New("wasm: pytest criterion without tests")
 	}
 	if e.opts.Python == nil {
-		return nil, 0, "", errors.New("wasm: pytest criteria need CPython, but this ceval was set up without it (wasm.Options.Python)")
+		return nil, grader.Scored{}, errors.New("wasm: pytest criteria need CPython, but this ceval was set up without it (wasm.Options.Python)")
 	}
 	py, err := e.python(ctx)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("wasm: %w", err)
+		return nil, grader.Scored{}, fmt.Errorf("wasm: %w", err)
 	}
 	if s.Bytes > e.opts.MaxViewBytes {
-		return nil, 0, fmt.Sprintf("the workspace snapshot holds %s of files, over the %s the sandbox takes; not run", human(s.Bytes), human(e.opts.MaxViewBytes)), nil
+		return nil, grader.Scored{Details: fmt.Sprintf("the workspace snapshot holds %s of files, over the %s the sandbox takes; not run", human(s.Bytes), human(e.opts.MaxViewBytes))}, nil
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -216,30 +216,30 @@ func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snap
 		Collect:     []string{pytestJUnit},
 	}
 	if err := e.prepare(ctx, py, s, false, nil); err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	if err := e.prepareTask(ctx, c.GraderFiles, req); err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	if err := e.preparePytestLib(ctx); err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	if err := e.preparePackages(ctx, c, req); err != nil {
-		return nil, 0, "", err
+		return nil, grader.Scored{}, err
 	}
 	r, details, err := e.run(ctx, req)
 	if r == nil {
-		return nil, 0, details, err
+		return nil, grader.Scored{Details: details}, err
 	}
 	if r.Limit != "" || r.Trap != "" {
-		sc, details, err := score(&task.Criterion{Type: task.RunCommand}, r, e.opts, timeout)
-		return r, sc, details, err
+		sc, err := score(&task.Criterion{Type: task.RunCommand}, r, e.opts, timeout)
+		return r, sc, err
 	}
 	sc, details := grader.ScorePytest(int(r.ExitCode), r.Files[pytestJUnit], c.AllOrNothing)
 	if sc == 0 && r.ExitCode > 1 {
 		details += "; output " + tail(append(append([]byte{}, r.Stdout...), r.Stderr...))
 	}
-	return r, sc, details, nil
+	return r, grader.Scored{Score: sc, Details: details}, nil
 }
 
 // preparePytestLib loads pytest's packages as the worker's /ceval unless it holds them.

@@ -172,7 +172,7 @@ func TestFirstPytestRunIsNotKilledWhileItsPackagesCompile(t *testing.T) {
 	t.Cleanup(func() { runGrace = old })
 	e := pyExecutor(t, Options{})
 	s := workspace(t, map[string]string{"solution.py": goodSolution}, nil)
-	r, score, details, err := e.execute(context.Background(), c, s, nil)
+	r, score, details, err := replyParts(e.execute(context.Background(), c, s, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestPytestBytecodeIsCompiledOnceAcrossWorkers(t *testing.T) {
 		t.Helper()
 		e := pyExecutor(t, Options{})
 		defer e.Close()
-		r, score, details, err := e.execute(context.Background(), c, s, nil)
+		r, score, details, err := replyParts(e.execute(context.Background(), c, s, nil))
 		if err != nil || r == nil || score != 1 || r.PyLib != want {
 			t.Fatalf("score %v, details %q, err %v, pytest's bytecode %q: want %q", score, details, err, pyLib(r), want)
 		}

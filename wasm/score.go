@@ -16,7 +16,7 @@ const excerpt = 300
 // score turns a run into the criterion's score and details with the rules every tier
 // shares (grader.ScoreCommand): a limit hit, a trap or a reach into what the snapshot left
 // out scores 0, then the exit code and expected_stdout or score_from_stdout decide.
-func score(c *task.Criterion, r *runReply, o Options, timeout time.Duration) (float64, string, error) {
+func score(c *task.Criterion, r *runReply, o Options, timeout time.Duration) (grader.Scored, error) {
 	run := grader.CommandRun{ExitCode: int(r.ExitCode), Stdout: r.Stdout, Stderr: r.Stderr}
 	if r.TmpFull {
 		run.Notes = append(run.Notes, fmt.Sprintf("/tmp reached its %s cap", human(o.MaxTmpBytes)))

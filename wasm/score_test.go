@@ -43,7 +43,8 @@ func TestScore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, details, err := score(&tt.c, &tt.r, opts, 2*time.Second)
+			sc, err := score(&tt.c, &tt.r, opts, 2*time.Second)
+			got, details := sc.Score, sc.Details
 			if err != nil || got != tt.want || !strings.Contains(details, tt.details) {
 				t.Errorf("score = %v, %q, %v; want %v with %q", got, details, err, tt.want, tt.details)
 			}
