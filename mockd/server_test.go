@@ -327,3 +327,32 @@ func TestClientSendsPipedStdinAndDoesNotHangOnASilentPipe(t *testing.T) {
 		t.Errorf("silent pipe: exit %d stdout %q after %s", code, out, time.Since(start))
 	}
 }
+
+// A producer that is slow to write (a loaded host: the shell's printf scheduled late) is
+// waited for as long as it holds the pipe, however long past the first-byte wait: its input
+// is the call's (issue 33). Red with a fixed first-byte wait, which sends the call without it.
+func TestClientWaitsForASlowProducerInAPipeline(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the client and its producer as the agent's UID")
+	}
+	_, cfg := startServer(t, func(c *Config) { c.AllowUID = 2000 })
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The producer is the client's sibling, as in `sleep 1; printf body | gh pr create`'s
+	// pipeline, running as the agent's UID like every process in the container.
+	producer := exec.Command("/bin/sh", "-c", "sleep 1.5; printf 'body\\n'")
+	producer.Stdout = pw
+	producer.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 2000, Gid: 2000}}
+	if err := producer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	out, stderr, code := runClientStdin(t, cfg, pr, "pr", "create")
+	pr.Close()
+	producer.Wait()
+	if code != 0 || out != "created\n" {
+		t.Errorf("a slow producer's stdin was not waited for: exit %d stdout %q stderr %q", code, out, stderr)
+	}
+}
