@@ -68,6 +68,8 @@ type htmlPage struct {
 	// IntervalNote and Differences: what the intervals are, and the variants' paired differences.
 	IntervalNote string
 	Differences  []Difference
+	// Plots are the page's inline SVG figures (plots.go).
+	Plots []Plot
 }
 
 type boardRow struct {
@@ -167,6 +169,7 @@ func HTML(e *Experiment, s *Summary) ([]byte, error) {
 		p.Matrix = append(p.Matrix, row)
 	}
 	p.Audits = AuditRows(s)
+	p.Plots = Plots(e, s)
 	for i, r := range e.Runs {
 		p.Runs = append(p.Runs, panelFor(e.Dir, i, r))
 	}

@@ -173,6 +173,34 @@ func TestReportHTMLInChromium(t *testing.T) {
 	if want := []string{"good 1 6 4 0.67", "bad 2 4 1 0.25"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("leaderboard in the DOM = %q, want %q", got, want)
 	}
+	// The plots: one mark per variant in each figure drawn (iterations has none: no run
+	// iterated), in the DOM as the browser parsed it.
+	for _, v := range []string{"good", "bad"} {
+		if n := strings.Count(dom, `<g class="mark" data-variant="`+v+`">`); n != 4 {
+			t.Errorf("variant %s has %d plot marks in the DOM, want 4 (pass rate, scores, cost, phases)", v, n)
+		}
+	}
+	for _, id := range []string{"plot-pass-rate-svg", "plot-scores-svg", "plot-cost-svg", "plot-phases-svg"} {
+		if !strings.Contains(dom, `id="`+id+`"`) {
+			t.Errorf("plot %s missing from the DOM", id)
+		}
+	}
+	// A screenshot, for a reader: kept in $CEVAL_SCREENSHOTS when set.
+	shots := os.Getenv("CEVAL_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	png := filepath.Join(shots, "report-hostile.png")
+	shot := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions", "--user-data-dir="+t.TempDir(),
+		"--hide-scrollbars", "--window-size=1280,2400", "--screenshot="+png, "file://"+filepath.Join(dir, HTMLFile))
+	if out, err := shot.CombinedOutput(); err != nil {
+		t.Errorf("chromium screenshot: %v\n%s", err, out)
+	} else if st, err := os.Stat(png); err != nil {
+		t.Errorf("screenshot %s: %v", png, err)
+	} else if st.Size() < 10<<10 {
+		t.Errorf("screenshot %s is %d bytes: a blank page?", png, st.Size())
+	}
 	if strings.Contains(strings.ToLower(dom), "<script") || strings.Contains(dom, "<img") {
 		t.Error("the hostile log became elements in the DOM")
 	}
