@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
 
@@ -36,11 +37,21 @@ var reportTemplate string
 
 // contentSecurityPolicy allows nothing but the page's own stylesheet (by hash) and data:
 // images: no script, no fetch, no frame, no form, no remote font or image.
-var contentSecurityPolicy = func() string {
-	sum := sha256.Sum256([]byte(reportCSS))
-	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
-		"'; img-src data:; base-uri 'none'; form-action 'none'"
-}()
+var contentSecurityPolicy = pageCSP("")
+
+// pageCSP is contentSecurityPolicy with a second stylesheet (the page's filter rules, built
+// from indices only) allowed by its hash too.
+func pageCSP(extra string) string {
+	hash := func(css string) string {
+		sum := sha256.Sum256([]byte(css))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	src := hash(reportCSS)
+	if extra != "" {
+		src += " " + hash(extra)
+	}
+	return "default-src 'none'; style-src " + src + "; img-src data:; base-uri 'none'; form-action 'none'"
+}
 
 // pageTemplate is parsed on first use: only HTML reports need it, and parsing it cost every
 // ceval start (and every re-exec of it) ~0.4 ms of init.
@@ -70,6 +81,20 @@ type htmlPage struct {
 	Differences  []Difference
 	// Plots are the page's inline SVG figures (plots.go).
 	Plots []Plot
+	// Filters are the runs list's radio groups; FilterCSS hides the runs a checked option
+	// excludes (built from indices only, allowed by its hash in CSP).
+	Filters   []filterGroup
+	FilterCSS template.CSS
+}
+
+type filterGroup struct {
+	Name, ID string
+	Options  []filterOption
+}
+
+type filterOption struct {
+	ID, Label string
+	Runs      int
 }
 
 type boardRow struct {
@@ -108,6 +133,8 @@ type runPanel struct {
 	Limits    []string
 	Notes     []string
 	ToolCalls string // the tool-call sequence, one a line
+	// Classes name the filter options the run belongs to (fs-0 fv-1 ...).
+	Classes string
 	// Iterations are the score of each iteration of the agent, when it ran more than once.
 	Iterations []string
 }
@@ -173,6 +200,8 @@ func HTML(e *Experiment, s *Summary) ([]byte, error) {
 	for i, r := range e.Runs {
 		p.Runs = append(p.Runs, panelFor(e.Dir, i, r))
 	}
+	p.Filters, p.FilterCSS = runFilters(p.Runs)
+	p.CSP = pageCSP(string(p.FilterCSS))
 	var buf bytes.Buffer
 	if err := pageTemplate().Execute(&buf, p); err != nil {
 		return nil, fmt.Errorf("render %s: %w", HTMLFile, err)
@@ -284,4 +313,68 @@ func countsText[V int](m map[string]V) string {
 		parts = append(parts, fmt.Sprintf("%s=%d", StripControls(k), m[k]))
 	}
 	return strings.Join(parts, " ")
+}
+
+// runFilters makes the runs list's filters, without script: per group (status, variant,
+// task, failed criterion) one radio input per value present, and a rule per option that
+// hides the runs without its class. Checked options of different groups combine (AND).
+// Identifiers and CSS are built from indices, never from run text; labels are escaped by
+// the template.
+func runFilters(runs []runPanel) ([]filterGroup, template.CSS) {
+	type group struct {
+		name, id string
+		keys     func(r runPanel) []string
+	}
+	groups := []group{
+		{"status", "fs", func(r runPanel) []string { return []string{r.Status} }},
+		{"variant", "fv", func(r runPanel) []string { return []string{r.Variant} }},
+		{"task", "ft", func(r runPanel) []string { return []string{r.TaskID} }},
+		{"failed criterion", "fc", func(r runPanel) []string {
+			var ks []string
+			for _, c := range r.Criteria {
+				if c.Status == string(grader.Fail) || c.Status == string(grader.Error) {
+					ks = append(ks, c.Type)
+				}
+			}
+			return ks
+		}},
+	}
+	classes := make([][]string, len(runs))
+	var out []filterGroup
+	var css strings.Builder
+	for _, g := range groups {
+		index := map[string]int{}
+		fg := filterGroup{Name: g.name, ID: g.id}
+		for i, r := range runs {
+			seen := map[string]bool{}
+			for _, k := range g.keys(r) {
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				n, ok := index[k]
+				if !ok {
+					n = len(fg.Options)
+					index[k] = n
+					fg.Options = append(fg.Options, filterOption{ID: g.id + "-" + strconv.Itoa(n), Label: k})
+				}
+				fg.Options[n].Runs++
+				classes[i] = append(classes[i], g.id+"-"+strconv.Itoa(n))
+			}
+		}
+		if len(fg.Options) < 2 && g.id != "fc" {
+			continue // one value: nothing to filter by
+		}
+		if len(fg.Options) == 0 {
+			continue
+		}
+		for _, o := range fg.Options {
+			css.WriteString("#" + o.ID + ":checked~#runs>details:not(." + o.ID + "){display:none}\n")
+		}
+		out = append(out, fg)
+	}
+	for i := range runs {
+		runs[i].Classes = strings.Join(classes[i], " ")
+	}
+	return out, template.CSS(css.String())
 }

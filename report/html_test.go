@@ -86,12 +86,18 @@ func TestReportHTMLRendersHostileAgentTextAsText(t *testing.T) {
 	if !strings.Contains(string(page), "REDevil after") {
 		t.Error("log text around the escapes is missing")
 	}
-	m := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindSubmatch(page)
-	if m == nil {
-		t.Fatal("no stylesheet")
+	// Every style element (the stylesheet, the runs list's filter rules) allowed by its hash,
+	// and nothing else.
+	styles := regexp.MustCompile(`(?s)<style>(.*?)</style>`).FindAllSubmatch(page, -1)
+	if len(styles) != 2 {
+		t.Fatalf("%d style elements, want the stylesheet and the filter rules", len(styles))
 	}
-	sum := sha256.Sum256(m[1])
-	want := "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; img-src data:;"
+	var hashes []string
+	for _, m := range styles {
+		sum := sha256.Sum256(m[1])
+		hashes = append(hashes, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+	}
+	want := "default-src 'none'; style-src " + strings.Join(hashes, " ") + "; img-src data:;"
 	csp := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy" content="([^"]*)">`).FindSubmatch(page)
 	if csp == nil || !strings.HasPrefix(html.UnescapeString(string(csp[1])), want) {
 		t.Errorf("CSP missing or its style hash does not match the stylesheet: %q, want %s...", csp, want)
@@ -184,6 +190,42 @@ func TestReportHTMLInChromium(t *testing.T) {
 		if !strings.Contains(dom, `id="`+id+`"`) {
 			t.Errorf("plot %s missing from the DOM", id)
 		}
+	}
+	// The runs list's filters: a radio per status present, and no run hidden until one is checked.
+	for _, st := range []string{"SUCCESS", "FAILURE", "ERROR", "TIMEOUT", "NOT_RUN"} {
+		if !regexp.MustCompile(`<input type="radio" name="fs" id="fs-\d+"><label for="fs-\d+">` + st + ` \(\d+\)</label>`).MatchString(dom) {
+			t.Errorf("no status filter for %s in the DOM", st)
+		}
+	}
+	// Checking an option hides the other runs: a test copy of the page (CSP dropped, a probe
+	// script added, the FAILURE option and variant "good" checked) reports how many runs the
+	// browser still displays. good has one FAILURE run of its six.
+	page, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := regexp.MustCompile(`<meta http-equiv="Content-Security-Policy"[^>]*>`).ReplaceAllString(string(page), "")
+	fail := regexp.MustCompile(`<input type="radio" name="fs" id="(fs-\d+)"><label for="fs-\d+">FAILURE `).FindStringSubmatch(probe)
+	good := regexp.MustCompile(`<input type="radio" name="fv" id="(fv-\d+)"><label for="fv-\d+">good `).FindStringSubmatch(probe)
+	if fail == nil || good == nil {
+		t.Fatal("no FAILURE status or good variant filter in the page")
+	}
+	for _, id := range []string{fail[1], good[1]} {
+		probe = strings.Replace(probe, `id="`+id+`">`, `id="`+id+`" checked>`, 1)
+	}
+	probe = strings.Replace(probe, "</body>", `<script>document.body.setAttribute("data-shown", [...document.querySelectorAll("#runs>details")].filter(d => getComputedStyle(d).display != "none").map(d => d.id).join(","))</script></body>`, 1)
+	probePath := filepath.Join(t.TempDir(), "probe.html")
+	os.WriteFile(probePath, []byte(probe), 0o600)
+	pc := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions", "--user-data-dir="+t.TempDir(),
+		"--dump-dom", "file://"+probePath)
+	pout, err := pc.Output()
+	if err != nil {
+		t.Fatalf("chromium probe: %v", err)
+	}
+	shown := regexp.MustCompile(`data-shown="([^"]*)"`).FindSubmatch(pout)
+	if shown == nil || strings.Count(string(shown[1]), "run-") != 1 {
+		t.Errorf("with FAILURE and good checked, the browser shows runs %q, want the one FAILURE run of good", shown)
 	}
 	// A screenshot, for a reader: kept in $CEVAL_SCREENSHOTS when set.
 	shots := os.Getenv("CEVAL_SCREENSHOTS")
