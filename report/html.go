@@ -135,6 +135,8 @@ type runPanel struct {
 	ToolCalls string // the tool-call sequence, one a line
 	// Classes name the filter options the run belongs to (fs-0 fv-1 ...).
 	Classes string
+	// Transcript links to the run's own page (transcript.html), when it has a result.
+	Transcript string
 	// Iterations are the score of each iteration of the agent, when it ran more than once.
 	Iterations []string
 }
@@ -244,6 +246,11 @@ func panelFor(expDir string, i int, r Run) runPanel {
 		}
 	}
 	p.ToolCalls = toolCallSequence(r.Dir, res)
+	if r.Dir != "" {
+		if rel, err := filepath.Rel(expDir, r.Dir); err == nil {
+			p.Transcript = relHref(rel, TranscriptFile)
+		}
+	}
 	p.Iterations = iterationScores(res)
 	rel, err := filepath.Rel(expDir, r.Dir)
 	if err != nil {

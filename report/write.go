@@ -7,7 +7,8 @@ import (
 )
 
 // Write loads an experiment's directory and (re)writes summary.json, junit.xml and
-// report.html in it, atomically, from the run files alone.
+// report.html in it, and each run's transcript.html in its run directory, atomically, from
+// the run files alone.
 func Write(expDir string) (*Experiment, *Summary, error) {
 	e, err := Load(expDir)
 	if err != nil {
@@ -26,6 +27,14 @@ func Write(expDir string) (*Experiment, *Summary, error) {
 	}
 	h, err := HTML(e, s)
 	if err != nil {
+		return e, s, err
+	}
+	// Each run's own page first: the experiment's page links to them.
+	panels := make([]runPanel, len(e.Runs))
+	for i, r := range e.Runs {
+		panels[i] = panelFor(expDir, i, r)
+	}
+	if err := writeTranscripts(e, panels); err != nil {
 		return e, s, err
 	}
 	return e, s, record.WriteFileAtomic(filepath.Join(expDir, HTMLFile), h, 0o600)
