@@ -93,7 +93,7 @@ func TestSummaryIntervalsAreHonestAtAllAndNoPasses(t *testing.T) {
 
 // writeExperiment writes plan.json and result.json files: outcome[variant][task] lists the
 // status of each repeat ("" = not run).
-func writeExperiment(t *testing.T, statuses map[string]map[string][]string, variants, tasks []string, repeats int) string {
+func writeExperiment(t testing.TB, statuses map[string]map[string][]string, variants, tasks []string, repeats int) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run1")
 	plan := &record.Plan{ExperimentID: "e", Repeats: repeats, Variants: variants}

@@ -100,3 +100,26 @@ func TestRunPageInChromium(t *testing.T) {
 	}
 	chromiumScreenshot(t, bin, filepath.Join(runDir, TranscriptFile), "run-page.png")
 }
+
+// A 1,000-run experiment's page in the browser: every run listed, one mark per variant in
+// each plot, and a screenshot (CEVAL_SCREENSHOTS keeps it).
+func TestLargeReportInChromium(t *testing.T) {
+	bin := chromiumOrSkip(t)
+	dir := benchExperiment(t)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	dom, console := chromiumDOM(t, bin, filepath.Join(dir, HTMLFile))
+	for _, line := range console {
+		t.Errorf("console: %s", line)
+	}
+	if n := strings.Count(dom, `<details id="run-`); n != 1000 {
+		t.Errorf("%d runs in the DOM, want 1000", n)
+	}
+	for _, v := range []string{"v1", "v2", "v3", "v4", "v5"} {
+		if n := strings.Count(dom, `<g class="mark" data-variant="`+v+`">`); n != 4 {
+			t.Errorf("variant %s: %d plot marks, want 4", v, n)
+		}
+	}
+	chromiumScreenshot(t, bin, filepath.Join(dir, HTMLFile), "report-1000-runs.png")
+}

@@ -16,6 +16,7 @@ WORKLOADS=(
   scripts/bench-packages.sh     # package image: cold/cached build, size, ceval run vs ctr run
   scripts/bench-pathshape.sh    # 100k empty files, 255-byte names, 64 deep: ceval grade
   scripts/bench-go.sh           # Go benchmarks: snapshot, mock client, model gateway vs direct
+  scripts/bench-report.sh       # 1,000-run report: size, write time, load in headless Chromium
   scripts/bench-rootless.sh     # rootless ceval run vs rootless ctr run, as an unprivileged user
   scripts/bench-kube.sh         # ceval run --backend kubernetes vs a bare Pod; runs/min at -j 4
 )
