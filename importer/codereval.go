@@ -558,7 +558,7 @@ var criterionKeep = map[string][]string{
 	"cli_called":           {"tool", "argv", "min_count", "max_count"},
 	"commands_efficiency":  {"expected_commands"},
 	"skill_triggered":      {"skill_name", "expected_skill"},
-	"llm_judge":            {"rubric", "files", "samples"},
+	"llm_judge":            {"rubric", "samples"},
 	"agent_judge":          {"rubric", "max_turns", "timeout"},
 	"tool_called":          {"tool", "tool_pattern", "input_field", "input_pattern", "exclude_pattern", "outcome", "min_count", "max_count"},
 }
@@ -582,6 +582,13 @@ func (c *conv) criteria(list *yaml.Node) {
 		if item.Kind != yaml.MappingNode || get(item, "type") == nil {
 			c.unmapped(item, what, "not a mapping with a type")
 			continue
+		}
+		if en := get(item, "enabled"); en != nil {
+			if en.Value == "false" {
+				c.note(en, what+".enabled", "enabled: false: the criterion is left out (coder_eval does not grade it either)")
+				continue
+			}
+			del(item, "enabled")
 		}
 		if reason := c.criterion(item, what); reason != "" {
 			typ := get(item, "type").Value
@@ -655,6 +662,9 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 	if !ok {
 		return fmt.Sprintf("criterion type %q has no ceval equivalent", typ)
 	}
+	if typ == "llm_judge" || typ == "agent_judge" {
+		c.judgePrompt(item, what)
+	}
 	if typ == "run_command" || typ == "agent_judge" {
 		if t := get(item, "timeout"); t != nil {
 			set(item, "timeout", seconds(t))
@@ -679,16 +689,99 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 			kept = append(kept, k, v)
 		case contains(keep, k.Value):
 			kept = append(kept, k, v)
-		case typ == "llm_judge" && k.Value == "include_reference":
-			if v.Value == "true" {
-				c.note(k, what+".include_reference", "dropped: ceval's llm_judge sees only the reference files named in reference_files")
-			}
+		case (typ == "llm_judge" || typ == "agent_judge") && judgeOption(c, typ, item, k, v, what, &kept):
 		default:
 			c.unmapped(k, what+"."+k.Value, "not a field of ceval's %s", strings.TrimSuffix(typ, "_mock"))
 		}
 	}
 	item.Content = kept
 	return ""
+}
+
+// judgePrompt maps coder_eval's grading prompt (prompt:) to ceval's rubric, which is the
+// same thing: the text that tells the judge what to grade and how to score it.
+func (c *conv) judgePrompt(item *yaml.Node, what string) {
+	pk := keyNode(item, "prompt")
+	if pk == nil {
+		return
+	}
+	p := get(item, "prompt")
+	if r := get(item, "rubric"); r != nil {
+		r.Value = strings.TrimRight(p.Value, "\n") + "\n\nRubric:\n" + r.Value
+		r.Tag, r.Style = "!!str", yaml.LiteralStyle
+		c.note(pk, what+".prompt", "ceval's judge takes one text: the prompt and the rubric are joined into rubric (prompt first)")
+	} else {
+		pk.Value = "rubric"
+		c.note(pk, what+".prompt", "mapped to rubric: ceval's judge instructions (what to grade and how it maps to a score from 0 to 1)")
+		return
+	}
+	del(item, "prompt")
+}
+
+// judgeOption handles one of coder_eval's judge options (files, include_*, model, ...): it
+// keeps or maps it into kept, or reports it, and says whether k was one of them.
+func judgeOption(c *conv, typ string, item, k, v *yaml.Node, what string, kept *[]*yaml.Node) bool {
+	field := what + "." + k.Value
+	switch k.Value {
+	case "include_reference":
+		if v.Value == "true" {
+			if typ == "llm_judge" {
+				c.note(k, field, "dropped: ceval's llm_judge sees only the reference files named in reference_files: list them there (paths under reference.directory)")
+			} else {
+				c.note(k, field, "dropped: ceval's judge agent sees the workspace only; copy what it must compare against into the rubric")
+			}
+		}
+	case "include_agent_output", "include_tool_calls", "include_dialog", "capture_transcript":
+		if v.Value == "true" {
+			c.unmapped(k, field, "ceval's %s sees the workspace files, not the agent's output, tool calls or dialog: grade tool calls with a tool_called criterion, or have the agent write what the judge needs to a file and list it in files", typ)
+		}
+	case "max_dialog_chars", "max_transcript_chars":
+		c.unmapped(k, field, "ceval's %s is shown no dialog or transcript, so there is nothing to cap: remove it", typ)
+	case "max_file_chars":
+		if typ != "llm_judge" {
+			c.unmapped(k, field, "ceval's agent_judge reads the files itself: remove it")
+			break
+		}
+		n, err := strconv.Atoi(v.Value)
+		if err != nil || n < 1 {
+			c.unmapped(k, field, "%q is not a positive whole number: give max_file_bytes (1 to %d)", v.Value, 256<<10)
+			break
+		}
+		if n > 256<<10 {
+			c.note(k, field, "%d clamped to ceval's cap of %d bytes per file", n, 256<<10)
+			n = 256 << 10
+		}
+		c.note(k, field, "mapped to max_file_bytes: ceval caps each file in bytes, not characters")
+		*kept = append(*kept, scalar("max_file_bytes"), scalar(strconv.Itoa(n)))
+	case "model":
+		if typ == "agent_judge" {
+			*kept = append(*kept, scalar("judge_model"), v)
+			c.note(k, field, "mapped to judge_model")
+		} else {
+			c.unmapped(k, field, "ceval's llm_judge asks the one judge model of ceval's config (judge: {api, model}): set it there")
+		}
+	case "temperature", "max_tokens":
+		c.unmapped(k, field, "ceval's judge calls are set by ceval's config (judge:), not per criterion: remove it")
+	case "files":
+		if typ == "llm_judge" {
+			*kept = append(*kept, k, v)
+		} else {
+			c.unmapped(k, field, "ceval's judge agent reads the workspace itself: name the files in the rubric")
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// keyNode is the key node of key in mapping m, or nil.
+func keyNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return nil
 }
 
 // seconds turns coder_eval's whole seconds into a ceval duration ("300" -> "300s").

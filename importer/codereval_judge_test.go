@@ -1,0 +1,121 @@
+package importer
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/task"
+)
+
+// loadOut writes a conversion's output as task.yaml in a fresh directory and loads it.
+func loadOut(t *testing.T, r Result) *task.Task {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "task.yaml"), string(r.Output))
+	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+	if err != nil {
+		t.Fatalf("output does not load: %v\n%s", err, r.Output)
+	}
+	t.Cleanup(func() { tk.Close() })
+	return tk
+}
+
+func findProblem(r Result, field string) *Problem {
+	for i := range r.Problems {
+		if r.Problems[i].Field == field {
+			return &r.Problems[i]
+		}
+	}
+	return nil
+}
+
+// TestImportCoderEvalJudgePromptBecomesTheRubric: coder_eval's llm_judge and agent_judge
+// grade by prompt:, which is ceval's rubric; the output loads with it.
+func TestImportCoderEvalJudgePromptBecomesTheRubric(t *testing.T) {
+	in := base + `  - type: llm_judge
+    prompt: Is hello.txt polite? Score 1 if so.
+    files: [hello.txt]
+    max_file_chars: 4000
+    model: claude-sonnet-4
+    temperature: 0
+  - type: agent_judge
+    prompt: Check the greeting.
+    rubric: 1 if polite
+    model: claude-opus-4
+    include_agent_output: false
+`
+	r, err := CoderEval("in.yaml", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"success_criteria[1].prompt", "success_criteria[1].max_file_chars", "success_criteria[2].prompt", "success_criteria[2].model"} {
+		if p := findProblem(r, f); p == nil || p.Unmapped {
+			t.Errorf("%s: want a note, got %v", f, p)
+		}
+	}
+	for _, f := range []string{"success_criteria[1].model", "success_criteria[1].temperature"} {
+		if p := findProblem(r, f); p == nil || !p.Unmapped || !strings.Contains(p.Reason, "ceval's config") {
+			t.Errorf("%s: want unmapped naming ceval's config, got %v", f, p)
+		}
+	}
+	if p := findProblem(r, "success_criteria[2].include_agent_output"); p != nil {
+		t.Errorf("include_agent_output: false reported: %v", p)
+	}
+	tk := loadOut(t, r)
+	lj, aj := tk.Criteria[1], tk.Criteria[2]
+	if lj.Rubric != "Is hello.txt polite? Score 1 if so." || lj.MaxFileBytes != 4000 || len(lj.Files) != 1 {
+		t.Errorf("llm_judge = %+v", lj)
+	}
+	if !strings.HasPrefix(aj.Rubric, "Check the greeting.") || !strings.HasSuffix(aj.Rubric, "1 if polite") || aj.JudgeModel != "claude-opus-4" {
+		t.Errorf("agent_judge rubric %q model %q", aj.Rubric, aj.JudgeModel)
+	}
+}
+
+// TestImportCoderEvalJudgeOptionsAreReportedWithWhatToDo: what ceval's judges lack is
+// unmapped at its line with a reason; enabled: false drops the criterion with a note.
+func TestImportCoderEvalJudgeOptionsAreReportedWithWhatToDo(t *testing.T) {
+	in := base + `  - type: llm_judge
+    prompt: p
+    include_tool_calls: true
+    include_dialog: true
+    max_dialog_chars: 100
+    max_tokens: 10
+    capture_transcript: true
+    max_transcript_chars: 9
+    include_reference: true
+  - type: agent_judge
+    prompt: p
+    files: [a.txt]
+    max_file_chars: 10
+  - type: llm_judge
+    enabled: false
+    prompt: p
+`
+	r, err := CoderEval("in.yaml", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"success_criteria[1].include_tool_calls": 11, "success_criteria[1].include_dialog": 12,
+		"success_criteria[1].max_dialog_chars": 13, "success_criteria[1].max_tokens": 14,
+		"success_criteria[1].capture_transcript": 15, "success_criteria[1].max_transcript_chars": 16,
+		"success_criteria[2].files": 20, "success_criteria[2].max_file_chars": 21,
+	}
+	for f, line := range want {
+		p := findProblem(r, f)
+		if p == nil || !p.Unmapped || p.Line != line || p.Reason == "" {
+			t.Errorf("%s: want unmapped at line %d, got %v", f, line, p)
+		}
+	}
+	if p := findProblem(r, "success_criteria[1].include_reference"); p == nil || p.Unmapped || !strings.Contains(p.Reason, "reference_files") {
+		t.Errorf("include_reference: %v", p)
+	}
+	if p := findProblem(r, "success_criteria[3].enabled"); p == nil || p.Unmapped || p.Line != 23 {
+		t.Errorf("enabled: false: want a note at line 23, got %v", p)
+	}
+	tk := loadOut(t, r)
+	if len(tk.Criteria) != 3 {
+		t.Fatalf("%d criteria, want the disabled one dropped", len(tk.Criteria))
+	}
+}
