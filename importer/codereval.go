@@ -266,7 +266,7 @@ var claudePermissionModes = map[string]bool{"default": true, "acceptEdits": true
 // reports what the agent type cannot take.
 func (c *conv) agent(a *yaml.Node) agentOut {
 	var out agentOut
-	typ := ""
+	typ, placeholder := "", false
 	if t := get(a, "type"); t != nil {
 		typ = t.Value
 	}
@@ -278,7 +278,14 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 		}
 		c.unmapped(a, "agent.type", "missing: coder_eval takes it from the experiment or --type; ceval needs agent.type on the task (claude-code, codex or command)")
 	default:
-		c.unmapped(get(a, "type"), "agent.type", "agent %q has no ceval agent type: ceval runs claude-code, codex, or any CLI as type command with an argv", typ)
+		tn := get(a, "type")
+		c.unmapped(tn, "agent.type", "agent %q has no ceval agent type: written as a type command placeholder that fails; put the %s CLI's argv in agent.command (it reads the prompt from $CEVAL_PROMPT_FILE and runs in the workspace) and its image in sandbox.image", typ, typ)
+		msg := fmt.Sprintf("ceval import: agent %q (%s:%d) has no ceval agent type: replace agent.command with the %s CLI's argv", typ, c.file, tn.Line, typ)
+		tn.Value, tn.Tag, tn.Style = "command", "!!str", 0
+		tn.LineComment = "PLACEHOLDER: was " + strconv.Quote(typ)
+		del(a, "command")
+		a.Content = append(a.Content, scalar("command"), strList([]string{"sh", "-c", "echo " + shellQuote(msg) + " >&2; exit 1"}))
+		typ, placeholder = "command", true
 	}
 	claude := typ == "claude-code"
 	var kept []*yaml.Node
@@ -294,6 +301,12 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 		switch k.Value {
 		case "type", "model", "args", "env_passthrough":
 			kept = append(kept, k, v)
+		case "command":
+			if placeholder && v.Kind == yaml.SequenceNode && v.Line == 0 {
+				kept = append(kept, k, v)
+			} else {
+				c.unmapped(k, "agent.command", "%s", agentReason(k.Value))
+			}
 		case "permission_mode":
 			if claude && !claudePermissionModes[v.Value] {
 				c.unmapped(v, "agent.permission_mode", "%q is not a claude CLI permission mode (default, acceptEdits, bypassPermissions, plan)", v.Value)

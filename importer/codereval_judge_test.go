@@ -119,3 +119,24 @@ func TestImportCoderEvalJudgeOptionsAreReportedWithWhatToDo(t *testing.T) {
 		t.Fatalf("%d criteria, want the disabled one dropped", len(tk.Criteria))
 	}
 }
+
+// TestImportCoderEvalOtherAgentsBecomeACommandPlaceholder: an agent ceval has no type for
+// is reported, and the output still loads: a command agent that fails naming what to do.
+func TestImportCoderEvalOtherAgentsBecomeACommandPlaceholder(t *testing.T) {
+	for _, typ := range []string{"antigravity", "opencode", "pi", "delegate", "some-new-agent"} {
+		t.Run(typ, func(t *testing.T) {
+			in := strings.Replace(base, "type: claude-code", "type: "+typ+"\n  model: m1\n  allowed_tools: [Read]", 1)
+			r, err := CoderEval("in.yaml", []byte(in), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := findProblem(r, "agent.type"); p == nil || !p.Unmapped || !strings.Contains(p.Reason, "agent.command") || p.Line != 5 {
+				t.Errorf("agent.type: %v", p)
+			}
+			tk := loadOut(t, r)
+			if tk.Agent.Type != task.AgentCommand || len(tk.Agent.Command) != 3 || !strings.Contains(tk.Agent.Command[2], typ) || !strings.HasSuffix(tk.Agent.Command[2], "exit 1") {
+				t.Errorf("agent = %+v", tk.Agent)
+			}
+		})
+	}
+}
