@@ -485,12 +485,20 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 					switch {
 					case mount != nil && mount.Value != "." && mount.Value != "./":
 						c.unmapped(mount, field+".mount_point", "ceval copies a template into the workspace's root only")
-					case get(workspace(), "template_dir") != nil:
-						c.unmapped(src, field, "ceval takes one template_dir: merge the directories")
 					case get(src, "path") == nil:
 						c.unmapped(src, field, "no path")
 					default:
-						set(workspace(), "template_dir", get(src, "path"))
+						if get(workspace(), "starter_files") != nil {
+							c.note(src, field, "ceval writes starter_files after every template_dir, so a starter file listed before this template wins over it where coder_eval let the template replace it")
+						}
+						switch prev := get(workspace(), "template_dir"); {
+						case prev == nil:
+							set(workspace(), "template_dir", get(src, "path"))
+						case prev.Kind == yaml.SequenceNode:
+							prev.Content = append(prev.Content, get(src, "path"))
+						default: // a list: copied in order, later entries replace earlier ones, as coder_eval applied them
+							set(workspace(), "template_dir", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{prev, get(src, "path")}})
+						}
 					}
 				case "starter_files":
 					files := get(workspace(), "starter_files")

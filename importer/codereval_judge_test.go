@@ -140,3 +140,36 @@ func TestImportCoderEvalOtherAgentsBecomeACommandPlaceholder(t *testing.T) {
 		})
 	}
 }
+
+// TestImportCoderEvalTemplateSourcesBecomeATemplateDirList: several template_dir sources
+// become ceval's template_dir list, in coder_eval's order, and the output loads with both.
+func TestImportCoderEvalTemplateSourcesBecomeATemplateDirList(t *testing.T) {
+	in := base + `sandbox:
+  template_sources:
+    - type: template_dir
+      path: base
+    - type: template_dir
+      path: overlay
+      mount_point: .
+`
+	r, err := CoderEval("in.yaml", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Unmapped() != 0 {
+		t.Fatalf("unmapped: %v", r.Problems)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "base/a.txt"), "a")
+	writeFile(t, filepath.Join(dir, "overlay/b.txt"), "b")
+	writeFile(t, filepath.Join(dir, "task.yaml"), string(r.Output))
+	tk, err := task.Load(filepath.Join(dir, "task.yaml"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, r.Output)
+	}
+	defer tk.Close()
+	ts := tk.Sandbox.Workspace.Templates()
+	if len(ts) != 2 || filepath.Base(ts[0].Path) != "base" || filepath.Base(ts[1].Path) != "overlay" {
+		t.Fatalf("templates = %+v", ts)
+	}
+}
