@@ -7,6 +7,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -548,7 +549,13 @@ func (c *conv) runLimits(r *yaml.Node, agent *yaml.Node) (*yaml.Node, string) {
 			continue
 		}
 		switch k.Value {
-		case "max_turns", "max_input_tokens", "max_output_tokens", "max_total_tokens", "max_usd":
+		case "max_usd":
+			if !c.partial && (agent == nil || get(agent, "model") == nil) {
+				c.unmapped(k, "run_limits.max_usd", "ceval prices the agent's calls at agent.model's price: give agent.model (and its price in ceval's config), then put max_usd back")
+				continue
+			}
+			kept = append(kept, k, v)
+		case "max_turns", "max_input_tokens", "max_output_tokens", "max_total_tokens":
 			kept = append(kept, k, v)
 		case "task_timeout":
 			timeout, field = v, "run_limits.task_timeout"
@@ -686,6 +693,14 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 	if typ == "llm_judge" || typ == "agent_judge" {
 		c.judgePrompt(item, what)
 	}
+	if typ == "cli_called" && (get(item, "tool") == nil || strings.TrimSpace(get(item, "tool").Value) == "") {
+		return "no tool: ceval's cli_called counts the calls of one protected mock: add tool: NAME (one of the task's protected_mocks)"
+	}
+	if typ == "file_check" {
+		if reason := c.patternFlags(item, what); reason != "" {
+			return reason
+		}
+	}
 	if typ == "run_command" || typ == "agent_judge" {
 		if t := get(item, "timeout"); t != nil {
 			set(item, "timeout", seconds(t))
@@ -716,6 +731,59 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 		}
 	}
 	item.Content = kept
+	return ""
+}
+
+// regexFlags are Python's re flags RE2 spells inline, by name and by letter.
+var regexFlags = map[string]string{"i": "i", "ignorecase": "i", "m": "m", "multiline": "m", "s": "s", "dotall": "s"}
+
+// patternFlags folds each file_check pattern's flags (IGNORECASE, "re.M", "is", ...) into
+// the pattern as RE2's inline (?ims); it returns why it cannot, or "".
+func (c *conv) patternFlags(item *yaml.Node, what string) string {
+	ps := get(item, "patterns")
+	if ps == nil || ps.Kind != yaml.SequenceNode {
+		return ""
+	}
+	for j, p := range ps.Content {
+		fk, f := keyNode(p, "flags"), get(p, "flags")
+		if p.Kind != yaml.MappingNode || f == nil {
+			continue
+		}
+		field := fmt.Sprintf("%s.patterns[%d].flags", what, j)
+		words := strValues(f)
+		if f.Kind == yaml.ScalarNode {
+			words = strings.FieldsFunc(f.Value, func(r rune) bool { return r == '|' || r == ',' || r == ' ' })
+		}
+		var inline []string
+		for _, w := range words {
+			w = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(w)), "re.")
+			if w == "" || w == "0" {
+				continue
+			}
+			if fl, ok := regexFlags[w]; ok {
+				inline = append(inline, fl)
+				continue
+			}
+			if len(w) > 1 && strings.Trim(w, "ims") == "" { // letters: "is"
+				inline = append(inline, strings.Split(w, "")...)
+				continue
+			}
+			c.unmapped(fk, field, "flag %q has no RE2 inline form (ceval knows IGNORECASE, MULTILINE, DOTALL): rewrite the pattern without it", w)
+			return fmt.Sprintf("patterns[%d] uses regex flag %q, which ceval cannot apply", j, w)
+		}
+		pat := get(p, "pattern")
+		if pat == nil {
+			continue
+		}
+		slices.Sort(inline)
+		inline = slices.Compact(inline)
+		if len(inline) > 0 {
+			pat.Value = "(?" + strings.Join(inline, "") + ")" + pat.Value
+			pat.Style = 0
+			c.note(fk, field, "mapped to the inline flags (?%s) at the start of the pattern", strings.Join(inline, ""))
+		}
+		del(p, "flags")
+	}
 	return ""
 }
 

@@ -173,3 +173,77 @@ func TestImportCoderEvalTemplateSourcesBecomeATemplateDirList(t *testing.T) {
 		t.Fatalf("templates = %+v", ts)
 	}
 }
+
+// TestImportCoderEvalSmallGapsKeepTheOutputValid: regex flags become inline flags (or are
+// reported), a simulation longer than ceval's cap is clamped, max_usd without a model and
+// cli_called without a tool are reported; the output loads each time.
+func TestImportCoderEvalSmallGapsKeepTheOutputValid(t *testing.T) {
+	in := base + `  - type: file_check
+    path: hello.txt
+    patterns:
+      - pattern: "^HELLO"
+        flags: IGNORECASE|re.MULTILINE
+      - pattern: "x.y"
+        flags: [s]
+  - type: cli_called
+    argv: [x]
+run_limits:
+  max_turns: 5
+  max_usd: 2
+simulation:
+  enabled: true
+  goal: g
+  max_turns: 50
+`
+	r, err := CoderEval("in.yaml", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := findProblem(r, "run_limits.max_usd"); p == nil || !p.Unmapped || !strings.Contains(p.Reason, "agent.model") || p.Line != 20 {
+		t.Errorf("max_usd: %v", p)
+	}
+	if p := findProblem(r, "success_criteria[2] (cli_called)"); p == nil || !p.Unmapped || !strings.Contains(p.Reason, "tool:") {
+		t.Errorf("cli_called: %v", p)
+	}
+	if p := findProblem(r, "success_criteria[1].patterns[0].flags"); p == nil || p.Unmapped {
+		t.Errorf("flags: %v", p)
+	}
+	tk := loadOut(t, r)
+	c := tk.Criteria[1]
+	if len(c.Patterns) != 2 || c.Patterns[0].Pattern != "(?im)^HELLO" || c.Patterns[1].Pattern != "(?s)x.y" {
+		t.Errorf("patterns = %+v", c.Patterns)
+	}
+	if tk.SimulatedUser == nil || tk.SimulatedUser.MaxTurns != task.MaxIterations-1 {
+		t.Errorf("simulated_user = %+v", tk.SimulatedUser)
+	}
+	if tk.RunLimits == nil || tk.RunLimits.MaxTurns != 5 {
+		t.Errorf("run_limits = %+v", tk.RunLimits)
+	}
+
+	bad := strings.Replace(in, "flags: [s]", "flags: VERBOSE", 1)
+	r, err = CoderEval("in.yaml", []byte(bad), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := findProblem(r, "success_criteria[1].patterns[1].flags"); p == nil || !p.Unmapped || !strings.Contains(p.Reason, "verbose") {
+		t.Errorf("VERBOSE: %v", p)
+	}
+	loadOut(t, r)
+}
+
+// TestImportCoderEvalSimulationWithoutInitialPromptOpensWithTheGoal: coder_eval's simulated
+// user opens the conversation; ceval's agent needs initial_prompt, so the goal becomes it.
+func TestImportCoderEvalSimulationWithoutInitialPromptOpensWithTheGoal(t *testing.T) {
+	in := strings.Replace(base, "initial_prompt: p\n", "", 1) + "simulation:\n  enabled: true\n  goal: Get a hello.txt written\n  max_turns: 3\n"
+	r, err := CoderEval("in.yaml", []byte(in), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := findProblem(r, "simulation.goal"); p == nil || p.Unmapped || p.Line != 10 {
+		t.Errorf("goal: %v", p)
+	}
+	tk := loadOut(t, r)
+	if strings.TrimSpace(tk.Prompt) != "Get a hello.txt written" || tk.SimulatedUser == nil || tk.SimulatedUser.MaxTurns != 2 {
+		t.Errorf("prompt %q simulated_user %+v", tk.Prompt, tk.SimulatedUser)
+	}
+}
