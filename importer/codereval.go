@@ -7,6 +7,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -266,7 +267,7 @@ var claudePermissionModes = map[string]bool{"default": true, "acceptEdits": true
 // reports what the agent type cannot take.
 func (c *conv) agent(a *yaml.Node) agentOut {
 	var out agentOut
-	typ := ""
+	typ, placeholder := "", false
 	if t := get(a, "type"); t != nil {
 		typ = t.Value
 	}
@@ -278,7 +279,14 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 		}
 		c.unmapped(a, "agent.type", "missing: coder_eval takes it from the experiment or --type; ceval needs agent.type on the task (claude-code, codex or command)")
 	default:
-		c.unmapped(get(a, "type"), "agent.type", "agent %q has no ceval agent type: ceval runs claude-code, codex, or any CLI as type command with an argv", typ)
+		tn := get(a, "type")
+		c.unmapped(tn, "agent.type", "agent %q has no ceval agent type: written as a type command placeholder that fails; put the %s CLI's argv in agent.command (it reads the prompt from $CEVAL_PROMPT_FILE and runs in the workspace) and its image in sandbox.image", typ, typ)
+		msg := fmt.Sprintf("ceval import: agent %q (%s:%d) has no ceval agent type: replace agent.command with the %s CLI's argv", typ, c.file, tn.Line, typ)
+		tn.Value, tn.Tag, tn.Style = "command", "!!str", 0
+		tn.LineComment = "PLACEHOLDER: was " + strconv.Quote(typ)
+		del(a, "command")
+		a.Content = append(a.Content, scalar("command"), strList([]string{"sh", "-c", "echo " + shellQuote(msg) + " >&2; exit 1"}))
+		typ, placeholder = "command", true
 	}
 	claude := typ == "claude-code"
 	var kept []*yaml.Node
@@ -294,6 +302,12 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 		switch k.Value {
 		case "type", "model", "args", "env_passthrough":
 			kept = append(kept, k, v)
+		case "command":
+			if placeholder && v.Kind == yaml.SequenceNode && v.Line == 0 {
+				kept = append(kept, k, v)
+			} else {
+				c.unmapped(k, "agent.command", "%s", agentReason(k.Value))
+			}
 		case "permission_mode":
 			if claude && !claudePermissionModes[v.Value] {
 				c.unmapped(v, "agent.permission_mode", "%q is not a claude CLI permission mode (default, acceptEdits, bypassPermissions, plan)", v.Value)
@@ -472,12 +486,20 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 					switch {
 					case mount != nil && mount.Value != "." && mount.Value != "./":
 						c.unmapped(mount, field+".mount_point", "ceval copies a template into the workspace's root only")
-					case get(workspace(), "template_dir") != nil:
-						c.unmapped(src, field, "ceval takes one template_dir: merge the directories")
 					case get(src, "path") == nil:
 						c.unmapped(src, field, "no path")
 					default:
-						set(workspace(), "template_dir", get(src, "path"))
+						if get(workspace(), "starter_files") != nil {
+							c.note(src, field, "ceval writes starter_files after every template_dir, so a starter file listed before this template wins over it where coder_eval let the template replace it")
+						}
+						switch prev := get(workspace(), "template_dir"); {
+						case prev == nil:
+							set(workspace(), "template_dir", get(src, "path"))
+						case prev.Kind == yaml.SequenceNode:
+							prev.Content = append(prev.Content, get(src, "path"))
+						default: // a list: copied in order, later entries replace earlier ones, as coder_eval applied them
+							set(workspace(), "template_dir", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{prev, get(src, "path")}})
+						}
 					}
 				case "starter_files":
 					files := get(workspace(), "starter_files")
@@ -527,7 +549,13 @@ func (c *conv) runLimits(r *yaml.Node, agent *yaml.Node) (*yaml.Node, string) {
 			continue
 		}
 		switch k.Value {
-		case "max_turns", "max_input_tokens", "max_output_tokens", "max_total_tokens", "max_usd":
+		case "max_usd":
+			if !c.partial && (agent == nil || get(agent, "model") == nil) {
+				c.unmapped(k, "run_limits.max_usd", "ceval prices the agent's calls at agent.model's price: give agent.model (and its price in ceval's config), then put max_usd back")
+				continue
+			}
+			kept = append(kept, k, v)
+		case "max_turns", "max_input_tokens", "max_output_tokens", "max_total_tokens":
 			kept = append(kept, k, v)
 		case "task_timeout":
 			timeout, field = v, "run_limits.task_timeout"
@@ -558,7 +586,7 @@ var criterionKeep = map[string][]string{
 	"cli_called":           {"tool", "argv", "min_count", "max_count"},
 	"commands_efficiency":  {"expected_commands"},
 	"skill_triggered":      {"skill_name", "expected_skill"},
-	"llm_judge":            {"rubric", "files", "samples"},
+	"llm_judge":            {"rubric", "samples"},
 	"agent_judge":          {"rubric", "max_turns", "timeout"},
 	"tool_called":          {"tool", "tool_pattern", "input_field", "input_pattern", "exclude_pattern", "outcome", "min_count", "max_count"},
 }
@@ -582,6 +610,13 @@ func (c *conv) criteria(list *yaml.Node) {
 		if item.Kind != yaml.MappingNode || get(item, "type") == nil {
 			c.unmapped(item, what, "not a mapping with a type")
 			continue
+		}
+		if en := get(item, "enabled"); en != nil {
+			if en.Value == "false" {
+				c.note(en, what+".enabled", "enabled: false: the criterion is left out (coder_eval does not grade it either)")
+				continue
+			}
+			del(item, "enabled")
 		}
 		if reason := c.criterion(item, what); reason != "" {
 			typ := get(item, "type").Value
@@ -655,6 +690,17 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 	if !ok {
 		return fmt.Sprintf("criterion type %q has no ceval equivalent", typ)
 	}
+	if typ == "llm_judge" || typ == "agent_judge" {
+		c.judgePrompt(item, what)
+	}
+	if typ == "cli_called" && (get(item, "tool") == nil || strings.TrimSpace(get(item, "tool").Value) == "") {
+		return "no tool: ceval's cli_called counts the calls of one protected mock: add tool: NAME (one of the task's protected_mocks)"
+	}
+	if typ == "file_check" {
+		if reason := c.patternFlags(item, what); reason != "" {
+			return reason
+		}
+	}
 	if typ == "run_command" || typ == "agent_judge" {
 		if t := get(item, "timeout"); t != nil {
 			set(item, "timeout", seconds(t))
@@ -679,16 +725,152 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 			kept = append(kept, k, v)
 		case contains(keep, k.Value):
 			kept = append(kept, k, v)
-		case typ == "llm_judge" && k.Value == "include_reference":
-			if v.Value == "true" {
-				c.note(k, what+".include_reference", "dropped: ceval's llm_judge sees only the reference files named in reference_files")
-			}
+		case (typ == "llm_judge" || typ == "agent_judge") && judgeOption(c, typ, item, k, v, what, &kept):
 		default:
 			c.unmapped(k, what+"."+k.Value, "not a field of ceval's %s", strings.TrimSuffix(typ, "_mock"))
 		}
 	}
 	item.Content = kept
 	return ""
+}
+
+// regexFlags are Python's re flags RE2 spells inline, by name and by letter.
+var regexFlags = map[string]string{"i": "i", "ignorecase": "i", "m": "m", "multiline": "m", "s": "s", "dotall": "s"}
+
+// patternFlags folds each file_check pattern's flags (IGNORECASE, "re.M", "is", ...) into
+// the pattern as RE2's inline (?ims); it returns why it cannot, or "".
+func (c *conv) patternFlags(item *yaml.Node, what string) string {
+	ps := get(item, "patterns")
+	if ps == nil || ps.Kind != yaml.SequenceNode {
+		return ""
+	}
+	for j, p := range ps.Content {
+		fk, f := keyNode(p, "flags"), get(p, "flags")
+		if p.Kind != yaml.MappingNode || f == nil {
+			continue
+		}
+		field := fmt.Sprintf("%s.patterns[%d].flags", what, j)
+		words := strValues(f)
+		if f.Kind == yaml.ScalarNode {
+			words = strings.FieldsFunc(f.Value, func(r rune) bool { return r == '|' || r == ',' || r == ' ' })
+		}
+		var inline []string
+		for _, w := range words {
+			w = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(w)), "re.")
+			if w == "" || w == "0" {
+				continue
+			}
+			if fl, ok := regexFlags[w]; ok {
+				inline = append(inline, fl)
+				continue
+			}
+			if len(w) > 1 && strings.Trim(w, "ims") == "" { // letters: "is"
+				inline = append(inline, strings.Split(w, "")...)
+				continue
+			}
+			c.unmapped(fk, field, "flag %q has no RE2 inline form (ceval knows IGNORECASE, MULTILINE, DOTALL): rewrite the pattern without it", w)
+			return fmt.Sprintf("patterns[%d] uses regex flag %q, which ceval cannot apply", j, w)
+		}
+		pat := get(p, "pattern")
+		if pat == nil {
+			continue
+		}
+		slices.Sort(inline)
+		inline = slices.Compact(inline)
+		if len(inline) > 0 {
+			pat.Value = "(?" + strings.Join(inline, "") + ")" + pat.Value
+			pat.Style = 0
+			c.note(fk, field, "mapped to the inline flags (?%s) at the start of the pattern", strings.Join(inline, ""))
+		}
+		del(p, "flags")
+	}
+	return ""
+}
+
+// judgePrompt maps coder_eval's grading prompt (prompt:) to ceval's rubric, which is the
+// same thing: the text that tells the judge what to grade and how to score it.
+func (c *conv) judgePrompt(item *yaml.Node, what string) {
+	pk := keyNode(item, "prompt")
+	if pk == nil {
+		return
+	}
+	p := get(item, "prompt")
+	if r := get(item, "rubric"); r != nil {
+		r.Value = strings.TrimRight(p.Value, "\n") + "\n\nRubric:\n" + r.Value
+		r.Tag, r.Style = "!!str", yaml.LiteralStyle
+		c.note(pk, what+".prompt", "ceval's judge takes one text: the prompt and the rubric are joined into rubric (prompt first)")
+	} else {
+		pk.Value = "rubric"
+		c.note(pk, what+".prompt", "mapped to rubric: ceval's judge instructions (what to grade and how it maps to a score from 0 to 1)")
+		return
+	}
+	del(item, "prompt")
+}
+
+// judgeOption handles one of coder_eval's judge options (files, include_*, model, ...): it
+// keeps or maps it into kept, or reports it, and says whether k was one of them.
+func judgeOption(c *conv, typ string, item, k, v *yaml.Node, what string, kept *[]*yaml.Node) bool {
+	field := what + "." + k.Value
+	switch k.Value {
+	case "include_reference":
+		if v.Value == "true" {
+			if typ == "llm_judge" {
+				c.note(k, field, "dropped: ceval's llm_judge sees only the reference files named in reference_files: list them there (paths under reference.directory)")
+			} else {
+				c.note(k, field, "dropped: ceval's judge agent sees the workspace only; copy what it must compare against into the rubric")
+			}
+		}
+	case "include_agent_output", "include_tool_calls", "include_dialog", "capture_transcript":
+		if v.Value == "true" {
+			c.unmapped(k, field, "ceval's %s sees the workspace files, not the agent's output, tool calls or dialog: grade tool calls with a tool_called criterion, or have the agent write what the judge needs to a file and list it in files", typ)
+		}
+	case "max_dialog_chars", "max_transcript_chars":
+		c.unmapped(k, field, "ceval's %s is shown no dialog or transcript, so there is nothing to cap: remove it", typ)
+	case "max_file_chars":
+		if typ != "llm_judge" {
+			c.unmapped(k, field, "ceval's agent_judge reads the files itself: remove it")
+			break
+		}
+		n, err := strconv.Atoi(v.Value)
+		if err != nil || n < 1 {
+			c.unmapped(k, field, "%q is not a positive whole number: give max_file_bytes (1 to %d)", v.Value, 256<<10)
+			break
+		}
+		if n > 256<<10 {
+			c.note(k, field, "%d clamped to ceval's cap of %d bytes per file", n, 256<<10)
+			n = 256 << 10
+		}
+		c.note(k, field, "mapped to max_file_bytes: ceval caps each file in bytes, not characters")
+		*kept = append(*kept, scalar("max_file_bytes"), scalar(strconv.Itoa(n)))
+	case "model":
+		if typ == "agent_judge" {
+			*kept = append(*kept, scalar("judge_model"), v)
+			c.note(k, field, "mapped to judge_model")
+		} else {
+			c.unmapped(k, field, "ceval's llm_judge asks the one judge model of ceval's config (judge: {api, model}): set it there")
+		}
+	case "temperature", "max_tokens":
+		c.unmapped(k, field, "ceval's judge calls are set by ceval's config (judge:), not per criterion: remove it")
+	case "files":
+		if typ == "llm_judge" {
+			*kept = append(*kept, k, v)
+		} else {
+			c.unmapped(k, field, "ceval's judge agent reads the workspace itself: name the files in the rubric")
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// keyNode is the key node of key in mapping m, or nil.
+func keyNode(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return nil
 }
 
 // seconds turns coder_eval's whole seconds into a ceval duration ("300" -> "300s").

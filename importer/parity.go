@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"ceval.dev/ceval/internal/lazyregexp"
+	"ceval.dev/ceval/task"
 )
 
 // coder_eval's defaults for the fields mapped here, which differ from ceval's own.
@@ -131,6 +132,10 @@ func (c *conv) simulation(k, v *yaml.Node, root *yaml.Node) *yaml.Node {
 				return nil
 			}
 			turns = n
+			if n > task.MaxIterations {
+				c.note(fv, where, "%d clamped to %d: ceval runs the agent at most %d times (simulated_user.max_turns %d follow-ups)", n, task.MaxIterations, task.MaxIterations, task.MaxIterations-1)
+				turns = task.MaxIterations
+			}
 		case "stop_token":
 			c.note(fk, where, "dropped: ceval's simulated user ends the conversation by answering done, not with a token")
 		case "stop_on_criteria_pass", "check_criteria":
@@ -148,8 +153,13 @@ func (c *conv) simulation(k, v *yaml.Node, root *yaml.Node) *yaml.Node {
 		return nil
 	}
 	if get(root, "initial_prompt") == nil && get(root, "initial_prompt_file") == nil {
-		c.unmapped(k, "simulation", "no initial_prompt: ceval's simulated user answers the agent, it does not open the conversation; write the opening message as initial_prompt")
-		return nil
+		goal := get(v, "goal")
+		if goal == nil || strings.TrimSpace(goal.Value) == "" {
+			c.unmapped(k, "simulation", "no initial_prompt: ceval's simulated user answers the agent, it does not open the conversation; write the opening message as initial_prompt")
+			return nil
+		}
+		set(root, "initial_prompt", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Style: yaml.LiteralStyle, Value: strings.TrimSpace(goal.Value) + "\n"})
+		c.note(goal, "simulation.goal", "no initial_prompt: coder_eval's simulated user opened the conversation, ceval's agent starts from initial_prompt, so the goal became initial_prompt: reword it as the user's first message")
 	}
 	if len(parts) == 0 {
 		c.unmapped(k, "simulation", "no persona or goal to instruct the simulated user with")

@@ -150,7 +150,9 @@ func TestSimulationBecomesSimulatedUser(t *testing.T) {
 }
 
 func TestSimulationThatCannotMapIsReported(t *testing.T) {
-	noOpener := strings.Replace(base, "initial_prompt: p\n", "", 1) + "simulation:\n  enabled: true\n  persona: p\n  goal: g\n"
+	// No initial_prompt and no goal to open with (with a goal, the goal opens: see
+	// TestImportCoderEvalSimulationWithoutInitialPromptOpensWithTheGoal).
+	noOpener := strings.Replace(base, "initial_prompt: p\n", "", 1) + "simulation:\n  enabled: true\n  persona: p\n"
 	r, err := CoderEval("in.yaml", []byte(noOpener), Options{})
 	if err != nil {
 		t.Fatal(err)

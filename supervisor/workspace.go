@@ -21,9 +21,13 @@ import (
 // repository arrives with HEAD and its ancestors only), then its starter_files on top.
 // Ownership is left to the caller, which hands the tree to the agent without following links.
 func PrepareWorkspace(ws string, t *task.Task) error {
-	if tpl := t.Sandbox.Workspace.TemplateDir; tpl != nil {
+	for i, tpl := range t.Sandbox.Workspace.Templates() {
+		what := "template_dir"
+		if len(t.Sandbox.Workspace.TemplateOverlays) > 0 {
+			what = fmt.Sprintf("template_dir[%d] (%s)", i, tpl.Path)
+		}
 		if err := copyTemplate(tpl, ws); err != nil {
-			return fmt.Errorf("template_dir: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	root, err := os.OpenRoot(ws)
@@ -94,6 +98,17 @@ func copyTemplate(tpl *task.Dir, ws string) error {
 		if err != nil {
 			return err
 		}
+		// An earlier template of the list may have put an entry here: a later one replaces
+		// it (a directory merges with a directory). The old entry is removed, never
+		// followed, so a link it left cannot redirect the copy.
+		if old, err := dst.Lstat(p); err == nil {
+			if fi.IsDir() && old.IsDir() {
+				return nil
+			}
+			if err := dst.RemoveAll(p); err != nil {
+				return err
+			}
+		}
 		switch {
 		case fi.IsDir():
 			return dst.Mkdir(p, 0o755)
@@ -113,6 +128,9 @@ func copyTemplate(tpl *task.Dir, ws string) error {
 		return err
 	}
 	for _, r := range repos {
+		if err := dst.RemoveAll(path.Join(r, ".git")); err != nil { // an earlier template's repository
+			return fmt.Errorf("repository %s: %w", r, err)
+		}
 		if err := headOnlyRepo(src, r, filepath.Join(ws, r)); err != nil {
 			return fmt.Errorf("repository %s: %w", r, err)
 		}

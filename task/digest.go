@@ -22,7 +22,7 @@ func Material(t *Task) []string {
 	for abs := range t.read {
 		out = append(out, abs)
 	}
-	for _, d := range []*Dir{t.Reference, t.Sandbox.Workspace.TemplateDir, t.Sandbox.PipFindLinks} {
+	for _, d := range append([]*Dir{t.Reference, t.Sandbox.Workspace.TemplateDir, t.Sandbox.PipFindLinks}, t.Sandbox.Workspace.TemplateOverlays...) {
 		if d != nil {
 			out = append(out, d.Path)
 		}
@@ -78,6 +78,9 @@ func Digest(t *Task) (string, error) {
 	}
 	addDir(t.Reference)
 	addDir(t.Sandbox.Workspace.TemplateDir)
+	for _, d := range t.Sandbox.Workspace.TemplateOverlays {
+		addDir(d)
+	}
 	addDir(t.Sandbox.PipFindLinks)
 	for _, p := range t.Plugins {
 		addDir(p.Dir)

@@ -175,7 +175,7 @@ func TaskSchema() map[string]any {
 			}),
 			"workspace": jsObj(map[string]any{
 				"starter_files": jsList(jsObj(map[string]any{"path": jsStr, "content": jsStr}, "path", "content"), ""),
-				"template_dir":  jsPath,
+				"template_dir":  map[string]any{"anyOf": []any{jsPath, map[string]any{"type": "array", "minItems": 1, "items": jsPath}}, "description": "a directory, or a list copied in order (later entries replace earlier ones)"},
 			}),
 		}),
 		"reference":        jsObj(map[string]any{"directory": jsPath}),

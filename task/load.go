@@ -629,11 +629,32 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 					})
 				}},
 				{"template_dir", func(v *yaml.Node) {
-					if ws.TemplateDir = l.openDir(v, "sandbox.workspace.template_dir"); ws.TemplateDir != nil {
-						for _, msg := range checkTemplateGit(ws.TemplateDir.root) {
-							l.errorf(resolve(v), "sandbox.workspace.template_dir: %s", msg)
+					open := func(n *yaml.Node, what string) *Dir {
+						d := l.openDir(n, what)
+						if d != nil {
+							for _, msg := range checkTemplateGit(d.root) {
+								l.errorf(resolve(n), "%s: %s", what, msg)
+							}
 						}
+						return d
 					}
+					if resolve(v).Kind != yaml.SequenceNode {
+						ws.TemplateDir = open(v, "sandbox.workspace.template_dir")
+						return
+					}
+					if len(resolve(v).Content) == 0 {
+						l.errorf(resolve(v), "sandbox.workspace.template_dir: an empty list: give a directory, or a list of directories copied in order")
+					}
+					l.list(v, "sandbox.workspace.template_dir", func(i int, item *yaml.Node) {
+						d := open(item, fmt.Sprintf("sandbox.workspace.template_dir[%d]", i))
+						switch {
+						case d == nil:
+						case ws.TemplateDir == nil:
+							ws.TemplateDir = d
+						default:
+							ws.TemplateOverlays = append(ws.TemplateOverlays, d)
+						}
+					})
 				}},
 			})
 		}},

@@ -158,6 +158,9 @@ func (t *Task) Close() error {
 	}
 	var errs []error
 	errs = append(errs, t.Reference.Close(), closeGraderFiles(t.GraderFiles), t.Sandbox.Workspace.TemplateDir.Close(), t.Solution.Close())
+	for _, d := range t.Sandbox.Workspace.TemplateOverlays {
+		errs = append(errs, d.Close())
+	}
 	for _, p := range t.Plugins {
 		errs = append(errs, p.Dir.Close())
 	}

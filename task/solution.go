@@ -92,6 +92,9 @@ func (l *loader) checkSolutionHidden(t *Task) {
 		}
 	}
 	check(t.Sandbox.Workspace.TemplateDir, "sandbox.workspace.template_dir")
+	for i, d := range t.Sandbox.Workspace.TemplateOverlays {
+		check(d, fmt.Sprintf("sandbox.workspace.template_dir[%d]", i+1))
+	}
 	for i, p := range t.Plugins {
 		check(p.Dir, fmt.Sprintf("plugins[%d] (%s)", i, p.Name))
 	}

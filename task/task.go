@@ -145,7 +145,18 @@ type Limits struct {
 // Workspace is what the agent finds in /workspace when it starts.
 type Workspace struct {
 	StarterFiles []StarterFile
-	TemplateDir  *Dir // opened at load; nil when none
+	TemplateDir  *Dir // opened at load; nil when none; the first of a list
+	// TemplateOverlays are the directories after the first of a template_dir list, copied
+	// over it in order (a later one's entries replace an earlier one's).
+	TemplateOverlays []*Dir
+}
+
+// Templates are the template directories in the order they are copied.
+func (w Workspace) Templates() []*Dir {
+	if w.TemplateDir == nil {
+		return nil
+	}
+	return append([]*Dir{w.TemplateDir}, w.TemplateOverlays...)
 }
 
 // PluginMountRoot is where a plugin is mounted when the task names no mount: a directory

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +24,7 @@ func newImportCmd() *cobra.Command {
 func newImportCoderEvalCmd() *cobra.Command {
 	var out string
 	var keep bool
-	var root string
+	var root, report string
 	cmd := &cobra.Command{
 		Use:   "coder-eval SRC... --out DIR",
 		Short: "Convert coder_eval task files (files, or directories searched for *.yaml)",
@@ -40,9 +43,15 @@ func newImportCoderEvalCmd() *cobra.Command {
 				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted files go)"))
 			}
 			results, err := importer.ImportCoderEval(args, out, importer.Options{KeepUnmapped: keep, Root: root})
+			if report != "" {
+				if werr := writeImportReport(report, results); werr != nil {
+					return exitWith(exitInvalid, werr)
+				}
+			}
 			return reportImport(cmd, results, err)
 		},
 	}
+	cmd.Flags().StringVar(&report, "report", "", "write a JSON report to this file: per input, its mapped (noted) and unmapped fields with reasons, the output path, and whether it validates")
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted files into")
 	cmd.Flags().StringVar(&root, "root", "", "declared root of the inputs: the whole tree is mirrored into --out (material anywhere in it comes along) and the outputs validate with --root OUT")
 	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep each unmappable criterion as a placeholder that always fails")
@@ -73,6 +82,7 @@ func reportImport(cmd *cobra.Command, results []importer.FileResult, err error) 
 			fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s: valid, %d field(s) unmapped\n", r.Input, r.Output, r.Unmapped())
 		}
 	}
+	fmt.Fprintln(cmd.OutOrStdout(), importSummary(results))
 	if err != nil {
 		return exitWith(exitInvalid, err)
 	}
@@ -113,4 +123,95 @@ func newImportHarborCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted tasks into")
 	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep a task without tests/test.sh valid with a placeholder criterion that always fails")
 	return cmd
+}
+
+// needsOutsideRoot says the output does not load because it names material outside the
+// task file's directory or the declared root (rerun with a --root that holds it).
+func needsOutsideRoot(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := err.Error()
+	return strings.Contains(m, "leaves the task file's directory") || strings.Contains(m, "leaves the declared root") || strings.Contains(m, "outside the declared root")
+}
+
+// unmappedCriteria says a criterion (or a field of one) did not map.
+func unmappedCriteria(r importer.FileResult) bool {
+	for _, p := range r.Problems {
+		if p.Unmapped && strings.HasPrefix(p.Field, "success_criteria") {
+			return true
+		}
+	}
+	return false
+}
+
+// importSummary is the last line of an import: how many outputs validate, how many need
+// material outside --root, how many lost part of a criterion.
+func importSummary(results []importer.FileResult) string {
+	var n, m, k, j int
+	for _, r := range results {
+		if r.Output == "" {
+			continue
+		}
+		m++
+		if r.Invalid == nil {
+			n++
+		}
+		if needsOutsideRoot(r.Invalid) {
+			k++
+		}
+		if unmappedCriteria(r) {
+			j++
+		}
+	}
+	return fmt.Sprintf("%d of %d tasks validate, %d need material outside --root, %d have unmapped criteria", n, m, k, j)
+}
+
+type reportField struct {
+	Field  string `json:"field"`
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+type reportFile struct {
+	Input            string        `json:"input"`
+	Output           string        `json:"output,omitempty"`
+	Experiment       bool          `json:"experiment,omitempty"`
+	Validates        bool          `json:"validates"`
+	Invalid          string        `json:"invalid,omitempty"`
+	NeedsOutsideRoot bool          `json:"needs_outside_root,omitempty"`
+	Mapped           []reportField `json:"mapped"`   // mapped with a change of meaning (notes)
+	Unmapped         []reportField `json:"unmapped"` // lost, with what to do
+	Skipped          []string      `json:"skipped,omitempty"`
+}
+
+// writeImportReport writes --report: one entry per input file.
+func writeImportReport(path string, results []importer.FileResult) error {
+	files := []reportFile{}
+	for _, r := range results {
+		f := reportFile{Input: r.Input, Output: r.Output, Experiment: r.Experiment, Validates: r.Output != "" && r.Invalid == nil,
+			NeedsOutsideRoot: needsOutsideRoot(r.Invalid), Mapped: []reportField{}, Unmapped: []reportField{}}
+		if r.Invalid != nil {
+			f.Invalid = r.Invalid.Error()
+		}
+		for _, p := range r.Problems {
+			switch {
+			case p.Skipped != "":
+				f.Skipped = append(f.Skipped, p.File+": "+p.Skipped)
+			case p.Unmapped:
+				f.Unmapped = append(f.Unmapped, reportField{p.Field, p.Line, p.Reason})
+			default:
+				f.Mapped = append(f.Mapped, reportField{p.Field, p.Line, p.Reason})
+			}
+		}
+		files = append(files, f)
+	}
+	data, err := json.MarshalIndent(map[string]any{"files": files, "summary": importSummary(results)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--report %s: %v", path, err)
+	}
+	return nil
 }
