@@ -44,7 +44,7 @@ var (
 // storage in a temporary directory (vfs driver, no mounts left behind) and runs RUN steps
 // with its OCI isolation (runc, host network for apt).
 func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptions) (Image, error) {
-	if err := checkImageName(opts.Name); err != nil {
+	if err := checkImageName(&opts.Name); err != nil {
 		return Image{}, err
 	}
 	buildah, err := exec.LookPath("buildah")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/reference"
+	distref "github.com/distribution/reference"
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -109,14 +110,31 @@ var (
 	pipHashPattern    = lazyregexp.New(`^--hash=sha256:[0-9a-f]{64}$`)
 )
 
-// checkImageName refuses, before minutes of building, a name containerd would refuse.
-func checkImageName(name string) error {
-	if name == "" {
+// NormalizeName returns an image reference as Docker (and containerd's ctr) spells it in
+// full: ubuntu:24.04 is docker.io/library/ubuntu:24.04, foo/bar is docker.io/foo/bar:latest;
+// registries (localhost:5000/x) and digests are kept.
+func NormalizeName(name string) (string, error) {
+	r, err := distref.ParseDockerRef(name)
+	if err != nil {
+		return "", err
+	}
+	return r.String(), nil
+}
+
+// checkImageName refuses, before minutes of building, a name containerd would refuse, and
+// normalises *name as Docker does (see NormalizeName).
+func checkImageName(name *string) error {
+	if *name == "" {
 		return fmt.Errorf("%w: no image name given", ErrPackageInput)
 	}
-	if _, err := reference.Parse(name); err != nil {
-		return fmt.Errorf("%w: image name %q: %w; use a name like ceval.local/NAME:TAG", ErrPackageInput, name, err)
+	n, err := NormalizeName(*name)
+	if err != nil {
+		return fmt.Errorf("%w: image name %q: %w; use a name like ceval.local/NAME:TAG", ErrPackageInput, *name, err)
 	}
+	if _, err := reference.Parse(n); err != nil {
+		return fmt.Errorf("%w: image name %q: %w; use a name like ceval.local/NAME:TAG", ErrPackageInput, *name, err)
+	}
+	*name = n
 	return nil
 }
 
@@ -156,7 +174,7 @@ type packagePlan struct {
 }
 
 func planPackages(opts PackageOptions) (*packagePlan, error) {
-	if err := checkImageName(opts.Name); err != nil {
+	if err := checkImageName(&opts.Name); err != nil {
 		return nil, err
 	}
 	root := opts.hostRoot
