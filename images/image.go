@@ -63,8 +63,17 @@ func Lookup(ctx context.Context, c *client.Client, name string) (Image, error) {
 	return r.image, nil
 }
 
+// getRecord finds name as written, or else as Docker normalises it (ubuntu:24.04 is
+// docker.io/library/ubuntu:24.04, the name ceval images build and pull tag).
 func getRecord(ctx context.Context, c *client.Client, name string) (images.Image, error) {
 	rec, err := c.ImageService().Get(ctx, name)
+	if errdefs.IsNotFound(err) {
+		if full, nerr := NormalizeName(name); nerr == nil && full != name {
+			if r, ferr := c.ImageService().Get(ctx, full); ferr == nil {
+				return r, nil
+			}
+		}
+	}
 	if errdefs.IsNotFound(err) {
 		ns, _ := namespaces.Namespace(ctx)
 		return images.Image{}, &NotFoundError{Name: name, Namespace: ns}
