@@ -221,6 +221,7 @@ func BuildAgent(ctx context.Context, c *client.Client, opts AgentOptions) (Agent
 
 	cfg := defaultConfig(plan.arch, baseDiff)
 	cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, layer.Digest)
+	setHistory(&cfg, "ceval images build-agent")
 	cfg.Config.Labels[AgentInputsLabel] = plan.inputs.String()
 	for _, a := range plan.cli {
 		cfg.Config.Labels[AgentVersionLabelPrefix+a.Type] = a.Version

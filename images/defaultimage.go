@@ -143,17 +143,34 @@ func busyboxRootfs(path string, extra []File) ([]byte, string, error) {
 	return tar, arch, err
 }
 
+// defaultConfig is the default image's config. It names no User: ceval runs every
+// container as the agent's UID whatever an image says, and a Dockerfile built FROM a ceval
+// image runs its RUN steps as root, as FROM any Debian base (USER in the Dockerfile changes
+// that).
 func defaultConfig(arch string, diffID digest.Digest) ocispec.Image {
-	return ocispec.Image{
+	cfg := ocispec.Image{
 		Platform: ocispec.Platform{OS: "linux", Architecture: arch},
 		Config: ocispec.ImageConfig{
-			User:       fmt.Sprintf("%d:%d", policy.AgentUID, policy.AgentGID),
 			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/agent"},
 			Cmd:        []string{"/bin/sh"},
 			WorkingDir: "/workspace",
 			Labels:     map[string]string{IsolationLabel: IsolationLabelValue},
 		},
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{diffID}},
+	}
+	setHistory(&cfg, "ceval images: default image (busybox)")
+	return cfg
+}
+
+// setHistory gives cfg one history entry per layer, dated PackageEpoch (the image stays
+// reproducible): builders such as buildah refuse a base image whose history does not
+// account for its layers.
+func setHistory(cfg *ocispec.Image, by string) {
+	created := time.Unix(PackageEpoch, 0).UTC()
+	cfg.Created = &created
+	cfg.History = nil
+	for range cfg.RootFS.DiffIDs {
+		cfg.History = append(cfg.History, ocispec.History{Created: &created, CreatedBy: by})
 	}
 }
 

@@ -97,3 +97,28 @@ func TestDockerfileBuildRefusesSetuidFromRunStep(t *testing.T) {
 		t.Fatalf("the refused image is still there: %v", err)
 	}
 }
+
+// A Dockerfile FROM a ceval image without a USER line runs its RUN steps as root, as FROM
+// any Debian base (apt-get works), and buildah accepts the base (its config's history
+// accounts for its layers). Red while ceval's images named User 2000:2000: the RUN step
+// exited 1.
+func TestDockerfileRunStepsAreRootWithoutAUserLine(t *testing.T) {
+	needBuildah(t)
+	c, ctx := ctrtest.Connect(t)
+	base, err := images.EnsureDefault(ctx, c, images.DefaultOptions{Name: "ceval.local/test-df-root-base:latest"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "ceval.local/test-df-root:latest"
+	for _, n := range []string{base.Name, name} {
+		t.Cleanup(func() {
+			if err := c.ImageService().Delete(ctx, n, ctrimages.SynchronousDelete()); err != nil && !errdefs.IsNotFound(err) {
+				t.Errorf("delete %s: %v", n, err)
+			}
+		})
+	}
+	df := writeDockerfile(t, "FROM "+base.Name+"\nRUN test \"$(id -u)\" = 0 && mkdir -p /opt/by-root\n")
+	if _, err := images.BuildDockerfile(ctx, c, images.DockerfileOptions{Name: name, Dockerfile: df, Log: logWriter{t}}); err != nil {
+		t.Fatalf("a RUN step FROM a ceval image without USER did not run as root: %v", err)
+	}
+}

@@ -558,10 +558,10 @@ func packageConfig(arch string, layers []ocispec.Descriptor) ocispec.Image {
 	for _, l := range layers {
 		diffs = append(diffs, l.Digest) // uncompressed: the digest is the diff ID
 	}
-	return ocispec.Image{
+	cfg := ocispec.Image{
 		Platform: ocispec.Platform{OS: "linux", Architecture: arch},
 		Config: ocispec.ImageConfig{
-			User:       fmt.Sprintf("%d:%d", policy.AgentUID, policy.AgentGID),
+			// No User: see defaultConfig.
 			Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/agent", "LANG=C.UTF-8"},
 			Cmd:        []string{"/bin/bash"},
 			WorkingDir: "/workspace",
@@ -569,6 +569,8 @@ func packageConfig(arch string, layers []ocispec.Descriptor) ocispec.Image {
 		},
 		RootFS: ocispec.RootFS{Type: "layers", DiffIDs: diffs},
 	}
+	setHistory(&cfg, "ceval images build --packages (mmdebstrap)")
+	return cfg
 }
 
 func packageManifest(cfg blob, layers []ocispec.Descriptor) (blob, error) {
