@@ -201,7 +201,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if err != nil {
 		return nil, &InputError{err}
 	}
-	if cp.Dir != "" && cfg.Emit != nil {
+	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
 	}
 	if cfg.Prepare != nil {
