@@ -42,6 +42,9 @@ type DefaultOptions struct {
 	// Extra files added to the layer, e.g. an agent CLI or a test's fake one. A file
 	// replaces a busybox applet of the same path.
 	Extra []File
+	// WorkingDir is the config's WorkingDir; "" is /workspace (a test's image names another,
+	// as images built for other harnesses do).
+	WorkingDir string
 }
 
 // File is one regular file added to an image layer, owned by root.
@@ -49,6 +52,10 @@ type File struct {
 	Path string // relative to /, slash-separated, e.g. "usr/local/bin/claude"
 	Mode int64  // permission bits, e.g. 0o755; setuid and setgid bits are refused
 	Data []byte
+	// Link, when set, makes the entry a symbolic link to Link (Data unused); FIFO makes it a
+	// named pipe. Tests use them to build hostile images.
+	Link string
+	FIFO bool
 }
 
 func (o DefaultOptions) withDefaults() DefaultOptions {
@@ -125,7 +132,11 @@ func writeDefaultLayout(w io.Writer, opts DefaultOptions) (ocispec.Descriptor, e
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	return writeLayout(w, opts.Name, defaultConfig(arch, diffID), []blob{layer})
+	cfg := defaultConfig(arch, diffID)
+	if opts.WorkingDir != "" {
+		cfg.Config.WorkingDir = opts.WorkingDir
+	}
+	return writeLayout(w, opts.Name, cfg, []blob{layer})
 }
 
 // busyboxRootfs is the default image's layer (uncompressed) built from the static busybox at
@@ -283,7 +294,14 @@ func defaultRootfs(busybox []byte, applets []string, extra []File) ([]byte, erro
 				dir(d, 0o755, 0, 0)
 			}
 		}
-		file(p, f.Mode, f.Data)
+		switch {
+		case f.Link != "":
+			entries[p] = entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Name: p, Linkname: f.Link, Mode: 0o777}}
+		case f.FIFO:
+			entries[p] = entry{hdr: tar.Header{Typeflag: tar.TypeFifo, Name: p, Mode: f.Mode}}
+		default:
+			file(p, f.Mode, f.Data)
+		}
 	}
 
 	names := make([]string, 0, len(entries))

@@ -181,3 +181,18 @@ func (r *resolved) layers() []ocispec.Descriptor {
 	}
 	return out
 }
+
+// WorkingDir returns the WorkingDir of image name's config for this platform (read from
+// the content store and checked against its digest, as Lookup reads it): "" when the image
+// names none.
+func WorkingDir(ctx context.Context, c *client.Client, name string) (string, error) {
+	rec, err := getRecord(ctx, c, name)
+	if err != nil {
+		return "", err
+	}
+	r, err := resolve(ctx, c.ContentStore(), rec)
+	if err != nil {
+		return "", err
+	}
+	return r.config.Config.WorkingDir, nil
+}

@@ -143,6 +143,10 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 			err = errors.Join(err, s.Close(context.WithoutCancel(ctx)))
 		}
 	}()
+	if cfg.ImageWorkdir == task.ImageWorkdirCopy {
+		// The node unpacks the image: this process has no snapshot of it to copy from.
+		return nil, &InputError{fmt.Errorf("sandbox.image_workdir: copy is not supported by the kubernetes backend yet: copy the image's files into sandbox.workspace.template_dir, or drop the field (the workspace then starts empty)")}
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}

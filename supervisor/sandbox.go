@@ -47,6 +47,13 @@ type SandboxConfig struct {
 	// to the agent's UID.
 	Prepare func(workspace, home string) error
 
+	// ImageWorkdir says whether the workspace starts from the tree at the image config's
+	// WorkingDir, copied before Prepare runs (so a template_dir overrides it): ImageWorkdirAuto,
+	// task.ImageWorkdirCopy, or "" / task.ImageWorkdirIgnore (a verifier's or exec's
+	// sandbox). Emit (may be nil) gets the "image_workdir" event of what was copied.
+	ImageWorkdir string
+	Emit         func(string, map[string]any)
+
 	// BeforeStart (may be nil) runs once the container's task exists and before its init
 	// runs: the model gateway opens its socket in the task's network namespace there.
 	BeforeStart launcher.StartHook
@@ -190,6 +197,13 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, unmountHome)
+	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
+	if err != nil {
+		return nil, &InputError{err}
+	}
+	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
+		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
+	}
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
 			return nil, &InputError{err}

@@ -64,20 +64,37 @@ func writeInRoot(root *os.Root, rel string, data []byte, perm os.FileMode) error
 
 // copyTemplate copies the template tree (task material from a third party) into ws through
 // the handle the task opened at load (never by its path, which may name something else by
-// now): regular files by their bytes, directories, and symlinks recreated as links (never
-// followed). No .git is copied: each repository, at any depth, is rebuilt with its HEAD's
-// history only.
+// now), over whatever ws already holds (the image's working directory): see copyTree.
 func copyTemplate(tpl *task.Dir, ws string) error {
 	src := tpl.Root()
 	if src == nil {
 		return fmt.Errorf("%s was not opened with the task", tpl.Path)
 	}
+	return copyTree(src, ws, &treeCopy{})
+}
+
+// treeCopy is the state of one copyTree: its caps (0 = none) and what it copied and skipped.
+type treeCopy struct {
+	maxBytes, maxEntries int64
+	capErr               func(what string) error // the error of a cap hit, naming the source
+
+	bytes, entries int64
+	skipped        []string // devices, FIFOs, sockets: "PATH (KIND)"
+}
+
+// copyTree copies the tree of src into ws: regular files by their bytes (mode bits 0755 at
+// most), directories, and symlinks recreated as links (never followed, on either side).
+// An entry replaces what ws already has at its path (a directory merges into a directory).
+// Devices, FIFOs and sockets are skipped and listed in c.skipped. No .git is copied: each
+// repository, at any depth, is rebuilt with its HEAD's history only. A cap of c hit is
+// c.capErr's error, never a partial copy that looks whole.
+func copyTree(src *os.Root, ws string, c *treeCopy) error {
 	dst, err := os.OpenRoot(ws)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
-	var repos []string // directories of the template that hold a .git directory
+	var repos []string // directories of the source that hold a .git directory
 	err = fs.WalkDir(rootfs.NonBlocking(src), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -98,37 +115,43 @@ func copyTemplate(tpl *task.Dir, ws string) error {
 		if err != nil {
 			return err
 		}
-		// An earlier template of the list may have put an entry here: a later one replaces
-		// it (a directory merges with a directory). The old entry is removed, never
-		// followed, so a link it left cannot redirect the copy.
-		if old, err := dst.Lstat(p); err == nil {
-			if fi.IsDir() && old.IsDir() {
-				return nil
+		if !fi.IsDir() && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+			// Devices, FIFOs, sockets have no place in a workspace.
+			c.skipped = append(c.skipped, fmt.Sprintf("%s (%s)", p, fileKind(fi.Mode())))
+			return nil
+		}
+		if c.entries++; c.maxEntries > 0 && c.entries > c.maxEntries {
+			return c.capErr(fmt.Sprintf("more than %d files and directories", c.maxEntries))
+		}
+		if fi.Mode().IsRegular() {
+			if c.bytes += fi.Size(); c.maxBytes > 0 && c.bytes > c.maxBytes {
+				return c.capErr(fmt.Sprintf("more than %d bytes", c.maxBytes))
 			}
-			if err := dst.RemoveAll(p); err != nil {
-				return err
-			}
+		}
+		if err := clearFor(dst, p, fi.IsDir()); err != nil {
+			return err
 		}
 		switch {
 		case fi.IsDir():
-			return dst.Mkdir(p, 0o755)
+			if err := dst.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			return nil
 		case fi.Mode()&fs.ModeSymlink != 0:
 			target, err := src.Readlink(p)
 			if err != nil {
 				return err
 			}
 			return dst.Symlink(target, p)
-		case fi.Mode().IsRegular():
-			return copyRootFile(src, dst, p, fi.Mode().Perm()&0o755)
 		default:
-			return nil // devices, FIFOs, sockets have no place in a workspace
+			return copyRootFile(src, dst, p, fi.Mode().Perm()&0o755)
 		}
 	})
 	if err != nil {
 		return err
 	}
 	for _, r := range repos {
-		if err := dst.RemoveAll(path.Join(r, ".git")); err != nil { // an earlier template's repository
+		if err := dst.RemoveAll(path.Join(r, ".git")); err != nil { // the image's, under a template's
 			return fmt.Errorf("repository %s: %w", r, err)
 		}
 		if err := headOnlyRepo(src, r, filepath.Join(ws, r)); err != nil {
@@ -136,6 +159,40 @@ func copyTemplate(tpl *task.Dir, ws string) error {
 		}
 	}
 	return nil
+}
+
+// clearFor removes what dst holds at p unless it is a real directory and a directory is to
+// be made there: a link is removed, never followed.
+func clearFor(dst *os.Root, p string, dir bool) error {
+	fi, err := dst.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		if dir {
+			return nil
+		}
+		return dst.RemoveAll(p)
+	}
+	return dst.Remove(p)
+}
+
+// fileKind names a special file's type.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file"
 }
 
 func copyRootFile(src, dst *os.Root, p string, perm os.FileMode) error {

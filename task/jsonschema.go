@@ -166,6 +166,7 @@ func TaskSchema() map[string]any {
 			"pip_find_links": jsPath,
 			"image":          jsStr,
 			"network":        jsEnum("", policy.NetworkNone, policy.NetworkHost),
+			"image_workdir":  jsEnum("copy (the default when the image names a WorkingDir other than /): the workspace starts from the image's WorkingDir tree; ignore: it starts empty", ImageWorkdirCopy, ImageWorkdirIgnore),
 			"limits": jsObj(map[string]any{
 				"timeout":   jsDuration,
 				"memory_mb": map[string]any{"type": "integer", "minimum": 16},

@@ -588,6 +588,9 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 		{"network", func(v *yaml.Node) {
 			l.enum(v, "sandbox.network", []string{policy.NetworkNone, policy.NetworkHost}, &sb.Network)
 		}},
+		{"image_workdir", func(v *yaml.Node) {
+			l.enum(v, "sandbox.image_workdir", []string{ImageWorkdirCopy, ImageWorkdirIgnore}, &sb.ImageWorkdir)
+		}},
 		{"limits", func(v *yaml.Node) {
 			lim := &sb.Limits
 			l.mapping(v, "sandbox.limits", []field{

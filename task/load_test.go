@@ -73,6 +73,26 @@ func TestDurationsAcceptGoStringsAndSeconds(t *testing.T) {
 	}
 }
 
+func TestImageWorkdirIsRead(t *testing.T) {
+	for _, v := range []string{ImageWorkdirCopy, ImageWorkdirIgnore} {
+		doc := strings.Replace(minimal, "success_criteria:", "sandbox: {image_workdir: "+v+"}\nsuccess_criteria:", 1)
+		tk, err := Load(writeTask(t, doc, nil))
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if tk.Sandbox.ImageWorkdir != v {
+			t.Errorf("image_workdir %s read as %q", v, tk.Sandbox.ImageWorkdir)
+		}
+	}
+	tk, err := Load(writeTask(t, minimal, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Sandbox.ImageWorkdir != "" {
+		t.Errorf("image_workdir defaults to %q, want \"\" (decided by the image)", tk.Sandbox.ImageWorkdir)
+	}
+}
+
 func TestPromptFileIsReadRelativeToTask(t *testing.T) {
 	doc := "task_id: t\ninitial_prompt_file: prompts/p.md\nsuccess_criteria: [{type: file_exists, path: x}]\n"
 	tk, err := Load(writeTask(t, doc, map[string]string{"prompts/p.md": "from file\n"}))
@@ -122,6 +142,8 @@ func TestLoadReportsEveryProblemWithItsPosition(t *testing.T) {
 			nil, []string{"4:18: sandbox.limits.pids must be between", "4:32: sandbox.limits.memory_mb must be between", "4:41: sandbox.limits.cpus must be between"}},
 		{"bad network", "task_id: t\ninitial_prompt: p\nsandbox: {network: bridge}\nsuccess_criteria: [{type: file_exists, path: x}]\n",
 			nil, []string{`3:20: sandbox.network must be one of none, host, got "bridge"`}},
+		{"bad image_workdir", "task_id: t\ninitial_prompt: p\nsandbox: {image_workdir: merge}\nsuccess_criteria: [{type: file_exists, path: x}]\n",
+			nil, []string{`3:26: sandbox.image_workdir must be one of copy, ignore, got "merge"`}},
 		{"agent command missing", "task_id: t\ninitial_prompt: p\nagent: {type: command}\nsuccess_criteria: [{type: file_exists, path: x}]\n",
 			nil, []string{"3:8: agent.command is required for agent type command"}},
 		{"command on claude-code", "task_id: t\ninitial_prompt: p\nagent: {type: claude-code, command: [x]}\nsuccess_criteria: [{type: file_exists, path: x}]\n",

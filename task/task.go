@@ -131,7 +131,18 @@ type Sandbox struct {
 	Packages     []string
 	Pip          []string
 	PipFindLinks *Dir
+
+	// ImageWorkdir is sandbox.image_workdir: whether the fresh workspace starts from the
+	// tree at the image config's WorkingDir (ImageWorkdirCopy) or empty (ImageWorkdirIgnore).
+	// "" is the default: copy when the image names a WorkingDir other than "/".
+	ImageWorkdir string
 }
+
+// Values of sandbox.image_workdir.
+const (
+	ImageWorkdirCopy   = "copy"
+	ImageWorkdirIgnore = "ignore"
+)
 
 // Limits bound the agent's container.
 type Limits struct {

@@ -1,0 +1,139 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/opencontainers/image-spec/identity"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/task"
+)
+
+// ImageWorkdirAuto is SandboxConfig.ImageWorkdir for a task that did not set
+// sandbox.image_workdir: the image's working directory is copied when the image names one
+// other than "/".
+const ImageWorkdirAuto = "auto"
+
+// imageWorkdirMode is the SandboxConfig.ImageWorkdir of a task's agent sandbox.
+func imageWorkdirMode(sb task.Sandbox) string {
+	if sb.ImageWorkdir == "" {
+		return ImageWorkdirAuto
+	}
+	return sb.ImageWorkdir
+}
+
+// imageWorkdirCopy is what copyImageWorkdir copied.
+type imageWorkdirCopy struct {
+	Dir     string   // the image's WorkingDir; "" when nothing was copied
+	Entries int64    // files, directories and links
+	Bytes   int64    // of regular files
+	Skipped []string // devices, FIFOs, sockets left out: "PATH (KIND)"
+}
+
+// copyImageWorkdir fills the fresh workspace ws with the tree at the WorkingDir of image
+// name, read from a read-only view of its unpacked snapshot, when mode (ImageWorkdirAuto,
+// task.ImageWorkdirCopy or task.ImageWorkdirIgnore; "" is ignore) asks for it. The tree is
+// copied as a template_dir is (no link followed, special files skipped) under the
+// workspace's caps: a cap hit is an error naming the image, as the image is the task
+// author's and a silently partial workspace would grade the agent on the wrong input.
+func copyImageWorkdir(ctx context.Context, c *client.Client, name, mode, ws string, diskMB int64) (imageWorkdirCopy, error) {
+	var out imageWorkdirCopy
+	if mode == "" || mode == task.ImageWorkdirIgnore {
+		return out, nil
+	}
+	wd, err := images.WorkingDir(ctx, c, name)
+	if err != nil {
+		return out, err
+	}
+	rel := strings.TrimPrefix(path.Clean("/"+wd), "/")
+	if wd == "" || rel == "" {
+		if mode == task.ImageWorkdirCopy {
+			return out, fmt.Errorf("sandbox.image_workdir is copy but image %s names no working directory (its config's WorkingDir is %q): set WORKDIR in the image or drop sandbox.image_workdir", name, wd)
+		}
+		return out, nil
+	}
+	img, err := c.GetImage(ctx, name)
+	if err != nil {
+		return out, fmt.Errorf("image %s: %w", name, err)
+	}
+	if ok, err := img.IsUnpacked(ctx, images.Snapshotter); err != nil {
+		return out, fmt.Errorf("image %s: %w", name, err)
+	} else if !ok {
+		if err := img.Unpack(ctx, images.Snapshotter); err != nil {
+			return out, fmt.Errorf("unpack image %s: %w", name, err)
+		}
+	}
+	diffIDs, err := img.RootFS(ctx)
+	if err != nil {
+		return out, fmt.Errorf("image %s: %w", name, err)
+	}
+	lctx, done, err := c.WithLease(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer done(context.WithoutCancel(ctx))
+	sn := c.SnapshotService(images.Snapshotter)
+	key := "ceval-workdir-" + rand.Text()
+	mounts, err := sn.View(lctx, key, identity.ChainID(diffIDs).String())
+	if err != nil {
+		return out, fmt.Errorf("image %s: view of its snapshot: %w", name, err)
+	}
+	defer sn.Remove(context.WithoutCancel(lctx), key)
+	tc := &treeCopy{
+		maxBytes: diskMB << 20, maxEntries: workspaceInodes(diskMB),
+		capErr: func(what string) error {
+			return fmt.Errorf("image %s: its working directory %s holds %s, over the workspace's cap (sandbox.limits.disk_mb %d): raise sandbox.limits.disk_mb, make the image's %s smaller, or set sandbox.image_workdir: ignore", name, "/"+rel, what, diskMB, "/"+rel)
+		},
+	}
+	err = mount.WithReadonlyTempMount(lctx, mounts, func(root string) error {
+		r, err := os.OpenRoot(root)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		// Every component of WorkingDir is a real directory of the image: none is followed
+		// as a link (even one that stays in the image), and a missing one is an empty tree.
+		p := ""
+		for _, seg := range strings.Split(rel, "/") {
+			p = path.Join(p, seg)
+			fi, err := r.Lstat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("/%s is not a directory (%s); ceval does not follow links into the image: make WORKDIR a real directory or set sandbox.image_workdir: ignore", p, fi.Mode().Type())
+			}
+		}
+		sub, err := r.OpenRoot(rel)
+		if err != nil {
+			return err
+		}
+		defer sub.Close()
+		out.Dir = "/" + rel
+		return copyTree(sub, ws, tc)
+	})
+	out.Entries, out.Bytes, out.Skipped = tc.entries, tc.bytes, tc.skipped
+	if err != nil {
+		if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return out, fmt.Errorf("image %s: its working directory /%s does not fit the workspace (sandbox.limits.disk_mb %d): %w; raise sandbox.limits.disk_mb or set sandbox.image_workdir: ignore", name, rel, diskMB, err)
+		}
+		if strings.HasPrefix(err.Error(), "image ") {
+			return out, err
+		}
+		return out, fmt.Errorf("image %s: working directory /%s: %w", name, rel, err)
+	}
+	return out, nil
+}
