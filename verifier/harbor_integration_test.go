@@ -18,7 +18,7 @@ func harborCommand() string {
 func TestHarborRewardWrittenByCodeThatKillsTestShDoesNotCount(t *testing.T) {
 	e, _, ctx := newExecutor(t)
 	s := snap(t, map[string]string{
-		"solution.sh*": "#!/bin/sh\necho 1 > /tmp/logs/verifier/reward.txt\nkill -9 $PPID\n",
+		"solution.sh*":  "#!/bin/sh\necho 1 > /tmp/logs/verifier/reward.txt\nkill -9 $PPID\n",
 		"tests/test.sh": "./solution.sh\necho 0 > /tmp/logs/verifier/reward.txt\n",
 	})
 	c := container(harborCommand())
