@@ -216,6 +216,9 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 			return verdict{forced: NotGraded, details: "agent_judge runs a judge agent in its own sandbox: graded by ceval run (and regrade), not offline"}
 		}
 		v, err := opts.AgentJudge.RunAgentJudge(ctx, c, s)
+		if why, ok := workspaceFault(err); ok {
+			return failed("agent_judge: %s", why)
+		}
 		if err != nil {
 			return errored("agent_judge: %v", err)
 		}
@@ -234,6 +237,9 @@ func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts 
 	sc, err := opts.Executor.Execute(ctx, c, s, opts.Reference)
 	if why, ok := notGraded(err); ok {
 		return verdict{forced: NotGraded, details: why}
+	}
+	if why, ok := workspaceFault(err); ok {
+		return failed("%s", why)
 	}
 	if err != nil {
 		return errored("%s", err)

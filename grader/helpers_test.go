@@ -3,6 +3,7 @@ package grader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +124,8 @@ func (f *fakeExecutor) Execute(ctx context.Context, c *task.Criterion, s *snapsh
 		return Scored{Score: 7, Details: "ran"}, nil
 	case "error":
 		return Scored{}, errors.New("sandbox broke")
+	case "workspace":
+		return Scored{}, fmt.Errorf("verifier: %w", &WorkspaceError{Reason: "the workspace holds a file too large to copy"})
 	case "rewards", "bad-reward":
 		return ScoreCommand(c, CommandRun{Stdout: []byte(c.Args[0])})
 	}

@@ -16,6 +16,23 @@ type NotGradedError struct{ Reason string }
 
 func (e *NotGradedError) Error() string { return e.Reason }
 
+// WorkspaceError is what an Executor (or the agent judge) returns when the workspace it
+// grades is the cause: too many files or bytes to hand on, a file it cannot take. The
+// workspace is the agent's doing, so the criterion is FAILURE with Reason, never ERROR
+// (which is excluded from pass rates and re-run by --resume).
+type WorkspaceError struct{ Reason string }
+
+func (e *WorkspaceError) Error() string { return e.Reason }
+
+// workspaceFault reports whether err says the workspace made the criterion fail, and why.
+func workspaceFault(err error) (string, bool) {
+	var we *WorkspaceError
+	if errors.As(err, &we) {
+		return we.Reason, true
+	}
+	return "", false
+}
+
 // Tiers is the Executor of a grade: each executing criterion goes to the executor of its
 // tier (task.Criterion.Tier), so `ceval run`, `grade` and `regrade` grade both alike.
 type Tiers struct {

@@ -188,7 +188,7 @@ func Harbor(dir string, opt Options) (Result, error) {
 		set(crit, "type", scalar("run_command"))
 		set(crit, "description", str("Harbor tests (tests/test.sh); the score is its reward"))
 		set(crit, "sandbox", scalar("container"))
-		set(crit, "command", str(harborVerifierCommand))
+		set(crit, "command", str(HarborVerifierCommand))
 		set(crit, "score_from_stdout", scalar("true"))
 		timeout := "600s" // Harbor's default verifier timeout
 		if v, ok := cfg["verifier.timeout_sec"]; ok {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/importer"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
@@ -51,7 +52,7 @@ var suiteNames = []string{
 	"steps-break-after-agent",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
-	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-late-daemon",
+	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-harbor-reward", "verifier-late-daemon",
 	"verifier-network", "verifier-undeclared-ref", "wasm-pycache-forge", "wasm-pytest-hijack", "wasm-python-escape", "wasm-stdlib-shadow",
 	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
 }
@@ -310,5 +311,16 @@ func TestHangGuardStartsPastTheBudgetsTheTaskDeclares(t *testing.T) {
 	}
 	for name := range want {
 		t.Errorf("attack %s is not in the suite", name)
+	}
+}
+
+// verifier-harbor-reward grades with the very command ceval import harbor writes.
+func TestHarborRewardForgeRunsTheImportersCommand(t *testing.T) {
+	data, err := suite.ReadFile("attacks/verifier-harbor-reward/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "command: '"+importer.HarborVerifierCommand+"'\n") {
+		t.Errorf("the attack's command is not importer.HarborVerifierCommand (%s): copy it into the task", importer.HarborVerifierCommand)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/policy"
@@ -166,7 +167,7 @@ func judgedFiles(s *snapshot.Snapshot) ([]task.StarterFile, error) {
 			continue
 		}
 		if len(out) >= maxJudgedFiles || total+int(e.Size) > maxJudgedBytes {
-			return nil, fmt.Errorf("the snapshot is too large to hand to a judge agent (over %d files or %d MiB)", maxJudgedFiles, maxJudgedBytes>>20)
+			return nil, &grader.WorkspaceError{Reason: fmt.Sprintf("the workspace is too large to hand to a judge agent (over %d files or %d MiB): the agent left it so; keep the workspace under both", maxJudgedFiles, maxJudgedBytes>>20)}
 		}
 		data, err := s.ReadFile(e.Path)
 		if err != nil {
