@@ -120,7 +120,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newRootlessCmd())
 	root.AddCommand(newCompareCmd())
 	root.AddCommand(newAuditCmd(g))
-	root.AddCommand(newImportCmd(), newSchemaCmd())
+	root.AddCommand(newImportCmd(), newSchemaCmd(), newExportCmd())
 	refuseUnknownCommands(root)
 	return root
 }
