@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"ceval.dev/ceval/atif"
 	"encoding/json"
 	"errors"
 	"io"
@@ -51,6 +52,18 @@ func TestAgentReachesReplayGatewayWithNoNetwork(t *testing.T) {
 	var c transcript.Call
 	if err := json.Unmarshal(calls, &c); err != nil || !c.Replayed || c.Model != "claude-pinned" || c.Usage == nil {
 		t.Fatalf("transcript %s (%v)", calls, err)
+	}
+	// The run's trajectory (Harbor's ATIF), written beside result.json.
+	data, err := os.ReadFile(filepath.Join(res.Dir, atif.File))
+	if err != nil {
+		t.Fatalf("no %s in the run directory: %v", atif.File, err)
+	}
+	var tr atif.Trajectory
+	if err := json.Unmarshal(data, &tr); err != nil || atif.Check(&tr) != nil || tr.SchemaVersion != atif.SchemaVersion {
+		t.Fatalf("%s: %v %v\n%s", atif.File, err, atif.Check(&tr), data)
+	}
+	if !strings.Contains(string(data), "replayed-answer") {
+		t.Errorf("%s lacks the model's answer:\n%s", atif.File, data)
 	}
 }
 

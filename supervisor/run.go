@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"ceval.dev/ceval/atif"
 	"context"
 	"errors"
 	"fmt"
@@ -646,6 +647,15 @@ func (r *run) record(err error) error {
 		res.Status = record.StatusError
 		res.Error = err.Error()
 		res.Complete = false
+	}
+	// trajectory.json (Harbor's ATIF) from the gateway's transcript, before result.json,
+	// whose write makes it durable; a run without model turns has none, and a transcript
+	// that cannot be exported is an event, never the run's failure.
+	if terr := atif.WriteRun(r.dir, res, r.redact, false); terr != nil {
+		var skip *atif.SkipError
+		if !errors.As(terr, &skip) {
+			r.emit("trajectory_not_written", map[string]any{"error": terr.Error()})
+		}
 	}
 	if werr := writeResult(r.dir, res, r.redact, r.ev); werr != nil && err == nil {
 		err = inPhase(PhaseRecord, &InfraError{werr})
