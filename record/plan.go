@@ -22,13 +22,15 @@ type Plan struct {
 	Tags         []string `json:"tags,omitempty"`
 	// The rest of the command line a resume repeats: --root (absolute), --exclude-tags, and
 	// the task files named after the experiment file (absolute), which replaced its list.
-	Root        string      `json:"root,omitempty"`
-	ExcludeTags []string    `json:"exclude_tags,omitempty"`
-	Tasks       []string    `json:"tasks,omitempty"`
-	Repeats     int         `json:"repeats"`
-	Variants    []string    `json:"variants"`
-	Entries     []PlanEntry `json:"entries"`
-	StopEarly   *PlanStop   `json:"stop_early,omitempty"`
+	Root        string   `json:"root,omitempty"`
+	ExcludeTags []string `json:"exclude_tags,omitempty"`
+	Tasks       []string `json:"tasks,omitempty"`
+	// Agent is --agent, which replaced every variant's agent ("" = the tasks' own).
+	Agent     string      `json:"agent,omitempty"`
+	Repeats   int         `json:"repeats"`
+	Variants  []string    `json:"variants"`
+	Entries   []PlanEntry `json:"entries"`
+	StopEarly *PlanStop   `json:"stop_early,omitempty"`
 }
 
 // PlanStop is the experiment's stop_early.
@@ -80,6 +82,9 @@ func (p *Plan) Diff(q *Plan) string {
 	var d []string
 	if p.ExperimentID != q.ExperimentID {
 		d = append(d, fmt.Sprintf("experiment_id %q, recorded %q", q.ExperimentID, p.ExperimentID))
+	}
+	if p.Agent != q.Agent {
+		d = append(d, fmt.Sprintf("--agent %q, recorded %q", q.Agent, p.Agent))
 	}
 	if p.Repeats != q.Repeats {
 		d = append(d, fmt.Sprintf("repeats %d, recorded %d", q.Repeats, p.Repeats))

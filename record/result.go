@@ -80,6 +80,7 @@ type Iteration struct {
 type AgentResult struct {
 	Type      string         `json:"type"`
 	Model     string         `json:"model,omitempty"`
+	Override  string         `json:"override,omitempty"` // ceval run --agent, which replaced the task's agent
 	ExitCode  *int           `json:"exit_code"`
 	TimedOut  bool           `json:"timed_out"`
 	StoppedBy string         `json:"stopped_by,omitempty"` // why ceval ended the agent early: the run budget exceeded

@@ -52,6 +52,8 @@ type ExperimentOptions struct {
 	// PromptsFrom is an earlier experiment directory whose rephrased prompts (prompts.json)
 	// are reused where their input matches, so a re-run asks the model nothing again.
 	PromptsFrom string
+	// Agent is --agent as given (the tasks' agents are already replaced), kept in plan.json.
+	Agent string
 
 	OnStart  func(record.PlannedRun, *record.PlanEntry) // optional, called from the worker
 	OnFinish func(*RunRecord)                           // optional, called from the worker
@@ -147,6 +149,9 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		return nil, err
 	}
 	plan, err := NewPlan(e)
+	if plan != nil {
+		plan.Agent = o.Agent
+	}
 	if err != nil {
 		if !o.Resume {
 			os.RemoveAll(expDir)

@@ -59,6 +59,9 @@ type Options struct {
 	// Judge is the judge model of ceval's config, for llm_judge (each run gets its own
 	// budget and judge_calls.jsonl); nil: only criteria with a judge_fixture are judged.
 	Judge *judge.Judge
+	// AgentOverride is ceval run --agent as given, when it replaced the task's agent (the
+	// task given to Run already has the replacement); recorded as result.json's agent.override.
+	AgentOverride string
 
 	// Kube, when set, runs the agent as a Pod of a Kubernetes cluster instead of a local
 	// container (ceval run --backend kubernetes); Client may then be nil.
@@ -296,7 +299,7 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 		return nil, &InfraError{err}
 	}
 	r.res = &record.Result{RunID: o.RunID, Variant: o.Variant, Repeat: o.Repeat, Attempt: o.Attempt, CevalVersion: o.Version, Dir: r.dir,
-		Agent: record.AgentResult{Type: t.Agent.Type, Model: t.Agent.Model}}
+		Agent: record.AgentResult{Type: t.Agent.Type, Model: t.Agent.Model, Override: o.AgentOverride}}
 	r.res.TaskID = t.ID
 	r.res.Criteria = []grader.CriterionResult{}
 	r.res.Image.Name = t.Sandbox.Image

@@ -37,6 +37,7 @@ type experimentFlags struct {
 	exclude   []string  // --exclude-tags
 	tasks     []string  // task files named after the experiment file on the command line
 	audit     string    // --audit: an audit.json whose verdicts the report shows
+	agent     string    // --agent: replaces every variant's agent
 }
 
 func (x *experimentFlags) add(cmd *cobra.Command) {
@@ -65,6 +66,11 @@ func (x *experimentFlags) load(path string, cmd *cobra.Command) (*task.Experimen
 	e, err := task.LoadExperiment(path, opts)
 	if err != nil {
 		return nil, exitWith(exitInvalid, err)
+	}
+	for _, en := range e.Entries {
+		if err := applyAgent(en.Task, x.agent); err != nil {
+			return nil, exitWith(exitInvalid, fmt.Errorf("%s: variant %s: %w", path, en.Variant, err))
+		}
 	}
 	if x.repeats > 0 {
 		if x.repeats > task.MaxRepeats {
@@ -104,6 +110,9 @@ func (x *experimentFlags) resumeArgs(cmd *cobra.Command, args []string) ([]strin
 	if !cmd.Flags().Changed("exclude-tags") {
 		x.exclude = plan.ExcludeTags
 	}
+	if !cmd.Flags().Changed("agent") {
+		x.agent = plan.Agent
+	}
 	return args, nil
 }
 
@@ -139,6 +148,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	defer closeExecutor()
 	base.Executor = executor
 	base.RunID = record.NewRunID(time.Now())
+	base.AgentOverride = x.agent
 	if x.resume != "" {
 		abs, err := filepath.Abs(x.resume)
 		if err != nil {
@@ -149,7 +159,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	errOut := cmd.ErrOrStderr()
 	prog := newProgress(errOut, e.Repeats*len(e.Entries))
 	res, err := supervisor.RunExperiment(cctx, e, supervisor.ExperimentOptions{
-		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "", PromptsFrom: x.prompts,
+		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "", PromptsFrom: x.prompts, Agent: x.agent,
 		OnStart:  func(record.PlannedRun, *record.PlanEntry) { prog.started() },
 		OnFinish: prog.finished,
 		OnRetry: func(r *supervisor.RunRecord, err error) {

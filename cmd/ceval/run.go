@@ -26,6 +26,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		allowHostNet bool
 		grace        time.Duration
 		busybox      string
+		agentSpec    string
 		x            experimentFlags
 		b            backendFlags
 	)
@@ -38,6 +39,10 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			"without following links and grades the snapshot on the host. Each run writes\n" +
 			"RUNS/<run_id>/default/<task_id>/1/ with result.json, events.jsonl, the agent's logs and\n" +
 			"the workspace snapshot.\n\n" +
+			"--agent replaces the task's agent (an imported Harbor task names none): claude-code,\n" +
+			"codex, oracle (the task's solution, as ceval audit runs it: Harbor's -a oracle), none\n" +
+			"(no agent: the workspace is graded as prepared) or a command line; for an experiment it\n" +
+			"replaces every variant's agent, and plan.json keeps it for --resume.\n\n" +
 			"Exit 0 when every task succeeds, 1 when any failed, timed out or exceeded its run_limits,\n2 on invalid input, " +
 			"3 on an infrastructure error (containerd, images) or an ERROR/NOT_GRADED result.\n\n" +
 			"Given an experiment file (experiment_id, tasks, defaults, variants, repeats), run\n" +
@@ -57,6 +62,10 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkAgentSpec(agentSpec); err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			x.agent = agentSpec
 			if x.resume != "" {
 				var err error
 				if args, err = x.resumeArgs(cmd, args); err != nil {
@@ -102,8 +111,12 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					continue
 				}
 				for _, t := range ts {
+					if err := applyAgent(t, agentSpec); err != nil {
+						problems = append(problems, err)
+						continue
+					}
 					if t.Agent == nil {
-						problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it", a, t.ID))
+						problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it, or choose one with --agent (claude-code, codex, oracle, none or a command line)", a, t.ID))
 						continue
 					}
 					tasks = append(tasks, t)
@@ -159,6 +172,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
 					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge, Kube: g.kube,
+					AgentOverride: agentSpec,
 				}
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)
@@ -194,6 +208,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&allowHostNet, "allow-host-network", false, "let tasks that ask for sandbox.network: host have it")
 	f.DurationVar(&grace, "grace", policy.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
+	addAgentFlag(cmd, &agentSpec)
 	x.add(cmd)
 	b.add(cmd)
 	return cmd
