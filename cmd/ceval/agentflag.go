@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"mvdan.cc/sh/v3/syntax"
 
 	"ceval.dev/ceval/audit"
 	"ceval.dev/ceval/task"
@@ -77,77 +78,108 @@ func applyAgent(t *task.Task, spec string) error {
 	return nil
 }
 
-// splitWords splits s into words as a POSIX shell does for a simple command, without
-// expanding anything: blanks separate words; 'single' quotes keep everything; "double"
-// quotes keep everything but \" \\ \$ \` (and a backslash-newline, removed); a backslash
-// outside quotes keeps the next character. Shell syntax that would need a shell (| & ; < >
-// ( ) $ ` and a leading ~ or #, or a glob) is refused unquoted, so what runs is exactly
-// the argv the user sees.
+// splitWords splits s into the words of one simple command, as a POSIX shell would (the
+// parser of mvdan.cc/sh), without expanding anything: quotes and backslashes are removed,
+// and anything that would need a shell to run (a pipe, a list, a redirection, an
+// assignment, a parameter, command or arithmetic expansion, a glob, a tilde) is refused, so
+// what runs is exactly the argv the user sees.
 func splitWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	rs := []rune(s)
-	for i := 0; i < len(rs); i++ {
-		c := rs[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '\'':
-			inWord = true
-			j := i + 1
-			for j < len(rs) && rs[j] != '\'' {
-				j++
-			}
-			if j == len(rs) {
-				return nil, errors.New("unterminated ' quote")
-			}
-			cur.WriteString(string(rs[i+1 : j]))
-			i = j
-		case c == '"':
-			inWord = true
-			j := i + 1
-			for ; j < len(rs) && rs[j] != '"'; j++ {
-				if rs[j] == '\\' && j+1 < len(rs) && strings.ContainsRune("\"\\$`\n", rs[j+1]) {
-					if rs[j+1] != '\n' {
-						cur.WriteRune(rs[j+1])
-					}
-					j++
-					continue
-				}
-				if rs[j] == '$' || rs[j] == '`' {
-					return nil, fmt.Errorf("%q inside double quotes would need a shell to expand: quote it with single quotes or a backslash", rs[j])
-				}
-				cur.WriteRune(rs[j])
-			}
-			if j == len(rs) {
-				return nil, errors.New(`unterminated " quote`)
-			}
-			i = j
-		case c == '\\':
-			if i+1 == len(rs) {
-				return nil, errors.New("a trailing backslash escapes nothing")
-			}
-			inWord = true
-			i++
-			if rs[i] != '\n' {
-				cur.WriteRune(rs[i])
-			}
-		case strings.ContainsRune("|&;<>()$`*?[", c) || (c == '~' || c == '#') && !inWord:
-			return nil, fmt.Errorf("%q is shell syntax, and the command runs without a shell: quote it, or run a shell yourself: --agent \"/bin/sh -c 'a | b'\"", c)
-		case c < ' ' || c == 0x7f:
-			return nil, fmt.Errorf("control character %q in the command line", c)
-		default:
-			inWord = true
-			cur.WriteRune(c)
+	for _, r := range s {
+		if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f {
+			return nil, fmt.Errorf("control character %U in the command line", r)
 		}
 	}
-	if inWord {
-		words = append(words, cur.String())
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(s), "")
+	if err != nil {
+		return nil, err
+	}
+	if len(f.Stmts) == 0 {
+		return nil, nil
+	}
+	st := f.Stmts[0]
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if len(f.Stmts) != 1 || !ok || st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 || len(call.Assigns) > 0 {
+		return nil, errors.New("not one simple command: pipes, lists, redirections and assignments need a shell; write --agent \"/bin/sh -c '...'\"")
+	}
+	var words []string
+	for _, w := range call.Args {
+		var b strings.Builder
+		if err := literalWord(&b, w.Parts); err != nil {
+			return nil, fmt.Errorf("%w; quote it, or write --agent \"/bin/sh -c '...'\"", err)
+		}
+		words = append(words, b.String())
 	}
 	return words, nil
+}
+
+// literalWord writes the value of a word made only of literal text and quotes.
+func literalWord(b *strings.Builder, parts []syntax.WordPart) error {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?[") || strings.HasPrefix(p.Value, "~") && b.Len() == 0 {
+				return fmt.Errorf("%q would be expanded by a shell (a glob or a tilde)", p.Value)
+			}
+			v, err := unescape(p.Value)
+			if err != nil {
+				return err
+			}
+			b.WriteString(v)
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return errors.New("$'...' quoting needs a shell")
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return errors.New("$\"...\" quoting needs a shell")
+			}
+			for _, q := range p.Parts {
+				lit, ok := q.(*syntax.Lit)
+				if !ok {
+					return errors.New("an expansion inside double quotes needs a shell")
+				}
+				b.WriteString(unescapeDouble(lit.Value))
+			}
+		default:
+			return errors.New("an expansion ($, `...`, $((...))) needs a shell")
+		}
+	}
+	return nil
+}
+
+// unescape removes the backslashes of an unquoted literal (a backslash keeps the next
+// character; a backslash-newline is removed).
+func unescape(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 == len(s) {
+			return "", errors.New("a trailing backslash escapes nothing")
+		}
+		i++
+		if s[i] != '\n' {
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String(), nil
+}
+
+// unescapeDouble removes the backslashes double quotes remove (before " \ $ ` and newline).
+func unescapeDouble(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`\n", s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
