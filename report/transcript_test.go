@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/internal/chromiumtest"
 	"ceval.dev/ceval/record"
 )
 
@@ -83,12 +84,12 @@ func TestEveryRunGetsItsPageWithTheModelTurns(t *testing.T) {
 // The run's page in a real browser: the CSP holds (no console refusals), the tool call and
 // its result are in the DOM, and nothing the transcript holds became an element.
 func TestRunPageInChromium(t *testing.T) {
-	bin := chromiumOrSkip(t)
+	bin := chromiumtest.Find(t)
 	dir, runDir := transcriptExperiment(t)
 	if _, _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	dom, console := chromiumDOM(t, bin, filepath.Join(runDir, TranscriptFile))
+	dom, console := chromiumtest.DOM(t, bin, filepath.Join(runDir, TranscriptFile))
 	for _, line := range console {
 		t.Errorf("console: %s", line)
 	}
@@ -98,18 +99,18 @@ func TestRunPageInChromium(t *testing.T) {
 	if strings.Contains(strings.ToLower(dom), "<script") || strings.Contains(dom, "<b>bold") {
 		t.Error("transcript text became elements in the DOM")
 	}
-	chromiumScreenshot(t, bin, filepath.Join(runDir, TranscriptFile), "run-page.png")
+	chromiumtest.Screenshot(t, bin, filepath.Join(runDir, TranscriptFile), "run-page.png")
 }
 
 // A 1,000-run experiment's page in the browser: every run listed, one mark per variant in
 // each plot, and a screenshot (CEVAL_SCREENSHOTS keeps it).
 func TestLargeReportInChromium(t *testing.T) {
-	bin := chromiumOrSkip(t)
+	bin := chromiumtest.Find(t)
 	dir := benchExperiment(t)
 	if _, _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	dom, console := chromiumDOM(t, bin, filepath.Join(dir, HTMLFile))
+	dom, console := chromiumtest.DOM(t, bin, filepath.Join(dir, HTMLFile))
 	for _, line := range console {
 		t.Errorf("console: %s", line)
 	}
@@ -121,5 +122,5 @@ func TestLargeReportInChromium(t *testing.T) {
 			t.Errorf("variant %s: %d plot marks, want 4", v, n)
 		}
 	}
-	chromiumScreenshot(t, bin, filepath.Join(dir, HTMLFile), "report-1000-runs.png")
+	chromiumtest.Screenshot(t, bin, filepath.Join(dir, HTMLFile), "report-1000-runs.png")
 }
