@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes/docker"
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 	remoteerrors "github.com/containerd/containerd/v2/core/remotes/errors"
+	"github.com/containerd/log"
+	"github.com/sirupsen/logrus"
 )
 
 // DefaultHostsDir is where containerd keeps HOST/hosts.toml and HOST/ca.crt.
@@ -146,6 +149,14 @@ func (o Options) Resolver(ctx context.Context) (remotes.Resolver, error) {
 		return remote(host)
 	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: hosts}), nil
+}
+
+// Quiet returns ctx with containerd's client logging (its per-request info lines) off:
+// pull and push report what matters in their errors and progress lines.
+func Quiet(ctx context.Context) context.Context {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return log.WithLogger(ctx, logrus.NewEntry(l))
 }
 
 // Explain rewrites a pull or push error for ref so it names the file to fix.
