@@ -1,0 +1,273 @@
+package images
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/errdefs"
+	digest "github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"ceval.dev/ceval/internal/ctrtest"
+	cevalregistry "ceval.dev/ceval/registry"
+)
+
+// fakeRegistry is a plain-HTTP loopback registry serving fixed manifests and blobs, for
+// what a real registry will not serve: oversized manifests, blobs that lie about their digest.
+type fakeRegistry struct {
+	manifests map[string][]byte // tag or digest -> manifest
+	blobs     map[digest.Digest][]byte
+}
+
+func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/v2/" || p == "/v2":
+		w.WriteHeader(http.StatusOK)
+	case strings.Contains(p, "/manifests/"):
+		ref := p[strings.LastIndex(p, "/")+1:]
+		m, ok := f.manifests[ref]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
+		w.Header().Set("Docker-Content-Digest", digest.FromBytes(m).String())
+		w.Header().Set("Content-Length", fmt.Sprint(len(m)))
+		if r.Method != http.MethodHead {
+			w.Write(m)
+		}
+	case strings.Contains(p, "/blobs/"):
+		d := digest.Digest(p[strings.LastIndex(p, "/")+1:])
+		b, ok := f.blobs[d]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
+		if r.Method != http.MethodHead {
+			w.Write(b)
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// addImage stores an image of the given layer tarballs under tag and returns its manifest
+// bytes and the layer blobs. pad, when > 0, is added to the manifest as an annotation.
+func (f *fakeRegistry) addImage(t *testing.T, tag string, pad int, layers ...[]byte) ([]byte, []blob) {
+	t.Helper()
+	cfg := ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: hostArch(t)}, RootFS: ocispec.RootFS{Type: "layers"}}
+	var lbs []blob
+	for _, l := range layers {
+		b, diffID, err := gzipLayer(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lbs = append(lbs, b)
+		cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, diffID)
+	}
+	cb, err := jsonBlob(ocispec.MediaTypeImageConfig, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cb.desc}
+	man.SchemaVersion = 2
+	for _, b := range lbs {
+		man.Layers = append(man.Layers, b.desc)
+		f.blobs[b.desc.Digest] = b.data
+	}
+	if pad > 0 {
+		man.Annotations = map[string]string{"pad": strings.Repeat("x", pad)}
+	}
+	f.blobs[cb.desc.Digest] = cb.data
+	mb, err := json.Marshal(man)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.manifests[tag] = mb
+	f.manifests[digest.FromBytes(mb).String()] = mb
+	return mb, lbs
+}
+
+func startFake(t *testing.T) (*fakeRegistry, string, cevalregistry.Options) {
+	f := &fakeRegistry{manifests: map[string][]byte{}, blobs: map[digest.Digest][]byte{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	// An empty hosts dir and no credentials: a loopback registry in plain HTTP.
+	return f, host, cevalregistry.Options{HostsDir: t.TempDir(), DockerConfig: filepath.Join(t.TempDir(), "none.json")}
+}
+
+func pullWith(t *testing.T, ctx context.Context, c *client.Client, o cevalregistry.Options, ref string) (Image, *Report, error) {
+	t.Helper()
+	ctx = cevalregistry.Quiet(ctx)
+	res, err := o.Resolver(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	img, rep, err := Pull(ctx, c, ref, PullOptions{Resolver: res, Log: &log})
+	if err == nil {
+		deleteImageAtEnd(t, ctx, c, ref)
+	}
+	return img, rep, o.Explain(ref, err)
+}
+
+// assertGone fails if ref has an image record or any of the digests is in the content store.
+func assertGone(t *testing.T, ctx context.Context, c *client.Client, ref string, ds ...digest.Digest) {
+	t.Helper()
+	if _, err := c.ImageService().Get(ctx, ref); !errdefs.IsNotFound(err) {
+		t.Errorf("image %s left in containerd after a failed pull (get: %v)", ref, err)
+	}
+	for _, d := range ds {
+		if _, err := c.ContentStore().Info(ctx, d); !errdefs.IsNotFound(err) {
+			t.Errorf("content %s left in containerd after a failed pull (info: %v)", d, err)
+		}
+	}
+}
+
+func TestPullFromAFakeRegistryByTagAndDigest(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	mb, _ := f.addImage(t, "ok", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	for _, ref := range []string{host + "/t/clean:ok", host + "/t/clean@" + digest.FromBytes(mb).String()} {
+		img, rep, err := pullWith(t, ctx, c, o, ref)
+		if err != nil {
+			t.Fatalf("pull %s: %v", ref, err)
+		}
+		if img.ManifestDigest != digest.FromBytes(mb) || rep.Layers != 1 || len(rep.Dangerous) != 0 {
+			t.Fatalf("pull %s: image %+v report %+v", ref, img, rep)
+		}
+		assertUnpacked(t, ctx, c, ref)
+	}
+}
+
+func TestPullRefusesASetuidImageAndLeavesNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	mb, lbs := f.addImage(t, "suid", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644), file("usr/bin/sudo", "x", 0o4755)))
+	ref := host + "/t/suid:suid"
+	_, _, err := pullWith(t, ctx, c, o, ref)
+	if !errors.Is(err, ErrNotRunnable) || !strings.Contains(err.Error(), "/usr/bin/sudo") {
+		t.Fatalf("pull of a setuid image: %v, want ErrNotRunnable naming /usr/bin/sudo", err)
+	}
+	assertGone(t, ctx, c, ref, digest.FromBytes(mb), lbs[0].desc.Digest)
+}
+
+func TestPullRefusesAnOversizedManifest(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	mb, lbs := f.addImage(t, "big", int(MaxPulledManifestSize)+1, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	ref := host + "/t/big:big"
+	_, _, err := pullWith(t, ctx, c, o, ref)
+	if err == nil || !strings.Contains(err.Error(), "over the") {
+		t.Fatalf("pull of a %d byte manifest: %v, want a size bound error", len(mb), err)
+	}
+	assertGone(t, ctx, c, ref, digest.FromBytes(mb), lbs[0].desc.Digest)
+}
+
+func TestPullRefusesALayerWhoseBytesDoNotMatchItsDigest(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	mb, lbs := f.addImage(t, "lie", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	good := lbs[0].data
+	bad := append([]byte(nil), good...)
+	bad[len(bad)/2] ^= 0xff // same size, other bytes
+	f.blobs[lbs[0].desc.Digest] = bad
+	ref := host + "/t/lie:lie"
+	_, _, err := pullWith(t, ctx, c, o, ref)
+	if err == nil || !strings.Contains(err.Error(), "digest") {
+		t.Fatalf("pull of a layer that lies about its digest: %v, want a digest error", err)
+	}
+	assertGone(t, ctx, c, ref, digest.FromBytes(mb), lbs[0].desc.Digest)
+}
+
+// The real registry scripts/registry.sh starts (Debian's docker-registry, TLS from its own
+// CA, htpasswd auth): push the default image, remove it here, pull it back by tag and by
+// digest; a wrong password and an untrusted CA are refused naming the file to fix.
+func TestPushAndPullThroughARealRegistry(t *testing.T) {
+	reg := os.Getenv("CEVAL_TEST_REGISTRY")
+	if reg == "" {
+		msg := "CEVAL_TEST_REGISTRY unset: start one with scripts/registry.sh start DIR and export its env"
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and a registry is required: " + msg)
+		}
+		t.Skip(msg)
+	}
+	ca, user, pass := os.Getenv("CEVAL_TEST_REGISTRY_CA"), os.Getenv("CEVAL_TEST_REGISTRY_USER"), os.Getenv("CEVAL_TEST_REGISTRY_PASSWORD")
+	c, ctx := ctrtest.Connect(t)
+	qctx := cevalregistry.Quiet(ctx)
+	src, err := BuildDefault(ctx, c, DefaultOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleteImageAtEnd(t, ctx, c, src.Name)
+
+	hosts := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(hosts, reg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hosts, reg, "ca.crt"), caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeDockerConfig := func(u, p string) string {
+		path := filepath.Join(t.TempDir(), "config.json")
+		auth := base64Std(u + ":" + p)
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(`{"auths":{"%s":{"auth":"%s"}}}`, reg, auth)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	good := cevalregistry.Options{HostsDir: hosts, DockerConfig: writeDockerConfig(user, pass)}
+	res, err := good.Resolver(qctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := fmt.Sprintf("%s/ceval-test/%s:v1", reg, strings.ToLower(t.Name()))
+	if _, err := Push(qctx, c, src.Name, ref, res, nil); err != nil {
+		t.Fatalf("push: %v", good.Explain(ref, err))
+	}
+	byDigest := strings.TrimSuffix(ref, ":v1") + "@" + src.ManifestDigest.String()
+	for _, r := range []string{ref, byDigest} {
+		img, _, err := pullWith(t, ctx, c, good, r)
+		if err != nil {
+			t.Fatalf("pull %s: %v", r, err)
+		}
+		if img.ManifestDigest != src.ManifestDigest || img.ConfigDigest != src.ConfigDigest {
+			t.Fatalf("pull %s: got %s/%s, want %s/%s", r, img.ManifestDigest, img.ConfigDigest, src.ManifestDigest, src.ConfigDigest)
+		}
+		assertUnpacked(t, ctx, c, r)
+		ctrtest.RemoveImage(ctx, c, r)
+	}
+
+	bad := cevalregistry.Options{HostsDir: hosts, DockerConfig: writeDockerConfig(user, "wrong-"+pass)}
+	_, _, err = pullWith(t, ctx, c, bad, ref)
+	if want := fmt.Sprintf("registry %s refused the credentials from %s", reg, bad.DockerConfig); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("pull with a wrong password: %v, want %q", err, want)
+	}
+	assertGone(t, ctx, c, ref)
+
+	untrusted := cevalregistry.Options{HostsDir: t.TempDir(), DockerConfig: good.DockerConfig}
+	_, _, err = pullWith(t, ctx, c, untrusted, ref)
+	if want := "add its CA to " + filepath.Join(untrusted.HostsDir, reg, "ca.crt"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("pull with an untrusted CA: %v, want %q", err, want)
+	}
+	assertGone(t, ctx, c, ref)
+}
+
+func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
