@@ -22,11 +22,16 @@ import (
 	"github.com/containerd/containerd/v2/core/remotes/docker/config"
 	remoteerrors "github.com/containerd/containerd/v2/core/remotes/errors"
 	"github.com/containerd/log"
+	"github.com/distribution/reference"
 	"github.com/sirupsen/logrus"
 )
 
 // DefaultHostsDir is where containerd keeps HOST/hosts.toml and HOST/ca.crt.
 const DefaultHostsDir = "/etc/containerd/certs.d"
+
+// ErrConfig is what errors wrap whose fix is in a file the user controls: the Docker
+// config file's credentials or the hosts directory's CA.
+var ErrConfig = errors.New("registry configuration")
 
 // Options says where credentials and host configuration come from.
 type Options struct {
@@ -72,7 +77,7 @@ func loadCredentials(path string) (map[string]cred, error) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("docker config %s: %w", path, err)
+		return nil, fmt.Errorf("%w: docker config %s: %w", ErrConfig, path, err)
 	}
 	var f struct {
 		Auths map[string]struct {
@@ -82,7 +87,7 @@ func loadCredentials(path string) (map[string]cred, error) {
 		} `json:"auths"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("docker config %s: not valid JSON: %w; fix or remove the file", path, err)
+		return nil, fmt.Errorf("%w: docker config %s: not valid JSON: %w; fix or remove the file", ErrConfig, path, err)
 	}
 	for key, a := range f.Auths {
 		host := normalizeHost(key)
@@ -90,11 +95,11 @@ func loadCredentials(path string) (map[string]cred, error) {
 		if a.Auth != "" {
 			raw, err := base64.StdEncoding.DecodeString(a.Auth)
 			if err != nil {
-				return nil, fmt.Errorf("docker config %s: auths[%q].auth is not base64: %w; write it as base64(USER:PASSWORD)", path, key, err)
+				return nil, fmt.Errorf("%w: docker config %s: auths[%q].auth is not base64: %w; write it as base64(USER:PASSWORD)", ErrConfig, path, key, err)
 			}
 			u, p, ok := strings.Cut(string(raw), ":")
 			if !ok {
-				return nil, fmt.Errorf("docker config %s: auths[%q].auth does not decode to USER:PASSWORD", path, key)
+				return nil, fmt.Errorf("%w: docker config %s: auths[%q].auth does not decode to USER:PASSWORD", ErrConfig, path, key)
 			}
 			c = cred{user: u, secret: p}
 		}
@@ -170,27 +175,38 @@ func (o Options) Explain(ref string, err error) error {
 	var hostname x509.HostnameError
 	var verify *tls.CertificateVerificationError
 	if errors.As(err, &unknownCA) || errors.As(err, &certInvalid) || errors.As(err, &hostname) || errors.As(err, &verify) {
-		return fmt.Errorf("registry %s presented a certificate this host does not trust; if you trust it, add its CA to %s: %w",
-			host, filepath.Join(o.hostsDir(), host, "ca.crt"), err)
+		return fmt.Errorf("%w: registry %s presented a certificate this host does not trust; if you trust it, add its CA to %s: %w",
+			ErrConfig, host, filepath.Join(o.hostsDir(), host, "ca.crt"), err)
 	}
 	var status remoteerrors.ErrUnexpectedStatus
 	unauth := errors.Is(err, docker.ErrInvalidAuthorization) || (errors.As(err, &status) && status.StatusCode == 401) || strings.Contains(err.Error(), "401 Unauthorized")
 	if unauth {
 		path := o.DockerConfigPath()
 		creds, _ := loadCredentials(path)
-		if _, ok := creds[host]; ok {
-			return fmt.Errorf("registry %s refused the credentials from %s (auths[%q]); fix the user/password there: %w", host, path, host, err)
+		if _, ok := creds[normalizeHost(host)]; ok {
+			return fmt.Errorf("%w: registry %s refused the credentials from %s (auths[%q]); fix the user/password there: %w", ErrConfig, host, path, host, err)
 		}
-		return fmt.Errorf("registry %s wants credentials and %s has none for it; add auths[%q].auth = base64(USER:PASSWORD) there: %w", host, path, host, err)
+		return fmt.Errorf("%w: registry %s wants credentials and %s has none for it; add auths[%q].auth = base64(USER:PASSWORD) there: %w", ErrConfig, host, path, host, err)
 	}
 	return err
 }
 
-// Host is the registry host of a reference ("127.0.0.1:5000/a/b:t" -> "127.0.0.1:5000").
-func Host(ref string) string {
-	h, _, _ := strings.Cut(ref, "/")
-	if !strings.ContainsAny(h, ".:") && h != "localhost" {
-		return "docker.io"
+// Normalize completes a reference as docker does: "busybox" is
+// docker.io/library/busybox:latest; a reference with a digest keeps only the digest.
+func Normalize(ref string) (string, error) {
+	n, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w; write HOST/REPO:TAG or HOST/REPO@sha256:DIGEST", ref, err)
 	}
+	return n.String(), nil
+}
+
+// Host is the registry host of a reference ("127.0.0.1:5000/a/b:t" -> "127.0.0.1:5000",
+// "busybox" -> "docker.io").
+func Host(ref string) string {
+	if n, err := reference.ParseNormalizedNamed(ref); err == nil {
+		return reference.Domain(n)
+	}
+	h, _, _ := strings.Cut(ref, "/")
 	return h
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/containerd/platforms"
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
@@ -14,6 +16,15 @@ func registryFlags(cmd *cobra.Command, o *registry.Options) {
 	f := cmd.Flags()
 	f.StringVar(&o.DockerConfig, "docker-config", "", "Docker config file with the registry credentials (auths entries; default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)")
 	f.StringVar(&o.HostsDir, "hosts-dir", registry.DefaultHostsDir, "containerd hosts directory: HOST/hosts.toml and HOST/ca.crt per registry")
+}
+
+// registryExitCode is imagesExitCode, with a fix in the user's registry files (credentials,
+// CA) as bad input.
+func registryExitCode(err error) (int, error) {
+	if errors.Is(err, registry.ErrConfig) {
+		return exitInvalid, err
+	}
+	return imagesExitCode(err), err
 }
 
 func newImagesPullCmd(g *globalOptions) *cobra.Command {
@@ -35,20 +46,29 @@ func newImagesPullCmd(g *globalOptions) *cobra.Command {
 			"check it, then mark it with `ceval images label REF`.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if platform != "" {
+				if _, err := platforms.Parse(platform); err != nil {
+					return exitWith(exitInvalid, fmt.Errorf("--platform %q: %w; write OS/ARCH[/VARIANT], e.g. linux/amd64", platform, err))
+				}
+			}
+			ref, err := registry.Normalize(args[0])
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			res, err := ro.Resolver(registry.Quiet(cmd.Context()))
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
 			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
 			defer c.Close()
 			ctx = registry.Quiet(ctx)
-			res, err := ro.Resolver(ctx)
-			if err != nil {
-				return exitWith(exitInvalid, err)
-			}
 			start := time.Now()
-			img, _, err := images.Pull(ctx, c, args[0], images.PullOptions{Resolver: res, Platform: platform, Log: cmd.ErrOrStderr()})
+			img, _, err := images.Pull(ctx, c, ref, images.PullOptions{Resolver: res, Platform: platform, Log: cmd.ErrOrStderr()})
 			if err != nil {
-				return exitWith(imagesExitCode(err), ro.Explain(args[0], err))
+				return exitWith(registryExitCode(ro.Explain(ref, err)))
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "pulled %s in %s\n", img.Name, time.Since(start).Round(time.Millisecond))
@@ -71,21 +91,25 @@ func newImagesPushCmd(g *globalOptions) *cobra.Command {
 			"containerd's own registry client; credentials and hosts as for `images pull`.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := registry.Normalize(args[1])
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			res, err := ro.Resolver(registry.Quiet(cmd.Context()))
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
 			c, ctx, err := g.connect(cmd.Context(), cmd)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
 			defer c.Close()
 			ctx = registry.Quiet(ctx)
-			res, err := ro.Resolver(ctx)
+			img, err := images.Push(ctx, c, args[0], ref, res, cmd.ErrOrStderr())
 			if err != nil {
-				return exitWith(exitInvalid, err)
+				return exitWith(registryExitCode(ro.Explain(ref, err)))
 			}
-			img, err := images.Push(ctx, c, args[0], args[1], res, cmd.ErrOrStderr())
-			if err != nil {
-				return exitWith(imagesExitCode(err), ro.Explain(args[1], err))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s\n", img.Name, args[1])
+			fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s\n", img.Name, ref)
 			printImage(cmd.OutOrStdout(), img)
 			return nil
 		},
