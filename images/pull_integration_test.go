@@ -111,6 +111,12 @@ func startFake(t *testing.T) (*fakeRegistry, string, cevalregistry.Options) {
 
 func pullWith(t *testing.T, ctx context.Context, c *client.Client, o cevalregistry.Options, ref string) (Image, *Report, error) {
 	t.Helper()
+	img, rep, _, err := pullLogged(t, ctx, c, o, ref)
+	return img, rep, err
+}
+
+func pullLogged(t *testing.T, ctx context.Context, c *client.Client, o cevalregistry.Options, ref string) (Image, *Report, string, error) {
+	t.Helper()
 	ctx = cevalregistry.Quiet(ctx)
 	res, err := o.Resolver(ctx)
 	if err != nil {
@@ -121,7 +127,7 @@ func pullWith(t *testing.T, ctx context.Context, c *client.Client, o cevalregist
 	if err == nil {
 		deleteImageAtEnd(t, ctx, c, ref)
 	}
-	return img, rep, o.Explain(ref, err)
+	return img, rep, log.String(), o.Explain(ref, err)
 }
 
 // assertGone fails if ref has an image record or any of the digests is in the content store.
@@ -150,6 +156,49 @@ func TestPullFromAFakeRegistryByTagAndDigest(t *testing.T) {
 			t.Fatalf("pull %s: image %+v report %+v", ref, img, rep)
 		}
 		assertUnpacked(t, ctx, c, ref)
+	}
+}
+
+func TestPullPrintsOneLinePerLayer(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	_, lbs := f.addImage(t, "two", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)), layerTar(t, file("etc/motd", "hi", 0o644)))
+	_, _, log, err := pullLogged(t, ctx, c, o, host+"/t/two:two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("progress: %q, want one line per layer", log)
+	}
+	for _, b := range lbs {
+		if !strings.Contains(log, fmt.Sprintf("fetched layer %s (%d bytes)", b.desc.Digest, b.desc.Size)) {
+			t.Errorf("progress %q lacks layer %s", log, b.desc.Digest)
+		}
+	}
+}
+
+// A refused pull of a name that was already there leaves the name where it was.
+func TestARefusedPullKeepsTheImageThatHadTheName(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	okMan, _ := f.addImage(t, "v1", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	ref := host + "/t/moving:v1"
+	if _, _, err := pullWith(t, ctx, c, o, ref); err != nil {
+		t.Fatal(err)
+	}
+	badMan, lbs := f.addImage(t, "v1", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644), file("bin/su", "x", 0o4755)))
+	if _, _, err := pullWith(t, ctx, c, o, ref); !errors.Is(err, ErrNotRunnable) {
+		t.Fatalf("pull of a tag moved to a setuid image: %v, want ErrNotRunnable", err)
+	}
+	rec, err := c.ImageService().Get(ctx, ref)
+	if err != nil || rec.Target.Digest != digest.FromBytes(okMan) {
+		t.Fatalf("after the refused pull %s is %v (%v), want the earlier %s", ref, rec.Target.Digest, err, digest.FromBytes(okMan))
+	}
+	for _, d := range []digest.Digest{digest.FromBytes(badMan), lbs[0].desc.Digest} {
+		if _, err := c.ContentStore().Info(ctx, d); !errdefs.IsNotFound(err) {
+			t.Errorf("content %s of the refused image left (info: %v)", d, err)
+		}
 	}
 }
 
