@@ -47,13 +47,13 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 	defer ls.Delete(context.WithoutCancel(ctx), l, leases.SynchronousDelete)
 	lctx := leases.WithLease(ctx, l.ID)
 
-	match := platforms.Default()
+	match, want := platforms.Default(), platforms.DefaultString()
 	if o.Platform != "" {
 		p, err := platforms.Parse(o.Platform)
 		if err != nil {
 			return Image{}, nil, fmt.Errorf("--platform %q: %w", o.Platform, err)
 		}
-		match = platforms.Only(p)
+		match, want = platforms.Only(p), platforms.Format(p)
 	}
 	prev, getErr := c.ImageService().Get(ctx, ref)
 	img, err := c.Pull(lctx, ref,
@@ -88,7 +88,7 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 		}
 		return Image{}, nil, err
 	}
-	r, err := resolve(lctx, c.ContentStore(), rec)
+	r, err := resolveFor(lctx, c.ContentStore(), rec, match, want)
 	if err != nil {
 		return fail(fmt.Errorf("pull %s: %w", ref, err))
 	}
@@ -100,8 +100,8 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 		return fail(fmt.Errorf("%w: pulled image %s holds %d setuid/setgid or file-capability file(s): %s; it was removed again; remove them from the image (chmod u-s,g-s FILE; setcap -r FILE) and push it again",
 			ErrNotRunnable, ref, len(rep.Dangerous), summarize(rep.Dangerous, 5)))
 	}
-	if err := unpack(lctx, c, rec); err != nil {
-		return fail(err)
+	if err := client.NewImageWithPlatform(c, rec, match).Unpack(lctx, Snapshotter); err != nil {
+		return fail(fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, err))
 	}
 	return r.image, rep, nil
 }

@@ -41,7 +41,11 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
+		var mt struct {
+			MediaType string `json:"mediaType"`
+		}
+		json.Unmarshal(m, &mt)
+		w.Header().Set("Content-Type", mt.MediaType)
 		w.Header().Set("Docker-Content-Digest", digest.FromBytes(m).String())
 		w.Header().Set("Content-Length", fmt.Sprint(len(m)))
 		if r.Method != http.MethodHead {
@@ -67,7 +71,12 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // bytes and the layer blobs. pad, when > 0, is added to the manifest as an annotation.
 func (f *fakeRegistry) addImage(t *testing.T, tag string, pad int, layers ...[]byte) ([]byte, []blob) {
 	t.Helper()
-	cfg := ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: hostArch(t)}, RootFS: ocispec.RootFS{Type: "layers"}}
+	return f.addImageFor(t, hostArch(t), tag, pad, layers...)
+}
+
+func (f *fakeRegistry) addImageFor(t *testing.T, arch, tag string, pad int, layers ...[]byte) ([]byte, []blob) {
+	t.Helper()
+	cfg := ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: arch}, RootFS: ocispec.RootFS{Type: "layers"}}
 	var lbs []blob
 	for _, l := range layers {
 		b, diffID, err := gzipLayer(l)
@@ -156,6 +165,44 @@ func TestPullFromAFakeRegistryByTagAndDigest(t *testing.T) {
 			t.Fatalf("pull %s: image %+v report %+v", ref, img, rep)
 		}
 		assertUnpacked(t, ctx, c, ref)
+	}
+}
+
+// --platform picks that platform's manifest from an index, and the preflight scans that
+// manifest's layers (here the foreign one holds a setuid file, the host's does not).
+func TestPullPlatformPicksAndPreflightsThatManifest(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	other := "arm64"
+	if hostArch(t) == "arm64" {
+		other = "amd64"
+	}
+	hostMan, _ := f.addImageFor(t, hostArch(t), "h", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	otherMan, _ := f.addImageFor(t, other, "o", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644), file("bin/su", "x", 0o4755)))
+	idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{
+		{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(hostMan), Size: int64(len(hostMan)), Platform: &ocispec.Platform{OS: "linux", Architecture: hostArch(t)}},
+		{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(otherMan), Size: int64(len(otherMan)), Platform: &ocispec.Platform{OS: "linux", Architecture: other}},
+	}}
+	idx.SchemaVersion = 2
+	ib, err := json.Marshal(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.manifests["multi"], f.manifests[digest.FromBytes(ib).String()] = ib, ib
+	ref := host + "/t/multi:multi"
+
+	res, err := o.Resolver(cevalregistry.Quiet(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Pull(cevalregistry.Quiet(ctx), c, ref, PullOptions{Resolver: res, Platform: "linux/" + other})
+	if !errors.Is(err, ErrNotRunnable) || !strings.Contains(err.Error(), "/bin/su") {
+		t.Fatalf("pull --platform linux/%s: %v, want the %s manifest's setuid /bin/su refused", other, err, other)
+	}
+	assertGone(t, ctx, c, ref, digest.FromBytes(otherMan))
+	img, _, err := pullWith(t, ctx, c, o, ref)
+	if err != nil || img.ManifestDigest != digest.FromBytes(hostMan) {
+		t.Fatalf("pull for this host: %+v, %v; want manifest %s", img, err, digest.FromBytes(hostMan))
 	}
 }
 
