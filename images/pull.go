@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -73,6 +74,9 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 		}),
 	)
 	if err != nil {
+		if msg := err.Error(); strings.Contains(msg, "unexpected commit digest") || strings.Contains(msg, "unexpected commit size") {
+			return Image{}, nil, fmt.Errorf("pull %s: the registry sent content whose bytes do not match its digest or size; refused, nothing was kept: %w", ref, err)
+		}
 		return Image{}, nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	rec := img.Metadata()

@@ -27,6 +27,7 @@ import (
 type fakeRegistry struct {
 	manifests map[string][]byte // tag or digest -> manifest
 	blobs     map[digest.Digest][]byte
+	claim     map[string]digest.Digest // Docker-Content-Digest to send instead of the true one
 }
 
 func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +47,11 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		json.Unmarshal(m, &mt)
 		w.Header().Set("Content-Type", mt.MediaType)
-		w.Header().Set("Docker-Content-Digest", digest.FromBytes(m).String())
+		d := digest.FromBytes(m)
+		if cd, ok := f.claim[ref]; ok {
+			d = cd
+		}
+		w.Header().Set("Docker-Content-Digest", d.String())
 		w.Header().Set("Content-Length", fmt.Sprint(len(m)))
 		if r.Method != http.MethodHead {
 			w.Write(m)
@@ -273,6 +278,25 @@ func TestPullRefusesAnOversizedManifest(t *testing.T) {
 	assertGone(t, ctx, c, ref, digest.FromBytes(mb), lbs[0].desc.Digest)
 }
 
+// A pull by digest gets the manifest with that digest or nothing: a registry answering
+// with another manifest (and claiming the asked digest in its header) is refused.
+func TestPullByDigestRefusesAnotherManifest(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	want, _ := f.addImage(t, "want", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	other, lbs := f.addImage(t, "other", 0, layerTar(t, file("etc/motd", "other", 0o644)))
+	wantDigest := digest.FromBytes(want)
+	f.manifests[wantDigest.String()] = other
+	f.claim = map[string]digest.Digest{wantDigest.String(): wantDigest}
+	ref := host + "/t/pinned@" + wantDigest.String()
+	_, _, err := pullWith(t, ctx, c, o, ref)
+	if err == nil || !strings.Contains(err.Error(), "bytes do not match its digest") {
+		t.Fatalf("pull by digest served another manifest: %v, want a digest error", err)
+	}
+	t.Logf("refused: %v", err)
+	assertGone(t, ctx, c, ref, wantDigest, digest.FromBytes(other), lbs[0].desc.Digest)
+}
+
 func TestPullRefusesALayerWhoseBytesDoNotMatchItsDigest(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	f, host, o := startFake(t)
@@ -283,7 +307,7 @@ func TestPullRefusesALayerWhoseBytesDoNotMatchItsDigest(t *testing.T) {
 	f.blobs[lbs[0].desc.Digest] = bad
 	ref := host + "/t/lie:lie"
 	_, _, err := pullWith(t, ctx, c, o, ref)
-	if err == nil || !strings.Contains(err.Error(), "digest") {
+	if err == nil || !strings.Contains(err.Error(), "bytes do not match its digest") {
 		t.Fatalf("pull of a layer that lies about its digest: %v, want a digest error", err)
 	}
 	assertGone(t, ctx, c, ref, digest.FromBytes(mb), lbs[0].desc.Digest)
