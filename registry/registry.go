@@ -33,6 +33,17 @@ const DefaultHostsDir = "/etc/containerd/certs.d"
 // config file's credentials or the hosts directory's CA.
 var ErrConfig = errors.New("registry configuration")
 
+// configError is an error that errors.Is ErrConfig without saying so in its text.
+type configError struct{ err error }
+
+func (e *configError) Error() string        { return e.err.Error() }
+func (e *configError) Unwrap() error        { return e.err }
+func (e *configError) Is(target error) bool { return target == ErrConfig }
+
+func configErrorf(format string, args ...any) error {
+	return &configError{fmt.Errorf(format, args...)}
+}
+
 // Options says where credentials and host configuration come from.
 type Options struct {
 	// DockerConfig is the Docker config file; "" is $DOCKER_CONFIG/config.json, else
@@ -77,7 +88,7 @@ func loadCredentials(path string) (map[string]cred, error) {
 		return out, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: docker config %s: %w", ErrConfig, path, err)
+		return nil, configErrorf("docker config %s: %w", path, err)
 	}
 	var f struct {
 		Auths map[string]struct {
@@ -87,7 +98,7 @@ func loadCredentials(path string) (map[string]cred, error) {
 		} `json:"auths"`
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%w: docker config %s: not valid JSON: %w; fix or remove the file", ErrConfig, path, err)
+		return nil, configErrorf("docker config %s: not valid JSON: %w; fix or remove the file", path, err)
 	}
 	for key, a := range f.Auths {
 		host := normalizeHost(key)
@@ -95,11 +106,11 @@ func loadCredentials(path string) (map[string]cred, error) {
 		if a.Auth != "" {
 			raw, err := base64.StdEncoding.DecodeString(a.Auth)
 			if err != nil {
-				return nil, fmt.Errorf("%w: docker config %s: auths[%q].auth is not base64: %w; write it as base64(USER:PASSWORD)", ErrConfig, path, key, err)
+				return nil, configErrorf("docker config %s: auths[%q].auth is not base64: %w; write it as base64(USER:PASSWORD)", path, key, err)
 			}
 			u, p, ok := strings.Cut(string(raw), ":")
 			if !ok {
-				return nil, fmt.Errorf("%w: docker config %s: auths[%q].auth does not decode to USER:PASSWORD", ErrConfig, path, key)
+				return nil, configErrorf("docker config %s: auths[%q].auth does not decode to USER:PASSWORD", path, key)
 			}
 			c = cred{user: u, secret: p}
 		}
@@ -175,8 +186,8 @@ func (o Options) Explain(ref string, err error) error {
 	var hostname x509.HostnameError
 	var verify *tls.CertificateVerificationError
 	if errors.As(err, &unknownCA) || errors.As(err, &certInvalid) || errors.As(err, &hostname) || errors.As(err, &verify) {
-		return fmt.Errorf("%w: registry %s presented a certificate this host does not trust; if you trust it, add its CA to %s: %w",
-			ErrConfig, host, filepath.Join(o.hostsDir(), host, "ca.crt"), err)
+		return configErrorf("registry %s presented a certificate this host does not trust; if you trust it, add its CA to %s: %w",
+			host, filepath.Join(o.hostsDir(), host, "ca.crt"), err)
 	}
 	var status remoteerrors.ErrUnexpectedStatus
 	unauth := errors.Is(err, docker.ErrInvalidAuthorization) || (errors.As(err, &status) && status.StatusCode == 401) || strings.Contains(err.Error(), "401 Unauthorized")
@@ -184,9 +195,9 @@ func (o Options) Explain(ref string, err error) error {
 		path := o.DockerConfigPath()
 		creds, _ := loadCredentials(path)
 		if _, ok := creds[normalizeHost(host)]; ok {
-			return fmt.Errorf("%w: registry %s refused the credentials from %s (auths[%q]); fix the user/password there: %w", ErrConfig, host, path, host, err)
+			return configErrorf("registry %s refused the credentials from %s (auths[%q]); fix the user/password there: %w", host, path, host, err)
 		}
-		return fmt.Errorf("%w: registry %s wants credentials and %s has none for it; add auths[%q].auth = base64(USER:PASSWORD) there: %w", ErrConfig, host, path, host, err)
+		return configErrorf("registry %s wants credentials and %s has none for it; add auths[%q].auth = base64(USER:PASSWORD) there: %w", host, path, host, err)
 	}
 	return err
 }
