@@ -211,6 +211,30 @@ func TestPullPlatformPicksAndPreflightsThatManifest(t *testing.T) {
 	}
 }
 
+// A host that is not loopback is reached in plain HTTP only when its hosts.toml says so:
+// here "mirror.invalid" is served by the fake registry through the hosts dir's server line.
+func TestPullHonoursTheHostsDirectory(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	mb, _ := f.addImage(t, "v1", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	ref := "mirror.invalid/t/hosted:v1"
+	if _, _, err := pullWith(t, ctx, c, o, ref); err == nil {
+		t.Fatalf("pull of %s with no hosts.toml succeeded", ref)
+	}
+	dir := filepath.Join(o.HostsDir, "mirror.invalid")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	toml := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+host, "http://"+host)
+	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, _, err := pullWith(t, ctx, c, o, ref)
+	if err != nil || img.ManifestDigest != digest.FromBytes(mb) {
+		t.Fatalf("pull of %s through %s/hosts.toml: %+v, %v", ref, dir, img, err)
+	}
+}
+
 func TestPullPrintsOneLinePerLayer(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	f, host, o := startFake(t)
