@@ -97,8 +97,12 @@ type resolved struct {
 // resolve picks the manifest for this platform (descending one index level at most twice)
 // and reads it and its config.
 func resolve(ctx context.Context, cs content.Provider, rec images.Image) (*resolved, error) {
+	return resolveFor(ctx, cs, rec, platforms.Default(), platforms.DefaultString())
+}
+
+// resolveFor is resolve for the platforms match accepts (named want in errors).
+func resolveFor(ctx context.Context, cs content.Provider, rec images.Image, match platforms.MatchComparer, want string) (*resolved, error) {
 	desc := rec.Target
-	match := platforms.Default()
 	for depth := 0; images.IsIndexType(desc.MediaType); depth++ {
 		if depth == 2 {
 			return nil, fmt.Errorf("image %s: index nested too deeply", rec.Name)
@@ -120,7 +124,7 @@ func resolve(ctx context.Context, cs content.Provider, rec images.Image) (*resol
 			}
 		}
 		if pick == nil {
-			return nil, fmt.Errorf("image %s has no manifest for platform %s", rec.Name, platforms.DefaultString())
+			return nil, fmt.Errorf("image %s has no manifest for platform %s", rec.Name, want)
 		}
 		desc = *pick
 	}

@@ -28,10 +28,11 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 			"image from a static busybox; build makes a Debian image with the packages you name;\n" +
 			"build-agent makes a Debian userland with the real Claude Code and Codex CLIs;\n" +
 			"build-init makes the init image a Kubernetes run's Pod installs ceval-init from;\n" +
-			"import brings in an OCI or docker-save archive; export writes one; check reports on an image; label marks\n" +
+			"import brings in an OCI or docker-save archive; pull and push talk to a registry;\n" +
+			"export writes an archive; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildInitCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesExportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildInitCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesPullCmd(g), newImagesPushCmd(g), newImagesExportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/containerd/platforms"
+	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/registry"
+)
+
+func registryFlags(cmd *cobra.Command, o *registry.Options) {
+	f := cmd.Flags()
+	f.StringVar(&o.DockerConfig, "docker-config", "", "Docker config file with the registry credentials (auths entries; default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)")
+	f.StringVar(&o.HostsDir, "hosts-dir", registry.DefaultHostsDir, "containerd hosts directory: HOST/hosts.toml and HOST/ca.crt per registry")
+}
+
+// registryExitCode is imagesExitCode, with a fix in the user's registry files (credentials,
+// CA) as bad input.
+func registryExitCode(err error) (int, error) {
+	if errors.Is(err, registry.ErrConfig) {
+		return exitInvalid, err
+	}
+	return imagesExitCode(err), err
+}
+
+func newImagesPullCmd(g *globalOptions) *cobra.Command {
+	var (
+		ro       registry.Options
+		platform string
+	)
+	cmd := &cobra.Command{
+		Use:   "pull REF [--platform P]",
+		Short: "Pull an image from a registry, preflight it and unpack it",
+		Long: "pull fetches REF (HOST/REPO:TAG or HOST/REPO@sha256:DIGEST; a digest is verified) with\n" +
+			"containerd's own registry client. Credentials come from the Docker config file's auths\n" +
+			"entries; hosts, mirrors and CAs from containerd's hosts directory (HOST/hosts.toml,\n" +
+			"HOST/ca.crt). TLS is always verified; plain HTTP is used only for a loopback registry\n" +
+			"that does not speak TLS, or a host whose hosts.toml names an http:// server.\n" +
+			"The image then gets the same preflight as `images check`: one holding a setuid/setgid file\n" +
+			"or a file capability is refused and removed again, as is anything over the size bounds\n" +
+			"(manifests and configs 4 MiB, layers 8 GiB). Like an imported image it is not labeled:\n" +
+			"check it, then mark it with `ceval images label REF`.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if platform != "" {
+				if _, err := platforms.Parse(platform); err != nil {
+					return exitWith(exitInvalid, fmt.Errorf("--platform %q: %w; write OS/ARCH[/VARIANT], e.g. linux/amd64", platform, err))
+				}
+			}
+			ref, err := registry.Normalize(args[0])
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			res, err := ro.Resolver(registry.Quiet(cmd.Context()))
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			c, ctx, err := g.connect(cmd.Context(), cmd)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			ctx = registry.Quiet(ctx)
+			start := time.Now()
+			img, _, err := images.Pull(ctx, c, ref, images.PullOptions{Resolver: res, Platform: platform, Log: cmd.ErrOrStderr()})
+			if err != nil {
+				return exitWith(registryExitCode(ro.Explain(ref, err)))
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "pulled %s in %s\n", img.Name, time.Since(start).Round(time.Millisecond))
+			printImage(out, img)
+			fmt.Fprintln(out, "check an image before running agents in it: ceval images check "+img.Name)
+			return nil
+		},
+	}
+	registryFlags(cmd, &ro)
+	cmd.Flags().StringVar(&platform, "platform", "", "OS/ARCH[/VARIANT] to pull from a multi-platform image (default: this host's)")
+	return cmd
+}
+
+func newImagesPushCmd(g *globalOptions) *cobra.Command {
+	var ro registry.Options
+	cmd := &cobra.Command{
+		Use:   "push NAME REF",
+		Short: "Push a local image (this platform) to a registry as REF",
+		Long: "push sends image NAME (this platform's manifest, config and layers) to REF with\n" +
+			"containerd's own registry client; credentials and hosts as for `images pull`.",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := registry.Normalize(args[1])
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			res, err := ro.Resolver(registry.Quiet(cmd.Context()))
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			c, ctx, err := g.connect(cmd.Context(), cmd)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer c.Close()
+			ctx = registry.Quiet(ctx)
+			img, err := images.Push(ctx, c, args[0], ref, res, cmd.ErrOrStderr())
+			if err != nil {
+				return exitWith(registryExitCode(ro.Explain(ref, err)))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s\n", img.Name, ref)
+			printImage(cmd.OutOrStdout(), img)
+			return nil
+		},
+	}
+	registryFlags(cmd, &ro)
+	return cmd
+}

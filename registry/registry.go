@@ -1,0 +1,223 @@
+// Package registry configures containerd's own registry client (core/remotes/docker) for
+// ceval: credentials from the Docker config file, hosts and CAs from containerd's hosts
+// directory, and errors that name the file to fix.
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/containerd/containerd/v2/core/remotes"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
+	remoteerrors "github.com/containerd/containerd/v2/core/remotes/errors"
+	"github.com/containerd/log"
+	"github.com/distribution/reference"
+	"github.com/sirupsen/logrus"
+)
+
+// DefaultHostsDir is where containerd keeps HOST/hosts.toml and HOST/ca.crt.
+const DefaultHostsDir = "/etc/containerd/certs.d"
+
+// ErrConfig is what errors wrap whose fix is in a file the user controls: the Docker
+// config file's credentials or the hosts directory's CA.
+var ErrConfig = errors.New("registry configuration")
+
+// configError is an error that errors.Is ErrConfig without saying so in its text.
+type configError struct{ err error }
+
+func (e *configError) Error() string        { return e.err.Error() }
+func (e *configError) Unwrap() error        { return e.err }
+func (e *configError) Is(target error) bool { return target == ErrConfig }
+
+func configErrorf(format string, args ...any) error {
+	return &configError{fmt.Errorf(format, args...)}
+}
+
+// Options says where credentials and host configuration come from.
+type Options struct {
+	// DockerConfig is the Docker config file; "" is $DOCKER_CONFIG/config.json, else
+	// ~/.docker/config.json. A missing file means no credentials.
+	DockerConfig string
+	// HostsDir is containerd's hosts directory; "" is DefaultHostsDir.
+	HostsDir string
+}
+
+// DockerConfigPath is the file credentials are read from.
+func (o Options) DockerConfigPath() string {
+	if o.DockerConfig != "" {
+		return o.DockerConfig
+	}
+	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
+		return filepath.Join(d, "config.json")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".docker", "config.json")
+}
+
+func (o Options) hostsDir() string {
+	if o.HostsDir != "" {
+		return o.HostsDir
+	}
+	return DefaultHostsDir
+}
+
+type cred struct{ user, secret string }
+
+// loadCredentials reads the `auths` entries of a Docker config file, keyed by host.
+func loadCredentials(path string) (map[string]cred, error) {
+	out := map[string]cred{}
+	if path == "" {
+		return out, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, configErrorf("docker config %s: %w", path, err)
+	}
+	var f struct {
+		Auths map[string]struct {
+			Auth     string `json:"auth"`
+			Username string `json:"username"`
+			Password string `json:"password"`
+		} `json:"auths"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, configErrorf("docker config %s: not valid JSON: %w; fix or remove the file", path, err)
+	}
+	for key, a := range f.Auths {
+		host := normalizeHost(key)
+		c := cred{user: a.Username, secret: a.Password}
+		if a.Auth != "" {
+			raw, err := base64.StdEncoding.DecodeString(a.Auth)
+			if err != nil {
+				return nil, configErrorf("docker config %s: auths[%q].auth is not base64: %w; write it as base64(USER:PASSWORD)", path, key, err)
+			}
+			u, p, ok := strings.Cut(string(raw), ":")
+			if !ok {
+				return nil, configErrorf("docker config %s: auths[%q].auth does not decode to USER:PASSWORD", path, key)
+			}
+			c = cred{user: u, secret: p}
+		}
+		out[host] = c
+	}
+	return out, nil
+}
+
+// normalizeHost turns an auths key ("https://index.docker.io/v1/", "host:5000") into the
+// host the resolver asks about.
+func normalizeHost(key string) string {
+	h := key
+	if strings.Contains(h, "://") {
+		if u, err := url.Parse(h); err == nil {
+			h = u.Host
+		}
+	}
+	h, _, _ = strings.Cut(h, "/")
+	switch h {
+	case "index.docker.io", "registry-1.docker.io", "docker.io":
+		return "registry-1.docker.io"
+	}
+	return h
+}
+
+// Resolver returns containerd's docker resolver with ceval's credentials and hosts. TLS is
+// always verified (system roots plus DIR/HOST/ca.crt); plain HTTP is used only for a
+// loopback registry that does not speak TLS, or a host whose hosts.toml names an http://
+// server.
+func (o Options) Resolver(ctx context.Context) (remotes.Resolver, error) {
+	creds, err := loadCredentials(o.DockerConfigPath())
+	if err != nil {
+		return nil, err
+	}
+	credFn := func(host string) (string, string, error) {
+		c := creds[host]
+		return c.user, c.secret, nil
+	}
+	hostDir := config.HostDirFromRoot(o.hostsDir())
+	remote := config.ConfigureHosts(ctx, config.HostOptions{
+		HostDir: hostDir, Credentials: credFn, DefaultScheme: "https", DefaultTLS: &tls.Config{MinVersion: tls.VersionTLS12},
+	})
+	// Loopback: https first (verified), falling back to http only when the server answers
+	// in plain HTTP; containerd's own loopback default would skip TLS verification.
+	loopback := config.ConfigureHosts(ctx, config.HostOptions{
+		HostDir: hostDir, Credentials: credFn, DefaultScheme: "http", DefaultTLS: &tls.Config{MinVersion: tls.VersionTLS12},
+	})
+	hosts := func(host string) ([]docker.RegistryHost, error) {
+		if docker.IsLocalhost(host) {
+			return loopback(host)
+		}
+		return remote(host)
+	}
+	return docker.NewResolver(docker.ResolverOptions{Hosts: hosts}), nil
+}
+
+// Quiet returns ctx with containerd's client logging (its per-request info lines) off:
+// pull and push report what matters in their errors and progress lines.
+func Quiet(ctx context.Context) context.Context {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return log.WithLogger(ctx, logrus.NewEntry(l))
+}
+
+// Explain rewrites a pull or push error for ref so it names the file to fix.
+func (o Options) Explain(ref string, err error) error {
+	if err == nil {
+		return nil
+	}
+	host := Host(ref)
+	var unknownCA x509.UnknownAuthorityError
+	var certInvalid x509.CertificateInvalidError
+	var hostname x509.HostnameError
+	var verify *tls.CertificateVerificationError
+	if errors.As(err, &unknownCA) || errors.As(err, &certInvalid) || errors.As(err, &hostname) || errors.As(err, &verify) {
+		return configErrorf("registry %s presented a certificate this host does not trust; if you trust it, add its CA to %s: %w",
+			host, filepath.Join(o.hostsDir(), host, "ca.crt"), err)
+	}
+	var status remoteerrors.ErrUnexpectedStatus
+	unauth := errors.Is(err, docker.ErrInvalidAuthorization) || (errors.As(err, &status) && status.StatusCode == 401) || strings.Contains(err.Error(), "401 Unauthorized")
+	if unauth {
+		path := o.DockerConfigPath()
+		creds, _ := loadCredentials(path)
+		if _, ok := creds[normalizeHost(host)]; ok {
+			return configErrorf("registry %s refused the credentials from %s (auths[%q]); fix the user/password there: %w", host, path, host, err)
+		}
+		return configErrorf("registry %s wants credentials and %s has none for it; add auths[%q].auth = base64(USER:PASSWORD) there: %w", host, path, host, err)
+	}
+	return err
+}
+
+// Normalize completes a reference as docker does: "busybox" is
+// docker.io/library/busybox:latest; a reference with a digest keeps only the digest.
+func Normalize(ref string) (string, error) {
+	n, err := reference.ParseDockerRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w; write HOST/REPO:TAG or HOST/REPO@sha256:DIGEST", ref, err)
+	}
+	return n.String(), nil
+}
+
+// Host is the registry host of a reference ("127.0.0.1:5000/a/b:t" -> "127.0.0.1:5000",
+// "busybox" -> "docker.io").
+func Host(ref string) string {
+	if n, err := reference.ParseNormalizedNamed(ref); err == nil {
+		return reference.Domain(n)
+	}
+	h, _, _ := strings.Cut(ref, "/")
+	return h
+}

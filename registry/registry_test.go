@@ -1,0 +1,118 @@
+package registry
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCredentialsFromTheDockerConfigFile(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	p := writeFile(t, fmt.Sprintf(`{"auths":{
+		"reg.example:5000": {"auth": %q},
+		"https://index.docker.io/v1/": {"auth": %q},
+		"https://other.example/v2/": {"username": "u", "password": "p"}}}`, b64("alice:pa:ss"), b64("bob:secret")))
+	creds, err := loadCredentials(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]cred{
+		"reg.example:5000":     {"alice", "pa:ss"},
+		"registry-1.docker.io": {"bob", "secret"},
+		"other.example":        {"u", "p"},
+	} {
+		if creds[host] != want {
+			t.Errorf("credentials for %s: %+v, want %+v", host, creds[host], want)
+		}
+	}
+	if creds, err := loadCredentials(filepath.Join(t.TempDir(), "missing.json")); err != nil || len(creds) != 0 {
+		t.Errorf("a missing file: %v, %v; want no credentials and no error", creds, err)
+	}
+}
+
+func TestABrokenDockerConfigNamesTheFileAndTheEntry(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"auths":`:                         "not valid JSON",
+		`{"auths":{"h:1":{"auth":"%%%"}}}`:  `auths["h:1"].auth is not base64`,
+		`{"auths":{"h:1":{"auth":"YWJj"}}}`: `auths["h:1"].auth does not decode to USER:PASSWORD`,
+	} {
+		p := writeFile(t, body)
+		_, err := Options{DockerConfig: p, HostsDir: t.TempDir()}.Resolver(t.Context())
+		if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), want) {
+			t.Errorf("config %s: %v, want ErrConfig naming %s and %q", body, err, p, want)
+		}
+	}
+}
+
+func TestDockerConfigPathFollowsDOCKER_CONFIG(t *testing.T) {
+	d := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", d)
+	if got := (Options{}).DockerConfigPath(); got != filepath.Join(d, "config.json") {
+		t.Errorf("DockerConfigPath with DOCKER_CONFIG=%s: %s", d, got)
+	}
+	if got := (Options{DockerConfig: "/x.json"}).DockerConfigPath(); got != "/x.json" {
+		t.Errorf("DockerConfigPath with the flag: %s", got)
+	}
+}
+
+func TestExplainNamesTheFileToFix(t *testing.T) {
+	p := writeFile(t, `{"auths":{"reg.example:5000":{"auth":"YTpi"}}}`)
+	o := Options{DockerConfig: p, HostsDir: "/hosts"}
+	err := o.Explain("reg.example:5000/a/b:t", fmt.Errorf("resolve: %w", docker.ErrInvalidAuthorization))
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "registry reg.example:5000 refused the credentials from "+p) {
+		t.Errorf("auth error: %v", err)
+	}
+	err = o.Explain("nocreds.example/a:t", fmt.Errorf("resolve: %w", docker.ErrInvalidAuthorization))
+	if !strings.Contains(err.Error(), "registry nocreds.example wants credentials and "+p+" has none") {
+		t.Errorf("auth error without credentials: %v", err)
+	}
+	other := errors.New("connection refused")
+	if err := o.Explain("reg.example:5000/a:t", other); err != other {
+		t.Errorf("unrelated error rewritten: %v", err)
+	}
+}
+
+func TestNormalizeCompletesAReference(t *testing.T) {
+	for ref, want := range map[string]string{
+		"busybox":               "docker.io/library/busybox:latest",
+		"127.0.0.1:5000/a/b":    "127.0.0.1:5000/a/b:latest",
+		"127.0.0.1:5000/a/b:v1": "127.0.0.1:5000/a/b:v1",
+	} {
+		if got, err := Normalize(ref); err != nil || got != want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", ref, got, err, want)
+		}
+	}
+	if _, err := Normalize("a/b@sha256:zz"); err == nil || !strings.Contains(err.Error(), `image reference "a/b@sha256:zz"`) {
+		t.Errorf("Normalize of an invalid reference: %v", err)
+	}
+}
+
+func TestHostOfAReference(t *testing.T) {
+	for ref, want := range map[string]string{
+		"127.0.0.1:5000/a/b:t":    "127.0.0.1:5000",
+		"reg.example/a@sha256:00": "reg.example",
+		"localhost/a":             "localhost",
+		"busybox:latest":          "docker.io",
+		"reg.example:5000/a":      "reg.example:5000",
+		"library/busybox":         "docker.io",
+	} {
+		if got := Host(ref); got != want {
+			t.Errorf("Host(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
