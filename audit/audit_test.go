@@ -235,3 +235,26 @@ func TestSolutionNeverReachesTheAgentsContainer(t *testing.T) {
 		}
 	}
 }
+
+// plant-hooks plants a packaging/ that exits 0 when imported: a check importing the task's
+// packaging (python_packages) from the workspace must get the task's copy, so the cheat
+// fails the check (it reached SUCCESS before the WASM sandbox guarded grader packages:
+// python3 -c puts the workspace first on sys.path).
+func TestPlantHooksCannotShadowAGraderPackage(t *testing.T) {
+	if _, err := os.Stat(wasm.DebianDistPackages + "/packaging/version.py"); err != nil {
+		t.Skip("Debian's python3-packaging is not installed")
+	}
+	doc := "task_id: package-shadow\ninitial_prompt: Write version 3.0 or later to v.txt.\n" +
+		"sandbox:\n  limits: {timeout: 1m, memory_mb: 256, pids: 64, disk_mb: 16}\n" +
+		"success_criteria: [{type: run_command, python_packages: [packaging], command: " +
+		`"python3 -c 'import sys; from packaging.version import Version; sys.exit(0 if Version(open(\"v.txt\").read().strip()) >= Version(\"3.0\") else 1)'"` + "}]\n"
+	ctx, ro := runOptions(t)
+	reps, err := Audit(ctx, []Target{{Task: load(t, writeTask(t, doc, map[string]string{}))}}, Options{Run: ro, Jobs: 2, Agents: []string{"plant-hooks"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := runOf(reps[0], "plant-hooks")
+	if run.Success || run.Error != "" {
+		t.Errorf("plant-hooks: %s %.2f (%s; %+v): a workspace packaging/ answered for the task's", run.Status, run.Score, run.Error, run.Criteria)
+	}
+}

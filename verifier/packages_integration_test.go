@@ -281,3 +281,34 @@ func TestVerifierPytestReadsNoReportTheWorkspacePlanted(t *testing.T) {
 		t.Errorf("score %v (%v), want 0; details %s", score, err, details)
 	}
 }
+
+// TestVerifierPytestWorkspaceCannotShadowAnImageModule: a test that puts the workspace
+// first on sys.path (to import the agent's code) still gets the image's colorsys, not the
+// workspace's colorsys.py, which made the wrong answer pass; the agent's solution, a name
+// the image does not provide, still imports from the workspace.
+func TestVerifierPytestWorkspaceCannotShadowAnImageModule(t *testing.T) {
+	v := toolchainVerifier(t)
+	e, _, ctx := newExecutor(t)
+	dir, c := pytestTree(t, v)
+	tests := "import sys\nsys.path.insert(0, '/workspace')\nimport colorsys, solution\n\ndef test_hue():\n    assert solution.saturation() == colorsys.rgb_to_hsv(1.0, 0.0, 0.0)[1]\n"
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_solution.py"), []byte(tests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		answer string
+		want   float64
+	}{{"'wrong'", 0}, {"1.0", 1}} {
+		s := snap(t, map[string]string{
+			"colorsys.py": "def rgb_to_hsv(r, g, b):\n    return (0, 'wrong', 0)\n",
+			"solution.py": "def saturation():\n    return " + tc.answer + "\n",
+		})
+		r, err := e.Run(ctx, c, s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		score, details, _ := scoreParts(scoreRun(c, r))
+		if score != tc.want {
+			t.Errorf("answer %s: score %v, want %v; details %s; stderr %.2000s", tc.answer, score, tc.want, details, r.Stderr)
+		}
+	}
+}

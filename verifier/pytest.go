@@ -23,9 +23,57 @@ import (
 // The tests live under /task, outside the workspace, so pytest never looks for an ini file
 // or a conftest.py there even without -c and --confcutdir: those two are a second wall.
 
+// pytestImportGuard makes every top-level name the image provides (a standard module, or a
+// NAME/, NAME.py or extension module in a directory on sys.path when the boot starts: the
+// image's stdlib and site directories) import from sys.path without the workspace, in the
+// order sys.path then has (so the task's test directories, which pytest puts first, still
+// come first). Only the path finder is given that path: CPython 3.11's builtin and frozen
+// importers answer nothing when given one. Without it a test that put the workspace first on sys.path to import the
+// agent's code (a common pattern) got the workspace's colorsys.py, or any package of the
+// image's that pytest had not imported yet, in place of the image's (issue 32;
+// TestVerifierPytestWorkspaceCannotShadowAnImageModule). Any other name imports as usual.
+const pytestImportGuard = `def cevalImportGuard():
+    import sys, os
+    from importlib.machinery import PathFinder
+    names = set(sys.stdlib_module_names)
+    for d in sys.path:
+        try:
+            with os.scandir(d or ".") as entries:
+                for e in entries:
+                    n, dot, ext = e.name.partition(".")
+                    if (dot and (ext == "py" or ext.endswith("so"))) or (not dot and e.is_dir()):
+                        if n.isidentifier() and n != "__pycache__":
+                            names.add(n)
+        except OSError:
+            pass
+    finders = tuple(sys.meta_path)
+    def outside(p):
+        if not p or not os.path.isabs(p):
+            return False
+        p = os.path.normpath(p)
+        return p != "/workspace" and not p.startswith("/workspace/")
+    class CevalImportGuard:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if path is not None or name not in names:
+                return None
+            search = [p for p in sys.path if outside(p)]
+            for finder in finders:
+                spec = finder.find_spec(name, search if finder is PathFinder else None)
+                if spec is not None:
+                    return spec
+            raise ModuleNotFoundError("No module named %r (the image provides it outside the workspace)" % name, name=name)
+        @staticmethod
+        def invalidate_caches():
+            pass
+    sys.meta_path.insert(0, CevalImportGuard)
+cevalImportGuard()
+del cevalImportGuard
+`
+
 // pytestBoot imports pytest fully before the workspace joins sys.path, then runs it there.
-const pytestBoot = `import sys
-import pytest, _pytest, pluggy
+var pytestBoot = `import sys
+` + pytestImportGuard + `import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
 sys.path.append("/workspace")
 import os

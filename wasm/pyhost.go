@@ -48,7 +48,7 @@ const (
 // interpreter into the shell's working directory (WASI programs start in "/").
 const pythonSiteDir = "/ceval/python"
 
-const pythonSitecustomize = pythonStdlibGuard + `import os
+var pythonSitecustomize = pythonImportGuard(pythonGuardDirs) + `import os
 os.environ.pop("PYTHONHOME", None)
 _d = os.environ.pop("CEVAL_PWD", "")
 if _d:
@@ -70,31 +70,74 @@ del _d, os
 // the finders CPython starts with (builtin, frozen, then the path finder, which alone reads the
 // path it is given) with the stdlib directories as the path; importing importlib.machinery for
 // them cost every python3 start some 10 ms.
-const pythonStdlibGuard = `def cevalStdlibGuard():
-    import sys
+//
+// The same holds for every top-level name the grader provides in the directories the guard
+// is given (pythonGuardDirs, pytestGuardDirs): python_packages and python_wheels at
+// /ceval/packages, and for pytest its own packages at /ceval. Each NAME/ and NAME.py there
+// imports from those directories only, so a workspace packaging/ no longer answered for the
+// task's packaging (` + "`python3 -c`" + `, -m and a script in the workspace all put the workspace
+// ahead of PYTHONPATH: a check importing packaging scored 1 for a wrong answer; issue 32,
+// TestWorkspaceCannotShadowAGraderPackage, selftest attack wasm-package-shadow). It reads
+// those directories itself, not sys.path, so python3 -I and -E, which ignore PYTHONPATH, import
+// the grader's packages too. A standard module's name stays the standard module's; any other
+// name (the agent's own modules) imports as CPython would. Only -S, which skips site and with
+// it this guard, is outside it (and starts in "/", not the workspace).
+func pythonImportGuard(dirs string) string {
+	return `def cevalImportGuard(dirs):
+    import sys, os
     names = sys.stdlib_module_names
     trusted = [p for p in sys.path if p.startswith("` + pythonStdlibDir + `/") and "site-packages" not in p]
+    graders = set()
+    where = []
+    for d in dirs:
+        try:
+            with os.scandir(d) as entries:
+                for e in entries:
+                    n = e.name
+                    if n.endswith(".py"):
+                        n = n[:-3]
+                    elif not e.is_dir():
+                        continue
+                    if n.isidentifier() and n != "__pycache__" and n not in names:
+                        graders.add(n)
+        except OSError:
+            continue
+        where.append(d)
     finders = tuple(sys.meta_path)
-    class CevalStdlibGuard:
+    class CevalImportGuard:
         @staticmethod
         def find_spec(name, path=None, target=None):
-            if path is not None or name not in names:
+            if path is not None:
+                return None
+            if name in names:
+                search, what = trusted, "a standard module this Python lacks"
+            elif name in graders:
+                search, what = where, "a package the task provides"
+            else:
                 return None
             spec = None
             for finder in finders:
-                spec = finder.find_spec(name, trusted)
+                spec = finder.find_spec(name, search)
                 if spec is not None:
                     break
             if spec is None:
-                raise ModuleNotFoundError("No module named %r (a standard module this Python lacks)" % name, name=name)
+                raise ModuleNotFoundError("No module named %r (%s)" % (name, what), name=name)
             return spec
         @staticmethod
         def invalidate_caches():
             pass
-    sys.meta_path.insert(0, CevalStdlibGuard)
-cevalStdlibGuard()
-del cevalStdlibGuard
+    sys.meta_path.insert(0, CevalImportGuard)
+cevalImportGuard(` + dirs + `)
+del cevalImportGuard
 `
+}
+
+// pythonGuardDirs are the directories of the grader's packages for a python3 the toolbox
+// runs; pytestGuardDirs those of a pytest run (pytest and its dependencies at /ceval).
+const (
+	pythonGuardDirs = `["` + pythonPackagesDir + `"]`
+	pytestGuardDirs = `["` + pytestLibDir + `", "` + pythonPackagesDir + `"]`
+)
 
 // pyRun is what the host functions of one run reach through its context.
 type pyRun struct {

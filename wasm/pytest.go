@@ -145,9 +145,9 @@ importlib.metadata = cevalLazy("importlib.metadata")
 // later collection, which the task's objects are not). CPython for WASI has no os.getuid,
 // which pytest's tmp_path and tmpdir call (every test using them was an error): the boot
 // gives one answering -1, CPython's "unknown", for which pytest skips its ownership check.
-const pytestBoot = `import sys, gc, os
+var pytestBoot = `import sys, gc, os
 gc.disable()
-` + pythonStdlibGuard + `if not hasattr(os, "getuid"):
+` + pythonImportGuard(pytestGuardDirs) + `if not hasattr(os, "getuid"):
     os.getuid = os.geteuid = lambda: -1
 sys.path[:0] = ["/ceval", "/ceval/packages"]
 ` + pytestCompileHook + `try:

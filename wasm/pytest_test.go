@@ -318,3 +318,89 @@ os._exit(0)
 		}
 	}
 }
+
+// TestWorkspaceCannotShadowAGraderPackage: a workspace package named like one the task
+// provides (python_packages, python_wheels, pytest's own) never runs in place of it, in any
+// way a check starts CPython, while a workspace module of another name (the agent's
+// solution) still imports. The workspace's packaging/ answers every version comparison with
+// True, so a check comparing the agent's version against 2.0 passed for 1.5. python3 -I,
+// which ignores PYTHONPATH, imports the task's packaging (it could not before: the right
+// answer scored 0 there). Issue 32.
+func TestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
+	if _, err := os.Stat(DebianDistPackages + "/packaging/version.py"); err != nil {
+		t.Skip("Debian's python3-packaging is not installed")
+	}
+	fake := map[string]string{
+		"packaging/__init__.py": "",
+		"packaging/version.py":  "class Version:\n    def __init__(self, s):\n        pass\n    def __gt__(self, other):\n        return True\n",
+		"solution.py":           "def version():\n    return open('/workspace/answer.txt').read().strip()\n",
+	}
+	check := `import sys; sys.path.insert(0, "/workspace"); import solution; from packaging.version import Version; sys.exit(0 if Version(solution.version()) > Version("2.0") else 1)`
+	script := "cat > /tmp/check.py <<'EOF'\n" + check + "\nEOF\n"
+	launchers := map[string]string{
+		"python3 -c":       `cd /workspace && python3 -c '` + check + `'`,
+		"python3 -I":       `cd /workspace && python3 -I -c 'import sys; sys.path.insert(0, ""); ` + check[len("import sys; "):] + `'`,
+		"python3 -I alone": `cd /tmp && python3 -I -c 'import sys; from packaging.version import Version; sys.exit(0 if Version(open("/workspace/answer.txt").read().strip()) > Version("2.0") else 1)'`,
+		"python3 -E":       `cd /workspace && python3 -E -c '` + check + `'`,
+		"python3 -m":       script + `cd /workspace && PYTHONPATH=/tmp python3 -m check`,
+		"script":           script + `cd /workspace && python3 /tmp/check.py`,
+	}
+	e := pyExecutor(t, Options{})
+	for _, answer := range []string{"1.5", "3.0"} {
+		files := map[string]string{"answer.txt": answer + "\n"}
+		for k, v := range fake {
+			files[k] = v
+		}
+		s := workspace(t, files, nil)
+		want := 0.0
+		if answer == "3.0" {
+			want = 1
+		}
+		for name, cmd := range launchers {
+			c := command(cmd)
+			c.Timeout = 60 * time.Second
+			c.PythonPackages = []string{"packaging"}
+			if r, score, details := runScript(t, e, c, s, nil); score != want {
+				t.Errorf("%s, answer %s: score %v, want %v (the workspace's packaging answered, or the task's did not import; stderr %.400s; details %s)", name, answer, score, want, r.Stderr, details)
+			}
+		}
+	}
+	// Python wheels: a workspace wheelmod.py does not answer for the task's wheelmod.
+	s := workspace(t, map[string]string{"wheelmod.py": "X = 8\n"}, nil)
+	for _, flags := range []string{"", "-I "} {
+		c := command(`cd /workspace && python3 ` + flags + `-c 'import sys; sys.path.insert(0, ""); import wheelmod; sys.exit(0 if wheelmod.X == 7 else 1)'`)
+		c.Timeout = 60 * time.Second
+		c.PythonWheels = []*task.Wheel{testWheel(t)}
+		if r, score, details := runScript(t, e, c, s, nil); score != 1 {
+			t.Errorf("wheel, python3 %s: score %v, want 1 (stderr %.400s; details %s)", flags, score, r.Stderr, details)
+		}
+	}
+}
+
+// TestPytestWorkspaceCannotShadowAGraderPackage: in pytest, a test that puts the workspace
+// first on sys.path (as tests importing the agent's code often do) still gets the task's
+// six, not the workspace's six.py, which made the wrong answer pass.
+func TestPytestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
+	if _, err := os.Stat(DebianDistPackages + "/six.py"); err != nil {
+		t.Skip("Debian's python3-six is not installed")
+	}
+	dir, c := pytestTask(t)
+	tests := "import sys\nsys.path.insert(0, '/workspace')\nimport six, solution\n\ndef test_name():\n    assert solution.name() == six.text_type.__name__\n"
+	if err := os.WriteFile(filepath.Join(dir, "tests", "test_solution.py"), []byte(tests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.PythonPackages = []string{"six"}
+	e := pyExecutor(t, Options{})
+	for _, tc := range []struct {
+		answer string
+		want   float64
+	}{{"wrong", 0}, {"str", 1}} {
+		s := workspace(t, map[string]string{
+			"six.py":      "text_type = type('wrong', (), {})\n",
+			"solution.py": "def name():\n    return '" + tc.answer + "'\n",
+		}, nil)
+		if _, score, details := runScript(t, e, c, s, nil); score != tc.want {
+			t.Errorf("answer %s: score %v, want %v (details %s)", tc.answer, score, tc.want, details)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-# plants conftest.py (every test reported passed), sitecustomize.py and usercustomize.py (any Python exits 0 at start) and shadow pytest/unittest modules
+# plants conftest.py (every test reported passed), sitecustomize.py and usercustomize.py (any Python exits 0 at start), shadow pytest/unittest modules and shadows of packages a grader commonly provides (packaging, six, yaml, ...) that exit 0 when imported
 hook='import pytest
 
 
@@ -19,4 +19,9 @@ for m in sitecustomize.py usercustomize.py pytest.py unittest.py; do
 	printf 'import os\nos._exit(0)\n' > "$m"
 done
 mkdir -p pytest && printf 'import os\nos._exit(0)\n' > pytest/__init__.py && cp pytest/__init__.py pytest/__main__.py
+# Packages a check may import from the grader's side (python_packages, the image's pip):
+# a workspace package of that name, first on sys.path for python3 -c, exits 0 instead.
+for p in packaging six yaml attr attrs iniconfig pluggy toml tomli jsonschema requests numpy pandas; do
+	mkdir -p "$p" && printf 'import os\nos._exit(0)\n' > "$p/__init__.py"
+done
 exit 0
