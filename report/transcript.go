@@ -53,6 +53,13 @@ type transcriptView struct {
 	Totals string
 	Steps  []stepView
 	Judges []judgeView
+	// TaskSteps are the task's setup and after_agent steps, each with its log's tail.
+	TaskSteps []taskStepView
+}
+
+type taskStepView struct {
+	Title string
+	Log   logPreview
 }
 
 type stepView struct {
@@ -105,6 +112,28 @@ func transcriptHTML(expDir string, r Run, p runPanel) ([]byte, error) {
 		v.Steps, v.Totals = stepViews(t)
 	}
 	v.Judges = judgeViews(r.Dir)
+	if r.Result != nil {
+		for _, st := range r.Result.Steps {
+			title := fmt.Sprintf("%s %d", st.Kind, st.Index)
+			if st.Iteration > 0 {
+				title += fmt.Sprintf(" (after iteration %d)", st.Iteration)
+			}
+			switch {
+			case st.Skipped:
+				title += ": skipped (a step before it failed)"
+			case st.TimedOut:
+				title += fmt.Sprintf(": timed out after %.1f s", st.Seconds)
+			case st.ExitCode != nil:
+				title += fmt.Sprintf(": exit %d in %.1f s", *st.ExitCode, st.Seconds)
+			}
+			tv := taskStepView{Title: StripControls(title + " · " + st.Run)}
+			if st.Log != "" {
+				tv.Log = preview(r.Dir, "", st.Log)
+				tv.Log.Href = relHref(filepath.Dir(st.Log), filepath.Base(st.Log))
+			}
+			v.TaskSteps = append(v.TaskSteps, tv)
+		}
+	}
 	var buf bytes.Buffer
 	if err := transcriptPage().Execute(&buf, v); err != nil {
 		return nil, fmt.Errorf("render %s: %w", TranscriptFile, err)

@@ -124,3 +124,30 @@ func TestLargeReportInChromium(t *testing.T) {
 	}
 	chromiumtest.Screenshot(t, bin, filepath.Join(dir, HTMLFile), "report-1000-runs.png")
 }
+
+// The run page lists the task's steps with their logs' tails, text escaped.
+func TestRunPageShowsTheTasksSteps(t *testing.T) {
+	dir, runDir := transcriptExperiment(t)
+	resPath := filepath.Join(runDir, record.ResultFile)
+	resp, err := record.ReadResult(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := *resp
+	code := 3
+	res.Steps = []record.StepResult{{Kind: record.StepSetup, Index: 1, Run: "make <deps>", ExitCode: &code, Seconds: 1.5, Log: filepath.Join(record.StepsDir, "setup-1.log")}}
+	if err := record.WriteJSONAtomic(resPath, &res); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(runDir, record.StepsDir), 0o700)
+	os.WriteFile(filepath.Join(runDir, record.StepsDir, "setup-1.log"), []byte("installing <script>x</script>\n"), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
+	for _, want := range []string{"setup 1: exit 3 in 1.5 s · make &lt;deps&gt;", "installing &lt;script&gt;x&lt;/script&gt;", `href="steps/setup-1.log"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+}
