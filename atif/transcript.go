@@ -14,7 +14,7 @@ import (
 // Caps on what a transcript can make the exporter hold. The gateway caps a request at 16
 // MiB and a recorded answer at 32 MiB, so longer lines are not its own.
 const (
-	MaxLineBytes = 64 << 20
+	MaxLineBytes = transcript.MaxLineBytes
 	MaxNotes     = 20
 )
 
@@ -58,7 +58,7 @@ func Build(r io.Reader, meta Meta) (*Trajectory, error) {
 	}
 	br := bufio.NewReaderSize(r, 1<<20)
 	for n := 1; ; n++ {
-		data, tooLong, err := readLine(br)
+		data, tooLong, err := transcript.ReadLine(br)
 		switch {
 		case tooLong:
 			note("%s line %d: longer than %d MiB, skipped", transcriptName, n, MaxLineBytes>>20)
@@ -226,25 +226,6 @@ func assemble(lines []parsed, notes []string, meta Meta) *Trajectory {
 		t.Notes += " " + strings.Join(notes, "; ")
 	}
 	return t
-}
-
-// readLine reads one line of at most MaxLineBytes; a longer one is consumed and reported.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > MaxLineBytes {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		return bytes.TrimSpace(buf), tooLong, err
-	}
 }
 
 func shortErr(err error) string {
@@ -443,31 +424,6 @@ func responsesRequest(req json.RawMessage) (system string, users []string, resul
 	return strings.Join(sys, "\n\n"), users, results
 }
 
-// sseData yields the data of each server-sent event.
-func sseData(body string, each func(data []byte)) {
-	var cur []byte
-	flush := func() {
-		if len(cur) > 0 {
-			each(cur)
-		}
-		cur = nil
-	}
-	for _, ln := range strings.Split(body, "\n") {
-		ln = strings.TrimRight(ln, "\r")
-		switch {
-		case ln == "":
-			flush()
-		case strings.HasPrefix(ln, "data:"):
-			d := strings.TrimPrefix(strings.TrimPrefix(ln, "data:"), " ")
-			if len(cur) > 0 {
-				cur = append(cur, '\n')
-			}
-			cur = append(cur, d...)
-		}
-	}
-	flush()
-}
-
 type anthropicBlock struct {
 	Type     string          `json:"type"`
 	Text     string          `json:"text"`
@@ -497,7 +453,7 @@ func anthropicAnswer(body string, stream bool) *answer {
 		}
 		var order []*open
 		byIndex := map[int]*open{}
-		sseData(body, func(data []byte) {
+		transcript.SSEData(body, func(data []byte) {
 			var ev struct {
 				Type         string          `json:"type"`
 				Index        int             `json:"index"`
@@ -581,7 +537,7 @@ func responsesAnswer(body string, stream bool) *answer {
 		items, status = r.Output, r.Status
 	} else {
 		var done, completed []json.RawMessage
-		sseData(body, func(data []byte) {
+		transcript.SSEData(body, func(data []byte) {
 			var ev struct {
 				Type     string          `json:"type"`
 				Item     json.RawMessage `json:"item"`

@@ -3,6 +3,7 @@ package toolcalls
 import (
 	"bufio"
 	"bytes"
+	"ceval.dev/ceval/gateway/transcript"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 // Caps on what a transcript can make the reader hold. A line is one model call: the gateway
 // caps a request at 16 MiB and a recorded answer at 32 MiB, so longer lines are not its own.
 const (
-	MaxLineBytes  = 64 << 20
+	MaxLineBytes  = transcript.MaxLineBytes
 	MaxCalls      = 10000 // calls kept; more are counted in Log.Total
 	MaxNameBytes  = 200
 	MaxFields     = 64
@@ -102,7 +103,7 @@ func Read(r io.Reader) (*Log, error) {
 	p := &parser{seen: map[string]bool{}, outcomes: map[string]string{}}
 	br := bufio.NewReaderSize(r, 1<<20)
 	for lineNo := 1; ; lineNo++ {
-		line, tooLong, err := readLine(br)
+		line, tooLong, err := transcript.ReadLine(br)
 		if len(line) > 0 || tooLong {
 			if tooLong {
 				p.note("line %d: longer than %d MiB, skipped", lineNo, MaxLineBytes>>20)
@@ -124,25 +125,6 @@ func Read(r io.Reader) (*Log, error) {
 		}
 	}
 	return &p.log, nil
-}
-
-// readLine reads one line of at most MaxLineBytes; a longer one is consumed and reported.
-func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
-	var buf []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(buf)+len(chunk) > MaxLineBytes {
-				tooLong, buf = true, nil
-			} else {
-				buf = append(buf, chunk...)
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		return bytes.TrimSpace(buf), tooLong, err
-	}
 }
 
 type parser struct {
@@ -309,31 +291,6 @@ func (p *parser) anthropicMessage(data []byte) {
 	}
 }
 
-// sseData yields the data of each server-sent event.
-func sseData(body string, each func(data []byte)) {
-	var cur []byte
-	flush := func() {
-		if len(cur) > 0 {
-			each(cur)
-		}
-		cur = nil
-	}
-	for _, ln := range strings.Split(body, "\n") {
-		ln = strings.TrimRight(ln, "\r")
-		switch {
-		case ln == "":
-			flush()
-		case strings.HasPrefix(ln, "data:"):
-			d := strings.TrimPrefix(strings.TrimPrefix(ln, "data:"), " ")
-			if len(cur) > 0 {
-				cur = append(cur, '\n')
-			}
-			cur = append(cur, d...)
-		}
-	}
-	flush()
-}
-
 // anthropicStream reads the tool_use blocks of a streamed Messages API answer. A block
 // counts once it stopped: a stream cut inside a block gave the agent no whole call.
 func (p *parser) anthropicStream(body string) {
@@ -344,7 +301,7 @@ func (p *parser) anthropicStream(body string) {
 		deltas   bool
 	}
 	open := map[int]*block{}
-	sseData(body, func(data []byte) {
+	transcript.SSEData(body, func(data []byte) {
 		var ev struct {
 			Type         string `json:"type"`
 			Index        int    `json:"index"`
@@ -394,7 +351,7 @@ func (p *parser) anthropicStream(body string) {
 // output items, or from the completed response when the stream carried no item events.
 func (p *parser) responsesStream(body string) {
 	var done, completed []json.RawMessage
-	sseData(body, func(data []byte) {
+	transcript.SSEData(body, func(data []byte) {
 		var ev struct {
 			Type     string          `json:"type"`
 			Item     json.RawMessage `json:"item"`
