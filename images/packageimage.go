@@ -3,9 +3,6 @@ package images
 import (
 	"bufio"
 	"bytes"
-	"ceval.dev/ceval/internal/lazyregexp"
-	"ceval.dev/ceval/internal/procgroup"
-	"ceval.dev/ceval/policy"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -22,10 +19,14 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/reference"
-	distref "github.com/distribution/reference"
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"ceval.dev/ceval/internal/lazyregexp"
+	"ceval.dev/ceval/internal/procgroup"
+	"ceval.dev/ceval/policy"
+	cevalregistry "ceval.dev/ceval/registry"
 )
 
 // Labels a package image's config carries.
@@ -114,11 +115,7 @@ var (
 // full: ubuntu:24.04 is docker.io/library/ubuntu:24.04, foo/bar is docker.io/foo/bar:latest;
 // registries (localhost:5000/x) and digests are kept.
 func NormalizeName(name string) (string, error) {
-	r, err := distref.ParseDockerRef(name)
-	if err != nil {
-		return "", err
-	}
-	return r.String(), nil
+	return cevalregistry.Normalize(name) // one normaliser for builds, lookups and pulls
 }
 
 // checkImageName refuses, before minutes of building, a name containerd would refuse, and
