@@ -39,9 +39,7 @@ install)
   [ -d /usr/lib/python3/dist-packages/pytest-7.2.1.dist-info ] || { missing+=(python3-pytest); extra+=(python3-pytest=7.2.1-2); } # wasm: pytest criteria
   if [ "${CI:-}" = true ] && ! command -v chromium >/dev/null; then missing+=(chromium); extra+=(chromium); fi
   if [ ${#missing[@]} -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq containerd runc busybox-static file musl bash-static mmdebstrap buildah "${extra[@]}" >/dev/null
+    "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" containerd runc busybox-static file musl bash-static mmdebstrap buildah "${extra[@]}"
   fi
   ;;
 start)

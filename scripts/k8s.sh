@@ -90,9 +90,7 @@ install() {
   command -v ip >/dev/null || missing+=(iproute2)
   command -v nsenter >/dev/null || missing+=(util-linux)
   if [ ${#missing[@]} -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" --no-install-recommends "${missing[@]}"
   fi
 }
 

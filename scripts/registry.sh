@@ -24,9 +24,7 @@ install)
   command -v htpasswd >/dev/null || missing+=(apache2-utils)
   command -v openssl >/dev/null || missing+=(openssl)
   if [ ${#missing[@]} -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${missing[@]}"
   fi
   ;;
 start)

@@ -16,9 +16,7 @@ rootless_install() {
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
   if [ ${#missing[@]} -gt 0 ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq "${missing[@]}" >/dev/null
+    "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "${missing[@]}"
   fi
 }
 
