@@ -189,7 +189,7 @@ func Harbor(dir string, opt Options) (Result, error) {
 		set(crit, "description", str("Harbor tests (tests/test.sh); the score is its reward"))
 		set(crit, "sandbox", scalar("container"))
 		set(crit, "command", str(HarborVerifierCommand))
-		set(crit, "score_from_stdout", scalar("true"))
+		set(crit, "harbor_reward", scalar("true"))
 		timeout := "600s" // Harbor's default verifier timeout
 		if v, ok := cfg["verifier.timeout_sec"]; ok {
 			if f, err := strconv.ParseFloat(v.str, 64); err == nil && f > 0 {

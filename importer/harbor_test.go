@@ -50,7 +50,7 @@ func TestImportHarborMapsTheTaskAndItsTests(t *testing.T) {
 		t.Fatalf("solution %+v criteria %+v", tk.Solution, tk.Criteria)
 	}
 	c := tk.Criteria[0]
-	if c.Type != task.RunCommand || c.Tier() != task.TierContainer || !c.ScoreFromStdout || c.Timeout != 60*time.Second ||
+	if c.Type != task.RunCommand || c.Tier() != task.TierContainer || !c.HarborReward || c.ScoreFromStdout || c.Timeout != 60*time.Second ||
 		len(c.GraderFiles) != 1 || c.GraderFiles[0].Rel != "tests" || !c.GraderFiles[0].Dir {
 		t.Fatalf("criterion %+v", c)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"ceval.dev/ceval/task"
 )
 
 // Where a Harbor task's files live in its one container, and where ceval puts them: the
@@ -19,28 +21,14 @@ const (
 	harborTests      = "/tests"
 	harborLogs       = "/logs/verifier"
 	cevalHarborTests = "/task/tests"
-	cevalHarborLogs  = "/tmp/logs/verifier"
+	cevalHarborLogs  = task.HarborLogs
 	cevalWorkspace   = "/workspace"
 )
 
-// HarborVerifierCommand runs tests/test.sh in the verifier container and prints the reward
-// it wrote (reward.txt's first line, else reward.json whole: its named rewards, scored by their
-// mean or the criterion's reward_key) as the score: the script's own output goes to stderr.
-// The tests run the agent's code as the same user, so a reward counts only when it cannot be
-// the agent's: the reward directory is removed and made anew, empty, right before test.sh
-// (a reward planted earlier is gone); test.sh must end by itself (a shell status above 128 is
-// a signal's: the agent's code killed it, say, after writing its own reward) or the command
-// fails with the reason; and every other process of the container is SIGKILLed (kill -1
-// spares only the init and this shell) until none is left before the reward is read, so
-// nothing test.sh left running writes it late.
-const HarborVerifierCommand = `r=` + cevalHarborLogs + `; rm -rf $r && mkdir -p $r && cd ` + cevalWorkspace + ` || exit 1; ` +
-	`if command -v bash >/dev/null; then bash ` + cevalHarborTests + `/test.sh >&2 </dev/null; else sh ` + cevalHarborTests + `/test.sh >&2 </dev/null; fi; ` +
-	`s=$?; i=0; ` +
-	`while kill -9 -1 2>/dev/null; do i=$((i+1)); if [ $i -gt 100 ]; then echo "processes tests/test.sh started still ran 10s after SIGKILL: its reward is not counted" >&2; exit 1; fi; sleep 0.1; done; ` +
-	`if [ $s -gt 128 ]; then echo "tests/test.sh was killed by signal $((s-128)) (exit status $s), it did not end by itself: its reward is not counted" >&2; exit 1; fi; ` +
-	`if [ -s $r/reward.txt ]; then head -n 1 $r/reward.txt; ` +
-	`elif [ -s $r/reward.json ]; then cat $r/reward.json; ` +
-	`else echo "tests/test.sh wrote no reward.txt or reward.json" >&2; echo 0; fi`
+// HarborVerifierCommand is the command of an imported Harbor task's criterion, a
+// run_command with harbor_reward (package verifier says how that keeps the agent's code
+// from writing the reward): tests/test.sh, run in the verifier's non-dumpable bash.
+const HarborVerifierCommand = `. ` + cevalHarborTests + `/test.sh`
 
 // dockerWorkdir is the last absolute WORKDIR of a Dockerfile ("" when none or "/").
 func dockerWorkdir(dockerfile []byte) string {

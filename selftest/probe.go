@@ -3,6 +3,7 @@ package selftest
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/containerd/containerd/v2/client"
 	ctrimages "github.com/containerd/containerd/v2/core/images"
@@ -12,11 +13,12 @@ import (
 )
 
 // probeImagePlaceholder in an attack's task.yaml becomes ProbeImage(): the attack runs
-// ceval-probe, which the default image lacks.
+// ceval-probe or bash, which the default image lacks.
 const probeImagePlaceholder = "{{PROBE_IMAGE}}"
 
-// ProbeImage names the image of the kernel-syscalls attack: the default image plus
-// /usr/local/bin/ceval-probe, named by the probe's digest. Run builds it when an attack
+// ProbeImage names the image of the kernel-syscalls and verifier-harbor-reward attacks: the
+// default image plus /usr/local/bin/ceval-probe and Debian's bash-static as /bin/bash,
+// named by the probe's digest. Run builds it when an attack
 // needs it and deletes it when done.
 func ProbeImage() string { return "ceval.local/selftest-probe:" + embedded.Probe.SHA256()[:12] }
 
@@ -31,11 +33,17 @@ type probeImage struct {
 // ensure builds the image (replacing one of the same name) unless this run already did.
 func (p *probeImage) ensure(ctx context.Context) error {
 	if !p.built && p.err == nil {
-		_, err := images.BuildDefault(ctx, p.c, images.DefaultOptions{
-			Busybox: p.busybox,
-			Name:    ProbeImage(),
-			Extra:   []images.File{{Path: "usr/local/bin/ceval-probe", Mode: 0o755, Data: embedded.Probe.Bytes()}},
-		})
+		bash, err := os.ReadFile(images.BashStatic)
+		if err == nil {
+			_, err = images.BuildDefault(ctx, p.c, images.DefaultOptions{
+				Busybox: p.busybox,
+				Name:    ProbeImage(),
+				Extra: []images.File{{Path: "usr/local/bin/ceval-probe", Mode: 0o755, Data: embedded.Probe.Bytes()},
+					{Path: "bin/bash", Mode: 0o755, Data: bash}},
+			})
+		} else {
+			err = fmt.Errorf("%w (the probe image's bash: apt-get install bash-static)", err)
+		}
 		if err != nil {
 			p.err = fmt.Errorf("building the probe image %s: %w", ProbeImage(), err)
 		} else {

@@ -320,7 +320,7 @@ func TestHarborRewardForgeRunsTheImportersCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(data), "command: '"+importer.HarborVerifierCommand+"'\n") {
-		t.Errorf("the attack's command is not importer.HarborVerifierCommand (%s): copy it into the task", importer.HarborVerifierCommand)
+	if !strings.Contains(string(data), "command: '"+importer.HarborVerifierCommand+"'\n") || !strings.Contains(string(data), "harbor_reward: true\n") {
+		t.Errorf("the attack's criterion is not the importer's (harbor_reward: true, command: importer.HarborVerifierCommand %q): copy them into the task", importer.HarborVerifierCommand)
 	}
 }

@@ -687,7 +687,7 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "reward_key", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "reward_key", "harbor_reward", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "reward_key", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
@@ -719,7 +719,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		return c, false
 	}
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
-	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey *yaml.Node
+	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey, harborReward *yaml.Node
 	all := map[string]func(*yaml.Node){
 		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
@@ -763,6 +763,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		},
 		"score_from_stdout": func(v *yaml.Node) { scoreFromStdout = v; l.boolean(v, what+".score_from_stdout", &c.ScoreFromStdout) },
 		"reward_key":        func(v *yaml.Node) { rewardKey = v; l.str(v, what+".reward_key", &c.RewardKey) },
+		"harbor_reward":     func(v *yaml.Node) { harborReward = v; l.boolean(v, what+".harbor_reward", &c.HarborReward) },
 		"uses_reference":    func(v *yaml.Node) { l.boolean(v, what+".uses_reference", &c.UsesReference) },
 		"module":            func(v *yaml.Node) { c.Module = l.openFile(v, what+".module") },
 		"sha256": func(v *yaml.Node) {
@@ -822,6 +823,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		} else if n := seen["python_wheels"]; n != nil {
 			c.tier.pyNode = n
 		}
+		c.tier.harborNode = harborReward
 	}
 	need := func(name string) {
 		if _, ok := seen[name]; !ok {
@@ -877,8 +879,21 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		if expectedStdout != nil && scoreFromStdout != nil && c.ScoreFromStdout {
 			l.errorf(resolve(scoreFromStdout), "%s: give expected_stdout or score_from_stdout, not both", what)
 		}
-		if rewardKey != nil && (!c.ScoreFromStdout || c.RewardKey == "") {
-			l.errorf(resolve(rewardKey), "%s: reward_key names one of the rewards score_from_stdout reads: give score_from_stdout: true and a non-empty key", what)
+		if harborReward != nil && c.HarborReward {
+			for _, n := range []*yaml.Node{expectedStdout, stdoutMatch} {
+				if n != nil {
+					l.errorf(resolve(n), "%s: harbor_reward scores the reward tests/test.sh writes, not its stdout: remove this field", what)
+				}
+			}
+			if scoreFromStdout != nil && c.ScoreFromStdout {
+				l.errorf(resolve(scoreFromStdout), "%s: harbor_reward scores the reward tests/test.sh writes, not its stdout: remove score_from_stdout", what)
+			}
+			if seen["expected_exit_code"] != nil {
+				l.errorf(resolve(seen["expected_exit_code"]), "%s: harbor_reward ignores test.sh's exit status as Harbor does (only a signal's fails it): remove expected_exit_code", what)
+			}
+		}
+		if rewardKey != nil && (!(c.ScoreFromStdout || c.HarborReward) || c.RewardKey == "") {
+			l.errorf(resolve(rewardKey), "%s: reward_key names one of the rewards score_from_stdout or harbor_reward reads: give score_from_stdout: true (or harbor_reward: true) and a non-empty key", what)
 		}
 		if stdoutMatch != nil && expectedStdout == nil {
 			l.errorf(resolve(stdoutMatch), "%s: stdout_match needs expected_stdout", what)

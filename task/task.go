@@ -257,7 +257,12 @@ type Criterion struct {
 	ScoreFromStdout  bool
 	// RewardKey, with score_from_stdout, scores named rewards ({"correctness": 1, ...},
 	// Harbor's reward.json) by that one reward; "" scores them by their mean.
-	RewardKey     string
+	RewardKey string
+	// HarborReward runs command as Harbor's tests/test.sh in a verifier container and scores
+	// the reward that command's own shell writes to /tmp/logs/verifier (reward.txt's first
+	// line, else reward.json), read by ceval once every process is gone: no program the
+	// shell starts can write it (see verifier.HarborArgv).
+	HarborReward  bool
 	UsesReference bool
 	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
 	// on the criterion or as the task's grader: default); nil: the WASM sandbox.

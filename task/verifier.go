@@ -43,6 +43,10 @@ type Verifier struct {
 	GraderFiles []GraderFile
 }
 
+// HarborLogs is where a harbor_reward criterion's tests/test.sh writes its reward: Harbor's
+// /logs/verifier, under the verifier container's writable /tmp.
+const HarborLogs = "/tmp/logs/verifier"
+
 // Tier says where the criterion runs when it executes anything: TierContainer when it
 // declared (or the task's grader defaulted it to) sandbox: container, else TierWASM; ""
 // for the criteria that execute nothing.
@@ -82,6 +86,8 @@ type graderSpec struct {
 	// pyNode is the criterion's own python_packages or python_wheels, which apply to the
 	// WASM sandbox only.
 	pyNode *yaml.Node
+	// harborNode is the criterion's harbor_reward, which needs a verifier container.
+	harborNode *yaml.Node
 	// ownTimeout: the criterion set its own timeout, which the grader: section's does not
 	// replace.
 	ownTimeout bool
@@ -175,6 +181,9 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 		}
 		sandbox := pick("sandbox", cs.sandbox, def.sandbox)
 		if sandbox != TierContainer {
+			if cs.harborNode != nil && c.HarborReward {
+				l.errorf(cs.harborNode, "success_criteria[%d] (%s).harbor_reward runs tests/test.sh in a verifier container: add sandbox: container", i, c.Type)
+			}
 			for _, name := range graderFieldNames[1:] {
 				if n, ok := cs.nodes[name]; ok {
 					l.errorf(n, "success_criteria[%d] (%s).%s applies only to a verifier container: add sandbox: container (or leave %s out for the WASM sandbox)", i, c.Type, name, name)

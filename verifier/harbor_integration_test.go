@@ -1,50 +1,125 @@
 package verifier
 
 import (
+	"context"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
-	"ceval.dev/ceval/importer"
+	"github.com/containerd/containerd/v2/client"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/task"
 )
 
-// harborCommand is the command an imported Harbor task's criterion runs, with tests/test.sh
-// taken from the workspace (the grader_files' /task/tests is not mounted here).
-func harborCommand() string {
-	return strings.ReplaceAll(importer.HarborVerifierCommand, "/task/tests/", "/workspace/tests/")
+// harborImage is the default image with Debian's bash-static as /bin/bash: Harbor runs
+// tests/test.sh with bash, and harbor_reward needs one.
+const harborImage = "ceval.local/test-verifier-harbor:1"
+
+var harborImageOnce sync.Once
+
+// harborCriterion is the criterion ceval import harbor writes, with tests/test.sh taken
+// from the workspace (the grader_files' /task/tests is not mounted here).
+func harborCriterion(t *testing.T, ctx context.Context, c *client.Client) *task.Criterion {
+	t.Helper()
+	var err error
+	harborImageOnce.Do(func() {
+		var bash []byte
+		if bash, err = os.ReadFile(images.BashStatic); err != nil {
+			return
+		}
+		_, err = images.BuildDefault(ctx, c, images.DefaultOptions{Name: harborImage, Extra: []images.File{{Path: "bin/bash", Mode: 0o755, Data: bash}}})
+	})
+	if err != nil {
+		t.Fatalf("the test image with bash (apt-get install bash-static): %v", err)
+	}
+	cr := container(". /workspace/tests/test.sh")
+	cr.HarborReward = true
+	cr.Verifier.Image = harborImage
+	return cr
+}
+
+func scoreHarborTask(t *testing.T, files map[string]string) (float64, string) {
+	t.Helper()
+	e, cl, ctx := newExecutor(t)
+	c := harborCriterion(t, ctx, cl)
+	score, details, err := scoreParts(e.Execute(ctx, c, snap(t, files), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return score, details
+}
+
+// What test.sh's own shell writes is the score, whether by a builtin or by a program whose
+// output it redirects; the tests' programs write the rest of /tmp/logs/verifier as usual.
+func TestHarborRewardTestShWritesCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name, testSh string
+		want         float64
+	}{
+		{"echo", "mkdir -p /tmp/logs/verifier\necho '{}' > /tmp/logs/verifier/ctrf.json\ncat /tmp/logs/verifier/ctrf.json >/dev/null || exit 3\necho 1 > /tmp/logs/verifier/reward.txt\n", 1},
+		{"a program's output redirected", "printf 0.25 > /tmp/logs/verifier/reward.txt\n", 0.25},
+		{"reward.json from a subshell", "r=/tmp/logs/verifier\n( echo '{\"a\": 1, \"b\": 0.5}' > $r/reward.json )\n", 0.75},
+		{"an EXIT trap, exit status ignored", "reward=0\ntrap 'echo \"$reward\" > /tmp/logs/verifier/reward.txt' EXIT\nreward=1\nexit 1\n", 1},
+		{"none", "true\n", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			score, details := scoreHarborTask(t, map[string]string{"tests/test.sh": tc.testSh})
+			if score != tc.want {
+				t.Errorf("score %v (%s), want %v", score, details, tc.want)
+			}
+		})
+	}
 }
 
 // The tests run the agent's code, which writes reward 1 and kills the shell running
 // tests/test.sh before test.sh writes its own 0: the reward does not count.
 func TestHarborRewardWrittenByCodeThatKillsTestShDoesNotCount(t *testing.T) {
-	e, _, ctx := newExecutor(t)
-	s := snap(t, map[string]string{
+	score, details := scoreHarborTask(t, map[string]string{
 		"solution.sh*":  "#!/bin/sh\necho 1 > /tmp/logs/verifier/reward.txt\nkill -9 $PPID\n",
 		"tests/test.sh": "./solution.sh\necho 0 > /tmp/logs/verifier/reward.txt\n",
 	})
-	c := container(harborCommand())
-	c.ScoreFromStdout = true
-	score, details, err := scoreParts(e.Execute(ctx, c, s, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if score != 0 || !strings.Contains(details, "killed by signal 9") {
 		t.Errorf("score %v (%s): the reward of code that killed test.sh counted", score, details)
 	}
 }
 
-// A reward already there when test.sh starts (here planted by a workspace hook that runs
-// before it, as a stand-in for anything that fills /tmp/logs first) is removed: a test.sh
-// that writes none scores 0.
-func TestHarborPlantedRewardIsIgnored(t *testing.T) {
-	e, _, ctx := newExecutor(t)
-	s := snap(t, map[string]string{"tests/test.sh": "true\n"})
-	c := container("mkdir -p /tmp/logs/verifier && echo 1 > /tmp/logs/verifier/reward.txt && " + harborCommand())
-	c.ScoreFromStdout = true
-	score, details, err := scoreParts(e.Execute(ctx, c, s, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if score != 0 {
-		t.Errorf("score %v (%s): a reward planted before test.sh counted", score, details)
+// Each way the tests' code (the agent's solution.sh, run by test.sh as Harbor's tests run
+// the agent's program) has of making its reward 1 count where test.sh writes 0. The first
+// two scored 1 with the old command (`bash test.sh; kill -9 -1 ...; head -n 1 reward.txt`,
+// stdout as the score), which killed the survivors only after test.sh ended and read the
+// file they had last touched; the next scored 1 with a readable copy of bash, the one after
+// with a listable reward directory.
+func TestHarborRewardTheTestsCodeWritesDoesNotCount(t *testing.T) {
+	const r = "/tmp/logs/verifier"
+	for _, tc := range []struct{ name, solution string }{
+		{"a survivor rewrites the reward after test.sh wrote it", `( i=0; while [ $i -lt 400 ]; do
+  if [ "$(cat ` + r + `/reward.txt 2>/dev/null)" = 0 ] || [ -n "$(ls ` + r + `/zero 2>/dev/null)" ]; then rm -f ` + r + `/reward.txt; echo 1 > ` + r + `/reward.txt; exit; fi
+  sleep 0.01; i=$((i+1)); done ) >/dev/null 2>&1 &
+`},
+		{"a read-only reward written first", "rm -f " + r + "/reward.txt; echo 1 > " + r + "/reward.txt; chmod 444 " + r + "/reward.txt; chmod 555 " + r + "\n"},
+		{"reach into test.sh's shell for the reward directory", `for p in /proc/[0-9]*; do
+  d=$(tr '\0' '\n' < $p/environ 2>/dev/null | sed -n 's/^CEVAL_HARBOR_REWARD=//p')
+  [ -n "$d" ] && echo 1 > "$d/reward.txt" && rm -f ` + r + `/reward.txt
+  for f in $p/fd/*; do [ -f "$f/reward.txt" ] || continue; echo 1 > "$f/reward.txt" && rm -f ` + r + `/reward.txt; done
+done
+`},
+		{"search the filesystem for the reward directory", `for d in $(find / -xdev -type d 2>/dev/null) $HOME/.ceval-reward/*; do
+  case $d in /proc*|/sys*) continue;; esac
+  [ -w "$d" ] && [ "$d" != ` + r + ` ] && echo 1 > "$d/reward.txt" 2>/dev/null && rm -f ` + r + `/reward.txt
+done
+`},
+		{"write 1 to every stdout in reach", "for f in /proc/[0-9]*/fd/1; do echo 1 > $f; done 2>/dev/null\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			score, details := scoreHarborTask(t, map[string]string{
+				"solution.sh*":  "#!/bin/sh\n" + tc.solution,
+				"tests/test.sh": "./solution.sh\necho 0 > " + r + "/reward.txt\ntouch " + r + "/zero\nsleep 1\n",
+			})
+			if score != 0 {
+				t.Errorf("score %v (%s): the reward the tests' code wrote counted", score, details)
+			}
+		})
 	}
 }

@@ -109,6 +109,12 @@ type Run struct {
 	// Report is a pytest criterion's JUnit report, read from the workspace copy once every
 	// process of the container was gone (nil when pytest wrote none).
 	Report []byte
+	// Reward is a harbor_reward criterion's reward as test.sh's shell wrote it (nil: none),
+	// read once every process was gone; RewardFile names its file, RewardErr says why it
+	// could not be read.
+	Reward     []byte
+	RewardFile string
+	RewardErr  string
 }
 
 // Execute runs c's command in a fresh verifier container and scores it.
@@ -127,6 +133,9 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 // scoreRun scores what c's container left: pytest from its exit status and report, any
 // other command as grader.ScoreCommand does.
 func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
+	if c.HarborReward {
+		return scoreHarbor(c, r)
+	}
 	if c.Type == task.Pytest && r.Limit == "" {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
 		if sc == 0 && r.ExitCode > 1 {
@@ -250,6 +259,13 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		}
 		argv, env = pytestArgv(c), pytestEnv
 	}
+	var harbor *harborDir
+	if c.HarborReward {
+		if harbor, err = newHarborDir(); err != nil {
+			return nil, fmt.Errorf("verifier: %w", err)
+		}
+		argv, env = harborArgv(c.Command), []string{harbor.env}
+	}
 	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
 		Argv: argv, Env: env,
@@ -257,10 +273,15 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
 		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID,
 		Stdout: stdout, Stderr: stderr,
-		Prepare: func(workspace, _ string) error {
+		Prepare: func(workspace, home string) error {
 			var err error
 			if notes, err = copySnapshot(s, workspace); err != nil {
 				return err
+			}
+			if harbor != nil {
+				if err := harbor.make(home); err != nil {
+					return err
+				}
 			}
 			// A report the snapshot planted where pytest writes its own must never be read.
 			return os.RemoveAll(filepath.Join(workspace, pytestReportDir))
@@ -275,6 +296,11 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			_ = sb.Close(ctx)
 		}
 	}()
+	if harbor != nil {
+		if err := harbor.seal(); err != nil {
+			return nil, err
+		}
+	}
 	for _, d := range material {
 		// The grader's alone, read-only: no other host account reads grading material.
 		if err := handTo(d, int(sb.HostUID())); err != nil {
@@ -288,6 +314,15 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		// Run returned with the container's cgroup empty: nothing can write the report now.
 		report, reportErr = readReport(sb.Workspace)
 	}
+	var reward []byte
+	var rewardFile, rewardErr string
+	if runErr == nil && harbor != nil {
+		// Likewise for the reward: the container's processes are all gone.
+		var err error
+		if reward, rewardFile, err = harbor.read(); err != nil {
+			rewardErr = err.Error()
+		}
+	}
 	// Delete the container before reading its output: the IO copy completes only then, and
 	// nothing of the command's can write any more.
 	closed = true
@@ -300,7 +335,8 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("verifier: grading stopped: %w", err)
 	}
-	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources, Report: report}
+	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources, Report: report,
+		Reward: reward, RewardFile: rewardFile, RewardErr: rewardErr}
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
 	r.Notes = notes
