@@ -202,12 +202,20 @@ func TestRunDatasetTaskRunsEachRow(t *testing.T) {
 }
 
 // TestImportedHarborTaskGradesByItsRewardAgainstContainerd imports the sample Harbor task and
-// runs it (in the default image: the sample's Dockerfile needs a registry) under an agent that
-// writes the solution and one that does nothing: the tests, run by the verifier container
-// from the rewritten tests/test.sh, score 1 and 0 through the reward file.
+// runs it (in the default image plus bash: the sample's Dockerfile needs a registry) under an
+// agent that writes the solution and one that does nothing: the tests, run by the verifier
+// container from the rewritten tests/test.sh, score 1 and 0 through the reward file.
 func TestImportedHarborTaskGradesByItsRewardAgainstContainerd(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	const img = "ceval.local/test-import-harbor:1"
+	bash, err := os.ReadFile(images.BashStatic)
+	if err != nil {
+		t.Fatalf("bash for the image (apt-get install bash-static): %v", err)
+	}
+	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: img, Extra: []images.File{{Path: "bin/bash", Mode: 0o755, Data: bash}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, img) })
 	out := t.TempDir()
 	if r := ceval(t, "import", "harbor", "../../importer/testdata/harbor/hello-file", "--out", out); r.code != 0 {
 		t.Fatalf("import: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -217,7 +225,7 @@ func TestImportedHarborTaskGradesByItsRewardAgainstContainerd(t *testing.T) {
 		"  - variant_id: solver\n    agent: {type: command, command: [/bin/sh, -c, \"echo 'Hello, world!' > hello.txt\"]}\n"+
 		"  - variant_id: idle\n    agent: {type: command, command: [/bin/true]}\n"), 0o644)
 	runs := t.TempDir()
-	r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, "-D", "sandbox.image="+images.DefaultName, exp)
+	r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, "-D", "sandbox.image="+img, exp)
 	if r.code != 1 {
 		t.Fatalf("run: exit %d, want 1 (idle fails)\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -226,7 +234,7 @@ func TestImportedHarborTaskGradesByItsRewardAgainstContainerd(t *testing.T) {
 		t.Fatalf("summary %+v", s.Variants)
 	}
 	res, err := os.ReadFile(filepath.Join(onlyDir(t, runs), "idle", "hello-file", "1", "result.json"))
-	if err != nil || !strings.Contains(string(res), "score 0 from stdout") {
+	if err != nil || !strings.Contains(string(res), "score 0 from reward.txt") {
 		t.Fatalf("idle's criterion was not scored by the reward: %v\n%s", err, res)
 	}
 }
