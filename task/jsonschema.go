@@ -114,6 +114,7 @@ var criterionFieldSchema = map[string]any{
 	"python_wheels":      jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task the check can import"),
 	"tests":              jsPath,
 	"all_or_nothing":     jsType("boolean", "pytest: 1 only when every collected test passed"),
+	"isolation":          jsType("string", "pytest, sandbox: container: process runs the agent's modules in a process of their own behind plain-data proxies, so they cannot rewrite the verdict (none: in the test process)"),
 }
 
 var criterionCommon = []string{"type", "description", "weight", "pass_threshold"}

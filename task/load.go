@@ -691,7 +691,7 @@ var criterionFields = map[string][]string{
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "reward_key", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
-	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
+	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "isolation", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
@@ -719,7 +719,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		return c, false
 	}
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
-	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey, harborReward *yaml.Node
+	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey, harborReward, isolation *yaml.Node
 	all := map[string]func(*yaml.Node){
 		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
@@ -785,8 +785,12 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.integer(v, what+".max_count", 0, 1e6, &n)
 			c.MaxCount = int(n)
 		},
-		"tests":           func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
-		"all_or_nothing":  func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
+		"tests":          func(v *yaml.Node) { l.pytestTests(v, what+".tests", &c) },
+		"all_or_nothing": func(v *yaml.Node) { l.boolean(v, what+".all_or_nothing", &c.AllOrNothing) },
+		"isolation": func(v *yaml.Node) {
+			isolation = v
+			l.enum(v, what+".isolation", []string{IsolationNone, IsolationProcess}, &c.Isolation)
+		},
 		"python_packages": func(v *yaml.Node) { l.pythonPackages(v, what+".python_packages", &c.PythonPackages) },
 		"python_wheels":   func(v *yaml.Node) { l.pythonWheels(v, what+".python_wheels", &c.PythonWheels) },
 	}
@@ -824,6 +828,9 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			c.tier.pyNode = n
 		}
 		c.tier.harborNode = harborReward
+		if c.Isolation == IsolationProcess {
+			c.tier.isolationNode = isolation
+		}
 	}
 	need := func(name string) {
 		if _, ok := seen[name]; !ok {

@@ -271,6 +271,7 @@ type Criterion struct {
 	GraderFiles    []GraderFile // the task's grader_files, on executing criteria
 	Tests          *GraderFile  // pytest: the task's tests (also among GraderFiles)
 	AllOrNothing   bool         // pytest: 1 only when every collected test passed
+	Isolation      string       // pytest: IsolationNone ("" too) or IsolationProcess
 	PythonPackages []string     // python_packages, the task's included: import names in Debian's dist-packages
 	PythonWheels   []*Wheel     // python_wheels, the task's included: unpacked at load
 

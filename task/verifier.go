@@ -43,6 +43,14 @@ type Verifier struct {
 	GraderFiles []GraderFile
 }
 
+// The isolation values of a pytest criterion: none runs the agent's modules in the test
+// process (the default); process runs them in a process of their own, behind plain-data
+// proxies, so they cannot reach the verdict (verifier tier).
+const (
+	IsolationNone    = "none"
+	IsolationProcess = "process"
+)
+
 // HarborLogs is where a harbor_reward criterion's tests/test.sh writes its reward: Harbor's
 // /logs/verifier, under the verifier container's writable /tmp.
 const HarborLogs = "/tmp/logs/verifier"
@@ -86,8 +94,9 @@ type graderSpec struct {
 	// pyNode is the criterion's own python_packages or python_wheels, which apply to the
 	// WASM sandbox only.
 	pyNode *yaml.Node
-	// harborNode is the criterion's harbor_reward, which needs a verifier container.
-	harborNode *yaml.Node
+	// harborNode is the criterion's harbor_reward, isolationNode its isolation: process;
+	// both need a verifier container.
+	harborNode, isolationNode *yaml.Node
 	// ownTimeout: the criterion set its own timeout, which the grader: section's does not
 	// replace.
 	ownTimeout bool
@@ -183,6 +192,9 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 		if sandbox != TierContainer {
 			if cs.harborNode != nil && c.HarborReward {
 				l.errorf(cs.harborNode, "success_criteria[%d] (%s).harbor_reward runs tests/test.sh in a verifier container: add sandbox: container", i, c.Type)
+			}
+			if cs.isolationNode != nil {
+				l.errorf(cs.isolationNode, "success_criteria[%d] (%s).isolation: process runs the tests in a verifier container (the agent's code in a process of its own): add sandbox: container", i, c.Type)
 			}
 			for _, name := range graderFieldNames[1:] {
 				if n, ok := cs.nodes[name]; ok {

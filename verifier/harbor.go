@@ -135,7 +135,7 @@ func (h *harborDir) read() ([]byte, string, error) {
 		if err != nil {
 			return nil, name, fmt.Errorf("%s: %w", name, err)
 		}
-		data, err := readRegular(f, name)
+		data, err := readRegular(f, name, maxRewardBytes)
 		if err != nil {
 			return nil, name, err
 		}
@@ -154,7 +154,24 @@ func (h *harborDir) read() ([]byte, string, error) {
 	return nil, "", nil
 }
 
-func readRegular(f *os.File, name string) ([]byte, error) {
+// readReport reads the JUnit report an isolated pytest wrote there (nil when none).
+func (h *harborDir) readReport() ([]byte, error) {
+	root, err := os.OpenRoot(h.dir)
+	if err != nil {
+		return nil, fmt.Errorf("pytest's report: %w", err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile("junit.xml", os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pytest's report: %w", err)
+	}
+	return readRegular(f, "pytest's report", maxReportBytes)
+}
+
+func readRegular(f *os.File, name string, max int) ([]byte, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
@@ -163,12 +180,12 @@ func readRegular(f *os.File, name string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", name)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxRewardBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxRewardBytes {
-		return nil, fmt.Errorf("%s is over %d bytes", name, maxRewardBytes)
+	if len(data) > max {
+		return nil, fmt.Errorf("%s is over %d bytes", name, max)
 	}
 	return data, nil
 }

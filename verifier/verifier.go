@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -259,12 +260,18 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		}
 		argv, env = pytestArgv(c), pytestEnv
 	}
+	// A hidden directory only the command's own shell (harbor_reward) or test process
+	// (isolation: process) can name: see harborDir.
 	var harbor *harborDir
-	if c.HarborReward {
+	if c.HarborReward || c.Type == task.Pytest && c.Isolation == task.IsolationProcess {
 		if harbor, err = newHarborDir(); err != nil {
 			return nil, fmt.Errorf("verifier: %w", err)
 		}
-		argv, env = harborArgv(c.Command), []string{harbor.env}
+		if c.HarborReward {
+			argv, env = harborArgv(c.Command), []string{harbor.env}
+		} else {
+			argv, env = isolatedArgv(c), append(slices.Clone(pytestEnv), isolateEnv+strings.TrimPrefix(harbor.env, harborRewardEnv))
+		}
 	}
 	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
@@ -312,11 +319,15 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	var reportErr error
 	if runErr == nil && c.Type == task.Pytest {
 		// Run returned with the container's cgroup empty: nothing can write the report now.
-		report, reportErr = readReport(sb.Workspace)
+		if harbor != nil {
+			report, reportErr = harbor.readReport()
+		} else {
+			report, reportErr = readReport(sb.Workspace)
+		}
 	}
 	var reward []byte
 	var rewardFile, rewardErr string
-	if runErr == nil && harbor != nil {
+	if runErr == nil && c.HarborReward {
 		// Likewise for the reward: the container's processes are all gone.
 		var err error
 		if reward, rewardFile, err = harbor.read(); err != nil {
