@@ -170,3 +170,37 @@ func TestIsolatedPytestRunsOrdinaryTasksUnchanged(t *testing.T) {
 	}
 	t.Logf("isolation: process ran %d of %d ordinary tasks unchanged", ran, len(isolationCorpus))
 }
+
+// The agent's process cannot reach the test process (non-dumpable: its memory, descriptors
+// and environment, where the report directory's name is) nor list the directory the report
+// goes to: the agent's probe finds nothing. Red with a readable copy of python3 (the test
+// process dumpable) and with a listable report directory.
+func TestIsolatedPytestAgentProcessCannotReachTheTestProcess(t *testing.T) {
+	v := pytestVerifier(t)
+	e, _, ctx := newExecutor(t)
+	tests := "import probe\n\ndef test_reach():\n    assert probe.reach() == []\n"
+	solution := `import os
+
+def reach():
+    got = []
+    ppid = os.getppid()
+    for what, f in [("environ", lambda: open("/proc/%d/environ" % ppid, "rb").read()),
+                    ("mem", lambda: open("/proc/%d/mem" % ppid, "r+b")),
+                    ("fd", lambda: os.listdir("/proc/%d/fd" % ppid)),
+                    ("report dir", lambda: os.listdir(os.path.expanduser("~/.ceval-reward")) or 1 / 0)]:
+        try:
+            f()
+            got.append(what)
+        except Exception:
+            pass
+    return got
+`
+	c := pytestCase(t, v, tests, task.IsolationProcess)
+	r, err := e.Run(ctx, c, snap(t, map[string]string{"probe.py": solution}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if score, details, _ := scoreParts(scoreRun(c, r)); score != 1 {
+		t.Errorf("score %v: the agent's process reached the test process; details %s; stdout %.3000s", score, details, r.Stdout)
+	}
+}
