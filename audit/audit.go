@@ -221,6 +221,9 @@ func judge(r *Report) {
 			if len(run.Fooled) > 0 {
 				msg += "; it fooled " + joinCriteria(run.Fooled)
 			}
+			if run.Agent == "patch-test-runner" {
+				msg += "; the tests run the agent's code in pytest's own process: give each pytest criterion sandbox: container and isolation: process"
+			}
 			hackable = append(hackable, msg)
 		}
 	}

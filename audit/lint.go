@@ -73,7 +73,9 @@ func Lint(t *task.Task) []Warning {
 				at(c.Line, c.Column, "%s: only the exit code of %q is checked, and it runs code the agent controls (cheats stub-tests, empty-tests, plant-hooks make it exit 0); check its output with expected_stdout, or run a check the agent cannot edit (uses_reference)", what, clip(c.Command, 60))
 			}
 		case task.Pytest:
-			at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner); check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout), or compare its files with a reference", what)
+			if c.Isolation != task.IsolationProcess || c.Verifier == nil {
+				at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner); give it sandbox: container and isolation: process (the agent's modules then run in a process of their own, behind plain-data proxies), or check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout)", what)
+			}
 		}
 	}
 	if t.Iterations != nil && t.Iterations.Feedback != task.FeedbackNone {

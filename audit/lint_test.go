@@ -23,6 +23,8 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		{"exit code of the agent's script", "  - {type: run_command, command: sh tests/run.sh}\n", "t.yaml:5:5: warning: success_criteria[0] (run_command): only the exit code of \"sh tests/run.sh\""},
 		{"exit code of pytest", "  - {type: run_command, command: pytest -q}\n", "only the exit code"},
 		{"pytest over the agent's code", "  - {type: pytest, tests: sol/}\n", "t.yaml:5:5: warning: success_criteria[0] (pytest): the tests import the agent's code into pytest's own process"},
+		{"pytest isolated from the agent's code", "  - {type: pytest, tests: sol/, sandbox: container, isolation: process}\n", ""},
+		{"pytest isolation none", "  - {type: pytest, tests: sol/, sandbox: container, isolation: none}\n", "give it sandbox: container and isolation: process"},
 		{"stdout of the agent's script", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!'}\n", ""},
 		{"an expected value in a description shown as feedback", "  - {type: json_check, path: r.json, description: the answer is 4471, assertions: [{expression: a, operator: equals, expected: 4471}]}\n" + iterate("descriptions"),
 			"t.yaml:5:5: warning: success_criteria[0] (json_check): its description holds its expected value \"4471\", and iterations.feedback: descriptions shows"},
