@@ -507,7 +507,23 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 	if err != nil {
 		return img, err
 	}
-	return img, rep.Runnable()
+	return img, rep.RunnableImage(img)
+}
+
+// ResolvePinned is ResolveImage of the digest pins pinned name to (see images.Pinner),
+// recorded in the image as its reference and digest; an image pins does not pin (ceval's
+// own), or a nil pins, is ResolveImage of name.
+func ResolvePinned(ctx context.Context, c *client.Client, name string, pins *images.Pinner, pc *images.PreflightCache, busybox string) (images.Image, error) {
+	if pins == nil || !images.Pinnable(name) {
+		return ResolveImage(ctx, c, name, pc, busybox)
+	}
+	local, pin, err := pins.Local(ctx, c, name)
+	if err != nil {
+		return images.Image{Name: name}, err
+	}
+	img, err := ResolveImage(ctx, c, local, pc, busybox)
+	img.Reference, img.Digest = pin.Reference, pin.Digest
+	return img, err
 }
 
 // idChain is the run's IDs and the holder of its user namespace, made on a goroutine of
