@@ -22,6 +22,10 @@ import (
 var (
 	MaxPulledManifestSize int64 = 4 << 20
 	MaxPulledLayerSize    int64 = 8 << 30
+	// MaxPulledLayers bounds the layers of a pulled manifest (overlayfs stacks at most
+	// about 128 lower directories anyway); a manifest with more is refused before any is
+	// fetched.
+	MaxPulledLayers = 128
 )
 
 // PullOptions says how to pull.
@@ -79,6 +83,17 @@ func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*re
 					return nil, err
 				}
 				children, err := h.Handle(ctx, desc)
+				if err == nil && images.IsManifestType(desc.MediaType) {
+					n := 0
+					for _, ch := range children {
+						if images.IsLayerType(ch.MediaType) {
+							n++
+						}
+					}
+					if n > MaxPulledLayers {
+						return nil, fmt.Errorf("manifest %s has %d layers, over the bound of %d; refused", desc.Digest, n, MaxPulledLayers)
+					}
+				}
 				if err == nil && o.Log != nil && images.IsLayerType(desc.MediaType) {
 					fmt.Fprintf(o.Log, "fetched layer %s (%d bytes)\n", desc.Digest, desc.Size)
 				}
@@ -87,8 +102,14 @@ func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*re
 		}),
 	)
 	if err != nil {
-		if msg := err.Error(); strings.Contains(msg, "unexpected commit digest") || strings.Contains(msg, "unexpected commit size") {
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "unexpected commit digest") || strings.Contains(msg, "unexpected commit size"):
 			return nil, nil, fmt.Errorf("pull %s: the registry sent content whose bytes do not match its digest or size; refused, nothing was kept: %w", ref, err)
+		case strings.Contains(msg, "read exceeds expected size") || strings.Contains(msg, "read past expected size"):
+			return nil, nil, fmt.Errorf("pull %s: the registry sent a blob longer than its descriptor says (an endless blob?); refused, nothing was kept: %w", ref, err)
+		case strings.Contains(msg, "no match for platform"):
+			return nil, nil, fmt.Errorf("pull %s: the image index has no manifest for platform %s; give --platform for one it has; nothing was kept: %w", ref, want, err)
 		}
 		return nil, nil, fmt.Errorf("pull %s: %w", ref, err)
 	}

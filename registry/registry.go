@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -159,13 +161,115 @@ func (o Options) Resolver(ctx context.Context) (remotes.Resolver, error) {
 		HostDir: hostDir, Credentials: credFn, DefaultScheme: "http", DefaultTLS: &tls.Config{MinVersion: tls.VersionTLS12},
 	})
 	hosts := func(host string) ([]docker.RegistryHost, error) {
+		var hs []docker.RegistryHost
+		var err error
 		if docker.IsLocalhost(host) {
-			return loopback(host)
+			hs, err = loopback(host)
+		} else {
+			hs, err = remote(host)
 		}
-		return remote(host)
+		for i := range hs {
+			hs[i].Client = guarded(hs[i].Client)
+		}
+		return hs, err
 	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: hosts}), nil
 }
+
+// MaxManifestBytes bounds the body of a manifest response: a registry that streams one
+// without end (no length, no digest header: containerd then hashes the body to EOF) is cut
+// off there.
+const MaxManifestBytes = 4 << 20
+
+// maxRedirects is how many redirects one request may follow.
+const maxRedirects = 5
+
+// guarded returns a copy of a host's HTTP client that refuses redirects a registry has no
+// business sending (see checkRedirect) and cuts manifest bodies at MaxManifestBytes.
+func guarded(c *http.Client) *http.Client {
+	g := &http.Client{}
+	if c != nil {
+		*g = *c
+	}
+	rt := g.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	g.Transport = cappedTransport{rt}
+	g.CheckRedirect = checkRedirect
+	return g
+}
+
+// ErrRedirect is what a refused redirect's error wraps.
+var ErrRedirect = errors.New("registry redirect refused")
+
+// checkRedirect follows a redirect to the same host, or to another host over https that is
+// not a loopback, private or link-local address (a registry's blob CDN). Refused: a
+// downgrade from https to http, and a hop into this host or its network (a loopback
+// registry redirecting elsewhere included), where a registry could make ceval reach
+// services it could not.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("%w: more than %d redirects from %s", ErrRedirect, maxRedirects, via[0].URL.Host)
+	}
+	from, to := via[0].URL, req.URL
+	if to.Host == from.Host && (to.Scheme == from.Scheme || to.Scheme == "https") {
+		return nil
+	}
+	h := to.Hostname()
+	ip := net.ParseIP(h)
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()) || docker.IsLocalhost(from.Host) {
+		return fmt.Errorf("%w: registry %s redirected to another host, %s; ceval follows a registry's redirects only to its own host or to a public https host", ErrRedirect, from.Host, to.Redacted())
+	}
+	if to.Scheme != "https" {
+		return fmt.Errorf("%w: registry %s redirected to %s, not https", ErrRedirect, from.Host, to.Redacted())
+	}
+	return nil
+}
+
+// cappedTransport cuts the bodies of manifest responses at MaxManifestBytes.
+type cappedTransport struct{ rt http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil || !strings.Contains(req.URL.Path, "/manifests/") {
+		return resp, err
+	}
+	if resp.ContentLength > MaxManifestBytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("registry %s: manifest %s is %d bytes, over the %d byte bound; refused", req.URL.Host, req.URL.Path, resp.ContentLength, MaxManifestBytes)
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: MaxManifestBytes, host: req.URL.Host, path: req.URL.Path}
+	return resp, nil
+}
+
+type cappedBody struct {
+	rc         io.ReadCloser
+	left       int64
+	host, path string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("registry %s: manifest %s runs past the %d byte bound (an endless body?); refused", b.host, b.path, MaxManifestBytes)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left <= 0 && err == nil {
+		// One byte more tells a manifest of exactly the bound from one that goes on.
+		var one [1]byte
+		if m, _ := b.rc.Read(one[:]); m > 0 {
+			return n, fmt.Errorf("registry %s: manifest %s runs past the %d byte bound (an endless body?); refused", b.host, b.path, MaxManifestBytes)
+		}
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
 
 // Quiet returns ctx with containerd's client logging (its per-request info lines) off:
 // pull and push report what matters in their errors and progress lines.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,32 @@ func TestHostOfAReference(t *testing.T) {
 	} {
 		if got := Host(ref); got != want {
 			t.Errorf("Host(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+// A registry's redirect is followed to its own host or a public https host (a blob CDN),
+// never into this host's network nor down to http.
+func TestCheckRedirectRefusesHopsIntoThisNetworkAndDowngrades(t *testing.T) {
+	cases := []struct {
+		from, to string
+		ok       bool
+	}{
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://registry-1.docker.io/v2/y", true},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://production.cloudflare.docker.com/blob", true},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "http://production.cloudflare.docker.com/blob", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://127.0.0.1:2375/containers", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://169.254.169.254/latest/meta-data", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://10.0.0.5/x", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://localhost/x", false},
+		{"http://127.0.0.1:5000/v2/x/blobs/sha256:1", "https://example.com/blob", false},
+	}
+	for _, c := range cases {
+		from, _ := http.NewRequest(http.MethodGet, c.from, nil)
+		to, _ := http.NewRequest(http.MethodGet, c.to, nil)
+		err := checkRedirect(to, []*http.Request{from})
+		if (err == nil) != c.ok {
+			t.Errorf("redirect %s -> %s: %v, want ok=%v", c.from, c.to, err, c.ok)
 		}
 	}
 }
