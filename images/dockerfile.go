@@ -111,6 +111,10 @@ func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptio
 		return Image{}, fmt.Errorf("buildah's archive held %v, want one image %s", imgs, opts.Name)
 	}
 	img, err := Label(ctx, c, opts.Name)
+	if err == nil {
+		err = setSource(ctx, c, opts.Name, SourceBuilt)
+		img.Source = SourceBuilt
+	}
 	if err != nil {
 		// Leave no image that failed its preflight under the name the user asked for.
 		if derr := c.ImageService().Delete(ctx, opts.Name); derr != nil && !errdefs.IsNotFound(derr) {

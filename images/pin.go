@@ -83,7 +83,6 @@ type Pinner struct {
 	mu       sync.Mutex
 	pins     map[string]record.ImagePin // by the name as a task writes it
 	resolver remotes.Resolver
-	touched  map[string]bool
 	// Pulls counts the pulls this Pinner made (for tests and the bench).
 	Pulls int
 }
@@ -119,7 +118,6 @@ func (p *Pinner) Pins() []record.ImagePin {
 func (p *Pinner) init() {
 	if p.pins == nil {
 		p.pins = map[string]record.ImagePin{}
-		p.touched = map[string]bool{}
 	}
 }
 
@@ -271,12 +269,7 @@ func (p *Pinner) Local(ctx context.Context, c *client.Client, name string) (stri
 	if _, err := p.ensure(ctx, c, pin); err != nil {
 		return "", pin, err
 	}
-	local := PinnedName(pin)
-	if !p.touched[local] {
-		p.touched[local] = true
-		Touch(ctx, c, local)
-	}
-	return local, pin, nil
+	return PinnedName(pin), pin, nil
 }
 
 // MarkPinned labels the digest record of each pin as pinned by experiment runID (whose

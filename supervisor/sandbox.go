@@ -498,6 +498,7 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 	if err != nil {
 		return img, err
 	}
+	images.TouchOnce(ctx, c, img.Name)
 	var rep *images.Report
 	if pc != nil {
 		rep, err = pc.PreflightOf(ctx, c, img) // img was resolved just now: no second lookup
