@@ -130,7 +130,12 @@ func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*re
 	if err != nil {
 		return fail(fmt.Errorf("pull %s: %w", ref, err))
 	}
+	// The preflight reads the layers while they are unpacked (both only read the content
+	// store); a refused image's snapshots go with its record and the lease.
+	unpacked := make(chan error, 1)
+	go func() { unpacked <- client.NewImageWithPlatform(c, rec, match).Unpack(lctx, Snapshotter) }()
 	rep, err := scan(lctx, c.ContentStore(), r)
+	uerr := <-unpacked
 	if err != nil {
 		return fail(fmt.Errorf("pull %s: %w", ref, err))
 	}
@@ -138,8 +143,8 @@ func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*re
 		return fail(fmt.Errorf("%w: pulled image %s holds %d setuid/setgid or file-capability file(s): %s; it was removed again; remove them from the image (chmod u-s,g-s FILE; setcap -r FILE) and push it again",
 			ErrNotRunnable, ref, len(rep.Dangerous), summarize(rep.Dangerous, 5)))
 	}
-	if err := client.NewImageWithPlatform(c, rec, match).Unpack(lctx, Snapshotter); err != nil {
-		return fail(fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, err))
+	if uerr != nil {
+		return fail(fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, uerr))
 	}
 	return r, rep, nil
 }

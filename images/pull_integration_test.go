@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 // fakeRegistry is a plain-HTTP loopback registry serving fixed manifests and blobs, for
 // what a real registry will not serve: oversized manifests, blobs that lie about their digest.
 type fakeRegistry struct {
+	requests  atomic.Int64
 	manifests map[string][]byte // tag or digest -> manifest
 	blobs     map[digest.Digest][]byte
 	claim     map[string]digest.Digest // Docker-Content-Digest to send instead of the true one
@@ -36,6 +38,7 @@ type fakeRegistry struct {
 }
 
 func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
 	p := r.URL.Path
 	switch {
 	case p == "/v2/" || p == "/v2":
@@ -547,5 +550,40 @@ func TestPullRefusesAHostileRegistry(t *testing.T) {
 			assertGone(t, ctx, c, ref, keep...)
 			assertNoIngest(t, ctx, c)
 		})
+	}
+}
+
+// An image present in containerd and named by digest (or a tag under --pull missing, or a
+// pin made before) costs a run no registry request at all; --pull always asks again.
+func TestAPresentPinnedImageAsksTheRegistryNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	mb, _ := f.addImage(t, "v1", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	tag, byDigest := host+"/t/warm:v1", host+"/t/warm@"+digest.FromBytes(mb).String()
+	pins := NewPinner(PullMissing, o)
+	if _, _, err := pins.Local(ctx, c, byDigest); err != nil {
+		t.Fatal(err)
+	}
+	deleteImageAtEnd(t, ctx, c, byDigest)
+	if _, _, err := pullWith(t, ctx, c, o, tag); err != nil {
+		t.Fatal(err)
+	}
+	before := f.requests.Load()
+	for _, p := range []*Pinner{pins, NewPinner(PullMissing, o), NewPinner(PullNever, o)} {
+		for _, name := range []string{byDigest, tag} {
+			local, pin, err := p.Local(ctx, c, name)
+			if err != nil || pin.Digest != digest.FromBytes(mb) || local != byDigest {
+				t.Fatalf("Local(%s): %s %+v %v", name, local, pin, err)
+			}
+		}
+	}
+	if n := f.requests.Load() - before; n != 0 {
+		t.Fatalf("resolving a present image by digest and tag made %d registry requests, want 0", n)
+	}
+	if _, _, err := NewPinner(PullAlways, o).Local(ctx, c, tag); err != nil {
+		t.Fatal(err)
+	}
+	if f.requests.Load() == before {
+		t.Fatal("--pull always asked the registry nothing")
 	}
 }
