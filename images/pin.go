@@ -172,7 +172,10 @@ func (p *Pinner) pin(ctx context.Context, c *client.Client, name string) (record
 		if p.Policy == PullNever {
 			return record.ImagePin{}, fmt.Errorf("%w; the pull policy is never: pull it with ceval images pull %s, or run with --pull missing", err, ref)
 		}
-		rec, err = p.pull(ctx, c, ref)
+		missing := err != nil
+		if rec, err = p.pull(ctx, c, ref); err != nil && missing {
+			err = fmt.Errorf("image %s is not in containerd (build it with ceval images build, or import it) and its pull failed: %w", name, err)
+		}
 	}
 	if err != nil {
 		return record.ImagePin{}, err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
@@ -524,8 +525,21 @@ func ResolvePinned(ctx context.Context, c *client.Client, name string, pins *ima
 	}
 	img, err := ResolveImage(ctx, c, local, pc, busybox)
 	img.Reference, img.Digest = pin.Reference, pin.Digest
+	if errors.Is(err, images.ErrNotRunnable) {
+		// The fix (images label, a rebuild) is for the name the task gives, not the digest's.
+		err = &renamedError{strings.ReplaceAll(err.Error(), local, name), err}
+	}
 	return img, err
 }
+
+// renamedError is err with another text.
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }
 
 // idChain is the run's IDs and the holder of its user namespace, made on a goroutine of
 // their own (see NewSandbox): the /proc scan and the holder's fork and exec are waits.
