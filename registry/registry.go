@@ -16,8 +16,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
@@ -79,28 +82,91 @@ func (o Options) hostsDir() string {
 
 type cred struct{ user, secret string }
 
-// loadCredentials reads the `auths` entries of a Docker config file, keyed by host.
-func loadCredentials(path string) (map[string]cred, error) {
-	out := map[string]cred{}
+// dockerConfig is what ceval reads of a Docker config file.
+type dockerConfig struct {
+	Auths map[string]struct {
+		Auth     string `json:"auth"`
+		Username string `json:"username"`
+		Password string `json:"password"`
+	} `json:"auths"`
+	// CredsStore and CredHelpers name credential helpers (docker-credential-NAME), for
+	// every host and per host.
+	CredsStore  string            `json:"credsStore"`
+	CredHelpers map[string]string `json:"credHelpers"`
+}
+
+func readDockerConfig(path string) (dockerConfig, error) {
+	var f dockerConfig
 	if path == "" {
-		return out, nil
+		return f, nil
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
+		return f, nil
 	}
 	if err != nil {
-		return nil, configErrorf("docker config %s: %w", path, err)
-	}
-	var f struct {
-		Auths map[string]struct {
-			Auth     string `json:"auth"`
-			Username string `json:"username"`
-			Password string `json:"password"`
-		} `json:"auths"`
+		return f, configErrorf("docker config %s: %w", path, err)
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, configErrorf("docker config %s: not valid JSON: %w; fix or remove the file", path, err)
+		return f, configErrorf("docker config %s: not valid JSON: %w; fix or remove the file", path, err)
+	}
+	return f, nil
+}
+
+// helperFor names the credential helper the config gives host ("" when none).
+func (f dockerConfig) helperFor(host string) string {
+	for key, name := range f.CredHelpers {
+		if normalizeHost(key) == host {
+			return name
+		}
+	}
+	return f.CredsStore
+}
+
+// helperTimeout bounds one credential helper call.
+const helperTimeout = 30 * time.Second
+
+// fromHelper asks docker-credential-NAME for host's credentials, as docker does: the
+// server on stdin, {"Username","Secret"} on stdout. A helper that is not installed, or has
+// nothing for host, gives none.
+func fromHelper(ctx context.Context, name, host string) (cred, error) {
+	bin, err := exec.LookPath("docker-credential-" + name)
+	if err != nil {
+		return cred{}, nil
+	}
+	server := host
+	if host == "registry-1.docker.io" {
+		server = "https://index.docker.io/v1/"
+	}
+	ctx, cancel := context.WithTimeout(ctx, helperTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "get")
+	cmd.Stdin = strings.NewReader(server)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out) + stderr.String()); strings.Contains(msg, "credentials not found") {
+			return cred{}, nil
+		}
+		return cred{}, configErrorf("credential helper %s for %s: %w: %s", bin, host, err, strings.TrimSpace(stderr.String()))
+	}
+	var c struct{ Username, Secret string }
+	if err := json.Unmarshal(out, &c); err != nil {
+		return cred{}, configErrorf("credential helper %s for %s: its answer is not JSON: %w", bin, host, err)
+	}
+	if c.Username == "<token>" { // an identity token: containerd takes it with no user
+		c.Username = ""
+	}
+	return cred{user: c.Username, secret: c.Secret}, nil
+}
+
+// loadCredentials reads the `auths` entries of a Docker config file, keyed by host.
+func loadCredentials(path string) (map[string]cred, error) {
+	out := map[string]cred{}
+	f, err := readDockerConfig(path)
+	if err != nil {
+		return nil, err
 	}
 	for key, a := range f.Auths {
 		host := normalizeHost(key)
@@ -147,8 +213,21 @@ func (o Options) Resolver(ctx context.Context) (remotes.Resolver, error) {
 	if err != nil {
 		return nil, err
 	}
+	dc, _ := readDockerConfig(o.DockerConfigPath())
+	var mu sync.Mutex
 	credFn := func(host string) (string, string, error) {
-		c := creds[host]
+		mu.Lock()
+		defer mu.Unlock()
+		c, ok := creds[host]
+		if !ok {
+			if name := dc.helperFor(host); name != "" {
+				var err error
+				if c, err = fromHelper(ctx, name, host); err != nil {
+					return "", "", err
+				}
+			}
+			creds[host] = c // asked once per resolver
+		}
 		return c.user, c.secret, nil
 	}
 	hostDir := config.HostDirFromRoot(o.hostsDir())
@@ -298,6 +377,15 @@ func (o Options) Explain(ref string, err error) error {
 	if unauth {
 		path := o.DockerConfigPath()
 		creds, _ := loadCredentials(path)
+		dc, _ := readDockerConfig(path)
+		if name := dc.helperFor(normalizeHost(host)); name != "" {
+			if _, ok := creds[normalizeHost(host)]; !ok {
+				if _, lerr := exec.LookPath("docker-credential-" + name); lerr != nil {
+					return configErrorf("registry %s wants credentials; %s names the credential helper docker-credential-%s, which is not on PATH: install it or add auths[%q] there: %w", host, path, name, host, err)
+				}
+				return configErrorf("registry %s refused the credentials of docker-credential-%s (named in %s); log in again with that helper: %w", host, name, path, err)
+			}
+		}
 		if _, ok := creds[normalizeHost(host)]; ok {
 			return configErrorf("registry %s refused the credentials from %s (auths[%q]); fix the user/password there: %w", host, path, host, err)
 		}
