@@ -93,7 +93,8 @@ demo: setup build
 # bench: one table (scripts/bench.sh) of every workload beside its anchor measured in the same
 # run, with the ratio and the target: ceval run vs ctr run and its reap, an experiment at -j 1
 # and -j 2 vs ctr run, a protected mock call vs /bin/true, a cold grade with run_command vs a
-# static criterion, package images (build cold/cached, run in one vs ctr run), the
+# static criterion, package images (build cold/cached, run in one vs ctr run), a 100 MB
+# registry pull vs ctr images pull and a digest-pinned run with the registry stopped, the
 # path shape of issue 14 (ceval grade: time and peak RSS), and the Go benchmarks (model gateway vs a direct call). The full output
 # goes to a log whose path it prints.
 bench: setup build

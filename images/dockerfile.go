@@ -28,6 +28,9 @@ type DockerfileOptions struct {
 	Context    string   // build context directory; "" = the Dockerfile's directory
 	BuildArgs  []string // KEY=VALUE
 	Log        io.Writer
+	// Pins pulls (as its policy allows) a FROM image containerd lacks, pinned to its
+	// digest; nil: such a FROM is left to buildah, which is told never to pull.
+	Pins *Pinner
 }
 
 var (
@@ -73,7 +76,7 @@ func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptio
 		return Image{}, err
 	}
 	defer os.RemoveAll(tmp)
-	rewritten, err := localBases(ctx, c, string(df), tmp)
+	rewritten, err := localBases(ctx, c, string(df), tmp, opts.Pins)
 	if err != nil {
 		return Image{}, err
 	}
@@ -108,6 +111,10 @@ func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptio
 		return Image{}, fmt.Errorf("buildah's archive held %v, want one image %s", imgs, opts.Name)
 	}
 	img, err := Label(ctx, c, opts.Name)
+	if err == nil {
+		err = setSource(ctx, c, opts.Name, SourceBuilt)
+		img.Source = SourceBuilt
+	}
 	if err != nil {
 		// Leave no image that failed its preflight under the name the user asked for.
 		if derr := c.ImageService().Delete(ctx, opts.Name); derr != nil && !errdefs.IsNotFound(derr) {
@@ -119,23 +126,42 @@ func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptio
 }
 
 // localBases rewrites each FROM that names an image present in containerd to an
-// oci-archive: reference of that image exported into dir. Other FROMs (scratch, an
-// earlier stage, a registry image) stay as they are.
-func localBases(ctx context.Context, c *client.Client, df, dir string) (string, error) {
+// oci-archive: reference of that image exported into dir; with pins, a FROM containerd
+// lacks is pulled first (pinned: the archive is of the digest it resolved to). Other FROMs
+// (scratch, an earlier stage, one naming a build argument) stay as they are.
+func localBases(ctx context.Context, c *client.Client, df, dir string, pins *Pinner) (string, error) {
 	lines := strings.Split(df, "\n")
 	exported := map[string]string{}
+	stages := map[string]bool{}
 	for i, line := range lines {
 		m := fromPattern.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
 		ref := m[3]
+		earlierStage := stages[strings.ToLower(ref)]
+		if f := strings.Fields(m[4]); len(f) == 2 && strings.EqualFold(f[0], "AS") {
+			stages[strings.ToLower(f[1])] = true // a name for the FROMs after this one
+		}
+		if strings.EqualFold(ref, "scratch") || earlierStage || strings.Contains(ref, "$") {
+			continue
+		}
 		if _, err := getRecord(ctx, c, ref); err != nil {
 			var nf *NotFoundError
-			if errors.As(err, &nf) {
+			if !errors.As(err, &nf) {
+				return "", err
+			}
+			if pins == nil {
 				continue
 			}
-			return "", err
+			pin, perr := pins.Pin(ctx, c, ref)
+			if perr != nil {
+				return "", fmt.Errorf("%w: FROM %s (Dockerfile line %d): %w", ErrPackageInput, ref, i+1, perr)
+			}
+			if pins.Log != nil {
+				fmt.Fprintf(pins.Log, "FROM %s: pinned to %s\n", ref, pin.Digest)
+			}
+			ref = PinnedName(pin)
 		}
 		p, ok := exported[ref]
 		if !ok {

@@ -58,6 +58,9 @@ func importArchive(ctx context.Context, c *client.Client, r io.Reader) ([]Image,
 		if err := unpack(ctx, c, rec); err != nil {
 			return nil, err
 		}
+		if err := setSource(ctx, c, rec.Name, SourceImported); err != nil {
+			return nil, err
+		}
 		r, err := resolve(ctx, c.ContentStore(), rec)
 		if err != nil {
 			return nil, err
@@ -91,6 +94,15 @@ func unpack(ctx context.Context, c *client.Client, rec images.Image) error {
 	}
 	if err := img.Unpack(ctx, Snapshotter); err != nil {
 		return fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, err)
+	}
+	return nil
+}
+
+// setSource labels image name's record with where it came from (images ls shows it).
+func setSource(ctx context.Context, c *client.Client, name, source string) error {
+	rec := images.Image{Name: name, Labels: map[string]string{SourceLabel: source}}
+	if _, err := c.ImageService().Update(ctx, rec, "labels."+SourceLabel); err != nil {
+		return fmt.Errorf("image %s: label its source: %w", name, err)
 	}
 	return nil
 }

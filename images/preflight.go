@@ -72,6 +72,17 @@ func (r *Report) Runnable() error {
 	return nil
 }
 
+// RunnableImage is Runnable for img as a run resolved it, except that an image ceval pulled
+// (its record says SourcePulled) needs no isolation label: its pull ran the preflight
+// `ceval images label` runs, and labeling would change the digest a run is pinned to.
+func (r *Report) RunnableImage(img Image) error {
+	err := r.Runnable()
+	if err != nil && len(r.Dangerous) == 0 && img.Source == SourcePulled {
+		return nil
+	}
+	return err
+}
+
 func summarize(fs []Finding, n int) string {
 	var parts []string
 	for i, f := range fs {

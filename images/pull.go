@@ -22,6 +22,10 @@ import (
 var (
 	MaxPulledManifestSize int64 = 4 << 20
 	MaxPulledLayerSize    int64 = 8 << 30
+	// MaxPulledLayers bounds the layers of a pulled manifest (overlayfs stacks at most
+	// about 128 lower directories anyway); a manifest with more is refused before any is
+	// fetched.
+	MaxPulledLayers = 128
 )
 
 // PullOptions says how to pull.
@@ -31,18 +35,30 @@ type PullOptions struct {
 	Platform string
 	// Log gets one line per layer fetched (nil: none).
 	Log io.Writer
+	// LeaseLabels go on the lease that holds the pull's content until it is done (the
+	// owner labels ceval gc reads to remove a killed pull's lease).
+	LeaseLabels map[string]string
 }
 
 // Pull fetches ref through containerd's own fetcher, then preflights it as `images check`
 // does: an image holding a setuid/setgid file or a file capability is refused (an error
 // wrapping ErrNotRunnable) and, like any failed pull, leaves neither its image record nor
-// its new content in containerd. A passing image is unpacked for Snapshotter. Like an
-// imported image it is not labeled: `ceval images label` marks it.
+// its new content in containerd. A passing image is unpacked for Snapshotter, and its
+// record labeled SourceLabel=pulled and ReferenceLabel=ref: a run takes it without the
+// isolation label, since it passed the preflight `ceval images label` makes.
 func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Image, *Report, error) {
-	ls := c.LeasesService()
-	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(2*time.Hour))
+	r, rep, err := pull(ctx, c, ref, o)
 	if err != nil {
 		return Image{}, nil, err
+	}
+	return r.image, rep, nil
+}
+
+func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*resolved, *Report, error) {
+	ls := c.LeasesService()
+	l, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(2*time.Hour), leases.WithLabels(o.LeaseLabels))
+	if err != nil {
+		return nil, nil, err
 	}
 	// Deleting the lease synchronously collects whatever a failed pull left unreferenced.
 	defer ls.Delete(context.WithoutCancel(ctx), l, leases.SynchronousDelete)
@@ -52,7 +68,7 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 	if o.Platform != "" {
 		p, err := platforms.Parse(o.Platform)
 		if err != nil {
-			return Image{}, nil, fmt.Errorf("--platform %q: %w", o.Platform, err)
+			return nil, nil, fmt.Errorf("--platform %q: %w", o.Platform, err)
 		}
 		match, want = platforms.Only(p), platforms.Format(p)
 	}
@@ -60,12 +76,24 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 	img, err := c.Pull(lctx, ref,
 		client.WithResolver(o.Resolver),
 		client.WithPlatformMatcher(match),
+		client.WithPullLabels(map[string]string{SourceLabel: SourcePulled, ReferenceLabel: ref}),
 		client.WithImageHandlerWrapper(func(h images.Handler) images.Handler {
 			return images.HandlerFunc(func(ctx context.Context, desc ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 				if err := checkPullSize(desc); err != nil {
 					return nil, err
 				}
 				children, err := h.Handle(ctx, desc)
+				if err == nil && images.IsManifestType(desc.MediaType) {
+					n := 0
+					for _, ch := range children {
+						if images.IsLayerType(ch.MediaType) {
+							n++
+						}
+					}
+					if n > MaxPulledLayers {
+						return nil, fmt.Errorf("manifest %s has %d layers, over the bound of %d; refused", desc.Digest, n, MaxPulledLayers)
+					}
+				}
 				if err == nil && o.Log != nil && images.IsLayerType(desc.MediaType) {
 					fmt.Fprintf(o.Log, "fetched layer %s (%d bytes)\n", desc.Digest, desc.Size)
 				}
@@ -74,13 +102,19 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 		}),
 	)
 	if err != nil {
-		if msg := err.Error(); strings.Contains(msg, "unexpected commit digest") || strings.Contains(msg, "unexpected commit size") {
-			return Image{}, nil, fmt.Errorf("pull %s: the registry sent content whose bytes do not match its digest or size; refused, nothing was kept: %w", ref, err)
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "unexpected commit digest") || strings.Contains(msg, "unexpected commit size"):
+			return nil, nil, fmt.Errorf("pull %s: the registry sent content whose bytes do not match its digest or size; refused, nothing was kept: %w", ref, err)
+		case strings.Contains(msg, "read exceeds expected size") || strings.Contains(msg, "read past expected size"):
+			return nil, nil, fmt.Errorf("pull %s: the registry sent a blob longer than its descriptor says (an endless blob?); refused, nothing was kept: %w", ref, err)
+		case strings.Contains(msg, "no match for platform"):
+			return nil, nil, fmt.Errorf("pull %s: the image index has no manifest for platform %s; give --platform for one it has; nothing was kept: %w", ref, want, err)
 		}
-		return Image{}, nil, fmt.Errorf("pull %s: %w", ref, err)
+		return nil, nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	rec := img.Metadata()
-	fail := func(err error) (Image, *Report, error) {
+	fail := func(err error) (*resolved, *Report, error) {
 		var derr error
 		if getErr == nil { // the name was there before: point it back where it was
 			_, derr = c.ImageService().Update(context.WithoutCancel(ctx), prev, "target")
@@ -90,13 +124,18 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 		if derr != nil {
 			err = fmt.Errorf("%w (and removing the pulled image record %s failed: %v)", err, rec.Name, derr)
 		}
-		return Image{}, nil, err
+		return nil, nil, err
 	}
 	r, err := resolveFor(lctx, c.ContentStore(), rec, match, want)
 	if err != nil {
 		return fail(fmt.Errorf("pull %s: %w", ref, err))
 	}
+	// The preflight reads the layers while they are unpacked (both only read the content
+	// store); a refused image's snapshots go with its record and the lease.
+	unpacked := make(chan error, 1)
+	go func() { unpacked <- client.NewImageWithPlatform(c, rec, match).Unpack(lctx, Snapshotter) }()
 	rep, err := scan(lctx, c.ContentStore(), r)
+	uerr := <-unpacked
 	if err != nil {
 		return fail(fmt.Errorf("pull %s: %w", ref, err))
 	}
@@ -104,10 +143,10 @@ func Pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (Ima
 		return fail(fmt.Errorf("%w: pulled image %s holds %d setuid/setgid or file-capability file(s): %s; it was removed again; remove them from the image (chmod u-s,g-s FILE; setcap -r FILE) and push it again",
 			ErrNotRunnable, ref, len(rep.Dangerous), summarize(rep.Dangerous, 5)))
 	}
-	if err := client.NewImageWithPlatform(c, rec, match).Unpack(lctx, Snapshotter); err != nil {
-		return fail(fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, err))
+	if uerr != nil {
+		return fail(fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, uerr))
 	}
-	return r.image, rep, nil
+	return r, rep, nil
 }
 
 func checkPullSize(desc ocispec.Descriptor) error {

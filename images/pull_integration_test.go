@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
@@ -25,18 +27,33 @@ import (
 // fakeRegistry is a plain-HTTP loopback registry serving fixed manifests and blobs, for
 // what a real registry will not serve: oversized manifests, blobs that lie about their digest.
 type fakeRegistry struct {
+	requests  atomic.Int64
 	manifests map[string][]byte // tag or digest -> manifest
 	blobs     map[digest.Digest][]byte
 	claim     map[string]digest.Digest // Docker-Content-Digest to send instead of the true one
+	redirect  map[digest.Digest]string // blob -> URL it is redirected to
+	endless   map[digest.Digest]bool   // blob sent, then zeros without end
+	// endlessManifests are served with neither length nor digest, and never end.
+	endlessManifests map[string]bool
 }
 
 func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
 	p := r.URL.Path
 	switch {
 	case p == "/v2/" || p == "/v2":
 		w.WriteHeader(http.StatusOK)
 	case strings.Contains(p, "/manifests/"):
 		ref := p[strings.LastIndex(p, "/")+1:]
+		if f.endlessManifests[ref] {
+			w.Header().Set("Content-Type", ocispec.MediaTypeImageManifest)
+			if r.Method == http.MethodHead {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			endless(w, r, []byte(`{"schemaVersion":2,"annotations":{"x":"`))
+			return
+		}
 		m, ok := f.manifests[ref]
 		if !ok {
 			http.NotFound(w, r)
@@ -58,9 +75,17 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case strings.Contains(p, "/blobs/"):
 		d := digest.Digest(p[strings.LastIndex(p, "/")+1:])
+		if to, ok := f.redirect[d]; ok {
+			http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+			return
+		}
 		b, ok := f.blobs[d]
 		if !ok {
 			http.NotFound(w, r)
+			return
+		}
+		if f.endless[d] && r.Method != http.MethodHead {
+			endless(w, r, b)
 			return
 		}
 		w.Header().Set("Content-Length", fmt.Sprint(len(b)))
@@ -69,6 +94,19 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	default:
 		http.NotFound(w, r)
+	}
+}
+
+// endless writes head, then zeros until the client goes away (at most 64 MiB, so that a
+// client that never stops cannot keep the test running).
+func endless(w http.ResponseWriter, r *http.Request, head []byte) {
+	w.WriteHeader(http.StatusOK)
+	w.Write(head)
+	zeros := make([]byte, 32<<10)
+	for i := 0; i < 2048 && r.Context().Err() == nil; i++ {
+		if _, err := w.Write(zeros); err != nil {
+			return
+		}
 	}
 }
 
@@ -115,7 +153,8 @@ func (f *fakeRegistry) addImageFor(t *testing.T, arch, tag string, pad int, laye
 }
 
 func startFake(t *testing.T) (*fakeRegistry, string, cevalregistry.Options) {
-	f := &fakeRegistry{manifests: map[string][]byte{}, blobs: map[digest.Digest][]byte{}}
+	f := &fakeRegistry{manifests: map[string][]byte{}, blobs: map[digest.Digest][]byte{}, redirect: map[digest.Digest]string{},
+		endless: map[digest.Digest]bool{}, endlessManifests: map[string]bool{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
@@ -415,3 +454,136 @@ func TestPushAndPullThroughARealRegistry(t *testing.T) {
 }
 
 func base64Std(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// assertNoIngest fails if a content ingest (a partial download) is left in containerd.
+func assertNoIngest(t *testing.T, ctx context.Context, c *client.Client) {
+	t.Helper()
+	st, err := c.ContentStore().ListStatuses(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		t.Errorf("content ingest %s (%d of %d bytes) left after a refused pull", s.Ref, s.Offset, s.Total)
+	}
+}
+
+// A hostile registry: each bad answer is a clear error, and nothing of the image (record,
+// content, partial download) is left in containerd.
+func TestPullRefusesAHostileRegistry(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the pull followed a redirect to another host: %s", r.URL)
+	}))
+	t.Cleanup(other.Close)
+	foreign := "arm64"
+	if hostArch(t) == "arm64" {
+		foreign = "amd64"
+	}
+	cases := []struct {
+		name  string
+		setup func(f *fakeRegistry, t *testing.T) []digest.Digest // the digests that must not be kept
+		want  string
+	}{
+		{"redirect to another host", func(f *fakeRegistry, t *testing.T) []digest.Digest {
+			mb, lbs := f.addImage(t, "x", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+			f.redirect[lbs[0].desc.Digest] = other.URL + "/blob"
+			return []digest.Digest{digest.FromBytes(mb), lbs[0].desc.Digest}
+		}, "redirected to another host"},
+		{"endless blob", func(f *fakeRegistry, t *testing.T) []digest.Digest {
+			mb, lbs := f.addImage(t, "x", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+			f.endless[lbs[0].desc.Digest] = true
+			return []digest.Digest{digest.FromBytes(mb), lbs[0].desc.Digest}
+		}, "longer than its descriptor"},
+		{"endless manifest", func(f *fakeRegistry, t *testing.T) []digest.Digest {
+			f.endlessManifests["x"] = true
+			return nil
+		}, "runs past the"},
+		{"too many layers", func(f *fakeRegistry, t *testing.T) []digest.Digest {
+			var ls [][]byte
+			for i := 0; i <= MaxPulledLayers; i++ {
+				ls = append(ls, layerTar(t, file(fmt.Sprintf("f%d", i), "x", 0o644)))
+			}
+			mb, lbs := f.addImage(t, "x", 0, ls...)
+			return []digest.Digest{digest.FromBytes(mb), lbs[0].desc.Digest}
+		}, fmt.Sprintf("has %d layers, over the bound", MaxPulledLayers+1)},
+		{"index without this platform", func(f *fakeRegistry, t *testing.T) []digest.Digest {
+			om, _ := f.addImageFor(t, foreign, "o", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+			idx := ocispec.Index{MediaType: ocispec.MediaTypeImageIndex, Manifests: []ocispec.Descriptor{
+				{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(om), Size: int64(len(om)), Platform: &ocispec.Platform{OS: "linux", Architecture: foreign}}}}
+			idx.SchemaVersion = 2
+			ib, _ := json.Marshal(idx)
+			f.manifests["x"], f.manifests[digest.FromBytes(ib).String()] = ib, ib
+			return []digest.Digest{digest.FromBytes(ib), digest.FromBytes(om)}
+		}, "has no manifest for platform"},
+		{"config over the bound", func(f *fakeRegistry, t *testing.T) []digest.Digest {
+			cfg := ocispec.Image{Platform: ocispec.Platform{OS: "linux", Architecture: hostArch(t)}, RootFS: ocispec.RootFS{Type: "layers"}}
+			cfg.Config.Labels = map[string]string{"pad": strings.Repeat("x", int(MaxPulledManifestSize))}
+			cb, err := jsonBlob(ocispec.MediaTypeImageConfig, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			man := ocispec.Manifest{MediaType: ocispec.MediaTypeImageManifest, Config: cb.desc}
+			man.SchemaVersion = 2
+			mb, _ := json.Marshal(man)
+			f.blobs[cb.desc.Digest] = cb.data
+			f.manifests["x"], f.manifests[digest.FromBytes(mb).String()] = mb, mb
+			return []digest.Digest{digest.FromBytes(mb), cb.desc.Digest}
+		}, "over the 4194304 byte bound for manifests and configs"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, host, o := startFake(t)
+			keep := tc.setup(f, t)
+			ref := host + "/t/hostile:x"
+			done := make(chan error, 1)
+			go func() { _, _, err := pullWith(t, ctx, c, o, ref); done <- err }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the pull did not end in 2 minutes")
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("pull: %v, want an error saying %q", err, tc.want)
+			}
+			t.Logf("refused: %v", err)
+			assertGone(t, ctx, c, ref, keep...)
+			assertNoIngest(t, ctx, c)
+		})
+	}
+}
+
+// An image present in containerd and named by digest (or a tag under --pull missing, or a
+// pin made before) costs a run no registry request at all; --pull always asks again.
+func TestAPresentPinnedImageAsksTheRegistryNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	f, host, o := startFake(t)
+	mb, _ := f.addImage(t, "v1", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
+	tag, byDigest := host+"/t/warm:v1", host+"/t/warm@"+digest.FromBytes(mb).String()
+	pins := NewPinner(PullMissing, o)
+	if _, _, err := pins.Local(ctx, c, byDigest); err != nil {
+		t.Fatal(err)
+	}
+	deleteImageAtEnd(t, ctx, c, byDigest)
+	if _, _, err := pullWith(t, ctx, c, o, tag); err != nil {
+		t.Fatal(err)
+	}
+	before := f.requests.Load()
+	for _, p := range []*Pinner{pins, NewPinner(PullMissing, o), NewPinner(PullNever, o)} {
+		for _, name := range []string{byDigest, tag} {
+			local, pin, err := p.Local(ctx, c, name)
+			if err != nil || pin.Digest != digest.FromBytes(mb) || local != byDigest {
+				t.Fatalf("Local(%s): %s %+v %v", name, local, pin, err)
+			}
+		}
+	}
+	if n := f.requests.Load() - before; n != 0 {
+		t.Fatalf("resolving a present image by digest and tag made %d registry requests, want 0", n)
+	}
+	if _, _, err := NewPinner(PullAlways, o).Local(ctx, c, tag); err != nil {
+		t.Fatal(err)
+	}
+	if f.requests.Load() == before {
+		t.Fatal("--pull always asked the registry nothing")
+	}
+}

@@ -172,6 +172,30 @@ func TestRunnableRefusesUnlabeledAndDangerousImages(t *testing.T) {
 	}
 }
 
+// Only an image ceval pulled (and so preflighted) runs without the label; an unlabeled
+// image from anywhere else, or a pulled one holding a setuid file, is still refused.
+func TestRunnableImageWaivesTheLabelOnlyForACleanPulledImage(t *testing.T) {
+	clean := Report{Image: Image{Name: "img"}}
+	suid := Report{Image: Image{Name: "img"}, Dangerous: []Finding{{Path: "/bin/su", Kind: KindSetuid}}}
+	cases := []struct {
+		name string
+		rep  Report
+		src  string
+		ok   bool
+	}{
+		{"pulled, clean", clean, SourcePulled, true},
+		{"imported, unlabeled", clean, SourceImported, false},
+		{"unknown source, unlabeled", clean, "", false},
+		{"pulled, setuid", suid, SourcePulled, false},
+	}
+	for _, c := range cases {
+		err := c.rep.RunnableImage(Image{Name: "img", Source: c.src})
+		if (err == nil) != c.ok {
+			t.Errorf("%s: RunnableImage = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+}
+
 func TestChecksMarkOnlyBlockingProblemsFail(t *testing.T) {
 	r := &Report{Image: Image{Name: "img"}, Label: IsolationLabelValue, PasswdProblem: "the image has no /etc/passwd"}
 	for _, c := range r.Checks() {

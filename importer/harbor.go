@@ -135,6 +135,12 @@ func Harbor(dir string, opt Options) (Result, error) {
 	case cfg["environment.docker_image"].str != "":
 		set(sb, "image", str(cfg["environment.docker_image"].str))
 	case exists("environment/Dockerfile"):
+		df, _ := readCapped(filepath.Join(dir, "environment", "Dockerfile"))
+		if base := dockerBaseOnly(df); base != "" {
+			set(sb, "image", str(base))
+			c.note(&yaml.Node{Line: 1}, "environment/Dockerfile", "became sandbox.image %s, its only FROM (it builds nothing else; its WORKDIR is /workspace): runs pull it when missing and pin its digest", base)
+			break
+		}
 		image := "harbor/" + id + ":latest"
 		set(sb, "image", str(image))
 		c.note(&yaml.Node{Line: 1}, "environment/Dockerfile", "became sandbox.image %s: build it first with ceval images build %s -f %s", image, strings.TrimSuffix(image, ":latest"), filepath.Join(dir, "environment", "Dockerfile"))

@@ -42,7 +42,7 @@ func TestImportHarborMapsTheTaskAndItsTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	if tk.ID != "hello-file" || !strings.Contains(tk.Prompt, "/workspace/hello.txt") || tk.Sandbox.Image != "harbor/hello-file:latest" ||
+	if tk.ID != "hello-file" || !strings.Contains(tk.Prompt, "/workspace/hello.txt") || tk.Sandbox.Image != "debian:bookworm-slim" ||
 		tk.Sandbox.Limits.Timeout != 120*time.Second || tk.Sandbox.Limits.MemoryMB != 512 || tk.Sandbox.Limits.DiskMB != 64 {
 		t.Fatalf("task %+v", tk)
 	}
@@ -166,5 +166,26 @@ func TestImportHarborReportsWhatItCannotRead(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(out, "odd", "leak.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the link was copied: %v", err)
+	}
+}
+
+// A Dockerfile that only names its base (FROM, WORKDIR, comments) becomes that base as
+// sandbox.image, which runs pull and pin; anything it builds keeps the build note.
+func TestDockerBaseOnlyTakesAPlainFromAndWorkdir(t *testing.T) {
+	cases := map[string]string{
+		"FROM reg.example/t-bench/ubuntu-24-04:2024\nWORKDIR /app\n": "reg.example/t-bench/ubuntu-24-04:2024",
+		"# base\n\nFROM ubuntu:24.04\n":                              "ubuntu:24.04",
+		"FROM ubuntu:24.04\nRUN apt-get update\n":                    "",
+		"FROM ubuntu:24.04 AS base\n":                                "",
+		"FROM --platform=linux/amd64 ubuntu:24.04\n":                 "",
+		"ARG B=ubuntu\nFROM $B\n":                                    "",
+		"FROM a:1\nFROM b:2\n":                                       "",
+		"FROM scratch\n":                                             "",
+		"FROM ubuntu:24.04\nCOPY x /x\n":                             "",
+	}
+	for df, want := range cases {
+		if got := dockerBaseOnly([]byte(df)); got != want {
+			t.Errorf("dockerBaseOnly(%q) = %q, want %q", df, got, want)
+		}
 	}
 }

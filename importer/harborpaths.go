@@ -30,6 +30,32 @@ const (
 // from writing the reward): tests/test.sh, run in the verifier's non-dumpable bash.
 const HarborVerifierCommand = `. ` + cevalHarborTests + `/test.sh`
 
+// dockerBaseOnly returns the image of a Dockerfile that builds nothing over it: one plain
+// FROM (no stage name, platform or build argument) and otherwise only WORKDIR lines,
+// comments and blank lines. "" for any other Dockerfile.
+func dockerBaseOnly(dockerfile []byte) string {
+	base := ""
+	sc := bufio.NewScanner(bytes.NewReader(dockerfile))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		switch {
+		case strings.EqualFold(f[0], "WORKDIR") && len(f) == 2:
+		case strings.EqualFold(f[0], "FROM") && len(f) == 2 && base == "" && !strings.Contains(f[1], "$") && !strings.HasPrefix(f[1], "-"):
+			base = f[1]
+		default:
+			return ""
+		}
+	}
+	if strings.EqualFold(base, "scratch") {
+		return ""
+	}
+	return base
+}
+
 // dockerWorkdir is the last absolute WORKDIR of a Dockerfile ("" when none or "/").
 func dockerWorkdir(dockerfile []byte) string {
 	wd := ""

@@ -36,6 +36,16 @@ const ownerStartSlack = time.Minute
 // leaseContainerLabel names the container a lease of Create holds.
 const leaseContainerLabel = "dev.ceval.container"
 
+// LeasePullLabel marks the lease an image pull holds its content with (see PullLeaseLabels).
+const LeasePullLabel = "dev.ceval.pull"
+
+// PullLeaseLabels are the labels of a pull's lease: this process as its owner, so that
+// GC removes the lease (and the partial content it holds) of a pull whose ceval was killed.
+func PullLeaseLabels() map[string]string {
+	boot, _ := BootID()
+	return map[string]string{LeasePullLabel: "1", oci.LabelPID: strconv.Itoa(os.Getpid()), oci.LabelBootID: boot}
+}
+
 // GC removes from ctx's containerd namespace what a ceval process that is gone left behind:
 // containers it labelled (killing their tasks first), their rootfs snapshots, its leases,
 // the scratch filesystems mounted for their workspaces (MountScratch) and their supervisor
@@ -93,6 +103,9 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 	}
 	for _, l := range all {
 		id, ours := l.Labels[leaseContainerLabel]
+		if _, pull := l.Labels[LeasePullLabel]; pull {
+			id, ours = "pull "+l.ID, true
+		}
 		if !ours {
 			continue
 		}

@@ -31,6 +31,9 @@ type Plan struct {
 	Variants  []string    `json:"variants"`
 	Entries   []PlanEntry `json:"entries"`
 	StopEarly *PlanStop   `json:"stop_early,omitempty"`
+	// Images are the images the tasks name (but ceval's own) pinned to digests before the
+	// first run; every run, and a resume, uses these digests.
+	Images []ImagePin `json:"images,omitempty"`
 }
 
 // PlanStop is the experiment's stop_early.

@@ -213,4 +213,18 @@ type Image struct {
 	// AgentCLIs are the real agent CLIs ceval images build-agent put in the image with their
 	// pinned versions, from its config labels: "claude-code@2.1.332 codex@0.169.0-linux-x64".
 	AgentCLIs string `json:"agent_clis,omitempty"`
+	// Reference and Digest are the registry reference a task named and the digest the run
+	// (every run of its experiment) was pinned to: see ImagePin.
+	Reference string        `json:"reference,omitempty"`
+	Digest    digest.Digest `json:"digest,omitempty"`
+	// Source is where the image came from: built, imported or pulled ("" when unknown).
+	Source string `json:"source,omitempty"`
+}
+
+// ImagePin is an image a task names pinned to the digest its reference resolved to when
+// the experiment (or the run) started: every run uses exactly that digest.
+type ImagePin struct {
+	Name      string        `json:"name"`      // as the task writes it
+	Reference string        `json:"reference"` // normalised: HOST/REPO:TAG or HOST/REPO@DIGEST
+	Digest    digest.Digest `json:"digest"`    // the manifest (or index) digest
 }

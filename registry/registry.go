@@ -12,10 +12,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/containerd/containerd/v2/core/remotes/docker"
@@ -77,28 +82,91 @@ func (o Options) hostsDir() string {
 
 type cred struct{ user, secret string }
 
-// loadCredentials reads the `auths` entries of a Docker config file, keyed by host.
-func loadCredentials(path string) (map[string]cred, error) {
-	out := map[string]cred{}
+// dockerConfig is what ceval reads of a Docker config file.
+type dockerConfig struct {
+	Auths map[string]struct {
+		Auth     string `json:"auth"`
+		Username string `json:"username"`
+		Password string `json:"password"`
+	} `json:"auths"`
+	// CredsStore and CredHelpers name credential helpers (docker-credential-NAME), for
+	// every host and per host.
+	CredsStore  string            `json:"credsStore"`
+	CredHelpers map[string]string `json:"credHelpers"`
+}
+
+func readDockerConfig(path string) (dockerConfig, error) {
+	var f dockerConfig
 	if path == "" {
-		return out, nil
+		return f, nil
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return out, nil
+		return f, nil
 	}
 	if err != nil {
-		return nil, configErrorf("docker config %s: %w", path, err)
-	}
-	var f struct {
-		Auths map[string]struct {
-			Auth     string `json:"auth"`
-			Username string `json:"username"`
-			Password string `json:"password"`
-		} `json:"auths"`
+		return f, configErrorf("docker config %s: %w", path, err)
 	}
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, configErrorf("docker config %s: not valid JSON: %w; fix or remove the file", path, err)
+		return f, configErrorf("docker config %s: not valid JSON: %w; fix or remove the file", path, err)
+	}
+	return f, nil
+}
+
+// helperFor names the credential helper the config gives host ("" when none).
+func (f dockerConfig) helperFor(host string) string {
+	for key, name := range f.CredHelpers {
+		if normalizeHost(key) == host {
+			return name
+		}
+	}
+	return f.CredsStore
+}
+
+// helperTimeout bounds one credential helper call.
+const helperTimeout = 30 * time.Second
+
+// fromHelper asks docker-credential-NAME for host's credentials, as docker does: the
+// server on stdin, {"Username","Secret"} on stdout. A helper that is not installed, or has
+// nothing for host, gives none.
+func fromHelper(ctx context.Context, name, host string) (cred, error) {
+	bin, err := exec.LookPath("docker-credential-" + name)
+	if err != nil {
+		return cred{}, nil
+	}
+	server := host
+	if host == "registry-1.docker.io" {
+		server = "https://index.docker.io/v1/"
+	}
+	ctx, cancel := context.WithTimeout(ctx, helperTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "get")
+	cmd.Stdin = strings.NewReader(server)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out) + stderr.String()); strings.Contains(msg, "credentials not found") {
+			return cred{}, nil
+		}
+		return cred{}, configErrorf("credential helper %s for %s: %w: %s", bin, host, err, strings.TrimSpace(stderr.String()))
+	}
+	var c struct{ Username, Secret string }
+	if err := json.Unmarshal(out, &c); err != nil {
+		return cred{}, configErrorf("credential helper %s for %s: its answer is not JSON: %w", bin, host, err)
+	}
+	if c.Username == "<token>" { // an identity token: containerd takes it with no user
+		c.Username = ""
+	}
+	return cred{user: c.Username, secret: c.Secret}, nil
+}
+
+// loadCredentials reads the `auths` entries of a Docker config file, keyed by host.
+func loadCredentials(path string) (map[string]cred, error) {
+	out := map[string]cred{}
+	f, err := readDockerConfig(path)
+	if err != nil {
+		return nil, err
 	}
 	for key, a := range f.Auths {
 		host := normalizeHost(key)
@@ -145,8 +213,21 @@ func (o Options) Resolver(ctx context.Context) (remotes.Resolver, error) {
 	if err != nil {
 		return nil, err
 	}
+	dc, _ := readDockerConfig(o.DockerConfigPath())
+	var mu sync.Mutex
 	credFn := func(host string) (string, string, error) {
-		c := creds[host]
+		mu.Lock()
+		defer mu.Unlock()
+		c, ok := creds[host]
+		if !ok {
+			if name := dc.helperFor(host); name != "" {
+				var err error
+				if c, err = fromHelper(ctx, name, host); err != nil {
+					return "", "", err
+				}
+			}
+			creds[host] = c // asked once per resolver
+		}
 		return c.user, c.secret, nil
 	}
 	hostDir := config.HostDirFromRoot(o.hostsDir())
@@ -159,13 +240,115 @@ func (o Options) Resolver(ctx context.Context) (remotes.Resolver, error) {
 		HostDir: hostDir, Credentials: credFn, DefaultScheme: "http", DefaultTLS: &tls.Config{MinVersion: tls.VersionTLS12},
 	})
 	hosts := func(host string) ([]docker.RegistryHost, error) {
+		var hs []docker.RegistryHost
+		var err error
 		if docker.IsLocalhost(host) {
-			return loopback(host)
+			hs, err = loopback(host)
+		} else {
+			hs, err = remote(host)
 		}
-		return remote(host)
+		for i := range hs {
+			hs[i].Client = guarded(hs[i].Client)
+		}
+		return hs, err
 	}
 	return docker.NewResolver(docker.ResolverOptions{Hosts: hosts}), nil
 }
+
+// MaxManifestBytes bounds the body of a manifest response: a registry that streams one
+// without end (no length, no digest header: containerd then hashes the body to EOF) is cut
+// off there.
+const MaxManifestBytes = 4 << 20
+
+// maxRedirects is how many redirects one request may follow.
+const maxRedirects = 5
+
+// guarded returns a copy of a host's HTTP client that refuses redirects a registry has no
+// business sending (see checkRedirect) and cuts manifest bodies at MaxManifestBytes.
+func guarded(c *http.Client) *http.Client {
+	g := &http.Client{}
+	if c != nil {
+		*g = *c
+	}
+	rt := g.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	g.Transport = cappedTransport{rt}
+	g.CheckRedirect = checkRedirect
+	return g
+}
+
+// ErrRedirect is what a refused redirect's error wraps.
+var ErrRedirect = errors.New("registry redirect refused")
+
+// checkRedirect follows a redirect to the same host, or to another host over https that is
+// not a loopback, private or link-local address (a registry's blob CDN). Refused: a
+// downgrade from https to http, and a hop into this host or its network (a loopback
+// registry redirecting elsewhere included), where a registry could make ceval reach
+// services it could not.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("%w: more than %d redirects from %s", ErrRedirect, maxRedirects, via[0].URL.Host)
+	}
+	from, to := via[0].URL, req.URL
+	if to.Host == from.Host && (to.Scheme == from.Scheme || to.Scheme == "https") {
+		return nil
+	}
+	h := to.Hostname()
+	ip := net.ParseIP(h)
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()) || docker.IsLocalhost(from.Host) {
+		return fmt.Errorf("%w: registry %s redirected to another host, %s; ceval follows a registry's redirects only to its own host or to a public https host", ErrRedirect, from.Host, to.Redacted())
+	}
+	if to.Scheme != "https" {
+		return fmt.Errorf("%w: registry %s redirected to %s, not https", ErrRedirect, from.Host, to.Redacted())
+	}
+	return nil
+}
+
+// cappedTransport cuts the bodies of manifest responses at MaxManifestBytes.
+type cappedTransport struct{ rt http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil || !strings.Contains(req.URL.Path, "/manifests/") {
+		return resp, err
+	}
+	if resp.ContentLength > MaxManifestBytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("registry %s: manifest %s is %d bytes, over the %d byte bound; refused", req.URL.Host, req.URL.Path, resp.ContentLength, MaxManifestBytes)
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: MaxManifestBytes, host: req.URL.Host, path: req.URL.Path}
+	return resp, nil
+}
+
+type cappedBody struct {
+	rc         io.ReadCloser
+	left       int64
+	host, path string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("registry %s: manifest %s runs past the %d byte bound (an endless body?); refused", b.host, b.path, MaxManifestBytes)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left <= 0 && err == nil {
+		// One byte more tells a manifest of exactly the bound from one that goes on.
+		var one [1]byte
+		if m, _ := b.rc.Read(one[:]); m > 0 {
+			return n, fmt.Errorf("registry %s: manifest %s runs past the %d byte bound (an endless body?); refused", b.host, b.path, MaxManifestBytes)
+		}
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
 
 // Quiet returns ctx with containerd's client logging (its per-request info lines) off:
 // pull and push report what matters in their errors and progress lines.
@@ -194,6 +377,15 @@ func (o Options) Explain(ref string, err error) error {
 	if unauth {
 		path := o.DockerConfigPath()
 		creds, _ := loadCredentials(path)
+		dc, _ := readDockerConfig(path)
+		if name := dc.helperFor(normalizeHost(host)); name != "" {
+			if _, ok := creds[normalizeHost(host)]; !ok {
+				if _, lerr := exec.LookPath("docker-credential-" + name); lerr != nil {
+					return configErrorf("registry %s wants credentials; %s names the credential helper docker-credential-%s, which is not on PATH: install it or add auths[%q] there: %w", host, path, name, host, err)
+				}
+				return configErrorf("registry %s refused the credentials of docker-credential-%s (named in %s); log in again with that helper: %w", host, name, path, err)
+			}
+		}
 		if _, ok := creds[normalizeHost(host)]; ok {
 			return configErrorf("registry %s refused the credentials from %s (auths[%q]); fix the user/password there: %w", host, path, host, err)
 		}

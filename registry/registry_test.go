@@ -1,9 +1,12 @@
 package registry
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,5 +117,82 @@ func TestHostOfAReference(t *testing.T) {
 		if got := Host(ref); got != want {
 			t.Errorf("Host(%q) = %q, want %q", ref, got, want)
 		}
+	}
+}
+
+// A registry's redirect is followed to its own host or a public https host (a blob CDN),
+// never into this host's network nor down to http.
+func TestCheckRedirectRefusesHopsIntoThisNetworkAndDowngrades(t *testing.T) {
+	cases := []struct {
+		from, to string
+		ok       bool
+	}{
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://registry-1.docker.io/v2/y", true},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://production.cloudflare.docker.com/blob", true},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "http://production.cloudflare.docker.com/blob", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://127.0.0.1:2375/containers", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://169.254.169.254/latest/meta-data", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://10.0.0.5/x", false},
+		{"https://registry-1.docker.io/v2/x/blobs/sha256:1", "https://localhost/x", false},
+		{"http://127.0.0.1:5000/v2/x/blobs/sha256:1", "https://example.com/blob", false},
+	}
+	for _, c := range cases {
+		from, _ := http.NewRequest(http.MethodGet, c.from, nil)
+		to, _ := http.NewRequest(http.MethodGet, c.to, nil)
+		err := checkRedirect(to, []*http.Request{from})
+		if (err == nil) != c.ok {
+			t.Errorf("redirect %s -> %s: %v, want ok=%v", c.from, c.to, err, c.ok)
+		}
+	}
+}
+
+// Credentials from a credential helper (credHelpers per host, credsStore for the rest), as
+// docker runs it; a helper that is not installed gives none, and the 401 names it.
+func TestCredentialHelperGivesTheCredentials(t *testing.T) {
+	const user, pass = "alice", "s3cret"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		if strings.Contains(r.URL.Path, "/manifests/") {
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Header().Set("Docker-Content-Digest", "sha256:"+strings.Repeat("a", 64))
+			w.Header().Set("Content-Length", "2")
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	bin := t.TempDir()
+	helper := "#!/bin/sh\nread server\n[ \"$server\" = " + host + " ] || { echo 'credentials not found in native keychain'; exit 1; }\n" +
+		`echo '{"ServerURL":"'$server'","Username":"` + user + `","Secret":"` + pass + `"}'` + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "docker-credential-cevaltest"), []byte(helper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	ref := host + "/a/b:v1"
+	for _, cfg := range []string{
+		fmt.Sprintf(`{"credHelpers":{%q:"cevaltest"}}`, host),
+		`{"credsStore":"cevaltest"}`,
+	} {
+		dc := filepath.Join(t.TempDir(), "config.json")
+		os.WriteFile(dc, []byte(cfg), 0o600)
+		o := Options{DockerConfig: dc, HostsDir: t.TempDir()}
+		res, err := o.Resolver(Quiet(context.Background()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := res.Resolve(context.Background(), ref); err != nil {
+			t.Errorf("resolve with %s: %v", cfg, o.Explain(ref, err))
+		}
+	}
+	dc := filepath.Join(t.TempDir(), "config.json")
+	os.WriteFile(dc, []byte(`{"credsStore":"notinstalled"}`), 0o600)
+	o := Options{DockerConfig: dc, HostsDir: t.TempDir()}
+	res, _ := o.Resolver(Quiet(context.Background()))
+	_, _, err := res.Resolve(context.Background(), ref)
+	if err = o.Explain(ref, err); err == nil || !strings.Contains(err.Error(), "docker-credential-notinstalled, which is not on PATH") {
+		t.Errorf("resolve with a helper not installed: %v", err)
 	}
 }

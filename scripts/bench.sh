@@ -14,6 +14,7 @@ WORKLOADS=(
   scripts/bench-grade.sh        # cold ceval grade: run_command vs static criterion
   scripts/bench-verifier.sh     # a sandbox: container criterion vs ctr run, and vs WASM
   scripts/bench-packages.sh     # package image: cold/cached build, size, ceval run vs ctr run
+  scripts/bench-registry.sh     # ceval images pull of 100 MB vs ctr images pull; a pinned run, registry down
   scripts/bench-pathshape.sh    # 100k empty files, 255-byte names, 64 deep: ceval grade
   scripts/bench-go.sh           # Go benchmarks: snapshot, mock client, model gateway vs direct
   scripts/bench-report.sh       # 1,000-run report: size, write time, load in headless Chromium

@@ -10,12 +10,17 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/containerd/errdefs"
+
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/task"
 )
 
@@ -158,6 +163,7 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		}
 		return nil, &InfraError{err}
 	}
+	var oldImages []record.ImagePin
 	if o.Resume {
 		old, err := record.ReadPlan(expDir)
 		if err != nil {
@@ -166,8 +172,23 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		if d := old.Diff(plan); d != "" {
 			return nil, &InputError{fmt.Errorf("resume %s: the experiment differs from its plan.json: %s", expDir, d)}
 		}
-	} else {
+		oldImages = old.Images
+	}
+	// Every image a task names is pinned to a digest before the first run (a resume keeps
+	// the digests plan.json holds): a tag moved during the experiment changes no run.
+	if err := pinImages(ctx, e, o.Run, oldImages, plan); err != nil {
+		if !o.Resume {
+			os.RemoveAll(expDir)
+		}
+		return nil, err
+	}
+	if !o.Resume || len(plan.Images) != len(oldImages) {
 		if err := record.WriteJSONAtomic(filepath.Join(expDir, record.PlanFile), plan); err != nil {
+			return nil, &InfraError{err}
+		}
+	}
+	if len(plan.Images) > 0 {
+		if err := images.MarkPinned(ctx, o.Run.Client, plan.Images, o.Run.RunID, expDir); err != nil {
 			return nil, &InfraError{err}
 		}
 	}
@@ -184,7 +205,7 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 			continue
 		}
 		if img := en.Task.Sandbox.Image; !resolved[img] {
-			if _, err := ResolveTaskImage(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
+			if _, err := ResolveTaskImage(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
 				return nil, &InfraError{fmt.Errorf("image %s: %w", img, err)}
 			}
 			resolved[img] = true
@@ -257,7 +278,51 @@ feed:
 		}
 	}
 	out.Interrupted = out.Interrupted || ctx.Err() != nil
+	if !out.Interrupted && out.StoppedEarly == nil && len(plan.Images) > 0 {
+		// Finished: images prune may take its images again once no run uses them.
+		_ = images.MarkPinned(context.WithoutCancel(ctx), o.Run.Client, plan.Images, o.Run.RunID, "")
+	}
 	return out, nil
+}
+
+// pinImages pins every image the experiment's tasks name (sandbox.image, verifier
+// criteria's images; ceval's own are named by their inputs and not pinned) into plan, the
+// pins of an earlier start first. On a cluster the nodes resolve the images: nothing is
+// pinned here.
+func pinImages(ctx context.Context, e *task.Experiment, o Options, old []record.ImagePin, plan *record.Plan) error {
+	if o.Pins == nil || o.Kube != nil {
+		plan.Images = old
+		return nil
+	}
+	o.Pins.Set(old)
+	for _, en := range e.Entries {
+		for _, name := range taskImages(en.Task) {
+			if !images.Pinnable(name) {
+				continue
+			}
+			if _, err := o.Pins.Pin(ctx, o.Client, name); err != nil {
+				err = fmt.Errorf("image %s (task %s): %w", name, en.Task.ID, err)
+				if errors.Is(err, registry.ErrConfig) || errors.Is(err, errdefs.ErrNotFound) {
+					return &InputError{err}
+				}
+				return &InfraError{err}
+			}
+		}
+	}
+	plan.Images = o.Pins.Pins()
+	return nil
+}
+
+// taskImages lists the images a task's runs use: its sandbox's and its verifier
+// criteria's.
+func taskImages(t *task.Task) []string {
+	out := []string{t.Sandbox.Image}
+	for i := range t.Criteria {
+		if v := t.Criteria[i].Verifier; v != nil && !slices.Contains(out, v.Image) {
+			out = append(out, v.Image)
+		}
+	}
+	return out
 }
 
 // checkRunnable refuses what Run would refuse as input, before anything starts.

@@ -19,7 +19,7 @@ import (
 // built first (kept when containerd has it with the same inputs, imported from the image
 // cache when that has it; mmdebstrap's progress goes to log). Either way the image then
 // passes the same preflight as any other.
-func ResolveTaskImage(ctx context.Context, c *client.Client, sb task.Sandbox, pc *images.PreflightCache, busybox string, log io.Writer) (images.Image, error) {
+func ResolveTaskImage(ctx context.Context, c *client.Client, sb task.Sandbox, pins *images.Pinner, pc *images.PreflightCache, busybox string, log io.Writer) (images.Image, error) {
 	if name := sb.PackageImage(); name != "" && sb.Image == name {
 		opts := images.PackageOptions{Name: name, Packages: sb.Packages, Pip: sb.Pip, Log: log}
 		if sb.PipFindLinks != nil {
@@ -37,7 +37,7 @@ func ResolveTaskImage(ctx context.Context, c *client.Client, sb task.Sandbox, pc
 			return images.Image{}, err
 		}
 	}
-	return ResolveImage(ctx, c, sb.Image, pc, busybox)
+	return ResolvePinned(ctx, c, sb.Image, pins, pc, busybox)
 }
 
 // copyWheels copies the regular files at the top of the task's wheel directory, through

@@ -41,12 +41,15 @@ type Options struct {
 	Allow     Allow
 	LookupEnv func(string) (string, bool) // host environment; default os.LookupEnv
 	Grace     time.Duration
-	Version   string                               // ceval's version, recorded in the result
-	Preflight *images.PreflightCache               // nil: images.Preflight without a disk cache
-	Busybox   string                               // for building the default image on first use
-	InitDir   string                               // where the static init is installed; default under the user cache dir
-	Progress  func(event string, f map[string]any) // optional: live events for the CLI
-	Executor  grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
+	Version   string                 // ceval's version, recorded in the result
+	Preflight *images.PreflightCache // nil: images.Preflight without a disk cache
+	// Pins pins the images tasks name to digests, pulling them as its policy allows; nil:
+	// images are only looked up in containerd, by name.
+	Pins     *images.Pinner
+	Busybox  string                               // for building the default image on first use
+	InitDir  string                               // where the static init is installed; default under the user cache dir
+	Progress func(event string, f map[string]any) // optional: live events for the CLI
+	Executor grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
 	// IDs is the subordinate range runs take their user namespaces' host IDs from (ceval's
 	// config id_range); the zero value is DefaultIDRange.
 	IDs IDRange
@@ -102,7 +105,7 @@ type agentSandbox interface {
 type containerd struct{ o Options }
 
 func (c containerd) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
-	return ResolveTaskImage(ctx, c.o.Client, sb, c.o.Preflight, c.o.Busybox, nil)
+	return ResolveTaskImage(ctx, c.o.Client, sb, c.o.Pins, c.o.Preflight, c.o.Busybox, nil)
 }
 
 func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error) {

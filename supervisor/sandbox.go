@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
@@ -498,6 +499,7 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 	if err != nil {
 		return img, err
 	}
+	images.TouchOnce(ctx, c, img.Name)
 	var rep *images.Report
 	if pc != nil {
 		rep, err = pc.PreflightOf(ctx, c, img) // img was resolved just now: no second lookup
@@ -507,8 +509,37 @@ func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images
 	if err != nil {
 		return img, err
 	}
-	return img, rep.Runnable()
+	return img, rep.RunnableImage(img)
 }
+
+// ResolvePinned is ResolveImage of the digest pins pinned name to (see images.Pinner),
+// recorded in the image as its reference and digest; an image pins does not pin (ceval's
+// own), or a nil pins, is ResolveImage of name.
+func ResolvePinned(ctx context.Context, c *client.Client, name string, pins *images.Pinner, pc *images.PreflightCache, busybox string) (images.Image, error) {
+	if pins == nil || !images.Pinnable(name) {
+		return ResolveImage(ctx, c, name, pc, busybox)
+	}
+	local, pin, err := pins.Local(ctx, c, name)
+	if err != nil {
+		return images.Image{Name: name}, err
+	}
+	img, err := ResolveImage(ctx, c, local, pc, busybox)
+	img.Reference, img.Digest = pin.Reference, pin.Digest
+	if errors.Is(err, images.ErrNotRunnable) {
+		// The fix (images label, a rebuild) is for the name the task gives, not the digest's.
+		err = &renamedError{strings.ReplaceAll(err.Error(), local, name), err}
+	}
+	return img, err
+}
+
+// renamedError is err with another text.
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }
 
 // idChain is the run's IDs and the holder of its user namespace, made on a goroutine of
 // their own (see NewSandbox): the /proc scan and the holder's fork and exec are waits.

@@ -51,6 +51,7 @@ type Options struct {
 	Namespace string                 // containerd namespace; "" = the one ctx carries
 	Busybox   string                 // for building the default image on first use
 	Preflight *images.PreflightCache // nil: images.Preflight without a disk cache
+	Pins      *images.Pinner         // pins (and pulls) criteria's images; nil: by name only
 	InitDir   string                 // where the static init is installed; "" = supervisor.DefaultInitDir()
 	IDs       supervisor.IDRange     // the zero value is supervisor.DefaultIDRange
 	// ScratchDir is where each criterion's directory (its workspace mount point, its copy of
@@ -157,15 +158,15 @@ func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 // Executor: later criteria find it in containerd) when it asks for packages or pip.
 func (e *Executor) image(ctx context.Context, v *task.Verifier) (images.Image, error) {
 	if len(v.Packages) == 0 && len(v.Pip) == 0 {
-		return supervisor.ResolveImage(ctx, e.opts.Client, v.Image, e.opts.Preflight, e.opts.Busybox)
+		return supervisor.ResolvePinned(ctx, e.opts.Client, v.Image, e.opts.Pins, e.opts.Preflight, e.opts.Busybox)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.built[v.Image] {
-		return supervisor.ResolveImage(ctx, e.opts.Client, v.Image, e.opts.Preflight, e.opts.Busybox)
+		return supervisor.ResolvePinned(ctx, e.opts.Client, v.Image, e.opts.Pins, e.opts.Preflight, e.opts.Busybox)
 	}
 	sb := task.Sandbox{Image: v.Image, Packages: v.Packages, Pip: v.Pip, PipFindLinks: v.PipFindLinks}
-	img, err := supervisor.ResolveTaskImage(ctx, e.opts.Client, sb, e.opts.Preflight, e.opts.Busybox, e.opts.Log)
+	img, err := supervisor.ResolveTaskImage(ctx, e.opts.Client, sb, e.opts.Pins, e.opts.Preflight, e.opts.Busybox, e.opts.Log)
 	if err == nil {
 		e.built[v.Image] = true
 	}

@@ -29,6 +29,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 		runsDir string
 		busybox string
 		only    []string
+		pf      pullFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "audit TASK|EXPERIMENT... [--json] [-j N] [--leaked-criteria]",
@@ -71,6 +72,10 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
+			pins, err := pf.pinner(ucfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			sess, err := g.openSession(cmd)
 			if err != nil {
 				return err
@@ -80,7 +85,9 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			for _, t := range targets {
 				tasks = append(tasks, t.Task)
 			}
-			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork), tasks...)
+			tier := sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork)
+			tier.pins = pins
+			ex, closeEx, err := executorFor(tier, tasks...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -89,7 +96,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			o := audit.Options{
 				Run: supervisor.Options{
 					RunsDir: runsDir, RunID: record.NewRunID(time.Now()), Client: sess.client,
-					Version: cevalVersion(), Preflight: sess.preflight, Busybox: busybox, Executor: ex, IDs: ucfg.idRange(),
+					Version: cevalVersion(), Preflight: sess.preflight, Busybox: busybox, Executor: ex, IDs: ucfg.idRange(), Pins: pins,
 					// A task asking for host networking gets it only as for ceval run: when the user's config allows it.
 					Allow: supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},
 				},
@@ -141,6 +148,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&runsDir, "runs-dir", "runs", "where the audit's run directories go (RUNS/<run_id>/<variant>-audit-<agent>/...)")
 	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
 	f.StringArrayVar(&only, "only", nil, "run only these cheats (repeatable, or comma-separated); the oracle, null and unchanged agents always run")
+	pf.add(cmd)
 	return cmd
 }
 

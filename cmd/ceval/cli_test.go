@@ -252,7 +252,14 @@ func dockerSaveArchive(t *testing.T, tag string) string {
 func TestRunRefusesUnlabeledImageWithTheFix(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	const name = "docker.io/library/unlabeled:test"
-	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, name) })
+	t.Cleanup(func() {
+		imgs, _ := c.ImageService().List(ctx)
+		for _, img := range imgs {
+			if strings.HasPrefix(img.Name, "docker.io/library/unlabeled") { // the tag and the run's pin
+				ctrtest.RemoveImage(ctx, c, img.Name)
+			}
+		}
+	})
 	if r := ceval(t, "images", "import", "--namespace", ctrtest.Namespace, dockerSaveArchive(t, "unlabeled:test")); r.code != 0 {
 		t.Fatalf("import: exit %d %s", r.code, r.stderr)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/supervisor"
 )
@@ -46,6 +47,9 @@ import (
 //	  runtime_class: gvisor               # a sandboxed runtime the cluster offers
 //	  user_namespaces: auto               # hostUsers: false when every node supports it (auto), always (true) or never (false)
 //	  accept_unenforced_network_policy: false  # run even when a Pod reaches the API server or a kubelet
+//	pull: missing                    # when runs pull the registry images tasks name: missing (default), always, never
+//	hosts_dir: /etc/containerd/certs.d   # containerd's hosts directory: HOST/hosts.toml, HOST/ca.crt
+//	docker_config: /home/me/.docker/config.json  # registry credentials (default $DOCKER_CONFIG/config.json, ~/.docker/config.json)
 type userConfig struct {
 	AllowEnv         []string               `yaml:"allow_env"`
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
@@ -59,6 +63,10 @@ type userConfig struct {
 	// Backend is where runs go: local (containerd on this machine) or kubernetes.
 	Backend    string      `yaml:"backend"`
 	Kubernetes *kubeConfig `yaml:"kubernetes"`
+	// Pull, HostsDir and DockerConfig are how runs and images pull/push reach registries.
+	Pull         string `yaml:"pull"`
+	HostsDir     string `yaml:"hosts_dir"`
+	DockerConfig string `yaml:"docker_config"`
 
 	// prices is Prices checked, with the defaults filled in.
 	prices map[string]gateway.Price
@@ -203,6 +211,9 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 	}
 	if err := checkBackendConfig(cfg.Backend, cfg.Kubernetes); err != nil {
 		return cfg, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if _, err := images.ParsePullPolicy(cfg.Pull); err != nil {
+		return cfg, fmt.Errorf("config file %s: pull: %w", path, err)
 	}
 	return cfg, nil
 }

@@ -49,6 +49,9 @@ func configSchema() map[string]any {
 			"allow_rlimit_limits": typ("boolean", "on a rootless daemon without a delegated cgroup subtree, enforce pids by RLIMIT_NPROC and memory by RLIMIT_AS (per process) instead of refusing the run; cpu is then not enforced"),
 			"prices":              map[string]any{"type": "object", "additionalProperties": price, "description": "model -> its price (run_limits.max_usd and judge.max_usd_per_run need it)"},
 			"gateway_allow":       map[string]any{"type": "object", "propertyNames": map[string]any{"enum": []string{transcript.Anthropic, transcript.OpenAI}}, "additionalProperties": allow, "description": "per API: what the model gateway forwards"},
+			"pull":                map[string]any{"type": "string", "enum": []string{"missing", "always", "never"}, "description": "when runs pull the registry images tasks name: missing (the default: only what containerd lacks), always (ask the registry what a tag names when an experiment pins it), never"},
+			"hosts_dir":           typ("string", "containerd's hosts directory for registries: HOST/hosts.toml, HOST/ca.crt (default /etc/containerd/certs.d)"),
+			"docker_config":       typ("string", "Docker config file with registry credentials, auths entries (default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)"),
 			"backend":             map[string]any{"type": "string", "enum": []string{backendLocal, backendKubernetes}, "description": "where runs go: local (containerd on this machine, the default) or kubernetes (a Pod per run; see kubernetes)"},
 			"kubernetes": obj("the cluster of backend: kubernetes", map[string]any{
 				"kubeconfig":                       typ("string", "kubeconfig file (default: $CEVAL_KUBECONFIG, $KUBECONFIG, ~/.kube/config)"),

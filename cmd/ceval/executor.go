@@ -28,6 +28,7 @@ type containerTier struct {
 	ids       supervisor.IDRange
 	preflight *images.PreflightCache
 	allowHost bool // the user's --allow-host-network
+	pins      *images.Pinner
 }
 
 // sessionTier uses a command's open session (ceval run, experiments).
@@ -115,7 +116,7 @@ func (ct containerTier) executor(closers *[]func()) (grader.Executor, string, er
 		return nil, fmt.Sprintf("verifier containers need containerd: %v; start it (or pass --containerd-address) and grade again", err), nil
 	}
 	*closers = append(*closers, release)
-	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, AllowHostNetwork: ct.allowHost, Log: os.Stderr})
+	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, Pins: ct.pins, AllowHostNetwork: ct.allowHost, Log: os.Stderr})
 	if err != nil {
 		return nil, err.Error(), nil
 	}

@@ -141,7 +141,9 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	c, cctx := sess.client, sess.ctx
 	base.Preflight = sess.preflight
 	base.Client, base.Version = c, cevalVersion()
-	executor, closeExecutor, err := executorFor(sessionTier(sess, g, base.Busybox, base.IDs, base.Allow.HostNetwork), experimentTasks(e)...)
+	tier := sessionTier(sess, g, base.Busybox, base.IDs, base.Allow.HostNetwork)
+	tier.pins = base.Pins
+	executor, closeExecutor, err := executorFor(tier, experimentTasks(e)...)
 	if err != nil {
 		return exitWith(exitInfraErr, err)
 	}

@@ -32,7 +32,7 @@ func newImagesCmd(g *globalOptions) *cobra.Command {
 			"export writes an archive; check reports on an image; label marks\n" +
 			"a checked image as ready.",
 	}
-	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildInitCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesPullCmd(g), newImagesPushCmd(g), newImagesExportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
+	cmd.AddCommand(newImagesBuildCmd(g), newImagesPruneCacheCmd(), newImagesBuildDefaultCmd(g), newImagesBuildInitCmd(g), newImagesBuildAgentCmd(g), newImagesImportCmd(g), newImagesPullCmd(g), newImagesPushCmd(g), newImagesLsCmd(g), newImagesPruneCmd(g), newImagesExportCmd(g), newImagesLabelCmd(g), newImagesCheckCmd(g))
 	return cmd
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/registry"
 )
 
 func newImagesBuildCmd(g *globalOptions) *cobra.Command {
@@ -17,6 +18,7 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 		o          images.PackageOptions
 		dockerfile string
 		buildArgs  []string
+		pf         pullFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build NAME (--packages PKG,... [--suite SUITE] [--pip NAME==VERSION --pip-find-links DIR] [--agent-clis] [--force] | -f Dockerfile [--build-arg K=V] [CONTEXT])",
@@ -33,8 +35,9 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 			"~/.cache/ceval/images): the same inputs keep the image or import it from the cache.\n\n" +
 			"-f Dockerfile builds with buildah (apt-get install buildah) instead: RUN steps run under runc\n" +
 			"with the host's network (for apt), as root: build only Dockerfiles you trust. A FROM naming an\n" +
-			"image in containerd (a package image, an imported archive) is exported to buildah, so no\n" +
-			"registry is asked for it. The result is imported and labeled only after the same preflight as\n" +
+			"image in containerd (a package image, an imported archive) is exported to buildah; one that\n" +
+			"is not is pulled first (--pull, credentials and hosts as for `images pull`), pinned to its\n" +
+			"digest, and exported the same way: buildah itself never pulls. The result is imported and labeled only after the same preflight as\n" +
 			"`images label`: a setuid/setgid file or file capability makes it fail, naming the files.",
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,14 +54,22 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 			}
 			defer c.Close()
 			if dockerfile != "" {
-				d := images.DockerfileOptions{Name: o.Name, Dockerfile: dockerfile, BuildArgs: buildArgs, Log: cmd.ErrOrStderr()}
+				ucfg, err := g.config(cmd)
+				if err != nil {
+					return exitWith(exitInvalid, err)
+				}
+				pins, err := pf.pinner(ucfg, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				d := images.DockerfileOptions{Name: o.Name, Dockerfile: dockerfile, BuildArgs: buildArgs, Log: cmd.ErrOrStderr(), Pins: pins}
 				if len(args) > 1 {
 					d.Context = args[1]
 				}
 				start := time.Now()
-				img, err := images.BuildDockerfile(ctx, c, d)
+				img, err := images.BuildDockerfile(registry.Quiet(ctx), c, d)
 				if err != nil {
-					return exitWith(imagesExitCode(err), err)
+					return exitWith(registryExitCode(err))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "built %s from %s in %s, labeled %s=%s\n", img.Name, dockerfile, time.Since(start).Round(time.Millisecond), images.IsolationLabel, images.IsolationLabelValue)
 				printImage(cmd.OutOrStdout(), img)
@@ -75,6 +86,7 @@ func newImagesBuildCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
+	pf.add(cmd)
 	f := cmd.Flags()
 	f.StringSliceVar(&o.Packages, "packages", nil, "Debian packages, comma-separated (e.g. python3,nodejs,git)")
 	f.StringVar(&o.Suite, "suite", "", "Debian suite (default: the host's, with its apt sources)")

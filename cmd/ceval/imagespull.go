@@ -3,19 +3,58 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/containerd/platforms"
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/registry"
 )
 
 func registryFlags(cmd *cobra.Command, o *registry.Options) {
 	f := cmd.Flags()
-	f.StringVar(&o.DockerConfig, "docker-config", "", "Docker config file with the registry credentials (auths entries; default $DOCKER_CONFIG/config.json, else ~/.docker/config.json)")
-	f.StringVar(&o.HostsDir, "hosts-dir", registry.DefaultHostsDir, "containerd hosts directory: HOST/hosts.toml and HOST/ca.crt per registry")
+	f.StringVar(&o.DockerConfig, "docker-config", "", "Docker config file with the registry credentials (auths entries; default: the config's docker_config, $DOCKER_CONFIG/config.json, else ~/.docker/config.json)")
+	f.StringVar(&o.HostsDir, "hosts-dir", "", "containerd hosts directory: HOST/hosts.toml and HOST/ca.crt per registry (default: the config's hosts_dir, else "+registry.DefaultHostsDir+")")
+}
+
+// registryOptions is o with what the flags left out taken from ceval's config.
+func registryOptions(o registry.Options, ucfg userConfig) registry.Options {
+	if o.DockerConfig == "" {
+		o.DockerConfig = ucfg.DockerConfig
+	}
+	if o.HostsDir == "" {
+		o.HostsDir = ucfg.HostsDir
+	}
+	return o
+}
+
+// pullFlags are a run's registry flags: --pull and where credentials and hosts come from.
+type pullFlags struct {
+	policy string
+	ro     registry.Options
+}
+
+func (p *pullFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&p.policy, "pull", "", "when to pull the registry images tasks name: missing (only what containerd lacks), always (ask the registry what a tag names when the images are pinned), never (default: the config's pull, else missing); each is pinned to its digest before the first run")
+	registryFlags(cmd, &p.ro)
+}
+
+// pinner is the Pinner of the flags and ceval's config, its pulls' progress on w.
+func (p *pullFlags) pinner(ucfg userConfig, w io.Writer) (*images.Pinner, error) {
+	policy := p.policy
+	if policy == "" {
+		policy = ucfg.Pull
+	}
+	pp, err := images.ParsePullPolicy(policy)
+	if err != nil {
+		return nil, exitWith(exitInvalid, fmt.Errorf("--pull: %w", err))
+	}
+	pin := images.NewPinner(pp, registryOptions(p.ro, ucfg))
+	pin.Log, pin.LeaseLabels = w, launcher.PullLeaseLabels()
+	return pin, nil
 }
 
 // registryExitCode is imagesExitCode, with a fix in the user's registry files (credentials,
@@ -42,8 +81,8 @@ func newImagesPullCmd(g *globalOptions) *cobra.Command {
 			"that does not speak TLS, or a host whose hosts.toml names an http:// server.\n" +
 			"The image then gets the same preflight as `images check`: one holding a setuid/setgid file\n" +
 			"or a file capability is refused and removed again, as is anything over the size bounds\n" +
-			"(manifests and configs 4 MiB, layers 8 GiB). Like an imported image it is not labeled:\n" +
-			"check it, then mark it with `ceval images label REF`.",
+			"(manifests and configs 4 MiB, layers 8 GiB). A pulled image that passed is runnable as it\n" +
+			"is (its digest unchanged: runs pin it); `ceval run` pulls what a task names by itself (--pull).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if platform != "" {
@@ -55,6 +94,11 @@ func newImagesPullCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			ro := registryOptions(ro, ucfg)
 			res, err := ro.Resolver(registry.Quiet(cmd.Context()))
 			if err != nil {
 				return exitWith(exitInvalid, err)
@@ -66,14 +110,14 @@ func newImagesPullCmd(g *globalOptions) *cobra.Command {
 			defer c.Close()
 			ctx = registry.Quiet(ctx)
 			start := time.Now()
-			img, _, err := images.Pull(ctx, c, ref, images.PullOptions{Resolver: res, Platform: platform, Log: cmd.ErrOrStderr()})
+			img, _, err := images.Pull(ctx, c, ref, images.PullOptions{Resolver: res, Platform: platform, Log: cmd.ErrOrStderr(), LeaseLabels: launcher.PullLeaseLabels()})
 			if err != nil {
 				return exitWith(registryExitCode(ro.Explain(ref, err)))
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "pulled %s in %s\n", img.Name, time.Since(start).Round(time.Millisecond))
 			printImage(out, img)
-			fmt.Fprintln(out, "check an image before running agents in it: ceval images check "+img.Name)
+			fmt.Fprintln(out, "it passed the preflight; a task may name it as sandbox.image (ceval images check "+img.Name+" shows the details)")
 			return nil
 		},
 	}
@@ -95,6 +139,11 @@ func newImagesPushCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			ro := registryOptions(ro, ucfg)
 			res, err := ro.Resolver(registry.Quiet(cmd.Context()))
 			if err != nil {
 				return exitWith(exitInvalid, err)

@@ -11,7 +11,7 @@ import (
 
 func TestImagesPullHelpSaysWhereCredentialsAndHostsComeFrom(t *testing.T) {
 	r := ceval(t, "images", "pull", "--help")
-	for _, want := range []string{"pull REF [--platform P]", "--docker-config", "$DOCKER_CONFIG/config.json", "--hosts-dir", "/etc/containerd/certs.d", "HOST/ca.crt", "setuid/setgid", "removed again", "ceval images label REF"} {
+	for _, want := range []string{"pull REF [--platform P]", "--docker-config", "$DOCKER_CONFIG/config.json", "--hosts-dir", "/etc/containerd/certs.d", "HOST/ca.crt", "setuid/setgid", "removed again", "runnable as it", "--pull"} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("images pull --help (exit %d) lacks %q:\n%s", r.code, want, r.stdout)
 		}

@@ -29,6 +29,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 		agentSpec    string
 		x            experimentFlags
 		b            backendFlags
+		pf           pullFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run TASK... | run EXPERIMENT [TASK...] | run --resume RUN_DIR",
@@ -88,7 +89,12 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					return err
 				}
 				defer kubeSweep(cmd, g.kube)
+				pins, err := pf.pinner(ucfg, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
 				return runExperiment(cmd, g, args[0], &x, supervisor.Options{
+					Pins:    pins,
 					RunsDir: runsDir, Grace: grace, Busybox: busybox, Kube: g.kube,
 					Allow:  supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
 					Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(), Judge: ucfg.judge,
@@ -151,13 +157,19 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			if len(problems) > 0 {
 				return exitWith(exitInvalid, errors.Join(problems...))
 			}
+			pins, err := pf.pinner(ucfg, errOutOf(cmd))
+			if err != nil {
+				return err
+			}
 			sess, err := g.openSession(cmd)
 			if err != nil {
 				return err
 			}
 			defer sess.Close()
 			c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
-			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet), tasks...)
+			tier := sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet)
+			tier.pins = pins
+			ex, closeEx, err := executorFor(tier, tasks...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -172,7 +184,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
 					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge, Kube: g.kube,
-					AgentOverride: agentSpec,
+					AgentOverride: agentSpec, Pins: pins,
 				}
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)
@@ -211,8 +223,11 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 	addAgentFlag(cmd, &agentSpec)
 	x.add(cmd)
 	b.add(cmd)
+	pf.add(cmd)
 	return cmd
 }
+
+func errOutOf(cmd *cobra.Command) io.Writer { return cmd.ErrOrStderr() }
 
 // exitCodeFor maps one run's outcome to the shared exit codes.
 func exitCodeFor(res *record.Result, err error) int {
