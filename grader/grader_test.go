@@ -381,3 +381,32 @@ func TestPartsCountTheChecksTheTaskLists(t *testing.T) {
 		})
 	}
 }
+
+// TestClassificationMatchUpToCase: case_sensitive: false (coder_eval's default) matches the
+// label up to case and records the allowed label's spelling; by default the match is exact.
+func TestClassificationMatchUpToCase(t *testing.T) {
+	s := snap(t, tree{"label.txt": "Positive\n", "other.txt": "POSITIVES\n"})
+	allowed := []string{"positive", "negative"}
+	for _, tt := range []struct {
+		path      string
+		fold      bool
+		status    Status
+		predicted string
+	}{
+		{"label.txt", true, Pass, "positive"},
+		{"label.txt", false, Fail, "Positive"},
+		{"other.txt", true, Fail, "POSITIVES"},
+	} {
+		c := task.Criterion{Type: task.ClassificationMatch, Path: tt.path, ExpectedLabel: "POSITIVE", AllowedLabels: allowed, CaseInsensitive: tt.fold}
+		if !tt.fold {
+			c.ExpectedLabel = "positive"
+		}
+		got := gradeOne(t, c, s)
+		if got.Status != tt.status {
+			t.Errorf("%s fold=%v: %s (%s), want %s", tt.path, tt.fold, got.Status, got.Details, tt.status)
+		}
+		if got.Label == nil || *got.Label != (Label{Expected: "positive", Predicted: tt.predicted}) {
+			t.Errorf("%s fold=%v: label %+v, want expected positive, predicted %q", tt.path, tt.fold, got.Label, tt.predicted)
+		}
+	}
+}

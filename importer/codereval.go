@@ -7,6 +7,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +53,9 @@ type Options struct {
 
 // Result is one converted file.
 type Result struct {
-	Output     []byte // the ceval YAML; nil when the input is not a task file
+	Output []byte // the ceval YAML; nil when the input is not a task file
+	// Files are written beside the output (base name -> content): a dataset's inline rows.
+	Files      map[string][]byte
 	Problems   []Problem
 	Experiment bool // the input is a coder_eval experiment file
 }
@@ -78,6 +81,10 @@ type conv struct {
 	// thirdParty: the task installs Python packages or names an image, so checks that
 	// import must resolve against the image rather than the WASM sandbox.
 	thirdParty bool
+	// hasReference: the task has a reference, which coder_eval's judges see by default.
+	hasReference bool
+	// files are written beside the output (name -> content): a dataset's inline rows.
+	files map[string][]byte
 }
 
 func (c *conv) unmapped(n *yaml.Node, field, format string, args ...any) {
@@ -109,7 +116,7 @@ func CoderEval(name string, data []byte, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%s: %v", name, err)
 	}
-	return Result{Output: out, Problems: c.problems, Experiment: exp}, nil
+	return Result{Output: out, Files: c.files, Problems: c.problems, Experiment: exp}, nil
 }
 
 func isExperiment(root *yaml.Node) bool {
@@ -136,8 +143,8 @@ func encode(doc *yaml.Node) ([]byte, error) {
 var taskTopLevel = map[string]string{
 	"skip":              "ceval has no per-task skip switch: leave the task out of the experiment, or tag it and run with a tag filter",
 	"expected_commands": "orchestrator-level efficiency tracking has no ceval equivalent: add a tool_calls_budget (commands_efficiency) criterion instead",
-	"suite_id":          "set by coder_eval's dataset expander; ceval has no datasets yet",
-	"row_id":            "set by coder_eval's dataset expander; ceval has no datasets yet",
+	"suite_id":          "set by coder_eval's dataset expander, never by an author: ceval names each row's task task_id.ROW itself",
+	"row_id":            "set by coder_eval's dataset expander, never by an author: ceval names each row's task task_id.ROW itself",
 	"llm_reviewer":      "stale field that coder_eval itself ignores",
 }
 
@@ -153,6 +160,7 @@ func (c *conv) task(root *yaml.Node) {
 	}
 	sbIn := get(root, "sandbox")
 	c.thirdParty = len(strValues(get(get(sbIn, "python"), "env_packages"))) > 0 || get(get(sbIn, "docker"), "image") != nil
+	c.hasReference = c.hasReference || get(root, "reference") != nil
 	var kept []*yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -581,12 +589,12 @@ var criterionKeep = map[string][]string{
 	"file_matches_regex":   {"path", "pattern"},
 	"file_check":           {"path", "includes", "excludes", "patterns"},
 	"json_check":           {"path", "json_schema", "assertions"},
-	"classification_match": {"path", "expected_label", "allowed_labels"},
+	"classification_match": {"path", "expected_label", "allowed_labels", "case_sensitive"},
 	"run_command":          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout"},
 	"cli_called":           {"tool", "argv", "min_count", "max_count"},
 	"commands_efficiency":  {"expected_commands"},
 	"skill_triggered":      {"skill_name", "expected_skill"},
-	"llm_judge":            {"rubric", "samples"},
+	"llm_judge":            {"rubric", "samples", "reference_files"},
 	"agent_judge":          {"rubric", "max_turns", "timeout"},
 	"tool_called":          {"tool", "tool_pattern", "input_field", "input_pattern", "exclude_pattern", "outcome", "min_count", "max_count"},
 }
@@ -696,9 +704,26 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 	if typ == "cli_called" && (get(item, "tool") == nil || strings.TrimSpace(get(item, "tool").Value) == "") {
 		return "no tool: ceval's cli_called counts the calls of one protected mock: add tool: NAME (one of the task's protected_mocks)"
 	}
+	if typ == "file_matches_regex" && (get(item, "must_match") != nil || get(item, "flags") != nil) {
+		if reason := c.regexAsFileCheck(item, what); reason != "" {
+			return reason
+		}
+		typ, keep = "file_check", criterionKeep["file_check"]
+	}
 	if typ == "file_check" {
 		if reason := c.patternFlags(item, what); reason != "" {
 			return reason
+		}
+	}
+	if typ == "classification_match" && get(item, "case_sensitive") == nil {
+		set(item, "case_sensitive", scalar("false"))
+		c.note(item, what+".case_sensitive", "coder_eval matches labels up to case by default: written out as case_sensitive: false (ceval's default is exact)")
+	}
+	c.commonFields(item, what)
+	if typ == "llm_judge" {
+		c.judgeFiles(item, what)
+		if ir := get(item, "include_reference"); c.hasReference && ir == nil {
+			c.note(item, what+".include_reference", "coder_eval showed its judge the whole reference directory by default; ceval's llm_judge sees only the files listed in reference_files: list those the judge needs")
 		}
 	}
 	if typ == "run_command" || typ == "agent_judge" {
@@ -750,41 +775,142 @@ func (c *conv) patternFlags(item *yaml.Node, what string) string {
 			continue
 		}
 		field := fmt.Sprintf("%s.patterns[%d].flags", what, j)
-		words := strValues(f)
-		if f.Kind == yaml.ScalarNode {
-			words = strings.FieldsFunc(f.Value, func(r rune) bool { return r == '|' || r == ',' || r == ' ' })
+		inline, bad := inlineFlags(f)
+		if bad != "" {
+			c.unmapped(fk, field, "flag %q has no RE2 inline form (ceval knows IGNORECASE=2, MULTILINE=8, DOTALL=16): rewrite the pattern without it", bad)
+			return fmt.Sprintf("patterns[%d] uses regex flag %q, which ceval cannot apply", j, bad)
 		}
-		var inline []string
-		for _, w := range words {
-			w = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(w)), "re.")
-			if w == "" || w == "0" {
-				continue
-			}
-			if fl, ok := regexFlags[w]; ok {
-				inline = append(inline, fl)
-				continue
-			}
-			if len(w) > 1 && strings.Trim(w, "ims") == "" { // letters: "is"
-				inline = append(inline, strings.Split(w, "")...)
-				continue
-			}
-			c.unmapped(fk, field, "flag %q has no RE2 inline form (ceval knows IGNORECASE, MULTILINE, DOTALL): rewrite the pattern without it", w)
-			return fmt.Sprintf("patterns[%d] uses regex flag %q, which ceval cannot apply", j, w)
-		}
-		pat := get(p, "pattern")
-		if pat == nil {
-			continue
-		}
-		slices.Sort(inline)
-		inline = slices.Compact(inline)
-		if len(inline) > 0 {
-			pat.Value = "(?" + strings.Join(inline, "") + ")" + pat.Value
-			pat.Style = 0
-			c.note(fk, field, "mapped to the inline flags (?%s) at the start of the pattern", strings.Join(inline, ""))
+		if pat := get(p, "pattern"); pat != nil && inline != "" {
+			pat.Value = "(?" + inline + ")" + pat.Value
+			pat.Tag, pat.Style = "!!str", 0
+			c.note(fk, field, "mapped to the inline flags (?%s) at the start of the pattern", inline)
+		} else {
+			c.note(fk, field, "%s sets no flag RE2 needs: dropped", f.Value)
 		}
 		del(p, "flags")
 	}
 	return ""
+}
+
+// pythonFlagBits are Python's re flag values (coder_eval's flags: int) RE2 spells inline;
+// re.UNICODE (32) is Python 3's default for text patterns and RE2's too.
+var pythonFlagBits = []struct {
+	bit    int
+	letter string
+}{{2, "i"}, {8, "m"}, {16, "s"}, {32, ""}}
+
+// inlineFlags reads a pattern's flags (an int bitmask as coder_eval's models take it, or
+// names and letters: IGNORECASE, "re.M|re.S", "is") as RE2's inline letters, sorted; bad is
+// the first flag RE2 has no inline form for.
+func inlineFlags(f *yaml.Node) (inline, bad string) {
+	words := strValues(f)
+	if f.Kind == yaml.ScalarNode {
+		words = strings.FieldsFunc(f.Value, func(r rune) bool { return r == '|' || r == ',' || r == ' ' || r == '+' })
+	}
+	var letters []string
+	for _, w := range words {
+		w = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(w)), "re.")
+		if w == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(w); err == nil && n >= 0 {
+			for _, b := range pythonFlagBits {
+				if n&b.bit != 0 {
+					n &^= b.bit
+					if b.letter != "" {
+						letters = append(letters, b.letter)
+					}
+				}
+			}
+			if n != 0 {
+				return "", fmt.Sprintf("%s (bits %d)", w, n)
+			}
+			continue
+		}
+		if fl, ok := regexFlags[w]; ok {
+			letters = append(letters, fl)
+			continue
+		}
+		if w == "u" || w == "unicode" {
+			continue
+		}
+		if len(w) > 1 && strings.Trim(w, "ims") == "" { // letters: "is"
+			letters = append(letters, strings.Split(w, "")...)
+			continue
+		}
+		return "", w
+	}
+	slices.Sort(letters)
+	return strings.Join(slices.Compact(letters), ""), ""
+}
+
+// regexAsFileCheck rewrites a file_matches_regex with must_match or flags (which ceval's
+// file_matches_regex lacks) as the file_check with one pattern that means the same; it
+// returns why it cannot, or "".
+func (c *conv) regexAsFileCheck(item *yaml.Node, what string) string {
+	pat := get(item, "pattern")
+	if pat == nil {
+		return "" // the loader reports the missing pattern
+	}
+	p := &yaml.Node{Kind: yaml.MappingNode}
+	p.Content = append(p.Content, scalar("pattern"), pat)
+	if mm := get(item, "must_match"); mm != nil {
+		p.Content = append(p.Content, scalar("must_match"), mm)
+	}
+	if f := get(item, "flags"); f != nil {
+		p.Content = append(p.Content, keyNode(item, "flags"), f)
+	}
+	del(item, "pattern")
+	del(item, "must_match")
+	del(item, "flags")
+	get(item, "type").Value = "file_check"
+	set(item, "patterns", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{p}})
+	c.note(item, what+" (file_matches_regex)", "became a file_check with one pattern {pattern, must_match}: ceval's file_matches_regex takes neither must_match nor flags")
+	return ""
+}
+
+// commonFields reports the fields every coder_eval criterion may carry that ceval's criteria
+// lack (suite-level gates, early stop), with what to do.
+func (c *conv) commonFields(item *yaml.Node, what string) {
+	for _, f := range []struct{ name, reason string }{
+		{"suite_thresholds", "ceval gates no run on a dataset's aggregate: summary.json's datasets section has the accuracy, precision, recall and F1 per dataset; check them in CI (ceval report --format markdown, or jq over summary.json)"},
+		{"stop_early", "ceval ends a run early only on the experiment's sequential test (stop_early at the experiment's top level); a per-criterion live stop has no equivalent: remove it"},
+	} {
+		if k := keyNode(item, f.name); k != nil {
+			c.unmapped(k, what+"."+f.name, "%s", f.reason)
+			del(item, f.name)
+		}
+	}
+}
+
+// judgeFiles splits an llm_judge's files: $REFERENCE_DIR/P entries become reference_files
+// (P inside reference.directory, as coder_eval read them); $TASK_DIR/P ones are reported.
+func (c *conv) judgeFiles(item *yaml.Node, what string) {
+	files := get(item, "files")
+	if files == nil || files.Kind != yaml.SequenceNode {
+		return
+	}
+	var ws, ref []*yaml.Node
+	for j, f := range files.Content {
+		v := f.Value
+		switch {
+		case strings.HasPrefix(v, "$REFERENCE_DIR/"), strings.HasPrefix(v, "${REFERENCE_DIR}/"):
+			_, rel, _ := strings.Cut(v, "/")
+			ref = append(ref, str(rel))
+			c.note(f, fmt.Sprintf("%s.files[%d]", what, j), "became reference_files: %s (read from reference.directory, never shown to the agent)", rel)
+		case strings.Contains(v, "TASK_DIR"):
+			c.unmapped(f, fmt.Sprintf("%s.files[%d]", what, j), "ceval's llm_judge reads workspace files and reference_files only: move %s under reference.directory and list it in reference_files, or paste it into the rubric", v)
+		default:
+			ws = append(ws, f)
+		}
+	}
+	files.Content = ws
+	if len(ws) == 0 {
+		del(item, "files")
+	}
+	if len(ref) > 0 {
+		set(item, "reference_files", &yaml.Node{Kind: yaml.SequenceNode, Content: ref})
+	}
 }
 
 // judgePrompt maps coder_eval's grading prompt (prompt:) to ceval's rubric, which is the
@@ -1083,39 +1209,91 @@ func (c *conv) experiment(root *yaml.Node) {
 	c.note(root, "tasks", "none in the file, as in coder_eval: name the converted task files after it (ceval run EXPERIMENT TASK...), or add tasks: [...]")
 }
 
-// dataset maps coder_eval's dataset (one JSONL file, rows keyed by id) onto ceval's; nil
-// when it cannot.
+// dataset maps coder_eval's dataset onto ceval's (one rows file, rows keyed by id); inline
+// rows are written to a rows file beside the output (c.files). nil when it cannot map.
 func (c *conv) dataset(v *yaml.Node) *yaml.Node {
-	paths := get(v, "paths")
+	if v.Kind != yaml.MappingNode {
+		c.unmapped(v, "dataset", "not a mapping")
+		return nil
+	}
+	paths, rows := get(v, "paths"), get(v, "rows")
+	idField := "id"
 	ok := true
 	for i := 0; i+1 < len(v.Content); i += 2 {
 		k, val := v.Content[i], v.Content[i+1]
 		switch k.Value {
-		case "paths":
+		case "paths", "rows":
 		case "id_field":
-			if val.Value != "id" {
-				c.unmapped(k, "dataset.id_field", "ceval names rows by their id field: rename %q to id in the rows", val.Value)
+			idField = val.Value
+			if idField != "id" && rows == nil {
+				c.unmapped(k, "dataset.id_field", "ceval names rows by their id field: rename %q to id in the rows file", val.Value)
 				ok = false
 			}
-		case "rows":
-			c.unmapped(k, "dataset.rows", "ceval reads rows from a file: move the inline rows into rows.yaml beside the task")
-			ok = false
+		case "split_field", "stratify_field", "sample_seed":
+			c.note(k, "dataset."+k.Value, "dropped: it only steers coder_eval's --split and stratified sampling, and ceval runs every row")
+		case "sample_per_stratum":
+			c.unmapped(k, "dataset.sample_per_stratum", "ceval runs every row, where coder_eval ran at most %s per stratum: cut the rows file to the sample you want", val.Value)
 		default:
-			c.unmapped(k, "dataset."+k.Value, "ceval runs every row: sample the file instead")
-			ok = false
+			c.unmapped(k, "dataset."+k.Value, "not a field of coder_eval's dataset this importer maps")
 		}
 	}
 	switch {
-	case paths == nil || len(paths.Content) == 0:
-		if ok {
-			c.unmapped(v, "dataset", "no paths")
-		}
+	case !ok:
+		return nil
+	case rows != nil && paths != nil:
+		c.unmapped(v, "dataset", "both rows and paths: coder_eval refuses it; keep one")
+		return nil
+	case rows != nil:
+		return c.inlineRows(rows, idField)
+	case paths == nil || paths.Kind != yaml.SequenceNode || len(paths.Content) == 0:
+		c.unmapped(v, "dataset", "no paths and no rows")
 		return nil
 	case len(paths.Content) > 1:
-		c.unmapped(paths, "dataset.paths", "ceval takes one rows file: concatenate them")
-		return nil
-	case !ok:
+		c.unmapped(paths, "dataset.paths", "ceval takes one rows file: concatenate them (cat A.jsonl B.jsonl > rows.jsonl) and name it in dataset.file")
 		return nil
 	}
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), paths.Content[0]}}
+}
+
+// inlineRows writes coder_eval's inline dataset rows as a JSONL file beside the output (its
+// id field renamed to id) and returns the dataset: {file} naming it.
+func (c *conv) inlineRows(rows *yaml.Node, idField string) *yaml.Node {
+	var list []map[string]any
+	if err := rows.Decode(&list); err != nil || len(list) == 0 {
+		c.unmapped(rows, "dataset.rows", "not a non-empty list of mappings")
+		return nil
+	}
+	var b strings.Builder
+	for i, row := range list {
+		if idField != "id" {
+			id, has := row[idField]
+			if !has {
+				c.unmapped(rows, "dataset.rows", "row %d has no %s (the id_field)", i+1, idField)
+				return nil
+			}
+			delete(row, idField)
+			if _, clash := row["id"]; clash {
+				c.unmapped(rows, "dataset.id_field", "the rows have both %s and id: ceval names rows by id only", idField)
+				return nil
+			}
+			row["id"] = id
+		}
+		line, err := json.Marshal(row)
+		if err != nil {
+			c.unmapped(rows, "dataset.rows", "row %d: %v", i+1, err)
+			return nil
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	name := strings.TrimSuffix(filepath.Base(c.file), filepath.Ext(c.file)) + ".rows.jsonl"
+	if c.files == nil {
+		c.files = map[string][]byte{}
+	}
+	c.files[name] = []byte(b.String())
+	c.note(rows, "dataset.rows", "written to %s beside the task (ceval reads rows from a file)", name)
+	if idField != "id" {
+		c.note(rows, "dataset.id_field", "%s renamed to id in %s", idField, name)
+	}
+	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), str(name)}}
 }

@@ -95,7 +95,7 @@ var unmappedCases = []struct {
 	{"unpinned python package", base + "sandbox:\n  python:\n    env_packages: [requests]\n", "sandbox.python.env_packages", "not pinned", 11, false},
 	{"repository template", base + "sandbox:\n  template_sources:\n    - type: repo\n      url: https://example.com/r.git\n", "sandbox.template_sources[0]", "clones", 11, false},
 	{"dockerfile", base + "sandbox:\n  docker:\n    dockerfile_path: ./environment/Dockerfile\n", "sandbox.docker.dockerfile_path", "Dockerfile builder", 11, false},
-	{"inline dataset rows", base + "dataset:\n  rows: [{id: a}]\n", "dataset.rows", "rows.yaml", 10, false},
+	{"dataset sampling", base + "dataset:\n  paths: [a.jsonl]\n  sample_per_stratum: 2\n", "dataset.sample_per_stratum", "every row", 11, false},
 	{"dataset of many files", base + "dataset:\n  paths: [a.jsonl, b.jsonl]\n", "dataset.paths", "one rows file", 10, false},
 	{"codex permission mode", strings.Replace(base, "type: claude-code", "type: codex\n  permission_mode: plan", 1), "agent.permission_mode", "claude-code", 6, false},
 	{"system prompt file", strings.Replace(base, "agent:\n", "agent:\n  system_prompt_file: sp.md\n", 1), "agent.system_prompt_file", "inline", 5, false},

@@ -154,6 +154,11 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 				if err := os.WriteFile(out, r.Output, 0o644); err != nil {
 					return err
 				}
+				for _, name := range slices.Sorted(maps.Keys(r.Files)) {
+					if err := os.WriteFile(filepath.Join(filepath.Dir(out), name), r.Files[name], 0o644); err != nil {
+						return err
+					}
+				}
 				pending = append(pending, len(results))
 			}
 			results = append(results, fr)

@@ -686,7 +686,7 @@ var criterionFields = map[string][]string{
 	FileMatchesRegex:    {"path", "pattern"},
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
-	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
+	ClassificationMatch: {"path", "expected_label", "allowed_labels", "case_sensitive"},
 	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "reward_key", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "reward_key", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
@@ -744,6 +744,11 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		"assertions":     func(v *yaml.Node) { l.assertions(v, what+".assertions", &c) },
 		"expected_label": func(v *yaml.Node) { l.str(v, what+".expected_label", &c.ExpectedLabel) },
 		"allowed_labels": func(v *yaml.Node) { l.strings(v, what+".allowed_labels", &c.AllowedLabels) },
+		"case_sensitive": func(v *yaml.Node) {
+			sensitive := true
+			l.boolean(v, what+".case_sensitive", &sensitive)
+			c.CaseInsensitive = !sensitive
+		},
 		"command":        func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
 		"timeout":        func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
 		"expected_exit_code": func(v *yaml.Node) {
@@ -852,7 +857,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		}
 	case ClassificationMatch:
 		need("expected_label")
-		if len(c.AllowedLabels) > 0 && c.ExpectedLabel != "" && !contains(c.AllowedLabels, c.ExpectedLabel) {
+		if len(c.AllowedLabels) > 0 && c.ExpectedLabel != "" && !containsLabel(c.AllowedLabels, c.ExpectedLabel, c.CaseInsensitive) {
 			l.errorf(rn, "%s: expected_label %q is not among allowed_labels", what, c.ExpectedLabel)
 		}
 	case RunCommand:
@@ -1177,4 +1182,14 @@ func (l *loader) workspacePath(n *yaml.Node, what string, glob bool) string {
 		return clean
 	}
 	return ""
+}
+
+// containsLabel says label is among labels, up to case when fold is set.
+func containsLabel(labels []string, label string, fold bool) bool {
+	for _, l := range labels {
+		if l == label || fold && strings.EqualFold(l, label) {
+			return true
+		}
+	}
+	return false
 }
