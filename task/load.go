@@ -749,8 +749,8 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 			l.boolean(v, what+".case_sensitive", &sensitive)
 			c.CaseInsensitive = !sensitive
 		},
-		"command":        func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
-		"timeout":        func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
+		"command": func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
+		"timeout": func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
 		"expected_exit_code": func(v *yaml.Node) {
 			var code int64
 			l.integer(v, what+".expected_exit_code", 0, 255, &code)
