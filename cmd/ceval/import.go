@@ -96,7 +96,7 @@ func reportImport(cmd *cobra.Command, results []importer.FileResult, err error) 
 const rootHelp = "declared root: task files may name material anywhere inside DIR (\"../\" included), nothing outside it (default: each task file's own directory)"
 
 func newImportHarborCmd() *cobra.Command {
-	var out string
+	var out, report string
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "harbor DIR... --out OUT",
@@ -117,9 +117,15 @@ func newImportHarborCmd() *cobra.Command {
 				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted tasks go)"))
 			}
 			results, err := importer.ImportHarbor(args, out, importer.Options{KeepUnmapped: keep})
+			if report != "" {
+				if werr := writeImportReport(report, results); werr != nil {
+					return exitWith(exitInvalid, werr)
+				}
+			}
 			return reportImport(cmd, results, err)
 		},
 	}
+	cmd.Flags().StringVar(&report, "report", "", "write a JSON report to this file: per task, its mapped (noted) and unmapped fields with reasons, the output path, and whether it validates")
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted tasks into")
 	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep a task without tests/test.sh valid with a placeholder criterion that always fails")
 	return cmd
