@@ -7,6 +7,7 @@ package importer
 import (
 	"encoding/json"
 	"fmt"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -85,6 +86,8 @@ type conv struct {
 	hasReference bool
 	// files are written beside the output (name -> content): a dataset's inline rows.
 	files map[string][]byte
+	// templates are the task's template_dir paths, in order (the sandbox's initial files).
+	templates []string
 }
 
 func (c *conv) unmapped(n *yaml.Node, field, format string, args ...any) {
@@ -161,6 +164,14 @@ func (c *conv) task(root *yaml.Node) {
 	sbIn := get(root, "sandbox")
 	c.thirdParty = len(strValues(get(get(sbIn, "python"), "env_packages"))) > 0 || get(get(sbIn, "docker"), "image") != nil
 	c.hasReference = c.hasReference || get(root, "reference") != nil
+	if ts := get(sbIn, "template_sources"); ts != nil {
+		c.templates = nil
+		for _, src := range ts.Content {
+			if t := get(src, "type"); (t == nil || t.Value == "template_dir") && get(src, "path") != nil {
+				c.templates = append(c.templates, get(src, "path").Value)
+			}
+		}
+	}
 	var kept []*yaml.Node
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -573,6 +584,14 @@ func (c *conv) runLimits(r *yaml.Node, agent *yaml.Node) (*yaml.Node, string) {
 				timeout, field = v, "run_limits.turn_timeout"
 			}
 			c.note(k, "run_limits.turn_timeout", "became sandbox.limits.timeout (ceval runs one turn)")
+		case "expected_turns":
+			c.note(k, "run_limits.expected_turns", "dropped: a soft target that only warned in coder_eval; run_limits.max_turns is ceval's hard cap")
+		case "stop_early", "stop_early_gate_threshold":
+			c.note(k, "run_limits."+k.Value, "dropped: coder_eval's per-criterion early stop has no ceval equivalent, so there is nothing to switch or gate")
+		case "count_cached_input", "count_cache_creation":
+			if v.Value == "true" {
+				c.unmapped(k, "run_limits."+k.Value, "ceval's gateway meters input tokens as the provider reports them: check README's model gateway section for what max_input_tokens counts and set the budget accordingly")
+			}
 		default:
 			c.unmapped(k, "run_limits."+k.Value, "not a run limit ceval can enforce")
 		}
@@ -720,6 +739,9 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 		c.note(item, what+".case_sensitive", "coder_eval matches labels up to case by default: written out as case_sensitive: false (ceval's default is exact)")
 	}
 	c.commonFields(item, what)
+	if typ == "json_check" {
+		c.schemaPath(item, what)
+	}
 	if typ == "llm_judge" {
 		c.judgeFiles(item, what)
 		if ir := get(item, "include_reference"); c.hasReference && ir == nil {
@@ -867,6 +889,25 @@ func (c *conv) regexAsFileCheck(item *yaml.Node, what string) string {
 	set(item, "patterns", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{p}})
 	c.note(item, what+" (file_matches_regex)", "became a file_check with one pattern {pattern, must_match}: ceval's file_matches_regex takes neither must_match nor flags")
 	return ""
+}
+
+// schemaPath points a json_check's json_schema file, which coder_eval read from the sandbox,
+// at the template's copy: ceval reads a schema file from the task's directory.
+func (c *conv) schemaPath(item *yaml.Node, what string) {
+	js := get(item, "json_schema")
+	if js == nil || js.Kind != yaml.ScalarNode || strings.Contains(js.Value, "$") {
+		return
+	}
+	switch len(c.templates) {
+	case 0:
+		c.note(js, what+".json_schema", "coder_eval read %s from the sandbox, ceval reads it beside the task file: put the schema there", js.Value)
+	case 1:
+		p := pathpkg.Join(c.templates[0], js.Value)
+		c.note(js, what+".json_schema", "coder_eval read %s from the sandbox: ceval reads the template's copy, %s (which the agent cannot change)", js.Value, p)
+		js.Value = p
+	default:
+		c.note(js, what+".json_schema", "coder_eval read %s from the sandbox, ceval reads it beside the task file: give the path of the template that holds it (one of %s)", js.Value, strings.Join(c.templates, ", "))
+	}
 }
 
 // commonFields reports the fields every coder_eval criterion may carry that ceval's criteria
