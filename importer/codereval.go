@@ -5,6 +5,7 @@
 package importer
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	pathpkg "path"
@@ -720,8 +721,15 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 	if typ == "llm_judge" || typ == "agent_judge" {
 		c.judgePrompt(item, what)
 	}
-	if typ == "cli_called" && (get(item, "tool") == nil || strings.TrimSpace(get(item, "tool").Value) == "") {
-		return "no tool: ceval's cli_called counts the calls of one protected mock: add tool: NAME (one of the task's protected_mocks)"
+	if typ == "cli_called" {
+		// coder_eval's cli_called reads the JSONL log a recording mock on the agent's PATH
+		// (sandbox.mock_path_dirs) writes in the sandbox; ceval's counts the calls of a
+		// protected mock, which ceval serves itself and the agent cannot forge.
+		tool := "NAME"
+		if t := get(item, "tool"); t != nil && strings.TrimSpace(t.Value) != "" {
+			tool = t.Value
+		}
+		return fmt.Sprintf("coder_eval's cli_called reads the invocation log its recording mocks write in the sandbox (log, verb, positional, flags); ceval's counts the calls of a protected mock it serves itself: declare protected_mocks: [{tool: %s, fixture: ...}] and write cli_called with tool: %s and argv patterns (one per argument)", tool, tool)
 	}
 	if typ == "file_matches_regex" && (get(item, "must_match") != nil || get(item, "flags") != nil) {
 		if reason := c.regexAsFileCheck(item, what); reason != "" {
@@ -845,7 +853,14 @@ func inlineFlags(f *yaml.Node) (inline, bad string) {
 				}
 			}
 			if n != 0 {
-				return "", fmt.Sprintf("%s (bits %d)", w, n)
+				names := map[int]string{1: "re.TEMPLATE", 4: "re.LOCALE", 64: "re.VERBOSE", 128: "re.DEBUG", 256: "re.ASCII"}
+				var left []string
+				for bit := 1; bit <= n; bit <<= 1 {
+					if n&bit != 0 {
+						left = append(left, cmp.Or(names[bit], strconv.Itoa(bit)))
+					}
+				}
+				return "", fmt.Sprintf("%s (%s)", w, strings.Join(left, "|"))
 			}
 			continue
 		}
@@ -1305,6 +1320,7 @@ func (c *conv) inlineRows(rows *yaml.Node, idField string) *yaml.Node {
 		return nil
 	}
 	var b strings.Builder
+	lowered := false
 	for i, row := range list {
 		if idField != "id" {
 			id, has := row[idField]
@@ -1312,12 +1328,15 @@ func (c *conv) inlineRows(rows *yaml.Node, idField string) *yaml.Node {
 				c.unmapped(rows, "dataset.rows", "row %d has no %s (the id_field)", i+1, idField)
 				return nil
 			}
-			delete(row, idField)
 			if _, clash := row["id"]; clash {
 				c.unmapped(rows, "dataset.id_field", "the rows have both %s and id: ceval names rows by id only", idField)
 				return nil
 			}
 			row["id"] = id
+		}
+		if id, ok := row["id"].(string); ok && strings.ToLower(id) != id {
+			row["id"] = strings.ToLower(id)
+			lowered = true
 		}
 		line, err := json.Marshal(row)
 		if err != nil {
@@ -1334,7 +1353,10 @@ func (c *conv) inlineRows(rows *yaml.Node, idField string) *yaml.Node {
 	c.files[name] = []byte(b.String())
 	c.note(rows, "dataset.rows", "written to %s beside the task (ceval reads rows from a file)", name)
 	if idField != "id" {
-		c.note(rows, "dataset.id_field", "%s renamed to id in %s", idField, name)
+		c.note(rows, "dataset.id_field", "each row's %s copied to id in %s (ceval names rows by id)", idField, name)
+	}
+	if lowered {
+		c.note(rows, "dataset.rows", "row ids lowercased in %s: ceval's row ids (part of the task ID) are lowercase", name)
 	}
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), str(name)}}
 }

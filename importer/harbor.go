@@ -372,6 +372,7 @@ var harborUnmapped = map[string]string{
 	"environment.workdir":       "the agent's workspace is always /workspace in ceval",
 	"solution.env.":             "ceval runs solution/solve.sh with no environment from the task: export the values at the top of solve.sh",
 	"steps[]":                   "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"steps.":                    "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
 	"steps[].":                  "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
 	"artifacts":                 "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
 	"artifacts[]":               "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",

@@ -1,0 +1,216 @@
+package importer
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The conformance corpus: testdata/conformance/{coder-eval,harbor}/CASE holds one small task
+// written from the format's public documentation (a coder_eval tree, or a Harbor task
+// directory), and beside it what the import must produce:
+//
+//	want.FILE      the output of each input file the import writes or converts (FILE's
+//	               path with "/" as "__"), byte for byte
+//	want.problems  every problem line (paths relative to the case), then one line per
+//	               output: "= FILE: valid" or "= FILE: invalid: <loader's first problem>"
+//	solved/, grade.txt  workspaces and the verdicts they get (cmd/ceval's conformance test)
+//
+// go test ./importer -run TestConformance -update rewrites the want files; review the diff.
+var update = flag.Bool("update", false, "rewrite the conformance corpus's want files")
+
+const conformanceDir = "testdata/conformance"
+
+// caseInput copies a case's input (everything but want.*, solved/ and grade.txt) to a fresh
+// directory named after the case, and returns it.
+func caseInput(t *testing.T, dir string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(dir))
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel != "." && (strings.HasPrefix(rel, "want.") || rel == "solved" || rel == "grade.txt") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(p, ".sh") {
+			mode = 0o755
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, mode)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// conformanceCases lists the case directories of one format.
+func conformanceCases(t *testing.T, format string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(conformanceDir, format))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, filepath.Join(conformanceDir, format, e.Name()))
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no %s cases", format)
+	}
+	return out
+}
+
+// importCase imports one case and returns its results, the input copy and the output dir.
+func importCase(t *testing.T, format, dir string) ([]FileResult, string, string) {
+	t.Helper()
+	in := caseInput(t, dir)
+	out := t.TempDir()
+	var rs []FileResult
+	var err error
+	switch format {
+	case "coder-eval":
+		rs, err = ImportCoderEval([]string{in}, out, Options{})
+	case "harbor":
+		rs, err = ImportHarbor([]string{in}, out, Options{})
+	}
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	return rs, in, filepath.Join(out, filepath.Base(in))
+}
+
+// caseProblems renders the results as want.problems holds them.
+func caseProblems(rs []FileResult, in, out string) string {
+	var b strings.Builder
+	rel := func(s string) string {
+		s = strings.ReplaceAll(s, out+string(filepath.Separator), "")
+		s = strings.ReplaceAll(s, in+string(filepath.Separator), "")
+		return s
+	}
+	for _, r := range rs {
+		for _, p := range r.Problems {
+			fmt.Fprintln(&b, rel(p.String()))
+		}
+	}
+	for _, r := range rs {
+		if r.Output == "" {
+			continue
+		}
+		if r.Invalid != nil {
+			first, _, _ := strings.Cut(r.Invalid.Error(), "\n")
+			fmt.Fprintf(&b, "= %s: invalid: %s\n", rel(r.Output), rel(first))
+		} else {
+			fmt.Fprintf(&b, "= %s: valid\n", rel(r.Output))
+		}
+	}
+	return b.String()
+}
+
+// outputsOf maps each output file the import wrote or changed (relative to out) to its
+// content: the converted task files, and files that are not a copy of an input (rows).
+func outputsOf(t *testing.T, in, out string) map[string][]byte {
+	t.Helper()
+	got := map[string][]byte{}
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(out, p)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		orig, err := os.ReadFile(filepath.Join(in, rel))
+		if err == nil && bytes.Equal(orig, data) {
+			return nil // copied as it was
+		}
+		// the temporary input's path, where an output names it, as the case's own
+		got[rel] = bytes.ReplaceAll(data, []byte(in+string(filepath.Separator)), nil)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func wantName(rel string) string {
+	return "want." + strings.ReplaceAll(filepath.ToSlash(rel), "/", "__")
+}
+
+// TestConformance imports every case of the corpus and compares each output, every problem
+// line and whether each output validates with the case's want files.
+func TestConformance(t *testing.T) {
+	for _, format := range []string{"coder-eval", "harbor"} {
+		for _, dir := range conformanceCases(t, format) {
+			t.Run(format+"/"+filepath.Base(dir), func(t *testing.T) {
+				rs, in, out := importCase(t, format, dir)
+				got := outputsOf(t, in, out)
+				got["problems"] = []byte(caseProblems(rs, in, out))
+				if *update {
+					old, _ := filepath.Glob(filepath.Join(dir, "want.*"))
+					for _, f := range old {
+						os.Remove(f)
+					}
+					for rel, data := range got {
+						name := "want.problems"
+						if rel != "problems" {
+							name = wantName(rel)
+						}
+						if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return
+				}
+				wants, _ := filepath.Glob(filepath.Join(dir, "want.*"))
+				var wantNames []string
+				for _, w := range wants {
+					wantNames = append(wantNames, filepath.Base(w))
+				}
+				var gotNames []string
+				for rel := range got {
+					name := "want.problems"
+					if rel != "problems" {
+						name = wantName(rel)
+					}
+					gotNames = append(gotNames, name)
+					want, err := os.ReadFile(filepath.Join(dir, name))
+					if err != nil {
+						t.Errorf("the import wrote %s, which the case has no %s for (run with -update and review)", rel, name)
+						continue
+					}
+					if !bytes.Equal(want, got[rel]) {
+						t.Errorf("%s differs from %s:\n--- got\n%s\n--- want\n%s", rel, name, got[rel], want)
+					}
+				}
+				slices.Sort(wantNames)
+				slices.Sort(gotNames)
+				if !slices.Equal(wantNames, gotNames) {
+					t.Errorf("outputs %v, want %v", gotNames, wantNames)
+				}
+			})
+		}
+	}
+}
