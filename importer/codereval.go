@@ -89,14 +89,16 @@ type conv struct {
 	files map[string][]byte
 	// templates are the task's template_dir paths, in order (the sandbox's initial files).
 	templates []string
+	// prefix names the experiment layer being converted ("defaults.", "variants[1].").
+	prefix string
 }
 
 func (c *conv) unmapped(n *yaml.Node, field, format string, args ...any) {
-	c.problems = append(c.problems, Problem{File: c.file, Line: n.Line, Field: field, Reason: fmt.Sprintf(format, args...), Unmapped: true})
+	c.problems = append(c.problems, Problem{File: c.file, Line: n.Line, Field: c.prefix + field, Reason: fmt.Sprintf(format, args...), Unmapped: true})
 }
 
 func (c *conv) note(n *yaml.Node, field, format string, args ...any) {
-	c.problems = append(c.problems, Problem{File: c.file, Line: n.Line, Field: field, Reason: fmt.Sprintf(format, args...)})
+	c.problems = append(c.problems, Problem{File: c.file, Line: n.Line, Field: c.prefix + field, Reason: fmt.Sprintf(format, args...)})
 }
 
 // CoderEval converts one coder_eval task file (name is how problems name it).
@@ -253,8 +255,13 @@ func (c *conv) task(root *yaml.Node) {
 			lim = &yaml.Node{Kind: yaml.MappingNode}
 			set(sandbox, "limits", lim)
 		}
-		if get(lim, "timeout") == nil || extra.timeoutField == "run_limits.task_timeout" {
+		if old := get(lim, "timeout"); old == nil || extra.timeoutField == "run_limits.task_timeout" {
+			if old != nil {
+				c.note(keyNode(lim, "timeout"), "sandbox.limits.timeout", "%s replaced by %s: %s (the whole run's limit)", old.Value, extra.timeoutField, extra.timeout.Value)
+			}
 			set(lim, "timeout", seconds(extra.timeout))
+		} else {
+			c.note(extra.timeout, extra.timeoutField, "dropped: sandbox.limits.timeout (%s) bounds the run", get(lim, "timeout").Value)
 		}
 	}
 	if sandbox != nil && len(sandbox.Content) == 0 {
@@ -316,6 +323,7 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 			return
 		}
 		out.args = append(out.args, name, value)
+		c.note(k, "agent."+k.Value, "became %s in agent.args (the claude CLI's flag)", name)
 	}
 	for i := 0; i+1 < len(a.Content); i += 2 {
 		k, v := a.Content[i], a.Content[i+1]
@@ -357,7 +365,14 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 				flag(k, v, "--append-system-prompt", v.Value)
 			}
 		case "system_prompt_mode":
-			// read with system_prompt
+			// read with system_prompt, which says what it chose
+			if claude && get(a, "system_prompt") != nil {
+				c.note(k, "agent.system_prompt_mode", "%s: system_prompt became %s", v.Value, map[bool]string{true: "--system-prompt", false: "--append-system-prompt"}[v.Value == "replace"])
+			} else if get(a, "system_prompt") == nil {
+				c.note(k, "agent.system_prompt_mode", "dropped: there is no system_prompt")
+			} else {
+				c.unmapped(k, "agent.system_prompt_mode", "mapped only for claude-code, with system_prompt")
+			}
 		case "claude_settings":
 			if v.Kind != yaml.MappingNode {
 				c.unmapped(k, "agent.claude_settings", "a settings file path is read from the host at run time: inline the settings as a mapping")
@@ -385,9 +400,10 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 				case path == nil:
 					c.unmapped(p, fmt.Sprintf("agent.plugins[%d]", j), "no path")
 				case strings.Contains(path.Value, "$"):
-					c.unmapped(path, fmt.Sprintf("agent.plugins[%d].path", j), "%q names the plugin through an environment variable read on the host at run time: copy the plugin under the task root and give its relative path", path.Value)
+					c.unmapped(path, fmt.Sprintf("agent.plugins[%d]", j), "path %q names the plugin through an environment variable read on the host at run time: copy the plugin under the task root and give its relative path", path.Value)
 				default:
 					out.plugins = append(out.plugins, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("path"), path}})
+					c.note(p, fmt.Sprintf("agent.plugins[%d]", j), "became plugins: [{path: %s}] at the top level (ceval installs local plugins only)", path.Value)
 				}
 			}
 		default:
@@ -433,6 +449,8 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 		case "driver":
 			if v.Value == "tempdir" {
 				c.note(k, "sandbox.driver", "tempdir ran the agent on the host; ceval always runs it in a hardened container")
+			} else {
+				c.note(k, "sandbox.driver", "dropped: ceval always runs the agent in a hardened container")
 			}
 		case "limits":
 			var lk []*yaml.Node
@@ -445,6 +463,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 					if lval.Tag == "!!null" {
 						continue
 					}
+					c.note(lkey, "sandbox.limits."+lkey.Value, "became sandbox.limits.%s", limitNames[lkey.Value])
 					lkey.Value = limitNames[lkey.Value]
 					lk = append(lk, lkey, lval)
 				default:
@@ -472,7 +491,9 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 				c.note(k, "sandbox.python", "became sandbox.pip with pip_find_links: wheels; put the wheels (pip download --only-binary=:all:) in wheels/ beside the task")
 			}
 		case "node":
-			if len(strValues(get(v, "env_packages"))) > 0 {
+			if len(strValues(get(v, "env_packages"))) == 0 {
+				c.note(k, "sandbox.node", "no npm packages: nothing to install")
+			} else {
 				c.unmapped(get(v, "env_packages"), "sandbox.node.env_packages", "ceval's package images take Debian packages and pinned pip wheels, not npm packages: bake them into an image (sandbox.image)")
 			}
 		case "docker":
@@ -481,6 +502,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 				switch dk.Value {
 				case "image":
 					kept = append(kept, scalar("image"), dv)
+					c.note(dk, "sandbox.docker.image", "became sandbox.image")
 				case "network":
 					if dv.Value == "bridge" {
 						c.note(dv, "sandbox.docker.network", "bridge became ceval's default (no network): model calls go through ceval's gateway; add sandbox.network: host only if the task needs the internet")
@@ -489,6 +511,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 					c.note(dk, "sandbox.docker.env_passthrough", "dropped: its default forwards API keys into the container, which ceval's gateway keeps on the host; name other variables in agent.env_passthrough")
 				case "env_passthrough_extra":
 					out.envPass = append(out.envPass, strValues(dv)...)
+					c.note(dk, "sandbox.docker.env_passthrough_extra", "became agent.env_passthrough (each variable still needs the user's --allow-env)")
 				default:
 					c.unmapped(dk, "sandbox.docker."+dk.Value, "%s", dockerReason(dk.Value))
 				}
@@ -505,13 +528,14 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 					mount := get(src, "mount_point")
 					switch {
 					case mount != nil && mount.Value != "." && mount.Value != "./":
-						c.unmapped(mount, field+".mount_point", "ceval copies a template into the workspace's root only")
+						c.unmapped(mount, field, "mount_point %s: ceval copies a template into the workspace's root only: move the template's files under a %s/ directory inside it", mount.Value, mount.Value)
 					case get(src, "path") == nil:
 						c.unmapped(src, field, "no path")
 					default:
 						if get(workspace(), "starter_files") != nil {
 							c.note(src, field, "ceval writes starter_files after every template_dir, so a starter file listed before this template wins over it where coder_eval let the template replace it")
 						}
+						c.note(src, field, "became sandbox.workspace.template_dir %s (copied in coder_eval's order)", get(src, "path").Value)
 						switch prev := get(workspace(), "template_dir"); {
 						case prev == nil:
 							set(workspace(), "template_dir", get(src, "path"))
@@ -530,10 +554,15 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 					if f := get(src, "files"); f != nil {
 						files.Content = append(files.Content, f.Content...)
 					}
+					c.note(src, field, "became sandbox.workspace.starter_files")
 				default:
 					c.unmapped(src, field, "template source %q has no ceval equivalent: ceval never clones repositories at run time; check the repository out under the task root and use it as template_dir", typ)
 				}
 			}
+		case "mock_path_dirs":
+			c.unmapped(k, "sandbox.mock_path_dirs", "ceval puts nothing from the workspace on the agent's PATH: serve each mocked CLI as a protected mock (protected_mocks: [{tool, fixture}]), which the agent cannot read or change")
+		case "ignore_patterns", "additional_ignore_patterns":
+			c.unmapped(k, "sandbox."+k.Value, "ceval copies every file of a template: remove the files you do not want from the template directory")
 		default:
 			c.unmapped(k, "sandbox."+k.Value, "not a sandbox setting ceval can map")
 		}
@@ -590,7 +619,9 @@ func (c *conv) runLimits(r *yaml.Node, agent *yaml.Node) (*yaml.Node, string) {
 		case "stop_early", "stop_early_gate_threshold":
 			c.note(k, "run_limits."+k.Value, "dropped: coder_eval's per-criterion early stop has no ceval equivalent, so there is nothing to switch or gate")
 		case "count_cached_input", "count_cache_creation":
-			if v.Value == "true" {
+			if v.Value != "true" {
+				c.note(k, "run_limits."+k.Value, "false, coder_eval's default: dropped")
+			} else {
 				c.unmapped(k, "run_limits."+k.Value, "ceval's gateway meters input tokens as the provider reports them: check README's model gateway section for what max_input_tokens counts and set the budget accordingly")
 			}
 		default:
@@ -641,7 +672,7 @@ func (c *conv) criteria(list *yaml.Node) {
 		}
 		if en := get(item, "enabled"); en != nil {
 			if en.Value == "false" {
-				c.note(en, what+".enabled", "enabled: false: the criterion is left out (coder_eval does not grade it either)")
+				c.note(en, what+" (enabled: false)", "the criterion is left out (coder_eval does not grade it either)")
 				continue
 			}
 			del(item, "enabled")
@@ -687,6 +718,7 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 				set(item, "min_count", scalar("0"))
 				set(item, "max_count", scalar("0"))
 			}
+			c.note(item, what+" ("+typ+")", "became tool_called over the agent's tool calls: tool_name -> tool, command_pattern -> input_pattern, require_success: true -> outcome: ok")
 			get(item, "type").Value = "tool_called"
 			typ = "tool_called"
 			rename(item, "tool_name", "tool")
@@ -813,7 +845,7 @@ func (c *conv) patternFlags(item *yaml.Node, what string) string {
 		if pat := get(p, "pattern"); pat != nil && inline != "" {
 			pat.Value = "(?" + inline + ")" + pat.Value
 			pat.Tag, pat.Style = "!!str", 0
-			c.note(fk, field, "mapped to the inline flags (?%s) at the start of the pattern", inline)
+			c.note(fk, strings.TrimSuffix(field, ".flags"), "flags mapped to the inline flags (?%s) at the start of the pattern", inline)
 		} else {
 			c.note(fk, field, "%s sets no flag RE2 needs: dropped", f.Value)
 		}
@@ -947,14 +979,22 @@ func (c *conv) judgeFiles(item *yaml.Node, what string) {
 		return
 	}
 	var ws, ref []*yaml.Node
+	changed := false
+	defer func() {
+		if changed && len(ws) > 0 {
+			c.note(files, what+".files", "kept the workspace files: %s", strings.Join(strValues(&yaml.Node{Kind: yaml.SequenceNode, Content: ws}), ", "))
+		}
+	}()
 	for j, f := range files.Content {
 		v := f.Value
 		switch {
 		case strings.HasPrefix(v, "$REFERENCE_DIR/"), strings.HasPrefix(v, "${REFERENCE_DIR}/"):
+			changed = true
 			_, rel, _ := strings.Cut(v, "/")
 			ref = append(ref, str(rel))
 			c.note(f, fmt.Sprintf("%s.files[%d]", what, j), "became reference_files: %s (read from reference.directory, never shown to the agent)", rel)
 		case strings.Contains(v, "TASK_DIR"):
+			changed = true
 			c.unmapped(f, fmt.Sprintf("%s.files[%d]", what, j), "ceval's llm_judge reads workspace files and reference_files only: move %s under reference.directory and list it in reference_files, or paste it into the rubric", v)
 		default:
 			ws = append(ws, f)
@@ -980,7 +1020,7 @@ func (c *conv) judgePrompt(item *yaml.Node, what string) {
 	if r := get(item, "rubric"); r != nil {
 		r.Value = strings.TrimRight(p.Value, "\n") + "\n\nRubric:\n" + r.Value
 		r.Tag, r.Style = "!!str", yaml.LiteralStyle
-		c.note(pk, what+".prompt", "ceval's judge takes one text: the prompt and the rubric are joined into rubric (prompt first)")
+		c.note(pk, what+" (prompt, rubric)", "ceval's judge takes one text: the prompt and the rubric are joined into rubric (prompt first)")
 	} else {
 		pk.Value = "rubric"
 		c.note(pk, what+".prompt", "mapped to rubric: ceval's judge instructions (what to grade and how it maps to a score from 0 to 1)")
@@ -995,15 +1035,25 @@ func judgeOption(c *conv, typ string, item, k, v *yaml.Node, what string, kept *
 	field := what + "." + k.Value
 	switch k.Value {
 	case "include_reference":
-		if v.Value == "true" {
+		if v.Value != "true" {
+			c.note(k, field, "false: ceval's judge sees no reference file unless reference_files lists one, the same")
+		} else {
 			if typ == "llm_judge" {
 				c.note(k, field, "dropped: ceval's llm_judge sees only the reference files named in reference_files: list them there (paths under reference.directory)")
 			} else {
 				c.note(k, field, "dropped: ceval's judge agent sees the workspace only; copy what it must compare against into the rubric")
 			}
 		}
-	case "include_agent_output", "include_tool_calls", "include_dialog", "capture_transcript":
+	case "capture_transcript":
 		if v.Value == "true" {
+			c.unmapped(k, field, "ceval's %s keeps no judge transcript beside the result: remove it", typ)
+		} else {
+			c.note(k, field, "false: dropped (ceval keeps no judge transcript)")
+		}
+	case "include_agent_output", "include_tool_calls", "include_dialog":
+		if v.Value != "true" {
+			c.note(k, field, "false: dropped (ceval's judge sees the workspace files only)")
+		} else {
 			c.unmapped(k, field, "ceval's %s sees the workspace files, not the agent's output, tool calls or dialog: grade tool calls with a tool_called criterion, or have the agent write what the judge needs to a file and list it in files", typ)
 		}
 	case "max_dialog_chars", "max_transcript_chars":
@@ -1161,6 +1211,7 @@ func (c *conv) experiment(root *yaml.Node) {
 			case "repeats":
 				if where == "defaults" {
 					repeats = v
+					c.note(k, "defaults.repeats", "became the experiment's repeats")
 				} else {
 					c.unmapped(k, where+".repeats", "ceval repeats every variant the same number of times (the experiment's repeats): split the variant into its own experiment")
 				}
@@ -1179,6 +1230,7 @@ func (c *conv) experiment(root *yaml.Node) {
 			case "description":
 				if where != "defaults" {
 					m.HeadComment = strings.TrimSpace(m.HeadComment + "\n" + v.Value)
+					c.note(k, where+".description", "became a comment on the variant")
 					continue
 				}
 				rest = append(rest, k, v)
@@ -1196,9 +1248,9 @@ func (c *conv) experiment(root *yaml.Node) {
 			set(sb, "template_sources", templates)
 			c.note(templates, where+".template_sources", "replaces the task's template, where coder_eval appended to it")
 		}
-		c.partial = true
+		c.partial, c.prefix = true, where+"."
 		c.task(m)
-		c.partial = false
+		c.partial, c.prefix = false, ""
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
@@ -1236,6 +1288,7 @@ func (c *conv) experiment(root *yaml.Node) {
 			c.unmapped(defaultsChain, "defaults.prompt_mutations", "no variants to apply them to: ceval applies prompt changes per variant")
 		}
 		if variants != nil {
+			c.note(defaultsChain, "defaults.prompt_mutations", "applied to every variant before its own mutations, as coder_eval does")
 			defaults := newChain("defaults", defaultsChain.Content)
 			for j, item := range variants.Content {
 				own, ok := chains[item]
@@ -1308,6 +1361,7 @@ func (c *conv) dataset(v *yaml.Node) *yaml.Node {
 		c.unmapped(paths, "dataset.paths", "ceval takes one rows file: concatenate them (cat A.jsonl B.jsonl > rows.jsonl) and name it in dataset.file")
 		return nil
 	}
+	c.note(paths, "dataset.paths", "became dataset.file: %s", paths.Content[0].Value)
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), paths.Content[0]}}
 }
 

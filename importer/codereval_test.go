@@ -90,7 +90,7 @@ var unmappedCases = []struct {
 	{"the task dir itself in a command", crit("  - type: run_command\n    command: cd $TASK_DIR && python check.py\n"), "success_criteria[1] (run_command)", "grader_files", 9, true},
 	{"unknown criterion field", crit("  - type: file_exists\n    path: a\n    glob: true\n"), "success_criteria[1].glob", "not a field", 11, false},
 	{"unknown agent", strings.Replace(base, "type: claude-code", "type: antigravity", 1), "agent.type", "no ceval agent type", 5, false},
-	{"plugin through an environment variable", strings.Replace(base, "agent:\n", "agent:\n  plugins:\n    - type: local\n      path: $PLUGIN_PATH/x\n", 1), "agent.plugins[0].path", "environment variable", 7, false},
+	{"plugin through an environment variable", strings.Replace(base, "agent:\n", "agent:\n  plugins:\n    - type: local\n      path: $PLUGIN_PATH/x\n", 1), "agent.plugins[0]", "environment variable", 7, false},
 	{"npm packages", base + "sandbox:\n  node:\n    env_packages: [\"@uipath/cli@0.1.5\"]\n", "sandbox.node.env_packages", "npm", 11, false},
 	{"unpinned python package", base + "sandbox:\n  python:\n    env_packages: [requests]\n", "sandbox.python.env_packages", "not pinned", 11, false},
 	{"repository template", base + "sandbox:\n  template_sources:\n    - type: repo\n      url: https://example.com/r.git\n", "sandbox.template_sources[0]", "clones", 11, false},

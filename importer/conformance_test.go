@@ -5,11 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The conformance corpus: testdata/conformance/{coder-eval,harbor}/CASE holds one small task
@@ -213,4 +216,128 @@ func TestConformance(t *testing.T) {
 			})
 		}
 	}
+}
+
+// leafKeys lists every key of a YAML tree whose value holds no mapping (a scalar, a list of
+// scalars, an empty mapping), with its path (a.b[0].c) and its value decoded.
+func leafKeys(n *yaml.Node, path string, out map[string]any) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			leafKeys(c, path, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if path != "" {
+				p = path + "." + k.Value
+			}
+			if hasMapping(v) {
+				leafKeys(v, p, out)
+				continue
+			}
+			var val any
+			v.Decode(&val)
+			out[p] = val
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			leafKeys(c, fmt.Sprintf("%s[%d]", path, i), out)
+		}
+	}
+}
+
+func hasMapping(n *yaml.Node) bool {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return len(n.Content) > 0
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if hasMapping(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// carried says the output holds key (its last name) with the same value under the same
+// top-level field: kept, if perhaps at another index of a list (a criterion left out
+// before it) or another depth of the same field.
+func carried(path string, val any, out map[string]any) bool {
+	top, _, _ := strings.Cut(path, ".")
+	top, _, _ = strings.Cut(top, "[")
+	name := path[strings.LastIndexAny(path, ".]")+1:]
+	for p, v := range out {
+		t, _, _ := strings.Cut(p, ".")
+		t, _, _ = strings.Cut(t, "[")
+		same := fmt.Sprint(v) == fmt.Sprint(val) || fmt.Sprint(v) == fmt.Sprint(val)+"s" // seconds as a duration
+		if t == top && p[strings.LastIndexAny(p, ".]")+1:] == name && same {
+			return true
+		}
+	}
+	return false
+}
+
+// accountedFor says a problem (note or unmapped) names path or a field holding it.
+func accountedFor(path string, problems []Problem) bool {
+	norm := func(s string) string { // "success_criteria[1] (cli_called)" -> "success_criteria[1]"
+		s, _, _ = strings.Cut(s, " ")
+		return s
+	}
+	for _, p := range problems {
+		f := norm(p.Field)
+		if f == path || strings.HasPrefix(path, f+".") || strings.HasPrefix(path, f+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEveryCoderEvalKeyIsCarriedNotedOrUnmapped: the importer never changes a task's meaning
+// silently. For every key of every coder_eval input of the corpus (and the older fixtures),
+// the output holds it with its value, or a note says what it became, or it is listed as
+// unmapped with what to do.
+func TestEveryCoderEvalKeyIsCarriedNotedOrUnmapped(t *testing.T) {
+	var files []string
+	for _, root := range []string{filepath.Join(conformanceDir, "coder-eval"), "testdata/coder-eval"} {
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && isYAML(p) && !strings.HasPrefix(d.Name(), "want.") && !strings.Contains(p, "/solved/") {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	if len(files) < 40 {
+		t.Fatalf("only %d coder_eval inputs", len(files))
+	}
+	keys := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in, out yaml.Node
+		if err := yaml.Unmarshal(data, &in); err != nil {
+			t.Fatal(err)
+		}
+		r, err := CoderEval(f, data, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(r.Output, &out); err != nil {
+			t.Fatal(err)
+		}
+		inKeys, outKeys := map[string]any{}, map[string]any{}
+		leafKeys(&in, "", inKeys)
+		leafKeys(&out, "", outKeys)
+		for _, path := range slices.Sorted(maps.Keys(inKeys)) {
+			keys++
+			if !carried(path, inKeys[path], outKeys) && !accountedFor(path, r.Problems) {
+				t.Errorf("%s: %s (%v) is neither in the output nor named by a note or an unmapped line", f, path, inKeys[path])
+			}
+		}
+	}
+	t.Logf("%d keys of %d files accounted for", keys, len(files))
 }

@@ -216,6 +216,7 @@ func (c *conv) promptMutations(variants *yaml.Node, chains map[*yaml.Node]mutati
 		}
 		if affix != nil {
 			set(v, "prompt", affix)
+			c.note(v, ch.where+".prompt_mutations", "became the variant's prompt: {prefix, suffix} (the defaults' chain first, as coder_eval applied it)")
 			kept = append(kept, v)
 			continue
 		}
