@@ -396,6 +396,11 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 		case "plugins":
 			for j, p := range v.Content {
 				path := get(p, "path")
+				c.unknownKeys(p, fmt.Sprintf("agent.plugins[%d]", j), []string{"type", "path"}, "coder_eval's plugin")
+				if t := get(p, "type"); t != nil && t.Value != "local" {
+					c.unmapped(t, fmt.Sprintf("agent.plugins[%d].type", j), "plugin type %q: ceval installs local plugins only (a directory beside the task)", t.Value)
+					continue
+				}
 				switch {
 				case path == nil:
 					c.unmapped(p, fmt.Sprintf("agent.plugins[%d]", j), "no path")
@@ -475,6 +480,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 				kept = append(kept, k, v)
 			}
 		case "python":
+			c.unknownKeys(v, "sandbox.python", []string{"env_packages"}, "coder_eval's sandbox.python")
 			pkgs := strValues(get(v, "env_packages"))
 			if len(pkgs) == 0 {
 				continue
@@ -491,6 +497,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 				c.note(k, "sandbox.python", "became sandbox.pip with pip_find_links: wheels; put the wheels (pip download --only-binary=:all:) in wheels/ beside the task")
 			}
 		case "node":
+			c.unknownKeys(v, "sandbox.node", []string{"env_packages"}, "coder_eval's sandbox.node")
 			if len(strValues(get(v, "env_packages"))) == 0 {
 				c.note(k, "sandbox.node", "no npm packages: nothing to install")
 			} else {
@@ -523,6 +530,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 				if t := get(src, "type"); t != nil {
 					typ = t.Value
 				}
+				c.unknownKeys(src, field, map[string][]string{"template_dir": {"type", "path", "mount_point"}, "starter_files": {"type", "files"}, "repo": {"type", "url", "commit", "ref"}}[typ], "coder_eval's "+typ+" template source")
 				switch typ {
 				case "template_dir":
 					mount := get(src, "mount_point")
@@ -954,6 +962,19 @@ func (c *conv) schemaPath(item *yaml.Node, what string) {
 		js.Value = p
 	default:
 		c.note(js, what+".json_schema", "coder_eval read %s from the sandbox, ceval reads it beside the task file: give the path of the template that holds it (one of %s)", js.Value, strings.Join(c.templates, ", "))
+	}
+}
+
+// unknownKeys reports each key of m that is not in known (what: the thing m is), when m is
+// read field by field rather than carried whole.
+func (c *conv) unknownKeys(m *yaml.Node, where string, known []string, what string) {
+	if m == nil || m.Kind != yaml.MappingNode || known == nil {
+		return
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if k := m.Content[i]; !contains(known, k.Value) {
+			c.unmapped(k, where+"."+k.Value, "not a field of %s this importer maps", what)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"cmp"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -340,4 +341,211 @@ func TestEveryCoderEvalKeyIsCarriedNotedOrUnmapped(t *testing.T) {
 		}
 	}
 	t.Logf("%d keys of %d files accounted for", keys, len(files))
+}
+
+// coderEvalInputs lists the coder_eval task and experiment files of the corpus and the older
+// fixtures.
+func coderEvalInputs(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	for _, root := range []string{filepath.Join(conformanceDir, "coder-eval"), "testdata/coder-eval"} {
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && isYAML(p) && !strings.HasPrefix(d.Name(), "want.") && !strings.Contains(p, "/solved/") {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	if len(files) < 40 {
+		t.Fatalf("only %d coder_eval inputs", len(files))
+	}
+	return files
+}
+
+// mappings lists every mapping node under n, with its path (a.b[0]).
+func mappings(n *yaml.Node, path string) (nodes []*yaml.Node, paths []string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			ns, ps := mappings(c, path)
+			nodes, paths = append(nodes, ns...), append(paths, ps...)
+		}
+	case yaml.MappingNode:
+		nodes, paths = append(nodes, n), append(paths, path)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			ns, ps := mappings(n.Content[i+1], p)
+			nodes, paths = append(nodes, ns...), append(paths, ps...)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			ns, ps := mappings(c, fmt.Sprintf("%s[%d]", path, i))
+			nodes, paths = append(nodes, ns...), append(paths, ps...)
+		}
+	}
+	return nodes, paths
+}
+
+// TestAKeyTheImporterDoesNotKnowIsNeverDroppedSilently: a field coder_eval may add tomorrow,
+// put into every mapping of every corpus input in turn (the task, agent, sandbox, each
+// criterion, pattern, assertion, template source, step, mutation, dataset, simulation...),
+// is reported as unmapped, or kept in the output where ceval's loader refuses it by name.
+func TestAKeyTheImporterDoesNotKnowIsNeverDroppedSilently(t *testing.T) {
+	const unknown = "zz_field_from_the_future"
+	tried := 0
+	for _, f := range coderEvalInputs(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		nodes, _ := mappings(&doc, "")
+		for i := range nodes {
+			var d yaml.Node
+			yaml.Unmarshal(data, &d)
+			ns, ps := mappings(&d, "")
+			m, path := ns[i], ps[i]
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: unknown}, &yaml.Node{Kind: yaml.ScalarNode, Value: "1"})
+			in, err := yaml.Marshal(&d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := CoderEval(f, in, Options{})
+			if err != nil {
+				t.Fatalf("%s with %s in mapping %d: %v", f, unknown, i, err)
+			}
+			tried++
+			if strings.Contains(string(r.Output), unknown) {
+				continue // the loader names it: unknown field
+			}
+			found := false
+			for _, data := range r.Files {
+				found = found || bytes.Contains(data, []byte(unknown)) // a dataset row's field
+			}
+			for _, p := range r.Problems {
+				// named, or inside a field reported (or left out with a note) as a whole
+				whole := p.Unmapped || strings.HasSuffix(p.Field, "(enabled: false)") // reported, or left out, whole
+				found = found || p.Unmapped && strings.Contains(p.Field, unknown) || whole && path != "" && accountedFor(path+".x", []Problem{p})
+			}
+			if !found {
+				t.Errorf("%s: %s in %s (line %d) vanished without an unmapped line", f, unknown, cmp.Or(path, "the top level"), m.Line)
+			}
+		}
+	}
+	t.Logf("%s tried in %d mappings", unknown, tried)
+}
+
+// harborKeys is every task.toml key Harbor documents (schema 1.0 to 1.4), each with a value,
+// and what the import must do with it: "carried" (the output holds want), "note" or
+// "unmapped" (a problem names the key).
+var harborKeys = []struct{ table, key, value, want, outcome string }{
+	{"", "version", `"1.0"`, "", "format"},
+	{"", "schema_version", `"1.4"`, "", "format"},
+	{"", "source", `"terminal-bench"`, "", "note"},
+	{"", "artifacts", `["/app/out.log"]`, "", "unmapped"},
+	{"", "multi_step_reward_mode", `"mean"`, "", "unmapped"},
+	{"task", "name", `"org/hello"`, "Harbor package org/hello", "carried"},
+	{"task", "description", `"Say hello"`, "description: Say hello", "carried"},
+	{"task", "keywords", `["kw1"]`, "- kw1", "carried"},
+	{"metadata", "author_name", `"Ada"`, "", "note"},
+	{"metadata", "author_email", `"ada@example.com"`, "", "note"},
+	{"metadata", "difficulty", `"hard"`, "(hard)", "carried"},
+	{"metadata", "category", `"systems"`, "- systems", "carried"},
+	{"metadata", "tags", `["t1"]`, "- t1", "carried"},
+	{"metadata", "anything_else", `"x"`, "", "note"},
+	{"verifier", "timeout_sec", "45.0", "timeout: 45s", "carried"},
+	{"verifier", "user", `"root"`, "", "unmapped"},
+	{"verifier", "network_mode", `"public"`, "", "unmapped"},
+	{"verifier", "allowed_hosts", `["pypi.org"]`, "", "unmapped"},
+	{"verifier", "environment_mode", `"separate"`, "", "unmapped"},
+	{"verifier.env", "MODE", `"strict"`, "export MODE=''strict''", "carried"},
+	{"verifier.env", "TOKEN", `"${HOST_TOKEN}"`, "", "unmapped"},
+	{"verifier.environment", "docker_image", `"v:1"`, "", "unmapped"},
+	{"agent", "timeout_sec", "90", "timeout: 90s", "carried"},
+	{"agent", "user", `"root"`, "", "unmapped"},
+	{"agent", "network_mode", `"allowlist"`, "", "unmapped"},
+	{"agent", "allowed_hosts", `["pypi.org"]`, "", "unmapped"},
+	{"environment", "build_timeout_sec", "600.0", "", "note"},
+	{"environment", "docker_image", `"ghcr.io/x/y:1"`, "image: ghcr.io/x/y:1", "carried"},
+	{"environment", "cpus", "3", "cpus: 3", "carried"},
+	{"environment", "memory_mb", "1536", "memory_mb: 1536", "carried"},
+	{"environment", "storage_mb", "4096", "disk_mb: 4096", "carried"},
+	{"environment", "memory", `"2G"`, "memory_mb: 2048", "carried"},
+	{"environment", "storage", `"512M"`, "disk_mb: 512", "carried"},
+	{"environment", "gpus", "2", "", "unmapped"},
+	{"environment", "gpu_types", `["H100"]`, "", "unmapped"},
+	{"environment", "allow_internet", "true", "", "note"},
+	{"environment", "network_mode", `"allowlist"`, "", "unmapped"},
+	{"environment", "allowed_hosts", `["pypi.org"]`, "", "unmapped"},
+	{"environment", "mcp_servers", `[{ name = "docs", url = "http://d" }]`, "", "unmapped"},
+	{"environment", "skills_dir", `"/skills"`, "", "unmapped"},
+	{"environment", "workdir", `"/app"`, "", "unmapped"},
+	{"environment.env", "KEY", `"${KEY}"`, "", "unmapped"},
+	{"environment.healthcheck", "command", `"true"`, "", "unmapped"},
+	{"solution.env", "SEED", `"1"`, "", "unmapped"},
+	{"[steps]", "instruction", `"one.md"`, "", "unmapped"},
+	{"steps.verifier", "timeout_sec", "30", "", "unmapped"},
+	{"verifier.collect", "command", `"true"`, "", "unmapped"},
+	{"", "a_key_from_the_future", "1", "", "unmapped"},
+	{"environment", "a_key_from_the_future", "1", "", "unmapped"},
+}
+
+// TestEveryHarborKeyIsCarriedNotedOrUnmapped: each task.toml key Harbor documents, in a task
+// of its own, is carried into the output (and found there), or named by a note or an
+// unmapped line; a key this importer does not know is unmapped.
+func TestEveryHarborKeyIsCarriedNotedOrUnmapped(t *testing.T) {
+	for _, k := range harborKeys {
+		name := strings.Trim(k.table+"."+k.key, ".")
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "task")
+			toml := "version = \"1.0\"\n"
+			if k.key == "version" || k.key == "schema_version" {
+				toml = ""
+			}
+			switch {
+			case k.table == "":
+				toml += k.key + " = " + k.value + "\n"
+			case strings.HasPrefix(k.table, "["):
+				toml += "[" + k.table + "]\n" + k.key + " = " + k.value + "\n"
+			default:
+				toml += "[" + k.table + "]\n" + k.key + " = " + k.value + "\n"
+			}
+			writeFile(t, filepath.Join(dir, "task.toml"), toml)
+			writeFile(t, filepath.Join(dir, "instruction.md"), "do it")
+			writeFile(t, filepath.Join(dir, "tests", "test.sh"), "echo 1 > /logs/verifier/reward.txt\n")
+			r, err := Harbor(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var named *Problem
+			for i, p := range r.Problems {
+				if p.Field == name || strings.HasPrefix(p.Field, name) || name == "[steps].instruction" && strings.HasPrefix(p.Field, "steps") {
+					named = &r.Problems[i]
+				}
+			}
+			switch k.outcome {
+			case "carried":
+				if !strings.Contains(string(r.Output), k.want) {
+					t.Errorf("output lacks %q:\n%s", k.want, r.Output)
+				}
+				if named != nil && named.Unmapped {
+					t.Errorf("carried but reported unmapped: %s", named)
+				}
+			case "note", "unmapped":
+				if named == nil || named.Unmapped != (k.outcome == "unmapped") {
+					t.Errorf("want a %s line for %s, got %v", k.outcome, name, r.Problems)
+				}
+			case "format":
+				if r.Unmapped() != 0 {
+					t.Errorf("the format's version reported: %v", r.Problems)
+				}
+			}
+		})
+	}
 }

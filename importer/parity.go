@@ -102,7 +102,7 @@ func (c *conv) simulation(k, v *yaml.Node, root *yaml.Node) *yaml.Node {
 	}
 	if e := get(v, "enabled"); e == nil || e.Value != "true" {
 		if !c.partial {
-			c.note(k, "simulation", "not enabled: dropped (coder_eval runs the agent once)")
+			c.note(k, "simulation (enabled: false)", "not enabled: dropped (coder_eval runs the agent once)")
 			return nil
 		}
 	}
