@@ -782,6 +782,7 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 			return reason
 		}
 	}
+	c.pythonDollars(item, typ, what)
 	if typ == "classification_match" && get(item, "case_sensitive") == nil {
 		set(item, "case_sensitive", scalar("false"))
 		c.note(item, what+".case_sensitive", "coder_eval matches labels up to case by default: written out as case_sensitive: false (ceval's default is exact)")
@@ -962,6 +963,51 @@ func (c *conv) schemaPath(item *yaml.Node, what string) {
 		js.Value = p
 	default:
 		c.note(js, what+".json_schema", "coder_eval read %s from the sandbox, ceval reads it beside the task file: give the path of the template that holds it (one of %s)", js.Value, strings.Join(c.templates, ", "))
+	}
+}
+
+// pythonEnd is what Python's re.search makes of a pattern's final "$" without MULTILINE: the
+// end of the text, or just before a newline that ends it. RE2's "$" is the end only, so
+// "^ok$" would miss "ok\n", the stdout of echo ok.
+const pythonEnd = `(?:\n?\z)`
+
+// trailingDollar says pattern ends with a "$" that is no escaped character.
+func trailingDollar(pattern string) bool {
+	if !strings.HasSuffix(pattern, "$") {
+		return false
+	}
+	n := 0
+	for i := len(pattern) - 2; i >= 0 && pattern[i] == '\\'; i-- {
+		n++
+	}
+	return n%2 == 0
+}
+
+// pythonDollars rewrites the final "$" of the criterion's regular expressions (run_command's
+// regex expected_stdout, file_matches_regex's and file_check's patterns), which coder_eval
+// searched with Python's re, as Python reads it; a pattern with (?m) means the same in both.
+func (c *conv) pythonDollars(item *yaml.Node, typ, what string) {
+	fix := func(n *yaml.Node, field string) {
+		if n == nil || n.Kind != yaml.ScalarNode || !trailingDollar(n.Value) || strings.HasPrefix(n.Value, "(?") && strings.Contains(n.Value[:strings.Index(n.Value, ")")+1], "m") {
+			return
+		}
+		n.Value = n.Value[:len(n.Value)-1] + pythonEnd
+		n.Tag, n.Style = "!!str", 0
+		c.note(n, field, "the final $ became %s: Python's $ also matches before the newline that ends the text, RE2's only at the end", pythonEnd)
+	}
+	switch typ {
+	case "run_command":
+		if m := get(item, "stdout_match"); m != nil && m.Value == "regex" {
+			fix(get(item, "expected_stdout"), what+".expected_stdout")
+		}
+	case "file_matches_regex":
+		fix(get(item, "pattern"), what+".pattern")
+	case "file_check":
+		if ps := get(item, "patterns"); ps != nil {
+			for j, p := range ps.Content {
+				fix(get(p, "pattern"), fmt.Sprintf("%s.patterns[%d].pattern", what, j))
+			}
+		}
 	}
 }
 
