@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
 )
 
 // The importer's conformance corpus (importer/testdata/conformance): each coder_eval case
@@ -105,4 +108,61 @@ func TestImportedConformanceTasksGradeSolvedAndEmptyWorkspaces(t *testing.T) {
 		})
 	}
 	t.Logf("%d workspaces graded", graded)
+}
+
+// TestImportedHarborConformanceTasksGradeByTheirRewardAgainstContainerd: the Harbor cases
+// with a grade.txt (reward.txt, reward.json) are imported and their solved and empty
+// workspaces graded by ceval grade, the tests running in a verifier container: reward 1 (or
+// named rewards whose mean is 1) is SUCCESS, reward 0 (or a mean of 0.5) FAILURE. The cases'
+// Dockerfiles need a registry, so the imported tasks run in ceval's default image.
+func TestImportedHarborConformanceTasksGradeByTheirRewardAgainstContainerd(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
+	cases, err := filepath.Glob("../../importer/testdata/conformance/harbor/*/grade.txt")
+	if err != nil || len(cases) < 2 {
+		t.Fatalf("%d graded Harbor cases (%v)", len(cases), err)
+	}
+	if r := ceval(t, "images", "build-default", "--namespace", ctrtest.Namespace); r.code != 0 {
+		t.Fatalf("images build-default: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, g := range cases {
+		dir := filepath.Dir(g)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			in := copyCaseInput(t, dir)
+			os.Chmod(filepath.Join(in, "tests", "test.sh"), 0o755)
+			out := t.TempDir()
+			r := ceval(t, "import", "harbor", "--out", out, in)
+			taskFile := filepath.Join(out, filepath.Base(in), "task.yaml")
+			data, err := os.ReadFile(taskFile)
+			if err != nil {
+				t.Fatalf("import wrote no task (exit %d):\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			data = []byte(strings.Replace(string(data), "image: harbor/"+filepath.Base(in)+":latest", "image: "+images.DefaultName, 1))
+			if err := os.WriteFile(taskFile, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lines, err := os.ReadFile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
+				ws, want, _ := strings.Cut(line, " ")
+				wsDir := t.TempDir()
+				if ws != "empty" {
+					wsDir = filepath.Join(dir, ws)
+				}
+				r := ceval(t, "grade", "--json", "--namespace", ctrtest.Namespace, taskFile, "--workspace", wsDir)
+				var res struct {
+					Status   string                             `json:"status"`
+					Criteria []struct{ Status, Details string } `json:"criteria"`
+				}
+				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+					t.Fatalf("%s: exit %d, %v\n%s%s", line, r.code, err, r.stdout, r.stderr)
+				}
+				if res.Status != want {
+					t.Errorf("%s: %s, want %s: %+v\n%s", line, res.Status, want, res.Criteria, r.stderr)
+				}
+			}
+		})
+	}
 }
