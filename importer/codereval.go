@@ -530,7 +530,7 @@ func (c *conv) sandbox(s *yaml.Node) sandboxOut {
 				if t := get(src, "type"); t != nil {
 					typ = t.Value
 				}
-				c.unknownKeys(src, field, map[string][]string{"template_dir": {"type", "path", "mount_point"}, "starter_files": {"type", "files"}, "repo": {"type", "url", "commit", "ref"}}[typ], "coder_eval's "+typ+" template source")
+				c.unknownKeys(src, field, map[string][]string{"template_dir": {"type", "path", "mount_point"}, "starter_files": {"type", "files"}, "repo": {"type", "url", "commit"}}[typ], "coder_eval's "+typ+" template source")
 				switch typ {
 				case "template_dir":
 					mount := get(src, "mount_point")

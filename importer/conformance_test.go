@@ -549,3 +549,95 @@ func TestEveryHarborKeyIsCarriedNotedOrUnmapped(t *testing.T) {
 		})
 	}
 }
+
+// readmeSection is README.md's text from the heading start up to the next line starting with
+// end, and the set of words inside its backticks.
+func readmeSection(t *testing.T, start, end string) map[string]bool {
+	t.Helper()
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	i := strings.Index(s, "\n"+start+"\n")
+	if i < 0 {
+		t.Fatalf("README.md has no %q", start)
+	}
+	s = s[i+1:]
+	if j := strings.Index(s, "\n"+end); j >= 0 {
+		s = s[:j]
+	}
+	words := map[string]bool{}
+	parts := strings.Split(s, "`")
+	for k := 1; k < len(parts); k += 2 {
+		for _, w := range strings.FieldsFunc(parts[k], func(r rune) bool {
+			return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) {
+			words[w] = true
+		}
+	}
+	return words
+}
+
+// dataKeys are subtrees whose keys are the author's data, not coder_eval's fields.
+var dataKeys = []string{"dataset.rows", "claude_settings", "thresholds", "suite_thresholds", "build.args", ".flags.", "stop_early", "sdk_options"}
+
+// TestReadmeMappingTablesNameEveryKey: "Migrating from coder_eval" names every field (and
+// criterion, agent, template and mutation type) of the conformance corpus, and "Migrating
+// from Harbor" every task.toml key and table the importer knows, so the tables say what each
+// becomes.
+func TestReadmeMappingTablesNameEveryKey(t *testing.T) {
+	words := readmeSection(t, "## Migrating from coder_eval", "### Migrating from Harbor")
+	missing := map[string][]string{}
+	for _, f := range coderEvalInputs(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		keys := map[string]any{}
+		leafKeys(&doc, "", keys)
+		_, paths := mappings(&doc, "")
+		for p := range keys {
+			paths = append(paths, p)
+		}
+	next:
+		for _, p := range paths {
+			for _, d := range dataKeys {
+				if strings.Contains(p+".", d) && !strings.HasSuffix(p, d) && !strings.HasSuffix(p+".", d) {
+					continue next
+				}
+			}
+			name := p[strings.LastIndexAny(p, ".")+1:]
+			name, _, _ = strings.Cut(name, "[")
+			if name != "" && !words[name] {
+				missing[name] = append(missing[name], f)
+			}
+			if strings.HasSuffix(p, ".type") || p == "type" {
+				if v, ok := keys[p].(string); ok && !words[v] {
+					missing[v] = append(missing[v], f)
+				}
+			}
+		}
+	}
+	for name, files := range missing {
+		t.Errorf("Migrating from coder_eval does not name %q (in %s)", name, files[0])
+	}
+	words = readmeSection(t, "### Migrating from Harbor / Terminal-Bench 2", "Datasets: a task with")
+	for _, k := range harborKeys {
+		if k.key == "a_key_from_the_future" || k.key == "anything_else" {
+			continue
+		}
+		if strings.HasSuffix(k.table, "healthcheck") || strings.HasSuffix(k.table, "collect") || strings.HasSuffix(k.table, "environment.env") {
+			k.key = "" // a table reported whole: its name is enough
+		}
+		for _, w := range append(strings.FieldsFunc(k.table, func(r rune) bool { return r == '.' || r == '[' || r == ']' }), k.key) {
+			if w != "" && !words[w] && w != "KEY" && w != "MODE" && w != "TOKEN" && w != "SEED" {
+				t.Errorf("Migrating from Harbor does not name %q (%s.%s)", w, k.table, k.key)
+			}
+		}
+	}
+}
