@@ -304,7 +304,11 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 		if c.partial {
 			break // the task or another layer gives it
 		}
-		c.unmapped(a, "agent.type", "missing: coder_eval takes it from the experiment or --type; ceval needs agent.type on the task (claude-code, codex or command)")
+		// coder_eval takes it from the experiment or --type; the task's settings are the
+		// claude CLI's (permission_mode, allowed_tools, ...), so claude-code it is, said
+		a.Content = append([]*yaml.Node{scalar("type"), scalar("claude-code")}, a.Content...)
+		c.note(a, "agent.type", "missing (coder_eval took it from the experiment or --type): written as claude-code; change it, or replace the agent at run time with ceval run --agent")
+		typ = "claude-code"
 	default:
 		tn := get(a, "type")
 		c.unmapped(tn, "agent.type", "agent %q has no ceval agent type: written as a type command placeholder that fails; put the %s CLI's argv in agent.command (it reads the prompt from $CEVAL_PROMPT_FILE and runs in the workspace) and its image in sandbox.image", typ, typ)
@@ -316,6 +320,11 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 		typ, placeholder = "command", true
 	}
 	claude := typ == "claude-code"
+	if claude && !c.partial && get(a, "permission_mode") == nil {
+		// coder_eval's default; ceval's own is to skip permission prompts
+		out.args = append(out.args, "--permission-mode", "acceptEdits")
+		c.note(a, "agent.permission_mode", "not set: coder_eval's default acceptEdits written as --permission-mode acceptEdits in agent.args (ceval's claude-code otherwise skips every permission prompt)")
+	}
 	var kept []*yaml.Node
 	flag := func(k, v *yaml.Node, name string, value string) {
 		if !claude {
