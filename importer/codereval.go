@@ -91,6 +91,9 @@ type conv struct {
 	templates []string
 	// prefix names the experiment layer being converted ("defaults.", "variants[1].").
 	prefix string
+	// read reads a file the task names, relative to the task file (nil: the import has
+	// only the task file's bytes).
+	read func(rel string) ([]byte, error)
 }
 
 func (c *conv) unmapped(n *yaml.Node, field, format string, args ...any) {
@@ -103,6 +106,12 @@ func (c *conv) note(n *yaml.Node, field, format string, args ...any) {
 
 // CoderEval converts one coder_eval task file (name is how problems name it).
 func CoderEval(name string, data []byte, opt Options) (Result, error) {
+	return coderEval(name, data, opt, nil)
+}
+
+// coderEval converts one task file; read, when not nil, reads the files it names (a system
+// prompt file, dataset rows), relative to the task file.
+func coderEval(name string, data []byte, opt Options, read func(string) ([]byte, error)) (Result, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return Result{}, fmt.Errorf("%s: not YAML: %v", name, err)
@@ -111,7 +120,7 @@ func CoderEval(name string, data []byte, opt Options) (Result, error) {
 		return Result{}, fmt.Errorf("%s:1: a coder_eval task file is a YAML mapping", name)
 	}
 	root := doc.Content[0]
-	c := &conv{file: name, opt: opt}
+	c := &conv{file: name, opt: opt, read: read}
 	exp := isExperiment(root)
 	if exp {
 		c.experiment(root)
@@ -373,11 +382,27 @@ func (c *conv) agent(a *yaml.Node) agentOut {
 			} else {
 				flag(k, v, "--append-system-prompt", v.Value)
 			}
+		case "system_prompt_file":
+			if c.read == nil {
+				c.unmapped(k, "agent.system_prompt_file", "%s", agentReason(k.Value))
+				continue
+			}
+			data, err := c.read(v.Value)
+			if err != nil {
+				c.unmapped(k, "agent.system_prompt_file", "%s: %v: inline the prompt as agent.system_prompt", v.Value, err)
+				continue
+			}
+			name := "--append-system-prompt"
+			if m := get(a, "system_prompt_mode"); m != nil && m.Value == "replace" {
+				name = "--system-prompt"
+			}
+			flag(k, v, name, string(data))
+			c.note(k, "agent.system_prompt_file", "read from %s at import (coder_eval read it at load)", v.Value)
 		case "system_prompt_mode":
 			// read with system_prompt, which says what it chose
-			if claude && get(a, "system_prompt") != nil {
+			if claude && (get(a, "system_prompt") != nil || get(a, "system_prompt_file") != nil) {
 				c.note(k, "agent.system_prompt_mode", "%s: system_prompt became %s", v.Value, map[bool]string{true: "--system-prompt", false: "--append-system-prompt"}[v.Value == "replace"])
-			} else if get(a, "system_prompt") == nil {
+			} else if get(a, "system_prompt") == nil && get(a, "system_prompt_file") == nil {
 				c.note(k, "agent.system_prompt_mode", "dropped: there is no system_prompt")
 			} else {
 				c.unmapped(k, "agent.system_prompt_mode", "mapped only for claude-code, with system_prompt")
@@ -1410,8 +1435,8 @@ func (c *conv) dataset(v *yaml.Node) *yaml.Node {
 		case "paths", "rows":
 		case "id_field":
 			idField = val.Value
-			if idField != "id" && rows == nil {
-				c.unmapped(k, "dataset.id_field", "ceval names rows by their id field: rename %q to id in the rows file", val.Value)
+			if idField != "id" && rows == nil && c.read == nil {
+				c.unmapped(k, "dataset", "id_field %s: ceval names rows by their id field: rename %q to id in the rows file (the dataset is left out)", val.Value, val.Value)
 				ok = false
 			}
 		case "split_field", "stratify_field", "sample_seed":
@@ -1429,10 +1454,39 @@ func (c *conv) dataset(v *yaml.Node) *yaml.Node {
 		c.unmapped(v, "dataset", "both rows and paths: coder_eval refuses it; keep one")
 		return nil
 	case rows != nil:
-		return c.inlineRows(rows, idField)
+		var list []map[string]any
+		if err := rows.Decode(&list); err != nil || len(list) == 0 {
+			c.unmapped(rows, "dataset.rows", "not a non-empty list of mappings")
+			return nil
+		}
+		return c.writeRows(rows, "dataset.rows", list, idField, "the inline rows")
 	case paths == nil || paths.Kind != yaml.SequenceNode || len(paths.Content) == 0:
 		c.unmapped(v, "dataset", "no paths and no rows")
 		return nil
+	case c.read != nil && (len(paths.Content) > 1 || idField != "id"):
+		// the rows files are at hand: concatenate them, in coder_eval's order
+		var list []map[string]any
+		var names []string
+		for _, p := range paths.Content {
+			data, err := c.read(p.Value)
+			if err != nil {
+				c.unmapped(p, "dataset.paths", "%s: %v", p.Value, err)
+				return nil
+			}
+			for i, line := range strings.Split(string(data), "\n") {
+				if strings.TrimSpace(line) == "" {
+					continue
+				}
+				var row map[string]any
+				if err := json.Unmarshal([]byte(line), &row); err != nil {
+					c.unmapped(p, "dataset.paths", "%s:%d: not a JSON object: %v", p.Value, i+1, err)
+					return nil
+				}
+				list = append(list, row)
+			}
+			names = append(names, p.Value)
+		}
+		return c.writeRows(paths, "dataset.paths", list, idField, strings.Join(names, ", "))
 	case len(paths.Content) > 1:
 		c.unmapped(paths, "dataset.paths", "ceval takes one rows file: concatenate them (cat A.jsonl B.jsonl > rows.jsonl) and name it in dataset.file")
 		return nil
@@ -1441,21 +1495,18 @@ func (c *conv) dataset(v *yaml.Node) *yaml.Node {
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), paths.Content[0]}}
 }
 
-// inlineRows writes coder_eval's inline dataset rows as a JSONL file beside the output (its
-// id field renamed to id) and returns the dataset: {file} naming it.
-func (c *conv) inlineRows(rows *yaml.Node, idField string) *yaml.Node {
-	var list []map[string]any
-	if err := rows.Decode(&list); err != nil || len(list) == 0 {
-		c.unmapped(rows, "dataset.rows", "not a non-empty list of mappings")
-		return nil
-	}
+// writeRows writes dataset rows (inline, or read from the rows files: from) as a JSONL file
+// beside the output, each row's id field copied to id, and returns the dataset: {file}
+// naming it.
+func (c *conv) writeRows(at *yaml.Node, field string, list []map[string]any, idField, from string) *yaml.Node {
+	rows := at
 	var b strings.Builder
 	lowered := false
 	for i, row := range list {
 		if idField != "id" {
 			id, has := row[idField]
 			if !has {
-				c.unmapped(rows, "dataset.rows", "row %d has no %s (the id_field)", i+1, idField)
+				c.unmapped(rows, field, "row %d has no %s (the id_field)", i+1, idField)
 				return nil
 			}
 			if _, clash := row["id"]; clash {
@@ -1470,7 +1521,7 @@ func (c *conv) inlineRows(rows *yaml.Node, idField string) *yaml.Node {
 		}
 		line, err := json.Marshal(row)
 		if err != nil {
-			c.unmapped(rows, "dataset.rows", "row %d: %v", i+1, err)
+			c.unmapped(rows, field, "row %d: %v", i+1, err)
 			return nil
 		}
 		b.Write(line)
@@ -1481,12 +1532,12 @@ func (c *conv) inlineRows(rows *yaml.Node, idField string) *yaml.Node {
 		c.files = map[string][]byte{}
 	}
 	c.files[name] = []byte(b.String())
-	c.note(rows, "dataset.rows", "written to %s beside the task (ceval reads rows from a file)", name)
+	c.note(rows, field, "%s written to %s beside the task (ceval reads rows from one file)", from, name)
 	if idField != "id" {
 		c.note(rows, "dataset.id_field", "each row's %s copied to id in %s (ceval names rows by id)", idField, name)
 	}
 	if lowered {
-		c.note(rows, "dataset.rows", "row ids lowercased in %s: ceval's row ids (part of the task ID) are lowercase", name)
+		c.note(rows, field, "row ids lowercased in %s: ceval's row ids (part of the task ID) are lowercase", name)
 	}
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), str(name)}}
 }

@@ -467,3 +467,40 @@ func TestTaskDirFilesTakesTheFirstComponentOfEachPath(t *testing.T) {
 		t.Error("cd $TASK_DIR: the whole directory not noticed")
 	}
 }
+
+// TestImportCoderEvalReadsNamedFilesInsideTheTreeOnly: a system_prompt_file beside the task
+// is read into the claude CLI's flag; one outside the imported tree, or a symbolic link (even
+// to a file inside it, as the import never follows links), is never read: it is reported.
+func TestImportCoderEvalReadsNamedFilesInsideTheTreeOnly(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "suite")
+	writeFile(t, filepath.Join(top, "secret.md"), "outside the tree")
+	writeFile(t, filepath.Join(dir, "prompts", "sys.md"), "Be careful.")
+	writeFile(t, filepath.Join(dir, "notes", "inner.md"), "reached through a link")
+	if err := os.Symlink(filepath.Join("..", "notes", "inner.md"), filepath.Join(dir, "prompts", "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	task := func(prompt string) string {
+		return "task_id: t\ndescription: d\ninitial_prompt: p\nagent:\n  type: claude-code\n  system_prompt_file: " + prompt + "\nsuccess_criteria:\n  - {type: file_exists, path: a}\n"
+	}
+	writeFile(t, filepath.Join(dir, "inside.yaml"), task("prompts/sys.md"))
+	writeFile(t, filepath.Join(dir, "outside.yaml"), task("../secret.md"))
+	writeFile(t, filepath.Join(dir, "link.yaml"), task("prompts/link.md"))
+	rs, err := ImportCoderEval([]string{dir}, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]FileResult{}
+	for _, r := range rs {
+		got[filepath.Base(r.Input)] = r
+	}
+	if r := got["inside.yaml"]; r.Unmapped() != 0 || !strings.Contains(string(r.Result.Output), "Be careful.") {
+		t.Errorf("inside: %v\n%s", r.Problems, r.Output)
+	}
+	for _, name := range []string{"outside.yaml", "link.yaml"} {
+		r := got[name]
+		if strings.Contains(string(r.Result.Output), "outside the tree") || strings.Contains(string(r.Result.Output), "reached through a link") || findProblem(r.Result, "agent.system_prompt_file") == nil || !findProblem(r.Result, "agent.system_prompt_file").Unmapped {
+			t.Errorf("%s: read or not reported: %v\n%s", name, r.Problems, r.Output)
+		}
+	}
+}
