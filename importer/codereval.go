@@ -1463,7 +1463,7 @@ func (c *conv) dataset(v *yaml.Node) *yaml.Node {
 	case paths == nil || paths.Kind != yaml.SequenceNode || len(paths.Content) == 0:
 		c.unmapped(v, "dataset", "no paths and no rows")
 		return nil
-	case c.read != nil && (len(paths.Content) > 1 || idField != "id"):
+	case c.read != nil && (len(paths.Content) > 1 || idField != "id" || c.upperIDs(paths.Content[0].Value)):
 		// the rows files are at hand: concatenate them, in coder_eval's order
 		var list []map[string]any
 		var names []string
@@ -1493,6 +1493,26 @@ func (c *conv) dataset(v *yaml.Node) *yaml.Node {
 	}
 	c.note(paths, "dataset.paths", "became dataset.file: %s", paths.Content[0].Value)
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("file"), paths.Content[0]}}
+}
+
+// upperIDs says the JSONL rows file rel holds an id ceval's lowercase row ids cannot take as
+// it is (so the rows are rewritten); false when it cannot be read (the loader says why).
+func (c *conv) upperIDs(rel string) bool {
+	data, err := c.read(rel)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var row struct {
+			ID any `json:"id"`
+		}
+		if json.Unmarshal([]byte(line), &row) == nil {
+			if id, ok := row.ID.(string); ok && strings.ToLower(id) != id {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeRows writes dataset rows (inline, or read from the rows files: from) as a JSONL file
