@@ -688,7 +688,7 @@ var criterionKeep = map[string][]string{
 	"commands_efficiency":  {"expected_commands"},
 	"skill_triggered":      {"skill_name", "expected_skill"},
 	"llm_judge":            {"rubric", "samples", "reference_files"},
-	"agent_judge":          {"rubric", "max_turns", "timeout"},
+	"agent_judge":          {"rubric", "max_turns", "timeout", "judge_model"},
 	"tool_called":          {"tool", "tool_pattern", "input_field", "input_pattern", "exclude_pattern", "outcome", "min_count", "max_count"},
 }
 
@@ -830,6 +830,9 @@ func (c *conv) criterion(item *yaml.Node, what string) string {
 		if ir := get(item, "include_reference"); c.hasReference && ir == nil {
 			c.note(item, what+".include_reference", "coder_eval showed its judge the whole reference directory by default; ceval's llm_judge sees only the files listed in reference_files: list those the judge needs")
 		}
+	}
+	if typ == "agent_judge" {
+		c.agentJudge(item, what)
 	}
 	if typ == "run_command" || typ == "agent_judge" {
 		if t := get(item, "timeout"); t != nil {
@@ -1043,6 +1046,42 @@ func (c *conv) pythonDollars(item *yaml.Node, typ, what string) {
 			}
 		}
 	}
+}
+
+// coderEvalJudgeTurns is coder_eval's agent_judge max_turns default (ceval's is 30).
+const coderEvalJudgeTurns = "50"
+
+// agentJudge maps coder_eval's agent_judge settings that differ from ceval's in name or
+// default: turn_timeout is ceval's timeout, max_turns defaults to 50, and the judge agent's
+// model (agent.model) is judge_model.
+func (c *conv) agentJudge(item *yaml.Node, what string) {
+	if k := keyNode(item, "turn_timeout"); k != nil && get(item, "timeout") == nil {
+		c.note(k, what+".turn_timeout", "became timeout (the judge agent's wall-clock limit)")
+		k.Value = "timeout"
+	}
+	if get(item, "max_turns") == nil {
+		set(item, "max_turns", scalar(coderEvalJudgeTurns))
+		c.note(item, what+".max_turns", "not set: coder_eval's default %s written out (ceval's is 30)", coderEvalJudgeTurns)
+	}
+	ak := keyNode(item, "agent")
+	a := get(item, "agent")
+	if ak == nil {
+		return
+	}
+	for i := 0; a != nil && i+1 < len(a.Content); i += 2 {
+		k, v := a.Content[i], a.Content[i+1]
+		if k.Value == "model" && get(item, "model") == nil && get(item, "judge_model") == nil {
+			set(item, "judge_model", v)
+			c.note(k, what+".agent.model", "became judge_model")
+			continue
+		}
+		if k.Value == "type" && v.Value == "claude-code" {
+			c.note(k, what+".agent.type", "claude-code: ceval's judge agent too")
+			continue
+		}
+		c.unmapped(k, what+".agent."+k.Value, "ceval's judge agent is set by ceval's config (judge_agent, judge:), not by the task: remove it")
+	}
+	del(item, "agent")
 }
 
 // unknownKeys reports each key of m that is not in known (what: the thing m is), when m is
