@@ -15,6 +15,25 @@ import (
 // criterion gets when there is none: FAIL for anything the workspace did (missing, omitted
 // by a cap, a link, a directory), ERROR when the snapshot itself cannot be read.
 func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
+	if isGlob(rel) {
+		// a glob names the one regular file it matches (coder_eval's paths may be globs)
+		var files []string
+		for _, e := range s.Glob(rel) {
+			if e.Kind == snapshot.KindFile {
+				files = append(files, e.Path)
+			}
+		}
+		switch len(files) {
+		case 0:
+			v := failed("no file in the workspace matches %s", rel)
+			return nil, &v
+		case 1:
+			rel = files[0]
+		default:
+			v := failed("%d files match %s (%s): the pattern must match exactly one", len(files), rel, list(quoteAll(files), 5))
+			return nil, &v
+		}
+	}
 	e, ok := s.Lookup(rel)
 	if !ok {
 		v := failed("%s", missing(s, rel))

@@ -410,3 +410,24 @@ func TestClassificationMatchUpToCase(t *testing.T) {
 		}
 	}
 }
+
+// TestAGlobPathReadsTheOneFileItMatches: a reading criterion's path may be a glob (coder_eval's
+// are) that must match exactly one regular file: none or several fail, saying which.
+func TestAGlobPathReadsTheOneFileItMatches(t *testing.T) {
+	s := snap(t, tree{"src/app.py": "import sys\n", "out/a.json": `{"ok": true}`, "out/b.json": `{"ok": true}`})
+	for _, tt := range []struct {
+		c      task.Criterion
+		status Status
+		detail string
+	}{
+		{task.Criterion{Type: task.FileContains, Path: "src/*.py", Includes: []string{"import sys"}}, Pass, ""},
+		{task.Criterion{Type: task.FileContains, Path: "**/app.py", Includes: []string{"import sys"}}, Pass, ""},
+		{task.Criterion{Type: task.FileContains, Path: "lib/*.py", Includes: []string{"x"}}, Fail, "no file in the workspace matches lib/*.py"},
+		{task.Criterion{Type: task.JSONCheck, Path: "out/*.json"}, Fail, "2 files match out/*.json"},
+	} {
+		got := gradeOne(t, tt.c, s)
+		if got.Status != tt.status || !strings.Contains(got.Details, tt.detail) {
+			t.Errorf("%s %s: %s %q, want %s with %q", tt.c.Type, tt.c.Path, got.Status, got.Details, tt.status, tt.detail)
+		}
+	}
+}

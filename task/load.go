@@ -721,7 +721,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
 	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey *yaml.Node
 	all := map[string]func(*yaml.Node){
-		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
+		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", true) }, // a glob: any match for file_exists, exactly one file for the others
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
 		"excludes": func(v *yaml.Node) { excludes = v; l.strings(v, what+".excludes", &c.Excludes) },
 		"pattern":  func(v *yaml.Node) { l.regex(v, what+".pattern", &c.Pattern) },
@@ -1176,7 +1176,7 @@ func (l *loader) workspacePath(n *yaml.Node, what string, glob bool) string {
 				return ""
 			}
 		} else if strings.ContainsAny(clean, "*?[") {
-			l.errorf(rn, "%s: %q has glob characters; only file_exists takes a glob", what, p)
+			l.errorf(rn, "%s: %q has glob characters, which this path does not take", what, p)
 			return ""
 		}
 		return clean
