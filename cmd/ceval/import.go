@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/importer"
+	"ceval.dev/ceval/task"
 )
 
 func newImportCmd() *cobra.Command {
@@ -131,14 +132,34 @@ func newImportHarborCmd() *cobra.Command {
 	return cmd
 }
 
-// needsOutsideRoot says the output does not load because it names material outside the
-// task file's directory or the declared root (rerun with a --root that holds it).
+// needsOutsideRoot says the output does not load only because material it names is not in
+// the imported tree: outside the task file's directory or the declared root, or absent from
+// the copy (rerun with a --root that holds it, or put it there).
 func needsOutsideRoot(err error) bool {
 	if err == nil {
 		return false
 	}
-	m := err.Error()
-	return strings.Contains(m, "leaves the task file's directory") || strings.Contains(m, "leaves the declared root") || strings.Contains(m, "outside the declared root")
+	var ps task.Problems
+	if !errors.As(err, &ps) || len(ps) == 0 {
+		return false
+	}
+	for _, p := range ps {
+		if !missingMaterial(p.Msg) {
+			return false
+		}
+	}
+	return true
+}
+
+// missingMaterial says a loader problem is a file or directory the task names that is not
+// in the tree it may read.
+func missingMaterial(m string) bool {
+	for _, s := range []string{"leaves the task file's directory", "leaves the declared root", "outside the declared root", "not found next to the task file", "not found in the declared root"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // unmappedCriteria says a criterion (or a field of one) did not map.
