@@ -94,6 +94,8 @@ type conv struct {
 	// read reads a file the task names, relative to the task file (nil: the import has
 	// only the task file's bytes).
 	read func(rel string) ([]byte, error)
+	// exists says a file or directory (not a link) is there, relative to the task file.
+	exists func(rel string) bool
 }
 
 func (c *conv) unmapped(n *yaml.Node, field, format string, args ...any) {
@@ -106,12 +108,19 @@ func (c *conv) note(n *yaml.Node, field, format string, args ...any) {
 
 // CoderEval converts one coder_eval task file (name is how problems name it).
 func CoderEval(name string, data []byte, opt Options) (Result, error) {
-	return coderEval(name, data, opt, nil)
+	return coderEval(name, data, opt, taskFiles{})
+}
+
+// taskFiles reads the files a task names, relative to the task file (the zero value: none
+// can be read).
+type taskFiles struct {
+	read   func(rel string) ([]byte, error)
+	exists func(rel string) bool
 }
 
 // coderEval converts one task file; read, when not nil, reads the files it names (a system
 // prompt file, dataset rows), relative to the task file.
-func coderEval(name string, data []byte, opt Options, read func(string) ([]byte, error)) (Result, error) {
+func coderEval(name string, data []byte, opt Options, files taskFiles) (Result, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return Result{}, fmt.Errorf("%s: not YAML: %v", name, err)
@@ -120,7 +129,7 @@ func coderEval(name string, data []byte, opt Options, read func(string) ([]byte,
 		return Result{}, fmt.Errorf("%s:1: a coder_eval task file is a YAML mapping", name)
 	}
 	root := doc.Content[0]
-	c := &conv{file: name, opt: opt, read: read}
+	c := &conv{file: name, opt: opt, read: files.read, exists: files.exists}
 	exp := isExperiment(root)
 	if exp {
 		c.experiment(root)

@@ -143,7 +143,7 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 			if err != nil {
 				return err
 			}
-			r, err := coderEval(p, data, opt, readBeside(base, filepath.Dir(rel)))
+			r, err := coderEval(p, data, opt, taskFiles{readBeside(base, filepath.Dir(rel)), existsBeside(base, filepath.Dir(rel))})
 			if err != nil {
 				results = append(results, FileResult{Input: p, Result: Result{Problems: []Problem{{File: p, Line: 1, Field: "file", Reason: err.Error(), Unmapped: true}}}})
 				return nil
@@ -295,6 +295,22 @@ func readBeside(base, dir string) func(string) ([]byte, error) {
 			return nil, fmt.Errorf("over %d bytes", maxInput)
 		}
 		return data, nil
+	}
+}
+
+// existsBeside says a regular file or directory (never a link) is at rel from dir, inside base.
+func existsBeside(base, dir string) func(string) bool {
+	return func(rel string) bool {
+		if filepath.IsAbs(rel) {
+			return false
+		}
+		root, err := os.OpenRoot(base)
+		if err != nil {
+			return false
+		}
+		defer root.Close()
+		st, err := root.Lstat(filepath.Join(dir, rel))
+		return err == nil && (st.Mode().IsRegular() || st.IsDir())
 	}
 }
 
