@@ -28,6 +28,13 @@ func Leaked(t *task.Task) Agent {
 		}
 	}
 	for _, c := range t.Criteria {
+		if c.Type != task.FileExists {
+			if concrete, ok := globExample(c.Path); ok {
+				c.Path = concrete // plant the answer at a path the glob matches
+			} else {
+				continue
+			}
+		}
 		switch c.Type {
 		case task.FileExists:
 			if !strings.ContainsAny(c.Path, "*?[") {
@@ -192,4 +199,21 @@ func matching(expr string) string {
 	}
 	gen(re.Simplify())
 	return b.String()
+}
+
+// globExample is a path a criterion's glob matches ("src/*.py" -> "src/x.py", "a/**/b" ->
+// "a/x/b"), the path itself when it is none; false for a glob it cannot make one for.
+func globExample(p string) (string, bool) {
+	if strings.Contains(p, "[") {
+		return "", false
+	}
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		if seg == "**" {
+			segs[i] = "x"
+			continue
+		}
+		segs[i] = strings.NewReplacer("*", "x", "?", "x").Replace(seg)
+	}
+	return strings.Join(segs, "/"), true
 }

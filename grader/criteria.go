@@ -15,6 +15,25 @@ import (
 // criterion gets when there is none: FAIL for anything the workspace did (missing, omitted
 // by a cap, a link, a directory), ERROR when the snapshot itself cannot be read.
 func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
+	if isGlob(rel) {
+		// a glob names the one regular file it matches (coder_eval's paths may be globs)
+		var files []string
+		for _, e := range s.Glob(rel) {
+			if e.Kind == snapshot.KindFile {
+				files = append(files, e.Path)
+			}
+		}
+		switch len(files) {
+		case 0:
+			v := failed("no file in the workspace matches %s", rel)
+			return nil, &v
+		case 1:
+			rel = files[0]
+		default:
+			v := failed("%d files match %s (%s): the pattern must match exactly one", len(files), rel, list(quoteAll(files), 5))
+			return nil, &v
+		}
+	}
 	e, ok := s.Lookup(rel)
 	if !ok {
 		v := failed("%s", missing(s, rel))
@@ -296,22 +315,35 @@ func fileCheck(c *task.Criterion, s *snapshot.Snapshot) verdict {
 func classificationMatch(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	text, v := readText(s, c.Path)
 	if v != nil {
-		v.label = &Label{Expected: c.ExpectedLabel} // no prediction: a miss for the expected label
+		v.label = &Label{Expected: canonicalLabel(c.ExpectedLabel, c)} // no prediction: a miss for the expected label
 		return *v
 	}
-	label := strings.TrimSpace(text)
+	label := canonicalLabel(strings.TrimSpace(text), c)
 	out := scored(0, fmt.Sprintf("label %s, expected %q", quote(label, 80), c.ExpectedLabel))
 	switch {
-	case label == c.ExpectedLabel:
+	case label == canonicalLabel(c.ExpectedLabel, c):
 		out = scored(1, fmt.Sprintf("label %s", quote(label, 80)))
 	case len(c.AllowedLabels) > 0 && !slices.Contains(c.AllowedLabels, label):
 		out = scored(0, fmt.Sprintf("label %s is not among the allowed labels %s", quote(label, 80), list(quoteAll(c.AllowedLabels), 10)))
 	}
-	out.label = &Label{Expected: c.ExpectedLabel}
+	out.label = &Label{Expected: canonicalLabel(c.ExpectedLabel, c)}
 	if len(label) <= max(MaxPredictedLabel, len(c.ExpectedLabel)) {
 		out.label.Predicted = label
 	}
 	return out
+}
+
+// canonicalLabel is label spelt as the allowed label it equals up to case, when the
+// criterion matches up to case (case_sensitive: false); label itself otherwise.
+func canonicalLabel(label string, c *task.Criterion) string {
+	if c.CaseInsensitive {
+		for _, l := range c.AllowedLabels {
+			if strings.EqualFold(l, label) {
+				return l
+			}
+		}
+	}
+	return label
 }
 
 func quoteAll(ss []string) []string {

@@ -381,3 +381,53 @@ func TestPartsCountTheChecksTheTaskLists(t *testing.T) {
 		})
 	}
 }
+
+// TestClassificationMatchUpToCase: case_sensitive: false (coder_eval's default) matches the
+// label up to case and records the allowed label's spelling; by default the match is exact.
+func TestClassificationMatchUpToCase(t *testing.T) {
+	s := snap(t, tree{"label.txt": "Positive\n", "other.txt": "POSITIVES\n"})
+	allowed := []string{"positive", "negative"}
+	for _, tt := range []struct {
+		path      string
+		fold      bool
+		status    Status
+		predicted string
+	}{
+		{"label.txt", true, Pass, "positive"},
+		{"label.txt", false, Fail, "Positive"},
+		{"other.txt", true, Fail, "POSITIVES"},
+	} {
+		c := task.Criterion{Type: task.ClassificationMatch, Path: tt.path, ExpectedLabel: "POSITIVE", AllowedLabels: allowed, CaseInsensitive: tt.fold}
+		if !tt.fold {
+			c.ExpectedLabel = "positive"
+		}
+		got := gradeOne(t, c, s)
+		if got.Status != tt.status {
+			t.Errorf("%s fold=%v: %s (%s), want %s", tt.path, tt.fold, got.Status, got.Details, tt.status)
+		}
+		if got.Label == nil || *got.Label != (Label{Expected: "positive", Predicted: tt.predicted}) {
+			t.Errorf("%s fold=%v: label %+v, want expected positive, predicted %q", tt.path, tt.fold, got.Label, tt.predicted)
+		}
+	}
+}
+
+// TestAGlobPathReadsTheOneFileItMatches: a reading criterion's path may be a glob (coder_eval's
+// are) that must match exactly one regular file: none or several fail, saying which.
+func TestAGlobPathReadsTheOneFileItMatches(t *testing.T) {
+	s := snap(t, tree{"src/app.py": "import sys\n", "out/a.json": `{"ok": true}`, "out/b.json": `{"ok": true}`})
+	for _, tt := range []struct {
+		c      task.Criterion
+		status Status
+		detail string
+	}{
+		{task.Criterion{Type: task.FileContains, Path: "src/*.py", Includes: []string{"import sys"}}, Pass, ""},
+		{task.Criterion{Type: task.FileContains, Path: "**/app.py", Includes: []string{"import sys"}}, Pass, ""},
+		{task.Criterion{Type: task.FileContains, Path: "lib/*.py", Includes: []string{"x"}}, Fail, "no file in the workspace matches lib/*.py"},
+		{task.Criterion{Type: task.JSONCheck, Path: "out/*.json"}, Fail, "2 files match out/*.json"},
+	} {
+		got := gradeOne(t, tt.c, s)
+		if got.Status != tt.status || !strings.Contains(got.Details, tt.detail) {
+			t.Errorf("%s %s: %s %q, want %s with %q", tt.c.Type, tt.c.Path, got.Status, got.Details, tt.status, tt.detail)
+		}
+	}
+}

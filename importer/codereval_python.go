@@ -1,6 +1,7 @@
 package importer
 
 import (
+	pathpkg "path"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -78,6 +79,9 @@ func (c *conv) pythonCriterion(item *yaml.Node, what, typ string) (keep []string
 		if path != nil {
 			p = path.Value
 		}
+		if tests := c.templateCopy(p); tests != "" {
+			return c.templatePytest(item, what, tests, timeout)
+		}
 		cmd = "python3 -m pytest -q -p no:cacheprovider " + shellQuote(p)
 		for _, a := range strValues(get(item, "args")) {
 			cmd += " " + shellQuote(a)
@@ -150,4 +154,45 @@ func keepFields(item *yaml.Node, keep []string) []*yaml.Node {
 		}
 	}
 	return kept
+}
+
+// templateCopy is where the task's directory holds the workspace path p as the template put
+// it (the last template_dir that has it wins, as the copies are layered), "" when none does.
+func (c *conv) templateCopy(p string) string {
+	if c.exists == nil {
+		return ""
+	}
+	for i := len(c.templates) - 1; i >= 0; i-- {
+		if rel := pathpkg.Join(c.templates[i], p); c.exists(rel) {
+			return rel
+		}
+	}
+	return ""
+}
+
+// templatePytest maps coder_eval's pytest over tests the template put in the workspace onto
+// ceval's pytest criterion over the template's own copy of them: the same tests, which the
+// agent cannot edit, run by ceval's pytest (in WASM, or in a verifier container when the task
+// installs packages).
+func (c *conv) templatePytest(item *yaml.Node, what, tests string, timeout *yaml.Node) ([]string, string) {
+	for i := 0; i+1 < len(item.Content); i += 2 {
+		switch k := item.Content[i]; k.Value {
+		case "type", "description", "weight", "pass_threshold", "timeout", "path", "args":
+		default:
+			c.unmapped(k, what+"."+k.Value, "not a field of coder_eval's pytest this importer maps")
+		}
+	}
+	del(item, "path")
+	set(item, "tests", str(tests))
+	if timeout == nil {
+		timeout = scalar("60") // coder_eval's default
+	}
+	set(item, "timeout", seconds(timeout))
+	where := "in the WASM sandbox"
+	if c.thirdParty {
+		set(item, "sandbox", scalar(task.TierContainer))
+		where = "in a verifier container (the task installs packages)"
+	}
+	c.note(item, what+" (pytest)", "became ceval's pytest over %s, the template's copy of the tests (the agent cannot edit them), %s; it scores passed/collected where coder_eval scored passed/(passed+failed+errors)", tests, where)
+	return []string{"tests", "args", "timeout", "sandbox"}, ""
 }

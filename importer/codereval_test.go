@@ -90,12 +90,12 @@ var unmappedCases = []struct {
 	{"the task dir itself in a command", crit("  - type: run_command\n    command: cd $TASK_DIR && python check.py\n"), "success_criteria[1] (run_command)", "grader_files", 9, true},
 	{"unknown criterion field", crit("  - type: file_exists\n    path: a\n    glob: true\n"), "success_criteria[1].glob", "not a field", 11, false},
 	{"unknown agent", strings.Replace(base, "type: claude-code", "type: antigravity", 1), "agent.type", "no ceval agent type", 5, false},
-	{"plugin through an environment variable", strings.Replace(base, "agent:\n", "agent:\n  plugins:\n    - type: local\n      path: $PLUGIN_PATH/x\n", 1), "agent.plugins[0].path", "environment variable", 7, false},
+	{"plugin through an environment variable", strings.Replace(base, "agent:\n", "agent:\n  plugins:\n    - type: local\n      path: $PLUGIN_PATH/x\n", 1), "agent.plugins[0]", "environment variable", 7, false},
 	{"npm packages", base + "sandbox:\n  node:\n    env_packages: [\"@uipath/cli@0.1.5\"]\n", "sandbox.node.env_packages", "npm", 11, false},
 	{"unpinned python package", base + "sandbox:\n  python:\n    env_packages: [requests]\n", "sandbox.python.env_packages", "not pinned", 11, false},
 	{"repository template", base + "sandbox:\n  template_sources:\n    - type: repo\n      url: https://example.com/r.git\n", "sandbox.template_sources[0]", "clones", 11, false},
 	{"dockerfile", base + "sandbox:\n  docker:\n    dockerfile_path: ./environment/Dockerfile\n", "sandbox.docker.dockerfile_path", "Dockerfile builder", 11, false},
-	{"inline dataset rows", base + "dataset:\n  rows: [{id: a}]\n", "dataset.rows", "rows.yaml", 10, false},
+	{"dataset sampling", base + "dataset:\n  paths: [a.jsonl]\n  sample_per_stratum: 2\n", "dataset.sample_per_stratum", "every row", 11, false},
 	{"dataset of many files", base + "dataset:\n  paths: [a.jsonl, b.jsonl]\n", "dataset.paths", "one rows file", 10, false},
 	{"codex permission mode", strings.Replace(base, "type: claude-code", "type: codex\n  permission_mode: plan", 1), "agent.permission_mode", "claude-code", 6, false},
 	{"system prompt file", strings.Replace(base, "agent:\n", "agent:\n  system_prompt_file: sp.md\n", 1), "agent.system_prompt_file", "inline", 5, false},
@@ -465,5 +465,42 @@ func TestTaskDirFilesTakesTheFirstComponentOfEachPath(t *testing.T) {
 	}
 	if _, whole := taskDirFiles("cd $TASK_DIR && ls"); !whole {
 		t.Error("cd $TASK_DIR: the whole directory not noticed")
+	}
+}
+
+// TestImportCoderEvalReadsNamedFilesInsideTheTreeOnly: a system_prompt_file beside the task
+// is read into the claude CLI's flag; one outside the imported tree, or a symbolic link (even
+// to a file inside it, as the import never follows links), is never read: it is reported.
+func TestImportCoderEvalReadsNamedFilesInsideTheTreeOnly(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "suite")
+	writeFile(t, filepath.Join(top, "secret.md"), "outside the tree")
+	writeFile(t, filepath.Join(dir, "prompts", "sys.md"), "Be careful.")
+	writeFile(t, filepath.Join(dir, "notes", "inner.md"), "reached through a link")
+	if err := os.Symlink(filepath.Join("..", "notes", "inner.md"), filepath.Join(dir, "prompts", "link.md")); err != nil {
+		t.Fatal(err)
+	}
+	task := func(prompt string) string {
+		return "task_id: t\ndescription: d\ninitial_prompt: p\nagent:\n  type: claude-code\n  system_prompt_file: " + prompt + "\nsuccess_criteria:\n  - {type: file_exists, path: a}\n"
+	}
+	writeFile(t, filepath.Join(dir, "inside.yaml"), task("prompts/sys.md"))
+	writeFile(t, filepath.Join(dir, "outside.yaml"), task("../secret.md"))
+	writeFile(t, filepath.Join(dir, "link.yaml"), task("prompts/link.md"))
+	rs, err := ImportCoderEval([]string{dir}, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]FileResult{}
+	for _, r := range rs {
+		got[filepath.Base(r.Input)] = r
+	}
+	if r := got["inside.yaml"]; r.Unmapped() != 0 || !strings.Contains(string(r.Result.Output), "Be careful.") {
+		t.Errorf("inside: %v\n%s", r.Problems, r.Output)
+	}
+	for _, name := range []string{"outside.yaml", "link.yaml"} {
+		r := got[name]
+		if strings.Contains(string(r.Result.Output), "outside the tree") || strings.Contains(string(r.Result.Output), "reached through a link") || findProblem(r.Result, "agent.system_prompt_file") == nil || !findProblem(r.Result, "agent.system_prompt_file").Unmapped {
+			t.Errorf("%s: read or not reported: %v\n%s", name, r.Problems, r.Output)
+		}
 	}
 }

@@ -29,11 +29,22 @@ func readTOML(file string, data []byte) (map[string]tomlValue, []Problem) {
 	out := map[string]tomlValue{}
 	var problems []Problem
 	table := ""
-	for i, line := range strings.Split(string(data), "\n") {
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
 		n := i + 1
-		line = strings.TrimSpace(stripComment(line))
+		line := strings.TrimSpace(stripComment(lines[i]))
+		// a multi-line array: the lines up to the one that closes it
+		if _, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "[") && strings.HasPrefix(strings.TrimSpace(v), "[") {
+			for strings.Count(line, "[") > strings.Count(line, "]") && i+1 < len(lines) {
+				i++
+				line += " " + strings.TrimSpace(stripComment(lines[i]))
+			}
+		}
 		switch {
 		case line == "":
+		case strings.HasPrefix(line, "[[") && strings.HasSuffix(line, "]]"):
+			table = strings.TrimSpace(line[2:len(line)-2]) + "[]" // an array of tables: [[steps]] -> steps[].KEY
+			out[table] = tomlValue{line: n}
 		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
 			table = strings.TrimSpace(line[1 : len(line)-1])
 		default:
@@ -55,6 +66,22 @@ func readTOML(file string, data []byte) (map[string]tomlValue, []Problem) {
 					continue
 				}
 				val.str = s
+			case strings.HasPrefix(r, "{") && strings.HasSuffix(r, "}"):
+				// an inline table: each key = value as KEY.k
+				for _, kv := range strings.Split(r[1:len(r)-1], ",") {
+					ik, iv, ok := strings.Cut(kv, "=")
+					if !ok {
+						continue
+					}
+					sub := tomlValue{raw: strings.TrimSpace(iv), line: n}
+					if u, err := strconv.Unquote(sub.raw); err == nil {
+						sub.str = u
+					} else {
+						sub.str = sub.raw
+					}
+					out[key+"."+strings.Trim(strings.TrimSpace(ik), `"`)] = sub
+				}
+				continue
 			case strings.HasPrefix(r, "[") && strings.HasSuffix(r, "]"):
 				for _, item := range strings.Split(r[1:len(r)-1], ",") {
 					if item = strings.TrimSpace(item); item == "" {
@@ -103,7 +130,7 @@ func Harbor(dir string, opt Options) (Result, error) {
 	}
 	cfg, problems := readTOML(tomlPath, data)
 	c := &conv{file: tomlPath, opt: opt, problems: problems}
-	at := func(key string) *yaml.Node { return &yaml.Node{Line: cfg[key].line} }
+	at := func(key string) *yaml.Node { return &yaml.Node{Line: max(cfg[key].line, 1)} }
 	exists := func(rel string) bool {
 		fi, err := os.Lstat(filepath.Join(dir, rel))
 		return err == nil && fi.Mode().IsRegular()
@@ -112,12 +139,19 @@ func Harbor(dir string, opt Options) (Result, error) {
 	root := &yaml.Node{Kind: yaml.MappingNode, HeadComment: "Imported from the Harbor task " + filepath.Base(filepath.Clean(dir)) + " by ceval import harbor."}
 	set(root, "task_id", str(id))
 	desc := "Harbor task " + filepath.Base(filepath.Clean(dir))
+	if d := cfg["task.description"].str; d != "" {
+		desc = d
+	}
 	if d := cfg["metadata.difficulty"].str; d != "" {
 		desc += " (" + d + ")"
+	}
+	if name := cfg["task.name"].str; name != "" {
+		root.HeadComment += "\nHarbor package " + name + "."
 	}
 	set(root, "description", str(desc))
 	var tags []string
 	tags = append(tags, cfg["metadata.tags"].strs...)
+	tags = append(tags, cfg["task.keywords"].strs...)
 	if cat := cfg["metadata.category"].str; cat != "" {
 		tags = append(tags, cat)
 	}
@@ -152,37 +186,96 @@ func Harbor(dir string, opt Options) (Result, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var verifierEnv []string
 	for _, key := range keys {
 		v := cfg[key]
-		switch key {
-		case "version", "metadata.author_name", "metadata.author_email", "metadata.difficulty", "metadata.category", "metadata.tags", "environment.docker_image":
-		case "agent.timeout_sec":
+		switch {
+		case key == "version" || key == "schema_version":
+			// the format's own version: nothing to carry
+		case key == "metadata.difficulty" || key == "metadata.category" || key == "metadata.tags" || key == "environment.docker_image" ||
+			key == "task.description" || key == "task.keywords" || key == "task.name" || key == "verifier.timeout_sec":
+			// carried above or below
+		case key == "agent.timeout_sec":
 			if f, err := strconv.ParseFloat(v.str, 64); err == nil && f > 0 {
 				set(lim, "timeout", scalar(strconv.FormatFloat(f, 'f', -1, 64)+"s"))
 			} else {
 				c.unmapped(at(key), key, "not a number of seconds")
 			}
-		case "environment.cpus":
+		case key == "environment.cpus":
 			set(lim, "cpus", scalar(v.str))
-		case "environment.memory_mb":
+		case key == "environment.memory_mb":
 			set(lim, "memory_mb", scalar(v.str))
-		case "environment.storage_mb":
+		case key == "environment.storage_mb":
 			set(lim, "disk_mb", scalar(v.str))
-		case "environment.build_timeout_sec":
-			c.note(at(key), key, "ceval images build has its own timeout")
-		case "verifier.timeout_sec":
-			// the tests' criterion's timeout, set below
-		case "verifier.env":
-			c.unmapped(at(key), key, "the verifier container gets no environment from the task; set what the tests need in tests/test.sh")
+		case key == "environment.memory" || key == "environment.storage":
+			mb, err := harborSizeMB(v.str)
+			if err != nil {
+				c.unmapped(at(key), key, "%v", err)
+				continue
+			}
+			to := map[string]string{"environment.memory": "memory_mb", "environment.storage": "disk_mb"}[key]
+			if cfg[key+"_mb"].raw == "" {
+				set(lim, to, scalar(strconv.Itoa(mb)))
+			}
+			c.note(at(key), key, "%q became sandbox.limits.%s: %d", v.str, to, mb)
+		case key == "environment.build_timeout_sec":
+			c.note(at(key), key, "dropped: ceval images build has its own timeout")
+		case key == "environment.allow_internet" && v.str == "false", key == "environment.network_mode" && v.str == "no-network",
+			key == "agent.network_mode" && v.str == "no-network":
+			// ceval's sandbox has no network: the same
+		case key == "environment.allow_internet", key == "environment.network_mode" && v.str == "public", key == "agent.network_mode" && v.str == "public":
+			// reported once below
+		case key == "environment.gpus" && (v.str == "0" || v.str == ""):
+			// no GPU: ceval's too
+		case strings.HasPrefix(key, "verifier.env."):
+			name := strings.TrimPrefix(key, "verifier.env.")
+			if strings.Contains(v.str, "${") || !envName.MatchString(name) {
+				c.unmapped(at(key), key, "a value read from the host at run time (%s): ceval's verifier gets nothing from the host; write the value into tests/test.sh", v.raw)
+				continue
+			}
+			verifierEnv = append(verifierEnv, "export "+name+"="+shellQuote(v.str)+"; ")
+			c.note(at(key), key, "carried: exported before tests/test.sh in the verifier's command")
+		case strings.HasPrefix(key, "metadata."):
+			c.note(at(key), key, "metadata with no effect on the run: dropped")
+		case key == "source" || strings.HasPrefix(key, "task.authors"):
+			c.note(at(key), key, "metadata with no effect on the run: dropped")
 		default:
-			c.unmapped(at(key), key, "not a Harbor task setting this importer maps")
+			reason, ok := harborUnmapped[key]
+			if !ok {
+				for prefix, r := range harborUnmapped {
+					if strings.HasSuffix(prefix, ".") && strings.HasPrefix(key, prefix) {
+						reason, ok = r, true
+					}
+				}
+			}
+			if !ok {
+				reason = "not a Harbor task setting this importer maps"
+			}
+			c.unmapped(at(key), key, "%s", reason)
 		}
+	}
+	if !harborNoNetwork(cfg) {
+		k := "environment.allow_internet"
+		if _, set := cfg[k]; !set {
+			k = "environment.network_mode"
+		}
+		c.note(at(k), "environment.allow_internet", "Harbor gives the agent the internet unless allow_internet = false; ceval's sandbox has none (model calls go through ceval's gateway): if the task needs the internet, add sandbox.network: host and run with --allow-host-network")
 	}
 	if len(lim.Content) > 0 {
 		set(sb, "limits", lim)
 	}
 	if len(sb.Content) > 0 {
 		set(root, "sandbox", sb)
+	}
+	for _, f := range []string{"environment/docker-compose.yaml", "environment/docker-compose.yml", "environment/compose.yaml", "tests/docker-compose.yaml", "tests/docker-compose.yml", "tests/Dockerfile"} {
+		if exists(f) {
+			c.unmapped(&yaml.Node{Line: 1}, f, "ceval runs the agent in one container and the verifier in one from the task's image: a compose file's services (or a verifier image of its own) are not started; fold what the task needs into environment/Dockerfile, or run the services from a setup step")
+		}
+	}
+	if df, err := readCapped(filepath.Join(dir, "environment", "Dockerfile")); err == nil {
+		if line := dockerInstruction(df, "ENTRYPOINT"); line > 0 {
+			c.unmapped(&yaml.Node{Line: line}, "environment/Dockerfile ENTRYPOINT", "ceval starts the container with its own init and never runs the image's ENTRYPOINT: start what it starts in a setup step (setup: [{run: ...}])")
+		}
 	}
 	if exists("solution/solve.sh") {
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
@@ -194,7 +287,7 @@ func Harbor(dir string, opt Options) (Result, error) {
 		set(crit, "type", scalar("run_command"))
 		set(crit, "description", str("Harbor tests (tests/test.sh); the score is its reward"))
 		set(crit, "sandbox", scalar("container"))
-		set(crit, "command", str(HarborVerifierCommand))
+		set(crit, "command", str(strings.Join(verifierEnv, "")+HarborVerifierCommand))
 		set(crit, "harbor_reward", scalar("true"))
 		timeout := "600s" // Harbor's default verifier timeout
 		if v, ok := cfg["verifier.timeout_sec"]; ok {
@@ -260,4 +353,71 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 		results = append(results, fr)
 	}
 	return results, nil
+}
+
+// harborUnmapped says, per task.toml key (or table prefix ending in "."), why ceval cannot
+// carry it and what to do instead.
+var harborUnmapped = map[string]string{
+	"verifier.user":             "ceval's verifier runs tests/test.sh as an unprivileged user, never root: install what test.sh installs (apt-get, pip, uv) into the image instead",
+	"verifier.network_mode":     "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
+	"verifier.allowed_hosts":    "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
+	"verifier.environment_mode": "ceval's verifier always runs in a fresh container from the task's image, after the agent's is gone",
+	"verifier.environment.":     "ceval's verifier always runs in a fresh container from the task's image: a verifier environment of its own is not built",
+	"verifier.collect[].":       "ceval copies only the workspace out of the agent's container: run the collect command in an after_agent step that writes into /workspace",
+	"agent.user":                "ceval runs the agent as UID 2000, never root: give the image what the task needs at build time",
+	"agent.allowed_hosts":       "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"agent.network_mode":        "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.network_mode":  "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.allowed_hosts": "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.gpus":          "ceval gives containers no GPU: the task cannot run as written",
+	"environment.gpu_types":     "ceval gives containers no GPU: the task cannot run as written",
+	"environment.mcp_servers":   "ceval gives the agent no MCP server from a task file: serve what the agent needs as a mock (protected_mocks) or drop it",
+	"environment.env.":          "the environment's variables are resolved from the host at run time in Harbor; ceval passes only agent.env_passthrough, named by the user: list them there",
+	"environment.skills_dir":    "give the skills as a plugin (plugins: [{path}]) beside the task",
+	"environment.healthcheck.":  "ceval starts no service from the image: run the service and wait for its health in a setup step",
+	"environment.workdir":       "the agent's workspace is always /workspace in ceval",
+	"solution.env.":             "ceval runs solution/solve.sh with no environment from the task: export the values at the top of solve.sh",
+	"steps[]":                   "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"steps.":                    "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"steps[].":                  "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"artifacts":                 "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"artifacts[]":               "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"artifacts[].":              "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"multi_step_reward_mode":    "a multi-step task has no ceval equivalent: ceval runs one prompt",
+}
+
+// envName is a variable name a shell export takes.
+var envName = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// harborNoNetwork says the task.toml takes the internet from the agent (allow_internet = false
+// or network_mode = "no-network"), as ceval's sandbox always does.
+func harborNoNetwork(cfg map[string]tomlValue) bool {
+	if m := cfg["environment.network_mode"].str; m != "" {
+		return m == "no-network"
+	}
+	return cfg["environment.allow_internet"].str == "false"
+}
+
+// harborSizeMB reads Harbor's deprecated memory/storage sizes ("2G", "512M") in MB.
+func harborSizeMB(s string) (int, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	mult := map[byte]float64{'G': 1024, 'M': 1, 'K': 1.0 / 1024}
+	if u == "" || mult[u[len(u)-1]] == 0 {
+		return 0, fmt.Errorf("%q is not a size like 2G or 512M", s)
+	}
+	f, err := strconv.ParseFloat(u[:len(u)-1], 64)
+	if err != nil || f <= 0 {
+		return 0, fmt.Errorf("%q is not a size like 2G or 512M", s)
+	}
+	return int(f * mult[u[len(u)-1]]), nil
+}
+
+// dockerInstruction is the line of a Dockerfile's first INSTR instruction, 0 when none.
+func dockerInstruction(dockerfile []byte, instr string) int {
+	for i, line := range strings.Split(string(dockerfile), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.EqualFold(f[0], instr) {
+			return i + 1
+		}
+	}
+	return 0
 }

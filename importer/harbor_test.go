@@ -72,7 +72,7 @@ func TestImportHarborMapsTheTaskAndItsTests(t *testing.T) {
 // and with KeepUnmapped the task keeps a placeholder that always fails.
 func TestImportHarborReportsATaskWithoutTests(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "untested")
-	writeFile(t, filepath.Join(dir, "task.toml"), "version = \"1.0\"\n[verifier]\nenv = { TOKEN = \"x\" }\n")
+	writeFile(t, filepath.Join(dir, "task.toml"), "version = \"1.0\"\n[verifier]\nenv = { TOKEN = \"${HOST_TOKEN}\", MODE = \"strict\" }\n")
 	writeFile(t, filepath.Join(dir, "instruction.md"), "do it")
 	rs, err := ImportHarbor([]string{dir}, t.TempDir(), Options{KeepUnmapped: true})
 	if err != nil {
@@ -84,7 +84,7 @@ func TestImportHarborReportsATaskWithoutTests(t *testing.T) {
 			got[p.Field] = p.Line
 		}
 	}
-	if got["tests"] != 1 || got["verifier.env"] != 3 || rs[0].Invalid != nil {
+	if got["tests"] != 1 || got["verifier.env.TOKEN"] != 3 || got["verifier.env.MODE"] != 0 || rs[0].Invalid != nil {
 		t.Fatalf("problems %v, invalid %v", rs[0].Problems, rs[0].Invalid)
 	}
 	rs, err = ImportHarbor([]string{dir}, t.TempDir(), Options{})

@@ -102,7 +102,7 @@ func (c *conv) simulation(k, v *yaml.Node, root *yaml.Node) *yaml.Node {
 	}
 	if e := get(v, "enabled"); e == nil || e.Value != "true" {
 		if !c.partial {
-			c.note(k, "simulation", "not enabled: dropped (coder_eval runs the agent once)")
+			c.note(k, "simulation (enabled: false)", "not enabled: dropped (coder_eval runs the agent once)")
 			return nil
 		}
 	}
@@ -216,6 +216,7 @@ func (c *conv) promptMutations(variants *yaml.Node, chains map[*yaml.Node]mutati
 		}
 		if affix != nil {
 			set(v, "prompt", affix)
+			c.note(v, ch.where+".prompt_mutations", "became the variant's prompt: {prefix, suffix} (the defaults' chain first, as coder_eval applied it)")
 			kept = append(kept, v)
 			continue
 		}

@@ -188,7 +188,7 @@ func TestExperimentDefaultsPreRunBecomesDefaultsSetup(t *testing.T) {
 	if r.Unmapped() != 0 || !strings.Contains(string(r.Output), "setup:\n    - run: make deps\n      timeout: 120s") {
 		t.Fatalf("problems %v, output:\n%s", r.Problems, r.Output)
 	}
-	problem(t, r, "pre_run", false)
+	problem(t, r, "defaults.pre_run", false)
 }
 
 // coder_eval's mutation chains, as its experiment files write them: the defaults' chain

@@ -143,7 +143,7 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 			if err != nil {
 				return err
 			}
-			r, err := CoderEval(p, data, opt)
+			r, err := coderEval(p, data, opt, taskFiles{readBeside(base, filepath.Dir(rel)), existsBeside(base, filepath.Dir(rel))})
 			if err != nil {
 				results = append(results, FileResult{Input: p, Result: Result{Problems: []Problem{{File: p, Line: 1, Field: "file", Reason: err.Error(), Unmapped: true}}}})
 				return nil
@@ -153,6 +153,11 @@ func importTree(base, dst, valRoot string, only func(rel string) bool, opt Optio
 				fr.Output = out
 				if err := os.WriteFile(out, r.Output, 0o644); err != nil {
 					return err
+				}
+				for _, name := range slices.Sorted(maps.Keys(r.Files)) {
+					if err := os.WriteFile(filepath.Join(filepath.Dir(out), name), r.Files[name], 0o644); err != nil {
+						return err
+					}
 				}
 				pending = append(pending, len(results))
 			}
@@ -256,6 +261,57 @@ func readCapped(p string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: over %d bytes: not a task file", p, maxInput)
 	}
 	return data, nil
+}
+
+// readBeside reads files a task names relative to its directory (dir, relative to base), never
+// outside base (the declared root, or the imported directory), following no link out of it,
+// each capped as a task file is.
+func readBeside(base, dir string) func(string) ([]byte, error) {
+	return func(rel string) ([]byte, error) {
+		if filepath.IsAbs(rel) {
+			return nil, fmt.Errorf("an absolute path: give it relative to the task file")
+		}
+		root, err := os.OpenRoot(base)
+		if err != nil {
+			return nil, err
+		}
+		defer root.Close()
+		if st, err := root.Lstat(filepath.Join(dir, rel)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("a symbolic link: not followed; replace it with the file it names")
+		}
+		f, err := root.OpenFile(filepath.Join(dir, rel), os.O_RDONLY|nonBlock, 0)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read it inside %s: %v", base, err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("not a regular file")
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxInput+1))
+		if err != nil {
+			return nil, err
+		}
+		if len(data) > maxInput {
+			return nil, fmt.Errorf("over %d bytes", maxInput)
+		}
+		return data, nil
+	}
+}
+
+// existsBeside says a regular file or directory (never a link) is at rel from dir, inside base.
+func existsBeside(base, dir string) func(string) bool {
+	return func(rel string) bool {
+		if filepath.IsAbs(rel) {
+			return false
+		}
+		root, err := os.OpenRoot(base)
+		if err != nil {
+			return false
+		}
+		defer root.Close()
+		st, err := root.Lstat(filepath.Join(dir, rel))
+		return err == nil && (st.Mode().IsRegular() || st.IsDir())
+	}
 }
 
 // copyFile copies a regular file, refusing to follow a link swapped in after the walk.

@@ -60,6 +60,7 @@ var criterionFieldSchema = map[string]any{
 	"assertions":         jsList(jsObj(map[string]any{"expression": jsType("string", "a JMESPath expression"), "operator": jsStr, "expected": map[string]any{}}, "expression"), ""),
 	"expected_label":     jsStr,
 	"allowed_labels":     jsStrs,
+	"case_sensitive":     jsType("boolean", "classification_match: false matches the label up to case (default true: exact)"),
 	"command":            jsType("string", "a shell command run in the WASM toolbox over the snapshot"),
 	"timeout":            jsDuration,
 	"expected_exit_code": map[string]any{"type": "integer", "minimum": 0, "maximum": 255},

@@ -686,7 +686,7 @@ var criterionFields = map[string][]string{
 	FileMatchesRegex:    {"path", "pattern"},
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
-	ClassificationMatch: {"path", "expected_label", "allowed_labels"},
+	ClassificationMatch: {"path", "expected_label", "allowed_labels", "case_sensitive"},
 	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "reward_key", "harbor_reward", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "reward_key", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
@@ -721,7 +721,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
 	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey, harborReward, isolation *yaml.Node
 	all := map[string]func(*yaml.Node){
-		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", c.Type == FileExists) },
+		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", true) }, // a glob: any match for file_exists, exactly one file for the others
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
 		"excludes": func(v *yaml.Node) { excludes = v; l.strings(v, what+".excludes", &c.Excludes) },
 		"pattern":  func(v *yaml.Node) { l.regex(v, what+".pattern", &c.Pattern) },
@@ -744,8 +744,13 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		"assertions":     func(v *yaml.Node) { l.assertions(v, what+".assertions", &c) },
 		"expected_label": func(v *yaml.Node) { l.str(v, what+".expected_label", &c.ExpectedLabel) },
 		"allowed_labels": func(v *yaml.Node) { l.strings(v, what+".allowed_labels", &c.AllowedLabels) },
-		"command":        func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
-		"timeout":        func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
+		"case_sensitive": func(v *yaml.Node) {
+			sensitive := true
+			l.boolean(v, what+".case_sensitive", &sensitive)
+			c.CaseInsensitive = !sensitive
+		},
+		"command": func(v *yaml.Node) { l.str(v, what+".command", &c.Command) },
+		"timeout": func(v *yaml.Node) { l.duration(v, what+".timeout", &c.Timeout) },
 		"expected_exit_code": func(v *yaml.Node) {
 			var code int64
 			l.integer(v, what+".expected_exit_code", 0, 255, &code)
@@ -861,7 +866,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		}
 	case ClassificationMatch:
 		need("expected_label")
-		if len(c.AllowedLabels) > 0 && c.ExpectedLabel != "" && !contains(c.AllowedLabels, c.ExpectedLabel) {
+		if len(c.AllowedLabels) > 0 && c.ExpectedLabel != "" && !containsLabel(c.AllowedLabels, c.ExpectedLabel, c.CaseInsensitive) {
 			l.errorf(rn, "%s: expected_label %q is not among allowed_labels", what, c.ExpectedLabel)
 		}
 	case RunCommand:
@@ -1193,10 +1198,20 @@ func (l *loader) workspacePath(n *yaml.Node, what string, glob bool) string {
 				return ""
 			}
 		} else if strings.ContainsAny(clean, "*?[") {
-			l.errorf(rn, "%s: %q has glob characters; only file_exists takes a glob", what, p)
+			l.errorf(rn, "%s: %q has glob characters, which this path does not take", what, p)
 			return ""
 		}
 		return clean
 	}
 	return ""
+}
+
+// containsLabel says label is among labels, up to case when fold is set.
+func containsLabel(labels []string, label string, fold bool) bool {
+	for _, l := range labels {
+		if l == label || fold && strings.EqualFold(l, label) {
+			return true
+		}
+	}
+	return false
 }

@@ -325,3 +325,17 @@ func TestDigestCoversReferencedFiles(t *testing.T) {
 		t.Error("digest changed with an unreferenced file")
 	}
 }
+
+// TestAReadingCriterionPathMayBeAGlob: file_contains, json_check... take a glob path (coder_eval's
+// paths may be globs; the grader needs it to match one file); a starter file's path may not.
+func TestAReadingCriterionPathMayBeAGlob(t *testing.T) {
+	ok := "task_id: t\ninitial_prompt: p\nsuccess_criteria:\n  - {type: file_contains, path: \"src/*.py\", includes: [x]}\n  - {type: json_check, path: \"**/r.json\", assertions: [{expression: a, operator: exists}]}\n"
+	tk, err := Parse("t.yaml", t.TempDir(), []byte(ok))
+	if err != nil || tk.Criteria[0].Path != "src/*.py" || tk.Criteria[1].Path != "**/r.json" {
+		t.Fatalf("%v %+v", err, tk)
+	}
+	bad := "task_id: t\ninitial_prompt: p\nsandbox:\n  workspace:\n    starter_files: [{path: \"a*.txt\", content: x}]\nsuccess_criteria:\n  - {type: file_exists, path: a}\n"
+	if _, err := Parse("t.yaml", t.TempDir(), []byte(bad)); err == nil || !strings.Contains(err.Error(), "glob characters") {
+		t.Fatalf("a starter file with a glob: %v", err)
+	}
+}

@@ -244,6 +244,9 @@ type Criterion struct {
 
 	ExpectedLabel string
 	AllowedLabels []string
+	// CaseInsensitive (case_sensitive: false) matches the label up to case and records
+	// the allowed label's spelling; exact by default.
+	CaseInsensitive bool
 
 	// Executing criteria (run_command, wasm).
 	Command          string

@@ -14,24 +14,32 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
 )
 
 func newGradeCmd(g *globalOptions) *cobra.Command {
-	var workspace string
+	var workspace, row string
 	var asJSON, allowHostNet bool
 	cmd := &cobra.Command{
-		Use:   "grade TASK --workspace DIR",
+		Use:   "grade TASK --workspace DIR [--row ID]",
 		Short: "Grade a workspace directory against a task's criteria, with no agent",
 		Long: "grade snapshots DIR (a private copy that never follows a symlink) and grades the copy\n" +
 			"against TASK's success criteria. Criteria with sandbox: container run in verifier\n" +
 			"containers and need containerd (without it they are NOT_GRADED, with the reason).\n" +
+			"A task with a dataset is graded as one of its rows: --row ID (the row's id, else its number).\n" +
 			"Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input, 3 on ERROR or NOT_GRADED.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workspace == "" {
 				return exitWith(exitInvalid, fmt.Errorf("--workspace DIR is required"))
 			}
-			t, err := loadTask(args[0])
+			var t *task.Task
+			var err error
+			if row != "" {
+				t, err = loadRow(args[0], row)
+			} else {
+				t, err = loadTask(args[0])
+			}
 			if err != nil {
 				return err
 			}
@@ -68,8 +76,31 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&workspace, "workspace", "w", "", "directory to grade (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print exactly one JSON object")
+	cmd.Flags().StringVar(&row, "row", "", "for a task with a dataset: grade the task of this row (its id, else its number)")
 	cmd.Flags().BoolVar(&allowHostNet, "allow-host-network", false, "let sandbox: container criteria with network: host use the host's network")
 	return cmd
+}
+
+// loadRow loads the task of one row of a dataset task (the row's id, else its number).
+func loadRow(path, row string) (*task.Task, error) {
+	ts, err := task.LoadAll(path, task.LoadOptions{})
+	if err != nil {
+		return nil, exitWith(exitInvalid, err)
+	}
+	var found *task.Task
+	var ids []string
+	for _, t := range ts {
+		if t.Dataset != "" && t.ID == t.Dataset+"."+row {
+			found = t
+			continue
+		}
+		ids = append(ids, strings.TrimPrefix(t.ID, t.Dataset+"."))
+		t.Close()
+	}
+	if found == nil {
+		return nil, exitWith(exitInvalid, fmt.Errorf("%s: --row %s: no such row (rows: %s)", path, row, strings.Join(ids, ", ")))
+	}
+	return found, nil
 }
 
 // exitForStatus maps a task status to the exit codes every command shares.

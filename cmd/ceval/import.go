@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/importer"
+	"ceval.dev/ceval/task"
 )
 
 func newImportCmd() *cobra.Command {
@@ -96,7 +97,7 @@ func reportImport(cmd *cobra.Command, results []importer.FileResult, err error) 
 const rootHelp = "declared root: task files may name material anywhere inside DIR (\"../\" included), nothing outside it (default: each task file's own directory)"
 
 func newImportHarborCmd() *cobra.Command {
-	var out string
+	var out, report string
 	var keep bool
 	cmd := &cobra.Command{
 		Use:   "harbor DIR... --out OUT",
@@ -117,22 +118,48 @@ func newImportHarborCmd() *cobra.Command {
 				return exitWith(exitInvalid, errors.New("--out DIR is required (where the converted tasks go)"))
 			}
 			results, err := importer.ImportHarbor(args, out, importer.Options{KeepUnmapped: keep})
+			if report != "" {
+				if werr := writeImportReport(report, results); werr != nil {
+					return exitWith(exitInvalid, werr)
+				}
+			}
 			return reportImport(cmd, results, err)
 		},
 	}
+	cmd.Flags().StringVar(&report, "report", "", "write a JSON report to this file: per task, its mapped (noted) and unmapped fields with reasons, the output path, and whether it validates")
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the converted tasks into")
 	cmd.Flags().BoolVar(&keep, "keep-unmapped", false, "keep a task without tests/test.sh valid with a placeholder criterion that always fails")
 	return cmd
 }
 
-// needsOutsideRoot says the output does not load because it names material outside the
-// task file's directory or the declared root (rerun with a --root that holds it).
+// needsOutsideRoot says the output does not load only because material it names is not in
+// the imported tree: outside the task file's directory or the declared root, or absent from
+// the copy (rerun with a --root that holds it, or put it there).
 func needsOutsideRoot(err error) bool {
 	if err == nil {
 		return false
 	}
-	m := err.Error()
-	return strings.Contains(m, "leaves the task file's directory") || strings.Contains(m, "leaves the declared root") || strings.Contains(m, "outside the declared root")
+	var ps task.Problems
+	if !errors.As(err, &ps) || len(ps) == 0 {
+		return false
+	}
+	for _, p := range ps {
+		if !missingMaterial(p.Msg) {
+			return false
+		}
+	}
+	return true
+}
+
+// missingMaterial says a loader problem is a file or directory the task names that is not
+// in the tree it may read.
+func missingMaterial(m string) bool {
+	for _, s := range []string{"leaves the task file's directory", "leaves the declared root", "outside the declared root", "not found next to the task file", "not found in the declared root"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // unmappedCriteria says a criterion (or a field of one) did not map.

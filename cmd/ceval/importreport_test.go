@@ -10,7 +10,8 @@ import (
 
 // TestImportCoderEvalSummaryAndReport: the import ends with the summary line, and --report
 // writes per input its notes and unmapped fields with reasons, its output and whether it
-// validates (a template outside the tree counts as needing material outside --root).
+// validates (a template outside the tree, or absent from it, counts as needing material
+// outside --root; a bad pattern does not).
 func TestImportCoderEvalSummaryAndReport(t *testing.T) {
 	src := t.TempDir()
 	head := "task_id: %s\ninitial_prompt: p\nagent:\n  type: claude-code\n"
@@ -22,13 +23,15 @@ func TestImportCoderEvalSummaryAndReport(t *testing.T) {
 	write("good.yaml", strings.Replace(head, "%s", "good", 1)+"success_criteria:\n  - type: file_exists\n    path: a\n")
 	write("lossy.yaml", strings.Replace(head, "%s", "lossy", 1)+"success_criteria:\n  - type: file_exists\n    path: a\n  - type: uipath_eval\n  - type: llm_judge\n    prompt: grade it\n")
 	write("far.yaml", strings.Replace(head, "%s", "far", 1)+"sandbox:\n  template_sources:\n    - type: template_dir\n      path: ../elsewhere\nsuccess_criteria:\n  - type: file_exists\n    path: a\n")
+	write("absent.yaml", strings.Replace(head, "%s", "absent", 1)+"sandbox:\n  template_sources:\n    - type: template_dir\n      path: not-copied\nsuccess_criteria:\n  - type: file_exists\n    path: a\n")
+	write("broken.yaml", strings.Replace(head, "%s", "broken", 1)+"success_criteria:\n  - type: file_matches_regex\n    path: a\n    pattern: \"(\"\n")
 	report := filepath.Join(t.TempDir(), "r.json")
 	r := ceval(t, "import", "coder-eval", "--out", t.TempDir(), "--report", report, src)
 	if r.code != 1 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if last := lines[len(lines)-1]; last != "2 of 3 tasks validate, 1 need material outside --root, 1 have unmapped criteria" {
+	if last := lines[len(lines)-1]; last != "2 of 5 tasks validate, 2 need material outside --root, 1 have unmapped criteria" {
 		t.Errorf("last line %q\n%s", last, r.stdout)
 	}
 	data, err := os.ReadFile(report)
@@ -57,5 +60,11 @@ func TestImportCoderEvalSummaryAndReport(t *testing.T) {
 	}
 	if f := by["far.yaml"]; f.Validates || !f.NeedsOutsideRoot || !strings.Contains(f.Invalid, "leaves the task file's directory") {
 		t.Errorf("far: %+v", f)
+	}
+	if f := by["absent.yaml"]; f.Validates || !f.NeedsOutsideRoot || !strings.Contains(f.Invalid, "not found") {
+		t.Errorf("absent (material missing from the tree counts as needed material): %+v", f)
+	}
+	if f := by["broken.yaml"]; f.Validates || f.NeedsOutsideRoot {
+		t.Errorf("broken (a bad pattern is not missing material): %+v", f)
 	}
 }

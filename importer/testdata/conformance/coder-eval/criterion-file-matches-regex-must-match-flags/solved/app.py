@@ -1,0 +1,3 @@
+def main():
+    value = 1
+    return 0
