@@ -464,7 +464,7 @@ var harborKeys = []struct{ table, key, value, want, outcome string }{
 	{"verifier", "network_mode", `"public"`, "", "unmapped"},
 	{"verifier", "allowed_hosts", `["pypi.org"]`, "", "unmapped"},
 	{"verifier", "environment_mode", `"separate"`, "", "unmapped"},
-	{"verifier.env", "MODE", `"strict"`, "export MODE=''strict''", "carried"},
+	{"verifier.env", "MODE", `"strict"`, "export MODE='strict'", "carried"},
 	{"verifier.env", "TOKEN", `"${HOST_TOKEN}"`, "", "unmapped"},
 	{"verifier.environment", "docker_image", `"v:1"`, "", "unmapped"},
 	{"agent", "timeout_sec", "90", "timeout: 90s", "carried"},
