@@ -136,6 +136,9 @@ func fileExists(c *task.Criterion, ws *snapshot.Snapshot) verdict {
 	if dir, why, n := incompleteDirs(s); n > 0 {
 		return failed("nothing matching %s is in the snapshot, but %d director(ies) have incomplete listings and may hold a match (omitted: %s directory %s)", c.Path, n, quote(dir, 200), why)
 	}
+	if prefix != "" {
+		return failed("nothing in its output's copy matches %s", c.Path)
+	}
 	return failed("nothing in the workspace matches %s", c.Path)
 }
 

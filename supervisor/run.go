@@ -96,6 +96,8 @@ type agentSandbox interface {
 	deleteContainer(ctx context.Context) error
 	// takeSnapshot copies the reaped agent's workspace into dst, never following a link.
 	takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error)
+	// outputDirs are the host paths of the task's sandbox.outputs, in order.
+	outputDirs() []string
 }
 
 // containerd is the containerRuntime of a real run.
@@ -115,6 +117,8 @@ func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSan
 }
 
 func (s *Sandbox) dirs() (workspace, home string) { return s.Workspace, s.Home }
+
+func (s *Sandbox) outputDirs() []string { return s.Outputs }
 
 func (s *Sandbox) takeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	return snapshot.Take(s.Workspace, dst, lim)
@@ -378,7 +382,7 @@ func (r *run) launch(ctx context.Context) error {
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
 		Prepare: r.prepareScratch, ids: r.ids,
-		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit,
+		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw
@@ -569,6 +573,12 @@ func (r *run) snapshot(ctx context.Context) error {
 	if err := snap.WriteManifestUnsynced(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
 		return &InfraError{err}
 	}
+	outs, hits, err := takeOutputs(r.t.Sandbox.Outputs, r.sb.outputDirs(), r.dir)
+	if err != nil {
+		return &InfraError{err}
+	}
+	snap.Outputs = outs
+	res.LimitsHit = append(res.LimitsHit, hits...)
 	r.snap = snap
 	res.Timings.Snapshot = time.Since(snapStart).Seconds()
 	// Every cap the snapshot reached, by name: what it left out stays visible to the

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
@@ -54,6 +55,13 @@ type SandboxConfig struct {
 	ImageWorkdir string
 	Emit         func(string, map[string]any)
 
+	// Outputs are the task's sandbox.outputs: container paths each given a capped scratch
+	// filesystem (Limits.DiskMB, as the workspace) bound read-write, /tmp replacing the
+	// sandbox's own. PrepareOutput (may be nil) fills output i's host directory before the
+	// container's UID gets it (a verifier copies the agent's output there).
+	Outputs       []string
+	PrepareOutput func(i int, dir string) error
+
 	// BeforeStart (may be nil) runs once the container's task exists and before its init
 	// runs: the model gateway opens its socket in the task's network namespace there.
 	BeforeStart launcher.StartHook
@@ -88,8 +96,9 @@ type gatewayDialer interface{ Dial() (net.Conn, error) }
 
 // Sandbox is a created agent container with its scratch filesystems.
 type Sandbox struct {
-	Workspace string // host path of /workspace (a capped tmpfs)
-	Home      string // host path of /home/agent (a capped tmpfs)
+	Workspace string   // host path of /workspace (a capped tmpfs)
+	Home      string   // host path of /home/agent (a capped tmpfs)
+	Outputs   []string // host paths of SandboxConfig.Outputs, in order (capped tmpfs each)
 	cfg       SandboxConfig
 	ctr       *launcher.Container
 	undo      []func() error // in reverse order on Close
@@ -152,7 +161,10 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 			_ = s.Close(ctx)
 		}
 	}()
-	for _, d := range []string{s.Workspace, s.Home} {
+	for i := range cfg.Outputs {
+		s.Outputs = append(s.Outputs, filepath.Join(cfg.Dir, "outputs", strconv.Itoa(i)))
+	}
+	for _, d := range append([]string{s.Workspace, s.Home}, s.Outputs...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -197,6 +209,13 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, unmountHome)
+	for _, d := range s.Outputs {
+		unmount, err := launcher.MountScratch(d, cfg.Limits.DiskMB, workspaceInodes(cfg.Limits.DiskMB), 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.undo = append(s.undo, unmount)
+	}
 	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
 	if err != nil {
 		return nil, &InputError{err}
@@ -207,6 +226,13 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
 			return nil, &InputError{err}
+		}
+	}
+	if cfg.PrepareOutput != nil {
+		for i, d := range s.Outputs {
+			if err := cfg.PrepareOutput(i, d); err != nil {
+				return nil, &InputError{fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
+			}
 		}
 	}
 	if s.bootID, err = launcher.BootID(); err != nil {
@@ -222,7 +248,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, s.userns.Close) // idempotent: hardenTask closes it at start
-	for _, d := range []string{s.Workspace, s.Home} {
+	for _, d := range append([]string{s.Workspace, s.Home}, s.Outputs...) {
 		if err := launcher.ChownTree(d, int(s.ids.HostID+cfg.UID), int(s.ids.HostID+cfg.UID)); err != nil {
 			return nil, err
 		}
@@ -250,7 +276,11 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		s.undo = append(s.undo, s.userns.Close)
 	}
 	userns.Path = s.userns.Path()
-	ocfg := oci.Config{
+	var outputs []oci.Mount
+	for i, p := range cfg.Outputs {
+		outputs = append(outputs, oci.Mount{Source: s.Outputs[i], Destination: p})
+	}
+	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
 		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
