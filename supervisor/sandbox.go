@@ -106,6 +106,7 @@ type Sandbox struct {
 	ids       *IDSlot
 	userns    *launcher.UserNS
 	ocfg      oci.Config   // the agent container's; a step's container is made from a copy (see RunStep)
+	imageEnv  []string     // the image config's Env as ceval applies it (imageEnv), under cfg.Env
 	img       client.Image // the agent's image
 	initPath  string
 	bootID    string
@@ -223,6 +224,17 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
 	}
+	// The image's ENV (PATH to its tools, above all) is the processes' as Docker gives it,
+	// under ceval's own variables.
+	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
+	}
+	var dropped []string
+	s.imageEnv, dropped = imageEnv(rc.Env, cp.Dir)
+	if (len(s.imageEnv) > 0 || len(dropped) > 0) && cfg.Emit != nil {
+		cfg.Emit("image_env", map[string]any{"image": cfg.Image, "env": s.imageEnv, "dropped": dropped})
+	}
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
 			return nil, &InputError{err}
@@ -282,7 +294,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	}
 	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
-		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
+		Args: cfg.Argv, Env: mergeImageEnv(s.imageEnv, cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID,

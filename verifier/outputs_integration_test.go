@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/snapshot"
 )
 
@@ -23,5 +25,28 @@ func TestVerifierSeesTheOutputsAtTheirPaths(t *testing.T) {
 	}
 	if got := string(r.Stdout); !strings.HasPrefix(got, "answer 9c2\ntmp answer\nws\n1\n") || r.ExitCode != 0 {
 		t.Errorf("stdout %q exit %d (stderr %q): want the outputs at /output and /tmp", got, r.ExitCode, r.Stderr)
+	}
+}
+
+// The verifier's container gets its image's ENV too (Terminal-Bench tests call tools the
+// image puts on PATH), under ceval's own variables.
+func TestVerifierGetsItsImagesEnv(t *testing.T) {
+	e, c, ctx := newExecutor(t)
+	const img = "ceval.local/verifier-image-env:test"
+	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: img,
+		Env:   []string{"PATH=/opt/tools:/usr/bin:/bin", "GREETING=from the image", "HOME=/root"},
+		Extra: []images.File{{Path: "opt/tools/checker", Mode: 0o755, Data: []byte("#!/bin/sh\necho checker-ran\n")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, img) })
+	cr := container(`checker; echo "$GREETING|$HOME"`)
+	cr.Verifier.Image = img
+	r, err := e.Run(ctx, cr, snap(t, map[string]string{"a": "a"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(r.Stdout); got != "checker-ran\nfrom the image|/home/agent\n" {
+		t.Errorf("stdout %q (stderr %q), want the image's PATH and GREETING under ceval's HOME", got, r.Stderr)
 	}
 }
