@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
 )
 
@@ -65,5 +67,33 @@ dd if=/dev/zero of=/output/big bs=1M count=100 2>/dev/null || echo capped > /wor
 	}
 	if len(res.LimitsHit) == 0 {
 		t.Errorf("limits_hit is empty; the output's file cap should be named")
+	}
+}
+
+// An output declared over a directory the image fills keeps the image's files there (no link
+// of the image followed), beside what the agent writes.
+func TestOutputStartsFromTheImagesFilesAtItsPath(t *testing.T) {
+	const img = "ceval.local/output-image-files:test"
+	c, ctx := ctrtest.Connect(t)
+	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: img, WorkingDir: "/app", Extra: []images.File{
+		{Path: "data/expected.txt", Mode: 0o644, Data: []byte("expected 31\n")},
+		{Path: "data/passwd", Link: "/etc/passwd"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, img) })
+	doc := agentTask("output-image", `cat /data/expected.txt > /data/answer.txt; [ -L /data/passwd ] && echo link > /data/kind.txt`,
+		`  - {type: file_contains, path: /data/answer.txt, includes: ["expected 31"]}
+  - {type: file_contains, path: /data/kind.txt, includes: [link]}
+`, "  image: "+img+"\n  outputs: [/data]\n")
+	res, err := runTask(t, doc, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		for _, c := range res.Criteria {
+			t.Logf("%s: %s %s", c.Type, c.Status, c.Details)
+		}
+		t.Fatalf("status %s, want SUCCESS", res.Status)
 	}
 }

@@ -382,7 +382,7 @@ func (r *run) launch(ctx context.Context) error {
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
 		Prepare: r.prepareScratch, ids: r.ids,
-		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs,
+		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw

@@ -59,8 +59,11 @@ type SandboxConfig struct {
 	// filesystem (Limits.DiskMB, as the workspace) bound read-write, /tmp replacing the
 	// sandbox's own. PrepareOutput (may be nil) fills output i's host directory before the
 	// container's UID gets it (a verifier copies the agent's output there).
-	Outputs       []string
-	PrepareOutput func(i int, dir string) error
+	// OutputsFromImage starts each output from what the image holds at its path (an agent's
+	// sandbox; a verifier's gets the agent's copies instead).
+	Outputs          []string
+	PrepareOutput    func(i int, dir string) error
+	OutputsFromImage bool
 
 	// BeforeStart (may be nil) runs once the container's task exists and before its init
 	// runs: the model gateway opens its socket in the task's network namespace there.
@@ -223,6 +226,15 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
+	}
+	if cfg.OutputsFromImage {
+		skipped, err := copyImageOutputs(ctx, cfg.Client, cfg.Image, cfg.Outputs, s.Outputs, cfg.Limits.DiskMB)
+		if err != nil {
+			return nil, &InputError{err}
+		}
+		if len(skipped) > 0 && cfg.Emit != nil {
+			cfg.Emit("image_outputs", map[string]any{"image": cfg.Image, "skipped": skipped})
+		}
 	}
 	// The image's ENV (PATH to its tools, above all) is the processes' as Docker gives it,
 	// under ceval's own variables.
