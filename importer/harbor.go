@@ -141,6 +141,34 @@ func Harbor(dir string, opt Options) (Result, error) {
 	default:
 		c.note(&yaml.Node{Line: 1}, "environment", "no Dockerfile and no docker_image: the task runs in ceval's default image")
 	}
+	var facts dockerfileFacts
+	dfPath := filepath.Join(dir, "environment", "Dockerfile")
+	if exists("environment/Dockerfile") {
+		if df, err := readCapped(dfPath); err == nil {
+			facts = readDockerfile(df)
+		}
+	}
+	outputs, outputNotes, err := harborOutputs(dir, facts.workdir)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(outputs) > 0 {
+		set(sb, "outputs", strList(outputs))
+		for _, o := range outputs {
+			c.problems = append(c.problems, outputNotes[o])
+		}
+	}
+	if len(facts.envKeys) > 0 {
+		c.problems = append(c.problems, Problem{File: dfPath, Line: facts.envLine, Field: "ENV",
+			Reason: fmt.Sprintf("%s: the image's ENV applies to the agent, its steps and the verifier (ceval's own variables, proxies and model-provider settings excepted; values naming the WORKDIR point at /workspace)", strings.Join(facts.envKeys, ", "))})
+	}
+	if facts.entrypoint != "" {
+		set(root, "setup", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{
+			{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("run"), str(facts.entrypoint), scalar("timeout"), scalar("300s")}},
+		}})
+		c.problems = append(c.problems, Problem{File: dfPath, Line: facts.entrypointLine, Field: "ENTRYPOINT",
+			Reason: "became a setup step: it runs once, to its end, before the agent (as the agent's user, in a container of its own over the same workspace and outputs); a server that must keep running while the agent works cannot run so (ceval has no services yet): drop the step and start it from the agent's command or tests/test.sh"})
+	}
 	keys := make([]string, 0, len(cfg))
 	for k := range cfg {
 		keys = append(keys, k)
