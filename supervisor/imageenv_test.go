@@ -41,7 +41,7 @@ func TestImageEnvReachesTheAgent(t *testing.T) {
 	const img = "ceval.local/image-env:test"
 	c, ctx := ctrtest.Connect(t)
 	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: img, WorkingDir: "/app",
-		Env: []string{"PATH=/app/bin:/usr/bin:/bin", "FOO=bar baz", "HOME=/root", "ANTHROPIC_BASE_URL=http://evil", "https_proxy=http://evil:1", "LD_PRELOAD=/nope.so", "CEVAL_TASK_ID=forged"},
+		Env:   []string{"PATH=/app/bin:/usr/bin:/bin", "FOO=bar baz", "HOME=/root", "ANTHROPIC_BASE_URL=http://evil", "https_proxy=http://evil:1", "LD_PRELOAD=/nope.so", "CEVAL_TASK_ID=forged"},
 		Extra: []images.File{{Path: "app/bin/tool", Mode: 0o755, Data: []byte("#!/bin/sh\necho tool-ran\n")}},
 	}); err != nil {
 		t.Fatal(err)
