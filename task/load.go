@@ -624,8 +624,19 @@ func checkOutput(p string) string {
 			return "overlaps " + r + ", which the sandbox mounts itself"
 		}
 	}
+	for _, r := range outputNever {
+		if p == r || strings.HasPrefix(p, r+"/") || strings.HasPrefix(r, p+"/") {
+			return "overlaps " + r + ": an output there would put what the agent wrote where verifiers and the WASM sandbox run their own code or read the grading material"
+		}
+	}
 	return ""
 }
+
+// outputNever are where no output may be: the system's programs and libraries (a verifier
+// runs its image's, and an output is the agent's copy), and the grading material's and
+// ceval's own mounts in verifiers (/task, /reference), the WASM sandbox (/ceval) and plugins.
+var outputNever = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/boot",
+	"/task", "/reference", "/ceval", PluginMountRoot}
 
 func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 	var pkgs, pip, links *yaml.Node

@@ -32,6 +32,9 @@ func TestOutputsProblemsNameTheirLine(t *testing.T) {
 		{"nested", "sandbox: {outputs: [/out, /out/a]}", `3:27: sandbox.outputs[1]: "/out/a" overlaps sandbox.outputs entry "/out"`},
 		{"unclean", "sandbox: {outputs: [/out/../etc]}", `must be an absolute, clean`},
 		{"glob", "sandbox: {outputs: ['/o*']}", `has glob characters`},
+		{"system libraries", "sandbox: {outputs: [/usr/local/lib]}", `overlaps /usr: an output there`},
+		{"verifier's grader files", "sandbox: {outputs: [/task]}", `overlaps /task`},
+		{"above the plugins", "sandbox: {outputs: [/opt]}", `overlaps /opt/ceval/plugins`},
 	} {
 		doc := "task_id: t\ninitial_prompt: p\n" + tc.doc + "\nsuccess_criteria: [{type: file_exists, path: x}]\n"
 		_, err := Load(writeTask(t, doc, nil))
