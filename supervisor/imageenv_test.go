@@ -62,3 +62,28 @@ func TestImageEnvReachesTheAgent(t *testing.T) {
 		t.Fatalf("status %s, want SUCCESS", res.Status)
 	}
 }
+
+// The image's ENTRYPOINT never runs (ceval starts its own init and the task's command); the
+// run's events say so, with what to do.
+func TestImageEntrypointNotRunIsAnEvent(t *testing.T) {
+	const img = "ceval.local/image-entrypoint:test"
+	c, ctx := ctrtest.Connect(t)
+	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: img, Entrypoint: []string{"/bin/sh", "-c", "echo entry > /workspace/entry.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, img) })
+	var events []string
+	doc := agentTask("image-entrypoint", `test -e entry.txt || echo absent > out.txt`,
+		"  - {type: file_contains, path: out.txt, includes: [absent]}\n", "  image: "+img+"\n")
+	res, err := runTask(t, doc, nil, Options{Progress: func(ev string, f map[string]any) {
+		if ev == "image_entrypoint_not_run" {
+			events = append(events, f["note"].(string))
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || len(events) != 1 || !strings.Contains(events[0], "setup step") {
+		t.Fatalf("status %s, events %q: want the ENTRYPOINT not run and one event saying so", res.Status, events)
+	}
+}

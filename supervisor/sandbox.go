@@ -247,6 +247,11 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if (len(s.imageEnv) > 0 || len(dropped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_env", map[string]any{"image": cfg.Image, "env": s.imageEnv, "dropped": dropped})
 	}
+	if len(rc.Entrypoint) > 0 && cfg.Emit != nil {
+		// ceval starts its init and the task's command, never the image's ENTRYPOINT.
+		cfg.Emit("image_entrypoint_not_run", map[string]any{"image": cfg.Image, "entrypoint": rc.Entrypoint,
+			"note": "the image's ENTRYPOINT does not run in ceval: give the task a setup step that runs it (the Harbor import does)"})
+	}
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
 			return nil, &InputError{err}
