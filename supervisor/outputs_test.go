@@ -3,6 +3,7 @@ package supervisor
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ceval.dev/ceval/images"
@@ -65,8 +66,9 @@ dd if=/dev/zero of=/output/big bs=1M count=100 2>/dev/null || echo capped > /wor
 			t.Errorf("the copy holds %s as a %v: a link was followed or kept on disk", name, fi.Mode().Type())
 		}
 	}
-	if len(res.LimitsHit) == 0 {
-		t.Errorf("limits_hit is empty; the output's file cap should be named")
+	hits := strings.Join(res.LimitsHit, "\n")
+	if !strings.Contains(hits, "output /output: disk limit reached") || !strings.Contains(hits, "output /output: ") {
+		t.Errorf("limits_hit %q: want the full output and its snapshot's file cap named", res.LimitsHit)
 	}
 }
 

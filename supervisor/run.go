@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -542,6 +543,11 @@ func (r *run) collect(context.Context) error {
 	}
 	if full, note := scratchFull(r.ws); full {
 		res.LimitsHit = append(res.LimitsHit, note)
+	}
+	for i, d := range r.sb.outputDirs() {
+		if full, note := scratchFull(d); full {
+			res.LimitsHit = append(res.LimitsHit, "output "+r.t.Sandbox.Outputs[i]+": "+strings.TrimPrefix(note, "workspace "))
+		}
 	}
 	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
 		addUsage(&res.Agent, u) // summed over the iterations
