@@ -40,20 +40,16 @@ type imageWorkdirCopy struct {
 	Skipped []string // devices, FIFOs, sockets left out: "PATH (KIND)"
 }
 
-// copyImageWorkdir fills the fresh workspace ws with the tree at the WorkingDir of image
-// name, read from a read-only view of its unpacked snapshot, when mode (ImageWorkdirAuto,
+// copyImageWorkdir fills the fresh workspace ws with the tree at wd, the WorkingDir of image
+// name's config, read from a read-only view of its unpacked snapshot, when mode (ImageWorkdirAuto,
 // task.ImageWorkdirCopy or task.ImageWorkdirIgnore; "" is ignore) asks for it. The tree is
 // copied as a template_dir is (no link followed, special files skipped) under the
 // workspace's caps: a cap hit is an error naming the image, as the image is the task
 // author's and a silently partial workspace would grade the agent on the wrong input.
-func copyImageWorkdir(ctx context.Context, c *client.Client, name, mode, ws string, diskMB int64) (imageWorkdirCopy, error) {
+func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws string, diskMB int64) (imageWorkdirCopy, error) {
 	var out imageWorkdirCopy
 	if mode == "" || mode == task.ImageWorkdirIgnore {
 		return out, nil
-	}
-	wd, err := images.WorkingDir(ctx, c, name)
-	if err != nil {
-		return out, err
 	}
 	rel := strings.TrimPrefix(path.Clean("/"+wd), "/")
 	if wd == "" || rel == "" {
@@ -68,7 +64,7 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, mode, ws stri
 			return fmt.Errorf("image %s: its working directory %s holds %s, over the workspace's cap (sandbox.limits.disk_mb %d): raise sandbox.limits.disk_mb, make the image's %s smaller, or set sandbox.image_workdir: ignore", name, "/"+rel, what, diskMB, "/"+rel)
 		},
 	}
-	err = withImageRoot(ctx, c, name, func(r *os.Root) error {
+	err := withImageRoot(ctx, c, name, func(r *os.Root) error {
 		sub, err := openImageDir(r, rel, "make WORKDIR a real directory or set sandbox.image_workdir: ignore")
 		if err != nil || sub == nil {
 			return err

@@ -57,10 +57,9 @@ type SandboxConfig struct {
 
 	// Outputs are the task's sandbox.outputs: container paths each given a capped scratch
 	// filesystem (Limits.DiskMB, as the workspace) bound read-write, /tmp replacing the
-	// sandbox's own. PrepareOutput (may be nil) fills output i's host directory before the
-	// container's UID gets it (a verifier copies the agent's output there).
-	// OutputsFromImage starts each output from what the image holds at its path (an agent's
-	// sandbox; a verifier's gets the agent's copies instead).
+	// sandbox's own. OutputsFromImage starts each from what the image holds at its path (an
+	// agent's sandbox); PrepareOutput (may be nil) then fills output i's host directory
+	// before the container's UID gets it (a verifier copies the agent's output there).
 	Outputs          []string
 	PrepareOutput    func(i int, dir string) error
 	OutputsFromImage bool
@@ -220,7 +219,13 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		}
 		s.undo = append(s.undo, unmount)
 	}
-	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
+	// The image's config: its WorkingDir's tree starts the workspace, its ENV (PATH to its
+	// tools, above all) is the processes' as Docker gives it, under ceval's own variables.
+	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
+	}
+	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
 	if err != nil {
 		return nil, &InputError{err}
 	}
@@ -235,12 +240,6 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		if len(skipped) > 0 && cfg.Emit != nil {
 			cfg.Emit("image_outputs", map[string]any{"image": cfg.Image, "skipped": skipped})
 		}
-	}
-	// The image's ENV (PATH to its tools, above all) is the processes' as Docker gives it,
-	// under ceval's own variables.
-	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
 	}
 	var dropped []string
 	s.imageEnv, dropped = imageEnv(rc.Env, cp.Dir)
