@@ -162,6 +162,21 @@ func Harbor(dir string, opt Options) (Result, error) {
 		c.problems = append(c.problems, Problem{File: dfPath, Line: facts.envLine, Field: "ENV",
 			Reason: fmt.Sprintf("%s: the image's ENV applies to the agent, its steps and the verifier (ceval's own variables, proxies and model-provider settings excepted; values naming the WORKDIR point at /workspace)", strings.Join(facts.envKeys, ", "))})
 	}
+	if script := entrypointScript(filepath.Join(dir, "environment"), facts); script != "" && facts.entrypoint != "" {
+		if why := entrypointCannotRun(script); len(why) > 0 {
+			c.problems = append(c.problems, Problem{File: dfPath, Line: facts.entrypointLine, Field: "ENTRYPOINT", Unmapped: true,
+				Reason: fmt.Sprintf("%s cannot run in ceval: %s; the task runs without it (its tests will likely fail)", facts.entrypoint, strings.Join(why, "; "))})
+			facts.entrypoint = ""
+		}
+	}
+	if compose := filepath.Join(dir, "environment", "docker-compose.yaml"); exists("environment/docker-compose.yaml") {
+		if data, err := readCapped(compose); err == nil {
+			if svcs := composeServices(data); len(svcs) > 1 {
+				c.problems = append(c.problems, Problem{File: compose, Line: 1, Field: "services", Unmapped: true,
+					Reason: fmt.Sprintf("the task runs %d containers (%s); ceval runs the agent's alone (no services beside it yet), so what the others serve is missing", len(svcs), strings.Join(svcs, ", "))})
+			}
+		}
+	}
 	if facts.entrypoint != "" {
 		set(root, "setup", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{
 			{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("run"), str(facts.entrypoint), scalar("timeout"), scalar("300s")}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,9 +22,11 @@ import (
 type dockerfileFacts struct {
 	workdir        string
 	entrypoint     string
+	entrypointArgv []string // the exec form's words, or the shell form's first word
 	entrypointLine int
 	envKeys        []string
 	envLine        int
+	copies         [][2]string // COPY/ADD from the build context: source, destination
 }
 
 // readDockerfile reads the facts above, one logical instruction per line (a line ending in
@@ -58,6 +61,16 @@ func readDockerfile(df []byte) dockerfileFacts {
 			}
 		case "ENTRYPOINT":
 			f.entrypoint, f.entrypointLine = shellForm(rest), start
+			f.entrypointArgv = nil
+			if strings.HasPrefix(rest, "[") {
+				_ = json.Unmarshal([]byte(rest), &f.entrypointArgv)
+			} else if w := strings.Fields(rest); len(w) > 0 {
+				f.entrypointArgv = w[:1]
+			}
+		case "COPY", "ADD":
+			if w := strings.Fields(rest); len(w) == 2 && !strings.HasPrefix(w[0], "--") {
+				f.copies = append(f.copies, [2]string{w[0], w[1]})
+			}
 		case "ENV":
 			f.envKeys = append(f.envKeys, envKeys(rest)...)
 			if f.envLine == 0 {
@@ -172,4 +185,80 @@ func harborOutputs(dir, workdir string) ([]string, map[string]Problem, error) {
 	}
 	sort.Strings(outs)
 	return outs, where, err
+}
+
+// entrypointScript finds the build-context file a Dockerfile COPYs to the ENTRYPOINT's
+// program (COPY entrypoint.sh /entrypoint.sh; ENTRYPOINT ["/entrypoint.sh"]): its path
+// below env (the build context), or "".
+func entrypointScript(env string, f dockerfileFacts) string {
+	if len(f.entrypointArgv) == 0 {
+		return ""
+	}
+	prog := f.entrypointArgv[0]
+	if (prog == "/bin/sh" || prog == "/bin/bash" || prog == "sh" || prog == "bash") && len(f.entrypointArgv) > 1 {
+		prog = f.entrypointArgv[1]
+	}
+	for _, c := range f.copies {
+		dst := c[1]
+		if strings.HasSuffix(dst, "/") {
+			dst += path.Base(c[0])
+		}
+		if dst == prog && !strings.Contains(c[0], "..") && !strings.HasPrefix(c[0], "/") {
+			return filepath.Join(env, filepath.FromSlash(c[0]))
+		}
+	}
+	return ""
+}
+
+var (
+	// backgroundRE: a command left running (a trailing "&", nohup, a daemon or service manager).
+	backgroundRE = lazyregexp.New(`(^|[^&])&\s*(#.*)?$|\bnohup\b|\b(service\s+\S+\s+start|systemctl\s+start|supervisord|dockerd|sshd)\b`)
+	// systemWriteRE: a write to the image's own files (ceval's rootfs is read-only) or a
+	// command that needs root (the steps run as the agent's user).
+	systemWriteRE = lazyregexp.New(`>>?\s*/(etc|usr|var|opt|bin|sbin|lib|root|logs)(/|\s|$)|\b(apt-get|apt|apk|useradd|groupadd|chown|mount|sysctl|iptables)\b`)
+)
+
+// entrypointCannotRun says, with FILE:LINE and the line, why an ENTRYPOINT script cannot run
+// as a ceval setup step: a process it leaves running (no services yet: it dies with the
+// step's container) or a change of the image's system files or one that needs root.
+func entrypointCannotRun(script string) []string {
+	data, err := readCapped(script)
+	if err != nil || bytes.IndexByte(data, 0) >= 0 {
+		return nil
+	}
+	var why []string
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		switch {
+		case backgroundRE.MatchString(t):
+			why = append(why, fmt.Sprintf("%s:%d starts a process that keeps running (%s), and ceval runs no services beside the agent yet", script, i+1, t))
+		case systemWriteRE.MatchString(t):
+			why = append(why, fmt.Sprintf("%s:%d changes the image's system files or needs root (%s), and ceval's steps run as the agent's user over a read-only rootfs", script, i+1, t))
+		}
+		if len(why) == 5 {
+			break
+		}
+	}
+	return why
+}
+
+// composeServices are the services an environment/docker-compose.yaml names (keys two
+// spaces in under services:), in order.
+func composeServices(data []byte) []string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.TrimSpace(line) == "services:":
+			in = true
+		case in && len(line) > 0 && line[0] != ' ' && line[0] != '#':
+			in = false
+		case in && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.HasSuffix(strings.TrimSpace(line), ":"):
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(line), ":"))
+		}
+	}
+	return out
 }

@@ -81,3 +81,51 @@ func TestImportHarborSetsOutputsAndEntrypointStep(t *testing.T) {
 		t.Errorf("setup %+v outputs %q", ep.Setup, ep.Sandbox.Outputs)
 	}
 }
+
+// An ENTRYPOINT script that leaves a server running or changes the image's system files
+// cannot be a setup step: the import lists it, with each reason at its FILE:LINE, and makes
+// no step; one that only prepares the working directory becomes the step.
+func TestImportHarborListsAnEntrypointThatCannotRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "server-task")
+	files := map[string]string{
+		"task.toml":                       "version = \"1.0\"\n",
+		"instruction.md":                  "Query the local server.\n",
+		"environment/Dockerfile":          "FROM ubuntu:24.04\nCOPY start.sh /usr/local/bin/start.sh\nENTRYPOINT [\"/usr/local/bin/start.sh\"]\nWORKDIR /app\n",
+		"environment/start.sh":            "#!/bin/sh\n# start the fixture\necho 10.0.0.1 svc >> /etc/hosts\npython3 -m http.server 80 &\nexec \"$@\"\n",
+		"environment/docker-compose.yaml": "services:\n  main:\n    build: .\n  db:\n    image: postgres\n",
+		"tests/test.sh":                   "echo 1 > /logs/verifier/reward.txt\n",
+	}
+	for p, c := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644)
+	}
+	rs, err := ImportHarbor([]string{dir}, t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range rs[0].Problems {
+		if p.Unmapped {
+			got = append(got, p.String())
+		}
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		"Dockerfile:3: unmapped: ENTRYPOINT: /usr/local/bin/start.sh cannot run in ceval",
+		"start.sh:3 changes the image's system files or needs root (echo 10.0.0.1 svc >> /etc/hosts)",
+		"start.sh:4 starts a process that keeps running (python3 -m http.server 80 &)",
+		"docker-compose.yaml:1: unmapped: services: the task runs 2 containers (main, db)",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("unmapped lines lack %q:\n%s", want, all)
+		}
+	}
+	tk, err := task.Load(rs[0].Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	if len(tk.Setup) != 0 {
+		t.Errorf("an ENTRYPOINT that cannot run became setup %+v", tk.Setup)
+	}
+}
