@@ -35,3 +35,23 @@ func TestOutputCapNeverHidesAFile(t *testing.T) {
 	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Path: "/tmp/big.bin"}, ws), Pass, 1, "")
 	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Path: "/tmp/big.bin", Includes: []string{"0123"}}, ws), Fail, 0, "omitted")
 }
+
+// llm_judge's files may name an output's files too: the judge is shown them by their
+// container paths.
+func TestJudgeFilesReadTheOutputsCopy(t *testing.T) {
+	ws := withOutput(t, snap(t, tree{"notes.md": "workspace notes"}), "/output", tree{"report.md": "the report", "more/a.md": "a", "link.md": "symlink:/etc/passwd"})
+	c := crit(task.Criterion{Type: task.LLMJudge, Files: []string{"notes.md", "/output/report.md", "/output/**/*.md", "/nowhere/x"}, MaxFileBytes: 1000})
+	shown, _ := judgeFiles(&c, ws)
+	got := map[string]string{}
+	for _, f := range shown {
+		got[f.Path] = string(f.Content) + f.Missing
+	}
+	for p, want := range map[string]string{
+		"notes.md": "workspace notes", "/output/report.md": "the report", "/output/more/a.md": "a",
+		"/output/link.md": "a symlink; ceval does not follow links", "/nowhere/x": "below none of the task's sandbox.outputs",
+	} {
+		if got[p] != want {
+			t.Errorf("%s: shown %q, want %q (all: %v)", p, got[p], want, got)
+		}
+	}
+}
