@@ -14,11 +14,12 @@ import (
 // readFile returns the captured bytes of the regular file at rel, or the verdict that the
 // criterion gets when there is none: FAIL for anything the workspace did (missing, omitted
 // by a cap, a link, a directory), ERROR when the snapshot itself cannot be read.
-func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
-	if isGlob(rel) {
+func readFile(ws *snapshot.Snapshot, rel string) ([]byte, *verdict) {
+	s, in, ok := ws.Resolve(rel)
+	if ok && isGlob(in) {
 		// a glob names the one regular file it matches (coder_eval's paths may be globs)
 		var files []string
-		for _, e := range s.Glob(rel) {
+		for _, e := range s.Glob(in) {
 			if e.Kind == snapshot.KindFile {
 				files = append(files, e.Path)
 			}
@@ -28,15 +29,19 @@ func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
 			v := failed("no file in the workspace matches %s", rel)
 			return nil, &v
 		case 1:
-			rel = files[0]
+			in = files[0]
 		default:
 			v := failed("%d files match %s (%s): the pattern must match exactly one", len(files), rel, list(quoteAll(files), 5))
 			return nil, &v
 		}
 	}
-	e, ok := s.Lookup(rel)
 	if !ok {
-		v := failed("%s", missing(s, rel))
+		v := failed("%s is below none of the task's sandbox.outputs; nothing outside them is copied out", rel)
+		return nil, &v
+	}
+	e, ok := s.Lookup(in)
+	if !ok {
+		v := failed("%s", missing(s, rel, in))
 		return nil, &v
 	}
 	switch e.Kind {
@@ -55,7 +60,7 @@ func readFile(s *snapshot.Snapshot, rel string) ([]byte, *verdict) {
 		v := failed("%s is a %s, not a regular file", rel, e.Kind)
 		return nil, &v
 	}
-	data, err := s.ReadFile(rel)
+	data, err := s.ReadFile(in)
 	if err != nil {
 		v := errored("read %s from the snapshot: %v", rel, err)
 		return nil, &v
@@ -84,25 +89,38 @@ func readText(s *snapshot.Snapshot, rel string) (string, *verdict) {
 	return string(data), nil
 }
 
-// missing explains why rel is not in the snapshot, with the snapshot's note when it has one.
-func missing(s *snapshot.Snapshot, rel string) string {
-	if n, ok := s.Unvouched(rel); ok {
-		return fmt.Sprintf("%s is not in the snapshot but may exist in the workspace (omitted: %s %s)", rel, quote(n.Path, 200), n.Reason)
+// missing explains why rel (in, inside s, which Resolve found for it) is not in the
+// snapshot, with the snapshot's note when it has one.
+func missing(s *snapshot.Snapshot, rel, in string) string {
+	where := "the workspace"
+	if in != rel {
+		where = "its output's copy"
 	}
-	if n, ok := s.NoteFor(rel); ok {
+	if n, ok := s.Unvouched(in); ok {
+		return fmt.Sprintf("%s is not in the snapshot but may exist in %s (omitted: %s %s)", rel, where, quote(n.Path, 200), n.Reason)
+	}
+	if n, ok := s.NoteFor(in); ok {
 		return fmt.Sprintf("%s is not in the snapshot: %s %s", rel, quote(n.Path, 200), n.Reason)
 	}
-	return fmt.Sprintf("%s does not exist in the workspace", rel)
+	return fmt.Sprintf("%s does not exist in %s", rel, where)
 }
 
 func isGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
 
-func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
+func fileExists(c *task.Criterion, ws *snapshot.Snapshot) verdict {
+	s, in, ok := ws.Resolve(c.Path)
+	if !ok {
+		return failed("%s is below none of the task's sandbox.outputs; nothing outside them is copied out", c.Path)
+	}
+	prefix := strings.TrimSuffix(c.Path, in) // "/output/" for an output's path, "" for the workspace's
 	var matches []snapshot.Entry
-	if isGlob(c.Path) {
-		matches = s.Glob(c.Path)
-	} else if e, ok := s.Lookup(c.Path); ok {
+	if isGlob(in) {
+		matches = s.Glob(in)
+	} else if e, ok := s.Lookup(in); ok {
 		matches = []snapshot.Entry{e}
+	}
+	for i := range matches {
+		matches[i].Path = prefix + matches[i].Path
 	}
 	var found, links, others []string
 	for _, e := range matches {
@@ -125,9 +143,9 @@ func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
 		return failed("%s, not a regular file or directory", list(others, 5))
 	}
 	if !isGlob(c.Path) {
-		return failed("%s", missing(s, c.Path))
+		return failed("%s", missing(s, c.Path, in))
 	}
-	if notes := notesMatching(s, c.Path); len(notes) > 0 {
+	if notes := notesMatching(s, in); len(notes) > 0 {
 		return failed("nothing matching %s is in the snapshot: %s", c.Path, list(notes, 5))
 	}
 	if s.Truncated && len(s.Notes) > 0 {
@@ -136,6 +154,9 @@ func fileExists(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	}
 	if dir, why, n := incompleteDirs(s); n > 0 {
 		return failed("nothing matching %s is in the snapshot, but %d director(ies) have incomplete listings and may hold a match (omitted: %s directory %s)", c.Path, n, quote(dir, 200), why)
+	}
+	if prefix != "" {
+		return failed("nothing in its output's copy matches %s", c.Path)
 	}
 	return failed("nothing in the workspace matches %s", c.Path)
 }

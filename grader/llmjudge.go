@@ -63,10 +63,14 @@ const maxJudgeEntries = 2 * task.MaxJudgeFiles
 // judgeFiles collects the criterion's files from the snapshot, each cut to MaxFileBytes and
 // all together to maxJudgeInputBytes. What cannot be shown says why; what a cap leaves out
 // is returned apart (leftOut), with why.
-func judgeFiles(c *task.Criterion, s *snapshot.Snapshot) (shown, leftOut []judge.File) {
+func judgeFiles(c *task.Criterion, ws *snapshot.Snapshot) (shown, leftOut []judge.File) {
 	total := 0
 	seen := map[string]bool{}
-	add := func(e snapshot.Entry) {
+	// add shows entry e of s (the workspace's snapshot, or an output's, whose paths are
+	// shown under prefix).
+	add := func(s *snapshot.Snapshot, prefix string, e snapshot.Entry) {
+		e.Path = prefix + e.Path
+		rel := strings.TrimPrefix(e.Path, prefix)
 		if seen[e.Path] {
 			return
 		}
@@ -82,7 +86,7 @@ func judgeFiles(c *task.Criterion, s *snapshot.Snapshot) (shown, leftOut []judge
 		case total >= maxJudgeInputBytes:
 			f.Missing = fmt.Sprintf("left out: the judge's input cap of %d KiB was reached", maxJudgeInputBytes>>10)
 		default:
-			data, err := s.ReadFile(e.Path)
+			data, err := s.ReadFile(rel)
 			if err != nil {
 				f.Missing = "could not be read from the snapshot"
 				break
@@ -101,8 +105,13 @@ func judgeFiles(c *task.Criterion, s *snapshot.Snapshot) (shown, leftOut []judge
 		if isGlob(p) {
 			continue
 		}
-		if e, ok := s.Lookup(p); ok {
-			add(e)
+		s, in, ok := ws.Resolve(p)
+		if !ok {
+			shown = append(shown, judge.File{Path: p, Missing: "below none of the task's sandbox.outputs"})
+			continue
+		}
+		if e, ok := s.Lookup(in); ok {
+			add(s, strings.TrimSuffix(p, in), e)
 		} else {
 			shown = append(shown, judge.File{Path: p, Missing: "not in the workspace"})
 		}
@@ -111,13 +120,18 @@ func judgeFiles(c *task.Criterion, s *snapshot.Snapshot) (shown, leftOut []judge
 		if !isGlob(p) {
 			continue
 		}
-		matches := s.Glob(p)
+		s, in, ok := ws.Resolve(p)
+		if !ok {
+			shown = append(shown, judge.File{Path: p, Missing: "below none of the task's sandbox.outputs"})
+			continue
+		}
+		matches := s.Glob(in)
 		if len(matches) == 0 {
 			shown = append(shown, judge.File{Path: p, Missing: "nothing in the workspace matches"})
 		}
 		for _, e := range matches {
 			if e.Kind != snapshot.KindDir {
-				add(e)
+				add(s, strings.TrimSuffix(p, in), e)
 			}
 		}
 	}

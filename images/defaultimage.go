@@ -45,6 +45,10 @@ type DefaultOptions struct {
 	// WorkingDir is the config's WorkingDir; "" is /workspace (a test's image names another,
 	// as images built for other harnesses do).
 	WorkingDir string
+	// Env, when set, replaces the config's Env, and Entrypoint sets its Entrypoint (tests'
+	// images built as other harnesses' are).
+	Env        []string
+	Entrypoint []string
 }
 
 // File is one regular file added to an image layer, owned by root.
@@ -136,6 +140,10 @@ func writeDefaultLayout(w io.Writer, opts DefaultOptions) (ocispec.Descriptor, e
 	if opts.WorkingDir != "" {
 		cfg.Config.WorkingDir = opts.WorkingDir
 	}
+	if opts.Env != nil {
+		cfg.Config.Env = opts.Env
+	}
+	cfg.Config.Entrypoint = opts.Entrypoint
 	return writeLayout(w, opts.Name, cfg, []blob{layer})
 }
 

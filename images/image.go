@@ -187,17 +187,17 @@ func (r *resolved) layers() []ocispec.Descriptor {
 	return out
 }
 
-// WorkingDir returns the WorkingDir of image name's config for this platform (read from
-// the content store and checked against its digest, as Lookup reads it): "" when the image
-// names none.
-func WorkingDir(ctx context.Context, c *client.Client, name string) (string, error) {
+// RunConfig returns the run configuration of image name's config for this platform (its
+// Env, Entrypoint, Cmd, WorkingDir, User), read from the content store and checked against
+// its digest, as Lookup reads it.
+func RunConfig(ctx context.Context, c *client.Client, name string) (ocispec.ImageConfig, error) {
 	rec, err := getRecord(ctx, c, name)
 	if err != nil {
-		return "", err
+		return ocispec.ImageConfig{}, err
 	}
 	r, err := resolve(ctx, c.ContentStore(), rec)
 	if err != nil {
-		return "", err
+		return ocispec.ImageConfig{}, err
 	}
-	return r.config.Config.WorkingDir, nil
+	return r.config.Config, nil
 }

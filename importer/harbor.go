@@ -181,6 +181,49 @@ func Harbor(dir string, opt Options) (Result, error) {
 	default:
 		c.note(&yaml.Node{Line: 1}, "environment", "no Dockerfile and no docker_image: the task runs in ceval's default image")
 	}
+	var facts dockerfileFacts
+	dfPath := filepath.Join(dir, "environment", "Dockerfile")
+	if exists("environment/Dockerfile") {
+		if df, err := readCapped(dfPath); err == nil {
+			facts = readDockerfile(df)
+		}
+	}
+	outputs, outputNotes, err := harborOutputs(dir, facts.workdir)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(outputs) > 0 {
+		set(sb, "outputs", strList(outputs))
+		for _, o := range outputs {
+			c.problems = append(c.problems, outputNotes[o])
+		}
+	}
+	if len(facts.envKeys) > 0 {
+		c.problems = append(c.problems, Problem{File: dfPath, Line: facts.envLine, Field: "ENV",
+			Reason: fmt.Sprintf("%s: the image's ENV applies to the agent, its steps and the verifier (ceval's own variables, proxies and model-provider settings excepted; values naming the WORKDIR point at /workspace)", strings.Join(facts.envKeys, ", "))})
+	}
+	if script := entrypointScript(filepath.Join(dir, "environment"), facts); script != "" && facts.entrypoint != "" {
+		if why := entrypointCannotRun(script); len(why) > 0 {
+			c.problems = append(c.problems, Problem{File: dfPath, Line: facts.entrypointLine, Field: "ENTRYPOINT", Unmapped: true,
+				Reason: fmt.Sprintf("%s cannot run in ceval: %s; the task runs without it (its tests will likely fail)", facts.entrypoint, strings.Join(why, "; "))})
+			facts.entrypoint = ""
+		}
+	}
+	if compose := filepath.Join(dir, "environment", "docker-compose.yaml"); exists("environment/docker-compose.yaml") {
+		if data, err := readCapped(compose); err == nil {
+			if svcs := composeServices(data); len(svcs) > 1 {
+				c.problems = append(c.problems, Problem{File: compose, Line: 1, Field: "services", Unmapped: true,
+					Reason: fmt.Sprintf("the task runs %d containers (%s); ceval runs the agent's alone (no services beside it yet), so what the others serve is missing", len(svcs), strings.Join(svcs, ", "))})
+			}
+		}
+	}
+	if facts.entrypoint != "" {
+		set(root, "setup", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{
+			{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("run"), str(facts.entrypoint), scalar("timeout"), scalar("300s")}},
+		}})
+		c.problems = append(c.problems, Problem{File: dfPath, Line: facts.entrypointLine, Field: "ENTRYPOINT",
+			Reason: "became a setup step: it runs once, to its end, before the agent (as the agent's user, in a container of its own over the same workspace and outputs); a server that must keep running while the agent works cannot run so (ceval has no services yet): drop the step and start it from the agent's command or tests/test.sh"})
+	}
 	keys := make([]string, 0, len(cfg))
 	for k := range cfg {
 		keys = append(keys, k)
@@ -270,11 +313,6 @@ func Harbor(dir string, opt Options) (Result, error) {
 	for _, f := range []string{"environment/docker-compose.yaml", "environment/docker-compose.yml", "environment/compose.yaml", "tests/docker-compose.yaml", "tests/docker-compose.yml", "tests/Dockerfile"} {
 		if exists(f) {
 			c.unmapped(&yaml.Node{Line: 1}, f, "ceval runs the agent in one container and the verifier in one from the task's image: a compose file's services (or a verifier image of its own) are not started; fold what the task needs into environment/Dockerfile, or run the services from a setup step")
-		}
-	}
-	if df, err := readCapped(filepath.Join(dir, "environment", "Dockerfile")); err == nil {
-		if line := dockerInstruction(df, "ENTRYPOINT"); line > 0 {
-			c.unmapped(&yaml.Node{Line: line}, "environment/Dockerfile ENTRYPOINT", "ceval starts the container with its own init and never runs the image's ENTRYPOINT: start what it starts in a setup step (setup: [{run: ...}])")
 		}
 	}
 	if exists("solution/solve.sh") {
@@ -410,14 +448,4 @@ func harborSizeMB(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a size like 2G or 512M", s)
 	}
 	return int(f * mult[u[len(u)-1]]), nil
-}
-
-// dockerInstruction is the line of a Dockerfile's first INSTR instruction, 0 when none.
-func dockerInstruction(dockerfile []byte, instr string) int {
-	for i, line := range strings.Split(string(dockerfile), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.EqualFold(f[0], instr) {
-			return i + 1
-		}
-	}
-	return 0
 }

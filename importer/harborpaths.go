@@ -57,20 +57,7 @@ func dockerBaseOnly(dockerfile []byte) string {
 }
 
 // dockerWorkdir is the last absolute WORKDIR of a Dockerfile ("" when none or "/").
-func dockerWorkdir(dockerfile []byte) string {
-	wd := ""
-	sc := bufio.NewScanner(bytes.NewReader(dockerfile))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 2 && strings.EqualFold(f[0], "WORKDIR") && strings.HasPrefix(f[1], "/") {
-			wd = filepath.Clean(strings.Trim(f[1], `"`))
-		}
-	}
-	if wd == "/" {
-		return ""
-	}
-	return wd
-}
+func dockerWorkdir(dockerfile []byte) string { return readDockerfile(dockerfile).workdir }
 
 // harborPaths maps each Harbor container path to where ceval has it, for a task whose
 // Dockerfile's WORKDIR is workdir ("" when none).

@@ -64,6 +64,9 @@ type Config struct {
 	HomeDir      string  // host dir bound read-write at /home/agent
 	InitPath     string  // host path of the static init, bound read-only at /.ceval/init
 	ExtraMounts  []Mount // more read-only binds
+	// Outputs are read-write binds of capped host scratch directories (sandbox.outputs); one
+	// at TmpPath replaces the /tmp tmpfs.
+	Outputs []Mount
 
 	// SupervisorFIFO is the host path of a FIFO only the supervisor holds open for writing,
 	// bound read-only at SupervisorFIFOPath; the init kills everything when it closes, so
@@ -229,6 +232,28 @@ func (cfg Config) validate() error {
 			bad("extra mount %d destination: %v", i, err)
 		}
 	}
+	for i, m := range cfg.Outputs {
+		if err := checkAbs(m.Source); err != nil {
+			bad("output %d source: %v", i, err)
+		}
+		if err := checkAbs(m.Destination); err != nil {
+			bad("output %d destination: %v", i, err)
+			continue
+		}
+		if err := checkOutputDestination(m.Destination); err != nil {
+			bad("output %d destination: %v", i, err)
+		}
+		for _, o := range cfg.Outputs[:i] {
+			if o.Destination == m.Destination || within(o.Destination, m.Destination) || within(m.Destination, o.Destination) {
+				bad("output %d destination %q: overlaps output %s", i, m.Destination, o.Destination)
+			}
+		}
+		for _, x := range cfg.ExtraMounts {
+			if x.Destination == m.Destination || within(x.Destination, m.Destination) || within(m.Destination, x.Destination) {
+				bad("output %d destination %q: overlaps the read-only mount %s", i, m.Destination, x.Destination)
+			}
+		}
+	}
 	if cfg.Timeout < 0 {
 		bad("timeout %s: negative", cfg.Timeout)
 	}
@@ -306,6 +331,23 @@ func checkExtraDestination(dst string) error {
 		return errors.New(`"/": the rootfs`)
 	}
 	for _, r := range reserved {
+		if dst == r || within(dst, r) || within(r, dst) {
+			return fmt.Errorf("%q: overlaps %s", dst, r)
+		}
+	}
+	return nil
+}
+
+// checkOutputDestination is checkExtraDestination but for /tmp and below, which an output
+// may take.
+func checkOutputDestination(dst string) error {
+	if dst == "/" {
+		return errors.New(`"/": the rootfs`)
+	}
+	for _, r := range reserved {
+		if r == TmpPath && (dst == r || within(dst, r)) {
+			continue
+		}
 		if dst == r || within(dst, r) || within(r, dst) {
 			return fmt.Errorf("%q: overlaps %s", dst, r)
 		}

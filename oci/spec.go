@@ -337,6 +337,14 @@ func withMounts(cfg Config) specOpt {
 		for _, m := range cfg.ExtraMounts {
 			mounts = append(mounts, specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: []string{"bind", "ro", "nosuid", "nodev"}})
 		}
+		for _, m := range cfg.Outputs {
+			out := specs.Mount{Destination: m.Destination, Type: "bind", Source: m.Source, Options: []string{"bind", "rw", "nosuid", "nodev"}}
+			if i := slices.IndexFunc(mounts, func(x specs.Mount) bool { return x.Destination == m.Destination }); i >= 0 {
+				mounts[i] = out // /tmp: the output's capped scratch instead of the tmpfs
+				continue
+			}
+			mounts = append(mounts, out)
+		}
 		s.Mounts = mounts
 		return nil
 	}

@@ -432,6 +432,14 @@ func TestSpecOptsRejectsBadConfig(t *testing.T) {
 		{"extra mount covering the init", func(c *Config) { c.ExtraMounts = []Mount{{"/srv", "/.ceval"}} }, "overlaps"},
 		{"extra mount on proc", func(c *Config) { c.ExtraMounts = []Mount{{"/srv", "/proc/sys"}} }, "overlaps"},
 		{"extra mount on the root", func(c *Config) { c.ExtraMounts = []Mount{{"/srv", "/"}} }, "rootfs"},
+		{"output over the workspace", func(c *Config) { c.Outputs = []Mount{{"/srv/o", "/workspace/out"}} }, "overlaps"},
+		{"output covering home", func(c *Config) { c.Outputs = []Mount{{"/srv/o", "/home"}} }, "overlaps"},
+		{"output on the root", func(c *Config) { c.Outputs = []Mount{{"/srv/o", "/"}} }, "rootfs"},
+		{"outputs nested", func(c *Config) { c.Outputs = []Mount{{"/srv/o", "/out"}, {"/srv/p", "/out/a"}} }, "overlaps output"},
+		{"output over a read-only mount", func(c *Config) {
+			c.ExtraMounts = []Mount{{"/srv", "/opt/ref"}}
+			c.Outputs = []Mount{{"/srv/o", "/opt"}}
+		}, "overlaps the read-only mount"},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "timeout"},
 		{"tiny memory", func(c *Config) { c.MemoryMB = 1 }, "memory"},
 		{"negative cpus", func(c *Config) { c.CPUs = -1 }, "cpus"},
@@ -607,5 +615,34 @@ func TestGoldenSpec(t *testing.T) {
 				t.Fatalf("spec drifted from %s at line %d:\n got: %s\nwant: %s\n(if intended, run go test ./oci -run TestGoldenSpec -update and review the diff)", path, i+1, g, w)
 			}
 		}
+	}
+}
+
+// An output is a read-write bind of its scratch directory; one at /tmp replaces the tmpfs,
+// so the agent's /tmp is the capped directory ceval copies out.
+func TestOutputsAreReadWriteBindsAndTmpReplacesTheTmpfs(t *testing.T) {
+	cfg := reference().withDefaults()
+	cfg.Outputs = []Mount{{Source: "/srv/out-tmp", Destination: TmpPath}, {Source: "/srv/out-o", Destination: "/output"}}
+	s := &specs.Spec{Process: &specs.Process{}, Linux: &specs.Linux{}}
+	if err := withMounts(cfg)(context.Background(), nil, nil, s); err != nil {
+		t.Fatal(err)
+	}
+	var tmp, out []specs.Mount
+	for _, m := range s.Mounts {
+		switch m.Destination {
+		case TmpPath:
+			tmp = append(tmp, m)
+		case "/output":
+			out = append(out, m)
+		}
+	}
+	if len(tmp) != 1 || tmp[0].Type != "bind" || tmp[0].Source != "/srv/out-tmp" || !slices.Contains(tmp[0].Options, "rw") {
+		t.Errorf("/tmp mounts = %+v, want the one rw bind of the output", tmp)
+	}
+	if len(out) != 1 || out[0].Source != "/srv/out-o" || !slices.Equal(out[0].Options, []string{"bind", "rw", "nosuid", "nodev"}) {
+		t.Errorf("/output mounts = %+v", out)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Errorf("valid outputs refused: %v", err)
 	}
 }

@@ -32,7 +32,11 @@ const (
 	StderrFile   = "agent.stderr.log"
 	WorkspaceDir = "workspace"
 	SnapshotFile = "snapshot.json"
-	PromptFile   = "prompt.md"
+	// OutputsDir holds the copies of the task's sandbox.outputs: output i's manifest at
+	// OutputsDir/i.json and its files at OutputsDir/fs/<its path> (/output's x.txt at
+	// outputs/fs/output/x.txt).
+	OutputsDir = "outputs"
+	PromptFile = "prompt.md"
 )
 
 // WriteFileAtomic writes data to path through a temporary file in the same directory,

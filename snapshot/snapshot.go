@@ -124,6 +124,9 @@ type Snapshot struct {
 	RootOmitted string `json:"root_omitted,omitempty"`
 	// LimitsHit names every cap the snapshot reached, one line each, for result.json.
 	LimitsHit []string `json:"limits_hit,omitempty"`
+	// Outputs are the copies of the task's sandbox.outputs, taken with the workspace's
+	// (Resolve finds a criterion's absolute path in them); never in the manifest.
+	Outputs []Output `json:"-"`
 
 	indexOnce sync.Once
 	byPath    map[string]int

@@ -40,20 +40,16 @@ type imageWorkdirCopy struct {
 	Skipped []string // devices, FIFOs, sockets left out: "PATH (KIND)"
 }
 
-// copyImageWorkdir fills the fresh workspace ws with the tree at the WorkingDir of image
-// name, read from a read-only view of its unpacked snapshot, when mode (ImageWorkdirAuto,
+// copyImageWorkdir fills the fresh workspace ws with the tree at wd, the WorkingDir of image
+// name's config, read from a read-only view of its unpacked snapshot, when mode (ImageWorkdirAuto,
 // task.ImageWorkdirCopy or task.ImageWorkdirIgnore; "" is ignore) asks for it. The tree is
 // copied as a template_dir is (no link followed, special files skipped) under the
 // workspace's caps: a cap hit is an error naming the image, as the image is the task
 // author's and a silently partial workspace would grade the agent on the wrong input.
-func copyImageWorkdir(ctx context.Context, c *client.Client, name, mode, ws string, diskMB int64) (imageWorkdirCopy, error) {
+func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws string, diskMB int64) (imageWorkdirCopy, error) {
 	var out imageWorkdirCopy
 	if mode == "" || mode == task.ImageWorkdirIgnore {
 		return out, nil
-	}
-	wd, err := images.WorkingDir(ctx, c, name)
-	if err != nil {
-		return out, err
 	}
 	rel := strings.TrimPrefix(path.Clean("/"+wd), "/")
 	if wd == "" || rel == "" {
@@ -62,63 +58,15 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, mode, ws stri
 		}
 		return out, nil
 	}
-	img, err := c.GetImage(ctx, name)
-	if err != nil {
-		return out, fmt.Errorf("image %s: %w", name, err)
-	}
-	if ok, err := img.IsUnpacked(ctx, images.Snapshotter); err != nil {
-		return out, fmt.Errorf("image %s: %w", name, err)
-	} else if !ok {
-		if err := img.Unpack(ctx, images.Snapshotter); err != nil {
-			return out, fmt.Errorf("unpack image %s: %w", name, err)
-		}
-	}
-	diffIDs, err := img.RootFS(ctx)
-	if err != nil {
-		return out, fmt.Errorf("image %s: %w", name, err)
-	}
-	lctx, done, err := c.WithLease(ctx)
-	if err != nil {
-		return out, err
-	}
-	defer done(context.WithoutCancel(ctx))
-	sn := c.SnapshotService(images.Snapshotter)
-	key := "ceval-workdir-" + rand.Text()
-	mounts, err := sn.View(lctx, key, identity.ChainID(diffIDs).String())
-	if err != nil {
-		return out, fmt.Errorf("image %s: view of its snapshot: %w", name, err)
-	}
-	defer sn.Remove(context.WithoutCancel(lctx), key)
 	tc := &treeCopy{
 		maxBytes: diskMB << 20, maxEntries: workspaceInodes(diskMB),
 		capErr: func(what string) error {
 			return fmt.Errorf("image %s: its working directory %s holds %s, over the workspace's cap (sandbox.limits.disk_mb %d): raise sandbox.limits.disk_mb, make the image's %s smaller, or set sandbox.image_workdir: ignore", name, "/"+rel, what, diskMB, "/"+rel)
 		},
 	}
-	err = mount.WithReadonlyTempMount(lctx, mounts, func(root string) error {
-		r, err := os.OpenRoot(root)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		// Every component of WorkingDir is a real directory of the image: none is followed
-		// as a link (even one that stays in the image), and a missing one is an empty tree.
-		p := ""
-		for _, seg := range strings.Split(rel, "/") {
-			p = path.Join(p, seg)
-			fi, err := r.Lstat(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if !fi.IsDir() {
-				return fmt.Errorf("/%s is not a directory (%s); ceval does not follow links into the image: make WORKDIR a real directory or set sandbox.image_workdir: ignore", p, fi.Mode().Type())
-			}
-		}
-		sub, err := r.OpenRoot(rel)
-		if err != nil {
+	err := withImageRoot(ctx, c, name, func(r *os.Root) error {
+		sub, err := openImageDir(r, rel, "make WORKDIR a real directory or set sandbox.image_workdir: ignore")
+		if err != nil || sub == nil {
 			return err
 		}
 		defer sub.Close()
@@ -136,4 +84,104 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, mode, ws stri
 		return out, fmt.Errorf("image %s: working directory /%s: %w", name, rel, err)
 	}
 	return out, nil
+}
+
+// withImageRoot calls f with a read-only view of image name's unpacked rootfs.
+func withImageRoot(ctx context.Context, c *client.Client, name string, f func(*os.Root) error) error {
+	img, err := c.GetImage(ctx, name)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	if ok, err := img.IsUnpacked(ctx, images.Snapshotter); err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	} else if !ok {
+		if err := img.Unpack(ctx, images.Snapshotter); err != nil {
+			return fmt.Errorf("unpack image %s: %w", name, err)
+		}
+	}
+	diffIDs, err := img.RootFS(ctx)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", name, err)
+	}
+	lctx, done, err := c.WithLease(ctx)
+	if err != nil {
+		return err
+	}
+	defer done(context.WithoutCancel(ctx))
+	sn := c.SnapshotService(images.Snapshotter)
+	key := "ceval-workdir-" + rand.Text()
+	mounts, err := sn.View(lctx, key, identity.ChainID(diffIDs).String())
+	if err != nil {
+		return fmt.Errorf("image %s: view of its snapshot: %w", name, err)
+	}
+	defer sn.Remove(context.WithoutCancel(lctx), key)
+	return mount.WithReadonlyTempMount(lctx, mounts, func(root string) error {
+		r, err := os.OpenRoot(root)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return f(r)
+	})
+}
+
+// openImageDir opens the directory rel of an image's rootfs r, every component of it a real
+// directory of the image: none is followed as a link (even one that stays in the image), and
+// a missing one is nil, an empty tree. fix says what to do about a component that is not a
+// directory.
+func openImageDir(r *os.Root, rel, fix string) (*os.Root, error) {
+	p := ""
+	for _, seg := range strings.Split(rel, "/") {
+		p = path.Join(p, seg)
+		fi, err := r.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("/%s is not a directory (%s); ceval does not follow links into the image: %s", p, fi.Mode().Type(), fix)
+		}
+	}
+	return r.OpenRoot(rel)
+}
+
+// copyImageOutputs fills each output's fresh host directory (dirs[i] for outputs[i]) with
+// what image name holds at that path, as the workspace gets the WORKDIR's tree (no link
+// followed, special files skipped, the output's cap an error): an output declared over a
+// directory the image fills (reference data beside the answers) keeps its files.
+func copyImageOutputs(ctx context.Context, c *client.Client, name string, outputs, dirs []string, diskMB int64) ([]string, error) {
+	if len(outputs) == 0 {
+		return nil, nil
+	}
+	var skipped []string
+	err := withImageRoot(ctx, c, name, func(r *os.Root) error {
+		for i, o := range outputs {
+			rel := strings.TrimPrefix(path.Clean(o), "/")
+			sub, err := openImageDir(r, rel, "declare another output path")
+			if err != nil {
+				return fmt.Errorf("image %s: output %s: %w", name, o, err)
+			}
+			if sub == nil {
+				continue
+			}
+			tc := &treeCopy{maxBytes: diskMB << 20, maxEntries: workspaceInodes(diskMB), capErr: func(what string) error {
+				return fmt.Errorf("image %s: its %s holds %s, over the output's cap (sandbox.limits.disk_mb %d): raise sandbox.limits.disk_mb or make the image's %s smaller", name, o, what, diskMB, o)
+			}}
+			err = copyTree(sub, dirs[i], tc)
+			sub.Close()
+			for _, sk := range tc.skipped {
+				skipped = append(skipped, o+"/"+sk)
+			}
+			if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+				return fmt.Errorf("image %s: its %s does not fit the output (sandbox.limits.disk_mb %d): %w", name, o, diskMB, err)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return skipped, err
 }

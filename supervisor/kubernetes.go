@@ -108,6 +108,9 @@ func CheckKubernetes(t *task.Task) error {
 	if t.Sandbox.Network == policy.NetworkHost {
 		why = append(why, "sandbox.network: host")
 	}
+	if len(t.Sandbox.Outputs) > 0 {
+		why = append(why, "sandbox.outputs (capped writable paths outside /workspace)")
+	}
 	if len(why) == 0 {
 		return nil
 	}
@@ -514,6 +517,8 @@ func (s *kubeSandbox) collectHome(ctx context.Context) error {
 }
 
 // takeSnapshot streams the workspace out of the Pod into dst with the snapshot's rules.
+func (s *kubeSandbox) outputDirs() []string { return nil } // CheckKubernetes refuses sandbox.outputs
+
 func (s *kubeSandbox) takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	snap, err := s.sess.CopyOut(ctx, oci.WorkspacePath, dst, lim)
 	if err != nil {

@@ -59,6 +59,9 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		if err != nil {
 			return out, fmt.Errorf("regrade %s: %w", dir, err)
 		}
+		if snap.Outputs, err = loadOutputs(t.Sandbox.Outputs, dir); err != nil {
+			return out, fmt.Errorf("regrade %s: %w", dir, err)
+		}
 		o := opts
 		if o.Reference == nil {
 			o.Reference = t.Reference

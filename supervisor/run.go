@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -99,6 +100,8 @@ type agentSandbox interface {
 	deleteContainer(ctx context.Context) error
 	// takeSnapshot copies the reaped agent's workspace into dst, never following a link.
 	takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error)
+	// outputDirs are the host paths of the task's sandbox.outputs, in order.
+	outputDirs() []string
 }
 
 // containerd is the containerRuntime of a real run.
@@ -118,6 +121,8 @@ func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSan
 }
 
 func (s *Sandbox) dirs() (workspace, home string) { return s.Workspace, s.Home }
+
+func (s *Sandbox) outputDirs() []string { return s.Outputs }
 
 func (s *Sandbox) takeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	return snapshot.Take(s.Workspace, dst, lim)
@@ -381,7 +386,7 @@ func (r *run) launch(ctx context.Context) error {
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
 		Prepare: r.prepareScratch, ids: r.ids,
-		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit,
+		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw
@@ -542,6 +547,11 @@ func (r *run) collect(context.Context) error {
 	if full, note := scratchFull(r.ws); full {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
+	for i, d := range r.sb.outputDirs() {
+		if full, note := scratchFull(d); full {
+			res.LimitsHit = append(res.LimitsHit, "output "+r.t.Sandbox.Outputs[i]+": "+strings.TrimPrefix(note, "workspace "))
+		}
+	}
 	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
 		addUsage(&res.Agent, u) // summed over the iterations
 	}
@@ -572,6 +582,12 @@ func (r *run) snapshot(ctx context.Context) error {
 	if err := snap.WriteManifestUnsynced(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
 		return &InfraError{err}
 	}
+	outs, hits, err := takeOutputs(r.t.Sandbox.Outputs, r.sb.outputDirs(), r.dir)
+	if err != nil {
+		return &InfraError{err}
+	}
+	snap.Outputs = outs
+	res.LimitsHit = append(res.LimitsHit, hits...)
 	r.snap = snap
 	res.Timings.Snapshot = time.Since(snapStart).Seconds()
 	// Every cap the snapshot reached, by name: what it left out stays visible to the

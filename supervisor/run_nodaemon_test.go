@@ -80,6 +80,8 @@ func (s *fakeSandbox) Close(context.Context) error {
 
 func (s *fakeSandbox) dirs() (string, string) { return s.ws, s.home }
 
+func (s *fakeSandbox) outputDirs() []string { return nil }
+
 func (s *fakeSandbox) takeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	return snapshot.Take(s.ws, dst, lim)
 }

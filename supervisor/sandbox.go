@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +56,15 @@ type SandboxConfig struct {
 	ImageWorkdir string
 	Emit         func(string, map[string]any)
 
+	// Outputs are the task's sandbox.outputs: container paths each given a capped scratch
+	// filesystem (Limits.DiskMB, as the workspace) bound read-write, /tmp replacing the
+	// sandbox's own. OutputsFromImage starts each from what the image holds at its path (an
+	// agent's sandbox); PrepareOutput (may be nil) then fills output i's host directory
+	// before the container's UID gets it (a verifier copies the agent's output there).
+	Outputs          []string
+	PrepareOutput    func(i int, dir string) error
+	OutputsFromImage bool
+
 	// BeforeStart (may be nil) runs once the container's task exists and before its init
 	// runs: the model gateway opens its socket in the task's network namespace there.
 	BeforeStart launcher.StartHook
@@ -89,8 +99,9 @@ type gatewayDialer interface{ Dial() (net.Conn, error) }
 
 // Sandbox is a created agent container with its scratch filesystems.
 type Sandbox struct {
-	Workspace string // host path of /workspace (a capped tmpfs)
-	Home      string // host path of /home/agent (a capped tmpfs)
+	Workspace string   // host path of /workspace (a capped tmpfs)
+	Home      string   // host path of /home/agent (a capped tmpfs)
+	Outputs   []string // host paths of SandboxConfig.Outputs, in order (capped tmpfs each)
 	cfg       SandboxConfig
 	ctr       *launcher.Container
 	undo      []func() error // in reverse order on Close
@@ -98,6 +109,7 @@ type Sandbox struct {
 	ids       *IDSlot
 	userns    *launcher.UserNS
 	ocfg      oci.Config   // the agent container's; a step's container is made from a copy (see RunStep)
+	imageEnv  []string     // the image config's Env as ceval applies it (imageEnv), under cfg.Env
 	img       client.Image // the agent's image
 	initPath  string
 	bootID    string
@@ -153,7 +165,10 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 			_ = s.Close(ctx)
 		}
 	}()
-	for _, d := range []string{s.Workspace, s.Home} {
+	for i := range cfg.Outputs {
+		s.Outputs = append(s.Outputs, filepath.Join(cfg.Dir, "outputs", strconv.Itoa(i)))
+	}
+	for _, d := range append([]string{s.Workspace, s.Home}, s.Outputs...) {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -198,16 +213,55 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, unmountHome)
-	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
+	for _, d := range s.Outputs {
+		unmount, err := launcher.MountScratch(d, cfg.Limits.DiskMB, workspaceInodes(cfg.Limits.DiskMB), 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		s.undo = append(s.undo, unmount)
+	}
+	// The image's config: its WorkingDir's tree starts the workspace, its ENV (PATH to its
+	// tools, above all) is the processes' as Docker gives it, under ceval's own variables.
+	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
+	}
+	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
 	if err != nil {
 		return nil, &InputError{err}
 	}
 	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
 	}
+	if cfg.OutputsFromImage {
+		skipped, err := copyImageOutputs(ctx, cfg.Client, cfg.Image, cfg.Outputs, s.Outputs, cfg.Limits.DiskMB)
+		if err != nil {
+			return nil, &InputError{err}
+		}
+		if len(skipped) > 0 && cfg.Emit != nil {
+			cfg.Emit("image_outputs", map[string]any{"image": cfg.Image, "skipped": skipped})
+		}
+	}
+	var dropped []string
+	s.imageEnv, dropped = imageEnv(rc.Env, cp.Dir)
+	if (len(s.imageEnv) > 0 || len(dropped) > 0) && cfg.Emit != nil {
+		cfg.Emit("image_env", map[string]any{"image": cfg.Image, "env": s.imageEnv, "dropped": dropped})
+	}
+	if len(rc.Entrypoint) > 0 && cfg.Emit != nil {
+		// ceval starts its init and the task's command, never the image's ENTRYPOINT.
+		cfg.Emit("image_entrypoint_not_run", map[string]any{"image": cfg.Image, "entrypoint": rc.Entrypoint,
+			"note": "the image's ENTRYPOINT does not run in ceval: give the task a setup step that runs it (the Harbor import does)"})
+	}
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
 			return nil, &InputError{err}
+		}
+	}
+	if cfg.PrepareOutput != nil {
+		for i, d := range s.Outputs {
+			if err := cfg.PrepareOutput(i, d); err != nil {
+				return nil, &InputError{fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
+			}
 		}
 	}
 	if s.bootID, err = launcher.BootID(); err != nil {
@@ -223,7 +277,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, s.userns.Close) // idempotent: hardenTask closes it at start
-	for _, d := range []string{s.Workspace, s.Home} {
+	for _, d := range append([]string{s.Workspace, s.Home}, s.Outputs...) {
 		if err := launcher.ChownTree(d, int(s.ids.HostID+cfg.UID), int(s.ids.HostID+cfg.UID)); err != nil {
 			return nil, err
 		}
@@ -251,9 +305,13 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		s.undo = append(s.undo, s.userns.Close)
 	}
 	userns.Path = s.userns.Path()
-	ocfg := oci.Config{
+	var outputs []oci.Mount
+	for i, p := range cfg.Outputs {
+		outputs = append(outputs, oci.Mount{Source: s.Outputs[i], Destination: p})
+	}
+	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
-		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
+		Args: cfg.Argv, Env: mergeImageEnv(s.imageEnv, cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID,

@@ -170,6 +170,7 @@ func TaskSchema() map[string]any {
 			"image":          jsStr,
 			"network":        jsEnum("", policy.NetworkNone, policy.NetworkHost),
 			"image_workdir":  jsEnum("copy (the default when the image names a WorkingDir other than /): the workspace starts from the image's WorkingDir tree; ignore: it starts empty", ImageWorkdirCopy, ImageWorkdirIgnore),
+			"outputs":        jsList(jsStr, "absolute container paths outside /workspace (e.g. /tmp, /output) the agent may write, capped and copied out like the workspace; a criterion's absolute path below one reads that copy"),
 			"limits": jsObj(map[string]any{
 				"timeout":   jsDuration,
 				"memory_mb": map[string]any{"type": "integer", "minimum": 16},

@@ -34,7 +34,7 @@ func (l *loader) judgeFields(what string, c *Criterion) map[string]func(*yaml.No
 		},
 		"files": func(v *yaml.Node) {
 			l.list(v, what+".files", func(i int, item *yaml.Node) {
-				if p := l.workspacePath(item, fmt.Sprintf("%s.files[%d]", what, i), true); p != "" {
+				if p := l.criterionPath(item, fmt.Sprintf("%s.files[%d]", what, i), true); p != "" {
 					c.Files = append(c.Files, p)
 				}
 			})

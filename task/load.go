@@ -184,6 +184,8 @@ type loader struct {
 	// criteria is unpacked (and held) once; wheelBytes is what they hold in all.
 	wheels     map[string]*Wheel
 	wheelBytes int64
+	// absPaths are criteria's absolute paths, checked against sandbox.outputs at the end.
+	absPaths []absPath
 }
 
 // base returns the directory a path written at n resolves in, and its root.
@@ -267,6 +269,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 	l.checkToolCriteria(t)
 	l.checkSolutionHidden(t)
 	l.checkWheelPackages(t)
+	l.checkOutputPaths(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}
@@ -571,6 +574,70 @@ func checkMount(m string) string {
 	return ""
 }
 
+// outputs reads sandbox.outputs: absolute, clean container paths, none "/", none
+// overlapping another or a mount the sandbox makes itself (but /tmp, which an output
+// replaces), at most MaxOutputs.
+func (l *loader) outputs(n *yaml.Node) []string {
+	var out []string
+	l.list(n, "sandbox.outputs", func(i int, item *yaml.Node) {
+		what := fmt.Sprintf("sandbox.outputs[%d]", i)
+		var p string
+		l.str(item, what, &p)
+		rn := resolve(item)
+		if p == "" {
+			return
+		}
+		if msg := checkOutput(p); msg != "" {
+			l.errorf(rn, "%s: %q %s", what, p, msg)
+			return
+		}
+		for _, o := range out {
+			if OutputOf([]string{o}, p) != "" || OutputOf([]string{p}, o) != "" {
+				l.errorf(rn, "%s: %q overlaps sandbox.outputs entry %q: give each directory once", what, p, o)
+				return
+			}
+		}
+		if len(out) == MaxOutputs {
+			l.errorf(rn, "%s: at most %d outputs", what, MaxOutputs)
+			return
+		}
+		out = append(out, p)
+	})
+	return out
+}
+
+// checkOutput says what is wrong with an output's path, or "".
+func checkOutput(p string) string {
+	switch {
+	case !strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.ContainsAny(p, ":\x00\\"):
+		return "must be an absolute, clean container path without ':' or '\\'"
+	case strings.ContainsAny(p, "*?["):
+		return "has glob characters"
+	case p == "/":
+		return "would cover the whole container"
+	}
+	for _, r := range reservedMounts {
+		if r == "/tmp" && (p == r || strings.HasPrefix(p, r+"/")) {
+			continue // an output at /tmp (or below) replaces the sandbox's own /tmp
+		}
+		if p == r || strings.HasPrefix(p, r+"/") || strings.HasPrefix(r, p+"/") {
+			return "overlaps " + r + ", which the sandbox mounts itself"
+		}
+	}
+	for _, r := range outputNever {
+		if p == r || strings.HasPrefix(p, r+"/") || strings.HasPrefix(r, p+"/") {
+			return "overlaps " + r + ": an output there would put what the agent wrote where verifiers and the WASM sandbox run their own code or read the grading material"
+		}
+	}
+	return ""
+}
+
+// outputNever are where no output may be: the system's programs and libraries (a verifier
+// runs its image's, and an output is the agent's copy), and the grading material's and
+// ceval's own mounts in verifiers (/task, /reference), the WASM sandbox (/ceval) and plugins.
+var outputNever = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/boot",
+	"/task", "/reference", "/ceval", PluginMountRoot}
+
 func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 	var pkgs, pip, links *yaml.Node
 	imageGiven := false
@@ -591,6 +658,7 @@ func (l *loader) sandbox(n *yaml.Node, sb *Sandbox) {
 		{"image_workdir", func(v *yaml.Node) {
 			l.enum(v, "sandbox.image_workdir", []string{ImageWorkdirCopy, ImageWorkdirIgnore}, &sb.ImageWorkdir)
 		}},
+		{"outputs", func(v *yaml.Node) { sb.Outputs = l.outputs(v) }},
 		{"limits", func(v *yaml.Node) {
 			lim := &sb.Limits
 			l.mapping(v, "sandbox.limits", []field{
@@ -721,7 +789,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what = fmt.Sprintf("%s (%s)", what, c.Type)
 	var includes, excludes, patterns, schema, expectedStdout, stdoutMatch, scoreFromStdout, rewardKey, harborReward, isolation *yaml.Node
 	all := map[string]func(*yaml.Node){
-		"path":     func(v *yaml.Node) { c.Path = l.workspacePath(v, what+".path", true) }, // a glob: any match for file_exists, exactly one file for the others
+		"path":     func(v *yaml.Node) { c.Path = l.criterionPath(v, what+".path", true) }, // a glob: any match for file_exists, exactly one file for the others
 		"includes": func(v *yaml.Node) { includes = v; l.strings(v, what+".includes", &c.Includes) },
 		"excludes": func(v *yaml.Node) { excludes = v; l.strings(v, what+".excludes", &c.Excludes) },
 		"pattern":  func(v *yaml.Node) { l.regex(v, what+".pattern", &c.Pattern) },
@@ -1175,6 +1243,50 @@ func describeRootErr(rel string, err error) string {
 		return fmt.Sprintf("%q: %v", rel, pe.Err)
 	}
 	return err.Error()
+}
+
+// criterionPath is workspacePath, or an absolute path that checkOutputPaths later finds
+// below one of sandbox.outputs.
+func (l *loader) criterionPath(n *yaml.Node, what string, glob bool) string {
+	var p string
+	l.str(n, what, &p)
+	if !strings.HasPrefix(p, "/") {
+		return l.workspacePath(n, what, glob)
+	}
+	rn := resolve(n)
+	clean := path.Clean(p)
+	switch {
+	case strings.Contains(p, "\x00") || strings.Contains(p, `\`) || clean != strings.TrimSuffix(p, "/"):
+		l.errorf(rn, "%s: %q is not a clean absolute path", what, p)
+		return ""
+	case !glob && strings.ContainsAny(clean, "*?["):
+		l.errorf(rn, "%s: %q has glob characters; only file_exists takes a glob", what, p)
+		return ""
+	case glob:
+		if _, err := path.Match(strings.ReplaceAll(clean, "**", "*"), ""); err != nil {
+			l.errorf(rn, "%s: bad glob %q: %v", what, p, err)
+			return ""
+		}
+	}
+	l.absPaths = append(l.absPaths, absPath{rn, what, clean})
+	return clean
+}
+
+// absPath is a criterion's absolute path, checked against sandbox.outputs once both are read.
+type absPath struct {
+	n    *yaml.Node
+	what string
+	p    string
+}
+
+// checkOutputPaths refuses a criterion's absolute path that is not below one of
+// sandbox.outputs: only those are copied out after the agent.
+func (l *loader) checkOutputPaths(t *Task) {
+	for _, a := range l.absPaths {
+		if o := OutputOf(t.Sandbox.Outputs, a.p); o == "" || o == a.p {
+			l.errorf(a.n, "%s: %q is absolute; workspace paths are relative to /workspace, and an absolute path must be below one of sandbox.outputs (%s): declare its directory there", a.what, a.p, strings.Join(t.Sandbox.Outputs, ", "))
+		}
+	}
 }
 
 // workspacePath checks a path inside the agent's workspace: relative, slash-separated, not

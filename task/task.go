@@ -1,6 +1,7 @@
 package task
 
 import (
+	"strings"
 	"time"
 
 	"ceval.dev/ceval/gateway/transcript"
@@ -136,6 +137,26 @@ type Sandbox struct {
 	// tree at the image config's WorkingDir (ImageWorkdirCopy) or empty (ImageWorkdirIgnore).
 	// "" is the default: copy when the image names a WorkingDir other than "/".
 	ImageWorkdir string
+
+	// Outputs are sandbox.outputs: absolute container paths outside /workspace (/tmp,
+	// /output) the agent may write, each a capped scratch filesystem like the workspace,
+	// copied out after the agent by the same snapshot rules. A criterion's absolute path
+	// below one of them reads that copy; a verifier sees it at the same path.
+	Outputs []string
+}
+
+// MaxOutputs bounds sandbox.outputs.
+const MaxOutputs = 8
+
+// OutputOf returns the entry of outputs that holds the absolute path p (p itself or below
+// it), or "" when none does.
+func OutputOf(outputs []string, p string) string {
+	for _, o := range outputs {
+		if p == o || strings.HasPrefix(p, o+"/") {
+			return o
+		}
+	}
+	return ""
 }
 
 // Values of sandbox.image_workdir.

@@ -274,7 +274,21 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			argv, env = isolatedArgv(c), append(slices.Clone(pytestEnv), isolateEnv+strings.TrimPrefix(harbor.env, harborRewardEnv))
 		}
 	}
+	// The agent's sandbox.outputs, each copied into a capped scratch filesystem of its own
+	// at the same container path, as the workspace is.
+	var outputs []string
+	for _, o := range s.Outputs {
+		outputs = append(outputs, o.Path)
+	}
 	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
+		Outputs: outputs,
+		PrepareOutput: func(i int, dir string) error {
+			n, err := copySnapshot(s.Outputs[i].Snapshot, dir)
+			for _, note := range n {
+				notes = append(notes, "output "+outputs[i]+": "+note)
+			}
+			return err
+		},
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
 		Argv: argv, Env: env,
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},

@@ -227,8 +227,8 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if err != nil {
 		return nil, grader.Scored{}, err
 	}
-	if s.Bytes > e.opts.MaxViewBytes {
-		return nil, grader.Scored{Details: fmt.Sprintf("the workspace snapshot holds %s of files, over the %s the sandbox takes; not run", human(s.Bytes), human(e.opts.MaxViewBytes))}, nil
+	if viewBytes(s) > e.opts.MaxViewBytes {
+		return nil, grader.Scored{Details: fmt.Sprintf("the workspace snapshot (with its outputs) holds %s of files, over the %s the sandbox takes; not run", human(viewBytes(s)), human(e.opts.MaxViewBytes))}, nil
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -372,8 +372,17 @@ func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snaps
 		return err
 	}
 	if k := snapshotKey(s); e.w.workspace != k {
+		e.w.workspace = ""
 		if err := e.loadView(ctx, "workspace", func(w io.Writer) error { return sendSnapshotView(w, s) }); err != nil {
 			return err
+		}
+		// Then the copies of the task's sandbox.outputs, each a view at its container path
+		// (the workspace's view dropped the last snapshot's).
+		for _, o := range s.Outputs {
+			vb := viewBegin{Slot: slotOutput, Path: o.Path}
+			if err := e.loadView(ctx, "output "+o.Path, func(w io.Writer) error { return sendView(w, o.Snapshot, vb) }); err != nil {
+				return err
+			}
 		}
 		e.w.workspace = k
 	}
@@ -426,6 +435,15 @@ func (e *Executor) loadModule(ctx context.Context, m *taskModule) error {
 	}
 	e.w.modules[key] = true
 	return nil
+}
+
+// viewBytes is the bytes of files of a snapshot's views: the workspace's and its outputs'.
+func viewBytes(s *snapshot.Snapshot) int64 {
+	n := s.Bytes
+	for _, o := range s.Outputs {
+		n += o.Bytes
+	}
+	return n
 }
 
 // snapshotKey identifies a snapshot for reuse of its view across criteria: the same

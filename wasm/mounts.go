@@ -16,6 +16,11 @@ func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.F
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(st.root(req.Reference, req.Task, python), "/")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(tmp, "/tmp")
+	for _, o := range st.outputs {
+		if _, ok := inTmp(o.path); !ok {
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(o.fs, o.path) // read-only, as the workspace
+		}
+	}
 	if req.Reference {
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.reference, "/reference")
 	}
@@ -39,7 +44,12 @@ func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.F
 
 // root returns the read-only "/" with the mount points of one combination of mounts.
 func (st *workerState) root(reference, task, python bool) *memFS {
-	key := b2i(reference) | b2i(task)<<1 | b2i(python)<<2
+	key := fmt.Sprint(b2i(reference) | b2i(task)<<1 | b2i(python)<<2)
+	for _, o := range st.outputs {
+		if _, ok := inTmp(o.path); !ok {
+			key += "\x00" + o.path
+		}
+	}
 	if r := st.roots[key]; r != nil {
 		return r
 	}
@@ -50,6 +60,11 @@ func (st *workerState) root(reference, task, python bool) *memFS {
 	}{{"workspace", true}, {"tmp", true}, {"reference", reference}, {"task", task}, {"ceval", python}, {pythonStdlibDir[1:], python}} {
 		if d.on {
 			_ = r.put(d.name, fs.ModeDir|0o755, nil, "")
+		}
+	}
+	for _, o := range st.outputs {
+		if _, ok := inTmp(o.path); !ok {
+			_ = r.put(o.path[1:], fs.ModeDir|0o755, nil, "") // its parents too
 		}
 	}
 	r.readOnly = true

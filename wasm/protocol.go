@@ -60,14 +60,18 @@ type moduleReply struct {
 
 type viewBegin struct {
 	Slot string `json:"slot"` // slotWorkspace or slotReference
+	// Path is an output view's container path (slotOutput); outputs follow their workspace
+	// view, which drops the ones before.
+	Path string `json:"path,omitempty"`
 }
 
 const (
 	slotWorkspace = "workspace"
 	slotReference = "reference"
-	slotTask      = "task"  // the grader files, at /task
-	slotPyLib     = "pylib" // pytest's packages, at /ceval for a pytest run
-	slotPkgs      = "pkgs"  // python_packages, at /ceval/packages
+	slotTask      = "task"   // the grader files, at /task
+	slotPyLib     = "pylib"  // pytest's packages, at /ceval for a pytest run
+	slotPkgs      = "pkgs"   // python_packages, at /ceval/packages
+	slotOutput    = "output" // one of the task's sandbox.outputs, at its Path
 )
 
 type viewReply struct {

@@ -195,8 +195,8 @@ func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snap
 	if err != nil {
 		return nil, grader.Scored{}, fmt.Errorf("wasm: %w", err)
 	}
-	if s.Bytes > e.opts.MaxViewBytes {
-		return nil, grader.Scored{Details: fmt.Sprintf("the workspace snapshot holds %s of files, over the %s the sandbox takes; not run", human(s.Bytes), human(e.opts.MaxViewBytes))}, nil
+	if viewBytes(s) > e.opts.MaxViewBytes {
+		return nil, grader.Scored{Details: fmt.Sprintf("the workspace snapshot (with its outputs) holds %s of files, over the %s the sandbox takes; not run", human(viewBytes(s)), human(e.opts.MaxViewBytes))}, nil
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {

@@ -25,12 +25,17 @@ import (
 // hard-linked, so a file with more than one link in the snapshot directory means someone
 // tampered with it: refuse it.
 func sendSnapshotView(w io.Writer, s *snapshot.Snapshot) error {
+	return sendView(w, s, viewBegin{Slot: slotWorkspace})
+}
+
+// sendView streams one snapshot as the view vb names.
+func sendView(w io.Writer, s *snapshot.Snapshot, vb viewBegin) error {
 	root, err := os.OpenRoot(s.Dir)
 	if err != nil {
 		return fmt.Errorf("workspace view: %w", err)
 	}
 	defer root.Close()
-	if err := writeJSON(w, opViewBegin, viewBegin{Slot: slotWorkspace}); err != nil {
+	if err := writeJSON(w, opViewBegin, vb); err != nil {
 		return err
 	}
 	if s.RootOmitted != "" {

@@ -69,14 +69,15 @@ type workerState struct {
 	cache         wazero.CompilationCache
 	modules       map[moduleKey]*compiled
 	workspace     *memFS
+	outputs       []outputView // the workspace snapshot's sandbox.outputs, at their paths
 	reference     *memFS
-	task          *memFS         // the grader files, at /task
-	pylib         *memFS         // pytest's packages, at /ceval for pytest runs
-	pylibCompiled bool           // compilePyLib ran over pylib
-	pkgs          *memFS         // python_packages, at /ceval/packages
-	stdlib        *memFS         // CPython's stdlib, at /usr/local/lib for CPython
-	roots         map[int]*memFS // "/" holding the mount points, by rootKey
-	cevalFS       *memFS         // /ceval: ceval's read-only Python site directory
+	task          *memFS            // the grader files, at /task
+	pylib         *memFS            // pytest's packages, at /ceval for pytest runs
+	pylibCompiled bool              // compilePyLib ran over pylib
+	pkgs          *memFS            // python_packages, at /ceval/packages
+	stdlib        *memFS            // CPython's stdlib, at /usr/local/lib for CPython
+	roots         map[string]*memFS // "/" holding the mount points, by its mount points
+	cevalFS       *memFS            // /ceval: ceval's read-only Python site directory
 }
 
 func serve(in io.Reader, out io.Writer) error {
@@ -91,7 +92,7 @@ func serve(in io.Reader, out io.Writer) error {
 	if h.Err != "" {
 		return errors.New(h.Err)
 	}
-	st := &workerState{modules: map[moduleKey]*compiled{}, roots: map[int]*memFS{}}
+	st := &workerState{modules: map[moduleKey]*compiled{}, roots: map[string]*memFS{}}
 	if len(os.Args) > 2 && os.Args[2] == "cache" {
 		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(workerCacheFD))
 		if err != nil {
@@ -314,7 +315,14 @@ func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
 			v.readOnly = true
 			switch vb.Slot {
 			case slotWorkspace:
-				st.workspace = v
+				st.workspace, st.outputs = v, nil
+			case slotOutput:
+				if !validOutputPath(vb.Path) || st.workspace == nil || len(st.outputs) >= maxOutputViews {
+					errs = append(errs, fmt.Sprintf("output view at %q refused", vb.Path))
+					break
+				}
+				v.dev = 16 + uint64(len(st.outputs))
+				st.outputs = append(st.outputs, outputView{path: vb.Path, fs: v})
 			case slotReference:
 				v.dev = 3
 				st.reference = v
@@ -385,8 +393,14 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 	stdout := &cappedWriter{max: req.MaxStdout, onFull: func() { cancel(errStdout) }}
 	stderr := &cappedWriter{max: req.MaxStderr, onFull: func() { cancel(errStderr) }}
 	tmp := newTmpFS(4, req.MaxTmpBytes)
+	if err := st.seedTmp(tmp); err != nil {
+		return runReply{Err: err.Error()}
+	}
 
 	st.workspace.ResetTouched()
+	for _, o := range st.outputs {
+		o.fs.ResetTouched()
+	}
 	fsc := st.mounts(req, tmp, req.PyLib)
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -414,7 +428,7 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 		p.Stderr, p.StderrCut = stderr.contents()
 		pr.addPartial(&p)
 		p.TmpFull = tmp.Full()
-		p.Omitted = st.workspace.Touched()
+		p.Omitted = st.touched(tmp)
 		return p
 	}, answer)
 	timer := time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
@@ -430,7 +444,7 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 	r.Stdout, r.StdoutCut = stdout.buf.Bytes(), stdout.cut
 	r.Stderr, r.StderrCut = stderr.buf.Bytes(), stderr.cut
 	r.TmpFull = tmp.Full()
-	r.Omitted = st.workspace.Touched()
+	r.Omitted = st.touched(tmp)
 	r.Files = collectTmp(tmp, req.Collect, maxCollectBytes)
 	r.PeakMemory = mem.peak
 	var exit *sys.ExitError

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo terminates > /app/verdict.txt

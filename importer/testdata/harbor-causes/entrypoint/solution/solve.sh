@@ -1,0 +1,2 @@
+#!/bin/sh
+rev /app/seed.txt > /app/reversed.txt

@@ -1,0 +1,2 @@
+#!/bin/sh
+fortune > /app/fortune.txt

@@ -1,0 +1,2 @@
+#!/bin/sh
+seq 1 5 > /app/count.txt

@@ -1,0 +1,68 @@
+package supervisor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/snapshot"
+)
+
+// outputFiles is where the copy of the output at container path p goes in runDir.
+func outputFiles(runDir, p string) string {
+	return filepath.Join(runDir, record.OutputsDir, "fs", filepath.FromSlash(strings.TrimPrefix(p, "/")))
+}
+
+// outputManifest is the manifest of output i in runDir.
+func outputManifest(runDir string, i int) string {
+	return filepath.Join(runDir, record.OutputsDir, strconv.Itoa(i)+".json")
+}
+
+// takeOutputs copies each of the task's sandbox.outputs (container paths, with their host
+// directories dirs) out of the reaped container into runDir, by the workspace's snapshot
+// rules and limits (no link followed; a cap leaves an entry omitted, never absent), and
+// returns the copies and every cap they reached, named by output.
+func takeOutputs(paths, dirs []string, runDir string) ([]snapshot.Output, []string, error) {
+	if len(paths) == 0 {
+		return nil, nil, nil
+	}
+	if len(dirs) != len(paths) {
+		return nil, nil, fmt.Errorf("sandbox.outputs: this backend made %d of the task's %d outputs", len(dirs), len(paths))
+	}
+	var outs []snapshot.Output
+	var hits []string
+	for i, p := range paths {
+		dst := outputFiles(runDir, p)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("output %s: %w", p, err)
+		}
+		s, err := snapshot.Take(dirs[i], dst, snapshot.DefaultLimits())
+		if err != nil {
+			return nil, nil, fmt.Errorf("output %s: %w", p, err)
+		}
+		if err := s.WriteManifestUnsynced(outputManifest(runDir, i)); err != nil {
+			return nil, nil, fmt.Errorf("output %s: %w", p, err)
+		}
+		for _, h := range s.LimitsHit {
+			hits = append(hits, "output "+p+": "+h)
+		}
+		outs = append(outs, snapshot.Output{Path: p, Snapshot: s})
+	}
+	return outs, hits, nil
+}
+
+// loadOutputs reads back the copies takeOutputs wrote for paths (a regrade).
+func loadOutputs(paths []string, runDir string) ([]snapshot.Output, error) {
+	var outs []snapshot.Output
+	for i, p := range paths {
+		s, err := snapshot.Load(outputFiles(runDir, p), outputManifest(runDir, i))
+		if err != nil {
+			return nil, fmt.Errorf("output %s (sandbox.outputs[%d]): %w", p, i, err)
+		}
+		outs = append(outs, snapshot.Output{Path: p, Snapshot: s})
+	}
+	return outs, nil
+}
