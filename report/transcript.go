@@ -112,6 +112,20 @@ func transcriptHTML(expDir string, r Run, p runPanel) ([]byte, error) {
 		v.Steps, v.Totals = stepViews(t)
 	}
 	v.Judges = judgeViews(r.Dir)
+	v.Run.Criteria = append([]criterionRow(nil), p.Criteria...)
+	if r.Result != nil && len(r.Result.Criteria) == len(v.Run.Criteria) {
+		for i, c := range r.Result.Criteria {
+			for _, name := range c.OutputLogs {
+				if !verifierLog(name) {
+					continue // result.json is ceval's, but a page never reads outside verifier/
+				}
+				lp := preview(r.Dir, "", name)
+				lp.Href = relHref(filepath.Dir(name), filepath.Base(name))
+				lp.Name = StripControls(name)
+				v.Run.Criteria[i].Logs = append(v.Run.Criteria[i].Logs, lp)
+			}
+		}
+	}
 	if r.Result != nil {
 		for _, st := range r.Result.Steps {
 			title := fmt.Sprintf("%s %d", st.Kind, st.Index)
@@ -182,6 +196,12 @@ func stepViews(t *atif.Trajectory) ([]stepView, string) {
 		totals = strings.TrimSpace(totals + " · " + StripControls(t.Notes))
 	}
 	return out, totals
+}
+
+// verifierLog says whether name is a file of the run directory's verifier/ (one level, no
+// "..": filepath.IsLocal), as the supervisor names them.
+func verifierLog(name string) bool {
+	return filepath.IsLocal(name) && filepath.Dir(name) == record.VerifierDir && strings.HasSuffix(name, ".log")
 }
 
 // judgeViews reads the run's judge calls, never through a symlink.

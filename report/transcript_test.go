@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/internal/chromiumtest"
 	"ceval.dev/ceval/record"
 )
@@ -149,5 +150,37 @@ func TestRunPageShowsTheTasksSteps(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("run page lacks %q", want)
 		}
+	}
+}
+
+// The run page shows each executed criterion's verifier output (its output_logs) beside
+// its details, escaped and linked; a name outside the run's verifier/ is never read.
+func TestRunPageShowsTheVerifiersOutput(t *testing.T) {
+	dir, runDir := transcriptExperiment(t)
+	resp, err := record.ReadResult(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := *resp
+	res.Criteria = []grader.CriterionResult{
+		{Type: "pytest", Status: grader.Fail, Details: "0 of 1 tests passed", OutputLogs: []string{"verifier/criterion-1.stdout.log", "../../../outside.log"}},
+	}
+	if err := record.WriteJSONAtomic(filepath.Join(runDir, record.ResultFile), &res); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(runDir, record.VerifierDir), 0o700)
+	os.WriteFile(filepath.Join(runDir, record.VerifierDir, "criterion-1.stdout.log"), []byte("FAILED test_x <script>alert(1)</script>\x1b[31m\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "outside.log"), []byte("NOT-A-VERIFIER-LOG"), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
+	for _, want := range []string{`href="verifier/criterion-1.stdout.log"`, "FAILED test_x &lt;script&gt;alert(1)&lt;/script&gt;\n"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), "NOT-A-VERIFIER-LOG") || strings.Contains(string(page), "outside.log") || strings.Contains(string(page), "\x1b") {
+		t.Error("the run page read a log outside verifier/ or kept a control sequence")
 	}
 }

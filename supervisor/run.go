@@ -605,6 +605,7 @@ func (r *run) grade(ctx context.Context) error {
 	gopts.Judge = j
 	gopts.AgentJudge = &agentJudges{o: r.o, t: t, dir: r.dir}
 	g := grader.Grade(ctx, t, r.snap, gopts)
+	saveCriterionOutputs(r.dir, g, r.redact)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {

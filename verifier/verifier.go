@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +108,8 @@ type Run struct {
 	// Report is a pytest criterion's JUnit report, read from the workspace copy once every
 	// process of the container was gone (nil when pytest wrote none).
 	Report []byte
+	// StdoutCut and StderrCut are the bytes written past Options.MaxOutput, dropped.
+	StdoutCut, StderrCut int64
 }
 
 // Execute runs c's command in a fresh verifier container and scores it.
@@ -121,7 +122,9 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if err != nil {
 		return grader.Scored{}, err
 	}
-	return scoreRun(c, r)
+	sc, err := scoreRun(c, r)
+	sc.Output = &grader.Output{Stdout: r.Stdout, Stderr: r.Stderr, StdoutCut: r.StdoutCut, StderrCut: r.StderrCut}
+	return sc, err
 }
 
 // scoreRun scores what c's container left: pytest from its exit status and report, any
@@ -129,9 +132,6 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 	if c.Type == task.Pytest && r.Limit == "" {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
-		if sc == 0 && r.ExitCode > 1 {
-			details += "; stdout " + tailOf(r.Stdout) + "; stderr " + tailOf(r.Stderr)
-		}
 		if r.ExitCode == 127 || bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")) {
 			details += "; the image lacks python3 or pytest: give the criterion packages: [python3-pytest] (or an image that has it)"
 		}
@@ -303,6 +303,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources, Report: report}
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
+	r.StdoutCut, r.StderrCut = stdout.cut, stderr.cut
 	r.Notes = notes
 	switch {
 	case out.Exit.TimedOut:
@@ -322,15 +323,6 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		r.Notes = append(r.Notes, fmt.Sprintf("pids limit %d reached", p.PidsLimit))
 	}
 	return r, nil
-}
-
-// tailOf quotes the last bytes of a stream for the details.
-func tailOf(b []byte) string {
-	const n = 300
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strconv.Quote(string(b))
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest.

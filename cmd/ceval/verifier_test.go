@@ -82,7 +82,7 @@ func TestRegradeRunsContainerCriteriaInAVerifier(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a", "task.yaml")
 	os.MkdirAll(filepath.Dir(p), 0o755)
-	doc := "task_id: a\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'test \"$(cat answer.txt)\" = 41', memory_mb: 128, pids: 32}\n"
+	doc := "task_id: a\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'echo checking answer \"<$(cat answer.txt)>\"; test \"$(cat answer.txt)\" = 41', memory_mb: 128, pids: 32}\n"
 	os.WriteFile(p, []byte(doc), 0o644)
 	exp := filepath.Join(dir, "exp.yaml")
 	os.WriteFile(exp, []byte("experiment_id: v\ntasks: [a/task.yaml]\ndefaults:\n  sandbox: {limits: {timeout: 30s, memory_mb: 128, pids: 64, disk_mb: 16}}\n"+
@@ -91,9 +91,24 @@ func TestRegradeRunsContainerCriteriaInAVerifier(t *testing.T) {
 	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, exp); r.code != 0 {
 		t.Fatalf("run: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
+	// The verifier's output is saved in the run directory and shown on the run's page.
+	expDir := onlyDir(t, runs)
+	runDir := filepath.Join(expDir, "x", "a", "1")
+	out, err := os.ReadFile(filepath.Join(runDir, "verifier", "criterion-1.stdout.log"))
+	if err != nil || string(out) != "checking answer <41>\n" {
+		t.Errorf("saved verifier stdout %q, %v", out, err)
+	}
+	page, _ := os.ReadFile(filepath.Join(runDir, "transcript.html"))
+	if !strings.Contains(string(page), `href="verifier/criterion-1.stdout.log"`) || !strings.Contains(string(page), "checking answer &lt;41&gt;") {
+		t.Errorf("the run's page does not show the verifier's output:\n%s", page)
+	}
 	os.WriteFile(p, []byte(strings.Replace(doc, "= 41", "= 42", 1)), 0o644)
-	r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, onlyDir(t, runs))
+	r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, expDir)
 	if !strings.Contains(r.stdout, "SUCCESS -> FAILURE") {
 		t.Errorf("regrade: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	res, _ := os.ReadFile(filepath.Join(runDir, "result.json"))
+	if !strings.Contains(string(res), `stdout ends \"checking answer \u003c41\u003e\"`) || !strings.Contains(string(res), `"output_logs": [`) {
+		t.Errorf("the regraded criterion's details lack its output's tail:\n%s", res)
 	}
 }
