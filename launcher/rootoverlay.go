@@ -39,8 +39,15 @@ func MountRootOverlay(dir string, layers []mount.Mount, usernsPath string, hostI
 			err = errors.Join(err, o.Close())
 		}
 	}()
-	if err := os.MkdirAll(o.Path, 0o700); err != nil {
-		return nil, fmt.Errorf("root overlay: %w", err)
+	// Search-only for the user namespace, whose root (runc's init) binds the rootfs onto
+	// itself; the layers and the tmpfs beside it stay host root's alone.
+	for _, d := range []string{dir, o.Path} {
+		if err := os.Mkdir(d, 0o711); err != nil {
+			return nil, fmt.Errorf("root overlay: %w", err)
+		}
+		if err := os.Chmod(d, 0o711); err != nil { // past the umask
+			return nil, fmt.Errorf("root overlay: %w", err)
+		}
 	}
 	ns, err := unix.Open(usernsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {

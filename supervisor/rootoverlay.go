@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -16,11 +19,18 @@ import (
 	"ceval.dev/ceval/launcher"
 )
 
+// RootVerifierSupported says whether SandboxConfig.Root is possible here: not with a
+// rootless daemon, whose user namespace cannot idmap the image's layers.
+func RootVerifierSupported() bool { return rootlessRuns() == nil }
+
 // mountRootOverlay makes the writable root of a SandboxConfig.Root container: a read-only
-// view of the image's snapshot, held by a lease of its own, under a launcher.RootOverlay in
-// dir idmapped to the user namespace at usernsPath (root hostID), capped at diskMB. The
-// returned close unmounts it and drops the view.
-func mountRootOverlay(ctx context.Context, c *client.Client, image, dir, usernsPath string, hostID uint32, diskMB int64) (string, func() error, error) {
+// view of the image's snapshot, held by a lease of its own, under a launcher.RootOverlay
+// idmapped to the user namespace at usernsPath (root hostID), capped at diskMB. It lies in a
+// directory of its own under the system's temporary directory: the namespace's root must
+// search every directory above the rootfs (runc binds it onto itself as that root), which
+// a run's or a test's private directory (0700) does not allow. The returned close unmounts
+// it, removes the directory and drops the view.
+func mountRootOverlay(ctx context.Context, c *client.Client, image, usernsPath string, hostID uint32, diskMB int64) (string, func() error, error) {
 	img, err := c.GetImage(ctx, image)
 	if err != nil {
 		return "", nil, fmt.Errorf("image %s: %w", image, err)
@@ -56,7 +66,22 @@ func mountRootOverlay(ctx context.Context, c *client.Client, image, dir, usernsP
 	if err != nil {
 		return "", nil, errors.Join(fmt.Errorf("image %s: view of its snapshot: %w", image, err), closeAll())
 	}
-	if ov, err = launcher.MountRootOverlay(dir, mounts, usernsPath, hostID, diskMB, workspaceInodes(diskMB)); err != nil {
+	parent, err := os.MkdirTemp("", "ceval-root-")
+	if err == nil {
+		err = os.Chmod(parent, 0o711)
+	}
+	if err != nil {
+		return "", nil, errors.Join(fmt.Errorf("root overlay: %w", err), closeAll())
+	}
+	closeView := closeAll
+	closeAll = func() error {
+		err := closeView() // unmounts first
+		if rerr := os.Remove(filepath.Join(parent, "root", "rootfs")); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, os.RemoveAll(parent)) // nothing is mounted in it any more
+		}
+		return err
+	}
+	if ov, err = launcher.MountRootOverlay(filepath.Join(parent, "root"), mounts, usernsPath, hostID, diskMB, workspaceInodes(diskMB)); err != nil {
 		return "", nil, errors.Join(err, closeAll())
 	}
 	return ov.Path, closeAll, nil

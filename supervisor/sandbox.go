@@ -230,7 +230,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	s.undo = append(s.undo, s.userns.Close) // idempotent: hardenTask closes it at start
 	if cfg.Root {
 		cfg.UID = 0
-		root, closeRoot, err := mountRootOverlay(ctx, cfg.Client, cfg.Image, filepath.Join(cfg.Dir, "root"), s.userns.Path(), s.ids.HostID, cfg.Limits.DiskMB)
+		root, closeRoot, err := mountRootOverlay(ctx, cfg.Client, cfg.Image, s.userns.Path(), s.ids.HostID, cfg.Limits.DiskMB)
 		if err != nil {
 			return nil, err
 		}

@@ -60,6 +60,13 @@ type Options struct {
 	// AllowHostNetwork is the user's --allow-host-network: without it a criterion with
 	// network: host is NOT_GRADED.
 	AllowHostNetwork bool
+	// Network is the user's verifier_network: "" or policy.NetworkNone (each criterion's own
+	// network, none by default), or policy.NetworkHost: every criterion on the host's
+	// network, for suites whose tests install their tools (apt-get, uv) at test time.
+	Network string
+	// Unprivileged runs the command as policy.GraderUID over the image's read-only root
+	// instead of as root of its user namespace over a writable copy (the default).
+	Unprivileged bool
 	// MaxReferenceBytes caps each copy of grading material (the reference, grader_files); a
 	// bigger one is an error of the task.
 	MaxReferenceBytes int64
@@ -95,8 +102,18 @@ func New(opts Options) (*Executor, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	switch opts.Network {
+	case "", policy.NetworkNone, policy.NetworkHost:
+	default:
+		return nil, fmt.Errorf("verifier: network %q: want %s or %s", opts.Network, policy.NetworkNone, policy.NetworkHost)
+	}
 	return &Executor{opts: opts, built: map[string]bool{}}, nil
 }
+
+// Root says whether verifier containers run as root of their user namespace over a
+// writable copy of the image's root: the default, unless Options.Unprivileged or a rootless
+// daemon (whose user namespace cannot idmap the image's layers).
+func (e *Executor) Root() bool { return !e.opts.Unprivileged && supervisor.RootVerifierSupported() }
 
 // Run is what one criterion's container did: the fields grader.ScoreCommand scores, and
 // how the container ended.
@@ -182,6 +199,9 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	network := policy.NetworkNone
 	switch v.Network {
 	case "", policy.NetworkNone:
+		if e.opts.Network == policy.NetworkHost {
+			network = policy.NetworkHost // the user's verifier_network, never the task's
+		}
 	case policy.NetworkHost:
 		if !e.opts.AllowHostNetwork {
 			return nil, &grader.NotGradedError{Reason: "network: host runs the agent's code on the host's network: only with --allow-host-network (or allow_host_network in ceval's config)"}
@@ -255,7 +275,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		Argv: argv, Env: env,
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
-		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID,
+		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID, Root: e.Root(),
 		Stdout: stdout, Stderr: stderr,
 		Prepare: func(workspace, _ string) error {
 			var err error
