@@ -36,6 +36,10 @@ type Result struct {
 	Complete     bool         `json:"complete"` // false when interrupted or failed on ceval's side
 	Dir          string       `json:"-"`
 
+	// Verifier is how the task's sandbox: container criteria ran (the user's choice, never
+	// the task's); nil for a task without any.
+	Verifier *VerifierResult `json:"verifier,omitempty"`
+
 	// Plugins are the task's plugin bundles, verified before the agent started and after.
 	Plugins []PluginResult `json:"plugins,omitempty"`
 
@@ -213,4 +217,14 @@ type Image struct {
 	// AgentCLIs are the real agent CLIs ceval images build-agent put in the image with their
 	// pinned versions, from its config labels: "claude-code@2.1.332 codex@0.169.0-linux-x64".
 	AgentCLIs string `json:"agent_clis,omitempty"`
+}
+
+// VerifierResult is how a run's verifier containers ran.
+type VerifierResult struct {
+	// User is "root in its own user namespace" (over a writable, capped copy of the image's
+	// root) or "uid 3000" (over the image's read-only root: a rootless daemon).
+	User string `json:"user"`
+	// Network is the user's verifier_network: "none" (each criterion's own, none unless the
+	// task asks for host and the user allows it) or "host" (every criterion on the host's).
+	Network string `json:"network"`
 }

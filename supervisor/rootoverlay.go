@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -17,11 +18,25 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
 )
 
 // RootVerifierSupported says whether SandboxConfig.Root is possible here: not with a
 // rootless daemon, whose user namespace cannot idmap the image's layers.
 func RootVerifierSupported() bool { return rootlessRuns() == nil }
+
+// VerifierInfo is result.json's verifier for the user's verifier_network.
+func VerifierInfo(network string) *record.VerifierResult {
+	v := &record.VerifierResult{User: "uid " + strconv.Itoa(int(policy.GraderUID)), Network: policy.NetworkNone}
+	if RootVerifierSupported() {
+		v.User = "root in its own user namespace"
+	}
+	if network == policy.NetworkHost {
+		v.Network = network
+	}
+	return v
+}
 
 // mountRootOverlay makes the writable root of a SandboxConfig.Root container: a read-only
 // view of the image's snapshot, held by a lease of its own, under a launcher.RootOverlay

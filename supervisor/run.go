@@ -38,15 +38,19 @@ type Options struct {
 
 	Client *client.Client // connected; the ctx given to Run carries the namespace
 
-	Allow     Allow
-	LookupEnv func(string) (string, bool) // host environment; default os.LookupEnv
-	Grace     time.Duration
-	Version   string                               // ceval's version, recorded in the result
-	Preflight *images.PreflightCache               // nil: images.Preflight without a disk cache
-	Busybox   string                               // for building the default image on first use
-	InitDir   string                               // where the static init is installed; default under the user cache dir
-	Progress  func(event string, f map[string]any) // optional: live events for the CLI
-	Executor  grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
+	Allow Allow
+	// VerifierNetwork is the user's verifier_network ("" or "none", or "host"), recorded in
+	// result.json's verifier for a task with sandbox: container criteria; the executor
+	// applies it.
+	VerifierNetwork string
+	LookupEnv       func(string) (string, bool) // host environment; default os.LookupEnv
+	Grace           time.Duration
+	Version         string                               // ceval's version, recorded in the result
+	Preflight       *images.PreflightCache               // nil: images.Preflight without a disk cache
+	Busybox         string                               // for building the default image on first use
+	InitDir         string                               // where the static init is installed; default under the user cache dir
+	Progress        func(event string, f map[string]any) // optional: live events for the CLI
+	Executor        grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
 	// IDs is the subordinate range runs take their user namespaces' host IDs from (ceval's
 	// config id_range); the zero value is DefaultIDRange.
 	IDs IDRange
@@ -303,6 +307,9 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	r.res.TaskID = t.ID
 	r.res.Criteria = []grader.CriterionResult{}
 	r.res.Image.Name = t.Sandbox.Image
+	if t.NeedsVerifier() {
+		r.res.Verifier = VerifierInfo(o.VerifierNetwork)
+	}
 	r.emit("run_started", map[string]any{"task_id": t.ID, "run_dir": r.dir, "image": t.Sandbox.Image})
 	return r, nil
 }

@@ -80,7 +80,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			for _, t := range targets {
 				tasks = append(tasks, t.Task)
 			}
-			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork), tasks...)
+			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork, ucfg.VerifierNetwork), tasks...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

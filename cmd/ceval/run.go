@@ -92,6 +92,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					RunsDir: runsDir, Grace: grace, Busybox: busybox, Kube: g.kube,
 					Allow:  supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
 					Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(), Judge: ucfg.judge,
+					VerifierNetwork: ucfg.VerifierNetwork,
 				})
 			}
 			for _, a := range args {
@@ -157,7 +158,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			}
 			defer sess.Close()
 			c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
-			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet), tasks...)
+			ex, closeEx, err := executorFor(sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet, ucfg.VerifierNetwork), tasks...)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -172,7 +173,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
 					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge, Kube: g.kube,
-					AgentOverride: agentSpec,
+					AgentOverride: agentSpec, VerifierNetwork: ucfg.VerifierNetwork,
 				}
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)

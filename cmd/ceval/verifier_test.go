@@ -112,3 +112,44 @@ func TestRegradeRunsContainerCriteriaInAVerifier(t *testing.T) {
 		t.Errorf("the regraded criterion's details lack its output's tail:\n%s", res)
 	}
 }
+
+// verifier_network is the user's: with host in ceval's config every verifier container is
+// on the host's network (a test.sh that installs tools), without it none is; either way
+// result.json says how the verifier ran. A task cannot set it.
+func TestVerifierNetworkIsTheUsersChoiceAndRecorded(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	// More than the loopback interface: the host's network.
+	os.WriteFile(p, []byte("task_id: vnet\ninitial_prompt: p\nagent: {type: command, command: [\"true\"]}\n"+
+		"sandbox: {limits: {timeout: 30s, memory_mb: 128, pids: 64, disk_mb: 16}}\nsuccess_criteria:\n"+
+		"  - {type: run_command, sandbox: container, command: 'test $(ls /sys/class/net | wc -l) -gt 1', memory_mb: 128, pids: 32}\n"), 0o644)
+	for _, c := range []struct {
+		config, network string
+		code            int
+	}{{"verifier_network: host\n", "host", 0}, {"", "none", 1}} {
+		cfg := filepath.Join(dir, "config.yaml")
+		os.WriteFile(cfg, []byte(c.config), 0o644)
+		runs := t.TempDir()
+		r := ceval(t, "--config", cfg, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, p)
+		if r.code != c.code {
+			t.Errorf("verifier_network %q: exit %d, want %d\n%s%s", c.network, r.code, c.code, r.stdout, r.stderr)
+		}
+		res, _ := filepath.Glob(filepath.Join(runs, "*", "default", "vnet", "1", "result.json"))
+		if len(res) != 1 {
+			t.Fatalf("result.json: %v", res)
+		}
+		b, _ := os.ReadFile(res[0])
+		if want := `"verifier": {
+    "user": "root in its own user namespace",
+    "network": "` + c.network + `"
+  }`; !strings.Contains(string(b), want) {
+			t.Errorf("result.json lacks %s:\n%s", want, b)
+		}
+	}
+	cfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(cfg, []byte("verifier_network: bridge\n"), 0o644)
+	if r := ceval(t, "--config", cfg, "run", p); r.code != 2 || !strings.Contains(r.stderr, `verifier_network "bridge": want none (the default) or host`) {
+		t.Errorf("a bad verifier_network: exit %d: %s", r.code, r.stderr)
+	}
+}
