@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A verifier is root of its own user namespace over a writable copy of the image's root:
@@ -110,5 +111,42 @@ func TestRootVerifierCannotReachTheHost(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the control (no user namespace) lacks %q: the attack tests nothing\n%s", want, out)
 		}
+	}
+}
+
+// dpkg, as root of the verifier, installs a package into its copy of a Debian image (its
+// database under /var/lib/dpkg, files in /usr, owners set from the archive) and the
+// package's tool runs: what a test.sh's apt-get install does once it has the .deb.
+func TestRootVerifierInstallsADebianPackage(t *testing.T) {
+	v := toolchainVerifier(t)
+	e, _, ctx := newExecutor(t)
+	pkg := filepath.Join(t.TempDir(), "pkg")
+	for p, content := range map[string]string{
+		"DEBIAN/control":           "Package: ceval-probe\nVersion: 1.0\nArchitecture: all\nMaintainer: ceval tests <tests@ceval.invalid>\nDescription: a tool a test installs\n",
+		"usr/bin/ceval-probe":      "#!/bin/sh\necho probe installed\n",
+		"usr/share/ceval/data.txt": "data\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(pkg, p)), 0o755)
+		os.WriteFile(filepath.Join(pkg, p), []byte(content), 0o755)
+	}
+	deb := filepath.Join(t.TempDir(), "ceval-probe.deb")
+	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", pkg, deb).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(deb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := snap(t, map[string]string{"ceval-probe.deb": string(data)})
+	c := container(`dpkg -i ceval-probe.deb >/dev/null && dpkg -s ceval-probe | grep -q 'Status: install ok installed' && stat -c %U /usr/bin/ceval-probe && ceval-probe`)
+	vc := *v
+	c.Verifier = &vc
+	c.Timeout = 60 * time.Second
+	r, err := e.Run(ctx, c, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode != 0 || string(r.Stdout) != "root\nprobe installed\n" {
+		t.Errorf("dpkg -i as the verifier's root: exit %d, stdout %q, stderr %q", r.ExitCode, r.Stdout, r.Stderr)
 	}
 }
