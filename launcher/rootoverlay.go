@@ -12,6 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// RootOverlayPrefix starts the name of the directory (in the system's temporary directory)
+// that holds a RootOverlay's dir: GC finds a dead verifier's overlay by it.
+const RootOverlayPrefix = "ceval-root-"
+
 // RootOverlay is a writable root filesystem for a container whose process is root in its
 // own user namespace: the image's layers, each an idmapped read-only mount (the image's
 // root-owned files are the namespace's root's, nothing on the host is), under an upper

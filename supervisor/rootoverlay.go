@@ -18,6 +18,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 )
@@ -55,12 +56,18 @@ func mountRootOverlay(ctx context.Context, c *client.Client, image, usernsPath s
 		return "", nil, fmt.Errorf("image %s: %w", image, err)
 	}
 	ls := c.LeasesService()
-	lease, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(launcher.DefaultLeaseExpiry))
+	bootID, err := launcher.BootID()
+	if err != nil {
+		return "", nil, err
+	}
+	key := "ceval-root-" + rand.Text()
+	// Labelled as a container's lease is, so ceval gc drops it once this process is gone.
+	lease, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(launcher.DefaultLeaseExpiry),
+		leases.WithLabels(map[string]string{"dev.ceval.container": key, oci.LabelPID: strconv.Itoa(os.Getpid()), oci.LabelBootID: bootID}))
 	if err != nil {
 		return "", nil, fmt.Errorf("root overlay: lease: %w", err)
 	}
 	sn := c.SnapshotService(images.Snapshotter)
-	key := "ceval-root-" + rand.Text()
 	var ov *launcher.RootOverlay
 	closeAll := func() error {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -81,7 +88,7 @@ func mountRootOverlay(ctx context.Context, c *client.Client, image, usernsPath s
 	if err != nil {
 		return "", nil, errors.Join(fmt.Errorf("image %s: view of its snapshot: %w", image, err), closeAll())
 	}
-	parent, err := os.MkdirTemp("", "ceval-root-")
+	parent, err := os.MkdirTemp("", launcher.RootOverlayPrefix)
 	if err == nil {
 		err = os.Chmod(parent, 0o711)
 	}

@@ -2,11 +2,15 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/launcher"
 )
 
 // containerTask writes a task whose one criterion runs in a verifier container, and a
@@ -151,5 +155,75 @@ func TestVerifierNetworkIsTheUsersChoiceAndRecorded(t *testing.T) {
 	os.WriteFile(cfg, []byte("verifier_network: bridge\n"), 0o644)
 	if r := ceval(t, "--config", cfg, "run", p); r.code != 2 || !strings.Contains(r.stderr, `verifier_network "bridge": want none (the default) or host`) {
 		t.Errorf("a bad verifier_network: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// rootOverlayMounts lists the mount points of verifier root overlays (launcher.RootOverlay).
+func rootOverlayMounts(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && strings.Contains(f[4], "/"+launcher.RootOverlayPrefix) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// ceval killed by SIGKILL while a verifier runs leaves its root overlay mounted (the image's
+// idmapped layers, the capped tmpfs, the overlay); ceval gc unmounts them with the dead
+// container and removes their directory.
+func TestGCAfterKill9UnmountsTheVerifiersRootOverlay(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	before := len(rootOverlayMounts(t))
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: sleeper\ninitial_prompt: p\nsuccess_criteria:\n"+
+		"  - {type: run_command, sandbox: container, command: 'sleep 600', timeout: 10m, memory_mb: 128, pids: 32}\n"), 0o644)
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	cmd := exec.Command(cevalBin, "grade", "--namespace", ctrtest.Namespace, p, "--workspace", ws)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		ceval(t, "gc", "--namespace", ctrtest.Namespace)
+	})
+	var mounted []string
+	for i := 0; i < 600 && len(mounted) <= before; i++ {
+		time.Sleep(100 * time.Millisecond)
+		mounted = rootOverlayMounts(t)
+	}
+	if len(mounted) <= before {
+		t.Fatal("no root overlay was mounted within a minute")
+	}
+	time.Sleep(time.Second) // its container made and started
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	killed = true
+	if len(rootOverlayMounts(t)) <= before {
+		t.Fatal("kill -9 left no root overlay: the test does not test gc")
+	}
+	r := ceval(t, "gc", "--namespace", ctrtest.Namespace)
+	if r.code != 0 || !strings.Contains(r.stdout, "root overlay of a removed verifier container") {
+		t.Errorf("gc: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left := rootOverlayMounts(t); len(left) > before {
+		t.Errorf("mounts left after gc: %v", left)
+	}
+	ctrs, _ := c.Containers(ctx)
+	for _, ctr := range ctrs {
+		if strings.HasPrefix(ctr.ID(), "ceval-verify") {
+			t.Errorf("container %s left after gc", ctr.ID())
+		}
 	}
 }
