@@ -167,6 +167,7 @@ func TestRunPageShowsTheVerifiersOutput(t *testing.T) {
 	res.Criteria = []grader.CriterionResult{
 		{Type: "pytest", Status: grader.Fail, Details: "0 of 1 tests passed", OutputLogs: []string{"verifier/criterion-1.stdout.log", "../../../outside.log"}},
 	}
+	res.Verifier = &record.VerifierResult{User: "root in its own user namespace", Network: "host"}
 	if err := record.WriteJSONAtomic(filepath.Join(runDir, record.ResultFile), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,8 @@ func TestRunPageShowsTheVerifiersOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	page, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
-	for _, want := range []string{`href="verifier/criterion-1.stdout.log"`, "FAILED test_x &lt;script&gt;alert(1)&lt;/script&gt;\n"} {
+	for _, want := range []string{`href="verifier/criterion-1.stdout.log"`, "FAILED test_x &lt;script&gt;alert(1)&lt;/script&gt;\n",
+		"verifier containers: root in its own user namespace, network host"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("run page lacks %q", want)
 		}
