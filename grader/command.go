@@ -38,6 +38,9 @@ type Scored struct {
 	// score_from_stdout that is no number in [0, 1]): the criterion fails whatever its
 	// pass_threshold.
 	Invalid bool
+	// Output is what the command printed, as the executor kept it (nil when it keeps none):
+	// the details of a criterion that did not pass quote its tail, and ceval run saves it.
+	Output *Output
 }
 
 // excerptBytes is how much of a stream the details of a command quote.

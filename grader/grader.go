@@ -62,6 +62,55 @@ type CriterionResult struct {
 	// Rewards are an executed criterion's named rewards (Harbor's reward.json), from which
 	// its score was taken (reward_key, else their mean); nil when it printed none.
 	Rewards map[string]float64 `json:"rewards,omitempty"`
+	// OutputLogs are the files, relative to the run directory, where the supervisor saved
+	// what an executed criterion's container printed (stdout, then stderr), redacted.
+	OutputLogs []string `json:"output_logs,omitempty"`
+	// Output is what the executor kept of the command's output, for the supervisor to save;
+	// never in result.json (the details quote its tail).
+	Output *Output `json:"-"`
+}
+
+// Output is what an executed criterion's command printed, as the executor kept it: each
+// stream's first bytes up to the executor's cap, and how many bytes past the cap it dropped.
+type Output struct {
+	Stdout, Stderr       []byte
+	StdoutCut, StderrCut int64
+}
+
+// outputTailBytes is how much of each stream the details of a criterion that did not pass
+// quote (the saved logs hold the rest).
+const outputTailBytes = 400
+
+// tail says how each stream ended, for the details.
+func (o *Output) tail() string {
+	var parts []string
+	for _, s := range []struct {
+		name string
+		b    []byte
+		cut  int64
+	}{{"stdout", o.Stdout, o.StdoutCut}, {"stderr", o.Stderr, o.StderrCut}} {
+		t := strings.TrimRight(string(s.b), "\n")
+		if t == "" {
+			continue
+		}
+		end := "ends"
+		if s.cut > 0 {
+			end = fmt.Sprintf("ends (%d bytes past the cap dropped)", s.cut)
+		}
+		if len(t) > outputTailBytes {
+			cut := len(t) - outputTailBytes
+			for cut < len(t) && !utf8.RuneStart(t[cut]) {
+				cut++
+			}
+			parts = append(parts, fmt.Sprintf("%s %s …%q", s.name, end, t[cut:]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %s %q", s.name, end, t))
+		}
+	}
+	if len(parts) == 0 {
+		return "; no output"
+	}
+	return "; " + strings.Join(parts, "; ")
 }
 
 // Parts is how many of the checks a criterion lists were met: numbers that come from the
@@ -141,6 +190,7 @@ type verdict struct {
 	label   *Label             // classification_match only
 	parts   *Parts             // file_contains, file_check, json_check only
 	rewards map[string]float64 // an executed criterion's named rewards
+	output  *Output            // an executed criterion's output, when its executor kept it
 }
 
 func scored(score float64, details string) verdict { return verdict{score: score, details: details} }
@@ -245,7 +295,9 @@ func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts 
 		return errored("%s", err)
 	}
 	if sc.Invalid {
-		return failed("%s", sc.Details)
+		v := failed("%s", sc.Details)
+		v.output = sc.Output
+		return v
 	}
 	score, details := sc.Score, sc.Details
 	switch {
@@ -257,7 +309,7 @@ func execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts 
 		score = 1
 	}
 	v := scored(score, details)
-	v.rewards = sc.Rewards
+	v.rewards, v.output = sc.Rewards, sc.Output
 	return v
 }
 
@@ -272,6 +324,7 @@ func finish(c *task.Criterion, v verdict) CriterionResult {
 		Label:       v.label,
 		Parts:       v.parts,
 		Rewards:     v.rewards,
+		Output:      v.output,
 	}
 	switch v.forced {
 	case "":
@@ -285,6 +338,11 @@ func finish(c *task.Criterion, v verdict) CriterionResult {
 		cr.Status = v.forced
 	}
 	cr.Passed = cr.Status == Pass
+	if v.output != nil && !cr.Passed {
+		// How the command's output ended, kept whole after the details' own words.
+		t := capDetailsTo(printable(v.output.tail()), maxDetailBytes/2)
+		cr.Details = capDetailsTo(printable(v.details), maxDetailBytes-len(t)) + t
+	}
 	return cr
 }
 
@@ -323,11 +381,14 @@ func aggregate(crs []CriterionResult) (float64, string) {
 	return score, TaskSuccess
 }
 
-func capDetails(s string) string {
-	if len(s) <= maxDetailBytes {
+func capDetails(s string) string { return capDetailsTo(s, maxDetailBytes) }
+
+func capDetailsTo(s string, n int) string {
+	n = max(n, 0)
+	if len(s) <= n {
 		return s
 	}
-	cut := maxDetailBytes
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -380,6 +380,11 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 			return results, err
 		}
 		r.Problems = append(r.Problems, notes...)
+		notes, err = rewriteTBPreamble(dir, dst)
+		if err != nil {
+			return results, err
+		}
+		r.Problems = append(r.Problems, notes...)
 		out := filepath.Join(dst, "task.yaml")
 		if err := os.WriteFile(out, r.Output, 0o644); err != nil {
 			return results, err

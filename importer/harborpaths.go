@@ -15,8 +15,8 @@ import (
 // Where a Harbor task's files live in its one container, and where ceval puts them: the
 // agent's working directory (the Dockerfile's WORKDIR) is ceval's /workspace; the tests,
 // which Harbor copies to /tests after the agent, are grader_files at /task/tests in a
-// verifier container; the reward directory /logs/verifier is under the verifier's writable
-// /tmp (its rootfs is read-only).
+// verifier container; the reward directory /logs/verifier is under the verifier's /tmp,
+// writable whoever the verifier runs as (its root is read-only on a rootless daemon).
 const (
 	harborTests      = "/tests"
 	harborLogs       = "/logs/verifier"

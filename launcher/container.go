@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/leases"
+	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/defaults"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
@@ -45,6 +46,10 @@ type Spec struct {
 	LeaseExpiry time.Duration // 0 = DefaultLeaseExpiry
 
 	FIFODir string // where the task's IO FIFOs are made; "" = containerd's default (RootlessDaemon.FIFODir for a rootless daemon)
+
+	// RootPath, when set, is the container's root filesystem, mounted by the caller (a
+	// RootOverlay) and named by the spec's root.path: no snapshot is made for it.
+	RootPath string
 }
 
 // Container is a created container: its record, its rootfs snapshot and the lease that
@@ -127,29 +132,31 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	} else if !errdefs.IsNotFound(err) {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
-	if _, err := c.SnapshotService(s.Snapshotter).Stat(ctx, s.ID); err == nil {
-		return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, errdefs.ErrAlreadyExists)
-	} else if !errdefs.IsNotFound(err) {
-		return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, err)
+	if s.RootPath == "" {
+		if _, err := c.SnapshotService(s.Snapshotter).Stat(ctx, s.ID); err == nil {
+			return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, errdefs.ErrAlreadyExists)
+		} else if !errdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, err)
+		}
 	}
 	ctr.owned = true
 
 	lctx := leases.WithLease(ctx, lease.ID)
 	var spec *specs.Spec
-	opts := []client.NewContainerOpts{
-		client.WithSnapshotter(s.Snapshotter),
-		client.WithNewSnapshot(s.ID, s.Image),
-		withNewSpecKept(&spec, s.Opts...),
-		client.WithContainerLabels(s.Labels),
+	opts := []client.NewContainerOpts{withNewSpecKept(&spec, s.Opts...), client.WithContainerLabels(s.Labels)}
+	if s.RootPath == "" {
+		opts = append(opts, client.WithSnapshotter(s.Snapshotter), client.WithNewSnapshot(s.ID, s.Image))
 	}
 	cc, err := c.NewContainer(lctx, s.ID, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
 	ctr.ctr = cc
-	mounts, err := c.SnapshotService(s.Snapshotter).Mounts(ctx, s.ID)
-	if err != nil {
-		return nil, fmt.Errorf("create container %s: rootfs mounts: %w", s.ID, err)
+	mounts := []mount.Mount{{Type: "bind", Source: s.RootPath, Options: []string{"rbind", "rw"}}}
+	if s.RootPath == "" {
+		if mounts, err = c.SnapshotService(s.Snapshotter).Mounts(ctx, s.ID); err != nil {
+			return nil, fmt.Errorf("create container %s: rootfs mounts: %w", s.ID, err)
+		}
 	}
 	if err := makeMountpoints(ctx, mounts, spec); err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
@@ -228,7 +235,7 @@ func (c *Container) Delete(ctx context.Context) error {
 	}
 	// The snapshot may exist without the container (NewContainer failed after Prepare), and
 	// goes after the container record.
-	if c.owned {
+	if c.owned && c.spec.RootPath == "" {
 		if err := c.client.SnapshotService(c.spec.Snapshotter).Remove(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", c.spec.ID, err))
 		}

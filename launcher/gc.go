@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,7 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 	live := map[string]bool{} // container IDs a live ceval owns
 	var scratch []string      // workspace/home mount points of dead containers
 	var fifos []Swept         // supervisor FIFOs of dead containers (Lifeline)
+	var overlays []string     // RootOverlay directories of dead verifier containers
 	ctrs, err := c.Containers(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gc: list containers: %w", err)
@@ -80,6 +82,9 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 			continue
 		}
 		if spec, err := ctr.Spec(ctx); err == nil {
+			if spec.Root != nil && isRootOverlay(spec.Root.Path) {
+				overlays = append(overlays, filepath.Dir(spec.Root.Path))
+			}
 			for _, m := range spec.Mounts {
 				if m.Destination == oci.WorkspacePath || m.Destination == oci.HomePath {
 					scratch = append(scratch, m.Source)
@@ -178,7 +183,42 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 		_ = os.Remove(dir)
 		_ = os.Remove(filepath.Dir(dir)) // the run's .scratch, once both are gone
 	}
+	for _, dir := range overlays {
+		n, err := unmountUnder(dir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gc: %w", err))
+			continue
+		}
+		if n > 0 {
+			removed = append(removed, Swept{"mount", dir, "root overlay of a removed verifier container"})
+		}
+		_ = os.RemoveAll(filepath.Dir(dir)) // its ceval-root-* directory, nothing mounted in it now
+	}
 	return removed, kept, errors.Join(errs...)
+}
+
+// isRootOverlay says whether a spec's root path is a RootOverlay's (.../ceval-root-*/root/rootfs).
+func isRootOverlay(path string) bool {
+	root := filepath.Dir(path)
+	return filepath.IsAbs(path) && filepath.Base(path) == "rootfs" && filepath.Base(root) == "root" &&
+		strings.HasPrefix(filepath.Base(filepath.Dir(root)), RootOverlayPrefix)
+}
+
+// unmountUnder detaches every mount at dir or below it, deepest first, and says how many.
+func unmountUnder(dir string) (int, error) {
+	var points []string
+	for p := range mountPoints() {
+		if p == dir || strings.HasPrefix(p, dir+"/") {
+			points = append(points, p)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			return 0, fmt.Errorf("unmount %s: %w", p, err)
+		}
+	}
+	return len(points), nil
 }
 
 // deleteDeadContainer kills and deletes the container's task, then the container with its
@@ -280,6 +320,23 @@ func bootTime() (time.Time, error) {
 		}
 	}
 	return time.Time{}, errors.New("no btime in /proc/stat")
+}
+
+// mountPoints lists every mount point of this mount namespace.
+func mountPoints() map[string]bool {
+	out := map[string]bool{}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if pf := strings.Fields(sc.Text()); len(pf) >= 5 {
+			out[unescapeMount(pf[4])] = true
+		}
+	}
+	return out
 }
 
 // scratchMounts lists the mount points of ceval's scratch tmpfs (MountScratch).

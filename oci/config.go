@@ -94,8 +94,25 @@ type Config struct {
 	UserNS UserNS
 
 	// UID is the process's UID and GID inside the user namespace: 0 means AgentUID (the
-	// agent's container); a verifier sets GraderUID. Root is never an option.
+	// agent's container); a verifier sets GraderUID, or RootInUserNS.
 	UID uint32
+
+	// RootInUserNS runs the process as UID 0 of its user namespace with VerifierRootCaps
+	// over RootPath, a writable root filesystem the caller mounted (the image's layers
+	// idmapped to the namespace under a capped tmpfs: launcher.MountRootOverlay): root
+	// only over what the namespace maps, so only over its own copy. A verifier's, never
+	// the agent's. UID is then ignored.
+	RootInUserNS bool
+	RootPath     string
+}
+
+// VerifierRootCaps are the capabilities of a RootInUserNS process, all relative to its
+// user namespace: what a package manager needs to install into its root (own and chown
+// files, set their modes and file capabilities, drop to a helper user, signal its
+// children). Never CAP_SYS_ADMIN (mounts), CAP_MKNOD, CAP_NET_RAW or CAP_NET_ADMIN.
+var VerifierRootCaps = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL",
+	"CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP",
 }
 
 // IDRangeSize is how many UIDs (and as many GIDs) a container's user namespace maps: all
@@ -277,6 +294,14 @@ func (cfg Config) validate() error {
 	}
 	if err := cfg.UserNS.check(); err != nil {
 		bad("user namespace: %v", err)
+	}
+	switch {
+	case cfg.RootInUserNS:
+		if err := checkAbs(cfg.RootPath); err != nil {
+			bad("root path: %v (root in the user namespace runs over a root filesystem of its own)", err)
+		}
+	case cfg.RootPath != "":
+		bad("root path %s: only for root in the user namespace", cfg.RootPath)
 	}
 	if cfg.Network != policy.NetworkNone && cfg.Network != policy.NetworkHost {
 		bad("network %q: want %q or %q", cfg.Network, policy.NetworkNone, policy.NetworkHost)

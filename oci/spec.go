@@ -30,19 +30,23 @@ func SpecOpts(cfg Config) ([]ctroci.SpecOpts, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	user, caps, root := withUser(cfg.UID), withNoCapabilities(), withReadonlyRootfs()
+	if cfg.RootInUserNS {
+		user, caps, root = withUser(0), withCapabilities(VerifierRootCaps), withWritableRoot(cfg.RootPath)
+	}
 	return []ctroci.SpecOpts{
-		withUser(cfg.UID),
+		user,
 		withEnv(cfg.Env),
 		withCwd(WorkspacePath),
 		withInitArgs(cfg),
-		withNoCapabilities(),
+		caps,
 		withNoNewPrivileges(),
 		withProcMasks(),
 		withPidsLimit(cfg.Pids),
 		withMemoryNoSwap(cfg.MemoryMB << 20),
 		withCPUQuota(cfg.CPUs),
 		withRlimits(),
-		withReadonlyRootfs(),
+		root,
 		withMounts(cfg),
 		withNetwork(cfg.Network),
 		withCgroupNamespace(),
@@ -165,6 +169,19 @@ func withNoCapabilities() specOpt {
 			Permitted:   []string{},
 			Inheritable: []string{},
 			Ambient:     []string{},
+		}
+		return nil
+	}
+}
+
+// withCapabilities gives the bounding, permitted and effective sets caps; inheritable and
+// ambient stay empty, so nothing the process execs gains a capability it did not have.
+func withCapabilities(caps []string) specOpt {
+	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+		ensureProcess(s)
+		c := func() []string { return append([]string{}, caps...) }
+		s.Process.Capabilities = &specs.LinuxCapabilities{
+			Bounding: c(), Effective: c(), Permitted: c(), Inheritable: []string{}, Ambient: []string{},
 		}
 		return nil
 	}
@@ -304,6 +321,15 @@ func withReadonlyRootfs() specOpt {
 			s.Root = &specs.Root{Path: "rootfs"}
 		}
 		s.Root.Readonly = true
+		return nil
+	}
+}
+
+// withWritableRoot roots the container at path (absolute: a root filesystem the caller
+// mounted, not a containerd snapshot), writable.
+func withWritableRoot(path string) specOpt {
+	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
+		s.Root = &specs.Root{Path: path}
 		return nil
 	}
 }

@@ -36,6 +36,10 @@ type Result struct {
 	Complete     bool         `json:"complete"` // false when interrupted or failed on ceval's side
 	Dir          string       `json:"-"`
 
+	// Verifier is how the task's sandbox: container criteria ran (the user's choice, never
+	// the task's); nil for a task without any.
+	Verifier *VerifierResult `json:"verifier,omitempty"`
+
 	// Plugins are the task's plugin bundles, verified before the agent started and after.
 	Plugins []PluginResult `json:"plugins,omitempty"`
 
@@ -227,4 +231,14 @@ type ImagePin struct {
 	Name      string        `json:"name"`      // as the task writes it
 	Reference string        `json:"reference"` // normalised: HOST/REPO:TAG or HOST/REPO@DIGEST
 	Digest    digest.Digest `json:"digest"`    // the manifest (or index) digest
+}
+
+// VerifierResult is how a run's verifier containers ran.
+type VerifierResult struct {
+	// User is "root in its own user namespace" (over a writable, capped copy of the image's
+	// root) or "uid 3000" (over the image's read-only root: a rootless daemon).
+	User string `json:"user"`
+	// Network is the user's verifier_network: "none" (each criterion's own, none unless the
+	// task asks for host and the user allows it) or "host" (every criterion on the host's).
+	Network string `json:"network"`
 }

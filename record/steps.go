@@ -31,3 +31,8 @@ type StepResult struct {
 func (s StepResult) OK() bool {
 	return !s.Skipped && !s.TimedOut && s.ExitCode != nil && *s.ExitCode == 0
 }
+
+// VerifierDir is the run directory's subdirectory of what executed criteria's containers
+// printed: VerifierDir/criterion-<n>.stdout.log and .stderr.log for the criterion at
+// position n (1-based), redacted, each capped as the verifier caps what it reads.
+const VerifierDir = "verifier"

@@ -145,6 +145,9 @@ type criterionRow struct {
 	Type, Description, Status, Details string
 	Score, Weight                      float64
 	Gating                             bool
+	// Logs are what the criterion's verifier container printed (its output_logs), on the
+	// run's page only.
+	Logs []logPreview
 }
 
 type logPreview struct {

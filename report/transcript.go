@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -53,13 +54,27 @@ type transcriptView struct {
 	Totals string
 	Steps  []stepView
 	Judges []judgeView
-	// TaskSteps are the task's setup and after_agent steps, each with its log's tail.
+	// TaskSteps are the task's setup and after_agent steps, each a tab with its log's tail.
 	TaskSteps []taskStepView
+	// Iterations are the agent's iterations, each a tab: its grade, criteria and logs.
+	Iterations []iterationView
 }
 
 type taskStepView struct {
-	Title string
-	Log   logPreview
+	ID, Title string
+	Checked   bool
+	Log       logPreview
+}
+
+// iterationView is one iteration's tab: what iterations/<n>/result.json says (the last
+// iteration's files are the run directory's own).
+type iterationView struct {
+	ID, Label string
+	Checked   bool
+	Over      string
+	Error     string
+	Criteria  []criterionRow
+	Logs      []logPreview
 }
 
 type stepView struct {
@@ -112,6 +127,20 @@ func transcriptHTML(expDir string, r Run, p runPanel) ([]byte, error) {
 		v.Steps, v.Totals = stepViews(t)
 	}
 	v.Judges = judgeViews(r.Dir)
+	v.Run.Criteria = append([]criterionRow(nil), p.Criteria...)
+	if r.Result != nil && len(r.Result.Criteria) == len(v.Run.Criteria) {
+		for i, c := range r.Result.Criteria {
+			for _, name := range c.OutputLogs {
+				if !verifierLog(name) {
+					continue // result.json is ceval's, but a page never reads outside verifier/
+				}
+				lp := preview(r.Dir, "", name)
+				lp.Href = relHref(filepath.Dir(name), filepath.Base(name))
+				lp.Name = StripControls(name)
+				v.Run.Criteria[i].Logs = append(v.Run.Criteria[i].Logs, lp)
+			}
+		}
+	}
 	if r.Result != nil {
 		for _, st := range r.Result.Steps {
 			title := fmt.Sprintf("%s %d", st.Kind, st.Index)
@@ -126,7 +155,7 @@ func transcriptHTML(expDir string, r Run, p runPanel) ([]byte, error) {
 			case st.ExitCode != nil:
 				title += fmt.Sprintf(": exit %d in %.1f s", *st.ExitCode, st.Seconds)
 			}
-			tv := taskStepView{Title: StripControls(title + " · " + st.Run)}
+			tv := taskStepView{ID: fmt.Sprintf("step-tab-%d", len(v.TaskSteps)+1), Title: StripControls(title + " · " + st.Run), Checked: len(v.TaskSteps) == 0}
 			if st.Log != "" {
 				tv.Log = preview(r.Dir, "", st.Log)
 				tv.Log.Href = relHref(filepath.Dir(st.Log), filepath.Base(st.Log))
@@ -134,6 +163,7 @@ func transcriptHTML(expDir string, r Run, p runPanel) ([]byte, error) {
 			v.TaskSteps = append(v.TaskSteps, tv)
 		}
 	}
+	v.Iterations = iterationViews(r, v.Run.Criteria)
 	var buf bytes.Buffer
 	if err := transcriptPage().Execute(&buf, v); err != nil {
 		return nil, fmt.Errorf("render %s: %w", TranscriptFile, err)
@@ -182,6 +212,74 @@ func stepViews(t *atif.Trajectory) ([]stepView, string) {
 		totals = strings.TrimSpace(totals + " · " + StripControls(t.Notes))
 	}
 	return out, totals
+}
+
+// iterationViews makes a tab per iteration of a run that ran the agent more than once: the
+// grade and criteria of iterations/<n>/result.json with its agent logs' and verifier
+// outputs' tails; the last is the run directory's own (its criteria, latest, are given).
+func iterationViews(r Run, last []criterionRow) []iterationView {
+	if r.Result == nil || len(r.Result.Iterations) < 2 {
+		return nil
+	}
+	var out []iterationView
+	n := len(r.Result.Iterations)
+	for i, it := range r.Result.Iterations {
+		iv := iterationView{ID: fmt.Sprintf("iteration-tab-%d", it.N), Checked: i == n-1, Over: StripControls(it.Over),
+			Label: StripControls(fmt.Sprintf("iteration %d: %s %.2f (%s)", it.N, it.Status, it.Score, it.Prompt))}
+		dir := filepath.Join(record.IterationsDir, strconv.Itoa(it.N))
+		if i == n-1 {
+			iv.Criteria, dir = last, ""
+		} else if res, err := readIterationResult(filepath.Join(r.Dir, dir)); err != nil {
+			iv.Error = StripControls(err.Error())
+		} else {
+			for _, c := range res.Criteria {
+				row := criterionRow{Type: StripControls(c.Type), Description: StripControls(c.Description),
+					Status: StripControls(string(c.Status)), Details: StripControls(c.Details), Score: c.Score, Weight: c.Weight, Gating: c.Gating}
+				for _, name := range c.OutputLogs {
+					if verifierLog(name) {
+						lp := preview(r.Dir, "", filepath.Join(dir, name))
+						lp.Name, lp.Href = filepath.Join(dir, name), relHref(filepath.Join(dir, filepath.Dir(name)), filepath.Base(name))
+						row.Logs = append(row.Logs, lp)
+					}
+				}
+				iv.Criteria = append(iv.Criteria, row)
+			}
+		}
+		for _, name := range []string{record.StdoutFile, record.StderrFile} {
+			lp := preview(r.Dir, "", filepath.Join(dir, name))
+			lp.Name, lp.Href = filepath.Join(dir, name), relHref(dir, name)
+			iv.Logs = append(iv.Logs, lp)
+		}
+		out = append(out, iv)
+	}
+	return out
+}
+
+// readIterationResult reads an iteration's result.json, never through a symlink, capped.
+func readIterationResult(dir string) (*record.Result, error) {
+	f, err := os.OpenFile(filepath.Join(dir, record.ResultFile), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", record.ResultFile)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 16<<20))
+	if err != nil {
+		return nil, err
+	}
+	var res record.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", record.ResultFile, err)
+	}
+	return &res, nil
+}
+
+// verifierLog says whether name is a file of the run directory's verifier/ (one level, no
+// "..": filepath.IsLocal), as the supervisor names them.
+func verifierLog(name string) bool {
+	return filepath.IsLocal(name) && filepath.Dir(name) == record.VerifierDir && strings.HasSuffix(name, ".log")
 }
 
 // judgeViews reads the run's judge calls, never through a symlink.

@@ -1,13 +1,16 @@
 package report
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/internal/chromiumtest"
+	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
 )
 
@@ -150,4 +153,143 @@ func TestRunPageShowsTheTasksSteps(t *testing.T) {
 			t.Errorf("run page lacks %q", want)
 		}
 	}
+}
+
+// The run page shows each executed criterion's verifier output (its output_logs) beside
+// its details, escaped and linked; a name outside the run's verifier/ is never read.
+func TestRunPageShowsTheVerifiersOutput(t *testing.T) {
+	dir, runDir := transcriptExperiment(t)
+	resp, err := record.ReadResult(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := *resp
+	res.Criteria = []grader.CriterionResult{
+		{Type: "pytest", Status: grader.Fail, Details: "0 of 1 tests passed", OutputLogs: []string{"verifier/criterion-1.stdout.log", "../../../outside.log"}},
+	}
+	res.Verifier = &record.VerifierResult{User: "root in its own user namespace", Network: "host"}
+	if err := record.WriteJSONAtomic(filepath.Join(runDir, record.ResultFile), &res); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(runDir, record.VerifierDir), 0o700)
+	os.WriteFile(filepath.Join(runDir, record.VerifierDir, "criterion-1.stdout.log"), []byte("FAILED test_x <script>alert(1)</script>\x1b[31m\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "outside.log"), []byte("NOT-A-VERIFIER-LOG"), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
+	for _, want := range []string{`href="verifier/criterion-1.stdout.log"`, "FAILED test_x &lt;script&gt;alert(1)&lt;/script&gt;\n",
+		"verifier containers: root in its own user namespace, network host"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), "NOT-A-VERIFIER-LOG") || strings.Contains(string(page), "outside.log") || strings.Contains(string(page), "\x1b") {
+		t.Error("the run page read a log outside verifier/ or kept a control sequence")
+	}
+}
+
+// iterationsExperiment gives good/a's first run two iterations: the first's result.json,
+// agent log and verifier output under iterations/1/ (hostile text in each), a setup step
+// and an after_agent step with hostile logs, and a judge call whose prompt and answer are
+// hostile (what the agent wrote reaches the judge).
+func iterationsExperiment(t *testing.T) (dir, runDir string) {
+	t.Helper()
+	dir, runDir = transcriptExperiment(t)
+	resp, err := record.ReadResult(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := *resp
+	res.IterationsUsed = 2
+	res.Iterations = []record.Iteration{
+		{N: 1, Prompt: "initial", Status: "FAILURE", Score: 0, Agent: 3, Over: ""},
+		{N: 2, Prompt: "feedback", Status: "SUCCESS", Score: 1, Agent: 2, Over: "passed"},
+	}
+	code0, code1 := 0, 1
+	res.Steps = []record.StepResult{
+		{Kind: record.StepSetup, Index: 1, Run: "make deps", ExitCode: &code0, Seconds: 0.5, Log: "steps/setup-1.log"},
+		{Kind: record.StepAfterAgent, Index: 1, Iteration: 1, Run: "make check", ExitCode: &code1, Seconds: 0.7, Log: "steps/after_agent-1-iteration-1.log"},
+	}
+	if err := record.WriteJSONAtomic(filepath.Join(runDir, record.ResultFile), &res); err != nil {
+		t.Fatal(err)
+	}
+	first := res
+	first.Status, first.Score = "FAILURE", 0
+	first.Criteria = []grader.CriterionResult{{Type: "pytest", Status: grader.Fail, Details: "iteration one <img src=x onerror=alert(7)>",
+		OutputLogs: []string{"verifier/criterion-1.stdout.log"}}}
+	it1 := filepath.Join(runDir, record.IterationsDir, "1")
+	os.MkdirAll(filepath.Join(it1, record.VerifierDir), 0o700)
+	if err := record.WriteJSONAtomic(filepath.Join(it1, record.ResultFile), &first); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(it1, record.StdoutFile), []byte("first try "+hostileLog), 0o600)
+	os.WriteFile(filepath.Join(it1, record.VerifierDir, "criterion-1.stdout.log"), []byte("FAILED first <script>alert(8)</script>\n"), 0o600)
+	os.MkdirAll(filepath.Join(runDir, record.StepsDir), 0o700)
+	os.WriteFile(filepath.Join(runDir, "steps", "setup-1.log"), []byte("deps ok\n"), 0o600)
+	os.WriteFile(filepath.Join(runDir, "steps", "after_agent-1-iteration-1.log"), []byte("check "+hostileLog), 0o600)
+	score := 0.25
+	rec, _ := json.Marshal(judge.Record{API: "anthropic", Model: "judge-<b>model</b>", Sample: 1, Mode: "replay", Score: &score,
+		User: "the agent wrote: <script>alert(9)</script>\x1b[2J", Answer: `{"score": 0.25, "reasons": "<img src=x onerror=alert(10)>"}`})
+	os.WriteFile(filepath.Join(runDir, judgeCallsFile), append(rec, '\n'), 0o600)
+	return dir, runDir
+}
+
+// A run that ran the agent twice shows each iteration as a tab (its grade, criteria with
+// their verifier output, agent logs; the last one open), the steps as tabs, and the judge's
+// calls; everything the agent or the judge wrote stays text.
+func TestRunPageShowsIterationsAndStepsAsTabsAndJudgeCallsAsText(t *testing.T) {
+	dir, runDir := iterationsExperiment(t)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
+	page := string(b)
+	for _, want := range []string{
+		`<input type="radio" name="iteration-tab" id="iteration-tab-1"><label for="iteration-tab-1" class="iteration">iteration 1: FAILURE 0.00 (initial)</label>`,
+		`<input type="radio" name="iteration-tab" id="iteration-tab-2" checked><label for="iteration-tab-2" class="iteration">iteration 2: SUCCESS 1.00 (feedback)</label>`,
+		"iteration one &lt;img src=x onerror=alert(7)&gt;",
+		`href="iterations/1/verifier/criterion-1.stdout.log"`, "FAILED first &lt;script&gt;alert(8)&lt;/script&gt;",
+		`href="iterations/1/agent.stdout.log"`, "first try before &lt;script&gt;alert(1)&lt;/script&gt;",
+		`id="step-tab-1" checked><label for="step-tab-1" class="taskstep">setup 1: exit 0 in 0.5 s · make deps</label>`,
+		`after_agent 1 (after iteration 1): exit 1 in 0.7 s · make check`,
+		"what the judge saw:", "the agent wrote: &lt;script&gt;alert(9)&lt;/script&gt;", "&lt;img src=x onerror=alert(10)&gt;", "judge-&lt;b&gt;model&lt;/b&gt;",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<script>alert", "<img src=x", "<b>model", "\x1b", "\u202e"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("run page holds %q as markup or raw", bad)
+		}
+	}
+}
+
+// The same page in the browser: the tabs are elements (one checked per group), the hostile
+// text is not, and the CSP refuses nothing.
+func TestRunPageTabsInChromium(t *testing.T) {
+	bin := chromiumtest.Find(t)
+	dir, runDir := iterationsExperiment(t)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	dom, console := chromiumtest.DOM(t, bin, filepath.Join(runDir, TranscriptFile))
+	for _, line := range console {
+		t.Errorf("console: %s", line)
+	}
+	if n := strings.Count(dom, `name="iteration-tab"`); n != 2 {
+		t.Errorf("%d iteration tabs in the DOM, want 2", n)
+	}
+	if n := strings.Count(dom, `name="step-tab"`); n != 2 {
+		t.Errorf("%d step tabs in the DOM, want 2", n)
+	}
+	if !strings.Contains(dom, `id="iteration-tab-2" checked=""`) && !strings.Contains(dom, `id="iteration-tab-2" checked>`) {
+		t.Error("the last iteration's tab is not the one open")
+	}
+	low := strings.ToLower(dom)
+	if strings.Contains(low, "<script") || strings.Contains(low, "<img") || strings.Contains(dom, "<b>model") {
+		t.Error("agent or judge text became elements in the DOM")
+	}
+	chromiumtest.Screenshot(t, bin, filepath.Join(runDir, TranscriptFile), "run-page-tabs.png")
 }

@@ -24,6 +24,28 @@ type Policy struct {
 	Network      string                 // "none": loopback only
 	IDMap        []specs.LinuxIDMapping // the run's user namespace: both uid_map and gid_map
 	Rlimits      []specs.POSIXRlimit    // each must be in force exactly
+	// Caps are the bounding, permitted and effective sets (a root verifier's
+	// oci.VerifierRootCaps); nil: none. Inheritable and ambient are always empty.
+	Caps []string
+}
+
+// capBits are the capability numbers of the names a Policy may list.
+var capBits = map[string]uint{
+	"CAP_CHOWN": 0, "CAP_DAC_OVERRIDE": 1, "CAP_FOWNER": 3, "CAP_FSETID": 4, "CAP_KILL": 5,
+	"CAP_SETGID": 6, "CAP_SETUID": 7, "CAP_SETFCAP": 31,
+}
+
+// capMask is caps as /proc/PID/status shows a capability set.
+func capMask(caps []string) string {
+	var m uint64
+	for _, c := range caps {
+		b, ok := capBits[c]
+		if !ok {
+			return "unknown capability " + c
+		}
+		m |= 1 << b
+	}
+	return fmt.Sprintf("%016x", m)
 }
 
 // procRoot is /proc; tests point it elsewhere.
@@ -58,9 +80,14 @@ func CheckAttestation(a *record.Attestation, p Policy) error {
 			bad = append(bad, fmt.Sprintf("supplementary group %d", g))
 		}
 	}
+	caps := capMask(p.Caps)
 	for name, v := range map[string]string{"CapInh": a.CapInh, "CapPrm": a.CapPrm, "CapEff": a.CapEff, "CapBnd": a.CapBnd, "CapAmb": a.CapAmb} {
-		if v != noCaps {
-			bad = append(bad, fmt.Sprintf("%s %q, want none", name, v))
+		want := caps
+		if name == "CapInh" || name == "CapAmb" {
+			want = noCaps
+		}
+		if v != want {
+			bad = append(bad, fmt.Sprintf("%s %q, want %s", name, v, want))
 		}
 	}
 	if a.NoNewPrivs != 1 {

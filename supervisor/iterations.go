@@ -197,7 +197,7 @@ func (r *run) keepIteration(n int, more bool) error {
 				return fmt.Errorf("redacting the agent's log %s: %w", f, err)
 			}
 		}
-		for _, name := range []string{record.WorkspaceDir, record.SnapshotFile, record.OutputsDir, record.StdoutFile, record.StderrFile, SessionsDir, JudgeCallsFile, AgentJudgeDir} {
+		for _, name := range []string{record.WorkspaceDir, record.SnapshotFile, record.OutputsDir, record.StdoutFile, record.StderrFile, SessionsDir, JudgeCallsFile, AgentJudgeDir, record.VerifierDir} {
 			err := os.Rename(filepath.Join(r.dir, name), filepath.Join(dir, name))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("keep iteration %d: %w", n, err)

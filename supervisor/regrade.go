@@ -78,6 +78,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		o.AgentJudge = &recordedAgentJudges{dir: dir}
 		g := grader.Grade(ctx, t, snap, o)
 		closeJudge()
+		saveCriterionOutputs(dir, g, regradeRedactor(t))
 		res.Result = *g
 		// What happened to the agent is as the run recorded it (limits_hit included).
 		res.Status, _ = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)

@@ -39,11 +39,15 @@ type Options struct {
 
 	Client *client.Client // connected; the ctx given to Run carries the namespace
 
-	Allow     Allow
-	LookupEnv func(string) (string, bool) // host environment; default os.LookupEnv
-	Grace     time.Duration
-	Version   string                 // ceval's version, recorded in the result
-	Preflight *images.PreflightCache // nil: images.Preflight without a disk cache
+	Allow Allow
+	// VerifierNetwork is the user's verifier_network ("" or "none", or "host"), recorded in
+	// result.json's verifier for a task with sandbox: container criteria; the executor
+	// applies it.
+	VerifierNetwork string
+	LookupEnv       func(string) (string, bool) // host environment; default os.LookupEnv
+	Grace           time.Duration
+	Version         string                 // ceval's version, recorded in the result
+	Preflight       *images.PreflightCache // nil: images.Preflight without a disk cache
 	// Pins pins the images tasks name to digests, pulling them as its policy allows; nil:
 	// images are only looked up in containerd, by name.
 	Pins     *images.Pinner
@@ -311,6 +315,9 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	r.res.TaskID = t.ID
 	r.res.Criteria = []grader.CriterionResult{}
 	r.res.Image.Name = t.Sandbox.Image
+	if t.NeedsVerifier() {
+		r.res.Verifier = VerifierInfo(o.VerifierNetwork)
+	}
 	r.emit("run_started", map[string]any{"task_id": t.ID, "run_dir": r.dir, "image": t.Sandbox.Image})
 	return r, nil
 }
@@ -624,6 +631,7 @@ func (r *run) grade(ctx context.Context) error {
 	gopts.Judge = j
 	gopts.AgentJudge = &agentJudges{o: r.o, t: t, dir: r.dir}
 	g := grader.Grade(ctx, t, r.snap, gopts)
+	saveCriterionOutputs(r.dir, g, r.redact)
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {

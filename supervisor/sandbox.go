@@ -74,8 +74,13 @@ type SandboxConfig struct {
 	IDs IDRange
 
 	// UID is the process's UID and GID in the container: 0 means policy.AgentUID; a verifier
-	// container (package verifier) runs as policy.GraderUID.
+	// container (package verifier) runs as policy.GraderUID unless Root.
 	UID uint32
+
+	// Root runs the process as root of its user namespace (oci.VerifierRootCaps) over a
+	// writable copy of the image's root: its layers idmapped to the namespace under a tmpfs
+	// capped at Limits.DiskMB (launcher.MountRootOverlay). A verifier's, never the agent's.
+	Root bool
 
 	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
 	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
@@ -114,6 +119,7 @@ type Sandbox struct {
 	initPath  string
 	bootID    string
 	lifeline  *launcher.Lifeline
+	rootPath  string // the RootOverlay of a Root sandbox
 }
 
 // Outcome is how the agent's container ended.
@@ -156,7 +162,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.Grace == 0 {
 		cfg.Grace = policy.DefaultGrace
 	}
-	if cfg.UID == 0 {
+	if cfg.UID == 0 && !cfg.Root {
 		cfg.UID = policy.AgentUID
 	}
 	s := &Sandbox{cfg: cfg, Workspace: filepath.Join(cfg.Dir, "workspace"), Home: filepath.Join(cfg.Dir, "home")}
@@ -277,6 +283,15 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		return nil, err
 	}
 	s.undo = append(s.undo, s.userns.Close) // idempotent: hardenTask closes it at start
+	if cfg.Root {
+		cfg.UID = 0
+		root, closeRoot, err := mountRootOverlay(ctx, cfg.Client, cfg.Image, s.userns.Path(), s.ids.HostID, cfg.Limits.DiskMB)
+		if err != nil {
+			return nil, err
+		}
+		s.undo = append(s.undo, closeRoot)
+		s.rootPath = root
+	}
 	for _, d := range append([]string{s.Workspace, s.Home}, s.Outputs...) {
 		if err := launcher.ChownTree(d, int(s.ids.HostID+cfg.UID), int(s.ids.HostID+cfg.UID)); err != nil {
 			return nil, err
@@ -314,7 +329,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		Args: cfg.Argv, Env: mergeImageEnv(s.imageEnv, cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
-		UserNS: userns, UID: cfg.UID,
+		UserNS: userns, UID: cfg.UID, RootInUserNS: cfg.Root, RootPath: s.rootPath,
 	}
 	opts, err := specOpts(ocfg)
 	if err != nil {
@@ -331,7 +346,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
-		Stdin: goR,
+		Stdin: goR, RootPath: s.rootPath,
 	})
 	return err
 }
@@ -479,6 +494,9 @@ func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestati
 	p := Policy{
 		UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 		IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
+	}
+	if s.cfg.Root {
+		p.Caps = oci.VerifierRootCaps
 	}
 	if rl := rootlessRuns(); rl != nil {
 		att.LimitsEnforcedBy = rl.limits()

@@ -298,7 +298,7 @@ func TestVerifierHostNetworkNeedsTheUsersFlag(t *testing.T) {
 
 // A static Go binary the agent left in its workspace looks for the agent's home, the
 // gateway's port, the mocks' sockets and credentials in any process's environment: it finds
-// nothing, and runs as the grader.
+// nothing, and runs as root of its own user namespace (the verifier's default).
 func TestVerifierStaticBinaryFindsNothingOfTheAgents(t *testing.T) {
 	e, _, ctx := newExecutor(t)
 	bin := filepath.Join(t.TempDir(), "probe")
@@ -316,7 +316,7 @@ func TestVerifierStaticBinaryFindsNothingOfTheAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(r.Stdout); got != "uid 3000\n" {
+	if got := string(r.Stdout); got != "uid 0\n" {
 		t.Errorf("the probe found %q (stderr %q)", got, r.Stderr)
 	}
 }

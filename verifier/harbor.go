@@ -195,13 +195,7 @@ func readRegular(f *os.File, name string, max int) ([]byte, error) {
 // shell wrote, strictly parsed (grader.ScoreCommand's score_from_stdout rules).
 func scoreHarbor(c *task.Criterion, r *Run) (grader.Scored, error) {
 	tail := func() string {
-		s := ""
-		if len(r.Stdout) > 0 {
-			s += "; stdout " + tailOf(r.Stdout)
-		}
-		if len(r.Stderr) > 0 {
-			s += "; stderr " + tailOf(r.Stderr)
-		}
+		s := "" // the output's tail is the details' end (grader.Scored.Output), as for every criterion
 		if len(r.Notes) > 0 {
 			s += "; " + strings.Join(r.Notes, "; ")
 		}

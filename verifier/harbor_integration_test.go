@@ -3,13 +3,16 @@ package verifier
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/importer"
 	"ceval.dev/ceval/task"
 )
 
@@ -121,5 +124,54 @@ done
 				t.Errorf("score %v (%s): the reward the tests' code wrote counted", score, details)
 			}
 		})
+	}
+}
+
+// A Terminal-Bench-style task's test.sh (installs curl and uv at test time, then uvx pytest)
+// as the importer rewrites it runs offline in a verifier with the image's pytest: the answer
+// scores 1, a wrong one 0. As written, it cannot run there (no network, no root): 0 either way.
+func TestTerminalBenchTestShRunsOfflineAsImported(t *testing.T) {
+	v := toolchainVerifier(t)
+	e, _, ctx := newExecutor(t)
+	out := t.TempDir()
+	rs, err := importer.ImportHarbor([]string{"../importer/testdata/harbor/tb-pytest"}, out, importer.Options{})
+	if err != nil || !rs[0].OK() {
+		t.Fatalf("import: %v %v", err, rs)
+	}
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.ReplaceAll(string(b), "/task/tests/", "/workspace/tests/")
+	}
+	imported := read(filepath.Join(out, "tb-pytest", "tests", "test.sh"))
+	tests := read(filepath.Join(out, "tb-pytest", "tests", "test_outputs.py"))
+	original := strings.NewReplacer("/logs/verifier", "/tmp/logs/verifier", "/tests/", "/workspace/tests/").
+		Replace(read("../importer/testdata/harbor/tb-pytest/tests/test.sh"))
+	for _, c := range []struct {
+		name, script, answer string
+		want                 float64
+	}{
+		{"imported, right answer", imported, "42", 1},
+		{"imported, wrong answer", imported, "41", 0},
+		{"as written, right answer", original, "42", 0},
+	} {
+		s := snap(t, map[string]string{"tests/test.sh*": c.script, "tests/test_outputs.py": tests, "answer.txt": c.answer + "\n"})
+		cr := container(". /workspace/tests/test.sh")
+		cr.HarborReward = true
+		cr.Timeout = 120 * time.Second
+		vc := *v
+		cr.Verifier = &vc
+		sc, err := e.Execute(ctx, cr, s, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if sc.Score != c.want {
+			t.Errorf("%s: score %v, want %v (%s)", c.name, sc.Score, c.want, sc.Details)
+		}
+		if c.name == "imported, right answer" && (sc.Output == nil || !strings.Contains(string(sc.Output.Stderr), "2 passed")) {
+			t.Errorf("%s: pytest's report is not in the output: %+v", c.name, sc.Output)
+		}
 	}
 }

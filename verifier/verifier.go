@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +62,13 @@ type Options struct {
 	// AllowHostNetwork is the user's --allow-host-network: without it a criterion with
 	// network: host is NOT_GRADED.
 	AllowHostNetwork bool
+	// Network is the user's verifier_network: "" or policy.NetworkNone (each criterion's own
+	// network, none by default), or policy.NetworkHost: every criterion on the host's
+	// network, for suites whose tests install their tools (apt-get, uv) at test time.
+	Network string
+	// Unprivileged runs the command as policy.GraderUID over the image's read-only root
+	// instead of as root of its user namespace over a writable copy (the default).
+	Unprivileged bool
 	// MaxReferenceBytes caps each copy of grading material (the reference, grader_files); a
 	// bigger one is an error of the task.
 	MaxReferenceBytes int64
@@ -98,8 +104,18 @@ func New(opts Options) (*Executor, error) {
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	switch opts.Network {
+	case "", policy.NetworkNone, policy.NetworkHost:
+	default:
+		return nil, fmt.Errorf("verifier: network %q: want %s or %s", opts.Network, policy.NetworkNone, policy.NetworkHost)
+	}
 	return &Executor{opts: opts, built: map[string]bool{}}, nil
 }
+
+// Root says whether verifier containers run as root of their user namespace over a
+// writable copy of the image's root: the default, unless Options.Unprivileged or a rootless
+// daemon (whose user namespace cannot idmap the image's layers).
+func (e *Executor) Root() bool { return !e.opts.Unprivileged && supervisor.RootVerifierSupported() }
 
 // Run is what one criterion's container did: the fields grader.ScoreCommand scores, and
 // how the container ended.
@@ -117,6 +133,8 @@ type Run struct {
 	Reward     []byte
 	RewardFile string
 	RewardErr  string
+	// StdoutCut and StderrCut are the bytes written past Options.MaxOutput, dropped.
+	StdoutCut, StderrCut int64
 }
 
 // Execute runs c's command in a fresh verifier container and scores it.
@@ -129,7 +147,9 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if err != nil {
 		return grader.Scored{}, err
 	}
-	return scoreRun(c, r)
+	sc, err := scoreRun(c, r)
+	sc.Output = &grader.Output{Stdout: r.Stdout, Stderr: r.Stderr, StdoutCut: r.StdoutCut, StderrCut: r.StderrCut}
+	return sc, err
 }
 
 // scoreRun scores what c's container left: pytest from its exit status and report, any
@@ -140,9 +160,6 @@ func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 	}
 	if c.Type == task.Pytest && r.Limit == "" {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
-		if sc == 0 && r.ExitCode > 1 {
-			details += "; stdout " + tailOf(r.Stdout) + "; stderr " + tailOf(r.Stderr)
-		}
 		if r.ExitCode == 127 || bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")) {
 			details += "; the image lacks python3 or pytest: give the criterion packages: [python3-pytest] (or an image that has it)"
 		}
@@ -193,6 +210,9 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	network := policy.NetworkNone
 	switch v.Network {
 	case "", policy.NetworkNone:
+		if e.opts.Network == policy.NetworkHost {
+			network = policy.NetworkHost // the user's verifier_network, never the task's
+		}
 	case policy.NetworkHost:
 		if !e.opts.AllowHostNetwork {
 			return nil, &grader.NotGradedError{Reason: "network: host runs the agent's code on the host's network: only with --allow-host-network (or allow_host_network in ceval's config)"}
@@ -293,7 +313,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		Argv: argv, Env: env,
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
-		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID,
+		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID, Root: e.Root(),
 		Stdout: stdout, Stderr: stderr,
 		Prepare: func(workspace, home string) error {
 			var err error
@@ -365,6 +385,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		Reward: reward, RewardFile: rewardFile, RewardErr: rewardErr}
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
+	r.StdoutCut, r.StderrCut = stdout.cut, stderr.cut
 	r.Notes = notes
 	switch {
 	case out.Exit.TimedOut:
@@ -384,15 +405,6 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		r.Notes = append(r.Notes, fmt.Sprintf("pids limit %d reached", p.PidsLimit))
 	}
 	return r, nil
-}
-
-// tailOf quotes the last bytes of a stream for the details.
-func tailOf(b []byte) string {
-	const n = 300
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strconv.Quote(string(b))
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest.

@@ -85,7 +85,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			for _, t := range targets {
 				tasks = append(tasks, t.Task)
 			}
-			tier := sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork)
+			tier := sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork, ucfg.VerifierNetwork)
 			tier.pins = pins
 			ex, closeEx, err := executorFor(tier, tasks...)
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/supervisor"
 )
 
@@ -22,6 +23,7 @@ import (
 //
 //	allow_env: [ANTHROPIC_API_KEY]   # host variables tasks may pass to agents
 //	allow_host_network: false        # let tasks that ask for network: host have it
+//	verifier_network: none           # or host: every sandbox: container criterion on the host's network (tests that install tools)
 //	prices:                          # USD per million tokens, by model; run_limits.max_usd needs the task's model here
 //	  claude-sonnet-4-5: {input_per_mtok: 3, cached_input_per_mtok: 0.3, cache_creation_per_mtok: 3.75, output_per_mtok: 15}
 //	gateway_allow:                   # what the model gateway forwards, per API (anthropic, openai); each list given replaces the default's
@@ -57,6 +59,9 @@ type userConfig struct {
 	GatewayAllow     map[string]allowConfig `yaml:"gateway_allow"`
 	IDRange          *supervisor.IDRange    `yaml:"id_range"`
 	Judge            *judgeConfig           `yaml:"judge"`
+	// VerifierNetwork is the network of every verifier container: none (each criterion's
+	// own) or host, for suites whose tests install their tools at test time.
+	VerifierNetwork string `yaml:"verifier_network"`
 	// AllowRlimitLimits lets rootless runs without a delegated cgroup subtree hold their
 	// limits by rlimits (see --allow-rlimit-limits); never a task's to set.
 	AllowRlimitLimits bool `yaml:"allow_rlimit_limits"`
@@ -208,6 +213,11 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 		if err := cfg.IDRange.Check(); err != nil {
 			return cfg, fmt.Errorf("config file %s: %w", path, err)
 		}
+	}
+	switch cfg.VerifierNetwork {
+	case "", policy.NetworkNone, policy.NetworkHost:
+	default:
+		return cfg, fmt.Errorf("config file %s: verifier_network %q: want none (the default) or host", path, cfg.VerifierNetwork)
 	}
 	if err := checkBackendConfig(cfg.Backend, cfg.Kubernetes); err != nil {
 		return cfg, fmt.Errorf("config file %s: %w", path, err)

@@ -46,6 +46,7 @@ func configSchema() map[string]any {
 		"properties": map[string]any{
 			"allow_env":           strs("host variables tasks may pass to their agents"),
 			"allow_host_network":  typ("boolean", "let tasks that ask for sandbox.network: host have it"),
+			"verifier_network":    map[string]any{"type": "string", "enum": []string{"none", "host"}, "description": "the network of every sandbox: container criterion: none (the default: each criterion's own) or host, for suites whose tests install their tools at test time (apt-get, uv); shown in result.json's verifier"},
 			"allow_rlimit_limits": typ("boolean", "on a rootless daemon without a delegated cgroup subtree, enforce pids by RLIMIT_NPROC and memory by RLIMIT_AS (per process) instead of refusing the run; cpu is then not enforced"),
 			"prices":              map[string]any{"type": "object", "additionalProperties": price, "description": "model -> its price (run_limits.max_usd and judge.max_usd_per_run need it)"},
 			"gateway_allow":       map[string]any{"type": "object", "propertyNames": map[string]any{"enum": []string{transcript.Anthropic, transcript.OpenAI}}, "additionalProperties": allow, "description": "per API: what the model gateway forwards"},

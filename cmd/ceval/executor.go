@@ -29,25 +29,26 @@ type containerTier struct {
 	preflight *images.PreflightCache
 	allowHost bool // the user's --allow-host-network
 	pins      *images.Pinner
+	vnet      string // the user's verifier_network
 }
 
 // sessionTier uses a command's open session (ceval run, experiments).
-func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.IDRange, allowHost bool) containerTier {
+func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.IDRange, allowHost bool, vnet string) containerTier {
 	return containerTier{
 		connect: func() (*client.Client, string, func(), error) { return s.client, g.namespace, func() {}, nil },
-		busybox: busybox, ids: ids, preflight: s.preflight, allowHost: allowHost,
+		busybox: busybox, ids: ids, preflight: s.preflight, allowHost: allowHost, vnet: vnet,
 	}
 }
 
 // dialTier connects only when a criterion needs it (ceval grade, regrade).
-func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool) containerTier {
+func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool, vnet string) containerTier {
 	ct := containerTier{connect: func() (*client.Client, string, func(), error) {
 		c, _, err := g.connectRuns(context.WithoutCancel(cmd.Context()), cmd)
 		if err != nil {
 			return nil, "", nil, err
 		}
 		return c, g.namespace, func() { c.Close() }, nil
-	}, busybox: images.DefaultBusybox, allowHost: allowHost}
+	}, busybox: images.DefaultBusybox, allowHost: allowHost, vnet: vnet}
 	if dir, err := images.DefaultCacheDir(); err == nil {
 		ct.preflight, _ = images.NewPreflightCache(dir)
 	}
@@ -116,7 +117,7 @@ func (ct containerTier) executor(closers *[]func()) (grader.Executor, string, er
 		return nil, fmt.Sprintf("verifier containers need containerd: %v; start it (or pass --containerd-address) and grade again", err), nil
 	}
 	*closers = append(*closers, release)
-	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, Pins: ct.pins, AllowHostNetwork: ct.allowHost, Log: os.Stderr})
+	e, err := verifier.New(verifier.Options{Client: c, Namespace: ns, Busybox: ct.busybox, IDs: ct.ids, Preflight: ct.preflight, Pins: ct.pins, AllowHostNetwork: ct.allowHost, Network: ct.vnet, Log: os.Stderr})
 	if err != nil {
 		return nil, err.Error(), nil
 	}

@@ -141,7 +141,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	c, cctx := sess.client, sess.ctx
 	base.Preflight = sess.preflight
 	base.Client, base.Version = c, cevalVersion()
-	tier := sessionTier(sess, g, base.Busybox, base.IDs, base.Allow.HostNetwork)
+	tier := sessionTier(sess, g, base.Busybox, base.IDs, base.Allow.HostNetwork, base.VerifierNetwork)
 	tier.pins = base.Pins
 	executor, closeExecutor, err := executorFor(tier, experimentTasks(e)...)
 	if err != nil {
@@ -406,15 +406,15 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 					return exitWith(exitInfraErr, err)
 				}
 			}
-			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet), experimentTasks(e)...)
-			if err != nil {
-				return exitWith(exitInfraErr, err)
-			}
-			defer closeEx()
 			ucfg, err := g.config(cmd)
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
+			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet, ucfg.VerifierNetwork), experimentTasks(e)...)
+			if err != nil {
+				return exitWith(exitInfraErr, err)
+			}
+			defer closeEx()
 			done, err := supervisor.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{Executor: ex, Judge: ucfg.judge})
 			if err != nil {
 				return exitWith(exitInfraErr, err)

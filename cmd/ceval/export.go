@@ -28,15 +28,25 @@ func newExportCmd() *cobra.Command {
 			"(an unknown --format, DIR missing or neither a run nor an experiment directory).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if format == "inspect" {
+				return exitWith(exitInvalid, errors.New(inspectUnsupported))
+			}
 			if err := checkFormat(format, "atif"); err != nil {
 				return err
 			}
 			return exportTrajectories(cmd, args[0])
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "atif", "atif (Harbor's Agent Trajectory Interchange Format); Inspect's .eval is not supported")
+	cmd.Flags().StringVar(&format, "format", "atif", "atif (Harbor's Agent Trajectory Interchange Format); inspect is refused with the reason (no published specification of Inspect's .eval)")
 	return cmd
 }
+
+// inspectUnsupported is why export writes no Inspect log.
+const inspectUnsupported = "--format inspect: not supported. Inspect's .eval log is a zip archive whose members and their " +
+	"fields are defined only by inspect_ai's Python code (its documentation calls it a compact binary format and publishes no " +
+	"specification or version policy for it), so a file ceval wrote could break with any Inspect release and no test here could " +
+	"check it. Use --format atif (Harbor's trajectory format, schema ATIF-v1.7, validated in ceval's tests), or the run directory's " +
+	"result.json and model_calls.jsonl"
 
 // exportTrajectories exports DIR, a run or an experiment directory.
 func exportTrajectories(cmd *cobra.Command, dir string) error {

@@ -99,7 +99,8 @@ func TestExportRefusesBadArguments(t *testing.T) {
 		{[]string{"export", filepath.Join(empty, "missing")}, 2, "no such file or directory: give a run directory"},
 		{[]string{"export", file}, 2, "not a directory"},
 		{[]string{"export", empty}, 2, "neither a run directory (no result.json) nor an experiment directory (no plan.json)"},
-		{[]string{"export", empty, "--format", "inspect"}, 2, `--format "inspect": want one of atif`},
+		{[]string{"export", empty, "--format", "inspect"}, 2, "--format inspect: not supported. Inspect's .eval log is a zip archive whose members and their fields are defined only by inspect_ai's Python code"},
+		{[]string{"export", empty, "--format", "csv"}, 2, `--format "csv": want one of atif`},
 		{[]string{"export"}, 2, "accepts 1 arg"},
 		{[]string{"export", garbagePlan}, 1, "the experiment's plan is unreadable"},
 	} {

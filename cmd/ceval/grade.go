@@ -47,7 +47,11 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInvalid, fmt.Errorf("workspace %s is not a directory", workspace))
 			}
 			// Started before the snapshot: the worker loads the toolbox while the copy runs.
-			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet), t)
+			ucfg, err := g.config(cmd)
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
+			ex, closeEx, err := executorFor(dialTier(cmd, g, allowHostNet, ucfg.VerifierNetwork), t)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

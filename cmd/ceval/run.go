@@ -98,6 +98,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					RunsDir: runsDir, Grace: grace, Busybox: busybox, Kube: g.kube,
 					Allow:  supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
 					Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(), Judge: ucfg.judge,
+					VerifierNetwork: ucfg.VerifierNetwork,
 				})
 			}
 			for _, a := range args {
@@ -167,7 +168,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			}
 			defer sess.Close()
 			c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
-			tier := sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet)
+			tier := sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet, ucfg.VerifierNetwork)
 			tier.pins = pins
 			ex, closeEx, err := executorFor(tier, tasks...)
 			if err != nil {
@@ -184,7 +185,7 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
 					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
 					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge, Kube: g.kube,
-					AgentOverride: agentSpec, Pins: pins,
+					AgentOverride: agentSpec, Pins: pins, VerifierNetwork: ucfg.VerifierNetwork,
 				}
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)

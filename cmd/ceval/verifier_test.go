@@ -2,11 +2,15 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/launcher"
 )
 
 // containerTask writes a task whose one criterion runs in a verifier container, and a
@@ -82,7 +86,7 @@ func TestRegradeRunsContainerCriteriaInAVerifier(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a", "task.yaml")
 	os.MkdirAll(filepath.Dir(p), 0o755)
-	doc := "task_id: a\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'test \"$(cat answer.txt)\" = 41', memory_mb: 128, pids: 32}\n"
+	doc := "task_id: a\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'echo checking answer \"<$(cat answer.txt)>\"; test \"$(cat answer.txt)\" = 41', memory_mb: 128, pids: 32}\n"
 	os.WriteFile(p, []byte(doc), 0o644)
 	exp := filepath.Join(dir, "exp.yaml")
 	os.WriteFile(exp, []byte("experiment_id: v\ntasks: [a/task.yaml]\ndefaults:\n  sandbox: {limits: {timeout: 30s, memory_mb: 128, pids: 64, disk_mb: 16}}\n"+
@@ -91,9 +95,135 @@ func TestRegradeRunsContainerCriteriaInAVerifier(t *testing.T) {
 	if r := ceval(t, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, exp); r.code != 0 {
 		t.Fatalf("run: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
+	// The verifier's output is saved in the run directory and shown on the run's page.
+	expDir := onlyDir(t, runs)
+	runDir := filepath.Join(expDir, "x", "a", "1")
+	out, err := os.ReadFile(filepath.Join(runDir, "verifier", "criterion-1.stdout.log"))
+	if err != nil || string(out) != "checking answer <41>\n" {
+		t.Errorf("saved verifier stdout %q, %v", out, err)
+	}
+	page, _ := os.ReadFile(filepath.Join(runDir, "transcript.html"))
+	if !strings.Contains(string(page), `href="verifier/criterion-1.stdout.log"`) || !strings.Contains(string(page), "checking answer &lt;41&gt;") {
+		t.Errorf("the run's page does not show the verifier's output:\n%s", page)
+	}
 	os.WriteFile(p, []byte(strings.Replace(doc, "= 41", "= 42", 1)), 0o644)
-	r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, onlyDir(t, runs))
+	r := ceval(t, "regrade", "--namespace", ctrtest.Namespace, expDir)
 	if !strings.Contains(r.stdout, "SUCCESS -> FAILURE") {
 		t.Errorf("regrade: exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	res, _ := os.ReadFile(filepath.Join(runDir, "result.json"))
+	if !strings.Contains(string(res), `stdout ends \"checking answer \u003c41\u003e\"`) || !strings.Contains(string(res), `"output_logs": [`) {
+		t.Errorf("the regraded criterion's details lack its output's tail:\n%s", res)
+	}
+}
+
+// verifier_network is the user's: with host in ceval's config every verifier container is
+// on the host's network (a test.sh that installs tools), without it none is; either way
+// result.json says how the verifier ran. A task cannot set it.
+func TestVerifierNetworkIsTheUsersChoiceAndRecorded(t *testing.T) {
+	_, _ = ctrtest.Connect(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	// More than the loopback interface: the host's network.
+	os.WriteFile(p, []byte("task_id: vnet\ninitial_prompt: p\nagent: {type: command, command: [\"true\"]}\n"+
+		"sandbox: {limits: {timeout: 30s, memory_mb: 128, pids: 64, disk_mb: 16}}\nsuccess_criteria:\n"+
+		"  - {type: run_command, sandbox: container, command: 'test $(ls /sys/class/net | wc -l) -gt 1', memory_mb: 128, pids: 32}\n"), 0o644)
+	for _, c := range []struct {
+		config, network string
+		code            int
+	}{{"verifier_network: host\n", "host", 0}, {"", "none", 1}} {
+		cfg := filepath.Join(dir, "config.yaml")
+		os.WriteFile(cfg, []byte(c.config), 0o644)
+		runs := t.TempDir()
+		r := ceval(t, "--config", cfg, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs, p)
+		if r.code != c.code {
+			t.Errorf("verifier_network %q: exit %d, want %d\n%s%s", c.network, r.code, c.code, r.stdout, r.stderr)
+		}
+		res, _ := filepath.Glob(filepath.Join(runs, "*", "default", "vnet", "1", "result.json"))
+		if len(res) != 1 {
+			t.Fatalf("result.json: %v", res)
+		}
+		b, _ := os.ReadFile(res[0])
+		if want := `"verifier": {
+    "user": "root in its own user namespace",
+    "network": "` + c.network + `"
+  }`; !strings.Contains(string(b), want) {
+			t.Errorf("result.json lacks %s:\n%s", want, b)
+		}
+	}
+	cfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(cfg, []byte("verifier_network: bridge\n"), 0o644)
+	if r := ceval(t, "--config", cfg, "run", p); r.code != 2 || !strings.Contains(r.stderr, `verifier_network "bridge": want none (the default) or host`) {
+		t.Errorf("a bad verifier_network: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// rootOverlayMounts lists the mount points of verifier root overlays (launcher.RootOverlay).
+func rootOverlayMounts(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && strings.Contains(f[4], "/"+launcher.RootOverlayPrefix) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// ceval killed by SIGKILL while a verifier runs leaves its root overlay mounted (the image's
+// idmapped layers, the capped tmpfs, the overlay); ceval gc unmounts them with the dead
+// container and removes their directory.
+func TestGCAfterKill9UnmountsTheVerifiersRootOverlay(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	before := len(rootOverlayMounts(t))
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	os.WriteFile(p, []byte("task_id: sleeper\ninitial_prompt: p\nsuccess_criteria:\n"+
+		"  - {type: run_command, sandbox: container, command: 'sleep 600', timeout: 10m, memory_mb: 128, pids: 32}\n"), 0o644)
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	cmd := exec.Command(cevalBin, "grade", "--namespace", ctrtest.Namespace, p, "--workspace", ws)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		ceval(t, "gc", "--namespace", ctrtest.Namespace)
+	})
+	var mounted []string
+	for i := 0; i < 600 && len(mounted) <= before; i++ {
+		time.Sleep(100 * time.Millisecond)
+		mounted = rootOverlayMounts(t)
+	}
+	if len(mounted) <= before {
+		t.Fatal("no root overlay was mounted within a minute")
+	}
+	time.Sleep(time.Second) // its container made and started
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	killed = true
+	if len(rootOverlayMounts(t)) <= before {
+		t.Fatal("kill -9 left no root overlay: the test does not test gc")
+	}
+	r := ceval(t, "gc", "--namespace", ctrtest.Namespace)
+	if r.code != 0 || !strings.Contains(r.stdout, "root overlay of a removed verifier container") {
+		t.Errorf("gc: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left := rootOverlayMounts(t); len(left) > before {
+		t.Errorf("mounts left after gc: %v", left)
+	}
+	ctrs, _ := c.Containers(ctx)
+	for _, ctr := range ctrs {
+		if strings.HasPrefix(ctr.ID(), "ceval-verify") {
+			t.Errorf("container %s left after gc", ctr.ID())
+		}
 	}
 }

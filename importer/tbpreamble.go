@@ -1,0 +1,202 @@
+package importer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"ceval.dev/ceval/internal/lazyregexp"
+)
+
+// The standard Terminal-Bench 2 tests/test.sh installs its test runner at test time (curl
+// from apt, uv from astral.sh) and runs `uvx --with pytest ... pytest /tests/...`: it needs
+// the network and root, which a verifier has only when the user gives it. The importer
+// guards that preamble and routes uvx and uv through a shell function: when the image's
+// python3 imports pytest, the preamble is skipped and the tests run offline with it;
+// otherwise the original lines run as written.
+
+// tbShim is inserted after test.sh's first line (its #! line) or at its top.
+const tbShim = `# ceval: the install preamble (apt-get curl, uv from astral.sh) below runs only when this
+# image's python3 lacks pytest; with it, uvx/uv run pytest becomes python3 -m pytest, offline.
+CEVAL_OFFLINE_PYTEST=
+if python3 -c 'import pytest' >/dev/null 2>&1; then CEVAL_OFFLINE_PYTEST=1; fi
+ceval_uvx() {
+  [ -n "$CEVAL_OFFLINE_PYTEST" ] || { uvx "$@"; return; }
+  while [ $# -gt 0 ]; do
+    case $1 in
+      -p|--python|-w|--with|--from|--with-requirements|--with-editable|--index-url|--extra-index-url) [ $# -ge 2 ] || break; shift 2 ;;
+      -*=*|-q|--quiet|--isolated|--no-cache|--offline|--no-project|--frozen|--locked|--active) shift ;;
+      *) break ;;
+    esac
+  done
+  case ${1:-} in
+    pytest|py.test) shift ;;
+    python|python3|python3.*)
+      if [ "${2:-}" = -m ] && [ "${3:-}" = pytest ]; then shift 3; else echo "ceval: uvx runs $*, not pytest: run with verifier_network: host so uv can fetch it" >&2; return 127; fi ;;
+    *) echo "ceval: uvx runs ${1:-nothing}, not pytest: run with verifier_network: host so uv can fetch it" >&2; return 127 ;;
+  esac
+  ceval_n=$#
+  while [ "$ceval_n" -gt 0 ]; do
+    ceval_a=$1; shift; ceval_n=$((ceval_n-1))
+    case $ceval_a in
+      --ctrf) [ "$ceval_n" -gt 0 ] && { shift; ceval_n=$((ceval_n-1)); } ;;
+      --ctrf=*) ;;
+      *) set -- "$@" "$ceval_a" ;;
+    esac
+  done
+  python3 -m pytest "$@"
+}
+ceval_uv() {
+  if [ -n "$CEVAL_OFFLINE_PYTEST" ] && [ "${1:-}" = run ]; then shift; ceval_uvx "$@"; return; fi
+  uv "$@"
+}
+`
+
+var (
+	// a uvx or uv command word: at a line's start or after ; & | ( ! if then else do time
+	tbUVCall = lazyregexp.New(`(^|[;&|(!]\s*|\b(?:if|then|else|do|time)\s+)(uvx|uv)(\s)`)
+	// apt-get update / install, alone or chained with && or ;
+	tbApt = lazyregexp.New(`^(?:sudo\s+)?(?:DEBIAN_FRONTEND=\S+\s+)?apt(?:-get)?\s+(update|install)\b(.*)$`)
+	// uv's installer piped to a shell
+	tbUVInstaller = lazyregexp.New(`^(?:curl|wget)\s[^|]*https://astral\.sh/uv/[^|\s]*install\.sh[^|]*\|\s*(?:env\s+\S+\s+)?(?:sh|bash)\s*$`)
+	// the installer's environment file
+	tbUVEnv = lazyregexp.New(`^(?:source|\.)\s+"?(?:\$HOME|\$\{HOME\}|~)/\.(?:local/bin|cargo)/env"?\s*$`)
+	// pytest and its plugins installed with uv pip or pip
+	tbPipPytest = lazyregexp.New(`^(?:uv\s+pip|pip3?|python3?\s+-m\s+pip)\s+install\s+(.*)$`)
+	// the separators of a chained line
+	tbChain = lazyregexp.New(`\s*(?:&&|;)\s*`)
+)
+
+// tbToolPackages are the packages the preamble installs with apt-get for uv's installer.
+var tbToolPackages = map[string]bool{"curl": true, "ca-certificates": true, "wget": true}
+
+// rewriteTBPreamble rewrites dst/tests/test.sh (a copy; src is the input task directory)
+// when it runs its tests through uvx or uv: the shim is inserted, each preamble line is
+// guarded, each uvx/uv call goes through the shim. It returns a note per rewritten script
+// and per apt-get that installs more than the preamble's tools.
+func rewriteTBPreamble(src, dst string) ([]Problem, error) {
+	p := filepath.Join(dst, "tests", "test.sh")
+	info, err := os.Lstat(p)
+	if err != nil || !info.Mode().IsRegular() || info.Size() > maxInput {
+		return nil, nil
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	out, guarded, calls, other := tbRewrite(string(data))
+	file := filepath.Join(src, "tests", "test.sh")
+	var problems []Problem
+	for _, o := range other {
+		problems = append(problems, Problem{File: file, Line: o.line, Field: "apt-get",
+			Reason: fmt.Sprintf("test.sh installs %s at test time: the verifier needs root and the network for it (verifier_network: host in ceval's config), or an image that has it", strings.Join(o.pkgs, " "))})
+	}
+	if len(calls) == 0 {
+		return problems, nil
+	}
+	what := "uvx/uv run pytest at line " + joinInts(calls)
+	if len(guarded) > 0 {
+		what += "; preamble at line " + joinInts(guarded)
+	}
+	problems = append(problems, Problem{File: file, Line: calls[0], Field: "preamble",
+		Reason: "rewritten in the copy (" + what + "): when the image's python3 has pytest, the tests run offline with python3 -m pytest " +
+			"(uvx's --python/--with and --ctrf dropped) and the preamble is skipped; otherwise the original lines run, which need root and the network (verifier_network: host)"})
+	return problems, os.WriteFile(p, []byte(out), info.Mode().Perm())
+}
+
+type aptExtra struct {
+	line int
+	pkgs []string
+}
+
+// tbRewrite is rewriteTBPreamble on text: it returns the new text, the 1-based lines
+// guarded and with a uvx/uv call, and apt-get lines that install more than the tools. With
+// no uvx/uv call it returns the text unchanged.
+func tbRewrite(text string) (out string, guarded, calls []int, other []aptExtra) {
+	lines := strings.Split(text, "\n")
+	next := make([]string, len(lines))
+	continued := false
+	for i, line := range lines {
+		next[i] = line
+		cont := continued
+		continued = strings.HasSuffix(strings.TrimRight(line, " \t"), `\`)
+		if cont {
+			continue // inside a continued command: its first line decides
+		}
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		if ok, extra := tbPreambleLine(trimmed); ok && !continued {
+			next[i] = leadingSpace(line) + `[ -n "$CEVAL_OFFLINE_PYTEST" ] || { ` + strings.TrimRight(trimmed, "; ") + `; }`
+			guarded = append(guarded, i+1)
+			continue
+		} else if len(extra) > 0 {
+			other = append(other, aptExtra{i + 1, extra})
+		}
+		if tbUVCall.MatchString(line) && !strings.Contains(line, "#") {
+			next[i] = tbUVCall.ReplaceAllString(line, "${1}ceval_${2}${3}")
+			calls = append(calls, i+1)
+		}
+	}
+	if len(calls) == 0 {
+		return text, nil, nil, other
+	}
+	at := 0
+	if strings.HasPrefix(lines[0], "#!") {
+		at = 1
+	}
+	shim := strings.Split(strings.TrimSuffix(tbShim, "\n"), "\n")
+	next = append(next[:at], append(shim, next[at:]...)...)
+	return strings.Join(next, "\n"), guarded, calls, other
+}
+
+// tbPreambleLine says whether a line (trimmed, not continued) is the preamble's: apt-get
+// update or install of only the installer's tools, uv's installer, its env file, or pytest
+// installed with pip. extra lists what an apt-get line installs beyond the tools.
+func tbPreambleLine(line string) (bool, []string) {
+	if line == "" || strings.Contains(line, "#") {
+		return false, nil
+	}
+	if tbUVInstaller.MatchString(line) || tbUVEnv.MatchString(line) {
+		return true, nil
+	}
+	if m := tbPipPytest.FindStringSubmatch(line); m != nil {
+		for _, w := range strings.Fields(m[1]) {
+			if !strings.HasPrefix(w, "-") && !strings.HasPrefix(strings.Trim(w, `"'`), "pytest") {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	var extra []string
+	for _, part := range tbChain.Regexp().Split(line, -1) {
+		if part == "" {
+			continue
+		}
+		m := tbApt.FindStringSubmatch(part)
+		if m == nil {
+			return false, nil
+		}
+		if m[1] == "install" {
+			for _, w := range strings.Fields(m[2]) {
+				if !strings.HasPrefix(w, "-") && !tbToolPackages[w] {
+					extra = append(extra, w)
+				}
+			}
+		}
+	}
+	return len(extra) == 0, extra
+}
+
+func leadingSpace(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " \t"))] }
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
+}
