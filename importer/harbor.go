@@ -268,7 +268,14 @@ func Harbor(dir string, opt Options) (Result, error) {
 	}
 	if df, err := readCapped(filepath.Join(dir, "environment", "Dockerfile")); err == nil {
 		if line := dockerInstruction(df, "ENTRYPOINT"); line > 0 {
-			c.unmapped(&yaml.Node{Line: line}, "environment/Dockerfile ENTRYPOINT", "ceval starts the container with its own init and never runs the image's ENTRYPOINT: start what it starts in a setup step (setup: [{run: ...}])")
+			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "environment", "Dockerfile"), Line: line, Field: "ENTRYPOINT", Unmapped: true,
+				Reason: "ceval starts the container with its own init and never runs the image's ENTRYPOINT: start what it starts in a setup step (setup: [{run: ...}])"})
+		}
+	}
+	if data, err := readCapped(filepath.Join(dir, "tests", "test.sh")); err == nil {
+		if line, what := fetchLine(data); line > 0 {
+			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "tests", "test.sh"), Line: line, Field: "tests/test.sh", Unmapped: true,
+				Reason: fmt.Sprintf("installs or downloads at grading time (%s), as Harbor's verifier may (it has the network and root): ceval's verifier container has no network and runs unprivileged, so the tests would fail: install what they need into environment/Dockerfile and drop the line", what)})
 		}
 	}
 	if exists("solution/solve.sh") {
@@ -414,4 +421,23 @@ func dockerInstruction(dockerfile []byte, instr string) int {
 		}
 	}
 	return 0
+}
+
+// fetchCommand matches a shell line that installs or downloads (curl, wget, apt-get install,
+// pip install, uv, npm install, go install...).
+var fetchCommand = lazyregexp.New(`(^|[\s;|&(])(curl|wget|apt-get install|apt install|apk add|pip3? install|python3? -m pip install|uv (pip|venv|run|sync|tool|add)|uvx|npm (install|i|ci)|npx|go (get|install))(\s|$)`)
+
+// fetchLine is the first line of a shell script that installs or downloads, and what it runs;
+// 0 when none does (comments skipped).
+func fetchLine(script []byte) (int, string) {
+	for i, line := range strings.Split(string(script), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if m := fetchCommand.FindStringSubmatch(line); m != nil {
+			return i + 1, m[2]
+		}
+	}
+	return 0, ""
 }
