@@ -315,6 +315,19 @@ func Harbor(dir string, opt Options) (Result, error) {
 			c.unmapped(&yaml.Node{Line: 1}, f, "ceval runs the agent in one container and the verifier in one from the task's image: a compose file's services (or a verifier image of its own) are not started; fold what the task needs into environment/Dockerfile, or run the services from a setup step")
 		}
 	}
+	if data, err := readCapped(filepath.Join(dir, "tests", "test.sh")); err == nil {
+		// The Terminal-Bench preamble's lines and its uvx/uv calls are rewritten in the copy
+		// (rewriteTBPreamble); an apt-get of more than its tools still needs the network.
+		_, guarded, calls, _ := tbRewrite(string(data))
+		handled := map[int]bool{}
+		for _, n := range append(guarded, calls...) {
+			handled[n] = true
+		}
+		if line, what := fetchLine(data, handled); line > 0 {
+			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "tests", "test.sh"), Line: line, Field: "tests/test.sh", Unmapped: true,
+				Reason: fmt.Sprintf("installs or downloads at grading time (%s), as Harbor's verifier may (it has the network and root): ceval's verifier container has no network unless the user's config says verifier_network: host, so the tests would fail: install what they need into environment/Dockerfile and drop the line", what)})
+		}
+	}
 	if exists("solution/solve.sh") {
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
 	}
@@ -453,4 +466,23 @@ func harborSizeMB(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a size like 2G or 512M", s)
 	}
 	return int(f * mult[u[len(u)-1]]), nil
+}
+
+// fetchCommand matches a shell line that installs or downloads (curl, wget, apt-get install,
+// pip install, uv, npm install, go install...).
+var fetchCommand = lazyregexp.New(`(^|[\s;|&(])(curl|wget|apt-get install|apt install|apk add|pip3? install|python3? -m pip install|uv (pip|venv|run|sync|tool|add)|uvx|npm (install|i|ci)|npx|go (get|install))(\s|$)`)
+
+// fetchLine is the first line of a shell script that installs or downloads, and what it runs;
+// 0 when none does (comments and the lines in skip, 1-based, skipped).
+func fetchLine(script []byte, skip map[int]bool) (int, string) {
+	for i, line := range strings.Split(string(script), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") || skip[i+1] {
+			continue
+		}
+		if m := fetchCommand.FindStringSubmatch(line); m != nil {
+			return i + 1, m[2]
+		}
+	}
+	return 0, ""
 }

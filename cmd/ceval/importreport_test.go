@@ -68,3 +68,31 @@ func TestImportCoderEvalSummaryAndReport(t *testing.T) {
 		t.Errorf("broken (a bad pattern is not missing material): %+v", f)
 	}
 }
+
+// TestImportHarborReport: import harbor takes --report too: per task its notes and unmapped
+// fields (a test.sh that downloads at grading time, at its line), the output, and validity.
+func TestImportHarborReport(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "r.json")
+	r := ceval(t, "import", "harbor", "--out", t.TempDir(), "--report", report,
+		"../../importer/testdata/conformance/harbor/tests-fetch", "../../importer/testdata/conformance/harbor/reward-txt")
+	if r.code != 1 || !strings.Contains(r.stdout, "2 of 2 tasks validate") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Files []reportFile `json:"files"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil || len(got.Files) != 2 {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	fetch := got.Files[0]
+	if !fetch.Validates || len(fetch.Unmapped) != 1 || fetch.Unmapped[0].Field != "tests/test.sh" || fetch.Unmapped[0].Line != 3 {
+		t.Errorf("tests-fetch: %+v", fetch)
+	}
+	if ok := got.Files[1]; !ok.Validates || len(ok.Unmapped) != 0 || len(ok.Mapped) == 0 {
+		t.Errorf("reward-txt: %+v", ok)
+	}
+}
