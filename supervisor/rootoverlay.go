@@ -21,17 +21,26 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
 )
 
 // RootVerifierSupported says whether SandboxConfig.Root is possible here: not with a
 // rootless daemon, whose user namespace cannot idmap the image's layers.
 func RootVerifierSupported() bool { return rootlessRuns() == nil }
 
-// VerifierInfo is result.json's verifier for the user's verifier_network.
-func VerifierInfo(network string) *record.VerifierResult {
-	v := &record.VerifierResult{User: "uid " + strconv.Itoa(int(policy.GraderUID)), Network: policy.NetworkNone}
+// VerifierInfo is result.json's verifier for the user's verifier_network and the task's
+// container criteria.
+func VerifierInfo(network string, t *task.Task) *record.VerifierResult {
+	uid := "uid " + strconv.Itoa(int(policy.GraderUID))
+	v := &record.VerifierResult{User: uid, Network: policy.NetworkNone}
 	if RootVerifierSupported() {
 		v.User = "root in its own user namespace"
+		for i := range t.Criteria {
+			if c := &t.Criteria[i]; c.Verifier != nil && c.SharesNoPrivilegeWithItsTests() {
+				v.User += "; " + uid + " for harbor_reward and isolation: process criteria"
+				break
+			}
+		}
 	}
 	if network == policy.NetworkHost {
 		v.Network = network

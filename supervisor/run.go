@@ -316,7 +316,7 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	r.res.Criteria = []grader.CriterionResult{}
 	r.res.Image.Name = t.Sandbox.Image
 	if t.NeedsVerifier() {
-		r.res.Verifier = VerifierInfo(o.VerifierNetwork)
+		r.res.Verifier = VerifierInfo(o.VerifierNetwork, t)
 	}
 	r.emit("run_started", map[string]any{"task_id": t.ID, "run_dir": r.dir, "image": t.Sandbox.Image})
 	return r, nil

@@ -68,6 +68,16 @@ func (c *Criterion) Tier() string {
 	return TierWASM
 }
 
+// SharesNoPrivilegeWithItsTests reports whether the criterion's verdict is written by a
+// process its tests' code must not be able to reach (harbor_reward's test.sh shell, pytest's
+// isolation: process): such a criterion's verifier runs as the unprivileged GraderUID, never
+// as root of its user namespace, whose capabilities (CAP_DAC_OVERRIDE: reading the
+// unreadable copy of bash that makes the shell non-dumpable, listing the reward's hidden
+// directory) would let that code reach the verdict.
+func (c *Criterion) SharesNoPrivilegeWithItsTests() bool {
+	return c.HarborReward || c.Type == Pytest && c.Isolation == IsolationProcess
+}
+
 // NeedsVerifier reports whether any criterion of the task runs in a verifier container.
 func (t *Task) NeedsVerifier() bool {
 	for i := range t.Criteria {

@@ -180,3 +180,23 @@ func TestVerifierPackageImageFromPackagesAndPip(t *testing.T) {
 		})
 	}
 }
+
+// The criteria whose verdict a process of their own writes (harbor_reward's shell, pytest's
+// isolation: process) never get a root verifier: root's CAP_DAC_OVERRIDE reads the
+// unreadable bash that keeps that process out of its tests' reach.
+func TestUnforgeableVerdictsRunUnprivileged(t *testing.T) {
+	for _, c := range []struct {
+		c    Criterion
+		want bool
+	}{
+		{Criterion{Type: RunCommand, HarborReward: true}, true},
+		{Criterion{Type: Pytest, Isolation: IsolationProcess}, true},
+		{Criterion{Type: Pytest}, false},
+		{Criterion{Type: Pytest, Isolation: IsolationNone}, false},
+		{Criterion{Type: RunCommand}, false},
+	} {
+		if got := c.c.SharesNoPrivilegeWithItsTests(); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.c, got, c.want)
+		}
+	}
+}

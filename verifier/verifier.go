@@ -313,7 +313,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		Argv: argv, Env: env,
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
-		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID, Root: e.Root(),
+		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID, Root: e.Root() && !c.SharesNoPrivilegeWithItsTests(),
 		Stdout: stdout, Stderr: stderr,
 		Prepare: func(workspace, home string) error {
 			var err error
