@@ -105,9 +105,9 @@ func TestIsolatedPytestAgentCodeCannotForgeTheVerdict(t *testing.T) {
 
 // isolationCorpus is a corpus of ordinary pytest tasks (tests and a right solution), and
 // whether each runs unchanged under isolation: process. The ones that do not compare the
-// agent's own objects (dataclass equality, isinstance, its exception class) or hand it the
-// test's own objects (a callback, a monkeypatched function): those cross the process
-// boundary only as plain data.
+// agent's own objects (dataclass equality) or hand it the test's own objects (a callback):
+// those cross the process boundary only as plain data. The agent's exception classes arrive
+// as stand-ins, so pytest.raises names them.
 var isolationCorpus = []struct {
 	name, tests  string
 	files        map[string]string
@@ -132,7 +132,7 @@ var isolationCorpus = []struct {
 	{"the agent's dataclass equality", "from point import Point\n\ndef test_add():\n    assert Point(1, 2) + Point(3, 4) == Point(4, 6)\n",
 		map[string]string{"point.py": "from dataclasses import dataclass\n\n@dataclass\nclass Point:\n    x: int\n    y: int\n    def __add__(self, o):\n        return Point(self.x + o.x, self.y + o.y)\n"}, false},
 	{"the agent's exception class", "import pytest\nfrom bank import Account, InsufficientFunds\n\ndef test_overdraw():\n    a = Account(10)\n    with pytest.raises(InsufficientFunds):\n        a.withdraw(20)\n",
-		map[string]string{"bank.py": "class InsufficientFunds(Exception):\n    pass\n\nclass Account:\n    def __init__(self, b):\n        self.b = b\n    def withdraw(self, n):\n        if n > self.b:\n            raise InsufficientFunds(n)\n        self.b -= n\n"}, false},
+		map[string]string{"bank.py": "class InsufficientFunds(Exception):\n    pass\n\nclass Account:\n    def __init__(self, b):\n        self.b = b\n    def withdraw(self, n):\n        if n > self.b:\n            raise InsufficientFunds(n)\n        self.b -= n\n"}, true},
 	{"a callback from the test", "from functional import apply_all\n\ndef test_apply():\n    assert apply_all(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]\n",
 		map[string]string{"functional.py": "def apply_all(f, xs):\n    return [f(x) for x in xs]\n"}, false},
 	{"module state and constants", "import config\n\ndef test_default():\n    assert config.MAX_SIZE == 10\n    config.set_max(20)\n    assert config.MAX_SIZE == 20\n    assert config.describe().startswith('max=')\n",
@@ -140,7 +140,7 @@ var isolationCorpus = []struct {
 }
 
 // The corpus runs in full under isolation: none; under isolation: process, the share of it
-// marked runsIsolated passes unchanged (9 of 12: README), and the rest fails with the reason.
+// marked runsIsolated passes unchanged (10 of 12: README), and the rest fails with the reason.
 func TestIsolatedPytestRunsOrdinaryTasksUnchanged(t *testing.T) {
 	v := pytestVerifier(t)
 	e, _, ctx := newExecutor(t)

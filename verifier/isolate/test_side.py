@@ -66,8 +66,28 @@ def cevalIsolate(agent_source, ws):
             cls = getattr(builtins, err[0], None)
             if not (isinstance(cls, type) and issubclass(cls, Exception)) or cls is Gone:
                 cls = AgentError
+            if "cls" in reply:
+                cls = standin(reply["cls"])
             raise cls(err[1])
         return decode(reply.get("v"))
+
+    standins = {}
+
+    def standin(chain):
+        """The test process's stand-in for an exception class of the agent's ([[id, name],
+        ...], most derived first): a subclass of AgentError (and of the stand-ins of its
+        bases), so pytest.raises and except name it; it holds no code of the agent's."""
+        if type(chain) is not list or not chain or len(chain) > 64:
+            raise Gone("ceval isolation: a malformed exception class from the agent's process")
+        base = AgentError
+        for link in reversed(chain):
+            if type(link) is not list or len(link) != 2 or type(link[0]) is not int or type(link[1]) is not str or not link[1].isidentifier():
+                raise Gone("ceval isolation: a malformed exception class from the agent's process")
+            cls = standins.get(link[0])
+            if cls is None:
+                cls = standins[link[0]] = type(link[1], (base,), {"__module__": "agent"})
+            base = cls
+        return base
 
     def encode(v, depth=0):
         if depth > 100:
@@ -116,6 +136,8 @@ def cevalIsolate(agent_source, ws):
             return out
         if k == "p" and type(x) is str:
             return pathlib.Path(x)
+        if k == "x":
+            return standin(x)
         if k == "h" and type(x) is list and len(x) == 3 and type(x[0]) is int and type(x[1]) is str and type(x[2]) is str:
             return Handle(x[0], x[1], x[2])
         raise Gone("ceval isolation: a malformed answer from the agent's process")
