@@ -103,6 +103,34 @@ func TestIsolatedPytestAgentCodeCannotForgeTheVerdict(t *testing.T) {
 	}
 }
 
+// A module the agent's code writes while the tests run (bytecode whose code claims to be
+// the image's, so no audit of the workspace's source sees it), imported after a test put
+// /workspace on sys.path, is still the agent's process's: its forgery of pytest's reports
+// does not reach the verdict. Red (scored 1) when only the names the workspace held at the
+// start were proxied and sys.path's workspace entries imported as usual.
+func TestIsolatedPytestModuleWrittenDuringTheTestsStaysOutOfTheTestProcess(t *testing.T) {
+	v := pytestVerifier(t)
+	e, _, ctx := newExecutor(t)
+	tests := "import sys, pytest\nimport solution\n\n@pytest.mark.parametrize(\"a\", range(20))\ndef test_add(a):\n    solution.prepare()\n    sys.path.insert(0, \"/workspace\")\n    import helper\n    assert helper.add(a, 1) == a + 1\n"
+	solution := "import os, py_compile\n\nSRC = " + pyLiteral("def add(a, b):\n    return a + b + (a % 2)\n"+forgeReports) + "\n\n" +
+		"def prepare():\n    if os.path.exists('/workspace/helper.pyc'):\n        return\n" +
+		"    open('/tmp/helper.py', 'w').write(SRC)\n" +
+		"    py_compile.compile('/tmp/helper.py', cfile='/workspace/helper.pyc', dfile='/usr/lib/python3/dist-packages/helper.py', doraise=True)\n"
+	c := pytestCase(t, v, tests, task.IsolationProcess)
+	r, err := e.Run(ctx, c, snap(t, map[string]string{"solution.py": solution}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if score, details, _ := scoreParts(scoreRun(c, r)); score != 0.5 {
+		t.Errorf("score %v, want 0.5 (the wrong helper's own); details %s; stdout %.3000s", score, details, r.Stdout)
+	}
+}
+
+// pyLiteral is s as a Python string literal.
+func pyLiteral(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
+}
+
 // isolationCorpus is a corpus of ordinary pytest tasks (tests and a right solution), and
 // whether each runs unchanged under isolation: process. The ones that do not compare the
 // agent's own objects (dataclass equality) or hand it the test's own objects (a callback):

@@ -13,16 +13,21 @@ def cevalIsolate(agent_source, ws):
     from importlib.machinery import ModuleSpec
 
     MAX = 64 << 20
-    names = set()
-    try:
-        with os.scandir(ws) as entries:
-            for e in entries:
-                n, dot, ext = e.name.partition(".")
-                if (dot and ext in ("py", "pyc") or ext.endswith("so")) or (not dot and e.is_dir(follow_symlinks=False)):
-                    if n.isidentifier():
-                        names.add(n)
-    except OSError:
-        pass
+    def workspace_names():
+        """The top-level names the workspace holds now (NAME.py, NAME/, NAME.pyc, NAME.*.so)."""
+        names = set()
+        try:
+            with os.scandir(ws) as entries:
+                for e in entries:
+                    n, dot, ext = e.name.partition(".")
+                    if (dot and ext in ("py", "pyc") or ext.endswith("so")) or (not dot and e.is_dir(follow_symlinks=False)):
+                        if n.isidentifier():
+                            names.add(n)
+        except OSError:
+            pass
+        return names
+
+    names = workspace_names()
 
     here, there = socket.socketpair()
     proc = subprocess.Popen(
@@ -262,7 +267,8 @@ def cevalIsolate(agent_source, ws):
     class Finder:
         @staticmethod
         def find_spec(name, path=None, target=None):
-            if name.partition(".")[0] not in names:
+            top = name.partition(".")[0]
+            if top not in names and top not in workspace_names():
                 return None
             spec = ModuleSpec(name, Loader, is_package=True)
             spec.submodule_search_locations = []
@@ -301,4 +307,22 @@ def cevalIsolate(agent_source, ws):
                 raise RuntimeError("ceval isolation: unpickling %s.%s would run code in the test process" % (mod, args[1]))
 
     sys.addaudithook(hook)
+
+    class NoWorkspace:
+        """The path hook of every sys.path entry in the workspace (a test's
+        sys.path.insert(0, "/workspace"), a zip there): it finds nothing, so nothing of the
+        workspace imports here through it; the workspace's names come through Finder."""
+        def __init__(self, entry):
+            p = os.path.abspath(os.fsdecode(entry) or ".")
+            if not under_ws(p):
+                raise ImportError("not the workspace")
+
+        def find_spec(self, name, target=None):
+            return None
+
+        def invalidate_caches(self):
+            pass
+
+    sys.path_hooks.insert(0, NoWorkspace)
+    sys.path_importer_cache.clear()
     return proc
