@@ -137,6 +137,9 @@ func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 	if c.HarborReward {
 		return scoreHarbor(c, r)
 	}
+	if c.Type == task.Pytest && c.Isolation == task.IsolationProcess && r.ExitCode == 3 && bytes.Contains(r.Stderr, []byte(isolationUnsafe)) {
+		return grader.Scored{}, errors.New("verifier: " + isolationUnsafe)
+	}
 	if c.Type == task.Pytest && r.Limit == "" {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
 		if sc == 0 && r.ExitCode > 1 {
