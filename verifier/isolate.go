@@ -25,8 +25,9 @@ var isolateTestSide string
 //go:embed isolate/agent_side.py
 var isolateAgentSide string
 
-// isolationUnsafe is what the boot says, exiting 3, when its children could read it (the
-// kernel did not make the unreadable copy non-dumpable): ceval's side, so ERROR.
+// isolationUnsafe is what the boot says, exiting 3 before it marks itself started
+// (harborStarted), when its children could read it (the kernel did not make the unreadable
+// copy non-dumpable): ceval's side, so ERROR.
 const isolationUnsafe = "isolation: process: the test process is readable by the processes it starts (or has no report directory); not run"
 
 // isolateEnv carries the report directory's path to the test process, which drops it.
@@ -46,6 +47,7 @@ import subprocess
 if not report or subprocess.run(["python3", "-I", "-c", "open('/proc/%d/environ', 'rb').read()" % os.getpid()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     print("` + isolationUnsafe + `", file=sys.stderr)
     sys.exit(3)
+open(report + "/` + harborStarted + `", "w").close()
 ` + pytestImportGuard + isolateTestSide + `
 import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python

@@ -116,6 +116,9 @@ type Run struct {
 	Reward     []byte
 	RewardFile string
 	RewardErr  string
+	// Guarded: a harbor_reward or isolation: process run; Started: its harness passed its
+	// checks and started the task's code (see harborStarted).
+	Guarded, Started bool
 }
 
 // Execute runs c's command in a fresh verifier container and scores it.
@@ -134,11 +137,12 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 // scoreRun scores what c's container left: pytest from its exit status and report, any
 // other command as grader.ScoreCommand does.
 func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
+	if r.Guarded && !r.Started && r.Limit == "" {
+		// The harness refused before any of the task's code ran: ceval's or the task's side.
+		return grader.Scored{}, fmt.Errorf("verifier: the command did not start: %s", strings.TrimSpace(tailOf(r.Stderr)))
+	}
 	if c.HarborReward {
 		return scoreHarbor(c, r)
-	}
-	if c.Type == task.Pytest && c.Isolation == task.IsolationProcess && r.ExitCode == 3 && bytes.Contains(r.Stderr, []byte(isolationUnsafe)) {
-		return grader.Scored{}, errors.New("verifier: " + isolationUnsafe)
 	}
 	if c.Type == task.Pytest && r.Limit == "" {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
@@ -330,6 +334,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	}
 	var reward []byte
 	var rewardFile, rewardErr string
+	started := runErr == nil && harbor != nil && harbor.started()
 	if runErr == nil && c.HarborReward {
 		// Likewise for the reward: the container's processes are all gone.
 		var err error
@@ -350,7 +355,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		return nil, fmt.Errorf("verifier: grading stopped: %w", err)
 	}
 	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources, Report: report,
-		Reward: reward, RewardFile: rewardFile, RewardErr: rewardErr}
+		Reward: reward, RewardFile: rewardFile, RewardErr: rewardErr, Guarded: harbor != nil, Started: started}
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
 	r.Notes = notes
