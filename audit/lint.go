@@ -69,7 +69,7 @@ func Lint(t *task.Task) []Warning {
 				at(c.Line, c.Column, "%s: only exists/type assertions and no schema: any JSON with those fields passes; assert their values", what)
 			}
 		case task.RunCommand:
-			if c.ExpectedStdout == nil && !c.ScoreFromStdout && !c.UsesReference && agentRunners.MatchString(c.Command) {
+			if c.ExpectedStdout == nil && !c.ScoreFromStdout && !c.HarborReward && !c.UsesReference && agentRunners.MatchString(c.Command) {
 				at(c.Line, c.Column, "%s: only the exit code of %q is checked, and it runs code the agent controls (cheats stub-tests, empty-tests, plant-hooks make it exit 0); check its output with expected_stdout, or run a check the agent cannot edit (uses_reference)", what, clip(c.Command, 60))
 			}
 		case task.Pytest:

@@ -23,6 +23,7 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		{"exit code of the agent's script", "  - {type: run_command, command: sh tests/run.sh}\n", "t.yaml:5:5: warning: success_criteria[0] (run_command): only the exit code of \"sh tests/run.sh\""},
 		{"exit code of pytest", "  - {type: run_command, command: pytest -q}\n", "only the exit code"},
 		{"pytest over the agent's code", "  - {type: pytest, tests: sol/}\n", "t.yaml:5:5: warning: success_criteria[0] (pytest): the tests import the agent's code into pytest's own process"},
+		{"harbor_reward runs the agent's code but is scored by its reward", "  - {type: run_command, command: 'sh tests/test.sh', sandbox: container, harbor_reward: true}\n", ""},
 		{"pytest isolated from the agent's code", "  - {type: pytest, tests: sol/, sandbox: container, isolation: process}\n", ""},
 		{"pytest isolation none", "  - {type: pytest, tests: sol/, sandbox: container, isolation: none}\n", "give it sandbox: container and isolation: process"},
 		{"stdout of the agent's script", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!'}\n", ""},

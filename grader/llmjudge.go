@@ -40,6 +40,10 @@ func llmJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 	}
 	note := inputNote(c, shown, leftOut, req.Reference)
 	v, err := j.Judge(ctx, req)
+	if errors.Is(err, judge.ErrInputTooLong) {
+		// The files are the workspace's: their length is the agent's doing.
+		return failed("llm_judge: the workspace's files given to the judge are more than its model takes (%v); the agent left them so%s", err, note)
+	}
 	if err != nil {
 		return errored("llm_judge: %v%s", err, note)
 	}

@@ -63,6 +63,30 @@ type Verdict struct {
 // ErrBudget is returned when the run's judge budget is spent.
 var ErrBudget = errors.New("the run's judge budget is spent")
 
+// ErrInputTooLong is the judge model refusing the request as longer than it takes: the files
+// the criterion hands it are the workspace's, so the criterion fails rather than errs.
+var ErrInputTooLong = errors.New("the judge's input is longer than its model takes")
+
+// tooLongMarks are what the providers say when a request is over the model's context.
+var tooLongMarks = []string{"prompt is too long", "context_length_exceeded", "maximum context length", "too many tokens", "input is too long", "request too large"}
+
+// inputTooLong reports whether a refused request's status and body say it was too long.
+func inputTooLong(status int, body []byte) bool {
+	if status == http.StatusRequestEntityTooLarge {
+		return true
+	}
+	if status != http.StatusBadRequest {
+		return false
+	}
+	b := strings.ToLower(string(body))
+	for _, m := range tooLongMarks {
+		if strings.Contains(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // Fixture is a replay script: answers given in order, each a raw answer text.
 type Fixture struct {
 	Answers []string
@@ -333,6 +357,9 @@ func (j *Judge) ask(ctx context.Context, system, user, prev string, rec *Record)
 	rec.Status = resp.StatusCode
 	if err != nil {
 		return "", fmt.Errorf("read the judge's answer: %v", j.scrub(err.Error()))
+	}
+	if inputTooLong(resp.StatusCode, data) {
+		return "", fmt.Errorf("%w: the judge model answered %d: %s", ErrInputTooLong, resp.StatusCode, capText(j.scrub(string(data)), 300))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("the judge model answered %d: %s", resp.StatusCode, capText(j.scrub(string(data)), 300))

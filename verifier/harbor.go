@@ -44,6 +44,12 @@ const harborRewardEnv = "CEVAL_HARBOR_REWARD"
 // directory: mode 0111, so the tests' processes can pass through it but not list it.
 const harborHidden = ".ceval-reward"
 
+// harborStarted is the file the shell (or the isolated pytest's test process) writes in the
+// reward directory once its checks passed, before any of the task's code runs: without it the
+// command never started, on ceval's or the task's side (no bash, a kernel that left the copy
+// readable), which is an error, never the agent's doing. Nothing else can write it.
+const harborStarted = ".ceval-started"
+
 // maxRewardBytes caps what ceval reads of reward.txt or reward.json.
 const maxRewardBytes = 64 << 10
 
@@ -66,6 +72,7 @@ exec 9<"$p" || exit 1
 cd ` + oci.WorkspacePath + ` || exit 1
 { [ /proc/self/fd/10 -ef "$p" ] || { echo "harbor_reward: bash did not save the reward directory as descriptor 10; not run" >&2; exit 1; }
 if ls /proc/self/fd/10/. >/dev/null 2>&1; then echo "harbor_reward: a program this shell starts inherits the reward directory; not run" >&2; exit 1; fi
+: > /proc/self/fd/10/` + harborStarted + `
 p=; (eval "$c"); } 9<&- </dev/null`
 
 // harborArgv is the verifier container's command line for a harbor_reward criterion.
@@ -152,6 +159,12 @@ func (h *harborDir) read() ([]byte, string, error) {
 		return data, name, nil
 	}
 	return nil, "", nil
+}
+
+// started reports whether the shell or test process wrote harborStarted.
+func (h *harborDir) started() bool {
+	fi, err := os.Lstat(filepath.Join(h.dir, harborStarted))
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // readReport reads the JUnit report an isolated pytest wrote there (nil when none).

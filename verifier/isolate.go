@@ -25,6 +25,11 @@ var isolateTestSide string
 //go:embed isolate/agent_side.py
 var isolateAgentSide string
 
+// isolationUnsafe is what the boot says, exiting 3 before it marks itself started
+// (harborStarted), when its children could read it (the kernel did not make the unreadable
+// copy non-dumpable): ceval's side, so ERROR.
+const isolationUnsafe = "isolation: process: the test process is readable by the processes it starts (or has no report directory); not run"
+
 // isolateEnv carries the report directory's path to the test process, which drops it.
 const isolateEnv = "CEVAL_PYTEST_REPORT"
 
@@ -39,9 +44,10 @@ exec "$d/python3" -I -B -c "$boot" "$@"`
 var isolatedBoot = `import sys, os
 report = os.environ.pop("` + isolateEnv + `", "")
 import subprocess
-if not report or subprocess.run(["cat", "/proc/%d/environ" % os.getpid()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
-    print("isolation: process: the test process is readable by the processes it starts (or has no report directory); not run", file=sys.stderr)
+if not report or subprocess.run(["python3", "-I", "-c", "open('/proc/%d/environ', 'rb').read()" % os.getpid()], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    print("` + isolationUnsafe + `", file=sys.stderr)
     sys.exit(3)
+open(report + "/` + harborStarted + `", "w").close()
 ` + pytestImportGuard + isolateTestSide + `
 import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python

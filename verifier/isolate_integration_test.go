@@ -103,11 +103,39 @@ func TestIsolatedPytestAgentCodeCannotForgeTheVerdict(t *testing.T) {
 	}
 }
 
+// A module the agent's code writes while the tests run (bytecode whose code claims to be
+// the image's, so no audit of the workspace's source sees it), imported after a test put
+// /workspace on sys.path, is still the agent's process's: its forgery of pytest's reports
+// does not reach the verdict. Red (scored 1) when only the names the workspace held at the
+// start were proxied and sys.path's workspace entries imported as usual.
+func TestIsolatedPytestModuleWrittenDuringTheTestsStaysOutOfTheTestProcess(t *testing.T) {
+	v := pytestVerifier(t)
+	e, _, ctx := newExecutor(t)
+	tests := "import sys, pytest\nimport solution\n\n@pytest.mark.parametrize(\"a\", range(20))\ndef test_add(a):\n    solution.prepare()\n    sys.path.insert(0, \"/workspace\")\n    import helper\n    assert helper.add(a, 1) == a + 1\n"
+	solution := "import os, py_compile\n\nSRC = " + pyLiteral("def add(a, b):\n    return a + b + (a % 2)\n"+forgeReports) + "\n\n" +
+		"def prepare():\n    if os.path.exists('/workspace/helper.pyc'):\n        return\n" +
+		"    open('/tmp/helper.py', 'w').write(SRC)\n" +
+		"    py_compile.compile('/tmp/helper.py', cfile='/workspace/helper.pyc', dfile='/usr/lib/python3/dist-packages/helper.py', doraise=True)\n"
+	c := pytestCase(t, v, tests, task.IsolationProcess)
+	r, err := e.Run(ctx, c, snap(t, map[string]string{"solution.py": solution}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if score, details, _ := scoreParts(scoreRun(c, r)); score != 0.5 {
+		t.Errorf("score %v, want 0.5 (the wrong helper's own); details %s; stdout %.3000s", score, details, r.Stdout)
+	}
+}
+
+// pyLiteral is s as a Python string literal.
+func pyLiteral(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`, "\n", `\n`).Replace(s) + "'"
+}
+
 // isolationCorpus is a corpus of ordinary pytest tasks (tests and a right solution), and
 // whether each runs unchanged under isolation: process. The ones that do not compare the
-// agent's own objects (dataclass equality, isinstance, its exception class) or hand it the
-// test's own objects (a callback, a monkeypatched function): those cross the process
-// boundary only as plain data.
+// agent's own objects (dataclass equality) or hand it the test's own objects (a callback):
+// those cross the process boundary only as plain data. The agent's exception classes arrive
+// as stand-ins, so pytest.raises names them.
 var isolationCorpus = []struct {
 	name, tests  string
 	files        map[string]string
@@ -132,7 +160,7 @@ var isolationCorpus = []struct {
 	{"the agent's dataclass equality", "from point import Point\n\ndef test_add():\n    assert Point(1, 2) + Point(3, 4) == Point(4, 6)\n",
 		map[string]string{"point.py": "from dataclasses import dataclass\n\n@dataclass\nclass Point:\n    x: int\n    y: int\n    def __add__(self, o):\n        return Point(self.x + o.x, self.y + o.y)\n"}, false},
 	{"the agent's exception class", "import pytest\nfrom bank import Account, InsufficientFunds\n\ndef test_overdraw():\n    a = Account(10)\n    with pytest.raises(InsufficientFunds):\n        a.withdraw(20)\n",
-		map[string]string{"bank.py": "class InsufficientFunds(Exception):\n    pass\n\nclass Account:\n    def __init__(self, b):\n        self.b = b\n    def withdraw(self, n):\n        if n > self.b:\n            raise InsufficientFunds(n)\n        self.b -= n\n"}, false},
+		map[string]string{"bank.py": "class InsufficientFunds(Exception):\n    pass\n\nclass Account:\n    def __init__(self, b):\n        self.b = b\n    def withdraw(self, n):\n        if n > self.b:\n            raise InsufficientFunds(n)\n        self.b -= n\n"}, true},
 	{"a callback from the test", "from functional import apply_all\n\ndef test_apply():\n    assert apply_all(lambda x: x * 2, [1, 2, 3]) == [2, 4, 6]\n",
 		map[string]string{"functional.py": "def apply_all(f, xs):\n    return [f(x) for x in xs]\n"}, false},
 	{"module state and constants", "import config\n\ndef test_default():\n    assert config.MAX_SIZE == 10\n    config.set_max(20)\n    assert config.MAX_SIZE == 20\n    assert config.describe().startswith('max=')\n",
@@ -140,7 +168,7 @@ var isolationCorpus = []struct {
 }
 
 // The corpus runs in full under isolation: none; under isolation: process, the share of it
-// marked runsIsolated passes unchanged (9 of 12: README), and the rest fails with the reason.
+// marked runsIsolated passes unchanged (10 of 12: README), and the rest fails with the reason.
 func TestIsolatedPytestRunsOrdinaryTasksUnchanged(t *testing.T) {
 	v := pytestVerifier(t)
 	e, _, ctx := newExecutor(t)

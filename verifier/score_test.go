@@ -36,3 +36,45 @@ func TestPytestScoreComesFromTheReportCheckedAgainstTheExitStatus(t *testing.T) 
 		t.Errorf("score %v after a limit, want 0", score)
 	}
 }
+
+// An isolated pytest whose test process its children could read (the kernel did not make the
+// unreadable copy non-dumpable) is not run, and that is ceval's side: an error, not a score.
+func TestIsolatedPytestNotRunForWantOfIsolationIsAnError(t *testing.T) {
+	c := &task.Criterion{Type: task.Pytest, Isolation: task.IsolationProcess}
+	r := &Run{CommandRun: grader.CommandRun{ExitCode: 3, Stderr: []byte(isolationUnsafe + "\n")}, Guarded: true}
+	if _, err := scoreRun(c, r); err == nil {
+		t.Error("scored, want an error")
+	}
+	// Started, the same exit and words (pytest's internal error, the agent's code printing
+	// them) are the agent's: scored.
+	r.Started = true
+	if _, err := scoreRun(c, r); err != nil {
+		t.Errorf("started: %v, want a score", err)
+	}
+}
+
+// A harbor_reward run scores the reward its shell wrote, whatever test.sh's exit status, and
+// not at all when a signal ended it.
+func TestHarborScoreIsTheRewardUnlessASignalEndedTestSh(t *testing.T) {
+	c := &task.Criterion{Type: task.RunCommand, HarborReward: true}
+	if _, err := scoreRun(c, &Run{CommandRun: grader.CommandRun{ExitCode: 1, Stderr: []byte("harbor_reward: the image has no bash")}, Guarded: true}); err == nil {
+		t.Error("a harness that did not start test.sh scored, want an error")
+	}
+	for _, tc := range []struct {
+		r    Run
+		want float64
+		says string
+	}{
+		{Run{CommandRun: grader.CommandRun{ExitCode: 1}, Reward: []byte("0.75"), RewardFile: "reward.txt"}, 0.75, "from reward.txt"},
+		{Run{CommandRun: grader.CommandRun{ExitCode: 0}, Reward: []byte(`{"a": 1, "b": 0}`), RewardFile: "reward.json"}, 0.5, "rewards"},
+		{Run{CommandRun: grader.CommandRun{ExitCode: 137}, Reward: []byte("1"), RewardFile: "reward.txt"}, 0, "killed by signal 9"},
+		{Run{CommandRun: grader.CommandRun{ExitCode: 0}}, 0, "wrote no reward.txt or reward.json"},
+		{Run{CommandRun: grader.CommandRun{ExitCode: 0}, Reward: []byte("2"), RewardFile: "reward.txt"}, 0, "the first line of reward.txt"},
+	} {
+		tc.r.Guarded, tc.r.Started = true, true
+		score, details, err := scoreParts(scoreRun(c, &tc.r))
+		if err != nil || score != tc.want || !strings.Contains(details, tc.says) {
+			t.Errorf("%+v: score %v (%s, %v), want %v saying %q", tc.r.CommandRun, score, details, err, tc.want, tc.says)
+		}
+	}
+}

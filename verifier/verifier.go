@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -135,6 +136,9 @@ type Run struct {
 	RewardErr  string
 	// StdoutCut and StderrCut are the bytes written past Options.MaxOutput, dropped.
 	StdoutCut, StderrCut int64
+	// Guarded: a harbor_reward or isolation: process run; Started: its harness passed its
+	// checks and started the task's code (see harborStarted).
+	Guarded, Started bool
 }
 
 // Execute runs c's command in a fresh verifier container and scores it.
@@ -155,6 +159,10 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 // scoreRun scores what c's container left: pytest from its exit status and report, any
 // other command as grader.ScoreCommand does.
 func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
+	if r.Guarded && !r.Started && r.Limit == "" {
+		// The harness refused before any of the task's code ran: ceval's or the task's side.
+		return grader.Scored{}, fmt.Errorf("verifier: the command did not start: %s", strings.TrimSpace(tailOf(r.Stderr)))
+	}
 	if c.HarborReward {
 		return scoreHarbor(c, r)
 	}
@@ -362,6 +370,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	}
 	var reward []byte
 	var rewardFile, rewardErr string
+	started := runErr == nil && harbor != nil && harbor.started()
 	if runErr == nil && c.HarborReward {
 		// Likewise for the reward: the container's processes are all gone.
 		var err error
@@ -382,7 +391,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		return nil, fmt.Errorf("verifier: grading stopped: %w", err)
 	}
 	r := &Run{Exit: out.Exit, Isolation: out.Isolation, Resources: out.Resources, Report: report,
-		Reward: reward, RewardFile: rewardFile, RewardErr: rewardErr}
+		Reward: reward, RewardFile: rewardFile, RewardErr: rewardErr, Guarded: harbor != nil, Started: started}
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
 	r.StdoutCut, r.StderrCut = stdout.cut, stderr.cut
@@ -429,4 +438,13 @@ func (b *cappedBuffer) bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]byte(nil), b.buf...)
+}
+
+// tailOf is the last 300 bytes of b, quoted.
+func tailOf(b []byte) string {
+	const n = 300
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strconv.Quote(string(b))
 }

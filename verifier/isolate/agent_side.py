@@ -22,7 +22,24 @@ def recv_exact(n):
     return bytes(b)
 
 
+def agent_exception(cls):
+    """[[id, name], ...] of cls and its bases that are the agent's exception classes, most
+    derived first; None unless cls is one."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        return None
+    out = []
+    for c in cls.__mro__:
+        if getattr(builtins, c.__name__, None) is c:
+            break
+        objects[id(c)] = c
+        out.append([id(c), c.__name__[:100]])
+    return out or None
+
+
 def handle(v):
+    x = agent_exception(v)
+    if x is not None:
+        return {"x": x}
     objects[id(v)] = v
     try:
         rep = repr(v)[:200]
@@ -124,8 +141,9 @@ while True:
             e = RuntimeError(str(e.code))
         name = type(e).__name__ if getattr(builtins, type(e).__name__, None) is type(e) else "AgentError"
         msg = str(e)
-        if name == "AgentError":
-            msg = "%s: %s" % (type(e).__name__, msg)
         reply = {"err": [name, msg[:2000]]}
+        x = agent_exception(type(e))
+        if x is not None:
+            reply["cls"] = x
     data = json.dumps(reply).encode()
     sock.sendall(struct.pack(">I", len(data)) + data)

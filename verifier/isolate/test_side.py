@@ -13,16 +13,21 @@ def cevalIsolate(agent_source, ws):
     from importlib.machinery import ModuleSpec
 
     MAX = 64 << 20
-    names = set()
-    try:
-        with os.scandir(ws) as entries:
-            for e in entries:
-                n, dot, ext = e.name.partition(".")
-                if (dot and ext in ("py", "pyc") or ext.endswith("so")) or (not dot and e.is_dir(follow_symlinks=False)):
-                    if n.isidentifier():
-                        names.add(n)
-    except OSError:
-        pass
+    def workspace_names():
+        """The top-level names the workspace holds now (NAME.py, NAME/, NAME.pyc, NAME.*.so)."""
+        names = set()
+        try:
+            with os.scandir(ws) as entries:
+                for e in entries:
+                    n, dot, ext = e.name.partition(".")
+                    if (dot and ext in ("py", "pyc") or ext.endswith("so")) or (not dot and e.is_dir(follow_symlinks=False)):
+                        if n.isidentifier():
+                            names.add(n)
+        except OSError:
+            pass
+        return names
+
+    names = workspace_names()
 
     here, there = socket.socketpair()
     proc = subprocess.Popen(
@@ -66,8 +71,28 @@ def cevalIsolate(agent_source, ws):
             cls = getattr(builtins, err[0], None)
             if not (isinstance(cls, type) and issubclass(cls, Exception)) or cls is Gone:
                 cls = AgentError
+            if "cls" in reply:
+                cls = standin(reply["cls"])
             raise cls(err[1])
         return decode(reply.get("v"))
+
+    standins = {}
+
+    def standin(chain):
+        """The test process's stand-in for an exception class of the agent's ([[id, name],
+        ...], most derived first): a subclass of AgentError (and of the stand-ins of its
+        bases), so pytest.raises and except name it; it holds no code of the agent's."""
+        if type(chain) is not list or not chain or len(chain) > 64:
+            raise Gone("ceval isolation: a malformed exception class from the agent's process")
+        base = AgentError
+        for link in reversed(chain):
+            if type(link) is not list or len(link) != 2 or type(link[0]) is not int or type(link[1]) is not str or not link[1].isidentifier():
+                raise Gone("ceval isolation: a malformed exception class from the agent's process")
+            cls = standins.get(link[0])
+            if cls is None:
+                cls = standins[link[0]] = type(link[1], (base,), {"__module__": "agent"})
+            base = cls
+        return base
 
     def encode(v, depth=0):
         if depth > 100:
@@ -116,6 +141,8 @@ def cevalIsolate(agent_source, ws):
             return out
         if k == "p" and type(x) is str:
             return pathlib.Path(x)
+        if k == "x":
+            return standin(x)
         if k == "h" and type(x) is list and len(x) == 3 and type(x[0]) is int and type(x[1]) is str and type(x[2]) is str:
             return Handle(x[0], x[1], x[2])
         raise Gone("ceval isolation: a malformed answer from the agent's process")
@@ -240,7 +267,8 @@ def cevalIsolate(agent_source, ws):
     class Finder:
         @staticmethod
         def find_spec(name, path=None, target=None):
-            if name.partition(".")[0] not in names:
+            top = name.partition(".")[0]
+            if top not in names and top not in workspace_names():
                 return None
             spec = ModuleSpec(name, Loader, is_package=True)
             spec.submodule_search_locations = []
@@ -279,4 +307,22 @@ def cevalIsolate(agent_source, ws):
                 raise RuntimeError("ceval isolation: unpickling %s.%s would run code in the test process" % (mod, args[1]))
 
     sys.addaudithook(hook)
+
+    class NoWorkspace:
+        """The path hook of every sys.path entry in the workspace (a test's
+        sys.path.insert(0, "/workspace"), a zip there): it finds nothing, so nothing of the
+        workspace imports here through it; the workspace's names come through Finder."""
+        def __init__(self, entry):
+            p = os.path.abspath(os.fsdecode(entry) or ".")
+            if not under_ws(p):
+                raise ImportError("not the workspace")
+
+        def find_spec(self, name, target=None):
+            return None
+
+        def invalidate_caches(self):
+            pass
+
+    sys.path_hooks.insert(0, NoWorkspace)
+    sys.path_importer_cache.clear()
     return proc
