@@ -51,7 +51,7 @@ var criterionFieldSchema = map[string]any{
 	"description":        jsStr,
 	"weight":             jsType("number", "the criterion's weight in the score"),
 	"pass_threshold":     map[string]any{"type": "number", "minimum": 0, "maximum": 1},
-	"path":               jsType("string", "a workspace path (relative to /workspace)"),
+	"path":               jsType("string", "a workspace path (relative to /workspace), or an absolute path below one of sandbox.outputs"),
 	"includes":           jsStrs,
 	"excludes":           jsStrs,
 	"pattern":            jsType("string", "a regular expression (RE2)"),

@@ -315,6 +315,10 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			for _, note := range n {
 				notes = append(notes, "output "+outputs[i]+": "+note)
 			}
+			var big *workspaceTooBig
+			if errors.As(err, &big) {
+				return &workspaceTooBig{path: outputs[i] + "/" + big.path} // the output's, by its container path
+			}
 			return err
 		},
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -19,14 +20,17 @@ import (
 
 func newGradeCmd(g *globalOptions) *cobra.Command {
 	var workspace, row string
+	var outputs []string
 	var asJSON, allowHostNet bool
 	cmd := &cobra.Command{
-		Use:   "grade TASK --workspace DIR [--row ID]",
+		Use:   "grade TASK --workspace DIR [--row ID] [--output PATH=DIR]...",
 		Short: "Grade a workspace directory against a task's criteria, with no agent",
 		Long: "grade snapshots DIR (a private copy that never follows a symlink) and grades the copy\n" +
 			"against TASK's success criteria. Criteria with sandbox: container run in verifier\n" +
 			"containers and need containerd (without it they are NOT_GRADED, with the reason).\n" +
 			"A task with a dataset is graded as one of its rows: --row ID (the row's id, else its number).\n" +
+			"--output PATH=DIR grades DIR as the task's sandbox.outputs entry PATH (an output not\n" +
+			"given is empty, as when the agent wrote nothing there).\n" +
 			"Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input, 3 on ERROR or NOT_GRADED.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,6 +49,17 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 			}
 			if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
 				return exitWith(exitInvalid, fmt.Errorf("workspace %s is not a directory", workspace))
+			}
+			outDirs := map[string]string{}
+			for _, o := range outputs {
+				p, dir, ok := strings.Cut(o, "=")
+				if !ok || !slices.Contains(t.Sandbox.Outputs, p) {
+					return exitWith(exitInvalid, fmt.Errorf("--output %q: want PATH=DIR with PATH one of the task's sandbox.outputs (%s)", o, strings.Join(t.Sandbox.Outputs, ", ")))
+				}
+				if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+					return exitWith(exitInvalid, fmt.Errorf("--output %s: %s is not a directory", p, dir))
+				}
+				outDirs[p] = dir
 			}
 			// Started before the snapshot: the worker loads the toolbox while the copy runs.
 			ucfg, err := g.config(cmd)
@@ -65,6 +80,20 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", workspace, err))
 			}
+			for i, p := range t.Sandbox.Outputs {
+				src := outDirs[p]
+				if src == "" {
+					src = filepath.Join(tmp, fmt.Sprintf("empty-%d", i))
+					if err := os.Mkdir(src, 0o700); err != nil {
+						return exitWith(exitInfraErr, err)
+					}
+				}
+				o, err := snapshot.Take(src, filepath.Join(tmp, fmt.Sprintf("output-%d", i)), snapshot.DefaultLimits())
+				if err != nil {
+					return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", src, err))
+				}
+				snap.Outputs = append(snap.Outputs, snapshot.Output{Path: p, Snapshot: o})
+			}
 			res := grader.Grade(cmd.Context(), t, snap, grader.Options{Reference: t.Reference, Executor: ex})
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -79,6 +108,7 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&workspace, "workspace", "w", "", "directory to grade (required)")
+	cmd.Flags().StringArrayVar(&outputs, "output", nil, "PATH=DIR: grade DIR as the task's sandbox.outputs entry PATH (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print exactly one JSON object")
 	cmd.Flags().StringVar(&row, "row", "", "for a task with a dataset: grade the task of this row (its id, else its number)")
 	cmd.Flags().BoolVar(&allowHostNet, "allow-host-network", false, "let sandbox: container criteria with network: host use the host's network")
