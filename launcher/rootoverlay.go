@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RootOverlayPrefix starts the name of the directory (in the system's temporary directory)
-// that holds a RootOverlay's dir: GC finds a dead verifier's overlay by it.
+// RootOverlayPrefix starts the name of the directory that holds a RootOverlay's dir
+// (supervisor.RootOverlayBase/ceval-root-*): GC finds a dead verifier's overlay by it.
 const RootOverlayPrefix = "ceval-root-"
 
 // RootOverlay is a writable root filesystem for a container whose process is root in its

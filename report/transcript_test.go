@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"html"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -126,6 +127,19 @@ func TestLargeReportInChromium(t *testing.T) {
 		}
 	}
 	chromiumtest.Screenshot(t, bin, filepath.Join(dir, HTMLFile), "report-1000-runs.png")
+	// Every run links its page; the last one linked opens in the browser with its tool calls.
+	links := regexp.MustCompile(`href="([^"]+/`+TranscriptFile+`)"`).FindAllStringSubmatch(dom, -1)
+	if len(links) != 1000 {
+		t.Fatalf("%d run pages linked, want 1000", len(links))
+	}
+	runPage := filepath.Join(dir, filepath.FromSlash(html.UnescapeString(links[len(links)-1][1])))
+	runDOM, console := chromiumtest.DOM(t, bin, runPage)
+	for _, line := range console {
+		t.Errorf("run page console: %s", line)
+	}
+	if !strings.Contains(runDOM, `tool call <code>Bash</code>`) || !strings.Contains(runDOM, `class="obs"`) || !strings.Contains(runDOM, "the experiment's report") {
+		t.Errorf("the run page %s opened from the 1,000-run report lacks its tool calls or the way back", runPage)
+	}
 }
 
 // The run page lists the task's steps with their logs' tails, text escaped.

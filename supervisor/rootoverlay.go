@@ -48,13 +48,40 @@ func VerifierInfo(network string, t *task.Task) *record.VerifierResult {
 	return v
 }
 
+// RootOverlayBase holds the root overlays' directories: under /run (emptied at boot, as
+// their mounts are), not under TMPDIR, which may be a private directory (0700) that the
+// verifier's root could not search.
+var RootOverlayBase = "/run/ceval/roots"
+
+// rootOverlayDir makes a fresh directory for a root overlay in RootOverlayBase, every
+// directory from /run/ceval down searchable by others (search only: nothing is listed).
+func rootOverlayDir() (string, error) {
+	if err := os.MkdirAll(RootOverlayBase, 0o711); err != nil {
+		return "", fmt.Errorf("root overlay: %w", err)
+	}
+	for _, d := range []string{filepath.Dir(RootOverlayBase), RootOverlayBase} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return "", fmt.Errorf("root overlay: %w", err)
+		}
+		if m := fi.Mode().Perm(); m&0o011 != 0o011 {
+			if err := os.Chmod(d, m|0o011); err != nil {
+				return "", fmt.Errorf("root overlay: %w", err)
+			}
+		}
+	}
+	parent, err := os.MkdirTemp(RootOverlayBase, launcher.RootOverlayPrefix)
+	if err == nil {
+		err = os.Chmod(parent, 0o711)
+	}
+	return parent, err
+}
+
 // mountRootOverlay makes the writable root of a SandboxConfig.Root container: a read-only
 // view of the image's snapshot, held by a lease of its own, under a launcher.RootOverlay
-// idmapped to the user namespace at usernsPath (root hostID), capped at diskMB. It lies in a
-// directory of its own under the system's temporary directory: the namespace's root must
-// search every directory above the rootfs (runc binds it onto itself as that root), which
-// a run's or a test's private directory (0700) does not allow. The returned close unmounts
-// it, removes the directory and drops the view.
+// idmapped to the user namespace at usernsPath (root hostID), capped at diskMB, in a
+// directory of its own under RootOverlayBase (see there). The returned close unmounts it,
+// removes the directory and drops the view.
 func mountRootOverlay(ctx context.Context, c *client.Client, image, usernsPath string, hostID uint32, diskMB int64) (string, func() error, error) {
 	img, err := c.GetImage(ctx, image)
 	if err != nil {
@@ -97,10 +124,7 @@ func mountRootOverlay(ctx context.Context, c *client.Client, image, usernsPath s
 	if err != nil {
 		return "", nil, errors.Join(fmt.Errorf("image %s: view of its snapshot: %w", image, err), closeAll())
 	}
-	parent, err := os.MkdirTemp("", launcher.RootOverlayPrefix)
-	if err == nil {
-		err = os.Chmod(parent, 0o711)
-	}
+	parent, err := rootOverlayDir()
 	if err != nil {
 		return "", nil, errors.Join(fmt.Errorf("root overlay: %w", err), closeAll())
 	}

@@ -75,6 +75,9 @@ echo 1 > /proc/sys/vm/drop_caches 2>/dev/null && b "wrote a host sysctl"
 echo x > "$HOST_FILE" 2>/dev/null && b "wrote a file outside its copy"
 for f in /task/tests/probe /reference/probe; do [ -d "${f%/*}" ] && { : > "$f"; } 2>/dev/null && b "wrote $f"; done
 ip link add dummy0 type dummy 2>/dev/null && b "made a network device"
+(exec 3>/.ceval/supervisor) 2>/dev/null && b "opened the supervisor's lifeline for writing"
+(echo x >> /.ceval/init) 2>/dev/null && b "wrote the init"
+kill -9 1 2>/dev/null; sleep 0.2; kill -0 1 2>/dev/null || b "killed the init"
 echo done
 `
 

@@ -98,7 +98,8 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 					RunsDir: runsDir, RunID: record.NewRunID(time.Now()), Client: sess.client,
 					Version: cevalVersion(), Preflight: sess.preflight, Busybox: busybox, Executor: ex, IDs: ucfg.idRange(), Pins: pins,
 					// A task asking for host networking gets it only as for ceval run: when the user's config allows it.
-					Allow: supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},
+					Allow:           supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},
+					VerifierNetwork: ucfg.VerifierNetwork,
 				},
 				Jobs: jobs, LeakedCriteria: leaked,
 				Progress: func(t audit.Target, r audit.Run) {

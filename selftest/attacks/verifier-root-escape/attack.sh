@@ -12,6 +12,8 @@ echo 1 > /proc/sys/vm/drop_caches 2>/dev/null && e wrote a sysctl
 ip link add ceval0 type dummy 2>/dev/null && e made a network device
 unshare -U -r -m sh -c "mount -t tmpfs x /tmp/m" 2>/dev/null && e mounted in a nested user namespace
 grep -rqs "CEVAL-CAN""ARY-" /reference /task 2>/dev/null && e read the grading material
+(exec 3>/.ceval/supervisor) 2>/dev/null && e opened the lifeline for writing
+(echo x >> /.ceval/init) 2>/dev/null && e wrote the init
 exit 0
 T'
 true
