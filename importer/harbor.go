@@ -327,6 +327,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "tests", "test.sh"), Line: line, Field: "tests/test.sh", Unmapped: true,
 				Reason: fmt.Sprintf("installs or downloads at grading time (%s), as Harbor's verifier may (it has the network and root): ceval's verifier container has no network unless the user's config says verifier_network: host, so the tests would fail: install what they need into environment/Dockerfile and drop the line", what)})
 		}
+		if file, line := rewardWriter(dir, data); file != "" {
+			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
+				Reason: "writes the reward, as a program tests/test.sh starts: harbor_reward counts only what test.sh's own shell writes (its redirections, an EXIT trap, a script it sources), so this task would score 0: have test.sh write it (python3 score.py > /logs/verifier/reward.txt) or source the script (. /tests/FILE)"})
+		}
 	}
 	if exists("solution/solve.sh") {
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
@@ -485,4 +489,48 @@ func fetchLine(script []byte, skip map[int]bool) (int, string) {
 		}
 	}
 	return 0, ""
+}
+
+// rewardRedirect matches a shell redirection into reward.txt or reward.json.
+var rewardRedirect = lazyregexp.New(`>\s*["']?\S*reward\.(txt|json)`)
+
+// rewardSourced matches a script test.sh runs in its own shell (. FILE, source FILE).
+var rewardSourced = lazyregexp.New(`(?m)^\s*(?:\.|source)\s+["']?(\S+?)["']?\s*$`)
+
+// rewardWriter finds, for a Harbor task whose tests/test.sh (data) writes no reward itself,
+// the other file of tests/ that names reward.txt or reward.json: the reward is then written
+// by a program test.sh starts, which harbor_reward never counts. It returns that file and
+// the line naming the reward ("" when test.sh, or a script it sources, redirects into one).
+func rewardWriter(dir string, data []byte) (string, int) {
+	tests := filepath.Join(dir, "tests")
+	own := []string{string(data)}
+	for _, m := range rewardSourced.FindAllStringSubmatch(string(data), -1) {
+		if b, err := readCapped(filepath.Join(tests, filepath.Base(m[1]))); err == nil {
+			own = append(own, string(b))
+		}
+	}
+	for _, text := range own {
+		if rewardRedirect.MatchString(text) || strings.Contains(text, "trap ") {
+			return "", 0
+		}
+	}
+	ents, err := os.ReadDir(tests)
+	if err != nil {
+		return "", 0
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || e.Name() == "test.sh" {
+			continue
+		}
+		b, err := readCapped(filepath.Join(tests, e.Name()))
+		if err != nil {
+			continue
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "reward.txt") || strings.Contains(line, "reward.json") {
+				return filepath.Join(tests, e.Name()), i + 1
+			}
+		}
+	}
+	return "", 0
 }

@@ -1,4 +1,4 @@
 #!/bin/sh
 # Under WORKDIR /task, /tests must still be where the tests are.
 mkdir -p /logs/verifier
-sh /tests/check.sh
+. /tests/check.sh
