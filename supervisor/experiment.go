@@ -302,7 +302,7 @@ func pinImages(ctx context.Context, e *task.Experiment, o Options, old []record.
 			}
 			if _, err := o.Pins.Pin(ctx, o.Client, name); err != nil {
 				err = fmt.Errorf("image %s (task %s): %w", name, en.Task.ID, err)
-				if errors.Is(err, registry.ErrConfig) || errors.Is(err, errdefs.ErrNotFound) {
+				if errors.Is(err, registry.ErrConfig) || errors.Is(err, registry.ErrRefused) || errors.Is(err, errdefs.ErrNotFound) {
 					return &InputError{err}
 				}
 				return &InfraError{err}

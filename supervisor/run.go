@@ -24,6 +24,7 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -363,6 +364,9 @@ func (r *run) prepare(ctx context.Context) error {
 		go embedded.Init.SHA256()
 	}
 	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox); err != nil {
+		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
+			return &InputError{err}
+		}
 		return &InfraError{err}
 	}
 	res.Image = r.img
