@@ -37,7 +37,9 @@ func hostileRegistry() *hostile {
 		h := &hostile{}
 		var layer bytes.Buffer
 		tw := tar.NewWriter(&layer)
-		body := []byte("served by a service on the host\n")
+		// A layer of this process's own: content containerd holds already (shared between
+		// its namespaces) would be taken without a fetch, and so without the redirect.
+		body := []byte("served by a service on the host " + NewCanary()[len(canaryPrefix):] + "\n")
 		tw.WriteHeader(&tar.Header{Name: "internal.txt", Mode: 0o644, Size: int64(len(body))})
 		tw.Write(body)
 		tw.Close()
