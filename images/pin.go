@@ -83,8 +83,9 @@ type Pinner struct {
 	mu       sync.Mutex
 	pins     map[string]record.ImagePin // by the name as a task writes it
 	resolver remotes.Resolver
-	// Pulls counts the pulls this Pinner made (for tests and the bench).
-	Pulls int
+	// Pulls counts the pulls this Pinner made, Resolves its registry resolutions without a
+	// pull (Remote) (for tests and the bench).
+	Pulls, Resolves int
 }
 
 // NewPinner returns a Pinner with the given policy and registry files.
@@ -184,6 +185,42 @@ func (p *Pinner) pin(ctx context.Context, c *client.Client, name string) (record
 	if err := p.keep(ctx, c, pin, rec); err != nil {
 		return record.ImagePin{}, err
 	}
+	return pin, nil
+}
+
+// Remote pins name to the digest its registry resolves it to, without pulling it here: for
+// a cluster's nodes, which pull REPO@DIGEST themselves. A name pinned before returns the
+// same pin; a reference with @sha256: pins that digest without asking (the node verifies
+// what it pulls against it).
+func (p *Pinner) Remote(ctx context.Context, name string) (record.ImagePin, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.init()
+	if pin, ok := p.pins[name]; ok {
+		return pin, nil
+	}
+	ref, err := cevalregistry.Normalize(name)
+	if err != nil {
+		return record.ImagePin{}, err
+	}
+	pin := record.ImagePin{Name: name, Reference: ref}
+	named, _ := reference.ParseNormalizedNamed(ref)
+	if can, ok := named.(reference.Canonical); ok {
+		pin.Digest = can.Digest()
+	} else {
+		qctx := cevalregistry.Quiet(ctx)
+		res, err := p.getResolver(qctx)
+		if err != nil {
+			return record.ImagePin{}, err
+		}
+		p.Resolves++
+		_, desc, err := res.Resolve(qctx, ref)
+		if err != nil {
+			return record.ImagePin{}, p.Registry.Explain(ref, fmt.Errorf("resolve %s: %w", ref, err))
+		}
+		pin.Digest = desc.Digest
+	}
+	p.pins[name] = pin
 	return pin, nil
 }
 

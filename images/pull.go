@@ -14,6 +14,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	cevalregistry "ceval.dev/ceval/registry"
 )
 
 // Size bounds on what a registry may send before a byte is fetched: a manifest, index or
@@ -91,7 +93,7 @@ func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*re
 						}
 					}
 					if n > MaxPulledLayers {
-						return nil, fmt.Errorf("manifest %s has %d layers, over the bound of %d; refused", desc.Digest, n, MaxPulledLayers)
+						return nil, fmt.Errorf("%w: manifest %s has %d layers, over the bound of %d", cevalregistry.ErrRefused, desc.Digest, n, MaxPulledLayers)
 					}
 				}
 				if err == nil && o.Log != nil && images.IsLayerType(desc.MediaType) {
@@ -105,11 +107,11 @@ func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*re
 		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "unexpected commit digest") || strings.Contains(msg, "unexpected commit size"):
-			return nil, nil, fmt.Errorf("pull %s: the registry sent content whose bytes do not match its digest or size; refused, nothing was kept: %w", ref, err)
+			return nil, nil, fmt.Errorf("pull %s: %w: the registry sent content whose bytes do not match its digest or size; nothing was kept: %w", ref, cevalregistry.ErrRefused, err)
 		case strings.Contains(msg, "read exceeds expected size") || strings.Contains(msg, "read past expected size"):
-			return nil, nil, fmt.Errorf("pull %s: the registry sent a blob longer than its descriptor says (an endless blob?); refused, nothing was kept: %w", ref, err)
+			return nil, nil, fmt.Errorf("pull %s: %w: the registry sent a blob longer than its descriptor says (an endless blob?); nothing was kept: %w", ref, cevalregistry.ErrRefused, err)
 		case strings.Contains(msg, "no match for platform"):
-			return nil, nil, fmt.Errorf("pull %s: the image index has no manifest for platform %s; give --platform for one it has; nothing was kept: %w", ref, want, err)
+			return nil, nil, fmt.Errorf("pull %s: %w: the image index has no manifest for platform %s; give --platform for one it has; nothing was kept: %w", ref, cevalregistry.ErrRefused, want, err)
 		}
 		return nil, nil, fmt.Errorf("pull %s: %w", ref, err)
 	}
@@ -153,10 +155,10 @@ func checkPullSize(desc ocispec.Descriptor) error {
 	switch {
 	case images.IsLayerType(desc.MediaType):
 		if desc.Size > MaxPulledLayerSize {
-			return fmt.Errorf("layer %s is %d bytes, over the %d byte bound; refused", desc.Digest, desc.Size, MaxPulledLayerSize)
+			return fmt.Errorf("%w: layer %s is %d bytes, over the %d byte bound", cevalregistry.ErrRefused, desc.Digest, desc.Size, MaxPulledLayerSize)
 		}
 	case desc.Size > MaxPulledManifestSize:
-		return fmt.Errorf("%s %s is %d bytes, over the %d byte bound for manifests and configs; refused", desc.MediaType, desc.Digest, desc.Size, MaxPulledManifestSize)
+		return fmt.Errorf("%w: %s %s is %d bytes, over the %d byte bound for manifests and configs", cevalregistry.ErrRefused, desc.MediaType, desc.Digest, desc.Size, MaxPulledManifestSize)
 	}
 	return nil
 }

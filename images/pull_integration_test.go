@@ -543,8 +543,8 @@ func TestPullRefusesAHostileRegistry(t *testing.T) {
 			case <-time.After(2 * time.Minute):
 				t.Fatal("the pull did not end in 2 minutes")
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("pull: %v, want an error saying %q", err, tc.want)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, cevalregistry.ErrRefused) {
+				t.Fatalf("pull: %v, want an error saying %q that is registry.ErrRefused", err, tc.want)
 			}
 			t.Logf("refused: %v", err)
 			assertGone(t, ctx, c, ref, keep...)

@@ -279,8 +279,10 @@ func guarded(c *http.Client) *http.Client {
 	return g
 }
 
-// ErrRedirect is what a refused redirect's error wraps.
-var ErrRedirect = errors.New("registry redirect refused")
+// ErrRefused is what the errors wrap that refuse what a registry sent (a redirect, a
+// manifest or blob over its bounds, content that is not what it claims): the fault is the
+// registry's, or the task's that named it, never the host's.
+var ErrRefused = errors.New("refused")
 
 // checkRedirect follows a redirect to the same host, or to another host over https that is
 // not a loopback, private or link-local address (a registry's blob CDN). Refused: a
@@ -289,7 +291,7 @@ var ErrRedirect = errors.New("registry redirect refused")
 // services it could not.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
-		return fmt.Errorf("%w: more than %d redirects from %s", ErrRedirect, maxRedirects, via[0].URL.Host)
+		return fmt.Errorf("%w: more than %d redirects from %s", ErrRefused, maxRedirects, via[0].URL.Host)
 	}
 	from, to := via[0].URL, req.URL
 	if to.Host == from.Host && (to.Scheme == from.Scheme || to.Scheme == "https") {
@@ -298,10 +300,10 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	h := to.Hostname()
 	ip := net.ParseIP(h)
 	if h == "localhost" || strings.HasSuffix(h, ".localhost") || ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()) || docker.IsLocalhost(from.Host) {
-		return fmt.Errorf("%w: registry %s redirected to another host, %s; ceval follows a registry's redirects only to its own host or to a public https host", ErrRedirect, from.Host, to.Redacted())
+		return fmt.Errorf("%w: registry %s redirected to another host, %s; ceval follows a registry's redirects only to its own host or to a public https host", ErrRefused, from.Host, to.Redacted())
 	}
 	if to.Scheme != "https" {
-		return fmt.Errorf("%w: registry %s redirected to %s, not https", ErrRedirect, from.Host, to.Redacted())
+		return fmt.Errorf("%w: registry %s redirected to %s, not https", ErrRefused, from.Host, to.Redacted())
 	}
 	return nil
 }
@@ -316,7 +318,7 @@ func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if resp.ContentLength > MaxManifestBytes {
 		resp.Body.Close()
-		return nil, fmt.Errorf("registry %s: manifest %s is %d bytes, over the %d byte bound; refused", req.URL.Host, req.URL.Path, resp.ContentLength, MaxManifestBytes)
+		return nil, fmt.Errorf("%w: registry %s: manifest %s is %d bytes, over the %d byte bound", ErrRefused, req.URL.Host, req.URL.Path, resp.ContentLength, MaxManifestBytes)
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: MaxManifestBytes, host: req.URL.Host, path: req.URL.Path}
 	return resp, nil
@@ -330,7 +332,7 @@ type cappedBody struct {
 
 func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		return 0, fmt.Errorf("registry %s: manifest %s runs past the %d byte bound (an endless body?); refused", b.host, b.path, MaxManifestBytes)
+		return 0, fmt.Errorf("%w: registry %s: manifest %s runs past the %d byte bound (an endless body?)", ErrRefused, b.host, b.path, MaxManifestBytes)
 	}
 	if int64(len(p)) > b.left {
 		p = p[:b.left]
@@ -341,7 +343,7 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 		// One byte more tells a manifest of exactly the bound from one that goes on.
 		var one [1]byte
 		if m, _ := b.rc.Read(one[:]); m > 0 {
-			return n, fmt.Errorf("registry %s: manifest %s runs past the %d byte bound (an endless body?); refused", b.host, b.path, MaxManifestBytes)
+			return n, fmt.Errorf("%w: registry %s: manifest %s runs past the %d byte bound (an endless body?)", ErrRefused, b.host, b.path, MaxManifestBytes)
 		}
 		err = io.EOF
 	}

@@ -19,6 +19,7 @@ trap cleanup EXIT
 now() { date +%s%N; }
 ctr_() { ctr -a "$SOCK" -n "$NS" "$@"; }
 
+scripts/registry.sh install >/dev/null   # docker-registry, apache2-utils, openssl (apt, if missing)
 scripts/registry.sh start "$work/reg" >"$work/env"
 set -a; . "$work/env"; set +a
 reg=$CEVAL_TEST_REGISTRY

@@ -16,6 +16,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/verifier"
@@ -266,7 +267,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 		return done(Errored, 0, "the attack's task does not load: "+err.Error())
 	}
 	defer t.Close()
-	if o.Image != "" && !s.probe {
+	if o.Image != "" && !s.probe && !s.registry {
 		t.Sandbox.Image = o.Image
 	}
 	if o.Kube != nil {
@@ -318,11 +319,20 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	budget := runBudget(t)
 	actx, cancel := context.WithTimeout(ctx, budget+hangGuard)
 	defer cancel()
+	var pins *images.Pinner
+	if s.registry { // the task author's registry: no credentials, no hosts file of the user's
+		pins = images.NewPinner(images.PullMissing, registry.Options{HostsDir: filepath.Join(taskDir, "no-hosts"), DockerConfig: filepath.Join(taskDir, "no-docker-config.json")})
+	}
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
 		RunsDir: runsDir, RunID: runID, Client: o.Client,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
-		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress, Kube: o.Kube,
+		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress, Kube: o.Kube, Pins: pins,
 	})
+	if s.registry {
+		if msg := hostileRegistry().reached(); msg != "" {
+			return done(Breach, score(res), msg)
+		}
+	}
 	if s.race != nil && (!raced || raceErr != nil) {
 		return done(Errored, score(res), fmt.Sprintf("the task author's race did not run (%v), so the attack proved nothing", raceErr))
 	}

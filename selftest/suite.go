@@ -76,6 +76,10 @@ type setup struct {
 	// attacks a mechanism of the local sandbox that a Pod does differently, tested there
 	// by the test it names); the row is skipped with this reason.
 	kube func(o *supervisor.KubeOptions) string
+	// registry runs the attack's task with a Pinner (pull missing) against hostileRegistry,
+	// whose host replaces {{REGISTRY}}; any request its redirect made to the host's service
+	// is a breach.
+	registry bool
 }
 
 // setups is the extension point for attacks that need more than their attacks/NAME files,
@@ -127,7 +131,10 @@ var setups = map[string]setup{
 	"author-git-host-alternates": hostRepoSetup("alternates", "names other object stores"),
 	"author-material-swap": swapSetup(map[string][]string{
 		"run_started": {"kit"}, "plugin_verified": {"calls.jsonl"}, "agent_exited": {"reference"}}),
-	"author-hostile-wheel":      {refused: "installs a .pth file (evil_hook.pth)"},
+	"author-hostile-wheel": {refused: "installs a .pth file (evil_hook.pth)"},
+	"author-hostile-registry": {registry: true, refused: "redirected to another host", kube: func(*supervisor.KubeOptions) string {
+		return "a Pod's images are pulled by its node's containerd, not by ceval"
+	}},
 	"fool-oversize-hidden-todo": {check: checkLimitsHitNames("snapshot per-file cap")},
 	"fool-entry-cap-hides-file": {check: checkLimitsHitNames("snapshot entry cap")},
 	"fool-path-shape":           {check: checkPathShapeBounded},
@@ -225,7 +232,11 @@ func materialize(a Attack, dir, canary string) error {
 		return err
 	}
 	src := path.Join("attacks", a.Name)
-	subst := strings.NewReplacer(canaryPlaceholder, canary, taskDirPlaceholder, dir, probeImagePlaceholder, ProbeImage())
+	regHost := ""
+	if setups[a.Name].registry {
+		regHost = hostileRegistry().host
+	}
+	subst := strings.NewReplacer(canaryPlaceholder, canary, taskDirPlaceholder, dir, probeImagePlaceholder, ProbeImage(), registryPlaceholder, regHost)
 	err := fs.WalkDir(suite, src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

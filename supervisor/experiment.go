@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	corev1 "k8s.io/api/core/v1"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
@@ -187,7 +188,7 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 			return nil, &InfraError{err}
 		}
 	}
-	if len(plan.Images) > 0 {
+	if len(plan.Images) > 0 && o.Run.Kube == nil {
 		if err := images.MarkPinned(ctx, o.Run.Client, plan.Images, o.Run.RunID, expDir); err != nil {
 			return nil, &InfraError{err}
 		}
@@ -278,7 +279,7 @@ feed:
 		}
 	}
 	out.Interrupted = out.Interrupted || ctx.Err() != nil
-	if !out.Interrupted && out.StoppedEarly == nil && len(plan.Images) > 0 {
+	if !out.Interrupted && out.StoppedEarly == nil && len(plan.Images) > 0 && o.Run.Kube == nil {
 		// Finished: images prune may take its images again once no run uses them.
 		_ = images.MarkPinned(context.WithoutCancel(ctx), o.Run.Client, plan.Images, o.Run.RunID, "")
 	}
@@ -287,10 +288,11 @@ feed:
 
 // pinImages pins every image the experiment's tasks name (sandbox.image, verifier
 // criteria's images; ceval's own are named by their inputs and not pinned) into plan, the
-// pins of an earlier start first. On a cluster the nodes resolve the images: nothing is
-// pinned here.
+// pins of an earlier start first. On a cluster whose nodes pull from a registry the tags
+// are resolved there, not pulled here; images imported into the nodes (pull policy Never)
+// are not pinned.
 func pinImages(ctx context.Context, e *task.Experiment, o Options, old []record.ImagePin, plan *record.Plan) error {
-	if o.Pins == nil || o.Kube != nil {
+	if o.Pins == nil || o.Kube != nil && o.Kube.PullPolicy == corev1.PullNever {
 		plan.Images = old
 		return nil
 	}
@@ -300,9 +302,15 @@ func pinImages(ctx context.Context, e *task.Experiment, o Options, old []record.
 			if !images.Pinnable(name) {
 				continue
 			}
-			if _, err := o.Pins.Pin(ctx, o.Client, name); err != nil {
+			var err error
+			if o.Kube != nil {
+				_, err = o.Pins.Remote(ctx, name)
+			} else {
+				_, err = o.Pins.Pin(ctx, o.Client, name)
+			}
+			if err != nil {
 				err = fmt.Errorf("image %s (task %s): %w", name, en.Task.ID, err)
-				if errors.Is(err, registry.ErrConfig) || errors.Is(err, errdefs.ErrNotFound) {
+				if errors.Is(err, registry.ErrConfig) || errors.Is(err, registry.ErrRefused) || errors.Is(err, errdefs.ErrNotFound) {
 					return &InputError{err}
 				}
 				return &InfraError{err}

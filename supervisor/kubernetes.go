@@ -118,8 +118,34 @@ func CheckKubernetes(t *task.Task) error {
 }
 
 func (k kubeRuntime) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
-	// The node resolves the name; its digest is recorded once the Pod runs (imageDigest).
+	// Nodes that pull from a registry get the image by the digest its tag resolves to now
+	// (pinned: every run of an experiment the same); imported images (pull policy Never) are
+	// named as they are. The node's resolution is recorded, and checked against a pin, once
+	// the Pod runs (imageDigest).
+	if k.o.Pins != nil && k.k.PullPolicy != corev1.PullNever && images.Pinnable(sb.Image) {
+		pin, err := k.o.Pins.Remote(ctx, sb.Image)
+		if err != nil {
+			return images.Image{Name: sb.Image}, err
+		}
+		return images.Image{Name: images.PinnedName(pin), Reference: pin.Reference, Digest: pin.Digest}, nil
+	}
 	return images.Image{Name: sb.Image}, nil
+}
+
+// checkNodeDigest refuses a Pod whose node ran another image than the digest image names
+// (REPO@DIGEST); an image named otherwise is not checked. id is the container's imageID as
+// the node reports it (REPO@DIGEST for a pulled image).
+func checkNodeDigest(image, id string) error {
+	i := strings.LastIndex(image, "@sha256:")
+	if i < 0 {
+		return nil
+	}
+	want := image[i+1:]
+	j := strings.LastIndex(id, "@")
+	if j < 0 || id[j+1:] != want {
+		return fmt.Errorf("the node ran image %q for %s, not its pinned digest %s; refused", id, image, want)
+	}
+	return nil
 }
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -189,6 +215,9 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 	}
 	s.pod = pod
 	s.imageID = pod.imageDigest(ctx)
+	if err := checkNodeDigest(cfg.Image, s.imageID); err != nil {
+		return nil, err
+	}
 	sess, att, err := newSession(ctx, pod.dial, kubeproto.Start{
 		Argv: cfg.Argv, Env: kubeEnv(cfg.Env), Dir: oci.WorkspacePath,
 		Timeout: lim.Timeout, Grace: cfg.Grace, Relays: relays, Probes: probes,

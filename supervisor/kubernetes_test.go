@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
+	corev1 "k8s.io/api/core/v1"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/kubeproto"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/task"
 )
 
@@ -112,5 +118,61 @@ func TestKubeFailureAfterGoIsTheAgentsUnlessTheClusterLostThePod(t *testing.T) {
 	s = &kubeSandbox{pod: fakePod{initCode: 2, initEnded: true}}
 	if err := s.afterGo(ctx, broke); errors.As(err, &ac) {
 		t.Errorf("Ctrl-C: %v, want the plain error (an interrupted run)", err)
+	}
+}
+
+// On a cluster whose nodes pull (IfNotPresent, Always), a task's tag becomes REPO@DIGEST as
+// its registry resolves it now, without a pull here; imported images (Never) keep their
+// name; ceval's own are never pinned.
+func TestKubeRunsNameRegistryImagesByTheirPinnedDigest(t *testing.T) {
+	const dgst = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	var heads int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/manifests/") {
+			heads++
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Header().Set("Docker-Content-Digest", dgst)
+			w.Header().Set("Content-Length", "2")
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	pins := images.NewPinner(images.PullMissing, registry.Options{HostsDir: t.TempDir(), DockerConfig: filepath.Join(t.TempDir(), "none")})
+	pull := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: corev1.PullIfNotPresent}}
+	for range 2 {
+		img, err := pull.resolveImage(context.Background(), task.Sandbox{Image: host + "/a/b:v1"})
+		if err != nil || img.Name != host+"/a/b@"+dgst || img.Digest != dgst || img.Reference != host+"/a/b:v1" {
+			t.Fatalf("resolve on a pulling cluster: %+v, %v", img, err)
+		}
+	}
+	if heads != 1 {
+		t.Errorf("the registry was asked %d times for one tag, want once (then pinned)", heads)
+	}
+	never := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: corev1.PullNever}}
+	for _, name := range []string{host + "/c/d:v1", images.DefaultName} {
+		if img, err := never.resolveImage(context.Background(), task.Sandbox{Image: name}); err != nil || img.Name != name || img.Digest != "" {
+			t.Errorf("resolve %s with pull policy Never: %+v, %v; want the name as it is", name, img, err)
+		}
+	}
+}
+
+// A Pod whose node ran another image than the pinned digest is refused before its agent
+// starts.
+func TestKubeRefusesANodeThatRanAnotherDigest(t *testing.T) {
+	const pinned = "reg.example/a/b@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	cases := []struct {
+		image, id string
+		ok        bool
+	}{
+		{pinned, pinned, true},
+		{pinned, "reg.example/a/b@sha256:2222222222222222222222222222222222222222222222222222222222222222", false},
+		{pinned, "sha256:1111111111111111111111111111111111111111111111111111111111111111", false},
+		{pinned, "", false},
+		{"reg.example/a/b:v1", "", true},
+	}
+	for _, c := range cases {
+		if err := checkNodeDigest(c.image, c.id); (err == nil) != c.ok {
+			t.Errorf("checkNodeDigest(%s, %q) = %v, want ok=%v", c.image, c.id, err, c.ok)
+		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -375,6 +376,9 @@ func (r *run) prepare(ctx context.Context) error {
 		go embedded.Init.SHA256()
 	}
 	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox); err != nil {
+		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
+			return &InputError{err}
+		}
 		return &InfraError{err}
 	}
 	res.Image = r.img

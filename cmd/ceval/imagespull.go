@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/platforms"
 	"github.com/spf13/cobra"
 
@@ -110,7 +112,16 @@ func newImagesPullCmd(g *globalOptions) *cobra.Command {
 			defer c.Close()
 			ctx = registry.Quiet(ctx)
 			start := time.Now()
-			img, _, err := images.Pull(ctx, c, ref, images.PullOptions{Resolver: res, Platform: platform, Log: cmd.ErrOrStderr(), LeaseLabels: launcher.PullLeaseLabels()})
+			log := cmd.ErrOrStderr()
+			var live *pullProgress
+			if isTerminal(log) { // bytes per blob, redrawn in place
+				live = startPullProgress(ctx, log, func(ctx context.Context) ([]content.Status, error) { return c.ContentStore().ListStatuses(ctx) }, 200*time.Millisecond)
+				log = live
+			}
+			img, _, err := images.Pull(ctx, c, ref, images.PullOptions{Resolver: res, Platform: platform, Log: log, LeaseLabels: launcher.PullLeaseLabels()})
+			if live != nil {
+				live.Stop()
+			}
 			if err != nil {
 				return exitWith(registryExitCode(ro.Explain(ref, err)))
 			}
