@@ -61,6 +61,10 @@ func importArchive(ctx context.Context, c *client.Client, r io.Reader) ([]Image,
 		if err := setSource(ctx, c, rec.Name, SourceImported); err != nil {
 			return nil, err
 		}
+		if rec.Labels == nil {
+			rec.Labels = map[string]string{}
+		}
+		rec.Labels[SourceLabel] = SourceImported // as a Lookup of the record now reads it
 		r, err := resolve(ctx, c.ContentStore(), rec)
 		if err != nil {
 			return nil, err

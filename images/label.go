@@ -105,7 +105,9 @@ func Label(ctx context.Context, c *client.Client, ref string) (Image, error) {
 	if err := unpack(ctx, c, rec); err != nil {
 		return Image{}, err
 	}
-	return newImage(rec.Name, manDesc.Digest, cfgDesc.Digest, r.config.Config.Labels), nil // only the isolation label changed
+	img := newImage(rec.Name, manDesc.Digest, cfgDesc.Digest, r.config.Config.Labels) // only the isolation label changed
+	img.Source = rec.Labels[SourceLabel]                                              // the record keeps where it came from
+	return img, nil
 }
 
 // withConfigLabel sets config.Labels[key] in an image config, keeping every other field
