@@ -240,6 +240,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"setup", func(v *yaml.Node) { t.Setup = l.steps(v, "setup") }},
 		{"after_agent", func(v *yaml.Node) { t.AfterAgent = l.steps(v, "after_agent") }},
 		{"python_wheels", func(v *yaml.Node) { l.pythonWheels(v, "python_wheels", &t.PythonWheels) }},
+		{"services", func(v *yaml.Node) { t.Services = l.services(v) }},
 	})
 	if seen == nil {
 		return t
@@ -267,6 +268,9 @@ func (l *loader) task(n *yaml.Node) *Task {
 	l.checkToolCriteria(t)
 	l.checkSolutionHidden(t)
 	l.checkWheelPackages(t)
+	if key := seen["services"]; key != nil {
+		l.checkServices(t, key)
+	}
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}

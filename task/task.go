@@ -61,6 +61,8 @@ type Task struct {
 	Setup, AfterAgent []Step
 	// PythonWheels are pure-Python wheels every Python criterion can import.
 	PythonWheels []*Wheel
+	// Services are the task's own programs beside the agent, in start order (see Service).
+	Services []Service
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	// Dataset is the task_id of the dataset task this one is a row of (its ID is then
