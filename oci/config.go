@@ -93,6 +93,11 @@ type Config struct {
 	// UID is the process's UID and GID inside the user namespace: 0 means AgentUID (the
 	// agent's container); a verifier sets GraderUID. Root is never an option.
 	UID uint32
+
+	// Cwd is the process's working directory: "" = WorkspacePath (a service names its own).
+	Cwd string
+	// UserName is USER in the environment: "" = "agent".
+	UserName string
 }
 
 // IDRangeSize is how many UIDs (and as many GIDs) a container's user namespace maps: all
@@ -162,6 +167,12 @@ func (cfg Config) withDefaults() Config {
 	if cfg.UID == 0 {
 		cfg.UID = policy.AgentUID
 	}
+	if cfg.Cwd == "" {
+		cfg.Cwd = WorkspacePath
+	}
+	if cfg.UserName == "" {
+		cfg.UserName = "agent"
+	}
 	return cfg
 }
 
@@ -216,6 +227,12 @@ func (cfg Config) validate() error {
 		if err := checkAbs(p.path); err != nil {
 			bad("%s: %v", p.name, err)
 		}
+	}
+	if err := checkAbs(cfg.Cwd); err != nil {
+		bad("working directory: %v", err)
+	}
+	if !envKey.MatchString(cfg.UserName) {
+		bad("user name %q: want [A-Za-z0-9_]", cfg.UserName)
 	}
 	for i, m := range cfg.ExtraMounts {
 		if err := checkAbs(m.Source); err != nil {
