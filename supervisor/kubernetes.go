@@ -108,6 +108,9 @@ func CheckKubernetes(t *task.Task) error {
 	if t.Sandbox.Network == policy.NetworkHost {
 		why = append(why, "sandbox.network: host")
 	}
+	if len(t.Services) > 0 {
+		why = append(why, "services (each a hardened container beside the agent's, relayed on this machine)")
+	}
 	if len(why) == 0 {
 		return nil
 	}

@@ -179,6 +179,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	}{
 		{PhasePrepare, r.prepare},
 		{PhaseLaunch, r.launch},
+		{PhaseServices, r.startServices},
 		{PhaseSetup, r.setup},
 		{PhaseAgent, r.runAgent},
 		{PhaseCollect, r.collect},
@@ -248,6 +249,7 @@ type run struct {
 	mounts  []oci.Mount
 	mocks   *mockRun
 	gw      *gatewayRun
+	svcs    *serviceSet // the task's services; nil when it has none
 	img     images.Image
 	ids     *idChain // the run's ID slot and user namespace holder (local backend), from prepare
 	sb      agentSandbox
@@ -362,6 +364,11 @@ func (r *run) prepare(ctx context.Context) error {
 	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox); err != nil {
 		return &InfraError{err}
 	}
+	hosts, err := r.prepareServices(ctx)
+	if err != nil {
+		return err
+	}
+	r.mounts = append(r.mounts, hosts...)
 	res.Image = r.img
 	r.emit("image_ready", map[string]any{"image": r.img.Name, "digest": r.img.ManifestDigest})
 	return nil
@@ -410,6 +417,9 @@ func (r *run) launch(ctx context.Context) error {
 // appears here, and the gateway opens its socket inside the container's network namespace.
 func (r *run) beforeStart(ctx context.Context, pid uint32) error {
 	if err := r.mocks.beforeStart(ctx, pid); err != nil {
+		return err
+	}
+	if err := r.svcs.beforeStart(ctx, pid); err != nil {
 		return err
 	}
 	if r.gw != nil {
@@ -498,6 +508,9 @@ func (r *run) recordContainer(out *Outcome) {
 // come any more, and their logs are complete for grading), or when the run ends early.
 func (r *run) stopServers() error {
 	var errs []error
+	if err := r.svcs.stop(); err != nil {
+		errs = append(errs, &InfraError{fmt.Errorf("services: %w", err)})
+	}
 	if err := r.gw.stop(); err != nil {
 		errs = append(errs, &InfraError{fmt.Errorf("model gateway: %w", err)})
 	}

@@ -1,0 +1,584 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/containerd/v2/client"
+
+	"ceval.dev/ceval/gateway"
+	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
+	"ceval.dev/ceval/launcher"
+	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/policy"
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+)
+
+// A task's services run beside the agent, each in a container hardened like the agent's
+// (ceval's init as PID 1, attested before the service's process starts; no capabilities,
+// no_new_privs, seccomp, read-only rootfs, memory/cpu/pids limits, capped tmpfs /workspace
+// and home) as policy.ServiceUID in a user namespace range of its own (an ID slot apart
+// from the agent's: none of its host IDs is the agent's, so the agent can neither signal
+// nor read it), with its own PID and network namespaces. Nothing connects the agent's
+// network namespace to a service's but ceval: for each declared port it listens on
+// NAME's loopback address inside every agent container's namespace and, per connection,
+// dials the port on the service's own loopback from inside the service's namespace. So the
+// agent reaches exactly the declared ports, and a service reaches neither the agent, the
+// model gateway, the mocks nor any network. The agent's /etc/hosts names the addresses.
+
+// PhaseServices starts the task's services and waits until each is ready: after launch,
+// before setup and the agent (see the Phase constants in run.go).
+const PhaseServices = "services"
+
+// Bounds of a service's container.
+const (
+	serviceLogCap  = 8 << 20
+	serviceHomeMB  = 64
+	serviceGrace   = 2 * time.Second // SIGTERM to SIGKILL when ceval stops a service
+	serviceSpare   = 30 * time.Minute
+	serviceDialMax = 5 * time.Second // a relayed connection's dial into the service
+	// serviceNet is the first three octets of the services' loopback addresses in the
+	// agent's namespace: the n-th service (from 1) is serviceNet.n.
+	serviceNet = "127.0.10."
+)
+
+// ServiceError is a service that never became ready: the run is ERROR, not the agent's
+// doing, and the agent was not started.
+type ServiceError struct {
+	Name, Why, Log string
+}
+
+func (e *ServiceError) Error() string {
+	return fmt.Sprintf("service %s did not become ready: %s; its output is in %s; the agent was not started (fix the service's command, image or ready check)", e.Name, e.Why, e.Log)
+}
+
+// serviceSet is the run's services, the relay into the agent's namespace, and the agent's
+// /etc/hosts.
+type serviceSet struct {
+	c       *client.Client
+	runDir  string
+	runID   string // the agent container's ID base: a service's container is runID-svc-NAME
+	initDir string
+	ids     IDRange
+	life    time.Duration // each service's deadline from its start
+	redact  func(string) string
+	emit    func(string, map[string]any)
+	res     *[]record.ServiceResult
+	images  map[string]string // the task's image name -> the resolved one
+	svcs    []*service
+
+	mu      sync.Mutex
+	stopped bool
+	lns     []net.Listener
+	conns   map[net.Conn]bool
+	relays  sync.WaitGroup
+}
+
+// service is one started service.
+type service struct {
+	spec    task.Service
+	addr    string // its loopback address in the agent's namespace
+	i       int    // its index in *serviceSet.res
+	started time.Time
+	log     *os.File
+	undo    []func() error // in reverse order on close
+	ctr     *launcher.Container
+	tk      *launcher.Task
+	netns   *os.File
+	stop    context.CancelFunc // ends the wait: SIGTERM, grace, SIGKILL, reap
+	waited  chan struct{}      // closed once the wait returned
+	exit    launcher.Exit
+	waitErr error
+	halted  bool // ceval stopped it (set before stop is called)
+}
+
+// serviceLifetime bounds a service's life: the agent's every iteration, every step and
+// every readiness wait, plus a margin. ceval stops it long before, after the agent.
+func serviceLifetime(t *task.Task) time.Duration {
+	d := t.Sandbox.Limits.Timeout*time.Duration(max(t.MaxRuns(), 1)) + serviceSpare
+	for _, st := range append(append([]task.Step{}, t.Setup...), t.AfterAgent...) {
+		d += st.Timeout
+	}
+	for _, s := range t.Services {
+		d += time.Duration(s.Ready.Retries) * (s.Ready.Interval + s.Ready.Timeout)
+	}
+	return d
+}
+
+// hostsFile is the agent's /etc/hosts: the usual local names and one line per service.
+func hostsFile(ss []task.Service) string {
+	var b strings.Builder
+	b.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t" + oci.Hostname + "\n")
+	for i, s := range ss {
+		fmt.Fprintf(&b, "%s\t%s\n", serviceAddr(i), s.Name)
+	}
+	return b.String()
+}
+
+func serviceAddr(i int) string { return serviceNet + strconv.Itoa(i+1) }
+
+// prepareServices resolves the services' images and writes the agent's /etc/hosts, whose
+// read-only mount it returns; nil when the task has no services.
+func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
+	t := r.t
+	if len(t.Services) == 0 {
+		return nil, nil
+	}
+	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
+		return nil, &InputError{fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
+	}
+	if rootlessRuns() != nil {
+		return nil, &InputError{fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
+	}
+	set := &serviceSet{
+		c: r.o.Client, runDir: r.dir, initDir: r.o.InitDir, ids: r.o.IDs, life: serviceLifetime(t), redact: r.redact, emit: r.emit,
+		runID: fmt.Sprintf("%s-%s-%s-%d", r.o.RunID, r.o.Variant, t.ID, r.o.Repeat), res: &r.res.Services,
+		images: map[string]string{}, conns: map[net.Conn]bool{},
+	}
+	if set.initDir == "" {
+		set.initDir = DefaultInitDir()
+	}
+	if set.ids == (IDRange{}) {
+		set.ids = DefaultIDRange
+	}
+	r.svcs = set
+	for _, s := range t.Services {
+		if _, done := set.images[s.Image]; done {
+			continue
+		}
+		img, err := ResolveImage(ctx, r.o.Client, s.Image, r.o.Preflight, r.o.Busybox)
+		if err != nil {
+			return nil, &InfraError{fmt.Errorf("service %s: image %s: %w", s.Name, s.Image, err)}
+		}
+		set.images[s.Image] = img.Name
+	}
+	dir := filepath.Join(r.dir, record.ServicesDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &InfraError{fmt.Errorf("services: %w", err)}
+	}
+	hosts := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(hosts, []byte(hostsFile(t.Services)), 0o644); err != nil {
+		return nil, &InfraError{fmt.Errorf("services: %w", err)}
+	}
+	return []oci.Mount{{Source: hosts, Destination: "/etc/hosts"}}, nil
+}
+
+// startServices starts the services in order, each ready before the next starts.
+func (r *run) startServices(ctx context.Context) error {
+	if r.svcs == nil {
+		return nil
+	}
+	for i, spec := range r.t.Services {
+		if err := r.svcs.start(ctx, i, spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start makes, attests and starts one service, then waits for its readiness.
+func (set *serviceSet) start(ctx context.Context, i int, spec task.Service) error {
+	s := &service{spec: spec, addr: serviceAddr(i), i: len(*set.res), waited: make(chan struct{})}
+	logRel := filepath.Join(record.ServicesDir, spec.Name+".log")
+	*set.res = append(*set.res, record.ServiceResult{Name: spec.Name, Image: set.images[spec.Image], Address: s.addr, Ports: spec.Ports, Log: logRel})
+	set.svcs = append(set.svcs, s)
+	res := func() *record.ServiceResult { return &(*set.res)[s.i] }
+	set.emit("service_starting", map[string]any{"name": spec.Name, "image": res().Image})
+	att, err := set.launch(ctx, s, filepath.Join(set.runDir, logRel))
+	res().Isolation = att
+	if err != nil {
+		return &InfraError{fmt.Errorf("service %s: %w", spec.Name, err)}
+	}
+	tries, err := set.waitReady(ctx, s)
+	res().ReadyTries = tries
+	if err != nil {
+		var se *ServiceError
+		if errors.As(err, &se) {
+			se.Log = logRel
+			set.emit("service_not_ready", map[string]any{"name": spec.Name, "why": se.Why, "log": logRel})
+		}
+		return &InfraError{err}
+	}
+	res().Ready, res().ReadySeconds = true, time.Since(s.started).Seconds()
+	set.emit("service_ready", map[string]any{"name": spec.Name, "address": s.addr, "ports": spec.Ports, "seconds": res().ReadySeconds, "tries": tries})
+	return nil
+}
+
+// launch makes the service's container over scratch filesystems of its own, owned by its
+// own ID slot, starts it and attests its init before the service's process runs.
+func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (*record.Attestation, error) {
+	spec := s.spec
+	var err error
+	if s.log, err = os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600); err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, s.log.Close)
+	slot, err := AllocateIDs(set.ids, IDLockDir)
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, slot.Release)
+	dir := filepath.Join(set.runDir, scratchSubdir+"-services", spec.Name)
+	ws, home := filepath.Join(dir, "workspace"), filepath.Join(dir, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	s.undo = append(s.undo, func() error { return os.RemoveAll(dir) })
+	unmountWS, err := launcher.MountScratch(ws, spec.Limits.DiskMB, workspaceInodes(spec.Limits.DiskMB), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, unmountWS)
+	unmountHome, err := launcher.MountScratch(home, serviceHomeMB, homeInodes, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, unmountHome)
+	if spec.Files != nil {
+		if err := copyTemplate(spec.Files, ws); err != nil {
+			return nil, fmt.Errorf("files %s: %w", spec.Files.Path, err)
+		}
+	}
+	host := slot.HostID + policy.ServiceUID
+	for _, d := range []string{ws, home} {
+		if err := launcher.ChownTree(d, int(host), int(host)); err != nil {
+			return nil, err
+		}
+	}
+	initPath, err := embedded.Init.Install(set.initDir)
+	if err != nil {
+		return nil, fmt.Errorf("install init: %w", err)
+	}
+	lifeline, err := launcher.NewLifeline(filepath.Join(dir, supervisorFIFOName))
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, lifeline.Close)
+	bootID, err := launcher.BootID()
+	if err != nil {
+		return nil, err
+	}
+	userns, err := launcher.NewUserNS(slot.HostID, oci.IDRangeSize)
+	if err != nil {
+		return nil, err
+	}
+	s.undo = append(s.undo, userns.Close)
+	ocfg := oci.Config{
+		RunID: launcher.ContainerID(set.runID + "-svc-" + spec.Name), PID: os.Getpid(), BootID: bootID,
+		Args: spec.Command, Env: spec.Env, WorkspaceDir: ws, HomeDir: home, InitPath: initPath,
+		SupervisorFIFO: lifeline.Path(), WaitForGo: true, Timeout: set.life, Grace: serviceGrace,
+		MemoryMB: spec.Limits.MemoryMB, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids, Network: policy.NetworkNone,
+		UserNS: oci.UserNS{HostID: slot.HostID, Path: userns.Path()}, UID: policy.ServiceUID,
+		Cwd: spec.Workdir, UserName: "service",
+	}
+	opts, err := specOpts(ocfg)
+	if err != nil {
+		return nil, err
+	}
+	img, err := set.c.GetImage(ctx, set.images[spec.Image])
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	goR, goW := io.Pipe()
+	defer goW.Close()
+	if s.ctr, err = launcher.Create(ctx, set.c, launcher.Spec{
+		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg), Snapshotter: images.Snapshotter,
+		Stdout: s.log, Stderr: s.log, LogCap: serviceLogCap, Stdin: goR,
+	}); err != nil {
+		return nil, err
+	}
+	s.started = time.Now()
+	if s.tk, err = s.ctr.Start(ctx, func(_ context.Context, pid uint32) error {
+		if err := userns.Close(); err != nil {
+			return err
+		}
+		return launcher.LowerRlimits(pid, host, host, oci.Rlimits())
+	}); err != nil {
+		return nil, err
+	}
+	// From here the wait runs on its own: stop ends it, and a service that exits early is
+	// seen by its readiness loop or recorded when it is stopped.
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	go func() {
+		defer close(s.waited)
+		s.exit, s.waitErr = s.tk.Wait(wctx, set.life, serviceGrace)
+	}()
+	att, err := attest(ctx, s.tk.Pid())
+	if err == nil {
+		att.Network, att.LimitsEnforcedBy = policy.NetworkNone, policy.RootfulLimits
+		err = CheckAttestation(att, Policy{
+			UID: policy.ServiceUID, GID: policy.ServiceUID, PidsMax: spec.Limits.Pids, Network: policy.NetworkNone,
+			IDMap: oci.UserNS{HostID: slot.HostID}.Mappings(), Rlimits: oci.Rlimits(),
+		})
+	}
+	if err != nil {
+		return att, err // goW closes: the init exits without starting the service
+	}
+	if s.netns, err = launcher.OpenNetns(s.tk.Pid()); err != nil {
+		return att, err
+	}
+	if _, err := goW.Write([]byte("go\n")); err != nil {
+		return att, fmt.Errorf("start: %w", err)
+	}
+	set.emit("service_started", map[string]any{"name": spec.Name, "isolation": att})
+	return att, nil
+}
+
+// waitReady runs the service's readiness check until it passes, the service exits or the
+// retries run out (a *ServiceError); it returns the tries made.
+func (set *serviceSet) waitReady(ctx context.Context, s *service) (int64, error) {
+	rd := s.spec.Ready
+	var last string
+	for try := int64(1); try <= rd.Retries; try++ {
+		select {
+		case <-s.waited:
+			return try - 1, &ServiceError{Name: s.spec.Name, Why: fmt.Sprintf("it exited with status %d before it was ready", s.exit.Code)}
+		default:
+		}
+		var ok bool
+		ok, last = set.probe(ctx, s, try)
+		if ok {
+			return try, nil
+		}
+		if ctx.Err() != nil {
+			return try, ctx.Err()
+		}
+		select {
+		case <-time.After(rd.Interval):
+		case <-s.waited:
+		case <-ctx.Done():
+			return try, ctx.Err()
+		}
+	}
+	check := fmt.Sprintf("TCP port %d", rd.TCP)
+	if rd.TCP == 0 {
+		check = fmt.Sprintf("command %q", rd.Command)
+	}
+	return rd.Retries, &ServiceError{Name: s.spec.Name, Why: fmt.Sprintf("%s failed %d tries over %.1fs (last: %s)", check, rd.Retries, time.Since(s.started).Seconds(), last)}
+}
+
+// probe runs one readiness check: a connection to the TCP port on the service's own
+// loopback, or the command in its container.
+func (set *serviceSet) probe(ctx context.Context, s *service, try int64) (bool, string) {
+	rd := s.spec.Ready
+	if rd.TCP != 0 {
+		c, err := launcher.DialInNetns(ctx, s.netns, net.JoinHostPort("127.0.0.1", strconv.Itoa(rd.TCP)), rd.Timeout)
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, ""
+	}
+	var out tailBuffer
+	r, err := s.tk.Exec(ctx, fmt.Sprintf("ready-%d", try), rd.Command, rd.Timeout, &out)
+	switch {
+	case err != nil:
+		return false, err.Error()
+	case r.TimedOut:
+		return false, fmt.Sprintf("timed out after %s", rd.Timeout)
+	case r.Code != 0:
+		return false, fmt.Sprintf("exit status %d: %s", r.Code, strings.TrimSpace(set.redact(out.String())))
+	}
+	return true, ""
+}
+
+// tailBuffer keeps the last 512 bytes written to it.
+type tailBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > 512 {
+		t.b = t.b[len(t.b)-512:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// beforeStart opens, inside the network namespace of an agent container about to start
+// (host PID pid), a listener on each service's address for each of its ports, and relays
+// each connection into the service.
+func (set *serviceSet) beforeStart(ctx context.Context, pid uint32) error {
+	if set == nil {
+		return nil
+	}
+	for _, s := range set.svcs {
+		for _, port := range s.spec.Ports {
+			ln, err := gateway.ListenInNetns(pid, net.JoinHostPort(s.addr, strconv.Itoa(port)))
+			if err != nil {
+				return fmt.Errorf("service %s: %w", s.spec.Name, err)
+			}
+			set.mu.Lock()
+			if set.stopped {
+				set.mu.Unlock()
+				ln.Close()
+				return errors.New("services: stopped")
+			}
+			set.lns = append(set.lns, ln)
+			set.mu.Unlock()
+			set.relays.Add(1)
+			go set.accept(ctx, ln, s, port)
+		}
+	}
+	return nil
+}
+
+func (set *serviceSet) accept(ctx context.Context, ln net.Listener, s *service, port int) {
+	defer set.relays.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if !set.track(c) {
+			c.Close()
+			return
+		}
+		set.relays.Add(1)
+		go func() {
+			defer set.relays.Done()
+			defer set.untrack(c)
+			up, err := launcher.DialInNetns(ctx, s.netns, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), serviceDialMax)
+			if err != nil {
+				return // the agent sees its connection closed, as if the port refused it
+			}
+			if !set.track(up) {
+				up.Close()
+				return
+			}
+			defer set.untrack(up)
+			relay(c, up)
+		}()
+	}
+}
+
+// relay copies both ways until each side has closed its half.
+func relay(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+		done <- struct{}{}
+	}
+	go pipe(a, b)
+	go pipe(b, a)
+	<-done
+	<-done
+}
+
+func (set *serviceSet) track(c net.Conn) bool {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if set.stopped {
+		return false
+	}
+	set.conns[c] = true
+	return true
+}
+
+func (set *serviceSet) untrack(c net.Conn) {
+	set.mu.Lock()
+	delete(set.conns, c)
+	set.mu.Unlock()
+	c.Close()
+}
+
+// stop ends the relay, then stops every service (last started first), deletes its
+// container and scratch filesystems, releases its IDs, and records how each ended, its log
+// redacted. Idempotent.
+func (set *serviceSet) stop() error {
+	if set == nil {
+		return nil
+	}
+	set.mu.Lock()
+	if set.stopped {
+		set.mu.Unlock()
+		return nil
+	}
+	set.stopped = true
+	for _, ln := range set.lns {
+		ln.Close()
+	}
+	for c := range set.conns {
+		c.Close()
+	}
+	set.mu.Unlock()
+	set.relays.Wait()
+	var errs []error
+	for i := len(set.svcs) - 1; i >= 0; i-- {
+		errs = append(errs, set.svcs[i].close(set))
+	}
+	return errors.Join(errs...)
+}
+
+// close stops one service and undoes everything its launch made.
+func (s *service) close(set *serviceSet) error {
+	var errs []error
+	res := &(*set.res)[s.i]
+	if s.tk != nil {
+		early := isClosed(s.waited)
+		s.stop()
+		<-s.waited
+		if s.waitErr != nil {
+			errs = append(errs, s.waitErr)
+		}
+		res.OutputCut = s.exit.OutputCut
+		if early && !s.exit.Interrupted {
+			code := s.exit.Code
+			res.ExitCode, res.ExitedEarly = &code, true
+			set.emit("service_exited", map[string]any{"name": s.spec.Name, "exit_code": code})
+		}
+		if !s.exit.Interrupted && !s.exit.CgroupEmpty {
+			errs = append(errs, fmt.Errorf("processes remained in its container after the kill (%s)", s.exit.CgroupError))
+		}
+	} else if s.stop != nil {
+		s.stop()
+	}
+	if s.netns != nil {
+		errs = append(errs, s.netns.Close())
+	}
+	if s.ctr != nil {
+		cctx, cancel := launcher.CleanupContext(context.Background())
+		errs = append(errs, s.ctr.Delete(cctx))
+		cancel()
+	}
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		errs = append(errs, s.undo[i]())
+	}
+	s.undo = nil
+	if err := redactFile(filepath.Join(set.runDir, res.Log), set.redact); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("redacting its log: %w", err))
+	}
+	set.emit("service_stopped", map[string]any{"name": s.spec.Name})
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("service %s: %w", s.spec.Name, err)
+	}
+	return nil
+}

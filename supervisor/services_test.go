@@ -1,0 +1,185 @@
+package supervisor
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/record"
+)
+
+// apiService is a service serving svc/www over HTTP on 8080 (busybox httpd of the default
+// image), ready once the port accepts.
+const apiService = `services:
+  - name: api
+    command: [httpd, -f, -p, "8080", -h, /workspace/www]
+    files: svc
+    ports: [8080]
+    ready: {tcp: 8080, interval: 50ms, retries: 200}
+`
+
+// serviceLog reads a service's log from a run directory.
+func serviceLog(t *testing.T, res *record.Result, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(res.Dir, record.ServicesDir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// noLeftovers fails when a run left a container, task, snapshot or scratch mount behind.
+func noLeftovers(t *testing.T, res *record.Result) {
+	t.Helper()
+	c, ctx := ctrtest.Connect(t)
+	if err := ctrtest.Leftovers(ctx, c); err != nil {
+		t.Errorf("left behind: %v", err)
+	}
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), res.Dir) {
+		t.Errorf("a scratch filesystem of the run is still mounted")
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, scratchSubdir+"-services")); err == nil {
+		if ents, _ := os.ReadDir(filepath.Join(res.Dir, scratchSubdir+"-services")); len(ents) > 0 {
+			t.Errorf("service scratch directories left: %v", ents)
+		}
+	}
+}
+
+// TestAgentSolvesATaskThroughAServicesHTTPAPI: the answer exists only in the service's
+// files; the agent gets it by calling the service by name, so the run succeeds, and the
+// service was ready before the agent started and stopped before grading.
+func TestAgentSolvesATaskThroughAServicesHTTPAPI(t *testing.T) {
+	token := canary(t)
+	doc := agentTask("svc-api", "wget -qO- http://api:8080/answer.txt >out.txt",
+		"  - {type: file_contains, path: out.txt, includes: ["+quote(token)+"]}\n", apiService)
+	res, err := runTask(t, doc, map[string]string{"svc/www/answer.txt": token + "\n"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		t.Fatalf("status %s: %+v; agent stderr in %s", res.Status, res.Criteria, res.Dir)
+	}
+	if len(res.Services) != 1 {
+		t.Fatalf("services %+v", res.Services)
+	}
+	s := res.Services[0]
+	if !s.Ready || s.Address != "127.0.10.1" || !slices.Equal(s.Ports, []int{8080}) || s.ExitedEarly || s.Isolation == nil || s.Isolation.UID != 4000 {
+		t.Errorf("service result %+v", s)
+	}
+	if s.Isolation != nil && res.Isolation != nil {
+		a, b := res.Isolation.UIDMap[0], s.Isolation.UIDMap[0]
+		if a.HostID < b.HostID+b.Size && b.HostID < a.HostID+a.Size {
+			t.Errorf("the service's host IDs %+v overlap the agent's %+v", b, a)
+		}
+	}
+	t.Logf("service ready after %.3fs (%d tries)", s.ReadySeconds, s.ReadyTries)
+	ev := eventNames(t, res.Dir)
+	if !isSubsequence(ev, []string{"service_ready", "agent_started", "service_stopped", "snapshot_taken", "graded"}) {
+		t.Errorf("events %v: the service must be ready before the agent and stopped before the snapshot", ev)
+	}
+	if m := readResult(t, res); m["services"] == nil {
+		t.Errorf("result.json lists no services")
+	}
+	noLeftovers(t, res)
+}
+
+// TestIdleAgentFailsBesideAService: the service alone solves nothing.
+func TestIdleAgentFailsBesideAService(t *testing.T) {
+	token := canary(t)
+	doc := agentTask("svc-idle", "true", "  - {type: file_contains, path: out.txt, includes: ["+quote(token)+"]}\n", apiService)
+	res, err := runTask(t, doc, map[string]string{"svc/www/answer.txt": token}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "FAILURE" {
+		t.Fatalf("status %s, want FAILURE", res.Status)
+	}
+	noLeftovers(t, res)
+}
+
+// TestServiceNeverReadyIsErrorBeforeTheAgentWithItsLog: the run is ceval's ERROR (the
+// agent is not to blame), the agent never started, the service's output is in its log and
+// nothing is left in containerd.
+func TestServiceNeverReadyIsErrorBeforeTheAgentWithItsLog(t *testing.T) {
+	doc := agentTask("svc-never-ready", "touch agent-ran", "  - {type: file_exists, path: agent-ran}\n", `services:
+  - name: db
+    command: [sh, -c, "echo db is starting; echo no config >&2; sleep 600"]
+    ports: [5432]
+    ready: {tcp: 5432, interval: 50ms, timeout: 200ms, retries: 10}
+`)
+	res, err := runTask(t, doc, nil, Options{})
+	var se *ServiceError
+	var ie *InfraError
+	if !errors.As(err, &se) || !errors.As(err, &ie) || se.Name != "db" {
+		t.Fatalf("err %v (%T), want an InfraError holding db's ServiceError", err, err)
+	}
+	if !strings.Contains(err.Error(), "TCP port 5432 failed 10 tries") || !strings.Contains(err.Error(), "services/db.log") {
+		t.Errorf("error %q does not say what failed and where its log is", err)
+	}
+	if res.Status != record.StatusError || res.Complete || res.Isolation != nil || res.Agent.ExitCode != nil {
+		t.Fatalf("result %+v: want ERROR with no agent", res)
+	}
+	if ev := eventNames(t, res.Dir); slices.Contains(ev, "agent_started") || slices.Contains(ev, "attested") {
+		t.Fatalf("events %v: the agent's container started", ev)
+	}
+	if log := serviceLog(t, res, "db"); !strings.Contains(log, "db is starting\n") || !strings.Contains(log, "no config\n") {
+		t.Errorf("db.log = %q", log)
+	}
+	if s := res.Services; len(s) != 1 || s[0].Ready || s[0].ReadyTries != 10 {
+		t.Errorf("services %+v", s)
+	}
+	noLeftovers(t, res)
+}
+
+// TestServiceExitingBeforeReadyIsErrorAtOnce: a service that dies is not waited for to the
+// end of its retries.
+func TestServiceExitingBeforeReadyIsErrorAtOnce(t *testing.T) {
+	doc := agentTask("svc-dies", "true", "  - {type: file_exists, path: x}\n", `services:
+  - name: db
+    command: [sh, -c, "echo bad flag >&2; exit 3"]
+    ready: {command: [sh, -c, "exit 1"], interval: 1s, retries: 1000}
+`)
+	res, err := runTask(t, doc, nil, Options{})
+	var se *ServiceError
+	if !errors.As(err, &se) || !strings.Contains(se.Why, "exited with status 3") {
+		t.Fatalf("err %v, want db's exit", err)
+	}
+	if res.Timings.Total > 60 {
+		t.Errorf("the run took %.0fs: the dead service was waited for", res.Timings.Total)
+	}
+	noLeftovers(t, res)
+}
+
+// TestServiceCrashingMidRunIsRecordedAndTheRunGraded: the service quits while the agent
+// runs; the agent sees its port refused, the run is graded as usual, and result.json says
+// the service exited early with its status.
+func TestServiceCrashingMidRunIsRecordedAndTheRunGraded(t *testing.T) {
+	doc := agentTask("svc-crash",
+		"wget -qO- http://api:8080/a.txt >before.txt; sleep 4; wget -qO- -T 3 http://api:8080/a.txt >after.txt || echo down >after.txt",
+		"  - {type: file_contains, path: before.txt, includes: [alive]}\n  - {type: file_contains, path: after.txt, includes: [down]}\n", `services:
+  - name: api
+    command: [sh, -c, "httpd -p 8080 -h /workspace/www; sleep 2; echo crashing; exit 7"]
+    files: svc
+    ports: [8080]
+    ready: {command: [wget, -qO-, "http://127.0.0.1:8080/a.txt"], interval: 50ms, retries: 100}
+`)
+	res, err := runTask(t, doc, map[string]string{"svc/www/a.txt": "alive"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		t.Fatalf("status %s: %+v", res.Status, res.Criteria)
+	}
+	s := res.Services[0]
+	if !s.ExitedEarly || s.ExitCode == nil || *s.ExitCode != 7 {
+		t.Errorf("service result %+v: want exited early with 7", s)
+	}
+	if log := serviceLog(t, res, "api"); !strings.Contains(log, "crashing") {
+		t.Errorf("api.log = %q", log)
+	}
+	noLeftovers(t, res)
+}
