@@ -183,3 +183,54 @@ func TestServiceCrashingMidRunIsRecordedAndTheRunGraded(t *testing.T) {
 	}
 	noLeftovers(t, res)
 }
+
+// serviceAttack is an agent that attacks the service beside it and writes what it got to
+// report.txt, then kills every process it can signal: the service's declared port works
+// (declared.txt), and nothing else of the service is the agent's to reach.
+const serviceAttack = `p="CEVAL""-CANARY-"; r=report.txt
+timeout 5 wget -qO- http://api:8080/ok.txt >declared.txt 2>&1
+for a in api 127.0.0.1 127.0.10.1; do
+  if timeout 5 wget -qO- http://$a:9090/s.txt 2>/dev/null | grep -q "$p"; then echo "port9090 $a: GOT" >>$r; else echo "port9090 $a: none" >>$r; fi
+done
+for port in 22 80 5432 9090 8081; do nc -z -w 2 api $port && echo "port $port: GOT" >>$r; done
+s="workspace""/secret"
+cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' >/tmp/proc.txt
+if grep -q -e "$p" -e "$s" /tmp/proc.txt; then echo "proc: GOT" >>$r; else echo "proc: none" >>$r; fi
+others=0; for d in /proc/[0-9]*; do u=$(awk '/^Uid:/{print $2}' $d/status 2>/dev/null); [ -n "$u" ] && [ "$u" != 2000 ] && others=$((others+1)); done
+echo "other users' processes: $others" >>$r
+if find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type f -print 2>/dev/null | xargs grep -ls "$p" 2>/dev/null | grep -q .; then echo "files: GOT" >>$r; else echo "files: none" >>$r; fi
+echo signals >>$r
+kill -9 -1
+`
+
+// TestAgentAttackingAServiceGetsNothing: the agent can reach the service's declared port
+// and nothing else of it: not an undeclared port (by its name, the service's address or
+// its own loopback), not its processes' environment or command lines in /proc, not its
+// files, and its kill -9 -1 leaves the service running.
+func TestAgentAttackingAServiceGetsNothing(t *testing.T) {
+	secret := canary(t)
+	doc := agentTask("svc-attack", serviceAttack,
+		"  - {type: file_contains, path: declared.txt, includes: [served]}\n"+
+			"  - type: file_contains\n    path: report.txt\n    includes: [\"port9090 api: none\", \"port9090 127.0.0.1: none\", \"port9090 127.0.10.1: none\", \"proc: none\", \"other users' processes: 0\", \"files: none\", signals]\n    excludes: [GOT]\n",
+		`services:
+  - name: api
+    command: [sh, -c, "httpd -p 9090 -h /workspace/secret && exec httpd -f -p 8080 -h /workspace/www"]
+    env: {SERVICE_SECRET: `+quote(secret)+`}
+    files: svc
+    ports: [8080]
+    ready: {tcp: 8080, interval: 50ms, retries: 200}
+`)
+	res, err := runTask(t, doc, map[string]string{"svc/www/ok.txt": "served", "svc/secret/s.txt": secret}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		report, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "report.txt"))
+		declared, _ := os.ReadFile(filepath.Join(res.Dir, record.WorkspaceDir, "declared.txt"))
+		t.Fatalf("status %s: the agent got something of the service:\n%s\ndeclared port: %q\n%+v", res.Status, report, declared, res.Criteria)
+	}
+	if s := res.Services[0]; s.ExitedEarly {
+		t.Errorf("the agent's kill -9 -1 ended the service: %+v", s)
+	}
+	noLeftovers(t, res)
+}
