@@ -192,7 +192,8 @@ timeout 5 wget -qO- http://api:8080/ok.txt >declared.txt 2>&1
 for a in api 127.0.0.1 127.0.10.1; do
   if timeout 5 wget -qO- http://$a:9090/s.txt 2>/dev/null | grep -q "$p"; then echo "port9090 $a: GOT" >>$r; else echo "port9090 $a: none" >>$r; fi
 done
-for port in 22 80 5432 9090 8081; do nc -z -w 2 api $port && echo "port $port: GOT" >>$r; done
+for port in 22 80 5432 9090 8081; do nc -w 2 api $port </dev/null && echo "port $port: GOT" >>$r; done
+nc -w 2 api 8080 </dev/null && echo "nc control: open" >>$r
 s="workspace""/secret"
 cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' >/tmp/proc.txt
 if grep -q -e "$p" -e "$s" /tmp/proc.txt; then echo "proc: GOT" >>$r; else echo "proc: none" >>$r; fi
@@ -211,7 +212,7 @@ func TestAgentAttackingAServiceGetsNothing(t *testing.T) {
 	secret := canary(t)
 	doc := agentTask("svc-attack", serviceAttack,
 		"  - {type: file_contains, path: declared.txt, includes: [served]}\n"+
-			"  - type: file_contains\n    path: report.txt\n    includes: [\"port9090 api: none\", \"port9090 127.0.0.1: none\", \"port9090 127.0.10.1: none\", \"proc: none\", \"other users' processes: 0\", \"files: none\", signals]\n    excludes: [GOT]\n",
+			"  - type: file_contains\n    path: report.txt\n    includes: [\"nc control: open\", \"port9090 api: none\", \"port9090 127.0.0.1: none\", \"port9090 127.0.10.1: none\", \"proc: none\", \"other users' processes: 0\", \"files: none\", signals]\n    excludes: [GOT]\n",
 		`services:
   - name: api
     command: [sh, -c, "httpd -p 9090 -h /workspace/secret && exec httpd -f -p 8080 -h /workspace/www"]
