@@ -190,13 +190,20 @@ func (r *resolved) layers() []ocispec.Descriptor {
 // the content store and checked against its digest, as Lookup reads it): "" when the image
 // names none.
 func WorkingDir(ctx context.Context, c *client.Client, name string) (string, error) {
+	cfg, err := RunConfig(ctx, c, name)
+	return cfg.WorkingDir, err
+}
+
+// RunConfig is the run configuration an image's config names (entrypoint, command,
+// environment, working directory): what a task's service without a command of its own runs.
+func RunConfig(ctx context.Context, c *client.Client, name string) (ocispec.ImageConfig, error) {
 	rec, err := getRecord(ctx, c, name)
 	if err != nil {
-		return "", err
+		return ocispec.ImageConfig{}, err
 	}
 	r, err := resolve(ctx, c.ContentStore(), rec)
 	if err != nil {
-		return "", err
+		return ocispec.ImageConfig{}, err
 	}
-	return r.config.Config.WorkingDir, nil
+	return r.config.Config, nil
 }

@@ -1,12 +1,14 @@
 package supervisor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/images"
@@ -198,7 +201,7 @@ func (set *serviceSet) start(ctx context.Context, i int, spec task.Service) erro
 	att, err := set.launch(ctx, s, filepath.Join(set.runDir, logRel))
 	res().Isolation = att
 	if err != nil {
-		return &InfraError{fmt.Errorf("service %s: %w", spec.Name, err)}
+		return asRunError(fmt.Errorf("service %s: %w", spec.Name, err))
 	}
 	tries, err := set.waitReady(ctx, s)
 	res().ReadyTries = tries
@@ -276,13 +279,17 @@ func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (
 		return nil, err
 	}
 	s.undo = append(s.undo, userns.Close)
+	argv, env, workdir, err := set.runConfig(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
 	ocfg := oci.Config{
 		RunID: launcher.ContainerID(set.runID + "-svc-" + spec.Name), PID: os.Getpid(), BootID: bootID,
-		Args: spec.Command, Env: spec.Env, WorkspaceDir: ws, HomeDir: home, InitPath: initPath,
+		Args: argv, Env: env, WorkspaceDir: ws, HomeDir: home, InitPath: initPath,
 		SupervisorFIFO: lifeline.Path(), WaitForGo: true, Timeout: set.life, Grace: serviceGrace,
 		MemoryMB: spec.Limits.MemoryMB, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids, Network: policy.NetworkNone,
 		UserNS: oci.UserNS{HostID: slot.HostID, Path: userns.Path()}, UID: policy.ServiceUID,
-		Cwd: spec.Workdir, UserName: "service",
+		Cwd: workdir, UserName: "service",
 	}
 	opts, err := specOpts(ocfg)
 	if err != nil {
@@ -336,6 +343,59 @@ func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (
 	}
 	set.emit("service_started", map[string]any{"name": spec.Name, "isolation": att})
 	return att, nil
+}
+
+// runConfig is what the service runs: its command, else its image's entrypoint and
+// command; the image's environment under the task's (the task's wins, and ceval's own HOME,
+// USER and PATH are set unless one of them names its own); its workdir, else the image's,
+// else DefaultServiceWorkdir.
+func (set *serviceSet) runConfig(ctx context.Context, spec task.Service) (argv, env []string, workdir string, err error) {
+	img, err := images.RunConfig(ctx, set.c, set.images[spec.Image])
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("image %s: %w", spec.Image, err)
+	}
+	return serviceRun(spec, img)
+}
+
+// serviceRun is runConfig's decision, given the image's run configuration.
+func serviceRun(spec task.Service, img ocispec.ImageConfig) (argv, env []string, workdir string, err error) {
+	argv = spec.Command
+	if len(argv) == 0 {
+		argv = append(append([]string{}, img.Entrypoint...), img.Cmd...)
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, nil, "", &InputError{fmt.Errorf("image %s has no entrypoint or command: give the service a command", spec.Image)}
+	}
+	ours := map[string]bool{}
+	for _, kv := range spec.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		ours[k] = true
+	}
+	for _, kv := range img.Env {
+		if k, _, ok := strings.Cut(kv, "="); ok && envName(k) && !ours[k] && k != "HOME" && k != "USER" {
+			env = append(env, kv)
+			ours[k] = true
+		}
+	}
+	env = append(env, spec.Env...)
+	workdir = cmp.Or(spec.Workdir, path.Clean("/"+img.WorkingDir))
+	if workdir == "/" {
+		workdir = task.DefaultServiceWorkdir
+	}
+	return argv, env, workdir, nil
+}
+
+// envName reports whether k is a name oci accepts in the environment.
+func envName(k string) bool {
+	if k == "" || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // waitReady runs the service's readiness check until it passes, the service exits or the

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"ceval.dev/ceval/task"
 )
@@ -61,5 +64,30 @@ func TestServiceLifetimeCoversTheRunsDeclaredBudgets(t *testing.T) {
 	min := tk.Sandbox.Limits.Timeout + 3*(2*time.Second) + task.DefaultReadyRetries*(task.DefaultReadyInterval+task.DefaultReadyTimeout)
 	if got := serviceLifetime(tk); got < min {
 		t.Errorf("lifetime %s, want at least %s", got, min)
+	}
+}
+
+// A service without a command runs its image's entrypoint and command, in the image's
+// working directory, with the image's environment under the task's; ceval's HOME and USER
+// stay.
+func TestServiceRunsItsImagesCommandUnlessItNamesOne(t *testing.T) {
+	img := ocispec.ImageConfig{Entrypoint: []string{"python3"}, Cmd: []string{"server.py"}, WorkingDir: "/app",
+		Env: []string{"PATH=/usr/local/bin:/usr/bin", "LANG=C.UTF-8", "HOME=/root", "MODE=image"}}
+	argv, env, wd, err := serviceRun(task.Service{Env: []string{"MODE=task"}}, img)
+	if err != nil || !slices.Equal(argv, []string{"python3", "server.py"}) || wd != "/app" ||
+		!slices.Equal(env, []string{"PATH=/usr/local/bin:/usr/bin", "LANG=C.UTF-8", "MODE=task"}) {
+		t.Errorf("argv %q env %q workdir %q err %v", argv, env, wd, err)
+	}
+	argv, _, wd, err = serviceRun(task.Service{Command: []string{"httpd", "-f"}, Workdir: "/srv"}, img)
+	if err != nil || !slices.Equal(argv, []string{"httpd", "-f"}) || wd != "/srv" {
+		t.Errorf("argv %q workdir %q err %v", argv, wd, err)
+	}
+	if _, _, wd, _ := serviceRun(task.Service{Command: []string{"x"}}, ocispec.ImageConfig{}); wd != task.DefaultServiceWorkdir {
+		t.Errorf("workdir %q without one in the image, want %s", wd, task.DefaultServiceWorkdir)
+	}
+	_, _, _, err = serviceRun(task.Service{}, ocispec.ImageConfig{})
+	var ie *InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "give the service a command") {
+		t.Errorf("no command anywhere: %v", err)
 	}
 }

@@ -49,9 +49,9 @@ var (
 var jsService = jsObj(map[string]any{
 	"name":    map[string]any{"type": "string", "pattern": `^[a-z][a-z0-9-]{0,30}[a-z0-9]$|^[a-z]$`, "description": "the host name the agent reaches the service by"},
 	"image":   jsType("string", "the service's image (default: ceval's default image)"),
-	"command": map[string]any{"type": "array", "items": jsStr, "minItems": 1, "description": "the service's argv"},
+	"command": map[string]any{"type": "array", "items": jsStr, "minItems": 1, "description": "the service's argv (default: the image's entrypoint and command)"},
 	"env":     map[string]any{"type": "object", "additionalProperties": map[string]any{"type": []string{"string", "number", "boolean"}}, "description": "NAME: value"},
-	"workdir": jsType("string", "an absolute path in the service's container (default /workspace)"),
+	"workdir": jsType("string", "an absolute path in the service's container (default: the image's working directory, else /workspace)"),
 	"files":   jsType("string", "a directory relative to the task file, copied into the service's /workspace (never grading material)"),
 	"ports":   map[string]any{"type": "array", "items": map[string]any{"type": "integer", "minimum": 1, "maximum": 65535}, "maxItems": MaxServicePorts, "description": "the TCP ports the agent may connect to"},
 	"limits": jsObj(map[string]any{
@@ -68,7 +68,7 @@ var jsService = jsObj(map[string]any{
 		"retries":  map[string]any{"type": "integer", "minimum": 1, "maximum": MaxReadyRetries},
 	}),
 	"depends_on": jsList(jsStr, "services started and ready before this one"),
-}, "name", "command", "ready")
+}, "name", "ready")
 
 // criterionFieldSchema types every criterion field the loader knows.
 var criterionFieldSchema = map[string]any{

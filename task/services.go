@@ -21,9 +21,9 @@ import (
 type Service struct {
 	Name      string
 	Image     string
-	Command   []string // argv, run by ceval's init as the service's process
-	Env       []string // KEY=VALUE, sorted by key
-	Workdir   string   // absolute; DefaultServiceWorkdir unless the task says
+	Command   []string // argv, run by ceval's init as the service's process; nil: the image's entrypoint and command
+	Env       []string // KEY=VALUE, sorted by key, over the image's environment
+	Workdir   string   // absolute; "": the image's working directory, else DefaultServiceWorkdir
 	Files     *Dir     // copied into the service's /workspace before it starts; nil when none
 	Ports     []int    // TCP ports the agent may connect to
 	Limits    ServiceLimits
@@ -170,7 +170,7 @@ func (l *loader) service(i int, item *yaml.Node) (Service, bool) {
 	where := fmt.Sprintf("services[%d]", i)
 	rn := resolve(item)
 	s := Service{
-		Image: DefaultImage, Workdir: DefaultServiceWorkdir, Line: rn.Line, Column: rn.Column,
+		Image: DefaultImage, Line: rn.Line, Column: rn.Column,
 		Limits: ServiceLimits{MemoryMB: DefaultServiceMemoryMB, CPUs: DefaultServiceCPUs, Pids: DefaultServicePids, DiskMB: DefaultServiceDiskMB},
 		Ready:  Readiness{Interval: DefaultReadyInterval, Timeout: DefaultReadyTimeout, Retries: DefaultReadyRetries},
 	}
@@ -219,7 +219,6 @@ func (l *loader) service(i int, item *yaml.Node) (Service, bool) {
 	}
 	switch {
 	case commandNode == nil:
-		bad(rn, "%s: missing required field command (the service's argv, e.g. [httpd, -f, -p, \"8080\"])", where)
 	case len(s.Command) == 0 || s.Command[0] == "":
 		bad(resolve(commandNode), "%s.command must name a program", where)
 	case slices.ContainsFunc(s.Command, func(a string) bool { return strings.ContainsRune(a, 0) }):

@@ -35,7 +35,7 @@ func TestServicesLoadInDependencyOrderWithDefaults(t *testing.T) {
 	if db.Workdir != "/var/db" || db.Limits != (ServiceLimits{MemoryMB: 64, CPUs: 0.5, Pids: 40, DiskMB: 10}) || !slices.Equal(db.Ready.Command, []string{"db", "ping"}) || db.Ready.Retries != DefaultReadyRetries {
 		t.Errorf("db = %+v", db)
 	}
-	if api.Image != DefaultImage || api.Workdir != DefaultServiceWorkdir || api.Files == nil || !slices.Equal(api.Env, []string{"A=x", "B=2"}) ||
+	if api.Image != DefaultImage || api.Workdir != "" || api.Files == nil || !slices.Equal(api.Env, []string{"A=x", "B=2"}) ||
 		api.Ready.TCP != 8080 || api.Ready.Interval != 100*time.Millisecond || api.Ready.Timeout != DefaultReadyTimeout || api.Ready.Retries != 5 || !slices.Equal(api.Ports, []int{8080}) {
 		t.Errorf("api = %+v", api)
 	}
@@ -55,7 +55,6 @@ func TestBadServicesAreReportedAtTheirPosition(t *testing.T) {
 		{"no name", "services:\n  - {command: [x], ready: {tcp: 1}}\n", "6:5: services[0]: missing required field name"},
 		{"bad name", "services:\n  - {name: Api_1, command: [x], ready: {tcp: 1}}\n", `6:12: services[0].name "Api_1": want 1-32 lowercase`},
 		{"reserved name", "services:\n  - {name: localhost, command: [x], ready: {tcp: 1}}\n", `services[0].name "localhost" already names`},
-		{"no command", "services:\n  - {name: a, ready: {tcp: 1}}\n", "6:5: services[0]: missing required field command"},
 		{"empty command", "services:\n  - {name: a, command: [], ready: {tcp: 1}}\n", "6:24: services[0].command must name a program"},
 		{"no ready", "services:\n  - {name: a, command: [x]}\n", "6:5: services[0]: missing required field ready"},
 		{"both readies", "services:\n  - {name: a, command: [x], ready: {tcp: 1, command: [x]}}\n", "6:36: services[0].ready: give exactly one of tcp"},
