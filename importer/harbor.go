@@ -178,6 +178,17 @@ func Harbor(dir string, opt Options) (Result, error) {
 	if len(sb.Content) > 0 {
 		set(root, "sandbox", sb)
 	}
+	if exists(HarborComposeFile) {
+		if data, err := readCapped(filepath.Join(dir, HarborComposeFile)); err != nil {
+			c.unmapped(&yaml.Node{Line: 1}, HarborComposeFile, "unreadable: %v", err)
+		} else {
+			svcs, problems := composeServices(dir, id, data, opt)
+			c.problems = append(c.problems, problems...)
+			if svcs != nil {
+				set(root, "services", svcs)
+			}
+		}
+	}
 	if exists("solution/solve.sh") {
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
 	}
