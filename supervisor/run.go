@@ -163,7 +163,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	defer r.ev.Close()
 	// Whatever happens from here, result.json says it, and the servers are stopped.
 	defer func() {
-		if serr := r.stopServers(); serr != nil && err == nil {
+		if serr := errors.Join(r.stopServers(), r.stopServices()); serr != nil && err == nil {
 			err = inPhase(PhaseCollect, serr)
 		}
 		// The agent's logs are redacted however the run ended: one that failed in its
@@ -508,9 +508,6 @@ func (r *run) recordContainer(out *Outcome) {
 // come any more, and their logs are complete for grading), or when the run ends early.
 func (r *run) stopServers() error {
 	var errs []error
-	if err := r.svcs.stop(); err != nil {
-		errs = append(errs, &InfraError{fmt.Errorf("services: %w", err)})
-	}
 	if err := r.gw.stop(); err != nil {
 		errs = append(errs, &InfraError{fmt.Errorf("model gateway: %w", err)})
 	}
@@ -527,6 +524,11 @@ func (r *run) collect(context.Context) error {
 		r.pauseServers() // another iteration may use them; Run stops them at its end
 	} else if err := r.stopServers(); err != nil {
 		return err
+	}
+	if r.t.MaxRuns() == 1 && !r.t.GradesWithServices() {
+		if err := r.stopServices(); err != nil {
+			return err
+		}
 	}
 	res, exit := r.res, r.out.Exit
 	if err := verifyPluginsAfter(res.Plugins, r.emit); err != nil {
@@ -617,7 +619,16 @@ func (r *run) grade(ctx context.Context) error {
 	defer closeJudge()
 	gopts.Judge = j
 	gopts.AgentJudge = &agentJudges{o: r.o, t: t, dir: r.dir}
-	g := grader.Grade(ctx, t, r.snap, gopts)
+	gctx := ctx
+	if r.svcs != nil && t.GradesWithServices() {
+		gctx = WithServices(ctx, &ServiceAccess{r.svcs})
+	}
+	g := grader.Grade(gctx, t, r.snap, gopts)
+	if t.MaxRuns() == 1 && t.GradesWithServices() {
+		if err := r.stopServices(); err != nil {
+			return err
+		}
+	}
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -485,7 +486,15 @@ func (set *serviceSet) beforeStart(ctx context.Context, pid uint32) error {
 	if set == nil {
 		return nil
 	}
+	return set.relayInto(ctx, pid, nil)
+}
+
+// relayInto is beforeStart for the services named (nil: all of them).
+func (set *serviceSet) relayInto(ctx context.Context, pid uint32, names []string) error {
 	for _, s := range set.svcs {
+		if names != nil && !slices.Contains(names, s.spec.Name) {
+			continue
+		}
 		for _, port := range s.spec.Ports {
 			ln, err := gateway.ListenInNetns(pid, net.JoinHostPort(s.addr, strconv.Itoa(port)))
 			if err != nil {
@@ -495,7 +504,7 @@ func (set *serviceSet) beforeStart(ctx context.Context, pid uint32) error {
 			if set.stopped {
 				set.mu.Unlock()
 				ln.Close()
-				return errors.New("services: stopped")
+				return fmt.Errorf("service %s: stopped already", s.spec.Name)
 			}
 			set.lns = append(set.lns, ln)
 			set.mu.Unlock()
@@ -504,6 +513,42 @@ func (set *serviceSet) beforeStart(ctx context.Context, pid uint32) error {
 		}
 	}
 	return nil
+}
+
+// ServiceAccess is how a verifier container reaches the run's services while they still
+// run, as the agent did: the agent's /etc/hosts, and the relay into its own network
+// namespace of the services its criterion names.
+type ServiceAccess struct{ set *serviceSet }
+
+// Hosts is the read-only /etc/hosts mount naming the services.
+func (a *ServiceAccess) Hosts() oci.Mount {
+	return oci.Mount{Source: filepath.Join(a.set.runDir, record.ServicesDir, "hosts"), Destination: "/etc/hosts"}
+}
+
+// BeforeStart relays the services named into the network namespace of a container about
+// to start (see SandboxConfig.BeforeStart); an unknown name is an error.
+func (a *ServiceAccess) BeforeStart(names []string) launcher.StartHook {
+	return func(ctx context.Context, pid uint32) error {
+		for _, n := range names {
+			if !slices.ContainsFunc(a.set.svcs, func(s *service) bool { return s.spec.Name == n }) {
+				return fmt.Errorf("service %s is not running", n)
+			}
+		}
+		return a.set.relayInto(ctx, pid, names)
+	}
+}
+
+type serviceAccessKey struct{}
+
+// WithServices is ctx carrying the run's services for the criteria graded with it.
+func WithServices(ctx context.Context, a *ServiceAccess) context.Context {
+	return context.WithValue(ctx, serviceAccessKey{}, a)
+}
+
+// ServicesFrom is the run's services ctx carries, nil when none (a grade outside a run).
+func ServicesFrom(ctx context.Context) *ServiceAccess {
+	a, _ := ctx.Value(serviceAccessKey{}).(*ServiceAccess)
+	return a
 }
 
 func (set *serviceSet) accept(ctx context.Context, ln net.Listener, s *service, port int) {
@@ -639,6 +684,15 @@ func (s *service) close(set *serviceSet) error {
 	set.emit("service_stopped", map[string]any{"name": s.spec.Name})
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("service %s: %w", s.spec.Name, err)
+	}
+	return nil
+}
+
+// stopServices stops the run's services: after the agent, or after the grade when a
+// criterion reaches them (see task.Task.GradesWithServices). Idempotent.
+func (r *run) stopServices() error {
+	if err := r.svcs.stop(); err != nil {
+		return &InfraError{fmt.Errorf("services: %w", err)}
 	}
 	return nil
 }

@@ -136,6 +136,7 @@ var criterionFieldSchema = map[string]any{
 	"pip":                jsList(jsStr, "pinned pip requirements installed into the verifier's package image from pip_find_links"),
 	"pip_find_links":     jsType("string", "a directory of wheels beside the task, for pip"),
 	"python_wheels":      jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task the check can import"),
+	"services":           jsList(jsStr, "the task's services this verifier criterion reaches by name; they run until it is graded (sandbox: container only)"),
 	"tests":              jsPath,
 	"all_or_nothing":     jsType("boolean", "pytest: 1 only when every collected test passed"),
 }

@@ -402,3 +402,39 @@ func gradingMaterial(t *Task) (out []material, done func()) {
 		}
 	}
 }
+
+// checkServiceCriteria holds a criterion's services to the task's: each is a service of the
+// task with a port to reach, and only a verifier container reaches them.
+func (l *loader) checkServiceCriteria(t *Task) {
+	for i := range t.Criteria {
+		c := &t.Criteria[i]
+		if len(c.Services) == 0 {
+			continue
+		}
+		n := &yaml.Node{Line: c.Line, Column: c.Column}
+		what := fmt.Sprintf("success_criteria[%d] (%s).services", i, c.Type)
+		if c.Tier() != TierContainer {
+			l.errorf(n, "%s: only a verifier container reaches the task's services: add sandbox: container", what)
+		}
+		for _, name := range c.Services {
+			j := slices.IndexFunc(t.Services, func(s Service) bool { return s.Name == name })
+			switch {
+			case j < 0:
+				l.errorf(n, "%s: %q is not a service of this task (services: %s)", what, name, strings.Join(serviceNames(t.Services), ", "))
+			case len(t.Services[j].Ports) == 0:
+				l.errorf(n, "%s: service %s declares no ports, so nothing of it can be reached", what, name)
+			}
+		}
+	}
+}
+
+// GradesWithServices reports whether a criterion reaches the task's services, which then
+// run until the run is graded instead of stopping with the agent.
+func (t *Task) GradesWithServices() bool {
+	for i := range t.Criteria {
+		if len(t.Criteria[i].Services) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -113,3 +113,30 @@ func TestServiceFilesNeverHoldGradingMaterial(t *testing.T) {
 		tk.Close()
 	}
 }
+
+func TestCriterionServicesAreTheTasksAndOnlyInAVerifier(t *testing.T) {
+	svc := "services:\n  - {name: api, command: [x], ports: [80], ready: {tcp: 80}}\n  - {name: quiet, command: [x], ready: {tcp: 1}}\n"
+	ok := svc + minimal + "  - {type: run_command, command: \"wget -qO- http://api/\", sandbox: container, services: [api]}\n"
+	tk, err := Load(writeTask(t, ok, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tk.GradesWithServices() || !slices.Equal(tk.Criteria[1].Services, []string{"api"}) {
+		t.Errorf("criterion services %v", tk.Criteria[1].Services)
+	}
+	tk.Close()
+	for _, tc := range []struct{ name, crit, want string }{
+		{"wasm tier", "  - {type: run_command, command: x, services: [api]}\n", "only a verifier container reaches the task's services"},
+		{"unknown", "  - {type: run_command, command: x, sandbox: container, services: [db]}\n", `"db" is not a service of this task`},
+		{"no ports", "  - {type: run_command, command: x, sandbox: container, services: [quiet]}\n", "service quiet declares no ports"},
+		{"file criterion", "  - {type: file_exists, path: a, services: [api]}\n", `unknown field "services"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeTask(t, svc+minimal+tc.crit, nil)
+			_, err := Load(p)
+			if err == nil || !strings.Contains(err.Error(), p+":8:") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("want %q at line 8, got %v", tc.want, err)
+			}
+		})
+	}
+}

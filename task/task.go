@@ -261,6 +261,9 @@ type Criterion struct {
 	// Harbor's reward.json) by that one reward; "" scores them by their mean.
 	RewardKey     string
 	UsesReference bool
+	// Services are the task's services a verifier criterion reaches, by name, as the agent
+	// does: they still run while it does (see Task.GradesWithServices).
+	Services []string
 	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
 	// on the criterion or as the task's grader: default); nil: the WASM sandbox.
 	Verifier       *Verifier
