@@ -52,6 +52,10 @@ const (
 	serviceGrace   = 2 * time.Second // SIGTERM to SIGKILL when ceval stops a service
 	serviceSpare   = 30 * time.Minute
 	serviceDialMax = 5 * time.Second // a relayed connection's dial into the service
+	// maxRelays bounds the connections relayed at once for one run (each holds two sockets
+	// and goroutines of ceval's): an agent opening thousands cannot exhaust ceval's file
+	// descriptors, which every run of an experiment shares.
+	maxRelays = 256
 	// serviceNet is the first three octets of the services' loopback addresses in the
 	// agent's namespace: the n-th service (from 1) is serviceNet.n.
 	serviceNet = "127.0.10."
@@ -86,6 +90,7 @@ type serviceSet struct {
 	stopped bool
 	lns     []net.Listener
 	conns   map[net.Conn]bool
+	active  int // relayed connections open (see maxRelays)
 	relays  sync.WaitGroup
 }
 
@@ -558,13 +563,19 @@ func (set *serviceSet) accept(ctx context.Context, ln net.Listener, s *service, 
 		if err != nil {
 			return
 		}
+		if !set.admit() {
+			c.Close() // over maxRelays: the agent sees its connection closed at once
+			continue
+		}
 		if !set.track(c) {
+			set.release()
 			c.Close()
 			return
 		}
 		set.relays.Add(1)
 		go func() {
 			defer set.relays.Done()
+			defer set.release()
 			defer set.untrack(c)
 			up, err := launcher.DialInNetns(ctx, s.netns, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), serviceDialMax)
 			if err != nil {
@@ -596,6 +607,23 @@ func relay(a, b net.Conn) {
 	go pipe(b, a)
 	<-done
 	<-done
+}
+
+// admit counts one more relayed connection unless maxRelays are open already.
+func (set *serviceSet) admit() bool {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if set.active >= maxRelays {
+		return false
+	}
+	set.active++
+	return true
+}
+
+func (set *serviceSet) release() {
+	set.mu.Lock()
+	set.active--
+	set.mu.Unlock()
 }
 
 func (set *serviceSet) track(c net.Conn) bool {

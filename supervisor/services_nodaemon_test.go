@@ -3,15 +3,20 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -89,5 +94,92 @@ func TestServiceRunsItsImagesCommandUnlessItNamesOne(t *testing.T) {
 	var ie *InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "give the service a command") {
 		t.Errorf("no command anywhere: %v", err)
+	}
+}
+
+// An agent that opens connection after connection to a service gets at most maxRelays
+// relayed at once: the rest are closed at once, so it cannot exhaust ceval's descriptors.
+func TestRelayedConnectionsAreCappedPerRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("entering a network namespace (our own) needs root")
+	}
+	upstream, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upstream.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := upstream.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	port := upstream.Addr().(*net.TCPAddr).Port
+	ns, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []record.ServiceResult
+	res = append(res, record.ServiceResult{Name: "api", Log: "api.log"})
+	s := &service{spec: task.Service{Name: "api", Ports: []int{port}}, netns: ns, waited: make(chan struct{})}
+	set := &serviceSet{runDir: t.TempDir(), res: &res, svcs: []*service{s}, conns: map[net.Conn]bool{},
+		redact: func(s string) string { return s }, emit: func(string, map[string]any) {}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set.lns = append(set.lns, ln)
+	set.relays.Add(1)
+	go set.accept(context.Background(), ln, s, port)
+	var clients []net.Conn
+	for range maxRelays + 40 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(held)
+		mu.Unlock()
+		if n >= maxRelays || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // any relay past the cap would have dialled by now
+	mu.Lock()
+	n := len(held)
+	mu.Unlock()
+	var closed atomic.Int32
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
+				closed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n != maxRelays || closed.Load() != 40 {
+		t.Errorf("%d connections reached the service and %d were closed, want %d and 40", n, closed.Load(), maxRelays)
+	}
+	if err := set.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range clients {
+		c.Close()
 	}
 }
