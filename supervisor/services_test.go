@@ -235,3 +235,23 @@ func TestAgentAttackingAServiceGetsNothing(t *testing.T) {
 	}
 	noLeftovers(t, res)
 }
+
+// TestServiceServesEveryIterationOfTheAgent: the service runs across the agent's
+// iterations, each a fresh container whose network namespace gets the relay anew; the
+// second iteration fetches what the first did not.
+func TestServiceServesEveryIterationOfTheAgent(t *testing.T) {
+	token := canary(t)
+	doc := agentTask("svc-iterations", `[ "$CEVAL_ITERATION" = 2 ] && wget -qO- http://api:8080/answer.txt >out.txt; wget -qO- http://api:8080/answer.txt >>seen.txt`,
+		"  - {type: file_contains, path: out.txt, includes: ["+quote(token)+"]}\n", apiService, "iterations: {max: 2}\n")
+	res, err := runTask(t, doc, map[string]string{"svc/www/answer.txt": token + "\n"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" || res.IterationsUsed != 2 {
+		t.Fatalf("status %s after %d iterations: %+v", res.Status, res.IterationsUsed, res.Criteria)
+	}
+	if s := res.Services[0]; s.ExitedEarly || !s.Ready {
+		t.Errorf("service %+v", s)
+	}
+	noLeftovers(t, res)
+}
