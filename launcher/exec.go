@@ -19,12 +19,18 @@ type ExecResult struct {
 
 // Exec runs args as a further process of the running task (a readiness probe), with the
 // container's own process settings (user, environment, working directory, no capabilities,
-// no_new_privs, seccomp) and its cgroup's limits, its output to out (may be nil), and waits
-// for it within timeout, killing it past that. id names it among the task's processes.
+// no_new_privs) and its seccomp profile and cgroup's limits, its output to out (may be
+// nil), and waits for it within timeout, killing it past that. id names it among the task's
+// processes. A caller cannot give the process settings of its own (an exec gets whatever
+// its process spec asks for), and Exec refuses a container whose own settings hold any
+// capability or lack no_new_privs.
 func (t *Task) Exec(ctx context.Context, id string, args []string, timeout time.Duration, out io.Writer) (ExecResult, error) {
 	base := t.ctr.process
 	if base == nil {
 		return ExecResult{}, fmt.Errorf("exec in %s: the container has no process spec", t.ctr.spec.ID)
+	}
+	if c := base.Capabilities; !base.NoNewPrivileges || c != nil && len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) > 0 {
+		return ExecResult{}, fmt.Errorf("exec in %s: refused: the container's process has capabilities or lacks no_new_privs", t.ctr.spec.ID)
 	}
 	if len(args) == 0 {
 		return ExecResult{}, fmt.Errorf("exec in %s: no command", t.ctr.spec.ID)
