@@ -384,6 +384,7 @@ func (r *run) launch(ctx context.Context) error {
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
+		StepBeforeStart: r.svcs.stepBeforeStart(), StepMounts: r.svcs.mounts(),
 		Prepare: r.prepareScratch, ids: r.ids,
 		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit,
 	}
@@ -525,11 +526,7 @@ func (r *run) collect(context.Context) error {
 	} else if err := r.stopServers(); err != nil {
 		return err
 	}
-	if r.t.MaxRuns() == 1 && !r.t.GradesWithServices() {
-		if err := r.stopServices(); err != nil {
-			return err
-		}
-	}
+
 	res, exit := r.res, r.out.Exit
 	if err := verifyPluginsAfter(res.Plugins, r.emit); err != nil {
 		return &InfraError{err}

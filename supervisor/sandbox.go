@@ -57,6 +57,10 @@ type SandboxConfig struct {
 	// BeforeStart (may be nil) runs once the container's task exists and before its init
 	// runs: the model gateway opens its socket in the task's network namespace there.
 	BeforeStart launcher.StartHook
+	// StepBeforeStart and StepMounts are what a setup or after_agent step's container gets
+	// of the run's (the task's services: their relay and /etc/hosts); nil: nothing.
+	StepBeforeStart launcher.StartHook
+	StepMounts      []oci.Mount
 
 	// IDs is the range the run's user namespace takes its host IDs from (ceval's config
 	// id_range); the zero value is DefaultIDRange.

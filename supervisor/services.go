@@ -724,3 +724,20 @@ func (r *run) stopServices() error {
 	}
 	return nil
 }
+
+// stepBeforeStart is the relay into a step's container; nil without services.
+func (set *serviceSet) stepBeforeStart() launcher.StartHook {
+	if set == nil {
+		return nil
+	}
+	return set.beforeStart
+}
+
+// mounts is the agent's /etc/hosts naming the services, for a step's container; nil without
+// services.
+func (set *serviceSet) mounts() []oci.Mount {
+	if set == nil {
+		return nil
+	}
+	return []oci.Mount{(&ServiceAccess{set}).Hosts()}
+}

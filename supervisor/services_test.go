@@ -255,3 +255,32 @@ func TestServiceServesEveryIterationOfTheAgent(t *testing.T) {
 	}
 	noLeftovers(t, res)
 }
+
+// kvService keeps what is stored over HTTP (busybox httpd's CGI): /cgi-bin/set?V stores V,
+// /cgi-bin/get answers it.
+const kvService = `services:
+  - name: kv
+    command: [sh, -c, "mkdir -p /workspace/www/cgi-bin && cd /workspace/www/cgi-bin && printf '#!/bin/sh\\necho \"$QUERY_STRING\" >/workspace/state\\nprintf \"Content-Type: text/plain\\\\r\\\\n\\\\r\\\\nstored\\\\n\"\\n' >set && printf '#!/bin/sh\\nprintf \"Content-Type: text/plain\\\\r\\\\n\\\\r\\\\n\"\\ncat /workspace/state\\n' >get && chmod 755 set get && exec httpd -f -p 8080 -h /workspace/www"]
+    ports: [8080]
+    ready: {tcp: 8080, interval: 50ms, retries: 200}
+`
+
+// TestStepsReachTheServicesAsTheAgentDoes: a setup step seeds the service, the agent reads
+// what it stored, and an after_agent step reads it too (the service stops only after it).
+func TestStepsReachTheServicesAsTheAgentDoes(t *testing.T) {
+	doc := agentTask("svc-steps", "wget -qO- http://kv:8080/cgi-bin/get >out.txt",
+		"  - {type: file_contains, path: out.txt, includes: [seeded-7]}\n  - {type: file_contains, path: after.txt, includes: [seeded-7]}\n",
+		kvService, "setup:\n  - wget -qO- http://kv:8080/cgi-bin/set?seeded-7\nafter_agent:\n  - wget -qO- http://kv:8080/cgi-bin/get >after.txt\n")
+	res, err := runTask(t, doc, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		t.Fatalf("status %s: %+v; steps %+v", res.Status, res.Criteria, res.Steps)
+	}
+	ev := eventNames(t, res.Dir)
+	if !isSubsequence(ev, []string{"service_ready", "step_finished", "agent_started", "step_finished", "service_stopped", "snapshot_taken"}) {
+		t.Errorf("events %v", ev)
+	}
+	noLeftovers(t, res)
+}
