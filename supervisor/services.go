@@ -668,6 +668,7 @@ func (set *serviceSet) stop() error {
 	for i := len(set.svcs) - 1; i >= 0; i-- {
 		errs = append(errs, set.svcs[i].close(set))
 	}
+	_ = os.Remove(filepath.Join(set.runDir, scratchSubdir+"-services")) // empty once each service's is gone
 	return errors.Join(errs...)
 }
 
