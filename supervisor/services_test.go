@@ -282,3 +282,33 @@ func TestStepsReachTheServicesAsTheAgentDoes(t *testing.T) {
 	}
 	noLeftovers(t, res)
 }
+
+// TestServiceReachesNothingOfTheAgents: the other way round, a service finds nothing of the
+// agent's while it runs: not a port the agent listens on (its own loopback is not the
+// agent's), not the agent's files, not its processes. The probes' results are in its log.
+func TestServiceReachesNothingOfTheAgents(t *testing.T) {
+	secret := canary(t)
+	// The agent's own fetch of its port is the control: the probe works where it can reach.
+	agent := "echo " + secret + " >secret.txt; echo " + secret + " >/tmp/secret.txt; httpd -p 9999 -h /workspace; sleep 0.3; " +
+		"timeout 2 wget -qO- http://127.0.0.1:9999/secret.txt >control.txt; sleep 8"
+	probe := `p="CEVAL""-CANARY-"; httpd -p 8080; sleep 1; for i in 1 2 3 4 5 6; do
+  timeout 2 wget -qO- http://127.0.0.1:9999/secret.txt 2>/dev/null | grep -q "$p" && echo GOT-PORT
+  cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' '\n' >/tmp/proc.txt; grep -q "$p" /tmp/proc.txt && echo GOT-PROC
+  find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -type f -print 2>/dev/null | xargs grep -ls "$p" 2>/dev/null | grep -q . && echo GOT-FILES
+  sleep 0.5
+done; echo probes-done; sleep 600`
+	doc := agentTask("svc-probes", agent, "  - {type: file_contains, path: control.txt, includes: ["+quote(secret)+"]}\n",
+		"services:\n  - name: probe\n    command: [sh, -c, "+quote(probe)+"]\n    ports: [8080]\n    ready: {tcp: 8080, interval: 50ms, retries: 200}\n")
+	res, err := runTask(t, doc, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		t.Fatalf("the agent's control fetch of its own port failed: %+v", res.Criteria)
+	}
+	log := serviceLog(t, res, "probe")
+	if !strings.Contains(log, "probes-done") || strings.Contains(log, "GOT") {
+		t.Fatalf("the service's probes (want probes-done and no GOT):\n%s", log)
+	}
+	noLeftovers(t, res)
+}
