@@ -67,8 +67,13 @@ type SandboxConfig struct {
 	IDs IDRange
 
 	// UID is the process's UID and GID in the container: 0 means policy.AgentUID; a verifier
-	// container (package verifier) runs as policy.GraderUID.
+	// container (package verifier) runs as policy.GraderUID, a task's service as
+	// policy.ServiceUID.
 	UID uint32
+	// Cwd and UserName are the process's working directory and USER ("": /workspace and
+	// "agent"); LogCap bounds each of stdout and stderr (0: launcher.DefaultLogCap).
+	Cwd, UserName string
+	LogCap        int64
 
 	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
 	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
@@ -259,7 +264,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		Args: cfg.Argv, Env: cfg.Env, WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
-		UserNS: userns, UID: cfg.UID,
+		UserNS: userns, UID: cfg.UID, Cwd: cfg.Cwd, UserName: cfg.UserName,
 	}
 	opts, err := specOpts(ocfg)
 	if err != nil {
@@ -276,7 +281,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
-		Stdin: goR,
+		LogCap: cfg.LogCap, Stdin: goR,
 	})
 	return err
 }
@@ -332,23 +337,13 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	}
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
-	tk, err := s.ctr.Start(ctx, s.beforeStart)
-	if err != nil {
-		return nil, err
-	}
 	out := &Outcome{}
-	att, err := s.attestInit(ctx, tk.Pid())
+	tk, att, err := s.Start(ctx)
 	out.Isolation = att
 	if err != nil {
-		s.goW.Close() // EOF without the go-ahead: the init exits without starting the agent
-		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
 		return out, err
 	}
 	emit("attested", map[string]any{"isolation": att})
-	if _, err := s.goW.Write([]byte("go\n")); err != nil {
-		return out, fmt.Errorf("start agent: %w", err)
-	}
-	s.goW.Close()
 	emit("agent_started", map[string]any{"argv0": s.cfg.Argv[0]})
 	// cgroups keep no peak of pids: sample it while the agent runs.
 	stopSampling := make(chan struct{})
@@ -397,6 +392,30 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 		return out, fmt.Errorf("processes remained in the container after the kill (%s)", exit.CgroupError)
 	}
 	return out, nil
+}
+
+// Start starts the container, attests the init after its execve and, when the attestation
+// matches policy, lets the process start; the caller waits for it (Run does). The
+// attestation is returned whenever it was read; on an error the init has exited without
+// starting the process, or Start failed before.
+func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestation, error) {
+	tk, err := s.ctr.Start(ctx, s.beforeStart)
+	if err != nil {
+		return nil, nil, err
+	}
+	att, err := s.attestInit(ctx, tk.Pid())
+	if err != nil {
+		s.goW.Close() // EOF without the go-ahead: the init exits without starting the process
+		cleanupCtx, cancel := launcher.CleanupContext(ctx)
+		defer cancel()
+		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
+		return nil, att, err
+	}
+	if _, err := s.goW.Write([]byte("go\n")); err != nil {
+		return tk, att, fmt.Errorf("start %s: %w", s.cfg.Argv[0], err)
+	}
+	s.goW.Close()
+	return tk, att, nil
 }
 
 // specOpts is the container spec of ocfg (the agent's, or a step's made from it): oci's

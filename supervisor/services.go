@@ -21,7 +21,6 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -101,8 +100,7 @@ type service struct {
 	i       int    // its index in *serviceSet.res
 	started time.Time
 	log     *os.File
-	undo    []func() error // in reverse order on close
-	ctr     *launcher.Container
+	sb      *Sandbox
 	tk      *launcher.Task
 	netns   *os.File
 	stop    context.CancelFunc // ends the wait: SIGTERM, grace, SIGKILL, reap
@@ -224,128 +222,55 @@ func (set *serviceSet) start(ctx context.Context, i int, spec task.Service) erro
 	return nil
 }
 
-// launch makes the service's container over scratch filesystems of its own, owned by its
-// own ID slot, starts it and attests its init before the service's process runs.
+// launch makes the service's sandbox (scratch filesystems of its own owned by an ID slot of
+// its own, ceval's init, the lifeline, the hardened spec: a Sandbox like the agent's, as
+// policy.ServiceUID), starts it, attests its init and lets the service's process start.
 func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (*record.Attestation, error) {
 	spec := s.spec
 	var err error
 	if s.log, err = os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600); err != nil {
 		return nil, err
 	}
-	s.undo = append(s.undo, s.log.Close)
-	slot, err := AllocateIDs(set.ids, IDLockDir)
-	if err != nil {
-		return nil, err
-	}
-	s.undo = append(s.undo, slot.Release)
-	dir := filepath.Join(set.runDir, scratchSubdir+"-services", spec.Name)
-	ws, home := filepath.Join(dir, "workspace"), filepath.Join(dir, "home")
-	for _, d := range []string{ws, home} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	s.undo = append(s.undo, func() error { return os.RemoveAll(dir) })
-	unmountWS, err := launcher.MountScratch(ws, spec.Limits.DiskMB, workspaceInodes(spec.Limits.DiskMB), 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	s.undo = append(s.undo, unmountWS)
-	unmountHome, err := launcher.MountScratch(home, serviceHomeMB, homeInodes, 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	s.undo = append(s.undo, unmountHome)
-	if spec.Files != nil {
-		if err := copyTemplate(spec.Files, ws); err != nil {
-			return nil, fmt.Errorf("files %s: %w", spec.Files.Path, err)
-		}
-	}
-	host := slot.HostID + policy.ServiceUID
-	for _, d := range []string{ws, home} {
-		if err := launcher.ChownTree(d, int(host), int(host)); err != nil {
-			return nil, err
-		}
-	}
-	initPath, err := embedded.Init.Install(set.initDir)
-	if err != nil {
-		return nil, fmt.Errorf("install init: %w", err)
-	}
-	lifeline, err := launcher.NewLifeline(filepath.Join(dir, supervisorFIFOName))
-	if err != nil {
-		return nil, err
-	}
-	s.undo = append(s.undo, lifeline.Close)
-	bootID, err := launcher.BootID()
-	if err != nil {
-		return nil, err
-	}
-	userns, err := launcher.NewUserNS(slot.HostID, oci.IDRangeSize)
-	if err != nil {
-		return nil, err
-	}
-	s.undo = append(s.undo, userns.Close)
 	argv, env, workdir, err := set.runConfig(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
-	ocfg := oci.Config{
-		RunID: launcher.ContainerID(set.runID + "-svc-" + spec.Name), PID: os.Getpid(), BootID: bootID,
-		Args: argv, Env: env, WorkspaceDir: ws, HomeDir: home, InitPath: initPath,
-		SupervisorFIFO: lifeline.Path(), WaitForGo: true, Timeout: set.life, Grace: serviceGrace,
-		MemoryMB: spec.Limits.MemoryMB, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids, Network: policy.NetworkNone,
-		UserNS: oci.UserNS{HostID: slot.HostID, Path: userns.Path()}, UID: policy.ServiceUID,
-		Cwd: workdir, UserName: "service",
-	}
-	opts, err := specOpts(ocfg)
+	s.sb, err = NewSandbox(ctx, SandboxConfig{
+		Client: set.c, Image: set.images[spec.Image], ID: set.runID + "-svc-" + spec.Name,
+		Argv: argv, Env: env, Cwd: workdir, UserName: "service", UID: policy.ServiceUID,
+		Limits:  task.Limits{Timeout: set.life, MemoryMB: spec.Limits.MemoryMB, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids, DiskMB: spec.Limits.DiskMB},
+		Network: policy.NetworkNone, Grace: serviceGrace, InitDir: set.initDir, IDs: set.ids,
+		Dir:    filepath.Join(set.runDir, scratchSubdir+"-services", spec.Name),
+		Stdout: s.log, Stderr: s.log, LogCap: serviceLogCap,
+		Prepare: func(ws, _ string) error {
+			if spec.Files == nil {
+				return nil
+			}
+			if err := copyTemplate(spec.Files, ws); err != nil {
+				return fmt.Errorf("files %s: %w", spec.Files.Path, err)
+			}
+			return nil
+		},
+	})
 	if err != nil {
-		return nil, err
-	}
-	img, err := set.c.GetImage(ctx, set.images[spec.Image])
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", spec.Image, err)
-	}
-	goR, goW := io.Pipe()
-	defer goW.Close()
-	if s.ctr, err = launcher.Create(ctx, set.c, launcher.Spec{
-		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg), Snapshotter: images.Snapshotter,
-		Stdout: s.log, Stderr: s.log, LogCap: serviceLogCap, Stdin: goR,
-	}); err != nil {
 		return nil, err
 	}
 	s.started = time.Now()
-	if s.tk, err = s.ctr.Start(ctx, func(_ context.Context, pid uint32) error {
-		if err := userns.Close(); err != nil {
-			return err
-		}
-		return launcher.LowerRlimits(pid, host, host, oci.Rlimits())
-	}); err != nil {
-		return nil, err
+	tk, att, err := s.sb.Start(ctx)
+	if err != nil {
+		return att, err
 	}
+	s.tk = tk
 	// From here the wait runs on its own: stop ends it, and a service that exits early is
 	// seen by its readiness loop or recorded when it is stopped.
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
 	go func() {
 		defer close(s.waited)
-		s.exit, s.waitErr = s.tk.Wait(wctx, set.life, serviceGrace)
+		s.exit, s.waitErr = tk.Wait(wctx, set.life, serviceGrace)
 	}()
-	att, err := attest(ctx, s.tk.Pid())
-	if err == nil {
-		att.Network, att.LimitsEnforcedBy = policy.NetworkNone, policy.RootfulLimits
-		err = CheckAttestation(att, Policy{
-			UID: policy.ServiceUID, GID: policy.ServiceUID, PidsMax: spec.Limits.Pids, Network: policy.NetworkNone,
-			IDMap: oci.UserNS{HostID: slot.HostID}.Mappings(), Rlimits: oci.Rlimits(),
-		})
-	}
-	if err != nil {
-		return att, err // goW closes: the init exits without starting the service
-	}
-	if s.netns, err = launcher.OpenNetns(s.tk.Pid()); err != nil {
+	if s.netns, err = launcher.OpenNetns(tk.Pid()); err != nil {
 		return att, err
-	}
-	if _, err := goW.Write([]byte("go\n")); err != nil {
-		return att, fmt.Errorf("start: %w", err)
 	}
 	set.emit("service_started", map[string]any{"name": spec.Name, "isolation": att})
 	return att, nil
@@ -698,15 +623,12 @@ func (s *service) close(set *serviceSet) error {
 	if s.netns != nil {
 		errs = append(errs, s.netns.Close())
 	}
-	if s.ctr != nil {
-		cctx, cancel := launcher.CleanupContext(context.Background())
-		errs = append(errs, s.ctr.Delete(cctx))
-		cancel()
+	if s.sb != nil {
+		errs = append(errs, s.sb.Close(context.Background()))
 	}
-	for i := len(s.undo) - 1; i >= 0; i-- {
-		errs = append(errs, s.undo[i]())
+	if s.log != nil {
+		errs = append(errs, s.log.Close())
 	}
-	s.undo = nil
 	if err := redactFile(filepath.Join(set.runDir, res.Log), set.redact); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("redacting its log: %w", err))
 	}
