@@ -38,7 +38,9 @@ import (
 // NAME's loopback address inside every agent container's namespace and, per connection,
 // dials the port on the service's own loopback from inside the service's namespace. So the
 // agent reaches exactly the declared ports, and a service reaches neither the agent, the
-// model gateway, the mocks nor any network. The agent's /etc/hosts names the addresses.
+// model gateway, the mocks nor any network. The agent's /etc/hosts names the addresses. A
+// service reaches the services it depends on the same way (their ports relayed into its own
+// namespace, the same /etc/hosts), and no other.
 
 // PhaseServices starts the task's services and waits until each is ready: after launch,
 // before setup and the agent (see the Phase constants in run.go).
@@ -242,6 +244,13 @@ func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (
 		Network: policy.NetworkNone, Grace: serviceGrace, InitDir: set.initDir, IDs: set.ids,
 		Dir:    filepath.Join(set.runDir, scratchSubdir+"-services", spec.Name),
 		Stdout: s.log, Stderr: s.log, LogCap: serviceLogCap,
+		// It reaches the services it depends on (started and ready before it) as the agent does.
+		Mounts: set.mounts(), BeforeStart: func(ctx context.Context, pid uint32) error {
+			if len(spec.DependsOn) == 0 {
+				return nil
+			}
+			return set.relayInto(ctx, pid, spec.DependsOn)
+		},
 		Prepare: func(ws, _ string) error {
 			if spec.Files == nil {
 				return nil

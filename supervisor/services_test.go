@@ -312,3 +312,34 @@ done; echo probes-done; sleep 600`
 	}
 	noLeftovers(t, res)
 }
+
+// TestServiceReachesTheServicesItDependsOn: api depends on kv and answers from it (its CGI
+// asks kv by name), so the agent gets kv's value through api; a service it does not depend
+// on stays out of its reach.
+func TestServiceReachesTheServicesItDependsOn(t *testing.T) {
+	doc := agentTask("svc-depends", "wget -qO- http://api:8081/cgi-bin/get >out.txt; wget -qO- http://api:8081/cgi-bin/other >other.txt",
+		"  - {type: file_contains, path: out.txt, includes: [seeded-9]}\n  - {type: file_contains, path: other.txt, includes: [unreachable], excludes: [other-secret]}\n",
+		`services:
+  - name: kv
+    command: [sh, -c, "mkdir -p /workspace/www/cgi-bin && echo seeded-9 >/workspace/state && cd /workspace/www/cgi-bin && printf '#!/bin/sh\nprintf \"Content-Type: text/plain\\\\r\\\\n\\\\r\\\\n\"\ncat /workspace/state\n' >get && chmod 755 get && exec httpd -f -p 8080 -h /workspace/www"]
+    ports: [8080]
+    ready: {tcp: 8080, interval: 50ms, retries: 200}
+  - name: other
+    command: [sh, -c, "mkdir -p /tmp/www && echo other-secret >/tmp/www/s.txt && exec httpd -f -p 8082 -h /tmp/www"]
+    ports: [8082]
+    ready: {tcp: 8082, interval: 50ms, retries: 200}
+  - name: api
+    depends_on: [kv]
+    command: [sh, -c, "mkdir -p /workspace/www/cgi-bin && cd /workspace/www/cgi-bin && printf '#!/bin/sh\nprintf \"Content-Type: text/plain\\\\r\\\\n\\\\r\\\\n\"\nwget -qO- http://kv:8080/cgi-bin/get\n' >get && printf '#!/bin/sh\nprintf \"Content-Type: text/plain\\\\r\\\\n\\\\r\\\\n\"\ntimeout 3 wget -qO- http://other:8082/s.txt || echo unreachable\n' >other && chmod 755 get other && exec httpd -f -p 8081 -h /workspace/www"]
+    ports: [8081]
+    ready: {tcp: 8081, interval: 50ms, retries: 200}
+`)
+	res, err := runTask(t, doc, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		t.Fatalf("status %s: %+v\napi.log: %s", res.Status, res.Criteria, serviceLog(t, res, "api"))
+	}
+	noLeftovers(t, res)
+}
