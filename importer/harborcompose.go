@@ -70,6 +70,9 @@ func composeServices(dir, id string, data []byte, opt Options) (*yaml.Node, []Pr
 	if len(out.Content) == 0 {
 		return nil, c.problems
 	}
+	if len(out.Content) > 1 {
+		c.note(svcs, "services", "each service reaches only the services in its depends_on (compose puts them all on one network): add depends_on where one talks to another")
+	}
 	return out, c.problems
 }
 
