@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -59,4 +63,43 @@ func DialInNetns(ctx context.Context, ns *os.File, addr string, timeout time.Dur
 	}()
 	r := <-ch
 	return r.c, r.err
+}
+
+// Redirect sends TCP connections made inside a network namespace to Addr:Port on to
+// Addr:ToPort instead (destination NAT on the namespace's own output path): a relay can
+// listen on a port of its own while programs there still connect to Port, and a program
+// there listening on a wildcard address at Port does not collide with the relay.
+type Redirect struct {
+	Addr         netip.Addr // IPv4
+	Port, ToPort uint16
+}
+
+// nftTool is the host's nft (Debian's nftables), which RedirectInNetns runs through
+// nsenter (util-linux).
+var nftTool = "/usr/sbin/nft"
+
+// RedirectInNetns installs rs in the network namespace of pid (a container's init, before it
+// runs) as one nftables table of its own; the namespace's processes, without CAP_NET_ADMIN
+// there, can neither read nor change it.
+func RedirectInNetns(pid uint32, rs []Redirect) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("table ip ceval_services {\n  chain out {\n    type nat hook output priority -100; policy accept;\n")
+	for _, r := range rs {
+		if !r.Addr.Is4() || r.Port == 0 || r.ToPort == 0 {
+			return fmt.Errorf("redirect %v:%d -> %d: want an IPv4 address and two ports", r.Addr, r.Port, r.ToPort)
+		}
+		fmt.Fprintf(&b, "    ip daddr %s tcp dport %d dnat to %s:%d\n", r.Addr, r.Port, r.Addr, r.ToPort)
+	}
+	b.WriteString("  }\n}\n")
+	cmd := exec.Command(nsenterTool, "--net=/proc/"+strconv.FormatUint(uint64(pid), 10)+"/ns/net", "--", nftTool, "-f", "-")
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.Stdin = strings.NewReader(b.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("redirects in the network namespace of pid %d: %s: %w: %s (install nftables)", pid, nftTool, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -397,5 +398,17 @@ func TestCgroupWaitOnAnEmptyOrMissingCgroup(t *testing.T) {
 	}
 	if err := waitCgroupEmpty(t.TempDir(), "/ns/id", time.Minute); err == nil {
 		t.Fatal("a missing cgroup counted as empty")
+	}
+}
+
+func TestRedirectInNetnsRefusesWhatIsNotAnIPv4PortPair(t *testing.T) {
+	for _, r := range []Redirect{
+		{Addr: netip.MustParseAddr("::1"), Port: 80, ToPort: 8080},
+		{Addr: netip.MustParseAddr("127.0.10.1"), Port: 0, ToPort: 8080},
+		{Addr: netip.MustParseAddr("127.0.10.1"), Port: 80},
+	} {
+		if err := RedirectInNetns(uint32(os.Getpid()), []Redirect{r}); err == nil || !strings.Contains(err.Error(), "want an IPv4 address and two ports") {
+			t.Errorf("%+v: %v", r, err)
+		}
 	}
 }

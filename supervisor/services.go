@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path"
 	"path/filepath"
@@ -430,12 +431,16 @@ func (set *serviceSet) beforeStart(ctx context.Context, pid uint32) error {
 
 // relayInto is beforeStart for the services named (nil: all of them).
 func (set *serviceSet) relayInto(ctx context.Context, pid uint32, names []string) error {
+	// Each listener takes a port of the kernel's choosing on the service's address, and the
+	// namespace redirects NAME:PORT to it: a program there may still listen on a wildcard
+	// address at PORT without colliding with the relay.
+	var rs []launcher.Redirect
 	for _, s := range set.svcs {
 		if names != nil && !slices.Contains(names, s.spec.Name) {
 			continue
 		}
 		for _, port := range s.spec.Ports {
-			ln, err := gateway.ListenInNetns(pid, net.JoinHostPort(s.addr, strconv.Itoa(port)))
+			ln, err := gateway.ListenInNetns(pid, net.JoinHostPort(s.addr, "0"))
 			if err != nil {
 				return fmt.Errorf("service %s: %w", s.spec.Name, err)
 			}
@@ -447,11 +452,12 @@ func (set *serviceSet) relayInto(ctx context.Context, pid uint32, names []string
 			}
 			set.lns = append(set.lns, ln)
 			set.mu.Unlock()
+			rs = append(rs, launcher.Redirect{Addr: netip.MustParseAddr(s.addr), Port: uint16(port), ToPort: uint16(ln.Addr().(*net.TCPAddr).Port)})
 			set.relays.Add(1)
 			go set.accept(ctx, ln, s, port)
 		}
 	}
-	return nil
+	return launcher.RedirectInNetns(pid, rs)
 }
 
 // ServiceAccess is how a verifier container reaches the run's services while they still

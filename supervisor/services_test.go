@@ -343,3 +343,20 @@ func TestServiceReachesTheServicesItDependsOn(t *testing.T) {
 	}
 	noLeftovers(t, res)
 }
+
+// TestAgentListensOnAServicesPortNumberBesideIt: the agent runs its own server on a
+// wildcard address at the port number the service declares, and still reaches the service
+// at api:8080 (ceval's relay listens elsewhere; the namespace redirects to it).
+func TestAgentListensOnAServicesPortNumberBesideIt(t *testing.T) {
+	token := canary(t)
+	doc := agentTask("svc-same-port", "mkdir www && echo own >www/own.txt && httpd -p 8080 -h www && wget -qO- http://127.0.0.1:8080/own.txt >own.txt && wget -qO- http://api:8080/answer.txt >out.txt",
+		"  - {type: file_contains, path: out.txt, includes: ["+quote(token)+"]}\n  - {type: file_contains, path: own.txt, includes: [own]}\n", apiService)
+	res, err := runTask(t, doc, map[string]string{"svc/www/answer.txt": token + "\n"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "SUCCESS" {
+		t.Fatalf("status %s: %+v", res.Status, res.Criteria)
+	}
+	noLeftovers(t, res)
+}
