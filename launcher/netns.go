@@ -78,6 +78,9 @@ type Redirect struct {
 // nsenter (util-linux).
 var nftTool = "/usr/sbin/nft"
 
+// RedirectTools lists the host programs RedirectInNetns runs, for a check before a run.
+func RedirectTools() []string { return []string{nsenterTool, nftTool} }
+
 // RedirectInNetns installs rs in the network namespace of pid (a container's init, before it
 // runs) as one nftables table of its own; the namespace's processes, without CAP_NET_ADMIN
 // there, can neither read nor change it.

@@ -151,6 +151,11 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 	if rootlessRuns() != nil {
 		return nil, &InputError{fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
 	}
+	for _, tool := range launcher.RedirectTools() {
+		if _, err := os.Stat(tool); err != nil {
+			return nil, &InfraError{fmt.Errorf("task %s has services, whose relay needs %s: %w (apt-get install nftables util-linux)", t.ID, tool, err)}
+		}
+	}
 	set := &serviceSet{
 		c: r.o.Client, runDir: r.dir, initDir: r.o.InitDir, ids: r.o.IDs, life: serviceLifetime(t), redact: r.redact, emit: r.emit,
 		runID: fmt.Sprintf("%s-%s-%s-%d", r.o.RunID, r.o.Variant, t.ID, r.o.Repeat), res: &r.res.Services,
