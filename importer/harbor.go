@@ -209,20 +209,12 @@ func Harbor(dir string, opt Options) (Result, error) {
 			facts.entrypoint = ""
 		}
 	}
-	if compose := filepath.Join(dir, "environment", "docker-compose.yaml"); exists("environment/docker-compose.yaml") {
-		if data, err := readCapped(compose); err == nil {
-			if svcs := composeServices(data); len(svcs) > 1 {
-				c.problems = append(c.problems, Problem{File: compose, Line: 1, Field: "services", Unmapped: true,
-					Reason: fmt.Sprintf("the task runs %d containers (%s); ceval runs the agent's alone (no services beside it yet), so what the others serve is missing", len(svcs), strings.Join(svcs, ", "))})
-			}
-		}
-	}
 	if facts.entrypoint != "" {
 		set(root, "setup", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{
 			{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("run"), str(facts.entrypoint), scalar("timeout"), scalar("300s")}},
 		}})
 		c.problems = append(c.problems, Problem{File: dfPath, Line: facts.entrypointLine, Field: "ENTRYPOINT",
-			Reason: "became a setup step: it runs once, to its end, before the agent (as the agent's user, in a container of its own over the same workspace and outputs); a server that must keep running while the agent works cannot run so (ceval has no services yet): drop the step and start it from the agent's command or tests/test.sh"})
+			Reason: "became a setup step: it runs once, to its end, before the agent (as the agent's user, in a container of its own over the same workspace and outputs); a server that must keep running while the agent works cannot run so: declare it in services: instead (see Services in ceval's README)"})
 	}
 	keys := make([]string, 0, len(cfg))
 	for k := range cfg {
@@ -311,7 +303,7 @@ func Harbor(dir string, opt Options) (Result, error) {
 		set(root, "sandbox", sb)
 	}
 	for _, f := range []string{"environment/docker-compose.yaml", "environment/docker-compose.yml", "environment/compose.yaml", "tests/docker-compose.yaml", "tests/docker-compose.yml", "tests/Dockerfile"} {
-		if exists(f) {
+		if f != HarborComposeFile && exists(f) {
 			c.unmapped(&yaml.Node{Line: 1}, f, "ceval runs the agent in one container and the verifier in one from the task's image: a compose file's services (or a verifier image of its own) are not started; fold what the task needs into environment/Dockerfile, or run the services from a setup step")
 		}
 	}
@@ -330,6 +322,17 @@ func Harbor(dir string, opt Options) (Result, error) {
 		if file, line := rewardWriter(dir, data); file != "" {
 			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
 				Reason: "writes the reward, as a program tests/test.sh starts: harbor_reward counts only what test.sh's own shell writes (its redirections, an EXIT trap, a script it sources), so this task would score 0: have test.sh write it (python3 score.py > /logs/verifier/reward.txt) or source the script (. /tests/FILE)"})
+		}
+	}
+	if exists(HarborComposeFile) {
+		if data, err := readCapped(filepath.Join(dir, HarborComposeFile)); err != nil {
+			c.unmapped(&yaml.Node{Line: 1}, HarborComposeFile, "unreadable: %v", err)
+		} else {
+			svcs, problems := composeServices(dir, id, data, opt)
+			c.problems = append(c.problems, problems...)
+			if svcs != nil {
+				set(root, "services", svcs)
+			}
 		}
 	}
 	if exists("solution/solve.sh") {

@@ -234,7 +234,7 @@ func entrypointCannotRun(script string) []string {
 		}
 		switch {
 		case backgroundRE.MatchString(t):
-			why = append(why, fmt.Sprintf("%s:%d starts a process that keeps running (%s), and ceval runs no services beside the agent yet", script, i+1, t))
+			why = append(why, fmt.Sprintf("%s:%d starts a process that keeps running (%s), which a step cannot keep: a server belongs in the task's services", script, i+1, t))
 		case systemWriteRE.MatchString(t):
 			why = append(why, fmt.Sprintf("%s:%d changes the image's system files or needs root (%s), and ceval's steps run as the agent's user over a read-only rootfs", script, i+1, t))
 		}
@@ -243,22 +243,4 @@ func entrypointCannotRun(script string) []string {
 		}
 	}
 	return why
-}
-
-// composeServices are the services an environment/docker-compose.yaml names (keys two
-// spaces in under services:), in order.
-func composeServices(data []byte) []string {
-	var out []string
-	in := false
-	for _, line := range strings.Split(string(data), "\n") {
-		switch {
-		case strings.TrimSpace(line) == "services:":
-			in = true
-		case in && len(line) > 0 && line[0] != ' ' && line[0] != '#':
-			in = false
-		case in && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") && strings.HasSuffix(strings.TrimSpace(line), ":"):
-			out = append(out, strings.TrimSuffix(strings.TrimSpace(line), ":"))
-		}
-	}
-	return out
 }

@@ -92,7 +92,7 @@ func TestImportHarborListsAnEntrypointThatCannotRun(t *testing.T) {
 		"instruction.md":                  "Query the local server.\n",
 		"environment/Dockerfile":          "FROM ubuntu:24.04\nCOPY start.sh /usr/local/bin/start.sh\nENTRYPOINT [\"/usr/local/bin/start.sh\"]\nWORKDIR /app\n",
 		"environment/start.sh":            "#!/bin/sh\n# start the fixture\necho 10.0.0.1 svc >> /etc/hosts\npython3 -m http.server 80 &\nexec \"$@\"\n",
-		"environment/docker-compose.yaml": "services:\n  main:\n    build: .\n  db:\n    image: postgres\n",
+		"environment/docker-compose.yaml": "services:\n  main:\n    build: .\n  db:\n    image: postgres\n    expose: [\"5432\"]\n",
 		"tests/test.sh":                   "echo 1 > /logs/verifier/reward.txt\n",
 	}
 	for p, c := range files {
@@ -114,7 +114,7 @@ func TestImportHarborListsAnEntrypointThatCannotRun(t *testing.T) {
 		"Dockerfile:3: unmapped: ENTRYPOINT: /usr/local/bin/start.sh cannot run in ceval",
 		"start.sh:3 changes the image's system files or needs root (echo 10.0.0.1 svc >> /etc/hosts)",
 		"start.sh:4 starts a process that keeps running (python3 -m http.server 80 &)",
-		"docker-compose.yaml:1: unmapped: services: the task runs 2 containers (main, db)",
+		"docker-compose.yaml:3: unmapped: services.main.build",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("unmapped lines lack %q:\n%s", want, all)

@@ -61,8 +61,9 @@ type Container struct {
 	leaseID string
 	owned   bool // the container ID and snapshot key are this Container's to remove
 
-	cgroupsPath string // from the spec Create made, read back once
-	byInit      bool   // specKillsByInit of the spec Create made
+	cgroupsPath string         // from the spec Create made, read back once
+	byInit      bool           // specKillsByInit of the spec Create made
+	process     *specs.Process // the spec's process: what Exec's processes are made from
 
 	mu      sync.Mutex
 	task    *Task
@@ -165,6 +166,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		ctr.cgroupsPath = spec.Linux.CgroupsPath
 		ctr.byInit = specKillsByInit(spec)
 	}
+	ctr.process = spec.Process
 	return ctr, nil
 }
 

@@ -34,7 +34,9 @@
 // unlike the rootful one it is owned by the user, and the per-owner counts (inotify instances,
 // message-queue bytes) are shared by the user's concurrent runs.
 //
-// There is deliberately no Exec: an exec'd process gets whatever capabilities and user its
-// own process spec asks for, outside the hardening of the container's spec, so the agent's
-// container offers no such path.
+// Exec is narrow on purpose: an exec'd process gets whatever capabilities and user its own
+// process spec asks for, outside the hardening of the container's spec, so no method takes a
+// process spec. Task.Exec (a task service's readiness probe) reuses the container's own
+// process settings and refuses a container whose process has a capability or lacks
+// no_new_privs; ceval never execs into the agent's container.
 package launcher

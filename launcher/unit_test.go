@@ -2,8 +2,10 @@ package launcher
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	v1 "github.com/containerd/cgroups/v3/cgroup1/stats"
 	v2 "github.com/containerd/cgroups/v3/cgroup2/stats"
 	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -271,14 +274,32 @@ func TestBootIDIsAUUID(t *testing.T) {
 	}
 }
 
-// TestLauncherOffersNoExec keeps the exec path out of reach: an exec gets whatever
-// capabilities its own process spec asks for, so the package offers none.
-func TestLauncherOffersNoExec(t *testing.T) {
+// TestExecRunsOnlyTheContainersOwnHardenedProcess keeps the exec path narrow: an exec gets
+// whatever capabilities its own process spec asks for, so no method takes one (Task.Exec
+// reuses the container's), and Exec refuses a container whose process has a capability or
+// lacks no_new_privs.
+func TestExecRunsOnlyTheContainersOwnHardenedProcess(t *testing.T) {
 	for _, typ := range []reflect.Type{reflect.TypeFor[*Container](), reflect.TypeFor[*Task]()} {
 		for i := range typ.NumMethod() {
-			if m := typ.Method(i).Name; strings.Contains(strings.ToLower(m), "exec") {
-				t.Errorf("%s has method %s", typ, m)
+			m := typ.Method(i)
+			for j := range m.Type.NumIn() {
+				if in := m.Type.In(j); in == reflect.TypeFor[*specs.Process]() || in == reflect.TypeFor[specs.Process]() {
+					t.Errorf("%s.%s takes a process spec", typ, m.Name)
+				}
 			}
+			if strings.Contains(strings.ToLower(m.Name), "exec") && m.Name != "Exec" {
+				t.Errorf("%s has method %s", typ, m.Name)
+			}
+		}
+	}
+	for name, p := range map[string]*specs.Process{
+		"a capability":    {NoNewPrivileges: true, Capabilities: &specs.LinuxCapabilities{Bounding: []string{"CAP_NET_RAW"}}},
+		"no no_new_privs": {NoNewPrivileges: false, Capabilities: &specs.LinuxCapabilities{}},
+		"an ambient one":  {NoNewPrivileges: true, Capabilities: &specs.LinuxCapabilities{Ambient: []string{"CAP_SYS_ADMIN"}}},
+	} {
+		tk := &Task{ctr: &Container{spec: Spec{ID: "x"}, process: p}}
+		if _, err := tk.Exec(context.Background(), "probe", []string{"true"}, time.Second, nil); err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("%s: exec not refused: %v", name, err)
 		}
 	}
 }
@@ -377,5 +398,17 @@ func TestCgroupWaitOnAnEmptyOrMissingCgroup(t *testing.T) {
 	}
 	if err := waitCgroupEmpty(t.TempDir(), "/ns/id", time.Minute); err == nil {
 		t.Fatal("a missing cgroup counted as empty")
+	}
+}
+
+func TestRedirectInNetnsRefusesWhatIsNotAnIPv4PortPair(t *testing.T) {
+	for _, r := range []Redirect{
+		{Addr: netip.MustParseAddr("::1"), Port: 80, ToPort: 8080},
+		{Addr: netip.MustParseAddr("127.0.10.1"), Port: 0, ToPort: 8080},
+		{Addr: netip.MustParseAddr("127.0.10.1"), Port: 80},
+	} {
+		if err := RedirectInNetns(uint32(os.Getpid()), []Redirect{r}); err == nil || !strings.Contains(err.Error(), "want an IPv4 address and two ports") {
+			t.Errorf("%+v: %v", r, err)
+		}
 	}
 }

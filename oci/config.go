@@ -97,6 +97,10 @@ type Config struct {
 	// agent's container); a verifier sets GraderUID, or RootInUserNS.
 	UID uint32
 
+	// Cwd is the process's working directory: "" = WorkspacePath (a service names its own).
+	Cwd string
+	// UserName is USER in the environment: "" = "agent".
+	UserName string
 	// RootInUserNS runs the process as UID 0 of its user namespace with VerifierRootCaps
 	// over RootPath, a writable root filesystem the caller mounted (the image's layers
 	// idmapped to the namespace under a capped tmpfs: launcher.MountRootOverlay): root
@@ -182,6 +186,12 @@ func (cfg Config) withDefaults() Config {
 	if cfg.UID == 0 {
 		cfg.UID = policy.AgentUID
 	}
+	if cfg.Cwd == "" {
+		cfg.Cwd = WorkspacePath
+	}
+	if cfg.UserName == "" {
+		cfg.UserName = "agent"
+	}
 	return cfg
 }
 
@@ -236,6 +246,12 @@ func (cfg Config) validate() error {
 		if err := checkAbs(p.path); err != nil {
 			bad("%s: %v", p.name, err)
 		}
+	}
+	if err := checkAbs(cfg.Cwd); err != nil {
+		bad("working directory: %v", err)
+	}
+	if !envKey.MatchString(cfg.UserName) {
+		bad("user name %q: want [A-Za-z0-9_]", cfg.UserName)
 	}
 	for i, m := range cfg.ExtraMounts {
 		if err := checkAbs(m.Source); err != nil {

@@ -36,8 +36,8 @@ func SpecOpts(cfg Config) ([]ctroci.SpecOpts, error) {
 	}
 	return []ctroci.SpecOpts{
 		user,
-		withEnv(cfg.Env),
-		withCwd(WorkspacePath),
+		withEnv(cfg.UserName, cfg.Env),
+		withCwd(cfg.Cwd),
 		withInitArgs(cfg),
 		caps,
 		withNoNewPrivileges(),
@@ -116,10 +116,10 @@ func withUser(uid uint32) specOpt {
 
 // withEnv sets the whole environment: HOME, USER, PATH, then extra (a same-named key
 // replaces the base value in place). Nothing comes from the host or the image.
-func withEnv(extra []string) specOpt {
+func withEnv(user string, extra []string) specOpt {
 	return func(_ context.Context, _ ctroci.Client, _ *containers.Container, s *specs.Spec) error {
 		ensureProcess(s)
-		env := []string{"HOME=" + HomePath, "USER=agent", "PATH=" + DefaultPATH}
+		env := []string{"HOME=" + HomePath, "USER=" + user, "PATH=" + DefaultPATH}
 		for _, kv := range extra {
 			k, _, _ := strings.Cut(kv, "=")
 			i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })

@@ -115,11 +115,20 @@ func TestEachOptionSetsItsKnob(t *testing.T) {
 		{
 			name: "env is HOME USER PATH plus the config's, image and base env dropped",
 			prep: func(s *specs.Spec) { s.Process.Env = []string{"PATH=/evil", "LD_PRELOAD=/x.so"} },
-			opt:  withEnv(cfg.Env),
+			opt:  withEnv("agent", cfg.Env),
 			check: func(t *testing.T, s *specs.Spec) {
 				want := []string{"HOME=/home/agent", "USER=agent", "PATH=/opt/agent/bin:/usr/bin", "FOO=bar"}
 				if !slices.Equal(s.Process.Env, want) {
 					t.Errorf("env = %q, want %q", s.Process.Env, want)
+				}
+			},
+		},
+		{
+			name: "a service's USER is its own",
+			opt:  withEnv("service", nil),
+			check: func(t *testing.T, s *specs.Spec) {
+				if !slices.Contains(s.Process.Env, "USER=service") || slices.Contains(s.Process.Env, "USER=agent") {
+					t.Errorf("env = %q", s.Process.Env)
 				}
 			},
 		},
@@ -449,6 +458,8 @@ func TestSpecOptsRejectsBadConfig(t *testing.T) {
 		{"host root in the range", func(c *Config) { c.UserNS.HostID = 0 }, "host's root"},
 		{"range past 2^32-2", func(c *Config) { c.UserNS.HostID = 1<<32 - 65536 }, "largest valid ID"},
 		{"relative namespace path", func(c *Config) { c.UserNS.Path = "proc/1/ns/user" }, "user namespace: path"},
+		{"relative working directory", func(c *Config) { c.Cwd = "srv" }, "working directory"},
+		{"user name with a newline", func(c *Config) { c.UserName = "a\nPATH=/evil" }, "user name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

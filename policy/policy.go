@@ -16,6 +16,11 @@ const (
 // agent's identity could own or signal is the grader's.
 const GraderUID = 3000
 
+// ServiceUID is a task service's UID and GID inside its container: neither the agent's nor
+// the grader's. Each service also has a user namespace range of its own, so its host IDs are
+// no other container's.
+const ServiceUID = 4000
+
 // Network modes of a sandbox.
 const (
 	NetworkNone = "none" // a new network namespace: loopback only

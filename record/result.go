@@ -57,6 +57,8 @@ type Result struct {
 
 	// Steps are the task's setup and after_agent steps, in the order they ran.
 	Steps []StepResult `json:"steps,omitempty"`
+	// Services are the task's services, in the order they started.
+	Services []ServiceResult `json:"services,omitempty"`
 	// IterationsUsed is how many times the agent ran (task iterations or simulated_user);
 	// 0 for a task with neither. The grade above is the last iteration's; Iterations lists
 	// each one's, and IterationsDir/<n>/ keeps its files.

@@ -58,6 +58,8 @@ type transcriptView struct {
 	TaskSteps []taskStepView
 	// Iterations are the agent's iterations, each a tab: its grade, criteria and logs.
 	Iterations []iterationView
+	// Services are the task's services, each with its log's tail.
+	Services []taskStepView
 }
 
 type taskStepView struct {
@@ -164,6 +166,28 @@ func transcriptHTML(expDir string, r Run, p runPanel) ([]byte, error) {
 		}
 	}
 	v.Iterations = iterationViews(r, v.Run.Criteria)
+	if r.Result != nil {
+		for _, sv := range r.Result.Services {
+			title := sv.Name + " (" + sv.Image + ")"
+			switch {
+			case !sv.Ready:
+				title += fmt.Sprintf(": never ready (%d tries)", sv.ReadyTries)
+			case sv.ExitedEarly && sv.ExitCode != nil:
+				title += fmt.Sprintf(": ready after %.2f s, exited with %d while the run went on", sv.ReadySeconds, *sv.ExitCode)
+			default:
+				title += fmt.Sprintf(": ready after %.2f s, stopped by ceval", sv.ReadySeconds)
+			}
+			if len(sv.Ports) > 0 {
+				title += fmt.Sprintf(" · %s ports %v", sv.Address, sv.Ports)
+			}
+			tv := taskStepView{Title: StripControls(title)}
+			if sv.Log != "" {
+				tv.Log = preview(r.Dir, "", sv.Log)
+				tv.Log.Href = relHref(filepath.Dir(sv.Log), filepath.Base(sv.Log))
+			}
+			v.Services = append(v.Services, tv)
+		}
+	}
 	var buf bytes.Buffer
 	if err := transcriptPage().Execute(&buf, v); err != nil {
 		return nil, fmt.Errorf("render %s: %w", TranscriptFile, err)

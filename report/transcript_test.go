@@ -307,3 +307,32 @@ func TestRunPageTabsInChromium(t *testing.T) {
 	}
 	chromiumtest.Screenshot(t, bin, filepath.Join(runDir, TranscriptFile), "run-page-tabs.png")
 }
+
+// The run page lists the task's services with how they ended and their logs' tails, text
+// escaped.
+func TestRunPageShowsTheTasksServices(t *testing.T) {
+	dir, runDir := transcriptExperiment(t)
+	resPath := filepath.Join(runDir, record.ResultFile)
+	resp, err := record.ReadResult(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := *resp
+	code := 7
+	log := filepath.Join(record.ServicesDir, "api.log")
+	res.Services = []record.ServiceResult{{Name: "api", Image: "img<1>", Address: "127.0.10.1", Ports: []int{8080}, Ready: true, ReadySeconds: 0.25, ExitCode: &code, ExitedEarly: true, Log: log}}
+	if err := record.WriteJSONAtomic(resPath, &res); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(runDir, record.ServicesDir), 0o700)
+	os.WriteFile(filepath.Join(runDir, log), []byte("listening <b>8080</b>\n"), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
+	for _, want := range []string{"api (img&lt;1&gt;): ready after 0.25 s, exited with 7 while the run went on · 127.0.10.1 ports [8080]", "listening &lt;b&gt;8080&lt;/b&gt;", `href="services/api.log"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+}

@@ -36,6 +36,7 @@ install)
   [ -x /bin/bash-static ] || missing+=(bash-static)           # images build-agent: /bin/bash
   command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)  # images build --packages, sandbox.packages
   command -v buildah >/dev/null || missing+=(buildah)        # images build -f Dockerfile
+  [ -x /usr/sbin/nft ] || { missing+=(nftables); extra+=(nftables); } # task services: the relay's redirects
   [ -d /usr/lib/python3/dist-packages/pytest-7.2.1.dist-info ] || { missing+=(python3-pytest); extra+=(python3-pytest=7.2.1-2); } # wasm: pytest criteria
   if [ "${CI:-}" = true ] && ! command -v chromium >/dev/null; then missing+=(chromium); extra+=(chromium); fi
   if [ ${#missing[@]} -gt 0 ]; then

@@ -117,7 +117,7 @@ const hangGuard = 90 * time.Second
 
 // runBudget is what a run of t may take by its own declarations: each of its agent runs
 // (iterations) with its timeout, its setup and after_agent steps and its executing criteria
-// with theirs. The hang guard starts only past it: a guard shorter than the budgets a task
+// with theirs, and its services' readiness waits. The hang guard starts only past it: a guard shorter than the budgets a task
 // declares cut wasm-pytest-hijack's grading (its pytest criterion may take 300 s) on a
 // loaded machine, with CPython compiled cold, at its agent timeout plus 90 s.
 func runBudget(t *task.Task) time.Duration {
@@ -134,7 +134,11 @@ func runBudget(t *task.Task) time.Duration {
 	if t.Iterations != nil && t.Iterations.Max > 1 {
 		rounds = t.Iterations.Max
 	}
-	return time.Duration(rounds) * round
+	var ready time.Duration // the services' readiness waits, once per run
+	for _, s := range t.Services {
+		ready += time.Duration(s.Ready.Retries) * (s.Ready.Interval + s.Ready.Timeout)
+	}
+	return time.Duration(rounds)*round + ready
 }
 
 // Run runs the selected attacks one after another through supervisor.Run, each with a fresh

@@ -26,3 +26,17 @@ func checkStepsHeld(res *record.Result) string {
 	}
 	return ""
 }
+
+// checkServicesSurvived is the check of service-agent-attacks: every service ran until ceval
+// stopped it, so the agent's kill -9 -1 reached none of them.
+func checkServicesSurvived(res *record.Result) string {
+	if len(res.Services) == 0 {
+		return "the run lists no services: the attack's service never ran"
+	}
+	for _, s := range res.Services {
+		if s.ExitedEarly {
+			return fmt.Sprintf("service %s exited while the agent ran (status %d): the agent could signal it", s.Name, *s.ExitCode)
+		}
+	}
+	return ""
+}

@@ -139,6 +139,9 @@ var setups = map[string]setup{
 	"fool-entry-cap-hides-file": {check: checkLimitsHitNames("snapshot entry cap")},
 	"fool-path-shape":           {check: checkPathShapeBounded},
 	"steps-break-after-agent":   {check: checkStepsHeld},
+	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*supervisor.KubeOptions) string {
+		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
+	}},
 }
 
 // gatewayProvider runs an attack against the fake provider with a real-looking key.

@@ -111,6 +111,9 @@ func CheckKubernetes(t *task.Task) error {
 	if len(t.Sandbox.Outputs) > 0 {
 		why = append(why, "sandbox.outputs (capped writable paths outside /workspace)")
 	}
+	if len(t.Services) > 0 {
+		why = append(why, "services (each a hardened container beside the agent's, relayed on this machine)")
+	}
 	if len(why) == 0 {
 		return nil
 	}

@@ -176,7 +176,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	defer r.ev.Close()
 	// Whatever happens from here, result.json says it, and the servers are stopped.
 	defer func() {
-		if serr := r.stopServers(); serr != nil && err == nil {
+		if serr := errors.Join(r.stopServers(), r.stopServices()); serr != nil && err == nil {
 			err = inPhase(PhaseCollect, serr)
 		}
 		// The agent's logs are redacted however the run ended: one that failed in its
@@ -192,6 +192,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 	}{
 		{PhasePrepare, r.prepare},
 		{PhaseLaunch, r.launch},
+		{PhaseServices, r.startServices},
 		{PhaseSetup, r.setup},
 		{PhaseAgent, r.runAgent},
 		{PhaseCollect, r.collect},
@@ -261,6 +262,7 @@ type run struct {
 	mounts  []oci.Mount
 	mocks   *mockRun
 	gw      *gatewayRun
+	svcs    *serviceSet // the task's services; nil when it has none
 	img     images.Image
 	ids     *idChain // the run's ID slot and user namespace holder (local backend), from prepare
 	sb      agentSandbox
@@ -381,6 +383,11 @@ func (r *run) prepare(ctx context.Context) error {
 		}
 		return &InfraError{err}
 	}
+	hosts, err := r.prepareServices(ctx)
+	if err != nil {
+		return err
+	}
+	r.mounts = append(r.mounts, hosts...)
 	res.Image = r.img
 	r.emit("image_ready", map[string]any{"image": r.img.Name, "digest": r.img.ManifestDigest})
 	return nil
@@ -396,6 +403,7 @@ func (r *run) launch(ctx context.Context) error {
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
+		StepBeforeStart: r.svcs.stepBeforeStart(), StepMounts: r.svcs.mounts(),
 		Prepare: r.prepareScratch, ids: r.ids,
 		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
 	}
@@ -429,6 +437,9 @@ func (r *run) launch(ctx context.Context) error {
 // appears here, and the gateway opens its socket inside the container's network namespace.
 func (r *run) beforeStart(ctx context.Context, pid uint32) error {
 	if err := r.mocks.beforeStart(ctx, pid); err != nil {
+		return err
+	}
+	if err := r.svcs.beforeStart(ctx, pid); err != nil {
 		return err
 	}
 	if r.gw != nil {
@@ -534,6 +545,7 @@ func (r *run) collect(context.Context) error {
 	} else if err := r.stopServers(); err != nil {
 		return err
 	}
+
 	res, exit := r.res, r.out.Exit
 	if err := verifyPluginsAfter(res.Plugins, r.emit); err != nil {
 		return &InfraError{err}
@@ -634,8 +646,17 @@ func (r *run) grade(ctx context.Context) error {
 	defer closeJudge()
 	gopts.Judge = j
 	gopts.AgentJudge = &agentJudges{o: r.o, t: t, dir: r.dir}
-	g := grader.Grade(ctx, t, r.snap, gopts)
+	gctx := ctx
+	if r.svcs != nil && t.GradesWithServices() {
+		gctx = WithServices(ctx, &ServiceAccess{r.svcs})
+	}
+	g := grader.Grade(gctx, t, r.snap, gopts)
 	saveCriterionOutputs(r.dir, g, r.redact)
+	if t.MaxRuns() == 1 && t.GradesWithServices() {
+		if err := r.stopServices(); err != nil {
+			return err
+		}
+	}
 	res.Result = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {

@@ -68,14 +68,23 @@ type SandboxConfig struct {
 	// BeforeStart (may be nil) runs once the container's task exists and before its init
 	// runs: the model gateway opens its socket in the task's network namespace there.
 	BeforeStart launcher.StartHook
+	// StepBeforeStart and StepMounts are what a setup or after_agent step's container gets
+	// of the run's (the task's services: their relay and /etc/hosts); nil: nothing.
+	StepBeforeStart launcher.StartHook
+	StepMounts      []oci.Mount
 
 	// IDs is the range the run's user namespace takes its host IDs from (ceval's config
 	// id_range); the zero value is DefaultIDRange.
 	IDs IDRange
 
 	// UID is the process's UID and GID in the container: 0 means policy.AgentUID; a verifier
-	// container (package verifier) runs as policy.GraderUID unless Root.
+	// container (package verifier) runs as policy.GraderUID unless Root, a task's service as
+	// policy.ServiceUID.
 	UID uint32
+	// Cwd and UserName are the process's working directory and USER ("": /workspace and
+	// "agent"); LogCap bounds each of stdout and stderr (0: launcher.DefaultLogCap).
+	Cwd, UserName string
+	LogCap        int64
 
 	// Root runs the process as root of its user namespace (oci.VerifierRootCaps) over a
 	// writable copy of the image's root: its layers idmapped to the namespace under a tmpfs
@@ -329,7 +338,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		Args: cfg.Argv, Env: mergeImageEnv(s.imageEnv, cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
-		UserNS: userns, UID: cfg.UID, RootInUserNS: cfg.Root, RootPath: s.rootPath,
+		UserNS: userns, UID: cfg.UID, RootInUserNS: cfg.Root, RootPath: s.rootPath, Cwd: cfg.Cwd, UserName: cfg.UserName,
 	}
 	opts, err := specOpts(ocfg)
 	if err != nil {
@@ -346,7 +355,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
-		Stdin: goR, RootPath: s.rootPath,
+		LogCap: cfg.LogCap, Stdin: goR, RootPath: s.rootPath,
 	})
 	return err
 }
@@ -402,23 +411,13 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	}
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
-	tk, err := s.ctr.Start(ctx, s.beforeStart)
-	if err != nil {
-		return nil, err
-	}
 	out := &Outcome{}
-	att, err := s.attestInit(ctx, tk.Pid())
+	tk, att, err := s.Start(ctx)
 	out.Isolation = att
 	if err != nil {
-		s.goW.Close() // EOF without the go-ahead: the init exits without starting the agent
-		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
 		return out, err
 	}
 	emit("attested", map[string]any{"isolation": att})
-	if _, err := s.goW.Write([]byte("go\n")); err != nil {
-		return out, fmt.Errorf("start agent: %w", err)
-	}
-	s.goW.Close()
 	emit("agent_started", map[string]any{"argv0": s.cfg.Argv[0]})
 	// cgroups keep no peak of pids: sample it while the agent runs.
 	stopSampling := make(chan struct{})
@@ -467,6 +466,30 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 		return out, fmt.Errorf("processes remained in the container after the kill (%s)", exit.CgroupError)
 	}
 	return out, nil
+}
+
+// Start starts the container, attests the init after its execve and, when the attestation
+// matches policy, lets the process start; the caller waits for it (Run does). The
+// attestation is returned whenever it was read; on an error the init has exited without
+// starting the process, or Start failed before.
+func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestation, error) {
+	tk, err := s.ctr.Start(ctx, s.beforeStart)
+	if err != nil {
+		return nil, nil, err
+	}
+	att, err := s.attestInit(ctx, tk.Pid())
+	if err != nil {
+		s.goW.Close() // EOF without the go-ahead: the init exits without starting the process
+		cleanupCtx, cancel := launcher.CleanupContext(ctx)
+		defer cancel()
+		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
+		return nil, att, err
+	}
+	if _, err := s.goW.Write([]byte("go\n")); err != nil {
+		return tk, att, fmt.Errorf("start %s: %w", s.cfg.Argv[0], err)
+	}
+	s.goW.Close()
+	return tk, att, nil
 }
 
 // specOpts is the container spec of ocfg (the agent's, or a step's made from it): oci's

@@ -24,7 +24,9 @@ import (
 // attested before the step's shell starts. The step's timeout replaces the agent's. When the
 // step's shell exits, everything it started is killed and reaped with its container, so no
 // step outlives its turn, and after_agent steps begin only once the agent and everything it
-// started are gone. A step gets no plugins, mocks or model gateway, and a /tmp of its own.
+// started are gone. A step gets no plugins, mocks or model gateway, and a /tmp of its own;
+// it reaches the task's services as the agent does (they run from before setup until after
+// the after_agent steps).
 
 // Phases of the steps (see the Phase constants in run.go).
 const (
@@ -72,7 +74,7 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 	cfg := s.ocfg
 	cfg.RunID = launcher.ContainerID(s.cfg.ID + "-" + name)
 	cfg.Args, cfg.Timeout = argv, timeout
-	cfg.ExtraMounts = nil
+	cfg.ExtraMounts = s.cfg.StepMounts
 	cfg.UserNS.Path = userns.Path()
 	opts, err := specOpts(cfg)
 	if err != nil {
@@ -95,7 +97,15 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 			err = errors.Join(err, fmt.Errorf("step %s: %w", name, derr))
 		}
 	}()
-	tk, err := ctr.Start(ctx, func(_ context.Context, pid uint32) error { return s.hardenTask(userns, pid) })
+	tk, err := ctr.Start(ctx, func(ctx context.Context, pid uint32) error {
+		if err := s.hardenTask(userns, pid); err != nil {
+			return err
+		}
+		if s.cfg.StepBeforeStart != nil {
+			return s.cfg.StepBeforeStart(ctx, pid)
+		}
+		return nil
+	})
 	if err != nil {
 		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
 	}
@@ -147,7 +157,15 @@ func (r *run) afterAgent(ctx context.Context) error {
 	if failed != nil {
 		r.emit("after_agent_failed", map[string]any{"step": failed.Index, "log": failed.Log})
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	// The services end here, before the snapshot and the grade, unless the agent goes again
+	// or a criterion reaches them (then after the grade).
+	if r.t.MaxRuns() == 1 && !r.t.GradesWithServices() {
+		return r.stopServices()
+	}
+	return nil
 }
 
 // runSteps runs steps of one kind until one fails, which it returns; the ones after it are

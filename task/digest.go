@@ -37,6 +37,11 @@ func Material(t *Task) []string {
 			out = append(out, c.Module.Path)
 		}
 	}
+	for _, s := range t.Services {
+		if s.Files != nil {
+			out = append(out, s.Files.Path)
+		}
+	}
 	for _, g := range t.GraderFiles {
 		out = append(out, filepath.Join(g.Root.Path, g.Rel))
 	}
@@ -84,6 +89,9 @@ func Digest(t *Task) (string, error) {
 	addDir(t.Sandbox.PipFindLinks)
 	for _, p := range t.Plugins {
 		addDir(p.Dir)
+	}
+	for _, s := range t.Services {
+		addDir(s.Files)
 	}
 	for _, c := range t.Criteria {
 		if m := c.Module; m != nil {

@@ -45,6 +45,31 @@ var (
 	jsWheel = jsObj(map[string]any{"path": jsPath, "sha256": map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$"}}, "path", "sha256")
 )
 
+// jsService is one of services.
+var jsService = jsObj(map[string]any{
+	"name":    map[string]any{"type": "string", "pattern": `^[a-z][a-z0-9-]{0,30}[a-z0-9]$|^[a-z]$`, "description": "the host name the agent reaches the service by"},
+	"image":   jsType("string", "the service's image (default: ceval's default image)"),
+	"command": map[string]any{"type": "array", "items": jsStr, "minItems": 1, "description": "the service's argv (default: the image's entrypoint and command)"},
+	"env":     map[string]any{"type": "object", "additionalProperties": map[string]any{"type": []string{"string", "number", "boolean"}}, "description": "NAME: value"},
+	"workdir": jsType("string", "an absolute path in the service's container (default: the image's working directory, else /workspace)"),
+	"files":   jsType("string", "a directory relative to the task file, copied into the service's /workspace (never grading material)"),
+	"ports":   map[string]any{"type": "array", "items": map[string]any{"type": "integer", "minimum": 1, "maximum": 65535}, "maxItems": MaxServicePorts, "description": "the TCP ports the agent may connect to"},
+	"limits": jsObj(map[string]any{
+		"memory_mb": map[string]any{"type": "integer", "minimum": 16},
+		"cpus":      map[string]any{"type": "number", "minimum": 0.01},
+		"pids":      map[string]any{"type": "integer", "minimum": 32},
+		"disk_mb":   map[string]any{"type": "integer", "minimum": 1},
+	}),
+	"ready": jsObj(map[string]any{
+		"tcp":      map[string]any{"type": "integer", "minimum": 1, "maximum": 65535, "description": "a port that must accept a connection inside the service"},
+		"command":  map[string]any{"type": "array", "items": jsStr, "minItems": 1, "description": "an argv run inside the service that must exit 0"},
+		"interval": jsDuration,
+		"timeout":  jsDuration,
+		"retries":  map[string]any{"type": "integer", "minimum": 1, "maximum": MaxReadyRetries},
+	}),
+	"depends_on": jsList(jsStr, "services started and ready before this one"),
+}, "name", "ready")
+
 // criterionFieldSchema types every criterion field the loader knows.
 var criterionFieldSchema = map[string]any{
 	"type":               nil, // filled with the enum of types
@@ -113,6 +138,7 @@ var criterionFieldSchema = map[string]any{
 	"pip":                jsList(jsStr, "pinned pip requirements installed into the verifier's package image from pip_find_links"),
 	"pip_find_links":     jsType("string", "a directory of wheels beside the task, for pip"),
 	"python_wheels":      jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task the check can import"),
+	"services":           jsList(jsStr, "the task's services this verifier criterion reaches by name; they run until it is graded (sandbox: container only)"),
 	"tests":              jsPath,
 	"all_or_nothing":     jsType("boolean", "pytest: 1 only when every collected test passed"),
 	"isolation":          jsType("string", "pytest, sandbox: container: process runs the agent's modules in a process of their own behind plain-data proxies, so they cannot rewrite the verdict (none: in the test process)"),
@@ -224,6 +250,7 @@ func TaskSchema() map[string]any {
 		"setup":           jsList(jsStep, "commands run in the agent's sandbox before the agent starts; a failing one makes the run ERROR"),
 		"after_agent":     jsList(jsStep, "commands run in the agent's sandbox after the agent is gone, before the snapshot (e.g. a build); a failure is recorded"),
 		"python_wheels":   jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task every Python criterion can import"),
+		"services":        map[string]any{"type": "array", "items": jsService, "maxItems": MaxServices, "description": "the task's own programs beside the agent, each a hardened container started and ready before the agent; the agent reaches NAME:PORT"},
 		// read by LoadAll before the loader: one task per row
 		"dataset": jsObj(map[string]any{"file": jsType("string", "rows as .jsonl, .csv or .yaml, relative to the task file; ${row.field} is substituted in initial_prompt, sandbox and success_criteria")}, "file"),
 	}, "task_id", "success_criteria")

@@ -242,6 +242,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"setup", func(v *yaml.Node) { t.Setup = l.steps(v, "setup") }},
 		{"after_agent", func(v *yaml.Node) { t.AfterAgent = l.steps(v, "after_agent") }},
 		{"python_wheels", func(v *yaml.Node) { l.pythonWheels(v, "python_wheels", &t.PythonWheels) }},
+		{"services", func(v *yaml.Node) { t.Services = l.services(v) }},
 	})
 	if seen == nil {
 		return t
@@ -270,6 +271,10 @@ func (l *loader) task(n *yaml.Node) *Task {
 	l.checkSolutionHidden(t)
 	l.checkWheelPackages(t)
 	l.checkOutputPaths(t)
+	if key := seen["services"]; key != nil {
+		l.checkServices(t, key)
+	}
+	l.checkServiceCriteria(t)
 	if key := seen["run_limits"]; key != nil {
 		l.checkRunLimits(t, key)
 	}
@@ -755,11 +760,11 @@ var criterionFields = map[string][]string{
 	FileCheck:           {"path", "includes", "excludes", "patterns"},
 	JSONCheck:           {"path", "json_schema", "assertions"},
 	ClassificationMatch: {"path", "expected_label", "allowed_labels", "case_sensitive"},
-	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "reward_key", "harbor_reward", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
+	RunCommand:          {"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match", "score_from_stdout", "reward_key", "harbor_reward", "uses_reference", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links", "services"},
 	WASMCheck:           {"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "reward_key", "uses_reference"},
 	CLICalled:           {"tool", "argv", "min_count", "max_count"},
 	CommandExecuted:     {"pattern", "min_count", "max_count"},
-	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "isolation", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"},
+	Pytest:              {"tests", "args", "timeout", "all_or_nothing", "isolation", "python_packages", "python_wheels", "sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links", "services"},
 }
 
 // CriterionTypes lists the criterion types in a stable order, for help and messages.
@@ -866,6 +871,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		},
 		"python_packages": func(v *yaml.Node) { l.pythonPackages(v, what+".python_packages", &c.PythonPackages) },
 		"python_wheels":   func(v *yaml.Node) { l.pythonWheels(v, what+".python_wheels", &c.PythonWheels) },
+		"services":        func(v *yaml.Node) { l.strings(v, what+".services", &c.Services) },
 	}
 	for name, decode := range l.toolCallFields(what, &c) {
 		all[name] = decode

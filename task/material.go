@@ -167,6 +167,9 @@ func (t *Task) Close() error {
 	for _, c := range t.Criteria {
 		errs = append(errs, c.Module.Close())
 	}
+	for _, s := range t.Services {
+		errs = append(errs, s.Files.Close())
+	}
 	return errors.Join(errs...)
 }
 

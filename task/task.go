@@ -62,6 +62,8 @@ type Task struct {
 	Setup, AfterAgent []Step
 	// PythonWheels are pure-Python wheels every Python criterion can import.
 	PythonWheels []*Wheel
+	// Services are the task's own programs beside the agent, in start order (see Service).
+	Services []Service
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	// Dataset is the task_id of the dataset task this one is a row of (its ID is then
@@ -288,6 +290,9 @@ type Criterion struct {
 	// shell starts can write it (see verifier.HarborArgv).
 	HarborReward  bool
 	UsesReference bool
+	// Services are the task's services a verifier criterion reaches, by name, as the agent
+	// does: they still run while it does (see Task.GradesWithServices).
+	Services []string
 	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
 	// on the criterion or as the task's grader: default); nil: the WASM sandbox.
 	Verifier       *Verifier

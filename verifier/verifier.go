@@ -273,6 +273,20 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		mounts = append(mounts, oci.Mount{Source: copyDir, Destination: GraderFilesPath})
 		material = append(material, copyDir)
 	}
+	// A criterion that reaches the task's services gets them as the agent did: their names
+	// in /etc/hosts, and their declared ports relayed into its own network namespace.
+	var beforeStart launcher.StartHook
+	if len(c.Services) > 0 {
+		acc := supervisor.ServicesFrom(ctx)
+		switch {
+		case acc == nil:
+			return nil, &grader.NotGradedError{Reason: fmt.Sprintf("the criterion reaches the task's services %v, which run only within ceval run", c.Services)}
+		case network != policy.NetworkNone:
+			return nil, errors.New("verifier: a criterion with services needs network: none (the services are relayed into its own network namespace)")
+		}
+		mounts = append(mounts, acc.Hosts())
+		beforeStart = acc.BeforeStart(c.Services)
+	}
 	var notes []string
 	stdout := &cappedBuffer{max: e.opts.MaxOutput}
 	stderr := &cappedBuffer{max: e.opts.MaxOutput}
@@ -326,7 +340,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
 		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID, Root: e.Root() && !c.SharesNoPrivilegeWithItsTests(),
-		Stdout: stdout, Stderr: stderr,
+		Stdout: stdout, Stderr: stderr, BeforeStart: beforeStart,
 		Prepare: func(workspace, home string) error {
 			var err error
 			if notes, err = copySnapshot(s, workspace); err != nil {

@@ -283,9 +283,15 @@ func TestRunRefusesUnlabeledImageWithTheFix(t *testing.T) {
 // returns once the agent has started.
 func startSleeper(t *testing.T, ctx context.Context, c *client.Client, taskID string, extra ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startSleeperTask(t, ctx, c, "task_id: "+taskID+"\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n", extra...)
+}
+
+// startSleeperTask is startSleeper of the task file doc.
+func startSleeperTask(t *testing.T, ctx context.Context, c *client.Client, doc string, extra ...string) (*exec.Cmd, string) {
+	t.Helper()
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	p := filepath.Join(t.TempDir(), "task.yaml")
-	os.WriteFile(p, []byte("task_id: "+taskID+"\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	os.WriteFile(p, []byte(doc), 0o644)
 	runs := t.TempDir()
 	r, w, err := os.Pipe()
 	if err != nil {

@@ -261,7 +261,7 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 	start := time.Now()
 	return func(event string, f map[string]any) {
 		switch event {
-		case "run_started", "package_image", "image_ready", "agent_started", "agent_exited", "snapshot_taken", "graded", "iteration_started":
+		case "run_started", "package_image", "image_ready", "service_ready", "service_not_ready", "service_exited", "agent_started", "agent_exited", "snapshot_taken", "graded", "iteration_started":
 			extra := ""
 			switch event {
 			case "run_started":
@@ -277,6 +277,12 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 				extra = fmt.Sprintf("%v %.2f", f["status"], f["score"])
 			case "iteration_started":
 				extra = fmt.Sprintf("%v (%v prompt)", f["n"], f["prompt"])
+			case "service_ready":
+				extra = fmt.Sprintf("%v at %v ports %v (%.2fs)", f["name"], f["address"], f["ports"], f["seconds"])
+			case "service_not_ready":
+				extra = fmt.Sprintf("%v: %v (log %v)", f["name"], f["why"], f["log"])
+			case "service_exited":
+				extra = fmt.Sprintf("%v exited with %v while the run went on", f["name"], f["exit_code"])
 			}
 			fmt.Fprintf(w, "[%6.2fs] %s: %s %s\n", time.Since(start).Seconds(), taskID, event, extra)
 		}
