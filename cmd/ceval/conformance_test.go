@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 )
 
@@ -125,13 +124,7 @@ func TestImportedHarborConformanceTasksGradeByTheirRewardAgainstContainerd(t *te
 	// image (pulled when missing): the default image with bash (harbor_reward runs test.sh
 	// with bash, as Harbor does) stands in for it under the name Docker normalises it to.
 	const base = "docker.io/library/busybox:1.36"
-	bash, err := os.ReadFile(images.BashStatic)
-	if err != nil {
-		t.Fatalf("bash for the image (apt-get install bash-static): %v", err)
-	}
-	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: base, Extra: []images.File{{Path: "bin/bash", Mode: 0o755, Data: bash}}}); err != nil {
-		t.Fatal(err)
-	}
+	buildDefaultWithBash(t, ctx, c, base)
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, base) })
 	for _, g := range cases {
 		dir := filepath.Dir(g)

@@ -48,13 +48,7 @@ func TestHarborCausesImportBuildAndAuditOK(t *testing.T) {
 	}
 	// The tasks' base: the default image with bash (harbor_reward runs test.sh with bash, as
 	// Harbor does; the cookbook's ubuntu bases have it).
-	bash, err := os.ReadFile(images.BashStatic)
-	if err != nil {
-		t.Fatalf("bash for the image (apt-get install bash-static): %v", err)
-	}
-	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: images.DefaultName, Extra: []images.File{{Path: "bin/bash", Mode: 0o755, Data: bash}}}); err != nil {
-		t.Fatal(err)
-	}
+	buildDefaultWithBash(t, ctx, c, images.DefaultName)
 	// Each image as the import says to build it: the task finds it under the name it gives. A
 	// Dockerfile that only names its base (FROM, WORKDIR) becomes that base, built nothing.
 	build := regexp.MustCompile(`build it first with ceval images build (\S+) -f (\S+)`)

@@ -44,13 +44,7 @@ func TestHarborTaskFromARegistryBaseIsImportedAndAuditedWithNoImageStep(t *testi
 	// The base: ceval's default image (busybox) with bash (harbor_reward runs test.sh with
 	// bash, as Harbor does), pushed from the test namespace.
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
-	bash, err := os.ReadFile(images.BashStatic)
-	if err != nil {
-		t.Fatalf("bash for the image (apt-get install bash-static): %v", err)
-	}
-	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: images.DefaultName, Extra: []images.File{{Path: "bin/bash", Mode: 0o755, Data: bash}}}); err != nil {
-		t.Fatal(err)
-	}
+	buildDefaultWithBash(t, ctx, c, images.DefaultName)
 	base := fmt.Sprintf("%s/ceval-test/harbor-base-%d:v1", reg, os.Getpid())
 	if r := ceval(t, append([]string{"images", "push", images.DefaultName, base, "--namespace", ctrtest.Namespace}, rflags...)...); r.code != 0 {
 		t.Fatalf("push: %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
@@ -208,13 +211,7 @@ func TestRunDatasetTaskRunsEachRow(t *testing.T) {
 func TestImportedHarborTaskGradesByItsRewardAgainstContainerd(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	const img = "ceval.local/test-import-harbor:1"
-	bash, err := os.ReadFile(images.BashStatic)
-	if err != nil {
-		t.Fatalf("bash for the image (apt-get install bash-static): %v", err)
-	}
-	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: img, Extra: []images.File{{Path: "bin/bash", Mode: 0o755, Data: bash}}}); err != nil {
-		t.Fatal(err)
-	}
+	buildDefaultWithBash(t, ctx, c, img)
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, img) })
 	out := t.TempDir()
 	if r := ceval(t, "import", "harbor", "../../importer/testdata/harbor/hello-file", "--out", out); r.code != 0 {
@@ -274,5 +271,18 @@ func TestImportedCoderEvalPythonChecksGradeInWASM(t *testing.T) {
 		if py.Status != "NOT_GRADED" || imp.Score != tc.importScore || chk.Passed != tc.checkPassed {
 			t.Errorf("%s: pytest %+v, import_check %+v, check %+v\n%s", tc.name, py, imp, chk, r.stdout)
 		}
+	}
+}
+
+// buildDefaultWithBash builds ceval's default image with Debian's bash-static as /bin/bash
+// under name: harbor_reward runs test.sh with bash, as Harbor does.
+func buildDefaultWithBash(t *testing.T, ctx context.Context, c *client.Client, name string) {
+	t.Helper()
+	bash, err := os.ReadFile(images.BashStatic)
+	if err != nil {
+		t.Fatalf("bash for the image (apt-get install bash-static): %v", err)
+	}
+	if _, err := images.BuildDefault(ctx, c, images.DefaultOptions{Name: name, Extra: []images.File{{Path: "bin/bash", Mode: 0o755, Data: bash}}}); err != nil {
+		t.Fatal(err)
 	}
 }
