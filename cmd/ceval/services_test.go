@@ -70,10 +70,16 @@ func TestImportedHarborComposeTaskRunsEndToEndAndAuditsOk(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "with-service/task.yaml: ok") {
 		t.Fatalf("import: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	// The sample's Dockerfile needs a registry: the agent runs in the default image.
+	// The sample's Dockerfile is a plain FROM debian:bookworm-slim, which the import makes the
+	// task's image (pulled when missing; no registry here): the default image with bash
+	// (harbor_reward runs test.sh with bash) stands in for it under that name.
+	const base = "docker.io/library/debian:bookworm-slim"
+	buildDefaultWithBash(t, ctx, c, base)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, base) })
 	tf := filepath.Join(out, "with-service", "task.yaml")
-	data, _ := os.ReadFile(tf)
-	os.WriteFile(tf, []byte(strings.Replace(string(data), "image: harbor/with-service:latest", "image: "+images.DefaultName, 1)), 0o644)
+	if data, _ := os.ReadFile(tf); !strings.Contains(string(data), "image: debian:bookworm-slim") {
+		t.Fatalf("the import did not make the Dockerfile's base the task's image:\n%s", data)
+	}
 	exp := filepath.Join(out, "exp.yaml")
 	os.WriteFile(exp, []byte("experiment_id: harbor-services\ntasks: [with-service/task.yaml]\nvariants:\n"+
 		"  - variant_id: asks\n    agent: {type: command, command: [/bin/sh, -c, \"wget -qO quote.txt http://quotes:5000/quote.txt\"]}\n"+
