@@ -22,7 +22,8 @@
 # HASH from DIR), whose one interface (the node end of a veth pair) has NODE_IP=10.254.N.2/30;
 # the host end has 10.254.N.1/30 (N from HASH, or CEVAL_K8S_NET=10.254.N). etcd listens on
 # that namespace's loopback, the apiserver on NODE_IP:6443, the kubelet on NODE_IP:10250.
-# Nothing listens in the host's namespace or sends to the host's own interface addresses.
+# Nothing listens in the host's namespace (but the unix socket of the registry relay, under
+# DIR/run) or sends to the host's own interface addresses.
 # Images in the node: registry.k8s.io/pause:3.10 (scripts/k8s/pause.go, static) and
 # ceval.test/busybox:1.35 (Debian's busybox-static), imported at every up.
 set -euo pipefail
@@ -421,7 +422,10 @@ down() {
     done
   fi
   stop_pid containerd TERM
-  for p in "$DIR"/run/registry-*.pid; do [ -f "$p" ] && { n=${p##*/}; stop_pid "${n%.pid}" TERM; }; done
+  for p in "$DIR"/run/registry-*.pid; do
+    if [ -f "$p" ]; then n=${p##*/}; stop_pid "${n%.pid}" TERM; fi
+  done
+  rm -f "$DIR"/run/registry-*.sock
   for p in $shim_pids $(shims); do kill -9 "$p" 2>/dev/null || true; done
   for m in $shim_socks; do rm -f "$m"; done # a killed shim leaves its socket
   # mounts under DIR (rootfs overlays, sandbox /dev/shm, Pod netns, emptyDirs), deepest first
@@ -443,5 +447,5 @@ build) build ;;
 up) layout "${2:-/tmp/ceval-k8s}"; up ;;
 down) layout "${2:-/tmp/ceval-k8s}"; down ;;
 registry) [ $# -eq 4 ] || die "usage: scripts/k8s.sh registry DIR HOST:PORT CA"; layout "$2"; registry "$3" "$4" ;;
-*) sed -n '2,30p' "$0" >&2; exit 2 ;;
+*) sed -n '2,31p' "$0" >&2; exit 2 ;;
 esac
