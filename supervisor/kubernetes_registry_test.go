@@ -113,8 +113,8 @@ func TestKubePullsAPushedImageByDigestWithThePullSecret(t *testing.T) {
 		if kres != nil {
 			msg += " " + kres.Status + " " + kres.Error
 		}
-		if !strings.Contains(msg, "image") {
-			t.Errorf("the failure does not name the image: %s", msg)
+		if !strings.Contains(msg, "agent image "+repo+"@sha256:") || !strings.Contains(msg, "kubernetes.image_pull_secrets") {
+			t.Errorf("the failure does not name the image by digest and kubernetes.image_pull_secrets: %s", msg)
 		}
 		t.Logf("refused in %v: %s", time.Since(start).Round(time.Millisecond), msg)
 		if n := nodeImages(); len(n) != 0 {
