@@ -108,6 +108,10 @@ type Config struct {
 	// RuntimeClassName selects a sandboxed runtime (gVisor, Kata) the cluster offers; "" is
 	// the cluster's default.
 	RuntimeClassName string
+	// ImagePullSecrets name dockerconfigjson Secrets of Namespace the kubelet pulls both
+	// images with (a private registry). The Secrets are the cluster operator's: ceval never
+	// reads or writes them, and a task never names them.
+	ImagePullSecrets []string
 }
 
 // FileMount is one file of the ceval volume (InitFile or MockFile) mounted read-only at Path,
@@ -116,6 +120,11 @@ type FileMount struct {
 	Path string
 	File string
 }
+
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// IsSecretName reports whether s can name a Secret: a DNS subdomain of at most 253 characters.
+func IsSecretName(s string) bool { return len(s) <= 253 && dnsSubdomain.MatchString(s) }
 
 // PodName is the name of the run's Pod and NetworkPolicy.
 func PodName(runID string) string { return "ceval-" + runID }
@@ -197,6 +206,11 @@ func (cfg Config) validate() error {
 	}
 	if cfg.RuntimeClassName != "" && (len(cfg.RuntimeClassName) > 63 || !dnsLabel.MatchString(cfg.RuntimeClassName)) {
 		bad("runtime class %q: want a DNS label", cfg.RuntimeClassName)
+	}
+	for _, s := range cfg.ImagePullSecrets {
+		if !IsSecretName(s) {
+			bad("image pull secret %q: want a Secret's name (a DNS subdomain)", s)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -337,6 +351,9 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 	}
 	if cfg.UserNamespace {
 		pod.Spec.HostUsers = ptr.To(false)
+	}
+	for _, s := range cfg.ImagePullSecrets {
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
 	}
 	if cfg.RuntimeClassName != "" {
 		pod.Spec.RuntimeClassName = ptr.To(cfg.RuntimeClassName)

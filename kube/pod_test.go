@@ -221,6 +221,20 @@ func TestPodRunsTheInitInControlModeWithNoAgentArgvOrEnvInTheSpec(t *testing.T) 
 	}
 }
 
+// The Pod names the operator's pull Secrets (both of its images are pulled with them), and
+// none when none is configured.
+func TestPodNamesTheImagePullSecrets(t *testing.T) {
+	cfg := testConfig()
+	if p := mustPod(t, cfg); p.Spec.ImagePullSecrets != nil {
+		t.Errorf("pull secrets %v with none configured", p.Spec.ImagePullSecrets)
+	}
+	cfg.ImagePullSecrets = []string{"regcred", "mirror.example"}
+	got := mustPod(t, cfg).Spec.ImagePullSecrets
+	if len(got) != 2 || got[0].Name != "regcred" || got[1].Name != "mirror.example" {
+		t.Errorf("pull secrets %v, want regcred and mirror.example", got)
+	}
+}
+
 // The install container sees only the ceval volume (the agent's workspace and home are not
 // there yet, and nothing else of the Pod is its business) and copies the two binaries.
 func TestPodInstallContainerWritesOnlyTheCevalVolume(t *testing.T) {
@@ -284,6 +298,7 @@ func TestPodRefusesBadConfig(t *testing.T) {
 		"negative memory":          {func(c *Config) { c.MemoryMB = -1 }, "limits"},
 		"bad pull policy":          {func(c *Config) { c.PullPolicy = "Sometimes" }, "pull policy"},
 		"bad runtime class":        {func(c *Config) { c.RuntimeClassName = "Bad_Name" }, "runtime class"},
+		"bad pull secret":          {func(c *Config) { c.ImagePullSecrets = []string{"regcred", "../x"} }, "image pull secret"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()

@@ -65,6 +65,16 @@ func anyTerminated(p *corev1.Pod) bool {
 // imageReasons are a container's waiting reasons that mean its image cannot be had.
 var imageReasons = map[string]bool{"ErrImageNeverPull": true, "ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true}
 
+// authHint is what to do when the registry refused the node (a pull needing credentials).
+func authHint(msg string) string {
+	for _, m := range []string{"401 Unauthorized", "403 Forbidden", "authorization failed", "no basic auth credentials"} {
+		if strings.Contains(msg, m) {
+			return "; the registry refused the node: create a docker-registry Secret in the runs' namespace (kubectl create secret docker-registry NAME --docker-server=HOST ...) and name it in the config file's kubernetes.image_pull_secrets"
+		}
+	}
+	return ""
+}
+
 // agentStarted is StartAgent's view of the Pod: done once the agent container runs; an error
 // when it never will (lost: a *PodLostError; an image the node lacks; the install container
 // failed; the Pod or the agent ended first).
@@ -75,7 +85,7 @@ func agentStarted(p *corev1.Pod) (bool, error) {
 	name := p.Namespace + "/" + p.Name
 	for _, s := range p.Status.InitContainerStatuses {
 		if w := s.State.Waiting; w != nil && imageReasons[w.Reason] {
-			return false, fmt.Errorf("pod %s: install container %s: init image %s: %s: %s; put it in the node with `CEVAL_CONTAINERD_ADDRESS=NODE_SOCKET ceval images build-init --namespace k8s.io`, or write it with `ceval images build-init -o init.tar` and run `ceval images import --namespace k8s.io init.tar` on the node, or push that archive to a registry the node pulls from", name, s.Name, s.Image, w.Reason, w.Message)
+			return false, fmt.Errorf("pod %s: install container %s: init image %s: %s: %s%s; put it in the node with `CEVAL_CONTAINERD_ADDRESS=NODE_SOCKET ceval images build-init --namespace k8s.io`, or write it with `ceval images build-init -o init.tar` and run `ceval images import --namespace k8s.io init.tar` on the node, or push that archive to a registry the node pulls from", name, s.Name, s.Image, w.Reason, w.Message, authHint(w.Message))
 		}
 		if w := s.State.Waiting; w != nil && strings.HasPrefix(w.Reason, "CreateContainer") {
 			return false, fmt.Errorf("pod %s: install container %s: %s: %s", name, s.Name, w.Reason, w.Message)
@@ -89,7 +99,7 @@ func agentStarted(p *corev1.Pod) (bool, error) {
 			continue
 		}
 		if w := s.State.Waiting; w != nil && imageReasons[w.Reason] {
-			return false, fmt.Errorf("pod %s: agent image %s: %s: %s; put it in the node with `ceval images export %s -o image.tar` here and `ceval images import --namespace k8s.io image.tar` on the node, or push it to a registry the node pulls from", name, s.Image, w.Reason, w.Message, s.Image)
+			return false, fmt.Errorf("pod %s: agent image %s: %s: %s%s; put it in the node with `ceval images export %s -o image.tar` here and `ceval images import --namespace k8s.io image.tar` on the node, or push it to a registry the node pulls from", name, s.Image, w.Reason, w.Message, authHint(w.Message), s.Image)
 		}
 		if w := s.State.Waiting; w != nil && (strings.HasPrefix(w.Reason, "CreateContainer") || w.Reason == "RunContainerError") {
 			return false, fmt.Errorf("pod %s: agent container: %s: %s", name, w.Reason, w.Message)

@@ -13,6 +13,7 @@ export CEVAL_K8S_CONTAINERD_ADDRESS ?= $(K8S_DIR)/containerd.sock
 
 k8s-up:
 	scripts/k8s.sh up $(K8S_DIR)
+	$(if $(CEVAL_TEST_REGISTRY),scripts/k8s.sh registry $(K8S_DIR) $(CEVAL_TEST_REGISTRY) $(CEVAL_TEST_REGISTRY_CA))
 
 k8s-down:
 	scripts/k8s.sh down $(K8S_DIR)

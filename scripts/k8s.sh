@@ -8,6 +8,9 @@
 #   scripts/k8s.sh build       build that binary once into ~/.cache/ceval/k8s/vVERSION/ (or
 #                              $CEVAL_K8S_CACHE); 11-15 min cold on an idle 2-core machine
 #   scripts/k8s.sh up   [DIR]  install (apt), build if missing, start; prints DIR/admin.kubeconfig
+#   scripts/k8s.sh registry DIR 127.0.0.1:PORT CA
+#                              let the node pull from scripts/registry.sh's registry under that
+#                              name (a relay into the node's namespace; CA in its hosts dir)
 #   scripts/k8s.sh down [DIR]  stop everything by PID, kill the Pods' shims by PID, unmount,
 #                              remove the netns, the veth pair and the cgroups, restore the host
 #                              sysctls the kubelet changed, remove DIR's state
@@ -19,7 +22,8 @@
 # HASH from DIR), whose one interface (the node end of a veth pair) has NODE_IP=10.254.N.2/30;
 # the host end has 10.254.N.1/30 (N from HASH, or CEVAL_K8S_NET=10.254.N). etcd listens on
 # that namespace's loopback, the apiserver on NODE_IP:6443, the kubelet on NODE_IP:10250.
-# Nothing listens in the host's namespace or sends to the host's own interface addresses.
+# Nothing listens in the host's namespace (but the unix socket of the registry relay, under
+# DIR/run) or sends to the host's own interface addresses.
 # Images in the node: registry.k8s.io/pause:3.10 (scripts/k8s/pause.go, static) and
 # ceval.test/busybox:1.35 (Debian's busybox-static), imported at every up.
 set -euo pipefail
@@ -89,6 +93,7 @@ install() {
   command -v jq >/dev/null || missing+=(jq)
   command -v ip >/dev/null || missing+=(iproute2)
   command -v nsenter >/dev/null || missing+=(util-linux)
+  command -v socat >/dev/null || missing+=(socat)
   if [ ${#missing[@]} -gt 0 ]; then
     "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" --no-install-recommends "${missing[@]}"
   fi
@@ -173,6 +178,9 @@ state = "$DIR/containerd/state"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "$DIR/containerd/runc"
+  # registries' CAs (scripts/k8s.sh registry): read at each pull, so added after up
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$DIR/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$DIR/cni/bin"
     conf_dir = "$DIR/cni/net.d"
@@ -363,6 +371,34 @@ shim_sockets() {
   return 0
 }
 
+# registry HOST:PORT CA: the node pulls from a registry on the host's loopback (scripts/registry.sh)
+# under the same name: a socat on the host relays a unix socket under DIR to HOST:PORT, and one
+# in the node's namespace listens on its own 127.0.0.1:PORT and relays to that socket (the
+# node's namespace reaches nothing of the host's but this one port). The registry's CA goes
+# into the node containerd's hosts directory (DIR/certs.d/HOST:PORT). Credentials are not
+# here: Pods name a dockerconfigjson Secret (kubernetes.image_pull_secrets), as in production.
+registry() {
+  local reg=$1 ca=$2 host port sock
+  host=${reg%:*} port=${reg##*:}
+  [ "$host" = 127.0.0.1 ] && [ -n "$port" ] && [ "$port" != "$reg" ] || die "registry $reg: want 127.0.0.1:PORT (scripts/registry.sh start prints it)"
+  [ -f "$ca" ] || die "registry CA $ca: no such file"
+  [ -f "$DIR/run/containerd.pid" ] || die "no cluster in $DIR: scripts/k8s.sh up $DIR first"
+  command -v socat >/dev/null || die "socat missing: apt-get install socat"
+  mkdir -p "$DIR/certs.d/$reg"
+  cp "$ca" "$DIR/certs.d/$reg/ca.crt"
+  printf 'server = "https://%s"\n\n[host."https://%s"]\n  capabilities = ["pull", "resolve"]\n  ca = "%s"\n' \
+    "$reg" "$reg" "$DIR/certs.d/$reg/ca.crt" >"$DIR/certs.d/$reg/hosts.toml"
+  sock=$DIR/run/registry-$port.sock
+  stop_pid "registry-$port-host" TERM; stop_pid "registry-$port-node" TERM; rm -f "$sock"
+  socat "UNIX-LISTEN:$sock,fork,mode=600" "TCP:$reg" >"$DIR/logs/registry-$port-host.log" 2>&1 &
+  echo $! >"$DIR/run/registry-$port-host.pid"
+  wait_for "the registry relay's socket" 10 test -S "$sock"
+  start "registry-$port-node" socat "TCP-LISTEN:$port,bind=127.0.0.1,fork,reuseaddr" "UNIX-CONNECT:$sock"
+  wait_for "the registry through the node's namespace" 10 nsenter --net="/run/netns/$NS" -- \
+    curl -s -o /dev/null --cacert "$ca" "https://$reg/v2/"
+  echo "$reg"
+}
+
 stop_pid() { # NAME SIGNAL: signal the PID in DIR/run/NAME.pid and wait up to 10 s for it to exit
   local f=$DIR/run/$1.pid p i
   [ -f "$f" ] || return 0
@@ -386,6 +422,10 @@ down() {
     done
   fi
   stop_pid containerd TERM
+  for p in "$DIR"/run/registry-*.pid; do
+    if [ -f "$p" ]; then n=${p##*/}; stop_pid "${n%.pid}" TERM; fi
+  done
+  rm -f "$DIR"/run/registry-*.sock
   for p in $shim_pids $(shims); do kill -9 "$p" 2>/dev/null || true; done
   for m in $shim_socks; do rm -f "$m"; done # a killed shim leaves its socket
   # mounts under DIR (rootfs overlays, sandbox /dev/shm, Pod netns, emptyDirs), deepest first
@@ -399,12 +439,13 @@ down() {
     while IFS= read -r n; do sysctl -q -w "$n"; done <"$DIR/sysctl.saved"
     rm -f "$DIR/sysctl.saved"
   fi
-  rm -rf "$DIR/etcd" "$DIR/kubelet" "$DIR/containerd" "$DIR/cni" "$DIR/run" "$DIR/pki" "$DIR"/*.kubeconfig "$DIR/containerd.sock"*
+  rm -rf "$DIR/certs.d" "$DIR/etcd" "$DIR/kubelet" "$DIR/containerd" "$DIR/cni" "$DIR/run" "$DIR/pki" "$DIR"/*.kubeconfig "$DIR/containerd.sock"*
 }
 
 case "${1:-}" in
 build) build ;;
 up) layout "${2:-/tmp/ceval-k8s}"; up ;;
 down) layout "${2:-/tmp/ceval-k8s}"; down ;;
-*) sed -n '2,27p' "$0" >&2; exit 2 ;;
+registry) [ $# -eq 4 ] || die "usage: scripts/k8s.sh registry DIR HOST:PORT CA"; layout "$2"; registry "$3" "$4" ;;
+*) sed -n '2,31p' "$0" >&2; exit 2 ;;
 esac

@@ -43,6 +43,9 @@ type KubeOptions struct {
 	Controller string // labels what this process creates, so ceval gc finds what it left
 	InitImage  string // the image holding ceval's init (ceval images build-init)
 	PullPolicy corev1.PullPolicy
+	// ImagePullSecrets name dockerconfigjson Secrets of Namespace the nodes pull the agent's
+	// and the init's images with (kubernetes.image_pull_secrets; never a task's).
+	ImagePullSecrets []string
 	// RuntimeClassName is a sandboxed runtime (gVisor, Kata) the cluster offers; "" is its default.
 	RuntimeClassName string
 	// UserNamespaces sets hostUsers: false (only where every node supports it).
@@ -211,7 +214,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 		RunID: podRunID(cfg.ID), Controller: k.k.Controller, Namespace: k.k.Namespace,
 		Image: cfg.Image, PullPolicy: k.k.PullPolicy, InitImage: k.k.InitImage, Mounts: mounts,
 		Timeout: lim.Timeout, Grace: cfg.Grace, MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, DiskMB: lim.DiskMB,
-		UserNamespace: k.k.UserNamespaces, RuntimeClassName: k.k.RuntimeClassName,
+		UserNamespace: k.k.UserNamespaces, RuntimeClassName: k.k.RuntimeClassName, ImagePullSecrets: k.k.ImagePullSecrets,
 	})
 	if err != nil {
 		return nil, err

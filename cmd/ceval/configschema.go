@@ -59,6 +59,7 @@ func configSchema() map[string]any {
 				"namespace":                        map[string]any{"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", "maxLength": 63, "description": "the runs' namespace (default: default)"},
 				"init_image":                       typ("string", "the image holding ceval's init (default: ceval images build-init's name)"),
 				"image_pull_policy":                map[string]any{"type": "string", "enum": []string{"Never", "IfNotPresent", "Always"}, "description": "Never (the default) for images imported into the nodes"},
+				"image_pull_secrets":               map[string]any{"type": "array", "items": map[string]any{"type": "string", "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", "maxLength": 253}, "description": "names of dockerconfigjson Secrets in namespace the nodes pull the images with (a private registry)"},
 				"runtime_class":                    typ("string", "a sandboxed runtime class the cluster offers (gVisor, Kata)"),
 				"user_namespaces":                  map[string]any{"type": "string", "enum": []string{"auto", "true", "false"}, "description": "hostUsers: false when every node supports it (auto, the default), always, or never"},
 				"accept_unenforced_network_policy": typ("boolean", "run even when a Pod reaches the API server or a kubelet before its agent starts (the cluster does not enforce NetworkPolicies)"),

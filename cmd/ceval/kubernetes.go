@@ -24,13 +24,14 @@ const (
 
 // kubeConfig is the config file's kubernetes section (see userConfig).
 type kubeConfig struct {
-	Kubeconfig                    string `yaml:"kubeconfig"`
-	Namespace                     string `yaml:"namespace"`
-	InitImage                     string `yaml:"init_image"`
-	ImagePullPolicy               string `yaml:"image_pull_policy"`
-	RuntimeClass                  string `yaml:"runtime_class"`
-	UserNamespaces                string `yaml:"user_namespaces"`
-	AcceptUnenforcedNetworkPolicy bool   `yaml:"accept_unenforced_network_policy"`
+	Kubeconfig                    string   `yaml:"kubeconfig"`
+	Namespace                     string   `yaml:"namespace"`
+	InitImage                     string   `yaml:"init_image"`
+	ImagePullPolicy               string   `yaml:"image_pull_policy"`
+	ImagePullSecrets              []string `yaml:"image_pull_secrets"`
+	RuntimeClass                  string   `yaml:"runtime_class"`
+	UserNamespaces                string   `yaml:"user_namespaces"`
+	AcceptUnenforcedNetworkPolicy bool     `yaml:"accept_unenforced_network_policy"`
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -53,6 +54,11 @@ func checkBackendConfig(backend string, k *kubeConfig) error {
 	case "", "Never", "IfNotPresent", "Always":
 	default:
 		errs = append(errs, fmt.Errorf("kubernetes.image_pull_policy %q: give Never, IfNotPresent or Always", k.ImagePullPolicy))
+	}
+	for _, s := range k.ImagePullSecrets {
+		if !kube.IsSecretName(s) {
+			errs = append(errs, fmt.Errorf("kubernetes.image_pull_secrets: %q is not a Secret's name (a DNS subdomain)", s))
+		}
 	}
 	switch k.UserNamespaces {
 	case "", "auto", "true", "false":
@@ -135,6 +141,7 @@ func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *g
 	o := &supervisor.KubeOptions{
 		Cluster: c, Namespace: kubeNamespace(cmd, g, k), Controller: kube.ControllerID(),
 		InitImage: k.InitImage, PullPolicy: corev1.PullPolicy(k.ImagePullPolicy), RuntimeClassName: k.RuntimeClass,
+		ImagePullSecrets:              k.ImagePullSecrets,
 		AcceptUnenforcedNetworkPolicy: k.AcceptUnenforcedNetworkPolicy,
 	}
 	if o.InitImage == "" {
