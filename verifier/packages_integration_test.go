@@ -312,3 +312,44 @@ func TestVerifierPytestWorkspaceCannotShadowAnImageModule(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage: a run_command's python3 run from
+// the workspace (-c puts the working directory first on sys.path), a check script that puts
+// the workspace first to import the agent's code, and pytest run by the command get the
+// image's packaging, not the workspace's packaging/, which printed the expected line and
+// exited 0 (the wrong answer scored 1 without ceval's sitecustomize); the agent's solution, a
+// name the image does not provide, still imports from the workspace.
+func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
+	v := toolchainVerifier(t)
+	e, _, ctx := newExecutor(t)
+	check := "import packaging.version as v, solution\nassert v.Version(solution.VERSION) >= v.Version('2.0'), solution.VERSION\nprint('ok')\n"
+	for _, cmd := range []struct{ name, command string }{
+		{"python3 -c", "cd /workspace && python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok"},
+		{"python3 script", "cat > /tmp/check.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\n" + check + "EOF\npython3 /tmp/check.py | grep -qx ok"},
+		{"sh script", "cat > /tmp/run.sh <<'EOF'\ncd /workspace\npython3 -c 'import json, packaging.version as v, solution; assert v.Version(solution.VERSION) >= v.Version(json.loads(\"\\\"2.0\\\"\"))'\nEOF\nsh /tmp/run.sh"},
+		{"pytest", "mkdir /tmp/t && cat > /tmp/t/test_v.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\nimport packaging.version as v, solution\ndef test_version():\n    assert v.Version(solution.VERSION) >= v.Version('2.0')\nEOF\ncd /workspace && python3 -m pytest -q -p no:cacheprovider /tmp/t/test_v.py"},
+	} {
+		for _, tc := range []struct {
+			version string
+			want    float64
+		}{{"1.0", 0}, {"2.1", 1}} {
+			s := snap(t, map[string]string{
+				"packaging/__init__.py": "import sys\nprint('ok')\nsys.exit(0)\n",
+				"json.py":               "import sys\nsys.exit(0)\n",
+				"solution.py":           "VERSION = '" + tc.version + "'\n",
+			})
+			c := container(cmd.command)
+			vc := *v
+			c.Verifier = &vc
+			c.Timeout = 120 * time.Second
+			r, err := e.Run(ctx, c, s, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			score, details, _ := scoreOf(c, r)
+			if score != tc.want {
+				t.Errorf("%s, version %s: score %v, want %v; details %s; stdout %.1000s; stderr %.2000s", cmd.name, tc.version, score, tc.want, details, r.Stdout, r.Stderr)
+			}
+		}
+	}
+}
