@@ -327,6 +327,10 @@ func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
 		{"python3 -c", "cd /workspace && python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok"},
 		{"python3 script", "cat > /tmp/check.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\n" + check + "EOF\npython3 /tmp/check.py | grep -qx ok"},
 		{"sh script", "cat > /tmp/run.sh <<'EOF'\ncd /workspace\npython3 -c 'import json, packaging.version as v, solution; assert v.Version(solution.VERSION) >= v.Version(json.loads(\"\\\"2.0\\\"\"))'\nEOF\nsh /tmp/run.sh"},
+		{"python3 -I", "cd /workspace && python3 -I -c \"import sys; sys.path.insert(0, ''); " + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok"},
+		{"python3 -E", "cd /workspace && python3 -E -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok"},
+		{"env -i", "cd /workspace && env -i /usr/bin/python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok"},
+		{"PYTHONPATH=/workspace", "cd / && PYTHONPATH=/workspace python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok"},
 		{"pytest", "mkdir /tmp/t && cat > /tmp/t/test_v.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\nimport packaging.version as v, solution\ndef test_version():\n    assert v.Version(solution.VERSION) >= v.Version('2.0')\nEOF\ncd /workspace && python3 -m pytest -q -p no:cacheprovider /tmp/t/test_v.py"},
 	} {
 		for _, tc := range []struct {
@@ -336,6 +340,7 @@ func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
 			s := snap(t, map[string]string{
 				"packaging/__init__.py": "import sys\nprint('ok')\nsys.exit(0)\n",
 				"json.py":               "import sys\nsys.exit(0)\n",
+				"sitecustomize.py":      "import sys\nprint('ok')\nsys.exit(0)\n",
 				"solution.py":           "VERSION = '" + tc.version + "'\n",
 			})
 			c := container(cmd.command)

@@ -52,25 +52,32 @@ func importGuard(agentDirs []string) string {
         return not any(p == a or p.startswith(a + "/") for a in agent)
     if any(getattr(f, "cevalImportGuard", False) for f in sys.meta_path):
         return
-    names = set(getattr(sys, "stdlib_module_names", ()))
-    for d in sys.path:
-        if not outside(d):
-            continue
-        try:
-            with os.scandir(d) as entries:
-                for e in entries:
-                    n, dot, ext = e.name.partition(".")
-                    if (dot and (ext == "py" or ext.endswith("so"))) or (not dot and e.is_dir()):
-                        if n.isidentifier() and n != "__pycache__":
-                            names.add(n)
-        except OSError:
-            pass
+    names = set(getattr(sys, "stdlib_module_names", ())) | {"sitecustomize", "usercustomize"}
+    scanned = set()
+    def scan():
+        for d in sys.path:
+            if not outside(d) or d in scanned:
+                continue
+            scanned.add(d)
+            try:
+                with os.scandir(d) as entries:
+                    for e in entries:
+                        n, dot, ext = e.name.partition(".")
+                        if (dot and (ext == "py" or ext.endswith("so"))) or (not dot and e.is_dir()):
+                            if n.isidentifier() and n != "__pycache__":
+                                names.add(n)
+            except OSError:
+                pass
+    scan()
     finders = tuple(sys.meta_path)
     class CevalImportGuard:
         cevalImportGuard = True
         @staticmethod
         def find_spec(name, path=None, target=None):
-            if path is not None or name not in names:
+            if path is not None:
+                return None
+            scan()
+            if name not in names:
                 return None
             search = [p for p in sys.path if outside(p)]
             for finder in finders:
@@ -140,13 +147,44 @@ func indent(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// pythonHookPth is the .pth ceval copies into every site directory of the image it can write
+// (pythonHookArgv): site runs it under -I and -E and whatever PYTHONPATH says, before it
+// imports sitecustomize, so the guard holds for those starts too. It runs guard.py by its
+// path: no import a PYTHONPATH of the workspace could answer.
+const pythonHookPth = "import sys; exec(compile(open('" + pythonHookPath + "/guard.py').read(), '" + pythonHookPath + "/guard.py', 'exec')) if sys.version_info >= (3, 6) else None\n"
+
+// pythonHookPthName sorts before the site directories' other .pth files (setuptools'
+// distutils-precedence.pth imports a module by name).
+const pythonHookPthName = "00-ceval-guard.pth"
+
 // writePythonHook makes dir, pythonHookPath's source: world-readable, not writable in the
 // container (a read-only bind).
 func writePythonHook(dir string, agentDirs []string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "sitecustomize.py"), []byte(pythonHook(agentDirs)), 0o444)
+	for name, text := range map[string]string{
+		"sitecustomize.py": pythonHook(agentDirs),
+		"guard.py":         importGuard(agentDirs),
+		pythonHookPthName:  pythonHookPth,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o444); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pythonSiteDirs are where images keep their site directories (Debian's python3, the python
+// images' /usr/local, Fedora's lib64, a venv or conda under /opt).
+const pythonSiteDirs = "/usr/lib/python3*/site-packages /usr/lib/python3*/dist-packages /usr/local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages /usr/lib64/python3*/site-packages /opt/*/lib/python3*/site-packages"
+
+// pythonHookArgv runs command as /bin/sh -c would, after copying pythonHookPth into every
+// site directory of the image it can write (a root verifier's writable copy of the image's
+// root; the unprivileged verifier's root is read-only, so PYTHONPATH alone carries the
+// guard there).
+func pythonHookArgv(command string) []string {
+	return []string{"/bin/sh", "-c", `for d in ` + pythonSiteDirs + `; do [ -d "$d" ] && [ -w "$d" ] && cp ` + pythonHookPath + "/" + pythonHookPthName + ` "$d/"; done 2>/dev/null; exec /bin/sh -c "$1"`, "/bin/sh", command}
 }
 
 // pytestBoot imports pytest fully before the workspace joins sys.path, then runs it there.

@@ -334,6 +334,9 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		}
 		mounts = append(mounts, oci.Mount{Source: hook, Destination: pythonHookPath})
 		prependEnv = []string{"PYTHONPATH=" + pythonHookPath}
+		if !c.HarborReward {
+			argv = pythonHookArgv(c.Command)
+		}
 	}
 	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
 		Outputs: outputs,
