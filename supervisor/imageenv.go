@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -76,6 +77,25 @@ func mergeImageEnv(image, own []string) []string {
 		}
 	}
 	return append(out, own...)
+}
+
+// prependImageEnv puts each KEY=VALUE of pre before the image's value of KEY (colon-joined),
+// or sets it when the image has none.
+func prependImageEnv(image, pre []string) []string {
+	out := slices.Clone(image)
+	for _, kv := range pre {
+		k, v, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(out, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		switch {
+		case i < 0:
+			out = append(out, kv)
+		case out[i] == k+"=":
+			out[i] = kv
+		default:
+			out[i] = k + "=" + v + ":" + strings.TrimPrefix(out[i], k+"=")
+		}
+	}
+	return out
 }
 
 func envKey(k string) bool {

@@ -34,6 +34,20 @@ func TestImageEnvKeepsTheImagesVariablesButNotCevalsOrItsChannels(t *testing.T) 
 	}
 }
 
+// PrependEnv goes before the image's value (ceval's import guard ahead of an image's own
+// PYTHONPATH=/app), sets an unset or empty one, and leaves the image's slice alone.
+func TestPrependImageEnvKeepsTheImagesValueBehind(t *testing.T) {
+	image := []string{"PYTHONPATH=/workspace/lib:/opt", "EMPTY=", "FOO=1"}
+	got := prependImageEnv(image, []string{"PYTHONPATH=/ceval/python", "EMPTY=/x", "NEW=/y"})
+	want := []string{"PYTHONPATH=/ceval/python:/workspace/lib:/opt", "EMPTY=/x", "FOO=1", "NEW=/y"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if image[0] != "PYTHONPATH=/workspace/lib:/opt" {
+		t.Errorf("the image's env changed: %q", image)
+	}
+}
+
 // A Terminal-Bench image puts its tools on PATH with ENV: the agent finds them (in the
 // workspace, where the image's WORKDIR went), and the image cannot set ceval's variables,
 // a proxy, a preload or a model provider's base URL.

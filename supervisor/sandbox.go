@@ -28,16 +28,19 @@ import (
 // SandboxConfig describes one agent container: the lower half of a run, shared by `ceval
 // run` and `ceval sandbox exec` so both get exactly the same sandbox.
 type SandboxConfig struct {
-	Client  *client.Client
-	Image   string // an image that passed ResolveImage
-	ID      string // unique per container; labels and the container ID derive from it
-	Argv    []string
-	Env     []string
-	Limits  task.Limits
-	Network string
-	Grace   time.Duration
-	InitDir string // where the static init is installed; "" = DefaultInitDir()
-	Dir     string // host directory that receives the scratch mount points
+	Client *client.Client
+	Image  string // an image that passed ResolveImage
+	ID     string // unique per container; labels and the container ID derive from it
+	Argv   []string
+	Env    []string
+	// PrependEnv are KEY=VALUE entries put before the image config's value of KEY, joined by
+	// a colon (PYTHONPATH=/ceval/python ahead of the image's own PYTHONPATH); Env wins over both.
+	PrependEnv []string
+	Limits     task.Limits
+	Network    string
+	Grace      time.Duration
+	InitDir    string // where the static init is installed; "" = DefaultInitDir()
+	Dir        string // host directory that receives the scratch mount points
 
 	// Mounts are read-only binds (plugin bundles); oci refuses any that overlap its own.
 	Mounts []oci.Mount
@@ -335,7 +338,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	}
 	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
-		Args: cfg.Argv, Env: mergeImageEnv(s.imageEnv, cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
+		Args: cfg.Argv, Env: mergeImageEnv(prependImageEnv(s.imageEnv, cfg.PrependEnv), cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID, RootInUserNS: cfg.Root, RootPath: s.rootPath, Cwd: cfg.Cwd, UserName: cfg.UserName,

@@ -48,7 +48,7 @@ if not report or subprocess.run(["python3", "-I", "-c", "open('/proc/%d/environ'
     print("` + isolationUnsafe + `", file=sys.stderr)
     sys.exit(3)
 open(report + "/` + harborStarted + `", "w").close()
-` + pytestImportGuard + isolateTestSide + `
+` + importGuard([]string{"/workspace"}) + isolateTestSide + `
 import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
 agent = cevalIsolate(` + pyQuote(isolateAgentSide) + `, "/workspace")

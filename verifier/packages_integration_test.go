@@ -312,3 +312,63 @@ func TestVerifierPytestWorkspaceCannotShadowAnImageModule(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage: a run_command's python3 run from
+// the workspace (-c puts the working directory first on sys.path), a check script that puts
+// the workspace first to import the agent's code, and pytest run by the command get the
+// image's packaging, not the workspace's packaging/, which printed the expected line and
+// exited 0 (the wrong answer scored 1 without ceval's sitecustomize); the agent's solution, a
+// name the image does not provide, still imports from the workspace.
+func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
+	v := toolchainVerifier(t)
+	root, client, ctx := newExecutor(t)
+	unpriv, err := New(Options{Client: client, Grace: 500 * time.Millisecond, ScratchDir: t.TempDir(), Unprivileged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := "import packaging.version as v, solution\nassert v.Version(solution.VERSION) >= v.Version('2.0'), solution.VERSION\nprint('ok')\n"
+	// pth: covered only by the .pth ceval copies into the image's site directories, which an
+	// unprivileged verifier's read-only root does not take (README: what remains).
+	for _, cmd := range []struct {
+		name, command string
+		pth           bool
+	}{
+		{"python3 -c", "cd /workspace && python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", false},
+		{"python3 script", "cat > /tmp/check.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\n" + check + "EOF\npython3 /tmp/check.py | grep -qx ok", false},
+		{"sh script", "cat > /tmp/run.sh <<'EOF'\ncd /workspace\npython3 -c 'import json, packaging.version as v, solution; assert v.Version(solution.VERSION) >= v.Version(json.loads(\"\\\"2.0\\\"\"))'\nEOF\nsh /tmp/run.sh", false},
+		{"python3 -I", "cd /workspace && python3 -I -c \"import sys; sys.path.insert(0, ''); " + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
+		{"python3 -E", "cd /workspace && python3 -E -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
+		{"env -i", "cd /workspace && env -i /usr/bin/python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
+		{"PYTHONPATH=/workspace", "cd / && PYTHONPATH=/workspace python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
+		{"pytest", "mkdir /tmp/t && cat > /tmp/t/test_v.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\nimport packaging.version as v, solution\ndef test_version():\n    assert v.Version(solution.VERSION) >= v.Version('2.0')\nEOF\ncd /workspace && python3 -m pytest -q -p no:cacheprovider /tmp/t/test_v.py", false},
+	} {
+		for _, e := range []*Executor{root, unpriv} {
+			if e == unpriv && cmd.pth || !root.Root() && cmd.pth {
+				continue
+			}
+			for _, tc := range []struct {
+				version string
+				want    float64
+			}{{"1.0", 0}, {"2.1", 1}} {
+				s := snap(t, map[string]string{
+					"packaging/__init__.py": "import sys\nprint('ok')\nsys.exit(0)\n",
+					"json.py":               "import sys\nsys.exit(0)\n",
+					"sitecustomize.py":      "import sys\nprint('ok')\nsys.exit(0)\n",
+					"solution.py":           "VERSION = '" + tc.version + "'\n",
+				})
+				c := container(cmd.command)
+				vc := *v
+				c.Verifier = &vc
+				c.Timeout = 120 * time.Second
+				r, err := e.Run(ctx, c, s, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				score, details, _ := scoreOf(c, r)
+				if score != tc.want {
+					t.Errorf("%s, root %v, version %s: score %v, want %v; details %s; stdout %.1000s; stderr %.2000s", cmd.name, e.Root(), tc.version, score, tc.want, details, r.Stdout, r.Stderr)
+				}
+			}
+		}
+	}
+}

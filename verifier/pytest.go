@@ -1,10 +1,13 @@
 package verifier
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"ceval.dev/ceval/task"
@@ -23,39 +26,58 @@ import (
 // The tests live under /task, outside the workspace, so pytest never looks for an ini file
 // or a conftest.py there even without -c and --confcutdir: those two are a second wall.
 
-// pytestImportGuard makes every top-level name the image provides (a standard module, or a
-// NAME/, NAME.py or extension module in a directory on sys.path when the boot starts: the
-// image's stdlib and site directories) import from sys.path without the workspace, in the
-// order sys.path then has (so the task's test directories, which pytest puts first, still
-// come first). Only the path finder is given that path: CPython 3.11's builtin and frozen
-// importers answer nothing when given one. Without it a test that put the workspace first on sys.path to import the
-// agent's code (a common pattern) got the workspace's colorsys.py, or any package of the
-// image's that pytest had not imported yet, in place of the image's (issue 32;
-// TestVerifierPytestWorkspaceCannotShadowAnImageModule). Any other name imports as usual.
-const pytestImportGuard = `def cevalImportGuard():
+// importGuard is the Python that makes every top-level name the image provides (a standard
+// module, or a NAME/, NAME.py or extension module in a directory on sys.path when it runs,
+// other than the agent's: the image's stdlib and site directories, and PYTHONPATH's) import
+// from sys.path without the agent's directories, in the order sys.path then has (so the
+// task's test directories, which pytest puts first, still come first). agentDirs are the
+// container paths the agent wrote (/workspace, the task's outputs); a relative entry ("" for
+// python3 -c, the working directory) counts as the agent's too. Only the path finder is
+// given that path: CPython 3.11's builtin and frozen importers answer nothing when given one.
+// Without it a test that put the workspace first on sys.path to import the agent's code (a
+// common pattern) got the workspace's colorsys.py, or any package of the image's that pytest
+// had not imported yet, in place of the image's (issue 32;
+// TestVerifierPytestWorkspaceCannotShadowAnImageModule), and a run_command's python3 -c run
+// from /workspace its packaging/ (TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage).
+// Any other name imports as usual. It is the one copy: the pytest boots run it first, and
+// every other python3 of a run_command runs it from ceval's sitecustomize (pythonHook).
+func importGuard(agentDirs []string) string {
+	return `def cevalImportGuard(agent):
     import sys, os
     from importlib.machinery import PathFinder
-    names = set(sys.stdlib_module_names)
-    for d in sys.path:
-        try:
-            with os.scandir(d or ".") as entries:
-                for e in entries:
-                    n, dot, ext = e.name.partition(".")
-                    if (dot and (ext == "py" or ext.endswith("so"))) or (not dot and e.is_dir()):
-                        if n.isidentifier() and n != "__pycache__":
-                            names.add(n)
-        except OSError:
-            pass
-    finders = tuple(sys.meta_path)
     def outside(p):
-        if not p or not os.path.isabs(p):
+        if not isinstance(p, str) or not p or not os.path.isabs(p):
             return False
         p = os.path.normpath(p)
-        return p != "/workspace" and not p.startswith("/workspace/")
+        return not any(p == a or p.startswith(a + "/") for a in agent)
+    if any(getattr(f, "cevalImportGuard", False) for f in sys.meta_path):
+        return
+    names = set(getattr(sys, "stdlib_module_names", ())) | {"sitecustomize", "usercustomize"}
+    scanned = set()
+    def scan():
+        for d in sys.path:
+            if not outside(d) or d in scanned:
+                continue
+            scanned.add(d)
+            try:
+                with os.scandir(d) as entries:
+                    for e in entries:
+                        n, dot, ext = e.name.partition(".")
+                        if (dot and (ext == "py" or ext.endswith("so"))) or (not dot and e.is_dir()):
+                            if n.isidentifier() and n != "__pycache__":
+                                names.add(n)
+            except OSError:
+                pass
+    scan()
+    finders = tuple(sys.meta_path)
     class CevalImportGuard:
+        cevalImportGuard = True
         @staticmethod
         def find_spec(name, path=None, target=None):
-            if path is not None or name not in names:
+            if path is not None:
+                return None
+            scan()
+            if name not in names:
                 return None
             search = [p for p in sys.path if outside(p)]
             for finder in finders:
@@ -67,13 +89,107 @@ const pytestImportGuard = `def cevalImportGuard():
         def invalidate_caches():
             pass
     sys.meta_path.insert(0, CevalImportGuard)
-cevalImportGuard()
+cevalImportGuard(` + jsonList(agentDirs) + `)
 del cevalImportGuard
 `
+}
+
+// pythonHookPath is the read-only directory ceval mounts into a run_command's verifier
+// container and puts first on PYTHONPATH: its sitecustomize.py (pythonHook) runs the import
+// guard in every python3 that honours PYTHONPATH, before the working directory or the
+// script's directory joins sys.path, then the image's own sitecustomize, if any.
+const pythonHookPath = "/ceval/python"
+
+// pythonHook is pythonHookPath's sitecustomize.py for a container whose agent-written paths
+// are agentDirs. Python 3.6 or later only (os.scandir as a context manager); an older
+// python3 or a python2 that reads it does nothing.
+func pythonHook(agentDirs []string) string {
+	return `import sys
+if sys.version_info >= (3, 6):
+` + indent(importGuard(agentDirs)) + `
+    def cevalChain(agent):
+        # The image's own sitecustomize, found outside this directory and the agent's.
+        import os, importlib.util
+        from importlib.machinery import PathFinder
+        here = os.path.dirname(os.path.abspath(__file__))
+        def ok(p):
+            if not isinstance(p, str) or not p or not os.path.isabs(p):
+                return False
+            p = os.path.normpath(p)
+            return p != here and not any(p == a or p.startswith(a + "/") for a in agent)
+        spec = PathFinder.find_spec("sitecustomize", [p for p in sys.path if ok(p)])
+        if spec is not None and spec.loader is not None:
+            m = importlib.util.module_from_spec(spec)
+            sys.modules["sitecustomize"] = m
+            spec.loader.exec_module(m)
+    cevalChain(` + jsonList(agentDirs) + `)
+    del cevalChain
+`
+}
+
+// jsonList is s as a JSON list, which for strings is a Python literal too.
+func jsonList(s []string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// indent indents every non-empty line of s by four spaces.
+func indent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "    " + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pythonHookPth is the .pth ceval copies into every site directory of the image it can write
+// (pythonHookArgv): site runs it under -I and -E and whatever PYTHONPATH says, before it
+// imports sitecustomize, so the guard holds for those starts too. It runs guard.py by its
+// path: no import a PYTHONPATH of the workspace could answer.
+const pythonHookPth = "import sys; exec(compile(open('" + pythonHookPath + "/guard.py').read(), '" + pythonHookPath + "/guard.py', 'exec')) if sys.version_info >= (3, 6) else None\n"
+
+// pythonHookPthName sorts before the site directories' other .pth files (setuptools'
+// distutils-precedence.pth imports a module by name).
+const pythonHookPthName = "00-ceval-guard.pth"
+
+// writePythonHook makes dir, pythonHookPath's source: world-readable, not writable in the
+// container (a read-only bind).
+func writePythonHook(dir string, agentDirs []string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	for name, text := range map[string]string{
+		"sitecustomize.py": pythonHook(agentDirs),
+		"guard.py":         importGuard(agentDirs),
+		pythonHookPthName:  pythonHookPth,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o444); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pythonSiteDirs are where images keep their site directories (Debian's python3, the python
+// images' /usr/local, Fedora's lib64, a venv or conda under /opt).
+const pythonSiteDirs = "/usr/lib/python3*/site-packages /usr/lib/python3*/dist-packages /usr/local/lib/python3*/site-packages /usr/local/lib/python3*/dist-packages /usr/lib64/python3*/site-packages /opt/*/lib/python3*/site-packages"
+
+// pythonHookArgv runs command as /bin/sh -c would, after copying pythonHookPth into every
+// site directory of the image it can write (a root verifier's writable copy of the image's
+// root; the unprivileged verifier's root is read-only, so PYTHONPATH alone carries the
+// guard there).
+func pythonHookArgv(command string) []string {
+	return []string{"/bin/sh", "-c", `for d in ` + pythonSiteDirs + `; do [ -d "$d" ] && [ -w "$d" ] && cp ` + pythonHookPath + "/" + pythonHookPthName + ` "$d/"; done 2>/dev/null; exec /bin/sh -c "$1"`, "/bin/sh", command}
+}
 
 // pytestBoot imports pytest fully before the workspace joins sys.path, then runs it there.
 var pytestBoot = `import sys
-` + pytestImportGuard + `import pytest, _pytest, pluggy
+` + importGuard([]string{"/workspace"}) + `import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
 sys.path.append("/workspace")
 import os

@@ -322,6 +322,22 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	for _, o := range s.Outputs {
 		outputs = append(outputs, o.Path)
 	}
+	// Every python3 a command starts (python3 -c, -m, a script, pytest, one a script
+	// starts) runs ceval's import guard from its sitecustomize first: a name the image
+	// provides never imports from the workspace or an output (see importGuard). The pytest
+	// criteria run the guard in their boot.
+	var prependEnv []string
+	if c.Type != task.Pytest {
+		hook := filepath.Join(dir, "python")
+		if err := writePythonHook(hook, append([]string{oci.WorkspacePath}, outputs...)); err != nil {
+			return nil, fmt.Errorf("verifier: %w", err)
+		}
+		mounts = append(mounts, oci.Mount{Source: hook, Destination: pythonHookPath})
+		prependEnv = []string{"PYTHONPATH=" + pythonHookPath}
+		if !c.HarborReward {
+			argv = pythonHookArgv(c.Command)
+		}
+	}
 	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
 		Outputs: outputs,
 		PrepareOutput: func(i int, dir string) error {
@@ -336,7 +352,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			return err
 		},
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
-		Argv: argv, Env: env,
+		Argv: argv, Env: env, PrependEnv: prependEnv,
 		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
 		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID, Root: e.Root() && !c.SharesNoPrivilegeWithItsTests(),

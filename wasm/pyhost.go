@@ -80,8 +80,8 @@ del _d, os
 // TestWorkspaceCannotShadowAGraderPackage, selftest attack wasm-package-shadow). It reads
 // those directories itself, not sys.path, so python3 -I and -E, which ignore PYTHONPATH, import
 // the grader's packages too. A standard module's name stays the standard module's; any other
-// name (the agent's own modules) imports as CPython would. Only -S, which skips site and with
-// it this guard, is outside it (and starts in "/", not the workspace).
+// name (the agent's own modules) imports as CPython would. A shell's python3 -S runs site
+// all the same (pythonArgv drops -S), so this guard holds there too.
 func pythonImportGuard(dirs string) string {
 	return `def cevalImportGuard(dirs):
     import sys, os
@@ -303,7 +303,7 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 // it, getpath searched for its landmarks on every start (some 10 ms under wazero). The
 // shell's own PYTHONHOME is dropped (it could move the standard library into the
 // workspace) and ceval's sitecustomize removes this one, so os.environ holds neither
-// (but under -S, which skips site, where this one stays). The shell's relative PYTHONPATH
+// (a shell's python3 -S runs site too: pythonArgv drops -S). The shell's relative PYTHONPATH
 // entries are made absolute against its directory: site makes them absolute while CPython
 // is still in "/", before ceval's sitecustomize enters that directory (PYTHONPATH=src
 // named /src). PYTHONPYCACHEPREFIX is dropped, as pythonArgv drops -X pycache_prefix: with
@@ -337,8 +337,12 @@ func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 }
 
 // pythonArgv makes a relative script path absolute against the shell's directory (CPython
-// resolves it before ceval's sitecustomize can change into that directory) and drops
-// -X pycache_prefix (see pythonEnv). It reads options as CPython does: letters clustered
+// resolves it before ceval's sitecustomize can change into that directory), drops
+// -X pycache_prefix (see pythonEnv) and drops -S: without site no ceval.pth or sitecustomize
+// runs, so neither the import guard nor the move into the shell's directory did, and a check
+// that put the workspace first on sys.path under -S got its packaging/ in place of the task's
+// (issue 32; TestWorkspaceCannotShadowAGraderPackage). site adds nothing else here: its
+// site-packages holds only ceval.pth, and there is no user site. It reads options as CPython does: letters clustered
 // (-IE), -c and -m ending the options with what follows them (the rest of the cluster or
 // the next argument), -W and -X taking the rest of the cluster or the next argument as
 // their value, --check-hash-based-pycs taking the next.
@@ -370,11 +374,17 @@ func pythonArgv(argv []string, dir string) []string {
 			return script(args[i:])
 		}
 		j := 1 + strings.IndexAny(a[1:], "cmWX") // the letters before it are plain flags
+		if j == 0 {
+			j = len(a)
+		}
+		flags := "-" + strings.ReplaceAll(a[1:j], "S", "") // -S dropped: see above
 		switch {
-		case j == 0:
-			out = append(out, a)
+		case j == len(a):
+			if flags != "-" {
+				out = append(out, flags)
+			}
 		case a[j] == 'c' || a[j] == 'm':
-			return append(append(out, a), args[i+1:]...)
+			return append(append(out, flags+a[j:]), args[i+1:]...)
 		default: // W or X: its value is the rest of the cluster, or the next argument
 			value, next := a[j+1:], false
 			if value == "" && i+1 < len(args) {
@@ -382,13 +392,13 @@ func pythonArgv(argv []string, dir string) []string {
 			}
 			switch {
 			case a[j] == 'X' && (value == "pycache_prefix" || strings.HasPrefix(value, "pycache_prefix=")):
-				if j > 1 {
-					out = append(out, a[:j]) // the flags clustered before it
+				if flags != "-" {
+					out = append(out, flags) // the flags clustered before it
 				}
 			case next:
-				out = append(out, a, args[i+1])
+				out = append(out, flags+a[j:], args[i+1])
 			default:
-				out = append(out, a)
+				out = append(out, flags+a[j:])
 			}
 			if next {
 				i++

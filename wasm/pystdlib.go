@@ -36,8 +36,9 @@ const pythonStdlibZipSHA256 = "8bfdca871d7f94b19eac07787c6d8e72ccc30cda8b2047e47
 // python3 runs with -E or -I (which ignore PYTHONPATH, and with it ceval's sitecustomize):
 // it puts ceval's site directory on sys.path and imports that sitecustomize, so the stdlib
 // guard and the move into the shell's working directory hold for every python3 that runs
-// site. (site's own import of sitecustomize then finds it imported.) Only -S, which skips
-// site, starts in "/", as every WASI program does.
+// site. (site's own import of sitecustomize then finds it imported.) A shell's python3 -S
+// runs site too (pythonArgv drops -S); only ceval's own -S starts (its pytest boot, which
+// guards itself) skip it.
 const pythonSitePth = pythonSiteDir + "\nimport sitecustomize\n"
 
 // pythonCacheTag is sys.implementation.cache_tag of the pinned CPython: its bytecode files

@@ -342,6 +342,8 @@ func TestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
 		"python3 -I":       `cd /workspace && python3 -I -c 'import sys; sys.path.insert(0, ""); ` + check[len("import sys; "):] + `'`,
 		"python3 -I alone": `cd /tmp && python3 -I -c 'import sys; from packaging.version import Version; sys.exit(0 if Version(open("/workspace/answer.txt").read().strip()) > Version("2.0") else 1)'`,
 		"python3 -E":       `cd /workspace && python3 -E -c '` + check + `'`,
+		"python3 -S":       `cd /workspace && python3 -S -c '` + check + `'`,
+		"python3 -IS":      `cd /workspace && python3 -IS -c '` + check + `'`,
 		"python3 -m":       script + `cd /workspace && PYTHONPATH=/tmp python3 -m check`,
 		"script":           script + `cd /workspace && python3 /tmp/check.py`,
 	}

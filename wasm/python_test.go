@@ -303,6 +303,13 @@ func TestPythonArgvReadsOptionsAsCPythonDoes(t *testing.T) {
 		{"python3 -X pycache_prefix=/tmp/pc x.py", "python3 /w/d/x.py"},
 		{"python3 -IXpycache_prefix=/tmp/pc -c code", "python3 -I -c code"},
 		{"python3 -X pycache_prefix -c code", "python3 -c code"},
+		{"python3 -S x.py", "python3 /w/d/x.py"},
+		{"python3 -IS -c code", "python3 -I -c code"},
+		{"python3 -ISc code", "python3 -Ic code"},
+		{"python3 -Sc code", "python3 -c code"},
+		{"python3 -SXpycache_prefix=/tmp/pc -m m", "python3 -m m"},
+		{"python3 -SIX importtime -c code", "python3 -IX importtime -c code"},
+		{"python3 -c -S", "python3 -c -S"},
 	} {
 		if got := strings.Join(pythonArgv(strings.Fields(tc.in), "/w/d"), " "); got != tc.want {
 			t.Errorf("pythonArgv(%q) = %q, want %q", tc.in, got, tc.want)
