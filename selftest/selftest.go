@@ -287,6 +287,9 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 			return done(Skipped, 0, "not applicable on the kubernetes backend: "+err.Error())
 		}
 	}
+	if s.rootful != "" && !supervisor.RootVerifierSupported() {
+		return done(Skipped, 0, "not applicable on a rootless containerd: "+s.rootful)
+	}
 	if s.probe {
 		if err := probe.ensure(ctx); err != nil {
 			return done(Errored, 0, err.Error())
