@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -141,24 +140,7 @@ var absPathRE = lazyregexp.New("(?:^|[\\s'\"`=(,\\[{])(/[A-Za-z0-9_][A-Za-z0-9_.
 // first FILE:LINE naming it, sorted.
 func harborOutputs(dir, workdir string) ([]string, map[string]Problem, error) {
 	where := map[string]Problem{}
-	err := filepath.WalkDir(filepath.Join(dir, "tests"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil || info.Size() > maxInput {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil || bytes.IndexByte(data, 0) >= 0 {
-			return err
-		}
+	err := walkTextFiles(filepath.Join(dir, "tests"), func(p string, _ fs.FileMode, data []byte) error {
 		for i, line := range strings.Split(string(data), "\n") {
 			for _, m := range absPathRE.Regexp().FindAllStringSubmatchIndex(line, -1) {
 				top := line[m[2]:m[3]]

@@ -121,30 +121,39 @@ func isPathByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._-/~$", c) >= 0
 }
 
+// walkTextFiles calls fn with each regular file below root (none when root is missing), its
+// mode and its bytes, skipping files over maxInput and binaries (a NUL byte): the text a Harbor
+// import reads or rewrites. Links are never followed.
+func walkTextFiles(root string, fn func(path string, mode fs.FileMode, data []byte) error) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.Size() > maxInput {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil || bytes.IndexByte(data, 0) >= 0 {
+			return err
+		}
+		return fn(p, info.Mode(), data)
+	})
+}
+
 // rewriteHarborPaths rewrites, in the copied files under dst (rels: files or directories),
 // each Harbor container path to where ceval has it; every line changed is a note at the
 // input's FILE:LINE. Files over maxInput or with a NUL byte (binaries) are left alone.
 func rewriteHarborPaths(src, dst string, rels []string, paths [][2]string) ([]Problem, error) {
 	var problems []Problem
 	for _, rel := range rels {
-		err := filepath.WalkDir(filepath.Join(dst, rel), func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if os.IsNotExist(err) {
-					return nil
-				}
-				return err
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			info, err := d.Info()
-			if err != nil || info.Size() > maxInput {
-				return err
-			}
-			data, err := os.ReadFile(p)
-			if err != nil || bytes.IndexByte(data, 0) >= 0 {
-				return err
-			}
+		err := walkTextFiles(filepath.Join(dst, rel), func(p string, mode fs.FileMode, data []byte) error {
 			fileRel, _ := filepath.Rel(dst, p)
 			lines := strings.Split(string(data), "\n")
 			changed := false
@@ -159,7 +168,7 @@ func rewriteHarborPaths(src, dst string, rels []string, paths [][2]string) ([]Pr
 			if !changed {
 				return nil
 			}
-			return os.WriteFile(p, []byte(strings.Join(lines, "\n")), info.Mode().Perm())
+			return os.WriteFile(p, []byte(strings.Join(lines, "\n")), mode.Perm())
 		})
 		if err != nil {
 			return problems, err
