@@ -29,6 +29,7 @@ rev=$(git rev-parse "$rev")
 
 export CI=true
 work=$(mktemp -d /tmp/ceval-runs-XXXXXX)
+chmod 0711 "$work" # runc in each run's user namespace traverses it to the containerd state below
 export CEVAL_CONTAINERD_DIR="$work/containerd" K8S_DIR="$work/k8s" REGISTRY_DIR="$work/registry"
 export CEVAL_CONTAINERD_ADDRESS="$CEVAL_CONTAINERD_DIR/containerd.sock"
 export CEVAL_KUBECONFIG="$K8S_DIR/admin.kubeconfig" CEVAL_K8S_CONTAINERD_ADDRESS="$K8S_DIR/containerd.sock"
