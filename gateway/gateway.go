@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/gateway/transcript"
+	"ceval.dev/ceval/record"
 )
 
 // Modes.
@@ -98,46 +99,16 @@ type Config struct {
 	Client            *http.Client // upstream; nil builds one
 }
 
-// Budget kinds in Totals.Exceeded.
+// Budget kinds in record.GatewayTotals.Exceeded.
 const (
-	ExceededTurns  = "turns"
-	ExceededTokens = "tokens"
-	ExceededCost   = "cost"
+	ExceededTurns  = record.ExceededTurns
+	ExceededTokens = record.ExceededTokens
+	ExceededCost   = record.ExceededCost
 )
 
-// Totals are what passed through the gateway: the only usage ceval trusts.
-type Totals struct {
-	Requests                 int   `json:"requests"`
-	Turns                    int   `json:"turns"`        // model answers (2xx)
-	InputTokens              int64 `json:"input_tokens"` // all input, cached included
-	CachedInputTokens        int64 `json:"cached_input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
-	OutputTokens             int64 `json:"output_tokens"`
-	ReasoningTokens          int64 `json:"reasoning_output_tokens,omitempty"`
-	Refused                  int   `json:"refused,omitempty"`        // requests the gateway answered with an error itself
-	StrippedTools            int   `json:"stripped_tools,omitempty"` // provider-side tools removed
-	// UpstreamFailures are calls the provider did not answer after the retries (transport
-	// error, timeout, 5xx, ceval's credential refused); ProviderDown are those of them that
-	// found it down (no connection, 5xx, 401/407). Neither is the agent's doing: a run is
-	// ERROR only when the provider was down and no call was ever answered (see README).
-	UpstreamFailures int `json:"upstream_failures,omitempty"`
-	ProviderDown     int `json:"provider_down,omitempty"`
-	// What the agent may provoke, recorded and never an ERROR: 429s left after the retries,
-	// the provider's other 4xx answers (relayed), calls cut off by the run's end, answers
-	// the agent stopped reading, and requests refused for a field or header the allowlist
-	// does not forward.
-	RateLimited      int     `json:"upstream_rate_limited,omitempty"`
-	UpstreamRejected int     `json:"upstream_rejected,omitempty"`
-	CutAtRunEnd      int     `json:"cut_at_run_end,omitempty"`
-	AgentDisconnects int     `json:"agent_disconnects,omitempty"`
-	NotAllowed       int     `json:"not_allowed,omitempty"`
-	ReplayMisses     int     `json:"replay_misses,omitempty"`
-	LogLinesDropped  int     `json:"transcript_lines_dropped,omitempty"` // past the transcript's size cap
-	CostUSD          float64 `json:"cost_usd,omitempty"`                 // priced from Config.Prices
-	UnpricedCalls    int     `json:"unpriced_calls,omitempty"`           // answered calls whose model the price table lacks
-	Exceeded         string  `json:"budget_exceeded,omitempty"`          // turns | tokens | cost
-	ExceededLimit    string  `json:"budget_exceeded_limit,omitempty"`
-}
+// Totals are what passed through the gateway: the only usage ceval trusts. They are the
+// run record's (result.json's "gateway"), which the gateway fills.
+type Totals = record.GatewayTotals
 
 // Server is one run's gateway.
 type Server struct {

@@ -10,30 +10,30 @@ import (
 	"unicode/utf8"
 
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/toolcalls"
 )
 
-// Status is the outcome of one criterion.
-type Status string
+// Status is the outcome of one criterion: the run record's.
+type Status = record.CriterionStatus
 
-// Criterion statuses. ERROR is only ever caused on ceval's side (a task the grader cannot
-// apply, an executor failure, a cancelled grade); whatever the workspace holds can at
-// worst make a criterion FAIL.
+// Criterion statuses (record.CriterionStatus). ERROR is only ever caused on ceval's side;
+// whatever the workspace holds can at worst make a criterion FAIL.
 const (
-	Pass      Status = "PASS"
-	Fail      Status = "FAIL"
-	NotGraded Status = "NOT_GRADED"
-	Error     Status = "ERROR"
+	Pass      = record.CriterionPass
+	Fail      = record.CriterionFail
+	NotGraded = record.CriterionNotGraded
+	Error     = record.CriterionError
 )
 
-// Task statuses.
+// Task statuses (record's run statuses a grade gives).
 const (
-	TaskSuccess   = "SUCCESS"
-	TaskFailure   = "FAILURE"
-	TaskNotGraded = "NOT_GRADED"
-	TaskError     = "ERROR"
+	TaskSuccess   = record.StatusSuccess
+	TaskFailure   = record.StatusFailure
+	TaskNotGraded = record.StatusNotGraded
+	TaskError     = record.StatusError
 )
 
 // scoreEpsilon absorbs float rounding when a score is compared with pass_threshold, so a
@@ -43,46 +43,19 @@ const scoreEpsilon = 1e-9
 // maxDetailBytes caps a criterion's details, which quote workspace content.
 const maxDetailBytes = 2048
 
-// CriterionResult is the graded outcome of one criterion.
-type CriterionResult struct {
-	Type        string  `json:"type"`
-	Description string  `json:"description"`
-	Status      Status  `json:"status"`
-	Score       float64 `json:"score"`
-	Passed      bool    `json:"passed"`
-	Weight      float64 `json:"weight"`
-	Gating      bool    `json:"gating"`
-	Details     string  `json:"details"`
-	// Label is a classification_match's expected and predicted label, from which the
-	// summary computes precision, recall and F1 per dataset; nil for other types.
-	Label *Label `json:"label,omitempty"`
-	// Parts counts the checks the task lists in a file_contains, file_check or json_check
-	// (strings, patterns, assertions, schema) and how many were met; nil for other types.
-	Parts *Parts `json:"parts,omitempty"`
-	// Rewards are an executed criterion's named rewards (Harbor's reward.json), from which
-	// its score was taken (reward_key, else their mean); nil when it printed none.
-	Rewards map[string]float64 `json:"rewards,omitempty"`
-	// OutputLogs are the files, relative to the run directory, where the supervisor saved
-	// what an executed criterion's container printed (stdout, then stderr), redacted.
-	OutputLogs []string `json:"output_logs,omitempty"`
-	// Output is what the executor kept of the command's output, for the supervisor to save;
-	// never in result.json (the details quote its tail).
-	Output *Output `json:"-"`
-}
+// CriterionResult is the graded outcome of one criterion: the run record's, which the
+// grader fills.
+type CriterionResult = record.CriterionResult
 
-// Output is what an executed criterion's command printed, as the executor kept it: each
-// stream's first bytes up to the executor's cap, and how many bytes past the cap it dropped.
-type Output struct {
-	Stdout, Stderr       []byte
-	StdoutCut, StderrCut int64
-}
+// Output is what an executed criterion's command printed, as the executor kept it.
+type Output = record.CriterionOutput
 
 // outputTailBytes is how much of each stream the details of a criterion that did not pass
 // quote (the saved logs hold the rest).
 const outputTailBytes = 400
 
-// tail says how each stream ended, for the details.
-func (o *Output) tail() string {
+// outputTail says how each stream of o ended, for the details.
+func outputTail(o *Output) string {
 	var parts []string
 	for _, s := range []struct {
 		name string
@@ -113,34 +86,18 @@ func (o *Output) tail() string {
 	return "; " + strings.Join(parts, "; ")
 }
 
-// Parts is how many of the checks a criterion lists were met: numbers that come from the
-// task's own structure, never from a check's output (a follow-up prompt may show them).
-type Parts struct {
-	Met   int `json:"met"`
-	Total int `json:"total"`
-}
+// Parts is how many of the checks a criterion lists were met (record.Parts).
+type Parts = record.Parts
 
-// Label is one classification: the label the task expects and the one the agent wrote.
-type Label struct {
-	Expected string `json:"expected"`
-	// Predicted is the trimmed file content, "" when the file held no readable label or one
-	// longer than MaxPredictedLabel bytes (and longer than Expected): agent output is hostile,
-	// so a result never carries an unbounded label.
-	Predicted string `json:"predicted"`
-}
+// Label is one classification: the label the task expects and the one the agent wrote
+// (record.Label).
+type Label = record.Label
 
 // MaxPredictedLabel caps Label.Predicted (beyond the expected label's own length).
 const MaxPredictedLabel = 256
 
-// Result is the graded outcome of a task.
-type Result struct {
-	TaskID        string            `json:"task_id"`
-	Status        string            `json:"status"`
-	Score         float64           `json:"score"`
-	Criteria      []CriterionResult `json:"criteria"`
-	SnapshotNotes []snapshot.Note   `json:"snapshot_notes,omitempty"`
-	Grading       *Grading          `json:"grading,omitempty"`
-}
+// Result is the graded outcome of a task: the run record's grade, which Grade fills.
+type Result = record.Grade
 
 // Executor grades criteria that run code (run_command, wasm). The score is in [0, 1]
 // (values outside are clamped, NaN counts as 0); details are shown to the user; a non-nil
@@ -208,7 +165,10 @@ func errored(format string, args ...any) verdict {
 func Grade(ctx context.Context, t *task.Task, s *snapshot.Snapshot, opts Options) *Result {
 	r := &Result{TaskID: t.ID, Criteria: make([]CriterionResult, 0, len(t.Criteria))}
 	if s != nil && len(s.Notes) > 0 {
-		r.SnapshotNotes = s.Notes
+		r.SnapshotNotes = make([]record.SnapshotNote, len(s.Notes))
+		for i, n := range s.Notes {
+			r.SnapshotNotes[i] = record.SnapshotNote(n)
+		}
 	}
 	if opts.Reference == nil {
 		opts.Reference = t.Reference
@@ -340,7 +300,7 @@ func finish(c *task.Criterion, v verdict) CriterionResult {
 	cr.Passed = cr.Status == Pass
 	if v.output != nil && !cr.Passed {
 		// How the command's output ended, kept whole after the details' own words.
-		t := capDetailsTo(printable(v.output.tail()), maxDetailBytes/2)
+		t := capDetailsTo(printable(outputTail(v.output)), maxDetailBytes/2)
 		cr.Details = capDetailsTo(printable(v.details), maxDetailBytes-len(t)) + t
 	}
 	return cr

@@ -1,20 +1,15 @@
 package grader
 
-import "ceval.dev/ceval/task"
+import (
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+)
 
-// Grading says what graded a result's executing criteria, so that a result names the
-// interpreter its Python checks ran in (result.json's "grading").
-type Grading struct {
-	// Python is the CPython module the WASM sandbox ran python3 and pytest criteria in;
-	// nil when no criterion ran Python there.
-	Python *Interpreter `json:"python,omitempty"`
-}
+// Grading says what graded a result's executing criteria (record.Grading).
+type Grading = record.Grading
 
-// Interpreter identifies an interpreter by its exact bytes.
-type Interpreter struct {
-	Name   string `json:"name"`   // what it is and where it came from
-	SHA256 string `json:"sha256"` // of the module that ran
-}
+// Interpreter identifies an interpreter by its exact bytes (record.Interpreter).
+type Interpreter = record.Interpreter
 
 // InterpreterReporter is an Executor that can say which Python interpreter a criterion it
 // executed ran in (nil when it ran none).

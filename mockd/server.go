@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/mockd/fixture"
+	"ceval.dev/ceval/record"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -68,15 +69,8 @@ type Call struct {
 	PeerUID        *uint32   `json:"peer_uid,omitempty"`
 }
 
-// Stats are a server's counts, recorded in result.json.
-type Stats struct {
-	Calls       int `json:"calls"`     // requests answered from a rule or the default
-	Unmatched   int `json:"unmatched"` // no rule and no default
-	UnknownTool int `json:"unknown_tool"`
-	OverBudget  int `json:"over_budget"` // refused after max_requests
-	Refused     int `json:"refused"`     // peers of another UID, connections over the cap
-	Malformed   int `json:"malformed"`   // bad, oversized or slow requests
-}
+// Stats are a server's counts: the run record's (result.json's "mocks"), which it fills.
+type Stats = record.MockStats
 
 // Server answers tool calls on a Unix socket. Its goroutines and memory are ceval's, so
 // everything an agent can make it hold is capped: MaxConns connections of at most

@@ -1,6 +1,7 @@
 // Package record is the run record: result.json's schema (Result and the sections it
-// holds), the statuses a run ends with and how they are decided, plan.json, the names of
-// the files in a run directory and how they are written. supervisor writes it; report,
-// regrade and the CLI read it. It imports no containerd, so reading results never pulls in
-// the daemon's client.
+// holds: the grade, the gateway's totals, the mocks' stats), the statuses a run ends with and
+// how they are decided, plan.json, the names of the files in a run directory and how they are
+// written. It is a leaf of plain types: grader, gateway and mockd fill its types (they import
+// record, never the other way round), supervisor writes it, and report, regrade and the CLI
+// read it without linking the run machinery or containerd.
 package record

@@ -1,24 +1,18 @@
 package record
 
 import (
-	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/grader"
-	"ceval.dev/ceval/mockd"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/toolcalls"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// Run statuses beyond the grader's.
-const (
-	StatusTimeout = "TIMEOUT"
-	StatusError   = grader.TaskError
-)
+// StatusTimeout is the status of a run whose agent its timeout ended (see FinalStatus).
+const StatusTimeout = "TIMEOUT"
 
 // Result is result.json: the grade plus what the run was.
 type Result struct {
-	grader.Result
+	Grade
 	RunID        string       `json:"run_id"`
 	Variant      string       `json:"variant"`
 	Repeat       int          `json:"repeat"`
@@ -133,7 +127,49 @@ const (
 type GatewayResult struct {
 	Mode string `json:"mode"`
 	Log  string `json:"log"` // file name in the run directory
-	gateway.Totals
+	GatewayTotals
+}
+
+// Budget kinds in GatewayTotals.Exceeded.
+const (
+	ExceededTurns  = "turns"
+	ExceededTokens = "tokens"
+	ExceededCost   = "cost"
+)
+
+// GatewayTotals are what passed through the model gateway, which counts them: the only usage
+// ceval trusts.
+type GatewayTotals struct {
+	Requests                 int   `json:"requests"`
+	Turns                    int   `json:"turns"`        // model answers (2xx)
+	InputTokens              int64 `json:"input_tokens"` // all input, cached included
+	CachedInputTokens        int64 `json:"cached_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+	OutputTokens             int64 `json:"output_tokens"`
+	ReasoningTokens          int64 `json:"reasoning_output_tokens,omitempty"`
+	Refused                  int   `json:"refused,omitempty"`        // requests the gateway answered with an error itself
+	StrippedTools            int   `json:"stripped_tools,omitempty"` // provider-side tools removed
+	// UpstreamFailures are calls the provider did not answer after the retries (transport
+	// error, timeout, 5xx, ceval's credential refused); ProviderDown are those of them that
+	// found it down (no connection, 5xx, 401/407). Neither is the agent's doing: a run is
+	// ERROR only when the provider was down and no call was ever answered (see README).
+	UpstreamFailures int `json:"upstream_failures,omitempty"`
+	ProviderDown     int `json:"provider_down,omitempty"`
+	// What the agent may provoke, recorded and never an ERROR: 429s left after the retries,
+	// the provider's other 4xx answers (relayed), calls cut off by the run's end, answers
+	// the agent stopped reading, and requests refused for a field or header the allowlist
+	// does not forward.
+	RateLimited      int     `json:"upstream_rate_limited,omitempty"`
+	UpstreamRejected int     `json:"upstream_rejected,omitempty"`
+	CutAtRunEnd      int     `json:"cut_at_run_end,omitempty"`
+	AgentDisconnects int     `json:"agent_disconnects,omitempty"`
+	NotAllowed       int     `json:"not_allowed,omitempty"`
+	ReplayMisses     int     `json:"replay_misses,omitempty"`
+	LogLinesDropped  int     `json:"transcript_lines_dropped,omitempty"` // past the transcript's size cap
+	CostUSD          float64 `json:"cost_usd,omitempty"`                 // priced from the gateway's price table
+	UnpricedCalls    int     `json:"unpriced_calls,omitempty"`           // answered calls whose model the price table lacks
+	Exceeded         string  `json:"budget_exceeded,omitempty"`          // turns | tokens | cost
+	ExceededLimit    string  `json:"budget_exceeded_limit,omitempty"`
 }
 
 // MockCallsFile is the protected mocks' call log in a run directory.
@@ -141,9 +177,19 @@ const MockCallsFile = "mock_calls.jsonl"
 
 // MockResult is result.json's record of the protected mocks.
 type MockResult struct {
-	Tools []string    `json:"tools"`
-	Log   string      `json:"log"` // file name in the run directory
-	Stats mockd.Stats `json:"stats"`
+	Tools []string  `json:"tools"`
+	Log   string    `json:"log"` // file name in the run directory
+	Stats MockStats `json:"stats"`
+}
+
+// MockStats are the protected mocks' server's counts, which it keeps.
+type MockStats struct {
+	Calls       int `json:"calls"`     // requests answered from a rule or the default
+	Unmatched   int `json:"unmatched"` // no rule and no default
+	UnknownTool int `json:"unknown_tool"`
+	OverBudget  int `json:"over_budget"` // refused after max_requests
+	Refused     int `json:"refused"`     // peers of another UID, connections over the cap
+	Malformed   int `json:"malformed"`   // bad, oversized or slow requests
 }
 
 // PluginsDir is the run directory's subdirectory where a task's plugin source trees are

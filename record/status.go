@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/grader"
 )
 
 // FinalStatus is a run's status from its grade and what happened to its agent; Run and
@@ -16,7 +13,7 @@ import (
 // else the grade stands. An ERROR grade (the task's criteria are broken) always stands.
 // hits are the limits that decided it, for limits_hit; timeout is the task's.
 func FinalStatus(graded string, agent AgentResult, gw *GatewayResult, timeout time.Duration) (status string, hits []string) {
-	if graded == grader.TaskError {
+	if graded == StatusError {
 		return graded, nil
 	}
 	status = graded
@@ -37,11 +34,11 @@ func (g *GatewayResult) budgetStatus() string {
 		return ""
 	}
 	switch g.Exceeded {
-	case gateway.ExceededTurns:
+	case ExceededTurns:
 		return StatusMaxTurns
-	case gateway.ExceededTokens:
+	case ExceededTokens:
 		return StatusTokenBudget
-	case gateway.ExceededCost:
+	case ExceededCost:
 		return StatusCostBudget
 	}
 	return ""
@@ -55,10 +52,10 @@ func (g *GatewayResult) budgetStatus() string {
 // draw are recorded in the gateway's totals and transcript, and the run keeps the status its
 // agent earned; a provider that goes down after answering leaves the agent's status too.
 func (g *GatewayResult) ProviderDownError() string {
-	if g == nil || g.Totals.ProviderDown == 0 || g.Turns > 0 {
+	if g == nil || g.GatewayTotals.ProviderDown == 0 || g.Turns > 0 {
 		return ""
 	}
-	return fmt.Sprintf("model gateway: the model provider was down (%d call(s) found no connection, a 5xx or ceval's credential refused, after the retries) and answered no call; see %s", g.Totals.ProviderDown, g.Log)
+	return fmt.Sprintf("model gateway: the model provider was down (%d call(s) found no connection, a 5xx or ceval's credential refused, after the retries) and answered no call; see %s", g.GatewayTotals.ProviderDown, g.Log)
 }
 
 // AgentFailed reports whether a run's status is the agent's failure (its work graded
@@ -66,7 +63,7 @@ func (g *GatewayResult) ProviderDownError() string {
 // SUCCESS, or an ERROR or NOT_GRADED on ceval's or the task's side.
 func AgentFailed(status string) bool {
 	switch status {
-	case grader.TaskFailure, StatusTimeout, StatusMaxTurns, StatusTokenBudget, StatusCostBudget:
+	case StatusFailure, StatusTimeout, StatusMaxTurns, StatusTokenBudget, StatusCostBudget:
 		return true
 	}
 	return false

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
 
@@ -165,7 +164,7 @@ func Compare(base, cur *Summary, opts CompareOptions) (*Comparison, error) {
 	for side, s := range map[string]*Summary{"baseline": base, "current": cur} {
 		n := 0
 		for _, v := range s.Variants {
-			n += v.Statuses[grader.TaskError] + v.Statuses[grader.TaskNotGraded]
+			n += v.Statuses[record.StatusError] + v.Statuses[record.StatusNotGraded]
 		}
 		if n > 0 {
 			if c.NotGraded == nil {

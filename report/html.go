@@ -18,7 +18,6 @@ import (
 	"sync"
 	"syscall"
 
-	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
 
@@ -342,7 +341,7 @@ func runFilters(runs []runPanel) ([]filterGroup, template.CSS) {
 		{"failed criterion", "fc", func(r runPanel) []string {
 			var ks []string
 			for _, c := range r.Criteria {
-				if c.Status == string(grader.Fail) || c.Status == string(grader.Error) {
+				if c.Status == string(record.CriterionFail) || c.Status == string(record.CriterionError) {
 					ks = append(ks, c.Type)
 				}
 			}

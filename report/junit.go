@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
 
@@ -61,7 +60,7 @@ func JUnit(e *Experiment) ([]byte, error) {
 			case res == nil:
 				c.Skipped = &junitMessage{Message: "not run", Type: StatusNotRun}
 				suite.Skipped++
-			case res.Status == grader.TaskSuccess:
+			case res.Status == record.StatusSuccess:
 			case record.AgentFailed(res.Status):
 				msg := fmt.Sprintf("%s score %.2f", res.Status, res.Score)
 				if l := res.StatusLimit(); l != "" {

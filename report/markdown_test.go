@@ -6,7 +6,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
 
@@ -102,7 +101,7 @@ func hostileMarkdownExperiment() (*Experiment, *Summary) {
 			plan.Entries = append(plan.Entries, record.PlanEntry{Variant: v, TaskID: id, TaskSHA256: "d"})
 			res := &record.Result{Complete: true}
 			res.TaskID, res.Status, res.Error = id, "FAILURE", hostileMD[(j+1)%len(hostileMD)]
-			res.Criteria = []grader.CriterionResult{{Type: "file_contains", Description: hostileMD[j], Details: "missing in " + hostileMD[(j+i+2)%len(hostileMD)]}}
+			res.Criteria = []record.CriterionResult{{Type: "file_contains", Description: hostileMD[j], Details: "missing in " + hostileMD[(j+i+2)%len(hostileMD)]}}
 			if j == 1 {
 				res.Criteria = nil // the status and error are quoted instead
 			}

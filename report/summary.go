@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/audit/verdict"
-	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
 
@@ -270,7 +269,7 @@ func (e *Experiment) runs(variant, taskID string) []Run {
 
 // passed is SUCCESS only: FAILURE, TIMEOUT and a model gateway budget exceeded are the
 // agent's failures, ERROR and NOT_GRADED are not passes either.
-func passed(r *record.Result) bool { return r != nil && r.Status == grader.TaskSuccess }
+func passed(r *record.Result) bool { return r != nil && r.Status == record.StatusSuccess }
 
 // stats computes one group's numbers; its interval clusters the runs by task.
 func stats(runs []Run, repeats int) Stats {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"ceval.dev/ceval/gateway"
-	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 )
 
@@ -115,13 +113,13 @@ func writeExperiment(t testing.TB, statuses map[string]map[string][]string, vari
 		rd := plan.Dir(dir, pr)
 		os.MkdirAll(rd, 0o700)
 		code := 0
-		res := &record.Result{Result: grader.Result{TaskID: en.TaskID, Status: st}, Variant: en.Variant, Repeat: pr.Repeat,
+		res := &record.Result{Grade: record.Grade{TaskID: en.TaskID, Status: st}, Variant: en.Variant, Repeat: pr.Repeat,
 			Complete: st != "ERROR", Agent: record.AgentResult{ExitCode: &code, Tokens: map[string]int{"input": 10}}}
 		if st == "SUCCESS" {
 			res.Score = 1
 		} else {
 			res.Score = 0.5
-			res.Criteria = []grader.CriterionResult{{Status: grader.Fail, Details: "agent wrote <script>alert(1)</script>\x1b[31m\x00"}}
+			res.Criteria = []record.CriterionResult{{Status: record.CriterionFail, Details: "agent wrote <script>alert(1)</script>\x1b[31m\x00"}}
 		}
 		res.Timings.Agent = 2
 		if err := record.WriteJSONAtomic(filepath.Join(rd, record.ResultFile), res); err != nil {
@@ -183,17 +181,17 @@ func TestSummaryCountsErrorsInEveryDenominator(t *testing.T) {
 func TestBudgetStatusesAreTheAgentsFailures(t *testing.T) {
 	budget := func(status, kind, limit string) *record.Result {
 		code := 0
-		return &record.Result{Result: grader.Result{Status: status, Score: 1}, Complete: true,
+		return &record.Result{Grade: record.Grade{Status: status, Score: 1}, Complete: true,
 			Agent:     record.AgentResult{ExitCode: &code, StoppedBy: "model gateway budget: " + limit},
-			Gateway:   &record.GatewayResult{Totals: gateway.Totals{Exceeded: kind, ExceededLimit: limit}},
+			Gateway:   &record.GatewayResult{GatewayTotals: record.GatewayTotals{Exceeded: kind, ExceededLimit: limit}},
 			LimitsHit: []string{"model gateway budget: " + limit}}
 	}
 	results := []*record.Result{
-		budget(record.StatusMaxTurns, gateway.ExceededTurns, "max_turns 2"),
-		budget(record.StatusTokenBudget, gateway.ExceededTokens, "max_total_tokens 40"),
-		budget(record.StatusCostBudget, gateway.ExceededCost, "max_usd 0.05"),
-		{Result: grader.Result{Status: record.StatusTimeout}, Complete: true, Agent: record.AgentResult{TimedOut: true}, LimitsHit: []string{"timeout 1m0s"}},
-		{Result: grader.Result{Status: grader.TaskError}, Error: "containerd went away"},
+		budget(record.StatusMaxTurns, record.ExceededTurns, "max_turns 2"),
+		budget(record.StatusTokenBudget, record.ExceededTokens, "max_total_tokens 40"),
+		budget(record.StatusCostBudget, record.ExceededCost, "max_usd 0.05"),
+		{Grade: record.Grade{Status: record.StatusTimeout}, Complete: true, Agent: record.AgentResult{TimedOut: true}, LimitsHit: []string{"timeout 1m0s"}},
+		{Grade: record.Grade{Status: record.StatusError}, Error: "containerd went away"},
 	}
 	plan := &record.Plan{ExperimentID: "e", Repeats: len(results), Variants: []string{"v"},
 		Entries: []record.PlanEntry{{Variant: "v", TaskID: "a"}}}
@@ -260,19 +258,19 @@ func TestSummaryHasPrecisionRecallF1PerDataset(t *testing.T) {
 	e := &Experiment{Dir: t.TempDir(), Plan: plan}
 	for i, r := range rows {
 		plan.Entries = append(plan.Entries, record.PlanEntry{Variant: "v", TaskID: r.id})
-		status := grader.TaskFailure
+		status := record.StatusFailure
 		if r.expected == r.predicted {
-			status = grader.TaskSuccess
+			status = record.StatusSuccess
 		}
-		res := &record.Result{Complete: true, Result: grader.Result{Status: status, Criteria: []grader.CriterionResult{
-			{Type: "classification_match", Label: &grader.Label{Expected: r.expected, Predicted: r.predicted}},
+		res := &record.Result{Complete: true, Grade: record.Grade{Status: status, Criteria: []record.CriterionResult{
+			{Type: "classification_match", Label: &record.Label{Expected: r.expected, Predicted: r.predicted}},
 			{Type: "file_exists"},
 		}}}
 		e.Runs = append(e.Runs, Run{PlannedRun: record.PlannedRun{Entry: i, Repeat: 1}, Variant: "v", TaskID: r.id, Result: res})
 	}
 	plan.Entries = append(plan.Entries, record.PlanEntry{Variant: "v", TaskID: "other.r1"})
 	e.Runs = append(e.Runs, Run{PlannedRun: record.PlannedRun{Entry: len(rows), Repeat: 1}, Variant: "v", TaskID: "other.r1",
-		Result: &record.Result{Complete: true, Result: grader.Result{Status: grader.TaskSuccess}}})
+		Result: &record.Result{Complete: true, Grade: record.Grade{Status: record.StatusSuccess}}})
 	s := Summarize(e)
 	if len(s.Datasets) != 2 || s.Datasets[1].Classification != nil {
 		t.Fatalf("datasets %+v", s.Datasets)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/internal/chromiumtest"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
@@ -178,8 +177,8 @@ func TestRunPageShowsTheVerifiersOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := *resp
-	res.Criteria = []grader.CriterionResult{
-		{Type: "pytest", Status: grader.Fail, Details: "0 of 1 tests passed", OutputLogs: []string{"verifier/criterion-1.stdout.log", "../../../outside.log"}},
+	res.Criteria = []record.CriterionResult{
+		{Type: "pytest", Status: record.CriterionFail, Details: "0 of 1 tests passed", OutputLogs: []string{"verifier/criterion-1.stdout.log", "../../../outside.log"}},
 	}
 	res.Verifier = &record.VerifierResult{User: "root in its own user namespace", Network: "host"}
 	if err := record.WriteJSONAtomic(filepath.Join(runDir, record.ResultFile), &res); err != nil {
@@ -230,7 +229,7 @@ func iterationsExperiment(t *testing.T) (dir, runDir string) {
 	}
 	first := res
 	first.Status, first.Score = "FAILURE", 0
-	first.Criteria = []grader.CriterionResult{{Type: "pytest", Status: grader.Fail, Details: "iteration one <img src=x onerror=alert(7)>",
+	first.Criteria = []record.CriterionResult{{Type: "pytest", Status: record.CriterionFail, Details: "iteration one <img src=x onerror=alert(7)>",
 		OutputLogs: []string{"verifier/criterion-1.stdout.log"}}}
 	it1 := filepath.Join(runDir, record.IterationsDir, "1")
 	os.MkdirAll(filepath.Join(it1, record.VerifierDir), 0o700)

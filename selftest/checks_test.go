@@ -13,7 +13,7 @@ import (
 
 func TestChecksFlagWhatTheCriteriaCannotSee(t *testing.T) {
 	gw := func(tot gateway.Totals) *record.Result {
-		return &record.Result{Gateway: &record.GatewayResult{Mode: "replay", Totals: tot}}
+		return &record.Result{Gateway: &record.GatewayResult{Mode: "replay", GatewayTotals: tot}}
 	}
 	plug := func(before, after string) *record.Result {
 		return &record.Result{Plugins: []record.PluginResult{{Name: "kit", SHA256Before: before, SHA256After: after}}}

@@ -16,7 +16,6 @@ import (
 	"ceval.dev/ceval/importer"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
 
@@ -188,7 +187,7 @@ func TestParseLogReadsAttemptsAndExitCodes(t *testing.T) {
 	}
 }
 
-func result(status string, score float64, passed bool, limits []string, notes []snapshot.Note) *record.Result {
+func result(status string, score float64, passed bool, limits []string, notes []record.SnapshotNote) *record.Result {
 	r := &record.Result{Isolation: &record.Attestation{}, LimitsHit: limits}
 	r.Status, r.Score, r.SnapshotNotes = status, score, notes
 	r.Criteria = []grader.CriterionResult{{Type: "file_exists", Passed: passed}, {Type: "file_contains"}}
@@ -227,7 +226,7 @@ func TestClassify(t *testing.T) {
 		{"attempt never finished, nothing flagged", evidence{res: result("FAILURE", 0, false, nil, nil), log: "ATTEMPT bomb\n"}, Errored},
 		{"timeout", evidence{res: result("TIMEOUT", 0, false, []string{"timeout 2s"}, nil), log: "ATTEMPT bomb\n"}, Detected},
 		{"limit hit", evidence{res: result("FAILURE", 0, false, []string{"workspace disk limit reached"}, nil), log: denied}, Detected},
-		{"snapshot note", evidence{res: result("FAILURE", 0, false, nil, []snapshot.Note{{Path: "f", Reason: "fifo skipped"}}), log: denied}, Detected},
+		{"snapshot note", evidence{res: result("FAILURE", 0, false, nil, []record.SnapshotNote{{Path: "f", Reason: "fifo skipped"}}), log: denied}, Detected},
 	} {
 		got, _, detail := classify(tc.e)
 		if got != tc.want {

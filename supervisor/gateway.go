@@ -209,7 +209,7 @@ func (g *gatewayRun) stop() error {
 	}
 	g.once.Do(func() {
 		g.err = g.srv.Close()
-		g.result.Totals = g.srv.Totals()
+		g.result.GatewayTotals = g.srv.Totals()
 		if err := g.log.Close(); g.err == nil {
 			g.err = err
 		}

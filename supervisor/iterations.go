@@ -170,7 +170,7 @@ func (r *run) followUp(ctx context.Context) (prompt, over string, err error) {
 	t := r.t
 	feedback := ""
 	if t.Iterations != nil || t.SimulatedUser == nil {
-		feedback = FeedbackPrompt(t, &r.res.Result)
+		feedback = FeedbackPrompt(t, &r.res.Grade)
 	}
 	if t.SimulatedUser == nil {
 		r.iter.prompt = PromptFeedback
@@ -236,7 +236,7 @@ func writeFollowUpPrompt(home, prompt string) error {
 // iterations; the servers keep serving (budgets span the iterations) until the run ends.
 func (r *run) pauseServers() {
 	if r.gw != nil {
-		r.gw.result.Totals = r.gw.srv.Totals()
+		r.gw.result.GatewayTotals = r.gw.srv.Totals()
 	}
 	if r.mocks != nil {
 		r.mocks.result.Stats = r.mocks.server.Stats()

@@ -79,7 +79,7 @@ func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader
 		g := grader.Grade(ctx, t, snap, o)
 		closeJudge()
 		saveCriterionOutputs(dir, g, regradeRedactor(t))
-		res.Result = *g
+		res.Grade = *g
 		// What happened to the agent is as the run recorded it (limits_hit included).
 		res.Status, _ = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
 		regradeLastIteration(res) // the run directory's snapshot is the last iteration's

@@ -61,7 +61,7 @@ func savedRun(t *testing.T, res *record.Result) (expDir string, e func() []Regra
 // a run whose agent finished on its own takes the grade's status.
 func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 	budget := func(kind, limit string) *record.GatewayResult {
-		return &record.GatewayResult{Mode: "replay", Log: record.ModelCallsFile, Totals: gateway.Totals{Turns: 2, Exceeded: kind, ExceededLimit: limit}}
+		return &record.GatewayResult{Mode: "replay", Log: record.ModelCallsFile, GatewayTotals: gateway.Totals{Turns: 2, Exceeded: kind, ExceededLimit: limit}}
 	}
 	cases := []struct {
 		name     string
@@ -74,7 +74,7 @@ func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 		{"cost", false, budget(gateway.ExceededCost, "max_usd 0.05"), record.StatusCostBudget},
 		{"timeout", true, nil, record.StatusTimeout},
 		{"budget and timeout", true, budget(gateway.ExceededTurns, "max_turns 2"), record.StatusMaxTurns}, // as Run decides
-		{"gateway within budget", false, &record.GatewayResult{Mode: "replay", Totals: gateway.Totals{Turns: 1}}, grader.TaskSuccess},
+		{"gateway within budget", false, &record.GatewayResult{Mode: "replay", GatewayTotals: gateway.Totals{Turns: 1}}, grader.TaskSuccess},
 		{"agent finished", false, nil, grader.TaskSuccess},
 	}
 	for _, c := range cases {
@@ -108,7 +108,7 @@ func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 // The one function Run and Regrade decide the status with: the agent's fate overrides the
 // grade, a budget over a timeout, and nothing overrides a broken task (ERROR).
 func TestFinalStatus(t *testing.T) {
-	over := &record.GatewayResult{Totals: gateway.Totals{Exceeded: gateway.ExceededCost, ExceededLimit: "max_usd 1"}}
+	over := &record.GatewayResult{GatewayTotals: gateway.Totals{Exceeded: gateway.ExceededCost, ExceededLimit: "max_usd 1"}}
 	cases := []struct {
 		graded   string
 		timedOut bool

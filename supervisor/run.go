@@ -657,7 +657,7 @@ func (r *run) grade(ctx context.Context) error {
 			return err
 		}
 	}
-	res.Result = *g
+	res.Grade = *g
 	res.Timings.Grade = time.Since(gradeStart).Seconds()
 	if ctx.Err() != nil && res.Status == grader.TaskError {
 		// A grade cut short by Ctrl-C is not the run's grade: leave it incomplete, so a

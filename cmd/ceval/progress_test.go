@@ -19,7 +19,7 @@ import (
 func finishedRun(status string, err error) *supervisor.RunRecord {
 	r := &supervisor.RunRecord{Variant: "v", TaskID: "t", PlannedRun: record.PlannedRun{Repeat: 1}, Err: err}
 	if status != "" {
-		r.Result = &record.Result{Result: grader.Result{Status: status, Score: 1}}
+		r.Result = &record.Result{Grade: grader.Result{Status: status, Score: 1}}
 	}
 	return r
 }

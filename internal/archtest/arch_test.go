@@ -126,6 +126,21 @@ func TestPackageRules(t *testing.T) {
 			t.Errorf("grader depends on %s: criteria grade a snapshot; running things is the executors' job", s)
 		}
 	}
+	// Every reader of results (report, compare, CI, importers, the image builder's pins)
+	// links record without the run machinery: it is a leaf of plain types, which the gateway,
+	// the mocks and the grader fill (they import record, never the other way round).
+	for _, imp := range pkgs["record"].Imports {
+		if s, ok := short(imp); ok && s != "policy" && s != "toolcalls" {
+			t.Errorf("record imports %s: the result schema is a leaf (policy and toolcalls at most); a type it records is record's own, filled by the package that counts it", s)
+		}
+	}
+	// images builds, pins and resolves images; the servers and judges that run beside and
+	// after an agent are no part of an image, so building one never links them.
+	for _, d := range pkgs["images"].Deps {
+		if s, ok := short(d); ok && (s == "gateway" || s == "mockd" || s == "grader" || s == "judge") {
+			t.Errorf("images depends on %s: the image builder needs the run record's types, never the gateway, the mocks or the judges", s)
+		}
+	}
 }
 
 const (
