@@ -174,6 +174,28 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "leaves-serve-nothing",
+		says: "The leaf packages `policy`, `gateway/transcript`, `mockd/fixture` and `mockd/wire` depend on no ceval package but one another, " +
+			"and on no `net/http`, containerd, gRPC, Kubernetes or wazero package.",
+		why: "they are the fixed facts and formats both sides of a boundary share (the container's static programs, the host's servers, the reports): a server or a client linked into one reaches all of them.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			leaves := []string{"policy", "gateway/transcript", "mockd/fixture", "mockd/wire"}
+			for _, name := range leaves {
+				for _, d := range pkgs[name].Deps {
+					if s, mine := short(d); mine && !slices.Contains(leaves, s) {
+						bad = append(bad, name+" depends on "+s)
+					}
+					for _, prefix := range []string{"net/http", "github.com/containerd/", "google.golang.org/grpc", "k8s.io/", "sigs.k8s.io/", "github.com/tetratelabs/wazero"} {
+						if d == prefix || strings.HasPrefix(d, strings.TrimSuffix(prefix, "/")+"/") {
+							bad = append(bad, name+" depends on "+d)
+						}
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "grader-runs-nothing",
 		says: "`grader` depends on no `supervisor`, `launcher` or `gateway`.",
 		why:  "criteria grade a snapshot; running things (containers, a model gateway) is the executors' job.",
@@ -225,7 +247,8 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		"container-programs-stay-small": func(p map[string]*pkg) {
 			add(p, "cmd/ceval-init", "Deps", module+"gateway")
 		},
-		"grader-runs-nothing": func(p map[string]*pkg) { add(p, "grader", "Deps", module+"launcher") },
+		"grader-runs-nothing":  func(p map[string]*pkg) { add(p, "grader", "Deps", module+"launcher") },
+		"leaves-serve-nothing": func(p map[string]*pkg) { add(p, "mockd/wire", "Deps", "net/http") },
 	}
 	for _, r := range rules {
 		brk, ok := breaks[r.name]
@@ -324,6 +347,34 @@ func TestArchitectureDocIsTrue(t *testing.T) {
 	for _, name := range names {
 		if !strings.Contains(prose, "`"+name+"`") {
 			t.Errorf("%s does not describe package %s above the import table", path, name)
+		}
+	}
+}
+
+// TestPackagesTableListsEveryPackage: the "Packages" table names every package of the module
+// (`go list ./...`, the scripts' helper programs included) in a row's first cell, so a
+// newcomer finds where each piece lives (the README's Layout once listed 13 of 26).
+func TestPackagesTableListsEveryPackage(t *testing.T) {
+	root, pkgs := listPackages(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "\n## Packages\n")
+	if !ok {
+		t.Fatal("docs/ARCHITECTURE.md has no ## Packages section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	// The first cell of each table row: "| `a`, `b` | owns | must not |".
+	var first string
+	for _, line := range strings.Split(sec, "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 2 && strings.HasPrefix(line, "| ") {
+			first += cells[1]
+		}
+	}
+	for _, name := range sortedNames(pkgs) {
+		if !strings.Contains(first, "`"+name+"`") {
+			t.Errorf("docs/ARCHITECTURE.md's Packages table does not list package %s", name)
 		}
 	}
 }
