@@ -673,7 +673,7 @@ func (c *conv) runLimits(r *yaml.Node, agent *yaml.Node) (*yaml.Node, string) {
 			if v.Value != "true" {
 				c.note(k, "run_limits."+k.Value, "false, coder_eval's default: dropped")
 			} else {
-				c.unmapped(k, "run_limits."+k.Value, "ceval's gateway meters input tokens as the provider reports them: check README's model gateway section for what max_input_tokens counts and set the budget accordingly")
+				c.unmapped(k, "run_limits."+k.Value, "ceval's gateway meters input tokens as the provider reports them: check the Model gateway section of ceval's docs/agents.md for what max_input_tokens counts and set the budget accordingly")
 			}
 		default:
 			c.unmapped(k, "run_limits."+k.Value, "not a run limit ceval can enforce")

@@ -550,18 +550,18 @@ func TestEveryHarborKeyIsCarriedNotedOrUnmapped(t *testing.T) {
 	}
 }
 
-// readmeSection is README.md's text from the heading start up to the next line starting with
-// end, and the set of words inside its backticks.
-func readmeSection(t *testing.T, start, end string) map[string]bool {
+// migratingSection is docs/migrating.md's text from the heading start up to the next line
+// starting with end, and the set of words inside its backticks.
+func migratingSection(t *testing.T, start, end string) map[string]bool {
 	t.Helper()
-	data, err := os.ReadFile("../README.md")
+	data, err := os.ReadFile("../docs/migrating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(data)
 	i := strings.Index(s, "\n"+start+"\n")
 	if i < 0 {
-		t.Fatalf("README.md has no %q", start)
+		t.Fatalf("docs/migrating.md has no %q", start)
 	}
 	s = s[i+1:]
 	if j := strings.Index(s, "\n"+end); j >= 0 {
@@ -582,12 +582,12 @@ func readmeSection(t *testing.T, start, end string) map[string]bool {
 // dataKeys are subtrees whose keys are the author's data, not coder_eval's fields.
 var dataKeys = []string{"dataset.rows", "claude_settings", "thresholds", "suite_thresholds", "build.args", ".flags.", "stop_early", "sdk_options"}
 
-// TestReadmeMappingTablesNameEveryKey: "Migrating from coder_eval" names every field (and
-// criterion, agent, template and mutation type) of the conformance corpus, and "Migrating
-// from Harbor" every task.toml key and table the importer knows, so the tables say what each
-// becomes.
-func TestReadmeMappingTablesNameEveryKey(t *testing.T) {
-	words := readmeSection(t, "## Migrating from coder_eval", "### Migrating from Harbor")
+// TestMigratingMappingTablesNameEveryKey: docs/migrating.md's "Migrating from coder_eval" names
+// every field (and criterion, agent, template and mutation type) of the conformance corpus, and
+// "Migrating from Harbor" every task.toml key and table the importer knows, so the tables say
+// what each becomes.
+func TestMigratingMappingTablesNameEveryKey(t *testing.T) {
+	words := migratingSection(t, "## Migrating from coder_eval", "## Migrating from Harbor")
 	missing := map[string][]string{}
 	for _, f := range coderEvalInputs(t) {
 		data, err := os.ReadFile(f)
@@ -626,7 +626,7 @@ func TestReadmeMappingTablesNameEveryKey(t *testing.T) {
 	for name, files := range missing {
 		t.Errorf("Migrating from coder_eval does not name %q (in %s)", name, files[0])
 	}
-	words = readmeSection(t, "### Migrating from Harbor / Terminal-Bench 2", "Datasets: a task with")
+	words = migratingSection(t, "## Migrating from Harbor / Terminal-Bench 2", "## ")
 	for _, k := range harborKeys {
 		if k.key == "a_key_from_the_future" || k.key == "anything_else" {
 			continue

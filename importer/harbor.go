@@ -214,7 +214,7 @@ func Harbor(dir string, opt Options) (Result, error) {
 			{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("run"), str(facts.entrypoint), scalar("timeout"), scalar("300s")}},
 		}})
 		c.problems = append(c.problems, Problem{File: dfPath, Line: facts.entrypointLine, Field: "ENTRYPOINT",
-			Reason: "became a setup step: it runs once, to its end, before the agent (as the agent's user, in a container of its own over the same workspace and outputs); a server that must keep running while the agent works cannot run so: declare it in services: instead (see Services in ceval's README)"})
+			Reason: "became a setup step: it runs once, to its end, before the agent (as the agent's user, in a container of its own over the same workspace and outputs); a server that must keep running while the agent works cannot run so: declare it in services: instead (see Services in ceval's docs/tasks.md)"})
 	}
 	keys := make([]string, 0, len(cfg))
 	for k := range cfg {

@@ -1,7 +1,12 @@
-// Package launcher is ceval's containerd client for agent containers: it connects, creates containers and
-// tasks under leases, streams their IO to capped files, kills and deletes them on every
-// path, and reads their resource metrics. It runs what it is given and decides no policy:
-// the spec comes from package oci and the lifecycle from package supervisor.
+// Package launcher is ceval's containerd client for the containers of a run (the agent's, its
+// steps', its services' and the verifiers'): it connects, creates containers and tasks under
+// leases, streams their IO to capped files, kills and deletes them on every path, reads their
+// resource metrics, and removes what a dead ceval left (GC). Around them it owns the host-side
+// mechanisms a container needs: capped scratch tmpfs (MountScratch), a verifier's writable root
+// over the image's idmapped layers (MountRootOverlay), the supervisor's lifeline FIFO, listening
+// and dialling inside a container's network namespace, and a rootless daemon's detection, ID
+// slices and limit modes. It runs what it is given and decides no policy: the spec comes from
+// package oci, the lifecycle from its callers (supervisor, verifier).
 //
 // One run is Create (container + rootfs snapshot under a lease that expires on its own),
 // Container.Start (task with stdout/stderr into capped files; a hook sees PID 1 before it

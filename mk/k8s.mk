@@ -1,5 +1,5 @@
-# A real single-node Kubernetes for the kube package's tests (scripts/k8s.sh; README
-# "Kubernetes"). k8s-up builds the cluster's one binary on first use (11-15 min on an idle
+# A real single-node Kubernetes for the kube package's tests (scripts/k8s.sh; docs/development.md
+# and docs/kubernetes.md). k8s-up builds the cluster's one binary on first use (11-15 min on an idle
 # 2-core machine, cached in ~/.cache/ceval/k8s/VERSION) and starts the cluster with every
 # component in a network namespace of its own; k8s-down stops it by PID and removes everything.
 # Tests find it through CEVAL_KUBECONFIG and CEVAL_K8S_CONTAINERD_ADDRESS: under CI=true a

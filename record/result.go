@@ -152,7 +152,7 @@ type GatewayTotals struct {
 	// UpstreamFailures are calls the provider did not answer after the retries (transport
 	// error, timeout, 5xx, ceval's credential refused); ProviderDown are those of them that
 	// found it down (no connection, 5xx, 401/407). Neither is the agent's doing: a run is
-	// ERROR only when the provider was down and no call was ever answered (see README).
+	// ERROR only when the provider was down and no call was ever answered (see docs/tasks.md, status rules for model calls).
 	UpstreamFailures int `json:"upstream_failures,omitempty"`
 	ProviderDown     int `json:"provider_down,omitempty"`
 	// What the agent may provoke, recorded and never an ERROR: 429s left after the retries,

@@ -9,7 +9,7 @@
 #
 # Export CEVAL_CONTAINERD_ADDRESS=DIR/containerd.sock to point ceval and its tests at it.
 #
-# Rootless (containerd inside rootlesskit as an unprivileged USER; see README "Rootless"):
+# Rootless (containerd inside rootlesskit as an unprivileged USER; see docs/rootless.md):
 #   scripts/containerd.sh rootless-start USER DIR   as root: installs rootlesskit and uidmap (apt), creates
 #                                        USER if missing and gives it a subordinate ID range of
 #                                        (1 + CEVAL_ROOTLESS_SLICES, default 16) x 65536 IDs, then

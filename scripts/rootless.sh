@@ -1,5 +1,5 @@
 # Rootless containerd: sourced by scripts/containerd.sh (see its header for the commands).
-# Facts this follows (measured, DESIGN.md "Rootless"): Debian ships rootlesskit but no
+# Facts this follows (measured; docs/rootless.md): Debian ships rootlesskit but no
 # containerd-rootless.sh; --copy-up=/run gives the daemon a private /run so its shim sockets,
 # FIFOs and runc state never meet a rootful daemon's; stopping rootlesskit without --pidns
 # leaves the shims running, so tasks are killed first and stragglers in its user namespace after.

@@ -116,7 +116,7 @@ var setups = map[string]setup{
 	// Issue 32, item 3: the verifier runs tests/test.sh with the probe image's bash.
 	"verifier-harbor-reward": {probe: true},
 
-	// What a Pod does differently from the local sandbox (README "Running on Kubernetes").
+	// What a Pod does differently from the local sandbox (docs/kubernetes.md).
 	"survive-supervisor-death": {kube: func(*supervisor.KubeOptions) string {
 		return "the local init's supervisor FIFO; a Pod's init kills everything when its control connection to ceval drops (TestKubeKill9ThenGCLeavesNothing, TestLostControlConnectionKillsEverythingAndExits123)"
 	}},
@@ -145,7 +145,7 @@ var setups = map[string]setup{
 	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*supervisor.KubeOptions) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
 	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
-	"verifier-pkg-shadow-root": {rootful: "on a rootless containerd verifiers run unprivileged over the image's read-only root, where the guard's .pth cannot be installed: python3 -I, -E, env -i and a replaced PYTHONPATH are not guarded there (README: the verifier's import guard)"},
+	"verifier-pkg-shadow-root": {rootful: "on a rootless containerd verifiers run unprivileged over the image's read-only root, where the guard's .pth cannot be installed: python3 -I, -E, env -i and a replaced PYTHONPATH are not guarded there (docs/criteria.md: the verifier's import guard)"},
 }
 
 // gatewayProvider runs an attack against the fake provider with a real-looking key.

@@ -168,7 +168,7 @@ var isolationCorpus = []struct {
 }
 
 // The corpus runs in full under isolation: none; under isolation: process, the share of it
-// marked runsIsolated passes unchanged (10 of 12: README), and the rest fails with the reason.
+// marked runsIsolated passes unchanged (10 of 12: docs/criteria.md), and the rest fails with the reason.
 func TestIsolatedPytestRunsOrdinaryTasksUnchanged(t *testing.T) {
 	v := pytestVerifier(t)
 	e, _, ctx := newExecutor(t)

@@ -328,7 +328,7 @@ func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
 	}
 	check := "import packaging.version as v, solution\nassert v.Version(solution.VERSION) >= v.Version('2.0'), solution.VERSION\nprint('ok')\n"
 	// pth: covered only by the .pth ceval copies into the image's site directories, which an
-	// unprivileged verifier's read-only root does not take (README: what remains).
+	// unprivileged verifier's read-only root does not take (docs/criteria.md: what remains).
 	for _, cmd := range []struct {
 		name, command string
 		pth           bool

@@ -187,7 +187,7 @@ func userNSCheck(g *globalOptions, root bool) check {
 	}
 	detail, err := supervisor.CheckUserNamespaces(ucfg.idRange())
 	if err != nil {
-		return check{"user namespaces", "FAIL", "each run needs a user namespace of its own: " + err.Error(), "see README, Per-run user namespaces"}
+		return check{"user namespaces", "FAIL", "each run needs a user namespace of its own: " + err.Error(), "see docs/security.md, Per-run user namespaces"}
 	}
 	return check{"user namespaces", "ok", detail, ""}
 }

@@ -20,7 +20,7 @@ func newRootlessCmd() *cobra.Command {
 		Short: "Admin steps for rootless mode (run as root): delegate a cgroup subtree to a user, or remove it",
 		Long: `rootless setup --user U, run once by root, makes a cgroup subtree in every cgroup v1 hierarchy
 and gives it to U, so U's rootless containerd enforces pids, memory and cpu limits by cgroup
-(the strict mode). rootless teardown --user U removes it. See README, Rootless.`,
+(the strict mode). rootless teardown --user U removes it. See docs/rootless.md.`,
 	}
 	var name string
 	resolve := func() (*user.User, int, int, error) {

@@ -53,7 +53,7 @@ func rootlessEnv(t *testing.T) (env []string, delegated bool) {
 
 // rootlessCevalEnv is this process's environment for a ceval of the rootless user, every
 // CEVAL_ variable replaced by the daemon's address and extra: the user's default cache and
-// config paths, and nothing the README's quick start does not set (not CEVAL_ROOTLESS_ADDRESS).
+// config paths, and nothing docs/rootless.md's quick start does not set (not CEVAL_ROOTLESS_ADDRESS).
 func rootlessCevalEnv(addr string, extra ...string) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "CEVAL_") })
 	return append(append(env, "CEVAL_CONTAINERD_ADDRESS="+addr), extra...)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -62,94 +63,272 @@ func documented(name string) bool {
 	return !strings.HasPrefix(name, "scripts/") && !strings.HasPrefix(name, "bench")
 }
 
-// The rules docs/ARCHITECTURE.md states, each with why it holds.
+// A rule of the import graph: what it says, why it holds, and the check that finds every
+// import breaking it. docs/ARCHITECTURE.md lists exactly these (TestArchitectureDocIsTrue).
+type rule struct {
+	name string // the subtest's name and the rule's name in the document
+	says string // the rule as the document states it (Markdown)
+	why  string
+	// check returns one line per import that breaks the rule.
+	check func(pkgs map[string]*pkg) []string
+}
+
+// rules are the package rules, each named for why it holds. Add one here and run
+// go test ./internal/archtest -update: the document's rule list is generated from this table.
+var rules = []rule{
+	{
+		name: "commands-are-roots",
+		says: "Nothing imports a `cmd/...` package.",
+		why:  "commands are the graph's roots: their logic belongs in a package a test can reach without the CLI.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, name := range sortedNames(pkgs) {
+				for _, imp := range pkgs[name].Imports {
+					if s, ok := short(imp); ok && strings.HasPrefix(s, "cmd/") {
+						bad = append(bad, name+" imports "+s)
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "results-need-no-daemon",
+		says: "`record` and `report` depend on no containerd, gRPC, Kubernetes (client-go) or wazero package.",
+		why:  "results are read by `ceval report`, `compare` and CI on any machine, without a daemon's client.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, name := range []string{"record", "report"} {
+				for _, d := range pkgs[name].Deps {
+					for _, prefix := range []string{"github.com/containerd/", "google.golang.org/grpc", "k8s.io/", "sigs.k8s.io/", "github.com/tetratelabs/wazero"} {
+						if strings.HasPrefix(d, prefix) {
+							bad = append(bad, name+" depends on "+d)
+						}
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "oci-is-pure",
+		says: "`oci` imports, of ceval, only `policy` and `internal/lazyregexp`; of containerd, only the spec types and options " +
+			"(`pkg/oci`, `contrib/seccomp`, `core/containers`, `pkg/namespaces`) and the runtime spec; of the standard library, " +
+			"nothing that reaches a file, a process or the network (`os` and `os/...`, `net` and `net/...`, `syscall`, `unsafe`, `io/ioutil`, `plugin`, `runtime/cgo`).",
+		why: "it turns a sandbox configuration into a spec and nothing else, so the policy is tested by golden specs without a daemon (runc's specconv split).",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			third := map[string]bool{
+				"github.com/containerd/containerd/v2/pkg/oci":         true,
+				"github.com/containerd/containerd/v2/contrib/seccomp": true,
+				"github.com/containerd/containerd/v2/core/containers": true,
+				"github.com/containerd/containerd/v2/pkg/namespaces":  true,
+				"github.com/opencontainers/runtime-spec/specs-go":     true,
+			}
+			for _, imp := range pkgs["oci"].Imports {
+				s, mine := short(imp)
+				switch {
+				case mine:
+					if s != "policy" && s != "internal/lazyregexp" {
+						bad = append(bad, "oci imports "+s)
+					}
+				case strings.Contains(strings.SplitN(imp, "/", 2)[0], "."):
+					if !third[imp] {
+						bad = append(bad, "oci imports "+imp)
+					}
+				case imp == "os" || strings.HasPrefix(imp, "os/") || imp == "net" || strings.HasPrefix(imp, "net/") ||
+					imp == "syscall" || imp == "unsafe" || imp == "io/ioutil" || imp == "plugin" || imp == "runtime/cgo":
+					bad = append(bad, "oci imports "+imp)
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "launcher-knows-containers",
+		says: "`launcher` depends on no `task`, `grader`, `supervisor`, `record` or `images`.",
+		why:  "the containerd client starts containers from a spec; what a task is, how it is graded and what a run is are above it.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, d := range pkgs["launcher"].Deps {
+				if s, ok := short(d); ok && (s == "task" || s == "grader" || s == "supervisor" || s == "record" || s == "images") {
+					bad = append(bad, "launcher depends on "+s)
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "container-programs-stay-small",
+		says: "`cmd/ceval-mock` depends, of ceval, only on `mockd/wire`; `cmd/ceval-init` only on `internal/kubeproto`, `internal/idmap` and `policy`.",
+		why:  "they run inside the agent's container, static: nothing host-side (keys, fixtures, the grader) may be linked into them.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			allowed := map[string][]string{
+				"cmd/ceval-mock": {"mockd/wire"},
+				"cmd/ceval-init": {"internal/kubeproto", "internal/idmap", "policy"},
+			}
+			for _, name := range []string{"cmd/ceval-init", "cmd/ceval-mock"} {
+				for _, d := range pkgs[name].Deps {
+					if s, mine := short(d); mine && !slices.Contains(allowed[name], s) {
+						bad = append(bad, name+" depends on "+s)
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "leaves-serve-nothing",
+		says: "The leaf packages `policy`, `gateway/transcript`, `mockd/fixture` and `mockd/wire` depend on no ceval package but one another, " +
+			"and on no `net/http`, containerd, gRPC, Kubernetes or wazero package.",
+		why: "they are the fixed facts and formats both sides of a boundary share (the container's static programs, the host's servers, the reports): a server or a client linked into one reaches all of them.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			leaves := []string{"policy", "gateway/transcript", "mockd/fixture", "mockd/wire"}
+			for _, name := range leaves {
+				for _, d := range pkgs[name].Deps {
+					if s, mine := short(d); mine && !slices.Contains(leaves, s) {
+						bad = append(bad, name+" depends on "+s)
+					}
+					for _, prefix := range []string{"net/http", "github.com/containerd/", "google.golang.org/grpc", "k8s.io/", "sigs.k8s.io/", "github.com/tetratelabs/wazero"} {
+						if d == prefix || strings.HasPrefix(d, strings.TrimSuffix(prefix, "/")+"/") {
+							bad = append(bad, name+" depends on "+d)
+						}
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "record-is-a-leaf",
+		says: "`record` imports, of ceval, only `policy` and `toolcalls`.",
+		why:  "every reader of results (report, compare, CI, importers, the image builder's pins) links it without the run machinery: a type it records is its own, filled by the package that counts it (gateway, mockd, grader import record, never the other way round).",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, imp := range pkgs["record"].Imports {
+				if s, ok := short(imp); ok && s != "policy" && s != "toolcalls" {
+					bad = append(bad, "record imports "+s)
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "images-build-no-servers",
+		says: "`images` depends on no `gateway`, `mockd`, `grader` or `judge`.",
+		why:  "the servers and judges that run beside and after an agent are no part of an image, so building, pulling or pinning one never links them.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, d := range pkgs["images"].Deps {
+				if s, ok := short(d); ok && (s == "gateway" || s == "mockd" || s == "grader" || s == "judge") {
+					bad = append(bad, "images depends on "+s)
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "grader-runs-nothing",
+		says: "`grader` depends on no `supervisor`, `launcher` or `gateway`.",
+		why:  "criteria grade a snapshot; running things (containers, a model gateway) is the executors' job.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, d := range pkgs["grader"].Deps {
+				if s, ok := short(d); ok && (s == "supervisor" || s == "launcher" || s == "gateway") {
+					bad = append(bad, "grader depends on "+s)
+				}
+			}
+			return bad
+		},
+	},
+}
+
+func sortedNames(pkgs map[string]*pkg) []string {
+	var names []string
+	for name := range pkgs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TestPackageRules checks every rule against `go list`, one subtest per rule.
 func TestPackageRules(t *testing.T) {
 	_, pkgs := listPackages(t)
-	for name, p := range pkgs {
-		for _, imp := range p.Imports {
-			if s, ok := short(imp); ok && strings.HasPrefix(s, "cmd/") {
-				t.Errorf("%s imports %s: commands are the graph's roots, never imported (their logic belongs in a package)", name, s)
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			for _, b := range r.check(pkgs) {
+				t.Errorf("%s: breaks %q: %s", b, r.says, r.why)
 			}
+		})
+	}
+}
+
+// TestRulesCatchWhatTheyForbid feeds each rule a graph that breaks it, so no rule passes
+// because its check looks at nothing (a renamed package, a prefix that matches no import).
+func TestRulesCatchWhatTheyForbid(t *testing.T) {
+	_, real := listPackages(t)
+	breaks := map[string]func(map[string]*pkg){
+		"commands-are-roots": func(p map[string]*pkg) { add(p, "task", "Imports", module+"cmd/ceval") },
+		"results-need-no-daemon": func(p map[string]*pkg) {
+			add(p, "report", "Deps", "k8s.io/client-go/kubernetes")
+		},
+		"oci-is-pure": func(p map[string]*pkg) { add(p, "oci", "Imports", "os") },
+		"launcher-knows-containers": func(p map[string]*pkg) {
+			add(p, "launcher", "Deps", module+"task")
+		},
+		"container-programs-stay-small": func(p map[string]*pkg) {
+			add(p, "cmd/ceval-init", "Deps", module+"gateway")
+		},
+		"grader-runs-nothing":  func(p map[string]*pkg) { add(p, "grader", "Deps", module+"launcher") },
+		"leaves-serve-nothing": func(p map[string]*pkg) { add(p, "mockd/wire", "Deps", "net/http") },
+		"record-is-a-leaf":     func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
+		"images-build-no-servers": func(p map[string]*pkg) {
+			add(p, "images", "Deps", module+"mockd")
+		},
+	}
+	for _, r := range rules {
+		brk, ok := breaks[r.name]
+		if !ok {
+			t.Errorf("rule %s has no case here that breaks it", r.name)
+			continue
+		}
+		if bad := r.check(real); len(bad) > 0 {
+			continue // TestPackageRules reports it
+		}
+		p := map[string]*pkg{}
+		for name, q := range real {
+			c := *q
+			c.Imports, c.Deps = slices.Clone(q.Imports), slices.Clone(q.Deps)
+			p[name] = &c
+		}
+		brk(p)
+		if bad := r.check(p); len(bad) == 0 {
+			t.Errorf("rule %s does not see the import that breaks it", r.name)
 		}
 	}
-	// Results are read by `ceval report`, `compare` and CI on any machine: the result schema
-	// and the report must not need a daemon's client, gRPC or Kubernetes.
-	for _, name := range []string{"record", "report"} {
-		for _, d := range pkgs[name].Deps {
-			if strings.HasPrefix(d, "github.com/containerd/") || strings.HasPrefix(d, "google.golang.org/grpc") ||
-				strings.HasPrefix(d, "k8s.io/") || strings.HasPrefix(d, "github.com/tetratelabs/wazero") {
-				t.Errorf("%s depends on %s: the result schema and the report stay free of containerd, gRPC, Kubernetes and wazero", name, d)
-			}
-		}
+}
+
+func add(p map[string]*pkg, name, field, imp string) {
+	if field == "Imports" {
+		p[name].Imports = append(p[name].Imports, imp)
 	}
-	// oci builds the spec, pure and golden-tested: no ceval package but policy (and a lazy
-	// regexp), no client.
-	for _, imp := range pkgs["oci"].Imports {
-		if s, ok := short(imp); ok && s != "policy" && s != "internal/lazyregexp" {
-			t.Errorf("oci imports %s: the spec builder may know only policy's fixed facts", s)
-		}
-		if imp == "github.com/containerd/containerd/v2/client" {
-			t.Errorf("oci imports the containerd client: it builds specs, it never talks to a daemon")
-		}
-	}
-	// launcher starts containers; what a task is, how it is graded and what a run is are
-	// above it.
-	for _, d := range pkgs["launcher"].Deps {
-		if s, ok := short(d); ok && (s == "task" || s == "grader" || s == "supervisor" || s == "record" || s == "images") {
-			t.Errorf("launcher depends on %s: the containerd client knows containers, not tasks, grades or runs", s)
-		}
-	}
-	// The container-side programs are static and small: no ceval package but their wire
-	// protocols and parsers.
-	allowed := map[string][]string{
-		"cmd/ceval-mock": {"mockd/wire"},
-		"cmd/ceval-init": {"internal/kubeproto", "internal/idmap", "policy"},
-	}
-	for name, ok := range allowed {
-		for _, d := range pkgs[name].Deps {
-			s, mine := short(d)
-			if !mine {
-				continue
-			}
-			found := false
-			for _, a := range ok {
-				found = found || s == a
-			}
-			if !found {
-				t.Errorf("%s depends on %s: programs that run inside the agent's container import only %v", name, s, ok)
-			}
-		}
-	}
-	// The grader's verdicts never depend on a model gateway's or a judge's process state.
-	for _, d := range pkgs["grader"].Deps {
-		if s, ok := short(d); ok && (s == "supervisor" || s == "launcher" || s == "gateway") {
-			t.Errorf("grader depends on %s: criteria grade a snapshot; running things is the executors' job", s)
-		}
-	}
-	// Every reader of results (report, compare, CI, importers, the image builder's pins)
-	// links record without the run machinery: it is a leaf of plain types, which the gateway,
-	// the mocks and the grader fill (they import record, never the other way round).
-	for _, imp := range pkgs["record"].Imports {
-		if s, ok := short(imp); ok && s != "policy" && s != "toolcalls" {
-			t.Errorf("record imports %s: the result schema is a leaf (policy and toolcalls at most); a type it records is record's own, filled by the package that counts it", s)
-		}
-	}
-	// images builds, pins and resolves images; the servers and judges that run beside and
-	// after an agent are no part of an image, so building one never links them.
-	for _, d := range pkgs["images"].Deps {
-		if s, ok := short(d); ok && (s == "gateway" || s == "mockd" || s == "grader" || s == "judge") {
-			t.Errorf("images depends on %s: the image builder needs the run record's types, never the gateway, the mocks or the judges", s)
-		}
-	}
+	p[name].Deps = append(p[name].Deps, imp)
 }
 
 const (
 	tableStart = "<!-- imports: generated by internal/archtest; go test ./internal/archtest -update -->"
 	tableEnd   = "<!-- end of imports -->"
+	rulesStart = "<!-- rules: generated by internal/archtest from its rule table; go test ./internal/archtest -update -->"
+	rulesEnd   = "<!-- end of rules -->"
 )
 
-// TestArchitectureDocIsTrue compares the document's import table with `go list`, and checks
-// that it names every package.
+// replaceBetween returns doc with the text between the markers start and end (kept) replaced
+// by body.
+func replaceBetween(t *testing.T, doc, start, end, body string) string {
+	t.Helper()
+	i, j := strings.Index(doc, start), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("docs/ARCHITECTURE.md has no generated section between %q and %q", start, end)
+	}
+	return doc[:i+len(start)] + "\n\n" + body + "\n" + doc[j:]
+}
+
+// TestArchitectureDocIsTrue compares the document's rule list with the rules TestPackageRules
+// checks and its import table with `go list`, and checks that it names every package.
 func TestArchitectureDocIsTrue(t *testing.T) {
 	root, pkgs := listPackages(t)
 	var names []string
@@ -160,7 +339,7 @@ func TestArchitectureDocIsTrue(t *testing.T) {
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	b.WriteString(tableStart + "\n\n| package | imports (ceval packages) |\n|---|---|\n")
+	b.WriteString("| package | imports (ceval packages) |\n|---|---|\n")
 	for _, name := range names {
 		var imps []string
 		for _, imp := range pkgs[name].Imports {
@@ -171,18 +350,18 @@ func TestArchitectureDocIsTrue(t *testing.T) {
 		sort.Strings(imps)
 		b.WriteString("| `" + name + "` | " + strings.Join(imps, " ") + " |\n")
 	}
-	b.WriteString("\n" + tableEnd)
+	var r strings.Builder
+	for _, rl := range rules {
+		r.WriteString("- **" + rl.name + "**: " + rl.says + " Why: " + rl.why + "\n")
+	}
 	path := filepath.Join(root, "docs", "ARCHITECTURE.md")
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(doc)
-	i, j := strings.Index(s, tableStart), strings.Index(s, tableEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no generated import table (markers %q ... %q)", path, tableStart, tableEnd)
-	}
-	want := s[:i] + b.String() + s[j+len(tableEnd):]
+	want := replaceBetween(t, s, rulesStart, rulesEnd, r.String())
+	want = replaceBetween(t, want, tableStart, tableEnd, b.String())
 	if want != s {
 		if *update {
 			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
@@ -190,14 +369,42 @@ func TestArchitectureDocIsTrue(t *testing.T) {
 			}
 			return
 		}
-		t.Errorf("%s's import table is not the module's imports: run go test ./internal/archtest -update and read the diff", path)
+		t.Errorf("%s's rule list or import table is not the test's rules and the module's imports: run go test ./internal/archtest -update and read the diff", path)
 	}
 	// Every package is described in prose too (a row of the "Packages" table), not only in
 	// the generated table.
-	prose := s[:i]
+	prose := s[:strings.Index(s, tableStart)]
 	for _, name := range names {
 		if !strings.Contains(prose, "`"+name+"`") {
 			t.Errorf("%s does not describe package %s above the import table", path, name)
+		}
+	}
+}
+
+// TestPackagesTableListsEveryPackage: the "Packages" table names every package of the module
+// (`go list ./...`, the scripts' helper programs included) in a row's first cell, so a
+// newcomer finds where each piece lives (the README's Layout once listed 13 of 26).
+func TestPackagesTableListsEveryPackage(t *testing.T) {
+	root, pkgs := listPackages(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "\n## Packages\n")
+	if !ok {
+		t.Fatal("docs/ARCHITECTURE.md has no ## Packages section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	// The first cell of each table row: "| `a`, `b` | owns | must not |".
+	var first string
+	for _, line := range strings.Split(sec, "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 2 && strings.HasPrefix(line, "| ") {
+			first += cells[1]
+		}
+	}
+	for _, name := range sortedNames(pkgs) {
+		if !strings.Contains(first, "`"+name+"`") {
+			t.Errorf("docs/ARCHITECTURE.md's Packages table does not list package %s", name)
 		}
 	}
 }

@@ -1,5 +1,6 @@
-// Package archtest holds the test that keeps docs/ARCHITECTURE.md true: the package rules it
-// states, checked against `go list`, and its generated import table, compared with the
-// module's real imports (run `go test ./internal/archtest -update` to rewrite the table
-// after an import changed, and read the diff: a new arrow may break a rule).
+// Package archtest holds the tests that keep docs/ARCHITECTURE.md true: the package rules (a
+// table, one subtest each, checked against `go list`; the document's rule list is generated
+// from it) and the import table (compared with the module's real imports). After an import or
+// a rule changed, `go test ./internal/archtest -update` rewrites both; read the diff: a new
+// arrow may break a rule.
 package archtest

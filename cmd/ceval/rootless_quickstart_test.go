@@ -16,22 +16,18 @@ import (
 	"ceval.dev/ceval/record"
 )
 
-// readmeRootlessQuickStart returns the command lines of the README's rootless quick start (the
-// first sh block of its Rootless section), comments and blank lines left out.
-func readmeRootlessQuickStart(t *testing.T) []string {
+// rootlessQuickStart returns the command lines of docs/rootless.md's quick start (the first sh
+// block of the document, above its first section), comments and blank lines left out.
+func rootlessQuickStart(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/rootless.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(data), "\n## Rootless\n")
-	if !ok {
-		t.Fatal("README.md has no ## Rootless section")
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
+	sec, _, _ := strings.Cut(string(data), "\n## ")
 	_, block, ok := strings.Cut(sec, "```sh\n")
 	if block, _, ok = strings.Cut(block, "\n```"); !ok {
-		t.Fatal("README.md's Rootless section has no sh block")
+		t.Fatal("docs/rootless.md has no sh block above its first section (the quick start)")
 	}
 	var lines []string
 	for _, l := range strings.Split(block, "\n") {
@@ -42,18 +38,18 @@ func readmeRootlessQuickStart(t *testing.T) []string {
 	return lines
 }
 
-// readmeUser is the user the README's quick start is written for.
-var readmeUser = regexp.MustCompile(`\balice\b`)
+// docUser is the user the rootless quick start is written for.
+var docUser = regexp.MustCompile(`\balice\b`)
 
-// TestReadmeRootlessQuickStartWorksAsWritten runs the README's rootless quick start, its own
+// TestDocsRootlessQuickStartWorksAsWritten runs docs/rootless.md's quick start, its own
 // lines, as the user the rootless daemon runs as (.ci/run: once with the cgroup subtree root
 // delegated, once without) in a fresh home (no wasm cache, no config: the first run there was
 // once refused) and a checkout of its examples and scripts, with nothing in the environment
-// the README does not set: no CEVAL_ROOTLESS_ADDRESS, no CEVAL_* but its
+// the quick start does not set: no CEVAL_ROOTLESS_ADDRESS, no CEVAL_* but its
 // CEVAL_CONTAINERD_ADDRESS. The admin's line is root's (.ci/run does its two steps); alice's
 // lines start a daemon in that home, ask doctor, and run the hello example in each limit mode.
-func TestReadmeRootlessQuickStartWorksAsWritten(t *testing.T) {
-	lines := readmeRootlessQuickStart(t)
+func TestDocsRootlessQuickStartWorksAsWritten(t *testing.T) {
+	lines := rootlessQuickStart(t)
 	if os.Geteuid() == 0 {
 		t.Skip("the rootless quick start runs as the daemon's unprivileged user (.ci/run runs it so)")
 	}
@@ -74,7 +70,7 @@ func TestReadmeRootlessQuickStartWorksAsWritten(t *testing.T) {
 	delegated, _ := launcher.DelegatedCgroup(cgroupRoot, u.Username)
 
 	// A home as useradd makes one (traversable: the runs' inits reach their rootfs in it).
-	base, err := os.MkdirTemp("", "ceval-readme-rootless-")
+	base, err := os.MkdirTemp("", "ceval-quickstart-rootless-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,28 +108,28 @@ func TestReadmeRootlessQuickStartWorksAsWritten(t *testing.T) {
 
 	var daemonDir, adminDir, userDir string
 	seen := map[string]bool{}
-	for _, readme := range lines {
-		line := readmeUser.ReplaceAllString(readme, u.Username)
+	for _, written := range lines {
+		line := docUser.ReplaceAllString(written, u.Username)
 		f := strings.Fields(line)
 		switch {
 		case f[0] == "sudo" && slices.Contains(f, "setup-rootless"):
 			seen["admin"] = true // root's: .ci/run runs its steps, rootless-start and rootless setup
-			adminDir = readmeUser.ReplaceAllString(readme, "USER")
+			adminDir = docUser.ReplaceAllString(written, "USER")
 			continue
 		case slices.Contains(f, "rootless-start"):
 			if len(f) != 4 || f[0] != "scripts/containerd.sh" || f[2] != u.Username || !strings.HasPrefix(f[3], "~/") {
-				t.Fatalf("README: %q: want scripts/containerd.sh rootless-start alice ~/DIR", readme)
+				t.Fatalf("docs/rootless.md: %q: want scripts/containerd.sh rootless-start alice ~/DIR", written)
 			}
 			userDir = strings.TrimPrefix(f[3], "~/")
 			daemonDir = filepath.Join(home, userDir)
-			t.Cleanup(func() { stopReadmeDaemon(t, sh, line, rootlesskit, base) })
+			t.Cleanup(func() { stopQuickStartDaemon(t, sh, line, rootlesskit, base) })
 		}
 		words := slices.DeleteFunc(slices.Clone(f), func(w string) bool { return strings.HasPrefix(w, "CEVAL_") && strings.Contains(w, "=") })
 		t.Run(strings.Join(words, " "), func(t *testing.T) {
 			if !strings.HasPrefix(line, "scripts/") {
 				for _, kv := range f {
 					if name, _, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "CEVAL_") && name != "CEVAL_CONTAINERD_ADDRESS" {
-						t.Fatalf("README: %q sets %s: the quick start promises the containerd address is all ceval needs", readme, name)
+						t.Fatalf("docs/rootless.md: %q sets %s: the quick start promises the containerd address is all ceval needs", written, name)
 					}
 				}
 			}
@@ -174,17 +170,17 @@ func TestReadmeRootlessQuickStartWorksAsWritten(t *testing.T) {
 				wantLimitsBy(t, res, delegated != "")
 				wantHostIDsInSubordinateRange(t, res.Isolation)
 			default:
-				t.Fatalf("README: %q: this test does not know what the line should do; teach it", readme)
+				t.Fatalf("docs/rootless.md: %q: this test does not know what the line should do; teach it", written)
 			}
 		})
 	}
 	// The admin's daemon is the one alice's line restarts.
 	if want := "make setup-rootless ROOTLESS_USER=USER ROOTLESS_DIR=/home/USER/" + userDir; !strings.Contains(adminDir, want) {
-		t.Errorf("README: the admin's line %q does not say %q", adminDir, want)
+		t.Errorf("docs/rootless.md: the admin's line %q does not say %q", adminDir, want)
 	}
 	for _, want := range []string{"admin", "start", "doctor", "run allow=none", "run allow=rlimit"} {
 		if !seen[want] {
-			t.Errorf("README's quick start has no line for %q (lines: %q)", want, lines)
+			t.Errorf("docs/rootless.md's quick start has no line for %q (lines: %q)", want, lines)
 		}
 	}
 }
@@ -208,11 +204,11 @@ func newReadmeResult(t *testing.T, checkout string, before []string) *record.Res
 	return &res
 }
 
-// stopReadmeDaemon stops the daemon the README's start line started (with the README's
+// stopQuickStartDaemon stops the daemon the quick start's start line started (with the quick start's
 // rootless-stop, which fails if anything is left in its user namespace) and removes the home:
 // through rootlesskit, since the runs' and the WASM worker's files there belong to the user's
 // subordinate IDs.
-func stopReadmeDaemon(t *testing.T, sh func(string) cliResult, start, rootlesskit, base string) {
+func stopQuickStartDaemon(t *testing.T, sh func(string) cliResult, start, rootlesskit, base string) {
 	if r := sh(strings.Replace(start, "rootless-start", "rootless-stop", 1)); r.code != 0 {
 		t.Errorf("rootless-stop: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
