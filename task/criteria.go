@@ -27,27 +27,32 @@ type criterionType struct {
 // messages, the JSON Schema's enum). A new type is one entry here: the order is this
 // table's, never that of file names or init functions.
 var criterionRegistry = []criterionType{
-	{name: FileExists, fields: []string{"path"}, check: checkFileExists},
-	{name: FileContains, fields: []string{"path", "includes", "excludes"}, check: checkFileContains},
-	{name: FileMatchesRegex, fields: []string{"path", "pattern"}, check: checkFileMatchesRegex},
-	{name: FileCheck, fields: []string{"path", "includes", "excludes", "patterns"}, check: checkFileCheck},
-	{name: JSONCheck, fields: []string{"path", "json_schema", "assertions"}, check: checkJSONCheck},
-	{name: ClassificationMatch, fields: []string{"path", "expected_label", "allowed_labels", "case_sensitive"}, check: checkClassificationMatch},
-	{name: RunCommand, tier: true, fields: []string{"command", "timeout", "expected_exit_code", "expected_stdout", "stdout_match",
-		"score_from_stdout", "reward_key", "harbor_reward", "uses_reference", "python_packages", "python_wheels",
-		"sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links", "services"}, check: checkRunCommand},
-	{name: WASMCheck, fields: []string{"module", "sha256", "args", "timeout", "expected_exit_code", "score_from_stdout", "reward_key", "uses_reference"}, check: checkWASM},
-	{name: CLICalled, fields: []string{"tool", "argv", "min_count", "max_count"}, check: checkCLICalled},
-	{name: CommandExecuted, fields: append([]string{"pattern", "min_count", "max_count"}, coderEvalCommandFields...), check: checkCommandExecuted},
-	{name: Pytest, tier: true, fields: []string{"tests", "args", "timeout", "all_or_nothing", "isolation", "python_packages", "python_wheels",
-		"sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links", "services"}, check: checkPytest},
-	{name: AgentJudge, fields: []string{"rubric", "rubric_file", "judge_agent", "judge_model", "agent_fixture", "timeout", "max_turns"}, check: checkAgentJudge},
-	{name: LLMJudge, fields: []string{"rubric", "rubric_file", "files", "max_file_bytes", "reference_files", "samples", "judge_fixture"}, check: checkLLMJudge},
-	{name: ToolCalled, fields: append(append([]string{}, toolCallFilter...), "min_count", "max_count"), check: checkToolCalled},
-	{name: ToolCallsBudget, fields: append(append([]string{}, toolCallFilter...), "target", "max"), check: checkToolCallsBudget},
-	{name: SkillUsed, fields: []string{"skill", "expect_used"}, check: checkSkillUsed},
-	{name: CommandsEfficiency, fields: []string{"expected_commands"}, check: checkCommandsEfficiency},
-	{name: SkillTriggered, fields: []string{"skill_name", "expected_skill"}, check: checkSkillTriggered},
+	{name: FileExists, check: checkFileExists, fields: strings.Fields("path")},
+	{name: FileContains, check: checkFileContains, fields: strings.Fields("path includes excludes")},
+	{name: FileMatchesRegex, check: checkFileMatchesRegex, fields: strings.Fields("path pattern")},
+	{name: FileCheck, check: checkFileCheck, fields: strings.Fields("path includes excludes patterns")},
+	{name: JSONCheck, check: checkJSONCheck, fields: strings.Fields("path json_schema assertions")},
+	{name: ClassificationMatch, check: checkClassificationMatch,
+		fields: strings.Fields("path expected_label allowed_labels case_sensitive")},
+	{name: RunCommand, check: checkRunCommand, tier: true, fields: strings.Fields(
+		"command timeout expected_exit_code expected_stdout stdout_match score_from_stdout reward_key harbor_reward " +
+			"uses_reference python_packages python_wheels " + graderFieldList + " services")},
+	{name: WASMCheck, check: checkWASM,
+		fields: strings.Fields("module sha256 args timeout expected_exit_code score_from_stdout reward_key uses_reference")},
+	{name: CLICalled, check: checkCLICalled, fields: strings.Fields("tool argv min_count max_count")},
+	{name: CommandExecuted, check: checkCommandExecuted,
+		fields: strings.Fields("pattern min_count max_count " + strings.Join(coderEvalCommandFields, " "))},
+	{name: Pytest, check: checkPytest, tier: true, fields: strings.Fields(
+		"tests args timeout all_or_nothing isolation python_packages python_wheels " + graderFieldList + " services")},
+	{name: AgentJudge, check: checkAgentJudge,
+		fields: strings.Fields("rubric rubric_file judge_agent judge_model agent_fixture timeout max_turns")},
+	{name: LLMJudge, check: checkLLMJudge,
+		fields: strings.Fields("rubric rubric_file files max_file_bytes reference_files samples judge_fixture")},
+	{name: ToolCalled, check: checkToolCalled, fields: strings.Fields(toolCallFilter + " min_count max_count")},
+	{name: ToolCallsBudget, check: checkToolCallsBudget, fields: strings.Fields(toolCallFilter + " target max")},
+	{name: SkillUsed, check: checkSkillUsed, fields: strings.Fields("skill expect_used")},
+	{name: CommandsEfficiency, check: checkCommandsEfficiency, fields: strings.Fields("expected_commands")},
+	{name: SkillTriggered, check: checkSkillTriggered, fields: strings.Fields("skill_name expected_skill")},
 }
 
 // CriterionTypes lists the criterion types in criterionRegistry's order, for help and messages.

@@ -83,14 +83,14 @@ func TestCriterionRegistryCoversEveryType(t *testing.T) {
 				t.Errorf("type %s lists the common field %s", ct.name, f)
 			}
 		}
-		tierFields := 0
+		n := 0
 		for _, f := range graderFieldNames {
 			if slices.Contains(ct.fields, f) {
-				tierFields++
+				n++
 			}
 		}
-		if ct.tier && tierFields != len(graderFieldNames) || !ct.tier && tierFields != 0 {
-			t.Errorf("type %s: tier %v but %d of the %d grader: fields", ct.name, ct.tier, tierFields, len(graderFieldNames))
+		if ct.tier && n != len(graderFieldNames) || !ct.tier && n != 0 {
+			t.Errorf("type %s: tier %v but %d of the %d grader: fields", ct.name, ct.tier, n, len(graderFieldNames))
 		}
 		doc, ok := minimalCriteria[ct.name]
 		if !ok {

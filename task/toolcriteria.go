@@ -12,7 +12,7 @@ import (
 // Fields of the tool-call criteria. command_executed keeps its protected-mock form (pattern)
 // and also takes coder_eval's fields, which make it a tool_called; commands_efficiency and
 // skill_triggered are coder_eval's spellings of tool_calls_budget and skill_used.
-var toolCallFilter = []string{"tool", "tool_pattern", "input_field", "input_pattern", "exclude_pattern", "outcome"}
+const toolCallFilter = "tool tool_pattern input_field input_pattern exclude_pattern outcome"
 
 var coderEvalCommandFields = []string{"tool_name", "command_pattern", "exclude_pattern", "require_success"}
 
