@@ -77,6 +77,12 @@ type field struct {
 // mapping decodes a mapping whose keys must all be among fields; it reports unknown and
 // duplicate keys, and returns the keys present with their key nodes.
 func (d *decoder) mapping(n *yaml.Node, what string, fields []field) map[string]*yaml.Node {
+	return d.mappingHint(n, what, fields, nil)
+}
+
+// mappingHint is mapping whose message for an unknown key ends with hint(key) when that is
+// not "" (where the key belongs instead).
+func (d *decoder) mappingHint(n *yaml.Node, what string, fields []field, hint func(key string) string) map[string]*yaml.Node {
 	n = resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		if n != nil {
@@ -105,7 +111,13 @@ func (d *decoder) mapping(n *yaml.Node, what string, fields []field) map[string]
 		seen[k.Value] = k
 		dec, ok := known[k.Value]
 		if !ok {
-			d.errorf(k, "unknown field %q in %s (known fields: %s)", k.Value, what, strings.Join(names, ", "))
+			msg := fmt.Sprintf("unknown field %q in %s (known fields: %s)", k.Value, what, strings.Join(names, ", "))
+			if hint != nil {
+				if h := hint(k.Value); h != "" {
+					msg += "; " + h
+				}
+			}
+			d.errorf(k, "%s", msg)
 			continue
 		}
 		if dec != nil {

@@ -18,47 +18,42 @@ const (
 	MaxJudgeAnswers       = 1000
 )
 
-func init() {
-	criterionFields[LLMJudge] = []string{"rubric", "rubric_file", "files", "max_file_bytes", "reference_files", "samples", "judge_fixture"}
-	CriterionTypes = append(CriterionTypes, LLMJudge)
-}
-
-// judgeFields are the decoders of llm_judge's fields.
-func (l *loader) judgeFields(what string, c *Criterion) map[string]func(*yaml.Node) {
-	return map[string]func(*yaml.Node){
-		"rubric": func(v *yaml.Node) { l.str(v, what+".rubric", &c.Rubric) },
-		"rubric_file": func(v *yaml.Node) {
-			if p, data := l.readFile(v, what+".rubric_file"); p != "" {
-				c.Rubric = string(data)
+// judgeFieldDecoders read llm_judge's fields (rubric and rubric_file are agent_judge's too).
+var judgeFieldDecoders = map[string]criterionFieldDecoder{
+	"rubric": func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".rubric", &cd.c.Rubric) },
+	"rubric_file": func(cd *criterionDecoding, v *yaml.Node) {
+		if p, data := cd.l.readFile(v, cd.what+".rubric_file"); p != "" {
+			cd.c.Rubric = string(data)
+		}
+	},
+	"files": func(cd *criterionDecoding, v *yaml.Node) {
+		cd.l.list(v, cd.what+".files", func(i int, item *yaml.Node) {
+			if p := cd.l.criterionPath(item, fmt.Sprintf("%s.files[%d]", cd.what, i), true); p != "" {
+				cd.c.Files = append(cd.c.Files, p)
 			}
-		},
-		"files": func(v *yaml.Node) {
-			l.list(v, what+".files", func(i int, item *yaml.Node) {
-				if p := l.criterionPath(item, fmt.Sprintf("%s.files[%d]", what, i), true); p != "" {
-					c.Files = append(c.Files, p)
-				}
-			})
-		},
-		"max_file_bytes": func(v *yaml.Node) {
-			n := int64(DefaultJudgeFileBytes)
-			l.integer(v, what+".max_file_bytes", 1, MaxJudgeFileBytes, &n)
-			c.MaxFileBytes = int(n)
-		},
-		"reference_files": func(v *yaml.Node) {
-			l.strings(v, what+".reference_files", &c.ReferenceFiles)
-			for _, p := range c.ReferenceFiles {
-				if path.IsAbs(p) || p != path.Clean(p) || p == ".." || strings.HasPrefix(p, "../") {
-					l.errorf(resolve(v), "%s.reference_files: %q must be a clean path relative to reference.directory", what, p)
-				}
+		})
+	},
+	"max_file_bytes": func(cd *criterionDecoding, v *yaml.Node) {
+		n := int64(DefaultJudgeFileBytes)
+		cd.l.integer(v, cd.what+".max_file_bytes", 1, MaxJudgeFileBytes, &n)
+		cd.c.MaxFileBytes = int(n)
+	},
+	"reference_files": func(cd *criterionDecoding, v *yaml.Node) {
+		cd.l.strings(v, cd.what+".reference_files", &cd.c.ReferenceFiles)
+		for _, p := range cd.c.ReferenceFiles {
+			if path.IsAbs(p) || p != path.Clean(p) || p == ".." || strings.HasPrefix(p, "../") {
+				cd.l.errorf(resolve(v), "%s.reference_files: %q must be a clean path relative to reference.directory", cd.what, p)
 			}
-		},
-		"samples": func(v *yaml.Node) {
-			n := int64(1)
-			l.integer(v, what+".samples", 1, MaxJudgeSamples, &n)
-			c.Samples = int(n)
-		},
-		"judge_fixture": func(v *yaml.Node) { c.JudgeAnswers = l.judgeFixture(v, what+".judge_fixture") },
-	}
+		}
+	},
+	"samples": func(cd *criterionDecoding, v *yaml.Node) {
+		n := int64(1)
+		cd.l.integer(v, cd.what+".samples", 1, MaxJudgeSamples, &n)
+		cd.c.Samples = int(n)
+	},
+	"judge_fixture": func(cd *criterionDecoding, v *yaml.Node) {
+		cd.c.JudgeAnswers = cd.l.judgeFixture(v, cd.what+".judge_fixture")
+	},
 }
 
 // judgeFixture reads a replay fixture of judge answers: {answers: [...]}, each a raw answer
@@ -107,19 +102,17 @@ func (l *loader) judgeFixture(v *yaml.Node, what string) []string {
 	return answers
 }
 
-// checkJudgeCriterion validates an llm_judge once its fields are read.
-func (l *loader) checkJudgeCriterion(n *yaml.Node, what string, c *Criterion, seen map[string]*yaml.Node) {
-	if c.Type != LLMJudge {
-		return
-	}
+// checkLLMJudge validates an llm_judge once its fields are read.
+func checkLLMJudge(cd *criterionDecoding) {
+	c, n := cd.c, cd.n
 	switch {
-	case seen["rubric"] != nil && seen["rubric_file"] != nil:
-		l.errorf(n, "%s: give rubric or rubric_file, not both", what)
-	case strings.TrimSpace(c.Rubric) == "" && seen["rubric_file"] == nil:
-		l.errorf(n, "%s: missing required field rubric (or rubric_file): what the judge grades, and how it maps to a score from 0 to 1", what)
+	case cd.keys["rubric"] != nil && cd.keys["rubric_file"] != nil:
+		cd.errorf(n, "give rubric or rubric_file, not both")
+	case strings.TrimSpace(c.Rubric) == "" && cd.keys["rubric_file"] == nil:
+		cd.errorf(n, "missing required field rubric (or rubric_file): what the judge grades, and how it maps to a score from 0 to 1")
 	}
 	if len(c.Files) > MaxJudgeFiles {
-		l.errorf(n, "%s: files lists %d entries; at most %d", what, len(c.Files), MaxJudgeFiles)
+		cd.errorf(n, "files lists %d entries; at most %d", len(c.Files), MaxJudgeFiles)
 	}
 	if c.MaxFileBytes == 0 {
 		c.MaxFileBytes = DefaultJudgeFileBytes
@@ -127,7 +120,7 @@ func (l *loader) checkJudgeCriterion(n *yaml.Node, what string, c *Criterion, se
 	if c.Samples == 0 {
 		c.Samples = 1
 	}
-	if seen["pass_threshold"] == nil {
+	if cd.keys["pass_threshold"] == nil {
 		c.PassThreshold = 0.7 // a judge's scores are graded, rarely 1 for good work
 	}
 }

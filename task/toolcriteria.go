@@ -12,121 +12,140 @@ import (
 // Fields of the tool-call criteria. command_executed keeps its protected-mock form (pattern)
 // and also takes coder_eval's fields, which make it a tool_called; commands_efficiency and
 // skill_triggered are coder_eval's spellings of tool_calls_budget and skill_used.
-var toolCallFilter = []string{"tool", "tool_pattern", "input_field", "input_pattern", "exclude_pattern", "outcome"}
+const toolCallFilter = "tool tool_pattern input_field input_pattern exclude_pattern outcome"
 
 var coderEvalCommandFields = []string{"tool_name", "command_pattern", "exclude_pattern", "require_success"}
-
-func init() {
-	criterionFields[ToolCalled] = append(append([]string{}, toolCallFilter...), "min_count", "max_count")
-	criterionFields[ToolCallsBudget] = append(append([]string{}, toolCallFilter...), "target", "max")
-	criterionFields[SkillUsed] = []string{"skill", "expect_used"}
-	criterionFields[CommandsEfficiency] = []string{"expected_commands"}
-	criterionFields[SkillTriggered] = []string{"skill_name", "expected_skill"}
-	criterionFields[CommandExecuted] = append(criterionFields[CommandExecuted], coderEvalCommandFields...)
-	CriterionTypes = append(CriterionTypes, ToolCalled, ToolCallsBudget, SkillUsed, CommandsEfficiency, SkillTriggered)
-}
 
 // skillName is what a skill_used skill may be: a plugin skill's directory name, optionally
 // with its plugin's namespace.
 var skillName = lazyregexp.New(`^[A-Za-z0-9][A-Za-z0-9_.-]*(:[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
 
-// toolCallFields are the decoders of the tool-call criteria's fields.
-func (l *loader) toolCallFields(what string, c *Criterion) map[string]func(*yaml.Node) {
-	count := func(name string, dst *int) func(*yaml.Node) {
-		return func(v *yaml.Node) {
-			n := int64(*dst)
-			l.integer(v, what+"."+name, 0, 1e6, &n)
-			*dst = int(n)
-		}
-	}
-	return map[string]func(*yaml.Node){
-		"tool_pattern":    func(v *yaml.Node) { l.regex(v, what+".tool_pattern", &c.ToolPattern) },
-		"input_field":     func(v *yaml.Node) { l.str(v, what+".input_field", &c.InputField) },
-		"input_pattern":   func(v *yaml.Node) { l.regex(v, what+".input_pattern", &c.InputPattern) },
-		"exclude_pattern": func(v *yaml.Node) { l.regex(v, what+".exclude_pattern", &c.ExcludePattern) },
-		"outcome":         func(v *yaml.Node) { l.enum(v, what+".outcome", []string{"any", "ok", "error"}, &c.Outcome) },
-		"target":          count("target", &c.Target),
-		"max":             count("max", &c.Max),
-		"skill":           func(v *yaml.Node) { l.str(v, what+".skill", &c.Skill) },
-		"expect_used":     func(v *yaml.Node) { l.boolean(v, what+".expect_used", &c.ExpectUsed) },
-		// coder_eval's spellings
-		"tool_name":       func(v *yaml.Node) { l.str(v, what+".tool_name", &c.Tool) },
-		"command_pattern": func(v *yaml.Node) { l.regex(v, what+".command_pattern", &c.InputPattern) },
-		"require_success": func(v *yaml.Node) {
-			var b bool
-			l.boolean(v, what+".require_success", &b)
-			if b {
-				c.Outcome = "ok"
-			}
-		},
-		"expected_commands": count("expected_commands", &c.Target),
-		"skill_name":        func(v *yaml.Node) { l.str(v, what+".skill_name", &c.Skill) },
-		"expected_skill": func(v *yaml.Node) {
-			var s string
-			l.str(v, what+".expected_skill", &s)
-			c.Alias = "expected_skill=" + s // resolved against skill_name in checkToolCriterion
-		},
+// toolCallCount reads a count field into the int dst points to.
+func toolCallCount(name string, dst func(*Criterion) *int) criterionFieldDecoder {
+	return func(cd *criterionDecoding, v *yaml.Node) {
+		p := dst(cd.c)
+		n := int64(*p)
+		cd.l.integer(v, cd.what+"."+name, 0, 1e6, &n)
+		*p = int(n)
 	}
 }
 
-// checkToolCriterion validates a tool-call criterion once its fields are read, and turns
-// coder_eval's spellings into ceval's criteria (remembering the spelling in Alias).
-func (l *loader) checkToolCriterion(n *yaml.Node, what string, c *Criterion, seen map[string]*yaml.Node) {
-	switch c.Type {
-	case CommandExecuted:
-		var coder []string
-		for _, f := range coderEvalCommandFields {
-			if seen[f] != nil {
-				coder = append(coder, f)
-			}
+// toolCallFieldDecoders read the tool-call criteria's fields (tool, min_count and max_count
+// are the call-log criteria's).
+var toolCallFieldDecoders = map[string]criterionFieldDecoder{
+	"tool_pattern":  func(cd *criterionDecoding, v *yaml.Node) { cd.l.regex(v, cd.what+".tool_pattern", &cd.c.ToolPattern) },
+	"input_field":   func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".input_field", &cd.c.InputField) },
+	"input_pattern": func(cd *criterionDecoding, v *yaml.Node) { cd.l.regex(v, cd.what+".input_pattern", &cd.c.InputPattern) },
+	"exclude_pattern": func(cd *criterionDecoding, v *yaml.Node) {
+		cd.l.regex(v, cd.what+".exclude_pattern", &cd.c.ExcludePattern)
+	},
+	"outcome": func(cd *criterionDecoding, v *yaml.Node) {
+		cd.l.enum(v, cd.what+".outcome", []string{"any", "ok", "error"}, &cd.c.Outcome)
+	},
+	"target":      toolCallCount("target", func(c *Criterion) *int { return &c.Target }),
+	"max":         toolCallCount("max", func(c *Criterion) *int { return &c.Max }),
+	"skill":       func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".skill", &cd.c.Skill) },
+	"expect_used": func(cd *criterionDecoding, v *yaml.Node) { cd.l.boolean(v, cd.what+".expect_used", &cd.c.ExpectUsed) },
+	// coder_eval's spellings
+	"tool_name": func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".tool_name", &cd.c.Tool) },
+	"command_pattern": func(cd *criterionDecoding, v *yaml.Node) {
+		cd.l.regex(v, cd.what+".command_pattern", &cd.c.InputPattern)
+	},
+	"require_success": func(cd *criterionDecoding, v *yaml.Node) {
+		var b bool
+		cd.l.boolean(v, cd.what+".require_success", &b)
+		if b {
+			cd.c.Outcome = "ok"
 		}
-		if seen["pattern"] != nil {
-			if len(coder) > 0 {
-				l.errorf(n, "%s: pattern grades the protected mocks' call log, %s the model's tool calls: give one form, not both", what, strings.Join(coder, ", "))
-			}
-			return // the protected-mock form
+	},
+	"expected_commands": toolCallCount("expected_commands", func(c *Criterion) *int { return &c.Target }),
+	"skill_name":        func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".skill_name", &cd.c.Skill) },
+	"expected_skill": func(cd *criterionDecoding, v *yaml.Node) {
+		var s string
+		cd.l.str(v, cd.what+".expected_skill", &s)
+		cd.c.Alias = "expected_skill=" + s // resolved against skill_name in checkSkillTriggered
+	},
+}
+
+// checkCommandExecuted keeps the protected-mock form (pattern), or turns coder_eval's
+// fields into a tool_called.
+func checkCommandExecuted(cd *criterionDecoding) {
+	var coder []string
+	for _, f := range coderEvalCommandFields {
+		if cd.keys[f] != nil {
+			coder = append(coder, f)
 		}
-		c.Type, c.Alias = ToolCalled, CommandExecuted
-	case CommandsEfficiency:
-		if seen["expected_commands"] == nil {
-			l.errorf(n, "%s: missing required field expected_commands", what)
-		} else if c.Target < 1 {
-			l.errorf(resolve(seen["expected_commands"]), "%s.expected_commands must be at least 1", what)
-		}
-		c.Type, c.Alias, c.BudgetRatio = ToolCallsBudget, CommandsEfficiency, true
-	case SkillTriggered:
-		expected, ok := strings.CutPrefix(c.Alias, "expected_skill=")
-		if seen["skill_name"] == nil || !ok {
-			l.errorf(n, "%s: give skill_name and expected_skill (the row's expected skill, \"\" when none should be used)", what)
-		}
-		c.Type, c.Alias, c.ExpectUsed = SkillUsed, SkillTriggered, expected == c.Skill
-	case SkillUsed:
-		c.ExpectUsed = seen["expect_used"] == nil || c.ExpectUsed
-		if seen["skill"] == nil {
-			l.errorf(n, "%s: missing required field skill (the skill's name, e.g. pdf or my-plugin:pdf)", what)
-		}
-	case ToolCalled, ToolCallsBudget:
-	default:
-		return
 	}
+	if cd.keys["pattern"] != nil {
+		if len(coder) > 0 {
+			cd.errorf(cd.n, "pattern grades the protected mocks' call log, %s the model's tool calls: give one form, not both", strings.Join(coder, ", "))
+		}
+	} else {
+		cd.c.Type, cd.c.Alias = ToolCalled, CommandExecuted
+		cd.checkToolCall()
+	}
+	cd.checkCounts()
+}
+
+func checkToolCalled(cd *criterionDecoding) {
+	cd.checkToolCall()
+	cd.checkCounts()
+}
+
+func checkToolCallsBudget(cd *criterionDecoding) { cd.checkToolCall() }
+
+func checkCommandsEfficiency(cd *criterionDecoding) {
+	c := cd.c
+	if cd.keys["expected_commands"] == nil {
+		cd.errorf(cd.n, "missing required field expected_commands")
+	} else if c.Target < 1 {
+		cd.l.errorf(resolve(cd.keys["expected_commands"]), "%s.expected_commands must be at least 1", cd.what)
+	}
+	c.Type, c.Alias, c.BudgetRatio = ToolCallsBudget, CommandsEfficiency, true
+	cd.checkToolCall()
+}
+
+func checkSkillTriggered(cd *criterionDecoding) {
+	c := cd.c
+	expected, ok := strings.CutPrefix(c.Alias, "expected_skill=")
+	if cd.keys["skill_name"] == nil || !ok {
+		cd.errorf(cd.n, "give skill_name and expected_skill (the row's expected skill, \"\" when none should be used)")
+	}
+	c.Type, c.Alias, c.ExpectUsed = SkillUsed, SkillTriggered, expected == c.Skill
+	cd.checkToolCall()
+}
+
+func checkSkillUsed(cd *criterionDecoding) {
+	c := cd.c
+	c.ExpectUsed = cd.keys["expect_used"] == nil || c.ExpectUsed
+	if cd.keys["skill"] == nil {
+		cd.errorf(cd.n, "missing required field skill (the skill's name, e.g. pdf or my-plugin:pdf)")
+	}
+	cd.checkToolCall()
+}
+
+// checkToolCall validates a tool-call criterion (tool_called, tool_calls_budget, skill_used,
+// as written or as coder_eval's spellings became) once its fields are read.
+func (cd *criterionDecoding) checkToolCall() {
+	c, n := cd.c, cd.n
 	if c.Outcome == "" {
 		c.Outcome = "any"
 	}
 	if c.Type == SkillUsed && c.Skill != "" && !skillName.MatchString(c.Skill) {
-		l.errorf(n, "%s: skill %q is not a skill name (letters, digits, '.', '_', '-', optionally plugin:skill)", what, c.Skill)
+		cd.errorf(n, "skill %q is not a skill name (letters, digits, '.', '_', '-', optionally plugin:skill)", c.Skill)
 	}
 	if c.Tool != "" && c.ToolPattern != "" {
-		l.errorf(n, "%s: give tool (an exact name) or tool_pattern (a regular expression), not both", what)
+		cd.errorf(n, "give tool (an exact name) or tool_pattern (a regular expression), not both")
 	}
 	if c.InputField != "" && c.InputPattern == "" {
-		l.errorf(resolve(seen["input_field"]), "%s: input_field names the field input_pattern tests; give input_pattern too", what)
+		cd.errorf(resolve(cd.keys["input_field"]), "input_field names the field input_pattern tests; give input_pattern too")
 	}
 	if c.Type == ToolCallsBudget && !c.BudgetRatio {
 		switch {
-		case seen["target"] == nil || seen["max"] == nil:
-			l.errorf(n, "%s: give target (calls that still score 1) and max (calls that score 0)", what)
+		case cd.keys["target"] == nil || cd.keys["max"] == nil:
+			cd.errorf(n, "give target (calls that still score 1) and max (calls that score 0)")
 		case c.Max <= c.Target:
-			l.errorf(resolve(seen["max"]), "%s: max %d must be more than target %d", what, c.Max, c.Target)
+			cd.errorf(resolve(cd.keys["max"]), "max %d must be more than target %d", c.Max, c.Target)
 		}
 	}
 }

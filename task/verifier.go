@@ -1,6 +1,7 @@
 package task
 
 import (
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -114,7 +115,9 @@ type graderSpec struct {
 
 // graderFieldNames are the fields of the tier, on a run_command criterion and in the task's
 // grader: section (which also takes timeout).
-var graderFieldNames = []string{"sandbox", "image", "network", "memory_mb", "pids", "packages", "pip", "pip_find_links"}
+var graderFieldNames = strings.Fields(graderFieldList)
+
+const graderFieldList = "sandbox image network memory_mb pids packages pip pip_find_links"
 
 // graderFields decodes the tier's fields into g.
 func (l *loader) graderFields(what string, g *graderSpec) map[string]func(*yaml.Node) {
