@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +22,31 @@ func testConfig() Config {
 	}
 }
 
+// mustPod is cfg's Pod as the API server reads it: its JSON decoded into k8s.io/api's Pod,
+// refusing a field the API does not have (a misspelt JSON name would be dropped there).
 func mustPod(t *testing.T, cfg Config) *corev1.Pod {
 	t.Helper()
-	p, err := Pod(cfg)
+	p, err := cfg.Pod()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	var out corev1.Pod
+	asAPI(t, p, &out)
+	return &out
+}
+
+// asAPI decodes v's JSON into out strictly (every field of v must be one of out's).
+func asAPI(t *testing.T, v, out any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("%s: not what the API reads: %v", b, err)
+	}
 }
 
 func TestPodRunsAsAgentNonRootWithoutPrivilegeEscalation(t *testing.T) {
@@ -239,7 +259,7 @@ func TestPodNamesTheImagePullSecrets(t *testing.T) {
 // there yet, and nothing else of the Pod is its business) and copies the two binaries.
 func TestPodInstallContainerWritesOnlyTheCevalVolume(t *testing.T) {
 	cfg := testConfig()
-	cfg.PullPolicy = corev1.PullNever
+	cfg.PullPolicy = PullNever
 	c := mustPod(t, cfg).Spec.InitContainers[0]
 	if c.Name != "ceval-install" || c.Image != cfg.InitImage || c.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("install container %s image %s pull %s", c.Name, c.Image, c.ImagePullPolicy)
@@ -303,11 +323,11 @@ func TestPodRefusesBadConfig(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			tc.edit(&cfg)
-			_, err := Pod(cfg)
+			_, err := cfg.Pod()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Pod: %v, want an error about %s", err, tc.want)
 			}
-			if _, err := NetworkPolicy(cfg); err == nil {
+			if _, err := cfg.NetworkPolicy(); err == nil {
 				t.Error("NetworkPolicy accepted it")
 			}
 		})
@@ -315,10 +335,12 @@ func TestPodRefusesBadConfig(t *testing.T) {
 }
 
 func TestNetworkPolicyDeniesAllIngressAndEgressOfTheRun(t *testing.T) {
-	np, err := NetworkPolicy(testConfig())
+	own, err := testConfig().NetworkPolicy()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var np networkingv1.NetworkPolicy
+	asAPI(t, own, &np)
 	s := np.Spec
 	if len(s.Ingress) != 0 || len(s.Egress) != 0 {
 		t.Errorf("ingress %v egress %v: want no allow rule", s.Ingress, s.Egress)
