@@ -3,6 +3,7 @@ package kube
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,9 @@ func mustPod(t *testing.T, cfg Config) *corev1.Pod {
 	return &out
 }
 
-// asAPI decodes v's JSON into out strictly (every field of v must be one of out's).
+// asAPI decodes v's JSON into out strictly (every field of v must be one of out's), and
+// checks that out's JSON says all v's does under the same names (Go's decoding ignores the
+// case of names; the API server does not).
 func asAPI(t *testing.T, v, out any) {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -47,6 +50,51 @@ func asAPI(t *testing.T, v, out any) {
 	if err := dec.Decode(out); err != nil {
 		t.Fatalf("%s: not what the API reads: %v", b, err)
 	}
+	back, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine, theirs any
+	if err := json.Unmarshal(b, &mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(back, &theirs); err != nil {
+		t.Fatal(err)
+	}
+	if path := notIn(mine, theirs, ""); path != "" {
+		t.Fatalf("%s: the API's JSON of it differs at %s:\n%s", b, path, back)
+	}
+}
+
+// notIn is the first path where a holds something b does not, or "".
+func notIn(a, b any, path string) string {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok {
+			return path
+		}
+		for k, v := range a {
+			if p := notIn(v, bm[k], path+"."+k); p != "" {
+				return p
+			}
+		}
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(bs) != len(a) {
+			return path
+		}
+		for i := range a {
+			if p := notIn(a[i], bs[i], fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	default:
+		if a != b {
+			return path
+		}
+	}
+	return ""
 }
 
 func TestPodRunsAsAgentNonRootWithoutPrivilegeEscalation(t *testing.T) {
