@@ -195,7 +195,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 // (resource version and whether the Pod is there), each watch the next script of events.
 type fakePods struct {
 	mu      sync.Mutex
-	lists   []string   // JSON PodLists
+	lists   []string   // JSON PodLists, or "500" or "403" answering that status
 	watches [][]string // watch events, one JSON object a line; a "410" line answers 410 Gone
 	rvs     []string   // the resourceVersion of each watch request
 	nlists  int
@@ -214,8 +214,16 @@ func (f *fakePods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status(w, 500, "InternalError", "no more lists")
 			return
 		}
-		fmt.Fprint(w, f.lists[0])
+		l := f.lists[0]
 		f.lists = f.lists[1:]
+		switch l {
+		case "500":
+			status(w, 500, "InternalError", "etcd is busy")
+		case "403":
+			status(w, 403, "Forbidden", `pods is forbidden: User "x" cannot list resource "pods"`)
+		default:
+			fmt.Fprint(w, l)
+		}
 		return
 	}
 	f.rvs = append(f.rvs, r.URL.Query().Get("resourceVersion"))
@@ -308,5 +316,31 @@ func TestWaitOnAPodThatIsGoneIsLost(t *testing.T) {
 				t.Errorf("Wait: %v, want a *PodLostError at once", err)
 			}
 		})
+	}
+}
+
+// A list the server fails (5xx) is asked again; one it refuses (403) ends the wait at once
+// with its message, not at the caller's deadline.
+func TestWaitRetriesAFailedListButNotARefusedOne(t *testing.T) {
+	f := &fakePods{
+		lists:   []string{"500", `{"metadata":{"resourceVersion":"10"},"items":[` + podJSON("9", "Succeeded") + `]}`},
+		watches: nil,
+	}
+	srv := fakeAPI(t, f.ServeHTTP)
+	c, err := Connect(context.Background(), writeKubeconfig(t, srv, "    token: t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := &Run{cluster: c, Namespace: "evals", Name: "ceval-r1"}
+	if p, err := r.Wait(ctx); err != nil || p.Status.Phase != PodSucceeded || f.nlists != 2 {
+		t.Errorf("Wait after a 500: %v %v (%d lists)", p, err, f.nlists)
+	}
+	f.lists = []string{"403", "403"}
+	start := time.Now()
+	_, err = r.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "cannot list resource") || time.Since(start) > 5*time.Second {
+		t.Errorf("Wait on a refused list: %v after %v, want the server's refusal at once", err, time.Since(start))
 	}
 }

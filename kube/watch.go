@@ -13,9 +13,10 @@ import (
 
 // watchPod lists the one Pod name in namespace and then watches it, calling f with every
 // state of it (the listed one first, then each change) until f returns done or an error, or
-// the Pod is gone (gone is called, and its error returned), or ctx ends (ctx.Err()). A watch
-// that ends is resumed from the last resource version seen (bookmarks included); one whose
-// version expired (410 Gone), or that fails, lists again (after a second). What client-go's
+// the Pod is gone (gone is called, and its error returned), or ctx ends (ctx.Err()), or the
+// server refuses the list (a 4xx: forbidden, bad request). A watch that ends is resumed from
+// the last resource version seen (bookmarks included); one whose version expired (410 Gone),
+// or that fails, lists again (after a second); a list that fails otherwise is retried. What client-go's
 // informer and watchtools.UntilWithSync did for one object, written for it: they need its
 // runtime.Scheme and typed clients.
 func (c *client) watchPod(ctx context.Context, namespace, name string, f func(*Pod) (bool, error), gone func(msg string) error) (*Pod, error) {
@@ -32,7 +33,7 @@ func (c *client) watchPod(ctx context.Context, namespace, name string, f func(*P
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				if first {
+				if refused(err) {
 					return nil, err
 				}
 				if err := sleep(ctx, time.Second); err != nil {
@@ -138,4 +139,12 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// refused reports whether err is the API server's refusal of the request itself (a 4xx
+// status but 408 and 429): asking again gets the same answer. Anything else (the network,
+// the server's 5xx) is asked again while ctx lasts, as client-go's reflector does.
+func refused(err error) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Code >= 400 && e.Code < 500 && e.Code != http.StatusRequestTimeout && e.Code != http.StatusTooManyRequests
 }
