@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -261,7 +262,9 @@ func loadKubeconfig(path string) (*client, error) {
 		}
 	}
 	c.http = &http.Client{Transport: &http.Transport{
-		Proxy:               c.proxy,
+		Proxy: c.proxy,
+		// client-go's dialer: 30 s to connect, TCP keep-alives every 30 s (a watch may idle).
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:     tc.Clone(), // its own: HTTP/2 adds "h2" to it, which upgrades must not offer
 		TLSHandshakeTimeout: 10 * time.Second,
 		IdleConnTimeout:     90 * time.Second,
