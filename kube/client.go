@@ -121,6 +121,7 @@ type execConfig struct {
 		Name  string `yaml:"name"`
 		Value string `yaml:"value"`
 	} `yaml:"env"`
+	ProvideClusterInfo bool `yaml:"provideClusterInfo"`
 }
 
 // client is a connection to one API server with the kubeconfig's credentials.
@@ -255,7 +256,12 @@ func loadKubeconfig(path string) (*client, error) {
 		if user.Exec.Command == "" {
 			return nil, fmt.Errorf("user %q: exec: no command", kctx.User)
 		}
-		c.creds = &execCredentials{cfg: *user.Exec, dir: dir, server: cluster.Server}
+		c.creds = &execCredentials{cfg: *user.Exec, dir: dir}
+		if user.Exec.ProvideClusterInfo {
+			c.creds.cluster = map[string]any{"server": cluster.Server, "tls-server-name": cluster.TLSServerName,
+				"insecure-skip-tls-verify": cluster.InsecureSkipTLSVerify, "proxy-url": cluster.ProxyURL,
+				"certificate-authority-data": ca}
+		}
 		c.auth = c.creds.header
 		if len(tc.Certificates) == 0 {
 			tc.GetClientCertificate = c.creds.clientCertificate
@@ -307,9 +313,9 @@ func tokenFile(path string) func(context.Context) (string, error) {
 // execCredentials runs a kubeconfig's exec plugin (client.authentication.k8s.io
 // ExecCredential) and keeps what it printed until it expires or the server refuses it.
 type execCredentials struct {
-	cfg    execConfig
-	dir    string
-	server string
+	cfg     execConfig
+	dir     string
+	cluster map[string]any // spec.cluster of KUBERNETES_EXEC_INFO, when the kubeconfig asks for it
 
 	mu      sync.Mutex
 	token   string
@@ -328,7 +334,11 @@ func (e *execCredentials) get(ctx context.Context) error {
 	if apiVersion == "" {
 		apiVersion = "client.authentication.k8s.io/v1"
 	}
-	info, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": "ExecCredential", "spec": map[string]any{"interactive": false}})
+	spec := map[string]any{"interactive": false}
+	if e.cluster != nil {
+		spec["cluster"] = e.cluster
+	}
+	info, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": "ExecCredential", "spec": spec})
 	cmd := exec.CommandContext(ctx, e.cfg.Command, e.cfg.Args...)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "KUBERNETES_EXEC_INFO="+string(info))

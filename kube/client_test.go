@@ -145,7 +145,8 @@ func TestConnectRefusesABadKubeconfigSayingWhy(t *testing.T) {
 	}
 }
 
-// An exec credential plugin's token is used until the server refuses it; then the plugin
+// An exec credential plugin (told the cluster: provideClusterInfo) gets its
+// KUBERNETES_EXEC_INFO, and its token is used until the server refuses it; then the plugin
 // runs again, once.
 func TestExecPluginTokenIsFetchedAgainWhenRefused(t *testing.T) {
 	dir := t.TempDir()
@@ -153,7 +154,7 @@ func TestExecPluginTokenIsFetchedAgainWhenRefused(t *testing.T) {
 	plugin := filepath.Join(dir, "plugin")
 	// Each run prints the token tok-N, N its run number; KUBERNETES_EXEC_INFO must be set.
 	script := fmt.Sprintf(`#!/bin/sh
-case "$KUBERNETES_EXEC_INFO" in *ExecCredential*) ;; *) echo no exec info >&2; exit 1;; esac
+case "$KUBERNETES_EXEC_INFO" in *'"kind":"ExecCredential"'*'"server":"https://'*) ;; *) echo "no exec info with the cluster: $KUBERNETES_EXEC_INFO" >&2; exit 1;; esac
 n=$(($(cat %[1]s 2>/dev/null || echo 0) + 1)); echo $n > %[1]s
 printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"tok-%%s-%%s"}}' "$n" "$EXTRA"
 `, count)
@@ -172,7 +173,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 		}
 		fmt.Fprint(w, `{"metadata":{},"items":[{"metadata":{"labels":{"ceval.dev/controller":"a"}}}]}`)
 	})
-	c, err := Connect(context.Background(), writeKubeconfig(t, srv, fmt.Sprintf("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: %s\n      env: [{name: EXTRA, value: x}]", plugin)))
+	c, err := Connect(context.Background(), writeKubeconfig(t, srv, fmt.Sprintf("    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: %s\n      env: [{name: EXTRA, value: x}]\n      provideClusterInfo: true", plugin)))
 	if err != nil {
 		t.Fatal(err)
 	}
