@@ -11,24 +11,18 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	watchtools "k8s.io/client-go/tools/watch"
-	"k8s.io/utils/ptr"
+	"net/http"
+	"net/url"
 )
 
 // Cluster is a connection to the Kubernetes API server ceval runs Pods through.
 type Cluster struct {
-	Clientset  kubernetes.Interface
-	RESTConfig *rest.Config
+	// Kubeconfig is the file Connect read (tests connect other clients with it).
+	Kubeconfig string
+	// Host is the API server's address, from the kubeconfig.
+	Host string
+
+	api *client
 
 	fwd forwards // PortForward's connections, one per Pod
 }
@@ -39,26 +33,24 @@ func Connect(ctx context.Context, kubeconfig string) (*Cluster, error) {
 	if kubeconfig == "" {
 		return nil, errors.New("kubeconfig: no file given (pass --kubeconfig or set CEVAL_KUBECONFIG)")
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	api, err := loadKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
-	cfg.UserAgent = "ceval"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	var version struct {
+		GitVersion string `json:"gitVersion"`
 	}
-	if _, err := cs.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("API server %s (kubeconfig %s) does not answer: %w", cfg.Host, kubeconfig, err)
+	if err := api.do(ctx, http.MethodGet, "/version", nil, nil, &version); err != nil {
+		return nil, fmt.Errorf("API server %s (kubeconfig %s) does not answer: %w", api.host, kubeconfig, err)
 	}
-	return &Cluster{Clientset: cs, RESTConfig: cfg}, nil
+	return &Cluster{Kubeconfig: kubeconfig, Host: api.host.String(), api: api}, nil
 }
 
 // UserNamespaces reports whether every node's default runtime handler supports Pods with
 // hostUsers: false (the kubelet refuses such a Pod where it does not).
 func (c *Cluster) UserNamespaces(ctx context.Context) (bool, error) {
-	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
+	var nodes NodeList
+	if err := c.api.do(ctx, http.MethodGet, "/api/v1/nodes", nil, nil, &nodes); err != nil {
 		return false, fmt.Errorf("list nodes: %w", err)
 	}
 	if len(nodes.Items) == 0 {
@@ -72,9 +64,9 @@ func (c *Cluster) UserNamespaces(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-func nodeSupportsUserNamespaces(n corev1.Node) bool {
+func nodeSupportsUserNamespaces(n Node) bool {
 	for _, h := range n.Status.RuntimeHandlers {
-		if h.Name == "" && h.Features != nil && ptr.Deref(h.Features.UserNamespaces, false) {
+		if h.Name == "" && h.Features != nil && h.Features.UserNamespaces != nil && *h.Features.UserNamespaces {
 			return true
 		}
 	}
@@ -91,63 +83,39 @@ type Run struct {
 // Start creates the run's deny-all NetworkPolicy, then its Pod (so the Pod never exists
 // without the policy). If the Pod cannot be created the policy is deleted again.
 func (c *Cluster) Start(ctx context.Context, cfg Config) (*Run, error) {
-	np, err := NetworkPolicy(cfg)
+	np, err := cfg.NetworkPolicy()
 	if err != nil {
 		return nil, err
 	}
-	pod, err := Pod(cfg)
+	pod, err := cfg.Pod()
 	if err != nil {
 		return nil, err
 	}
 	r := &Run{cluster: c, Namespace: pod.Namespace, Name: pod.Name}
-	if _, err := c.Clientset.NetworkingV1().NetworkPolicies(np.Namespace).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+	if err := c.api.do(ctx, http.MethodPost, policiesPath(np.Namespace), nil, np, nil); err != nil {
 		return nil, fmt.Errorf("create network policy %s/%s: %w", np.Namespace, np.Name, err)
 	}
-	if _, err := c.Clientset.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if err := c.api.do(ctx, http.MethodPost, podsPath(pod.Namespace), nil, pod, nil); err != nil {
 		return nil, errors.Join(fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err), r.deletePolicy(context.WithoutCancel(ctx)))
 	}
 	return r, nil
 }
 
 // Wait watches the Pod until its phase is Succeeded or Failed (or ctx ends) and returns it.
-func (r *Run) Wait(ctx context.Context) (*corev1.Pod, error) {
-	return r.waitFor(ctx, func(p *corev1.Pod) (bool, error) {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+func (r *Run) Wait(ctx context.Context) (*Pod, error) {
+	return r.waitFor(ctx, func(p *Pod) (bool, error) {
+		return p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed, nil
 	})
 }
 
 // waitFor watches the Pod until done says so (or fails). A deleted Pod is a *PodLostError.
-func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) (bool, error)) (*corev1.Pod, error) {
-	pods := r.cluster.Clientset.CoreV1().Pods(r.Namespace)
-	sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return pods.List(ctx, o)
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return pods.Watch(ctx, o)
-		},
-	}
-	// After the initial list: a Pod already gone never sends an event, so say so at once.
-	exists := func(store cache.Store) (bool, error) {
-		if _, ok, err := store.GetByKey(r.Namespace + "/" + r.Name); err != nil || !ok {
-			return false, errors.Join(&PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: "the pod does not exist"}, err)
-		}
-		return false, nil
-	}
-	var last *corev1.Pod
-	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Pod{}, exists, func(e watch.Event) (bool, error) {
-		if e.Type == watch.Deleted {
-			return false, &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: "the pod was deleted"}
-		}
-		p, ok := e.Object.(*corev1.Pod)
-		if !ok {
-			return false, nil
-		}
+func (r *Run) waitFor(ctx context.Context, done func(*Pod) (bool, error)) (*Pod, error) {
+	var last *Pod
+	p, err := r.cluster.api.watchPod(ctx, r.Namespace, r.Name, func(p *Pod) (bool, error) {
 		last = p
 		return done(p)
+	}, func(msg string) error {
+		return &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: msg}
 	})
 	if err != nil {
 		var lost *PodLostError
@@ -163,25 +131,34 @@ func (r *Run) waitFor(ctx context.Context, done func(*corev1.Pod) (bool, error))
 				}
 			}
 			if msg := unschedulable(last); msg != "" {
-				return last, errors.Join(&PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: corev1.PodReasonUnschedulable, Message: msg + " (still, when the wait ended)"}, ctx.Err())
+				return last, errors.Join(&PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: PodReasonUnschedulable, Message: msg + " (still, when the wait ended)"}, ctx.Err())
 			}
 			return last, fmt.Errorf("wait for pod %s/%s (%s%s): %w", r.Namespace, r.Name, describePod(last), r.warnings(), err)
 		}
 		return last, fmt.Errorf("wait for pod %s/%s: %w", r.Namespace, r.Name, err)
 	}
-	return ev.Object.(*corev1.Pod), nil
+	return p, nil
 }
 
 // current reads the Pod as it is now (bounded by a context of its own: the caller's has
 // ended), or returns last when it cannot.
-func (r *Run) current(last *corev1.Pod) *corev1.Pod {
+func (r *Run) current(last *Pod) *Pod {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	p, err := r.get(ctx)
 	if err != nil {
 		return last
 	}
 	return p
+}
+
+// get reads the Pod.
+func (r *Run) get(ctx context.Context) (*Pod, error) {
+	var p Pod
+	if err := r.cluster.api.do(ctx, http.MethodGet, podPath(r.Namespace, r.Name), nil, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // warnings is "; warnings: REASON: MESSAGE, ..." of the Pod's Warning events, one per
@@ -190,14 +167,15 @@ func (r *Run) current(last *corev1.Pod) *corev1.Pod {
 func (r *Run) warnings() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	evs, err := r.cluster.Clientset.CoreV1().Events(r.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.name", r.Name), fields.OneTermEqualSelector("type", corev1.EventTypeWarning)).String(),
-	})
+	var evs EventList
+	err := r.cluster.api.do(ctx, http.MethodGet, "/api/v1/namespaces/"+url.PathEscape(r.Namespace)+"/events", url.Values{
+		"fieldSelector": {"involvedObject.name=" + r.Name + ",type=" + EventTypeWarning},
+	}, nil, &evs)
 	if err != nil || len(evs.Items) == 0 {
 		return ""
 	}
 	items := evs.Items
-	sort.SliceStable(items, func(i, j int) bool { return items[j].LastTimestamp.Before(&items[i].LastTimestamp) })
+	sort.SliceStable(items, func(i, j int) bool { return items[j].LastTimestamp.Before(items[i].LastTimestamp) })
 	var out []string
 	seen := map[string]bool{}
 	for _, e := range items {
@@ -211,11 +189,11 @@ func (r *Run) warnings() string {
 
 // Logs returns at most limit bytes of the agent container's output (stdout and stderr).
 func (r *Run) Logs(ctx context.Context, limit int64) ([]byte, error) {
-	req := r.cluster.Clientset.CoreV1().Pods(r.Namespace).GetLogs(r.Name, &corev1.PodLogOptions{Container: ContainerName, LimitBytes: &limit})
-	rc, err := req.Stream(ctx)
+	resp, err := r.cluster.api.send(ctx, http.MethodGet, podPath(r.Namespace, r.Name)+"/log", url.Values{"container": {ContainerName}, "limitBytes": {fmt.Sprint(limit)}}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("logs of pod %s/%s: %w", r.Namespace, r.Name, err)
 	}
+	rc := resp.Body
 	defer rc.Close()
 	var b bytes.Buffer
 	if _, err := io.Copy(&b, io.LimitReader(rc, limit)); err != nil {
@@ -228,8 +206,8 @@ func (r *Run) Logs(ctx context.Context, limit int64) ([]byte, error) {
 // NetworkPolicy, and closes its port-forward streams. Objects already gone are not an error.
 func (r *Run) Delete(ctx context.Context) error {
 	r.cluster.closeForwards(r.Namespace, r.Name)
-	err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
-	if err != nil && !apierrors.IsNotFound(err) {
+	err := r.cluster.api.do(ctx, http.MethodDelete, podPath(r.Namespace, r.Name), nil, deleteNow, nil)
+	if err != nil && !IsNotFound(err) {
 		err = fmt.Errorf("delete pod %s/%s: %w", r.Namespace, r.Name, err)
 	} else {
 		err = nil
@@ -238,8 +216,8 @@ func (r *Run) Delete(ctx context.Context) error {
 }
 
 func (r *Run) deletePolicy(ctx context.Context) error {
-	err := r.cluster.Clientset.NetworkingV1().NetworkPolicies(r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	err := r.cluster.api.do(ctx, http.MethodDelete, policyPath(r.Namespace, r.Name), nil, deleteOptions, nil)
+	if err != nil && !IsNotFound(err) {
 		return fmt.Errorf("delete network policy %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return nil
@@ -267,7 +245,7 @@ func (c *Cluster) StartAgent(ctx context.Context, cfg Config) (*Run, error) {
 		// A Pod the scheduler could not place within StartTimeout is lost (the caller may
 		// retry it): the cluster is full, or nothing in it fits the run's requests.
 		if msg := unschedulable(last); msg != "" && ctx.Err() == nil && wctx.Err() != nil {
-			err = &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: corev1.PodReasonUnschedulable, Message: msg}
+			err = &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: PodReasonUnschedulable, Message: msg}
 		}
 		return nil, errors.Join(err, r.Delete(context.WithoutCancel(ctx)))
 	}
@@ -285,8 +263,8 @@ func (r *Run) Dial(ctx context.Context) (net.Conn, error) {
 // preempted, deleted, its node lost), or nil while it is there or ended by itself: what a
 // caller asks once a run's control channel failed, to tell a retry from a failed run.
 func (r *Run) Lost(ctx context.Context) error {
-	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	p, err := r.get(ctx)
+	if IsNotFound(err) {
 		return &PodLostError{Namespace: r.Namespace, Name: r.Name, Reason: "Deleted", Message: "the pod does not exist"}
 	}
 	if err != nil {
@@ -306,7 +284,7 @@ func (r *Run) Lost(ctx context.Context) error {
 
 // WaitRunning watches the Pod until its agent container runs: StartAgent's wait, for a Pod
 // already started (a Pod lost or ended first is an error, as there).
-func (r *Run) WaitRunning(ctx context.Context) (*corev1.Pod, error) {
+func (r *Run) WaitRunning(ctx context.Context) (*Pod, error) {
 	return r.waitFor(ctx, agentStarted)
 }
 
@@ -317,33 +295,33 @@ func (c *Cluster) Collect(ctx context.Context, namespace, controller string) (in
 	if len(controller) > 63 || !labelValue.MatchString(controller) {
 		return 0, fmt.Errorf("collect: controller %q: want a label value", controller)
 	}
-	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy + "," + LabelController + "=" + controller}
-	pods, err := c.Clientset.CoreV1().Pods(namespace).List(ctx, sel)
-	if err != nil {
+	sel := url.Values{"labelSelector": {LabelManagedBy + "=" + ManagedBy + "," + LabelController + "=" + controller}}
+	var pods PodList
+	if err := c.api.do(ctx, http.MethodGet, podsPath(namespace), sel, nil, &pods); err != nil {
 		return 0, fmt.Errorf("collect: list pods in %s: %w", namespace, err)
 	}
-	nps, err := c.Clientset.NetworkingV1().NetworkPolicies(namespace).List(ctx, sel)
-	if err != nil {
+	var nps NetworkPolicyList
+	if err := c.api.do(ctx, http.MethodGet, policiesPath(namespace), sel, nil, &nps); err != nil {
 		return 0, fmt.Errorf("collect: list network policies in %s: %w", namespace, err)
 	}
 	var n int
 	var errs []error
 	for _, p := range pods.Items {
-		err := c.Clientset.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+		err := c.api.do(ctx, http.MethodDelete, podPath(namespace, p.Name), nil, deleteNow, nil)
 		switch {
 		case err == nil:
 			n++
-		case !apierrors.IsNotFound(err):
+		case !IsNotFound(err):
 			errs = append(errs, fmt.Errorf("collect: delete pod %s/%s: %w", namespace, p.Name, err))
 		}
 	}
 	// Policies last: a Pod never outlives the policy that isolates it.
 	for _, np := range nps.Items {
-		err := c.Clientset.NetworkingV1().NetworkPolicies(namespace).Delete(ctx, np.Name, metav1.DeleteOptions{})
+		err := c.api.do(ctx, http.MethodDelete, policyPath(namespace, np.Name), nil, deleteOptions, nil)
 		switch {
 		case err == nil:
 			n++
-		case !apierrors.IsNotFound(err):
+		case !IsNotFound(err):
 			errs = append(errs, fmt.Errorf("collect: delete network policy %s/%s: %w", namespace, np.Name, err))
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -31,7 +30,7 @@ import (
 
 // runPod runs script under busybox sh in a hardened Pod of its own namespace, waits until it
 // ends, and returns the Pod and its output. The Pod and its policy are deleted at the end.
-func runPod(t *testing.T, name, script string, edit func(*kube.Config)) (*corev1.Pod, string) {
+func runPod(t *testing.T, name, script string, edit func(*kube.Config)) (*kube.Pod, string) {
 	t.Helper()
 	c := kubetest.Connect(t)
 	ns := kubetest.Namespace(t, c)
@@ -41,7 +40,7 @@ func runPod(t *testing.T, name, script string, edit func(*kube.Config)) (*corev1
 		Namespace:  ns,
 		Image:      kubetest.Image,
 		InitImage:  kubetest.InitImage(t),
-		PullPolicy: corev1.PullNever,
+		PullPolicy: kube.PullNever,
 		Command:    []string{"/bin/sh", "-c", script},
 		Timeout:    2 * time.Minute,
 		Grace:      time.Second,
@@ -102,7 +101,7 @@ if touch /workspace/w /home/agent/h /tmp/t; then echo volumes=writable; else ech
 if [ -e /var/run/secrets/kubernetes.io ]; then echo token=present; else echo token=absent; fi
 echo tmp=$(grep ' /tmp ' /proc/mounts | cut -d' ' -f3)
 `, nil)
-	if pod.Status.Phase != corev1.PodSucceeded {
+	if pod.Status.Phase != kube.PodSucceeded {
 		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
 	}
 	got := fields(out)
@@ -129,7 +128,7 @@ echo tmp=$(grep ' /tmp ' /proc/mounts | cut -d' ' -f3)
 
 func TestAgentReachesNoNetworkAPIServerOrKubelet(t *testing.T) {
 	c := kubetest.Connect(t)
-	u, err := url.Parse(c.RESTConfig.Host)
+	u, err := url.Parse(c.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +151,7 @@ func TestAgentReachesNoNetworkAPIServerOrKubelet(t *testing.T) {
 	}
 	script.WriteString("if [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ]; then echo 'REACHED token'; else echo 'blocked token'; fi\n")
 	pod, out := runPod(t, "network", script.String(), nil)
-	if pod.Status.Phase != corev1.PodSucceeded {
+	if pod.Status.Phase != kube.PodSucceeded {
 		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
 	}
 	if strings.Contains(out, "REACHED") || strings.Count(out, "blocked") != len(targets)+1 {
@@ -167,7 +166,7 @@ func TestForkBombIsHeldByThePodPidsLimit(t *testing.T) {
 ( n=0; while [ $n -lt 5000 ]; do sleep 1000 >/dev/null 2>&1 & n=$((n+1)); echo forked=$n; done ) 2>&1 | tail -n 3
 echo shell=alive
 `, nil)
-	if pod.Status.Phase != corev1.PodSucceeded {
+	if pod.Status.Phase != kube.PodSucceeded {
 		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
 	}
 	got := fields(out)
@@ -180,7 +179,7 @@ echo shell=alive
 
 func TestMemoryHogIsOOMKilled(t *testing.T) {
 	pod, out := runPod(t, "memhog", `echo start; exec dd if=/dev/zero of=/dev/null bs=512M count=1`, func(c *kube.Config) { c.MemoryMB = 64 })
-	if pod.Status.Phase != corev1.PodFailed {
+	if pod.Status.Phase != kube.PodFailed {
 		t.Fatalf("pod phase %s, want Failed; output:\n%s", pod.Status.Phase, out)
 	}
 	var reason string
@@ -204,7 +203,7 @@ func startPod(t *testing.T, name, script string) *kube.Run {
 	created := time.Now()
 	run, err := c.Start(ctx, kube.Config{
 		RunID: name, Controller: "kube-test", Namespace: ns,
-		Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever,
+		Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: kube.PullNever,
 		Command: []string{"/bin/sh", "-c", script},
 		Timeout: 2 * time.Minute, Grace: time.Second, MemoryMB: 128, CPUs: 0.25, DiskMB: 64, TmpMB: 16,
 	})
@@ -231,7 +230,7 @@ func TestWorkspaceStreamsInAndOutWithLinksRecordedNotFollowed(t *testing.T) {
 	// The real path: ceval's init in control mode, driven through the port-forward.
 	run, err := c.StartAgent(ctx, kube.Config{
 		RunID: "copy", Controller: "kube-test", Namespace: ns,
-		Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever,
+		Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: kube.PullNever,
 		Timeout: 2 * time.Minute, Grace: time.Second, MemoryMB: 128, CPUs: 0.25, DiskMB: 64, TmpMB: 16,
 	})
 	if err != nil {
@@ -330,7 +329,7 @@ func TestCollectRemovesOnlyTheDeadControllersRuns(t *testing.T) {
 	start := func(id, controller string) *kube.Run {
 		run, err := c.Start(ctx, kube.Config{
 			RunID: id, Controller: controller, Namespace: ns,
-			Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
+			Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: kube.PullNever, Command: []string{"sleep", "3600"},
 			MemoryMB: 32, CPUs: 0.1, DiskMB: 8, TmpMB: 8,
 		})
 		if err != nil {
@@ -388,7 +387,7 @@ func TestDefaultImageRunsInAPodAfterExportAndImport(t *testing.T) {
 	// The CRI adds a reference named by the config digest: remove it too.
 	t.Cleanup(func() { ctrtest.RemoveImage(nodeCtx, node, imported[0].ConfigDigest.String()) })
 	pod, out := runPod(t, "default-image", "echo uid=$(id -u); echo home=$HOME; touch $HOME/x && echo home=writable", func(c *kube.Config) { c.Image = name })
-	if pod.Status.Phase != corev1.PodSucceeded {
+	if pod.Status.Phase != kube.PodSucceeded {
 		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
 	}
 	if got := fields(out); got["uid"] != "2000" || got["home"] != "writable" {
@@ -407,7 +406,7 @@ func TestUserNamespacePodOnlyWhereTheNodeSupportsIt(t *testing.T) {
 	t.Logf("node runtime supports user namespaces: %v", supported)
 	if supported {
 		pod, out := runPod(t, "userns", "cat /proc/self/uid_map", func(c *kube.Config) { c.UserNamespace = true })
-		if pod.Status.Phase != corev1.PodSucceeded || strings.Fields(out)[1] == "0" {
+		if pod.Status.Phase != kube.PodSucceeded || strings.Fields(out)[1] == "0" {
 			t.Errorf("phase %s, uid_map %q: want the Pod's 0 mapped to a non-root host ID", pod.Status.Phase, out)
 		}
 		return
@@ -416,7 +415,7 @@ func TestUserNamespacePodOnlyWhereTheNodeSupportsIt(t *testing.T) {
 	// host users: the Pod stays Pending with a FailedCreatePodSandBox event naming the reason.
 	ns := kubetest.Namespace(t, c)
 	run, err := c.Start(ctx, kube.Config{
-		RunID: "userns", Controller: "kube-test", Namespace: ns, Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever,
+		RunID: "userns", Controller: "kube-test", Namespace: ns, Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: kube.PullNever,
 		Command: []string{"true"}, MemoryMB: 32, CPUs: 0.1, DiskMB: 8, TmpMB: 8, UserNamespace: true,
 	})
 	if err != nil {
@@ -429,7 +428,7 @@ func TestUserNamespacePodOnlyWhereTheNodeSupportsIt(t *testing.T) {
 	}()
 	var refusal string
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		evs, err := c.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + run.Name})
+		evs, err := kubetest.Clientset(t, c).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + run.Name})
 		if err != nil {
 			return false, err
 		}
@@ -444,7 +443,7 @@ func TestUserNamespacePodOnlyWhereTheNodeSupportsIt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no sandbox refusal for a hostUsers: false Pod on a node without user-namespace support: %v", err)
 	}
-	pod, err := c.Clientset.CoreV1().Pods(ns).Get(ctx, run.Name, metav1.GetOptions{})
+	pod, err := kubetest.Clientset(t, c).CoreV1().Pods(ns).Get(ctx, run.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

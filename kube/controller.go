@@ -3,13 +3,13 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ControllerID names this process as the owner of the Pods and policies it creates (label
@@ -76,17 +76,17 @@ func ControllerState(id string) (alive, local bool) {
 // Controllers lists the controller labels of ceval's Pods and NetworkPolicies in namespace,
 // with how many objects each owns.
 func (c *Cluster) Controllers(ctx context.Context, namespace string) (map[string]int, error) {
-	sel := metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy}
+	sel := url.Values{"labelSelector": {LabelManagedBy + "=" + ManagedBy}}
 	out := map[string]int{}
-	pods, err := c.Clientset.CoreV1().Pods(namespace).List(ctx, sel)
-	if err != nil {
+	var pods PodList
+	if err := c.api.do(ctx, http.MethodGet, podsPath(namespace), sel, nil, &pods); err != nil {
 		return nil, fmt.Errorf("list pods in %s: %w", namespace, err)
 	}
 	for _, p := range pods.Items {
 		out[p.Labels[LabelController]]++
 	}
-	nps, err := c.Clientset.NetworkingV1().NetworkPolicies(namespace).List(ctx, sel)
-	if err != nil {
+	var nps NetworkPolicyList
+	if err := c.api.do(ctx, http.MethodGet, policiesPath(namespace), sel, nil, &nps); err != nil {
 		return nil, fmt.Errorf("list network policies in %s: %w", namespace, err)
 	}
 	for _, np := range nps.Items {

@@ -11,7 +11,7 @@ import (
 // The install container's command and mount are written against the init image package
 // images builds: a path renamed on one side only would leave the agent without its init.
 func TestInstallContainerMatchesTheInitImageLayout(t *testing.T) {
-	p, err := kube.Pod(kube.Config{RunID: "r1", Controller: "c", Namespace: "ns", Image: "img", InitImage: images.InitName()})
+	p, err := kube.Config{RunID: "r1", Controller: "c", Namespace: "ns", Image: "img", InitImage: images.InitName()}.Pod()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // PodLimitError says the Pod was ended by its own limits, which the agent's processes
@@ -25,13 +23,13 @@ func (e *PodLimitError) AgentCaused() string { return e.Reason }
 // podLimit returns how the Pod's own limits ended it, or nil: its container OOM-killed as a
 // whole, evicted for exceeding its ephemeral-storage or emptyDir limits, or stopped by
 // activeDeadlineSeconds. Checked before podLost, which would call an eviction a loss.
-func podLimit(p *corev1.Pod) *PodLimitError {
+func podLimit(p *Pod) *PodLimitError {
 	for _, cs := range p.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.Reason == "OOMKilled" {
 			return &PodLimitError{Reason: fmt.Sprintf("container %s was OOM-killed as a whole (its memory limit)", cs.Name)}
 		}
 	}
-	if p.Status.Phase != corev1.PodFailed {
+	if p.Status.Phase != PodFailed {
 		return nil
 	}
 	switch p.Status.Reason {
@@ -54,7 +52,7 @@ func podLimit(p *corev1.Pod) *PodLimitError {
 // imageID: "REPO@sha256:..." for an image with a repository digest, else "sha256:..." of its
 // config), "" until the container runs.
 func (r *Run) ImageDigest(ctx context.Context) string {
-	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	p, err := r.get(ctx)
 	if err != nil {
 		return ""
 	}
@@ -69,7 +67,7 @@ func (r *Run) ImageDigest(ctx context.Context) string {
 // AgentState is the agent container's state: running (ended false), or ended with its
 // process's exit code (the init's). An error when the API server cannot tell.
 func (r *Run) AgentState(ctx context.Context) (code int, ended bool, err error) {
-	p, err := r.cluster.Clientset.CoreV1().Pods(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+	p, err := r.get(ctx)
 	if err != nil {
 		return 0, false, err
 	}
@@ -93,24 +91,26 @@ func (r *Run) AgentState(ctx context.Context) (code int, ended bool, err error) 
 // is always probed.
 func (c *Cluster) ProbeTargets(ctx context.Context) ([]string, error) {
 	var out []string
-	if u, err := url.Parse(c.RESTConfig.Host); err == nil && u.Hostname() != "" {
+	if u, err := url.Parse(c.Host); err == nil && u.Hostname() != "" {
 		port := u.Port()
 		if port == "" {
 			port = "443"
 		}
 		out = append(out, net.JoinHostPort(u.Hostname(), port))
 	}
-	if svc, err := c.Clientset.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.Ports) > 0 {
+	var svc Service
+	if err := c.api.do(ctx, http.MethodGet, "/api/v1/namespaces/default/services/kubernetes", nil, nil, &svc); err == nil && svc.Spec.ClusterIP != "" && len(svc.Spec.Ports) > 0 {
 		out = append(out, net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))))
 	}
-	if nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+	var nodes NodeList
+	if err := c.api.do(ctx, http.MethodGet, "/api/v1/nodes", nil, nil, &nodes); err == nil {
 		for _, n := range nodes.Items {
 			port := int(n.Status.DaemonEndpoints.KubeletEndpoint.Port)
 			if port == 0 {
 				port = 10250
 			}
 			for _, a := range n.Status.Addresses {
-				if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+				if a.Type == NodeInternalIP || a.Type == NodeExternalIP {
 					out = append(out, net.JoinHostPort(a.Address, strconv.Itoa(port)))
 				}
 			}

@@ -9,11 +9,8 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"maps"
+	"strconv"
 
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -79,9 +76,9 @@ type Config struct {
 	Controller string // required; label value naming the controller process that owns the run
 	Namespace  string // required
 
-	Image      string            // required: the agent's image
-	InitImage  string            // required: ceval's init image (images.InitName, images build-init)
-	PullPolicy corev1.PullPolicy // of both images; "" means IfNotPresent; Never for images imported into the node
+	Image      string     // required: the agent's image
+	InitImage  string     // required: ceval's init image (images.InitName, images build-init)
+	PullPolicy PullPolicy // of both images; "" means IfNotPresent; Never for images imported into the node
 
 	// Command replaces the agent container's command, InitCommand, when set: only tests that
 	// run a script without ceval's init set it. A run never does (see InitCommand).
@@ -157,7 +154,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.TmpMB = DefaultTmpMB
 	}
 	if cfg.PullPolicy == "" {
-		cfg.PullPolicy = corev1.PullIfNotPresent
+		cfg.PullPolicy = PullIfNotPresent
 	}
 	return cfg
 }
@@ -178,7 +175,7 @@ func (cfg Config) validate() error {
 		bad("image: want an image reference")
 	}
 	switch cfg.PullPolicy {
-	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	case PullAlways, PullIfNotPresent, PullNever:
 	default:
 		bad("pull policy %q: want Always, IfNotPresent or Never", cfg.PullPolicy)
 	}
@@ -246,7 +243,30 @@ func (cfg Config) ActiveDeadline() int64 {
 	return int64(math.Ceil((cfg.Timeout + cfg.Grace + oci.BackstopMargin).Seconds()))
 }
 
-func mb(n int64) resource.Quantity { return *resource.NewQuantity(n<<20, resource.BinarySI) }
+// mb is n MiB as a quantity in Kubernetes' canonical notation (the largest binary suffix
+// that divides it: 512Mi, 1Gi).
+func mb(n int64) Quantity {
+	v := n << 20
+	if v == 0 {
+		return "0"
+	}
+	suffix := ""
+	for _, s := range []string{"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"} {
+		if v%1024 != 0 {
+			break
+		}
+		v, suffix = v/1024, s
+	}
+	return Quantity(strconv.FormatInt(v, 10) + suffix)
+}
+
+// milli is n thousandths (of a CPU) in canonical notation: "2", "1500m".
+func milli(n int64) Quantity {
+	if n%1000 == 0 {
+		return Quantity(strconv.FormatInt(n/1000, 10))
+	}
+	return Quantity(strconv.FormatInt(n, 10) + "m")
+}
 
 // Pod returns the run's hardened Pod: UID/GID 2000 and non-root enforced by the kubelet, no
 // privilege escalation, every capability dropped, seccomp RuntimeDefault, a read-only root
@@ -258,28 +278,28 @@ func mb(n int64) resource.Quantity { return *resource.NewQuantity(n<<20, resourc
 // Before the agent container, the init container InstallContainerName (as hardened, with
 // small limits) copies ceval-init and ceval-mock from InitImage into the memory-backed ceval
 // volume, which the agent container mounts read-only at CevalDir and runs InitCommand from.
-func Pod(cfg Config) (*corev1.Pod, error) {
+func (cfg Config) Pod() (*Pod, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("pod for run %q: %w", cfg.RunID, err)
 	}
 	uid, gid := int64(policy.AgentUID), int64(policy.AgentGID)
-	limits := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(math.Ceil(cfg.CPUs*1000)), resource.DecimalSI),
-		corev1.ResourceMemory:           mb(cfg.MemoryMB),
-		corev1.ResourceEphemeralStorage: mb(logsMB),
+	limits := ResourceList{
+		ResourceCPU:              milli(int64(math.Ceil(cfg.CPUs * 1000))),
+		ResourceMemory:           mb(cfg.MemoryMB),
+		ResourceEphemeralStorage: mb(logsMB),
 	}
 	// Memory and disk are requested as limited (not compressible: a node overcommitted on
 	// them evicts or OOM-kills); CPU is requested at a quarter of its limit, as the local
 	// sandbox's CPU limit is a quota and not a reservation: -j 4 runs of 2 CPUs fit a 2-core node.
-	requests := limits.DeepCopy()
-	requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(max(int64(math.Ceil(cfg.CPUs*1000/cpuRequestDivisor)), 1), resource.DecimalSI)
-	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	requests := maps.Clone(limits)
+	requests[ResourceCPU] = milli(max(int64(math.Ceil(cfg.CPUs*1000/cpuRequestDivisor)), 1))
+	seccomp := &SeccompProfile{Type: SeccompProfileTypeRuntimeDefault}
 	command := InitCommand
 	if cfg.Command != nil {
 		command = cfg.Command
 	}
-	mounts := []corev1.VolumeMount{
+	mounts := []VolumeMount{
 		{Name: "workspace", MountPath: oci.WorkspacePath},
 		{Name: "home", MountPath: oci.HomePath},
 		{Name: "tmp", MountPath: oci.TmpPath},
@@ -287,31 +307,31 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 		{Name: "run", MountPath: RunDir},
 	}
 	for _, m := range cfg.Mounts {
-		mounts = append(mounts, corev1.VolumeMount{Name: "ceval", MountPath: m.Path, SubPath: m.File, ReadOnly: true})
+		mounts = append(mounts, VolumeMount{Name: "ceval", MountPath: m.Path, SubPath: m.File, ReadOnly: true})
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: PodName(cfg.RunID), Namespace: cfg.Namespace, Labels: cfg.Labels()},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			ActiveDeadlineSeconds:         ptr.To(cfg.ActiveDeadline()),
-			TerminationGracePeriodSeconds: ptr.To(int64(math.Ceil(cfg.Grace.Seconds()))),
-			AutomountServiceAccountToken:  ptr.To(false),
-			EnableServiceLinks:            ptr.To(false),
+	pod := &Pod{
+		ObjectMeta: ObjectMeta{Name: PodName(cfg.RunID), Namespace: cfg.Namespace, Labels: cfg.Labels()},
+		Spec: PodSpec{
+			RestartPolicy:                 RestartPolicyNever,
+			ActiveDeadlineSeconds:         ptrTo(cfg.ActiveDeadline()),
+			TerminationGracePeriodSeconds: ptrTo(int64(math.Ceil(cfg.Grace.Seconds()))),
+			AutomountServiceAccountToken:  ptrTo(false),
+			EnableServiceLinks:            ptrTo(false),
 			HostNetwork:                   false,
 			HostPID:                       false,
 			HostIPC:                       false,
-			ShareProcessNamespace:         ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
+			ShareProcessNamespace:         ptrTo(false),
+			SecurityContext: &PodSecurityContext{
 				// The init, as UID 2000 with no capability, relays the model gateway on the
 				// agent's 127.0.0.1:80: ports from 80 up are unprivileged in the Pod's own
 				// network namespace (a safe sysctl; the node's stays as it is).
-				Sysctls:        []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}},
-				RunAsUser:      ptr.To(uid),
-				RunAsGroup:     ptr.To(gid),
-				RunAsNonRoot:   ptr.To(true),
+				Sysctls:        []Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "80"}},
+				RunAsUser:      ptrTo(uid),
+				RunAsGroup:     ptrTo(gid),
+				RunAsNonRoot:   ptrTo(true),
 				SeccompProfile: seccomp,
 			},
-			InitContainers: []corev1.Container{{
+			InitContainers: []Container{{
 				Name:            InstallContainerName,
 				Image:           cfg.InitImage,
 				ImagePullPolicy: cfg.PullPolicy,
@@ -319,84 +339,84 @@ func Pod(cfg Config) (*corev1.Pod, error) {
 				Command:                  []string{"/bin/busybox", "cp", "/" + InitFile, "/" + MockFile, "/ceval/"},
 				WorkingDir:               "/",
 				Env:                      env(),
-				Resources:                corev1.ResourceRequirements{Limits: installLimits, Requests: installLimits},
+				Resources:                ResourceRequirements{Limits: installLimits, Requests: installLimits},
 				SecurityContext:          containerSecurity(uid, gid, seccomp),
-				VolumeMounts:             []corev1.VolumeMount{{Name: "ceval", MountPath: "/ceval"}},
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				VolumeMounts:             []VolumeMount{{Name: "ceval", MountPath: "/ceval"}},
+				TerminationMessagePolicy: TerminationMessageFallbackToLogsOnError,
 			}},
-			Containers: []corev1.Container{{
+			Containers: []Container{{
 				Name:                     ContainerName,
 				Image:                    cfg.Image,
 				ImagePullPolicy:          cfg.PullPolicy,
 				Command:                  command,
 				WorkingDir:               oci.WorkspacePath,
 				Env:                      env(),
-				Resources:                corev1.ResourceRequirements{Limits: limits, Requests: requests},
+				Resources:                ResourceRequirements{Limits: limits, Requests: requests},
 				SecurityContext:          containerSecurity(uid, gid, seccomp),
 				VolumeMounts:             mounts,
-				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				TerminationMessagePolicy: TerminationMessageReadFile,
 			}},
-			Volumes: []corev1.Volume{
+			Volumes: []Volume{
 				// Memory-backed, as the local sandbox's capped tmpfs: the kernel holds the
 				// size at every write (a disk-backed emptyDir's limit is only the kubelet's
 				// periodic eviction, long after an agent wrote past it), and what the agent
 				// writes is charged to its memory limit, as locally.
-				emptyDir("workspace", corev1.StorageMediumMemory, cfg.DiskMB),
-				emptyDir("home", corev1.StorageMediumMemory, HomeMB),
-				emptyDir("tmp", corev1.StorageMediumMemory, cfg.TmpMB),
-				emptyDir("ceval", corev1.StorageMediumMemory, cevalMB),
-				emptyDir("run", corev1.StorageMediumMemory, runMB),
+				emptyDir("workspace", StorageMediumMemory, cfg.DiskMB),
+				emptyDir("home", StorageMediumMemory, HomeMB),
+				emptyDir("tmp", StorageMediumMemory, cfg.TmpMB),
+				emptyDir("ceval", StorageMediumMemory, cevalMB),
+				emptyDir("run", StorageMediumMemory, runMB),
 			},
 		},
 	}
 	if cfg.UserNamespace {
-		pod.Spec.HostUsers = ptr.To(false)
+		pod.Spec.HostUsers = ptrTo(false)
 	}
 	for _, s := range cfg.ImagePullSecrets {
-		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, LocalObjectReference{Name: s})
 	}
 	if cfg.RuntimeClassName != "" {
-		pod.Spec.RuntimeClassName = ptr.To(cfg.RuntimeClassName)
+		pod.Spec.RuntimeClassName = ptrTo(cfg.RuntimeClassName)
 	}
 	return pod, nil
 }
 
 // installLimits bound the install container: busybox copying two static binaries (~4 MB,
 // charged to its memory as they land in the memory-backed volume).
-var installLimits = corev1.ResourceList{
-	corev1.ResourceCPU:              resource.MustParse("100m"),
-	corev1.ResourceMemory:           resource.MustParse("32Mi"),
-	corev1.ResourceEphemeralStorage: resource.MustParse("8Mi"),
+var installLimits = ResourceList{
+	ResourceCPU:              "100m",
+	ResourceMemory:           "32Mi",
+	ResourceEphemeralStorage: "8Mi",
 }
 
 // containerSecurity is every container's security context: the agent's UID and GID,
 // non-root, unprivileged, no privilege escalation, every capability dropped, a read-only root
 // filesystem, seccomp and the default (masked) /proc.
-func containerSecurity(uid, gid int64, seccomp *corev1.SeccompProfile) *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsUser:                ptr.To(uid),
-		RunAsGroup:               ptr.To(gid),
-		RunAsNonRoot:             ptr.To(true),
-		Privileged:               ptr.To(false),
-		AllowPrivilegeEscalation: ptr.To(false),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+func containerSecurity(uid, gid int64, seccomp *SeccompProfile) *SecurityContext {
+	return &SecurityContext{
+		RunAsUser:                ptrTo(uid),
+		RunAsGroup:               ptrTo(gid),
+		RunAsNonRoot:             ptrTo(true),
+		Privileged:               ptrTo(false),
+		AllowPrivilegeEscalation: ptrTo(false),
+		ReadOnlyRootFilesystem:   ptrTo(true),
+		Capabilities:             &Capabilities{Drop: []Capability{"ALL"}},
 		SeccompProfile:           seccomp,
-		ProcMount:                ptr.To(corev1.DefaultProcMount),
+		ProcMount:                ptrTo(DefaultProcMount),
 	}
 }
 
-func emptyDir(name string, medium corev1.StorageMedium, sizeMB int64) corev1.Volume {
+func emptyDir(name string, medium StorageMedium, sizeMB int64) Volume {
 	size := mb(sizeMB)
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-		EmptyDir: &corev1.EmptyDirVolumeSource{Medium: medium, SizeLimit: &size},
+	return Volume{Name: name, VolumeSource: VolumeSource{
+		EmptyDir: &EmptyDirVolumeSource{Medium: medium, SizeLimit: &size},
 	}}
 }
 
 // env is the containers' whole environment in the spec: HOME, USER and PATH. The agent's own
 // environment comes over the control channel.
-func env() []corev1.EnvVar {
-	return []corev1.EnvVar{
+func env() []EnvVar {
+	return []EnvVar{
 		{Name: "HOME", Value: oci.HomePath},
 		{Name: "USER", Value: "agent"},
 		{Name: "PATH", Value: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
@@ -405,16 +425,16 @@ func env() []corev1.EnvVar {
 
 // NetworkPolicy returns the run's deny-all policy: it selects the run's Pod and allows no
 // ingress and no egress. It binds only where the cluster's network plugin enforces policies.
-func NetworkPolicy(cfg Config) (*networkingv1.NetworkPolicy, error) {
+func (cfg Config) NetworkPolicy() (*NetworkPolicy, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("network policy for run %q: %w", cfg.RunID, err)
 	}
-	return &networkingv1.NetworkPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: PodName(cfg.RunID), Namespace: cfg.Namespace, Labels: cfg.Labels()},
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelRunID: cfg.RunID}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+	return &NetworkPolicy{
+		ObjectMeta: ObjectMeta{Name: PodName(cfg.RunID), Namespace: cfg.Namespace, Labels: cfg.Labels()},
+		Spec: NetworkPolicySpec{
+			PodSelector: LabelSelector{MatchLabels: map[string]string{LabelRunID: cfg.RunID}},
+			PolicyTypes: []PolicyType{PolicyTypeIngress, PolicyTypeEgress},
 		},
 	}, nil
 }

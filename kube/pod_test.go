@@ -1,6 +1,9 @@
 package kube
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +23,78 @@ func testConfig() Config {
 	}
 }
 
+// mustPod is cfg's Pod as the API server reads it: its JSON decoded into k8s.io/api's Pod,
+// refusing a field the API does not have (a misspelt JSON name would be dropped there).
 func mustPod(t *testing.T, cfg Config) *corev1.Pod {
 	t.Helper()
-	p, err := Pod(cfg)
+	p, err := cfg.Pod()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	var out corev1.Pod
+	asAPI(t, p, &out)
+	return &out
+}
+
+// asAPI decodes v's JSON into out strictly (every field of v must be one of out's), and
+// checks that out's JSON says all v's does under the same names (Go's decoding ignores the
+// case of names; the API server does not).
+func asAPI(t *testing.T, v, out any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("%s: not what the API reads: %v", b, err)
+	}
+	back, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine, theirs any
+	if err := json.Unmarshal(b, &mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(back, &theirs); err != nil {
+		t.Fatal(err)
+	}
+	if path := notIn(mine, theirs, ""); path != "" {
+		t.Fatalf("%s: the API's JSON of it differs at %s:\n%s", b, path, back)
+	}
+}
+
+// notIn is the first path where a holds something b does not, or "".
+func notIn(a, b any, path string) string {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok {
+			return path
+		}
+		for k, v := range a {
+			if p := notIn(v, bm[k], path+"."+k); p != "" {
+				return p
+			}
+		}
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(bs) != len(a) {
+			return path
+		}
+		for i := range a {
+			if p := notIn(a[i], bs[i], fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	default:
+		if a != b {
+			return path
+		}
+	}
+	return ""
 }
 
 func TestPodRunsAsAgentNonRootWithoutPrivilegeEscalation(t *testing.T) {
@@ -239,7 +307,7 @@ func TestPodNamesTheImagePullSecrets(t *testing.T) {
 // there yet, and nothing else of the Pod is its business) and copies the two binaries.
 func TestPodInstallContainerWritesOnlyTheCevalVolume(t *testing.T) {
 	cfg := testConfig()
-	cfg.PullPolicy = corev1.PullNever
+	cfg.PullPolicy = PullNever
 	c := mustPod(t, cfg).Spec.InitContainers[0]
 	if c.Name != "ceval-install" || c.Image != cfg.InitImage || c.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("install container %s image %s pull %s", c.Name, c.Image, c.ImagePullPolicy)
@@ -303,11 +371,11 @@ func TestPodRefusesBadConfig(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := testConfig()
 			tc.edit(&cfg)
-			_, err := Pod(cfg)
+			_, err := cfg.Pod()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Pod: %v, want an error about %s", err, tc.want)
 			}
-			if _, err := NetworkPolicy(cfg); err == nil {
+			if _, err := cfg.NetworkPolicy(); err == nil {
 				t.Error("NetworkPolicy accepted it")
 			}
 		})
@@ -315,10 +383,12 @@ func TestPodRefusesBadConfig(t *testing.T) {
 }
 
 func TestNetworkPolicyDeniesAllIngressAndEgressOfTheRun(t *testing.T) {
-	np, err := NetworkPolicy(testConfig())
+	own, err := testConfig().NetworkPolicy()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var np networkingv1.NetworkPolicy
+	asAPI(t, own, &np)
 	s := np.Spec
 	if len(s.Ingress) != 0 || len(s.Egress) != 0 {
 		t.Errorf("ingress %v egress %v: want no allow rule", s.Ingress, s.Egress)

@@ -3,8 +3,6 @@ package kube
 import (
 	"fmt"
 	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // PodLostError says the cluster did not place the run's Pod or took it away (unschedulable,
@@ -29,17 +27,17 @@ func (e *PodLostError) Error() string {
 
 // podLost returns why the cluster took p away or could not place it, or nil. A Pod the
 // scheduler cannot place yet is not lost: it waits for room (see unschedulable).
-func podLost(p *corev1.Pod) *PodLostError {
+func podLost(p *Pod) *PodLostError {
 	lost := func(reason, msg string) *PodLostError {
 		return &PodLostError{Namespace: p.Namespace, Name: p.Name, Reason: reason, Message: msg}
 	}
 	for _, c := range p.Status.Conditions {
 		switch {
-		case c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue:
+		case c.Type == DisruptionTarget && c.Status == ConditionTrue:
 			return lost(c.Reason, c.Message)
 		}
 	}
-	if p.Status.Phase != corev1.PodFailed || p.Status.Reason == "" || p.Status.Reason == "DeadlineExceeded" {
+	if p.Status.Phase != PodFailed || p.Status.Reason == "" || p.Status.Reason == "DeadlineExceeded" {
 		return nil
 	}
 	// The kubelet evicted it or the node went away, killing what ran; or the kubelet's
@@ -53,8 +51,8 @@ func podLost(p *corev1.Pod) *PodLostError {
 // takenAway are the reasons of a failed Pod that the node killed for its own sake.
 var takenAway = map[string]bool{"Evicted": true, "NodeLost": true, "NodeShutdown": true, "Shutdown": true, "Terminated": true}
 
-func anyTerminated(p *corev1.Pod) bool {
-	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+func anyTerminated(p *Pod) bool {
+	for _, s := range append(append([]ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if s.State.Terminated != nil && s.State.Terminated.Reason != "ContainerStatusUnknown" {
 			return true
 		}
@@ -78,7 +76,7 @@ func authHint(msg string) string {
 // agentStarted is StartAgent's view of the Pod: done once the agent container runs; an error
 // when it never will (lost: a *PodLostError; an image the node lacks; the install container
 // failed; the Pod or the agent ended first).
-func agentStarted(p *corev1.Pod) (bool, error) {
+func agentStarted(p *Pod) (bool, error) {
 	if lost := podLost(p); lost != nil {
 		return false, lost
 	}
@@ -111,24 +109,24 @@ func agentStarted(p *corev1.Pod) (bool, error) {
 			return false, fmt.Errorf("pod %s: the agent container ended (exit %d, %s) before the control channel opened: %s", name, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
 		}
 	}
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.Status.Phase == PodSucceeded || p.Status.Phase == PodFailed {
 		return false, fmt.Errorf("pod %s ended (%s %s: %s) before the agent ran", name, p.Status.Phase, p.Status.Reason, p.Status.Message)
 	}
 	return false, nil
 }
 
 // describePod is one line about where a Pod is stuck, for an error when the wait ends.
-func describePod(p *corev1.Pod) string {
+func describePod(p *Pod) string {
 	if p == nil {
 		return "no status yet"
 	}
 	parts := []string{"phase " + string(p.Status.Phase)}
 	for _, c := range p.Status.Conditions {
-		if c.Status != corev1.ConditionTrue && c.Reason != "" {
+		if c.Status != ConditionTrue && c.Reason != "" {
 			parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
 		}
 	}
-	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+	for _, s := range append(append([]ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if w := s.State.Waiting; w != nil {
 			parts = append(parts, fmt.Sprintf("%s waiting (%s: %s)", s.Name, w.Reason, w.Message))
 		}
@@ -137,12 +135,12 @@ func describePod(p *corev1.Pod) string {
 }
 
 // unschedulable is the scheduler's message when it cannot place p (yet), or "".
-func unschedulable(p *corev1.Pod) string {
+func unschedulable(p *Pod) string {
 	if p == nil {
 		return ""
 	}
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		if c.Type == PodScheduled && c.Status == ConditionFalse && c.Reason == PodReasonUnschedulable {
 			return c.Message
 		}
 	}

@@ -4,55 +4,52 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func statusPod(st corev1.PodStatus) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "evals", Name: "ceval-r1"}, Status: st}
+func statusPod(st PodStatus) *Pod {
+	return &Pod{ObjectMeta: ObjectMeta{Namespace: "evals", Name: "ceval-r1"}, Status: st}
 }
 
-func waiting(name, reason string) corev1.ContainerStatus {
-	return corev1.ContainerStatus{Name: name, Image: "img:1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "msg"}}}
+func waiting(name, reason string) ContainerStatus {
+	return ContainerStatus{Name: name, Image: "img:1", State: ContainerState{Waiting: &ContainerStateWaiting{Reason: reason, Message: "msg"}}}
 }
 
-func terminated(name string, code int32, reason string) corev1.ContainerStatus {
-	return corev1.ContainerStatus{Name: name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}
+func terminated(name string, code int32, reason string) ContainerStatus {
+	return ContainerStatus{Name: name, State: ContainerState{Terminated: &ContainerStateTerminated{ExitCode: code, Reason: reason}}}
 }
 
 func TestAgentStartedTellsLostPodsFromFailuresOfTheRun(t *testing.T) {
-	running := corev1.ContainerStatus{Name: ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	running := ContainerStatus{Name: ContainerName, State: ContainerState{Running: &ContainerStateRunning{}}}
 	for name, tc := range map[string]struct {
-		status corev1.PodStatus
+		status PodStatus
 		done   bool
 		lost   string // the PodLostError's reason, "" for none
 		want   string // in the error's text
 	}{
-		"pending":    {status: corev1.PodStatus{Phase: corev1.PodPending}},
-		"running":    {status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running}}, done: true},
-		"installing": {status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{Name: InstallContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}},
+		"pending":    {status: PodStatus{Phase: PodPending}},
+		"running":    {status: PodStatus{Phase: PodRunning, ContainerStatuses: []ContainerStatus{running}}, done: true},
+		"installing": {status: PodStatus{Phase: PodPending, InitContainerStatuses: []ContainerStatus{{Name: InstallContainerName, State: ContainerState{Running: &ContainerStateRunning{}}}}}},
 		// Not yet placed is not lost: the Pod waits for room (StartAgent gives up at
 		// StartTimeout with a *PodLostError, TestUnschedulableSaysTheSchedulersMessage).
-		"unschedulable": {status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}}},
-		"evicted while running": {status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory", ContainerStatuses: []corev1.ContainerStatus{terminated(ContainerName, 137, "Error")}},
+		"unschedulable": {status: PodStatus{Phase: PodPending, Conditions: []PodCondition{{Type: PodScheduled, Status: ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}}},
+		"evicted while running": {status: PodStatus{Phase: PodFailed, Reason: "Evicted", Message: "low on memory", ContainerStatuses: []ContainerStatus{terminated(ContainerName, 137, "Error")}},
 			lost: "Evicted"},
-		"preempted": {status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "PreemptionByScheduler"}}, ContainerStatuses: []corev1.ContainerStatus{running}},
+		"preempted": {status: PodStatus{Phase: PodRunning, Conditions: []PodCondition{{Type: DisruptionTarget, Status: ConditionTrue, Reason: "PreemptionByScheduler"}}, ContainerStatuses: []ContainerStatus{running}},
 			lost: "PreemptionByScheduler"},
-		"refused by the kubelet": {status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfmemory", Message: "Node didn't have enough resource"},
+		"refused by the kubelet": {status: PodStatus{Phase: PodFailed, Reason: "OutOfmemory", Message: "Node didn't have enough resource"},
 			lost: "OutOfmemory"},
-		"init image not in the node": {status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{waiting(InstallContainerName, "ErrImageNeverPull")}},
+		"init image not in the node": {status: PodStatus{Phase: PodPending, InitContainerStatuses: []ContainerStatus{waiting(InstallContainerName, "ErrImageNeverPull")}},
 			want: "ceval images import --namespace k8s.io"},
-		"agent image not pullable": {status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{waiting(ContainerName, "ImagePullBackOff")}},
+		"agent image not pullable": {status: PodStatus{Phase: PodPending, ContainerStatuses: []ContainerStatus{waiting(ContainerName, "ImagePullBackOff")}},
 			want: "ceval images import --namespace k8s.io"},
-		"agent image refused by the registry": {status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: ContainerName,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "failed to resolve reference: 401 Unauthorized"}}}}},
+		"agent image refused by the registry": {status: PodStatus{Phase: PodPending, ContainerStatuses: []ContainerStatus{{Name: ContainerName,
+			State: ContainerState{Waiting: &ContainerStateWaiting{Reason: "ErrImagePull", Message: "failed to resolve reference: 401 Unauthorized"}}}}},
 			want: "kubernetes.image_pull_secrets"},
-		"install failed": {status: corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: []corev1.ContainerStatus{terminated(InstallContainerName, 1, "Error")}},
+		"install failed": {status: PodStatus{Phase: PodFailed, InitContainerStatuses: []ContainerStatus{terminated(InstallContainerName, 1, "Error")}},
 			want: "install container ceval-install failed (exit 1"},
-		"agent ended first": {status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{terminated(ContainerName, 2, "Error")}},
+		"agent ended first": {status: PodStatus{Phase: PodFailed, ContainerStatuses: []ContainerStatus{terminated(ContainerName, 2, "Error")}},
 			want: "ended (exit 2"},
-		"deadline exceeded is the run's timeout": {status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "DeadlineExceeded"},
+		"deadline exceeded is the run's timeout": {status: PodStatus{Phase: PodFailed, Reason: "DeadlineExceeded"},
 			want: "DeadlineExceeded"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -81,11 +78,11 @@ func TestAgentStartedTellsLostPodsFromFailuresOfTheRun(t *testing.T) {
 }
 
 func TestUnschedulableSaysTheSchedulersMessage(t *testing.T) {
-	p := statusPod(corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}})
+	p := statusPod(PodStatus{Phase: PodPending, Conditions: []PodCondition{{Type: PodScheduled, Status: ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes: Insufficient cpu"}}})
 	if got := unschedulable(p); got != "0/1 nodes: Insufficient cpu" {
 		t.Errorf("unschedulable = %q", got)
 	}
-	if got := unschedulable(statusPod(corev1.PodStatus{Phase: corev1.PodRunning})); got != "" {
+	if got := unschedulable(statusPod(PodStatus{Phase: PodRunning})); got != "" {
 		t.Errorf("a running Pod: unschedulable = %q", got)
 	}
 }
@@ -93,17 +90,17 @@ func TestUnschedulableSaysTheSchedulersMessage(t *testing.T) {
 // A Pod its own limits ended is the agent's doing, never a lost Pod (which is retried):
 // evicted for its disk use, OOM-killed as a whole, past its deadline.
 func TestPodLimitIsNotALostPod(t *testing.T) {
-	for name, st := range map[string]corev1.PodStatus{
-		"disk":     {Phase: corev1.PodFailed, Reason: "Evicted", Message: "Pod ephemeral local storage usage exceeds the total limit of containers 200Mi."},
-		"emptyDir": {Phase: corev1.PodFailed, Reason: "Evicted", Message: "Usage of EmptyDir volume \"workspace\" exceeds the limit \"100Mi\"."},
-		"oom":      {Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}},
-		"deadline": {Phase: corev1.PodFailed, Reason: "DeadlineExceeded"},
+	for name, st := range map[string]PodStatus{
+		"disk":     {Phase: PodFailed, Reason: "Evicted", Message: "Pod ephemeral local storage usage exceeds the total limit of containers 200Mi."},
+		"emptyDir": {Phase: PodFailed, Reason: "Evicted", Message: "Usage of EmptyDir volume \"workspace\" exceeds the limit \"100Mi\"."},
+		"oom":      {Phase: PodFailed, ContainerStatuses: []ContainerStatus{{Name: ContainerName, State: ContainerState{Terminated: &ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}},
+		"deadline": {Phase: PodFailed, Reason: "DeadlineExceeded"},
 	} {
 		if podLimit(statusPod(st)) == nil {
 			t.Errorf("%s: not a limit", name)
 		}
 	}
-	if lim := podLimit(statusPod(corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."})); lim != nil {
+	if lim := podLimit(statusPod(PodStatus{Phase: PodFailed, Reason: "Evicted", Message: "The node was low on resource: memory."})); lim != nil {
 		t.Errorf("node pressure taken for the Pod's own limit: %v", lim)
 	}
 }

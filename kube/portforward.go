@@ -7,18 +7,34 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/httpstream"
-	httpstreamspdy "k8s.io/apimachinery/pkg/util/httpstream/spdy"
-	pfconstants "k8s.io/apimachinery/pkg/util/portforward"
-	"k8s.io/client-go/tools/portforward"
-	"k8s.io/client-go/transport/spdy"
-	"k8s.io/client-go/transport/websocket"
+	"strings"
+
+	"github.com/gorilla/websocket"
+	"k8s.io/streaming/pkg/httpstream"
+	httpstreamspdy "k8s.io/streaming/pkg/httpstream/spdy"
+)
+
+// The port-forward protocol's names (k8s.io/api/core/v1 and client-go's tools/portforward;
+// the SPDY connection itself is k8s.io/streaming's, which the kubelet's side uses too).
+const (
+	// portForwardProtocol is the SPDY subprotocol of port-forward.
+	portForwardProtocol = "portforward.k8s.io"
+	// tunnelingPrefix prefixes it for the WebSocket that tunnels SPDY (API servers since 1.30).
+	tunnelingPrefix = "SPDY/3.1+"
+	// forwardPingPeriod is how often the connection is pinged (client-go's PingPeriod).
+	forwardPingPeriod = 10 * time.Second
+	// Headers of a port-forward stream.
+	headerStreamType = "streamType"
+	headerPort       = "port"
+	headerRequestID  = "requestID"
+	streamTypeError  = "error"
+	streamTypeData   = "data"
 )
 
 // Bounds of the port-forward plumbing (not of what flows through it).
@@ -186,16 +202,16 @@ func (c *Cluster) openStreams(ctx context.Context, fc *forwardConn, namespace, p
 			return
 		}
 		h := http.Header{}
-		h.Set(corev1.StreamType, corev1.StreamTypeError)
-		h.Set(corev1.PortHeader, strconv.Itoa(port))
-		h.Set(corev1.PortForwardRequestIDHeader, id)
+		h.Set(headerStreamType, streamTypeError)
+		h.Set(headerPort, strconv.Itoa(port))
+		h.Set(headerRequestID, id)
 		errStream, err := fc.conn.CreateStream(h)
 		if err != nil {
 			broken("error stream", err)
 			return
 		}
 		errStream.Close() // we never write to it
-		h.Set(corev1.StreamType, corev1.StreamTypeData)
+		h.Set(headerStreamType, streamTypeData)
 		data, err := fc.conn.CreateStream(h)
 		if err != nil {
 			fc.conn.RemoveStreams(errStream)
@@ -365,38 +381,32 @@ func (c *Cluster) closeForwards(namespace, pod string) {
 var forceSPDY bool
 
 // dialForward upgrades one connection to the Pod's portforward subresource: WebSocket
-// tunneling SPDY (API servers since 1.30), else SPDY itself.
+// tunneling SPDY (API servers since 1.30), else SPDY itself. The upgrades are written here
+// (client-go's transport/websocket and transport/spdy do them for a rest.Config, which
+// links client-go's REST stack); the SPDY connection is k8s.io/streaming's.
 func (c *Cluster) dialForward(namespace, pod string) (httpstream.Connection, error) {
 	if c.fwd.dial != nil {
 		return c.fwd.dial(namespace, pod)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), forwardDialTimeout)
 	defer cancel()
-	u := c.Clientset.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("portforward").URL()
+	u := c.api.url(podPath(namespace, pod)+"/portforward", nil)
 	wrap := func(err error) error { return fmt.Errorf("port-forward to %s/%s: %w", namespace, pod, err) }
+	hreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err := c.api.authorize(hreq); err != nil {
+		return nil, wrap(err)
+	}
+	header := hreq.Header
 	if !forceSPDY {
-		rt, holder, err := websocket.RoundTripperFor(c.RESTConfig)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		ws, err := websocket.Negotiate(rt, holder, req, pfconstants.WebsocketsSPDYTunnelingPrefix+portforward.PortForwardProtocolV1Name)
+		conn, err := c.dialTunnel(ctx, *u, header)
 		if err == nil {
-			conn, err := httpstreamspdy.NewClientConnectionWithPings(portforward.NewTunnelingConnection("ceval", ws), portforward.PingPeriod)
-			if err != nil {
-				ws.Close()
-				return nil, wrap(err)
-			}
 			return conn, nil
 		}
-		if !httpstream.IsUpgradeFailure(err) && !httpstream.IsHTTPSProxyError(err) {
+		if !httpstream.IsUpgradeFailure(err) {
 			return nil, wrap(err)
 		}
 	}
-	rt, upgrader, err := spdy.RoundTripperFor(c.RESTConfig)
+	rt, err := httpstreamspdy.NewRoundTripperWithConfig(httpstreamspdy.RoundTripperConfig{TLS: c.api.tls, Proxier: c.api.proxy, PingPeriod: forwardPingPeriod})
 	if err != nil {
 		return nil, wrap(err)
 	}
@@ -404,16 +414,129 @@ func (c *Cluster) dialForward(namespace, pod string) (httpstream.Connection, err
 	if err != nil {
 		return nil, wrap(err)
 	}
-	conn, proto, err := spdy.Negotiate(upgrader, &http.Client{Transport: rt}, req, portforward.PortForwardProtocolV1Name)
+	req.Header = header
+	req.Header.Set(httpstream.HeaderProtocolVersion, portForwardProtocol)
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	if proto != portforward.PortForwardProtocolV1Name {
+	conn, err := rt.NewConnection(resp)
+	if err != nil {
+		resp.Body.Close()
+		return nil, wrap(err)
+	}
+	if proto := resp.Header.Get(httpstream.HeaderProtocolVersion); proto != portForwardProtocol {
 		conn.Close()
-		return nil, wrap(fmt.Errorf("the API server speaks %q, not %q", proto, portforward.PortForwardProtocolV1Name))
+		return nil, wrap(fmt.Errorf("the API server speaks %q, not %q", proto, portForwardProtocol))
 	}
 	return conn, nil
 }
+
+// dialTunnel opens the WebSocket that tunnels SPDY and the SPDY connection over it. A
+// handshake the server refuses is an httpstream.UpgradeFailureError (then SPDY is tried).
+func (c *Cluster) dialTunnel(ctx context.Context, u url.URL, header http.Header) (httpstream.Connection, error) {
+	switch u.Scheme {
+	case "https":
+		u.Scheme = "wss"
+	case "http":
+		u.Scheme = "ws"
+	}
+	d := websocket.Dialer{
+		Proxy:           c.api.proxy,
+		TLSClientConfig: c.api.tls,
+		Subprotocols:    []string{tunnelingPrefix + portForwardProtocol},
+		ReadBufferSize:  32<<10 + 1024,
+		WriteBufferSize: 32<<10 + 1024,
+	}
+	ws, resp, err := d.DialContext(ctx, u.String(), header)
+	if err != nil {
+		if errors.Is(err, websocket.ErrBadHandshake) {
+			cause := err
+			if resp != nil {
+				b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+				resp.Body.Close()
+				cause = fmt.Errorf("%w (%s): %s", err, resp.Status, strings.TrimSpace(string(b)))
+			}
+			return nil, &httpstream.UpgradeFailureError{Cause: cause}
+		}
+		return nil, err
+	}
+	if ws.Subprotocol() != tunnelingPrefix+portForwardProtocol {
+		ws.Close()
+		return nil, &httpstream.UpgradeFailureError{Cause: fmt.Errorf("invalid protocol, expected %q, got %q", tunnelingPrefix+portForwardProtocol, ws.Subprotocol())}
+	}
+	conn, err := httpstreamspdy.NewClientConnectionWithPings(&tunnelConn{ws: ws}, forwardPingPeriod)
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// tunnelConn is a WebSocket as the byte stream SPDY runs over: each write one binary
+// message, reads across messages (client-go's portforward.TunnelingConnection).
+type tunnelConn struct {
+	ws        *websocket.Conn
+	msg       io.Reader // the message being read
+	closeOnce sync.Once
+}
+
+func (t *tunnelConn) Read(p []byte) (int, error) {
+	for {
+		if t.msg == nil {
+			typ, r, err := t.ws.NextReader()
+			if err != nil {
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) && ce.Code == websocket.CloseNormalClosure {
+					return 0, io.EOF
+				}
+				return 0, err
+			}
+			if typ != websocket.BinaryMessage {
+				return 0, errors.New("port-forward tunnel: a message that is not binary")
+			}
+			t.msg = r
+		}
+		n, err := t.msg.Read(p)
+		if n == 0 && err == io.EOF {
+			t.msg = nil
+			continue
+		}
+		return n, err
+	}
+}
+
+func (t *tunnelConn) Write(p []byte) (n int, err error) {
+	w, err := t.ws.NextWriter(websocket.BinaryMessage)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := w.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	return w.Write(p)
+}
+
+func (t *tunnelConn) Close() error {
+	var err error
+	t.closeOnce.Do(func() {
+		werr := t.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		if err = t.ws.Close(); err == nil {
+			err = werr
+		}
+	})
+	return err
+}
+
+func (t *tunnelConn) LocalAddr() net.Addr  { return t.ws.LocalAddr() }
+func (t *tunnelConn) RemoteAddr() net.Addr { return t.ws.RemoteAddr() }
+func (t *tunnelConn) SetDeadline(d time.Time) error {
+	return errors.Join(t.ws.SetReadDeadline(d), t.ws.SetWriteDeadline(d))
+}
+func (t *tunnelConn) SetReadDeadline(d time.Time) error  { return t.ws.SetReadDeadline(d) }
+func (t *tunnelConn) SetWriteDeadline(d time.Time) error { return t.ws.SetWriteDeadline(d) }
 
 // forwardStream is one port-forward stream as a net.Conn.
 type forwardStream struct {

@@ -26,7 +26,7 @@ import (
 func agentConfig(t *testing.T, ns, name, script string) kube.Config {
 	return kube.Config{
 		RunID: name, Controller: "kube-test", Namespace: ns,
-		Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: corev1.PullNever,
+		Image: kubetest.Image, InitImage: kubetest.InitImage(t), PullPolicy: kube.PullNever,
 		Command: []string{"/bin/sh", "-c", script},
 		Timeout: 2 * time.Minute, Grace: time.Second, MemoryMB: 64, CPUs: 0.25, DiskMB: 16, TmpMB: 8,
 	}
@@ -291,7 +291,7 @@ if touch /run/ceval/sock; then echo run write=yes; fi
 `, func(c *kube.Config) {
 		c.Mounts = []kube.FileMount{{Path: "/usr/local/bin/uipath", File: kube.MockFile}}
 	})
-	if pod.Status.Phase != corev1.PodSucceeded {
+	if pod.Status.Phase != kube.PodSucceeded {
 		t.Fatalf("pod phase %s; output:\n%s", pod.Status.Phase, out)
 	}
 	want := []string{
@@ -345,7 +345,7 @@ func TestStartAgentStillUnschedulableWhenTheCallerGivesUpIsLost(t *testing.T) {
 		done <- err
 	}()
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		p, err := c.Clientset.CoreV1().Pods(ns).Get(ctx, kube.PodName("huge"), metav1.GetOptions{})
+		p, err := kubetest.Clientset(t, c).CoreV1().Pods(ns).Get(ctx, kube.PodName("huge"), metav1.GetOptions{})
 		if err != nil {
 			return false, nil // not created yet
 		}
@@ -394,7 +394,7 @@ func TestStartAgentThatGivesUpSaysWhyThePodIsStuck(t *testing.T) {
 		done <- err
 	}()
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		evs, err := c.Clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + kube.PodName("stuck")})
+		evs, err := kubetest.Clientset(t, c).CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + kube.PodName("stuck")})
 		if err != nil {
 			return false, err
 		}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	corev1 "k8s.io/api/core/v1"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
@@ -292,7 +291,7 @@ feed:
 // are resolved there, not pulled here; images imported into the nodes (pull policy Never)
 // are not pinned.
 func pinImages(ctx context.Context, e *task.Experiment, o Options, old []record.ImagePin, plan *record.Plan) error {
-	if o.Pins == nil || o.Kube != nil && o.Kube.PullPolicy == corev1.PullNever {
+	if o.Pins == nil || o.Kube != nil && o.Kube.PullPolicy == kube.PullNever {
 		plan.Images = old
 		return nil
 	}

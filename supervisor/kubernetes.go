@@ -18,7 +18,6 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/runtime-spec/specs-go"
-	corev1 "k8s.io/api/core/v1"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/embedded"
@@ -42,7 +41,7 @@ type KubeOptions struct {
 	Namespace  string
 	Controller string // labels what this process creates, so ceval gc finds what it left
 	InitImage  string // the image holding ceval's init (ceval images build-init)
-	PullPolicy corev1.PullPolicy
+	PullPolicy kube.PullPolicy
 	// ImagePullSecrets name dockerconfigjson Secrets of Namespace the nodes pull the agent's
 	// and the init's images with (kubernetes.image_pull_secrets; never a task's).
 	ImagePullSecrets []string
@@ -128,7 +127,7 @@ func (k kubeRuntime) resolveImage(ctx context.Context, sb task.Sandbox) (images.
 	// (pinned: every run of an experiment the same); imported images (pull policy Never) are
 	// named as they are. The node's resolution is recorded, and checked against a pin, once
 	// the Pod runs (imageDigest).
-	if k.o.Pins != nil && k.k.PullPolicy != corev1.PullNever && images.Pinnable(sb.Image) {
+	if k.o.Pins != nil && k.k.PullPolicy != kube.PullNever && images.Pinnable(sb.Image) {
 		pin, err := k.o.Pins.Remote(ctx, sb.Image)
 		if err != nil {
 			return images.Image{Name: sb.Image}, err

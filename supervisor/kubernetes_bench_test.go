@@ -10,9 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/internal/kubetest"
 	"ceval.dev/ceval/task"
 )
 
@@ -41,7 +42,7 @@ func TestKubeBench(t *testing.T) {
 	}
 	bare := func(i int) float64 {
 		start := time.Now()
-		if err := barePod(k.Cluster, k.Namespace, fmt.Sprintf("bare-%d-%d", os.Getpid(), i), task.DefaultImage); err != nil {
+		if err := barePod(kubetest.Clientset(t, k.Cluster), k.Namespace, fmt.Sprintf("bare-%d-%d", os.Getpid(), i), task.DefaultImage); err != nil {
 			t.Fatal(err)
 		}
 		return float64(time.Since(start).Microseconds()) / 1000
@@ -59,10 +60,10 @@ func TestKubeBench(t *testing.T) {
 
 // barePod creates a Pod of image running /bin/true, watches it to Succeeded and deletes it:
 // what running a container on the cluster costs with nothing of ceval's.
-func barePod(c *kube.Cluster, ns, name, image string) error {
+func barePod(cs kubernetes.Interface, ns, name, image string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pods := c.Clientset.CoreV1().Pods(ns)
+	pods := cs.CoreV1().Pods(ns)
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: ptr.To(false),
 		Containers: []corev1.Container{{Name: "c", Image: image, ImagePullPolicy: corev1.PullNever, Command: []string{"/bin/true"}}},

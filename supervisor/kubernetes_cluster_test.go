@@ -15,6 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"go.yaml.in/yaml/v3"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
@@ -37,7 +40,7 @@ func kubeTestOptions(t *testing.T) *KubeOptions {
 	if _, err := images.EnsureDefault(nctx, node, images.DefaultOptions{}); err != nil {
 		t.Fatalf("the default image into the node: %v", err)
 	}
-	return &KubeOptions{Cluster: c, Namespace: ns, Controller: kube.ControllerID(), InitImage: initImage, PullPolicy: corev1.PullNever}
+	return &KubeOptions{Cluster: c, Namespace: ns, Controller: kube.ControllerID(), InitImage: initImage, PullPolicy: kube.PullNever}
 }
 
 // kubeRun runs a loaded task on the cluster.
@@ -288,14 +291,43 @@ func TestKubeRBACManifestIsEnough(t *testing.T) {
 	doc = strings.ReplaceAll(doc, "name: ceval-controller-apiserver-service", "name: "+k.Namespace+"-apiserver")
 	applyManifest(t, admin, doc)
 
-	sa := admin.RESTConfig
-	cfg := rest.CopyConfig(sa)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + k.Namespace + ":ceval-controller"}
+	// ceval's client impersonates it as a kubeconfig with "as:" says (kubectl's --as).
+	user := "system:serviceaccount:" + k.Namespace + ":ceval-controller"
+	var kc map[string]any
+	raw, err := os.ReadFile(admin.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &kc); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range kc["users"].([]any) {
+		u.(map[string]any)["user"].(map[string]any)["as"] = user
+	}
+	raw, err = yaml.Marshal(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saConfig := filepath.Join(t.TempDir(), "sa.kubeconfig")
+	if err := os.WriteFile(saConfig, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if k.Cluster, err = kube.Connect(ctx, saConfig); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", admin.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.Cluster = &kube.Cluster{Clientset: cs, RESTConfig: cfg}
+	// ceval's client too is refused outside the roles.
+	if _, err := k.Cluster.Controllers(ctx, "default"); err == nil {
+		t.Fatal("ceval's client, as the ServiceAccount, lists Pods outside its namespace")
+	}
 	// Without the roles the impersonated identity may do nothing: the test proves something.
 	if _, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
 		t.Fatal("the ServiceAccount lists Pods outside its namespace")
@@ -338,11 +370,11 @@ func applyManifest(t *testing.T, c *kube.Cluster, doc string) {
 		if err != nil {
 			t.Fatalf("decode %q: %v", part, err)
 		}
-		rb := c.Clientset.RbacV1()
+		rb := kubetest.Clientset(t, c).RbacV1()
 		switch o := obj.(type) {
 		case *corev1.Namespace:
 		case *corev1.ServiceAccount:
-			_, err = c.Clientset.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+			_, err = kubetest.Clientset(t, c).CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.Role:
 			_, err = rb.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
 			if o.Namespace != "" && o.Namespace != "default" {

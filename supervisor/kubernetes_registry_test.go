@@ -94,10 +94,10 @@ func TestKubePullsAPushedImageByDigestWithThePullSecret(t *testing.T) {
 		Type:       corev1.SecretTypeDockerConfigJson,
 		Data:       map[string][]byte{corev1.DockerConfigJsonKey: fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, reg, auth)},
 	}
-	if _, err := k.Cluster.Clientset.CoreV1().Secrets(k.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+	if _, err := kubetest.Clientset(t, k.Cluster).CoreV1().Secrets(k.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	k.PullPolicy = corev1.PullIfNotPresent
+	k.PullPolicy = kube.PullIfNotPresent
 	pins := cevalimages.NewPinner(cevalimages.PullMissing, ro)
 
 	tk := kubeTask(t, agentTask("kube-registry", "cat /marker > which.txt",
@@ -136,7 +136,7 @@ func TestKubePullsAPushedImageByDigestWithThePullSecret(t *testing.T) {
 	if got := nodeImages(); !slices.Contains(got, byDigest) {
 		t.Errorf("the node's images %v: it did not pull %s", got, byDigest)
 	}
-	evs, err := k.Cluster.Clientset.CoreV1().Events(k.Namespace).List(ctx, metav1.ListOptions{})
+	evs, err := kubetest.Clientset(t, k.Cluster).CoreV1().Events(k.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/opencontainers/runtime-spec/specs-go"
-	corev1 "k8s.io/api/core/v1"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/kubeproto"
@@ -138,7 +137,7 @@ func TestKubeRunsNameRegistryImagesByTheirPinnedDigest(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	pins := images.NewPinner(images.PullMissing, registry.Options{HostsDir: t.TempDir(), DockerConfig: filepath.Join(t.TempDir(), "none")})
-	pull := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: corev1.PullIfNotPresent}}
+	pull := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: kube.PullIfNotPresent}}
 	for range 2 {
 		img, err := pull.resolveImage(context.Background(), task.Sandbox{Image: host + "/a/b:v1"})
 		if err != nil || img.Name != host+"/a/b@"+dgst || img.Digest != dgst || img.Reference != host+"/a/b:v1" {
@@ -148,7 +147,7 @@ func TestKubeRunsNameRegistryImagesByTheirPinnedDigest(t *testing.T) {
 	if heads != 1 {
 		t.Errorf("the registry was asked %d times for one tag, want once (then pinned)", heads)
 	}
-	never := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: corev1.PullNever}}
+	never := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: kube.PullNever}}
 	for _, name := range []string{host + "/c/d:v1", images.DefaultName} {
 		if img, err := never.resolveImage(context.Background(), task.Sandbox{Image: name}); err != nil || img.Name != name || img.Digest != "" {
 			t.Errorf("resolve %s with pull policy Never: %+v, %v; want the name as it is", name, img, err)

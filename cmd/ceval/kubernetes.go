@@ -9,7 +9,6 @@ import (
 	"regexp"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/kube"
@@ -140,7 +139,7 @@ func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *g
 	}
 	o := &supervisor.KubeOptions{
 		Cluster: c, Namespace: kubeNamespace(cmd, g, k), Controller: kube.ControllerID(),
-		InitImage: k.InitImage, PullPolicy: corev1.PullPolicy(k.ImagePullPolicy), RuntimeClassName: k.RuntimeClass,
+		InitImage: k.InitImage, PullPolicy: kube.PullPolicy(k.ImagePullPolicy), RuntimeClassName: k.RuntimeClass,
 		ImagePullSecrets:              k.ImagePullSecrets,
 		AcceptUnenforcedNetworkPolicy: k.AcceptUnenforcedNetworkPolicy,
 	}
@@ -148,7 +147,7 @@ func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *g
 		o.InitImage = images.InitName()
 	}
 	if o.PullPolicy == "" {
-		o.PullPolicy = corev1.PullNever
+		o.PullPolicy = kube.PullNever
 	}
 	switch k.UserNamespaces {
 	case "true":

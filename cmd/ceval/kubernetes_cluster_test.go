@@ -75,13 +75,13 @@ func TestKubeExperimentRetriesADeletedPod(t *testing.T) {
 			t.Fatalf("the experiment ended before a Pod could be deleted: %v\n%s%s", err, out.String(), errb.String())
 		case <-time.After(200 * time.Millisecond):
 		}
-		pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		pods, err := kubetest.Clientset(t, c).CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning && p.Status.StartTime != nil && time.Since(p.Status.StartTime.Time) > 1500*time.Millisecond {
-				if err := c.Clientset.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
+				if err := kubetest.Clientset(t, c).CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
 					t.Fatal(err)
 				}
 				deleted = p.Name

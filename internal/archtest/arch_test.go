@@ -222,6 +222,20 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "ceval-links-no-kubernetes-client",
+		says: "`cmd/ceval` depends on no `k8s.io/*` or `sigs.k8s.io/*` package but port-forward's SPDY stream stack (`k8s.io/streaming`, with `k8s.io/klog` and `k8s.io/utils`).",
+		why:  "every command pays for what the binary links, at every start: the Kubernetes backend, which most runs never use, talks to the API server through kube's own small REST client; client-go, k8s.io/api and apimachinery doubled the binary (56 -> 111 MB) and `--help`'s RSS (29 -> 59 MiB).",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, d := range pkgs["cmd/ceval"].Deps {
+				if (strings.HasPrefix(d, "k8s.io/") || strings.HasPrefix(d, "sigs.k8s.io/")) &&
+					!strings.HasPrefix(d, "k8s.io/streaming/") && !strings.HasPrefix(d, "k8s.io/klog/") && !strings.HasPrefix(d, "k8s.io/utils/") {
+					bad = append(bad, "cmd/ceval depends on "+d)
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "grader-runs-nothing",
 		says: "`grader` depends on no `supervisor`, `launcher` or `gateway`.",
 		why:  "criteria grade a snapshot; running things (containers, a model gateway) is the executors' job.",
@@ -275,7 +289,10 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		},
 		"grader-runs-nothing":  func(p map[string]*pkg) { add(p, "grader", "Deps", module+"launcher") },
 		"leaves-serve-nothing": func(p map[string]*pkg) { add(p, "mockd/wire", "Deps", "net/http") },
-		"record-is-a-leaf":     func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
+		"ceval-links-no-kubernetes-client": func(p map[string]*pkg) {
+			add(p, "cmd/ceval", "Deps", "k8s.io/client-go/kubernetes")
+		},
+		"record-is-a-leaf": func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
 		"images-build-no-servers": func(p map[string]*pkg) {
 			add(p, "images", "Deps", module+"mockd")
 		},

@@ -1,10 +1,11 @@
 // Package initgc keeps the garbage collector off while a program's packages initialise.
-// ceval's dependencies allocate about 6 MB in their init functions (jsonschema compiles its
-// metaschemas, client-go registers its scheme): at the runtime's 4 MB starting goal that
-// cost two collections during init and a third right after, ~8 ms of CPU and more of wall
-// time on every ceval start and every re-exec of it (the WASM worker). The spec initialises
-// packages in import-path order as soon as their imports are, so this package, which imports
-// only runtime and runtime/debug, runs before the costly ones (github.com/..., k8s.io/...).
+// ceval's dependencies allocate megabytes in their init functions (jsonschema compiles its
+// metaschemas; client-go registered its scheme until kube stopped linking it): at the
+// runtime's 4 MB starting goal that cost two collections during init and a third right
+// after, ~8 ms of CPU and more of wall time on every ceval start and every re-exec of it
+// (the WASM worker). The spec initialises packages in import-path order as soon as their
+// imports are, so this package, which imports only runtime and runtime/debug, runs before
+// the costly ones (github.com/..., k8s.io/...).
 // The program calls Restore from its main package's init, which runs after all others.
 package initgc
 

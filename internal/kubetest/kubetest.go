@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/containerd/containerd/v2/client"
 
@@ -47,6 +49,36 @@ func Connect(t testing.TB) *kube.Cluster {
 	return c
 }
 
+var clientsets sync.Map // *kube.Cluster -> kubernetes.Interface
+
+// Clientset is a client-go clientset for c's cluster (the same kubeconfig), for what tests
+// do beside ceval: create namespaces, Pods and RBAC of their own, read what ceval made. ceval
+// itself has a small REST client of its own (kube/client.go), which client-go checks here.
+func Clientset(t testing.TB, c *kube.Cluster) kubernetes.Interface {
+	t.Helper()
+	cs, err := clientset(c)
+	if err != nil {
+		t.Fatalf("client-go for %s: %v", c.Kubeconfig, err)
+	}
+	return cs
+}
+
+func clientset(c *kube.Cluster) (kubernetes.Interface, error) {
+	if cs, ok := clientsets.Load(c); ok {
+		return cs.(kubernetes.Interface), nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	v, _ := clientsets.LoadOrStore(c, kubernetes.Interface(cs))
+	return v.(kubernetes.Interface), nil
+}
+
 var seq atomic.Int64
 
 // Namespace creates a namespace of the test's own, waits until Pods can be created in it
@@ -55,22 +87,23 @@ var seq atomic.Int64
 func Namespace(t testing.TB, c *kube.Cluster) string {
 	t.Helper()
 	ctx := context.Background()
+	cs := Clientset(t, c)
 	name := fmt.Sprintf("ceval-test-%d-%d", os.Getpid(), seq.Add(1))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kube.LabelManagedBy: "ceval-test"}}}
-	if _, err := c.Clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
 		if err := Leftovers(ctx, c, name); err != nil {
 			t.Errorf("left behind in namespace %s: %v", name, err)
 		}
-		if err := c.Clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := cs.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Errorf("delete namespace %s: %v", name, err)
 		}
 	})
 	// The service-account controller makes "default" shortly after; admission refuses Pods until then.
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.Clientset.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		_, err := cs.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -85,7 +118,11 @@ func Namespace(t testing.TB, c *kube.Cluster) string {
 // Leftovers reports the Pods (not already terminating) and NetworkPolicies in namespace ns.
 func Leftovers(ctx context.Context, c *kube.Cluster, ns string) error {
 	var left []string
-	pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	cs, err := clientset(c)
+	if err != nil {
+		return err
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
@@ -94,7 +131,7 @@ func Leftovers(ctx context.Context, c *kube.Cluster, ns string) error {
 			left = append(left, "pod "+p.Name)
 		}
 	}
-	nps, err := c.Clientset.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	nps, err := cs.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
