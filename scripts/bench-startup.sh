@@ -3,7 +3,7 @@
 # --help`, `ceval version`, a cold `ceval grade` of one static criterion and the WASM worker
 # from exec to its hello, interleaved in one loop (scripts/startup), N rounds (default 40),
 # medians; then the binary's size and `ceval --help`'s max RSS beside ctr's. BIN picks the ceval
-# binary (default bin/ceval, built first unless BUILD=0).
+# binary (default bin/ceval, built first as make build does unless BUILD=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
@@ -11,7 +11,7 @@ N=${N:-40}
 BIN=$(realpath "${BIN:-bin/ceval}")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-[ "${BUILD:-1}" = 0 ] || go build -o "$BIN" ./cmd/ceval
+[ "${BUILD:-1}" = 0 ] || go build -trimpath -ldflags="-s -w" -o "$BIN" ./cmd/ceval # as make build
 mkdir "$dir/empty"
 printf 'module empty\n\ngo 1.26\n' >"$dir/empty/go.mod"
 printf 'package main\n\nfunc main() {}\n' >"$dir/empty/main.go"
