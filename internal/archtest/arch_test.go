@@ -120,6 +120,32 @@ func TestPackageRules(t *testing.T) {
 			}
 		}
 	}
+	// The WASM worker is another trust domain (no capabilities, no environment, UID 65534)
+	// than the host side that starts it: each side links only its own code and the wire
+	// protocol, so no type or state is shared but what crosses the pipe. The host never
+	// links wazero; the worker never links what a task, a snapshot or a grade is.
+	for name, other := range map[string]string{"wasm": "wasm/worker", "wasm/worker": "wasm"} {
+		for _, d := range pkgs[name].Deps {
+			if s, ok := short(d); ok && s == other {
+				t.Errorf("%s depends on %s: the WASM host side and its worker process share only wasm/wire", name, s)
+			}
+		}
+	}
+	for _, d := range pkgs["wasm/worker"].Deps {
+		if s, ok := short(d); ok && s != "wasm/wire" && s != "internal/wasmdata" {
+			t.Errorf("wasm/worker depends on %s: the worker process imports only the wire protocol (and the WebAssembly reader) of ceval", s)
+		}
+	}
+	for _, d := range pkgs["wasm"].Deps {
+		if strings.HasPrefix(d, "github.com/tetratelabs/wazero") {
+			t.Errorf("wasm depends on %s: the host side never links the runtime that executes guest code; only wasm/worker does", d)
+		}
+	}
+	for _, d := range pkgs["wasm/wire"].Deps {
+		if _, ok := short(d); ok {
+			t.Errorf("wasm/wire depends on %s: the protocol holds types and their encoding, nothing of either side", d)
+		}
+	}
 	// The grader's verdicts never depend on a model gateway's or a judge's process state.
 	for _, d := range pkgs["grader"].Deps {
 		if s, ok := short(d); ok && (s == "supervisor" || s == "launcher" || s == "gateway") {
