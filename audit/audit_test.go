@@ -15,11 +15,12 @@ import (
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
+	"ceval.dev/ceval/wasm/worker"
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == wasm.WorkerCommand {
-		wasm.WorkerMain()
+	if len(os.Args) > 1 && os.Args[1] == worker.Command {
+		worker.Main()
 		return
 	}
 	os.Exit(m.Run())

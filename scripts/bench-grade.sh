@@ -3,6 +3,7 @@
 # started, the toolbox loaded from the on-disk compilation cache, one instance run) beside
 # the same grade with one static criterion, interleaved so both see the same machine load;
 # N (default 15) of each. Prints the medians and the difference. Target: under 120 ms extra.
+# Then the warm run_command beside native sh -c (target: p50 within 3x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
@@ -28,3 +29,13 @@ echo "ceval grade, one static criterion:      median ${ms} ms over $N fresh proc
 echo "ceval grade, one run_command criterion: median ${mc} ms over $N fresh processes"
 echo "run_command extra: $((mc - ms)) ms (target < 120 ms)"
 bench_row "ceval grade, 1 run_command criterion (cold)" "$mc" "same grade, 1 static criterion" "$ms" ms +120
+
+# Warm: the same executor's next run_command (worker and compiled toolbox reused) beside the
+# same script under the host's sh -c, interleaved in one Go benchmark (wasm.BenchmarkRunCommand),
+# medians of WARM_N (default 41) of each.
+GO=${GO:-go}
+out=$(mktemp)
+"$GO" test -run '^$' -bench '^BenchmarkRunCommand$' -benchtime "${WARM_N:-41}x" -count=1 ./wasm/ | tee "$out"
+metric() { awk -v unit="$1" '$1 ~ /^BenchmarkRunCommand(-[0-9]+)?$/ { for (i = 2; i < NF; i++) if ($(i + 1) == unit) { print $i; exit } }' "$out"; }
+bench_row "run_command in WASM, warm, p50" "$(metric warm-p50-ms)" "the same script under sh -c, p50" "$(metric native-p50-ms)" ms 3x
+rm -f "$out"

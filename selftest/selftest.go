@@ -93,7 +93,7 @@ type Options struct {
 	// Progress, when set, hears each row as soon as its attack is done.
 	Progress func(Row)
 	// Executor grades the attacks' executing criteria (run_command); nil starts a WASM
-	// executor on first need (the binary must call wasm.WorkerMain on wasm.WorkerCommand).
+	// executor on first need (the binary must call worker.Main (wasm/worker) on worker.Command).
 	Executor grader.Executor
 	// Self is the ceval binary the loader attacks run `validate` with; "" is this one.
 	Self string

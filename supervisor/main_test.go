@@ -4,13 +4,13 @@ import (
 	"os"
 	"testing"
 
-	"ceval.dev/ceval/wasm"
+	"ceval.dev/ceval/wasm/worker"
 )
 
 // TestMain lets the test binary serve as the WASM worker that executors re-execute.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == wasm.WorkerCommand {
-		wasm.WorkerMain()
+	if len(os.Args) > 1 && os.Args[1] == worker.Command {
+		worker.Main()
 		return
 	}
 	os.Exit(m.Run())

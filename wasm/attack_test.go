@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // Every test here plants something hostile and checks that the guest is denied or bounded
@@ -20,9 +22,9 @@ type escape struct {
 	files   map[string]string
 	setup   func(t *testing.T, src string)
 	standin string
-	toolbox string                          // "" runs the stand-in's script
-	check   func(t *testing.T, r *runReply) // for the stand-in
-	tbCheck func(t *testing.T, r *runReply) // for the toolbox; nil uses check
+	toolbox string                               // "" runs the stand-in's script
+	check   func(t *testing.T, r *wire.RunReply) // for the stand-in
+	tbCheck func(t *testing.T, r *wire.RunReply) // for the toolbox; nil uses check
 }
 
 func (x escape) run(t *testing.T) {
@@ -57,12 +59,12 @@ func TestSymlinkToEtcPasswdIsNotFollowed(t *testing.T) {
 		files:   map[string]string{"passwd": "->/etc/passwd"},
 		standin: "cat passwd; cat /workspace/passwd; readlink passwd",
 		toolbox: "cat passwd; cat /workspace/passwd; test -L passwd && echo is-a-link",
-		check: func(t *testing.T, r *runReply) {
+		check: func(t *testing.T, r *wire.RunReply) {
 			if !strings.Contains(string(r.Stdout), "/etc/passwd") {
 				t.Errorf("readlink should show the recorded target; stdout %q", r.Stdout)
 			}
 		},
-		tbCheck: func(t *testing.T, r *runReply) {
+		tbCheck: func(t *testing.T, r *wire.RunReply) {
 			if string(r.Stdout) != "is-a-link\n" {
 				t.Errorf("the link should show as a link and nothing else; stdout %q", r.Stdout)
 			}
@@ -82,7 +84,7 @@ func TestSymlinkToRootIsNotFollowed(t *testing.T) {
 	escape{
 		files:   map[string]string{"root": "->/"},
 		standin: "ls root; cat root/etc/passwd; ls root/etc",
-		check: func(t *testing.T, r *runReply) {
+		check: func(t *testing.T, r *wire.RunReply) {
 			if r.ExitCode == 0 || len(r.Stdout) != 0 {
 				t.Errorf("a link to / must lead nowhere: exit %d, stdout %q", r.ExitCode, r.Stdout)
 			}
@@ -153,7 +155,7 @@ func TestHardLinkPlantedInSnapshotDirIsRefused(t *testing.T) {
 func TestCatEtcPasswdFindsNothing(t *testing.T) {
 	escape{
 		standin: "cat /etc/passwd; cat ../../etc/passwd; cat /workspace/../etc/passwd; cat /proc/self/environ",
-		check: func(t *testing.T, r *runReply) {
+		check: func(t *testing.T, r *wire.RunReply) {
 			if r.ExitCode == 0 {
 				t.Errorf("cat of host files succeeded: %q", r.Stdout)
 			}
@@ -191,12 +193,12 @@ func TestSymlinkMadeInTmpToHostFileReadsNothing(t *testing.T) {
 		standin: "ln -s " + cn.path + " /tmp/x; cat /tmp/x; ln -s /etc/passwd /tmp/p; cat /tmp/p; readlink /tmp/x",
 		// The toolbox has no ln; its attempt still runs, and reads nothing.
 		toolbox: "ln -s " + cn.path + " /tmp/x; cat /tmp/x; ln -s /etc/passwd /tmp/p; cat /tmp/p",
-		tbCheck: func(t *testing.T, r *runReply) {
+		tbCheck: func(t *testing.T, r *wire.RunReply) {
 			if len(r.Stdout) != 0 || r.ExitCode == 0 {
 				t.Errorf("exit %d, stdout %q; want nothing read", r.ExitCode, r.Stdout)
 			}
 		},
-		check: func(t *testing.T, r *runReply) {
+		check: func(t *testing.T, r *wire.RunReply) {
 			if !strings.Contains(string(r.Stdout), cn.path) {
 				t.Errorf("the link should exist as a string; stdout %q stderr %q", r.Stdout, r.Stderr)
 			}
@@ -332,7 +334,7 @@ func TestOutputFloodIsCutAtTheCap(t *testing.T) {
 }
 
 func TestTrojanGrepInWorkspaceIsNeverRun(t *testing.T) {
-	files := map[string]string{"data.txt": "hello\n"}
+	files := map[string]string{"data.txt": "wire.Hello\n"}
 	setup := func(src string) {
 		if err := os.MkdirAll(filepath.Join(src, "bin"), 0o755); err != nil {
 			t.Fatal(err)
@@ -344,7 +346,7 @@ func TestTrojanGrepInWorkspaceIsNeverRun(t *testing.T) {
 	t.Run("standin", func(t *testing.T) {
 		e := newExecutor(t, standin, Options{})
 		s := workspace(t, files, setup)
-		r, _, _ := runScript(t, e, command("bin/grep hello data.txt; /workspace/bin/grep hello data.txt"), s, nil)
+		r, _, _ := runScript(t, e, command("bin/grep wire.Hello data.txt; /workspace/bin/grep wire.Hello data.txt"), s, nil)
 		if bytes.Contains(r.Stdout, []byte("TROJAN")) || r.ExitCode == 0 {
 			t.Errorf("a workspace file ran: exit %d, stdout %q", r.ExitCode, r.Stdout)
 		}
@@ -420,63 +422,6 @@ func TestPooledMemoryIsZero(t *testing.T) {
 		}
 		if r, _, _ := runScript(t, e, command("dirty 16"), s, nil); string(r.Stdout) != "0 dirty\n" {
 			t.Fatalf("round %d: a run read what the run before it left in memory: %q %q", i, r.Stdout, r.Stderr)
-		}
-	}
-}
-
-// TestPooledMemoryKeepsEachInstancesLimit: a mapping kept from an instance with a high limit
-// serves one with a low limit, whose grows past it are refused all the same.
-func TestPooledMemoryKeepsEachInstancesLimit(t *testing.T) {
-	pool := &memPool{}
-	t.Cleanup(pool.release)
-	big := &guestMemory{pool: pool, limit: 256 << 20}
-	big.Allocate(0, 4<<30)
-	if b := big.Reallocate(32 << 20); len(b) != 32<<20 {
-		t.Fatalf("a grow within the limit was refused")
-	}
-	big.Free()
-	small := &guestMemory{pool: pool, limit: 1 << 20}
-	small.Allocate(0, 4<<30)
-	defer small.Free()
-	if len(small.mem) != 256<<20 {
-		t.Fatalf("the second instance has a new mapping of %d bytes, not the pooled one", len(small.mem))
-	}
-	if b := small.Reallocate(1 << 20); len(b) != 1<<20 || cap(b) != 1<<20 {
-		t.Errorf("grow to the limit: len %d cap %d", len(b), cap(b))
-	}
-	if b := small.Reallocate(2 << 20); b != nil || !small.hit {
-		t.Errorf("a grow past the limit of a pooled mapping was allowed (len %d) or not reported (hit %v)", len(b), small.hit)
-	}
-}
-
-// TestIdlePoolGivesItsMemoryBack: the mappings kept for the next instances are unmapped
-// once none was returned for the pool's idle time, and the pool serves again afterwards.
-func TestIdlePoolGivesItsMemoryBack(t *testing.T) {
-	pool := &memPool{idle: 2 * time.Second} // long beside the check right after Free
-	t.Cleanup(pool.release)
-	for range 2 {
-		g := &guestMemory{pool: pool, limit: 16 << 20}
-		g.Allocate(0, 4<<30)
-		if b := g.Reallocate(1 << 20); len(b) != 1<<20 {
-			t.Fatal("a grow within the limit was refused")
-		}
-		g.Free()
-		pool.mu.Lock()
-		kept := len(pool.free)
-		pool.mu.Unlock()
-		if kept != 1 {
-			t.Fatalf("the pool kept %d mappings, want 1", kept)
-		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			pool.mu.Lock()
-			kept = len(pool.free)
-			pool.mu.Unlock()
-			if kept == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("an idle pool still holds %d mappings", kept)
-			}
 		}
 	}
 }

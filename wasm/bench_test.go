@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,8 +32,10 @@ func benchWorkspace(b *testing.B) *snapshot.Snapshot {
 // reports them as ratios: warm (the worker and its compiled module reused), cold (a new
 // worker process loading the module from the on-disk cache; ceval's first criterion of a
 // grading), the first criterion of an executor whose toolbox preload is done, and the same
-// script under the host's `sh -c` in the snapshot directory.
-// Targets: warm within 10x of native, cold under 250 ms.
+// script under the host's `sh -c` in the snapshot directory. Besides the means it reports
+// the medians of warm and native (warm-p50-ms, native-p50-ms, warm/native-p50), which
+// `make bench` compares (scripts/bench-grade.sh). Targets: warm within 3x of native (p50),
+// cold under 250 ms.
 func BenchmarkRunCommand(b *testing.B) {
 	tb, script := benchScript()
 	s := benchWorkspace(b)
@@ -50,6 +53,7 @@ func BenchmarkRunCommand(b *testing.B) {
 	execute(warm)
 
 	var tWarm, tCold, tFirst, tNative time.Duration
+	var warms, natives []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -58,11 +62,13 @@ func BenchmarkRunCommand(b *testing.B) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("sh -c: %v: %s", err, out)
 		}
-		tNative += time.Since(start)
+		natives = append(natives, time.Since(start))
+		tNative += natives[len(natives)-1]
 
 		start = time.Now()
 		execute(warm)
-		tWarm += time.Since(start)
+		warms = append(warms, time.Since(start))
+		tWarm += warms[len(warms)-1]
 
 		start = time.Now()
 		cold, err := NewExecutor(Options{CacheDir: cache, noPreload: tb != defaultToolbox()})
@@ -97,6 +103,11 @@ func BenchmarkRunCommand(b *testing.B) {
 	b.ReportMetric(ms(tFirst), "first-after-preload-ms")
 	b.ReportMetric(float64(tWarm)/float64(tNative), "warm/native")
 	b.ReportMetric(float64(tCold)/float64(tNative), "cold/native")
+	p50 := func(ds []time.Duration) time.Duration { slices.Sort(ds); return ds[len(ds)/2] }
+	warmP50, nativeP50 := p50(warms), p50(natives)
+	b.ReportMetric(float64(warmP50)/float64(time.Millisecond), "warm-p50-ms")
+	b.ReportMetric(float64(nativeP50)/float64(time.Millisecond), "native-p50-ms")
+	b.ReportMetric(float64(warmP50)/float64(nativeP50), "warm/native-p50")
 	b.ReportMetric(0, "ns/op") // the per-way metrics above are the result
 }
 

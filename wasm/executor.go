@@ -17,6 +17,8 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // Defaults for Options fields left zero.
@@ -145,7 +147,7 @@ func (e *Executor) checked(m *taskModule) bool { return !m.unchecked && !e.opts.
 
 // NewExecutor checks the cache directory and starts the worker. It fails if the cache is
 // open to anyone but ceval's user (saying how to fix it), or if the worker cannot be started
-// and shown to run unprivileged: the binary must call WorkerMain on WorkerCommand.
+// and shown to run unprivileged: the binary must call worker.Main (package wasm/worker) on wire.WorkerCommand.
 func NewExecutor(opts Options) (*Executor, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -211,7 +213,7 @@ func (e *Executor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 }
 
 // execute is Execute that also returns the run's reply, nil when there was no complete run.
-func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (*runReply, grader.Scored, error) {
+func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (*wire.RunReply, grader.Scored, error) {
 	if c == nil || s == nil {
 		return nil, grader.Scored{}, errors.New("wasm: no criterion or no snapshot")
 	}
@@ -234,7 +236,7 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if timeout <= 0 {
 		timeout = task.DefaultCheckTimeout
 	}
-	req := &runRequest{
+	req := &wire.RunRequest{
 		Digest:      module.digest,
 		Args:        args,
 		Env:         []string{"PWD=/workspace", "HOME=/tmp", "TMPDIR=/tmp"},
@@ -272,8 +274,8 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 
 // run runs a prepared request. A nil reply with no error is a run that ended the worker:
 // details say how.
-func (e *Executor) run(ctx context.Context, req *runRequest) (*runReply, string, error) {
-	var r runReply
+func (e *Executor) run(ctx context.Context, req *wire.RunRequest) (*wire.RunReply, string, error) {
+	var r wire.RunReply
 	w := e.w
 	wait := req.Timeout + runGrace
 	if req.PyLib && !w.pylibCompiled {
@@ -282,9 +284,9 @@ func (e *Executor) run(ctx context.Context, req *runRequest) (*runReply, string,
 		// on a warm CPython cache at load 6-10, and a run's timeout plus runGrace (40 s for
 		// the default 30 s) does not hold it and pytest's 10-40 s there: the worker was
 		// killed and a correct solution scored 0.
-		wait += pylibCompileTimeout
+		wait += wire.PyLibCompileTimeout
 	}
-	err := e.roundTrip(ctx, wait, func(w io.Writer) error { return writeJSON(w, opRun, req) }, opRunDone, &r)
+	err := e.roundTrip(ctx, wait, func(w io.Writer) error { return wire.WriteJSON(w, wire.OpRun, req) }, wire.OpRunDone, &r)
 	if err == nil && r.WorkerExits {
 		// A limit stopped a guest that only the worker's exit stops: the next run gets a new one.
 		e.w = nil
@@ -379,7 +381,7 @@ func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snaps
 		// Then the copies of the task's sandbox.outputs, each a view at its container path
 		// (the workspace's view dropped the last snapshot's).
 		for _, o := range s.Outputs {
-			vb := viewBegin{Slot: slotOutput, Path: o.Path}
+			vb := wire.ViewBegin{Slot: wire.SlotOutput, Path: o.Path}
 			if err := e.loadView(ctx, "output "+o.Path, func(w io.Writer) error { return sendView(w, o.Snapshot, vb) }); err != nil {
 				return err
 			}
@@ -399,8 +401,8 @@ func (e *Executor) prepare(ctx context.Context, m *taskModule, s *snapshot.Snaps
 // loadView sends the worker one view (what send writes) and waits until it holds it; name
 // says which view in errors.
 func (e *Executor) loadView(ctx context.Context, name string, send func(io.Writer) error) error {
-	var r viewReply
-	if err := e.roundTrip(ctx, loadWait, send, opViewDone, &r); err != nil {
+	var r wire.ViewReply
+	if err := e.roundTrip(ctx, loadWait, send, wire.OpViewDone, &r); err != nil {
 		return fmt.Errorf("wasm: %w", err)
 	}
 	if r.Err != "" {
@@ -413,18 +415,20 @@ func (e *Executor) loadView(ctx context.Context, name string, send func(io.Write
 func (e *Executor) loadModule(ctx context.Context, m *taskModule) error {
 	flags := byte(0)
 	if e.checked(m) {
-		flags |= moduleChecked
+		flags |= wire.ModuleChecked
 	}
 	if m.python {
-		flags |= modulePython
+		flags |= wire.ModulePython
 	}
 	key := fmt.Sprintf("%s/%d", m.digest, flags)
 	if e.w.modules[key] {
 		return nil
 	}
-	var r moduleReply
-	send := func(w io.Writer) error { return writeFrame(w, opModule, []byte{flags}, []byte(m.digest), m.data) }
-	if err := e.roundTrip(ctx, loadWait, send, opModuleDone, &r); err != nil {
+	var r wire.ModuleReply
+	send := func(w io.Writer) error {
+		return wire.WriteFrame(w, wire.OpModule, []byte{flags}, []byte(m.digest), m.data)
+	}
+	if err := e.roundTrip(ctx, loadWait, send, wire.OpModuleDone, &r); err != nil {
 		return fmt.Errorf("wasm: load module: %w", err)
 	}
 	if r.Err != "" {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // CPython runs without wazero's context checks, so only the worker's exit stops a Python
@@ -30,10 +32,10 @@ func TestPythonThatNeverYieldsIsStoppedAtItsLimitByEndingTheWorker(t *testing.T)
 		stdout string // printed before the limit, kept in the reply
 	}{
 		{"loop in python -c", command(`echo before; python3 -c 'print("spinning", flush=True)
-while True: pass'`), limitTimeout, "before\nspinning\n"},
-		{"loop in a python pipeline stage", command(`python3 -c 'while True: pass' | cat; echo never`), limitTimeout, ""},
-		{"flood from python", command(`python3 -c 'while True: print("x" * 1000)'`), limitStdout, "xxxx"},
-		{"loop in a pytest test", pt, limitTimeout, ""},
+while True: pass'`), wire.LimitTimeout, "before\nspinning\n"},
+		{"loop in a python pipeline stage", command(`python3 -c 'while True: pass' | cat; echo never`), wire.LimitTimeout, ""},
+		{"flood from python", command(`python3 -c 'while True: print("x" * 1000)'`), wire.LimitStdout, "xxxx"},
+		{"loop in a pytest test", pt, wire.LimitTimeout, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.c.Type == task.RunCommand {

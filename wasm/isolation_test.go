@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 func TestWorkerRunsUnprivilegedWithNoNewPrivsAndNoCapabilities(t *testing.T) {
@@ -72,7 +74,7 @@ func TestWorkerSysProcAttrDropsToTheWorkerUIDOnlyAsRoot(t *testing.T) {
 
 func TestWorkerRefusesToRunWithCapabilities(t *testing.T) {
 	e := &Executor{asRoot: true, uid: 65534, gid: 65534}
-	for _, h := range []hello{
+	for _, h := range []wire.Hello{
 		{UID: 65534, GID: 65534, NoNewPrivs: true, CapEff: 1},
 		{UID: 65534, GID: 65534, NoNewPrivs: true, CapAmb: 1 << 21},
 		{UID: 65534, GID: 65534},
@@ -84,7 +86,7 @@ func TestWorkerRefusesToRunWithCapabilities(t *testing.T) {
 			t.Errorf("handshake %+v accepted", h)
 		}
 	}
-	if err := e.checkHello(&hello{UID: 65534, GID: 65534, NoNewPrivs: true}); err != nil {
+	if err := e.checkHello(&wire.Hello{UID: 65534, GID: 65534, NoNewPrivs: true}); err != nil {
 		t.Errorf("a clean handshake was refused: %v", err)
 	}
 }

@@ -16,6 +16,9 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
+	wasmworker "ceval.dev/ceval/wasm/worker"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 var (
@@ -27,8 +30,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == WorkerCommand {
-		WorkerMain()
+	// The test binary is its own worker, as cmd/ceval is ceval's: only the tests link both
+	// sides (the package itself never imports wasm/worker).
+	if len(os.Args) > 1 && os.Args[1] == wasmworker.Command {
+		wasmworker.Main()
 	}
 	os.Exit(testMain(m))
 }
@@ -171,14 +176,14 @@ func command(script string) *task.Criterion {
 
 // runScript runs script as a run_command over s and returns the reply, failing the test on
 // an executor error.
-func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapshot, ref *task.Dir) (*runReply, float64, string) {
+func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapshot, ref *task.Dir) (*wire.RunReply, float64, string) {
 	t.Helper()
 	r, score, details, err := replyParts(e.execute(context.Background(), c, s, ref))
 	if err != nil {
 		t.Fatalf("%q: %v", c.Command, err)
 	}
 	if r == nil {
-		r = &runReply{}
+		r = &wire.RunReply{}
 	}
 	t.Logf("%q: score %v, wall %v, details %.300s", c.Command, score, r.Wall, details)
 	return r, score, details
@@ -200,6 +205,6 @@ func scoreParts(sc grader.Scored, err error) (float64, string, error) {
 	return sc.Score, sc.Details, err
 }
 
-func replyParts(r *runReply, sc grader.Scored, err error) (*runReply, float64, string, error) {
+func replyParts(r *wire.RunReply, sc grader.Scored, err error) (*wire.RunReply, float64, string, error) {
 	return r, sc.Score, sc.Details, err
 }

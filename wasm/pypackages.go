@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // python_packages: Debian pure-Python packages (checked at task load: installed in
@@ -16,8 +18,6 @@ import (
 // read-only at /ceval/packages, on sys.path after ceval's own directory. python_wheels
 // join them there: the files task.UnpackWheel took from each pinned archive at load
 // (checked then: pure Python, no path out, no link, bounded), never the archive itself.
-
-const pythonPackagesDir = "/ceval/packages"
 
 // sendPackagesView streams the named packages (NAME/ or NAME.py in dir) and the wheels'
 // files as the pkgs view, following no link out of dir.
@@ -27,13 +27,13 @@ func sendPackagesView(w io.Writer, dir string, names []string, wheels []*task.Wh
 		return fmt.Errorf("python_packages: %w", err)
 	}
 	defer root.Close()
-	if err := writeJSON(w, opViewBegin, viewBegin{Slot: slotPkgs}); err != nil {
+	if err := wire.WriteJSON(w, wire.OpViewBegin, wire.ViewBegin{Slot: wire.SlotPkgs}); err != nil {
 		return err
 	}
 	r := referenceWalk{root: root, w: w, maxBytes: maxBytes}
 	for _, name := range names {
 		if fi, err := root.Lstat(name); err == nil && fi.IsDir() {
-			if err := writeFrame(w, opDir, []byte(name)); err != nil {
+			if err := wire.WriteFrame(w, wire.OpDir, []byte(name)); err != nil {
 				return err
 			}
 			if err := r.walk(name); err != nil {
@@ -52,7 +52,7 @@ func sendPackagesView(w io.Writer, dir string, names []string, wheels []*task.Wh
 	if err := sendWheels(w, wheels, maxBytes-r.bytes); err != nil {
 		return err
 	}
-	return writeFrame(w, opViewEnd)
+	return wire.WriteFrame(w, wire.OpViewEnd)
 }
 
 // sendWheels streams the wheels' unpacked files, each directory once before what it holds.
@@ -70,7 +70,7 @@ func sendWheels(w io.Writer, wheels []*task.Wheel, maxBytes int64) error {
 			}
 			for i := len(parents) - 1; i >= 0; i-- {
 				dirs[parents[i]] = true
-				if err := writeFrame(w, opDir, []byte(parents[i])); err != nil {
+				if err := wire.WriteFrame(w, wire.OpDir, []byte(parents[i])); err != nil {
 					return err
 				}
 			}
@@ -84,7 +84,7 @@ func sendWheels(w io.Writer, wheels []*task.Wheel, maxBytes int64) error {
 
 // preparePackages loads the criterion's python_packages and python_wheels (unless the
 // worker holds them).
-func (e *Executor) preparePackages(ctx context.Context, c *task.Criterion, req *runRequest) error {
+func (e *Executor) preparePackages(ctx context.Context, c *task.Criterion, req *wire.RunRequest) error {
 	names, wheels := c.PythonPackages, c.PythonWheels
 	if len(names) == 0 && len(wheels) == 0 {
 		return nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // pytestTask writes a task directory with tests/test_solution.py: 20 tests of the agent's
@@ -176,7 +178,7 @@ func TestFirstPytestRunIsNotKilledWhileItsPackagesCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r == nil || r.Limit != limitTimeout || score != 0 || r.PyLib != pylibCompiledNow {
+	if r == nil || r.Limit != wire.LimitTimeout || score != 0 || r.PyLib != wire.BytecodeCompiled {
 		t.Fatalf("reply %v, score %v, details %q, pytest's bytecode %q: want the sandbox's own timeout after a compile, not a killed worker", r != nil, score, details, pyLib(r))
 	}
 }
@@ -197,8 +199,8 @@ func TestPytestBytecodeIsCompiledOnceAcrossWorkers(t *testing.T) {
 			t.Fatalf("score %v, details %q, err %v, pytest's bytecode %q: want %q", score, details, err, pyLib(r), want)
 		}
 	}
-	grade(pylibCompiledNow)
-	grade(pylibFromCache)
+	grade(wire.BytecodeCompiled)
+	grade(wire.BytecodeFromCache)
 	files := keptPytestBytecode()
 	if len(files) != 1 {
 		t.Fatalf("cache files %v, want one", files)
@@ -211,8 +213,8 @@ func TestPytestBytecodeIsCompiledOnceAcrossWorkers(t *testing.T) {
 	if err := os.WriteFile(files[0], data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	grade(pylibCompiledNow)
-	grade(pylibFromCache)
+	grade(wire.BytecodeCompiled)
+	grade(wire.BytecodeFromCache)
 }
 
 // keptPytestBytecode lists the pytest bytecode files of the tests' cache.
@@ -231,7 +233,7 @@ func forgetPytestBytecode(t *testing.T) {
 	}
 }
 
-func pyLib(r *runReply) string {
+func pyLib(r *wire.RunReply) string {
 	if r == nil {
 		return "(no reply)"
 	}

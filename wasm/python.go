@@ -14,6 +14,8 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/internal/wasmdata"
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // PythonSource returns the path of the pinned CPython WASI module (images.PythonWASM) and
@@ -160,7 +162,7 @@ var namesPython = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])python3?([^A-Za-z0-9_.-
 // or python3, and says in req which module python_run runs, or why there is none. A
 // configured source that fails (no network on first use, a corrupt cache) is ceval's
 // error, not the agent's score.
-func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *runRequest) error {
+func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *wire.RunRequest) error {
 	if c.Type != task.RunCommand || !namesPython.MatchString(c.Command) {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // excerpt is how much of a stream the details quote.
@@ -16,7 +18,7 @@ const excerpt = 300
 // score turns a run into the criterion's score and details with the rules every tier
 // shares (grader.ScoreCommand): a limit hit, a trap or a reach into what the snapshot left
 // out scores 0, then the exit code and expected_stdout or score_from_stdout decide.
-func score(c *task.Criterion, r *runReply, o Options, timeout time.Duration) (grader.Scored, error) {
+func score(c *task.Criterion, r *wire.RunReply, o Options, timeout time.Duration) (grader.Scored, error) {
 	run := grader.CommandRun{ExitCode: int(r.ExitCode), Stdout: r.Stdout, Stderr: r.Stderr}
 	if r.TmpFull {
 		run.Notes = append(run.Notes, fmt.Sprintf("/tmp reached its %s cap", human(o.MaxTmpBytes)))
@@ -26,13 +28,13 @@ func score(c *task.Criterion, r *runReply, o Options, timeout time.Duration) (gr
 		// Whatever the guest concluded, it looked at content ceval did not capture: a
 		// negative check ("! grep -rq TODO .", "test ! -e x") would pass on what is missing.
 		run.Limit = fmt.Sprintf("omitted: the criterion reached workspace path %s, which the snapshot left out; it cannot be graded on content ceval did not see (exit code %d)", r.Omitted, r.ExitCode)
-	case r.Limit == limitTimeout:
+	case r.Limit == wire.LimitTimeout:
 		run.Limit = fmt.Sprintf("timeout: still running after the %v limit; stopped", timeout)
-	case r.Limit == limitMemory:
+	case r.Limit == wire.LimitMemory:
 		run.Limit = fmt.Sprintf("memory limit: the guest needed more than the %s limit; stopped", human(o.MemoryLimit))
-	case r.Limit == limitStdout:
+	case r.Limit == wire.LimitStdout:
 		run.Limit = fmt.Sprintf("stdout limit: more than %s written (%d bytes over); stopped", human(o.MaxOutput), r.StdoutCut)
-	case r.Limit == limitStderr:
+	case r.Limit == wire.LimitStderr:
 		run.Limit = fmt.Sprintf("stderr limit: more than %s written (%d bytes over); stopped", human(o.MaxOutput), r.StderrCut)
 	case r.Trap != "":
 		run.Limit = "the module trapped: " + firstLine(r.Trap)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // The task view is /task: the task's grader_files and nothing else of the task directory,
@@ -19,7 +21,7 @@ import (
 // an error: the task asks for more than the sandbox holds. A failure half-way leaves the
 // worker mid-view, so the caller must stop that worker.
 func sendTaskView(w io.Writer, files []task.GraderFile, maxBytes int64) error {
-	if err := writeJSON(w, opViewBegin, viewBegin{Slot: slotTask}); err != nil {
+	if err := wire.WriteJSON(w, wire.OpViewBegin, wire.ViewBegin{Slot: wire.SlotTask}); err != nil {
 		return err
 	}
 	var total int64
@@ -30,7 +32,7 @@ func sendTaskView(w io.Writer, files []task.GraderFile, maxBytes int64) error {
 		}
 		total += n
 	}
-	return writeFrame(w, opViewEnd)
+	return wire.WriteFrame(w, wire.OpViewEnd)
 }
 
 // sendGraderFile streams one entry (with the directories above it) and returns its bytes.
@@ -41,7 +43,7 @@ func sendGraderFile(w io.Writer, f task.GraderFile, maxBytes int64) (int64, erro
 	}
 	parts := strings.Split(f.Rel, "/")
 	for i := 1; i < len(parts); i++ {
-		if err := writeFrame(w, opDir, []byte(path.Join(parts[:i]...))); err != nil {
+		if err := wire.WriteFrame(w, wire.OpDir, []byte(path.Join(parts[:i]...))); err != nil {
 			return 0, err
 		}
 	}
@@ -52,7 +54,7 @@ func sendGraderFile(w io.Writer, f task.GraderFile, maxBytes int64) (int64, erro
 	}
 	switch {
 	case fi.IsDir():
-		if err := writeFrame(w, opDir, []byte(f.Rel)); err != nil {
+		if err := wire.WriteFrame(w, wire.OpDir, []byte(f.Rel)); err != nil {
 			return 0, err
 		}
 		err = r.walk(f.Rel)
@@ -79,7 +81,7 @@ func graderFilesKey(files []task.GraderFile) string {
 
 // prepareTask loads the criterion's grader files as /task (unless the worker holds them)
 // and sets TASK_DIR; a criterion of a task without grader_files sees no /task.
-func (e *Executor) prepareTask(ctx context.Context, files []task.GraderFile, req *runRequest) error {
+func (e *Executor) prepareTask(ctx context.Context, files []task.GraderFile, req *wire.RunRequest) error {
 	if len(files) == 0 {
 		return nil
 	}

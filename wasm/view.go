@@ -12,6 +12,8 @@ import (
 
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // The views are built on ceval's side from bytes it read itself and streamed to the worker,
@@ -25,35 +27,35 @@ import (
 // hard-linked, so a file with more than one link in the snapshot directory means someone
 // tampered with it: refuse it.
 func sendSnapshotView(w io.Writer, s *snapshot.Snapshot) error {
-	return sendView(w, s, viewBegin{Slot: slotWorkspace})
+	return sendView(w, s, wire.ViewBegin{Slot: wire.SlotWorkspace})
 }
 
 // sendView streams one snapshot as the view vb names.
-func sendView(w io.Writer, s *snapshot.Snapshot, vb viewBegin) error {
+func sendView(w io.Writer, s *snapshot.Snapshot, vb wire.ViewBegin) error {
 	root, err := os.OpenRoot(s.Dir)
 	if err != nil {
 		return fmt.Errorf("workspace view: %w", err)
 	}
 	defer root.Close()
-	if err := writeJSON(w, opViewBegin, vb); err != nil {
+	if err := wire.WriteJSON(w, wire.OpViewBegin, vb); err != nil {
 		return err
 	}
 	if s.RootOmitted != "" {
-		if err := writeFrame(w, opIncomplete, []byte{0}, []byte(s.RootOmitted)); err != nil {
+		if err := wire.WriteFrame(w, wire.OpIncomplete, []byte{0}, []byte(s.RootOmitted)); err != nil {
 			return err
 		}
 	}
 	for _, e := range s.Entries {
 		switch {
 		case e.Kind == snapshot.KindDir:
-			err = writeFrame(w, opDir, []byte(e.Path))
+			err = wire.WriteFrame(w, wire.OpDir, []byte(e.Path))
 			if err == nil && e.Omitted != "" {
-				err = writeFrame(w, opIncomplete, []byte(e.Path), []byte{0}, []byte(e.Omitted))
+				err = wire.WriteFrame(w, wire.OpIncomplete, []byte(e.Path), []byte{0}, []byte(e.Omitted))
 			}
 		case e.Omitted != "":
 			err = writeOmitted(w, e)
 		case e.Kind == snapshot.KindSymlink:
-			err = writeFrame(w, opLink, []byte(e.Path), []byte{0}, []byte(e.Target))
+			err = wire.WriteFrame(w, wire.OpLink, []byte(e.Path), []byte{0}, []byte(e.Target))
 		case e.Kind == snapshot.KindFile:
 			if fi, lerr := root.Lstat(e.Path); lerr != nil {
 				return fmt.Errorf("workspace view: %w", lerr)
@@ -72,7 +74,7 @@ func sendView(w io.Writer, s *snapshot.Snapshot, vb viewBegin) error {
 			return err
 		}
 	}
-	return writeFrame(w, opViewEnd)
+	return wire.WriteFrame(w, wire.OpViewEnd)
 }
 
 // omittedType is the file type a view shows for an omitted entry of each kind.
@@ -92,13 +94,13 @@ func writeOmitted(w io.Writer, e snapshot.Entry) error {
 	var hdr [12]byte
 	binary.BigEndian.PutUint32(hdr[:4], uint32(t|e.Mode.Perm()))
 	binary.BigEndian.PutUint64(hdr[4:], uint64(max(e.Size, 0)))
-	return writeFrame(w, opOmitted, hdr[:], []byte(e.Path), []byte{0}, []byte(e.Omitted))
+	return wire.WriteFrame(w, wire.OpOmitted, hdr[:], []byte(e.Path), []byte{0}, []byte(e.Omitted))
 }
 
 func writeFile(w io.Writer, name string, mode fs.FileMode, data []byte) error {
 	var m [4]byte
 	binary.BigEndian.PutUint32(m[:], uint32(mode.Perm()))
-	return writeFrame(w, opFile, m[:], []byte(name), []byte{0}, data)
+	return wire.WriteFrame(w, wire.OpFile, m[:], []byte(name), []byte{0}, data)
 }
 
 // maxReferenceEntries caps the entries a reference view holds.
@@ -114,14 +116,14 @@ func sendReferenceView(w io.Writer, ref *task.Dir, maxBytes int64) error {
 	if root == nil {
 		return errors.New("reference view: the reference directory was not opened with the task")
 	}
-	if err := writeJSON(w, opViewBegin, viewBegin{Slot: slotReference}); err != nil {
+	if err := wire.WriteJSON(w, wire.OpViewBegin, wire.ViewBegin{Slot: wire.SlotReference}); err != nil {
 		return err
 	}
 	r := referenceWalk{root: root, w: w, maxBytes: maxBytes}
 	if err := r.walk("."); err != nil {
 		return fmt.Errorf("reference view of %s: %w", ref.Path, err)
 	}
-	return writeFrame(w, opViewEnd)
+	return wire.WriteFrame(w, wire.OpViewEnd)
 }
 
 type referenceWalk struct {
@@ -152,11 +154,11 @@ func (r *referenceWalk) walk(dir string) error {
 			if err != nil {
 				return err
 			}
-			if err := writeFrame(r.w, opLink, []byte(rel), []byte{0}, []byte(target)); err != nil {
+			if err := wire.WriteFrame(r.w, wire.OpLink, []byte(rel), []byte{0}, []byte(target)); err != nil {
 				return err
 			}
 		case t.IsDir():
-			if err := writeFrame(r.w, opDir, []byte(rel)); err != nil {
+			if err := wire.WriteFrame(r.w, wire.OpDir, []byte(rel)); err != nil {
 				return err
 			}
 			if err := r.walk(rel); err != nil {

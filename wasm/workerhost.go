@@ -21,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 var errWorkerTimeout = errors.New("the worker did not answer in time and was killed")
@@ -51,7 +53,7 @@ func (e *Executor) roundTrip(ctx context.Context, wait time.Duration, send func(
 		if r.sendErr = send(w.in); r.sendErr == nil {
 			r.sendErr = w.in.Flush()
 			if r.sendErr == nil {
-				r.readErr = readReply(w.out, op, v)
+				r.readErr = wire.ReadReply(w.out, op, v)
 			}
 		}
 		done <- r
@@ -98,7 +100,7 @@ type worker struct {
 	outPipe   io.Closer
 	stderr    *tailBuffer
 	waited    chan struct{}
-	hello     hello
+	hello     wire.Hello
 	modules   map[string]bool // "digest/flags"
 	workspace string          // snapshotKey of the loaded workspace view
 	reference *task.Dir       // the reference whose view is loaded
@@ -153,7 +155,7 @@ func (e *Executor) startWorker() (*worker, error) {
 		// The kernel resolves /proc/self/exe without walking the path to the binary, which
 		// the worker's uid may be unable to traverse.
 		Path:        "/proc/self/exe",
-		Args:        []string{"ceval-wasm-worker", WorkerCommand, "cache"},
+		Args:        []string{"ceval-wasm-worker", wire.WorkerCommand, "cache"},
 		Env:         []string{},
 		Dir:         "/",
 		ExtraFiles:  []*os.File{e.cache},
@@ -186,7 +188,7 @@ func (e *Executor) startWorker() (*worker, error) {
 	w.in, w.inPipe, w.out, w.outPipe = bufio.NewWriterSize(inW, 256<<10), inW, bufio.NewReaderSize(outR, 64<<10), outR
 
 	got := make(chan error, 1)
-	go func() { got <- readReply(w.out, opHello, &w.hello) }()
+	go func() { got <- wire.ReadReply(w.out, wire.OpHello, &w.hello) }()
 	select {
 	case err = <-got:
 	case <-time.After(helloWait):
@@ -197,13 +199,13 @@ func (e *Executor) startWorker() (*worker, error) {
 	}
 	if err != nil {
 		w.stop(0)
-		return nil, fmt.Errorf("wasm worker: %v (worker stderr: %q); does this binary call wasm.WorkerMain on %q?", err, w.stderr.String(), WorkerCommand)
+		return nil, fmt.Errorf("wasm worker: %v (worker stderr: %q); does this binary call worker.Main (package wasm/worker) on %q?", err, w.stderr.String(), wire.WorkerCommand)
 	}
 	return w, nil
 }
 
 // checkHello fails closed unless the worker is who it should be and holds no privilege.
-func (e *Executor) checkHello(h *hello) error {
+func (e *Executor) checkHello(h *wire.Hello) error {
 	switch {
 	case h.Err != "":
 		return errors.New(h.Err)

@@ -14,7 +14,7 @@ import (
 	"ceval.dev/ceval/internal/initgc"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/supervisor"
-	"ceval.dev/ceval/wasm"
+	"ceval.dev/ceval/wasm/worker"
 )
 
 // Exit codes shared by every command.
@@ -131,8 +131,8 @@ func init() { initgc.Restore() }
 
 func main() {
 	// ceval re-executes itself as the unprivileged worker that runs WASM criteria.
-	if len(os.Args) > 1 && os.Args[1] == wasm.WorkerCommand {
-		wasm.WorkerMain()
+	if len(os.Args) > 1 && os.Args[1] == worker.Command {
+		worker.Main()
 		return
 	}
 	// ... and, rootless, as the helper that listens inside a container's network namespace.

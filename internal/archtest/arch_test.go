@@ -236,6 +236,38 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "wasm-worker-apart",
+		says: "`wasm` and `wasm/worker` never depend on each other and share only `wasm/wire`, which imports no ceval package; " +
+			"`wasm/worker` depends, of ceval, only on `wasm/wire` and `internal/wasmdata`; `wasm` never links wazero.",
+		why: "the WASM worker is another trust domain (no capabilities, no environment, UID 65534) than the host side that starts it: " +
+			"no type or state is shared but what crosses the pipe; the host never links the runtime that executes guest code, the worker never what a task, a snapshot or a grade is.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for name, other := range map[string]string{"wasm": "wasm/worker", "wasm/worker": "wasm"} {
+				for _, d := range pkgs[name].Deps {
+					if s, ok := short(d); ok && s == other {
+						bad = append(bad, name+" depends on "+s)
+					}
+				}
+			}
+			for _, d := range pkgs["wasm/worker"].Deps {
+				if s, ok := short(d); ok && s != "wasm/wire" && s != "internal/wasmdata" {
+					bad = append(bad, "wasm/worker depends on "+s)
+				}
+			}
+			for _, d := range pkgs["wasm"].Deps {
+				if strings.HasPrefix(d, "github.com/tetratelabs/wazero") {
+					bad = append(bad, "wasm depends on "+d)
+				}
+			}
+			for _, d := range pkgs["wasm/wire"].Deps {
+				if s, ok := short(d); ok {
+					bad = append(bad, "wasm/wire depends on "+s)
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "grader-runs-nothing",
 		says: "`grader` depends on no `supervisor`, `launcher` or `gateway`.",
 		why:  "criteria grade a snapshot; running things (containers, a model gateway) is the executors' job.",
@@ -292,7 +324,8 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		"ceval-links-no-kubernetes-client": func(p map[string]*pkg) {
 			add(p, "cmd/ceval", "Deps", "k8s.io/client-go/kubernetes")
 		},
-		"record-is-a-leaf": func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
+		"wasm-worker-apart": func(p map[string]*pkg) { add(p, "wasm", "Deps", module+"wasm/worker") },
+		"record-is-a-leaf":  func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
 		"images-build-no-servers": func(p map[string]*pkg) {
 			add(p, "images", "Deps", module+"mockd")
 		},

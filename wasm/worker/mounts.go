@@ -1,4 +1,4 @@
-package wasm
+package worker
 
 import (
 	"fmt"
@@ -7,12 +7,14 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // mounts is a run's filesystem: "/" holding only the mount points, /workspace, /tmp (this
 // run's), /reference and /task when the request asks for them, and, for CPython, ceval's
 // read-only /ceval site directory and CPython's own stdlib at /usr/local/lib.
-func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.FSConfig {
+func (st *workerState) mounts(req *wire.RunRequest, tmp *memFS, python bool) wazero.FSConfig {
 	fsc := wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(st.root(req.Reference, req.Task, python), "/")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.workspace, "/workspace")
 	fsc = fsc.(sysfs.FSConfig).WithSysFSMount(tmp, "/tmp")
@@ -34,10 +36,10 @@ func (st *workerState) mounts(req *runRequest, tmp *memFS, python bool) wazero.F
 		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.cevalSite(), "/ceval")
 	}
 	if python && st.stdlib != nil {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.stdlib, pythonStdlibDir)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.stdlib, wire.PythonStdlibDir)
 	}
 	if python && req.Packages {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pkgs, pythonPackagesDir)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.pkgs, wire.PythonPackagesDir)
 	}
 	return fsc
 }
@@ -57,7 +59,7 @@ func (st *workerState) root(reference, task, python bool) *memFS {
 	for _, d := range []struct {
 		name string
 		on   bool
-	}{{"workspace", true}, {"tmp", true}, {"reference", reference}, {"task", task}, {"ceval", python}, {pythonStdlibDir[1:], python}} {
+	}{{"workspace", true}, {"tmp", true}, {"reference", reference}, {"task", task}, {"ceval", python}, {wire.PythonStdlibDir[1:], python}} {
 		if d.on {
 			_ = r.put(d.name, fs.ModeDir|0o755, nil, "")
 		}
@@ -74,7 +76,7 @@ func (st *workerState) root(reference, task, python bool) *memFS {
 
 // cevalSite is /ceval: ceval's Python site directory with its sitecustomize.
 // siteInCeval is ceval's site directory inside the /ceval view.
-var siteInCeval = strings.TrimPrefix(pythonSiteDir, "/ceval/")
+var siteInCeval = strings.TrimPrefix(wire.PythonSiteDir, "/ceval/")
 
 // sourcelessSite replaces ceval's site directory, once its sitecustomize is compiled, by
 // one holding only the bytecode, as sitecustomize.pyc: with the source beside it, CPython

@@ -1,4 +1,4 @@
-package wasm
+package worker
 
 import (
 	"archive/zip"
@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/internal/wasmdata"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // CPython's standard library ships inside python.wasm: a zip of .pyc files in the module's
@@ -39,18 +41,15 @@ const pythonStdlibZipSHA256 = "8bfdca871d7f94b19eac07787c6d8e72ccc30cda8b2047e47
 // site. (site's own import of sitecustomize then finds it imported.) A shell's python3 -S
 // runs site too (pythonArgv drops -S); only ceval's own -S starts (its pytest boot, which
 // guards itself) skip it.
-const pythonSitePth = pythonSiteDir + "\nimport sitecustomize\n"
+const pythonSitePth = wire.PythonSiteDir + "\nimport sitecustomize\n"
 
 // pythonCacheTag is sys.implementation.cache_tag of the pinned CPython: its bytecode files
 // are NAME.<tag>.pyc in __pycache__.
 const pythonCacheTag = "cpython-312"
 
-// pythonStdlibDir is where the stdlib directory is mounted; pythonStdlibSubdir is the
-// directory below it that CPython's sys.path names.
-const (
-	pythonStdlibDir    = "/usr/local/lib"
-	pythonStdlibSubdir = "python3.12"
-)
+// pythonStdlibSubdir is the directory below wire.PythonStdlibDir that CPython's sys.path
+// names.
+const pythonStdlibSubdir = "python3.12"
 
 // Bounds on what the extraction builds: the module is pinned, these only keep a bad pin
 // from costing more than a failure.

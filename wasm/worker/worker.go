@@ -1,4 +1,4 @@
-package wasm
+package worker
 
 import (
 	"bufio"
@@ -26,24 +26,23 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
-// WorkerCommand is the hidden first argument on which cmd/ceval must call WorkerMain:
+// Command is the hidden first argument on which a binary that grades (cmd/ceval, and the
+// test binaries of packages that grade) must call Main, before anything else:
 //
-//	if len(os.Args) > 1 && os.Args[1] == wasm.WorkerCommand {
-//		wasm.WorkerMain()
+//	if len(os.Args) > 1 && os.Args[1] == worker.Command {
+//		worker.Main()
 //	}
-const WorkerCommand = "__wasm-worker"
+const Command = wire.WorkerCommand
 
-// workerCacheFD is the descriptor on which the worker inherits its compilation cache
-// directory; it reaches the directory only through it.
-const workerCacheFD = 3
-
-// WorkerMain runs the sandbox worker on stdin and stdout and exits; it never returns. The
-// Executor starts it by re-executing ceval with WorkerCommand, an empty environment and,
+// Main runs the sandbox worker on stdin and stdout and exits; it never returns. The
+// wasm.Executor starts it by re-executing ceval with Command, an empty environment and,
 // when ceval is root, an unprivileged UID. It reads everything it runs from stdin and opens
 // no host path but its inherited cache directory.
-func WorkerMain() {
+func Main() {
 	err := serve(os.Stdin, os.Stdout)
 	if err != nil && !errors.Is(err, io.EOF) {
 		fmt.Fprintf(os.Stderr, "ceval wasm worker: %v\n", err)
@@ -83,7 +82,7 @@ type workerState struct {
 func serve(in io.Reader, out io.Writer) error {
 	h := lockDown()
 	bw := bufio.NewWriterSize(out, 64<<10)
-	if err := writeJSON(bw, opHello, h); err != nil {
+	if err := wire.WriteJSON(bw, wire.OpHello, h); err != nil {
 		return err
 	}
 	if err := bw.Flush(); err != nil {
@@ -94,7 +93,7 @@ func serve(in io.Reader, out io.Writer) error {
 	}
 	st := &workerState{modules: map[moduleKey]*compiled{}, roots: map[string]*memFS{}}
 	if len(os.Args) > 2 && os.Args[2] == "cache" {
-		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(workerCacheFD))
+		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(wire.CacheFD))
 		if err != nil {
 			return fmt.Errorf("compilation cache: %w", err)
 		}
@@ -102,27 +101,27 @@ func serve(in io.Reader, out io.Writer) error {
 	}
 	br := bufio.NewReaderSize(in, 256<<10)
 	for {
-		op, b, err := readFrame(br, maxRequestFrame)
+		op, b, err := wire.ReadFrame(br, wire.MaxRequestFrame)
 		if err != nil {
 			return err
 		}
 		switch op {
-		case opModule:
-			err = writeJSON(bw, opModuleDone, st.load(b))
-		case opViewBegin:
-			err = writeJSON(bw, opViewDone, st.readView(br, b))
-		case opRun:
-			var req runRequest
+		case wire.OpModule:
+			err = wire.WriteJSON(bw, wire.OpModuleDone, st.load(b))
+		case wire.OpViewBegin:
+			err = wire.WriteJSON(bw, wire.OpViewDone, st.readView(br, b))
+		case wire.OpRun:
+			var req wire.RunRequest
 			if err := json.Unmarshal(b, &req); err != nil {
 				return fmt.Errorf("run request: %w", err)
 			}
-			answer := func(r runReply) { // the guard's: the worker ends with this reply
-				if err := writeJSON(bw, opRunDone, r); err == nil {
+			answer := func(r wire.RunReply) { // the guard's: the worker ends with this reply
+				if err := wire.WriteJSON(bw, wire.OpRunDone, r); err == nil {
 					_ = bw.Flush()
 				}
 				os.Exit(0)
 			}
-			err = writeJSON(bw, opRunDone, st.run(&req, answer))
+			err = wire.WriteJSON(bw, wire.OpRunDone, st.run(&req, answer))
 		default:
 			return fmt.Errorf("unexpected frame %q", op)
 		}
@@ -137,8 +136,8 @@ func serve(in io.Reader, out io.Writer) error {
 
 // lockDown sets no_new_privs and a zero core size, then reports who the worker runs as. It
 // refuses (Err set) to go on holding any capability or any environment variable.
-func lockDown() hello {
-	h := hello{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid(), EnvCount: len(os.Environ())}
+func lockDown() wire.Hello {
+	h := wire.Hello{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid(), EnvCount: len(os.Environ())}
 	h.Groups, _ = os.Getgroups()
 	var errs []string
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
@@ -181,21 +180,15 @@ func lockDown() hello {
 	return h
 }
 
-// Flags of a module frame.
-const (
-	moduleChecked = 1 << iota // compile with context checks (WithCloseOnContextDone)
-	modulePython              // CPython: also mount its stdlib (pythonStdlib)
-)
-
 // load compiles a module once per key. The payload is one flags byte, the module's sha256
 // in hex (computed by ceval, which the worker trusts), then the module.
-func (st *workerState) load(b []byte) moduleReply {
+func (st *workerState) load(b []byte) wire.ModuleReply {
 	if len(b) < 1+sha256.Size*2 {
-		return moduleReply{Err: "short module frame"}
+		return wire.ModuleReply{Err: "short module frame"}
 	}
-	key := moduleKey{digest: string(b[1 : 1+sha256.Size*2]), closeOnDone: b[0]&moduleChecked != 0}
+	key := moduleKey{digest: string(b[1 : 1+sha256.Size*2]), closeOnDone: b[0]&wire.ModuleChecked != 0}
 	wasm := b[1+sha256.Size*2:]
-	r := moduleReply{Digest: key.digest}
+	r := wire.ModuleReply{Digest: key.digest}
 	if _, ok := st.modules[key]; ok {
 		return r
 	}
@@ -236,13 +229,13 @@ func (st *workerState) load(b []byte) moduleReply {
 	for _, m := range cm.ExportedMemories() {
 		c.memMin = max(c.memMin, uint64(m.Min())*65536)
 	}
-	if b[0]&modulePython != 0 && st.stdlib == nil {
+	if b[0]&wire.ModulePython != 0 && st.stdlib == nil {
 		if st.stdlib, err = pythonStdlib(wasm); err != nil {
 			rt.Close(ctx)
 			r.Err = err.Error()
 			return r
 		}
-		r.SiteBytecode, err = st.compileCeval("site", c, key.digest, st.cevalSite(), DefaultMemoryLimit, pylibCompileSite)
+		r.SiteBytecode, err = st.compileCeval("site", c, key.digest, st.cevalSite(), siteCompileMemory, pylibCompileSite)
 		if err == nil {
 			err = st.sourcelessSite()
 		}
@@ -254,91 +247,91 @@ func (st *workerState) load(b []byte) moduleReply {
 	return r
 }
 
-// readView reads the frames of one view up to opViewEnd and installs it in its slot.
-func (st *workerState) readView(br *bufio.Reader, b []byte) viewReply {
-	var vb viewBegin
+// readView reads the frames of one view up to wire.OpViewEnd and installs it in its slot.
+func (st *workerState) readView(br *bufio.Reader, b []byte) wire.ViewReply {
+	var vb wire.ViewBegin
 	var errs []string
 	if err := json.Unmarshal(b, &vb); err != nil {
 		errs = append(errs, fmt.Sprintf("view header: %v", err))
 	}
 	v := newMemFS(2, false)
 	for {
-		op, b, err := readFrame(br, maxRequestFrame)
+		op, b, err := wire.ReadFrame(br, wire.MaxRequestFrame)
 		if err != nil {
 			// The stream is broken; nothing sensible can follow.
 			fmt.Fprintf(os.Stderr, "ceval wasm worker: view: %v\n", err)
 			os.Exit(1)
 		}
 		switch op {
-		case opDir:
+		case wire.OpDir:
 			err = v.put(string(b), fs.ModeDir|0o755, nil, "")
-		case opFile:
+		case wire.OpFile:
 			if len(b) < 4 {
 				err = errors.New("short file frame")
 				break
 			}
 			mode := fs.FileMode(binary.BigEndian.Uint32(b)).Perm()
-			name, data, ok := splitNUL(b[4:])
+			name, data, ok := wire.SplitNUL(b[4:])
 			if !ok {
 				err = errors.New("file frame without a name")
 				break
 			}
 			err = v.put(name, mode, data, "")
-		case opLink:
-			name, target, ok := splitNUL(b)
+		case wire.OpLink:
+			name, target, ok := wire.SplitNUL(b)
 			if !ok {
 				err = errors.New("link frame without a name")
 				break
 			}
 			err = v.put(name, fs.ModeSymlink|0o777, nil, string(target))
-		case opOmitted:
+		case wire.OpOmitted:
 			if len(b) < 12 {
 				err = errors.New("short omitted-entry frame")
 				break
 			}
 			mode := fs.FileMode(binary.BigEndian.Uint32(b))
 			size := int64(binary.BigEndian.Uint64(b[4:]))
-			name, why, ok := splitNUL(b[12:])
+			name, why, ok := wire.SplitNUL(b[12:])
 			if !ok {
 				err = errors.New("omitted-entry frame without a name")
 				break
 			}
 			err = v.putOmitted(name, mode&(fs.ModeType|fs.ModePerm), size, string(why))
-		case opIncomplete:
-			name, why, ok := splitNUL(b)
+		case wire.OpIncomplete:
+			name, why, ok := wire.SplitNUL(b)
 			if !ok {
 				err = errors.New("incomplete-directory frame without a name")
 				break
 			}
 			err = v.markIncomplete(name, string(why))
-		case opViewEnd:
+		case wire.OpViewEnd:
 			v.readOnly = true
 			switch vb.Slot {
-			case slotWorkspace:
+			case wire.SlotWorkspace:
 				st.workspace, st.outputs = v, nil
-			case slotOutput:
+			case wire.SlotOutput:
 				if !validOutputPath(vb.Path) || st.workspace == nil || len(st.outputs) >= maxOutputViews {
 					errs = append(errs, fmt.Sprintf("output view at %q refused", vb.Path))
 					break
 				}
 				v.dev = 16 + uint64(len(st.outputs))
 				st.outputs = append(st.outputs, outputView{path: vb.Path, fs: v})
-			case slotReference:
+			case wire.SlotReference:
 				v.dev = 3
 				st.reference = v
-			case slotTask:
+			case wire.SlotTask:
 				v.dev = 6
 				st.task = v
-			case slotPyLib:
+			case wire.SlotPyLib:
 				v.dev = 7
 				st.pylib, st.pylibCompiled = v, false
-			case slotPkgs:
+			case wire.SlotPkgs:
 				v.dev = 8
 				st.pkgs = v
 			default:
 				errs = append(errs, fmt.Sprintf("unknown view slot %q", vb.Slot))
 			}
-			return viewReply{Err: strings.Join(errs, "; ")}
+			return wire.ViewReply{Err: strings.Join(errs, "; ")}
 		default:
 			err = fmt.Errorf("unexpected frame %q in a view", op)
 		}
@@ -352,32 +345,32 @@ func errViewPath(p string) error { return fmt.Errorf("view: bad or clashing path
 
 // Why a run was stopped early: the cause of its context.
 var (
-	errTimeout = errors.New(limitTimeout)
-	errStdout  = errors.New(limitStdout)
-	errStderr  = errors.New(limitStderr)
+	errTimeout = errors.New(wire.LimitTimeout)
+	errStdout  = errors.New(wire.LimitStdout)
+	errStderr  = errors.New(wire.LimitStderr)
 )
 
 // run instantiates the module once, fresh, over the views, and reports how it ended. When
 // a limit ends it while an instance without context checks runs, the run's guard answers
 // through answer instead, and run never returns.
-func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) {
+func (st *workerState) run(req *wire.RunRequest, answer func(wire.RunReply)) (r wire.RunReply) {
 	c := st.modules[moduleKey{digest: req.Digest, closeOnDone: req.CloseOnDone}]
 	switch {
 	case c == nil:
-		return runReply{Err: "module " + req.Digest + " is not loaded"}
+		return wire.RunReply{Err: "module " + req.Digest + " is not loaded"}
 	case st.workspace == nil:
-		return runReply{Err: "no workspace view is loaded"}
+		return wire.RunReply{Err: "no workspace view is loaded"}
 	case req.Reference && st.reference == nil:
-		return runReply{Err: "no reference view is loaded"}
+		return wire.RunReply{Err: "no reference view is loaded"}
 	case req.Task && st.task == nil:
-		return runReply{Err: "no task view is loaded"}
+		return wire.RunReply{Err: "no task view is loaded"}
 	case req.Packages && st.pkgs == nil:
-		return runReply{Err: "no python_packages view is loaded"}
+		return wire.RunReply{Err: "no python_packages view is loaded"}
 	case req.PyLib && st.pylib == nil:
-		return runReply{Err: "no pytest packages view is loaded"}
+		return wire.RunReply{Err: "no pytest packages view is loaded"}
 	}
 	if c.memMin > req.MemoryLimit {
-		return runReply{Limit: limitMemory, PeakMemory: c.memMin}
+		return wire.RunReply{Limit: wire.LimitMemory, PeakMemory: c.memMin}
 	}
 	if req.PyLib {
 		how, err := st.compilePyLib(c, req.Digest, req.MemoryLimit)
@@ -394,7 +387,7 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 	stderr := &cappedWriter{max: req.MaxStderr, onFull: func() { cancel(errStderr) }}
 	tmp := newTmpFS(4, req.MaxTmpBytes)
 	if err := st.seedTmp(tmp); err != nil {
-		return runReply{Err: err.Error()}
+		return wire.RunReply{Err: err.Error()}
 	}
 
 	st.workspace.ResetTouched()
@@ -402,9 +395,13 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 		o.fs.ResetTouched()
 	}
 	fsc := st.mounts(req, tmp, req.PyLib)
+	args := req.Args
+	if req.Pytest {
+		args = pytestArgv(args)
+	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithArgs(req.Args...).
+		WithArgs(args...).
 		WithStdin(bytes.NewReader(nil)).
 		WithStdout(stdout).
 		WithStderr(stderr).
@@ -422,8 +419,8 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 	pr := st.pythonRun(req, tmp, mem, cancel, guard)
 
 	start := time.Now()
-	go guard.watch(func() runReply {
-		p := runReply{ExitCode: pyStatusKilled, Limit: context.Cause(ctx).Error(), Wall: time.Since(start), PyLib: r.PyLib}
+	go guard.watch(func() wire.RunReply {
+		p := wire.RunReply{ExitCode: pyStatusKilled, Limit: context.Cause(ctx).Error(), Wall: time.Since(start), PyLib: r.PyLib}
 		p.Stdout, p.StdoutCut = stdout.contents()
 		p.Stderr, p.StderrCut = stderr.contents()
 		pr.addPartial(&p)
@@ -460,7 +457,7 @@ func (st *workerState) run(req *runRequest, answer func(runReply)) (r runReply) 
 	case errors.Is(cause, errTimeout), errors.Is(cause, errStdout), errors.Is(cause, errStderr):
 		r.Limit = cause.Error()
 	case mem.hit && (r.ExitCode != 0 || r.Trap != ""):
-		r.Limit = limitMemory
+		r.Limit = wire.LimitMemory
 	}
 	return r
 }

@@ -1,4 +1,4 @@
-package wasm
+package worker
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // pytest's packages arrive as sources (Debian ships bytecode only for its own Python), and
@@ -75,10 +77,11 @@ with open("/tmp/pyc/ceval/` + pytestCodegenFile + `", "wb") as f:
 `
 
 // pylibCompileLimits bound the one-off compile run.
-const (
-	pylibCompileTimeout = 5 * time.Minute
-	pylibCompileTmp     = 256 << 20
-)
+const pylibCompileTmp = 256 << 20
+
+// siteCompileMemory is the memory limit of the one-off compile of ceval's sitecustomize (the
+// host's default run limit, wasm.DefaultMemoryLimit).
+const siteCompileMemory = 256 << 20
 
 // compilePyLib adds compiled bytecode to st.pylib once per worker (compileCeval); it says
 // how the bytecode was had.
@@ -100,12 +103,12 @@ func (st *workerState) compilePyLib(py *compiled, pyDigest string, memoryLimit u
 // sees only view, the stdlib and a scratch /tmp (and keeping the result in the cache). A
 // failure leaves the sources alone: CPython then compiles as it imports, slower but the
 // same. kind names the cache file ("pytest", "site"). It says how the bytecode was had
-// (pylibCompiledNow, pylibFromCache).
+// (wire.BytecodeCompiled, wire.BytecodeFromCache).
 func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, view *memFS, memoryLimit uint64, script string) (string, error) {
 	key := pycCacheKey(pyDigest, script, view)
 	if st.cache != nil {
 		if files, err := readPycCache(kind, key); err == nil {
-			return pylibFromCache, addPyc(view, files)
+			return wire.BytecodeFromCache, addPyc(view, files)
 		}
 	}
 	tmp := newTmpFS(4, pylibCompileTmp)
@@ -114,7 +117,7 @@ func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, 
 		WithSysFSMount(tmp, "/tmp").(sysfs.FSConfig).
 		WithSysFSMount(view, "/ceval")
 	if st.stdlib != nil {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.stdlib, pythonStdlibDir)
+		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(st.stdlib, wire.PythonStdlibDir)
 	}
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -125,14 +128,14 @@ func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, 
 		WithRandSource(rand.Reader)
 	// CPython runs without context checks (newPythonModule): past its bound, only the
 	// worker's exit stops it, and ceval reports the worker's death.
-	stop := time.AfterFunc(pylibCompileTimeout, func() {
-		fmt.Fprintf(os.Stderr, "ceval wasm worker: compiling ceval's Python sources took over %v; exiting\n", pylibCompileTimeout)
+	stop := time.AfterFunc(wire.PyLibCompileTimeout, func() {
+		fmt.Fprintf(os.Stderr, "ceval wasm worker: compiling ceval's Python sources took over %v; exiting\n", wire.PyLibCompileTimeout)
 		os.Exit(1)
 	})
 	defer stop.Stop()
 	mem := &guestMemory{limit: memoryLimit}
 	if err := instantiate(context.Background(), py, cfg, mem); err != nil && !isExitZero(err) {
-		return pylibCompiledNow, err
+		return wire.BytecodeCompiled, err
 	}
 	tmp.mu.Lock()
 	top, errno := tmp.lookup("pyc/ceval")
@@ -142,21 +145,15 @@ func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, 
 	}
 	tmp.mu.Unlock()
 	if len(files) == 0 {
-		return pylibCompiledNow, fmt.Errorf("no output")
+		return wire.BytecodeCompiled, fmt.Errorf("no output")
 	}
 	if st.cache != nil {
 		if err := writePycCache(kind, key, files); err != nil {
 			fmt.Fprintf(os.Stderr, "ceval wasm worker: keep bytecode: %v\n", err) // only a cache
 		}
 	}
-	return pylibCompiledNow, addPyc(view, files)
+	return wire.BytecodeCompiled, addPyc(view, files)
 }
-
-// How a run's pytest packages got their bytecode (runReply.PyLib).
-const (
-	pylibCompiledNow = "compiled"
-	pylibFromCache   = "cache"
-)
 
 // pycFile is one compiled file, at its path in the pylib view (.../__pycache__/X.pyc).
 type pycFile struct {

@@ -1,4 +1,9 @@
-package wasm
+// Package wire is the protocol between ceval's WASM host side (package wasm) and its worker
+// process (package wasm/worker): the frames, the request and reply types, the flags and the
+// guest paths both sides must agree on, and their encoding. It holds no behaviour: the host
+// never links the worker's wazero runtime, and the worker never links the host's task,
+// snapshot or grader.
+package wire
 
 import (
 	"bytes"
@@ -9,33 +14,60 @@ import (
 	"time"
 )
 
+// WorkerCommand is the hidden first argument with which the host re-executes ceval as the
+// worker (worker.Main); a second argument "cache" says CacheFD holds its cache directory.
+const WorkerCommand = "__wasm-worker"
+
+// CacheFD is the descriptor on which the worker inherits its compilation cache directory;
+// it reaches the directory only through it.
+const CacheFD = 3
+
+// Flags of an OpModule frame.
+const (
+	ModuleChecked = 1 << iota // compile with context checks (WithCloseOnContextDone)
+	ModulePython              // CPython: also mount its stdlib (read out of the module)
+)
+
+// Paths in the guest both sides name: the host in argv and environment, the worker in its
+// mounts.
+const (
+	PythonSiteDir     = "/ceval/python"   // ceval's sitecustomize, first on PYTHONPATH
+	PythonStdlibDir   = "/usr/local/lib"  // CPython's stdlib, read out of its module
+	PythonPackagesDir = "/ceval/packages" // python_packages and python_wheels (SlotPkgs)
+	PytestLibDir      = "/ceval"          // pytest's packages in a pytest run (SlotPyLib)
+)
+
+// PyLibCompileTimeout bounds the worker's one-off compile of pytest's packages, which its
+// first pytest run does before the run's own timer starts; the host waits that much longer.
+const PyLibCompileTimeout = 5 * time.Minute
+
 // The parent and the worker speak in frames over the worker's stdin and stdout: one op
 // byte, a big-endian uint32 payload length, the payload. Each request gets one reply, in
 // order. Control payloads are JSON; file contents travel raw.
 const (
-	opHello      = 'H' // worker → parent, first: who the worker runs as
-	opModule     = 'M' // parent → worker: a module's bytes; reply opModuleDone
-	opModuleDone = 'm'
-	opViewBegin  = 'V' // parent → worker: a view follows (viewBegin)
-	opDir        = 'D' // path
-	opFile       = 'F' // uint32 mode, path, NUL, contents
-	opLink       = 'L' // path, NUL, target
-	opOmitted    = 'O' // uint32 mode (type and permission bits), uint64 size, path, NUL, reason
-	opIncomplete = 'I' // directory path ("" for the root), NUL, reason
-	opViewEnd    = 'E' // reply opViewDone
-	opViewDone   = 'v'
-	opRun        = 'R' // parent → worker: runRequest; reply opRunDone
-	opRunDone    = 'r'
+	OpHello      = 'H' // worker → parent, first: who the worker runs as
+	OpModule     = 'M' // parent → worker: a module's bytes; reply OpModuleDone
+	OpModuleDone = 'm'
+	OpViewBegin  = 'V' // parent → worker: a view follows (ViewBegin)
+	OpDir        = 'D' // path
+	OpFile       = 'F' // uint32 mode, path, NUL, contents
+	OpLink       = 'L' // path, NUL, target
+	OpOmitted    = 'O' // uint32 mode (type and permission bits), uint64 size, path, NUL, reason
+	OpIncomplete = 'I' // directory path ("" for the root), NUL, reason
+	OpViewEnd    = 'E' // reply OpViewDone
+	OpViewDone   = 'v'
+	OpRun        = 'R' // parent → worker: RunRequest; reply OpRunDone
+	OpRunDone    = 'r'
 )
 
 // Frame size caps. The worker trusts the parent more than the parent trusts the worker,
 // whose replies carry guest output.
 const (
-	maxRequestFrame = 1 << 30
-	maxReplyFrame   = 16 << 20
+	MaxRequestFrame = 1 << 30
+	MaxReplyFrame   = 16 << 20
 )
 
-type hello struct {
+type Hello struct {
 	PID        int    `json:"pid"`
 	UID        int    `json:"uid"`
 	GID        int    `json:"gid"`
@@ -49,7 +81,7 @@ type hello struct {
 	Err        string `json:"err,omitempty"`
 }
 
-type moduleReply struct {
+type ModuleReply struct {
 	Digest  string        `json:"digest"`
 	Compile time.Duration `json:"compile"`
 	Err     string        `json:"err,omitempty"`
@@ -58,27 +90,27 @@ type moduleReply struct {
 	SiteBytecode string `json:"site_bytecode,omitempty"`
 }
 
-type viewBegin struct {
-	Slot string `json:"slot"` // slotWorkspace or slotReference
-	// Path is an output view's container path (slotOutput); outputs follow their workspace
+type ViewBegin struct {
+	Slot string `json:"slot"` // SlotWorkspace or SlotReference
+	// Path is an output view's container path (SlotOutput); outputs follow their workspace
 	// view, which drops the ones before.
 	Path string `json:"path,omitempty"`
 }
 
 const (
-	slotWorkspace = "workspace"
-	slotReference = "reference"
-	slotTask      = "task"   // the grader files, at /task
-	slotPyLib     = "pylib"  // pytest's packages, at /ceval for a pytest run
-	slotPkgs      = "pkgs"   // python_packages, at /ceval/packages
-	slotOutput    = "output" // one of the task's sandbox.outputs, at its Path
+	SlotWorkspace = "workspace"
+	SlotReference = "reference"
+	SlotTask      = "task"   // the grader files, at /task
+	SlotPyLib     = "pylib"  // pytest's packages, at /ceval for a pytest run
+	SlotPkgs      = "pkgs"   // python_packages, at /ceval/packages
+	SlotOutput    = "output" // one of the task's sandbox.outputs, at its Path
 )
 
-type viewReply struct {
+type ViewReply struct {
 	Err string `json:"err,omitempty"`
 }
 
-type runRequest struct {
+type RunRequest struct {
 	Digest      string        `json:"digest"`
 	Args        []string      `json:"args"`
 	Env         []string      `json:"env"` // KEY=VALUE
@@ -86,8 +118,9 @@ type runRequest struct {
 	Reference   bool          `json:"reference"` // mount the reference view
 	Task        bool          `json:"task"`      // mount the task view (grader files) at /task
 	PyLib       bool          `json:"pylib"`     // mount the pylib view at /ceval
+	Pytest      bool          `json:"pytest"`    // Args are pytest's: the worker runs them in CPython through its boot
 	Packages    bool          `json:"packages"`  // mount the pkgs view at /ceval/packages for CPython
-	Collect     []string      `json:"collect"`   // files in /tmp to hand back in runReply.Files
+	Collect     []string      `json:"collect"`   // files in /tmp to hand back in RunReply.Files
 	MemoryLimit uint64        `json:"memory_limit"`
 	MaxStdout   int64         `json:"max_stdout"`
 	MaxStderr   int64         `json:"max_stderr"`
@@ -97,15 +130,22 @@ type runRequest struct {
 	PythonWhy   string        `json:"python_why,omitempty"` // why there is none, for the guest's error
 }
 
-// Limits a run can hit; each scores 0 and is named in the details.
+// How the worker had Python bytecode it compiles once: RunReply.PyLib for pytest's packages,
+// ModuleReply.SiteBytecode for ceval's sitecustomize.
 const (
-	limitTimeout = "timeout"
-	limitMemory  = "memory"
-	limitStdout  = "stdout"
-	limitStderr  = "stderr"
+	BytecodeCompiled  = "compiled"
+	BytecodeFromCache = "cache"
 )
 
-type runReply struct {
+// Limits a run can hit; each scores 0 and is named in the details.
+const (
+	LimitTimeout = "timeout"
+	LimitMemory  = "memory"
+	LimitStdout  = "stdout"
+	LimitStderr  = "stderr"
+)
+
+type RunReply struct {
 	ExitCode   uint32            `json:"exit_code"`
 	Trap       string            `json:"trap,omitempty"`  // the guest trapped (not an exit)
 	Limit      string            `json:"limit,omitempty"` // the limit that stopped it
@@ -118,7 +158,7 @@ type runReply struct {
 	PeakMemory uint64            `json:"peak_memory"`
 	Wall       time.Duration     `json:"wall"`
 	Err        string            `json:"err,omitempty"`   // ceval's side: the run could not start
-	Files      map[string][]byte `json:"files,omitempty"` // runRequest.Collect, those that exist
+	Files      map[string][]byte `json:"files,omitempty"` // RunRequest.Collect, those that exist
 	// PyLib says how this worker's first pytest run got pytest's bytecode: "compiled" or
 	// "cache" (pylib.go); empty for every other run.
 	PyLib string `json:"pylib,omitempty"`
@@ -127,13 +167,13 @@ type runReply struct {
 	WorkerExits bool `json:"worker_exits,omitempty"`
 }
 
-func writeFrame(w io.Writer, op byte, parts ...[]byte) error {
+func WriteFrame(w io.Writer, op byte, parts ...[]byte) error {
 	var n int
 	for _, p := range parts {
 		n += len(p)
 	}
-	if int64(n) > maxRequestFrame {
-		return fmt.Errorf("frame %c of %d bytes is over the %d-byte cap", op, n, maxRequestFrame)
+	if int64(n) > MaxRequestFrame {
+		return fmt.Errorf("frame %c of %d bytes is over the %d-byte cap", op, n, MaxRequestFrame)
 	}
 	var hdr [5]byte
 	hdr[0] = op
@@ -149,16 +189,16 @@ func writeFrame(w io.Writer, op byte, parts ...[]byte) error {
 	return nil
 }
 
-func writeJSON(w io.Writer, op byte, v any) error {
+func WriteJSON(w io.Writer, op byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return writeFrame(w, op, b)
+	return WriteFrame(w, op, b)
 }
 
-// readFrame reads one frame whose payload is at most max bytes.
-func readFrame(r io.Reader, max int64) (byte, []byte, error) {
+// ReadFrame reads one frame whose payload is at most max bytes.
+func ReadFrame(r io.Reader, max int64) (byte, []byte, error) {
 	var hdr [5]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return 0, nil, err
@@ -174,9 +214,9 @@ func readFrame(r io.Reader, max int64) (byte, []byte, error) {
 	return hdr[0], b, nil
 }
 
-// readReply reads the frame op and decodes it into v.
-func readReply(r io.Reader, op byte, v any) error {
-	got, b, err := readFrame(r, maxReplyFrame)
+// ReadReply reads the frame op and decodes it into v.
+func ReadReply(r io.Reader, op byte, v any) error {
+	got, b, err := ReadFrame(r, MaxReplyFrame)
 	if err != nil {
 		return err
 	}
@@ -186,8 +226,8 @@ func readReply(r io.Reader, op byte, v any) error {
 	return json.Unmarshal(b, v)
 }
 
-// splitNUL splits a payload at its first NUL.
-func splitNUL(b []byte) (string, []byte, bool) {
+// SplitNUL splits a payload at its first NUL.
+func SplitNUL(b []byte) (string, []byte, bool) {
 	i := bytes.IndexByte(b, 0)
 	if i < 0 {
 		return "", nil, false

@@ -1,4 +1,4 @@
-package wasm
+package worker
 
 import (
 	"io/fs"

@@ -1,4 +1,4 @@
-package wasm
+package worker
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // The toolbox runs python and python3 through two host functions of the module "ceval",
@@ -43,10 +45,6 @@ const (
 	pyStatusKilled      = 137 // stopped by a limit of the run
 	pyStatusBadCall     = 2
 )
-
-// pythonSiteDir holds ceval's own sitecustomize, first on PYTHONPATH: it moves the
-// interpreter into the shell's working directory (WASI programs start in "/").
-const pythonSiteDir = "/ceval/python"
 
 var pythonSitecustomize = pythonImportGuard(pythonGuardDirs) + `import os
 os.environ.pop("PYTHONHOME", None)
@@ -86,7 +84,7 @@ func pythonImportGuard(dirs string) string {
 	return `def cevalImportGuard(dirs):
     import sys, os
     names = sys.stdlib_module_names
-    trusted = [p for p in sys.path if p.startswith("` + pythonStdlibDir + `/") and "site-packages" not in p]
+    trusted = [p for p in sys.path if p.startswith("` + wire.PythonStdlibDir + `/") and "site-packages" not in p]
     graders = set()
     where = []
     for d in dirs:
@@ -135,14 +133,14 @@ del cevalImportGuard
 // pythonGuardDirs are the directories of the grader's packages for a python3 the toolbox
 // runs; pytestGuardDirs those of a pytest run (pytest and its dependencies at /ceval).
 const (
-	pythonGuardDirs = `["` + pythonPackagesDir + `"]`
-	pytestGuardDirs = `["` + pytestLibDir + `", "` + pythonPackagesDir + `"]`
+	pythonGuardDirs = `["` + wire.PythonPackagesDir + `"]`
+	pytestGuardDirs = `["` + wire.PytestLibDir + `", "` + wire.PythonPackagesDir + `"]`
 )
 
 // pyRun is what the host functions of one run reach through its context.
 type pyRun struct {
 	st       *workerState
-	req      *runRequest
+	req      *wire.RunRequest
 	py       *compiled // nil: Python is not available, why says why
 	why      string
 	tmp      *memFS
@@ -159,7 +157,7 @@ type pyRun struct {
 
 // addPartial appends to r, within the run's output caps, what the running interpreter has
 // written so far: the guard's reply for a run a limit ended while Python ran.
-func (pr *pyRun) addPartial(r *runReply) {
+func (pr *pyRun) addPartial(r *wire.RunReply) {
 	pr.mu.Lock()
 	out := pr.out
 	pr.mu.Unlock()
@@ -311,9 +309,9 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 // bytecode there that a later import of the task's own modules would run (found by review).
 func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 	env := make([]string, 0, len(shellEnv)+4)
-	pythonPath := pythonSiteDir
+	pythonPath := wire.PythonSiteDir
 	if packages {
-		pythonPath += ":" + pythonPackagesDir
+		pythonPath += ":" + wire.PythonPackagesDir
 	}
 	for _, kv := range shellEnv {
 		k, v, _ := strings.Cut(kv, "=")
@@ -333,7 +331,7 @@ func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "PYTHONPATH="+pythonPath, "PYTHONHOME="+path.Dir(pythonStdlibDir), "CEVAL_PWD="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	return append(env, "PYTHONPATH="+pythonPath, "PYTHONHOME="+path.Dir(wire.PythonStdlibDir), "CEVAL_PWD="+dir, "PYTHONDONTWRITEBYTECODE=1")
 }
 
 // pythonArgv makes a relative script path absolute against the shell's directory (CPython
@@ -409,7 +407,7 @@ func pythonArgv(argv []string, dir string) []string {
 }
 
 // pythonRun is the state python_run works on during one run.
-func (st *workerState) pythonRun(req *runRequest, tmp *memFS, mem *guestMemory, cancel context.CancelCauseFunc, guard *runGuard) *pyRun {
+func (st *workerState) pythonRun(req *wire.RunRequest, tmp *memFS, mem *guestMemory, cancel context.CancelCauseFunc, guard *runGuard) *pyRun {
 	pr := &pyRun{st: st, req: req, tmp: tmp, mem: mem, cancel: cancel, guard: guard, why: req.PythonWhy}
 	if req.Python != "" {
 		pr.py = st.modules[moduleKey{digest: req.Python}] // CPython is compiled unchecked

@@ -1,4 +1,4 @@
-package wasm
+package worker
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // pytest's bytecode (and that of ceval's sitecustomize) outlives the worker that compiled it: the worker keeps it in its cache
@@ -63,7 +65,7 @@ func hashTree(h io.Writer, n *node, dir string) {
 // pycCachePath is where the worker keeps the bytecode of key; kind says of what ("pytest",
 // "site").
 func pycCachePath(kind, key string) string {
-	return "/proc/self/fd/" + strconv.Itoa(workerCacheFD) + "/" + kind + "-pyc-" + key
+	return "/proc/self/fd/" + strconv.Itoa(wire.CacheFD) + "/" + kind + "-pyc-" + key
 }
 
 // writePycCache keeps files under key: magic, the payload's sha256, the payload (for each

@@ -1,8 +1,10 @@
-package wasm
+package worker
 
 import (
 	"context"
 	"sync/atomic"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // runGuard stops a run whose guest cannot be stopped in place. wazero stops a module at its
@@ -35,7 +37,7 @@ func newRunGuard(ctx context.Context, mainUnchecked bool) *runGuard {
 // watch waits for the run's context to end; if an unchecked instance is running then, and
 // the run has not answered, it sends partial() through answer, which must not return (it
 // ends the process). The run's own end cancels ctx too, after it has answered.
-func (g *runGuard) watch(partial func() runReply, answer func(runReply)) {
+func (g *runGuard) watch(partial func() wire.RunReply, answer func(wire.RunReply)) {
 	<-g.ctx.Done()
 	if g.unstoppable.Load() == 0 {
 		return // a checked module stops itself at its next check

@@ -1,10 +1,12 @@
-package wasm
+package worker
 
 import (
 	"fmt"
 	"io/fs"
 	"path"
 	"strings"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // outputView is the view of one of the task's sandbox.outputs: mounted read-only at its
@@ -20,7 +22,7 @@ const maxOutputViews = 8
 
 // reservedGuestPaths are the guest's own mounts (and its root's mount points); an output
 // view may be at /tmp or below it, and nowhere else among them.
-var reservedGuestPaths = []string{"/workspace", "/reference", "/task", "/ceval", pythonStdlibDir}
+var reservedGuestPaths = []string{"/workspace", "/reference", "/task", "/ceval", wire.PythonStdlibDir}
 
 // validOutputPath reports whether p may hold an output view: absolute, clean, not "/",
 // and not over or under the guest's own mounts.
