@@ -346,7 +346,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "tests", "test.sh"), Line: line, Field: "tests/test.sh", Unmapped: true,
 				Reason: fmt.Sprintf("installs or downloads at grading time (%s), as Harbor's verifier may (it has the network and root): ceval's verifier container has no network unless the user's config says verifier_network: host, so the tests would fail: install what they need into environment/Dockerfile and drop the line", what)})
 		}
-		if file, line := rewardWriter(dir, data); file != "" {
+		if file, line := rewardWriter(dir, data); file != "" && filepath.Base(file) == "test.sh" {
+			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
+				Reason: "the reward is opened by a program test.sh starts here (python3 -c, a heredoc), not by a redirection of its own shell: harbor_reward counts only what test.sh's own shell writes (the program's open fails), so this task would score 0: have the program print the reward and test.sh redirect it (python3 -c '...print(json.dumps(r))' > /logs/verifier/reward.json)"})
+		} else if file != "" {
 			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
 				Reason: "writes the reward, as a program tests/test.sh starts: harbor_reward counts only what test.sh's own shell writes (its redirections, an EXIT trap, a script it sources), so this task would score 0: have test.sh write it (python3 score.py > /logs/verifier/reward.txt) or source the script (. /tests/FILE)"})
 		}
@@ -546,8 +549,8 @@ var rewardRedirect = lazyregexp.New(`>\s*["']?\S*reward\.(txt|json)`)
 var rewardSourced = lazyregexp.New(`(?m)^\s*(?:\.|source)\s+["']?(\S+?)["']?\s*$`)
 
 // rewardWriter finds, for a Harbor task whose tests/test.sh (data) writes no reward itself,
-// the other file of tests/ that names reward.txt or reward.json: the reward is then written
-// by a program test.sh starts, which harbor_reward never counts. It returns that file and
+// the line of test.sh (an inline program: python3 -c "...") or the other file of tests/ that
+// names reward.txt or reward.json: the reward is then written by a program test.sh starts, which harbor_reward never counts. It returns that file and
 // the line naming the reward ("" when test.sh, or a script it sources, redirects into one).
 func rewardWriter(dir string, data []byte) (string, int) {
 	tests := filepath.Join(dir, "tests")
@@ -560,6 +563,12 @@ func rewardWriter(dir string, data []byte) (string, int) {
 	for _, text := range own {
 		if rewardRedirect.MatchString(text) || strings.Contains(text, "trap ") {
 			return "", 0
+		}
+	}
+	// a program test.sh starts inline (python3 -c "...", a heredoc) that opens the reward
+	for i, line := range strings.Split(string(data), "\n") {
+		if t := strings.TrimSpace(line); !strings.HasPrefix(t, "#") && (strings.Contains(t, "reward.txt") || strings.Contains(t, "reward.json")) {
+			return filepath.Join(tests, "test.sh"), i + 1
 		}
 	}
 	ents, err := os.ReadDir(tests)
