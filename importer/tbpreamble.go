@@ -171,7 +171,8 @@ func tbImageLacks(src, file string, line int, reqs []tbReq) []Problem {
 		base = m[1]
 	}
 	return []Problem{{File: file, Line: line, Field: "preamble",
-		Reason: fmt.Sprintf("environment/Dockerfile installs none of %s: unless %s has them, the tests cannot run offline (test.sh would fetch them, which needs root and the internet: verifier_network: host and a host that reaches PyPI and astral.sh); to run offline, add them to the image (RUN apt-get install -y %s, or pip install %s)",
+		Reason: fmt.Sprintf("environment/Dockerfile installs none of %s: unless %s has them, the tests cannot run offline; add them to the image (RUN apt-get install -y %s, or pip install %s). "+
+			"Otherwise test.sh fetches them, which needs the internet (verifier_network: host, and a host that reaches astral.sh and PyPI) and curl already in the image: its apt-get cannot run (harbor_reward runs test.sh as UID 3000 over the image's read-only root)",
 			strings.Join(lacks, ", "), base, strings.Join(apt, " "), strings.Join(pip, " "))}}
 }
 
