@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -201,8 +202,19 @@ func (c *conv) composeService(dir, id string, name, m *yaml.Node) *yaml.Node {
 	if start == "" && build != nil {
 		start, from = serviceImageStart(filepath.Join(dir, "environment", buildContext(build)), buildDockerfile(build))
 	}
+	const noFetch = "a ceval service has no network, so it would never become ready; install what it fetches into its image at build time and start it without fetching (python3 server.py)"
 	if m := fetchCommand.FindStringSubmatch(start); m != nil {
-		c.unmapped(name, field, "the service starts with %q (%s), which fetches at start (%s): a ceval service has no network, so it would never become ready; install what it fetches into its image at build time and start it without fetching (python3 server.py)", start, from, m[2])
+		c.unmapped(name, field, "the service starts with %q (%s), which fetches at start (%s): %s", start, from, m[2], noFetch)
+	} else if f := strings.Fields(start); len(f) > 0 && build != nil {
+		// a script of the build context it starts (CMD ["./entrypoint.sh"])
+		script := filepath.Join(dir, "environment", buildContext(build), filepath.Base(f[0]))
+		if info, err := os.Lstat(script); err == nil && info.Mode().IsRegular() && !strings.HasSuffix(script, ".py") {
+			if data, err := readCapped(script); err == nil {
+				if line, what := fetchLine(data, nil); line > 0 {
+					c.unmapped(name, field, "the service starts %s, which fetches at start (%s at %s:%d): %s", f[0], what, script, line, noFetch)
+				}
+			}
+		}
 	}
 	if len(ports) > 0 {
 		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
