@@ -146,7 +146,9 @@ func localBases(ctx context.Context, c *client.Client, df, dir string, pins *Pin
 		if strings.EqualFold(ref, "scratch") || earlierStage || strings.Contains(ref, "$") {
 			continue
 		}
-		if _, err := getRecord(ctx, c, ref); err != nil {
+		if rec, err := getRecord(ctx, c, ref); err == nil {
+			ref = rec.Name // a short name (ubuntu:24.04) is present as docker.io/library/ubuntu:24.04
+		} else {
 			var nf *NotFoundError
 			if !errors.As(err, &nf) {
 				return "", err

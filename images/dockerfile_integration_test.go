@@ -73,6 +73,32 @@ func TestDockerfileBuildFromContainerdImageRunsRunStep(t *testing.T) {
 	}
 }
 
+// A FROM naming by its short form an image containerd holds under Docker's full name (a base
+// pulled or built as ubuntu:24.04 is docker.io/library/ubuntu:24.04) is exported under that
+// name: before, the second Dockerfile FROM a pulled ubuntu:24.04 failed "image
+// "ubuntu:24.04": not found" (issue 40, Harbor's cookbook).
+func TestDockerfileBuildFromAShortNameOfAnImageContainerdHolds(t *testing.T) {
+	needBuildah(t)
+	c, ctx := ctrtest.Connect(t)
+	short := fmt.Sprintf("ceval-test-short-%d:v1", os.Getpid())
+	base, err := images.EnsureDefault(ctx, c, images.DefaultOptions{Name: "docker.io/library/" + short})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "ceval.local/test-df-short:latest"
+	for _, n := range []string{base.Name, name} {
+		t.Cleanup(func() {
+			if err := c.ImageService().Delete(ctx, n, ctrimages.SynchronousDelete()); err != nil && !errdefs.IsNotFound(err) {
+				t.Errorf("delete %s: %v", n, err)
+			}
+		})
+	}
+	df := writeDockerfile(t, "FROM "+short+"\nRUN mkdir -p /opt/x\n")
+	if _, err := images.BuildDockerfile(ctx, c, images.DockerfileOptions{Name: name, Dockerfile: df, Log: logWriter{t}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDockerfileBuildRefusesSetuidFromRunStep: a RUN step that sets a setuid bit gets no
 // image, although the base's isolation label is inherited by buildah's config: the
 // preflight of `images label` runs on every Dockerfile build, and the refused image is

@@ -82,6 +82,24 @@ func readTOML(file string, data []byte) (map[string]tomlValue, []Problem) {
 					out[key+"."+strings.Trim(strings.TrimSpace(ik), `"`)] = sub
 				}
 				continue
+			case strings.HasPrefix(r, "[") && strings.HasSuffix(r, "]") && strings.HasPrefix(strings.TrimSpace(r[1:len(r)-1]), "{"):
+				// a list of inline tables (Harbor's authors = [{ name = "...", email = "..." }]):
+				// each table's key = value as KEY[].k, like an array of tables
+				out[key+"[]"] = tomlValue{line: n}
+				for _, t := range tomlInlineTable.Regexp().FindAllString(r[1:len(r)-1], -1) {
+					for _, kv := range strings.Split(t[1:len(t)-1], ",") {
+						if ik, iv, ok := strings.Cut(kv, "="); ok {
+							sub := tomlValue{raw: strings.TrimSpace(iv), line: n}
+							if u, err := strconv.Unquote(sub.raw); err == nil {
+								sub.str = u
+							} else {
+								sub.str = sub.raw
+							}
+							out[key+"[]."+strings.Trim(strings.TrimSpace(ik), `"`)] = sub
+						}
+					}
+				}
+				continue
 			case strings.HasPrefix(r, "[") && strings.HasSuffix(r, "]"):
 				for _, item := range strings.Split(r[1:len(r)-1], ",") {
 					if item = strings.TrimSpace(item); item == "" {
@@ -102,6 +120,9 @@ func readTOML(file string, data []byte) (map[string]tomlValue, []Problem) {
 	}
 	return out, problems
 }
+
+// tomlInlineTable is one inline table of a list of them (no nested braces).
+var tomlInlineTable = lazyregexp.New(`\{[^{}]*\}`)
 
 func stripComment(line string) string {
 	in := false
@@ -260,6 +281,12 @@ func Harbor(dir string, opt Options) (Result, error) {
 			// ceval's sandbox has no network: the same
 		case key == "environment.allow_internet", key == "environment.network_mode" && v.str == "public", key == "agent.network_mode" && v.str == "public":
 			// reported once below
+		case key == "environment.mcp_servers" && v.raw == "[]":
+			c.note(at(key), key, "empty: nothing to carry")
+		case strings.HasPrefix(key, "environment.mcp_servers[]."):
+			// reported with its entry, below
+		case key == "environment.mcp_servers[]":
+			c.unmapped(at(key), key, "%s (%s)", harborMCPReason, strings.Join(mcpServer(cfg), ", "))
 		case key == "environment.gpus" && (v.str == "0" || v.str == ""):
 			// no GPU: ceval's too
 		case strings.HasPrefix(key, "verifier.env."):
@@ -319,7 +346,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "tests", "test.sh"), Line: line, Field: "tests/test.sh", Unmapped: true,
 				Reason: fmt.Sprintf("installs or downloads at grading time (%s), as Harbor's verifier may (it has the network and root): ceval's verifier container has no network unless the user's config says verifier_network: host, so the tests would fail: install what they need into environment/Dockerfile and drop the line", what)})
 		}
-		if file, line := rewardWriter(dir, data); file != "" {
+		if file, line := rewardWriter(dir, data); file != "" && filepath.Base(file) == "test.sh" {
+			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
+				Reason: "the reward is opened by a program test.sh starts here (python3 -c, a heredoc), not by a redirection of its own shell: harbor_reward counts only what test.sh's own shell writes (the program's open fails), so this task would score 0: have the program print the reward and test.sh redirect it (python3 -c '...print(json.dumps(r))' > /logs/verifier/reward.json)"})
+		} else if file != "" {
 			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
 				Reason: "writes the reward, as a program tests/test.sh starts: harbor_reward counts only what test.sh's own shell writes (its redirections, an EXIT trap, a script it sources), so this task would score 0: have test.sh write it (python3 score.py > /logs/verifier/reward.txt) or source the script (. /tests/FILE)"})
 		}
@@ -421,32 +451,50 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 // harborUnmapped says, per task.toml key (or table prefix ending in "."), why ceval cannot
 // carry it and what to do instead.
 var harborUnmapped = map[string]string{
-	"verifier.user":             "ceval's verifier runs tests/test.sh as an unprivileged user, never root: install what test.sh installs (apt-get, pip, uv) into the image instead",
-	"verifier.network_mode":     "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
-	"verifier.allowed_hosts":    "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
-	"verifier.environment_mode": "ceval's verifier always runs in a fresh container from the task's image, after the agent's is gone",
-	"verifier.environment.":     "ceval's verifier always runs in a fresh container from the task's image: a verifier environment of its own is not built",
-	"verifier.collect[].":       "ceval copies only the workspace out of the agent's container: run the collect command in an after_agent step that writes into /workspace",
-	"agent.user":                "ceval runs the agent as UID 2000, never root: give the image what the task needs at build time",
-	"agent.allowed_hosts":       "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"agent.network_mode":        "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"environment.network_mode":  "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"environment.allowed_hosts": "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"environment.gpus":          "ceval gives containers no GPU: the task cannot run as written",
-	"environment.gpu_types":     "ceval gives containers no GPU: the task cannot run as written",
-	"environment.mcp_servers":   "ceval gives the agent no MCP server from a task file: serve what the agent needs as a mock (protected_mocks) or drop it",
-	"environment.env.":          "the environment's variables are resolved from the host at run time in Harbor; ceval passes only agent.env_passthrough, named by the user: list them there",
-	"environment.skills_dir":    "give the skills as a plugin (plugins: [{path}]) beside the task",
-	"environment.healthcheck.":  "ceval starts no service from the image: run the service and wait for its health in a setup step",
-	"environment.workdir":       "the agent's workspace is always /workspace in ceval",
-	"solution.env.":             "ceval runs solution/solve.sh with no environment from the task: export the values at the top of solve.sh",
-	"steps[]":                   "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"steps.":                    "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"steps[].":                  "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"artifacts":                 "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
-	"artifacts[]":               "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
-	"artifacts[].":              "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
-	"multi_step_reward_mode":    "a multi-step task has no ceval equivalent: ceval runs one prompt",
+	"verifier.user":              "ceval's verifier runs tests/test.sh as an unprivileged user, never root: install what test.sh installs (apt-get, pip, uv) into the image instead",
+	"verifier.network_mode":      "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
+	"verifier.allowed_hosts":     "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
+	"verifier.environment_mode":  "ceval's verifier always runs in a fresh container from the task's image, after the agent's is gone",
+	"verifier.environment.":      "ceval's verifier always runs in a fresh container from the task's image: a verifier environment of its own is not built",
+	"verifier.collect[].":        "ceval copies only the workspace out of the agent's container: run the collect command in an after_agent step that writes into /workspace",
+	"agent.user":                 "ceval runs the agent as UID 2000, never root: give the image what the task needs at build time",
+	"agent.allowed_hosts":        "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"agent.network_mode":         "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.network_mode":   "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.allowed_hosts":  "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.gpus":           "ceval gives containers no GPU: the task cannot run as written",
+	"environment.gpu_types":      "ceval gives containers no GPU: the task cannot run as written",
+	"environment.mcp_servers":    "ceval gives the agent no MCP server from a task file: serve what the agent needs as a mock (protected_mocks) or drop it",
+	"environment.mcp_servers[]":  harborMCPReason,
+	"environment.mcp_servers[].": harborMCPReason,
+	"environment.env.":           "the environment's variables are resolved from the host at run time in Harbor; ceval passes only agent.env_passthrough, named by the user: list them there",
+	"environment.skills_dir":     "give the skills as a plugin (plugins: [{path}]) beside the task",
+	"environment.healthcheck.":   "ceval starts no service from the image: run the service and wait for its health in a setup step",
+	"environment.workdir":        "the agent's workspace is always /workspace in ceval",
+	"solution.env.":              "ceval runs solution/solve.sh with no environment from the task: export the values at the top of solve.sh",
+	"steps[]":                    "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"steps.":                     "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"steps[].":                   "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"artifacts":                  "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"artifacts[]":                "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"artifacts[].":               "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"multi_step_reward_mode":     "a multi-step task has no ceval equivalent: ceval runs one prompt",
+}
+
+// harborMCPReason is why an [[environment.mcp_servers]] entry is not carried: the server
+// itself (a compose service) runs, but ceval tells the agent of no MCP server from a task.
+const harborMCPReason = "ceval gives the agent no MCP server from a task file (a compose service that serves it still runs, reachable at its name): configure the agent's MCP client in the agent's own command or plugin, or drop it"
+
+// mcpServer describes the (last) [[environment.mcp_servers]] entry: its keys as KEY=VALUE.
+func mcpServer(cfg map[string]tomlValue) []string {
+	var out []string
+	for k, v := range cfg {
+		if sub, ok := strings.CutPrefix(k, "environment.mcp_servers[]."); ok {
+			out = append(out, sub+"="+v.str)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // envName is a variable name a shell export takes.
@@ -501,8 +549,8 @@ var rewardRedirect = lazyregexp.New(`>\s*["']?\S*reward\.(txt|json)`)
 var rewardSourced = lazyregexp.New(`(?m)^\s*(?:\.|source)\s+["']?(\S+?)["']?\s*$`)
 
 // rewardWriter finds, for a Harbor task whose tests/test.sh (data) writes no reward itself,
-// the other file of tests/ that names reward.txt or reward.json: the reward is then written
-// by a program test.sh starts, which harbor_reward never counts. It returns that file and
+// the line of test.sh (an inline program: python3 -c "...") or the other file of tests/ that
+// names reward.txt or reward.json: the reward is then written by a program test.sh starts, which harbor_reward never counts. It returns that file and
 // the line naming the reward ("" when test.sh, or a script it sources, redirects into one).
 func rewardWriter(dir string, data []byte) (string, int) {
 	tests := filepath.Join(dir, "tests")
@@ -515,6 +563,12 @@ func rewardWriter(dir string, data []byte) (string, int) {
 	for _, text := range own {
 		if rewardRedirect.MatchString(text) || strings.Contains(text, "trap ") {
 			return "", 0
+		}
+	}
+	// a program test.sh starts inline (python3 -c "...", a heredoc) that opens the reward
+	for i, line := range strings.Split(string(data), "\n") {
+		if t := strings.TrimSpace(line); !strings.HasPrefix(t, "#") && (strings.Contains(t, "reward.txt") || strings.Contains(t, "reward.json")) {
+			return filepath.Join(tests, "test.sh"), i + 1
 		}
 	}
 	ents, err := os.ReadDir(tests)

@@ -1,7 +1,10 @@
 package importer
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -193,6 +196,26 @@ func (c *conv) composeService(dir, id string, name, m *yaml.Node) *yaml.Node {
 	if len(argv) > 0 {
 		set(s, "command", strList(argv))
 	}
+	// A service that fetches at start (uv run over a script's inline dependencies, npx, pip
+	// install) cannot start in ceval: a service has no network.
+	start, from := strings.Join(argv, " "), field+".command"
+	if start == "" && build != nil {
+		start, from = serviceImageStart(filepath.Join(dir, "environment", buildContext(build)), buildDockerfile(build))
+	}
+	const noFetch = "a ceval service has no network, so it would never become ready; install what it fetches into its image at build time and start it without fetching (python3 server.py)"
+	if m := fetchCommand.FindStringSubmatch(start); m != nil {
+		c.unmapped(name, field, "the service starts with %q (%s), which fetches at start (%s): %s", start, from, m[2], noFetch)
+	} else if f := strings.Fields(start); len(f) > 0 && build != nil {
+		// a script of the build context it starts (CMD ["./entrypoint.sh"])
+		script := filepath.Join(dir, "environment", buildContext(build), filepath.Base(f[0]))
+		if info, err := os.Lstat(script); err == nil && info.Mode().IsRegular() && !strings.HasSuffix(script, ".py") {
+			if data, err := readCapped(script); err == nil {
+				if line, what := fetchLine(data, nil); line > 0 {
+					c.unmapped(name, field, "the service starts %s, which fetches at start (%s at %s:%d): %s", f[0], what, script, line, noFetch)
+				}
+			}
+		}
+	}
 	if len(ports) > 0 {
 		n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
 		for _, p := range ports {
@@ -209,6 +232,58 @@ func (c *conv) composeService(dir, id string, name, m *yaml.Node) *yaml.Node {
 		c.unmapped(name, field+".healthcheck", "no healthcheck and no port: ceval needs a ready check (services[].ready) before the agent starts")
 	}
 	return s
+}
+
+// buildContext and buildDockerfile read a compose build: (a context string, or a mapping
+// with context and dockerfile).
+func buildContext(build *yaml.Node) string {
+	if build.Kind != yaml.MappingNode {
+		return build.Value
+	}
+	for i := 0; i+1 < len(build.Content); i += 2 {
+		if build.Content[i].Value == "context" {
+			return build.Content[i+1].Value
+		}
+	}
+	return ""
+}
+
+func buildDockerfile(build *yaml.Node) string {
+	if build.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(build.Content); i += 2 {
+			if build.Content[i].Value == "dockerfile" {
+				return build.Content[i+1].Value
+			}
+		}
+	}
+	return "Dockerfile"
+}
+
+// serviceImageStart is what a service built from ctx/dockerfile runs when compose names no
+// command: its last ENTRYPOINT and CMD (exec form's words joined), and where they are.
+func serviceImageStart(ctx, dockerfile string) (string, string) {
+	p := filepath.Join(ctx, dockerfile)
+	data, err := readCapped(p)
+	if err != nil {
+		return "", ""
+	}
+	var entry, cmd string
+	line := 0
+	lines, nums := logicalLines(string(data))
+	for i, l := range lines {
+		word, rest, _ := strings.Cut(strings.TrimSpace(l), " ")
+		var words []string
+		if err := json.Unmarshal([]byte(strings.TrimSpace(rest)), &words); err == nil {
+			rest = strings.Join(words, " ")
+		}
+		switch strings.ToUpper(word) {
+		case "ENTRYPOINT":
+			entry, line = strings.TrimSpace(rest), nums[i]
+		case "CMD":
+			cmd, line = strings.TrimSpace(rest), nums[i]
+		}
+	}
+	return strings.TrimSpace(entry + " " + cmd), fmt.Sprintf("%s:%d", p, line)
 }
 
 // composeArgv reads a command or entrypoint: a list is the argv, a string runs in sh -c.

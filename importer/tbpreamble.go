@@ -17,17 +17,35 @@ import (
 // python3 imports pytest, the preamble is skipped and the tests run offline with it;
 // otherwise the original lines run as written.
 
-// tbShim is inserted after test.sh's first line (its #! line) or at its top.
-const tbShim = `# ceval: the install preamble (apt-get curl, uv from astral.sh) below runs only when this
-# image's python3 lacks pytest; with it, uvx/uv run pytest becomes python3 -m pytest, offline.
+// tbShim is inserted after test.sh's first line (its #! line) or at its top; @DISTS@ becomes
+// the distributions test.sh installs besides pytest (tbRequirements).
+const tbShim = `# ceval: the install preamble (apt-get curl, uv from astral.sh, pip) below runs only when this
+# image's python3 lacks pytest or a package the tests install; with them, uvx/uv run pytest
+# becomes python3 -m pytest, offline.
 CEVAL_OFFLINE_PYTEST=
-if python3 -c 'import pytest' >/dev/null 2>&1; then CEVAL_OFFLINE_PYTEST=1; fi
+if ceval_missing=$(python3 -c '
+import sys
+try:
+    import pytest
+except Exception:
+    print("pytest"); sys.exit(1)
+from importlib import metadata
+m = []
+for d in sys.argv[1:]:
+    try:
+        metadata.version(d)
+    except Exception:
+        m.append(d)
+print(" ".join(m)); sys.exit(1 if m else 0)
+' @DISTS@ 2>/dev/null); then CEVAL_OFFLINE_PYTEST=1
+else echo "ceval: the image's python3 lacks ${ceval_missing:-pytest (or python3)}, which test.sh installs at test time: its original install lines run, which need root and the network (verifier_network: host)" >&2
+fi
 ceval_uvx() {
   [ -n "$CEVAL_OFFLINE_PYTEST" ] || { uvx "$@"; return; }
   while [ $# -gt 0 ]; do
     case $1 in
-      -p|--python|-w|--with|--from|--with-requirements|--with-editable|--index-url|--extra-index-url) [ $# -ge 2 ] || break; shift 2 ;;
-      -*=*|-q|--quiet|--isolated|--no-cache|--offline|--no-project|--frozen|--locked|--active) shift ;;
+      -p|--python|-w|--with|--from|--with-requirements|--with-editable|--index-url|--extra-index-url|--project|--directory|--group|--extra) [ $# -ge 2 ] || break; shift 2 ;;
+      -*=*|-q|--quiet|--isolated|--no-cache|--offline|--no-project|--frozen|--locked|--active|--all-extras|--all-groups|--dev|--no-dev|--no-sync|--system) shift ;;
       *) break ;;
     esac
   done
@@ -49,7 +67,12 @@ ceval_uvx() {
   python3 -m pytest "$@"
 }
 ceval_uv() {
-  if [ -n "$CEVAL_OFFLINE_PYTEST" ] && [ "${1:-}" = run ]; then shift; ceval_uvx "$@"; return; fi
+  if [ -n "$CEVAL_OFFLINE_PYTEST" ]; then
+    case ${1:-} in
+      run) shift; ceval_uvx "$@"; return ;;
+      sync|pip|add|venv) return 0 ;; # the image has what they would install
+    esac
+  fi
   uv "$@"
 }
 `
@@ -65,6 +88,8 @@ var (
 	tbUVEnv = lazyregexp.New(`^(?:source|\.)\s+"?(?:\$HOME|\$\{HOME\}|~)/\.(?:local/bin|cargo)/env"?\s*$`)
 	// pytest and its plugins installed with uv pip or pip
 	tbPipPytest = lazyregexp.New(`^(?:uv\s+pip|pip3?|python3?\s+-m\s+pip)\s+install\s+(.*)$`)
+	// the Dockerfile's last FROM's image (the stage that runs)
+	tbFrom = lazyregexp.New(`(?im)^\s*FROM\s+(?:--\S+\s+)*(\S+)`)
 	// the separators of a chained line
 	tbChain = lazyregexp.New(`\s*(?:&&|;)\s*`)
 )
@@ -86,7 +111,7 @@ func rewriteTBPreamble(src, dst string) ([]Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, guarded, calls, other := tbRewrite(string(data))
+	out, guarded, calls, other, reqs, unread := tbRewriteTask(string(data), src)
 	file := filepath.Join(src, "tests", "test.sh")
 	var problems []Problem
 	for _, o := range other {
@@ -100,10 +125,55 @@ func rewriteTBPreamble(src, dst string) ([]Problem, error) {
 	if len(guarded) > 0 {
 		what += "; preamble at line " + joinInts(guarded)
 	}
+	needs := "pytest"
+	for _, r := range reqs {
+		needs += ", " + r.name
+	}
 	problems = append(problems, Problem{File: file, Line: calls[0], Field: "preamble",
-		Reason: "rewritten in the copy (" + what + "): when the image's python3 has pytest, the tests run offline with python3 -m pytest " +
-			"(uvx's --python/--with and --ctrf dropped) and the preamble is skipped; otherwise the original lines run, which need root and the network (verifier_network: host)"})
+		Reason: "rewritten in the copy (" + what + "): when the image's python3 has " + needs + ", the tests run offline with python3 -m pytest " +
+			"(uvx's --python/--with and --ctrf dropped; versions pinned by test.sh are not checked) and the preamble is skipped; otherwise the original lines run, which need root and the network (verifier_network: host)"})
+	for _, u := range unread {
+		problems = append(problems, Problem{File: file, Line: u.line, Field: "preamble", Unmapped: true,
+			Reason: u.what + ": the import cannot tell which packages the tests need, so the offline run does not check them: put the file among the task's files (tests/), or install the packages into environment/Dockerfile"})
+	}
+	problems = append(problems, tbImageLacks(src, file, calls[0], reqs)...)
 	return problems, os.WriteFile(p, []byte(out), info.Mode().Perm())
+}
+
+// tbImageLacks says which of pytest and reqs environment/Dockerfile installs none of: unless
+// its base has them, the rewritten test.sh cannot run offline there.
+func tbImageLacks(src, file string, line int, reqs []tbReq) []Problem {
+	df := filepath.Join(src, "environment", "Dockerfile")
+	data, err := readCapped(df)
+	if err != nil {
+		return nil
+	}
+	names := []string{"pytest"}
+	how := map[string]string{"pytest": "uvx/uv run pytest"}
+	lineOf := map[string]int{"pytest": line}
+	for _, r := range reqs {
+		names = append(names, r.name)
+		how[r.name], lineOf[r.name] = r.how+" "+r.spec, r.line
+	}
+	has := dockerfileProvides(data, names)
+	var lacks, apt, pip []string
+	for _, n := range names {
+		if !has[n] {
+			lacks = append(lacks, fmt.Sprintf("%s (%s, test.sh:%d)", n, how[n], lineOf[n]))
+			apt, pip = append(apt, debianPackage(n)), append(pip, n)
+		}
+	}
+	if len(lacks) == 0 {
+		return nil
+	}
+	base := "its base image"
+	if m := tbFrom.FindStringSubmatch(string(data)); m != nil {
+		base = m[1]
+	}
+	return []Problem{{File: file, Line: line, Field: "preamble",
+		Reason: fmt.Sprintf("environment/Dockerfile installs none of %s: unless %s has them, the tests cannot run offline; add them to the image (RUN apt-get install -y %s, or pip install %s). "+
+			"Otherwise test.sh fetches them, which needs the internet (verifier_network: host, and a host that reaches astral.sh and PyPI) and curl already in the image: its apt-get cannot run (harbor_reward runs test.sh as UID 3000 over the image's read-only root)",
+			strings.Join(lacks, ", "), base, strings.Join(apt, " "), strings.Join(pip, " "))}}
 }
 
 type aptExtra struct {
@@ -115,6 +185,15 @@ type aptExtra struct {
 // guarded and with a uvx/uv call, and apt-get lines that install more than the tools. With
 // no uvx/uv call it returns the text unchanged.
 func tbRewrite(text string) (out string, guarded, calls []int, other []aptExtra) {
+	out, guarded, calls, other, _, _ = tbRewriteTask(text, "")
+	return
+}
+
+// tbRewriteTask is tbRewrite reading the files test.sh names from the task directory dir
+// ("" reads none); it also returns the packages test.sh installs and the lines whose
+// packages it could not read.
+func tbRewriteTask(text, dir string) (out string, guarded, calls []int, other []aptExtra, reqs []tbReq, unread []tbUnread) {
+	reqs, unread = tbRequirements(text, dir)
 	lines := strings.Split(text, "\n")
 	next := make([]string, len(lines))
 	continued := false
@@ -142,15 +221,15 @@ func tbRewrite(text string) (out string, guarded, calls []int, other []aptExtra)
 		}
 	}
 	if len(calls) == 0 {
-		return text, nil, nil, other
+		return text, nil, nil, other, nil, nil
 	}
 	at := 0
 	if strings.HasPrefix(lines[0], "#!") {
 		at = 1
 	}
-	shim := strings.Split(strings.TrimSuffix(tbShim, "\n"), "\n")
+	shim := strings.Split(strings.TrimSuffix(tbShimFor(reqs), "\n"), "\n")
 	next = append(next[:at], append(shim, next[at:]...)...)
-	return strings.Join(next, "\n"), guarded, calls, other
+	return strings.Join(next, "\n"), guarded, calls, other, reqs, unread
 }
 
 // tbPreambleLine says whether a line (trimmed, not continued) is the preamble's: apt-get
@@ -164,8 +243,11 @@ func tbPreambleLine(line string) (bool, []string) {
 		return true, nil
 	}
 	if m := tbPipPytest.FindStringSubmatch(line); m != nil {
+		// packages from an index (their names join the shim's check), not a local path
 		for _, w := range strings.Fields(m[1]) {
-			if !strings.HasPrefix(w, "-") && !strings.HasPrefix(strings.Trim(w, `"'`), "pytest") {
+			w = strings.Trim(w, `"'`)
+			if !strings.HasPrefix(w, "-") && (strings.HasPrefix(w, ".") || strings.HasPrefix(w, "/") && !strings.HasSuffix(w, ".txt") ||
+				strings.HasSuffix(w, ".whl") || strings.HasSuffix(w, ".tar.gz") || strings.Contains(w, "$")) {
 				return false, nil
 			}
 		}

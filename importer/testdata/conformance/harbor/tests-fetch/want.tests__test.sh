@@ -1,14 +1,31 @@
 #!/bin/bash
-# ceval: the install preamble (apt-get curl, uv from astral.sh) below runs only when this
-# image's python3 lacks pytest; with it, uvx/uv run pytest becomes python3 -m pytest, offline.
+# ceval: the install preamble (apt-get curl, uv from astral.sh, pip) below runs only when this
+# image's python3 lacks pytest or a package the tests install; with them, uvx/uv run pytest
+# becomes python3 -m pytest, offline.
 CEVAL_OFFLINE_PYTEST=
-if python3 -c 'import pytest' >/dev/null 2>&1; then CEVAL_OFFLINE_PYTEST=1; fi
+if ceval_missing=$(python3 -c '
+import sys
+try:
+    import pytest
+except Exception:
+    print("pytest"); sys.exit(1)
+from importlib import metadata
+m = []
+for d in sys.argv[1:]:
+    try:
+        metadata.version(d)
+    except Exception:
+        m.append(d)
+print(" ".join(m)); sys.exit(1 if m else 0)
+' 2>/dev/null); then CEVAL_OFFLINE_PYTEST=1
+else echo "ceval: the image's python3 lacks ${ceval_missing:-pytest (or python3)}, which test.sh installs at test time: its original install lines run, which need root and the network (verifier_network: host)" >&2
+fi
 ceval_uvx() {
   [ -n "$CEVAL_OFFLINE_PYTEST" ] || { uvx "$@"; return; }
   while [ $# -gt 0 ]; do
     case $1 in
-      -p|--python|-w|--with|--from|--with-requirements|--with-editable|--index-url|--extra-index-url) [ $# -ge 2 ] || break; shift 2 ;;
-      -*=*|-q|--quiet|--isolated|--no-cache|--offline|--no-project|--frozen|--locked|--active) shift ;;
+      -p|--python|-w|--with|--from|--with-requirements|--with-editable|--index-url|--extra-index-url|--project|--directory|--group|--extra) [ $# -ge 2 ] || break; shift 2 ;;
+      -*=*|-q|--quiet|--isolated|--no-cache|--offline|--no-project|--frozen|--locked|--active|--all-extras|--all-groups|--dev|--no-dev|--no-sync|--system) shift ;;
       *) break ;;
     esac
   done
@@ -30,7 +47,12 @@ ceval_uvx() {
   python3 -m pytest "$@"
 }
 ceval_uv() {
-  if [ -n "$CEVAL_OFFLINE_PYTEST" ] && [ "${1:-}" = run ]; then shift; ceval_uvx "$@"; return; fi
+  if [ -n "$CEVAL_OFFLINE_PYTEST" ]; then
+    case ${1:-} in
+      run) shift; ceval_uvx "$@"; return ;;
+      sync|pip|add|venv) return 0 ;; # the image has what they would install
+    esac
+  fi
   uv "$@"
 }
 # Terminal-Bench style: fetch a runner, then run the tests

@@ -1,0 +1,3 @@
+#!/bin/sh
+# start the desk service
+exec uvx --from desk-server desk --port 7002

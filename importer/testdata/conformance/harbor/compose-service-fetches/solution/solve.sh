@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -qO /app/notes.txt http://notes:7000/

@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -qO /workspace/notes.txt http://notes:7000/

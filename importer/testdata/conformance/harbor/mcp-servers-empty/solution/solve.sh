@@ -1,0 +1,2 @@
+#!/bin/sh
+echo done > /app/status.txt
