@@ -505,3 +505,24 @@ func pending(pid int, sig syscall.Signal) bool {
 	}
 	return false
 }
+
+// privateTMPDIR gives the ceval processes this test starts a TMPDIR of their own, so that
+// what they leave in it is exactly theirs (TMPDIR is inherited: no t.Parallel).
+func privateTMPDIR(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	return tmp
+}
+
+// cevalTempLeft lists the temporary directories (ceval-*) ceval left in tmp, and what is
+// below them.
+func cevalTempLeft(tmp string) []string {
+	var out []string
+	for _, e := range entries(tmp) {
+		if strings.HasPrefix(e, "ceval-") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
