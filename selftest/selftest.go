@@ -163,6 +163,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	defer func() {
 		if keep {
 			_ = tempdir.RemoveTree(filepath.Join(root, "tasks"))
+			_ = tempdir.Keep(root) // ceval gc leaves it too
 		} else if err := tempdir.Remove(root); err != nil { // said, not silently left
 			fmt.Fprintf(os.Stderr, "ceval: selftest: %v\n", err)
 		}

@@ -62,6 +62,18 @@ func Remove(dir string) error {
 	return RemoveTree(dir)
 }
 
+// keptMark, in a directory Make made, says its ceval kept it on purpose: Sweep leaves it.
+const keptMark = ".ceval-kept"
+
+// Keep leaves a directory Make made for the user (a failed selftest's run directories,
+// printed as evidence): no longer registered, and never swept.
+func Keep(dir string) error {
+	mu.Lock()
+	delete(live, dir)
+	mu.Unlock()
+	return os.WriteFile(filepath.Join(dir, keptMark), nil, 0o600)
+}
+
 // RemoveTree removes dir and everything below it, making directories without write
 // permission writable first. It refuses, removing nothing, when something is mounted at
 // or below dir: RemoveAll would delete what the mount shows (the host's /dev, a user's
@@ -152,6 +164,10 @@ func Sweep(dir string) (removed, kept []Swept, err error) {
 		}
 		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Geteuid() {
 			continue // another user's: never ours to remove
+		}
+		if _, err := os.Lstat(filepath.Join(p, keptMark)); err == nil {
+			kept = append(kept, Swept{p, "kept on purpose by its ceval (a failed selftest's evidence): remove it yourself"})
+			continue
 		}
 		pid, _ := strconv.Atoi(m[1])
 		if start, ok := startTime(pid); ok && start == m[2] {

@@ -174,6 +174,12 @@ func TestSweepRemovesOnlyTheDirectoriesOfAGoneCeval(t *testing.T) {
 		t.Fatal("no start time of a running process")
 	}
 	dead := filepath.Join(base, fmt.Sprintf("ceval-verify-p%ds%s-123", pid, start))
+	evidence := filepath.Join(base, fmt.Sprintf("ceval-selftest-p%ds%s-321", pid, start))
+	os.Mkdir(evidence, 0o700)
+	live[evidence] = true
+	if err := Keep(evidence); err != nil {
+		t.Fatal(err)
+	}
 	reused := filepath.Join(base, fmt.Sprintf("ceval-verify-p%ds1-456", os.Getpid())) // our PID, another start
 	other := filepath.Join(base, "ceval-something-789")
 	for _, d := range []string{dead, reused, other} {
@@ -184,7 +190,7 @@ func TestSweepRemovesOnlyTheDirectoriesOfAGoneCeval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(removed) != 2 || len(kept) != 1 || kept[0].Path != mine {
+	if len(removed) != 2 || len(kept) != 2 || kept[0].Path != mine && kept[1].Path != mine {
 		t.Errorf("removed %v, kept %v", removed, kept)
 	}
 	for _, d := range []string{dead, reused} {
@@ -192,7 +198,7 @@ func TestSweepRemovesOnlyTheDirectoriesOfAGoneCeval(t *testing.T) {
 			t.Errorf("%s left", d)
 		}
 	}
-	for _, d := range []string{mine, other} {
+	for _, d := range []string{mine, other, evidence} {
 		if _, err := os.Lstat(d); err != nil {
 			t.Errorf("%s removed", d)
 		}
