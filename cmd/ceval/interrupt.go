@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/internal/procgroup"
 	"ceval.dev/ceval/internal/tempdir"
 )
 
@@ -32,8 +33,9 @@ func signalName(s syscall.Signal) string {
 // interruptible returns a context cancelled, with an interruption as its cause, by the
 // first SIGINT or SIGTERM: every command stops its children (procgroup), removes its
 // containers and temporary directories, and returns. A second signal exits at once, after
-// removing the temporary directories still there that hold no mount (tempdir.RemoveLive):
-// the deferred calls that would have removed them never run.
+// killing the child process groups still running (procgroup.KillAll) and removing the
+// temporary directories still there that hold no mount (tempdir.RemoveLive): the deferred
+// calls that would have done so never run.
 func interruptible(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 2)
@@ -49,6 +51,7 @@ func interruptible(parent context.Context) (context.Context, func()) {
 		select {
 		case s := <-sigs:
 			fmt.Fprintf(os.Stderr, "ceval: %s again: exiting without stopping containers (ceval gc removes them)\n", signalName(s.(syscall.Signal)))
+			procgroup.KillAll() // buildah, mmdebstrap: not orphans still writing to their directories
 			for _, err := range tempdir.RemoveLive() {
 				fmt.Fprintf(os.Stderr, "ceval: %v\n", err)
 			}
