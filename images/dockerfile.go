@@ -19,6 +19,7 @@ import (
 
 	"ceval.dev/ceval/internal/lazyregexp"
 	"ceval.dev/ceval/internal/procgroup"
+	"ceval.dev/ceval/internal/tempdir"
 )
 
 // DockerfileOptions says how to build an image from a Dockerfile.
@@ -71,11 +72,11 @@ func BuildDockerfile(ctx context.Context, c *client.Client, opts DockerfileOptio
 		return Image{}, fmt.Errorf("%w: build context %s is not a directory", ErrPackageInput, buildCtx)
 	}
 
-	tmp, err := os.MkdirTemp("", "ceval-buildah-")
+	tmp, err := tempdir.Make("", "ceval-buildah-")
 	if err != nil {
 		return Image{}, err
 	}
-	defer os.RemoveAll(tmp)
+	defer tempdir.Remove(tmp)
 	rewritten, err := localBases(ctx, c, string(df), tmp, opts.Pins)
 	if err != nil {
 		return Image{}, err

@@ -25,6 +25,7 @@ import (
 
 	"ceval.dev/ceval/internal/lazyregexp"
 	"ceval.dev/ceval/internal/procgroup"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/policy"
 	cevalregistry "ceval.dev/ceval/registry"
 )
@@ -487,7 +488,7 @@ func buildPackageEntry(ctx context.Context, cache *imageCache, p *packagePlan, f
 	}
 	// mmdebstrap's temporary directories go in one of ours: signalled early, it leaves its
 	// gpg home behind.
-	scratch, err := os.MkdirTemp("", "ceval-mmdebstrap-")
+	scratch, err := tempdir.Make("", "ceval-mmdebstrap-")
 	if err != nil {
 		return nil, err
 	}
@@ -598,15 +599,7 @@ func (t *tailBuffer) String() string { return string(bytes.TrimSpace(t.buf)) }
 // removeUnmounted removes dir unless something is still mounted below it (mmdebstrap's
 // chroot binds the host's /dev, which RemoveAll would descend into); it then says so.
 func removeUnmounted(dir string) {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
+	if err := tempdir.Remove(dir); err != nil {
+		fmt.Fprintf(os.Stderr, "ceval: %v\n", err)
 	}
-	for _, line := range strings.Split(string(mi), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			fmt.Fprintf(os.Stderr, "ceval: %s still mounted: %s kept, unmount it and remove it\n", f[4], dir)
-			return
-		}
-	}
-	_ = os.RemoveAll(dir)
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"ceval.dev/ceval/internal/tempdir"
 )
 
 // Loader attacks play a hostile task or experiment author: no agent runs. Each writes
@@ -251,11 +253,11 @@ func validateFloor(ctx context.Context, bin string) (int64, error) {
 	if f, ok := floors.Load(bin); ok {
 		return f.(int64), nil
 	}
-	dir, err := os.MkdirTemp("", "ceval-loader-floor-")
+	dir, err := tempdir.Make("", "ceval-loader-floor-")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
+	defer tempdir.Remove(dir)
 	file := filepath.Join(dir, "task.yaml")
 	doc := "task_id: floor\ninitial_prompt: x\nagent: {type: command, command: [\"true\"]}\nsuccess_criteria: [{type: file_exists, path: x}]\n"
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {

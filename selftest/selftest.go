@@ -15,6 +15,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/supervisor"
@@ -149,7 +150,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.MkdirTemp("", "ceval-selftest-")
+	root, err := tempdir.Make("", "ceval-selftest-")
 	if err != nil {
 		return nil, err
 	}
@@ -161,9 +162,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	keep := false // the private runs directory, when something failed
 	defer func() {
 		if keep {
-			_ = os.RemoveAll(filepath.Join(root, "tasks"))
-		} else {
-			_ = os.RemoveAll(root)
+			_ = tempdir.RemoveTree(filepath.Join(root, "tasks"))
+			_ = tempdir.Keep(root) // ceval gc leaves it too
+		} else if err := tempdir.Remove(root); err != nil { // said, not silently left
+			fmt.Fprintf(os.Stderr, "ceval: selftest: %v\n", err)
 		}
 	}()
 	if err := os.Mkdir(filepath.Join(root, "tasks"), 0o700); err != nil {

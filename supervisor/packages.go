@@ -11,6 +11,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/rootfs"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/task"
 )
 
@@ -23,11 +24,11 @@ func ResolveTaskImage(ctx context.Context, c *client.Client, sb task.Sandbox, pi
 	if name := sb.PackageImage(); name != "" && sb.Image == name {
 		opts := images.PackageOptions{Name: name, Packages: sb.Packages, Pip: sb.Pip, Log: log}
 		if sb.PipFindLinks != nil {
-			wheels, err := os.MkdirTemp("", "ceval-wheels-")
+			wheels, err := tempdir.Make("", "ceval-wheels-")
 			if err != nil {
 				return images.Image{}, err
 			}
-			defer os.RemoveAll(wheels)
+			defer tempdir.Remove(wheels)
 			if err := copyWheels(sb.PipFindLinks, wheels); err != nil {
 				return images.Image{}, fmt.Errorf("sandbox.pip_find_links %s: %w", sb.PipFindLinks.Path, err)
 			}

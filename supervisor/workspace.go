@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"ceval.dev/ceval/internal/rootfs"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/task"
 )
 
@@ -227,11 +228,11 @@ func headOnlyRepo(src *os.Root, repo, ws string) error {
 	if _, err := exec.LookPath("git"); err != nil {
 		return errors.New("template_dir is a git repository but git is not installed on the host (apt-get install git)")
 	}
-	tmp, err := os.MkdirTemp("", "ceval-git-")
+	tmp, err := tempdir.Make("", "ceval-git-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer tempdir.Remove(tmp)
 	home, private := filepath.Join(tmp, "home"), filepath.Join(tmp, "template.git")
 	if err := os.Mkdir(home, 0o700); err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/embedded"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -236,11 +237,11 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	if err != nil {
 		return nil, fmt.Errorf("verifier image: %w", err)
 	}
-	dir, err := os.MkdirTemp(e.opts.ScratchDir, "ceval-verify-")
+	dir, err := tempdir.Make(e.opts.ScratchDir, "ceval-verify-")
 	if err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	defer tempdir.Remove(dir)
 	// Search-only for the container's user namespace, which resolves the bind sources.
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, fmt.Errorf("verifier: %w", err)

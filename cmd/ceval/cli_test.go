@@ -140,7 +140,9 @@ func TestRunWithMissingImageSaysHowToGetIt(t *testing.T) {
 // directory says the run was interrupted.
 func TestRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
+	tmp := privateTMPDIR(t)
 	cmd, runs := startSleeper(t, ctx, c, "sigint")
+	below := descendants(cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -152,6 +154,12 @@ func TestRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 3 {
 		t.Errorf("exit %d, want 3", code)
+	}
+	if left := stillRunning(below); len(left) > 0 {
+		t.Errorf("still running after ceval exited: %v", left)
+	}
+	if left := cevalTempLeft(tmp); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v", left)
 	}
 	results, _ := filepath.Glob(filepath.Join(runs, "*", "default", "sigint", "1", "result.json"))
 	if len(results) != 1 {

@@ -136,6 +136,7 @@ func TestExperimentRunsInterruptsResumesToTheSameSummary(t *testing.T) {
 
 	// The same experiment, interrupted once 6 runs are done.
 	runs2 := t.TempDir()
+	tmp := privateTMPDIR(t)
 	cmd := exec.Command(cevalBin, "run", "--namespace", ctrtest.Namespace, "--runs-dir", runs2, "-j", "2", exp)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -150,6 +151,7 @@ func TestExperimentRunsInterruptsResumesToTheSameSummary(t *testing.T) {
 			finished++
 		}
 	}
+	below := descendants(cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGINT)
 	for sc.Scan() {
 		lines = append(lines, sc.Text())
@@ -169,6 +171,12 @@ func TestExperimentRunsInterruptsResumesToTheSameSummary(t *testing.T) {
 	}
 	if err := ctrtest.Leftovers(ctx, c); err != nil {
 		t.Fatalf("after SIGINT: %v", err)
+	}
+	if left := stillRunning(below); len(left) > 0 {
+		t.Errorf("still running after ceval exited: %v", left)
+	}
+	if left := cevalTempLeft(tmp); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v", left)
 	}
 	if s := readSummary(t, half); s.Complete {
 		t.Fatal("the interrupted experiment's summary says complete")

@@ -6,7 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/supervisor"
 )
 
@@ -20,7 +22,8 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 			"is gone (its PID and boot id, checked against the process's start time), killing their\n" +
 			"tasks first (their init has killed the agent already, once it saw ceval's FIFO close),\n" +
 			"with their snapshots, leases, scratch filesystems and supervisor FIFOs, then the lock files\n" +
-			"of user-namespace ID slots no live ceval holds (/run/ceval/idslots). What a live ceval owns\n" +
+			"of user-namespace ID slots no live ceval holds (/run/ceval/idslots), and the temporary\n" +
+			"directories (TMPDIR/ceval-*) of a ceval that is gone. What a live ceval owns\n" +
 			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.\n\n" +
 			"With --backend kubernetes it removes, from the Kubernetes namespace (--namespace, else the\n" +
 			"config's kubernetes.namespace, else default), the Pods and NetworkPolicies of ceval\n" +
@@ -44,6 +47,15 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 			}
 			defer c.Close()
 			removed, kept, err := supervisor.GC(ctx, c)
+			// After GC: a killed verifier's directory is free once its scratch mounts are gone.
+			tr, tk, terr := tempdir.Sweep("")
+			for _, d := range tr {
+				removed = append(removed, launcher.Swept{Kind: "temporary directory", ID: d.Path, Why: d.Why})
+			}
+			for _, d := range tk {
+				kept = append(kept, launcher.Swept{Kind: "temporary directory", ID: d.Path, Why: d.Why})
+			}
+			err = errors.Join(err, terr)
 			out := cmd.OutOrStdout()
 			for _, r := range removed {
 				fmt.Fprintf(out, "removed %s %s (%s)\n", r.Kind, r.ID, r.Why)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
@@ -71,11 +72,11 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer closeEx()
-			tmp, err := os.MkdirTemp("", "ceval-grade-")
+			tmp, err := tempdir.Make("", "ceval-grade-")
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
-			defer os.RemoveAll(tmp)
+			defer tempdir.Remove(tmp)
 			snap, err := snapshot.Take(workspace, filepath.Join(tmp, "workspace"), snapshot.DefaultLimits())
 			if err != nil {
 				return exitWith(exitInfraErr, fmt.Errorf("snapshot %s: %w", workspace, err))

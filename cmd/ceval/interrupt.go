@@ -9,6 +9,9 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"ceval.dev/ceval/internal/procgroup"
+	"ceval.dev/ceval/internal/tempdir"
 )
 
 // keepsExitOnInterrupt marks a command whose own exit code stands when it is interrupted:
@@ -29,7 +32,10 @@ func signalName(s syscall.Signal) string {
 
 // interruptible returns a context cancelled, with an interruption as its cause, by the
 // first SIGINT or SIGTERM: every command stops its children (procgroup), removes its
-// containers and temporary directories, and returns. A second signal exits at once.
+// containers and temporary directories, and returns. A second signal exits at once, after
+// killing the child process groups still running (procgroup.KillAll) and removing the
+// temporary directories still there that hold no mount (tempdir.RemoveLive): the deferred
+// calls that would have done so never run.
 func interruptible(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 2)
@@ -44,7 +50,11 @@ func interruptible(parent context.Context) (context.Context, func()) {
 		}
 		select {
 		case s := <-sigs:
-			fmt.Fprintf(os.Stderr, "ceval: %s again: exiting without cleaning up\n", signalName(s.(syscall.Signal)))
+			fmt.Fprintf(os.Stderr, "ceval: %s again: exiting without stopping containers (ceval gc removes them)\n", signalName(s.(syscall.Signal)))
+			procgroup.KillAll() // buildah, mmdebstrap: not orphans still writing to their directories
+			for _, err := range tempdir.RemoveLive() {
+				fmt.Fprintf(os.Stderr, "ceval: %v\n", err)
+			}
 			os.Exit(128 + int(s.(syscall.Signal)))
 		case <-quit:
 		}

@@ -144,7 +144,9 @@ func TestKubeExperimentRetriesADeletedPod(t *testing.T) {
 // interrupted (exit 3), and its Pod and NetworkPolicy deleted.
 func TestKubeRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
 	c, ns, cfg := kubeCLISetup(t)
+	tmp := privateTMPDIR(t)
 	cmd, runs := startKubeSleeper(t, cfg, "kube-sigint")
+	below := descendants(cmd.Process.Pid)
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -156,6 +158,12 @@ func TestKubeRunInterruptedBySIGINTLeavesNothing(t *testing.T) {
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 3 {
 		t.Errorf("exit %d, want 3", code)
+	}
+	if left := stillRunning(below); len(left) > 0 {
+		t.Errorf("still running after ceval exited: %v", left)
+	}
+	if left := cevalTempLeft(tmp); len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v", left)
 	}
 	results, _ := filepath.Glob(filepath.Join(runs, "*", "default", "kube-sigint", "1", "result.json"))
 	if len(results) != 1 {

@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
@@ -62,11 +62,11 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
-			dir, err := os.MkdirTemp("", "ceval-sandbox-")
+			dir, err := tempdir.Make("", "ceval-sandbox-")
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
-			defer os.RemoveAll(dir)
+			defer tempdir.Remove(dir)
 			limits := task.Limits{Timeout: timeout, MemoryMB: policy.DefaultMemoryMB, CPUs: policy.DefaultCPUs,
 				Pids: policy.DefaultPids, DiskMB: policy.DefaultDiskMB}
 			s, err := supervisor.NewSandbox(cctx, supervisor.SandboxConfig{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -341,4 +342,187 @@ func TestAuditInterruptedLeavesNothing(t *testing.T) {
 		args:  []string{"audit", "--runs-dir", t.TempDir(), p},
 		ready: containerRunning, sig: syscall.SIGTERM, code: 143,
 	})
+}
+
+// An experiment (two variants, run two at a time), signalled while its runs' containers
+// run: exit 3 as run, nothing left.
+func TestExperimentInterruptedExits3AndLeavesNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "task.yaml"), []byte("task_id: sleeper\ninitial_prompt: p\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+	exp := filepath.Join(dir, "exp.yaml")
+	os.WriteFile(exp, []byte("experiment_id: sig\ntasks: [task.yaml]\nvariants:\n"+
+		"  - {variant_id: a, agent: {type: command, command: [sleep, \"1000\"]}}\n"+
+		"  - {variant_id: b, agent: {type: command, command: [sleep, \"1000\"]}}\n"), 0o644)
+	interrupt(t, signalCase{
+		args:  []string{"run", "--runs-dir", t.TempDir(), "-j", "2", exp},
+		ready: containerRunning, sig: syscall.SIGTERM, code: 3,
+	})
+}
+
+// images pull, signalled half-way through a layer: no pull lease, no image, nothing in
+// TMPDIR (TestPullKilledMidwayLeavesNothingAfterGC is the SIGKILL, which needs gc).
+func TestImagesPullInterruptedLeavesNothing(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			c, ctx := ctrtest.Connect(t)
+			reg := newSlowRegistry(t)
+			srv := httptest.NewServer(reg)
+			t.Cleanup(srv.Close)
+			ref := strings.TrimPrefix(srv.URL, "http://") + "/t/slow:v1"
+			t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, ref) })
+			interrupt(t, signalCase{
+				args: []string{"images", "pull", ref, "--hosts-dir", t.TempDir(), "--docker-config", filepath.Join(t.TempDir(), "none.json")},
+				ready: func(context.Context, *client.Client, string, []proc) bool {
+					select {
+					case <-reg.started:
+						return true
+					default:
+						return false
+					}
+				},
+				sig: sig, code: 128 + int(sig),
+			})
+			if _, err := c.ImageService().Get(ctx, ref); err == nil {
+				t.Error("an interrupted pull left an image")
+			}
+			if st, _ := c.ContentStore().ListStatuses(ctx); len(st) > 0 {
+				t.Errorf("an interrupted pull left %d partial downloads", len(st))
+			}
+		})
+	}
+}
+
+// A second signal exits at once (containers are gc's), but the temporary directories
+// ceval made go first, unless something is still mounted in them; gc then unmounts and
+// removes what is left. Without tempdir.RemoveLive the grade's snapshot directory stayed;
+// without gc's sweep the verifier's directory did.
+func TestGradeSignalledTwiceLeavesNothingAfterGC(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	// The command ignores SIGTERM: the first signal's cleanup waits out the verifier's grace
+	// (2 s) before its SIGKILL, while the second arrives.
+	os.WriteFile(p, []byte("task_id: slowgrade\ninitial_prompt: p\nsuccess_criteria:\n  - {type: run_command, sandbox: container, command: 'trap \"\" TERM; sleep 300', timeout: 10m}\n"), 0o644)
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "f"), []byte("x"), 0o644)
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, "ceval.local/default:latest") })
+	tmp := t.TempDir()
+	env := append(os.Environ(), "TMPDIR="+tmp)
+	cmd := exec.Command(cevalBin, "grade", "--namespace", ctrtest.Namespace, p, "--workspace", ws)
+	cmd.Env = env
+	logf, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	out := fileString(filepath.Join(dir, "out"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gc := func() cliResult {
+		g := exec.Command(cevalBin, "gc", "--namespace", ctrtest.Namespace)
+		g.Env = env
+		var o, e bytes.Buffer
+		g.Stdout, g.Stderr = &o, &e
+		g.Run()
+		return cliResult{g.ProcessState.ExitCode(), o.String(), e.String()}
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		gc()
+	})
+	var seen []proc
+	for end := time.Now().Add(3 * time.Minute); !containerRunning(ctx, c, tmp, nil); time.Sleep(20 * time.Millisecond) {
+		seen = append(seen, descendants(cmd.Process.Pid)...)
+		if time.Now().After(end) {
+			t.Fatalf("no verifier container ran:\n%s", out.String())
+		}
+	}
+	if len(entries(tmp)) == 0 {
+		t.Fatal("grade made nothing in TMPDIR: the test tests nothing")
+	}
+	time.Sleep(300 * time.Millisecond) // the shell's trap set
+	cmd.Process.Signal(syscall.SIGTERM)
+	// Two pending SIGTERMs are one: the second once the first was delivered (the
+	// cleanup it starts takes longer than ceval takes to queue the second).
+	for pending(cmd.Process.Pid, syscall.SIGTERM) {
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 143 || !strings.Contains(out.String(), "SIGTERM again") {
+		t.Fatalf("exit %d (%v), want 143 by the second signal:\n%s", code, cmd.ProcessState, out.String())
+	}
+	for _, e := range entries(tmp) {
+		if strings.HasPrefix(e, "ceval-grade-") {
+			t.Errorf("the second signal left %s", e)
+		}
+	}
+	if r := gc(); r.code != 0 {
+		t.Errorf("gc: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left := entries(tmp); len(left) > 0 {
+		t.Errorf("left in TMPDIR after gc: %v", left)
+	}
+	if left := stillRunning(seen); len(left) > 0 {
+		t.Errorf("still running: %v", left)
+	}
+	if err := ctrtest.Leftovers(ctx, c); err != nil {
+		t.Errorf("left in containerd after gc: %v", err)
+	}
+}
+
+// fileString reads a file when printed: a command's output that only it writes.
+type fileString string
+
+func (f fileString) String() string {
+	b, _ := os.ReadFile(string(f))
+	return string(b)
+}
+
+// pending reports whether sig waits to be delivered to process pid (its shared or its
+// main thread's pending set).
+func pending(pid int, sig syscall.Signal) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "ShdPnd" && k != "SigPnd") {
+			continue
+		}
+		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&(1<<(uint(sig)-1)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// privateTMPDIR gives the ceval processes this test starts a TMPDIR of their own, so that
+// what they leave in it is exactly theirs (TMPDIR is inherited: no t.Parallel).
+func privateTMPDIR(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	return tmp
+}
+
+// cevalTempLeft lists the temporary directories (ceval-*) ceval left in tmp, and what is
+// below them.
+func cevalTempLeft(tmp string) []string {
+	var out []string
+	for _, e := range entries(tmp) {
+		if strings.HasPrefix(e, "ceval-") {
+			out = append(out, e)
+		}
+	}
+	return out
 }

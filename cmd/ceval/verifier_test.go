@@ -176,10 +176,13 @@ func rootOverlayMounts(t *testing.T) []string {
 
 // ceval killed by SIGKILL while a verifier runs leaves its root overlay mounted (the image's
 // idmapped layers, the capped tmpfs, the overlay); ceval gc unmounts them with the dead
-// container and removes their directory.
+// container and removes their directory, and the dead ceval's temporary directories (the
+// grade's snapshot, the verifier's): they were left in /tmp before.
 func TestGCAfterKill9UnmountsTheVerifiersRootOverlay(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	before := len(rootOverlayMounts(t))
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // ceval's and gc's, exactly
 	dir := t.TempDir()
 	p := filepath.Join(dir, "task.yaml")
 	os.WriteFile(p, []byte("task_id: sleeper\ninitial_prompt: p\nsuccess_criteria:\n"+
@@ -219,6 +222,15 @@ func TestGCAfterKill9UnmountsTheVerifiersRootOverlay(t *testing.T) {
 	}
 	if left := rootOverlayMounts(t); len(left) > before {
 		t.Errorf("mounts left after gc: %v", left)
+	}
+	var ours []string
+	for _, e := range entries(tmp) {
+		if strings.HasPrefix(e, "ceval-") {
+			ours = append(ours, e)
+		}
+	}
+	if len(ours) > 0 {
+		t.Errorf("left in TMPDIR after gc: %v", ours)
 	}
 	ctrs, _ := c.Containers(ctx)
 	for _, ctr := range ctrs {

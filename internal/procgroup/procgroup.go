@@ -11,11 +11,31 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // DefaultGrace is the time between SIGTERM and SIGKILL: buildah stopping a RUN step's
 // container takes about a second.
 const DefaultGrace = 10 * time.Second
+
+// live are the groups of the Cmds started whose Wait has not returned, for KillAll.
+var (
+	mu   sync.Mutex
+	live = map[int]bool{}
+)
+
+// KillAll sends SIGKILL to the group of every Cmd started whose Wait has not returned: for
+// a process about to exit without waiting for them (a second SIGINT or SIGTERM), which
+// would leave them running as orphans. A group's ID is not reused while its leader is
+// unreaped, and Wait reaps it only after the group left live.
+func KillAll() {
+	mu.Lock()
+	defer mu.Unlock()
+	for pgid := range live {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+}
 
 // Cmd is an exec.Cmd whose process group ends with it.
 type Cmd struct {
@@ -49,7 +69,13 @@ func (c *Cmd) Start() error {
 	}
 	c.SysProcAttr.Setpgid = true
 	c.WaitDelay = c.grace() + time.Second
-	return c.Cmd.Start()
+	mu.Lock()
+	defer mu.Unlock()
+	if err := c.Cmd.Start(); err != nil {
+		return err
+	}
+	live[c.Process.Pid] = true
+	return nil
 }
 
 // stop is the Cancel: SIGTERM to the group now, SIGKILL after the grace unless Wait is done.
@@ -73,6 +99,15 @@ func (c *Cmd) stop() error {
 
 // Wait waits for the leader, then kills whatever of its group outlived it.
 func (c *Cmd) Wait() error {
+	// Reaped only after it left live: KillAll never signals a reused group ID.
+	if c.Process != nil {
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, c.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		mu.Lock()
+		delete(live, c.Process.Pid)
+		mu.Unlock()
+	}
 	err := c.Cmd.Wait()
 	c.once.Do(func() {
 		// The group's ID cannot be reused while a member lives; an empty group is ESRCH.

@@ -98,3 +98,30 @@ func TestCancelLetsTheLeaderCleanUpOnSIGTERMFirst(t *testing.T) {
 		t.Errorf("the leader's SIGTERM handler did not run: %v", err)
 	}
 }
+
+// A second signal exits ceval at once, without waiting for its children: KillAll ends
+// every group still running first (buildah and its RUN step were left as orphans).
+func TestKillAllEndsEveryGroupNotWaitedFor(t *testing.T) {
+	c, grandchild := started(t, context.Background(), time.Minute, "sleep 300 & echo $!; wait")
+	waited, _ := started(t, context.Background(), time.Minute, "echo $$; exit 0")
+	waited.Wait()
+	if len(live) != 1 || !live[c.Process.Pid] {
+		t.Fatalf("live groups %v, want only %d's", live, c.Process.Pid)
+	}
+	KillAll()
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group's leader runs on after KillAll")
+	}
+	for end := time.Now().Add(5 * time.Second); !gone(grandchild); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the group's other member runs on after KillAll")
+		}
+	}
+	if len(live) != 0 {
+		t.Errorf("live groups after Wait: %v", live)
+	}
+}
