@@ -36,7 +36,7 @@ type Options struct {
 	RunID   string // default record.NewRunID(now)
 	Variant string // default "default"
 	Repeat  int    // default 1
-	Attempt int    // 0 or 1 for a first try; a retry (see RunExperiment) records its number
+	Attempt int    // 0 or 1 for a first try; a retry (see experiment.Run) records its number
 
 	Client *client.Client // connected; the ctx given to Run carries the namespace
 
@@ -168,7 +168,7 @@ const (
 // that directory exists.
 func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err error) {
 	start := time.Now()
-	o = o.withDefaults(start)
+	o = o.WithDefaults(start)
 	r, err := newRun(t, o, start)
 	if err != nil {
 		return nil, inPhase(PhasePrepare, err)
@@ -747,7 +747,9 @@ func asRunError(err error) error {
 	return &InfraError{err}
 }
 
-func (o Options) withDefaults(now time.Time) Options {
+// WithDefaults fills what o leaves unset: the runs directory (absolute), a new run ID, the
+// variant, the repeat, the environment, the grace period, the init directory and the backend.
+func (o Options) WithDefaults(now time.Time) Options {
 	if o.RunsDir == "" {
 		o.RunsDir = "runs"
 	}
