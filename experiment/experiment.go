@@ -207,7 +207,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 			continue
 		}
 		if img := en.Task.Sandbox.Image; !resolved[img] {
-			if _, err := supervisor.ResolveTaskImage(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
+			if _, err := images.ResolveSandbox(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
 				return nil, &supervisor.InfraError{Err: fmt.Errorf("image %s: %w", img, err)}
 			}
 			resolved[img] = true

@@ -3,5 +3,6 @@
 // by their resolved inputs) and Dockerfile images with buildah, imports OCI and docker-save
 // archives, writes the init image a Kubernetes Pod installs ceval-init from, and preflights
 // an image (isolation label, setuid/setgid files, file capabilities, the agent's passwd
-// entry) before a run may use it. It never runs agents.
+// entry) before a run may use it; Resolve, ResolvePinned and ResolveSandbox give a run or a
+// verifier criterion its image, present, pinned and preflighted. It never runs agents.
 package images

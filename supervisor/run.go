@@ -113,7 +113,7 @@ type agentSandbox interface {
 type containerd struct{ o Options }
 
 func (c containerd) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
-	return ResolveTaskImage(ctx, c.o.Client, sb, c.o.Pins, c.o.Preflight, c.o.Busybox, nil)
+	return images.ResolveSandbox(ctx, c.o.Client, sb, c.o.Pins, c.o.Preflight, c.o.Busybox, nil)
 }
 
 func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error) {
