@@ -125,18 +125,11 @@ func availableMemoryMB() int64 {
 func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	o.Run = o.Run.WithDefaults(time.Now())
 	expDir := filepath.Join(o.Run.RunsDir, o.Run.RunID)
+	// Every entry is checked before anything starts: a bad task fails the experiment here,
+	// never run by run once the pool started.
 	for _, en := range e.Entries {
-		if err := checkRunnable(en.Task, o.Run.Allow); err != nil {
-			return nil, &supervisor.InputError{Err: fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, err)}
-		}
-		if err := supervisor.CheckRunLimits(en.Task, o.Run.Prices); err != nil {
-			return nil, &supervisor.InputError{Err: fmt.Errorf("variant %s: %w", en.Variant, err)}
-		}
-		if err := supervisor.CheckJudge(en.Task, o.Run.Judge); err != nil {
-			return nil, &supervisor.InputError{Err: fmt.Errorf("variant %s: %w", en.Variant, err)}
-		}
-		if err := supervisor.CheckJudgeAgents(en.Task, o.Run.LookupEnv); err != nil {
-			return nil, &supervisor.InputError{Err: fmt.Errorf("variant %s: %w", en.Variant, err)}
+		if err := supervisor.Check(en.Task, o.Run); err != nil {
+			return nil, &supervisor.InputError{Err: fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, errors.Unwrap(err))}
 		}
 	}
 	if !o.Resume {
@@ -201,10 +194,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	resolved := map[string]bool{}
 	for _, en := range e.Entries {
 		if o.Run.Kube != nil {
-			if err := supervisor.CheckKubernetes(en.Task); err != nil {
-				return nil, &supervisor.InputError{Err: err}
-			}
-			continue
+			continue // Check refused what the cluster cannot run
 		}
 		if img := en.Task.Sandbox.Image; !resolved[img] {
 			if _, err := images.ResolveSandbox(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
@@ -332,17 +322,6 @@ func taskImages(t *task.Task) []string {
 		}
 	}
 	return out
-}
-
-// checkRunnable refuses what supervisor.Run would refuse as input, before anything starts.
-func checkRunnable(t *task.Task, allow supervisor.Allow) error {
-	if _, err := supervisor.AgentArgv(t); err != nil {
-		return err
-	}
-	if _, _, err := supervisor.AgentEnv(t, allow, func(string) (string, bool) { return "", true }); err != nil {
-		return err
-	}
-	return supervisor.CheckNetwork(t, allow)
 }
 
 // runPlanned runs one planned run, unless an earlier start completed it, retrying only a

@@ -156,3 +156,23 @@ func TestExperimentWithAJudgeAgentWithoutItsKeyStartsNothing(t *testing.T) {
 		t.Errorf("the refused experiment wrote %v", left)
 	}
 }
+
+// A simulated_user played by the judge model, with no judge in ceval's config, is refused
+// once, before the pool starts or anything is written (it failed run by run before).
+func TestExperimentWithASimulatedUserAndNoJudgeStartsNothing(t *testing.T) {
+	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\nrepeats: 2\n", map[string]string{
+		"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n",
+			"simulated_user: {instructions: be a user, max_turns: 2}\n"),
+	})
+	runs := t.TempDir()
+	var started int
+	_, err := Run(context.Background(), e, Options{Run: supervisor.Options{RunsDir: runs}, Parallel: 1,
+		OnStart: func(record.PlannedRun, *record.PlanEntry) { started++ }})
+	var ie *supervisor.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "simulated_user") || !strings.Contains(err.Error(), "judge") {
+		t.Fatalf("got %v, want an input error naming simulated_user and the judge", err)
+	}
+	if left, _ := os.ReadDir(runs); len(left) != 0 || started != 0 {
+		t.Errorf("the refused experiment started %d runs and wrote %v", started, left)
+	}
+}

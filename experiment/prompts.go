@@ -114,8 +114,8 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 	defer func() {
 		for _, en := range e.Entries {
 			if err == nil && en.Mutation != nil && en.Mutation.Rephrases() {
-				if cerr := checkRunnable(en.Task, o.Run.Allow); cerr != nil {
-					err = &supervisor.InputError{Err: fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, cerr)}
+				if cerr := supervisor.Check(en.Task, o.Run); cerr != nil {
+					err = &supervisor.InputError{Err: fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, errors.Unwrap(cerr))}
 				}
 			}
 		}

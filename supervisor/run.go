@@ -284,25 +284,8 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
 		return nil, &InputError{err}
 	}
-	if err := CheckNetwork(t, o.Allow); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckRunLimits(t, o.Prices); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckJudge(t, o.Judge); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckJudgeAgents(t, o.LookupEnv); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckSimulatedUser(t, o.Judge); err != nil {
-		return nil, &InputError{err}
-	}
-	if o.Kube != nil {
-		if err := CheckKubernetes(t); err != nil {
-			return nil, &InputError{err}
-		}
+	if err := Check(t, o); err != nil {
+		return nil, err
 	}
 	r.redact = Redactor(r.secrets)
 	r.dir = record.RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
