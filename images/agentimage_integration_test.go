@@ -68,7 +68,7 @@ func TestAgentImageRunsRealCLIsInSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := supervisor.ResolveImage(ctx, c, name, pc, ""); err != nil {
+	if _, err := images.Resolve(ctx, c, name, pc, ""); err != nil {
 		t.Fatalf("the agent image does not pass the preflight a run does: %v", err)
 	}
 	t.Logf("preflight: %s", time.Since(start).Round(time.Millisecond))

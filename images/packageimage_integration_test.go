@@ -11,7 +11,6 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
-	"ceval.dev/ceval/supervisor"
 )
 
 // needMmdebstrap skips (or under CI=true fails) when the host cannot build package images.
@@ -69,7 +68,7 @@ func TestPackageImageIsKeptThenImportedFromTheCacheWithTheSameDigest(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := supervisor.ResolveImage(ctx, c, name, pc, ""); err != nil {
+	if _, err := images.Resolve(ctx, c, name, pc, ""); err != nil {
 		t.Fatalf("the package image does not pass the preflight a run does: %v", err)
 	}
 	rep, err := pc.Preflight(ctx, c, name)

@@ -109,7 +109,7 @@ not json
 }
 
 func TestRunsDirIsMadeAbsolute(t *testing.T) {
-	o := Options{RunsDir: "relative/runs"}.withDefaults(time.Now())
+	o := Options{RunsDir: "relative/runs"}.WithDefaults(time.Now())
 	if !filepath.IsAbs(o.RunsDir) {
 		t.Errorf("RunsDir %q is not absolute: the sandbox needs absolute mount paths", o.RunsDir)
 	}

@@ -94,20 +94,3 @@ func TestAgentJudgeWithoutItsKeyIsRefusedBeforeTheAgentRuns(t *testing.T) {
 		t.Errorf("the agent under test was started: events %v", events)
 	}
 }
-
-// An experiment refuses it once, before anything starts or is written.
-func TestExperimentWithAJudgeAgentWithoutItsKeyStartsNothing(t *testing.T) {
-	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
-		"a": agentTask("a", "true", "  - {type: agent_judge, rubric: 'Score 1.'}\n"),
-	})
-	runs := t.TempDir()
-	_, err := RunExperiment(context.Background(), e, ExperimentOptions{
-		Run: Options{RunsDir: runs, LookupEnv: func(string) (string, bool) { return "", false }}})
-	var ie *InputError
-	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "success_criteria[0] (agent_judge)") || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
-		t.Fatalf("got %v, want an input error naming success_criteria[0] and ANTHROPIC_API_KEY", err)
-	}
-	if left, _ := os.ReadDir(runs); len(left) != 0 {
-		t.Errorf("the refused experiment wrote %v", left)
-	}
-}

@@ -61,7 +61,7 @@ func TestConcurrentRunsEachGetTheirFullInotifyAndMqueueQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := strings.TrimSpace(string(raw))
-	if _, err := ResolveImage(ctx, c, images.DefaultName, nil, ""); err != nil {
+	if _, err := images.Resolve(ctx, c, images.DefaultName, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	bin := buildQuotaHold(t)

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -12,87 +11,43 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// Regraded is what Regrade did to one run.
-type Regraded struct {
-	Dir       string
-	OldStatus string
-	Result    *record.Result // nil when skipped
-	Skipped   string         // why the run was not regraded ("" when it was)
-}
-
-// Regrade grades the saved workspace snapshots of an experiment's runs again, with the
-// criteria the experiment's tasks have now, without running any agent, and rewrites each
-// result.json. Runs without a snapshot (not run, interrupted, failed on ceval's side) are
-// skipped and say why. e must expand to the same runs as the recorded plan (the criteria
-// may differ: that is the point). A run keeps the status its agent earned (a timeout or a
-// model gateway budget, as result.json records them): FinalStatus decides, as for Run.
-func Regrade(ctx context.Context, e *task.Experiment, expDir string, opts grader.Options) ([]Regraded, error) {
-	plan, err := record.ReadPlan(expDir)
+// RegradeRun grades the saved workspace snapshot of the finished run in dir again, with t's
+// criteria as they are now, without running any agent, and rewrites its result.json; res
+// is the run's result.json as read. The run keeps the status its agent earned (a timeout or
+// a model gateway budget, as result.json records them): FinalStatus decides, as for Run.
+func RegradeRun(ctx context.Context, t *task.Task, dir string, res *record.Result, opts grader.Options) error {
+	snap, err := snapshot.Load(filepath.Join(dir, record.WorkspaceDir), filepath.Join(dir, record.SnapshotFile))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	tasks := map[[2]string]*task.Task{}
-	for _, en := range e.Entries {
-		tasks[[2]string{en.Variant, en.Task.ID}] = en.Task
+	if snap.Outputs, err = loadOutputs(t.Sandbox.Outputs, dir); err != nil {
+		return err
 	}
-	var out []Regraded
-	for _, pr := range plan.Runs() {
-		en := plan.Entries[pr.Entry]
-		dir := plan.Dir(expDir, pr)
-		rg := Regraded{Dir: dir}
-		t := tasks[[2]string{en.Variant, en.TaskID}]
-		res, err := record.ReadResult(dir)
-		switch {
-		case t == nil:
-			rg.Skipped = "the experiment no longer has this task under this variant"
-		case err != nil:
-			rg.Skipped = "no result.json"
-		case !res.Complete:
-			rg.Skipped = "the run did not complete; nothing was snapshotted"
-		}
-		if rg.Skipped != "" {
-			out = append(out, rg)
-			continue
-		}
-		rg.OldStatus = res.Status
-		snap, err := snapshot.Load(filepath.Join(dir, record.WorkspaceDir), filepath.Join(dir, record.SnapshotFile))
-		if err != nil {
-			return out, fmt.Errorf("regrade %s: %w", dir, err)
-		}
-		if snap.Outputs, err = loadOutputs(t.Sandbox.Outputs, dir); err != nil {
-			return out, fmt.Errorf("regrade %s: %w", dir, err)
-		}
-		o := opts
-		if o.Reference == nil {
-			o.Reference = t.Reference
-		}
-		if len(t.ProtectedMocks) > 0 {
-			o.MockCallsPath = filepath.Join(dir, record.MockCallsFile)
-		}
-		res.ToolCalls = readToolCalls(t, dir, &o)
-		j, closeJudge, err := runJudge(t, dir, opts.Judge, true)
-		if err != nil {
-			return out, fmt.Errorf("regrade %s: %w", dir, err)
-		}
-		o.Judge = j
-		o.AgentJudge = &recordedAgentJudges{dir: dir}
-		g := grader.Grade(ctx, t, snap, o)
-		closeJudge()
-		saveCriterionOutputs(dir, g, regradeRedactor(t))
-		res.Grade = *g
-		// What happened to the agent is as the run recorded it (limits_hit included).
-		res.Status, _ = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
-		regradeLastIteration(res) // the run directory's snapshot is the last iteration's
-		if res.TaskSHA256, err = task.Digest(t); err != nil {
-			return out, fmt.Errorf("regrade %s: %w", dir, err)
-		}
-		if err := writeResult(dir, res, regradeRedactor(t), nil); err != nil {
-			return out, fmt.Errorf("regrade %s: %w", dir, err)
-		}
-		rg.Result = res
-		out = append(out, rg)
+	o := opts
+	if o.Reference == nil {
+		o.Reference = t.Reference
 	}
-	return out, nil
+	if len(t.ProtectedMocks) > 0 {
+		o.MockCallsPath = filepath.Join(dir, record.MockCallsFile)
+	}
+	res.ToolCalls = readToolCalls(t, dir, &o)
+	j, closeJudge, err := runJudge(t, dir, opts.Judge, true)
+	if err != nil {
+		return err
+	}
+	o.Judge = j
+	o.AgentJudge = &recordedAgentJudges{dir: dir}
+	g := grader.Grade(ctx, t, snap, o)
+	closeJudge()
+	saveCriterionOutputs(dir, g, regradeRedactor(t))
+	res.Grade = *g
+	// What happened to the agent is as the run recorded it (limits_hit included).
+	res.Status, _ = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
+	regradeLastIteration(res) // the run directory's snapshot is the last iteration's
+	if res.TaskSHA256, err = task.Digest(t); err != nil {
+		return err
+	}
+	return writeResult(dir, res, regradeRedactor(t), nil)
 }
 
 // regradeRedactor hides the values the task's agent may have been given, as the host has

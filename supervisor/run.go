@@ -36,7 +36,7 @@ type Options struct {
 	RunID   string // default record.NewRunID(now)
 	Variant string // default "default"
 	Repeat  int    // default 1
-	Attempt int    // 0 or 1 for a first try; a retry (see RunExperiment) records its number
+	Attempt int    // 0 or 1 for a first try; a retry (see experiment.Run) records its number
 
 	Client *client.Client // connected; the ctx given to Run carries the namespace
 
@@ -113,7 +113,7 @@ type agentSandbox interface {
 type containerd struct{ o Options }
 
 func (c containerd) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
-	return ResolveTaskImage(ctx, c.o.Client, sb, c.o.Pins, c.o.Preflight, c.o.Busybox, nil)
+	return images.ResolveSandbox(ctx, c.o.Client, sb, c.o.Pins, c.o.Preflight, c.o.Busybox, nil)
 }
 
 func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error) {
@@ -168,7 +168,7 @@ const (
 // that directory exists.
 func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err error) {
 	start := time.Now()
-	o = o.withDefaults(start)
+	o = o.WithDefaults(start)
 	r, err := newRun(t, o, start)
 	if err != nil {
 		return nil, inPhase(PhasePrepare, err)
@@ -284,25 +284,8 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
 		return nil, &InputError{err}
 	}
-	if err := CheckNetwork(t, o.Allow); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckRunLimits(t, o.Prices); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckJudge(t, o.Judge); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckJudgeAgents(t, o.LookupEnv); err != nil {
-		return nil, &InputError{err}
-	}
-	if err := CheckSimulatedUser(t, o.Judge); err != nil {
-		return nil, &InputError{err}
-	}
-	if o.Kube != nil {
-		if err := CheckKubernetes(t); err != nil {
-			return nil, &InputError{err}
-		}
+	if err := Check(t, o); err != nil {
+		return nil, err
 	}
 	r.redact = Redactor(r.secrets)
 	r.dir = record.RunDir(o.RunsDir, o.RunID, o.Variant, t.ID, o.Repeat)
@@ -747,7 +730,9 @@ func asRunError(err error) error {
 	return &InfraError{err}
 }
 
-func (o Options) withDefaults(now time.Time) Options {
+// WithDefaults fills what o leaves unset: the runs directory (absolute), a new run ID, the
+// variant, the repeat, the environment, the grace period, the init directory and the backend.
+func (o Options) WithDefaults(now time.Time) Options {
 	if o.RunsDir == "" {
 		o.RunsDir = "runs"
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
@@ -29,7 +28,7 @@ import (
 // run` and `ceval sandbox exec` so both get exactly the same sandbox.
 type SandboxConfig struct {
 	Client *client.Client
-	Image  string // an image that passed ResolveImage
+	Image  string // an image that passed images.Resolve
 	ID     string // unique per container; labels and the container ID derive from it
 	Argv   []string
 	Env    []string
@@ -587,61 +586,6 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	s.undo = nil
 	return errors.Join(errs...)
 }
-
-// ResolveImage makes sure an image is present (building the default one on first use) and
-// passes the preflight: an image without the isolation label is refused, with the fix.
-func ResolveImage(ctx context.Context, c *client.Client, name string, pc *images.PreflightCache, busybox string) (images.Image, error) {
-	var img images.Image
-	var err error
-	if name == images.DefaultName {
-		img, err = images.EnsureDefault(ctx, c, images.DefaultOptions{Busybox: busybox})
-	} else {
-		img, err = images.Lookup(ctx, c, name)
-	}
-	if err != nil {
-		return img, err
-	}
-	images.TouchOnce(ctx, c, img.Name)
-	var rep *images.Report
-	if pc != nil {
-		rep, err = pc.PreflightOf(ctx, c, img) // img was resolved just now: no second lookup
-	} else {
-		rep, err = images.Preflight(ctx, c, name)
-	}
-	if err != nil {
-		return img, err
-	}
-	return img, rep.RunnableImage(img)
-}
-
-// ResolvePinned is ResolveImage of the digest pins pinned name to (see images.Pinner),
-// recorded in the image as its reference and digest; an image pins does not pin (ceval's
-// own), or a nil pins, is ResolveImage of name.
-func ResolvePinned(ctx context.Context, c *client.Client, name string, pins *images.Pinner, pc *images.PreflightCache, busybox string) (images.Image, error) {
-	if pins == nil || !images.Pinnable(name) {
-		return ResolveImage(ctx, c, name, pc, busybox)
-	}
-	local, pin, err := pins.Local(ctx, c, name)
-	if err != nil {
-		return images.Image{Name: name}, err
-	}
-	img, err := ResolveImage(ctx, c, local, pc, busybox)
-	img.Reference, img.Digest = pin.Reference, pin.Digest
-	if errors.Is(err, images.ErrNotRunnable) {
-		// The fix (images label, a rebuild) is for the name the task gives, not the digest's.
-		err = &renamedError{strings.ReplaceAll(err.Error(), local, name), err}
-	}
-	return img, err
-}
-
-// renamedError is err with another text.
-type renamedError struct {
-	msg string
-	err error
-}
-
-func (e *renamedError) Error() string { return e.msg }
-func (e *renamedError) Unwrap() error { return e.err }
 
 // idChain is the run's IDs and the holder of its user namespace, made on a goroutine of
 // their own (see NewSandbox): the /proc scan and the holder's fork and exec are waits.

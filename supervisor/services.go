@@ -172,7 +172,7 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		if _, done := set.images[s.Image]; done {
 			continue
 		}
-		img, err := ResolveImage(ctx, r.o.Client, s.Image, r.o.Preflight, r.o.Busybox)
+		img, err := images.Resolve(ctx, r.o.Client, s.Image, r.o.Preflight, r.o.Busybox)
 		if err != nil {
 			return nil, &InfraError{fmt.Errorf("service %s: image %s: %w", s.Name, s.Image, err)}
 		}

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"ceval.dev/ceval/internal/rootfs"
 	"ceval.dev/ceval/internal/tempdir"
@@ -145,7 +143,7 @@ func copyTree(src *os.Root, ws string, c *treeCopy) error {
 			}
 			return dst.Symlink(target, p)
 		default:
-			return copyRootFile(src, dst, p, fi.Mode().Perm()&0o755)
+			return rootfs.CopyFile(src, dst, p, fi.Mode().Perm()&0o755)
 		}
 	})
 	if err != nil {
@@ -194,26 +192,6 @@ func fileKind(m fs.FileMode) string {
 		return "block device"
 	}
 	return "special file"
-}
-
-func copyRootFile(src, dst *os.Root, p string, perm os.FileMode) error {
-	in, err := src.OpenFile(p, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0) // a FIFO swapped in must not block
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s changed while being copied", p)
-	}
-	out, err := dst.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // headOnlyRepo gives ws a git repository holding the template's HEAD and its ancestors

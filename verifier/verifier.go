@@ -184,15 +184,15 @@ func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 // Executor: later criteria find it in containerd) when it asks for packages or pip.
 func (e *Executor) image(ctx context.Context, v *task.Verifier) (images.Image, error) {
 	if len(v.Packages) == 0 && len(v.Pip) == 0 {
-		return supervisor.ResolvePinned(ctx, e.opts.Client, v.Image, e.opts.Pins, e.opts.Preflight, e.opts.Busybox)
+		return images.ResolvePinned(ctx, e.opts.Client, v.Image, e.opts.Pins, e.opts.Preflight, e.opts.Busybox)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.built[v.Image] {
-		return supervisor.ResolvePinned(ctx, e.opts.Client, v.Image, e.opts.Pins, e.opts.Preflight, e.opts.Busybox)
+		return images.ResolvePinned(ctx, e.opts.Client, v.Image, e.opts.Pins, e.opts.Preflight, e.opts.Busybox)
 	}
 	sb := task.Sandbox{Image: v.Image, Packages: v.Packages, Pip: v.Pip, PipFindLinks: v.PipFindLinks}
-	img, err := supervisor.ResolveTaskImage(ctx, e.opts.Client, sb, e.opts.Pins, e.opts.Preflight, e.opts.Busybox, e.opts.Log)
+	img, err := images.ResolveSandbox(ctx, e.opts.Client, sb, e.opts.Pins, e.opts.Preflight, e.opts.Busybox, e.opts.Log)
 	if err == nil {
 		e.built[v.Image] = true
 	}

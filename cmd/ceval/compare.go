@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/experiment"
 	"ceval.dev/ceval/report"
-	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -209,7 +209,7 @@ func (g *gateFlags) baselineFor(e *task.Experiment) (*report.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := supervisor.NewPlan(e)
+	plan, err := experiment.NewPlan(e)
 	if err != nil {
 		return nil, exitWith(exitInfraErr, err)
 	}

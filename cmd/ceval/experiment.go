@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/audit/verdict"
+	"ceval.dev/ceval/experiment"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
@@ -49,7 +50,7 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 	f.StringArrayVarP(&x.overrides, "define", "D", nil, "override a task field in every run, as path=value (YAML), e.g. -D agent.model=x; applied last")
 	f.StringVar(&x.resume, "resume", "", "finish the experiment in RUN_DIR: skip complete runs, re-run the rest; refuses a changed plan")
 	f.StringVar(&x.prompts, "prompts-from", "", "reuse the rephrased prompts (prompts.json) of an earlier experiment directory where their input matches")
-	f.IntVar(&x.retries, "retries", supervisor.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
+	f.IntVar(&x.retries, "retries", experiment.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
 	f.StringVar(&x.audit, "audit", "", "an audit.json from ceval audit: the experiment's reports show each task's verdict")
 	x.gate.add(cmd, true)
 }
@@ -160,11 +161,11 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	}
 	errOut := cmd.ErrOrStderr()
 	prog := newProgress(errOut, e.Repeats*len(e.Entries))
-	res, err := supervisor.RunExperiment(cctx, e, supervisor.ExperimentOptions{
+	res, err := experiment.Run(cctx, e, experiment.Options{
 		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "", PromptsFrom: x.prompts, Agent: x.agent,
 		OnStart:  func(record.PlannedRun, *record.PlanEntry) { prog.started() },
 		OnFinish: prog.finished,
-		OnRetry: func(r *supervisor.RunRecord, err error) {
+		OnRetry: func(r *experiment.RunRecord, err error) {
 			prog.line(fmt.Sprintf("retry %s/%s #%d (the agent had not started): %s", r.Variant, r.TaskID, r.Repeat, clean(err.Error())))
 		},
 	})
@@ -285,11 +286,11 @@ func newPlanCmd() *cobra.Command {
 					return exitWith(exitInvalid, fmt.Errorf("--prompts-from %s: %w", x.prompts, err))
 				}
 			}
-			_, pending, err := supervisor.ResolvePrompts(cmd.Context(), e, supervisor.PromptsOptions{Replay: true, Reuse: reuse})
+			_, pending, err := experiment.ResolvePrompts(cmd.Context(), e, experiment.PromptsOptions{Replay: true, Reuse: reuse})
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
-			plan, err := supervisor.NewPlan(e)
+			plan, err := experiment.NewPlan(e)
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -402,7 +403,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 			}
 			e.Repeats = plan.Repeats
 			if prompts, err := record.ReadPrompts(dir); err == nil { // the rephrased prompts the runs had
-				if _, _, err := supervisor.ResolvePrompts(cmd.Context(), e, supervisor.PromptsOptions{Reuse: prompts, Replay: true}); err != nil {
+				if _, _, err := experiment.ResolvePrompts(cmd.Context(), e, experiment.PromptsOptions{Reuse: prompts, Replay: true}); err != nil {
 					return exitWith(exitInfraErr, err)
 				}
 			}
@@ -415,7 +416,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer closeEx()
-			done, err := supervisor.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{Executor: ex, Judge: ucfg.judge})
+			done, err := experiment.Regrade(context.WithoutCancel(cmd.Context()), e, dir, grader.Options{Executor: ex, Judge: ucfg.judge})
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}

@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/experiment"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/report"
-	"ceval.dev/ceval/supervisor"
 )
 
 // progress prints one line per finished run; on a terminal it also keeps a status line
@@ -98,7 +98,7 @@ func (p *progress) printLine(s string) {
 	p.draw()
 }
 
-func (p *progress) finished(r *supervisor.RunRecord) {
+func (p *progress) finished(r *experiment.RunRecord) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !r.Resumed {

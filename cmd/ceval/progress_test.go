@@ -11,13 +11,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/experiment"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/supervisor"
 )
 
-func finishedRun(status string, err error) *supervisor.RunRecord {
-	r := &supervisor.RunRecord{Variant: "v", TaskID: "t", PlannedRun: record.PlannedRun{Repeat: 1}, Err: err}
+func finishedRun(status string, err error) *experiment.RunRecord {
+	r := &experiment.RunRecord{Variant: "v", TaskID: "t", PlannedRun: record.PlannedRun{Repeat: 1}, Err: err}
 	if status != "" {
 		r.Result = &record.Result{Grade: grader.Result{Status: status, Score: 1}}
 	}

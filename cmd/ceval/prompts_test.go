@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/experiment"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -65,7 +65,7 @@ stop_early: {compare: [plain, framed], confidence: 0.9}
 	for _, en := range e.Entries {
 		if en.Variant == "live" {
 			record.WriteJSONAtomic(filepath.Join(rec, record.PromptsFile), &record.Prompts{Entries: []record.PromptRecord{
-				{Variant: "live", TaskID: "a", InputSHA256: supervisor.PromptInput(en), Mode: "live", Prompt: "Tersely: do it."}}})
+				{Variant: "live", TaskID: "a", InputSHA256: experiment.PromptInput(en), Mode: "live", Prompt: "Tersely: do it."}}})
 		}
 	}
 	if r := ceval(t, "plan", "--prompts-from", rec, exp); r.code != 0 || !strings.Contains(r.stdout, `live/a: "Tersely: do it."`) {

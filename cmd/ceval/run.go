@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -138,20 +139,22 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			}
 			allowEnv = append(allowEnv, ucfg.AllowEnv...)
 			allowHostNet = allowHostNet || ucfg.AllowHostNetwork
-			for _, t := range tasks {
-				if err := supervisor.CheckRunLimits(t, ucfg.prices); err != nil {
-					problems = append(problems, err)
-				}
-			}
 			if err := b.choose(cmd, g, ucfg); err != nil {
 				return err
 			}
 			defer kubeSweep(cmd, g.kube)
+			// What every run shares; each task is checked against it before anything starts.
+			base := supervisor.Options{
+				RunsDir: runsDir, RunID: record.NewRunID(time.Now()),
+				Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
+				Grace: grace, Version: cevalVersion(), Busybox: busybox, Judge: ucfg.judge, Kube: g.kube,
+				AgentOverride: agentSpec, VerifierNetwork: ucfg.VerifierNetwork,
+			}
 			for _, t := range tasks {
-				if g.kube == nil {
-					break
-				}
-				if err := supervisor.CheckKubernetes(t); err != nil {
+				if err := supervisor.Check(t, base); err != nil {
+					if !strings.Contains(err.Error(), t.ID) {
+						err = fmt.Errorf("%s: %w", t.ID, err) // as a refused run says it
+					}
 					problems = append(problems, err)
 				}
 			}
@@ -175,18 +178,13 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer closeEx()
-			runID := record.NewRunID(time.Now())
 			errOut := cmd.ErrOrStderr()
 			var results []*record.Result
 			worst := exitOK
 			for _, t := range tasks {
-				opts := supervisor.Options{
-					RunsDir: runsDir, RunID: runID, Client: c,
-					Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
-					Grace: grace, Version: cevalVersion(), Preflight: pc, Busybox: busybox,
-					Progress: progressPrinter(errOut, t.ID), Executor: ex, Judge: ucfg.judge, Kube: g.kube,
-					AgentOverride: agentSpec, Pins: pins, VerifierNetwork: ucfg.VerifierNetwork,
-				}
+				opts := base
+				opts.Client, opts.Preflight, opts.Executor, opts.Pins = c, pc, ex, pins
+				opts.Progress = progressPrinter(errOut, t.ID)
 				res, err := supervisor.Run(cctx, t, opts)
 				code := exitCodeFor(res, err)
 				if err != nil {

@@ -51,7 +51,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			if _, err := supervisor.ResolveImage(cctx, c, image, nil, busybox); err != nil {
+			if _, err := images.Resolve(cctx, c, image, nil, busybox); err != nil {
 				var nf *images.NotFoundError
 				if errors.As(err, &nf) {
 					return exitWith(exitInvalid, err)

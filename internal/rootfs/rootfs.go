@@ -5,6 +5,8 @@
 package rootfs
 
 import (
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -25,4 +27,27 @@ func (n nonBlocking) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// CopyFile copies the regular file name from src to a new file of the same name in dst
+// (perm, at least 0o600), opening it through src without following a link and without
+// blocking on a FIFO swapped in; a file that is not regular when opened is refused.
+func CopyFile(src, dst *os.Root, name string, perm os.FileMode) error {
+	in, err := src.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s changed while being copied", name)
+	}
+	out, err := dst.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

@@ -1,4 +1,4 @@
-package supervisor
+package experiment
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -52,8 +53,8 @@ prompt_mutations:
 		t.Fatal(err)
 	}
 	runs := t.TempDir()
-	o := ExperimentOptions{Run: Options{Client: c, RunsDir: runs, RunID: "m1", Grace: time.Second}, Parallel: 2}
-	res, err := RunExperiment(ctx, e, o)
+	o := Options{Run: supervisor.Options{Client: c, RunsDir: runs, RunID: "m1", Grace: time.Second}, Parallel: 2}
+	res, err := Run(ctx, e, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ prompt_mutations:
 		t.Fatal(err)
 	}
 	o.Resume = true
-	res2, err := RunExperiment(ctx, e2, o)
+	res2, err := Run(ctx, e2, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package experiment
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 		{"tokens", false, budget(gateway.ExceededTokens, "max_total_tokens 40"), record.StatusTokenBudget},
 		{"cost", false, budget(gateway.ExceededCost, "max_usd 0.05"), record.StatusCostBudget},
 		{"timeout", true, nil, record.StatusTimeout},
-		{"budget and timeout", true, budget(gateway.ExceededTurns, "max_turns 2"), record.StatusMaxTurns}, // as Run decides
+		{"budget and timeout", true, budget(gateway.ExceededTurns, "max_turns 2"), record.StatusMaxTurns}, // as supervisor.Run decides
 		{"gateway within budget", false, &record.GatewayResult{Mode: "replay", GatewayTotals: gateway.Totals{Turns: 1}}, grader.TaskSuccess},
 		{"agent finished", false, nil, grader.TaskSuccess},
 	}
@@ -82,7 +82,7 @@ func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 			code := 0
 			res := &record.Result{Agent: record.AgentResult{Type: "command", ExitCode: &code, TimedOut: c.timedOut}, Gateway: c.gw,
 				LimitsHit: []string{"recorded by the run"}}
-			res.Status = c.want // what Run recorded
+			res.Status = c.want // what supervisor.Run recorded
 			if c.gw != nil && c.gw.Exceeded != "" {
 				res.Agent.StoppedBy = "model gateway budget: " + c.gw.ExceededLimit
 			}
@@ -105,7 +105,7 @@ func TestRegradeKeepsTheStatusTheAgentEarned(t *testing.T) {
 	}
 }
 
-// The one function Run and Regrade decide the status with: the agent's fate overrides the
+// The one function supervisor.Run and Regrade decide the status with: the agent's fate overrides the
 // grade, a budget over a timeout, and nothing overrides a broken task (ERROR).
 func TestFinalStatus(t *testing.T) {
 	over := &record.GatewayResult{GatewayTotals: gateway.Totals{Exceeded: gateway.ExceededCost, ExceededLimit: "max_usd 1"}}

@@ -1,4 +1,4 @@
-package supervisor
+package experiment
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package supervisor
+package experiment
 
 import (
 	"archive/tar"
@@ -27,6 +27,7 @@ import (
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
+	"ceval.dev/ceval/supervisor"
 )
 
 // testRegistry returns the options for the registry scripts/registry.sh started (its CA in
@@ -187,8 +188,8 @@ func TestExperimentPinsTheDigestAcrossATagMove(t *testing.T) {
 	pins := images.NewPinner(images.PullMissing, ro)
 	var once sync.Once
 	runs := t.TempDir()
-	out, err := RunExperiment(nctx, e, ExperimentOptions{
-		Run: Options{Client: c, RunsDir: runs, Grace: time.Second, Pins: pins}, Parallel: 1,
+	out, err := Run(nctx, e, Options{
+		Run: supervisor.Options{Client: c, RunsDir: runs, Grace: time.Second, Pins: pins}, Parallel: 1,
 		OnFinish: func(*RunRecord) {
 			once.Do(func() {
 				// The tag moves to v2 in the registry, and in this containerd too.
@@ -230,8 +231,8 @@ func TestExperimentPinsTheDigestAcrossATagMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	pins2 := images.NewPinner(images.PullAlways, registry.Options{HostsDir: t.TempDir(), DockerConfig: filepath.Join(t.TempDir(), "none")})
-	out2, err := RunExperiment(nctx, e, ExperimentOptions{
-		Run:    Options{Client: c, RunsDir: runs, RunID: filepath.Base(out.Dir), Grace: time.Second, Pins: pins2},
+	out2, err := Run(nctx, e, Options{
+		Run:    supervisor.Options{Client: c, RunsDir: runs, RunID: filepath.Base(out.Dir), Grace: time.Second, Pins: pins2},
 		Resume: true, Parallel: 1,
 	})
 	if err != nil {

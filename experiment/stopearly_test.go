@@ -1,4 +1,4 @@
-package supervisor
+package experiment
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
+	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -38,8 +39,8 @@ variants:
     agent: {command: [/bin/sh, -c, "true"]}
 stop_early: {compare: [bad, good], metric: pass_rate, confidence: 0.9, min_runs: 2}
 `, map[string]string{"a": agentTask("a", "echo x > x", "  - {type: file_exists, path: x}\n")})
-	o := ExperimentOptions{Run: Options{Client: c, RunsDir: t.TempDir(), RunID: "s1", Grace: time.Second}, Parallel: 1}
-	res, err := RunExperiment(ctx, e, o)
+	o := Options{Run: supervisor.Options{Client: c, RunsDir: t.TempDir(), RunID: "s1", Grace: time.Second}, Parallel: 1}
+	res, err := Run(ctx, e, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ stop_early: {compare: [bad, good], metric: pass_rate, confidence: 0.9, min_runs:
 	}
 
 	o.Resume = true
-	res2, err := RunExperiment(ctx, e, o)
+	res2, err := Run(ctx, e, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ repeats: 4
 variants: [{variant_id: one}, {variant_id: two}]
 stop_early: {compare: [one, two]}
 `, map[string]string{"a": agentTask("a", "echo x > x", "  - {type: file_exists, path: x}\n")})
-	res, err := RunExperiment(ctx, e, ExperimentOptions{Run: Options{Client: c, RunsDir: t.TempDir(), Grace: time.Second}, Parallel: 2})
+	res, err := Run(ctx, e, Options{Run: supervisor.Options{Client: c, RunsDir: t.TempDir(), Grace: time.Second}, Parallel: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestLiveRephraseIsRecordedAndReusedWithoutAskingAgain(t *testing.T) {
 	exp := "experiment_id: r\ntasks: [a/task.yaml]\nprompt_mutations: [{variant_id: formal, type: rephrase, instructions: Be formal.}]\n"
 	tasks := map[string]string{"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n")}
 	runs := t.TempDir()
-	start := func(id string, o ExperimentOptions) *task.Experiment {
+	start := func(id string, o Options) *task.Experiment {
 		t.Helper()
 		e := loadTestExperiment(t, exp, tasks)
 		o.Run.RunsDir, o.Run.RunID, o.Run.Judge = runs, id, j
@@ -150,7 +151,7 @@ func TestLiveRephraseIsRecordedAndReusedWithoutAskingAgain(t *testing.T) {
 		}
 		return e
 	}
-	e := start("one", ExperimentOptions{})
+	e := start("one", Options{})
 	if got := e.Entries[1].Task.Prompt; got != "Formally: do the task." || calls.Load() != 1 {
 		t.Fatalf("prompt %q after %d calls", got, calls.Load())
 	}
@@ -162,10 +163,10 @@ func TestLiveRephraseIsRecordedAndReusedWithoutAskingAgain(t *testing.T) {
 	if !strings.Contains(string(log), `"mode":"live"`) || strings.Contains(string(log), `"k"`) {
 		t.Errorf("prompt_calls.jsonl:\n%s", log)
 	}
-	if e := start("one", ExperimentOptions{Resume: true}); e.Entries[1].Task.Prompt != "Formally: do the task." {
+	if e := start("one", Options{Resume: true}); e.Entries[1].Task.Prompt != "Formally: do the task." {
 		t.Errorf("resume prompt %q", e.Entries[1].Task.Prompt)
 	}
-	if e := start("two", ExperimentOptions{PromptsFrom: filepath.Join(runs, "one")}); e.Entries[1].Task.Prompt != "Formally: do the task." {
+	if e := start("two", Options{PromptsFrom: filepath.Join(runs, "one")}); e.Entries[1].Task.Prompt != "Formally: do the task." {
 		t.Errorf("--prompts-from prompt %q", e.Entries[1].Task.Prompt)
 	}
 	if calls.Load() != 1 {
@@ -174,7 +175,7 @@ func TestLiveRephraseIsRecordedAndReusedWithoutAskingAgain(t *testing.T) {
 	// A resume whose record lacks the prompt is refused, not made anew.
 	os.WriteFile(filepath.Join(runs, "one", record.PromptsFile), []byte(`{"entries":[]}`), 0o600)
 	e2 := loadTestExperiment(t, exp, tasks)
-	err = experimentPrompts(context.Background(), e2, filepath.Join(runs, "one"), ExperimentOptions{Resume: true, Run: Options{Judge: j}})
+	err = experimentPrompts(context.Background(), e2, filepath.Join(runs, "one"), Options{Resume: true, Run: supervisor.Options{Judge: j}})
 	if err == nil || !strings.Contains(err.Error(), "is not in prompts.json") || calls.Load() != 1 {
 		t.Errorf("resume without the record: %v (%d calls)", err, calls.Load())
 	}
@@ -186,8 +187,8 @@ func TestRephraseWithoutAJudgeIsRefusedBeforeAnyRun(t *testing.T) {
 	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\nprompt_mutations: [{type: rephrase, instructions: Be formal.}]\n",
 		map[string]string{"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n")})
 	runs := t.TempDir()
-	_, err := RunExperiment(context.Background(), e, ExperimentOptions{Run: Options{RunsDir: runs, RunID: "x"}})
-	var ie *InputError
+	_, err := Run(context.Background(), e, Options{Run: supervisor.Options{RunsDir: runs, RunID: "x"}})
+	var ie *supervisor.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "add judge: {api: anthropic, model: ...} to the config file") {
 		t.Fatalf("err %v", err)
 	}

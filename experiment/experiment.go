@@ -1,4 +1,4 @@
-package supervisor
+package experiment
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
+	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -48,12 +49,12 @@ func NewPlan(e *task.Experiment) (*record.Plan, error) {
 	return p, nil
 }
 
-// ExperimentOptions configure RunExperiment.
-type ExperimentOptions struct {
-	Run      Options // shared by every run; RunID names the experiment's directory, Variant and Repeat are set per run
-	Parallel int     // runs at once; 0 = the experiment's parallel, else DefaultParallel
-	Retries  int     // tries again a run that failed before its agent started; < 0 = none
-	Resume   bool    // RunsDir/RunID holds an earlier, interrupted start of the same plan
+// Options configure Run.
+type Options struct {
+	Run      supervisor.Options // shared by every run; RunID names the experiment's directory, Variant and Repeat are set per run
+	Parallel int                // runs at once; 0 = the experiment's parallel, else DefaultParallel
+	Retries  int                // tries again a run that failed before its agent started; < 0 = none
+	Resume   bool               // RunsDir/RunID holds an earlier, interrupted start of the same plan
 	// PromptsFrom is an earlier experiment directory whose rephrased prompts (prompts.json)
 	// are reused where their input matches, so a re-run asks the model nothing again.
 	PromptsFrom string
@@ -77,9 +78,9 @@ type RunRecord struct {
 	Attempts int  // 0 when resumed or never started
 }
 
-// ExperimentResult is every planned run's record, in plan order; Interrupted when the
+// Result is every planned run's record, in plan order; Interrupted when the
 // context was cancelled before all ran.
-type ExperimentResult struct {
+type Result struct {
 	Dir         string
 	Plan        *record.Plan
 	Records     []*RunRecord // nil entries were never started
@@ -115,34 +116,27 @@ func availableMemoryMB() int64 {
 	return 0
 }
 
-// RunExperiment runs every (variant, task, repeat) of e in a bounded pool, each run fully
-// independent (Run: its own container, workspace and directory), under
+// Run runs every (variant, task, repeat) of e in a bounded pool, each run fully
+// independent (supervisor.Run: its own container, workspace and directory), under
 // RUNS/<run_id>/<variant>/<task_id>/<repeat>/, with plan.json beside them. When ctx is
-// cancelled it launches nothing more; running runs are stopped and cleaned up by Run.
+// cancelled it launches nothing more; running runs are stopped and cleaned up by supervisor.Run.
 // A resume skips runs whose result.json is complete and refuses a different plan.
-func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions) (*ExperimentResult, error) {
-	o.Run = o.Run.withDefaults(time.Now())
+func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
+	o.Run = o.Run.WithDefaults(time.Now())
 	expDir := filepath.Join(o.Run.RunsDir, o.Run.RunID)
+	// Every entry is checked before anything starts: a bad task fails the experiment here,
+	// never run by run once the pool started.
 	for _, en := range e.Entries {
-		if err := checkRunnable(en.Task, o.Run.Allow); err != nil {
-			return nil, &InputError{fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, err)}
-		}
-		if err := CheckRunLimits(en.Task, o.Run.Prices); err != nil {
-			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
-		}
-		if err := CheckJudge(en.Task, o.Run.Judge); err != nil {
-			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
-		}
-		if err := CheckJudgeAgents(en.Task, o.Run.LookupEnv); err != nil {
-			return nil, &InputError{fmt.Errorf("variant %s: %w", en.Variant, err)}
+		if err := supervisor.Check(en.Task, o.Run); err != nil {
+			return nil, &supervisor.InputError{Err: fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, errors.Unwrap(err))}
 		}
 	}
 	if !o.Resume {
 		if err := os.MkdirAll(o.Run.RunsDir, 0o700); err != nil {
-			return nil, &InfraError{err}
+			return nil, &supervisor.InfraError{Err: err}
 		}
 		if err := os.Mkdir(expDir, 0o700); err != nil {
-			return nil, &InfraError{fmt.Errorf("experiment directory: %w", err)}
+			return nil, &supervisor.InfraError{Err: fmt.Errorf("experiment directory: %w", err)}
 		}
 	}
 	// Rephrased prompts are made (or, on a resume, read back) before the plan, whose digests
@@ -161,16 +155,16 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 		if !o.Resume {
 			os.RemoveAll(expDir)
 		}
-		return nil, &InfraError{err}
+		return nil, &supervisor.InfraError{Err: err}
 	}
 	var oldImages []record.ImagePin
 	if o.Resume {
 		old, err := record.ReadPlan(expDir)
 		if err != nil {
-			return nil, &InputError{fmt.Errorf("resume %s: %w", expDir, err)}
+			return nil, &supervisor.InputError{Err: fmt.Errorf("resume %s: %w", expDir, err)}
 		}
 		if d := old.Diff(plan); d != "" {
-			return nil, &InputError{fmt.Errorf("resume %s: the experiment differs from its plan.json: %s", expDir, d)}
+			return nil, &supervisor.InputError{Err: fmt.Errorf("resume %s: the experiment differs from its plan.json: %s", expDir, d)}
 		}
 		oldImages = old.Images
 	}
@@ -184,12 +178,12 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 	}
 	if !o.Resume || len(plan.Images) != len(oldImages) {
 		if err := record.WriteJSONAtomic(filepath.Join(expDir, record.PlanFile), plan); err != nil {
-			return nil, &InfraError{err}
+			return nil, &supervisor.InfraError{Err: err}
 		}
 	}
 	if len(plan.Images) > 0 && o.Run.Kube == nil {
 		if err := images.MarkPinned(ctx, o.Run.Client, plan.Images, o.Run.RunID, expDir); err != nil {
-			return nil, &InfraError{err}
+			return nil, &supervisor.InfraError{Err: err}
 		}
 	}
 	// Every image once, before the pool: the default one is built on first use, and a bad
@@ -199,14 +193,11 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 	resolved := map[string]bool{}
 	for _, en := range e.Entries {
 		if o.Run.Kube != nil {
-			if err := CheckKubernetes(en.Task); err != nil {
-				return nil, &InputError{err}
-			}
-			continue
+			continue // Check refused what the cluster cannot run
 		}
 		if img := en.Task.Sandbox.Image; !resolved[img] {
-			if _, err := ResolveTaskImage(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
-				return nil, &InfraError{fmt.Errorf("image %s: %w", img, err)}
+			if _, err := images.ResolveSandbox(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
+				return nil, &supervisor.InfraError{Err: fmt.Errorf("image %s: %w", img, err)}
 			}
 			resolved[img] = true
 		}
@@ -224,7 +215,7 @@ func RunExperiment(ctx context.Context, e *task.Experiment, o ExperimentOptions)
 	}
 
 	runs := plan.Runs()
-	out := &ExperimentResult{Dir: expDir, Plan: plan, Records: make([]*RunRecord, len(runs))}
+	out := &Result{Dir: expDir, Plan: plan, Records: make([]*RunRecord, len(runs))}
 	stop, err := experimentStopper(e, plan, runs, expDir, o.Resume)
 	if err != nil {
 		return nil, err
@@ -269,7 +260,7 @@ feed:
 	if stop != nil && stop.record != nil {
 		out.StoppedEarly = stop.record
 		if stopErr != nil {
-			return out, &InfraError{fmt.Errorf("record the early stop: %w", stopErr)}
+			return out, &supervisor.InfraError{Err: fmt.Errorf("record the early stop: %w", stopErr)}
 		}
 	}
 	for _, r := range out.Records {
@@ -290,7 +281,7 @@ feed:
 // pins of an earlier start first. On a cluster whose nodes pull from a registry the tags
 // are resolved there, not pulled here; images imported into the nodes (pull policy Never)
 // are not pinned.
-func pinImages(ctx context.Context, e *task.Experiment, o Options, old []record.ImagePin, plan *record.Plan) error {
+func pinImages(ctx context.Context, e *task.Experiment, o supervisor.Options, old []record.ImagePin, plan *record.Plan) error {
 	if o.Pins == nil || o.Kube != nil && o.Kube.PullPolicy == kube.PullNever {
 		plan.Images = old
 		return nil
@@ -310,9 +301,9 @@ func pinImages(ctx context.Context, e *task.Experiment, o Options, old []record.
 			if err != nil {
 				err = fmt.Errorf("image %s (task %s): %w", name, en.Task.ID, err)
 				if errors.Is(err, registry.ErrConfig) || errors.Is(err, registry.ErrRefused) || errors.Is(err, errdefs.ErrNotFound) {
-					return &InputError{err}
+					return &supervisor.InputError{Err: err}
 				}
-				return &InfraError{err}
+				return &supervisor.InfraError{Err: err}
 			}
 		}
 	}
@@ -332,20 +323,9 @@ func taskImages(t *task.Task) []string {
 	return out
 }
 
-// checkRunnable refuses what Run would refuse as input, before anything starts.
-func checkRunnable(t *task.Task, allow Allow) error {
-	if _, err := AgentArgv(t); err != nil {
-		return err
-	}
-	if _, _, err := AgentEnv(t, allow, func(string) (string, bool) { return "", true }); err != nil {
-		return err
-	}
-	return CheckNetwork(t, allow)
-}
-
 // runPlanned runs one planned run, unless an earlier start completed it, retrying only a
 // failure that happened before the agent started.
-func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir string, pr record.PlannedRun, o ExperimentOptions) *RunRecord {
+func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir string, pr record.PlannedRun, o Options) *RunRecord {
 	en := plan.Entries[pr.Entry]
 	rec := &RunRecord{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
 	if res, err := record.ReadResult(rec.Dir); err == nil && res.Complete {
@@ -360,7 +340,7 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 	}
 	// What an interrupted or failed start left is not this run's: start clean.
 	if err := os.RemoveAll(rec.Dir); err != nil {
-		rec.Err = &InfraError{fmt.Errorf("clear %s (a leftover mount? run ceval gc): %w", rec.Dir, err)}
+		rec.Err = &supervisor.InfraError{Err: fmt.Errorf("clear %s (a leftover mount? run ceval gc): %w", rec.Dir, err)}
 		return rec
 	}
 	if o.OnStart != nil {
@@ -381,9 +361,9 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 				progress(ev, f)
 			}
 		}
-		res, err := Run(ctx, t, opts)
+		res, err := supervisor.Run(ctx, t, opts)
 		rec.Result, rec.Err, rec.Attempts = res, err, attempt
-		var infra *InfraError
+		var infra *supervisor.InfraError
 		var lost *kube.PodLostError
 		// After the agent started, only a loss it could not have caused is tried again:
 		// an eviction for the node's pressure could be the agent's own doing.
@@ -395,7 +375,7 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		// for a reason that is not the agent's (deleted, evicted for the node's pressure,
 		// never scheduled) ended nothing the agent did: try again, and say so in the run's
 		// events. A Pod its own limits ended is a kube.PodLimitError, never retried.
-		if ev, eerr := OpenEvents(rec.Dir, nil); eerr == nil {
+		if ev, eerr := supervisor.OpenEvents(rec.Dir, nil); eerr == nil {
 			ev.Emit("retry", map[string]any{"attempt": attempt + 1, "error": err.Error()})
 			ev.Close()
 		}
@@ -424,12 +404,12 @@ func experimentStopper(e *task.Experiment, plan *record.Plan, runs []record.Plan
 			if prev.Resumed == "" {
 				prev.Resumed = time.Now().UTC().Format(time.RFC3339)
 				if err := record.WriteJSONAtomic(filepath.Join(expDir, record.StopFile), prev); err != nil {
-					return nil, &InfraError{err}
+					return nil, &supervisor.InfraError{Err: err}
 				}
 			}
 			return nil, nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return nil, &InfraError{err}
+			return nil, &supervisor.InfraError{Err: err}
 		}
 	}
 	return newStopper(e.StopEarly, plan, runs, expDir), nil

@@ -1,7 +1,8 @@
-package supervisor
+package experiment
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -86,8 +88,8 @@ func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
 	notADir := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(notADir, nil, 0o644)
 	var retried int
-	res, err := RunExperiment(ctx, e, ExperimentOptions{
-		Run:     Options{Client: c, RunsDir: t.TempDir(), InitDir: filepath.Join(notADir, "init"), Grace: time.Second},
+	res, err := Run(ctx, e, Options{
+		Run:     supervisor.Options{Client: c, RunsDir: t.TempDir(), InitDir: filepath.Join(notADir, "init"), Grace: time.Second},
 		Retries: 1, Parallel: 1,
 		OnRetry: func(*RunRecord, error) { retried++ },
 	})
@@ -117,8 +119,8 @@ func TestRunWhoseAgentStartedIsNeverRetried(t *testing.T) {
 	})
 	var retried int
 	var runDir string
-	res, err := RunExperiment(ctx, e, ExperimentOptions{
-		Run: Options{Client: c, RunsDir: t.TempDir(), Grace: time.Second, Progress: func(ev string, f map[string]any) {
+	res, err := Run(ctx, e, Options{
+		Run: supervisor.Options{Client: c, RunsDir: t.TempDir(), Grace: time.Second, Progress: func(ev string, f map[string]any) {
 			switch ev {
 			case "run_started":
 				runDir, _ = f["run_dir"].(string)
@@ -135,5 +137,42 @@ func TestRunWhoseAgentStartedIsNeverRetried(t *testing.T) {
 	rec := res.Records[0]
 	if retried != 0 || rec.Attempts != 1 || rec.Err == nil || !strings.Contains(rec.Err.Error(), "snapshot") {
 		t.Errorf("retried %d, record %+v", retried, rec)
+	}
+}
+
+// An experiment refuses it once, before anything starts or is written.
+func TestExperimentWithAJudgeAgentWithoutItsKeyStartsNothing(t *testing.T) {
+	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
+		"a": agentTask("a", "true", "  - {type: agent_judge, rubric: 'Score 1.'}\n"),
+	})
+	runs := t.TempDir()
+	_, err := Run(context.Background(), e, Options{
+		Run: supervisor.Options{RunsDir: runs, LookupEnv: func(string) (string, bool) { return "", false }}})
+	var ie *supervisor.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "success_criteria[0] (agent_judge)") || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
+		t.Fatalf("got %v, want an input error naming success_criteria[0] and ANTHROPIC_API_KEY", err)
+	}
+	if left, _ := os.ReadDir(runs); len(left) != 0 {
+		t.Errorf("the refused experiment wrote %v", left)
+	}
+}
+
+// A simulated_user played by the judge model, with no judge in ceval's config, is refused
+// once, before the pool starts or anything is written (it failed run by run before).
+func TestExperimentWithASimulatedUserAndNoJudgeStartsNothing(t *testing.T) {
+	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\nrepeats: 2\n", map[string]string{
+		"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n",
+			"simulated_user: {instructions: be a user, max_turns: 2}\n"),
+	})
+	runs := t.TempDir()
+	var started int
+	_, err := Run(context.Background(), e, Options{Run: supervisor.Options{RunsDir: runs}, Parallel: 1,
+		OnStart: func(record.PlannedRun, *record.PlanEntry) { started++ }})
+	var ie *supervisor.InputError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "simulated_user") || !strings.Contains(err.Error(), "judge") {
+		t.Fatalf("got %v, want an input error naming simulated_user and the judge", err)
+	}
+	if left, _ := os.ReadDir(runs); len(left) != 0 || started != 0 {
+		t.Errorf("the refused experiment started %d runs and wrote %v", started, left)
 	}
 }

@@ -1,4 +1,4 @@
-package supervisor
+package experiment
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -73,10 +74,10 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 		if live {
 			mode = "live"
 			if o.Judge == nil {
-				return nil, nil, &InputError{fmt.Errorf("variant %s rephrases its prompts with a model, and ceval's config has no judge: add judge: {api: anthropic, model: ...} to the config file (--config), or give the rephrase a fixture", en.Variant)}
+				return nil, nil, &supervisor.InputError{Err: fmt.Errorf("variant %s rephrases its prompts with a model, and ceval's config has no judge: add judge: {api: anthropic, model: ...} to the config file (--config), or give the rephrase a fixture", en.Variant)}
 			}
 			if err := o.Judge.Ready(); err != nil {
-				return nil, nil, &InputError{fmt.Errorf("variant %s rephrases its prompts: %w", en.Variant, err)}
+				return nil, nil, &supervisor.InputError{Err: fmt.Errorf("variant %s rephrases its prompts: %w", en.Variant, err)}
 			}
 		}
 		p, err := en.Mutation.Apply(en.Task.Prompt, en.Index, func(s *task.PromptStep, index int, prompt string) (string, error) {
@@ -89,7 +90,7 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 			return j.Rewrite(ctx, rephraseSystem, rephraseUser(s.Instructions, prompt))
 		})
 		if err != nil {
-			return nil, nil, &InfraError{fmt.Errorf("task %s: %w", en.Task.ID, err)}
+			return nil, nil, &supervisor.InfraError{Err: fmt.Errorf("task %s: %w", en.Task.ID, err)}
 		}
 		en.Task.Prompt = p
 		made.Entries = append(made.Entries, record.PromptRecord{Variant: en.Variant, TaskID: en.Task.ID, InputSHA256: input, Mode: mode, Prompt: p})
@@ -101,8 +102,8 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 // takes every rephrased prompt from the earlier start's prompts.json (never a new model
 // call, so the plan matches), a fresh start also from o.PromptsFrom's when the input
 // matches; what it made is written to prompts.json, the calls to prompt_calls.jsonl. A
-// rephrased prompt is held to what Run would refuse (its length in argv).
-func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o ExperimentOptions) (err error) {
+// rephrased prompt is held to what supervisor.Run would refuse (its length in argv).
+func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o Options) (err error) {
 	rephrases := false
 	for _, en := range e.Entries {
 		rephrases = rephrases || en.Mutation != nil && en.Mutation.Rephrases()
@@ -113,8 +114,8 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 	defer func() {
 		for _, en := range e.Entries {
 			if err == nil && en.Mutation != nil && en.Mutation.Rephrases() {
-				if cerr := checkRunnable(en.Task, o.Run.Allow); cerr != nil {
-					err = &InputError{fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, cerr)}
+				if cerr := supervisor.Check(en.Task, o.Run); cerr != nil {
+					err = &supervisor.InputError{Err: fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, errors.Unwrap(cerr))}
 				}
 			}
 		}
@@ -124,19 +125,19 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 	case o.Resume:
 		p, err := record.ReadPrompts(expDir)
 		if err != nil {
-			return &InputError{fmt.Errorf("resume %s: the experiment rephrases prompts and their record is missing: %w", expDir, err)}
+			return &supervisor.InputError{Err: fmt.Errorf("resume %s: the experiment rephrases prompts and their record is missing: %w", expDir, err)}
 		}
 		reuse = p
 	case o.PromptsFrom != "":
 		p, err := record.ReadPrompts(o.PromptsFrom)
 		if err != nil {
-			return &InputError{fmt.Errorf("--prompts-from %s: %w", o.PromptsFrom, err)}
+			return &supervisor.InputError{Err: fmt.Errorf("--prompts-from %s: %w", o.PromptsFrom, err)}
 		}
 		reuse = p
 	}
 	log, err := os.OpenFile(filepath.Join(expDir, record.PromptCallsFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return &InfraError{err}
+		return &supervisor.InfraError{Err: err}
 	}
 	defer log.Close()
 	opts := PromptsOptions{Judge: o.Run.Judge, Reuse: reuse, Log: log}
@@ -145,9 +146,9 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 	}
 	made, _, err := ResolvePrompts(ctx, e, opts)
 	if err != nil {
-		var ie *InputError
+		var ie *supervisor.InputError
 		if o.Resume && errors.As(err, &ie) {
-			return &InputError{fmt.Errorf("resume %s: a rephrased prompt is not in %s (the mutation or the task's prompt changed): %w", expDir, record.PromptsFile, err)}
+			return &supervisor.InputError{Err: fmt.Errorf("resume %s: a rephrased prompt is not in %s (the mutation or the task's prompt changed): %w", expDir, record.PromptsFile, err)}
 		}
 		return err
 	}
@@ -155,7 +156,7 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 		return nil // prompts.json stands as the first start wrote it
 	}
 	if err := record.WriteJSONAtomic(filepath.Join(expDir, record.PromptsFile), made); err != nil {
-		return &InfraError{err}
+		return &supervisor.InfraError{Err: err}
 	}
 	return nil
 }

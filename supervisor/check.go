@@ -1,0 +1,42 @@
+package supervisor
+
+import (
+	"os"
+
+	"ceval.dev/ceval/task"
+)
+
+// Check refuses, before anything starts, a task that Run would refuse as input under o: its
+// agent's argv and environment names, network, run_limits, judges, agent judges' keys,
+// simulated_user and, on a cluster (o.Kube), what the Kubernetes backend cannot run. Every
+// entry point calls it once per task before it starts anything (an experiment for each
+// entry before its pool), so a bad task fails there and never run by run. The error is an
+// *InputError. Environment values are not looked up here (Run reads them when it starts).
+func Check(t *task.Task, o Options) error {
+	if _, err := AgentArgv(t); err != nil {
+		return &InputError{err}
+	}
+	if _, _, err := AgentEnv(t, o.Allow, func(string) (string, bool) { return "", true }); err != nil {
+		return &InputError{err}
+	}
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv // as Options.WithDefaults
+	}
+	checks := []func() error{
+		func() error { return CheckNetwork(t, o.Allow) },
+		func() error { return CheckRunLimits(t, o.Prices) },
+		func() error { return CheckJudge(t, o.Judge) },
+		func() error { return CheckJudgeAgents(t, lookup) },
+		func() error { return CheckSimulatedUser(t, o.Judge) },
+	}
+	if o.Kube != nil {
+		checks = append(checks, func() error { return CheckKubernetes(t) })
+	}
+	for _, c := range checks {
+		if err := c(); err != nil {
+			return &InputError{err}
+		}
+	}
+	return nil
+}
