@@ -1,13 +1,9 @@
 package experiment
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,120 +12,16 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/content"
-	ctrimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
-	digest "github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/regtest"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/supervisor"
 )
-
-// testRegistry returns the options for the registry scripts/registry.sh started (its CA in
-// a hosts directory, its credentials in a Docker config file) and its host; it skips, or
-// fails under CI=true, when none runs.
-func testRegistry(t *testing.T) (registry.Options, string) {
-	t.Helper()
-	reg := os.Getenv("CEVAL_TEST_REGISTRY")
-	if reg == "" {
-		msg := "CEVAL_TEST_REGISTRY unset: start one with scripts/registry.sh start DIR and export its env"
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true and a registry is required: " + msg)
-		}
-		t.Skip(msg)
-	}
-	hosts := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(hosts, reg), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ca, err := os.ReadFile(os.Getenv("CEVAL_TEST_REGISTRY_CA"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(hosts, reg, "ca.crt"), ca, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	auth := base64.StdEncoding.EncodeToString([]byte(os.Getenv("CEVAL_TEST_REGISTRY_USER") + ":" + os.Getenv("CEVAL_TEST_REGISTRY_PASSWORD")))
-	cfg := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg, auth)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return registry.Options{HostsDir: hosts, DockerConfig: cfg}, reg
-}
-
-// deriveImage makes image name from base plus one layer holding /marker (its text), with no
-// isolation label in its config (as an image from a registry has none), and returns it.
-func deriveImage(t *testing.T, ctx context.Context, c *client.Client, base, name, marker string) images.Image {
-	t.Helper()
-	cs := c.ContentStore()
-	lctx, done, err := c.WithLease(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer done(context.WithoutCancel(ctx))
-	rec, err := c.ImageService().Get(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var man ocispec.Manifest
-	mb, err := content.ReadBlob(ctx, cs, rec.Target)
-	if err == nil {
-		err = json.Unmarshal(mb, &man)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg ocispec.Image
-	cb, err := content.ReadBlob(ctx, cs, man.Config)
-	if err == nil {
-		err = json.Unmarshal(cb, &cfg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var layer bytes.Buffer
-	tw := tar.NewWriter(&layer)
-	tw.WriteHeader(&tar.Header{Name: "marker", Mode: 0o644, Size: int64(len(marker)), ModTime: time.Unix(0, 0)})
-	tw.Write([]byte(marker))
-	tw.Close()
-	put := func(mt string, b []byte, labels map[string]string) ocispec.Descriptor {
-		d := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
-		if err := content.WriteBlob(lctx, cs, "derive-"+d.Digest.Encoded(), bytes.NewReader(b), d, content.WithLabels(labels)); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	ld := put(ocispec.MediaTypeImageLayer, layer.Bytes(), nil)
-	cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, ld.Digest)
-	if len(cfg.History) > 0 {
-		cfg.History = append(cfg.History, ocispec.History{CreatedBy: "marker " + marker})
-	}
-	delete(cfg.Config.Labels, images.IsolationLabel)
-	nb, _ := json.Marshal(cfg)
-	cd := put(ocispec.MediaTypeImageConfig, nb, nil)
-	man.MediaType, man.Config, man.Layers = ocispec.MediaTypeImageManifest, cd, append(man.Layers, ld)
-	nm, _ := json.Marshal(man)
-	labels := map[string]string{"containerd.io/gc.ref.content.config": cd.Digest.String()}
-	for i, l := range man.Layers {
-		labels[fmt.Sprintf("containerd.io/gc.ref.content.l.%d", i)] = l.Digest.String()
-	}
-	md := put(ocispec.MediaTypeImageManifest, nm, labels)
-	ctrtest.RemoveImage(ctx, c, name)
-	if _, err := c.ImageService().Create(ctx, ctrimages.Image{Name: name, Target: md}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, name) })
-	img, err := images.Lookup(ctx, c, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
 
 // freshNamespace is a containerd namespace of its own for one test, emptied and removed
 // at its end.
@@ -159,15 +51,15 @@ func freshNamespace(t *testing.T, ctx context.Context, c *client.Client) context
 // records the reference and the digest; a resume uses the plan's digest without asking the
 // registry.
 func TestExperimentPinsTheDigestAcrossATagMove(t *testing.T) {
-	ro, reg := testRegistry(t)
+	ro, reg := regtest.Registry(t)
 	c, ctx := ctrtest.Connect(t)
 	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
 	def, err := images.BuildDefault(ctx, c, images.DefaultOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1 := deriveImage(t, ctx, c, def.Name, "ceval.test/pin:v1", "v1")
-	v2 := deriveImage(t, ctx, c, def.Name, "ceval.test/pin:v2", "v2")
+	v1 := regtest.DeriveImage(t, ctx, c, def.Name, "ceval.test/pin:v1", "v1")
+	v2 := regtest.DeriveImage(t, ctx, c, def.Name, "ceval.test/pin:v2", "v2")
 	b := make([]byte, 4)
 	rand.Read(b)
 	ref := fmt.Sprintf("%s/ceval-test/pin-%s:latest", reg, hex.EncodeToString(b))

@@ -20,6 +20,7 @@ import (
 	cevalimages "ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/internal/kubetest"
+	"ceval.dev/ceval/internal/regtest"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/registry"
 )
@@ -31,7 +32,7 @@ import (
 // image's content and records the pin. Without the Secret the registry refuses the node and
 // the run fails on the image, not later.
 func TestKubePullsAPushedImageByDigestWithThePullSecret(t *testing.T) {
-	ro, reg := testRegistry(t)
+	ro, reg := regtest.Registry(t)
 	k := kubeTestOptions(t)
 	nodeDir := filepath.Dir(os.Getenv(kubetest.NodeContainerdEnv))
 	if _, err := os.Stat(filepath.Join(nodeDir, "certs.d", reg, "hosts.toml")); err != nil {
@@ -53,7 +54,7 @@ func TestKubePullsAPushedImageByDigestWithThePullSecret(t *testing.T) {
 	b := make([]byte, 6)
 	rand.Read(b)
 	marker := hex.EncodeToString(b)
-	pushed := deriveImage(t, ctx, c, def.Name, "ceval.test/pin:kube-"+marker, marker)
+	pushed := regtest.DeriveImage(t, ctx, c, def.Name, "ceval.test/pin:kube-"+marker, marker)
 	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, pushed.Name) })
 	repo := reg + "/ceval-test/kube-" + marker
 	qctx := registry.Quiet(ctx)

@@ -1,4 +1,7 @@
-package supervisor
+// Package regtest holds what the integration tests of several packages share about the test
+// registry scripts/registry.sh starts: its options (CA, credentials) and images derived from a
+// base as a registry would serve them. Test code only.
+package regtest
 
 import (
 	"archive/tar"
@@ -23,10 +26,10 @@ import (
 	"ceval.dev/ceval/registry"
 )
 
-// testRegistry returns the options for the registry scripts/registry.sh started (its CA in
+// Registry returns the options for the registry scripts/registry.sh started (its CA in
 // a hosts directory, its credentials in a Docker config file) and its host; it skips, or
 // fails under CI=true, when none runs.
-func testRegistry(t *testing.T) (registry.Options, string) {
+func Registry(t *testing.T) (registry.Options, string) {
 	t.Helper()
 	reg := os.Getenv("CEVAL_TEST_REGISTRY")
 	if reg == "" {
@@ -55,9 +58,9 @@ func testRegistry(t *testing.T) (registry.Options, string) {
 	return registry.Options{HostsDir: hosts, DockerConfig: cfg}, reg
 }
 
-// deriveImage makes image name from base plus one layer holding /marker (its text), with no
+// DeriveImage makes image name from base plus one layer holding /marker (its text), with no
 // isolation label in its config (as an image from a registry has none), and returns it.
-func deriveImage(t *testing.T, ctx context.Context, c *client.Client, base, name, marker string) images.Image {
+func DeriveImage(t *testing.T, ctx context.Context, c *client.Client, base, name, marker string) images.Image {
 	t.Helper()
 	cs := c.ContentStore()
 	lctx, done, err := c.WithLease(ctx)
