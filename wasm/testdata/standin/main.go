@@ -129,14 +129,20 @@ func run(f []string) int {
 		}
 		fmt.Fprintln(out, len(keep), "MiB")
 	case "dirty": // dirty N: count the bytes not zero in N MiB this instance never wrote
-		// Read 8 bytes a step, a word's bytes counted only when it is not zero: the same
-		// count as a byte loop for an eighth of its CPU.
+		// 64 bytes a step (eight words or'ed), a step's bytes counted only when it is not
+		// zero: the same count as a byte loop for a small part of its CPU (0.53 s for
+		// 16 MiB a byte at a time, which at a twentieth of a core nears a 20 s timeout).
 		dirty := 0
 		for range n {
-			for _, w := range make([]uint64, 1<<17) { // fresh from memory.grow: Go does not clear it
-				for ; w != 0; w >>= 8 {
-					if w&0xff != 0 {
-						dirty++
+			for ws := make([]uint64, 1<<17); len(ws) >= 8; ws = ws[8:] { // fresh from memory.grow: Go does not clear it
+				if ws[0]|ws[1]|ws[2]|ws[3]|ws[4]|ws[5]|ws[6]|ws[7] == 0 {
+					continue
+				}
+				for _, w := range ws[:8] {
+					for ; w != 0; w >>= 8 {
+						if w&0xff != 0 {
+							dirty++
+						}
 					}
 				}
 			}
