@@ -259,14 +259,13 @@ func TestInfiniteLoopStopsAtTimeout(t *testing.T) {
 			}
 			c := command(script)
 			c.Timeout = time.Second
-			runScript(t, e, command("true"), s, nil) // loads the module: a cold compile is not the stop
-			start := time.Now()
-			_, score, details := runScript(t, e, c, s, nil)
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("took %v to stop a loop with a 1s timeout", took)
-			}
-			if score != 0 || !strings.Contains(details, "timeout") {
-				t.Errorf("score %v, details %q; want 0 naming the timeout", score, details)
+			// The worker's own timer stops the loop and says so in its reply (Limit); a loop
+			// it could not stop would be killed by ceval runGrace later, with no reply. That
+			// is the property, checked without a wall-clock bound on how long the stop took:
+			// one (5 s) measured the host's speed, not the stop.
+			r, score, details := runScript(t, e, c, s, nil)
+			if r.Limit != wire.LimitTimeout || score != 0 || !strings.Contains(details, "timeout") {
+				t.Errorf("limit %q, score %v, details %q; want 0 and the timeout named by the sandbox", r.Limit, score, details)
 			}
 			// The worker survives the timeout and grades the next criterion.
 			if _, score, _ := runScript(t, e, command("echo ok"), s, nil); score != 1 {

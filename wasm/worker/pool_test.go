@@ -41,12 +41,15 @@ func TestIdlePoolGivesItsMemoryBack(t *testing.T) {
 		if b := g.Reallocate(1 << 20); len(b) != 1<<20 {
 			t.Fatal("a grow within the limit was refused")
 		}
+		freed := time.Now()
 		g.Free()
 		pool.mu.Lock()
 		kept := len(pool.free)
 		pool.mu.Unlock()
-		if kept != 1 {
-			t.Fatalf("the pool kept %d mappings, want 1", kept)
+		// A test descheduled for the idle time (a loaded host) finds the mapping already
+		// given back, as it should be: only a pool empty before that is wrong.
+		if kept != 1 && (kept != 0 || time.Since(freed) < pool.idle) {
+			t.Fatalf("the pool kept %d mappings %v after the free, want 1", kept, time.Since(freed))
 		}
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			pool.mu.Lock()
