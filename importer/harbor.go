@@ -334,15 +334,16 @@ func Harbor(dir string, opt Options) (Result, error) {
 			c.unmapped(&yaml.Node{Line: 1}, f, "ceval runs the agent in one container and the verifier in one from the task's image: a compose file's services (or a verifier image of its own) are not started; fold what the task needs into environment/Dockerfile, or run the services from a setup step")
 		}
 	}
+	handled := map[int]bool{} // lines of test.sh rewritten or reported: harborReach leaves them
 	if data, err := readCapped(filepath.Join(dir, "tests", "test.sh")); err == nil {
 		// The Terminal-Bench preamble's lines and its uvx/uv calls are rewritten in the copy
 		// (rewriteTBPreamble); an apt-get of more than its tools still needs the network.
 		_, guarded, calls, _ := tbRewrite(string(data))
-		handled := map[int]bool{}
 		for _, n := range append(guarded, calls...) {
 			handled[n] = true
 		}
 		if line, what := fetchLine(data, handled); line > 0 {
+			handled[line] = true
 			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "tests", "test.sh"), Line: line, Field: "tests/test.sh", Unmapped: true,
 				Reason: fmt.Sprintf("installs or downloads at grading time (%s), as Harbor's verifier may (it has the network and root): ceval's verifier container has no network unless the user's config says verifier_network: host, so the tests would fail: install what they need into environment/Dockerfile and drop the line", what)})
 		}
@@ -365,6 +366,7 @@ func Harbor(dir string, opt Options) (Result, error) {
 			}
 		}
 	}
+	c.problems = append(c.problems, harborReach(dir, handled)...)
 	if exists("solution/solve.sh") {
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
 	}
