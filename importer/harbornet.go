@@ -403,3 +403,19 @@ func bracketDepth(line string) int {
 	}
 	return d
 }
+
+// localOnly says a shell line names URLs and every one is a compose service's or loopback's
+// (curl http://api:8000/ready): it reaches nothing a network would give.
+func localOnly(line string, services map[string]bool) bool {
+	ms := urlRE.FindAllStringSubmatch(stripCodeComment(line), -1)
+	for _, m := range ms {
+		auth := m[1]
+		if _, after, ok := strings.Cut(auth, "@"); ok {
+			auth = after
+		}
+		if auth == "" || strings.ContainsAny(auth, "{$%<") || internetHost(auth, services) {
+			return false
+		}
+	}
+	return len(ms) > 0
+}

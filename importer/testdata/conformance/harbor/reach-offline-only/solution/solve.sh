@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -qO- --post-data bolt http://inventory:7100/items

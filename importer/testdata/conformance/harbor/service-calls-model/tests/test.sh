@@ -1,0 +1,2 @@
+#!/bin/sh
+python3 /tests/judge.py > /logs/verifier/reward.txt

@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -qO /workspace/name.txt http://advisor:8500/ask

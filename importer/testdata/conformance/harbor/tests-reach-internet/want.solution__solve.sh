@@ -1,0 +1,2 @@
+#!/bin/sh
+echo up > /workspace/status.txt
