@@ -135,7 +135,7 @@ func reachCode(p string, data []byte) bool {
 
 var (
 	// fetchCall is a call that opens a connection to a host: a shell tool or a client library.
-	fetchCall = lazyregexp.New(`(?:^|[^\w.$-])(curl|wget|nc|ncat|telnet|ping|ssh|git\s+clone|requests\.\w+|httpx\.\w+|urlopen|urlretrieve|urllib3|aiohttp|HTTPS?Connection|create_connection|fetch|axios|http\.Get|http\.Post|net\.Dial|Net::HTTP|open-uri)(?:\b|\()|\.(connect)\(`)
+	fetchCall = lazyregexp.New(`(?:^|[^\w.$-])(curl|wget|nc|ncat|telnet|ping|ssh|git\s+clone)(?:\b|\()|(?:^|[^\w$-])(requests\.\w+|httpx\.\w+|urlopen|urlretrieve|urllib3|aiohttp|HTTPS?Connection|create_connection|fetch|axios|http\.Get|http\.Post|net\.Dial|Net::HTTP|open-uri)(?:\b|\()|\.(connect)\(`)
 	// urlRE is a URL's scheme and authority (host, perhaps {interpolated}, $variable, :port).
 	urlRE = lazyregexp.New(`(?i)\b(?:https?|wss?|ftp)://([^\s"'\x60/?#),;\]\\]*)`)
 	// hostRE is a whole word that is an internet host name (a top-level domain of a common
@@ -149,6 +149,8 @@ var (
 	modelHost = lazyregexp.New(`(?i)\b(api\.anthropic\.com|api\.openai\.com|generativelanguage\.googleapis\.com|api\.mistral\.ai|api\.groq\.com|openrouter\.ai|api\.cohere\.(?:ai|com)|api\.together\.xyz|api\.deepseek\.com)\b`)
 	// apiKeyRead reads a *_API_KEY variable from the environment (Python, JavaScript, shell, Go).
 	apiKeyRead = lazyregexp.New(`(?:environ(?:\.get\(|\[)\s*|getenv\(\s*|process\.env\.|process\.env\[\s*|ENV\[\s*|Getenv\(\s*)["']?([A-Z0-9_]*_API_KEY)\b|\$\{?([A-Z0-9_]*_API_KEY)\b`)
+	// baseURL sets an SDK's endpoint (base_url=, baseURL:, OPENAI_BASE_URL).
+	baseURL    = lazyregexp.New(`(?i)base_?url`)
 	apiKeyName = lazyregexp.New(`^[A-Z0-9_]*_API_KEY$`)
 	// modelKey is the API key of a model provider (others are keys of some internet API).
 	modelKey = lazyregexp.New(`^(ANTHROPIC|CLAUDE|OPENAI|AZURE_OPENAI|GEMINI|GOOGLE|MISTRAL|GROQ|COHERE|CO|OPENROUTER|DEEPSEEK|TOGETHER|XAI|FIREWORKS|PERPLEXITY|HF|HUGGINGFACE|LLM|MODEL)_API_KEY$`)
@@ -195,6 +197,12 @@ func reachProblems(file, field string, service bool, data []byte, services map[s
 		}
 		if len(model) < 4 {
 			model = append(model, fmt.Sprintf("%s at line %d", what, i+1))
+		}
+	}
+	// an SDK pointed at a local server (base_url="http://localhost:9100/v1": a mock) calls no provider
+	for _, l := range code {
+		if baseURL.MatchString(l) && localOnly(l, services) {
+			modelLine = 0
 		}
 	}
 	if modelLine > 0 {
@@ -312,7 +320,8 @@ func literalHosts(s string, services map[string]bool) []string {
 		}
 	}
 	for _, m := range quoted.FindAllStringSubmatch(s, -1) {
-		if h := m[1] + m[2]; hostRE.MatchString(h) {
+		h := m[1] + m[2]
+		if _, err := netip.ParseAddr(h); err == nil || hostRE.MatchString(h) {
 			add(h)
 		}
 	}
