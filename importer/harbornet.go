@@ -26,6 +26,7 @@ import (
 func harborReach(dir string, testSkip map[int]bool) []Problem {
 	services, contexts, envKeys := composeReachInfo(dir)
 	var problems []Problem
+	hostsAt := hostsFileWriter(filepath.Join(dir, "environment"))
 	scan := func(root, field string, service bool) {
 		_ = walkTextFiles(root, func(p string, _ fs.FileMode, data []byte) error {
 			if !reachCode(p, data) {
@@ -35,7 +36,13 @@ func harborReach(dir string, testSkip map[int]bool) []Problem {
 			if p == filepath.Join(dir, "tests", "test.sh") {
 				skip = testSkip
 			}
-			problems = append(problems, reachProblems(p, field, service, data, services, skip)...)
+			for _, pr := range reachProblems(p, field, service, data, services, skip) {
+				if hostsAt != "" && !service && !strings.Contains(pr.Reason, "model provider") && !strings.Contains(pr.Reason, "API on the internet") {
+					// dns-blacklisting: the image's ENTRYPOINT points the names at a server of its own
+					pr.Reason += fmt.Sprintf("; the task's image maps host names in /etc/hosts (%s), perhaps these: ceval's verifier runs in a fresh container where that script never ran", hostsAt)
+				}
+				problems = append(problems, pr)
+			}
 			return nil
 		})
 	}
@@ -427,4 +434,21 @@ func localOnly(line string, services map[string]bool) bool {
 		}
 	}
 	return len(ms) > 0
+}
+
+// hostsWrite is a shell line that adds to /etc/hosts.
+var hostsWrite = lazyregexp.New(`(>>?|tee( -a)?)\s*/etc/hosts\b`)
+
+// hostsFileWriter is the FILE:LINE of the first line under env that writes /etc/hosts ("" if none).
+func hostsFileWriter(env string) string {
+	at := ""
+	_ = walkTextFiles(env, func(p string, _ fs.FileMode, data []byte) error {
+		for i, l := range strings.Split(string(data), "\n") {
+			if at == "" && hostsWrite.MatchString(stripCodeComment(l)) {
+				at = fmt.Sprintf("%s:%d", p, i+1)
+			}
+		}
+		return nil
+	})
+	return at
 }

@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -qO /app/front.html http://shop.acme-widgets.com/

@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -qO /workspace/front.html http://shop.acme-widgets.com/
