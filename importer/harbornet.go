@@ -313,7 +313,8 @@ func fetchHosts(stmt string, shell bool, services map[string]bool) ([]string, st
 func literalHosts(s string, services map[string]bool) []string {
 	var out []string
 	add := func(h string) {
-		if h != "" && internetHost(h, services) && !slices.Contains(out, hostOnly(h)) {
+		// a provider's API host is reported as a model call, not as one more host
+		if h != "" && internetHost(h, services) && !modelHost.MatchString(h) && !slices.Contains(out, hostOnly(h)) {
 			out = append(out, hostOnly(h))
 		}
 	}

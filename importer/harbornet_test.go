@@ -23,6 +23,7 @@ func TestReachReportsOnlyCallsToTheInternet(t *testing.T) {
 		{"anthropic SDK", "import anthropic\nc = anthropic.Anthropic()\n", "1: model provider's API (imports anthropic"},
 		{"openai SDK in JavaScript", "import OpenAI from \"openai\";\n", "1: imports openai"},
 		{"provider URL", "#!/bin/sh\ncurl https://api.openai.com/v1/responses -d @q.json\n", "2: calls api.openai.com"},
+		{"provider URL in a client call", "import requests\nr = requests.post(\n    \"https://api.anthropic.com/v1/messages\", json={})\n", "3: calls api.anthropic.com"},
 		{"provider key read", "import os\nkey = os.getenv(\"GEMINI_API_KEY\")\n", "2: reads GEMINI_API_KEY"},
 		{"another API's key", "const k = process.env.WEATHER_API_KEY;\n", "1: reads WEATHER_API_KEY, the key of an API on the internet"},
 		{"URL in a comment", "#!/bin/sh\n# curl https://example.com/x to compare\ncurl http://db:5432/ # not https://example.com\n", ""},
