@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"bufio"
+	"ceval.dev/ceval/internal/tempdir"
 	"context"
 	"errors"
 	"fmt"
@@ -195,6 +196,44 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error
 		_ = os.RemoveAll(filepath.Dir(dir)) // its ceval-root-* directory, nothing mounted in it now
 	}
 	return removed, kept, errors.Join(errs...)
+}
+
+// SweepRootOverlays unmounts and removes the root overlays in base (RootOverlayPrefix, named
+// with the owner tag of the ceval that made them) whose ceval is gone: GC finds those its
+// dead verifier containers name, this those of a ceval killed between mounting the overlay
+// and creating the container. An overlay of a live ceval, or one without an owner tag, is
+// left alone. The unmount detaches (MNT_DETACH): a container still on it keeps its view.
+func SweepRootOverlays(base string) (removed []Swept, err error) {
+	ents, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gc: %w", err)
+	}
+	var errs []error
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), RootOverlayPrefix) {
+			continue
+		}
+		if _, tagged, gone := tempdir.OwnerGone(e.Name()); !tagged || !gone {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		n, err := unmountUnder(dir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gc: %w", err))
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("gc: %w", err))
+			continue
+		}
+		if n > 0 {
+			removed = append(removed, Swept{"mount", filepath.Join(dir, "root"), "root overlay of a ceval that is gone (killed before its verifier container existed)"})
+		}
+	}
+	return removed, errors.Join(errs...)
 }
 
 // isRootOverlay says whether a spec's root path is a RootOverlay's (.../ceval-root-*/root/rootfs).

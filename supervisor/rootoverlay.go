@@ -17,6 +17,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -70,7 +71,9 @@ func rootOverlayDir() (string, error) {
 			}
 		}
 	}
-	parent, err := os.MkdirTemp(RootOverlayBase, launcher.RootOverlayPrefix)
+	// Named for this process (tempdir's owner tag): ceval gc unmounts and removes the overlay
+	// of a ceval killed before its verifier container existed, which no container names.
+	parent, err := os.MkdirTemp(RootOverlayBase, launcher.RootOverlayPrefix+tempdir.Owner()+"-")
 	if err == nil {
 		err = os.Chmod(parent, 0o711)
 	}

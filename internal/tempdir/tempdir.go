@@ -134,6 +134,22 @@ func Live() []string {
 	return out
 }
 
+// Owner is this process's owner tag (p<PID>s<START>), for a directory ceval names itself
+// outside TMPDIR (a verifier's root overlay under /run/ceval/roots): OwnerGone reads it back.
+func Owner() string { return owner() }
+
+// OwnerGone says whether name (a base name) carries an owner tag, Make's or Owner's, and
+// whether that process is gone (no process has its PID and start time); pid is its PID.
+func OwnerGone(name string) (pid int, tagged, gone bool) {
+	m := named.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false, false
+	}
+	pid, _ = strconv.Atoi(m[1])
+	start, ok := startTime(pid)
+	return pid, true, !ok || start != m[2]
+}
+
 // Swept is one directory Sweep looked at.
 type Swept struct {
 	Path string
@@ -169,11 +185,11 @@ func Sweep(dir string) (removed, kept []Swept, err error) {
 			kept = append(kept, Swept{p, "kept on purpose by its ceval (a failed selftest's evidence): remove it yourself"})
 			continue
 		}
-		pid, _ := strconv.Atoi(m[1])
-		if start, ok := startTime(pid); ok && start == m[2] {
+		if pid, _, gone := OwnerGone(e.Name()); !gone {
 			kept = append(kept, Swept{p, fmt.Sprintf("its ceval, pid %d, runs", pid)})
 			continue
 		}
+		pid, _ := strconv.Atoi(m[1])
 		if err := RemoveTree(p); err != nil {
 			errs = append(errs, fmt.Errorf("gc: %w", err))
 			continue
