@@ -16,7 +16,7 @@ func TestRunThatFailsBeforeLaunchReleasesItsIDSlotAndHolder(t *testing.T) {
 	if err == nil || res == nil || res.Status != "ERROR" {
 		t.Fatalf("run of a missing image: %+v, %v; want an ERROR in prepare", res, err)
 	}
-	inUse, err := hostIDsInUse(ids.slotOf)
+	inUse, err := hostIDsInUse(ids.SlotOf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 	}
 	argv, err := FollowUpArgv(t, prompt)
 	if err != nil {
-		return false, &InputError{err}
+		return false, &InputError{Err: err}
 	}
 	left := t.Sandbox.Limits.Timeout - r.iter.agentTime
 	err = r.sb.Again(ctx, AgainConfig{Argv: argv, Env: iterationEnv(r.env, t, n+1), Timeout: left,

@@ -28,6 +28,7 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -82,7 +83,7 @@ type kubePod interface {
 	delete(ctx context.Context) error
 }
 
-// kubeRuntime is the containerRuntime of --backend kubernetes.
+// kubeRuntime is the sandbox.Backend of --backend kubernetes.
 type kubeRuntime struct {
 	o Options
 	k *KubeOptions
@@ -122,7 +123,10 @@ func CheckKubernetes(t *task.Task) error {
 	return fmt.Errorf("task %s: the kubernetes backend does not run %s yet: run it with the local backend", t.ID, strings.Join(why, "; "))
 }
 
-func (k kubeRuntime) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
+// Prepare has nothing to start ahead of the Pod.
+func (k kubeRuntime) Prepare() sandbox.Reservation { return nil }
+
+func (k kubeRuntime) ResolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
 	// Nodes that pull from a registry get the image by the digest its tag resolves to now
 	// (pinned: every run of an experiment the same); imported images (pull policy Never) are
 	// named as they are. The node's resolution is recorded, and checked against a pin, once
@@ -170,7 +174,7 @@ func podRunID(id string) string {
 	return s + "-" + hex.EncodeToString(b[:])
 }
 
-func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agentSandbox, err error) {
+func (k kubeRuntime) NewSandbox(ctx context.Context, cfg SandboxConfig) (_ sandbox.Sandbox, err error) {
 	s := &kubeSandbox{cfg: cfg, k: k.k}
 	defer func() {
 		if err != nil {
@@ -179,7 +183,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 	}()
 	if cfg.ImageWorkdir == task.ImageWorkdirCopy {
 		// The node unpacks the image: this process has no snapshot of it to copy from.
-		return nil, &InputError{fmt.Errorf("sandbox.image_workdir: copy is not supported by the kubernetes backend yet: copy the image's files into sandbox.workspace.template_dir, or drop the field (the workspace then starts empty)")}
+		return nil, &InputError{Err: fmt.Errorf("sandbox.image_workdir: copy is not supported by the kubernetes backend yet: copy the image's files into sandbox.workspace.template_dir, or drop the field (the workspace then starts empty)")}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
@@ -197,7 +201,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 	}
 	mounts, relays, err := kubeMounts(cfg.Mounts, k.o.InitDir)
 	if err != nil {
-		return nil, &InputError{err}
+		return nil, &InputError{Err: err}
 	}
 	probes := k.k.Probes
 	if probes == nil {
@@ -331,7 +335,7 @@ type kubeSandbox struct {
 	closed   bool
 }
 
-func (s *kubeSandbox) dirs() (workspace, home string) { return s.ws, s.home }
+func (s *kubeSandbox) Dirs() (workspace, home string) { return s.ws, s.home }
 
 // image fills in what the node resolved the agent's image to: a repository digest names the
 // manifest, a bare image ID (an image imported without one) is its config's digest.
@@ -551,9 +555,9 @@ func (s *kubeSandbox) collectHome(ctx context.Context) error {
 }
 
 // takeSnapshot streams the workspace out of the Pod into dst with the snapshot's rules.
-func (s *kubeSandbox) outputDirs() []string { return nil } // CheckKubernetes refuses sandbox.outputs
+func (s *kubeSandbox) OutputDirs() []string { return nil } // CheckKubernetes refuses sandbox.outputs
 
-func (s *kubeSandbox) takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
+func (s *kubeSandbox) TakeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	snap, err := s.sess.CopyOut(ctx, oci.WorkspacePath, dst, lim)
 	if err != nil {
 		return nil, s.afterGo(ctx, fmt.Errorf("copy the workspace out of the Pod: %w", err))
@@ -644,7 +648,7 @@ func (s *kubeSandbox) podError(ctx context.Context, err error) error {
 	return err
 }
 
-func (s *kubeSandbox) runStep(context.Context, string, []string, time.Duration, string) (launcher.Exit, error) {
+func (s *kubeSandbox) RunStep(context.Context, string, []string, time.Duration, string) (launcher.Exit, error) {
 	return launcher.Exit{}, errors.New("steps do not run on the kubernetes backend (CheckKubernetes refuses them)")
 }
 
@@ -652,7 +656,7 @@ func (s *kubeSandbox) Again(context.Context, AgainConfig) error {
 	return errors.New("iterations do not run on the kubernetes backend (CheckKubernetes refuses them)")
 }
 
-func (s *kubeSandbox) deleteContainer(ctx context.Context) error { return s.Close(ctx) }
+func (s *kubeSandbox) DeleteContainer(ctx context.Context) error { return s.Close(ctx) }
 
 // Close ends the init, deletes the Pod and its NetworkPolicy and removes the local copies.
 func (s *kubeSandbox) Close(ctx context.Context) error {

@@ -139,7 +139,7 @@ func TestKubeRunsNameRegistryImagesByTheirPinnedDigest(t *testing.T) {
 	pins := images.NewPinner(images.PullMissing, registry.Options{HostsDir: t.TempDir(), DockerConfig: filepath.Join(t.TempDir(), "none")})
 	pull := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: kube.PullIfNotPresent}}
 	for range 2 {
-		img, err := pull.resolveImage(context.Background(), task.Sandbox{Image: host + "/a/b:v1"})
+		img, err := pull.ResolveImage(context.Background(), task.Sandbox{Image: host + "/a/b:v1"})
 		if err != nil || img.Name != host+"/a/b@"+dgst || img.Digest != dgst || img.Reference != host+"/a/b:v1" {
 			t.Fatalf("resolve on a pulling cluster: %+v, %v", img, err)
 		}
@@ -149,7 +149,7 @@ func TestKubeRunsNameRegistryImagesByTheirPinnedDigest(t *testing.T) {
 	}
 	never := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: kube.PullNever}}
 	for _, name := range []string{host + "/c/d:v1", images.DefaultName} {
-		if img, err := never.resolveImage(context.Background(), task.Sandbox{Image: name}); err != nil || img.Name != name || img.Digest != "" {
+		if img, err := never.ResolveImage(context.Background(), task.Sandbox{Image: name}); err != nil || img.Name != name || img.Digest != "" {
 			t.Errorf("resolve %s with pull policy Never: %+v, %v; want the name as it is", name, img, err)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,97 +20,11 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/sandbox"
 )
 
-// SandboxConfig describes one agent container: the lower half of a run, shared by `ceval
-// run` and `ceval sandbox exec` so both get exactly the same sandbox.
-type SandboxConfig struct {
-	Client *client.Client
-	Image  string // an image that passed images.Resolve
-	ID     string // unique per container; labels and the container ID derive from it
-	Argv   []string
-	Env    []string
-	// PrependEnv are KEY=VALUE entries put before the image config's value of KEY, joined by
-	// a colon (PYTHONPATH=/ceval/python ahead of the image's own PYTHONPATH); Env wins over both.
-	PrependEnv []string
-	Limits     task.Limits
-	Network    string
-	Grace      time.Duration
-	InitDir    string // where the static init is installed; "" = DefaultInitDir()
-	Dir        string // host directory that receives the scratch mount points
-
-	// Mounts are read-only binds (plugin bundles); oci refuses any that overlap its own.
-	Mounts []oci.Mount
-
-	StdoutPath, StderrPath string    // agent output files; "" uses Stdout/Stderr
-	Stdout, Stderr         io.Writer // used when the paths are empty
-
-	// Prepare fills the workspace and home directories (host paths) before they are handed
-	// to the agent's UID.
-	Prepare func(workspace, home string) error
-
-	// ImageWorkdir says whether the workspace starts from the tree at the image config's
-	// WorkingDir, copied before Prepare runs (so a template_dir overrides it): ImageWorkdirAuto,
-	// task.ImageWorkdirCopy, or "" / task.ImageWorkdirIgnore (a verifier's or exec's
-	// sandbox). Emit (may be nil) gets the "image_workdir" event of what was copied.
-	ImageWorkdir string
-	Emit         func(string, map[string]any)
-
-	// Outputs are the task's sandbox.outputs: container paths each given a capped scratch
-	// filesystem (Limits.DiskMB, as the workspace) bound read-write, /tmp replacing the
-	// sandbox's own. OutputsFromImage starts each from what the image holds at its path (an
-	// agent's sandbox); PrepareOutput (may be nil) then fills output i's host directory
-	// before the container's UID gets it (a verifier copies the agent's output there).
-	Outputs          []string
-	PrepareOutput    func(i int, dir string) error
-	OutputsFromImage bool
-
-	// BeforeStart (may be nil) runs once the container's task exists and before its init
-	// runs: the model gateway opens its socket in the task's network namespace there.
-	BeforeStart launcher.StartHook
-	// StepBeforeStart and StepMounts are what a setup or after_agent step's container gets
-	// of the run's (the task's services: their relay and /etc/hosts); nil: nothing.
-	StepBeforeStart launcher.StartHook
-	StepMounts      []oci.Mount
-
-	// IDs is the range the run's user namespace takes its host IDs from (ceval's config
-	// id_range); the zero value is DefaultIDRange.
-	IDs IDRange
-
-	// UID is the process's UID and GID in the container: 0 means policy.AgentUID; a verifier
-	// container (package verifier) runs as policy.GraderUID unless Root, a task's service as
-	// policy.ServiceUID.
-	UID uint32
-	// Cwd and UserName are the process's working directory and USER ("": /workspace and
-	// "agent"); LogCap bounds each of stdout and stderr (0: launcher.DefaultLogCap).
-	Cwd, UserName string
-	LogCap        int64
-
-	// Root runs the process as root of its user namespace (oci.VerifierRootCaps) over a
-	// writable copy of the image's root: its layers idmapped to the namespace under a tmpfs
-	// capped at Limits.DiskMB (launcher.MountRootOverlay). A verifier's, never the agent's.
-	Root bool
-
-	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
-	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
-	// it when a run budget is exceeded.
-	Stop <-chan struct{}
-
-	// Gateway and MockSocket are where a backend that relays the agent's connections (the
-	// kubernetes one) sends them: the run's model gateway and its mock server's socket.
-	// The local backend gives the container these in its own namespaces instead.
-	Gateway    gatewayDialer
-	MockSocket string
-
-	// ids, when set, is the run's ID slot and holder, started earlier (Run starts it while
-	// it resolves the image); NewSandbox takes it over, releasing it on Close. nil: NewSandbox
-	// starts its own from IDs.
-	ids *idChain
-}
-
-// gatewayDialer connects to a run's model gateway from this process.
-type gatewayDialer interface{ Dial() (net.Conn, error) }
+// SandboxConfig is sandbox.Config, under its old name.
+type SandboxConfig = sandbox.Config
 
 // Sandbox is a created agent container with its scratch filesystems.
 type Sandbox struct {
@@ -133,13 +46,8 @@ type Sandbox struct {
 	rootPath  string // the RootOverlay of a Root sandbox
 }
 
-// Outcome is how the agent's container ended.
-type Outcome struct {
-	Exit      launcher.Exit
-	Stopped   bool // SandboxConfig.Stop ended the agent
-	Isolation *record.Attestation
-	Resources launcher.Resources
-}
+// Outcome is sandbox.Outcome, under its old name.
+type Outcome = sandbox.Outcome
 
 // pidsSampleInterval is how often the container's pids are read while the agent runs.
 const pidsSampleInterval = 200 * time.Millisecond
@@ -198,14 +106,14 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	// scan and the holder's fork and exec; hashing the init; mounts and files): the run's IDs
 	// and its user namespace's holder, the init's installation, and the scratch filesystems.
 	// Nothing that needs the IDs (the chown, the container) runs before they are joined.
-	ids := cfg.ids
+	ids, _ := cfg.Reserved.(*idChain)
 	if ids == nil {
 		ids = startIDs(cfg.IDs)
 	}
 	// The slot is released last (undo runs backwards): after the container and its
 	// processes are gone, and the scratch filesystems owned by its IDs with them. Undo
 	// waits for the chain, so a failure elsewhere never leaves its slot or holder behind.
-	s.undo = append(s.undo, ids.release)
+	s.undo = append(s.undo, ids.Release)
 	initc := make(chan error, 1)
 	go func() {
 		var err error
@@ -245,7 +153,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
 	if err != nil {
-		return nil, &InputError{err}
+		return nil, &InputError{Err: err}
 	}
 	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
@@ -253,7 +161,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.OutputsFromImage {
 		skipped, err := copyImageOutputs(ctx, cfg.Client, cfg.Image, cfg.Outputs, s.Outputs, cfg.Limits.DiskMB)
 		if err != nil {
-			return nil, &InputError{err}
+			return nil, &InputError{Err: err}
 		}
 		if len(skipped) > 0 && cfg.Emit != nil {
 			cfg.Emit("image_outputs", map[string]any{"image": cfg.Image, "skipped": skipped})
@@ -271,13 +179,13 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
-			return nil, &InputError{err}
+			return nil, &InputError{Err: err}
 		}
 	}
 	if cfg.PrepareOutput != nil {
 		for i, d := range s.Outputs {
 			if err := cfg.PrepareOutput(i, d); err != nil {
-				return nil, &InputError{fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
+				return nil, &InputError{Err: fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
 			}
 		}
 	}
@@ -381,15 +289,11 @@ func (s *Sandbox) Again(ctx context.Context, next AgainConfig) error {
 }
 
 // AgainConfig is what changes for the agent's next iteration in the same sandbox.
-type AgainConfig struct {
-	Argv, Env              []string
-	Timeout                time.Duration // what is left of the task's time
-	StdoutPath, StderrPath string
-}
+type AgainConfig = sandbox.AgainConfig
 
-// deleteContainer deletes the container (its agent reaped) and keeps the scratch
+// DeleteContainer deletes the container (its agent reaped) and keeps the scratch
 // filesystems for another iteration: verifier containers start only once it is gone.
-func (s *Sandbox) deleteContainer(ctx context.Context) error {
+func (s *Sandbox) DeleteContainer(ctx context.Context) error {
 	if s.ctr == nil {
 		return nil
 	}
@@ -619,14 +523,14 @@ func startIDs(r IDRange) *idChain {
 func (c *idChain) wait() (*IDSlot, *launcher.UserNS, error) {
 	<-c.done
 	if c.err != nil {
-		return nil, nil, errors.Join(c.err, c.release())
+		return nil, nil, errors.Join(c.err, c.Release())
 	}
 	return c.slot, c.userns, nil
 }
 
-// release waits for the chain, ends the holder (idempotent) and releases the slot; again,
+// Release waits for the chain, ends the holder (idempotent) and releases the slot; again,
 // or on nil, it does nothing.
-func (c *idChain) release() error {
+func (c *idChain) Release() error {
 	if c == nil {
 		return nil
 	}

@@ -130,10 +130,6 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 	return exit, nil
 }
 
-func (s *Sandbox) runStep(ctx context.Context, name string, argv []string, timeout time.Duration, logPath string) (launcher.Exit, error) {
-	return s.RunStep(ctx, name, argv, timeout, logPath)
-}
-
 // setup runs the task's setup steps in order, before anything of the agent's has run: the
 // first that does not succeed ends the run as ERROR (a StepError), and the rest are skipped.
 func (r *run) setup(ctx context.Context) error {
@@ -192,7 +188,7 @@ func (r *run) runSteps(ctx context.Context, kind string, steps []task.Step) (*re
 		sr.Log = filepath.Join(record.StepsDir, name+".log")
 		r.emit("step_started", map[string]any{"kind": kind, "step": sr.Index})
 		start := time.Now()
-		exit, err := r.sb.runStep(ctx, name, []string{StepShell, "-c", st.Run}, st.Timeout, filepath.Join(r.dir, sr.Log))
+		exit, err := r.sb.RunStep(ctx, name, []string{StepShell, "-c", st.Run}, st.Timeout, filepath.Join(r.dir, sr.Log))
 		sr.Seconds = time.Since(start).Seconds()
 		if err == nil && exit.Interrupted {
 			r.res.Interrupted = true

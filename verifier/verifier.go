@@ -27,6 +27,7 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
@@ -278,7 +279,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	// in /etc/hosts, and their declared ports relayed into its own network namespace.
 	var beforeStart launcher.StartHook
 	if len(c.Services) > 0 {
-		acc := supervisor.ServicesFrom(ctx)
+		acc := sandbox.ServicesFrom(ctx)
 		switch {
 		case acc == nil:
 			return nil, &grader.NotGradedError{Reason: fmt.Sprintf("the criterion reaches the task's services %v, which run only within ceval run", c.Services)}
