@@ -250,3 +250,12 @@ func regradeLastIteration(res *record.Result) {
 		res.Iterations[n-1].Status, res.Iterations[n-1].Score = res.Status, res.Score
 	}
 }
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -24,7 +24,7 @@ import (
 // podAttestation is what a hardened Pod's init reports, parsed.
 func podAttestation() *record.Attestation {
 	full := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
-	return &record.Attestation{UID: 2000, GID: 2000, Groups: []int{2000}, CapInh: noCaps, CapPrm: noCaps, CapEff: noCaps, CapBnd: noCaps, CapAmb: noCaps,
+	return &record.Attestation{UID: 2000, GID: 2000, Groups: []int{2000}, CapInh: "0000000000000000", CapPrm: "0000000000000000", CapEff: "0000000000000000", CapBnd: "0000000000000000", CapAmb: "0000000000000000",
 		NoNewPrivs: 1, Seccomp: 2, PidsMax: "max", Interfaces: []string{"lo"}, UIDMap: full, GIDMap: full}
 }
 

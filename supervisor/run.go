@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"ceval.dev/ceval/atif"
+	"ceval.dev/ceval/sandbox/local"
 	"context"
 	"errors"
 	"fmt"
@@ -97,7 +98,7 @@ func (c containerd) Prepare() sandbox.Reservation {
 		ids = DefaultIDRange
 	}
 	go embedded.Init.SHA256()
-	return startIDs(ids)
+	return local.StartIDs(ids)
 }
 
 func (c containerd) NewSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error) {
@@ -107,14 +108,6 @@ func (c containerd) NewSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.
 		return nil, err
 	}
 	return sb, nil
-}
-
-func (s *Sandbox) Dirs() (workspace, home string) { return s.Workspace, s.Home }
-
-func (s *Sandbox) OutputDirs() []string { return s.Outputs }
-
-func (s *Sandbox) TakeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
-	return snapshot.Take(s.Workspace, dst, lim)
 }
 
 // InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
@@ -368,7 +361,7 @@ func (r *run) launch(ctx context.Context) error {
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
 		StepBeforeStart: r.svcs.stepBeforeStart(), StepMounts: r.svcs.mounts(),
 		Prepare: r.prepareScratch, Reserved: r.ids,
-		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
+		ImageWorkdir: local.ImageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw

@@ -27,6 +27,7 @@ import (
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
@@ -149,7 +150,7 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
 		return nil, &InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
 	}
-	if rootlessRuns() != nil {
+	if local.RootlessMode() != nil {
 		return nil, &InputError{Err: fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
 	}
 	for _, tool := range launcher.RedirectTools() {

@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"context"
@@ -23,15 +23,12 @@ import (
 	"ceval.dev/ceval/sandbox"
 )
 
-// SandboxConfig is sandbox.Config, under its old name.
-type SandboxConfig = sandbox.Config
-
 // Sandbox is a created agent container with its scratch filesystems.
 type Sandbox struct {
 	Workspace string   // host path of /workspace (a capped tmpfs)
 	Home      string   // host path of /home/agent (a capped tmpfs)
-	Outputs   []string // host paths of SandboxConfig.Outputs, in order (capped tmpfs each)
-	cfg       SandboxConfig
+	Outputs   []string // host paths of sandbox.Config.Outputs, in order (capped tmpfs each)
+	cfg       sandbox.Config
 	ctr       *launcher.Container
 	undo      []func() error // in reverse order on Close
 	goW       *io.PipeWriter
@@ -46,13 +43,10 @@ type Sandbox struct {
 	rootPath  string // the RootOverlay of a Root sandbox
 }
 
-// Outcome is sandbox.Outcome, under its old name.
-type Outcome = sandbox.Outcome
-
 // pidsSampleInterval is how often the container's pids are read while the agent runs.
 const pidsSampleInterval = 200 * time.Millisecond
 
-// supervisorFIFOName is the FIFO in SandboxConfig.Dir that the container's init watches.
+// supervisorFIFOName is the FIFO in sandbox.Config.Dir that the container's init watches.
 const supervisorFIFOName = "supervisor.fifo"
 
 const (
@@ -74,7 +68,7 @@ func DefaultInitDir() string {
 
 // NewSandbox mounts the capped scratch filesystems, prepares them, hands them to the
 // agent's UID without following links, and creates the container. Close undoes it all.
-func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) {
+func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error) {
 	if cfg.InitDir == "" {
 		cfg.InitDir = DefaultInitDir()
 	}
@@ -99,8 +93,8 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		}
 	}
 	s.undo = append(s.undo, func() error { return os.RemoveAll(cfg.Dir) })
-	if cfg.IDs == (IDRange{}) {
-		cfg.IDs = DefaultIDRange
+	if cfg.IDs == (sandbox.IDRange{}) {
+		cfg.IDs = sandbox.DefaultIDRange
 	}
 	// Three independent chains overlap here, as they each wait on something else (the /proc
 	// scan and the holder's fork and exec; hashing the init; mounts and files): the run's IDs
@@ -153,7 +147,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
 	if err != nil {
-		return nil, &InputError{Err: err}
+		return nil, &sandbox.InputError{Err: err}
 	}
 	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
@@ -161,7 +155,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.OutputsFromImage {
 		skipped, err := copyImageOutputs(ctx, cfg.Client, cfg.Image, cfg.Outputs, s.Outputs, cfg.Limits.DiskMB)
 		if err != nil {
-			return nil, &InputError{Err: err}
+			return nil, &sandbox.InputError{Err: err}
 		}
 		if len(skipped) > 0 && cfg.Emit != nil {
 			cfg.Emit("image_outputs", map[string]any{"image": cfg.Image, "skipped": skipped})
@@ -179,13 +173,13 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
-			return nil, &InputError{Err: err}
+			return nil, &sandbox.InputError{Err: err}
 		}
 	}
 	if cfg.PrepareOutput != nil {
 		for i, d := range s.Outputs {
 			if err := cfg.PrepareOutput(i, d); err != nil {
-				return nil, &InputError{Err: fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
+				return nil, &sandbox.InputError{Err: fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
 			}
 		}
 	}
@@ -273,7 +267,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 // Again deletes the container, whose agent Run has reaped, and creates a fresh one over the
 // same workspace and home (owned by the same IDs) for the agent's next iteration, with its
 // own argv, environment, timeout and output files; Run starts it, attested like the first.
-func (s *Sandbox) Again(ctx context.Context, next AgainConfig) error {
+func (s *Sandbox) Again(ctx context.Context, next sandbox.AgainConfig) error {
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
 	if s.ctr != nil {
@@ -288,8 +282,8 @@ func (s *Sandbox) Again(ctx context.Context, next AgainConfig) error {
 	return s.create(ctx)
 }
 
-// AgainConfig is what changes for the agent's next iteration in the same sandbox.
-type AgainConfig = sandbox.AgainConfig
+// Config is the configuration the sandbox was made from, its defaults filled in.
+func (s *Sandbox) Config() sandbox.Config { return s.cfg }
 
 // DeleteContainer deletes the container (its agent reaped) and keeps the scratch
 // filesystems for another iteration: verifier containers start only once it is gone.
@@ -305,19 +299,19 @@ func (s *Sandbox) DeleteContainer(ctx context.Context) error {
 }
 
 // HostUID is the host UID (and GID) of the container's process: its user namespace's base
-// plus SandboxConfig.UID. A file chowned to it is the process's alone.
+// plus sandbox.Config.UID. A file chowned to it is the process's alone.
 func (s *Sandbox) HostUID() uint32 { return s.ids.HostID + s.cfg.UID }
 
 // Run starts the container, attests the init after its execve, lets the agent start only
 // when the attestation matches policy, and waits for it with the timeout and grace, killing
 // and reaping everything. emit (may be nil) hears "attested" and "agent_started".
-func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error) {
+func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*sandbox.Outcome, error) {
 	if emit == nil {
 		emit = func(string, map[string]any) {}
 	}
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
-	out := &Outcome{}
+	out := &sandbox.Outcome{}
 	tk, att, err := s.Start(ctx)
 	out.Isolation = att
 	if err != nil {
@@ -405,7 +399,7 @@ func specOpts(ocfg oci.Config) ([]ctroci.SpecOpts, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rl := rootlessRuns(); rl != nil {
+	if rl := RootlessMode(); rl != nil {
 		opts = append(opts, rl.specOpts(ocfg.RunID, ocfg.Pids, ocfg.MemoryMB)...)
 	}
 	return opts, nil
@@ -427,7 +421,7 @@ func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestati
 	if s.cfg.Root {
 		p.Caps = oci.VerifierRootCaps
 	}
-	if rl := rootlessRuns(); rl != nil {
+	if rl := RootlessMode(); rl != nil {
 		att.LimitsEnforcedBy = rl.limits()
 		p.Rlimits = rl.policyRlimits(s.cfg.Limits.Pids)
 		p.PidsByRlimit = rl.Delegated == ""
@@ -500,13 +494,16 @@ type idChain struct {
 	err    error
 }
 
-// startIDs allocates an ID slot of r (or of the rootless user's subordinate range) and
-// starts the holder of a user namespace mapping it, in the background.
-func startIDs(r IDRange) *idChain {
+// StartIDs allocates an ID slot of r (or of the rootless user's subordinate range) and
+// starts the holder of a user namespace mapping it, in the background: the local backend's
+// Prepare, which Config.Reserved hands to NewSandbox.
+func StartIDs(r sandbox.IDRange) sandbox.Reservation { return startIDs(r) }
+
+func startIDs(r sandbox.IDRange) *idChain {
 	c := &idChain{done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		if rl := rootlessRuns(); rl != nil {
+		if rl := RootlessMode(); rl != nil {
 			c.slot, c.err = allocateSlot(rl.ids(), rl.LockDir) // slices of the user's subordinate range
 		} else {
 			c.slot, c.err = AllocateIDs(r, IDLockDir)

@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"errors"
@@ -19,13 +19,6 @@ import (
 	"ceval.dev/ceval/sandbox"
 )
 
-// IDRange is sandbox.IDRange, under its old name: the subordinate ID range runs take their
-// user namespaces' host IDs from (ceval's config id_range).
-type IDRange = sandbox.IDRange
-
-// DefaultIDRange is sandbox.DefaultIDRange.
-var DefaultIDRange = sandbox.DefaultIDRange
-
 // IDLockDir holds one lock file per slot in use; a live ceval holds it with flock, so the
 // kernel frees a slot whose holder died. /run is emptied at boot, as a reboot frees all.
 var IDLockDir = "/run/ceval/idslots"
@@ -40,7 +33,7 @@ type IDSlot struct {
 // AllocateIDs takes a free slot of r: one whose lock file in dir no live process holds and
 // whose IDs no process on the host runs as (a container a crashed ceval left running keeps
 // its slot until `ceval gc` removes it). Release frees it; so does the holder's death.
-func AllocateIDs(r IDRange, dir string) (*IDSlot, error) {
+func AllocateIDs(r sandbox.IDRange, dir string) (*IDSlot, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
@@ -49,7 +42,7 @@ func AllocateIDs(r IDRange, dir string) (*IDSlot, error) {
 
 // allocateSlot is AllocateIDs without the host account check: inside a rootless daemon's
 // user namespace the host's account files do not number the range's IDs.
-func allocateSlot(r IDRange, dir string) (*IDSlot, error) {
+func allocateSlot(r sandbox.IDRange, dir string) (*IDSlot, error) {
 	if r.Slots == 0 {
 		return nil, errors.New("id slots: no slot in the range")
 	}
@@ -67,7 +60,7 @@ func allocateSlot(r IDRange, dir string) (*IDSlot, error) {
 			continue
 		}
 		if inUse == nil {
-			if inUse, err = hostIDsInUse(r.SlotOf); err != nil {
+			if inUse, err = HostIDsInUse(r.SlotOf); err != nil {
 				s.Release()
 				return nil, err
 			}
@@ -126,9 +119,9 @@ func (s *IDSlot) Release() error {
 	return err
 }
 
-// hostIDsInUse returns the slots (by their first host ID, as IDRange.SlotOf names them) that a
+// HostIDsInUse returns the slots (by their first host ID, as sandbox.IDRange.SlotOf names them) that a
 // process on the host runs as, by any of its UIDs or GIDs.
-func hostIDsInUse(slotOf func(uint64) (uint32, bool)) (map[uint32]bool, error) {
+func HostIDsInUse(slotOf func(uint64) (uint32, bool)) (map[uint32]bool, error) {
 	out := map[uint32]bool{}
 	ents, err := os.ReadDir(procRoot)
 	if err != nil {
@@ -178,7 +171,7 @@ func gcIDSlots(dir string) (removed, kept []launcher.Swept, err error) {
 			slots[host] = true
 		}
 	}
-	inUse, err := hostIDsInUse(func(id uint64) (uint32, bool) {
+	inUse, err := HostIDsInUse(func(id uint64) (uint32, bool) {
 		for s := range slots {
 			if id >= s && id < s+oci.IDRangeSize {
 				return uint32(s), true
@@ -219,9 +212,9 @@ func gcIDSlots(dir string) (removed, kept []launcher.Swept, err error) {
 // CheckUserNamespaces tries what a run does with its user namespace, for a host check: the
 // kernel allows user namespaces, the host tools are there, r is usable, a slot of it is
 // free, and a namespace owned by that slot's first ID maps it. It returns what it verified.
-func CheckUserNamespaces(r IDRange) (string, error) {
-	if r == (IDRange{}) {
-		r = DefaultIDRange
+func CheckUserNamespaces(r sandbox.IDRange) (string, error) {
+	if r == (sandbox.IDRange{}) {
+		r = sandbox.DefaultIDRange
 	}
 	data, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
 	if err != nil {

@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"os"
@@ -11,13 +11,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/oci"
+
+	"ceval.dev/ceval/sandbox"
 )
 
 // testIDRange is a range of this test process's own (0xD0000000..0xDFFFFFFF by PID), apart
 // from the default range real runs of any test take slots of and from package launcher's
 // test namespaces (0xC0000000..).
-func testIDRange() IDRange {
-	return IDRange{Start: 0xD0000000 + uint32(os.Getpid()%1000)*4*oci.IDRangeSize, Slots: 4}
+func testIDRange() sandbox.IDRange {
+	return sandbox.IDRange{Start: 0xD0000000 + uint32(os.Getpid()%1000)*4*oci.IDRangeSize, Slots: 4}
 }
 
 func TestTwoLiveRunsNeverShareAnIDSlot(t *testing.T) {
