@@ -147,6 +147,10 @@ type Config struct {
 	Reserved Reservation
 }
 
+// GatewayURL is where the agent reaches the model gateway inside its sandbox, whatever the
+// backend.
+const GatewayURL = "http://127.0.0.1:80"
+
 // GatewayDialer connects to a run's model gateway from this process.
 type GatewayDialer interface{ Dial() (net.Conn, error) }
 

@@ -2,11 +2,11 @@
 // image, prepares the run directory and the workspace, starts the run's servers (model
 // gateway, protected mocks, the task's services), launches the agent through a
 // sandbox.Backend (the local containerd one, package sandbox/local, or a Kubernetes Pod,
-// still adapted here in kubernetes.go), has its isolation attested, runs its iterations,
+// package sandbox/kubernetes), has its isolation attested, runs its iterations,
 // reaps everything, snapshots the workspace, grades the snapshot on the host and writes
 // result.json. It never parses YAML (package task does), never grades inside the agent's
 // container, never schedules more than one run (package experiment does), and holds no
 // local sandbox code: ID slots, rootless mode, scratch filesystems and attestation from
-// /proc are sandbox/local's (SandboxConfig, Sandbox, NewSandbox, IDRange and the other
-// names it keeps for its callers are aliases of theirs).
+// /proc are sandbox/local's, Pods sandbox/kubernetes' (SandboxConfig, Sandbox, NewSandbox,
+// IDRange, KubeOptions and the other names it keeps for its callers are aliases of theirs).
 package supervisor

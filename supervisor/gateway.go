@@ -14,11 +14,12 @@ import (
 	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
 // GatewayURL is where the agent reaches the model gateway inside its container.
-const GatewayURL = "http://127.0.0.1:80"
+const GatewayURL = sandbox.GatewayURL
 
 // providerEnv names, per provider, the variables of ceval's own environment that hold the
 // real credential and an optional upstream base URL (a LiteLLM or Bedrock proxy). The

@@ -8,6 +8,7 @@ import (
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
@@ -59,14 +60,13 @@ type IDRange = sandbox.IDRange
 // DefaultIDRange is sandbox.DefaultIDRange.
 var DefaultIDRange = sandbox.DefaultIDRange
 
-// Policy is local.Policy, the attestation's expectations (the kubernetes adapter checks a
-// Pod's init report against it too).
-type Policy = local.Policy
-
-// CheckAttestation is local.CheckAttestation.
-func CheckAttestation(a *record.Attestation, p Policy) error { return local.CheckAttestation(a, p) }
-
 // VerifierInfo is local.VerifierInfo.
 func VerifierInfo(network string, t *task.Task) *record.VerifierResult {
 	return local.VerifierInfo(network, t)
 }
+
+// KubeOptions is kubernetes.Options: the Kubernetes backend (ceval run --backend kubernetes).
+type KubeOptions = kubernetes.Options
+
+// CheckKubernetes is kubernetes.Check.
+func CheckKubernetes(t *task.Task) error { return kubernetes.Check(t) }

@@ -27,6 +27,7 @@ import (
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -382,8 +383,10 @@ func (r *run) launch(ctx context.Context) error {
 	}
 	r.sb = sb
 	r.ws, r.home = sb.Dirs()
-	if k, ok := sb.(*kubeSandbox); ok {
-		r.res.Image = k.image(r.res.Image) // the node resolved it
+	if k, ok := sb.(interface {
+		ResolvedImage(images.Image) images.Image
+	}); ok {
+		r.res.Image = k.ResolvedImage(r.res.Image) // the node resolved it (a Pod's)
 	}
 	r.res.Timings.Prepare = time.Since(r.start).Seconds()
 	return nil
@@ -731,11 +734,7 @@ func (o Options) WithDefaults(now time.Time) Options {
 		o.InitDir = DefaultInitDir()
 	}
 	if o.containers == nil && o.Kube != nil {
-		k := *o.Kube
-		if k.api == nil {
-			k.api = clusterAPI{k.Cluster}
-		}
-		o.containers = kubeRuntime{o, &k}
+		o.containers = kubernetes.New(o.Pins, *o.Kube)
 	}
 	if o.containers == nil {
 		o.containers = containerd{o}

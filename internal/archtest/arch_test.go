@@ -269,11 +269,11 @@ var rules = []rule{
 	},
 	{
 		name: "verifier-runs-no-experiment",
-		says: "`verifier` and the sandbox backends (`sandbox`, `sandbox/local`) depend on no `supervisor` or `experiment`.",
+		says: "`verifier` and the sandbox packages (`sandbox`, `sandbox/local`, `sandbox/kubernetes`) depend on no `supervisor` or `experiment`.",
 		why: "an executor of the grader runs one container in the local backend's sandbox: the run orchestrator and the experiment scheduler sit above it " +
 			"(they hand the grader its executors), so a verifier never links a run's phases, servers or scheduling, and a backend is one package below them.",
 		check: func(pkgs map[string]*pkg) (bad []string) {
-			for _, name := range []string{"verifier", "sandbox", "sandbox/local"} {
+			for _, name := range []string{"verifier", "sandbox", "sandbox/local", "sandbox/kubernetes"} {
 				for _, d := range pkgs[name].Deps {
 					if s, ok := short(d); ok && (s == "supervisor" || s == "experiment") {
 						bad = append(bad, name+" depends on "+s)
