@@ -4,6 +4,6 @@
 // port-forward (package kube's client and session). The workspace goes in and out through
 // that channel; the model gateway and the mocks stay on this host and are relayed to the
 // Pod's loopback. Check refuses up front what it cannot run with the local backend's
-// guarantees yet; a Pod's attestation is checked by the local backend's rules
-// (local.CheckAttestation), lost Pods are told from limits the agent hit.
+// guarantees yet; a Pod's attestation (its init's report) is checked against the same
+// sandbox.Policy as a local container's; lost Pods are told from limits the agent hit.
 package kubernetes

@@ -29,7 +29,6 @@ import (
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
-	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -374,8 +373,8 @@ func (s *kubeSandbox) checkAttestation(att *kubeproto.Attest, lim task.Limits) e
 	}
 	// pids: the node's podPidsLimit bounds the Pod's cgroup, which the container cannot see
 	// (its own pids.max is unlimited); recorded as such.
-	p := local.Policy{UID: int(policy.AgentUID), GID: int(policy.AgentGID), PidsByRlimit: true, IDMap: ids, Network: policy.NetworkNone}
-	err := local.CheckAttestation(a, p)
+	p := sandbox.Policy{UID: int(policy.AgentUID), GID: int(policy.AgentGID), PidsByRlimit: true, IDMap: ids, Network: policy.NetworkNone}
+	err := sandbox.CheckAttestation(a, p)
 	var bad []string
 	if err != nil {
 		bad = append(bad, err.Error())

@@ -414,7 +414,7 @@ func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestati
 	}
 	att.Network = s.cfg.Network
 	att.LimitsEnforcedBy = policy.RootfulLimits
-	p := Policy{
+	p := sandbox.Policy{
 		UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 		IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
 	}
@@ -426,12 +426,12 @@ func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestati
 		p.Rlimits = rl.policyRlimits(s.cfg.Limits.Pids)
 		p.PidsByRlimit = rl.Delegated == ""
 		// Checked in the daemon's numbering, where the spec's maps are; recorded in the host's.
-		if err := CheckAttestation(att, p); err != nil {
+		if err := sandbox.CheckAttestation(att, p); err != nil {
 			return att, err
 		}
 		return att, rl.toHost(att)
 	}
-	return att, CheckAttestation(att, p)
+	return att, sandbox.CheckAttestation(att, p)
 }
 
 // beforeStart runs once the container's task exists: see hardenTask; then the caller's hook.
