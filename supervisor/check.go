@@ -14,10 +14,10 @@ import (
 // *InputError. Environment values are not looked up here (Run reads them when it starts).
 func Check(t *task.Task, o Options) error {
 	if _, err := AgentArgv(t); err != nil {
-		return &InputError{err}
+		return &InputError{Err: err}
 	}
 	if _, _, err := AgentEnv(t, o.Allow, func(string) (string, bool) { return "", true }); err != nil {
-		return &InputError{err}
+		return &InputError{Err: err}
 	}
 	lookup := o.LookupEnv
 	if lookup == nil {
@@ -35,7 +35,7 @@ func Check(t *task.Task, o Options) error {
 	}
 	for _, c := range checks {
 		if err := c(); err != nil {
-			return &InputError{err}
+			return &InputError{Err: err}
 		}
 	}
 	return nil

@@ -14,11 +14,12 @@ import (
 	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
 // GatewayURL is where the agent reaches the model gateway inside its container.
-const GatewayURL = "http://127.0.0.1:80"
+const GatewayURL = sandbox.GatewayURL
 
 // providerEnv names, per provider, the variables of ceval's own environment that hold the
 // real credential and an optional upstream base URL (a LiteLLM or Bedrock proxy). The
@@ -85,7 +86,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		return nil, nil
 	}
 	if t.Sandbox.Network == policy.NetworkHost {
-		return nil, &InputError{fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
+		return nil, &InputError{Err: fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
 	}
 	exceeded := make(chan struct{}) // Run has checked the limits (CheckRunLimits)
 	cfg := gateway.Config{Mode: g.Mode, Key: newGatewayKey(), Model: t.Agent.Model, AllowServerTools: g.ServerTools,
@@ -100,7 +101,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		// Parsed at load: replay serves the fixture that was validated, whatever its
 		// path names by now.
 		if g.Fixture == nil {
-			return nil, &InputError{fmt.Errorf("task %s: replay mode without a fixture read at load", t.ID)}
+			return nil, &InputError{Err: fmt.Errorf("task %s: replay mode without a fixture read at load", t.ID)}
 		}
 		cfg.Fixture = g.Fixture
 	} else {
@@ -117,9 +118,9 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		// The gateway refuses an API it holds no key for; a run whose agent could reach
 		// none is refused here, before the agent starts, not turned into the agent's failure.
 		if name := missingCredential(t.Agent.Type, lookup); name != "" {
-			return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s forwards %s's calls with ceval's %s, which is not set in ceval's environment (or use mode replay)", t.ID, g.Mode, t.Agent.Type, name)}
+			return nil, &InputError{Err: fmt.Errorf("task %s: agent.gateway mode %s forwards %s's calls with ceval's %s, which is not set in ceval's environment (or use mode replay)", t.ID, g.Mode, t.Agent.Type, name)}
 		} else if _, real := defaultCredential[t.Agent.Type]; !real && keys == 0 {
-			return nil, &InputError{fmt.Errorf("task %s: agent.gateway mode %s needs a model provider key in ceval's environment (ANTHROPIC_API_KEY or OPENAI_API_KEY), or use mode replay", t.ID, g.Mode)}
+			return nil, &InputError{Err: fmt.Errorf("task %s: agent.gateway mode %s needs a model provider key in ceval's environment (ANTHROPIC_API_KEY or OPENAI_API_KEY), or use mode replay", t.ID, g.Mode)}
 		}
 	}
 	log, err := os.OpenFile(runDir+"/"+record.ModelCallsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)

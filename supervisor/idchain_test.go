@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/sandbox/local"
 )
 
 // Run starts the ID slot and the user namespace holder while it resolves the image: a run
@@ -16,14 +17,14 @@ func TestRunThatFailsBeforeLaunchReleasesItsIDSlotAndHolder(t *testing.T) {
 	if err == nil || res == nil || res.Status != "ERROR" {
 		t.Fatalf("run of a missing image: %+v, %v; want an ERROR in prepare", res, err)
 	}
-	inUse, err := hostIDsInUse(ids.slotOf)
+	inUse, err := local.HostIDsInUse(ids.SlotOf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(inUse) != 0 {
 		t.Errorf("processes still run as the slot's IDs after the run: %v", inUse)
 	}
-	slot, err := AllocateIDs(ids, IDLockDir)
+	slot, err := local.AllocateIDs(ids, local.IDLockDir)
 	if err != nil {
 		t.Fatalf("the run's only slot is still held: %v", err)
 	}

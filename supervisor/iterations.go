@@ -129,7 +129,7 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 	}
 	argv, err := FollowUpArgv(t, prompt)
 	if err != nil {
-		return false, &InputError{err}
+		return false, &InputError{Err: err}
 	}
 	left := t.Sandbox.Limits.Timeout - r.iter.agentTime
 	err = r.sb.Again(ctx, AgainConfig{Argv: argv, Env: iterationEnv(r.env, t, n+1), Timeout: left,
@@ -248,5 +248,14 @@ func (r *run) pauseServers() {
 func regradeLastIteration(res *record.Result) {
 	if n := len(res.Iterations); n > 0 {
 		res.Iterations[n-1].Status, res.Iterations[n-1].Score = res.Status, res.Score
+	}
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }

@@ -110,7 +110,7 @@ func TestKubeHelloExampleMatchesTheLocalBackend(t *testing.T) {
 		}
 	}
 	iso := kres.Isolation
-	if iso == nil || iso.UID != 2000 || iso.GID != 2000 || iso.CapEff != noCaps || iso.CapBnd != noCaps || iso.NoNewPrivs != 1 || iso.Seccomp != 2 {
+	if iso == nil || iso.UID != 2000 || iso.GID != 2000 || iso.CapEff != "0000000000000000" || iso.CapBnd != "0000000000000000" || iso.NoNewPrivs != 1 || iso.Seccomp != 2 {
 		t.Fatalf("isolation %+v", iso)
 	}
 	if kres.Image.ManifestDigest == "" && kres.Image.ConfigDigest == "" {

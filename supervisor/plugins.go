@@ -29,7 +29,7 @@ func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]an
 	for _, p := range t.Plugins {
 		src := p.Dir.Root()
 		if src == nil {
-			return results, nil, &InputError{fmt.Errorf("plugin %s: not opened with the task", p.Name)}
+			return results, nil, &InputError{Err: fmt.Errorf("plugin %s: not opened with the task", p.Name)}
 		}
 		r := record.PluginResult{Name: p.Name, Source: p.Dir.Path, Bundle: filepath.Join(runDir, record.PluginsDir, p.Name)}
 		r.Mount = p.Mount
@@ -68,7 +68,7 @@ func bundleError(name string, err error) error {
 	var ie *bundle.InputError
 	var de *bundle.DriftError
 	if errors.As(err, &re) || errors.As(err, &ie) || errors.As(err, &de) {
-		return &InputError{fmt.Errorf("plugin %s: %w", name, err)}
+		return &InputError{Err: fmt.Errorf("plugin %s: %w", name, err)}
 	}
 	return &InfraError{fmt.Errorf("plugin %s: %w", name, err)}
 }

@@ -90,7 +90,7 @@ func TestConcurrentRunsEachGetTheirFullInotifyAndMqueueQuota(t *testing.T) {
 		}
 		select {
 		case d := <-doneA:
-			t.Fatalf("run A ended before holding its quota: %+v %v: %s", d.out, d.err, readFile(sbA.cfg.StdoutPath, sbA.cfg.StderrPath))
+			t.Fatalf("run A ended before holding its quota: %+v %v: %s", d.out, d.err, readFile(sbA.Config().StdoutPath, sbA.Config().StderrPath))
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -105,7 +105,7 @@ func TestConcurrentRunsEachGetTheirFullInotifyAndMqueueQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotB := readFile(sbB.cfg.StdoutPath, sbB.cfg.StderrPath)
+	gotB := readFile(sbB.Config().StdoutPath, sbB.Config().StderrPath)
 
 	if err := os.WriteFile(filepath.Join(sbA.Workspace, "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestConcurrentRunsEachGetTheirFullInotifyAndMqueueQuota(t *testing.T) {
 	if dA.err != nil {
 		t.Fatal(dA.err)
 	}
-	gotA := readFile(sbA.cfg.StdoutPath, sbA.cfg.StderrPath)
+	gotA := readFile(sbA.Config().StdoutPath, sbA.Config().StderrPath)
 	t.Logf("run A: %s; run B: %s", gotA, gotB)
 	if dA.out.Exit.Code != 0 || !strings.HasPrefix(gotA, "inotify "+limit+" ") {
 		t.Fatalf("run A alone did not get the full quota (exit %d): %s", dA.out.Exit.Code, gotA)

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"ceval.dev/ceval/atif"
+	"ceval.dev/ceval/sandbox/local"
 	"context"
 	"errors"
 	"fmt"
@@ -21,11 +22,12 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/judge"
-	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -78,59 +80,35 @@ type Options struct {
 
 	// containers is what Run needs of the container runtime; nil: containerd through Client.
 	// Tests of the run logic give a fake.
-	containers containerRuntime
+	containers sandbox.Backend
 }
 
-// containerRuntime is what a run needs of the container runtime: its image present and
-// checked, and the agent's sandbox created.
-type containerRuntime interface {
-	resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error)
-	newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error)
-}
-
-// agentSandbox is a created agent container (a *Sandbox), as a run uses it.
-type agentSandbox interface {
-	// Run starts the container, attests it, lets the agent run and reaps everything.
-	Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error)
-	// Close deletes the container and its scratch filesystems.
-	Close(ctx context.Context) error
-	// dirs are the host paths of the agent's workspace and home.
-	dirs() (workspace, home string)
-	// runStep runs one setup or after_agent step in a container of its own (Sandbox.RunStep).
-	runStep(ctx context.Context, name string, argv []string, timeout time.Duration, logPath string) (launcher.Exit, error)
-	// Again replaces the reaped container with a fresh one over the same scratch
-	// filesystems, for the agent's next iteration.
-	Again(ctx context.Context, next AgainConfig) error
-	// deleteContainer deletes the reaped container and keeps the scratch filesystems.
-	deleteContainer(ctx context.Context) error
-	// takeSnapshot copies the reaped agent's workspace into dst, never following a link.
-	takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error)
-	// outputDirs are the host paths of the task's sandbox.outputs, in order.
-	outputDirs() []string
-}
-
-// containerd is the containerRuntime of a real run.
+// containerd is the sandbox.Backend of a real run: the local containerd backend.
 type containerd struct{ o Options }
 
-func (c containerd) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
+func (c containerd) ResolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
 	return images.ResolveSandbox(ctx, c.o.Client, sb, c.o.Pins, c.o.Preflight, c.o.Busybox, nil)
 }
 
-func (c containerd) newSandbox(ctx context.Context, cfg SandboxConfig) (agentSandbox, error) {
+// Prepare starts the ID slot's /proc scan and the user namespace holder's fork and exec
+// (NewSandbox takes the chain over), and the init's digest (once per process), which names
+// its installed file.
+func (c containerd) Prepare() sandbox.Reservation {
+	ids := c.o.IDs
+	if ids == (IDRange{}) {
+		ids = DefaultIDRange
+	}
+	go embedded.Init.SHA256()
+	return local.StartIDs(ids)
+}
+
+func (c containerd) NewSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error) {
 	cfg.Client = c.o.Client
 	sb, err := NewSandbox(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return sb, nil
-}
-
-func (s *Sandbox) dirs() (workspace, home string) { return s.Workspace, s.Home }
-
-func (s *Sandbox) outputDirs() []string { return s.Outputs }
-
-func (s *Sandbox) takeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
-	return snapshot.Take(s.Workspace, dst, lim)
 }
 
 // InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
@@ -140,11 +118,16 @@ type InfraError struct{ Err error }
 func (e *InfraError) Error() string { return e.Err.Error() }
 func (e *InfraError) Unwrap() error { return e.Err }
 
-// InputError is bad input (a task or a permission the user did not give): exit 2.
-type InputError struct{ Err error }
+// release frees what the backend's Prepare reserved, if anything.
+func release(r sandbox.Reservation) error {
+	if r == nil {
+		return nil
+	}
+	return r.Release()
+}
 
-func (e *InputError) Error() string { return e.Err.Error() }
-func (e *InputError) Unwrap() error { return e.Err }
+// InputError is bad input (a task or a permission the user did not give): exit 2.
+type InputError = sandbox.InputError
 
 // Phases of a run, in order. An error Run returns names the phase it came from, and so does
 // result.json's error. The agent phase is the sandbox's own sequence: start the container,
@@ -209,7 +192,7 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		}
 		// After the sandbox, which released it already if it took it over (release is
 		// idempotent): a run that ended before its launch keeps no slot or holder.
-		if rerr := r.ids.release(); rerr != nil && err == nil {
+		if rerr := release(r.ids); rerr != nil && err == nil {
 			err = inPhase(PhaseCleanup, &InfraError{rerr})
 		}
 	}()
@@ -264,8 +247,8 @@ type run struct {
 	gw      *gatewayRun
 	svcs    *serviceSet // the task's services; nil when it has none
 	img     images.Image
-	ids     *idChain // the run's ID slot and user namespace holder (local backend), from prepare
-	sb      agentSandbox
+	ids     sandbox.Reservation // the backend's Prepare (the local one's ID slot and user namespace holder)
+	sb      sandbox.Sandbox
 	ws      string // the agent's workspace on the host
 	home    string // the agent's home on the host
 	out     *Outcome
@@ -279,10 +262,10 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	r := &run{t: t, o: o, start: start}
 	var err error
 	if r.argv, err = AgentArgv(t); err != nil {
-		return nil, &InputError{err}
+		return nil, &InputError{Err: err}
 	}
 	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
-		return nil, &InputError{err}
+		return nil, &InputError{Err: err}
 	}
 	if err := Check(t, o); err != nil {
 		return nil, err
@@ -348,21 +331,12 @@ func (r *run) prepare(ctx context.Context) error {
 	if name := t.Sandbox.PackageImage(); name != "" && name == t.Sandbox.Image {
 		r.emit("package_image", map[string]any{"image": name, "packages": t.Sandbox.Packages, "pip": t.Sandbox.Pip}) // built now unless kept or cached
 	}
-	if _, local := r.o.containers.(containerd); local {
-		// The launch's longest waits start while the image is resolved (which mostly waits
-		// on containerd): the ID slot's /proc scan and the user namespace holder's fork and
-		// exec (NewSandbox takes the chain over; Run releases it if no sandbox did), and the
-		// init's digest (once per process), which names its installed file.
-		ids := r.o.IDs
-		if ids == (IDRange{}) {
-			ids = DefaultIDRange
-		}
-		r.ids = startIDs(ids)
-		go embedded.Init.SHA256()
-	}
-	if r.img, err = r.o.containers.resolveImage(ctx, t.Sandbox); err != nil {
+	// The launch's longest waits start while the image is resolved (which mostly waits on
+	// containerd); Run releases what no sandbox took over.
+	r.ids = r.o.containers.Prepare()
+	if r.img, err = r.o.containers.ResolveImage(ctx, t.Sandbox); err != nil {
 		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
-			return &InputError{err}
+			return &InputError{Err: err}
 		}
 		return &InfraError{err}
 	}
@@ -387,8 +361,8 @@ func (r *run) launch(ctx context.Context) error {
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),
 		BeforeStart: r.beforeStart, Stop: r.gw.stopAgent(),
 		StepBeforeStart: r.svcs.stepBeforeStart(), StepMounts: r.svcs.mounts(),
-		Prepare: r.prepareScratch, ids: r.ids,
-		ImageWorkdir: imageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
+		Prepare: r.prepareScratch, Reserved: r.ids,
+		ImageWorkdir: local.ImageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw
@@ -403,14 +377,16 @@ func (r *run) launch(ctx context.Context) error {
 			}
 		}
 	}
-	sb, err := o.containers.newSandbox(ctx, cfg)
+	sb, err := o.containers.NewSandbox(ctx, cfg)
 	if err != nil {
 		return asRunError(err)
 	}
 	r.sb = sb
-	r.ws, r.home = sb.dirs()
-	if k, ok := sb.(*kubeSandbox); ok {
-		r.res.Image = k.image(r.res.Image) // the node resolved it
+	r.ws, r.home = sb.Dirs()
+	if k, ok := sb.(interface {
+		ResolvedImage(images.Image) images.Image
+	}); ok {
+		r.res.Image = k.ResolvedImage(r.res.Image) // the node resolved it (a Pod's)
 	}
 	r.res.Timings.Prepare = time.Since(r.start).Seconds()
 	return nil
@@ -553,7 +529,7 @@ func (r *run) collect(context.Context) error {
 	if full, note := scratchFull(r.ws); full {
 		res.LimitsHit = append(res.LimitsHit, note)
 	}
-	for i, d := range r.sb.outputDirs() {
+	for i, d := range r.sb.OutputDirs() {
 		if full, note := scratchFull(d); full {
 			res.LimitsHit = append(res.LimitsHit, "output "+r.t.Sandbox.Outputs[i]+": "+strings.TrimPrefix(note, "workspace "))
 		}
@@ -561,7 +537,7 @@ func (r *run) collect(context.Context) error {
 	if u := agentUsage(r.t.Agent.Type, filepath.Join(r.dir, record.StdoutFile)); u != nil {
 		addUsage(&res.Agent, u) // summed over the iterations
 	}
-	_, home := r.sb.dirs() // a Pod's home is copied out after the agent
+	_, home := r.sb.Dirs() // a Pod's home is copied out after the agent
 	sessions, notes, err := copySessions(r.t.Agent.Type, home, r.dir)
 	res.Agent.Sessions = sessions
 	res.LimitsHit = append(res.LimitsHit, notes...)
@@ -576,7 +552,7 @@ func (r *run) collect(context.Context) error {
 func (r *run) snapshot(ctx context.Context) error {
 	res := r.res
 	snapStart := time.Now()
-	snap, err := r.sb.takeSnapshot(ctx, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
+	snap, err := r.sb.TakeSnapshot(ctx, filepath.Join(r.dir, record.WorkspaceDir), snapshot.DefaultLimits())
 	if err != nil {
 		if r.endedByLimits(err) {
 			return errEndedByLimits
@@ -588,7 +564,7 @@ func (r *run) snapshot(ctx context.Context) error {
 	if err := snap.WriteManifestUnsynced(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
 		return &InfraError{err}
 	}
-	outs, hits, err := takeOutputs(r.t.Sandbox.Outputs, r.sb.outputDirs(), r.dir)
+	outs, hits, err := takeOutputs(r.t.Sandbox.Outputs, r.sb.OutputDirs(), r.dir)
 	if err != nil {
 		return &InfraError{err}
 	}
@@ -610,7 +586,7 @@ func (r *run) grade(ctx context.Context) error {
 	if t.NeedsVerifier() {
 		closeSandbox := r.sb.Close
 		if t.MaxRuns() > 1 {
-			closeSandbox = r.sb.deleteContainer // the scratch filesystems serve the next iteration
+			closeSandbox = r.sb.DeleteContainer // the scratch filesystems serve the next iteration
 		}
 		if err := closeSandbox(ctx); err != nil {
 			return &InfraError{err}
@@ -758,11 +734,7 @@ func (o Options) WithDefaults(now time.Time) Options {
 		o.InitDir = DefaultInitDir()
 	}
 	if o.containers == nil && o.Kube != nil {
-		k := *o.Kube
-		if k.api == nil {
-			k.api = clusterAPI{k.Cluster}
-		}
-		o.containers = kubeRuntime{o, &k}
+		o.containers = kubernetes.New(o.Pins, *o.Kube)
 	}
 	if o.containers == nil {
 		o.containers = containerd{o}

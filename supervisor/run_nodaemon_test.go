@@ -14,6 +14,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -36,11 +37,13 @@ type fakeRuntime struct {
 	again    []AgainConfig // each iteration after the first
 }
 
-func (f *fakeRuntime) resolveImage(_ context.Context, sb task.Sandbox) (images.Image, error) {
+func (f *fakeRuntime) Prepare() sandbox.Reservation { return nil }
+
+func (f *fakeRuntime) ResolveImage(_ context.Context, sb task.Sandbox) (images.Image, error) {
 	return images.Image{Name: sb.Image, ManifestDigest: "sha256:fake"}, f.imageErr
 }
 
-func (f *fakeRuntime) newSandbox(_ context.Context, cfg SandboxConfig) (agentSandbox, error) {
+func (f *fakeRuntime) NewSandbox(_ context.Context, cfg SandboxConfig) (sandbox.Sandbox, error) {
 	if f.createErr != nil {
 		return nil, f.createErr
 	}
@@ -78,15 +81,15 @@ func (s *fakeSandbox) Close(context.Context) error {
 	return s.f.closeErr
 }
 
-func (s *fakeSandbox) dirs() (string, string) { return s.ws, s.home }
+func (s *fakeSandbox) Dirs() (string, string) { return s.ws, s.home }
 
-func (s *fakeSandbox) outputDirs() []string { return nil }
+func (s *fakeSandbox) OutputDirs() []string { return nil }
 
-func (s *fakeSandbox) takeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
+func (s *fakeSandbox) TakeSnapshot(_ context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	return snapshot.Take(s.ws, dst, lim)
 }
 
-func (s *fakeSandbox) runStep(_ context.Context, name string, argv []string, _ time.Duration, logPath string) (launcher.Exit, error) {
+func (s *fakeSandbox) RunStep(_ context.Context, name string, argv []string, _ time.Duration, logPath string) (launcher.Exit, error) {
 	s.f.steps = append(s.f.steps, name)
 	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -105,7 +108,7 @@ func (s *fakeSandbox) Again(_ context.Context, next AgainConfig) error {
 	return nil
 }
 
-func (s *fakeSandbox) deleteContainer(context.Context) error { return nil }
+func (s *fakeSandbox) DeleteContainer(context.Context) error { return nil }
 
 // exited is an agent's clean exit with code.
 func exited(code int) *Outcome {

@@ -26,6 +26,8 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
@@ -146,10 +148,10 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		return nil, nil
 	}
 	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
-		return nil, &InputError{fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
+		return nil, &InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
 	}
-	if rootlessRuns() != nil {
-		return nil, &InputError{fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
+	if local.RootlessMode() != nil {
+		return nil, &InputError{Err: fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
 	}
 	for _, tool := range launcher.RedirectTools() {
 		if _, err := os.Stat(tool); err != nil {
@@ -310,7 +312,7 @@ func serviceRun(spec task.Service, img ocispec.ImageConfig) (argv, env []string,
 		argv = append(append([]string{}, img.Entrypoint...), img.Cmd...)
 	}
 	if len(argv) == 0 || argv[0] == "" {
-		return nil, nil, "", &InputError{fmt.Errorf("image %s has no entrypoint or command: give the service a command", spec.Image)}
+		return nil, nil, "", &InputError{Err: fmt.Errorf("image %s has no entrypoint or command: give the service a command", spec.Image)}
 	}
 	ours := map[string]bool{}
 	for _, kv := range spec.Env {
@@ -488,17 +490,10 @@ func (a *ServiceAccess) BeforeStart(names []string) launcher.StartHook {
 	}
 }
 
-type serviceAccessKey struct{}
-
-// WithServices is ctx carrying the run's services for the criteria graded with it.
+// WithServices is ctx carrying the run's services for the criteria graded with it
+// (sandbox.ServicesFrom gives them to the verifier).
 func WithServices(ctx context.Context, a *ServiceAccess) context.Context {
-	return context.WithValue(ctx, serviceAccessKey{}, a)
-}
-
-// ServicesFrom is the run's services ctx carries, nil when none (a grade outside a run).
-func ServicesFrom(ctx context.Context) *ServiceAccess {
-	a, _ := ctx.Value(serviceAccessKey{}).(*ServiceAccess)
-	return a
+	return sandbox.WithServices(ctx, a)
 }
 
 func (set *serviceSet) accept(ctx context.Context, ln net.Listener, s *service, port int) {

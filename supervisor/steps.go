@@ -2,16 +2,11 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
 
-	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
@@ -37,9 +32,6 @@ const (
 // StepShell runs each step as `StepShell -c RUN`; the image must have it.
 const StepShell = "/bin/sh"
 
-// stepLogCap bounds each of a step's stdout and stderr in its log.
-const stepLogCap = 8 << 20
-
 // StepError is a setup step that did not succeed: the run is ERROR and not graded, and the
 // agent never started.
 type StepError struct{ Step record.StepResult }
@@ -55,83 +47,6 @@ func (e *StepError) Error() string {
 	}
 	return fmt.Sprintf("%s step %d (%q) %s; its output is in %s; the agent was not started (fix the step or the image it runs in)",
 		s.Kind, s.Index, s.Run, how, s.Log)
-}
-
-// RunStep runs argv as one step in a fresh container of this sandbox (see StepShell and the
-// comment above it), its stdout and stderr to logPath (created; it must not exist), within
-// timeout, and returns how it ended. An error is ceval's failure, not the step's.
-func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeout time.Duration, logPath string) (_ launcher.Exit, err error) {
-	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-	if err != nil {
-		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
-	}
-	defer log.Close()
-	userns, err := launcher.NewUserNS(s.ids.HostID, oci.IDRangeSize)
-	if err != nil {
-		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
-	}
-	defer userns.Close()
-	cfg := s.ocfg
-	cfg.RunID = launcher.ContainerID(s.cfg.ID + "-" + name)
-	cfg.Args, cfg.Timeout = argv, timeout
-	cfg.ExtraMounts = s.cfg.StepMounts
-	cfg.UserNS.Path = userns.Path()
-	opts, err := specOpts(cfg)
-	if err != nil {
-		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
-	}
-	goR, goW := io.Pipe()
-	defer goW.Close()
-	ctr, err := launcher.Create(ctx, s.cfg.Client, launcher.Spec{
-		ID: cfg.RunID, Image: s.img, Opts: opts, Labels: oci.Labels(cfg),
-		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
-		Stdout:      log, Stderr: log, LogCap: stepLogCap, Stdin: goR,
-	})
-	if err != nil {
-		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
-	}
-	defer func() {
-		cctx, cancel := launcher.CleanupContext(ctx)
-		defer cancel()
-		if derr := ctr.Delete(cctx); derr != nil {
-			err = errors.Join(err, fmt.Errorf("step %s: %w", name, derr))
-		}
-	}()
-	tk, err := ctr.Start(ctx, func(ctx context.Context, pid uint32) error {
-		if err := s.hardenTask(userns, pid); err != nil {
-			return err
-		}
-		if s.cfg.StepBeforeStart != nil {
-			return s.cfg.StepBeforeStart(ctx, pid)
-		}
-		return nil
-	})
-	if err != nil {
-		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
-	}
-	if _, err := s.attestInit(ctx, tk.Pid()); err != nil {
-		goW.Close() // EOF without the go-ahead: the init exits without starting the step
-		cctx, cancel := launcher.CleanupContext(ctx)
-		defer cancel()
-		_, _ = tk.Wait(cctx, 5*time.Second, time.Second)
-		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
-	}
-	if _, err := goW.Write([]byte("go\n")); err != nil {
-		return launcher.Exit{}, fmt.Errorf("step %s: start: %w", name, err)
-	}
-	goW.Close()
-	exit, err := tk.Wait(ctx, timeout, s.cfg.Grace)
-	if err != nil {
-		return exit, fmt.Errorf("step %s: %w", name, err)
-	}
-	if !exit.Interrupted && !exit.CgroupEmpty {
-		return exit, fmt.Errorf("step %s: processes remained in its container after the kill (%s)", name, exit.CgroupError)
-	}
-	return exit, nil
-}
-
-func (s *Sandbox) runStep(ctx context.Context, name string, argv []string, timeout time.Duration, logPath string) (launcher.Exit, error) {
-	return s.RunStep(ctx, name, argv, timeout, logPath)
 }
 
 // setup runs the task's setup steps in order, before anything of the agent's has run: the
@@ -192,7 +107,7 @@ func (r *run) runSteps(ctx context.Context, kind string, steps []task.Step) (*re
 		sr.Log = filepath.Join(record.StepsDir, name+".log")
 		r.emit("step_started", map[string]any{"kind": kind, "step": sr.Index})
 		start := time.Now()
-		exit, err := r.sb.runStep(ctx, name, []string{StepShell, "-c", st.Run}, st.Timeout, filepath.Join(r.dir, sr.Log))
+		exit, err := r.sb.RunStep(ctx, name, []string{StepShell, "-c", st.Run}, st.Timeout, filepath.Join(r.dir, sr.Log))
 		sr.Seconds = time.Since(start).Seconds()
 		if err == nil && exit.Interrupted {
 			r.res.Interrupted = true

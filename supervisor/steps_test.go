@@ -13,6 +13,7 @@ import (
 
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox/local"
 )
 
 // stepLog reads a step's log from a run directory.
@@ -215,7 +216,7 @@ func TestStepOutputCannotForgeResultFields(t *testing.T) {
 	if !res.Steps[0].OutputCut {
 		t.Error("9 MB of output did not hit the step log's cap")
 	}
-	if fi, err := os.Stat(filepath.Join(res.Dir, res.Steps[0].Log)); err != nil || fi.Size() > 2*stepLogCap {
+	if fi, err := os.Stat(filepath.Join(res.Dir, res.Steps[0].Log)); err != nil || fi.Size() > 2*local.StepLogCap {
 		t.Errorf("step log: %v, %v bytes", err, fi.Size())
 	}
 	data, err := os.ReadFile(filepath.Join(res.Dir, record.EventsFile))

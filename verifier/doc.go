@@ -5,6 +5,7 @@
 // image's root (or the grader's UID over the read-only root where that is not possible),
 // over a fresh capped copy of the snapshot, with no gateway, mocks or credentials. The
 // result is the command's exit code and capped output, read once every process is killed
-// and the cgroup is verified empty. It reuses supervisor's sandbox and never decides a score
-// itself (grader.ScoreCommand does).
+// and the cgroup is verified empty. It runs in the local backend's sandbox (sandbox/local),
+// never through a run's orchestrator (supervisor), and never decides a score itself
+// (grader.ScoreCommand does).
 package verifier

@@ -27,8 +27,9 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/snapshot"
-	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -53,8 +54,8 @@ type Options struct {
 	Busybox   string                 // for building the default image on first use
 	Preflight *images.PreflightCache // nil: images.Preflight without a disk cache
 	Pins      *images.Pinner         // pins (and pulls) criteria's images; nil: by name only
-	InitDir   string                 // where the static init is installed; "" = supervisor.DefaultInitDir()
-	IDs       supervisor.IDRange     // the zero value is supervisor.DefaultIDRange
+	InitDir   string                 // where the static init is installed; "" = local.DefaultInitDir()
+	IDs       sandbox.IDRange        // the zero value is sandbox.DefaultIDRange
 	// ScratchDir is where each criterion's directory (its workspace mount point, its copy of
 	// the reference) is made; "" = os.TempDir().
 	ScratchDir string
@@ -117,7 +118,7 @@ func New(opts Options) (*Executor, error) {
 // Root says whether verifier containers run as root of their user namespace over a
 // writable copy of the image's root: the default, unless Options.Unprivileged or a rootless
 // daemon (whose user namespace cannot idmap the image's layers).
-func (e *Executor) Root() bool { return !e.opts.Unprivileged && supervisor.RootVerifierSupported() }
+func (e *Executor) Root() bool { return !e.opts.Unprivileged && local.RootVerifierSupported() }
 
 // Run is what one criterion's container did: the fields grader.ScoreCommand scores, and
 // how the container ended.
@@ -278,7 +279,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	// in /etc/hosts, and their declared ports relayed into its own network namespace.
 	var beforeStart launcher.StartHook
 	if len(c.Services) > 0 {
-		acc := supervisor.ServicesFrom(ctx)
+		acc := sandbox.ServicesFrom(ctx)
 		switch {
 		case acc == nil:
 			return nil, &grader.NotGradedError{Reason: fmt.Sprintf("the criterion reaches the task's services %v, which run only within ceval run", c.Services)}
@@ -339,7 +340,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 			argv = pythonHookArgv(c.Command)
 		}
 	}
-	sb, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
+	sb, err := local.NewSandbox(ctx, sandbox.Config{
 		Outputs: outputs,
 		PrepareOutput: func(i int, dir string) error {
 			n, err := copySnapshot(s.Outputs[i].Snapshot, dir)

@@ -17,7 +17,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/report"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox/local"
 )
 
 // writeExperimentFixture writes 3 tasks and an experiment of 2 scripted variants: strong
@@ -278,7 +278,7 @@ func TestGCAfterKill9LeavesNothingOfCevals(t *testing.T) {
 		t.Fatalf("the run's container has no single UID mapping: %v", err)
 	}
 	slot := fmt.Sprintf("id-slot ids %d..", spec.Linux.UIDMappings[0].HostID)
-	lockFile := filepath.Join(supervisor.IDLockDir, fmt.Sprintf("%d.lock", spec.Linux.UIDMappings[0].HostID))
+	lockFile := filepath.Join(local.IDLockDir, fmt.Sprintf("%d.lock", spec.Linux.UIDMappings[0].HostID))
 	if !strings.Contains(r.stdout, "kept "+slot) {
 		t.Errorf("gc while the owner lives does not keep its %s:\n%s", slot, r.stdout)
 	}

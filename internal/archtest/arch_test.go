@@ -268,6 +268,22 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "verifier-runs-no-experiment",
+		says: "`verifier` and the sandbox packages (`sandbox`, `sandbox/local`, `sandbox/kubernetes`) depend on no `supervisor` or `experiment`.",
+		why: "an executor of the grader runs one container in the local backend's sandbox: the run orchestrator and the experiment scheduler sit above it " +
+			"(they hand the grader its executors), so a verifier never links a run's phases, servers or scheduling, and a backend is one package below them.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, name := range []string{"verifier", "sandbox", "sandbox/local", "sandbox/kubernetes"} {
+				for _, d := range pkgs[name].Deps {
+					if s, ok := short(d); ok && (s == "supervisor" || s == "experiment") {
+						bad = append(bad, name+" depends on "+s)
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "grader-runs-nothing",
 		says: "`grader` depends on no `supervisor`, `launcher` or `gateway`.",
 		why:  "criteria grade a snapshot; running things (containers, a model gateway) is the executors' job.",
@@ -328,6 +344,9 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		"record-is-a-leaf":  func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
 		"images-build-no-servers": func(p map[string]*pkg) {
 			add(p, "images", "Deps", module+"mockd")
+		},
+		"verifier-runs-no-experiment": func(p map[string]*pkg) {
+			add(p, "verifier", "Deps", module+"supervisor")
 		},
 	}
 	for _, r := range rules {

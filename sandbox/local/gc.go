@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func GC(ctx context.Context, c *client.Client) (removed, kept []launcher.Swept, 
 	// Last: the dead containers above no longer run as their slots' IDs (a slot whose IDs a
 	// process still runs as is kept whatever happened above).
 	dir := IDLockDir
-	if rl := rootlessRuns(); rl != nil {
+	if rl := RootlessMode(); rl != nil {
 		dir = rl.LockDir
 	}
 	r, k, serr := gcIDSlots(dir)

@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/sandbox"
 )
 
 // goodStatus is the init as the host sees it: the agent's 2000 is 2^31+2000 on the host.
@@ -57,7 +58,7 @@ Max open files            1024                 1024                 files
 Max msgqueue size         819200               819200               bytes     
 `
 
-var wantPolicy = Policy{
+var wantPolicy = sandbox.Policy{
 	UID: 2000, GID: 2000, PidsMax: 128, Network: "none",
 	IDMap:   oci.UserNS{HostID: 1 << 31}.Mappings(),
 	Rlimits: oci.Rlimits(),
@@ -78,7 +79,7 @@ func TestAttestationOfAHardenedInitPasses(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if err := CheckAttestation(a, wantPolicy); err != nil {
+		if err := sandbox.CheckAttestation(a, wantPolicy); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		if a.PidsMax != "128" || len(a.Interfaces) != 1 {
@@ -108,7 +109,7 @@ func TestAttestationRefusesEveryWeakenedProperty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := CheckAttestation(a, wantPolicy); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err := sandbox.CheckAttestation(a, wantPolicy); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want refusal naming %q, got %v", tc.want, err)
 			}
 		})
@@ -130,7 +131,7 @@ func TestAttestationRefusesWrongPidsLimit(t *testing.T) {
 	}
 	p := wantPolicy
 	p.PidsMax = 64
-	if err := CheckAttestation(a, p); err == nil || !strings.Contains(err.Error(), "pids.max") {
+	if err := sandbox.CheckAttestation(a, p); err == nil || !strings.Contains(err.Error(), "pids.max") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -148,7 +149,7 @@ func TestAttestationRefusesAgentSharingTheHostsUID2000(t *testing.T) {
 	if a.UID != 2000 || a.HostUID != 2000 {
 		t.Fatalf("read uid %d host uid %d, want 2000 and 2000", a.UID, a.HostUID)
 	}
-	if err := CheckAttestation(a, wantPolicy); err == nil || !strings.Contains(err.Error(), "uid_map") || !strings.Contains(err.Error(), "gid_map") {
+	if err := sandbox.CheckAttestation(a, wantPolicy); err == nil || !strings.Contains(err.Error(), "uid_map") || !strings.Contains(err.Error(), "gid_map") {
 		t.Fatalf("want refusal naming uid_map and gid_map, got %v", err)
 	}
 }
@@ -164,7 +165,7 @@ func TestAttestationRefusesAnotherRunsIDRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckAttestation(a, wantPolicy); err == nil || !strings.Contains(err.Error(), "uid_map") {
+	if err := sandbox.CheckAttestation(a, wantPolicy); err == nil || !strings.Contains(err.Error(), "uid_map") {
 		t.Fatalf("want refusal naming uid_map, got %v", err)
 	}
 }
@@ -186,7 +187,7 @@ func TestAttestationRefusesRlimitsNotLowered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = CheckAttestation(a, wantPolicy)
+	err = sandbox.CheckAttestation(a, wantPolicy)
 	if err == nil || !strings.Contains(err.Error(), "RLIMIT_NOFILE") || !strings.Contains(err.Error(), "RLIMIT_CORE") {
 		t.Fatalf("want refusal naming RLIMIT_NOFILE and RLIMIT_CORE, got %v", err)
 	}

@@ -1,10 +1,8 @@
-package supervisor
+package local
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -18,110 +16,12 @@ import (
 
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/sandbox"
 )
-
-// IDRange is the subordinate ID range runs take their user namespaces' host IDs from: Slots
-// blocks of oci.IDRangeSize UIDs (and the same GIDs) from Start, one block per live run.
-// It comes from ceval's user config (id_range), never from a task.
-type IDRange struct {
-	Start uint32 `yaml:"start"`
-	Slots uint32 `yaml:"slots"`
-}
-
-// DefaultIDRange starts at 2^31 and holds 1024 runs (2^31 .. 2^31+2^26-1). Nothing hands
-// out IDs there: useradd stops at UID_MAX 60000 and its sub-IDs at SUB_UID_MAX 600100000,
-// systemd's container and dynamic ranges end below 2^31, and 2^32-1 is not an ID. ceval
-// still refuses it when /etc/passwd, /etc/group, /etc/subuid or /etc/subgid name an ID in it.
-var DefaultIDRange = IDRange{Start: 1 << 31, Slots: 1024}
 
 // IDLockDir holds one lock file per slot in use; a live ceval holds it with flock, so the
 // kernel frees a slot whose holder died. /run is emptied at boot, as a reboot frees all.
 var IDLockDir = "/run/ceval/idslots"
-
-// Check returns an error naming the fix when r is unusable: empty, past 2^32-1, reaching
-// ID 0, or overlapping an ID the host's account files name.
-func (r IDRange) Check() error {
-	if r.Slots == 0 {
-		return errors.New("id_range: slots is 0: give how many runs may run at once")
-	}
-	end := uint64(r.Start) + uint64(r.Slots)*oci.IDRangeSize
-	if r.Start < oci.IDRangeSize || end > 1<<32-1 {
-		return fmt.Errorf("id_range: %d slots of %d IDs from %d end at %d; keep the range within %d..%d", r.Slots, oci.IDRangeSize, r.Start, end-1, oci.IDRangeSize, uint64(1<<32-2))
-	}
-	for _, f := range hostIDFiles {
-		lo, hi, who, err := firstOverlap(f, uint64(r.Start), end)
-		if err != nil {
-			return fmt.Errorf("id_range: %w", err)
-		}
-		if who != "" {
-			return fmt.Errorf("id_range %d..%d overlaps %s's %d..%d in %s: move id_range.start (ceval's config) past every account's IDs", r.Start, end-1, who, lo, hi, f.path)
-		}
-	}
-	return nil
-}
-
-// hostIDFile is an account file and how to read IDs from its lines.
-type hostIDFile struct {
-	path  string
-	field int  // the ID's field (0-based, ':'-separated)
-	sub   bool // a subordinate range: the ID field is followed by a count
-}
-
-var hostIDFiles = []hostIDFile{
-	{"/etc/passwd", 2, false},
-	{"/etc/group", 2, false},
-	{"/etc/subuid", 1, true},
-	{"/etc/subgid", 1, true},
-}
-
-// firstOverlap returns the first entry of f whose IDs meet [start, end); a missing file has
-// none.
-func firstOverlap(f hostIDFile, start, end uint64) (lo, hi uint64, who string, err error) {
-	file, err := os.Open(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, 0, "", nil
-	}
-	if err != nil {
-		return 0, 0, "", err
-	}
-	defer file.Close()
-	return overlapIn(file, f, start, end)
-}
-
-func overlapIn(r io.Reader, f hostIDFile, start, end uint64) (lo, hi uint64, who string, err error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		parts := strings.Split(line, ":")
-		if len(parts) <= f.field+btoi(f.sub) {
-			continue
-		}
-		id, err := strconv.ParseUint(parts[f.field], 10, 32)
-		if err != nil {
-			continue
-		}
-		n := uint64(1)
-		if f.sub {
-			if n, err = strconv.ParseUint(parts[f.field+1], 10, 32); err != nil || n == 0 {
-				continue
-			}
-		}
-		if id < end && id+n > start {
-			return id, id + n - 1, parts[0], nil
-		}
-	}
-	return 0, 0, "", sc.Err()
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
 
 // IDSlot is one run's block of host IDs, held until Release.
 type IDSlot struct {
@@ -133,7 +33,7 @@ type IDSlot struct {
 // AllocateIDs takes a free slot of r: one whose lock file in dir no live process holds and
 // whose IDs no process on the host runs as (a container a crashed ceval left running keeps
 // its slot until `ceval gc` removes it). Release frees it; so does the holder's death.
-func AllocateIDs(r IDRange, dir string) (*IDSlot, error) {
+func AllocateIDs(r sandbox.IDRange, dir string) (*IDSlot, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
@@ -142,7 +42,7 @@ func AllocateIDs(r IDRange, dir string) (*IDSlot, error) {
 
 // allocateSlot is AllocateIDs without the host account check: inside a rootless daemon's
 // user namespace the host's account files do not number the range's IDs.
-func allocateSlot(r IDRange, dir string) (*IDSlot, error) {
+func allocateSlot(r sandbox.IDRange, dir string) (*IDSlot, error) {
 	if r.Slots == 0 {
 		return nil, errors.New("id slots: no slot in the range")
 	}
@@ -160,7 +60,7 @@ func allocateSlot(r IDRange, dir string) (*IDSlot, error) {
 			continue
 		}
 		if inUse == nil {
-			if inUse, err = hostIDsInUse(r.slotOf); err != nil {
+			if inUse, err = HostIDsInUse(r.SlotOf); err != nil {
 				s.Release()
 				return nil, err
 			}
@@ -219,18 +119,9 @@ func (s *IDSlot) Release() error {
 	return err
 }
 
-// slotOf returns the first host ID of the slot of r that holds id.
-func (r IDRange) slotOf(id uint64) (uint32, bool) {
-	end := uint64(r.Start) + uint64(r.Slots)*oci.IDRangeSize
-	if id < uint64(r.Start) || id >= end {
-		return 0, false
-	}
-	return r.Start + uint32((id-uint64(r.Start))/oci.IDRangeSize)*oci.IDRangeSize, true
-}
-
-// hostIDsInUse returns the slots (by their first host ID, as slotOf names them) that a
+// HostIDsInUse returns the slots (by their first host ID, as sandbox.IDRange.SlotOf names them) that a
 // process on the host runs as, by any of its UIDs or GIDs.
-func hostIDsInUse(slotOf func(uint64) (uint32, bool)) (map[uint32]bool, error) {
+func HostIDsInUse(slotOf func(uint64) (uint32, bool)) (map[uint32]bool, error) {
 	out := map[uint32]bool{}
 	ents, err := os.ReadDir(procRoot)
 	if err != nil {
@@ -280,7 +171,7 @@ func gcIDSlots(dir string) (removed, kept []launcher.Swept, err error) {
 			slots[host] = true
 		}
 	}
-	inUse, err := hostIDsInUse(func(id uint64) (uint32, bool) {
+	inUse, err := HostIDsInUse(func(id uint64) (uint32, bool) {
 		for s := range slots {
 			if id >= s && id < s+oci.IDRangeSize {
 				return uint32(s), true
@@ -321,9 +212,9 @@ func gcIDSlots(dir string) (removed, kept []launcher.Swept, err error) {
 // CheckUserNamespaces tries what a run does with its user namespace, for a host check: the
 // kernel allows user namespaces, the host tools are there, r is usable, a slot of it is
 // free, and a namespace owned by that slot's first ID maps it. It returns what it verified.
-func CheckUserNamespaces(r IDRange) (string, error) {
-	if r == (IDRange{}) {
-		r = DefaultIDRange
+func CheckUserNamespaces(r sandbox.IDRange) (string, error) {
+	if r == (sandbox.IDRange{}) {
+		r = sandbox.DefaultIDRange
 	}
 	data, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
 	if err != nil {

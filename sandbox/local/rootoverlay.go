@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"context"
@@ -25,9 +25,9 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// RootVerifierSupported says whether SandboxConfig.Root is possible here: not with a
+// RootVerifierSupported says whether sandbox.Config.Root is possible here: not with a
 // rootless daemon, whose user namespace cannot idmap the image's layers.
-func RootVerifierSupported() bool { return rootlessRuns() == nil }
+func RootVerifierSupported() bool { return RootlessMode() == nil }
 
 // VerifierInfo is result.json's verifier for the user's verifier_network and the task's
 // container criteria.
@@ -80,7 +80,7 @@ func rootOverlayDir() (string, error) {
 	return parent, err
 }
 
-// mountRootOverlay makes the writable root of a SandboxConfig.Root container: a read-only
+// mountRootOverlay makes the writable root of a sandbox.Config.Root container: a read-only
 // view of the image's snapshot, held by a lease of its own, under a launcher.RootOverlay
 // idmapped to the user namespace at usernsPath (root hostID), capped at diskMB, in a
 // directory of its own under RootOverlayBase (see there). The returned close unmounts it,

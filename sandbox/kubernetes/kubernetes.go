@@ -1,4 +1,4 @@
-package supervisor
+package kubernetes
 
 import (
 	"archive/tar"
@@ -28,15 +28,16 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
 
-// KubeOptions select the Kubernetes backend (ceval run --backend kubernetes): each run's
+// Options select the Kubernetes backend (ceval run --backend kubernetes): each run's
 // agent is a Pod of Cluster with the local sandbox's hardening, driven through ceval's init
 // in the Pod over a port-forward (package kube). The workspace goes in and out through that
 // channel; the model gateway and the mocks stay here and are relayed to the Pod's loopback.
-type KubeOptions struct {
+type Options struct {
 	Cluster    *kube.Cluster
 	Namespace  string
 	Controller string // labels what this process creates, so ceval gc finds what it left
@@ -82,15 +83,24 @@ type kubePod interface {
 	delete(ctx context.Context) error
 }
 
-// kubeRuntime is the containerRuntime of --backend kubernetes.
-type kubeRuntime struct {
-	o Options
-	k *KubeOptions
+// Backend is the sandbox.Backend of --backend kubernetes.
+type Backend struct {
+	pins *images.Pinner
+	k    *Options
 }
 
-// CheckKubernetes refuses, before anything starts, what the Kubernetes backend cannot run
+// New is the backend running each sandbox as a Pod as o says; pins (nil: none) pins the
+// images tasks name to digests.
+func New(pins *images.Pinner, o Options) Backend {
+	if o.api == nil {
+		o.api = clusterAPI{o.Cluster}
+	}
+	return Backend{pins, &o}
+}
+
+// Check refuses, before anything starts, what the Kubernetes backend cannot run
 // with the local backend's guarantees yet; each message says what to do instead.
-func CheckKubernetes(t *task.Task) error {
+func Check(t *task.Task) error {
 	var why []string
 	if len(t.Setup) > 0 || len(t.AfterAgent) > 0 {
 		why = append(why, "setup and after_agent steps (each runs in a container of its own)")
@@ -122,13 +132,16 @@ func CheckKubernetes(t *task.Task) error {
 	return fmt.Errorf("task %s: the kubernetes backend does not run %s yet: run it with the local backend", t.ID, strings.Join(why, "; "))
 }
 
-func (k kubeRuntime) resolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
+// Prepare has nothing to start ahead of the Pod.
+func (k Backend) Prepare() sandbox.Reservation { return nil }
+
+func (k Backend) ResolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
 	// Nodes that pull from a registry get the image by the digest its tag resolves to now
 	// (pinned: every run of an experiment the same); imported images (pull policy Never) are
 	// named as they are. The node's resolution is recorded, and checked against a pin, once
 	// the Pod runs (imageDigest).
-	if k.o.Pins != nil && k.k.PullPolicy != kube.PullNever && images.Pinnable(sb.Image) {
-		pin, err := k.o.Pins.Remote(ctx, sb.Image)
+	if k.pins != nil && k.k.PullPolicy != kube.PullNever && images.Pinnable(sb.Image) {
+		pin, err := k.pins.Remote(ctx, sb.Image)
 		if err != nil {
 			return images.Image{Name: sb.Image}, err
 		}
@@ -170,7 +183,7 @@ func podRunID(id string) string {
 	return s + "-" + hex.EncodeToString(b[:])
 }
 
-func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agentSandbox, err error) {
+func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.Sandbox, err error) {
 	s := &kubeSandbox{cfg: cfg, k: k.k}
 	defer func() {
 		if err != nil {
@@ -179,7 +192,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 	}()
 	if cfg.ImageWorkdir == task.ImageWorkdirCopy {
 		// The node unpacks the image: this process has no snapshot of it to copy from.
-		return nil, &InputError{fmt.Errorf("sandbox.image_workdir: copy is not supported by the kubernetes backend yet: copy the image's files into sandbox.workspace.template_dir, or drop the field (the workspace then starts empty)")}
+		return nil, &sandbox.InputError{Err: fmt.Errorf("sandbox.image_workdir: copy is not supported by the kubernetes backend yet: copy the image's files into sandbox.workspace.template_dir, or drop the field (the workspace then starts empty)")}
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
@@ -195,9 +208,9 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 			return nil, err
 		}
 	}
-	mounts, relays, err := kubeMounts(cfg.Mounts, k.o.InitDir)
+	mounts, relays, err := kubeMounts(cfg.Mounts, cfg.InitDir)
 	if err != nil {
-		return nil, &InputError{err}
+		return nil, &sandbox.InputError{Err: err}
 	}
 	probes := k.k.Probes
 	if probes == nil {
@@ -206,7 +219,7 @@ func (k kubeRuntime) newSandbox(ctx context.Context, cfg SandboxConfig) (_ agent
 		}
 	}
 	if cfg.Gateway != nil {
-		relays = append(relays, kubeproto.Relay{Name: relayGateway, Network: "tcp", Address: strings.TrimPrefix(GatewayURL, "http://")})
+		relays = append(relays, kubeproto.Relay{Name: relayGateway, Network: "tcp", Address: strings.TrimPrefix(sandbox.GatewayURL, "http://")})
 	}
 	lim := cfg.Limits
 	pod, err := k.k.api.startPod(ctx, kube.Config{
@@ -320,8 +333,8 @@ func hasKey(env []string, k string) bool {
 // kubeSandbox is a run's Pod, its init's session and the local directories the workspace
 // and home are prepared in (and the home collected into).
 type kubeSandbox struct {
-	cfg      SandboxConfig
-	k        *KubeOptions
+	cfg      sandbox.Config
+	k        *Options
 	pod      kubePod
 	sess     *kube.Session
 	att      *record.Attestation
@@ -331,11 +344,11 @@ type kubeSandbox struct {
 	closed   bool
 }
 
-func (s *kubeSandbox) dirs() (workspace, home string) { return s.ws, s.home }
+func (s *kubeSandbox) Dirs() (workspace, home string) { return s.ws, s.home }
 
 // image fills in what the node resolved the agent's image to: a repository digest names the
 // manifest, a bare image ID (an image imported without one) is its config's digest.
-func (s *kubeSandbox) image(img images.Image) images.Image {
+func (s *kubeSandbox) ResolvedImage(img images.Image) images.Image {
 	id := s.imageID
 	switch {
 	case id == "":
@@ -360,8 +373,8 @@ func (s *kubeSandbox) checkAttestation(att *kubeproto.Attest, lim task.Limits) e
 	}
 	// pids: the node's podPidsLimit bounds the Pod's cgroup, which the container cannot see
 	// (its own pids.max is unlimited); recorded as such.
-	p := Policy{UID: int(policy.AgentUID), GID: int(policy.AgentGID), PidsByRlimit: true, IDMap: ids, Network: policy.NetworkNone}
-	err := CheckAttestation(a, p)
+	p := sandbox.Policy{UID: int(policy.AgentUID), GID: int(policy.AgentGID), PidsByRlimit: true, IDMap: ids, Network: policy.NetworkNone}
+	err := sandbox.CheckAttestation(a, p)
 	var bad []string
 	if err != nil {
 		bad = append(bad, err.Error())
@@ -449,11 +462,11 @@ func writeTree(w io.Writer, dir string) error {
 
 // Run lets the agent go, relays its output and connections, stops it at its timeout, a
 // budget's stop or Ctrl-C, and waits until the init has killed and reaped everything.
-func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error) {
+func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*sandbox.Outcome, error) {
 	if emit == nil {
 		emit = func(string, map[string]any) {}
 	}
-	out := &Outcome{Isolation: s.att}
+	out := &sandbox.Outcome{Isolation: s.att}
 	s.emit = emit
 	emit("attested", map[string]any{"isolation": s.att})
 	stdout, err := launcher.CreateCappedFile(s.cfg.StdoutPath, 0)
@@ -498,7 +511,7 @@ func (s *kubeSandbox) Run(ctx context.Context, emit func(string, map[string]any)
 	out.Exit = launcher.Exit{Code: exit.Code, TimedOut: exit.TimedOut, Interrupted: exit.Killed == kubeproto.KillInterrupt,
 		Duration: exit.Duration, Reap: exit.Reap, CgroupEmpty: exit.Remaining == 0, OutputCut: stdout.Cut() || stderr.Cut()}
 	out.Resources = launcher.Resources{OOMKills: uint64(max(exit.OOMKills, 0)), MemoryPeakBytes: uint64(max(exit.MemoryPeak, 0))}
-	out.Stopped = exit.Killed == kubeproto.KillStop // a run budget's stop (SandboxConfig.Stop)
+	out.Stopped = exit.Killed == kubeproto.KillStop // a run budget's stop (sandbox.Config.Stop)
 	if exit.Remaining > 0 {
 		out.Exit.CgroupError = fmt.Sprintf("%d process(es) left in the Pod after the kill", exit.Remaining)
 		return out, s.afterGo(ctx, errors.New("processes remained in the Pod after the kill: "+out.Exit.CgroupError))
@@ -551,9 +564,9 @@ func (s *kubeSandbox) collectHome(ctx context.Context) error {
 }
 
 // takeSnapshot streams the workspace out of the Pod into dst with the snapshot's rules.
-func (s *kubeSandbox) outputDirs() []string { return nil } // CheckKubernetes refuses sandbox.outputs
+func (s *kubeSandbox) OutputDirs() []string { return nil } // Check refuses sandbox.outputs
 
-func (s *kubeSandbox) takeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
+func (s *kubeSandbox) TakeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	snap, err := s.sess.CopyOut(ctx, oci.WorkspacePath, dst, lim)
 	if err != nil {
 		return nil, s.afterGo(ctx, fmt.Errorf("copy the workspace out of the Pod: %w", err))
@@ -644,15 +657,15 @@ func (s *kubeSandbox) podError(ctx context.Context, err error) error {
 	return err
 }
 
-func (s *kubeSandbox) runStep(context.Context, string, []string, time.Duration, string) (launcher.Exit, error) {
+func (s *kubeSandbox) RunStep(context.Context, string, []string, time.Duration, string) (launcher.Exit, error) {
 	return launcher.Exit{}, errors.New("steps do not run on the kubernetes backend (CheckKubernetes refuses them)")
 }
 
-func (s *kubeSandbox) Again(context.Context, AgainConfig) error {
+func (s *kubeSandbox) Again(context.Context, sandbox.AgainConfig) error {
 	return errors.New("iterations do not run on the kubernetes backend (CheckKubernetes refuses them)")
 }
 
-func (s *kubeSandbox) deleteContainer(ctx context.Context) error { return s.Close(ctx) }
+func (s *kubeSandbox) DeleteContainer(ctx context.Context) error { return s.Close(ctx) }
 
 // Close ends the init, deletes the Pod and its NetworkPolicy and removes the local copies.
 func (s *kubeSandbox) Close(ctx context.Context) error {

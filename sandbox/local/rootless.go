@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"errors"
@@ -17,6 +17,8 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+
+	"ceval.dev/ceval/sandbox"
 )
 
 // Rootless is how this process drives a rootless containerd: it runs inside the daemon's
@@ -58,13 +60,13 @@ func EnterRootless(r Rootless) error {
 	return nil
 }
 
-// rootlessRuns returns the rootless mode, or nil for a rootful process.
-func rootlessRuns() *Rootless { return rootlessMode.Load() }
+// RootlessMode returns the rootless mode, or nil for a rootful process.
+func RootlessMode() *Rootless { return rootlessMode.Load() }
 
 // ids is the range of the runs' user namespaces as the daemon's namespace numbers them:
 // slot k is launcher.RootlessSliceHostID(k).
-func (r *Rootless) ids() IDRange {
-	return IDRange{Start: launcher.RootlessSliceHostID(0), Slots: uint32(r.Slots)}
+func (r *Rootless) ids() sandbox.IDRange {
+	return sandbox.IDRange{Start: launcher.RootlessSliceHostID(0), Slots: uint32(r.Slots)}
 }
 
 // toHost renumbers a's host IDs, read in the daemon's user namespace, in the real host's

@@ -1,11 +1,10 @@
-package supervisor
+package local
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,104 +20,15 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/task"
+	"ceval.dev/ceval/sandbox"
 )
-
-// SandboxConfig describes one agent container: the lower half of a run, shared by `ceval
-// run` and `ceval sandbox exec` so both get exactly the same sandbox.
-type SandboxConfig struct {
-	Client *client.Client
-	Image  string // an image that passed images.Resolve
-	ID     string // unique per container; labels and the container ID derive from it
-	Argv   []string
-	Env    []string
-	// PrependEnv are KEY=VALUE entries put before the image config's value of KEY, joined by
-	// a colon (PYTHONPATH=/ceval/python ahead of the image's own PYTHONPATH); Env wins over both.
-	PrependEnv []string
-	Limits     task.Limits
-	Network    string
-	Grace      time.Duration
-	InitDir    string // where the static init is installed; "" = DefaultInitDir()
-	Dir        string // host directory that receives the scratch mount points
-
-	// Mounts are read-only binds (plugin bundles); oci refuses any that overlap its own.
-	Mounts []oci.Mount
-
-	StdoutPath, StderrPath string    // agent output files; "" uses Stdout/Stderr
-	Stdout, Stderr         io.Writer // used when the paths are empty
-
-	// Prepare fills the workspace and home directories (host paths) before they are handed
-	// to the agent's UID.
-	Prepare func(workspace, home string) error
-
-	// ImageWorkdir says whether the workspace starts from the tree at the image config's
-	// WorkingDir, copied before Prepare runs (so a template_dir overrides it): ImageWorkdirAuto,
-	// task.ImageWorkdirCopy, or "" / task.ImageWorkdirIgnore (a verifier's or exec's
-	// sandbox). Emit (may be nil) gets the "image_workdir" event of what was copied.
-	ImageWorkdir string
-	Emit         func(string, map[string]any)
-
-	// Outputs are the task's sandbox.outputs: container paths each given a capped scratch
-	// filesystem (Limits.DiskMB, as the workspace) bound read-write, /tmp replacing the
-	// sandbox's own. OutputsFromImage starts each from what the image holds at its path (an
-	// agent's sandbox); PrepareOutput (may be nil) then fills output i's host directory
-	// before the container's UID gets it (a verifier copies the agent's output there).
-	Outputs          []string
-	PrepareOutput    func(i int, dir string) error
-	OutputsFromImage bool
-
-	// BeforeStart (may be nil) runs once the container's task exists and before its init
-	// runs: the model gateway opens its socket in the task's network namespace there.
-	BeforeStart launcher.StartHook
-	// StepBeforeStart and StepMounts are what a setup or after_agent step's container gets
-	// of the run's (the task's services: their relay and /etc/hosts); nil: nothing.
-	StepBeforeStart launcher.StartHook
-	StepMounts      []oci.Mount
-
-	// IDs is the range the run's user namespace takes its host IDs from (ceval's config
-	// id_range); the zero value is DefaultIDRange.
-	IDs IDRange
-
-	// UID is the process's UID and GID in the container: 0 means policy.AgentUID; a verifier
-	// container (package verifier) runs as policy.GraderUID unless Root, a task's service as
-	// policy.ServiceUID.
-	UID uint32
-	// Cwd and UserName are the process's working directory and USER ("": /workspace and
-	// "agent"); LogCap bounds each of stdout and stderr (0: launcher.DefaultLogCap).
-	Cwd, UserName string
-	LogCap        int64
-
-	// Root runs the process as root of its user namespace (oci.VerifierRootCaps) over a
-	// writable copy of the image's root: its layers idmapped to the namespace under a tmpfs
-	// capped at Limits.DiskMB (launcher.MountRootOverlay). A verifier's, never the agent's.
-	Root bool
-
-	// Stop (may be nil) ends the agent early once it is closed: the timeout's stop (SIGTERM,
-	// grace, SIGKILL to everything), and Outcome.Stopped says so. The model gateway closes
-	// it when a run budget is exceeded.
-	Stop <-chan struct{}
-
-	// Gateway and MockSocket are where a backend that relays the agent's connections (the
-	// kubernetes one) sends them: the run's model gateway and its mock server's socket.
-	// The local backend gives the container these in its own namespaces instead.
-	Gateway    gatewayDialer
-	MockSocket string
-
-	// ids, when set, is the run's ID slot and holder, started earlier (Run starts it while
-	// it resolves the image); NewSandbox takes it over, releasing it on Close. nil: NewSandbox
-	// starts its own from IDs.
-	ids *idChain
-}
-
-// gatewayDialer connects to a run's model gateway from this process.
-type gatewayDialer interface{ Dial() (net.Conn, error) }
 
 // Sandbox is a created agent container with its scratch filesystems.
 type Sandbox struct {
 	Workspace string   // host path of /workspace (a capped tmpfs)
 	Home      string   // host path of /home/agent (a capped tmpfs)
-	Outputs   []string // host paths of SandboxConfig.Outputs, in order (capped tmpfs each)
-	cfg       SandboxConfig
+	Outputs   []string // host paths of sandbox.Config.Outputs, in order (capped tmpfs each)
+	cfg       sandbox.Config
 	ctr       *launcher.Container
 	undo      []func() error // in reverse order on Close
 	goW       *io.PipeWriter
@@ -133,18 +43,10 @@ type Sandbox struct {
 	rootPath  string // the RootOverlay of a Root sandbox
 }
 
-// Outcome is how the agent's container ended.
-type Outcome struct {
-	Exit      launcher.Exit
-	Stopped   bool // SandboxConfig.Stop ended the agent
-	Isolation *record.Attestation
-	Resources launcher.Resources
-}
-
 // pidsSampleInterval is how often the container's pids are read while the agent runs.
 const pidsSampleInterval = 200 * time.Millisecond
 
-// supervisorFIFOName is the FIFO in SandboxConfig.Dir that the container's init watches.
+// supervisorFIFOName is the FIFO in sandbox.Config.Dir that the container's init watches.
 const supervisorFIFOName = "supervisor.fifo"
 
 const (
@@ -166,7 +68,7 @@ func DefaultInitDir() string {
 
 // NewSandbox mounts the capped scratch filesystems, prepares them, hands them to the
 // agent's UID without following links, and creates the container. Close undoes it all.
-func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) {
+func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error) {
 	if cfg.InitDir == "" {
 		cfg.InitDir = DefaultInitDir()
 	}
@@ -191,21 +93,21 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 		}
 	}
 	s.undo = append(s.undo, func() error { return os.RemoveAll(cfg.Dir) })
-	if cfg.IDs == (IDRange{}) {
-		cfg.IDs = DefaultIDRange
+	if cfg.IDs == (sandbox.IDRange{}) {
+		cfg.IDs = sandbox.DefaultIDRange
 	}
 	// Three independent chains overlap here, as they each wait on something else (the /proc
 	// scan and the holder's fork and exec; hashing the init; mounts and files): the run's IDs
 	// and its user namespace's holder, the init's installation, and the scratch filesystems.
 	// Nothing that needs the IDs (the chown, the container) runs before they are joined.
-	ids := cfg.ids
+	ids, _ := cfg.Reserved.(*idChain)
 	if ids == nil {
 		ids = startIDs(cfg.IDs)
 	}
 	// The slot is released last (undo runs backwards): after the container and its
 	// processes are gone, and the scratch filesystems owned by its IDs with them. Undo
 	// waits for the chain, so a failure elsewhere never leaves its slot or holder behind.
-	s.undo = append(s.undo, ids.release)
+	s.undo = append(s.undo, ids.Release)
 	initc := make(chan error, 1)
 	go func() {
 		var err error
@@ -245,7 +147,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
 	if err != nil {
-		return nil, &InputError{err}
+		return nil, &sandbox.InputError{Err: err}
 	}
 	if (cp.Entries > 0 || len(cp.Skipped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": cp.Dir, "entries": cp.Entries, "bytes": cp.Bytes, "skipped": cp.Skipped})
@@ -253,7 +155,7 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	if cfg.OutputsFromImage {
 		skipped, err := copyImageOutputs(ctx, cfg.Client, cfg.Image, cfg.Outputs, s.Outputs, cfg.Limits.DiskMB)
 		if err != nil {
-			return nil, &InputError{err}
+			return nil, &sandbox.InputError{Err: err}
 		}
 		if len(skipped) > 0 && cfg.Emit != nil {
 			cfg.Emit("image_outputs", map[string]any{"image": cfg.Image, "skipped": skipped})
@@ -271,13 +173,13 @@ func NewSandbox(ctx context.Context, cfg SandboxConfig) (_ *Sandbox, err error) 
 	}
 	if cfg.Prepare != nil {
 		if err := cfg.Prepare(s.Workspace, s.Home); err != nil {
-			return nil, &InputError{err}
+			return nil, &sandbox.InputError{Err: err}
 		}
 	}
 	if cfg.PrepareOutput != nil {
 		for i, d := range s.Outputs {
 			if err := cfg.PrepareOutput(i, d); err != nil {
-				return nil, &InputError{fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
+				return nil, &sandbox.InputError{Err: fmt.Errorf("output %s: %w", cfg.Outputs[i], err)}
 			}
 		}
 	}
@@ -365,7 +267,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 // Again deletes the container, whose agent Run has reaped, and creates a fresh one over the
 // same workspace and home (owned by the same IDs) for the agent's next iteration, with its
 // own argv, environment, timeout and output files; Run starts it, attested like the first.
-func (s *Sandbox) Again(ctx context.Context, next AgainConfig) error {
+func (s *Sandbox) Again(ctx context.Context, next sandbox.AgainConfig) error {
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
 	if s.ctr != nil {
@@ -380,16 +282,12 @@ func (s *Sandbox) Again(ctx context.Context, next AgainConfig) error {
 	return s.create(ctx)
 }
 
-// AgainConfig is what changes for the agent's next iteration in the same sandbox.
-type AgainConfig struct {
-	Argv, Env              []string
-	Timeout                time.Duration // what is left of the task's time
-	StdoutPath, StderrPath string
-}
+// Config is the configuration the sandbox was made from, its defaults filled in.
+func (s *Sandbox) Config() sandbox.Config { return s.cfg }
 
-// deleteContainer deletes the container (its agent reaped) and keeps the scratch
+// DeleteContainer deletes the container (its agent reaped) and keeps the scratch
 // filesystems for another iteration: verifier containers start only once it is gone.
-func (s *Sandbox) deleteContainer(ctx context.Context) error {
+func (s *Sandbox) DeleteContainer(ctx context.Context) error {
 	if s.ctr == nil {
 		return nil
 	}
@@ -401,19 +299,19 @@ func (s *Sandbox) deleteContainer(ctx context.Context) error {
 }
 
 // HostUID is the host UID (and GID) of the container's process: its user namespace's base
-// plus SandboxConfig.UID. A file chowned to it is the process's alone.
+// plus sandbox.Config.UID. A file chowned to it is the process's alone.
 func (s *Sandbox) HostUID() uint32 { return s.ids.HostID + s.cfg.UID }
 
 // Run starts the container, attests the init after its execve, lets the agent start only
 // when the attestation matches policy, and waits for it with the timeout and grace, killing
 // and reaping everything. emit (may be nil) hears "attested" and "agent_started".
-func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*Outcome, error) {
+func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*sandbox.Outcome, error) {
 	if emit == nil {
 		emit = func(string, map[string]any) {}
 	}
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
-	out := &Outcome{}
+	out := &sandbox.Outcome{}
 	tk, att, err := s.Start(ctx)
 	out.Isolation = att
 	if err != nil {
@@ -501,7 +399,7 @@ func specOpts(ocfg oci.Config) ([]ctroci.SpecOpts, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rl := rootlessRuns(); rl != nil {
+	if rl := RootlessMode(); rl != nil {
 		opts = append(opts, rl.specOpts(ocfg.RunID, ocfg.Pids, ocfg.MemoryMB)...)
 	}
 	return opts, nil
@@ -516,24 +414,24 @@ func (s *Sandbox) attestInit(ctx context.Context, pid uint32) (*record.Attestati
 	}
 	att.Network = s.cfg.Network
 	att.LimitsEnforcedBy = policy.RootfulLimits
-	p := Policy{
+	p := sandbox.Policy{
 		UID: int(s.cfg.UID), GID: int(s.cfg.UID), PidsMax: s.cfg.Limits.Pids, Network: s.cfg.Network,
 		IDMap: oci.UserNS{HostID: s.ids.HostID}.Mappings(), Rlimits: oci.Rlimits(),
 	}
 	if s.cfg.Root {
 		p.Caps = oci.VerifierRootCaps
 	}
-	if rl := rootlessRuns(); rl != nil {
+	if rl := RootlessMode(); rl != nil {
 		att.LimitsEnforcedBy = rl.limits()
 		p.Rlimits = rl.policyRlimits(s.cfg.Limits.Pids)
 		p.PidsByRlimit = rl.Delegated == ""
 		// Checked in the daemon's numbering, where the spec's maps are; recorded in the host's.
-		if err := CheckAttestation(att, p); err != nil {
+		if err := sandbox.CheckAttestation(att, p); err != nil {
 			return att, err
 		}
 		return att, rl.toHost(att)
 	}
-	return att, CheckAttestation(att, p)
+	return att, sandbox.CheckAttestation(att, p)
 }
 
 // beforeStart runs once the container's task exists: see hardenTask; then the caller's hook.
@@ -596,13 +494,16 @@ type idChain struct {
 	err    error
 }
 
-// startIDs allocates an ID slot of r (or of the rootless user's subordinate range) and
-// starts the holder of a user namespace mapping it, in the background.
-func startIDs(r IDRange) *idChain {
+// StartIDs allocates an ID slot of r (or of the rootless user's subordinate range) and
+// starts the holder of a user namespace mapping it, in the background: the local backend's
+// Prepare, which Config.Reserved hands to NewSandbox.
+func StartIDs(r sandbox.IDRange) sandbox.Reservation { return startIDs(r) }
+
+func startIDs(r sandbox.IDRange) *idChain {
 	c := &idChain{done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		if rl := rootlessRuns(); rl != nil {
+		if rl := RootlessMode(); rl != nil {
 			c.slot, c.err = allocateSlot(rl.ids(), rl.LockDir) // slices of the user's subordinate range
 		} else {
 			c.slot, c.err = AllocateIDs(r, IDLockDir)
@@ -619,14 +520,14 @@ func startIDs(r IDRange) *idChain {
 func (c *idChain) wait() (*IDSlot, *launcher.UserNS, error) {
 	<-c.done
 	if c.err != nil {
-		return nil, nil, errors.Join(c.err, c.release())
+		return nil, nil, errors.Join(c.err, c.Release())
 	}
 	return c.slot, c.userns, nil
 }
 
-// release waits for the chain, ends the holder (idempotent) and releases the slot; again,
+// Release waits for the chain, ends the holder (idempotent) and releases the slot; again,
 // or on nil, it does nothing.
-func (c *idChain) release() error {
+func (c *idChain) Release() error {
 	if c == nil {
 		return nil
 	}

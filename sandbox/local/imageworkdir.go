@@ -1,4 +1,4 @@
-package supervisor
+package local
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// ImageWorkdirAuto is SandboxConfig.ImageWorkdir for a task that did not set
+// ImageWorkdirAuto is sandbox.Config.ImageWorkdir for a task that did not set
 // sandbox.image_workdir: the image's working directory is copied when the image names one
 // other than "/".
 const ImageWorkdirAuto = "auto"
 
-// imageWorkdirMode is the SandboxConfig.ImageWorkdir of a task's agent sandbox.
-func imageWorkdirMode(sb task.Sandbox) string {
+// ImageWorkdirMode is the sandbox.Config.ImageWorkdir of a task's agent sandbox.
+func ImageWorkdirMode(sb task.Sandbox) string {
 	if sb.ImageWorkdir == "" {
 		return ImageWorkdirAuto
 	}

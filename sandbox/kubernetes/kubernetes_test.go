@@ -1,4 +1,4 @@
-package supervisor
+package kubernetes
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // podAttestation is what a hardened Pod's init reports, parsed.
 func podAttestation() *record.Attestation {
 	full := []specs.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
-	return &record.Attestation{UID: 2000, GID: 2000, Groups: []int{2000}, CapInh: noCaps, CapPrm: noCaps, CapEff: noCaps, CapBnd: noCaps, CapAmb: noCaps,
+	return &record.Attestation{UID: 2000, GID: 2000, Groups: []int{2000}, CapInh: "0000000000000000", CapPrm: "0000000000000000", CapEff: "0000000000000000", CapBnd: "0000000000000000", CapAmb: "0000000000000000",
 		NoNewPrivs: 1, Seccomp: 2, PidsMax: "max", Interfaces: []string{"lo"}, UIDMap: full, GIDMap: full}
 }
 
@@ -41,7 +41,7 @@ func podReport(reached bool) *kubeproto.Attest {
 // cluster does not enforce the run's deny-all NetworkPolicy. Only the user's config accepts it.
 func TestKubePodThatReachedTheClusterIsRefusedUnlessTheUserAccepts(t *testing.T) {
 	lim := task.Limits{MemoryMB: 256}
-	s := &kubeSandbox{k: &KubeOptions{}, att: podAttestation()}
+	s := &kubeSandbox{k: &Options{}, att: podAttestation()}
 	if err := s.checkAttestation(podReport(false), lim); err != nil {
 		t.Fatalf("an isolated Pod: %v", err)
 	}
@@ -49,18 +49,18 @@ func TestKubePodThatReachedTheClusterIsRefusedUnlessTheUserAccepts(t *testing.T)
 	if err == nil || !strings.Contains(err.Error(), "10.254.1.2:10250") || !strings.Contains(err.Error(), "accept_unenforced_network_policy") {
 		t.Fatalf("a Pod that reached a kubelet: %v", err)
 	}
-	s = &kubeSandbox{k: &KubeOptions{AcceptUnenforcedNetworkPolicy: true}, att: podAttestation()}
+	s = &kubeSandbox{k: &Options{AcceptUnenforcedNetworkPolicy: true}, att: podAttestation()}
 	if err := s.checkAttestation(podReport(true), lim); err != nil {
 		t.Fatalf("accepted by the user's config: %v", err)
 	}
 	// Anything else that differs still fails: the memory limit, capabilities.
-	s = &kubeSandbox{k: &KubeOptions{}, att: podAttestation()}
+	s = &kubeSandbox{k: &Options{}, att: podAttestation()}
 	if err := s.checkAttestation(podReport(false), task.Limits{MemoryMB: 512}); err == nil || !strings.Contains(err.Error(), "memory limit") {
 		t.Fatalf("a memory limit other than asked: %v", err)
 	}
 	a := podAttestation()
 	a.CapEff = "0000000000000400"
-	s = &kubeSandbox{k: &KubeOptions{}, att: a}
+	s = &kubeSandbox{k: &Options{}, att: a}
 	if err := s.checkAttestation(podReport(false), lim); err == nil || !strings.Contains(err.Error(), "CapEff") {
 		t.Fatalf("a capability: %v", err)
 	}
@@ -137,9 +137,9 @@ func TestKubeRunsNameRegistryImagesByTheirPinnedDigest(t *testing.T) {
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	pins := images.NewPinner(images.PullMissing, registry.Options{HostsDir: t.TempDir(), DockerConfig: filepath.Join(t.TempDir(), "none")})
-	pull := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: kube.PullIfNotPresent}}
+	pull := Backend{pins: pins, k: &Options{PullPolicy: kube.PullIfNotPresent}}
 	for range 2 {
-		img, err := pull.resolveImage(context.Background(), task.Sandbox{Image: host + "/a/b:v1"})
+		img, err := pull.ResolveImage(context.Background(), task.Sandbox{Image: host + "/a/b:v1"})
 		if err != nil || img.Name != host+"/a/b@"+dgst || img.Digest != dgst || img.Reference != host+"/a/b:v1" {
 			t.Fatalf("resolve on a pulling cluster: %+v, %v", img, err)
 		}
@@ -147,9 +147,9 @@ func TestKubeRunsNameRegistryImagesByTheirPinnedDigest(t *testing.T) {
 	if heads != 1 {
 		t.Errorf("the registry was asked %d times for one tag, want once (then pinned)", heads)
 	}
-	never := kubeRuntime{o: Options{Pins: pins}, k: &KubeOptions{PullPolicy: kube.PullNever}}
+	never := Backend{pins: pins, k: &Options{PullPolicy: kube.PullNever}}
 	for _, name := range []string{host + "/c/d:v1", images.DefaultName} {
-		if img, err := never.resolveImage(context.Background(), task.Sandbox{Image: name}); err != nil || img.Name != name || img.Digest != "" {
+		if img, err := never.ResolveImage(context.Background(), task.Sandbox{Image: name}); err != nil || img.Name != name || img.Digest != "" {
 			t.Errorf("resolve %s with pull policy Never: %+v, %v; want the name as it is", name, img, err)
 		}
 	}

@@ -1,0 +1,9 @@
+// Package sandbox is the contract between a run and the sandbox its agent runs in: Backend
+// (prepare, resolve the image, create) and Sandbox (start, attest, wait and reap in Run;
+// setup steps; copy out; destroy), with what every backend shares: Config, Outcome,
+// AgainConfig, the attestation's Policy and CheckAttestation, the ID range runs take their
+// host IDs from (IDRange, checked against the host's account files), GatewayURL,
+// InputError, and the run's services a verifier container reaches (ServiceAccess, carried
+// by a context). The local containerd backend (sandbox/local) and the Kubernetes one
+// (sandbox/kubernetes) implement it; supervisor drives a run through it.
+package sandbox

@@ -1,0 +1,5 @@
+package local
+
+import "syscall"
+
+const noFollow = syscall.O_NOFOLLOW
