@@ -208,11 +208,11 @@ func TestSweepRemovesOnlyTheDirectoriesOfAGoneCeval(t *testing.T) {
 // inPlace are the os.MkdirTemp calls allowed elsewhere: a directory made beside its
 // destination and renamed into place, or one gc sweeps by its own mark.
 var inPlace = map[string]string{
-	"bundle/build.go":           "beside the output, renamed into place",
-	"bundle/copy.go":            "beside the output, renamed into place",
-	"images/imagecache.go":      "a cache entry's build, renamed into place (. entries)",
-	"kube/tarsnapshot.go":       "beside the snapshot it stages",
-	"supervisor/rootoverlay.go": "under /run/ceval/roots: ceval gc unmounts and removes it",
+	"bundle/build.go":              "beside the output, renamed into place",
+	"bundle/copy.go":               "beside the output, renamed into place",
+	"images/imagecache.go":         "a cache entry's build, renamed into place (. entries)",
+	"kube/tarsnapshot.go":          "beside the snapshot it stages",
+	"sandbox/local/rootoverlay.go": "under /run/ceval/roots, named with tempdir.Owner: ceval gc unmounts and removes it (launcher.SweepRootOverlays)",
 }
 
 // Every temporary directory ceval makes is one of this package's: removed on error, success
