@@ -176,10 +176,13 @@ success_criteria:
 func TestKubeForkBombAndMemoryHogAreBounded(t *testing.T) {
 	k := kubeTestOptions(t)
 	for _, c := range []struct{ name, cmd, limits string }{
-		// The top shell forks its sleep before the bomb and nothing after it (wait and echo are
-		// builtins): busybox sh exits at a refused fork, so a fork after the bomb would end the
-		// run by whether the pids limit was full at that instant, not by the limit's effect.
-		{"fork-bomb", `sleep 5 & w=$!; f() { f | f & }; f; wait $w; echo survived > /workspace/done`, "timeout: 60s"},
+		// The top shell forks its sleep, then the bomb as one subshell, and nothing after it
+		// (wait and echo are builtins): busybox sh exits at a refused fork, so a fork of the top
+		// shell's after the bomb started would end the run by whether the pids limit was full at
+		// that instant, not by the limit's effect. `f | f &` run by the top shell itself was
+		// such a fork: it forks each element of the pipeline, the second after the first began
+		// bombing (a loaded run's FAILURE: "can't fork", no done file).
+		{"fork-bomb", `sleep 5 & w=$!; f() { f | f & }; (f) & wait $w; echo survived > /workspace/done`, "timeout: 60s"},
 		{"memory-hog", `echo start > /workspace/done; x=a; while true; do x=$x$x; done`, "timeout: 60s, memory_mb: 64"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
