@@ -1,7 +1,6 @@
 package images
 
 import (
-	"ceval.dev/ceval/internal/tempdir"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/internal/rootfs"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/task"
 )
 

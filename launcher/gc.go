@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"bufio"
-	"ceval.dev/ceval/internal/tempdir"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +20,7 @@ import (
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/oci"
 )
 

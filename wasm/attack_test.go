@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"ceval.dev/ceval/task"
-
 	"ceval.dev/ceval/wasm/wire"
 )
 

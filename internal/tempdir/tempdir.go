@@ -185,11 +185,11 @@ func Sweep(dir string) (removed, kept []Swept, err error) {
 			kept = append(kept, Swept{p, "kept on purpose by its ceval (a failed selftest's evidence): remove it yourself"})
 			continue
 		}
-		if pid, _, gone := OwnerGone(e.Name()); !gone {
+		pid, _, gone := OwnerGone(e.Name())
+		if !gone {
 			kept = append(kept, Swept{p, fmt.Sprintf("its ceval, pid %d, runs", pid)})
 			continue
 		}
-		pid, _ := strconv.Atoi(m[1])
 		if err := RemoveTree(p); err != nil {
 			errs = append(errs, fmt.Errorf("gc: %w", err))
 			continue
