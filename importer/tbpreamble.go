@@ -21,14 +21,25 @@ import (
 // the distributions test.sh installs besides pytest (tbRequirements).
 const tbShim = `# ceval: the install preamble (apt-get curl, uv from astral.sh, pip) below runs only when this
 # image's python3 lacks pytest or a package the tests install; with them, uvx/uv run pytest
-# becomes python3 -m pytest, offline.
+# becomes python3 -m pytest, offline. An image whose python3 (3.7 to 3.13) has no pytest runs
+# ceval's own, which ceval's verifier mounts read-only where $CEVAL_PYTEST says.
 CEVAL_OFFLINE_PYTEST=
-if ceval_missing=$(python3 -c '
-import sys
+ceval_rc=0
+ceval_missing=$(python3 -c '
+import sys, os
+own = 0
 try:
     import pytest
 except Exception:
-    print("pytest"); sys.exit(1)
+    p = os.environ.get("CEVAL_PYTEST", "")
+    if not p or not (3, 7) <= sys.version_info[:2] <= (3, 13):
+        print("pytest"); sys.exit(1)
+    sys.path.append(p)
+    try:
+        import pytest
+    except Exception:
+        print("pytest"); sys.exit(1)
+    own = 2
 from importlib import metadata
 m = []
 for d in sys.argv[1:]:
@@ -36,10 +47,16 @@ for d in sys.argv[1:]:
         metadata.version(d)
     except Exception:
         m.append(d)
-print(" ".join(m)); sys.exit(1 if m else 0)
-' @DISTS@ 2>/dev/null); then CEVAL_OFFLINE_PYTEST=1
-else echo "ceval: the image's python3 lacks ${ceval_missing:-pytest (or python3)}, which test.sh installs at test time: its original install lines run, which need root and the network (verifier_network: host)" >&2
-fi
+print(" ".join(m)); sys.exit(1 if m else own)
+' @DISTS@ 2>/dev/null) || ceval_rc=$?
+case $ceval_rc in
+  0) CEVAL_OFFLINE_PYTEST=1 ;;
+  2) CEVAL_OFFLINE_PYTEST=$CEVAL_PYTEST
+     echo "ceval: the image's python3 has no pytest: the tests run with ceval's own (Debian's pytest 7.2.1, read-only at $CEVAL_PYTEST)" >&2 ;;
+  127) echo "ceval: the image has no python3, which test.sh's pytest needs: its original install lines run, which need root and the network (verifier_network: host); offline, give the image python3 (RUN apt-get install -y python3)" >&2 ;;
+  *) if [ "$ceval_missing" = pytest ] && [ -z "${CEVAL_PYTEST:-}" ]; then ceval_missing="pytest (and ceval lends none: its host lacks python3-pytest)"; fi
+     echo "ceval: the image's python3 lacks ${ceval_missing:-pytest}, which test.sh installs at test time: its original install lines run, which need root and the network (verifier_network: host)" >&2 ;;
+esac
 ceval_uvx() {
   [ -n "$CEVAL_OFFLINE_PYTEST" ] || { uvx "$@"; return; }
   while [ $# -gt 0 ]; do
@@ -64,7 +81,8 @@ ceval_uvx() {
       *) set -- "$@" "$ceval_a" ;;
     esac
   done
-  python3 -m pytest "$@"
+  if [ "$CEVAL_OFFLINE_PYTEST" = 1 ]; then python3 -m pytest "$@"; return; fi
+  python3 -c 'import sys; sys.path.append(sys.argv.pop(1)); import pytest; sys.argv[0] = "pytest"; sys.exit(pytest.console_main())' "$CEVAL_OFFLINE_PYTEST" "$@"
 }
 ceval_uv() {
   if [ -n "$CEVAL_OFFLINE_PYTEST" ]; then
@@ -131,7 +149,7 @@ func rewriteTBPreamble(src, dst string) ([]Problem, error) {
 	}
 	problems = append(problems, Problem{File: file, Line: calls[0], Field: "preamble",
 		Reason: "rewritten in the copy (" + what + "): when the image's python3 has " + needs + ", the tests run offline with python3 -m pytest " +
-			"(uvx's --python/--with and --ctrf dropped; versions pinned by test.sh are not checked) and the preamble is skipped; otherwise the original lines run, which need root and the network (verifier_network: host)"})
+			"(the image's pytest, else ceval's own, lent read-only to a python3 3.7 to 3.13; uvx's --python/--with and --ctrf dropped; versions pinned by test.sh are not checked) and the preamble is skipped; otherwise the original lines run, which need root and the network (verifier_network: host)"})
 	for _, u := range unread {
 		problems = append(problems, Problem{File: file, Line: u.line, Field: "preamble", Unmapped: true,
 			Reason: u.what + ": the import cannot tell which packages the tests need, so the offline run does not check them: put the file among the task's files (tests/), or install the packages into environment/Dockerfile"})
@@ -156,24 +174,66 @@ func tbImageLacks(src, file string, line int, reqs []tbReq) []Problem {
 		how[r.name], lineOf[r.name] = r.how+" "+r.spec, r.line
 	}
 	has := dockerfileProvides(data, names)
-	var lacks, apt, pip []string
-	for _, n := range names {
-		if !has[n] {
-			lacks = append(lacks, fmt.Sprintf("%s (%s, test.sh:%d)", n, how[n], lineOf[n]))
-			apt, pip = append(apt, debianPackage(n)), append(pip, n)
-		}
-	}
-	if len(lacks) == 0 {
-		return nil
-	}
 	base := "its base image"
 	if m := tbFrom.FindStringSubmatch(string(data)); m != nil {
 		base = m[1]
 	}
-	return []Problem{{File: file, Line: line, Field: "preamble",
-		Reason: fmt.Sprintf("environment/Dockerfile installs none of %s: unless %s has them, the tests cannot run offline; add them to the image (RUN apt-get install -y %s, or pip install %s). "+
+	python := dockerfileHasPython(data, base)
+	var lacks, apt, pip []string
+	lent := false
+	for _, n := range names {
+		if has[n] {
+			continue
+		}
+		if n == "pytest" && python {
+			lent = true // ceval's verifier lends its own to the image's python3
+			continue
+		}
+		lacks = append(lacks, fmt.Sprintf("%s (%s, test.sh:%d)", n, how[n], lineOf[n]))
+		apt, pip = append(apt, debianPackage(n)), append(pip, n)
+	}
+	var problems []Problem
+	if lent {
+		problems = append(problems, Problem{File: file, Line: line, Field: "preamble",
+			Reason: "environment/Dockerfile installs python3 but no pytest: unless " + base + " has one, the tests run with ceval's own (Debian's pytest 7.2.1, which ceval's verifier mounts read-only for an image's python3 3.7 to 3.13 without pytest); tests written for a newer pytest may need the image's own (RUN apt-get install -y python3-pytest, or pip install pytest)"})
+	}
+	if len(lacks) == 0 {
+		return problems
+	}
+	also := ""
+	if !python && !has["pytest"] {
+		apt = append([]string{"python3"}, apt...)
+		also = " and python3 (ceval's verifier lends pytest to an image's python3, never a python3)"
+	}
+	return append(problems, Problem{File: file, Line: line, Field: "preamble",
+		Reason: fmt.Sprintf("environment/Dockerfile installs none of %s%s: unless %s has them, the tests cannot run offline; add them to the image (RUN apt-get install -y %s, or pip install %s). "+
 			"Otherwise test.sh fetches them, which needs the internet (verifier_network: host, and a host that reaches astral.sh and PyPI) and curl already in the image: its apt-get cannot run (harbor_reward runs test.sh as UID 3000 over the image's read-only root)",
-			strings.Join(lacks, ", "), base, strings.Join(apt, " "), strings.Join(pip, " "))}}
+			strings.Join(lacks, ", "), also, base, strings.Join(apt, " "), strings.Join(pip, " "))})
+}
+
+// tbPythonBase matches a base image that ships python3 (Docker's python images).
+var tbPythonBase = lazyregexp.New(`(?i)(^|/)python:`)
+
+// dockerfileHasPython says the Dockerfile's image has python3: its base is a python image, or
+// it installs python3 (or a python3-* package, which depends on it) with apt-get.
+func dockerfileHasPython(df []byte, base string) bool {
+	if tbPythonBase.MatchString(base) {
+		return true
+	}
+	lines, _ := logicalLines(string(df))
+	for _, l := range lines {
+		for _, part := range tbChain.Regexp().Split(l, -1) {
+			part = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(part), "RUN "))
+			if m := tbApt.FindStringSubmatch(part); m != nil && m[1] == "install" {
+				for _, w := range shellWords(m[2]) {
+					if w = strings.Split(w, "=")[0]; w == "python3" || strings.HasPrefix(w, "python3-") || w == "python-is-python3" {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 type aptExtra struct {

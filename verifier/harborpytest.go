@@ -1,0 +1,107 @@
+package verifier
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// A harbor_reward criterion's tests/test.sh (Harbor's verifier, imported) runs pytest, which
+// Harbor's own verifier fetches at test time (uvx --with pytest) and ceval's, offline, finds
+// in the image's python3 only when the image installed it. When the image's python3 has no
+// pytest, the importer's rewritten test.sh (importer/tbpreamble.go) runs ceval's own: Debian's
+// python3-pytest 7.2.1 (the one the WASM tier runs: its packages, pinned by its dist-info),
+// copied per criterion into a directory bound read-only at HarborPytestPath and named to the
+// command by HarborPytestEnv. Its files are ceval's host user's, mode 0444 in 0555
+// directories: no process of the container (root of its user namespace included, who maps to
+// nobody there) can change them, and the copy dies with the criterion. Only pure Python crosses:
+// the interpreter is the image's python3, which appends the directory last to sys.path, after
+// the image's own site directories, so the image's packages win where both have one (packaging,
+// attrs); ceval's import guard (pythonHook) counts the directory as the image's, outside the
+// workspace, so the agent's files cannot shadow pytest or what it imports.
+
+// HarborPytestPath is where ceval's own pytest is mounted in a harbor_reward criterion's
+// container; HarborPytestEnv names it to test.sh (unset when this host has none).
+const (
+	HarborPytestPath = "/ceval/pytest"
+	HarborPytestEnv  = "CEVAL_PYTEST"
+)
+
+// hostDistPackages is where Debian's python3-pytest installs pytest and what it imports.
+const hostDistPackages = "/usr/lib/python3/dist-packages"
+
+// hostPytestPin is the dist-info of the python3-pytest ceval is tested with (the WASM tier's
+// pin, wasm.pytestPin).
+const hostPytestPin = "pytest-7.2.1.dist-info"
+
+// hostPytestPackages are the top-level entries of dist-packages pytest 7.2 imports (the WASM
+// tier's list, wasm.pytestPackages).
+var hostPytestPackages = []string{"_pytest", "pytest", "py.py", "pluggy", "iniconfig", "packaging", "attr", "attrs", hostPytestPin}
+
+// maxHarborPytestBytes bounds the copy: the packages hold about 1.8 MB.
+const maxHarborPytestBytes = 32 << 20
+
+// errNoHostPytest says this host has no python3-pytest to lend.
+var errNoHostPytest = fmt.Errorf("ceval's own pytest (Debian's python3-pytest 7.2.1 in %s) is not installed on this host: an image without pytest cannot run test.sh's pytest offline; install it with scripts/containerd.sh install (or apt-get install python3-pytest)", hostDistPackages)
+
+// copyHostPytest copies pytest's packages from src (Debian's dist-packages) into dst, which
+// it makes: regular files and directories only (no link is followed or copied, no
+// __pycache__), files 0444 and directories 0555, at most max bytes.
+func copyHostPytest(src, dst string, max int64) error {
+	if fi, err := os.Lstat(filepath.Join(src, hostPytestPin)); err != nil || !fi.IsDir() {
+		return errNoHostPytest
+	}
+	in, err := os.OpenRoot(src)
+	if err != nil {
+		return fmt.Errorf("ceval's pytest: %w", err)
+	}
+	defer in.Close()
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		return fmt.Errorf("ceval's pytest: %w", err)
+	}
+	out, err := os.OpenRoot(dst)
+	if err != nil {
+		return fmt.Errorf("ceval's pytest: %w", err)
+	}
+	defer out.Close()
+	var total int64
+	var dirs []string
+	for _, name := range hostPytestPackages {
+		err := fs.WalkDir(in.FS(), name, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch {
+			case d.IsDir() && d.Name() == "__pycache__":
+				return fs.SkipDir
+			case d.IsDir():
+				dirs = append(dirs, p)
+				return out.Mkdir(p, 0o755)
+			case !d.Type().IsRegular():
+				return nil // links and anything else stay out
+			}
+			data, err := in.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if total += int64(len(data)); total > max {
+				return fmt.Errorf("over %d bytes", max)
+			}
+			return out.WriteFile(p, data, 0o444)
+		})
+		if err != nil {
+			return fmt.Errorf("ceval's pytest: %s: %w (is python3-pytest installed with its dependencies?)", name, err)
+		}
+	}
+	// Read-only to everyone once full, deepest first.
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := out.Chmod(dirs[i], 0o555); err != nil {
+			return fmt.Errorf("ceval's pytest: %w", err)
+		}
+	}
+	return os.Chmod(dst, 0o555)
+}
+
+// harborPytestEnv is the environment entry that names ceval's pytest to test.sh.
+func harborPytestEnv() string { return HarborPytestEnv + "=" + HarborPytestPath }
