@@ -38,15 +38,18 @@ func TestTerminalBenchPreambleRunsCevalsPytestWhenTheImageHasNone(t *testing.T) 
 	if err := os.WriteFile(noPytest, []byte("#!/bin/sh\nexec /usr/bin/python3 -S \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run := func(answer string, env ...string) tbRun {
+	// run runs the script with the answer; top runs first, where harbor_reward's shell has
+	// already gone into the workspace.
+	run := func(answer, top string, env ...string) tbRun {
 		t.Helper()
-		s := strings.Replace(script, "set +e\n", "set +e\nprintf '%s\\n' "+answer+" > @TESTS@/answer.txt\ncat > @TESTS@/test_outputs.py <<'PY'\n"+
+		s := strings.Replace(script, "\n", "\n"+top+"\n", 1)
+		s = strings.Replace(s, "set +e\n", "set +e\nprintf '%s\\n' "+answer+" > @TESTS@/answer.txt\ncat > @TESTS@/test_outputs.py <<'PY'\n"+
 			"import os\n\ndef test_answer():\n    assert open(os.path.join(os.path.dirname(__file__), 'answer.txt')).read().strip() == '42'\n\n"+
 			"def test_ceval_pytest():\n    import pytest\n    assert pytest.__file__.startswith(os.environ['CEVAL_PYTEST'])\nPY\n", 1)
 		return runTestSh(t, "bash", s, stubs, false, "0", env...)
 	}
 	for _, c := range []struct{ answer, reward string }{{"42", "1"}, {"41", "0"}} {
-		r := run(c.answer, "CEVAL_PYTEST="+hostDistPackages)
+		r := run(c.answer, "", "CEVAL_PYTEST="+hostDistPackages)
 		if r.net != "" || r.reward != c.reward || !strings.Contains(r.out, "the tests run with ceval's own") {
 			t.Errorf("answer %s with ceval's pytest: network calls %q, reward %q, want none and %s\n%s", c.answer, r.net, r.reward, c.reward, r.out)
 		}
@@ -54,14 +57,23 @@ func TestTerminalBenchPreambleRunsCevalsPytestWhenTheImageHasNone(t *testing.T) 
 			t.Errorf("pytest did not run both tests:\n%s", r.out)
 		}
 	}
-	r := run("42")
+	// The agent's pytest.py in the directory test.sh runs from (the workspace) is neither the
+	// image's pytest nor ceval's: the wrong answer still scores 0 (it scored 1 before, whether
+	// the image had pytest or not: the check imported it from the working directory).
+	fake := "cd @TESTS@/.. && printf 'import sys\\nprint(\"2 passed\")\\nsys.exit(0)\\n' > pytest.py"
+	for _, env := range [][]string{{"CEVAL_PYTEST=" + hostDistPackages}, nil} {
+		if r := run("41", fake, env...); r.reward == "1" {
+			t.Errorf("the agent's pytest.py in the working directory (%v) scored 1:\n%s", env, r.out)
+		}
+	}
+	r := run("42", "")
 	if r.net == "" || r.reward == "1" || !strings.Contains(r.out, "lacks pytest (and ceval lends none") {
 		t.Errorf("without CEVAL_PYTEST: network calls %q, reward %q: want the original lines and the reason\n%s", r.net, r.reward, r.out)
 	}
 	if err := os.WriteFile(noPytest, []byte("#!/bin/sh\nexit 127\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r = run("42", "CEVAL_PYTEST="+hostDistPackages)
+	r = run("42", "", "CEVAL_PYTEST="+hostDistPackages)
 	if r.net == "" || r.reward == "1" || !strings.Contains(r.out, "the image has no python3") {
 		t.Errorf("without python3: network calls %q, reward %q: want the original lines and the reason\n%s", r.net, r.reward, r.out)
 	}

@@ -7,6 +7,8 @@ CEVAL_OFFLINE_PYTEST=
 ceval_rc=0
 ceval_missing=$(python3 -c '
 import sys, os
+if sys.path and sys.path[0] in ("", os.getcwd()):
+    del sys.path[0] # the working directory (the workspace, say): no pytest of the agent counts
 own = 0
 try:
     import pytest
@@ -62,7 +64,15 @@ ceval_uvx() {
     esac
   done
   if [ "$CEVAL_OFFLINE_PYTEST" = 1 ]; then python3 -m pytest "$@"; return; fi
-  python3 -c 'import sys; sys.path.append(sys.argv.pop(1)); import pytest; sys.argv[0] = "pytest"; sys.exit(pytest.console_main())' "$CEVAL_OFFLINE_PYTEST" "$@"
+  python3 -c '
+import sys, os
+cwd = sys.path.pop(0) if sys.path and sys.path[0] in ("", os.getcwd()) else None
+sys.path.append(sys.argv.pop(1))
+import pytest, _pytest, pluggy, _pytest.config, _pytest.main, _pytest.python, _pytest.runner, _pytest.reports, _pytest.junitxml
+if cwd is not None:
+    sys.path.insert(0, cwd) # as python3 -m pytest has it, once pytest came from the lent directory
+sys.argv[0] = "pytest"
+sys.exit(pytest.console_main())' "$CEVAL_OFFLINE_PYTEST" "$@"
 }
 ceval_uv() {
   if [ -n "$CEVAL_OFFLINE_PYTEST" ]; then
