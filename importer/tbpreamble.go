@@ -34,13 +34,15 @@ try:
     import pytest
 except Exception:
     p = os.environ.get("CEVAL_PYTEST", "")
-    if not p or not (3, 7) <= sys.version_info[:2] <= (3, 13):
+    if p and not (3, 7) <= sys.version_info[:2] <= (3, 13):
+        print("pytest (the pytest lent at %s runs in python3 3.7 to 3.13, not %d.%d)" % (p, sys.version_info[0], sys.version_info[1])); sys.exit(1)
+    if not p:
         print("pytest"); sys.exit(1)
     sys.path.append(p)
     try:
         import pytest
-    except Exception:
-        print("pytest"); sys.exit(1)
+    except Exception as e:
+        print("pytest (the pytest lent at %s does not import in this python3 %d.%d: %r)" % (p, sys.version_info[0], sys.version_info[1], e)); sys.exit(1)
     own = 2
 from importlib import metadata
 m = []

@@ -3,7 +3,7 @@
 # one directory, so it never touches a system containerd.
 #
 #   scripts/containerd.sh install        apt-get install containerd runc busybox-static musl bash-static
-#                                        mmdebstrap buildah python3-pytest (if missing; under CI=true chromium too)
+#                                        mmdebstrap buildah python3-pytest python3-exceptiongroup python3-tomli (if missing; under CI=true chromium too)
 #   scripts/containerd.sh start [DIR]    start it (default DIR /tmp/ceval-containerd); prints the socket
 #   scripts/containerd.sh stop  [DIR]    stop it by PID and remove what runc leaves in cgroupfs
 #
@@ -38,6 +38,7 @@ install)
   command -v buildah >/dev/null || missing+=(buildah)        # images build -f Dockerfile
   [ -x /usr/sbin/nft ] || { missing+=(nftables); extra+=(nftables); } # task services: the relay's redirects
   [ -d /usr/lib/python3/dist-packages/pytest-7.2.1.dist-info ] || { missing+=(python3-pytest); extra+=(python3-pytest=7.2.1-2); } # wasm: pytest criteria
+  [ -d /usr/lib/python3/dist-packages/exceptiongroup ] && [ -d /usr/lib/python3/dist-packages/tomli ] || { missing+=(python3-exceptiongroup); extra+=(python3-exceptiongroup python3-tomli); } # the pytest a Harbor verifier lends an image's python3 3.7-3.10
   if [ "${CI:-}" = true ] && ! command -v chromium >/dev/null; then missing+=(chromium); extra+=(chromium); fi
   if [ ${#missing[@]} -gt 0 ]; then
     "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" containerd runc busybox-static file musl bash-static mmdebstrap buildah "${extra[@]}"

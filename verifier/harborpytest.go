@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // A harbor_reward criterion's tests/test.sh (Harbor's verifier, imported) runs pytest, which
@@ -39,7 +40,12 @@ const hostPytestPin = "pytest-7.2.1.dist-info"
 // tier's list, wasm.pytestPackages).
 var hostPytestPackages = []string{"_pytest", "pytest", "py.py", "pluggy", "iniconfig", "packaging", "attr", "attrs", hostPytestPin}
 
-// maxHarborPytestBytes bounds the copy: the packages hold about 1.8 MB.
+// hostPytestBackports are what pytest 7.2 imports on a python3 older than 3.11 (Debian's
+// python3-exceptiongroup and python3-tomli): copied when installed (scripts/containerd.sh
+// install), else an image's python3 3.7 to 3.10 cannot import the lent pytest (test.sh says so).
+var hostPytestBackports = []string{"exceptiongroup", "tomli"}
+
+// maxHarborPytestBytes bounds the copy: the packages hold about 1.9 MB.
 const maxHarborPytestBytes = 32 << 20
 
 // errNoHostPytest says this host has no python3-pytest to lend.
@@ -67,7 +73,13 @@ func copyHostPytest(src, dst string, max int64) error {
 	defer out.Close()
 	var total int64
 	var dirs []string
-	for _, name := range hostPytestPackages {
+	names := slices.Clone(hostPytestPackages)
+	for _, name := range hostPytestBackports {
+		if fi, err := in.Lstat(name); err == nil && fi.IsDir() {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
 		err := fs.WalkDir(in.FS(), name, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
