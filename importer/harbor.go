@@ -385,6 +385,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 		set(crit, "sandbox", scalar("container"))
 		set(crit, "command", str(strings.Join(verifierEnv, "")+HarborVerifierCommand))
 		set(crit, "harbor_reward", scalar("true"))
+		if reached, notes := harborTestServices(dir, get(root, "services")); len(reached) > 0 {
+			set(crit, "services", strList(reached)) // harborverifyservices.go
+			c.problems = append(c.problems, notes...)
+		}
 		timeout := "600s" // Harbor's default verifier timeout
 		if v, ok := cfg["verifier.timeout_sec"]; ok {
 			if f, err := strconv.ParseFloat(v.str, 64); err == nil && f > 0 {

@@ -1,0 +1,2 @@
+#!/bin/sh
+wget -qO- 'http://notes:5000/cgi-bin/set?42'
