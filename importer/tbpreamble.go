@@ -216,11 +216,36 @@ func tbImageLacks(src, file string, line int, reqs []tbReq) []Problem {
 	if !python && !has["pytest"] {
 		apt = append([]string{"python3"}, apt...)
 		also = " and python3 (ceval's verifier lends pytest to an image's python3, never a python3)"
+		if repo := noPythonBase(base); repo != "" {
+			// Known to have none: the task cannot pass offline, and online its apt-get
+			// cannot run (UID 3000, read-only root), so it cannot pass at all.
+			return append(problems, Problem{File: file, Line: line, Field: "preamble", Unmapped: true,
+				Reason: fmt.Sprintf("test.sh runs pytest, which needs python3, and the image has none: environment/Dockerfile installs no python3 and its base %s ships none (Docker's %s images have no python3); ceval's verifier lends pytest to an image's python3, never a python3, and test.sh's own install (apt-get, uv) cannot run as harbor_reward's UID 3000 over the read-only root, so the tests fail: add RUN apt-get update && apt-get install -y %s to environment/Dockerfile",
+					base, repo, strings.Join(apt, " "))})
+		}
 	}
 	return append(problems, Problem{File: file, Line: line, Field: "preamble",
 		Reason: fmt.Sprintf("environment/Dockerfile installs none of %s%s: unless %s has them, the tests cannot run offline; add them to the image (RUN apt-get install -y %s, or pip install %s). "+
 			"Otherwise test.sh fetches them, which needs the internet (verifier_network: host, and a host that reaches astral.sh and PyPI) and curl already in the image: its apt-get cannot run (harbor_reward runs test.sh as UID 3000 over the image's read-only root)",
 			strings.Join(lacks, ", "), also, base, strings.Join(apt, " "), strings.Join(pip, " "))})
+}
+
+// noPythonBase is the repository of base when it is one of Docker's official images known to
+// ship no python3 (ubuntu, debian, alpine, busybox), else "".
+func noPythonBase(base string) string {
+	repo := strings.ToLower(base)
+	if i := strings.IndexAny(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	repo = strings.TrimPrefix(strings.TrimPrefix(repo, "docker.io/"), "library/")
+	switch repo {
+	case "ubuntu", "debian", "alpine", "busybox":
+		return repo
+	}
+	return ""
 }
 
 // tbPythonBase matches a base image that ships python3 (Docker's python images).

@@ -78,3 +78,17 @@ func TestTerminalBenchPreambleRunsCevalsPytestWhenTheImageHasNone(t *testing.T) 
 		t.Errorf("without python3: network calls %q, reward %q: want the original lines and the reason\n%s", r.net, r.reward, r.out)
 	}
 }
+
+// Docker's official images that ship no python3 are known by any spelling of their name; a
+// python image, another repository or an unknown base is not claimed to lack one.
+func TestNoPythonBase(t *testing.T) {
+	for base, want := range map[string]string{
+		"ubuntu:24.04": "ubuntu", "docker.io/library/debian:bookworm-slim": "debian", "alpine": "alpine",
+		"busybox@sha256:0123": "busybox", "library/ubuntu": "ubuntu",
+		"python:3.12-slim": "", "ghcr.io/me/ubuntu:1": "", "its base image": "", "127.0.0.1:5000/ubuntu:24.04": "",
+	} {
+		if got := noPythonBase(base); got != want {
+			t.Errorf("noPythonBase(%q) = %q, want %q", base, got, want)
+		}
+	}
+}
