@@ -3,6 +3,7 @@ package supervisor
 import (
 	"os"
 
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
@@ -11,7 +12,8 @@ import (
 // simulated_user and, on a cluster (o.Kube), what the Kubernetes backend cannot run. Every
 // entry point calls it once per task before it starts anything (an experiment for each
 // entry before its pool), so a bad task fails there and never run by run. The error is an
-// *InputError. Environment values are not looked up here (Run reads them when it starts).
+// *InputError, but for a kernel too old for the verifier's root overlay (local.CheckRootVerifier).
+// Environment values are not looked up here (Run reads them when it starts).
 func Check(t *task.Task, o Options) error {
 	if _, err := AgentArgv(t); err != nil {
 		return &InputError{Err: err}
@@ -36,6 +38,12 @@ func Check(t *task.Task, o Options) error {
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return &InputError{Err: err}
+		}
+	}
+	if o.Kube == nil {
+		// the host's kernel, not the task: a plain error (sandbox/local/rootkernel.go)
+		if err := local.CheckRootVerifier(t); err != nil {
+			return err
 		}
 	}
 	return nil

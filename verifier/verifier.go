@@ -231,6 +231,13 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	default:
 		return nil, fmt.Errorf("verifier: unknown network %q", v.Network)
 	}
+	// A kernel whose overlayfs takes no idmapped layers fails the root overlay's mount: say
+	// so before the image is resolved (supervisor.Check said it before the run started).
+	if e.Root() && !c.SharesNoPrivilegeWithItsTests() {
+		if err := local.CheckRootOverlayKernel(); err != nil {
+			return nil, fmt.Errorf("verifier: %w", err)
+		}
+	}
 	// NewSandbox names the installed init by its digest: hashed (once per process) while
 	// the image is resolved, which mostly waits on containerd.
 	go embedded.Init.SHA256()

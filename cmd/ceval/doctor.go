@@ -89,6 +89,7 @@ func runDoctor(ctx context.Context, g *globalOptions) []check {
 	add(seccompCheck())
 	if root {
 		add(userNSCheck(g, root))
+		add(rootOverlayCheck()) // doctor_rootoverlay.go
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		add(check{"git", "note", "git not found: tasks whose template_dir is a git repository cannot run", "apt-get install git"})
