@@ -425,7 +425,7 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 			return results, err
 		}
 		dst := filepath.Join(outDir, filepath.Base(filepath.Clean(dir)))
-		copied, err := importTree(dir, dst, "", func(string) bool { return false }, opt)
+		copied, err := importTree(dir, dst, dst, func(string) bool { return false }, opt) // dst: YAML files copied too (tests/*.yaml, environment/docker-compose.yaml)
 		if err != nil {
 			return results, err
 		}

@@ -338,6 +338,9 @@ func (r *run) prepare(ctx context.Context) error {
 		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
 			return &InputError{Err: err}
 		}
+		if hint := harborBuildHint(t, t.Sandbox.Image); hint != "" && errors.As(err, new(*images.NotFoundError)) {
+			err = fmt.Errorf("%w; this task was imported from Harbor: build its image as ceval import harbor said: %s", err, hint) // harborbuild.go
+		}
 		return &InfraError{err}
 	}
 	hosts, err := r.prepareServices(ctx)

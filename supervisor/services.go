@@ -175,6 +175,12 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 			continue
 		}
 		img, err := images.Resolve(ctx, r.o.Client, s.Image, r.o.Preflight, r.o.Busybox)
+		var missing *images.NotFoundError
+		if errors.As(err, &missing) {
+			if hint := harborBuildHint(t, s.Image); hint != "" { // harborbuild.go
+				err = fmt.Errorf("not in containerd namespace %s; build it as ceval import harbor said: %s", missing.Namespace, hint)
+			}
+		}
 		if err != nil {
 			return nil, &InfraError{fmt.Errorf("service %s: image %s: %w", s.Name, s.Image, err)}
 		}
