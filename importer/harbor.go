@@ -353,7 +353,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 			c.problems = append(c.problems, Problem{File: filepath.Join(dir, "tests", "test.sh"), Line: line, Field: "tests/test.sh", Unmapped: true,
 				Reason: fmt.Sprintf("installs or downloads at grading time (%s), as Harbor's verifier may (it has the network and root): ceval's verifier container has no network unless the user's config says verifier_network: host, so the tests would fail: install what they need into environment/Dockerfile and drop the line", what)})
 		}
-		if file, line := rewardWriter(dir, data); file != "" && filepath.Base(file) == "test.sh" {
+		if file, line := rewardWriter(dir, data); file != "" && filepath.Base(file) == "test.sh" && inlineRewardAt(data, line) {
+			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward",
+				Reason: "the reward is opened by the python3 -c program test.sh starts here: rewritten in the copy so the program prints it (open(1, 'w')) and test.sh's own shell redirects it into the reward, which harbor_reward counts"})
+		} else if file != "" && filepath.Base(file) == "test.sh" {
 			c.problems = append(c.problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
 				Reason: "the reward is opened by a program test.sh starts here (python3 -c, a heredoc), not by a redirection of its own shell: harbor_reward counts only what test.sh's own shell writes (the program's open fails), so this task would score 0: have the program print the reward and test.sh redirect it (python3 -c '...print(json.dumps(r))' > /logs/verifier/reward.json)"})
 		} else if file != "" {
@@ -447,6 +450,9 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 			return results, err
 		}
 		r.Problems = append(r.Problems, notes...)
+		if _, err := rewriteInlineReward(dst); err != nil { // harborinlinereward.go
+			return results, err
+		}
 		out := filepath.Join(dst, "task.yaml")
 		if err := os.WriteFile(out, r.Output, 0o644); err != nil {
 			return results, err

@@ -91,3 +91,48 @@ if touch "$p/x" || echo 'raise SystemExit(0)' >> "$p/_pytest/main.py" || chmod 7
 		})
 	}
 }
+
+// The Harbor cookbook's pattern of a reward.json written by an inline python3 -c program
+// (conformance task reward-inline-program, written here), as the import rewrites it, scores
+// by the program's rewards: test.sh's own shell now opens the file. As written it scored 0
+// (the program's open of the reward fails: FileNotFoundError).
+func TestHarborInlineRewardProgramCountsAsImported(t *testing.T) {
+	if os.Getenv("CEVAL_SKIP_PACKAGE_IMAGES") != "" {
+		t.Skip("CEVAL_SKIP_PACKAGE_IMAGES is set")
+	}
+	e, cl, ctx := newExecutor(t)
+	name := "ceval.local/test-harbor-python3-bookworm:1"
+	if _, err := images.BuildPackages(ctx, cl, images.PackageOptions{Name: name, Suite: "bookworm", Packages: []string{"python3", "bash"}}); err != nil {
+		t.Fatalf("the image with python3: %v", err)
+	}
+	out := t.TempDir()
+	rs, err := importer.ImportHarbor([]string{"../importer/testdata/conformance/harbor/reward-inline-program"}, out, importer.Options{})
+	if err != nil || !rs[0].OK() {
+		t.Fatalf("import: %v %v", err, rs)
+	}
+	imported, err := os.ReadFile(filepath.Join(out, "reward-inline-program", "tests", "test.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	original := strings.ReplaceAll(strings.ReplaceAll(string(imported), "open(1, 'w')", "open('/tmp/logs/verifier/reward.json', 'w')"), `" > /tmp/logs/verifier/reward.json`, `"`)
+	for _, c := range []struct {
+		name, testSh, answer string
+		want                 float64
+	}{
+		{"imported, right answer", string(imported), "42", 1},
+		{"imported, wrong answer", string(imported), "41", 0},
+		{"as written, right answer", original, "42", 0},
+	} {
+		cr := container(". /workspace/tests/test.sh")
+		cr.HarborReward = true
+		cr.Timeout = 60 * time.Second
+		cr.Verifier = &task.Verifier{Image: name, Network: policy.NetworkNone, MemoryMB: 512, Pids: 128, DiskMB: 64}
+		sc, err := e.Execute(ctx, cr, snap(t, map[string]string{"tests/test.sh*": c.testSh, "answer.txt": c.answer + "\n"}), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if sc.Score != c.want {
+			t.Errorf("%s: score %v, want %v (%s)", c.name, sc.Score, c.want, sc.Details)
+		}
+	}
+}

@@ -4,5 +4,5 @@ exact=0
 [ "$(cat /workspace/answer.txt)" = 42 ] && exact=1
 python3 -c "
 import json
-json.dump({'exact': $exact}, open('/tmp/logs/verifier/reward.json', 'w'))
-"
+json.dump({'exact': $exact}, open(1, 'w'))
+" > /tmp/logs/verifier/reward.json
