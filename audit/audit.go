@@ -8,6 +8,7 @@ import (
 
 	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -159,7 +160,7 @@ func runAgent(ctx context.Context, tg Target, a Agent, so supervisor.Options) Ru
 		r.Criteria = criteria(tg.Task, res.Criteria)
 	}
 	if err != nil {
-		var ie *supervisor.InputError
+		var ie *sandbox.InputError
 		if errors.As(err, &ie) {
 			r.Error = "the task was refused: " + err.Error()
 		} else {

@@ -11,6 +11,7 @@ import (
 
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -148,7 +149,7 @@ func TestExperimentWithAJudgeAgentWithoutItsKeyStartsNothing(t *testing.T) {
 	runs := t.TempDir()
 	_, err := Run(context.Background(), e, Options{
 		Run: supervisor.Options{RunsDir: runs, LookupEnv: func(string) (string, bool) { return "", false }}})
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "success_criteria[0] (agent_judge)") || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Fatalf("got %v, want an input error naming success_criteria[0] and ANTHROPIC_API_KEY", err)
 	}
@@ -168,7 +169,7 @@ func TestExperimentWithASimulatedUserAndNoJudgeStartsNothing(t *testing.T) {
 	var started int
 	_, err := Run(context.Background(), e, Options{Run: supervisor.Options{RunsDir: runs}, Parallel: 1,
 		OnStart: func(record.PlannedRun, *record.PlanEntry) { started++ }})
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "simulated_user") || !strings.Contains(err.Error(), "judge") {
 		t.Fatalf("got %v, want an input error naming simulated_user and the judge", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -188,7 +189,7 @@ func TestRephraseWithoutAJudgeIsRefusedBeforeAnyRun(t *testing.T) {
 		map[string]string{"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n")})
 	runs := t.TempDir()
 	_, err := Run(context.Background(), e, Options{Run: supervisor.Options{RunsDir: runs, RunID: "x"}})
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "add judge: {api: anthropic, model: ...} to the config file") {
 		t.Fatalf("err %v", err)
 	}

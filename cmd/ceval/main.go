@@ -13,7 +13,7 @@ import (
 
 	"ceval.dev/ceval/internal/initgc"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/wasm/worker"
 )
 
@@ -58,7 +58,7 @@ type globalOptions struct {
 	configPath        string
 	allowRlimitLimits bool // rootless without a delegated cgroup subtree: limits by rlimits
 	// kube is set when runs go to a Kubernetes cluster: sessions then need no containerd.
-	kube *supervisor.KubeOptions
+	kube *kubernetes.Options
 }
 
 // connect dials the containerd the flags name. When neither the flag nor the variable
