@@ -47,6 +47,10 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			if timeout <= 0 {
 				return exitWith(exitInvalid, errors.New("--timeout must be positive"))
 			}
+			ucfg, err := g.config(cmd) // refused before containerd is reached or an image built
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
 			c, cctx, err := g.connectRuns(cmd.Context(), cmd)
 			if err != nil {
 				return err
@@ -58,10 +62,6 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 					return exitWith(exitInvalid, err)
 				}
 				return exitWith(exitInfraErr, err)
-			}
-			ucfg, err := g.config(cmd)
-			if err != nil {
-				return exitWith(exitInvalid, err)
 			}
 			dir, err := tempdir.Make("", "ceval-sandbox-")
 			if err != nil {
