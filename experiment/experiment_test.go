@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
@@ -82,7 +83,7 @@ func TestDefaultParallelRespectsMemory(t *testing.T) {
 // and recorded; the second failure stands.
 func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
 		"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n"),
 	})
@@ -114,7 +115,7 @@ func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
 // snapshot fails after the agent ran (the test puts a file where the snapshot goes).
 func TestRunWhoseAgentStartedIsNeverRetried(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
 		"a": agentTask("a", "echo x > x", "  - {type: file_exists, path: x}\n"),
 	})
