@@ -10,13 +10,19 @@ import (
 // Every entry point refuses bad input before it reaches containerd (an unreachable address
 // here, so reaching it is exit 3 naming containerd) or creates anything under --runs-dir.
 
-func TestAuditRefusesABadTaskBeforeAnyStarts(t *testing.T) {
+// simulatedUserWithoutJudge writes a task with a simulated_user and a config with no judge
+// model (which a simulated user needs): every entry point refuses the task.
+func simulatedUserWithoutJudge(t *testing.T) (taskPath, configPath string) {
 	dir := t.TempDir()
-	p := filepath.Join(dir, "task.yaml")
-	os.WriteFile(p, []byte("task_id: asks\ninitial_prompt: p\nagent: {type: command, command: [true]}\n"+
+	taskPath, configPath = filepath.Join(dir, "task.yaml"), filepath.Join(dir, "config.yaml")
+	os.WriteFile(taskPath, []byte("task_id: asks\ninitial_prompt: p\nagent: {type: command, command: [true]}\n"+
 		"simulated_user: {instructions: be a user, max_turns: 2}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
-	cfg := filepath.Join(dir, "config.yaml")
-	os.WriteFile(cfg, nil, 0o600)
+	os.WriteFile(configPath, nil, 0o600)
+	return taskPath, configPath
+}
+
+func TestAuditRefusesABadTaskBeforeAnyStarts(t *testing.T) {
+	p, cfg := simulatedUserWithoutJudge(t)
 	runs := t.TempDir()
 	r := ceval(t, "audit", "--config", cfg, "--containerd-address", "/nonexistent/containerd.sock", "--runs-dir", runs, "../../examples/audit/sound/task.yaml", p)
 	if r.code != exitInvalid || !strings.Contains(r.stderr, p+": ") || !strings.Contains(r.stderr, "simulated_user") || strings.Contains(r.stderr, "containerd") {
