@@ -8,6 +8,7 @@ import (
 
 	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -53,10 +54,41 @@ type Options struct {
 	Progress func(t Target, r Run)
 }
 
+// Check refuses, before anything starts, a target that every one of its audit runs would
+// refuse as input under run (supervisor.Check on the task as audited: a command agent in
+// place of its own, no run_limits), naming the task's file. An audit calls it once: a bad
+// task is refused whole, never run by run. The error is a *sandbox.InputError.
+func Check(targets []Target, run supervisor.Options) error {
+	var problems []error
+	for _, tg := range targets {
+		t := asAudited(tg.Task, Agent{Argv: []string{"true"}})
+		if err := supervisor.Check(&t, run); err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", tg.Task.Path, err))
+		}
+	}
+	if len(problems) > 0 {
+		return &sandbox.InputError{Err: errors.Join(problems...)}
+	}
+	return nil
+}
+
+// asAudited is t as an audit runs it: agent a's command in place of the task's own agent
+// (and so no model gateway or run budgets).
+func asAudited(t *task.Task, a Agent) task.Task {
+	c := *t // shares the material handles, which the caller's task owns
+	c.Agent = &task.Agent{Type: task.AgentCommand, Command: a.Argv}
+	c.RunLimits = nil
+	return c
+}
+
 // Audit runs, per target, the oracle, the null and unchanged agents and every cheat in the
 // real sandbox (supervisor.Run, as `ceval run` does), and gives each task its verdict. The
-// error is for failures before any run could start (an unknown agent name).
+// error is for failures before any run could start (an unknown agent name, a task Check
+// refuses).
 func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
+	if err := Check(targets, o.Run); err != nil {
+		return nil, err
+	}
 	names := append([]string{NullAgent, UnchangedAgent}, Cheats...)
 	if o.Agents != nil {
 		names = append([]string{NullAgent, UnchangedAgent}, o.Agents...)
@@ -144,9 +176,7 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 // with a command agent in place of its own (and so no model gateway or run budgets).
 func runAgent(ctx context.Context, tg Target, a Agent, so supervisor.Options) Run {
 	r := Run{Agent: a.Name, Kind: a.Kind, What: a.What}
-	t := *tg.Task // shares the material handles, which the caller's task owns
-	t.Agent = &task.Agent{Type: task.AgentCommand, Command: a.Argv}
-	t.RunLimits = nil
+	t := asAudited(tg.Task, a)
 	so.Variant = "audit-" + a.Name
 	if tg.Variant != "" {
 		so.Variant = tg.Variant + "-audit-" + a.Name
@@ -159,7 +189,7 @@ func runAgent(ctx context.Context, tg Target, a Agent, so supervisor.Options) Ru
 		r.Criteria = criteria(tg.Task, res.Criteria)
 	}
 	if err != nil {
-		var ie *supervisor.InputError
+		var ie *sandbox.InputError
 		if errors.As(err, &ie) {
 			r.Error = "the task was refused: " + err.Error()
 		} else {

@@ -21,6 +21,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -128,7 +129,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	// never run by run once the pool started.
 	for _, en := range e.Entries {
 		if err := supervisor.Check(en.Task, o.Run); err != nil {
-			return nil, &supervisor.InputError{Err: fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, errors.Unwrap(err))}
+			return nil, &sandbox.InputError{Err: fmt.Errorf("%s (variant %s): %w", en.Task.ID, en.Variant, errors.Unwrap(err))}
 		}
 	}
 	if !o.Resume {
@@ -161,10 +162,10 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	if o.Resume {
 		old, err := record.ReadPlan(expDir)
 		if err != nil {
-			return nil, &supervisor.InputError{Err: fmt.Errorf("resume %s: %w", expDir, err)}
+			return nil, &sandbox.InputError{Err: fmt.Errorf("resume %s: %w", expDir, err)}
 		}
 		if d := old.Diff(plan); d != "" {
-			return nil, &supervisor.InputError{Err: fmt.Errorf("resume %s: the experiment differs from its plan.json: %s", expDir, d)}
+			return nil, &sandbox.InputError{Err: fmt.Errorf("resume %s: the experiment differs from its plan.json: %s", expDir, d)}
 		}
 		oldImages = old.Images
 	}
@@ -301,7 +302,7 @@ func pinImages(ctx context.Context, e *task.Experiment, o supervisor.Options, ol
 			if err != nil {
 				err = fmt.Errorf("image %s (task %s): %w", name, en.Task.ID, err)
 				if errors.Is(err, registry.ErrConfig) || errors.Is(err, registry.ErrRefused) || errors.Is(err, errdefs.ErrNotFound) {
-					return &supervisor.InputError{Err: err}
+					return &sandbox.InputError{Err: err}
 				}
 				return &supervisor.InfraError{Err: err}
 			}

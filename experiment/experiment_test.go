@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -81,7 +83,7 @@ func TestDefaultParallelRespectsMemory(t *testing.T) {
 // and recorded; the second failure stands.
 func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
 		"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n"),
 	})
@@ -113,7 +115,7 @@ func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
 // snapshot fails after the agent ran (the test puts a file where the snapshot goes).
 func TestRunWhoseAgentStartedIsNeverRetried(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
 		"a": agentTask("a", "echo x > x", "  - {type: file_exists, path: x}\n"),
 	})
@@ -148,7 +150,7 @@ func TestExperimentWithAJudgeAgentWithoutItsKeyStartsNothing(t *testing.T) {
 	runs := t.TempDir()
 	_, err := Run(context.Background(), e, Options{
 		Run: supervisor.Options{RunsDir: runs, LookupEnv: func(string) (string, bool) { return "", false }}})
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "success_criteria[0] (agent_judge)") || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Fatalf("got %v, want an input error naming success_criteria[0] and ANTHROPIC_API_KEY", err)
 	}
@@ -168,7 +170,7 @@ func TestExperimentWithASimulatedUserAndNoJudgeStartsNothing(t *testing.T) {
 	var started int
 	_, err := Run(context.Background(), e, Options{Run: supervisor.Options{RunsDir: runs}, Parallel: 1,
 		OnStart: func(record.PlannedRun, *record.PlanEntry) { started++ }})
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "simulated_user") || !strings.Contains(err.Error(), "judge") {
 		t.Fatalf("got %v, want an input error naming simulated_user and the judge", err)
 	}

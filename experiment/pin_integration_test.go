@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
-
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
@@ -23,28 +20,6 @@ import (
 	"ceval.dev/ceval/supervisor"
 )
 
-// freshNamespace is a containerd namespace of its own for one test, emptied and removed
-// at its end.
-func freshNamespace(t *testing.T, ctx context.Context, c *client.Client) context.Context {
-	t.Helper()
-	b := make([]byte, 4)
-	rand.Read(b)
-	ns := ctrtest.Namespace + "-" + hex.EncodeToString(b)
-	nctx := namespaces.WithNamespace(ctx, ns)
-	t.Cleanup(func() {
-		cctx := context.WithoutCancel(nctx)
-		if err := ctrtest.Leftovers(cctx, c); err != nil {
-			t.Errorf("left behind in namespace %s: %v", ns, err)
-		}
-		imgs, _ := c.ImageService().List(cctx)
-		for _, img := range imgs {
-			ctrtest.RemoveImage(cctx, c, img.Name)
-		}
-		_ = c.NamespaceService().Delete(cctx, ns)
-	})
-	return nctx
-}
-
 // An experiment whose task names a registry tag pulls it into a fresh namespace, pins its
 // digest into plan.json before the first run, and every run uses that digest although the
 // tag is moved (in the registry and in containerd) after the first run; result.json
@@ -53,7 +28,7 @@ func freshNamespace(t *testing.T, ctx context.Context, c *client.Client) context
 func TestExperimentPinsTheDigestAcrossATagMove(t *testing.T) {
 	ro, reg := regtest.Registry(t)
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	def, err := images.BuildDefault(ctx, c, images.DefaultOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +47,7 @@ func TestExperimentPinsTheDigestAcrossATagMove(t *testing.T) {
 		t.Fatal(ro.Explain(ref, err))
 	}
 
-	nctx := freshNamespace(t, ctx, c)
+	nctx, _ := ctrtest.FreshNamespace(t, ctx, c)
 	e := loadTestExperiment(t, "experiment_id: pin\ntasks: [a/task.yaml]\nrepeats: 3\n", map[string]string{
 		"a": agentTask("a", "cat /marker > which.txt", "  - {type: file_contains, path: which.txt, includes: [v1]}\n",
 			"  image: "+ref+"\n"),

@@ -13,6 +13,7 @@ import (
 
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -74,10 +75,10 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 		if live {
 			mode = "live"
 			if o.Judge == nil {
-				return nil, nil, &supervisor.InputError{Err: fmt.Errorf("variant %s rephrases its prompts with a model, and ceval's config has no judge: add judge: {api: anthropic, model: ...} to the config file (--config), or give the rephrase a fixture", en.Variant)}
+				return nil, nil, &sandbox.InputError{Err: fmt.Errorf("variant %s rephrases its prompts with a model, and ceval's config has no judge: add judge: {api: anthropic, model: ...} to the config file (--config), or give the rephrase a fixture", en.Variant)}
 			}
 			if err := o.Judge.Ready(); err != nil {
-				return nil, nil, &supervisor.InputError{Err: fmt.Errorf("variant %s rephrases its prompts: %w", en.Variant, err)}
+				return nil, nil, &sandbox.InputError{Err: fmt.Errorf("variant %s rephrases its prompts: %w", en.Variant, err)}
 			}
 		}
 		p, err := en.Mutation.Apply(en.Task.Prompt, en.Index, func(s *task.PromptStep, index int, prompt string) (string, error) {
@@ -115,7 +116,7 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 		for _, en := range e.Entries {
 			if err == nil && en.Mutation != nil && en.Mutation.Rephrases() {
 				if cerr := supervisor.Check(en.Task, o.Run); cerr != nil {
-					err = &supervisor.InputError{Err: fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, errors.Unwrap(cerr))}
+					err = &sandbox.InputError{Err: fmt.Errorf("%s (variant %s, rephrased): %w", en.Task.ID, en.Variant, errors.Unwrap(cerr))}
 				}
 			}
 		}
@@ -125,13 +126,13 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 	case o.Resume:
 		p, err := record.ReadPrompts(expDir)
 		if err != nil {
-			return &supervisor.InputError{Err: fmt.Errorf("resume %s: the experiment rephrases prompts and their record is missing: %w", expDir, err)}
+			return &sandbox.InputError{Err: fmt.Errorf("resume %s: the experiment rephrases prompts and their record is missing: %w", expDir, err)}
 		}
 		reuse = p
 	case o.PromptsFrom != "":
 		p, err := record.ReadPrompts(o.PromptsFrom)
 		if err != nil {
-			return &supervisor.InputError{Err: fmt.Errorf("--prompts-from %s: %w", o.PromptsFrom, err)}
+			return &sandbox.InputError{Err: fmt.Errorf("--prompts-from %s: %w", o.PromptsFrom, err)}
 		}
 		reuse = p
 	}
@@ -146,9 +147,9 @@ func experimentPrompts(ctx context.Context, e *task.Experiment, expDir string, o
 	}
 	made, _, err := ResolvePrompts(ctx, e, opts)
 	if err != nil {
-		var ie *supervisor.InputError
+		var ie *sandbox.InputError
 		if o.Resume && errors.As(err, &ie) {
-			return &supervisor.InputError{Err: fmt.Errorf("resume %s: a rephrased prompt is not in %s (the mutation or the task's prompt changed): %w", expDir, record.PromptsFile, err)}
+			return &sandbox.InputError{Err: fmt.Errorf("resume %s: a rephrased prompt is not in %s (the mutation or the task's prompt changed): %w", expDir, record.PromptsFile, err)}
 		}
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/supervisor"
@@ -32,7 +33,7 @@ func readSeen(t *testing.T, runDir string) string {
 // asking anything again, so the agent of a re-run gets the same prompt.
 func TestMutatedPromptExperimentGivesTheAgentTheMutatedPrompt(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	exp := `experiment_id: m
 tasks: [a/task.yaml]
 variants:

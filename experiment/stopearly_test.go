@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -27,7 +29,7 @@ import (
 // runs it did not launch are left for ceval run --resume, which completes the experiment.
 func TestStopEarlyStopsLaunchingRunsAndResumeCompletesTheExperiment(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	// Every pair is discordant for good: at confidence 0.9 the e-value 2^n/(n+1) first
 	// passes 10 at n = 7 pairs, that is after 14 runs of the 24 planned (parallel 1).
 	e := loadTestExperiment(t, `experiment_id: s
@@ -100,7 +102,7 @@ stop_early: {compare: [bad, good], metric: pass_rate, confidence: 0.9, min_runs:
 // Without a difference the test does not stop the experiment: every planned run runs.
 func TestStopEarlyDoesNotStopWithoutADifference(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, `experiment_id: s
 tasks: [a/task.yaml]
 repeats: 4
@@ -188,7 +190,7 @@ func TestRephraseWithoutAJudgeIsRefusedBeforeAnyRun(t *testing.T) {
 		map[string]string{"a": agentTask("a", "true", "  - {type: file_exists, path: x}\n")})
 	runs := t.TempDir()
 	_, err := Run(context.Background(), e, Options{Run: supervisor.Options{RunsDir: runs, RunID: "x"}})
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "add judge: {api: anthropic, model: ...} to the config file") {
 		t.Fatalf("err %v", err)
 	}

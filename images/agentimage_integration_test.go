@@ -15,7 +15,8 @@ import (
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
@@ -81,7 +82,7 @@ echo "codex: $(codex --version)"
 echo "bash: $(bash --version | head -n 1)"
 echo "rg: $(rg --version | head -n 1)"
 echo "id: $(id -u):$(id -g)"`
-	s, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
+	s, err := local.NewSandbox(ctx, sandbox.Config{
 		Client: c, Image: name, ID: "agent-image-" + record.NewRunID(time.Now()),
 		Argv:    []string{"/bin/sh", "-c", script},
 		Env:     []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},

@@ -1,14 +1,12 @@
 package images
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	digest "github.com/opencontainers/go-digest"
 
@@ -20,16 +18,7 @@ import (
 // used, but never an image an unfinished experiment pinned, until that experiment is done.
 func TestPruneKeepsAnImageAnUnfinishedExperimentPinned(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	ns := ctrtest.Namespace + "-prune"
-	ctx = namespaces.WithNamespace(ctx, ns)
-	t.Cleanup(func() {
-		cctx := context.WithoutCancel(ctx)
-		imgs, _ := c.ImageService().List(cctx)
-		for _, img := range imgs {
-			ctrtest.RemoveImage(cctx, c, img.Name)
-		}
-		_ = c.NamespaceService().Delete(cctx, ns)
-	})
+	ctx, _ = ctrtest.FreshNamespace(t, ctx, c)
 	f, host, o := startFake(t)
 	pinnedMan, _ := f.addImage(t, "a", 0, layerTar(t, file("etc/passwd", agentPasswd, 0o644)))
 	otherMan, _ := f.addImage(t, "b", 0, layerTar(t, file("etc/motd", "b", 0o644)))

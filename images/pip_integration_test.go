@@ -20,7 +20,8 @@ import (
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
@@ -87,7 +88,7 @@ func TestPackageImageInstallsPinnedWheelAtBuildTime(t *testing.T) {
 	}
 	t.Logf("build (from the image cache: %v): %s", b.Cached, time.Since(start).Round(time.Millisecond))
 	var stdout, stderr bytes.Buffer
-	s, err := supervisor.NewSandbox(ctx, supervisor.SandboxConfig{
+	s, err := local.NewSandbox(ctx, sandbox.Config{
 		Client: c, Image: name, ID: "pip-image-" + record.NewRunID(time.Now()),
 		Argv:    []string{"python3", "-c", "import cevalhello, os; print(cevalhello.GREETING, os.getuid())"},
 		Limits:  task.Limits{Timeout: time.Minute, MemoryMB: 256, CPUs: 1, Pids: 64, DiskMB: 16},

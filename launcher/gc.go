@@ -52,7 +52,7 @@ func PullLeaseLabels() map[string]string {
 // containers it labelled (killing their tasks first), their rootfs snapshots, its leases,
 // the scratch filesystems mounted for their workspaces (MountScratch) and their supervisor
 // FIFOs (Lifeline). Anything whose owner (PID plus boot id, checked against the process's
-// start time) still runs is kept and listed. supervisor.GC also frees the ID slots.
+// start time) still runs is kept and listed. local.GC also frees the ID slots.
 func GC(ctx context.Context, c *client.Client) (removed, kept []Swept, err error) {
 	bootID, err := BootID()
 	if err != nil {

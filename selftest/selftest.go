@@ -18,6 +18,9 @@ import (
 	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/kubernetes"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/verifier"
@@ -90,7 +93,7 @@ type Options struct {
 	Busybox   string // for building the default image on first use
 	InitDir   string
 	Preflight *images.PreflightCache
-	IDs       supervisor.IDRange // user namespace host IDs (ceval's config id_range); zero: the default
+	IDs       sandbox.IDRange // user namespace host IDs (ceval's config id_range); zero: the default
 	// Progress, when set, hears each row as soon as its attack is done.
 	Progress func(Row)
 	// Executor grades the attacks' executing criteria (run_command); nil starts a WASM
@@ -103,7 +106,7 @@ type Options struct {
 	WASM wasm.Options
 	// Kube runs every attack's agent as a Pod of a cluster (ceval selftest --backend
 	// kubernetes); an attack whose task that backend refuses is skipped with the reason.
-	Kube *supervisor.KubeOptions
+	Kube *kubernetes.Options
 }
 
 // grace is the time between SIGTERM and SIGKILL for every attack: short, so the suite stays
@@ -285,11 +288,11 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 		if s.probe {
 			return done(Skipped, 0, "not applicable on the kubernetes backend: its probe image is built in the local containerd")
 		}
-		if err := supervisor.CheckKubernetes(t); err != nil {
+		if err := kubernetes.Check(t); err != nil {
 			return done(Skipped, 0, "not applicable on the kubernetes backend: "+err.Error())
 		}
 	}
-	if s.rootful != "" && !supervisor.RootVerifierSupported() {
+	if s.rootful != "" && !local.RootVerifierSupported() {
 		return done(Skipped, 0, "not applicable on a rootless containerd: "+s.rootful)
 	}
 	if s.probe {
@@ -354,7 +357,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	if runErr != nil && actx.Err() != nil {
 		runErr = fmt.Errorf("the run did not end within its budget (%s: timeouts of its agent, steps and executing criteria) plus %s: %w", budget, hangGuard, runErr)
 	}
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	refused := errors.As(runErr, &ie)
 	switch {
 	case s.refused != "" && refused && strings.Contains(runErr.Error(), s.refused):

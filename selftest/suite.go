@@ -1,7 +1,6 @@
 package selftest
 
 import (
-	"ceval.dev/ceval/supervisor"
 	"crypto/rand"
 	"embed"
 	"encoding/hex"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -75,7 +75,7 @@ type setup struct {
 	// kube, when set, says why the attack does not apply on the kubernetes backend (it
 	// attacks a mechanism of the local sandbox that a Pod does differently, tested there
 	// by the test it names); the row is skipped with this reason.
-	kube func(o *supervisor.KubeOptions) string
+	kube func(o *kubernetes.Options) string
 	// registry runs the attack's task with a Pinner (pull missing) against hostileRegistry,
 	// whose host replaces {{REGISTRY}}; any request its redirect made to the host's service
 	// is a breach.
@@ -117,13 +117,13 @@ var setups = map[string]setup{
 	"verifier-harbor-reward": {probe: true},
 
 	// What a Pod does differently from the local sandbox (docs/kubernetes.md).
-	"survive-supervisor-death": {kube: func(*supervisor.KubeOptions) string {
+	"survive-supervisor-death": {kube: func(*kubernetes.Options) string {
 		return "the local init's supervisor FIFO; a Pod's init kills everything when its control connection to ceval drops (TestKubeKill9ThenGCLeavesNothing, TestLostControlConnectionKillsEverythingAndExits123)"
 	}},
-	"escape-host-mounts": {kube: func(*supervisor.KubeOptions) string {
+	"escape-host-mounts": {kube: func(*kubernetes.Options) string {
 		return "the kubelet mounts /etc/hosts, /etc/hostname, /etc/resolv.conf (root's, read-only to the agent), the container's cgroups (read-only) and /dev/termination-log (writable, bounded by the agent's RLIMIT_FSIZE: TestKubeAgentCannotWritePastItsDiskLimit) into every Pod"
 	}},
-	"quota-shared-uid": {kube: func(o *supervisor.KubeOptions) string {
+	"quota-shared-uid": {kube: func(o *kubernetes.Options) string {
 		if o.UserNamespaces {
 			return ""
 		}
@@ -135,14 +135,14 @@ var setups = map[string]setup{
 	"author-material-swap": swapSetup(map[string][]string{
 		"run_started": {"kit"}, "plugin_verified": {"calls.jsonl"}, "agent_exited": {"reference"}}),
 	"author-hostile-wheel": {refused: "installs a .pth file (evil_hook.pth)"},
-	"author-hostile-registry": {registry: true, refused: "redirected to another host", kube: func(*supervisor.KubeOptions) string {
+	"author-hostile-registry": {registry: true, refused: "redirected to another host", kube: func(*kubernetes.Options) string {
 		return "a Pod's images are pulled by its node's containerd, not by ceval"
 	}},
 	"fool-oversize-hidden-todo": {check: checkLimitsHitNames("snapshot per-file cap")},
 	"fool-entry-cap-hides-file": {check: checkLimitsHitNames("snapshot entry cap")},
 	"fool-path-shape":           {check: checkPathShapeBounded},
 	"steps-break-after-agent":   {check: checkStepsHeld},
-	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*supervisor.KubeOptions) string {
+	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
 	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
 	"verifier-pkg-shadow-root": {rootful: "on a rootless containerd verifiers run unprivileged over the image's read-only root, where the guard's .pth cannot be installed: python3 -I, -E, env -i and a replaced PYTHONPATH are not guarded there (docs/criteria.md: the verifier's import guard)"},

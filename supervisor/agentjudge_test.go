@@ -11,6 +11,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/snapshot"
 )
 
@@ -86,7 +87,7 @@ func TestAgentJudgeWithoutItsKeyIsRefusedBeforeTheAgentRuns(t *testing.T) {
 			return "", false
 		},
 		Progress: func(ev string, _ map[string]any) { events = append(events, ev) }})
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "success_criteria[1] (agent_judge)") || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Fatalf("got %v (result %+v), want an input error naming success_criteria[1] and OPENAI_API_KEY", err, res)
 	}

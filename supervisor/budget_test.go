@@ -11,6 +11,7 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
@@ -113,7 +114,7 @@ func TestCostBudgetWithoutAPriceIsRefused(t *testing.T) {
 		Agent: &task.Agent{Type: task.AgentCommand, Command: []string{"true"}, Model: "claude-x", Gateway: &task.Gateway{Mode: task.GatewayForward}}}
 	runs := t.TempDir()
 	_, err := Run(t.Context(), tk, Options{RunsDir: runs, Prices: map[string]gateway.Price{"other": {Input: 1, Output: 1}}})
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), `no price for model "claude-x"`) || !strings.Contains(err.Error(), "prices:") {
 		t.Fatalf("want an InputError naming prices, got %v", err)
 	}

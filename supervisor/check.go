@@ -3,6 +3,8 @@ package supervisor
 import (
 	"os"
 
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
@@ -12,14 +14,14 @@ import (
 // simulated_user and, on a cluster (o.Kube), what the Kubernetes backend cannot run. Every
 // entry point calls it once per task before it starts anything (an experiment for each
 // entry before its pool), so a bad task fails there and never run by run. The error is an
-// *InputError, but for a kernel too old for the verifier's root overlay (local.CheckRootVerifier).
-// Environment values are not looked up here (Run reads them when it starts).
+// *sandbox.InputError, but for a kernel too old for the verifier's root overlay
+// (local.CheckRootVerifier). Environment values are not looked up here (Run reads them when it starts).
 func Check(t *task.Task, o Options) error {
 	if _, err := AgentArgv(t); err != nil {
-		return &InputError{Err: err}
+		return &sandbox.InputError{Err: err}
 	}
 	if _, _, err := AgentEnv(t, o.Allow, func(string) (string, bool) { return "", true }); err != nil {
-		return &InputError{Err: err}
+		return &sandbox.InputError{Err: err}
 	}
 	lookup := o.LookupEnv
 	if lookup == nil {
@@ -33,11 +35,11 @@ func Check(t *task.Task, o Options) error {
 		func() error { return CheckSimulatedUser(t, o.Judge) },
 	}
 	if o.Kube != nil {
-		checks = append(checks, func() error { return CheckKubernetes(t) })
+		checks = append(checks, func() error { return kubernetes.Check(t) })
 	}
 	for _, c := range checks {
 		if err := c(); err != nil {
-			return &InputError{Err: err}
+			return &sandbox.InputError{Err: err}
 		}
 	}
 	if o.Kube == nil {

@@ -7,6 +7,5 @@
 // result.json. It never parses YAML (package task does), never grades inside the agent's
 // container, never schedules more than one run (package experiment does), and holds no
 // local sandbox code: ID slots, rootless mode, scratch filesystems and attestation from
-// /proc are sandbox/local's, Pods sandbox/kubernetes' (SandboxConfig, Sandbox, NewSandbox,
-// IDRange, KubeOptions and the other names it keeps for its callers are aliases of theirs).
+// /proc are sandbox/local's, Pods sandbox/kubernetes' (callers import their names from there).
 package supervisor

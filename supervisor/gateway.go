@@ -18,9 +18,6 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// GatewayURL is where the agent reaches the model gateway inside its container.
-const GatewayURL = sandbox.GatewayURL
-
 // providerEnv names, per provider, the variables of ceval's own environment that hold the
 // real credential and an optional upstream base URL (a LiteLLM or Bedrock proxy). The
 // credential is read by the gateway in this process and never enters the container.
@@ -86,7 +83,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		return nil, nil
 	}
 	if t.Sandbox.Network == policy.NetworkHost {
-		return nil, &InputError{Err: fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
+		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s: the model gateway needs the container's own network namespace; it cannot be used with sandbox.network: host", t.ID)}
 	}
 	exceeded := make(chan struct{}) // Run has checked the limits (CheckRunLimits)
 	cfg := gateway.Config{Mode: g.Mode, Key: newGatewayKey(), Model: t.Agent.Model, AllowServerTools: g.ServerTools,
@@ -101,7 +98,7 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		// Parsed at load: replay serves the fixture that was validated, whatever its
 		// path names by now.
 		if g.Fixture == nil {
-			return nil, &InputError{Err: fmt.Errorf("task %s: replay mode without a fixture read at load", t.ID)}
+			return nil, &sandbox.InputError{Err: fmt.Errorf("task %s: replay mode without a fixture read at load", t.ID)}
 		}
 		cfg.Fixture = g.Fixture
 	} else {
@@ -118,9 +115,9 @@ func startGateway(t *task.Task, runDir string, lookup func(string) (string, bool
 		// The gateway refuses an API it holds no key for; a run whose agent could reach
 		// none is refused here, before the agent starts, not turned into the agent's failure.
 		if name := missingCredential(t.Agent.Type, lookup); name != "" {
-			return nil, &InputError{Err: fmt.Errorf("task %s: agent.gateway mode %s forwards %s's calls with ceval's %s, which is not set in ceval's environment (or use mode replay)", t.ID, g.Mode, t.Agent.Type, name)}
+			return nil, &sandbox.InputError{Err: fmt.Errorf("task %s: agent.gateway mode %s forwards %s's calls with ceval's %s, which is not set in ceval's environment (or use mode replay)", t.ID, g.Mode, t.Agent.Type, name)}
 		} else if _, real := defaultCredential[t.Agent.Type]; !real && keys == 0 {
-			return nil, &InputError{Err: fmt.Errorf("task %s: agent.gateway mode %s needs a model provider key in ceval's environment (ANTHROPIC_API_KEY or OPENAI_API_KEY), or use mode replay", t.ID, g.Mode)}
+			return nil, &sandbox.InputError{Err: fmt.Errorf("task %s: agent.gateway mode %s needs a model provider key in ceval's environment (ANTHROPIC_API_KEY or OPENAI_API_KEY), or use mode replay", t.ID, g.Mode)}
 		}
 	}
 	log, err := os.OpenFile(runDir+"/"+record.ModelCallsFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -230,9 +227,9 @@ func (g *gatewayRun) stopAgent() <-chan struct{} {
 // every agent gets CEVAL_GATEWAY_URL and CEVAL_GATEWAY_KEY; Claude Code gets them as its
 // own variables, Codex through the config.toml written by writeCodexConfig.
 func GatewayEnv(t *task.Task, key string) []string {
-	env := []string{"CEVAL_GATEWAY_URL=" + GatewayURL, "CEVAL_GATEWAY_KEY=" + key}
+	env := []string{"CEVAL_GATEWAY_URL=" + sandbox.GatewayURL, "CEVAL_GATEWAY_KEY=" + key}
 	if t.Agent.Type == task.AgentClaudeCode {
-		env = append(env, "ANTHROPIC_BASE_URL="+GatewayURL, "ANTHROPIC_API_KEY="+key)
+		env = append(env, "ANTHROPIC_BASE_URL="+sandbox.GatewayURL, "ANTHROPIC_API_KEY="+key)
 	}
 	return env
 }
@@ -248,7 +245,7 @@ func CodexConfig(model string) string {
 
 [model_providers.ceval]
 name = "ceval gateway"
-base_url = "` + GatewayURL + `/v1"
+base_url = "` + sandbox.GatewayURL + `/v1"
 wire_api = "responses"
 env_key = "CEVAL_GATEWAY_KEY"
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
@@ -174,7 +175,7 @@ func TestForwardWithoutTheAgentsKeyIsRefusedBeforeTheStart(t *testing.T) {
 	_, err := startGateway(tk, t.TempDir(), func(k string) (string, bool) {
 		return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-x"}[k], k == "ANTHROPIC_API_KEY"
 	}, nil, nil)
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
 		t.Fatalf("want an InputError naming OPENAI_API_KEY, got %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/sandbox/local"
 )
 
@@ -11,7 +12,7 @@ import (
 // that fails there (its image is missing) must release both, or every such run would leak
 // a slot (id_range runs dry) and a holder process running as the slot's IDs.
 func TestRunThatFailsBeforeLaunchReleasesItsIDSlotAndHolder(t *testing.T) {
-	ids := IDRange{Start: DefaultIDRange.Start + 1000*oci.IDRangeSize, Slots: 1}
+	ids := sandbox.IDRange{Start: sandbox.DefaultIDRange.Start + 1000*oci.IDRangeSize, Slots: 1}
 	doc := agentTask("noimage", "true", "  - {type: file_exists, path: hello.txt}\n", "  image: ceval.local/no-such-image:test\n")
 	res, err := runTask(t, doc, nil, Options{IDs: ids})
 	if err == nil || res == nil || res.Status != "ERROR" {

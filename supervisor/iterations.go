@@ -12,6 +12,7 @@ import (
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
@@ -129,10 +130,10 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 	}
 	argv, err := FollowUpArgv(t, prompt)
 	if err != nil {
-		return false, &InputError{Err: err}
+		return false, &sandbox.InputError{Err: err}
 	}
 	left := t.Sandbox.Limits.Timeout - r.iter.agentTime
-	err = r.sb.Again(ctx, AgainConfig{Argv: argv, Env: iterationEnv(r.env, t, n+1), Timeout: left,
+	err = r.sb.Again(ctx, sandbox.AgainConfig{Argv: argv, Env: iterationEnv(r.env, t, n+1), Timeout: left,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile)})
 	if err != nil {
 		return false, &InfraError{err}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 	"golang.org/x/sys/unix"
 )
@@ -38,7 +39,7 @@ func runIterFake(t *testing.T, rt *fakeRuntime, doc string) (*record.Result, err
 func TestIterationsRunTheAgentAgainWithFeedbackUntilSuccess(t *testing.T) {
 	var prompts []string
 	rt := &fakeRuntime{}
-	rt.agent = func(ws, home string) (*Outcome, error) {
+	rt.agent = func(ws, home string) (*sandbox.Outcome, error) {
 		p, err := os.ReadFile(filepath.Join(home, ".ceval", "prompt.md"))
 		if err != nil {
 			return nil, err
@@ -87,7 +88,7 @@ func TestIterationsRunTheAgentAgainWithFeedbackUntilSuccess(t *testing.T) {
 // times and no more; the result is the last iteration's.
 func TestIterationsStopAtTheirMax(t *testing.T) {
 	runs := 0
-	rt := &fakeRuntime{agent: func(ws, _ string) (*Outcome, error) { runs++; return exited(0), nil }}
+	rt := &fakeRuntime{agent: func(ws, _ string) (*sandbox.Outcome, error) { runs++; return exited(0), nil }}
 	res, err := runIterFake(t, rt, agentTask("iter", "true", "  - {type: file_exists, path: hello.txt}\n", "iterations: {max: 3}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestParseUserTurn(t *testing.T) {
 // sandbox.limits.timeout, and no iteration starts once it is spent.
 func TestIterationsShareTheTaskTimeLimit(t *testing.T) {
 	runs := 0
-	rt := &fakeRuntime{agent: func(ws, _ string) (*Outcome, error) {
+	rt := &fakeRuntime{agent: func(ws, _ string) (*sandbox.Outcome, error) {
 		runs++
 		out := exited(0)
 		out.Exit.Duration = 40 * time.Second
@@ -171,7 +172,7 @@ func TestRegradeUpdatesOnlyTheLastIteration(t *testing.T) {
 func TestSimulatedUserNeverSeesACredentialTheAgentPrinted(t *testing.T) {
 	const secret = "sk-live-PASSED-THROUGH-4242"
 	rt := &fakeRuntime{}
-	rt.agent = func(ws, _ string) (*Outcome, error) {
+	rt.agent = func(ws, _ string) (*sandbox.Outcome, error) {
 		return exited(0), os.WriteFile(rt.cfg.StdoutPath, []byte("my key is "+secret+"\n"), 0o600)
 	}
 	dir := t.TempDir()
@@ -214,7 +215,7 @@ func TestAgentThatFillsItsHomeKeepsItsFailureNotError(t *testing.T) {
 	}
 	runs := 0
 	rt := &fakeRuntime{}
-	rt.agent = func(ws, home string) (*Outcome, error) {
+	rt.agent = func(ws, home string) (*sandbox.Outcome, error) {
 		runs++
 		if err := unix.Mount("tmpfs", home, "tmpfs", 0, "size=64k,nr_inodes=16"); err != nil {
 			return nil, err

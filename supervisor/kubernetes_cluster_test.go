@@ -25,13 +25,14 @@ import (
 	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/record"
+	sbkube "ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
 )
 
 // kubeTestOptions connects to the test cluster, puts the init image and the default image
 // into its node, and returns the Kubernetes backend's options in a namespace of the test's own.
-func kubeTestOptions(t *testing.T) *KubeOptions {
+func kubeTestOptions(t *testing.T) *sbkube.Options {
 	t.Helper()
 	c := kubetest.Connect(t)
 	ns := kubetest.Namespace(t, c)
@@ -40,11 +41,11 @@ func kubeTestOptions(t *testing.T) *KubeOptions {
 	if _, err := images.EnsureDefault(nctx, node, images.DefaultOptions{}); err != nil {
 		t.Fatalf("the default image into the node: %v", err)
 	}
-	return &KubeOptions{Cluster: c, Namespace: ns, Controller: kube.ControllerID(), InitImage: initImage, PullPolicy: kube.PullNever}
+	return &sbkube.Options{Cluster: c, Namespace: ns, Controller: kube.ControllerID(), InitImage: initImage, PullPolicy: kube.PullNever}
 }
 
 // kubeRun runs a loaded task on the cluster.
-func kubeRun(t *testing.T, k *KubeOptions, tk *task.Task, o Options) (*record.Result, error) {
+func kubeRun(t *testing.T, k *sbkube.Options, tk *task.Task, o Options) (*record.Result, error) {
 	t.Helper()
 	o.Kube = k
 	if o.RunsDir == "" {

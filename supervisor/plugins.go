@@ -10,6 +10,7 @@ import (
 	"ceval.dev/ceval/bundle"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
@@ -21,7 +22,7 @@ const CodexSkillsDir = ".agents/skills"
 // (a source tree is built, a built bundle verified and copied, both through the handle the
 // task opened at load, never by the task's path) and returns the read-only mounts of their
 // trees: what the agent sees is what was validated, whatever the task's paths name by now.
-// Drift or a refused source is the task's fault (InputError); anything else is ceval's
+// Drift or a refused source is the task's fault (sandbox.InputError); anything else is ceval's
 // (InfraError).
 func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]any)) ([]record.PluginResult, []oci.Mount, error) {
 	var results []record.PluginResult
@@ -29,7 +30,7 @@ func preparePlugins(t *task.Task, runDir string, emit func(string, map[string]an
 	for _, p := range t.Plugins {
 		src := p.Dir.Root()
 		if src == nil {
-			return results, nil, &InputError{Err: fmt.Errorf("plugin %s: not opened with the task", p.Name)}
+			return results, nil, &sandbox.InputError{Err: fmt.Errorf("plugin %s: not opened with the task", p.Name)}
 		}
 		r := record.PluginResult{Name: p.Name, Source: p.Dir.Path, Bundle: filepath.Join(runDir, record.PluginsDir, p.Name)}
 		r.Mount = p.Mount
@@ -68,7 +69,7 @@ func bundleError(name string, err error) error {
 	var ie *bundle.InputError
 	var de *bundle.DriftError
 	if errors.As(err, &re) || errors.As(err, &ie) || errors.As(err, &de) {
-		return &InputError{Err: fmt.Errorf("plugin %s: %w", name, err)}
+		return &sandbox.InputError{Err: fmt.Errorf("plugin %s: %w", name, err)}
 	}
 	return &InfraError{fmt.Errorf("plugin %s: %w", name, err)}
 }

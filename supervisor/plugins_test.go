@@ -14,6 +14,7 @@ import (
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
@@ -125,7 +126,7 @@ func TestPreparePluginsRefusesRunOnDriftedBundle(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "solution.md"), []byte("the answer"), 0o444)
 	_, _, err := preparePlugins(tk, t.TempDir(), func(string, map[string]any) {})
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "skills/lint/solution.md: extra file") {
 		t.Fatalf("preparePlugins = %v, want an InputError naming the planted file", err)
 	}
@@ -136,7 +137,7 @@ func TestPreparePluginsRefusesSourceWithGradingMaterialInsideSkills(t *testing.T
 	os.MkdirAll(filepath.Join(tk.Dir, "kit/skills/fix/tests"), 0o755)
 	os.Symlink("/etc/passwd", filepath.Join(tk.Dir, "kit/skills/fix/passwd"))
 	_, _, err := preparePlugins(tk, t.TempDir(), func(string, map[string]any) {})
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "skills/fix/tests: denied") || !strings.Contains(err.Error(), "skills/fix/passwd: symlink") {
 		t.Fatalf("preparePlugins = %v, want an InputError listing both offenders", err)
 	}
@@ -257,7 +258,7 @@ func TestRunRefusesDriftedPluginBeforeLaunch(t *testing.T) {
 	p := filepath.Join(tk.Dir, "prebuilt", bundle.TreeDir, "skills/lint/SKILL.md")
 	os.WriteFile(p, []byte("---\nname: lint\n---\nLint it. The answer is 42.\n"), 0o444)
 	res, err := Run(ctx, tk, Options{Client: c, RunsDir: t.TempDir()})
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "skills/lint/SKILL.md: content changed") {
 		t.Fatalf("Run = %v, want an InputError naming the changed file", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/oci"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
@@ -30,14 +32,14 @@ func buildQuotaHold(t *testing.T) string {
 }
 
 // quotaSandbox creates a sandbox whose agent is quotahold with args.
-func quotaSandbox(t *testing.T, ctx context.Context, cfg SandboxConfig, bin string, args ...string) *Sandbox {
+func quotaSandbox(t *testing.T, ctx context.Context, cfg sandbox.Config, bin string, args ...string) *local.Sandbox {
 	t.Helper()
 	cfg.Argv = append([]string{"/opt/quotahold"}, args...)
 	cfg.Mounts = []oci.Mount{{Source: bin, Destination: "/opt/quotahold"}}
 	cfg.Dir = filepath.Join(t.TempDir(), "scratch")
 	cfg.StdoutPath = filepath.Join(t.TempDir(), "stdout")
 	cfg.StderrPath = cfg.StdoutPath + ".err"
-	sb, err := NewSandbox(ctx, cfg)
+	sb, err := local.NewSandbox(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestConcurrentRunsEachGetTheirFullInotifyAndMqueueQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := buildQuotaHold(t)
-	base := SandboxConfig{
+	base := sandbox.Config{
 		Client: c, Image: images.DefaultName, Grace: time.Second,
 		Limits: task.Limits{Timeout: time.Minute, MemoryMB: 256, Pids: 64, CPUs: 1, DiskMB: 16},
 	}
@@ -74,7 +76,7 @@ func TestConcurrentRunsEachGetTheirFullInotifyAndMqueueQuota(t *testing.T) {
 	a.ID = "quota-a-" + strconv.Itoa(os.Getpid())
 	sbA := quotaSandbox(t, ctx, a, bin, limit, "hold")
 	type done struct {
-		out *Outcome
+		out *sandbox.Outcome
 		err error
 	}
 	doneA := make(chan done, 1)

@@ -59,8 +59,8 @@ type Options struct {
 	Progress func(event string, f map[string]any) // optional: live events for the CLI
 	Executor grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
 	// IDs is the subordinate range runs take their user namespaces' host IDs from (ceval's
-	// config id_range); the zero value is DefaultIDRange.
-	IDs IDRange
+	// config id_range); the zero value is sandbox.DefaultIDRange.
+	IDs sandbox.IDRange
 	// Prices are USD per million tokens by model (the prices table of ceval's config); the
 	// gateway prices calls with them, and run_limits.max_usd needs the task's model here.
 	Prices map[string]gateway.Price
@@ -76,7 +76,7 @@ type Options struct {
 
 	// Kube, when set, runs the agent as a Pod of a Kubernetes cluster instead of a local
 	// container (ceval run --backend kubernetes); Client may then be nil.
-	Kube *KubeOptions
+	Kube *kubernetes.Options
 
 	// containers is what Run needs of the container runtime; nil: containerd through Client.
 	// Tests of the run logic give a fake.
@@ -95,16 +95,16 @@ func (c containerd) ResolveImage(ctx context.Context, sb task.Sandbox) (images.I
 // its installed file.
 func (c containerd) Prepare() sandbox.Reservation {
 	ids := c.o.IDs
-	if ids == (IDRange{}) {
-		ids = DefaultIDRange
+	if ids == (sandbox.IDRange{}) {
+		ids = sandbox.DefaultIDRange
 	}
 	go embedded.Init.SHA256()
 	return local.StartIDs(ids)
 }
 
-func (c containerd) NewSandbox(ctx context.Context, cfg SandboxConfig) (sandbox.Sandbox, error) {
+func (c containerd) NewSandbox(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
 	cfg.Client = c.o.Client
-	sb, err := NewSandbox(ctx, cfg)
+	sb, err := local.NewSandbox(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +125,6 @@ func release(r sandbox.Reservation) error {
 	}
 	return r.Release()
 }
-
-// InputError is bad input (a task or a permission the user did not give): exit 2.
-type InputError = sandbox.InputError
 
 // Phases of a run, in order. An error Run returns names the phase it came from, and so does
 // result.json's error. The agent phase is the sandbox's own sequence: start the container,
@@ -251,7 +248,7 @@ type run struct {
 	sb      sandbox.Sandbox
 	ws      string // the agent's workspace on the host
 	home    string // the agent's home on the host
-	out     *Outcome
+	out     *sandbox.Outcome
 	snap    *snapshot.Snapshot
 	iter    iterations
 }
@@ -262,10 +259,10 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	r := &run{t: t, o: o, start: start}
 	var err error
 	if r.argv, err = AgentArgv(t); err != nil {
-		return nil, &InputError{Err: err}
+		return nil, &sandbox.InputError{Err: err}
 	}
 	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
-		return nil, &InputError{Err: err}
+		return nil, &sandbox.InputError{Err: err}
 	}
 	if err := Check(t, o); err != nil {
 		return nil, err
@@ -285,7 +282,7 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	r.res.Criteria = []grader.CriterionResult{}
 	r.res.Image.Name = t.Sandbox.Image
 	if t.NeedsVerifier() {
-		r.res.Verifier = VerifierInfo(o.VerifierNetwork, t)
+		r.res.Verifier = local.VerifierInfo(o.VerifierNetwork, t)
 	}
 	r.emit("run_started", map[string]any{"task_id": t.ID, "run_dir": r.dir, "image": t.Sandbox.Image})
 	return r, nil
@@ -336,7 +333,7 @@ func (r *run) prepare(ctx context.Context) error {
 	r.ids = r.o.containers.Prepare()
 	if r.img, err = r.o.containers.ResolveImage(ctx, t.Sandbox); err != nil {
 		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
-			return &InputError{Err: err}
+			return &sandbox.InputError{Err: err}
 		}
 		if hint := harborBuildHint(t, t.Sandbox.Image); hint != "" && errors.As(err, new(*images.NotFoundError)) {
 			err = fmt.Errorf("%w; this task was imported from Harbor: build its image as ceval import harbor said: %s", err, hint) // harborbuild.go
@@ -357,7 +354,7 @@ func (r *run) prepare(ctx context.Context) error {
 // creates the container.
 func (r *run) launch(ctx context.Context) error {
 	t, o := r.t, r.o
-	cfg := SandboxConfig{
+	cfg := sandbox.Config{
 		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: r.argv, Env: iterationEnv(r.env, t, 1), Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
@@ -473,7 +470,7 @@ func (r *run) endedByLimits(err error) bool {
 }
 
 // recordContainer puts the container's attestation and peaks into the result.
-func (r *run) recordContainer(out *Outcome) {
+func (r *run) recordContainer(out *sandbox.Outcome) {
 	res := r.res
 	res.Isolation = out.Isolation
 	rs := out.Resources
@@ -610,7 +607,7 @@ func (r *run) grade(ctx context.Context) error {
 	gopts.AgentJudge = &agentJudges{o: r.o, t: t, dir: r.dir}
 	gctx := ctx
 	if r.svcs != nil && t.GradesWithServices() {
-		gctx = WithServices(ctx, &ServiceAccess{r.svcs})
+		gctx = sandbox.WithServices(ctx, &ServiceAccess{r.svcs})
 	}
 	g := grader.Grade(gctx, t, r.snap, gopts)
 	saveCriterionOutputs(r.dir, g, r.redact)
@@ -681,7 +678,7 @@ func (r *run) record(err error) error {
 	return err
 }
 
-// PhaseError is a run's failure in one of its phases; it unwraps to the InputError or
+// PhaseError is a run's failure in one of its phases; it unwraps to the sandbox.InputError or
 // InfraError that says whose fault it was.
 type PhaseError struct {
 	Phase string
@@ -700,9 +697,9 @@ func inPhase(phase string, err error) error {
 	return &PhaseError{Phase: phase, Err: err}
 }
 
-// asRunError keeps an InputError as it is and makes anything else an InfraError.
+// asRunError keeps a sandbox.InputError as it is and makes anything else an InfraError.
 func asRunError(err error) error {
-	var ie *InputError
+	var ie *sandbox.InputError
 	if errors.As(err, &ie) {
 		return ie
 	}
@@ -734,7 +731,7 @@ func (o Options) WithDefaults(now time.Time) Options {
 		o.Grace = policy.DefaultGrace
 	}
 	if o.InitDir == "" {
-		o.InitDir = DefaultInitDir()
+		o.InitDir = local.DefaultInitDir()
 	}
 	if o.containers == nil && o.Kube != nil {
 		o.containers = kubernetes.New(o.Pins, *o.Kube)

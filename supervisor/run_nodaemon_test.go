@@ -26,15 +26,15 @@ type fakeRuntime struct {
 	createErr error
 	closeErr  error
 	// agent acts as the agent in the workspace and says how the container ended.
-	agent func(ws, home string) (*Outcome, error)
+	agent func(ws, home string) (*sandbox.Outcome, error)
 	// step acts as a setup or after_agent step (argv is `sh -c RUN`), writing its output to
 	// log; nil: every step exits 0.
 	step     func(name string, argv []string, ws string, log io.Writer) (launcher.Exit, error)
 	steps    []string // the names of the steps run, in order
 	launched int
 	closed   int
-	cfg      SandboxConfig
-	again    []AgainConfig // each iteration after the first
+	cfg      sandbox.Config
+	again    []sandbox.AgainConfig // each iteration after the first
 }
 
 func (f *fakeRuntime) Prepare() sandbox.Reservation { return nil }
@@ -43,7 +43,7 @@ func (f *fakeRuntime) ResolveImage(_ context.Context, sb task.Sandbox) (images.I
 	return images.Image{Name: sb.Image, ManifestDigest: "sha256:fake"}, f.imageErr
 }
 
-func (f *fakeRuntime) NewSandbox(_ context.Context, cfg SandboxConfig) (sandbox.Sandbox, error) {
+func (f *fakeRuntime) NewSandbox(_ context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
 	if f.createErr != nil {
 		return nil, f.createErr
 	}
@@ -66,7 +66,7 @@ type fakeSandbox struct {
 	ws, home string
 }
 
-func (s *fakeSandbox) Run(_ context.Context, emit func(string, map[string]any)) (*Outcome, error) {
+func (s *fakeSandbox) Run(_ context.Context, emit func(string, map[string]any)) (*sandbox.Outcome, error) {
 	emit("agent_started", nil)
 	for _, p := range []string{s.f.cfg.StdoutPath, s.f.cfg.StderrPath} {
 		if err := os.WriteFile(p, nil, 0o600); err != nil {
@@ -102,7 +102,7 @@ func (s *fakeSandbox) RunStep(_ context.Context, name string, argv []string, _ t
 	return s.f.step(name, argv, s.ws, f)
 }
 
-func (s *fakeSandbox) Again(_ context.Context, next AgainConfig) error {
+func (s *fakeSandbox) Again(_ context.Context, next sandbox.AgainConfig) error {
 	s.f.again = append(s.f.again, next)
 	s.f.cfg.Argv, s.f.cfg.Env, s.f.cfg.StdoutPath, s.f.cfg.StderrPath = next.Argv, next.Env, next.StdoutPath, next.StderrPath
 	return nil
@@ -111,12 +111,12 @@ func (s *fakeSandbox) Again(_ context.Context, next AgainConfig) error {
 func (s *fakeSandbox) DeleteContainer(context.Context) error { return nil }
 
 // exited is an agent's clean exit with code.
-func exited(code int) *Outcome {
-	return &Outcome{Exit: launcher.Exit{Code: code, Duration: 10 * time.Millisecond, CgroupEmpty: true}}
+func exited(code int) *sandbox.Outcome {
+	return &sandbox.Outcome{Exit: launcher.Exit{Code: code, Duration: 10 * time.Millisecond, CgroupEmpty: true}}
 }
 
 // writesHello is an agent that leaves hello.txt and exits 0.
-func writesHello(ws, _ string) (*Outcome, error) {
+func writesHello(ws, _ string) (*sandbox.Outcome, error) {
 	return exited(0), os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello\n"), 0o644)
 }
 
@@ -180,7 +180,7 @@ func TestRunFailureNamesItsPhase(t *testing.T) {
 	}{
 		{PhasePrepare, &fakeRuntime{imageErr: boom, agent: writesHello}, nil, 0},
 		{PhaseLaunch, &fakeRuntime{createErr: boom, agent: writesHello}, nil, 0},
-		{PhaseAgent, &fakeRuntime{agent: func(string, string) (*Outcome, error) { return nil, boom }}, nil, 1},
+		{PhaseAgent, &fakeRuntime{agent: func(string, string) (*sandbox.Outcome, error) { return nil, boom }}, nil, 1},
 		{PhaseSnapshot, &fakeRuntime{agent: writesHello}, func(runDir string) {
 			// A file where the snapshot's directory goes.
 			os.WriteFile(filepath.Join(runDir, record.WorkspaceDir), nil, 0o600)
@@ -191,7 +191,7 @@ func TestRunFailureNamesItsPhase(t *testing.T) {
 		t.Run(tc.phase, func(t *testing.T) {
 			if tc.before != nil {
 				agent := tc.rt.agent
-				tc.rt.agent = func(ws, home string) (*Outcome, error) {
+				tc.rt.agent = func(ws, home string) (*sandbox.Outcome, error) {
 					tc.before(filepath.Dir(tc.rt.cfg.Dir)) // cfg.Dir is RUNDIR/.scratch
 					return agent(ws, home)
 				}
@@ -219,7 +219,7 @@ func TestRunFailureNamesItsPhase(t *testing.T) {
 // TestRunRecordsTheLimitsTheAgentHit: a timed-out agent is TIMEOUT however its work grades,
 // and the container's OOM kills and pids peak are in limits_hit.
 func TestRunRecordsTheLimitsTheAgentHit(t *testing.T) {
-	rt := &fakeRuntime{agent: func(ws, home string) (*Outcome, error) {
+	rt := &fakeRuntime{agent: func(ws, home string) (*sandbox.Outcome, error) {
 		out, err := writesHello(ws, home)
 		out.Exit.TimedOut, out.Exit.Code = true, 137
 		out.Resources = launcher.Resources{OOMKills: 2, PidsPeak: 128, PidsLimit: 128, MemoryPeakBytes: 1 << 20}
@@ -243,7 +243,7 @@ func TestRunRecordsTheLimitsTheAgentHit(t *testing.T) {
 // TestRunInterruptedAgentIsNotGraded: Ctrl-C during the agent leaves the run incomplete and
 // ungraded, so a resume runs it again.
 func TestRunInterruptedAgentIsNotGraded(t *testing.T) {
-	rt := &fakeRuntime{agent: func(ws, home string) (*Outcome, error) {
+	rt := &fakeRuntime{agent: func(ws, home string) (*sandbox.Outcome, error) {
 		out, err := writesHello(ws, home)
 		out.Exit.Interrupted = true
 		return out, err
@@ -265,7 +265,7 @@ func TestAgentLogsAreRedactedWhenTheRunFailsAfterTheAgent(t *testing.T) {
 	const key = "sk-ant-redact-me-0123456789"
 	var runDir string
 	rt := &fakeRuntime{}
-	rt.agent = func(ws, home string) (*Outcome, error) {
+	rt.agent = func(ws, home string) (*sandbox.Outcome, error) {
 		runDir = filepath.Dir(rt.cfg.Dir) // cfg.Dir is RUNDIR/.scratch
 		for _, p := range []string{rt.cfg.StdoutPath, rt.cfg.StderrPath} {
 			if err := os.WriteFile(p, []byte("leaked "+key+"\n"), 0o600); err != nil {

@@ -19,6 +19,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
+	"ceval.dev/ceval/internal/tasktest"
 	"ceval.dev/ceval/internal/testtree"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
@@ -74,11 +75,8 @@ func readResult(t *testing.T, res *record.Result) map[string]any {
 	return m
 }
 
-func agentTask(id, script, criteria string, extra ...string) string {
-	return "task_id: " + id + "\ninitial_prompt: do the task\nagent:\n  type: command\n  command: [/bin/sh, -c, " + quote(script) + "]\n" +
-		"sandbox:\n  limits: {timeout: 60s, memory_mb: 256, pids: 128, disk_mb: 64}\n" + strings.Join(extra, "") +
-		"success_criteria:\n" + criteria
-}
+// agentTask is a task file whose command agent runs a script (experiment's tests write it too).
+var agentTask = tasktest.AgentTask
 
 func quote(s string) string {
 	b, _ := json.Marshal(s)

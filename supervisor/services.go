@@ -82,7 +82,7 @@ type serviceSet struct {
 	runDir  string
 	runID   string // the agent container's ID base: a service's container is runID-svc-NAME
 	initDir string
-	ids     IDRange
+	ids     sandbox.IDRange
 	life    time.Duration // each service's deadline from its start
 	redact  func(string) string
 	emit    func(string, map[string]any)
@@ -105,7 +105,7 @@ type service struct {
 	i       int    // its index in *serviceSet.res
 	started time.Time
 	log     *os.File
-	sb      *Sandbox
+	sb      *local.Sandbox
 	tk      *launcher.Task
 	netns   *os.File
 	stop    context.CancelFunc // ends the wait: SIGTERM, grace, SIGKILL, reap
@@ -148,10 +148,10 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		return nil, nil
 	}
 	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
-		return nil, &InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
+		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
 	}
 	if local.RootlessMode() != nil {
-		return nil, &InputError{Err: fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
+		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
 	}
 	for _, tool := range launcher.RedirectTools() {
 		if _, err := os.Stat(tool); err != nil {
@@ -164,10 +164,10 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		images: map[string]string{}, conns: map[net.Conn]bool{},
 	}
 	if set.initDir == "" {
-		set.initDir = DefaultInitDir()
+		set.initDir = local.DefaultInitDir()
 	}
-	if set.ids == (IDRange{}) {
-		set.ids = DefaultIDRange
+	if set.ids == (sandbox.IDRange{}) {
+		set.ids = sandbox.DefaultIDRange
 	}
 	r.svcs = set
 	for _, s := range t.Services {
@@ -251,7 +251,7 @@ func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (
 	if err != nil {
 		return nil, err
 	}
-	s.sb, err = NewSandbox(ctx, SandboxConfig{
+	s.sb, err = local.NewSandbox(ctx, sandbox.Config{
 		Client: set.c, Image: set.images[spec.Image], ID: set.runID + "-svc-" + spec.Name,
 		Argv: argv, Env: env, Cwd: workdir, UserName: "service", UID: policy.ServiceUID,
 		Limits:  task.Limits{Timeout: set.life, MemoryMB: spec.Limits.MemoryMB, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids, DiskMB: spec.Limits.DiskMB},
@@ -318,7 +318,7 @@ func serviceRun(spec task.Service, img ocispec.ImageConfig) (argv, env []string,
 		argv = append(append([]string{}, img.Entrypoint...), img.Cmd...)
 	}
 	if len(argv) == 0 || argv[0] == "" {
-		return nil, nil, "", &InputError{Err: fmt.Errorf("image %s has no entrypoint or command: give the service a command", spec.Image)}
+		return nil, nil, "", &sandbox.InputError{Err: fmt.Errorf("image %s has no entrypoint or command: give the service a command", spec.Image)}
 	}
 	ours := map[string]bool{}
 	for _, kv := range spec.Env {
@@ -484,7 +484,7 @@ func (a *ServiceAccess) Hosts() oci.Mount {
 }
 
 // BeforeStart relays the services named into the network namespace of a container about
-// to start (see SandboxConfig.BeforeStart); an unknown name is an error.
+// to start (see sandbox.Config.BeforeStart); an unknown name is an error.
 func (a *ServiceAccess) BeforeStart(names []string) launcher.StartHook {
 	return func(ctx context.Context, pid uint32) error {
 		for _, n := range names {
@@ -494,12 +494,6 @@ func (a *ServiceAccess) BeforeStart(names []string) launcher.StartHook {
 		}
 		return a.set.relayInto(ctx, pid, names)
 	}
-}
-
-// WithServices is ctx carrying the run's services for the criteria graded with it
-// (sandbox.ServicesFrom gives them to the verifier).
-func WithServices(ctx context.Context, a *ServiceAccess) context.Context {
-	return sandbox.WithServices(ctx, a)
 }
 
 func (set *serviceSet) accept(ctx context.Context, ln net.Listener, s *service, port int) {

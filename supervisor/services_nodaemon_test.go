@@ -17,6 +17,8 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/task"
 )
 
@@ -43,11 +45,11 @@ func TestServicesAreRefusedWhereTheyCannotRun(t *testing.T) {
 	tk := loadServiceTask(t)
 	rt := &fakeRuntime{agent: writesHello}
 	_, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "only the local containerd backend runs") || rt.launched != 0 {
 		t.Fatalf("err %v (launched %d), want an InputError before the launch", err, rt.launched)
 	}
-	if err := CheckKubernetes(tk); err == nil || !strings.Contains(err.Error(), "services") {
+	if err := kubernetes.Check(tk); err == nil || !strings.Contains(err.Error(), "services") {
 		t.Fatalf("CheckKubernetes: %v, want services refused", err)
 	}
 }
@@ -91,7 +93,7 @@ func TestServiceRunsItsImagesCommandUnlessItNamesOne(t *testing.T) {
 		t.Errorf("workdir %q without one in the image, want %s", wd, task.DefaultServiceWorkdir)
 	}
 	_, _, _, err = serviceRun(task.Service{}, ocispec.ImageConfig{})
-	var ie *InputError
+	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "give the service a command") {
 		t.Errorf("no command anywhere: %v", err)
 	}

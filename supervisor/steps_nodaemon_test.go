@@ -13,6 +13,7 @@ import (
 
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
@@ -54,7 +55,7 @@ func exitsWith(codes map[string]int) func(string, []string, string, io.Writer) (
 func TestFailingSetupStepEndsTheRunAsErrorBeforeTheAgentStarts(t *testing.T) {
 	agentRan := false
 	rt := &fakeRuntime{
-		agent: func(ws, home string) (*Outcome, error) { agentRan = true; return writesHello(ws, home) },
+		agent: func(ws, home string) (*sandbox.Outcome, error) { agentRan = true; return writesHello(ws, home) },
 		step:  exitsWith(map[string]int{"setup-2": 3}),
 	}
 	var events []string
@@ -94,11 +95,11 @@ func TestFailingSetupStepEndsTheRunAsErrorBeforeTheAgentStarts(t *testing.T) {
 func TestFailingAfterAgentStepIsRecordedAndTheRunGradedAsUsual(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		agent  func(ws, home string) (*Outcome, error)
+		agent  func(ws, home string) (*sandbox.Outcome, error)
 		status string
 	}{
 		{"work done", writesHello, "SUCCESS"},
-		{"work not done", func(string, string) (*Outcome, error) { return exited(0), nil }, "FAILURE"},
+		{"work not done", func(string, string) (*sandbox.Outcome, error) { return exited(0), nil }, "FAILURE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &fakeRuntime{agent: tc.agent, step: exitsWith(map[string]int{"after_agent-1": 2})}
@@ -174,7 +175,7 @@ func TestInterruptDuringAStepLeavesTheRunUngraded(t *testing.T) {
 func TestStepsWithIterations(t *testing.T) {
 	agentRuns := 0
 	rt := &fakeRuntime{}
-	rt.agent = func(ws, _ string) (*Outcome, error) {
+	rt.agent = func(ws, _ string) (*sandbox.Outcome, error) {
 		agentRuns++
 		if agentRuns == 2 { // fixed after feedback: the source the build step turns into hello.txt
 			return exited(0), os.WriteFile(filepath.Join(ws, "src.txt"), []byte("hello\n"), 0o644)

@@ -72,6 +72,17 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
+			// What every audit run shares; each task, as audited, is checked against it before
+			// containerd is reached.
+			run := supervisor.Options{
+				RunsDir: runsDir, RunID: record.NewRunID(time.Now()), Version: cevalVersion(), Busybox: busybox, IDs: ucfg.idRange(),
+				// A task asking for host networking gets it only as for ceval run: when the user's config allows it.
+				Allow:           supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},
+				VerifierNetwork: ucfg.VerifierNetwork,
+			}
+			if err := audit.Check(targets, run); err != nil {
+				return exitWith(exitInvalid, err)
+			}
 			pins, err := pf.pinner(ucfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -93,14 +104,9 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			}
 			defer closeEx()
 			errOut := cmd.ErrOrStderr()
+			run.Client, run.Preflight, run.Executor, run.Pins = sess.client, sess.preflight, ex, pins
 			o := audit.Options{
-				Run: supervisor.Options{
-					RunsDir: runsDir, RunID: record.NewRunID(time.Now()), Client: sess.client,
-					Version: cevalVersion(), Preflight: sess.preflight, Busybox: busybox, Executor: ex, IDs: ucfg.idRange(), Pins: pins,
-					// A task asking for host networking gets it only as for ceval run: when the user's config allows it.
-					Allow:           supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},
-					VerifierNetwork: ucfg.VerifierNetwork,
-				},
+				Run:  run,
 				Jobs: jobs, LeakedCriteria: leaked,
 				Progress: func(t audit.Target, r audit.Run) {
 					fmt.Fprintf(errOut, "%-24s %-18s %-10s %.2f\n", auditName(t.Task.ID, t.Variant), r.Agent, orDash(r.Status), r.Score)

@@ -340,12 +340,7 @@ func startSleeperTask(t *testing.T, ctx context.Context, c *client.Client, doc s
 // needs a judge the config does not have is refused before containerd is even reached
 // (before, the first task ran and the second failed after it).
 func TestRunRefusesEveryBadTaskBeforeAnyStarts(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "task.yaml")
-	os.WriteFile(p, []byte("task_id: asks\ninitial_prompt: p\nagent: {type: command, command: [true]}\n"+
-		"simulated_user: {instructions: be a user, max_turns: 2}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
-	cfg := filepath.Join(dir, "config.yaml")
-	os.WriteFile(cfg, nil, 0o600)
+	p, cfg := simulatedUserWithoutJudge(t)
 	runs := t.TempDir()
 	r := ceval(t, "run", "--config", cfg, "--containerd-address", "/nonexistent/containerd.sock", "--runs-dir", runs, "../../examples/hello/task.yaml", p)
 	if r.code != 2 || !strings.Contains(r.stderr, "simulated_user") || strings.Contains(r.stderr, "containerd") {

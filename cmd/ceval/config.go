@@ -16,7 +16,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/policy"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox"
 )
 
 // userConfig is ceval's config file: what the user (never a task) permits by default.
@@ -57,7 +57,7 @@ type userConfig struct {
 	AllowHostNetwork bool                   `yaml:"allow_host_network"`
 	Prices           map[string]priceConfig `yaml:"prices"`
 	GatewayAllow     map[string]allowConfig `yaml:"gateway_allow"`
-	IDRange          *supervisor.IDRange    `yaml:"id_range"`
+	IDRange          *sandbox.IDRange       `yaml:"id_range"`
 	Judge            *judgeConfig           `yaml:"judge"`
 	// VerifierNetwork is the network of every verifier container: none (each criterion's
 	// own) or host, for suites whose tests install their tools at test time.
@@ -229,9 +229,9 @@ func loadUserConfig(path string, explicit bool) (userConfig, error) {
 }
 
 // idRange is the configured id_range, or the zero value (the default range).
-func (c userConfig) idRange() supervisor.IDRange {
+func (c userConfig) idRange() sandbox.IDRange {
 	if c.IDRange == nil {
-		return supervisor.IDRange{}
+		return sandbox.IDRange{}
 	}
 	return *c.IDRange
 }

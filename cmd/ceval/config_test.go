@@ -8,7 +8,7 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/gateway/transcript"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox"
 )
 
 func TestConfigPrices(t *testing.T) {
@@ -111,7 +111,7 @@ func TestConfigIDRange(t *testing.T) {
 	if r := cfg.idRange(); r.Start != 3221225472 || r.Slots != 16 {
 		t.Fatalf("id_range %+v", r)
 	}
-	if cfg, err := load("allow_env: [X]\n"); err != nil || cfg.idRange() != (supervisor.IDRange{}) {
+	if cfg, err := load("allow_env: [X]\n"); err != nil || cfg.idRange() != (sandbox.IDRange{}) {
 		t.Fatalf("no id_range: %+v %v, want the zero range (the default)", cfg.idRange(), err)
 	}
 	for doc, msg := range map[string]string{

@@ -16,7 +16,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox/local"
 )
 
 // check is one line of ceval doctor: ok, a note (does not block runs) or a failure.
@@ -186,7 +186,7 @@ func userNSCheck(g *globalOptions, root bool) check {
 	if err != nil {
 		return check{"user namespaces", "FAIL", err.Error(), "fix the config file"}
 	}
-	detail, err := supervisor.CheckUserNamespaces(ucfg.idRange())
+	detail, err := local.CheckUserNamespaces(ucfg.idRange())
 	if err != nil {
 		return check{"user namespaces", "FAIL", "each run needs a user namespace of its own: " + err.Error(), "see docs/security.md, Per-run user namespaces"}
 	}

@@ -14,7 +14,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/verifier"
 	"ceval.dev/ceval/wasm"
@@ -25,7 +25,7 @@ import (
 type containerTier struct {
 	connect   func() (*client.Client, string, func(), error)
 	busybox   string
-	ids       supervisor.IDRange
+	ids       sandbox.IDRange
 	preflight *images.PreflightCache
 	allowHost bool // the user's --allow-host-network
 	pins      *images.Pinner
@@ -33,7 +33,7 @@ type containerTier struct {
 }
 
 // sessionTier uses a command's open session (ceval run, experiments).
-func sessionTier(s *session, g *globalOptions, busybox string, ids supervisor.IDRange, allowHost bool, vnet string) containerTier {
+func sessionTier(s *session, g *globalOptions, busybox string, ids sandbox.IDRange, allowHost bool, vnet string) containerTier {
 	return containerTier{
 		connect: func() (*client.Client, string, func(), error) { return s.client, g.namespace, func() {}, nil },
 		busybox: busybox, ids: ids, preflight: s.preflight, allowHost: allowHost, vnet: vnet,

@@ -20,6 +20,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -171,7 +172,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	})
 	prog.close()
 	if err != nil && res == nil {
-		var ie *supervisor.InputError
+		var ie *sandbox.InputError
 		if errors.As(err, &ie) {
 			return exitWith(exitInvalid, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox/local"
 )
 
 func newGCCmd(g *globalOptions) *cobra.Command {
@@ -46,7 +46,7 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			defer c.Close()
-			removed, kept, err := supervisor.GC(ctx, c)
+			removed, kept, err := local.GC(ctx, c)
 			// After GC: a killed verifier's directory is free once its scratch mounts are gone.
 			tr, tk, terr := tempdir.Sweep("")
 			for _, d := range tr {

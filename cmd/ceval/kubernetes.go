@@ -12,7 +12,7 @@ import (
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/kube"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox/kubernetes"
 )
 
 // Backends: where ceval run puts each run's agent.
@@ -128,7 +128,7 @@ func kubeNamespace(cmd *cobra.Command, g *globalOptions, k kubeConfig) string {
 }
 
 // kubeOptions connects to the cluster and returns the runs' Kubernetes options.
-func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *globalOptions, ucfg userConfig) (*supervisor.KubeOptions, error) {
+func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *globalOptions, ucfg userConfig) (*kubernetes.Options, error) {
 	var k kubeConfig
 	if ucfg.Kubernetes != nil {
 		k = *ucfg.Kubernetes
@@ -137,7 +137,7 @@ func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *g
 	if err != nil {
 		return nil, exitWith(exitInfraErr, err)
 	}
-	o := &supervisor.KubeOptions{
+	o := &kubernetes.Options{
 		Cluster: c, Namespace: kubeNamespace(cmd, g, k), Controller: kube.ControllerID(),
 		InitImage: k.InitImage, PullPolicy: kube.PullPolicy(k.ImagePullPolicy), RuntimeClassName: k.RuntimeClass,
 		ImagePullSecrets:              k.ImagePullSecrets,
@@ -162,7 +162,7 @@ func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *g
 
 // kubeSweep deletes what this controller left in the cluster (after Ctrl-C every run has
 // deleted its own Pod already; this catches one that could not).
-func kubeSweep(cmd *cobra.Command, o *supervisor.KubeOptions) {
+func kubeSweep(cmd *cobra.Command, o *kubernetes.Options) {
 	if o == nil {
 		return
 	}

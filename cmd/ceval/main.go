@@ -13,7 +13,7 @@ import (
 
 	"ceval.dev/ceval/internal/initgc"
 	"ceval.dev/ceval/launcher"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/wasm/worker"
 )
 
@@ -58,7 +58,7 @@ type globalOptions struct {
 	configPath        string
 	allowRlimitLimits bool // rootless without a delegated cgroup subtree: limits by rlimits
 	// kube is set when runs go to a Kubernetes cluster: sessions then need no containerd.
-	kube *supervisor.KubeOptions
+	kube *kubernetes.Options
 }
 
 // connect dials the containerd the flags name. When neither the flag nor the variable
@@ -148,8 +148,11 @@ func main() {
 func execute(args []string) int {
 	ctx, stop := interruptible(context.Background())
 	defer stop()
+	stdout, outputLost, keepStop := keepWritingPastClosedPipes()
+	defer keepStop()
 	root := newRootCmd()
 	root.SetArgs(args)
+	root.SetOut(stdout)
 	cmd, err := root.ExecuteContextC(ctx)
 	code := exitOK
 	var ee *exitError
@@ -167,6 +170,10 @@ func execute(args []string) int {
 	if c, ok := interruptedExit(ctx, cmd, code); ok {
 		fmt.Fprintf(os.Stderr, "ceval: %v\n", context.Cause(ctx))
 		code = c
+	}
+	if outputLost() { // after the command finished, with its files written: say what it could not
+		fmt.Fprintf(os.Stderr, "ceval: its output was cut off (a closed pipe); the command finished (exit %d before)\n", code)
+		code = exitOutputLost
 	}
 	return code
 }

@@ -18,7 +18,7 @@ import (
 	"ceval.dev/ceval/internal/idmap"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/wasm"
 )
 
@@ -166,8 +166,8 @@ func enteredRootless(address string, allowRlimit bool) error {
 	if err := errors.Join(err1, err2); err != nil {
 		return exitWith(exitInfraErr, fmt.Errorf("rootless: the daemon's user namespace: %w", err))
 	}
-	rl := supervisor.Rootless{Delegated: delegated, Slots: slots, LockDir: launcher.RootlessIDLockDir(address), UIDMap: hostUIDs, GIDMap: hostGIDs}
-	if err := supervisor.EnterRootless(rl); err != nil {
+	rl := local.Rootless{Delegated: delegated, Slots: slots, LockDir: launcher.RootlessIDLockDir(address), UIDMap: hostUIDs, GIDMap: hostGIDs}
+	if err := local.EnterRootless(rl); err != nil {
 		return exitWith(exitInfraErr, err)
 	}
 	inRootless = true

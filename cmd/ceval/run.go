@@ -15,6 +15,7 @@ import (
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -230,7 +231,7 @@ func errOutOf(cmd *cobra.Command) io.Writer { return cmd.ErrOrStderr() }
 
 // exitCodeFor maps one run's outcome to the shared exit codes.
 func exitCodeFor(res *record.Result, err error) int {
-	var ie *supervisor.InputError
+	var ie *sandbox.InputError
 	switch {
 	case errors.As(err, &ie):
 		return exitInvalid

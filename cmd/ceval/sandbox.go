@@ -11,7 +11,8 @@ import (
 	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/supervisor"
+	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
@@ -46,6 +47,10 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			if timeout <= 0 {
 				return exitWith(exitInvalid, errors.New("--timeout must be positive"))
 			}
+			ucfg, err := g.config(cmd) // refused before containerd is reached or an image built
+			if err != nil {
+				return exitWith(exitInvalid, err)
+			}
 			c, cctx, err := g.connectRuns(cmd.Context(), cmd)
 			if err != nil {
 				return err
@@ -58,10 +63,6 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 				}
 				return exitWith(exitInfraErr, err)
 			}
-			ucfg, err := g.config(cmd)
-			if err != nil {
-				return exitWith(exitInvalid, err)
-			}
 			dir, err := tempdir.Make("", "ceval-sandbox-")
 			if err != nil {
 				return exitWith(exitInfraErr, err)
@@ -69,7 +70,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 			defer tempdir.Remove(dir)
 			limits := task.Limits{Timeout: timeout, MemoryMB: policy.DefaultMemoryMB, CPUs: policy.DefaultCPUs,
 				Pids: policy.DefaultPids, DiskMB: policy.DefaultDiskMB}
-			s, err := supervisor.NewSandbox(cctx, supervisor.SandboxConfig{
+			s, err := local.NewSandbox(cctx, sandbox.Config{
 				Client: c, Image: image, ID: "sandbox-" + record.NewRunID(time.Now()), Argv: args,
 				Limits: limits, Network: network, Dir: dir + "/scratch",
 				Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), IDs: ucfg.idRange(),

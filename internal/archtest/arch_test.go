@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -22,6 +27,8 @@ type pkg struct {
 	Imports    []string
 	Deps       []string
 	Name       string
+	Dir        string
+	GoFiles    []string
 }
 
 // listPackages runs `go list -json -deps=false` over the module (not its tests).
@@ -284,6 +291,13 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "names-have-one-home",
+		says: "No package re-exports a name of `sandbox`, `sandbox/local`, `sandbox/kubernetes` or `images` (a type alias of it, a constant or variable set to it, an exported function whose body only calls it); callers import the package that declares it.",
+		why: "supervisor kept the names that moved to the sandbox packages as aliases, so `cmd/ceval`, `selftest` and `images`' tests reached the local sandbox and the Kubernetes backend through the run orchestrator: " +
+			"a name with two homes hides in the import graph who depends on a backend, and the old home grows back around it.",
+		check: reExports,
+	},
+	{
 		name: "grader-runs-nothing",
 		says: "`grader` depends on no `supervisor`, `launcher` or `gateway`.",
 		why:  "criteria grade a snapshot; running things (containers, a model gateway) is the executors' job.",
@@ -347,6 +361,14 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		},
 		"verifier-runs-no-experiment": func(p map[string]*pkg) {
 			add(p, "verifier", "Deps", module+"supervisor")
+		},
+		"names-have-one-home": func(p map[string]*pkg) {
+			dir := t.TempDir()
+			src := "package supervisor\n\nimport \"ceval.dev/ceval/sandbox\"\n\ntype IDRange = sandbox.IDRange\n"
+			if err := os.WriteFile(filepath.Join(dir, "alias.go"), []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p["supervisor"].Dir, p["supervisor"].GoFiles = dir, []string{"alias.go"}
 		},
 	}
 	for _, r := range rules {
@@ -476,4 +498,89 @@ func TestPackagesTableListsEveryPackage(t *testing.T) {
 			t.Errorf("docs/ARCHITECTURE.md's Packages table does not list package %s", name)
 		}
 	}
+}
+
+// homes are the packages whose names rule names-have-one-home keeps from being re-exported.
+var homes = []string{"sandbox", "sandbox/local", "sandbox/kubernetes", "images"}
+
+// reExports finds, in every package but the homes themselves, a type alias of a home's name,
+// a package-level constant or variable set to one, and an exported function (not a method:
+// those implement interfaces) whose body is one call of a home's function.
+func reExports(pkgs map[string]*pkg) (bad []string) {
+	for _, name := range sortedNames(pkgs) {
+		if slices.Contains(homes, name) {
+			continue
+		}
+		p := pkgs[name]
+		for _, f := range p.GoFiles {
+			file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, f), nil, parser.SkipObjectResolution)
+			if err != nil {
+				bad = append(bad, name+": "+err.Error())
+				continue
+			}
+			local := map[string]string{} // the file's name for each home it imports
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				s, ok := short(path)
+				if !ok || !slices.Contains(homes, s) {
+					continue
+				}
+				id := s[strings.LastIndex(s, "/")+1:]
+				if imp.Name != nil {
+					id = imp.Name.Name
+				}
+				local[id] = s
+			}
+			if len(local) == 0 {
+				continue
+			}
+			// home names the home a selector expression x.Y refers to, if any.
+			home := func(e ast.Expr) string {
+				if sel, ok := e.(*ast.SelectorExpr); ok {
+					if id, ok := sel.X.(*ast.Ident); ok && local[id.Name] != "" {
+						return local[id.Name] + "." + sel.Sel.Name
+					}
+				}
+				return ""
+			}
+			for _, d := range file.Decls {
+				switch d := d.(type) {
+				case *ast.GenDecl:
+					for _, spec := range d.Specs {
+						switch s := spec.(type) {
+						case *ast.TypeSpec:
+							if h := home(s.Type); s.Assign.IsValid() && h != "" {
+								bad = append(bad, fmt.Sprintf("%s/%s: type %s = %s", name, f, s.Name.Name, h))
+							}
+						case *ast.ValueSpec:
+							for i, v := range s.Values {
+								if h := home(v); h != "" && s.Names[i].IsExported() {
+									bad = append(bad, fmt.Sprintf("%s/%s: %s = %s", name, f, s.Names[i].Name, h))
+								}
+							}
+						}
+					}
+				case *ast.FuncDecl:
+					if d.Recv != nil || !d.Name.IsExported() || d.Body == nil || len(d.Body.List) != 1 {
+						continue
+					}
+					var call ast.Expr
+					switch st := d.Body.List[0].(type) {
+					case *ast.ReturnStmt:
+						if len(st.Results) == 1 {
+							call = st.Results[0]
+						}
+					case *ast.ExprStmt:
+						call = st.X
+					}
+					if c, ok := call.(*ast.CallExpr); ok {
+						if h := home(c.Fun); h != "" {
+							bad = append(bad, fmt.Sprintf("%s/%s: func %s only calls %s", name, f, d.Name.Name, h))
+						}
+					}
+				}
+			}
+		}
+	}
+	return bad
 }

@@ -4,6 +4,8 @@ package ctrtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	ctrimages "github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 
 	"ceval.dev/ceval/launcher"
 )
@@ -99,4 +102,27 @@ func Leftovers(ctx context.Context, c *client.Client) error {
 // that the pending collection then removes ("parent snapshot ... does not exist").
 func RemoveImage(ctx context.Context, c *client.Client, name string) {
 	_ = c.ImageService().Delete(context.WithoutCancel(ctx), name, ctrimages.SynchronousDelete())
+}
+
+// FreshNamespace is ctx in a containerd namespace of the test's own (Namespace and a random
+// suffix), with its name: at the test's end the test fails if a container, task or snapshot
+// is left in it (Leftovers), and its images and the namespace are removed.
+func FreshNamespace(t testing.TB, ctx context.Context, c *client.Client) (context.Context, string) {
+	t.Helper()
+	b := make([]byte, 4)
+	rand.Read(b)
+	ns := Namespace + "-" + hex.EncodeToString(b)
+	nctx := namespaces.WithNamespace(ctx, ns)
+	t.Cleanup(func() {
+		cctx := context.WithoutCancel(nctx)
+		if err := Leftovers(cctx, c); err != nil {
+			t.Errorf("left behind in namespace %s: %v", ns, err)
+		}
+		imgs, _ := c.ImageService().List(cctx)
+		for _, img := range imgs {
+			RemoveImage(cctx, c, img.Name)
+		}
+		_ = c.NamespaceService().Delete(cctx, ns)
+	})
+	return nctx, ns
 }

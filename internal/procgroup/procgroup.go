@@ -7,7 +7,10 @@ package procgroup
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,16 +28,80 @@ var (
 	live = map[int]bool{}
 )
 
-// KillAll sends SIGKILL to the group of every Cmd started whose Wait has not returned: for
-// a process about to exit without waiting for them (a second SIGINT or SIGTERM), which
-// would leave them running as orphans. A group's ID is not reused while its leader is
+// KillAll sends SIGKILL to the group of every Cmd started whose Wait has not returned, and
+// to every descendant of theirs by PID: for a process about to exit without waiting for them
+// (a second SIGINT or SIGTERM), which would leave them running as orphans. A descendant that
+// left the group (buildah's RUN step: runc in a session of its own, and the step's container
+// below it) is found by its parent, so all of them are stopped first (SIGSTOP: none forks or
+// exits while the tree is read; a stopped process keeps its PID), the tree read again until
+// it holds no new process, then killed. A group's ID is not reused while its leader is
 // unreaped, and Wait reaps it only after the group left live.
 func KillAll() {
 	mu.Lock()
 	defer mu.Unlock()
+	if len(live) == 0 {
+		return
+	}
+	stopped := map[int]bool{}
+	for pgid := range live {
+		_ = syscall.Kill(-pgid, syscall.SIGSTOP)
+	}
+	for range 100 { // each pass reaches at least one generation further; trees are shallow
+		found := false
+		for _, pid := range descendants(live) {
+			if !stopped[pid] {
+				stopped[pid], found = true, true
+				_ = syscall.Kill(pid, syscall.SIGSTOP)
+			}
+		}
+		if !found {
+			break
+		}
+	}
 	for pgid := range live {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
+	for pid := range stopped {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// descendants lists, from /proc, every process in one of the groups or below one of their
+// members (by parent PID), the groups' own members included.
+func descendants(groups map[int]bool) []int {
+	entries, _ := os.ReadDir("/proc")
+	parent := map[int][]int{} // parent PID -> children
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the command's closing parenthesis: state, ppid, pgrp, ...
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		parent[ppid] = append(parent[ppid], pid)
+		if groups[pgrp] {
+			out = append(out, pid)
+		}
+	}
+	seen := map[int]bool{}
+	for i := 0; i < len(out); i++ {
+		if seen[out[i]] {
+			continue
+		}
+		seen[out[i]] = true
+		out = append(out, parent[out[i]]...)
+	}
+	return out
 }
 
 // Cmd is an exec.Cmd whose process group ends with it.

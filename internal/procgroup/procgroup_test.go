@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -124,4 +125,24 @@ func TestKillAllEndsEveryGroupNotWaitedFor(t *testing.T) {
 	if len(live) != 0 {
 		t.Errorf("live groups after Wait: %v", live)
 	}
+}
+
+// buildah's RUN step runs runc in a session (and so a process group) of its own: KillAll,
+// before an exit that waits for nothing, ends it by PID as a descendant of the group.
+func TestKillAllEndsADescendantInASessionOfItsOwn(t *testing.T) {
+	c, escaped := started(t, context.Background(), time.Minute, "setsid sleep 300 & echo $!; wait")
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(escaped) + "/stat")
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(escaped) { // setsid has made it a group leader
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("process %d never left its group", escaped)
+		}
+	}
+	t.Cleanup(func() { syscall.Kill(escaped, syscall.SIGKILL) })
+	KillAll()
+	c.Wait()
+	waitGone(t, escaped, 5*time.Second)
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -446,7 +447,7 @@ func writeTree(w io.Writer, dir string) error {
 		if !info.Mode().IsRegular() {
 			return nil
 		}
-		f, err := root.OpenFile(name, os.O_RDONLY|noFollow, 0)
+		f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			return err
 		}

@@ -106,7 +106,7 @@ func copyGitDir(src *os.Root, gitDir, dst string) (string, error) {
 // copyGitFile copies gitDir/rel from src to rel in out: a regular file, never a link or a
 // FIFO (opened without following and without blocking, checked after opening).
 func copyGitFile(src, out *os.Root, gitDir, rel string) error {
-	in, err := src.OpenFile(path.Join(gitDir, rel), os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
+	in, err := src.OpenFile(path.Join(gitDir, rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return fmt.Errorf(".git/%s is a symlink; a template's .git must hold none", rel)
@@ -135,7 +135,7 @@ func copyGitFile(src, out *os.Root, gitDir, rel string) error {
 
 // readGitMeta reads a small regular file of a template's .git, following no link.
 func readGitMeta(src *os.Root, p string) ([]byte, error) {
-	f, err := src.OpenFile(p, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
+	f, err := src.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

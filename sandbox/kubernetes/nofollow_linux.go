@@ -1,5 +1,0 @@
-package kubernetes
-
-import "syscall"
-
-const noFollow = syscall.O_NOFOLLOW

@@ -1,5 +1,0 @@
-package local
-
-import "syscall"
-
-const noFollow = syscall.O_NOFOLLOW
