@@ -44,7 +44,11 @@ import (
 func importGuard(agentDirs []string) string {
 	return `def cevalImportGuard(agent):
     import sys, os
-    from importlib.machinery import PathFinder
+    # CPython's own path finder, as sys.meta_path holds it: no import (the guard also runs
+    # inside the encodings package, while CPython starts).
+    PathFinder = next((f for f in sys.meta_path if getattr(f, "__name__", "") == "PathFinder"), None)
+    if PathFinder is None:
+        from importlib.machinery import PathFinder
     def outside(p):
         if not isinstance(p, str) or not p or not os.path.isabs(p):
             return False
