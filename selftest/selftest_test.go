@@ -55,7 +55,7 @@ var suiteNames = []string{
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
 	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-harbor-reward", "verifier-late-daemon",
-	"verifier-network", "verifier-package-shadow", "verifier-pkg-shadow-root", "verifier-pytest-forge", "verifier-root-escape", "verifier-undeclared-ref", "wasm-package-shadow", "wasm-pycache-forge", "wasm-pytest-hijack", "wasm-python-escape", "wasm-stdlib-shadow",
+	"verifier-network", "verifier-package-shadow", "verifier-pkg-shadow-root", "verifier-pytest-forge", "verifier-python-start", "verifier-root-escape", "verifier-undeclared-ref", "wasm-package-shadow", "wasm-pycache-forge", "wasm-pytest-hijack", "wasm-python-escape", "wasm-stdlib-shadow",
 	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
 }
 
