@@ -222,7 +222,7 @@ func judge(r *Report) {
 				msg += "; it fooled " + joinCriteria(run.Fooled)
 			}
 			if run.Agent == "patch-test-runner" {
-				msg += "; the tests run the agent's code in pytest's own process: give each pytest criterion sandbox: container and isolation: process"
+				msg += "; the tests run the agent's code in pytest's own process: give each pytest criterion sandbox: container and isolation: process (the WASM sandbox has no hardened mode: one interpreter runs the tests and the agent's code)"
 			}
 			hackable = append(hackable, msg)
 		}

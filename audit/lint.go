@@ -73,7 +73,11 @@ func Lint(t *task.Task) []Warning {
 				at(c.Line, c.Column, "%s: only the exit code of %q is checked, and it runs code the agent controls (cheats stub-tests, empty-tests, plant-hooks make it exit 0); check its output with expected_stdout, or run a check the agent cannot edit (uses_reference)", what, clip(c.Command, 60))
 			}
 		case task.Pytest:
-			if c.Isolation != task.IsolationProcess || c.Verifier == nil {
+			if c.Verifier == nil {
+				// The WASM tier has one interpreter and no processes: isolation: process is
+				// refused there at load, so the way out is the container tier.
+				at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner), and the WASM sandbox has no hardened mode (CPython for WASI runs the tests and the agent's code in one interpreter); give it sandbox: container, an image with python3 and pytest (packages: [python3-pytest]) and isolation: process, or check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout)", what)
+			} else if c.Isolation != task.IsolationProcess {
 				at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner); give it sandbox: container and isolation: process (the agent's modules then run in a process of their own, behind plain-data proxies), or check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout)", what)
 			}
 		}

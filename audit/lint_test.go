@@ -26,6 +26,7 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		{"harbor_reward runs the agent's code but is scored by its reward", "  - {type: run_command, command: 'sh tests/test.sh', sandbox: container, harbor_reward: true}\n", ""},
 		{"pytest isolated from the agent's code", "  - {type: pytest, tests: sol/, sandbox: container, isolation: process}\n", ""},
 		{"pytest isolation none", "  - {type: pytest, tests: sol/, sandbox: container, isolation: none}\n", "give it sandbox: container and isolation: process"},
+		{"pytest in WASM", "  - {type: pytest, tests: sol/}\n", "the WASM sandbox has no hardened mode"},
 		{"stdout of the agent's script", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!'}\n", ""},
 		{"an expected value in a description shown as feedback", "  - {type: json_check, path: r.json, description: the answer is 4471, assertions: [{expression: a, operator: equals, expected: 4471}]}\n" + iterate("descriptions"),
 			"t.yaml:5:5: warning: success_criteria[0] (json_check): its description holds its expected value \"4471\", and iterations.feedback: descriptions shows"},
