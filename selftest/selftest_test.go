@@ -37,6 +37,7 @@ var suiteNames = []string{
 	"gateway-premium-options", "gateway-provoked-4xx", "gateway-real-key", "gateway-timeout-mid-call",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
 	"iterate-feedback-leak", "iterate-feedback-probe",
+	"judge-over-context",
 	"kernel-syscalls",
 	"load-alias-chain-defaults", "load-alias-chain-variants", "load-criteria-500k-aliases", "load-criteria-alias-bomb",
 	"load-experiment-dotdot", "load-experiment-fifo", "load-experiment-hardlink", "load-experiment-quotes-file",
