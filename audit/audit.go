@@ -252,7 +252,7 @@ func judge(r *Report) {
 				msg += "; it fooled " + joinCriteria(run.Fooled)
 			}
 			if run.Agent == "patch-test-runner" {
-				msg += "; the tests run the agent's code in pytest's own process: give each pytest criterion sandbox: container and isolation: process"
+				msg += patchTestRunnerFix(run.Fooled)
 			}
 			hackable = append(hackable, msg)
 		}
@@ -295,4 +295,23 @@ func Passed(reports []Report) bool {
 		}
 	}
 	return true
+}
+
+// patchTestRunnerFix is the way out a patch-test-runner SUCCESS names, by the criteria it
+// fooled: a pytest criterion gets the hardened mode; a run_command (a Harbor test.sh whose
+// reward follows its pytest, or a command running pytest) a pytest criterion in that mode.
+func patchTestRunnerFix(fooled []Criterion) string {
+	pytest, command := false, false
+	for _, c := range fooled {
+		pytest = pytest || c.Type == task.Pytest
+		command = command || c.Type == task.RunCommand
+	}
+	msg := ""
+	if pytest || !command {
+		msg += "; the tests run the agent's code in pytest's own process: give each pytest criterion sandbox: container and isolation: process (the WASM sandbox has no hardened mode: one interpreter runs the tests and the agent's code)"
+	}
+	if command {
+		msg += "; a command's pytest (a Harbor tests/test.sh's, whose reward follows it) runs the agent's code in its own process, which rewrote the outcomes and with them the exit status or reward: grade those tests with a pytest criterion with sandbox: container, isolation: process and all_or_nothing: true"
+	}
+	return msg
 }

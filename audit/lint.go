@@ -2,6 +2,8 @@ package audit
 
 import (
 	"fmt"
+	"io"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -69,11 +71,20 @@ func Lint(t *task.Task) []Warning {
 				at(c.Line, c.Column, "%s: only exists/type assertions and no schema: any JSON with those fields passes; assert their values", what)
 			}
 		case task.RunCommand:
+			if c.HarborReward {
+				if file, line := testShPytest(&c); line > 0 {
+					at(c.Line, c.Column, "%s: %s:%d runs pytest, and test.sh writes the reward from it: when a test imports the agent's modules, the agent's code runs in pytest's own process and can rewrite every outcome, and with them the reward (cheat patch-test-runner, which ceval audit runs); grade those tests with a pytest criterion with sandbox: container, isolation: process and all_or_nothing: true (a 0/1 reward), or check what the agent's code cannot reach", what, file, line)
+				}
+			}
 			if c.ExpectedStdout == nil && !c.ScoreFromStdout && !c.HarborReward && !c.UsesReference && agentRunners.MatchString(c.Command) {
 				at(c.Line, c.Column, "%s: only the exit code of %q is checked, and it runs code the agent controls (cheats stub-tests, empty-tests, plant-hooks make it exit 0); check its output with expected_stdout, or run a check the agent cannot edit (uses_reference)", what, clip(c.Command, 60))
 			}
 		case task.Pytest:
-			if c.Isolation != task.IsolationProcess || c.Verifier == nil {
+			if c.Verifier == nil {
+				// The WASM tier has one interpreter and no processes: isolation: process is
+				// refused there at load, so the way out is the container tier.
+				at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner), and the WASM sandbox has no hardened mode (CPython for WASI runs the tests and the agent's code in one interpreter); give it sandbox: container, an image with python3 and pytest (packages: [python3-pytest]) and isolation: process, or check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout)", what)
+			} else if c.Isolation != task.IsolationProcess {
 				at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner); give it sandbox: container and isolation: process (the agent's modules then run in a process of their own, behind plain-data proxies), or check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout)", what)
 			}
 		}
@@ -163,3 +174,39 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// testShPytest finds the pytest run in a harbor_reward criterion's tests/test.sh (the
+// grader file its command sources): the file's task-relative name and the line of its first
+// pytest, or line 0 when there is none (or no test.sh to read).
+func testShPytest(c *task.Criterion) (string, int) {
+	const maxTestSh = 1 << 20
+	for _, gf := range c.GraderFiles {
+		rel := gf.Rel
+		if gf.Dir {
+			rel = path.Join(rel, "test.sh")
+		}
+		if path.Base(rel) != "test.sh" || gf.Root == nil || gf.Root.Root() == nil {
+			continue
+		}
+		f, err := gf.Root.Root().Open(rel)
+		if err != nil {
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxTestSh))
+		f.Close()
+		if err != nil {
+			continue
+		}
+		for i, l := range strings.Split(string(data), "\n") {
+			l = strings.TrimSpace(l)
+			if !strings.HasPrefix(l, "#") && pytestRun.MatchString(l) {
+				return rel, i + 1
+			}
+		}
+	}
+	return "", 0
+}
+
+// pytestRun is a shell line that runs pytest: pytest, py.test, python3 -m pytest, uvx/uv run
+// ... pytest.
+var pytestRun = regexp.MustCompile(`(^|[\s;&|(/])(pytest|py\.test)(\s|$|;|&|\|)|-m\s+pytest\b`)

@@ -26,6 +26,9 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		{"harbor_reward runs the agent's code but is scored by its reward", "  - {type: run_command, command: 'sh tests/test.sh', sandbox: container, harbor_reward: true}\n", ""},
 		{"pytest isolated from the agent's code", "  - {type: pytest, tests: sol/, sandbox: container, isolation: process}\n", ""},
 		{"pytest isolation none", "  - {type: pytest, tests: sol/, sandbox: container, isolation: none}\n", "give it sandbox: container and isolation: process"},
+		{"harbor test.sh running pytest", "grader_files: [tests]\n" + "  - {type: run_command, sandbox: container, harbor_reward: true, command: '. /task/tests/test.sh'}\n", "tests/test.sh:3 runs pytest, and test.sh writes the reward from it"},
+		{"harbor test.sh without pytest", "grader_files: [sol]\n" + "  - {type: run_command, sandbox: container, harbor_reward: true, command: '. /task/tests/test.sh'}\n", ""},
+		{"pytest in WASM", "  - {type: pytest, tests: sol/}\n", "the WASM sandbox has no hardened mode"},
 		{"stdout of the agent's script", "  - {type: run_command, command: sh greet.sh Ada, expected_stdout: 'Hello, Ada!'}\n", ""},
 		{"an expected value in a description shown as feedback", "  - {type: json_check, path: r.json, description: the answer is 4471, assertions: [{expression: a, operator: equals, expected: 4471}]}\n" + iterate("descriptions"),
 			"t.yaml:5:5: warning: success_criteria[0] (json_check): its description holds its expected value \"4471\", and iterations.feedback: descriptions shows"},
@@ -37,7 +40,14 @@ func TestLintNamesEachWeakPatternAtItsLine(t *testing.T) {
 		{"exit code of a grep", "  - {type: run_command, command: \"grep -q '^Hello, ceval!$' hello.txt\"}\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := writeTask(t, head+tc.criteria, map[string]string{"sol/a": "x"})
+			crit := tc.criteria
+			pre := ""
+			if strings.HasPrefix(crit, "grader_files:") { // a task-level key, before success_criteria
+				pre, crit, _ = strings.Cut(crit, "\n")
+				pre += "\n"
+			}
+			p := writeTask(t, strings.Replace(head, "success_criteria:\n", pre+"success_criteria:\n", 1)+crit, map[string]string{"sol/a": "x",
+				"tests/test.sh": "# Harbor's tests\ncd /app\npython3 -m pytest /tests/test_outputs.py -rA\nif [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"})
 			tk := load(t, p)
 			tk.Path = "t.yaml"
 			var got []string
@@ -70,6 +80,29 @@ func TestLintOfTheExamples(t *testing.T) {
 		}
 		if all := strings.Join(got, "\n"); (tc.want == "") != (all == "") || !strings.Contains(all, tc.want) {
 			t.Errorf("%s: warnings %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}
+
+// A patch-test-runner SUCCESS names the way out by what it fooled: a pytest criterion's
+// hardened mode, or, for a command whose pytest it rewrote (a Harbor test.sh's reward), a
+// pytest criterion in that mode.
+func TestPatchTestRunnerFixNamesTheWayOutByWhatItFooled(t *testing.T) {
+	for _, tc := range []struct {
+		fooled      []string
+		want, never string
+	}{
+		{[]string{"pytest"}, "give each pytest criterion sandbox: container and isolation: process", "Harbor"},
+		{[]string{"run_command"}, "a Harbor tests/test.sh's, whose reward follows it", "give each pytest criterion"},
+		{[]string{"pytest", "run_command"}, "all_or_nothing: true", ""},
+	} {
+		var cs []Criterion
+		for _, ty := range tc.fooled {
+			cs = append(cs, Criterion{Type: ty})
+		}
+		got := patchTestRunnerFix(cs)
+		if !strings.Contains(got, tc.want) || tc.never != "" && strings.Contains(got, tc.never) {
+			t.Errorf("fooled %v: %q, want %q and not %q", tc.fooled, got, tc.want, tc.never)
 		}
 	}
 }

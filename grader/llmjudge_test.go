@@ -50,7 +50,9 @@ func TestLLMJudgeFileCapKeepsNamedFilesAndListsWhatItLeavesOut(t *testing.T) {
 			t.Fatalf("%q is not in the left-out list:\n%s", line, leftOut)
 		}
 	}
-	want(t, got, Pass, 1, fmt.Sprintf("73 files left out (over the file cap of %d files): gen/f127.txt, gen/f128.txt", maxJudgeEntries))
+	// What the judge did not see could fail the rubric: the judge's 1 cannot pass it.
+	want(t, got, Fail, 0, fmt.Sprintf("73 files left out (over the file cap of %d files): gen/f127.txt, gen/f128.txt", maxJudgeEntries))
+	want(t, got, Fail, 0, "73 files of the agent's files past the judge's input caps")
 	if !strings.Contains(got.Details, "gen/f199.txt") {
 		t.Errorf("details do not name the last file left out: %s", got.Details)
 	}
@@ -68,8 +70,40 @@ func TestLLMJudgeByteCapsSayWhatTheyCutAndLeaveOut(t *testing.T) {
 	if strings.Count(user, "shown=262144 (cut)") != 2 {
 		t.Errorf("the judge was not told a.txt and b.txt were cut")
 	}
-	want(t, got, Pass, 1, "1 file left out (the judge's input cap of 512 KiB was reached): c.txt")
-	want(t, got, Pass, 1, "2 files cut (max_file_bytes 262144, or the judge's input cap of 512 KiB): a.txt (262144 of 307200 bytes), b.txt (262144 of 307200 bytes)")
+	want(t, got, Fail, 0, "1 file left out (the judge's input cap of 512 KiB was reached): c.txt")
+	want(t, got, Fail, 0, "2 files cut (max_file_bytes 262144, or the judge's input cap of 512 KiB): a.txt (262144 of 307200 bytes), b.txt (262144 of 307200 bytes)")
+	want(t, got, Fail, 0, "1 file of the agent's files past the judge's input caps")
+}
+
+// The damning part pushed past the judge's input caps (issue 32 item 5): padding files
+// ahead of it, or decoys a glob matches ahead of the file that fails the rubric. The judge
+// (here a fixture that passes whatever it is shown) never sees it, so its 1 cannot count;
+// a file cut only to max_file_bytes, the author's window, is the judge's to weigh.
+func TestLLMJudgeCannotPassWhatTheInputCapsHid(t *testing.T) {
+	pad := strings.Repeat("# fine\n", 40<<10) // 280 KiB each
+	for name, tc := range map[string]struct {
+		c    task.Criterion
+		tr   tree
+		pass bool
+	}{
+		"padding files first": {task.Criterion{Files: []string{"a.py", "b.py", "solution.py"}, MaxFileBytes: task.MaxJudgeFileBytes},
+			tree{"a.py": pad, "b.py": pad, "solution.py": "raise NotImplementedError  # damning\n"}, false},
+		"decoys a glob matches first": {task.Criterion{Files: []string{"src/*.py"}},
+			func() tree {
+				tr := tree{"src/zz_solution.py": "raise NotImplementedError  # damning\n"}
+				for i := range maxJudgeEntries {
+					tr[fmt.Sprintf("src/a%03d.py", i)] = "x = 1\n"
+				}
+				return tr
+			}(), false},
+		"cut to max_file_bytes only": {task.Criterion{Files: []string{"solution.py"}, MaxFileBytes: 1024},
+			tree{"solution.py": pad}, true},
+	} {
+		got, _ := judgedPrompt(t, tc.c, tc.tr)
+		if tc.pass != (got.Status == Pass) {
+			t.Errorf("%s: %s %v, want pass %v: %s", name, got.Status, got.Score, tc.pass, got.Details)
+		}
+	}
 }
 
 // A judge shown everything gets no left-out list and the details no note.

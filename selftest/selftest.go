@@ -16,6 +16,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/tempdir"
+	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/sandbox"
@@ -321,6 +322,15 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 			env[k] = v
 		}
 	}
+	var stub *judgeStub
+	var runJudge *judge.Judge
+	if s.judge {
+		if stub, err = startJudgeStub(); err != nil {
+			return done(Errored, 0, "starting the stub judge model: "+err.Error())
+		}
+		defer stub.close()
+		runJudge = stub.judge()
+	}
 	var raceErr error
 	raced := false
 	progress := func(event string, _ map[string]any) {
@@ -339,6 +349,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 		RunsDir: runsDir, RunID: runID, Client: o.Client,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
 		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress, Kube: o.Kube, Pins: pins,
+		Judge: runJudge,
 	})
 	if s.registry {
 		if msg := hostileRegistry().reached(); msg != "" {
@@ -380,6 +391,13 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 			e.leaks = append(e.leaks, runDirLeaks(res, key)...)
 			if out, sc, detail := classify(e); out != Breach && !prov.sawKey(key) {
 				return done(Errored, sc, "the fake provider was never sent the real key, so the attack proved nothing ("+detail+")")
+			}
+		}
+		if stub != nil {
+			if out, sc, detail := classify(e); out != Breach {
+				if _, refused := stub.counts(); refused == 0 {
+					return done(Errored, sc, "the stub judge model never refused a request as over its context, so the attack proved nothing ("+detail+")")
+				}
 			}
 		}
 	}

@@ -37,6 +37,7 @@ var suiteNames = []string{
 	"gateway-premium-options", "gateway-provoked-4xx", "gateway-real-key", "gateway-timeout-mid-call",
 	"git-later-commit", "git-nested-repo", "git-other-branch", "git-reflog", "git-stash", "git-tag",
 	"iterate-feedback-leak", "iterate-feedback-probe",
+	"judge-over-context",
 	"kernel-syscalls",
 	"load-alias-chain-defaults", "load-alias-chain-variants", "load-criteria-500k-aliases", "load-criteria-alias-bomb",
 	"load-experiment-dotdot", "load-experiment-fifo", "load-experiment-hardlink", "load-experiment-quotes-file",
@@ -55,7 +56,7 @@ var suiteNames = []string{
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
 	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-harbor-reward", "verifier-late-daemon",
-	"verifier-network", "verifier-package-shadow", "verifier-pkg-shadow-root", "verifier-pytest-forge", "verifier-root-escape", "verifier-undeclared-ref", "wasm-package-shadow", "wasm-pycache-forge", "wasm-pytest-hijack", "wasm-python-escape", "wasm-stdlib-shadow",
+	"verifier-network", "verifier-package-shadow", "verifier-pkg-shadow-root", "verifier-pytest-forge", "verifier-python-start", "verifier-root-escape", "verifier-undeclared-ref", "wasm-package-shadow", "wasm-pycache-forge", "wasm-pytest-hijack", "wasm-python-escape", "wasm-stdlib-shadow",
 	"wasm-symlink-host", "wasm-tmp-symlink", "wasm-trojan-path",
 }
 

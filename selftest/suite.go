@@ -58,6 +58,10 @@ type setup struct {
 	// ANTHROPIC_API_KEY (the key was really in use) and a breach if that key is in any
 	// file of the run directory.
 	provider bool
+	// judge starts a stub judge model on the host's loopback (judgeStub) and gives the
+	// run a live judge that asks it; the row is an error unless the stub refused a request
+	// as over its context (the attack reached the model's limit).
+	judge bool
 	// refused, when set, says the run must be refused before the agent starts with an
 	// input error holding this text; the row is blocked then, and a run that goes ahead
 	// is a breach.
@@ -97,6 +101,7 @@ var setups = map[string]setup{
 	"git-reflog":       gitSetup("reflog"),
 	"git-stash":        gitSetup("stash"),
 
+	"judge-over-context":      {judge: true},
 	"gateway-real-key":        {env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-api03-" + canaryPlaceholder}, provider: true},
 	"gateway-other-endpoints": {check: checkGatewayRefusedEndpoints},
 	"gateway-forged-usage":    {check: checkGatewayUsage},
@@ -145,7 +150,6 @@ var setups = map[string]setup{
 	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
 	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
-	"verifier-pkg-shadow-root": {rootful: "on a rootless containerd verifiers run unprivileged over the image's read-only root, where the guard's .pth cannot be installed: python3 -I, -E, env -i and a replaced PYTHONPATH are not guarded there (docs/criteria.md: the verifier's import guard)"},
 }
 
 // gatewayProvider runs an attack against the fake provider with a real-looking key.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"ceval.dev/ceval/launcher"
@@ -25,7 +26,14 @@ func copySnapshot(s *snapshot.Snapshot, workspace string) (notes []string, err e
 	}
 	defer root.Close()
 	omitted := 0
+	var shadows []string
 	for _, e := range s.Entries {
+		if shadowsEncodings(e.Path) {
+			if len(shadows) < 5 {
+				shadows = append(shadows, e.Path)
+			}
+			continue
+		}
 		switch e.Kind {
 		case snapshot.KindDir:
 			err = root.MkdirAll(e.Path, 0o755)
@@ -50,6 +58,9 @@ func copySnapshot(s *snapshot.Snapshot, workspace string) (notes []string, err e
 		if err != nil {
 			return nil, fmt.Errorf("copy the snapshot: %s: %w", e.Path, err)
 		}
+	}
+	if len(shadows) > 0 {
+		notes = append(notes, fmt.Sprintf("left out %s: a Python module named encodings on PYTHONPATH runs before ceval's import guard in every python3", strings.Join(shadows, ", ")))
 	}
 	if omitted > 0 || s.Truncated {
 		notes = append(notes, fmt.Sprintf("the snapshot left out %d entries (see snapshot_notes); the command ran without them", omitted))
@@ -191,4 +202,23 @@ func copyOne(root *os.Root, rel, dst string, max int64) error {
 		err = fmt.Errorf("over %d bytes, the cap of a verifier's copy", max)
 	}
 	return err
+}
+
+// shadowsEncodings says whether the entry at p (slash-separated, relative) is, or is inside,
+// something CPython would import as the top-level encodings package from p's directory: a
+// directory, module, bytecode or extension module named encodings. Every CPython imports
+// encodings first, before site, from PYTHONPATH's entries ahead of its own standard library,
+// so one in a directory of the workspace that a command puts on PYTHONPATH would run the
+// agent's code before the Python start guard (pystart.go), which lives in the image's own
+// encodings. No program of the agent's can need that name: it would break its own Python.
+func shadowsEncodings(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "encodings" {
+			return true
+		}
+		if name, ext, ok := strings.Cut(seg, "."); ok && name == "encodings" && (ext == "py" || ext == "pyc" || ext == "pyw" || strings.HasSuffix(ext, "so")) {
+			return true
+		}
+	}
+	return false
 }

@@ -327,48 +327,67 @@ func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := "import packaging.version as v, solution\nassert v.Version(solution.VERSION) >= v.Version('2.0'), solution.VERSION\nprint('ok')\n"
-	// pth: covered only by the .pth ceval copies into the image's site directories, which an
-	// unprivileged verifier's read-only root does not take (docs/criteria.md: what remains).
+	// Under -S the image's site directories are not on sys.path (packaging is not the image's
+	// there): those starts check a standard module's name.
+	stdCheck := "import json, solution\nassert json.loads(solution.VERSION) >= 2.0, solution.VERSION\nprint('ok')\n"
+	oneLine := func(s string) string { return strings.ReplaceAll(s, "\n", "; ") }
+	// pth: covered before the start guard only by the .pth ceval copied into the image's site
+	// directories, which an unprivileged verifier's read-only root does not take; start: not
+	// covered at all before it (python3 -S, a venv of the agent's). Both now hold in both
+	// verifiers; the flags say which variants were red without each fix.
 	for _, cmd := range []struct {
 		name, command string
-		pth           bool
+		pth, start    bool
 	}{
-		{"python3 -c", "cd /workspace && python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", false},
-		{"python3 script", "cat > /tmp/check.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\n" + check + "EOF\npython3 /tmp/check.py | grep -qx ok", false},
-		{"sh script", "cat > /tmp/run.sh <<'EOF'\ncd /workspace\npython3 -c 'import json, packaging.version as v, solution; assert v.Version(solution.VERSION) >= v.Version(json.loads(\"\\\"2.0\\\"\"))'\nEOF\nsh /tmp/run.sh", false},
-		{"python3 -I", "cd /workspace && python3 -I -c \"import sys; sys.path.insert(0, ''); " + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
-		{"python3 -E", "cd /workspace && python3 -E -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
-		{"env -i", "cd /workspace && env -i /usr/bin/python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
-		{"PYTHONPATH=/workspace", "cd / && PYTHONPATH=/workspace python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true},
-		{"pytest", "mkdir /tmp/t && cat > /tmp/t/test_v.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\nimport packaging.version as v, solution\ndef test_version():\n    assert v.Version(solution.VERSION) >= v.Version('2.0')\nEOF\ncd /workspace && python3 -m pytest -q -p no:cacheprovider /tmp/t/test_v.py", false},
+		{"python3 -c", "cd /workspace && python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", false, false},
+		{"python3 script", "cat > /tmp/check.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\n" + check + "EOF\npython3 /tmp/check.py | grep -qx ok", false, false},
+		{"sh script", "cat > /tmp/run.sh <<'EOF'\ncd /workspace\npython3 -c 'import json, packaging.version as v, solution; assert v.Version(solution.VERSION) >= v.Version(json.loads(\"\\\"2.0\\\"\"))'\nEOF\nsh /tmp/run.sh", false, false},
+		{"python3 -I", "cd /workspace && python3 -I -c \"import sys; sys.path.insert(0, ''); " + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true, false},
+		{"python3 -E", "cd /workspace && python3 -E -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true, false},
+		{"env -i", "cd /workspace && env -i /usr/bin/python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true, false},
+		{"PYTHONPATH=/workspace", "cd / && PYTHONPATH=/workspace python3 -c \"" + strings.ReplaceAll(check, "\n", "; ") + "\" | grep -qx ok", true, false},
+		{"python3 -S", "cd /workspace && python3 -S -c \"" + oneLine(stdCheck) + "\" | grep -qx ok", false, true},
+		{"python3 -IS", "cd /workspace && python3 -IS -c \"import sys; sys.path.insert(0, ''); " + oneLine(stdCheck) + "\" | grep -qx ok", false, true},
+		{"PYTHONPATH=/workspace python3 -S", "cd / && PYTHONPATH=/workspace python3 -S -c \"" + oneLine(stdCheck) + "\" | grep -qx ok", false, true},
+		{"shebang -S", "printf '#!/usr/bin/python3 -S\\nimport sys\\nsys.path.insert(0, \"/workspace\")\\n' > /tmp/c.py && cat >> /tmp/c.py <<'EOF'\n" + stdCheck + "EOF\nchmod +x /tmp/c.py && /tmp/c.py | grep -qx ok", false, true},
+		{"env python3.11 -E", "cd /workspace && /usr/bin/env python3.11 -E -c \"" + oneLine(check) + "\" | grep -qx ok", true, false},
+		{"venv", "mkdir -p /workspace/.venv/bin && ln -s /usr/bin/python3 /workspace/.venv/bin/python && cd /workspace && .venv/bin/python -c \"import agentlib; " + oneLine(check) + "\" | grep -qx ok", false, true},
+		{"PYTHONPATH encodings", "cd / && PYTHONPATH=/workspace/src:/workspace python3 -c \"" + oneLine(check) + "\" | grep -qx ok", false, true},
+		{"pytest", "mkdir /tmp/t && cat > /tmp/t/test_v.py <<'EOF'\nimport sys\nsys.path.insert(0, '/workspace')\nimport packaging.version as v, solution\ndef test_version():\n    assert v.Version(solution.VERSION) >= v.Version('2.0')\nEOF\ncd /workspace && python3 -m pytest -q -p no:cacheprovider /tmp/t/test_v.py", false, false},
 	} {
-		for _, e := range []*Executor{root, unpriv} {
-			if e == unpriv && cmd.pth || !root.Root() && cmd.pth {
-				continue
-			}
-			for _, tc := range []struct {
-				version string
-				want    float64
-			}{{"1.0", 0}, {"2.1", 1}} {
-				s := snap(t, map[string]string{
-					"packaging/__init__.py": "import sys\nprint('ok')\nsys.exit(0)\n",
-					"json.py":               "import sys\nsys.exit(0)\n",
-					"sitecustomize.py":      "import sys\nprint('ok')\nsys.exit(0)\n",
-					"solution.py":           "VERSION = '" + tc.version + "'\n",
-				})
-				c := container(cmd.command)
-				vc := *v
-				c.Verifier = &vc
-				c.Timeout = 120 * time.Second
-				r, err := e.Run(ctx, c, s, nil)
-				if err != nil {
-					t.Fatal(err)
+		t.Run(strings.ReplaceAll(cmd.name, " ", "_"), func(t *testing.T) {
+			for _, e := range []*Executor{root, unpriv} {
+				for _, tc := range []struct {
+					version string
+					want    float64
+				}{{"1.0", 0}, {"2.1", 1}} {
+					s := snap(t, map[string]string{
+						"packaging/__init__.py": "import sys\nprint('ok')\nsys.exit(0)\n",
+						"json.py":               "import sys\nprint('ok')\nsys.exit(0)\n",
+						"sitecustomize.py":      "import sys\nprint('ok')\nsys.exit(0)\n",
+						"solution.py":           "VERSION = '" + tc.version + "'\n",
+						// The agent's venv: its .pth would run before any guard in site;
+						// its modules still import.
+						".venv/pyvenv.cfg": "home = /usr/bin\ninclude-system-site-packages = true\n",
+						".venv/lib/python3.11/site-packages/00-forge.pth": "import sys; print('ok'); sys.exit(0)\n",
+						".venv/lib/python3.11/site-packages/agentlib.py":  "X = 1\n",
+						// Imported by every CPython before site from a PYTHONPATH entry.
+						"src/encodings/__init__.py": "import os\nos.write(1, b'ok\\n')\nos._exit(0)\n",
+					})
+					c := container(cmd.command)
+					vc := *v
+					c.Verifier = &vc
+					c.Timeout = 120 * time.Second
+					r, err := e.Run(ctx, c, s, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					score, details, _ := scoreOf(c, r)
+					if score != tc.want {
+						t.Errorf("%s (pth %v, start %v), root %v, version %s: score %v, want %v; details %s; stdout %.1000s; stderr %.2000s", cmd.name, cmd.pth, cmd.start, e.Root(), tc.version, score, tc.want, details, r.Stdout, r.Stderr)
+					}
 				}
-				score, details, _ := scoreOf(c, r)
-				if score != tc.want {
-					t.Errorf("%s, root %v, version %s: score %v, want %v; details %s; stdout %.1000s; stderr %.2000s", cmd.name, e.Root(), tc.version, score, tc.want, details, r.Stdout, r.Stderr)
-				}
 			}
-		}
+		})
 	}
 }

@@ -44,7 +44,11 @@ import (
 func importGuard(agentDirs []string) string {
 	return `def cevalImportGuard(agent):
     import sys, os
-    from importlib.machinery import PathFinder
+    # CPython's own path finder, as sys.meta_path holds it: no import (the guard also runs
+    # inside the encodings package, while CPython starts).
+    PathFinder = next((f for f in sys.meta_path if getattr(f, "__name__", "") == "PathFinder"), None)
+    if PathFinder is None:
+        from importlib.machinery import PathFinder
     def outside(p):
         if not isinstance(p, str) or not p or not os.path.isabs(p):
             return False
@@ -181,8 +185,9 @@ const pythonSiteDirs = "/usr/lib/python3*/site-packages /usr/lib/python3*/dist-p
 
 // pythonHookArgv runs command as /bin/sh -c would, after copying pythonHookPth into every
 // site directory of the image it can write (a root verifier's writable copy of the image's
-// root; the unprivileged verifier's root is read-only, so PYTHONPATH alone carries the
-// guard there).
+// root; the unprivileged verifier's root is read-only). Both this .pth and the PYTHONPATH
+// sitecustomize are a second wall now: the start guard (pystart.go) reaches every start of
+// every CPython of the image, in either verifier.
 func pythonHookArgv(command string) []string {
 	return []string{"/bin/sh", "-c", `for d in ` + pythonSiteDirs + `; do [ -d "$d" ] && [ -w "$d" ] && cp ` + pythonHookPath + "/" + pythonHookPthName + ` "$d/"; done 2>/dev/null; exec /bin/sh -c "$1"`, "/bin/sh", command}
 }

@@ -78,3 +78,18 @@ func TestHarborScoreIsTheRewardUnlessASignalEndedTestSh(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowsEncodingsNamesEveryFormCPythonImports: a directory, module, bytecode or
+// extension module named encodings, at any depth (any directory may be on PYTHONPATH), and
+// whatever lies below such a directory; other names are copied.
+func TestShadowsEncodingsNamesEveryFormCPythonImports(t *testing.T) {
+	for p, want := range map[string]bool{
+		"encodings": true, "encodings/__init__.py": true, "src/encodings/utf_8.py": true, "encodings.py": true,
+		"lib/encodings.pyc": true, "encodings.cpython-311-x86_64-linux-gnu.so": true, "encodings.abi3.so": true,
+		"encodings2.py": false, "my_encodings.py": false, "encodings.txt": false, "src/codecs.py": false, "docs/encodings.md": false,
+	} {
+		if got := shadowsEncodings(p); got != want {
+			t.Errorf("shadowsEncodings(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

@@ -85,6 +85,9 @@ type Executor struct {
 
 	mu    sync.Mutex
 	built map[string]bool // package images built (or found up to date) by this Executor
+	// stdlibs are the CPython standard libraries of each image, by image and digests
+	// (pythonStdlibs).
+	stdlibs map[string][]pyStdlib
 }
 
 // New returns an Executor; it holds nothing until Execute runs.
@@ -112,7 +115,7 @@ func New(opts Options) (*Executor, error) {
 	default:
 		return nil, fmt.Errorf("verifier: network %q: want %s or %s", opts.Network, policy.NetworkNone, policy.NetworkHost)
 	}
-	return &Executor{opts: opts, built: map[string]bool{}}, nil
+	return &Executor{opts: opts, built: map[string]bool{}, stdlibs: map[string][]pyStdlib{}}, nil
 }
 
 // Root says whether verifier containers run as root of their user namespace over a
@@ -345,6 +348,17 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	// starts) runs ceval's import guard from its sitecustomize first: a name the image
 	// provides never imports from the workspace or an output (see importGuard). The pytest
 	// criteria run the guard in their boot.
+	// Every CPython of the image, however it starts (-S, -I, -E, env -i, any PYTHONPATH, a
+	// venv, a shebang), runs the guard first from its own encodings package (pystart.go).
+	libs, err := e.pythonStdlibs(ctx, img)
+	if err != nil {
+		return nil, err
+	}
+	startMounts, err := pythonStartMounts(filepath.Join(dir, "python-start"), libs, append([]string{oci.WorkspacePath}, outputs...))
+	if err != nil {
+		return nil, fmt.Errorf("verifier: %w", err)
+	}
+	mounts = append(mounts, startMounts...)
 	var prependEnv []string
 	if c.Type != task.Pytest {
 		hook := filepath.Join(dir, "python")

@@ -333,9 +333,10 @@ func TestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
 		t.Skip("Debian's python3-packaging is not installed")
 	}
 	fake := map[string]string{
-		"packaging/__init__.py": "",
-		"packaging/version.py":  "class Version:\n    def __init__(self, s):\n        pass\n    def __gt__(self, other):\n        return True\n",
-		"solution.py":           "def version():\n    return open('/workspace/answer.txt').read().strip()\n",
+		"packaging/__init__.py":     "",
+		"packaging/version.py":      "class Version:\n    def __init__(self, s):\n        pass\n    def __gt__(self, other):\n        return True\n",
+		"solution.py":               "def version():\n    return open('/workspace/answer.txt').read().strip()\n",
+		"src/encodings/__init__.py": "import os\nos._exit(0)\n",
 	}
 	check := `import sys; sys.path.insert(0, "/workspace"); import solution; from packaging.version import Version; sys.exit(0 if Version(solution.version()) > Version("2.0") else 1)`
 	script := "cat > /tmp/check.py <<'EOF'\n" + check + "\nEOF\n"
@@ -348,6 +349,8 @@ func TestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
 		"python3 -IS":      `cd /workspace && python3 -IS -c '` + check + `'`,
 		"python3 -m":       script + `cd /workspace && PYTHONPATH=/tmp python3 -m check`,
 		"script":           script + `cd /workspace && python3 /tmp/check.py`,
+		// CPython imports encodings before site, from PYTHONPATH ahead of its library.
+		"PYTHONPATH encodings": `cd / && PYTHONPATH=/workspace/src:/workspace python3 -c '` + check + `'`,
 	}
 	e := pyExecutor(t, Options{})
 	for _, answer := range []string{"1.5", "3.0"} {

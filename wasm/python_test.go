@@ -77,7 +77,7 @@ func TestPythonRunsInRunCommand(t *testing.T) {
 		{"exit status", `python3 -c 'import sys; sys.exit(3)'; echo $?`, "3\n"},
 		{"shares tmp with the toolbox", `python3 -c 'open("/tmp/x", "w").write("hi\n")' && cat /tmp/x && echo again > /tmp/y && python3 -c 'print(open("/tmp/y").read().strip())'`, "hi\nagain\n"},
 		{"redirection to a file", `python3 -c 'print("to file")' > /tmp/o; cat /tmp/o`, "to file\n"},
-		{"environment as the shell exported it", `export PYTHONHOME=/workspace; FOO=bar python3 -c 'import os, sys; print(sorted(k for k in os.environ if k.startswith(("PYTHON", "CEVAL", "FOO"))), sys.prefix, sys.path[2:])'`, "['FOO', 'PYTHONDONTWRITEBYTECODE', 'PYTHONPATH'] /usr/local ['/usr/local/lib/python312.zip', '/usr/local/lib/python3.12', '/usr/local/lib/python3.12/lib-dynload', '/usr/local/lib/python3.12/site-packages']\n"},
+		{"environment as the shell exported it", `export PYTHONHOME=/workspace; FOO=bar python3 -c 'import os, sys; print(sorted(k for k in os.environ if k.startswith(("PYTHON", "CEVAL", "FOO"))), sys.prefix, sys.path[2:])'`, "['FOO', 'PYTHONDONTWRITEBYTECODE', 'PYTHONPATH'] /usr/local ['/usr/local/lib/python3.12', '/usr/local/lib/python312.zip', '/usr/local/lib/python3.12/lib-dynload', '/usr/local/lib/python3.12/site-packages']\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, score, details := runScript(t, e, command(tc.script), s, nil)

@@ -307,9 +307,14 @@ func (pr *pyRun) runPython(ctx context.Context, call *pythonCall, stdin []byte) 
 // named /src). PYTHONPYCACHEPREFIX is dropped, as pythonArgv drops -X pycache_prefix: with
 // a prefix in the writable /tmp, code the script ran earlier (the agent's) could leave
 // bytecode there that a later import of the task's own modules would run (found by review).
+//
+// The standard library's directory comes next, ahead of the shell's entries: CPython imports
+// its encodings package before site, from PYTHONPATH's entries ahead of its own library, so
+// PYTHONPATH=/workspace/src with the agent's src/encodings/ ran the agent's code before the
+// guard. Every other standard name already imports the standard module or nothing.
 func pythonEnv(shellEnv []string, dir string, packages bool) []string {
 	env := make([]string, 0, len(shellEnv)+4)
-	pythonPath := wire.PythonSiteDir
+	pythonPath := wire.PythonSiteDir + ":" + path.Join(wire.PythonStdlibDir, pythonStdlibSubdir)
 	if packages {
 		pythonPath += ":" + wire.PythonPackagesDir
 	}

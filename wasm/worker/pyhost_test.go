@@ -41,7 +41,7 @@ func TestPythonArgvReadsOptionsAsCPythonDoes(t *testing.T) {
 
 func TestPythonEnvMakesPythonpathAbsolute(t *testing.T) {
 	env := pythonEnv([]string{"PYTHONPATH=src::/abs:lib/x", "PYTHONPYCACHEPREFIX=/tmp/pc", "A=b"}, "/workspace", false)
-	want := "PYTHONPATH=" + wire.PythonSiteDir + ":/workspace/src:/workspace:/abs:/workspace/lib/x"
+	want := "PYTHONPATH=" + wire.PythonSiteDir + ":" + wire.PythonStdlibDir + "/" + pythonStdlibSubdir + ":/workspace/src:/workspace:/abs:/workspace/lib/x"
 	if !slices.Contains(env, want) || slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PYTHONPYCACHEPREFIX=") }) || !slices.Contains(env, "A=b") {
 		t.Errorf("pythonEnv = %q, want %q, no PYTHONPYCACHEPREFIX and A=b", env, want)
 	}

@@ -1,0 +1,76 @@
+package verifier
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// findStdlibs finds every CPython 3.6+ standard library of an image, wherever its prefix
+// (Debian's /usr, /usr/local, a uv- or pyenv-managed one under a home), reads its
+// encodings/__init__.py and names that file's bytecode; it follows no link, skips site
+// directories and Python older than 3.6, and fails on an image too big to search.
+func TestFindStdlibsFindsEveryInterpreterOfTheImage(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, text string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("usr/lib/python3.11/encodings/__init__.py", "debian")
+	write("usr/lib/python3.11/encodings/__pycache__/__init__.cpython-311.pyc", "pyc")
+	write("usr/lib/python3.11/encodings/__pycache__/utf_8.cpython-311.pyc", "pyc")
+	write("usr/local/lib/python3.12/encodings/__init__.py", "local")
+	write("root/.local/share/uv/python/cpython-3.13.1-linux-x86_64-gnu/lib/python3.13t/encodings/__init__.py", "uv")
+	write("usr/lib/python3.5/encodings/__init__.py", "old")
+	write("usr/lib/python3/dist-packages/python3.9/encodings/__init__.py", "inside a site directory")
+	write("usr/lib/python3.10/encodings.txt", "no package")
+	if err := os.Symlink("lib", filepath.Join(dir, "usr/lib64")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	libs, err := findStdlibs(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range libs {
+		got = append(got, l.dir+"="+string(l.encoding)+strings.Join(l.pycs, ","))
+	}
+	slices.Sort(got)
+	want := []string{
+		"/root/.local/share/uv/python/cpython-3.13.1-linux-x86_64-gnu/lib/python3.13t=uv",
+		"/usr/lib/python3.11=debian/usr/lib/python3.11/encodings/__pycache__/__init__.cpython-311.pyc",
+		"/usr/local/lib/python3.12=local",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("findStdlibs = %q, want %q", got, want)
+	}
+	mounts, err := pythonStartMounts(filepath.Join(t.TempDir(), "start"), libs, []string{"/workspace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dsts []string
+	for _, m := range mounts {
+		dsts = append(dsts, m.Destination)
+		if strings.HasSuffix(m.Destination, "__init__.py") {
+			b, _ := os.ReadFile(m.Source)
+			if !strings.Contains(string(b), "cevalImportGuard") || !strings.Contains(string(b), `["/workspace"]`) {
+				t.Errorf("%s: no guard for /workspace in %q", m.Destination, b)
+			}
+		}
+	}
+	if len(dsts) != 4 || !slices.Contains(dsts, "/usr/lib/python3.11/encodings/__pycache__/__init__.cpython-311.pyc") {
+		t.Errorf("mounts over %q", dsts)
+	}
+}
