@@ -3,6 +3,7 @@ package wasm
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -76,5 +77,45 @@ func TestUsesToolbox(t *testing.T) {
 		if got := UsesToolbox(&tt.c); got != tt.want {
 			t.Errorf("UsesToolbox(%s, verifier %v) = %v, want %v", tt.c.Type, tt.c.Verifier != nil, got, tt.want)
 		}
+	}
+}
+
+// The worker prunes the compilation cache directories of other wazero versions (each some
+// 40-80 MB, which nothing removed) at its start, keeping its own (wasm/worker's
+// cacheprune_test.go holds the rules on what it must leave).
+func TestWorkerPrunesOtherWazeroVersionsCaches(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	e, err := NewExecutor(Options{CacheDir: cache, noPreload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	workerDir := filepath.Join(cache, "worker-"+strconv.Itoa(e.uid))
+	before, err := os.ReadDir(workerDir)
+	if err != nil || len(before) != 1 || !strings.HasPrefix(before[0].Name(), "wazero-") {
+		t.Fatalf("the worker's cache directory holds %v (%v), want its wazero directory", before, err)
+	}
+	stale := filepath.Join(workerDir, "wazero-v1.11.0-amd64-linux")
+	if err := os.Mkdir(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "075d9068928c10ff"), []byte("code"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{stale, filepath.Join(stale, "075d9068928c10ff")} {
+		if err := os.Chown(p, e.uid, e.gid); err != nil && os.Geteuid() == 0 {
+			t.Fatal(err)
+		}
+	}
+	e, err = NewExecutor(Options{CacheDir: cache, noPreload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale cache is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(workerDir, before[0].Name())); err != nil {
+		t.Errorf("the worker's own cache directory went: %v", err)
 	}
 }
