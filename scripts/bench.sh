@@ -13,6 +13,7 @@ WORKLOADS=(
   scripts/bench-mockd.sh        # protected mock call in the container vs /bin/true
   scripts/bench-grade.sh        # cold ceval grade: run_command vs static criterion
   scripts/bench-verifier.sh     # a sandbox: container criterion vs ctr run, and vs WASM
+  scripts/bench-pytest.sh       # a warm 20-test pytest criterion in WASM vs native pytest
   scripts/bench-services.sh     # a task with one service vs without, and vs ctr run of both
   scripts/bench-packages.sh     # package image: cold/cached build, size, ceval run vs ctr run
   scripts/bench-registry.sh     # ceval images pull of 100 MB vs ctr images pull; a pinned run, registry down

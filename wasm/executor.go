@@ -67,6 +67,12 @@ type Options struct {
 	// Python finds the pinned CPython WASI module that python and python3 run in
 	// run_command scripts; nil leaves them unavailable (they fail with a message).
 	Python PythonSource
+	// NoToolboxPreload: no criterion this Executor grades runs the toolbox (UsesToolbox is
+	// false for all of them), so NewExecutor does not load it ahead. Loading it costs a
+	// fresh process some 100-200 ms of CPU (wazero decodes and validates the ~10 MB module
+	// before it finds it in the compilation cache), which a grade of wasm or pytest criteria
+	// only would pay for nothing. A run_command still loads it on first use.
+	NoToolboxPreload bool
 
 	// noCloseOnDone compiles every guest without wazero's context checks, as CPython
 	// always is (faster loops; a limit then stops them by ending the worker); for the
@@ -169,7 +175,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 		return nil, err
 	}
 	e.toolbox = <-toolbox
-	if tb := e.toolbox; !opts.noPreload && bytes.HasPrefix(tb.data, wasmMagic) {
+	if tb := e.toolbox; !opts.noPreload && !opts.NoToolboxPreload && bytes.HasPrefix(tb.data, wasmMagic) {
 		// Load the toolbox while the caller does other work (in `ceval run`, the whole
 		// agent run): the first run_command then finds it compiled. Execute waits for it.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -182,6 +188,12 @@ func NewExecutor(opts Options) (*Executor, error) {
 		}()
 	}
 	return e, nil
+}
+
+// UsesToolbox reports whether the criterion runs the embedded toolbox in the WASM sandbox:
+// a run_command not sent to a verifier container.
+func UsesToolbox(c *task.Criterion) bool {
+	return c.Type == task.RunCommand && c.Tier() == task.TierWASM
 }
 
 // Close stops the worker and releases the cache directory.

@@ -41,7 +41,8 @@ const Command = wire.WorkerCommand
 // Main runs the sandbox worker on stdin and stdout and exits; it never returns. The
 // wasm.Executor starts it by re-executing ceval with Command, an empty environment and,
 // when ceval is root, an unprivileged UID. It reads everything it runs from stdin and opens
-// no host path but its inherited cache directory.
+// no host path but its inherited cache directory (and, to prune that cache, reads /proc for
+// other workers using it: cacheprune.go; before any module is loaded).
 func Main() {
 	err := serve(os.Stdin, os.Stdout)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -93,11 +94,22 @@ func serve(in io.Reader, out io.Writer) error {
 	}
 	st := &workerState{modules: map[moduleKey]*compiled{}, roots: map[string]*memFS{}}
 	if len(os.Args) > 2 && os.Args[2] == "cache" {
-		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(wire.CacheFD))
+		c, held, err := openCompilationCache(wire.CacheFD)
 		if err != nil {
 			return fmt.Errorf("compilation cache: %w", err)
 		}
+		defer held.Close() // the shared lock on this version's directory, for the worker's life
 		st.cache = c
+		// Other wazero versions' directories, off the critical path (cacheprune.go); the
+		// worker's exit waits for it, so a pruning is never left half done for no reason.
+		pruned := make(chan struct{})
+		defer func() { <-pruned }()
+		go func() {
+			defer close(pruned)
+			if _, err := pruneStaleCaches(wire.CacheFD); err != nil && !errors.Is(err, errInUse) {
+				fmt.Fprintf(os.Stderr, "ceval wasm worker: prune the compilation cache: %v\n", err)
+			}
+		}()
 	}
 	br := bufio.NewReaderSize(in, 256<<10)
 	for {

@@ -1,0 +1,121 @@
+package wasm
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/task"
+)
+
+// holdsToolbox reports whether e's worker has the embedded toolbox loaded (or is loading
+// it: the preload holds e.mu until it is done).
+func holdsToolbox(e *Executor) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.w.modules {
+		if strings.HasPrefix(k, defaultToolbox().digest+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// A grade without run_command never pays for the toolbox's load (some 100-200 ms of CPU in a
+// fresh process, most of it wazero validating the module); one with it still finds the
+// toolbox on first use.
+func TestToolboxIsLoadedOnlyWhenACriterionRunsIt(t *testing.T) {
+	if !HasToolbox() {
+		t.Skip("internal/embedded/toolbox.wasm is not a WebAssembly module")
+	}
+	path := filepath.Join(t.TempDir(), "check.wasm")
+	if err := os.WriteFile(path, standin.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	module, err := task.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer module.Close()
+	check := &task.Criterion{Type: task.WASMCheck, Module: module, ModuleSHA256: standin.digest, Args: []string{"exit", "0"}}
+	s := workspace(t, map[string]string{"a.txt": "x"}, nil)
+
+	for _, lazy := range []bool{true, false} {
+		e, err := NewExecutor(Options{CacheDir: testCache, NoToolboxPreload: lazy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if score, details, err := scoreParts(e.Execute(t.Context(), check, s, nil)); err != nil || score != 1 {
+			t.Fatalf("wasm criterion: score %v, details %q, err %v", score, details, err)
+		}
+		if got := holdsToolbox(e); got == lazy {
+			t.Errorf("NoToolboxPreload %v: toolbox loaded after a wasm criterion: %v", lazy, got)
+		}
+		if score, details, err := scoreParts(e.Execute(t.Context(), command("test -f a.txt"), s, nil)); err != nil || score != 1 {
+			t.Errorf("NoToolboxPreload %v: run_command: score %v, details %q, err %v", lazy, score, details, err)
+		}
+		if !holdsToolbox(e) {
+			t.Errorf("NoToolboxPreload %v: toolbox not loaded after a run_command", lazy)
+		}
+		e.Close()
+	}
+}
+
+func TestUsesToolbox(t *testing.T) {
+	for _, tt := range []struct {
+		c    task.Criterion
+		want bool
+	}{
+		{task.Criterion{Type: task.RunCommand, Command: "true"}, true},
+		{task.Criterion{Type: task.RunCommand, Command: "true", Verifier: &task.Verifier{}}, false},
+		{task.Criterion{Type: task.WASMCheck}, false},
+		{task.Criterion{Type: task.Pytest}, false},
+		{task.Criterion{Type: task.FileExists, Path: "a"}, false},
+	} {
+		if got := UsesToolbox(&tt.c); got != tt.want {
+			t.Errorf("UsesToolbox(%s, verifier %v) = %v, want %v", tt.c.Type, tt.c.Verifier != nil, got, tt.want)
+		}
+	}
+}
+
+// The worker prunes the compilation cache directories of other wazero versions (each some
+// 40-80 MB, which nothing removed) at its start, keeping its own (wasm/worker's
+// cacheprune_test.go holds the rules on what it must leave).
+func TestWorkerPrunesOtherWazeroVersionsCaches(t *testing.T) {
+	cache := filepath.Join(t.TempDir(), "cache")
+	e, err := NewExecutor(Options{CacheDir: cache, noPreload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	workerDir := filepath.Join(cache, "worker-"+strconv.Itoa(e.uid))
+	before, err := os.ReadDir(workerDir)
+	if err != nil || len(before) != 1 || !strings.HasPrefix(before[0].Name(), "wazero-") {
+		t.Fatalf("the worker's cache directory holds %v (%v), want its wazero directory", before, err)
+	}
+	stale := filepath.Join(workerDir, "wazero-v1.11.0-amd64-linux")
+	if err := os.Mkdir(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stale, "075d9068928c10ff"), []byte("code"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{stale, filepath.Join(stale, "075d9068928c10ff")} {
+		if err := os.Chown(p, e.uid, e.gid); err != nil && os.Geteuid() == 0 {
+			t.Fatal(err)
+		}
+	}
+	e, err = NewExecutor(Options{CacheDir: cache, noPreload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale cache is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(workerDir, before[0].Name())); err != nil {
+		t.Errorf("the worker's own cache directory went: %v", err)
+	}
+}

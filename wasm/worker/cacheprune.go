@@ -1,0 +1,221 @@
+package worker
+
+// The worker's compilation cache keeps one directory per wazero version (wazero names it
+// wazero-VERSION-GOARCH-GOOS under the directory it is given: cache.go's ensuresFileCache),
+// each some 40-80 MB of native code, and wazero never removes one. A ceval built against
+// another wazero (an upgrade, or a build without module information, whose wazero calls
+// itself "dev") leaves the old one behind for good. The worker prunes them, never one another
+// ceval may be using right now:
+//
+//   - every worker of this ceval holds a shared flock on its own version's directory for
+//     its whole life (holdCacheDir), and the pruner removes a directory only under an
+//     exclusive flock it gets without waiting;
+//   - workers of cevals that predate the lock are found by what every ceval's worker has
+//     been since the sandbox exists (bb55706): a process whose argv starts
+//     "ceval-wasm-worker __wasm-worker" with its cache directory on descriptor 3. While any
+//     other such process has this cache directory open, nothing is pruned; one whose
+//     descriptor cannot be read counts as using it.
+//
+// What is left is one window, for a pre-lock ceval only: its worker starting between the
+// scan and the removal, missing the cache and failing its compile's write into the removed
+// directory (an ERROR for that one criterion, never a wrong score: the code it runs is still
+// checked and compiled by its own wazero). A worker of this ceval that opens its directory
+// while a pruner removes it sees it unlinked once it holds its lock, and makes it anew.
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/wasm/wire"
+)
+
+// workerArgv0 and the command after it start every ceval's worker (workerhost.go's startWorker).
+const workerArgv0 = "ceval-wasm-worker"
+
+// wazeroCacheDirName is the directory wazero keeps this build's compiled code in, below the
+// directory given to NewCompilationCacheWithDir: its version is the build's dependency on
+// wazero, else "dev" (wazero's internal/version). TestWazeroCacheDirNameIsWazeros holds it
+// to what wazero makes.
+func wazeroCacheDirName() string {
+	v := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if strings.Contains(dep.Path, "github.com/tetratelabs/wazero") {
+				v = dep.Version
+			}
+		}
+		if v == "" || v == "(devel)" {
+			v = info.Main.Version
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	return "wazero-" + v + "-" + runtime.GOARCH + "-" + runtime.GOOS
+}
+
+// openCompilationCache opens wazero's cache in the directory open on rootFD and returns it
+// with the shared lock on this version's directory, which the caller keeps open (and so
+// locked) for as long as it may use the cache.
+func openCompilationCache(rootFD int) (wazero.CompilationCache, *os.File, error) {
+	name := wazeroCacheDirName()
+	for range 10 {
+		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(rootFD))
+		if err != nil {
+			return nil, nil, err
+		}
+		fd, err := unix.Openat(rootFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			continue // a pruner removed it after wazero made sure of it: make it anew
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("open %s: %w", name, err)
+		}
+		if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+			unix.Close(fd)
+			return nil, nil, fmt.Errorf("lock %s: %w", name, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if st.Nlink > 0 {
+			return c, os.NewFile(uintptr(fd), name), nil
+		}
+		unix.Close(fd) // a pruner removed it before we held it: make it anew
+	}
+	return nil, nil, fmt.Errorf("%s was removed under this worker ten times", name)
+}
+
+// pruneStaleCaches removes the directories of other wazero versions below rootFD that no
+// worker uses (see the top of this file); it reports what it removed and, joined, why it
+// left any. A root without this version's own directory is left alone: it is not a cache
+// this worker knows.
+func pruneStaleCaches(rootFD int) (removed []string, err error) {
+	own := wazeroCacheDirName()
+	names, err := readDirNames(rootFD)
+	if err != nil {
+		return nil, err
+	}
+	var stale []string
+	hasOwn := false
+	for _, n := range names {
+		switch {
+		case n == own:
+			hasOwn = true
+		case strings.HasPrefix(n, "wazero-"):
+			stale = append(stale, n)
+		}
+	}
+	if !hasOwn || len(stale) == 0 {
+		return nil, nil
+	}
+	var errs []error
+	for _, n := range stale {
+		ok, err := pruneOne(rootFD, n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", n, err))
+		}
+		if ok {
+			removed = append(removed, n)
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// errInUse is a stale directory left because a worker may be using it.
+var errInUse = errors.New("in use by a running ceval worker; left")
+
+// pruneOne removes the directory name below rootFD under its exclusive lock, unless another
+// worker process has rootFD's directory open.
+func pruneOne(rootFD int, name string) (bool, error) {
+	fd, err := unix.Openat(rootFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return false, errInUse
+		}
+		return false, err
+	}
+	if otherWorkerUses(rootFD) {
+		return false, errInUse
+	}
+	entries, err := readDirNames(fd)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		// wazero writes only files here (KEY and KEY.*.tmp); anything else stays, and so
+		// does the directory.
+		if err := unix.Unlinkat(fd, e, 0); err != nil {
+			return false, fmt.Errorf("remove %s: %w", e, err)
+		}
+	}
+	if err := unix.Unlinkat(rootFD, name, unix.AT_REMOVEDIR); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// otherWorkerUses reports whether a process other than this one that is a ceval worker has
+// the directory open on rootFD as its cache descriptor; one it cannot tell about counts.
+func otherWorkerUses(rootFD int) bool {
+	var root unix.Stat_t
+	if err := unix.Fstat(rootFD, &root); err != nil {
+		return true
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	self := os.Getpid()
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		if err != nil {
+			continue // gone, or a kernel thread
+		}
+		argv := bytes.Split(cmdline, []byte{0})
+		if len(argv) < 2 || string(argv[0]) != workerArgv0 || string(argv[1]) != wire.WorkerCommand {
+			continue
+		}
+		var st unix.Stat_t
+		err = unix.Stat("/proc/"+p.Name()+"/fd/"+strconv.Itoa(wire.CacheFD), &st)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			continue // gone, or a worker without a cache
+		case err != nil:
+			return true
+		case st.Dev == root.Dev && st.Ino == root.Ino:
+			return true
+		}
+	}
+	return false
+}
+
+// readDirNames lists the directory open on fd (without moving fd's own offset).
+func readDirNames(fd int) ([]string, error) {
+	d, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(d), ".")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
