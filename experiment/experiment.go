@@ -60,6 +60,10 @@ type Options struct {
 	PromptsFrom string
 	// Agent is --agent as given (the tasks' agents are already replaced), kept in plan.json.
 	Agent string
+	// Ahead is how many runs are prepared ahead of their turn (warm sandboxes: directory,
+	// servers, image, sandbox created and readied; see supervisor.Prepare) while others
+	// execute: 0 = one more than run at once, < 0 = none. Never on Kubernetes.
+	Ahead int
 
 	OnStart  func(record.PlannedRun, *record.PlanEntry) // optional, called from the worker
 	OnFinish func(*RunRecord)                           // optional, called from the worker
@@ -220,43 +224,47 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var stopErr error
-	var stopOnce sync.Once
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(parallel, len(runs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				if stop != nil && stop.isStopped() {
-					continue // decided while this run waited to launch
-				}
-				out.Records[i] = runPlanned(ctx, e, plan, expDir, runs[i], o)
-				if stop != nil {
-					if err := stop.observe(i, out.Records[i]); err != nil {
-						stopOnce.Do(func() { stopErr = err })
-					}
-				}
-			}
-		}()
-	}
 	var stopped <-chan struct{}
 	if stop != nil {
 		stopped = stop.stopped
 	}
-feed:
-	for i := range runs {
-		select {
-		case <-ctx.Done():
-			break feed
-		case <-stopped:
-			break feed
-		case jobs <- i:
-		}
+	ahead := o.Ahead
+	if ahead == 0 {
+		ahead = parallel + 1 // one more than run at once: the next is being made while one is taken
 	}
-	close(jobs)
+	if ahead < 0 || o.Run.Kube != nil {
+		ahead = 0 // a Pod is not made ahead of its turn
+	}
+	var stopErr error
+	var stopOnce sync.Once
+	dueRuns := feedRuns(ctx, e, plan, expDir, runs, o, ahead, stopped)
+	var wg sync.WaitGroup
+	// A run prepared ahead is deleted and recorded off its worker's path (finishing), at
+	// most parallel at once.
+	fin := &finisher{slots: make(chan struct{}, parallel), sync: stop != nil}
+	for range min(parallel, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range dueRuns {
+				d.taken()
+				if stop != nil && stop.isStopped() || ctx.Err() != nil {
+					d.discard(ctx) // decided while this run waited for its turn
+					continue
+				}
+				runPlanned(ctx, e, plan, expDir, runs[d.i], o, d, fin, func(rec *RunRecord) {
+					out.Records[d.i] = rec
+					if stop != nil {
+						if err := stop.observe(d.i, rec); err != nil {
+							stopOnce.Do(func() { stopErr = err })
+						}
+					}
+				})
+			}
+		}()
+	}
 	wg.Wait()
+	fin.wg.Wait()
 	if stop != nil && stop.record != nil {
 		out.StoppedEarly = stop.record
 		if stopErr != nil {
@@ -324,44 +332,70 @@ func taskImages(t *task.Task) []string {
 }
 
 // runPlanned runs one planned run, unless an earlier start completed it, retrying only a
-// failure that happened before the agent started.
-func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir string, pr record.PlannedRun, o Options) *RunRecord {
+// failure that happened before the agent started, and gives done its record (nil when it
+// was not run). d.first, when set, is its first attempt, prepared ahead (a warm sandbox),
+// whose deletion and record fin does after its grade, in the background, when no retry can
+// follow; the retries start cold.
+func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir string, pr record.PlannedRun, o Options, d *dueRun, fin *finisher, done func(*RunRecord)) {
 	en := plan.Entries[pr.Entry]
-	rec := &RunRecord{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
-	if res, err := record.ReadResult(rec.Dir); err == nil && res.Complete {
-		rec.Result, rec.Resumed = res, true
+	rec := d.rec
+	if rec == nil {
+		rec = newRecord(plan, expDir, pr)
+	}
+	if rec.Resumed {
 		if o.OnFinish != nil {
 			o.OnFinish(rec)
 		}
-		return rec
+		done(rec)
+		return
 	}
 	if ctx.Err() != nil {
-		return nil
+		d.discard(ctx)
+		done(nil)
+		return
 	}
-	// What an interrupted or failed start left is not this run's: start clean.
-	if err := os.RemoveAll(rec.Dir); err != nil {
-		rec.Err = &supervisor.InfraError{Err: fmt.Errorf("clear %s (a leftover mount? run ceval gc): %w", rec.Dir, err)}
-		return rec
+	if d.first == nil && rec.Err == nil {
+		clearDir(rec)
+	}
+	if rec.Err != nil {
+		done(rec)
+		return
 	}
 	if o.OnStart != nil {
 		o.OnStart(pr, &en)
 	}
+	finished := func() {
+		if o.OnFinish != nil {
+			o.OnFinish(rec)
+		}
+		done(rec)
+	}
 	t := e.Entries[pr.Entry].Task
 	retries := o.Retries
 	for attempt := 1; ; attempt++ {
-		started := false
-		opts := o.Run
-		opts.Variant, opts.Repeat, opts.Attempt = en.Variant, pr.Repeat, attempt
-		progress := o.Run.Progress
-		opts.Progress = func(ev string, f map[string]any) {
-			if ev == "agent_started" {
-				started = true
+		var res *record.Result
+		var err error
+		a := d.first
+		switch {
+		case attempt > 1 || a == nil:
+			a = &try{}
+			res, err = supervisor.Run(ctx, t, attemptOptions(o, en, pr, attempt, a))
+		case a.p == nil:
+			err = a.err // refused before its directory existed, as supervisor.Run would have
+		default:
+			err = a.p.Execute(ctx)
+			if err == nil || a.started.Load() {
+				// Nothing of the agent's runs any more, and no retry can follow.
+				fin.do(func() {
+					rec.Result, rec.Err = a.p.Finish(ctx, err)
+					rec.Attempts = 1
+					finished()
+				})
+				return
 			}
-			if progress != nil {
-				progress(ev, f)
-			}
+			res, err = a.p.Finish(ctx, err)
 		}
-		res, err := supervisor.Run(ctx, t, opts)
+		started := a.started.Load()
 		rec.Result, rec.Err, rec.Attempts = res, err, attempt
 		var infra *supervisor.InfraError
 		var lost *kube.PodLostError
@@ -383,10 +417,7 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 			o.OnRetry(rec, err)
 		}
 	}
-	if o.OnFinish != nil {
-		o.OnFinish(rec)
-	}
-	return rec
+	finished()
 }
 
 // experimentStopper returns the stop_early test of a start, nil when there is none: the
