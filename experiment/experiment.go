@@ -235,6 +235,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	if ahead < 0 || o.Run.Kube != nil {
 		ahead = 0 // a Pod is not made ahead of its turn
 	}
+	ahead = aheadFor(ahead, parallel, e, o.Run.IDs)
 	var stopErr error
 	var stopOnce sync.Once
 	dueRuns := feedRuns(ctx, e, plan, expDir, runs, o, ahead, stopped)
@@ -380,8 +381,6 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		case attempt > 1 || a == nil:
 			a = &try{}
 			res, err = supervisor.Run(ctx, t, attemptOptions(o, en, pr, attempt, a))
-		case a.p == nil:
-			err = a.err // refused before its directory existed, as supervisor.Run would have
 		default:
 			err = a.p.Execute(ctx)
 			if err == nil || a.started.Load() {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -39,11 +40,10 @@ func (d *dueRun) discard(ctx context.Context) {
 	d.first = nil
 }
 
-// try is one attempt of a run: prepared ahead (p, or err when Prepare refused it), or run
-// as it comes; started says whether its agent started (after that it is never retried).
+// try is one attempt of a run: prepared ahead (p), or run as it comes; started says
+// whether its agent started (after that it is never retried).
 type try struct {
 	p       *supervisor.Prepared
-	err     error
 	started atomic.Bool
 }
 
@@ -104,6 +104,11 @@ func feedRuns(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir
 	}
 	ch := make(chan *dueRun, ahead) // never full: each run in it holds one of ahead slots
 	slots := make(chan struct{}, ahead)
+	// Runs are prepared ahead at once, and handed over in plan order.
+	prepared := make([]chan *dueRun, len(runs))
+	for i := range prepared {
+		prepared[i] = make(chan *dueRun, 1)
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(ahead, len(runs)) {
@@ -123,13 +128,33 @@ func feedRuns(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir
 					<-slots
 					return
 				}
-				ch <- prepareDue(ctx, e, plan, expDir, runs[i], o, i, slots)
+				prepared[i] <- prepareDue(ctx, e, plan, expDir, runs[i], o, i, slots)
 			}
 		}()
 	}
+	preparersDone := make(chan struct{})
 	go func() {
 		wg.Wait()
-		close(ch)
+		close(preparersDone)
+	}()
+	go func() {
+		defer close(ch)
+		for i := range runs {
+			// Indices are taken in order and every one taken is delivered: once the
+			// preparers are done, an index not delivered was never taken, nor any after it.
+			select {
+			case d := <-prepared[i]:
+				ch <- d
+				continue
+			case <-preparersDone:
+			}
+			select {
+			case d := <-prepared[i]:
+				ch <- d
+			default:
+				return
+			}
+		}
 	}()
 	return ch
 }
@@ -145,9 +170,32 @@ func prepareDue(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		return d
 	}
 	a := &try{}
-	a.p, a.err = supervisor.Prepare(ctx, e.Entries[pr.Entry].Task, attemptOptions(o, plan.Entries[pr.Entry], pr, 1, a))
+	p, _ := supervisor.Prepare(ctx, e.Entries[pr.Entry].Task, attemptOptions(o, plan.Entries[pr.Entry], pr, 1, a))
+	if p == nil || p.Err() != nil {
+		// What failed ahead (no free ID slot while others run, a host hiccup) is tried
+		// again in the run's turn, as the run's first attempt: the run starts cold.
+		if p != nil {
+			_ = p.Discard(ctx)
+		}
+		return d
+	}
+	a.p = p
 	d.first = a
 	return d
+}
+
+// aheadFor caps ahead so that the runs prepared ahead never take the ID slots the runs at
+// once and those finishing need (parallel each, slots per run: the agent and each service
+// takes one) out of the range of o.Run.IDs; 0: none fit.
+func aheadFor(ahead, parallel int, e *task.Experiment, ids sandbox.IDRange) int {
+	if ids == (sandbox.IDRange{}) {
+		ids = sandbox.DefaultIDRange
+	}
+	perRun := 1
+	for _, en := range e.Entries {
+		perRun = max(perRun, 1+len(en.Task.Services))
+	}
+	return max(0, min(ahead, int(ids.Slots)/perRun-2*parallel))
 }
 
 // finisher deletes and records runs in the background, at most cap(slots) at once (the

@@ -97,6 +97,9 @@ func (p *Prepared) Finish(ctx context.Context, err error) (*record.Result, error
 	return p.r.res, p.r.close(ctx, err)
 }
 
+// Err is the preparation's failure, nil when it went through; Run records it.
+func (p *Prepared) Err() error { return p.err }
+
 // Dir is the run's directory.
 func (p *Prepared) Dir() string { return p.r.dir }
 
