@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -52,7 +53,7 @@ func NewPlan(e *task.Experiment) (*record.Plan, error) {
 // Options configure Run.
 type Options struct {
 	Run      supervisor.Options // shared by every run; RunID names the experiment's directory, Variant and Repeat are set per run
-	Parallel int                // runs at once; 0 = the experiment's parallel, else DefaultParallel
+	Parallel int                // runs at once; 0 = the experiment's parallel, else DefaultParallel; AutoParallel: -j auto
 	Retries  int                // tries again a run that failed before its agent started; < 0 = none
 	Resume   bool               // RunsDir/RunID holds an earlier, interrupted start of the same plan
 	// PromptsFrom is an earlier experiment directory whose rephrased prompts (prompts.json)
@@ -68,6 +69,9 @@ type Options struct {
 	OnStart  func(record.PlannedRun, *record.PlanEntry) // optional, called from the worker
 	OnFinish func(*RunRecord)                           // optional, called from the worker
 	OnRetry  func(rec *RunRecord, err error)            // optional
+	// OnConcurrency (optional) hears -j auto's choices: the runs at once and why; current
+	// reads the limit at any later time.
+	OnConcurrency func(parallel int, current func() int, reason string)
 }
 
 // RunRecord is how one planned run ended.
@@ -92,6 +96,8 @@ type Result struct {
 	// StoppedEarly is set when stop_early decided in this start: the runs not launched are
 	// nil in Records, and a resume completes them.
 	StoppedEarly *record.EarlyStop
+	// Concurrency is how -j auto chose the runs at once; nil at a fixed -j.
+	Concurrency *record.Concurrency
 }
 
 // DefaultParallel is how many runs fit at once: one per CPU, and no more than the host's
@@ -206,7 +212,15 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 			resolved[img] = true
 		}
 	}
+	runs := plan.Runs()
 	parallel := o.Parallel
+	var auto *autoJobs
+	var host hostReader
+	if parallel == AutoParallel {
+		// As many workers as it may ever let run; the gate lets auto's limit of them.
+		parallel = max(1, min(len(runs), 8*runtime.NumCPU(), task.MaxParallel))
+		auto = newAutoJobs(e, parallel, host.read())
+	}
 	if parallel <= 0 {
 		parallel = e.Parallel
 	}
@@ -218,7 +232,6 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 		parallel = DefaultParallel(mem)
 	}
 
-	runs := plan.Runs()
 	out := &Result{Dir: expDir, Plan: plan, Records: make([]*RunRecord, len(runs))}
 	stop, err := experimentStopper(e, plan, runs, expDir, o.Resume)
 	if err != nil {
@@ -228,9 +241,13 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	if stop != nil {
 		stopped = stop.stopped
 	}
+	g := newGate(parallel)
+	if auto != nil {
+		g.setLimit(auto.current())
+	}
 	ahead := o.Ahead
 	if ahead == 0 {
-		ahead = parallel + 1 // one more than run at once: the next is being made while one is taken
+		ahead = g.limit + 1 // one more than run at once: the next is being made while one is taken
 	}
 	if ahead < 0 || o.Run.Kube != nil {
 		ahead = 0 // a Pod is not made ahead of its turn
@@ -243,29 +260,83 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	// A run prepared ahead is deleted and recorded off its worker's path (finishing), at
 	// most parallel at once.
 	fin := &finisher{slots: make(chan struct{}, parallel), sync: stop != nil}
+	var finished atomic.Int64
+	adjusted := func(n int, changed bool) {
+		if changed {
+			g.setLimit(n)
+			if o.OnConcurrency != nil {
+				o.OnConcurrency(n, auto.current, auto.reason())
+			}
+		}
+	}
+	if auto != nil && o.OnConcurrency != nil {
+		o.OnConcurrency(auto.current(), auto.current, auto.reason())
+	}
 	for range min(parallel, len(runs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for d := range dueRuns {
+			for {
+				g.acquire()
+				free := time.Now() // the next run's turn: its sandbox is late if not ready by now
+				d, ok := <-dueRuns
+				if !ok {
+					g.release()
+					return
+				}
+				d.due = free
 				d.taken()
 				if stop != nil && stop.isStopped() || ctx.Err() != nil {
 					d.discard(ctx) // decided while this run waited for its turn
+					g.release()
 					continue
 				}
 				runPlanned(ctx, e, plan, expDir, runs[d.i], o, d, fin, func(rec *RunRecord) {
 					out.Records[d.i] = rec
+					n := finished.Add(1)
+					if auto != nil && rec != nil {
+						adjusted(auto.observe(rec.Result, int(n), time.Now()))
+					}
 					if stop != nil {
 						if err := stop.observe(d.i, rec); err != nil {
 							stopOnce.Do(func() { stopErr = err })
 						}
 					}
 				})
+				g.release()
 			}
 		}()
 	}
+	stopLooking := make(chan struct{})
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		if auto == nil {
+			return
+		}
+		tick := time.NewTicker(autoLook)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopLooking:
+				return
+			case now := <-tick.C:
+				adjusted(auto.look(host.read(), g.inUse(), int(finished.Load()), now))
+			}
+		}
+	}()
 	wg.Wait()
 	fin.wg.Wait()
+	close(stopLooking)
+	<-looked
+	if auto == nil {
+		os.Remove(filepath.Join(expDir, record.ConcurrencyFile)) // an earlier start's at -j auto: not this one's
+	} else {
+		out.Concurrency = auto.record()
+		if err := record.WriteJSONAtomic(filepath.Join(expDir, record.ConcurrencyFile), out.Concurrency); err != nil {
+			return out, &supervisor.InfraError{Err: err}
+		}
+	}
 	if stop != nil && stop.record != nil {
 		out.StoppedEarly = stop.record
 		if stopErr != nil {
@@ -382,7 +453,7 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 			a = &try{}
 			res, err = supervisor.Run(ctx, t, attemptOptions(o, en, pr, attempt, a))
 		default:
-			err = a.p.Execute(ctx)
+			err = a.p.Execute(ctx, d.due)
 			if err == nil || a.started.Load() {
 				// Nothing of the agent's runs any more, and no retry can follow.
 				fin.do(func() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
@@ -22,6 +23,7 @@ type dueRun struct {
 	// first is its first attempt, prepared ahead (a warm sandbox); nil: it runs cold.
 	first *try
 	slot  chan struct{} // the ahead slot it holds until a worker takes it; nil: none
+	due   time.Time     // when a worker was free for it
 }
 
 // taken frees the run's ahead slot: its turn came, the next run may be prepared.

@@ -68,24 +68,27 @@ func prepareRun(ctx context.Context, t *task.Task, o Options, ahead bool) (*Prep
 }
 
 // Run does the prepared run's remaining phases, from the services to the grade, and
-// records it, as supervisor.Run would have: Finish(ctx, Execute(ctx)).
+// records it, as supervisor.Run would have: Finish(ctx, Execute(ctx, now)).
 func (p *Prepared) Run(ctx context.Context) (*record.Result, error) {
-	return p.Finish(ctx, p.Execute(ctx))
+	return p.Finish(ctx, p.Execute(ctx, time.Now()))
 }
 
 // Execute does the phases of the run's turn, from the services to the grade (the critical
 // path: start, attest, agent, reap, snapshot, grade); Finish then deletes the sandbox and
-// records the run, which an experiment does off that path. Its timings count the
-// preparation's work, not the wait for its turn, which the run_due event records.
-func (p *Prepared) Execute(ctx context.Context) error {
+// records the run, which an experiment does off that path. due is when its turn came (a
+// worker was free for it). The run_due event says when, how long the prepared sandbox
+// waited for it (waited_s) or the turn for the preparation (late_s); the run's timings
+// count the preparation's work, not that wait.
+func (p *Prepared) Execute(ctx context.Context, due time.Time) error {
 	r := p.r
 	if p.err != nil {
 		return p.err
 	}
 	if p.ahead {
-		waited := time.Since(p.readyAt)
+		waited := max(0, due.Sub(p.readyAt))
 		r.start = r.start.Add(waited)
-		r.emit("run_due", map[string]any{"prepared_ahead_s": r.res.Timings.Prepare, "waited_s": waited.Seconds()})
+		r.emit("run_due", map[string]any{"due": due.UTC().Format(time.RFC3339Nano), "prepared_ahead_s": r.res.Timings.Prepare,
+			"waited_s": waited.Seconds(), "late_s": max(0, p.readyAt.Sub(due)).Seconds()})
 	}
 	return r.runPhases(ctx, aheadPhases)
 }

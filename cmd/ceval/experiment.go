@@ -44,7 +44,7 @@ type experimentFlags struct {
 
 func (x *experimentFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.IntVarP(&x.parallel, "jobs", "j", 0, "runs at once (default: the experiment's parallel, else CPUs capped by available memory)")
+	f.VarP(jobsValue{&x.parallel}, "jobs", "j", "runs at once, or auto: chosen and adjusted from the host's free CPU and memory and the runs' limits (default: the experiment's parallel, else CPUs capped by available memory)")
 	f.IntVar(&x.repeats, "repeats", 0, "runs of each task under each variant (default: the experiment's repeats)")
 	f.StringSliceVar(&x.tags, "tags", nil, "run only tasks with one of these tags (replaces the experiment's tags)")
 	f.StringSliceVar(&x.exclude, "exclude-tags", nil, "leave out tasks with any of these tags (after --tags)")
@@ -124,7 +124,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	if err != nil {
 		return err
 	}
-	if x.parallel < 0 || x.parallel > task.MaxParallel {
+	if x.parallel != experiment.AutoParallel && (x.parallel < 0 || x.parallel > task.MaxParallel) {
 		return exitWith(exitInvalid, fmt.Errorf("-j %d: want 1..%d", x.parallel, task.MaxParallel))
 	}
 	if x.audit != "" {
@@ -166,7 +166,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	res, err := experiment.Run(cctx, e, experiment.Options{
 		Run: base, Parallel: x.parallel, Ahead: warmAhead(x.warm), Retries: x.retries, Resume: x.resume != "", PromptsFrom: x.prompts, Agent: x.agent,
 		OnStart:  func(record.PlannedRun, *record.PlanEntry) { prog.started() },
-		OnFinish: prog.finished,
+		OnFinish: prog.finished, OnConcurrency: prog.concurrency,
 		OnRetry: func(r *experiment.RunRecord, err error) {
 			prog.line(fmt.Sprintf("retry %s/%s #%d (the agent had not started): %s", r.Variant, r.TaskID, r.Repeat, clean(err.Error())))
 		},

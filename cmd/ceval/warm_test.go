@@ -27,10 +27,12 @@ func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 	const base = 3221225472 + 8*65536 // a range of its own (see TestGCAfterKill9LeavesNothingOfCevals)
 	os.WriteFile(cfg, []byte(fmt.Sprintf("id_range: {start: %d, slots: 4}\n", base)), 0o644)
 	os.WriteFile(filepath.Join(dir, "task.yaml"), []byte("task_id: sleeper\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\n"+
-		"sandbox: {limits: {timeout: 5m, memory_mb: 64, pids: 16, disk_mb: 8}}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
+		"sandbox: {limits: {timeout: 5m, memory_mb: 64, pids: 32, disk_mb: 8}}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "exp.yaml"), []byte("experiment_id: warm\ntasks: [task.yaml]\nrepeats: 4\n"), 0o644)
 	runs := t.TempDir()
 	cmd := exec.Command(cevalBin, "run", "--namespace", ctrtest.Namespace, "--config", cfg, "--runs-dir", runs, "-j", "1", "--warm", "2", filepath.Join(dir, "exp.yaml"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no run running beside two prepared ones after 90s: %d created, %d running", created, running)
+			t.Fatalf("no run running beside two prepared ones after 90s: %d created, %d running; ceval said:\n%s", created, running, stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -83,7 +85,13 @@ func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("gc: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if n := strings.Count(r.stdout, "removed container"); n != 3 {
+	n := 0
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.HasPrefix(line, "removed container ") {
+			n++
+		}
+	}
+	if n != 3 {
 		t.Errorf("gc removed %d containers, want 3:\n%s", n, r.stdout)
 	}
 	if err := ctrtest.Leftovers(ctx, c); err != nil {
