@@ -150,7 +150,7 @@ func (a *autoJobs) look(h HostReading, running, done int, now time.Time) (int, b
 	case a.limit > memCPU && (h.AvailableMB-a.reserveMB < a.memMB || h.IdleCPUs < 0.1*float64(h.CPUs)):
 		// Over what the memory holds, or no idle CPU and more runs than the CPUs hold.
 		if h.AvailableMB-a.reserveMB < a.memMB {
-			a.set(max(1, min(memCPU, a.limit-1)), "memory: "+why, done)
+			a.set(a.limit-1, "memory: "+why, done)
 		} else {
 			a.set(a.limit-1, "no idle CPU", done)
 		}
@@ -173,7 +173,7 @@ func (a *autoJobs) observe(res *record.Result, done int, now time.Time) (int, bo
 	sb := res.Timings.Prepare + res.Timings.Launch
 	slow := ""
 	switch {
-	case res.Gateway.RateLimited > 0 || res.Gateway.UpstreamFailures > 0:
+	case res.Gateway != nil && (res.Gateway.RateLimited > 0 || res.Gateway.UpstreamFailures > 0):
 		slow = "the model gateway's upstream slowed down (rate-limited or failed calls)"
 	case sb > 0 && a.quickest > 0 && sb > slowFactor*a.quickest && sb > slowFloor:
 		slow = "containerd slowed down (a sandbox took " + strconv.FormatFloat(sb, 'f', 2, 64) + " s, the quickest " + strconv.FormatFloat(a.quickest, 'f', 2, 64) + " s)"

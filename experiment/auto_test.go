@@ -28,7 +28,7 @@ func TestAutoStartsAtWhatTheHostsCPUsAndMemoryHold(t *testing.T) {
 	}{
 		{"CPUs bound", 256, 0, HostReading{CPUs: 4, AvailableMB: 16000}, 100, 4, "4 CPUs at 1 a run"},
 		{"two CPUs a run", 256, 2, HostReading{CPUs: 8, AvailableMB: 16000}, 100, 4, "8 CPUs at 2 a run"},
-		{"memory bound", 1024, 0, HostReading{CPUs: 16, AvailableMB: 3300}, 100, 3, "3300 MiB available at 1024 MiB a run"},
+		{"memory bound", 1024, 0, HostReading{CPUs: 16, AvailableMB: 3400}, 100, 3, "3400 MiB available at 1024 MiB a run"},
 		{"no memory: one all the same", 4096, 0, HostReading{CPUs: 16, AvailableMB: 1000}, 100, 1, "1000 MiB available"},
 		{"few runs", 256, 0, HostReading{CPUs: 16, AvailableMB: 16000}, 3, 3, "the experiment's runs"},
 	}
@@ -119,7 +119,7 @@ func TestAutoBacksOffWhenContainerdOrTheGatewaySlowsDown(t *testing.T) {
 	if n, changed := a.look(HostReading{CPUs: 8, IdleCPUs: 8, AvailableMB: 16000}, 4, 4, later); !changed || n != 5 {
 		t.Errorf("after the hold: %d", n)
 	}
-	gw := &record.Result{}
+	gw := &record.Result{Gateway: &record.GatewayResult{}}
 	gw.Gateway.RateLimited = 2
 	if n, changed := a.observe(gw, 5, later); !changed || n != 2 || !strings.Contains(a.reason(), "gateway's upstream") {
 		t.Errorf("rate-limited: %d (%s)", n, a.reason())
