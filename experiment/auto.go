@@ -96,6 +96,9 @@ const (
 	slowFloor  = 1.0 // seconds
 	autoHold   = 10 * time.Second
 	hostMB     = 256 // kept free for the host
+	growIdle   = 0.5 // CPUs' worth of idle time that lets another run in (runs mostly wait: on a model, on I/O)
+	// saturated is the idle share of the CPUs under which the runs are too many.
+	saturated = 0.1
 )
 
 // newAutoJobs sizes -j auto for e's runs, at most max at once, from the first reading.
@@ -147,7 +150,7 @@ func (a *autoJobs) look(h HostReading, running, done int, now time.Time) (int, b
 	old := a.limit
 	memCPU, why := a.fits(h, running)
 	switch {
-	case a.limit > memCPU && (h.AvailableMB-a.reserveMB < a.memMB || h.IdleCPUs < 0.1*float64(h.CPUs)):
+	case a.limit > memCPU && (h.AvailableMB-a.reserveMB < a.memMB || h.IdleCPUs < saturated*float64(h.CPUs)):
 		// Over what the memory holds, or no idle CPU and more runs than the CPUs hold.
 		if h.AvailableMB-a.reserveMB < a.memMB {
 			a.set(a.limit-1, "memory: "+why, done)
@@ -155,7 +158,7 @@ func (a *autoJobs) look(h HostReading, running, done int, now time.Time) (int, b
 			a.set(a.limit-1, "no idle CPU", done)
 		}
 	case now.Before(a.holdUntil):
-	case a.limit < a.max && running >= a.limit && h.IdleCPUs >= a.cpus && h.AvailableMB-a.reserveMB >= a.memMB:
+	case a.limit < a.max && running >= a.limit && h.IdleCPUs >= growIdle && h.AvailableMB-a.reserveMB >= a.memMB:
 		a.set(a.limit+1, "idle CPU and memory for another run", done)
 	}
 	return a.limit, a.limit != old

@@ -57,6 +57,9 @@ func TestAutoGrowsWhileIdleAndShrinksWhenSaturated(t *testing.T) {
 	if a.current() != 2 {
 		t.Fatalf("start %d", a.current())
 	}
+	if n, changed := a.look(HostReading{CPUs: 2, IdleCPUs: 0.3, AvailableMB: 8000}, 2, 0, now); changed {
+		t.Errorf("grew with under half a CPU idle: %d", n)
+	}
 	// Idle CPUs with all slots busy: one more each look, up to max.
 	for i := 3; i <= 10; i++ {
 		n, changed := a.look(HostReading{CPUs: 2, IdleCPUs: 1.5, AvailableMB: 8000}, a.current(), 0, now)
