@@ -13,6 +13,7 @@ import (
 
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/report"
 	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/supervisor"
@@ -128,6 +129,49 @@ func TestWarmSandboxesAreDroppedWhenTheExperimentIsInterrupted(t *testing.T) {
 		if _, err := os.Stat(res.Plan.Dir(res.Dir, res.Plan.Runs()[i+1])); !os.IsNotExist(err) {
 			t.Errorf("run %d, which never had its turn, left its directory (%v)", i+2, err)
 		}
+	}
+	nothingLeft(t, ctx, c, runs)
+}
+
+// -j auto runs every run, records its choices in concurrency.json, and summary.json repeats
+// them; a later start at a fixed -j removes them.
+func TestAutoParallelRunsTheExperimentAndRecordsItsChoices(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	e := loadTestExperiment(t, "experiment_id: w\ntasks: [a/task.yaml]\nrepeats: 4\n", map[string]string{
+		"a": agentTask("a", "echo x > x", "  - {type: file_exists, path: x}\n"),
+	})
+	runs := t.TempDir()
+	var heard []int
+	o := Options{Run: supervisor.Options{Client: c, RunsDir: runs, RunID: "auto", Grace: time.Second, IDs: warmIDs}, Parallel: AutoParallel,
+		OnConcurrency: func(n int, _ func() int, _ string) { heard = append(heard, n) }}
+	res, err := Run(ctx, e, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r == nil || r.Result == nil || r.Result.Status != "SUCCESS" {
+			t.Fatalf("a run did not succeed: %+v", r)
+		}
+	}
+	cc := res.Concurrency
+	if cc == nil || cc.Mode != "auto" || cc.Max != 4 || len(cc.Changes) == 0 || cc.Final < 1 || len(heard) == 0 || heard[0] != cc.Changes[0].Parallel {
+		t.Fatalf("concurrency %+v, heard %v", cc, heard)
+	}
+	_, sum, err := report.Write(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Concurrency == nil || sum.Concurrency.Final != cc.Final {
+		t.Errorf("summary.json's concurrency %+v", sum.Concurrency)
+	}
+	// Resumed at -j 1: nothing left to run, and the choices of -j auto are not this start's.
+	o.Parallel, o.Resume = 1, true
+	if _, err := Run(ctx, e, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, record.ConcurrencyFile)); !os.IsNotExist(err) {
+		t.Errorf("concurrency.json kept after a start at -j 1 (%v)", err)
 	}
 	nothingLeft(t, ctx, c, runs)
 }
