@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -53,7 +54,7 @@ func NewPlan(e *task.Experiment) (*record.Plan, error) {
 // Options configure Run.
 type Options struct {
 	Run      supervisor.Options // shared by every run; RunID names the experiment's directory, Variant and Repeat are set per run
-	Parallel int                // runs at once; 0 = the experiment's parallel, else DefaultParallel
+	Parallel int                // runs at once; 0 = the experiment's parallel, else DefaultParallel; AutoParallel: -j auto
 	Retries  int                // tries again a run that failed before its agent started; < 0 = none
 	Resume   bool               // RunsDir/RunID holds an earlier, interrupted start of the same plan
 	// PromptsFrom is an earlier experiment directory whose rephrased prompts (prompts.json)
@@ -61,10 +62,17 @@ type Options struct {
 	PromptsFrom string
 	// Agent is --agent as given (the tasks' agents are already replaced), kept in plan.json.
 	Agent string
+	// Ahead is how many runs are prepared ahead of their turn (warm sandboxes: directory,
+	// servers, image, sandbox created and readied; see supervisor.Prepare) while others
+	// execute: 0 = one more than run at once, < 0 = none. Never on Kubernetes.
+	Ahead int
 
 	OnStart  func(record.PlannedRun, *record.PlanEntry) // optional, called from the worker
 	OnFinish func(*RunRecord)                           // optional, called from the worker
 	OnRetry  func(rec *RunRecord, err error)            // optional
+	// OnConcurrency (optional) hears -j auto's choices: the runs at once and why; current
+	// reads the limit at any later time.
+	OnConcurrency func(parallel int, current func() int, reason string)
 }
 
 // RunRecord is how one planned run ended.
@@ -89,6 +97,8 @@ type Result struct {
 	// StoppedEarly is set when stop_early decided in this start: the runs not launched are
 	// nil in Records, and a resume completes them.
 	StoppedEarly *record.EarlyStop
+	// Concurrency is how -j auto chose the runs at once; nil at a fixed -j.
+	Concurrency *record.Concurrency
 }
 
 // DefaultParallel is how many runs fit at once: one per CPU, and no more than the host's
@@ -203,7 +213,15 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 			resolved[img] = true
 		}
 	}
+	runs := plan.Runs()
 	parallel := o.Parallel
+	var auto *autoJobs
+	var host hostReader
+	if parallel == AutoParallel {
+		// As many workers as it may ever let run; the gate lets auto's limit of them.
+		parallel = max(1, min(len(runs), 8*runtime.NumCPU(), task.MaxParallel))
+		auto = newAutoJobs(e, parallel, host.read())
+	}
 	if parallel <= 0 {
 		parallel = e.Parallel
 	}
@@ -215,49 +233,111 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 		parallel = DefaultParallel(mem)
 	}
 
-	runs := plan.Runs()
 	out := &Result{Dir: expDir, Plan: plan, Records: make([]*RunRecord, len(runs))}
 	stop, err := experimentStopper(e, plan, runs, expDir, o.Resume)
 	if err != nil {
 		return nil, err
 	}
-	var stopErr error
-	var stopOnce sync.Once
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(parallel, len(runs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				if stop != nil && stop.isStopped() {
-					continue // decided while this run waited to launch
-				}
-				out.Records[i] = runPlanned(ctx, e, plan, expDir, runs[i], o)
-				if stop != nil {
-					if err := stop.observe(i, out.Records[i]); err != nil {
-						stopOnce.Do(func() { stopErr = err })
-					}
-				}
-			}
-		}()
-	}
 	var stopped <-chan struct{}
 	if stop != nil {
 		stopped = stop.stopped
 	}
-feed:
-	for i := range runs {
-		select {
-		case <-ctx.Done():
-			break feed
-		case <-stopped:
-			break feed
-		case jobs <- i:
+	g := newGate(parallel)
+	if auto != nil {
+		g.setLimit(auto.current())
+	}
+	ahead := o.Ahead
+	if ahead == 0 {
+		ahead = g.limit + 1 // one more than run at once: the next is being made while one is taken
+	}
+	if ahead < 0 || o.Run.Kube != nil {
+		ahead = 0 // a Pod is not made ahead of its turn
+	}
+	ahead = aheadFor(ahead, parallel, e, o.Run.IDs)
+	var stopErr error
+	var stopOnce sync.Once
+	dueRuns := feedRuns(ctx, e, plan, expDir, runs, o, ahead, stopped)
+	var wg sync.WaitGroup
+	// A run prepared ahead is deleted and recorded off its worker's path (finishing), at
+	// most parallel at once.
+	fin := &finisher{slots: make(chan struct{}, parallel), sync: stop != nil}
+	var finished atomic.Int64
+	adjusted := func(n int, changed bool) {
+		if changed {
+			g.setLimit(n)
+			if o.OnConcurrency != nil {
+				o.OnConcurrency(n, auto.current, auto.reason())
+			}
 		}
 	}
-	close(jobs)
+	if auto != nil && o.OnConcurrency != nil {
+		o.OnConcurrency(auto.current(), auto.current, auto.reason())
+	}
+	for range min(parallel, len(runs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				g.acquire()
+				free := time.Now() // the next run's turn: its sandbox is late if not ready by now
+				d, ok := <-dueRuns
+				if !ok {
+					g.release()
+					return
+				}
+				d.due = free
+				d.taken()
+				if stop != nil && stop.isStopped() || ctx.Err() != nil {
+					d.discard(ctx) // decided while this run waited for its turn
+					g.release()
+					continue
+				}
+				runPlanned(ctx, e, plan, expDir, runs[d.i], o, d, fin, func(rec *RunRecord) {
+					out.Records[d.i] = rec
+					n := finished.Add(1)
+					if auto != nil && rec != nil {
+						adjusted(auto.observe(rec.Result, int(n), time.Now()))
+					}
+					if stop != nil {
+						if err := stop.observe(d.i, rec); err != nil {
+							stopOnce.Do(func() { stopErr = err })
+						}
+					}
+				})
+				g.release()
+			}
+		}()
+	}
+	stopLooking := make(chan struct{})
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		if auto == nil {
+			return
+		}
+		tick := time.NewTicker(autoLook)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopLooking:
+				return
+			case now := <-tick.C:
+				adjusted(auto.look(host.read(), g.inUse(), int(finished.Load()), now))
+			}
+		}
+	}()
 	wg.Wait()
+	fin.wg.Wait()
+	close(stopLooking)
+	<-looked
+	if auto == nil {
+		os.Remove(filepath.Join(expDir, record.ConcurrencyFile)) // an earlier start's at -j auto: not this one's
+	} else {
+		out.Concurrency = auto.record()
+		if err := record.WriteJSONAtomic(filepath.Join(expDir, record.ConcurrencyFile), out.Concurrency); err != nil {
+			return out, &supervisor.InfraError{Err: err}
+		}
+	}
 	if stop != nil && stop.record != nil {
 		out.StoppedEarly = stop.record
 		if stopErr != nil {
@@ -325,44 +405,68 @@ func taskImages(t *task.Task) []string {
 }
 
 // runPlanned runs one planned run, unless an earlier start completed it, retrying only a
-// failure that happened before the agent started.
-func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir string, pr record.PlannedRun, o Options) *RunRecord {
+// failure that happened before the agent started, and gives done its record (nil when it
+// was not run). d.first, when set, is its first attempt, prepared ahead (a warm sandbox),
+// whose deletion and record fin does after its grade, in the background, when no retry can
+// follow; the retries start cold.
+func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expDir string, pr record.PlannedRun, o Options, d *dueRun, fin *finisher, done func(*RunRecord)) {
 	en := plan.Entries[pr.Entry]
-	rec := &RunRecord{PlannedRun: pr, Variant: en.Variant, TaskID: en.TaskID, Dir: plan.Dir(expDir, pr)}
-	if res, err := record.ReadResult(rec.Dir); err == nil && res.Complete {
-		rec.Result, rec.Resumed = res, true
+	rec := d.rec
+	if rec == nil {
+		rec = newRecord(plan, expDir, pr)
+	}
+	if rec.Resumed {
 		if o.OnFinish != nil {
 			o.OnFinish(rec)
 		}
-		return rec
+		done(rec)
+		return
 	}
 	if ctx.Err() != nil {
-		return nil
+		d.discard(ctx)
+		done(nil)
+		return
 	}
-	// What an interrupted or failed start left is not this run's: start clean.
-	if err := os.RemoveAll(rec.Dir); err != nil {
-		rec.Err = &supervisor.InfraError{Err: fmt.Errorf("clear %s (a leftover mount? run ceval gc): %w", rec.Dir, err)}
-		return rec
+	if d.first == nil && rec.Err == nil {
+		clearDir(rec)
+	}
+	if rec.Err != nil {
+		done(rec)
+		return
 	}
 	if o.OnStart != nil {
 		o.OnStart(pr, &en)
 	}
+	finished := func() {
+		if o.OnFinish != nil {
+			o.OnFinish(rec)
+		}
+		done(rec)
+	}
 	t := e.Entries[pr.Entry].Task
 	retries := o.Retries
 	for attempt := 1; ; attempt++ {
-		started := false
-		opts := o.Run
-		opts.Variant, opts.Repeat, opts.Attempt = en.Variant, pr.Repeat, attempt
-		progress := o.Run.Progress
-		opts.Progress = func(ev string, f map[string]any) {
-			if ev == "agent_started" {
-				started = true
+		var res *record.Result
+		var err error
+		a := d.first
+		switch {
+		case attempt > 1 || a == nil:
+			a = &try{}
+			res, err = supervisor.Run(ctx, t, attemptOptions(o, en, pr, attempt, a))
+		default:
+			err = a.p.Execute(ctx, d.due)
+			if err == nil || a.started.Load() {
+				// Nothing of the agent's runs any more, and no retry can follow.
+				fin.do(func() {
+					rec.Result, rec.Err = a.p.Finish(ctx, err)
+					rec.Attempts = 1
+					finished()
+				})
+				return
 			}
-			if progress != nil {
-				progress(ev, f)
-			}
+			res, err = a.p.Finish(ctx, err)
 		}
-		res, err := supervisor.Run(ctx, t, opts)
+		started := a.started.Load()
 		rec.Result, rec.Err, rec.Attempts = res, err, attempt
 		var infra *supervisor.InfraError
 		var lost *kube.PodLostError
@@ -384,10 +488,7 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 			o.OnRetry(rec, err)
 		}
 	}
-	if o.OnFinish != nil {
-		o.OnFinish(rec)
-	}
-	return rec
+	finished()
 }
 
 // experimentStopper returns the stop_early test of a start, nil when there is none: the

@@ -72,11 +72,26 @@ type Task struct {
 	peakPids uint64
 }
 
-// Start creates the task with stdout and stderr streamed into capped files, arms the exit
-// wait (before Start: a task that exits at once would otherwise be missed), calls
-// beforeStart (may be nil), then starts it. If any step fails, the task is killed and
-// deleted; the container stays for Delete.
-func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, retErr error) {
+// Start creates the task (CreateTask) and starts it (Task.Start). If any step fails, the
+// task is killed and deleted; the container stays for Delete.
+func (c *Container) Start(ctx context.Context, beforeStart StartHook) (*Task, error) {
+	t, err := c.CreateTask(ctx, beforeStart)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Start(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// CreateTask creates the task with stdout and stderr streamed into capped files (its
+// namespaces, cgroup and root made, PID 1 created but not yet running), arms the exit wait
+// (before the start: a task that exits at once would otherwise be missed) and calls
+// beforeStart (may be nil); Task.Start starts it, now or later (a sandbox prepared ahead of
+// its run). If any step fails, the task is killed and deleted; the container stays for
+// Delete, which also deletes a task created and never started.
+func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *Task, retErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.deleted || c.ctr == nil {
@@ -149,11 +164,35 @@ func (c *Container) Start(ctx context.Context, beforeStart StartHook) (_ *Task, 
 			return nil, fmt.Errorf("start task %s: before start: %w", c.spec.ID, err)
 		}
 	}
-	t.started = time.Now()
-	if err := tk.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start task %s: %w", c.spec.ID, err)
-	}
 	return t, nil
+}
+
+// Start starts a task CreateTask made; once only. If it fails, the task is killed and
+// deleted; the container stays for Delete.
+func (t *Task) Start(ctx context.Context) (retErr error) {
+	c := t.ctr
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deleted || c.task != t {
+		return fmt.Errorf("start task %s: deleted", c.spec.ID)
+	}
+	if !t.started.IsZero() {
+		return fmt.Errorf("start task %s: already started", c.spec.ID)
+	}
+	defer func() {
+		if retErr != nil {
+			cctx, cancel := CleanupContext(ctx)
+			defer cancel()
+			if err := t.destroy(cctx); err != nil {
+				retErr = errors.Join(retErr, err)
+			}
+		}
+	}()
+	t.started = time.Now()
+	if err := t.task.Start(ctx); err != nil {
+		return fmt.Errorf("start task %s: %w", c.spec.ID, err)
+	}
+	return nil
 }
 
 // output returns the capped destination of one stream: the file at path, else the caller's

@@ -148,3 +148,38 @@ func ReadResult(runDir string) (*Result, error) {
 	r.Dir = runDir
 	return &r, nil
 }
+
+// ConcurrencyFile is where an experiment run at -j auto records how it chose and changed
+// the runs at once; summary.json repeats it.
+const ConcurrencyFile = "concurrency.json"
+
+// Concurrency is how -j auto chose and changed the runs at once.
+type Concurrency struct {
+	Mode    string              `json:"mode"`    // auto
+	Max     int                 `json:"max"`     // the most it would have run at once
+	Low     int                 `json:"low"`     // the fewest it chose
+	High    int                 `json:"high"`    // the most it chose
+	Final   int                 `json:"final"`   // at the end
+	Changes []ConcurrencyChange `json:"changes"` // each choice, the first at the start
+}
+
+// ConcurrencyChange is one choice of -j auto: after how many finished runs, the runs at
+// once, and why.
+type ConcurrencyChange struct {
+	AfterRuns int    `json:"after_runs"`
+	Parallel  int    `json:"parallel"`
+	Reason    string `json:"reason"`
+}
+
+// ReadConcurrency reads an experiment's concurrency.json.
+func ReadConcurrency(expDir string) (*Concurrency, error) {
+	data, err := os.ReadFile(filepath.Join(expDir, ConcurrencyFile))
+	if err != nil {
+		return nil, err
+	}
+	var c Concurrency
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(expDir, ConcurrencyFile), err)
+	}
+	return &c, nil
+}

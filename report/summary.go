@@ -40,6 +40,9 @@ type Summary struct {
 	// StoppedEarly says when and why stop_early stopped launching runs (stopped_early.json);
 	// with Complete, a resume has since completed the experiment.
 	StoppedEarly *record.EarlyStop `json:"stopped_early,omitempty"`
+	// Concurrency is how -j auto chose and changed the runs at once (concurrency.json);
+	// absent at a fixed -j.
+	Concurrency *record.Concurrency `json:"concurrency,omitempty"`
 	// Differences are each pair of variants' pass rates, paired on the tasks both ran, in
 	// the plan's order (the first variant against each later one, and so on).
 	Differences []Difference `json:"variant_differences,omitempty"`
@@ -116,6 +119,8 @@ type Experiment struct {
 	Audit []verdict.Report
 	// StoppedEarly is stopped_early.json, nil when stop_early did not stop it.
 	StoppedEarly *record.EarlyStop
+	// Concurrency is concurrency.json (-j auto's choices), nil at a fixed -j.
+	Concurrency *record.Concurrency
 }
 
 // Load reads plan.json and each planned run's result.json, at their exact paths.
@@ -147,6 +152,13 @@ func Load(expDir string) (*Experiment, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
+	conc, err := record.ReadConcurrency(expDir)
+	switch {
+	case err == nil:
+		e.Concurrency = conc
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -155,7 +167,7 @@ func Load(expDir string) (*Experiment, error) {
 // uninterrupted one does.
 func Summarize(e *Experiment) *Summary {
 	s := &Summary{ExperimentID: e.Plan.ExperimentID, RunID: filepath.Base(e.Dir), Repeats: e.Plan.Repeats,
-		Planned: len(e.Runs), Complete: true, StoppedEarly: e.StoppedEarly}
+		Planned: len(e.Runs), Complete: true, StoppedEarly: e.StoppedEarly, Concurrency: e.Concurrency}
 	for _, r := range e.Runs {
 		if r.Result == nil || !r.Result.Complete {
 			s.Complete = false

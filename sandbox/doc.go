@@ -1,6 +1,6 @@
 // Package sandbox is the contract between a run and the sandbox its agent runs in: Backend
 // (prepare, resolve the image, create) and Sandbox (start, attest, wait and reap in Run;
-// setup steps; copy out; destroy), with what every backend shares: Config, Outcome,
+// setup steps; copy out; destroy; optionally Readier, readied ahead of its start), with what every backend shares: Config, Outcome,
 // AgainConfig, the attestation's Policy and CheckAttestation, the ID range runs take their
 // host IDs from (IDRange, checked against the host's account files), GatewayURL,
 // InputError, and the run's services a verifier container reaches (ServiceAccess, carried

@@ -56,6 +56,17 @@ type Sandbox interface {
 	OutputDirs() []string
 }
 
+// Readier is a Sandbox that can be taken closer to its start ahead of its run (a warm
+// sandbox of an experiment, made while other runs execute): Ready does what Run would do
+// first, short of running anything of the image's or the agent's, so Run's critical path is
+// the start, the attestation and the agent. The local backend creates the container's task
+// (namespaces, cgroup, root, PID 1 created and waiting) and runs Config.BeforeStart there.
+// Optional: Run readies a sandbox that was not (a Kubernetes Pod does all of it in Run).
+// Nothing Ready makes is shared with another sandbox; Close undoes it like the rest.
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
 // Reservation is what a Backend prepared for one sandbox; Release (idempotent) frees it.
 type Reservation interface{ Release() error }
 

@@ -10,6 +10,8 @@ WORKLOADS=(
   scripts/bench-startup.sh      # ceval start-up (--help, version, a cold grade) vs ctr --help
   scripts/bench-run.sh          # ceval run of a trivial task vs ctr run --rm --seccomp; reap
   scripts/bench-experiment.sh   # 50 runs as an experiment at -j 1 and -j 2 vs ctr run
+  scripts/bench-warm.sh         # run due -> the agent's first instruction, warm sandboxes vs none
+  scripts/bench-scale.sh        # 1,000 runs at -j auto: wall time, runs/min, RSS, same summary as -j 1, no leftovers
   scripts/bench-mockd.sh        # protected mock call in the container vs /bin/true
   scripts/bench-grade.sh        # cold ceval grade: run_command vs static criterion
   scripts/bench-verifier.sh     # a sandbox: container criterion vs ctr run, and vs WASM

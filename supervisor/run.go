@@ -146,30 +146,24 @@ const (
 // its isolation, reaps everything, snapshots the workspace and grades the snapshot on the
 // host. The result is written to result.json in the run directory whatever happens after
 // that directory exists.
-func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err error) {
-	start := time.Now()
-	o = o.WithDefaults(start)
-	r, err := newRun(t, o, start)
-	if err != nil {
-		return nil, inPhase(PhasePrepare, err)
+func Run(ctx context.Context, t *task.Task, o Options) (*record.Result, error) {
+	p, err := prepareRun(ctx, t, o, false)
+	if p == nil {
+		return nil, err
 	}
-	defer r.ev.Close()
-	// Whatever happens from here, result.json says it, and the servers are stopped.
-	defer func() {
-		if serr := errors.Join(r.stopServers(), r.stopServices()); serr != nil && err == nil {
-			err = inPhase(PhaseCollect, serr)
-		}
-		// The agent's logs are redacted however the run ended: one that failed in its
-		// snapshot or grade phase keeps what the agent printed too.
-		if rerr := r.redactLogs(ctx); rerr != nil && err == nil {
-			err = inPhase(PhaseRecord, rerr)
-		}
-		err = r.record(err)
-	}()
-	phases := []struct {
-		name string
-		do   func(context.Context) error
-	}{
+	return p.Run(ctx)
+}
+
+// phase is one named step of a run (see the Phase constants).
+type phase struct {
+	name string
+	do   func(context.Context) error
+}
+
+// phaseTable is every phase of a run in order; prepare and launch may run ahead of the
+// others (Prepare).
+func (r *run) phaseTable() []phase {
+	return []phase{
 		{PhasePrepare, r.prepare},
 		{PhaseLaunch, r.launch},
 		{PhaseServices, r.startServices},
@@ -180,32 +174,23 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 		{PhaseSnapshot, r.snapshot},
 		{PhaseGrade, r.grade},
 	}
-	defer func() {
-		if r.sb != nil {
-			if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
-				err = inPhase(PhaseCleanup, &InfraError{cerr})
-			}
-			r.emit("container_deleted", nil)
-		}
-		// After the sandbox, which released it already if it took it over (release is
-		// idempotent): a run that ended before its launch keeps no slot or holder.
-		if rerr := release(r.ids); rerr != nil && err == nil {
-			err = inPhase(PhaseCleanup, &InfraError{rerr})
-		}
-	}()
-	defer func() { r.iter.user.close() }()
-	for _, p := range phases {
+}
+
+// runPhases runs the phases from the one at index from; after each grade the agent may go
+// again (iterations.go).
+func (r *run) runPhases(ctx context.Context, from int) error {
+	phases := r.phaseTable()
+	for _, p := range phases[from:] {
 		if err := p.do(ctx); err != nil {
 			if errors.Is(err, errEndedByLimits) {
-				return r.res, nil
+				return nil
 			}
-			return r.res, inPhase(p.name, err)
+			return inPhase(p.name, err)
 		}
-		// After each grade, the agent may go again (iterations.go).
 		for p.name == PhaseGrade {
 			more, err := r.nextIteration(ctx)
 			if err != nil {
-				return r.res, inPhase(PhaseIterate, err)
+				return inPhase(PhaseIterate, err)
 			}
 			if !more {
 				break
@@ -217,12 +202,43 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 					continue
 				}
 				if err := again.do(ctx); err != nil {
-					return r.res, inPhase(again.name, err)
+					return inPhase(again.name, err)
 				}
 			}
 		}
 	}
-	return r.res, nil
+	return nil
+}
+
+// close ends what the run holds however it ended, as Run always did: the simulated user's
+// log, the sandbox (after which the backend's reservation), then the servers and services,
+// the logs redacted and result.json written with err (see record); the events last.
+// Returns err or the first failure of these.
+func (r *run) close(ctx context.Context, err error) error {
+	r.iter.user.close()
+	if r.sb != nil {
+		if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
+			err = inPhase(PhaseCleanup, &InfraError{cerr})
+		}
+		r.emit("container_deleted", nil)
+	}
+	// After the sandbox, which released it already if it took it over (release is
+	// idempotent): a run that ended before its launch keeps no slot or holder.
+	if rerr := release(r.ids); rerr != nil && err == nil {
+		err = inPhase(PhaseCleanup, &InfraError{rerr})
+	}
+	// Whatever happened, result.json says it, and the servers are stopped.
+	if serr := errors.Join(r.stopServers(), r.stopServices()); serr != nil && err == nil {
+		err = inPhase(PhaseCollect, serr)
+	}
+	// The agent's logs are redacted however the run ended: one that failed in its
+	// snapshot or grade phase keeps what the agent printed too.
+	if rerr := r.redactLogs(ctx); rerr != nil && err == nil {
+		err = inPhase(PhaseRecord, rerr)
+	}
+	err = r.record(err)
+	r.ev.Close()
+	return err
 }
 
 // run is one run's state as it goes through its phases.

@@ -40,11 +40,12 @@ type experimentFlags struct {
 	tasks     []string  // task files named after the experiment file on the command line
 	audit     string    // --audit: an audit.json whose verdicts the report shows
 	agent     string    // --agent: replaces every variant's agent
+	warm      int       // --warm: runs prepared ahead of their turn; < 0: as many as -j
 }
 
 func (x *experimentFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.IntVarP(&x.parallel, "jobs", "j", 0, "runs at once (default: the experiment's parallel, else CPUs capped by available memory)")
+	f.VarP(jobsValue{&x.parallel}, "jobs", "j", "runs at once, or auto: chosen and adjusted from the host's free CPU and memory and the runs' limits (default: the experiment's parallel, else CPUs capped by available memory)")
 	f.IntVar(&x.repeats, "repeats", 0, "runs of each task under each variant (default: the experiment's repeats)")
 	f.StringSliceVar(&x.tags, "tags", nil, "run only tasks with one of these tags (replaces the experiment's tags)")
 	f.StringSliceVar(&x.exclude, "exclude-tags", nil, "leave out tasks with any of these tags (after --tags)")
@@ -52,6 +53,7 @@ func (x *experimentFlags) add(cmd *cobra.Command) {
 	f.StringVar(&x.resume, "resume", "", "finish the experiment in RUN_DIR: skip complete runs, re-run the rest; refuses a changed plan")
 	f.StringVar(&x.prompts, "prompts-from", "", "reuse the rephrased prompts (prompts.json) of an earlier experiment directory where their input matches")
 	f.IntVar(&x.retries, "retries", experiment.DefaultRetries, "tries again a run that failed before its agent started (never one whose agent started)")
+	f.IntVar(&x.warm, "warm", -1, "runs prepared ahead of their turn while others execute (warm sandboxes: servers up, container created, not started); default one more than -j, 0 none")
 	f.StringVar(&x.audit, "audit", "", "an audit.json from ceval audit: the experiment's reports show each task's verdict")
 	x.gate.add(cmd, true)
 }
@@ -123,7 +125,7 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	if err != nil {
 		return err
 	}
-	if x.parallel < 0 || x.parallel > task.MaxParallel {
+	if x.parallel != experiment.AutoParallel && (x.parallel < 0 || x.parallel > task.MaxParallel) {
 		return exitWith(exitInvalid, fmt.Errorf("-j %d: want 1..%d", x.parallel, task.MaxParallel))
 	}
 	if x.audit != "" {
@@ -163,9 +165,9 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 	errOut := cmd.ErrOrStderr()
 	prog := newProgress(errOut, e.Repeats*len(e.Entries))
 	res, err := experiment.Run(cctx, e, experiment.Options{
-		Run: base, Parallel: x.parallel, Retries: x.retries, Resume: x.resume != "", PromptsFrom: x.prompts, Agent: x.agent,
+		Run: base, Parallel: x.parallel, Ahead: warmAhead(x.warm), Retries: x.retries, Resume: x.resume != "", PromptsFrom: x.prompts, Agent: x.agent,
 		OnStart:  func(record.PlannedRun, *record.PlanEntry) { prog.started() },
-		OnFinish: prog.finished,
+		OnFinish: prog.finished, OnConcurrency: prog.concurrency,
 		OnRetry: func(r *experiment.RunRecord, err error) {
 			prog.line(fmt.Sprintf("retry %s/%s #%d (the agent had not started): %s", r.Variant, r.TaskID, r.Repeat, clean(err.Error())))
 		},
@@ -214,6 +216,17 @@ func runExperiment(cmd *cobra.Command, g *globalOptions, path string, x *experim
 		return exitCode(worseExit(x.gate.gateWithoutBaseline(cmd.OutOrStdout(), sum), infraExit(ex)))
 	}
 	return exitCode(experimentExit(ex))
+}
+
+// warmAhead is experiment.Options.Ahead for --warm N: 0 none, < 0 the default.
+func warmAhead(n int) int {
+	switch {
+	case n < 0:
+		return 0
+	case n == 0:
+		return -1
+	}
+	return n
 }
 
 // experimentExit is the worst outcome over the runs: 3 for ERROR/NOT_GRADED (or a run
@@ -449,7 +462,7 @@ func newRegradeCmd(g *globalOptions) *cobra.Command {
 
 // changed reports whether any experiment-only flag was given.
 func (x *experimentFlags) changed(cmd *cobra.Command) bool {
-	for _, name := range []string{"jobs", "repeats", "tags", "exclude-tags", "define", "resume", "prompts-from", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence", "audit"} {
+	for _, name := range []string{"jobs", "repeats", "tags", "exclude-tags", "define", "resume", "prompts-from", "warm", "baseline", "fail-on", "fail-under", "allow-plan-change", "confidence", "audit"} {
 		if cmd.Flags().Changed(name) {
 			return true
 		}

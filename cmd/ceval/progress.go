@@ -25,7 +25,8 @@ type progress struct {
 	tty                          bool
 	width                        int
 	total, running, done, failed int
-	fresh                        int // finished by this process, not kept from an earlier start
+	fresh                        int        // finished by this process, not kept from an earlier start
+	auto                         func() int // -j auto's runs at once; nil at a fixed -j
 	start                        time.Time
 	stop                         chan struct{}
 	stopped                      chan struct{}
@@ -124,7 +125,7 @@ func (p *progress) finished(r *experiment.RunRecord) {
 		p.printLine(head)
 		return
 	}
-	p.printLine(fmt.Sprintf("%s  (running %d, failed %d%s)", head, p.running, p.failed, p.eta(", eta ")))
+	p.printLine(fmt.Sprintf("%s  (running %d, failed %d%s%s)", head, p.running, p.failed, p.autoNote(), p.eta(", eta ")))
 }
 
 // eta estimates the time left from the runs this process finished; "" until it can.
@@ -146,8 +147,8 @@ func (p *progress) draw() {
 	if p.total > 0 {
 		filled = barWidth * p.done / p.total
 	}
-	s := fmt.Sprintf("[%s%s] %d/%d done, %d running, %d failed, %s elapsed%s",
-		strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), p.done, p.total, p.running, p.failed,
+	s := fmt.Sprintf("[%s%s] %d/%d done, %d running, %d failed%s, %s elapsed%s",
+		strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), p.done, p.total, p.running, p.failed, p.autoNote(),
 		time.Since(p.start).Round(time.Second), p.eta(", eta "))
 	if n := p.width - 1; n > 0 && utf8.RuneCountInString(s) > n {
 		s = string([]rune(s)[:n])

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -171,42 +172,68 @@ func gcIDSlots(dir string) (removed, kept []launcher.Swept, err error) {
 			slots[host] = true
 		}
 	}
-	inUse, err := HostIDsInUse(func(id uint64) (uint32, bool) {
+	slotOf := func(id uint64) (uint32, bool) {
 		for s := range slots {
 			if id >= s && id < s+oci.IDRangeSize {
 				return uint32(s), true
 			}
 		}
 		return 0, false
-	})
-	if err != nil {
-		return nil, nil, err
 	}
+	// The slots of cevals that are gone: locked here (a live ceval holds its own).
 	var errs []error
+	gone := map[uint64]*IDSlot{}
 	for _, host := range slices.Sorted(maps.Keys(slots)) {
-		name := strconv.FormatUint(host, 10)
 		s, err := lockSlot(dir, uint32(host))
-		if err != nil {
+		switch {
+		case err != nil:
 			errs = append(errs, err)
-			continue
+		case s == nil:
+			kept = append(kept, launcher.Swept{Kind: "id-slot", ID: sweptSlotID(host), Why: "a live ceval holds it"})
+		default:
+			gone[host] = s
 		}
-		id := "ids " + name + ".." + strconv.FormatUint(host+oci.IDRangeSize-1, 10)
-		if s == nil {
-			kept = append(kept, launcher.Swept{Kind: "id-slot", ID: id, Why: "a live ceval holds it"})
-			continue
+	}
+	// A process of a container gc has just deleted may still be on its way out (the init of
+	// a task created and never started, a run prepared ahead): wait a little for it.
+	var inUse map[uint32]bool
+	for deadline := time.Now().Add(slotDrain); ; time.Sleep(50 * time.Millisecond) {
+		if inUse, err = HostIDsInUse(slotOf); err != nil {
+			for _, s := range gone {
+				s.lock.Close()
+			}
+			return removed, kept, errors.Join(append(errs, err)...)
 		}
+		busy := false
+		for host := range gone {
+			busy = busy || inUse[uint32(host)]
+		}
+		if !busy || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, host := range slices.Sorted(maps.Keys(gone)) {
+		s := gone[host]
 		if inUse[uint32(host)] {
 			s.lock.Close() // keep the file: a process still runs as these IDs
-			kept = append(kept, launcher.Swept{Kind: "id-slot", ID: id, Why: "a process still runs as its IDs"})
+			kept = append(kept, launcher.Swept{Kind: "id-slot", ID: sweptSlotID(host), Why: "a process still runs as its IDs"})
 			continue
 		}
 		if err := s.Release(); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, launcher.Swept{Kind: "id-slot", ID: id, Why: "its ceval is gone"})
+		removed = append(removed, launcher.Swept{Kind: "id-slot", ID: sweptSlotID(host), Why: "its ceval is gone"})
 	}
 	return removed, kept, errors.Join(errs...)
+}
+
+// slotDrain bounds gc's wait for the last processes of a slot whose ceval is gone.
+const slotDrain = 3 * time.Second
+
+// sweptSlotID is how gc names the slot starting at host.
+func sweptSlotID(host uint64) string {
+	return "ids " + strconv.FormatUint(host, 10) + ".." + strconv.FormatUint(host+oci.IDRangeSize-1, 10)
 }
 
 // CheckUserNamespaces tries what a run does with its user namespace, for a host check: the

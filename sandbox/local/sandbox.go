@@ -30,6 +30,7 @@ type Sandbox struct {
 	Outputs   []string // host paths of sandbox.Config.Outputs, in order (capped tmpfs each)
 	cfg       sandbox.Config
 	ctr       *launcher.Container
+	created   *launcher.Task // Ready's task, created and not yet started; Start takes it
 	undo      []func() error // in reverse order on Close
 	goW       *io.PipeWriter
 	ids       *IDSlot
@@ -274,7 +275,7 @@ func (s *Sandbox) Again(ctx context.Context, next sandbox.AgainConfig) error {
 		if err := s.ctr.Delete(cleanupCtx); err != nil {
 			return fmt.Errorf("delete the container of the last iteration: %w", err)
 		}
-		s.ctr = nil
+		s.ctr, s.created = nil, nil
 	}
 	s.cfg.Argv, s.cfg.Env, s.cfg.Limits.Timeout = next.Argv, next.Env, next.Timeout
 	s.cfg.StdoutPath, s.cfg.StderrPath = next.StdoutPath, next.StderrPath
@@ -294,7 +295,7 @@ func (s *Sandbox) DeleteContainer(ctx context.Context) error {
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
 	err := s.ctr.Delete(cleanupCtx)
-	s.ctr = nil
+	s.ctr, s.created = nil, nil
 	return err
 }
 
@@ -373,8 +374,12 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 // attestation is returned whenever it was read; on an error the init has exited without
 // starting the process, or Start failed before.
 func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestation, error) {
-	tk, err := s.ctr.Start(ctx, s.beforeStart)
-	if err != nil {
+	if err := s.Ready(ctx); err != nil {
+		return nil, nil, err
+	}
+	tk := s.created
+	s.created = nil
+	if err := tk.Start(ctx); err != nil {
 		return nil, nil, err
 	}
 	att, err := s.attestInit(ctx, tk.Pid())
@@ -390,6 +395,26 @@ func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestatio
 	}
 	s.goW.Close()
 	return tk, att, nil
+}
+
+// Ready creates the container's task ahead of Start (sandbox.Readier): runc makes its
+// namespaces, cgroup and root, PID 1 is created and waits, and the BeforeStart hooks run (the
+// user namespace's holder goes, the init's rlimits are lowered, the gateway listens in the
+// task's network namespace); nothing of the image's or the agent's runs before Start. Again,
+// or after Start, it does nothing until Start has taken the task.
+func (s *Sandbox) Ready(ctx context.Context) error {
+	if s.created != nil {
+		return nil
+	}
+	if s.ctr == nil {
+		return errors.New("ready: the sandbox has no container")
+	}
+	tk, err := s.ctr.CreateTask(ctx, s.beforeStart)
+	if err != nil {
+		return err
+	}
+	s.created = tk
+	return nil
 }
 
 // specOpts is the container spec of ocfg (the agent's, or a step's made from it): oci's
@@ -475,8 +500,8 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		s.goW.Close()
 	}
 	if s.ctr != nil {
-		errs = append(errs, s.ctr.Delete(cleanupCtx))
-		s.ctr = nil
+		errs = append(errs, s.ctr.Delete(cleanupCtx)) // a task Ready created and Start never took too
+		s.ctr, s.created = nil, nil
 	}
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		errs = append(errs, s.undo[i]())
