@@ -11,6 +11,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/report"
@@ -55,7 +56,7 @@ func nothingLeft(t *testing.T, ctx context.Context, c *client.Client, runs strin
 // (sandbox_ready before run_due).
 func TestWarmSandboxesAreFreshAndAttestedOneRunEach(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	script := `for f in /workspace/mark "$HOME/mark" /tmp/mark; do test -e "$f" && exit 1; done; ` +
 		`touch /workspace/mark "$HOME/mark" /tmp/mark && echo ok > fresh`
 	e := loadTestExperiment(t, "experiment_id: w\ntasks: [a/task.yaml]\nrepeats: 6\n", map[string]string{
@@ -88,7 +89,7 @@ func TestWarmSandboxesAreFreshAndAttestedOneRunEach(t *testing.T) {
 // never had its turn.
 func TestWarmSandboxesAreDroppedWhenTheExperimentIsInterrupted(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, "experiment_id: w\ntasks: [a/task.yaml]\nrepeats: 6\n", map[string]string{
 		"a": agentTask("a", "sleep 1000", "  - {type: file_exists, path: x}\n"),
 	})
@@ -137,7 +138,7 @@ func TestWarmSandboxesAreDroppedWhenTheExperimentIsInterrupted(t *testing.T) {
 // them; a later start at a fixed -j removes them.
 func TestAutoParallelRunsTheExperimentAndRecordsItsChoices(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
-	t.Cleanup(func() { removeTestImage(t, context.WithoutCancel(ctx), c) })
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, "experiment_id: w\ntasks: [a/task.yaml]\nrepeats: 4\n", map[string]string{
 		"a": agentTask("a", "echo x > x", "  - {type: file_exists, path: x}\n"),
 	})
