@@ -46,6 +46,9 @@ type Call struct {
 	API  string `json:"api"`
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Server is the MCP server of a tool the CLI named mcp__SERVER__TOOL (Claude Code's and
+	// Codex's names for a configured server's tools); "" for the CLI's own tools.
+	Server string `json:"server,omitempty"`
 	// Input holds the call's top-level input fields: strings as they are, lists of strings
 	// joined with spaces, anything else as JSON; each capped at MaxFieldBytes.
 	Input map[string]string `json:"input,omitempty"`
@@ -64,11 +67,13 @@ type Log struct {
 
 // Summary is result.json's compact record of the tool calls.
 type Summary struct {
-	Total     int            `json:"total"`
-	Errors    int            `json:"errors,omitempty"`
-	ByTool    map[string]int `json:"by_tool"`
-	Truncated bool           `json:"truncated,omitempty"` // more than MaxCalls: ByTool counts the kept ones
-	Notes     []string       `json:"notes,omitempty"`
+	Total  int            `json:"total"`
+	Errors int            `json:"errors,omitempty"`
+	ByTool map[string]int `json:"by_tool"`
+	// ByMCPServer counts the calls of each MCP server's tools (see Call.Server).
+	ByMCPServer map[string]int `json:"by_mcp_server,omitempty"`
+	Truncated   bool           `json:"truncated,omitempty"` // more than MaxCalls: ByTool counts the kept ones
+	Notes       []string       `json:"notes,omitempty"`
 }
 
 // Summary counts the calls per tool.
@@ -76,6 +81,12 @@ func (l *Log) Summary() *Summary {
 	s := &Summary{Total: l.Total, ByTool: map[string]int{}, Truncated: l.Total > len(l.Calls), Notes: l.Notes}
 	for _, c := range l.Calls {
 		s.ByTool[c.Name]++
+		if c.Server != "" {
+			if s.ByMCPServer == nil {
+				s.ByMCPServer = map[string]int{}
+			}
+			s.ByMCPServer[c.Server]++
+		}
 		if c.Outcome == OutcomeError {
 			s.Errors++
 		}
@@ -215,8 +226,9 @@ func (p *parser) add(api, id, name string, input map[string]string, isJSON bool)
 	if len(p.log.Calls) >= MaxCalls {
 		return
 	}
+	name = capString(name, MaxNameBytes)
 	p.log.Calls = append(p.log.Calls, Call{Seq: p.log.Total, API: api, ID: capString(id, MaxNameBytes),
-		Name: capString(name, MaxNameBytes), Input: input, InputJSON: isJSON, Outcome: OutcomeUnknown})
+		Name: name, Server: MCPServer(name), Input: input, InputJSON: isJSON, Outcome: OutcomeUnknown})
 }
 
 // fields flattens a JSON object's top-level fields; ok is false when raw is not an object.
@@ -548,4 +560,18 @@ func oneLine(s string, n int) string {
 		return capString(s, n) + "…"
 	}
 	return s
+}
+
+// MCPServer is the server of an MCP tool named mcp__SERVER__TOOL, as Claude Code and Codex
+// name a configured server's tools; "" for any other name.
+func MCPServer(name string) string {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return ""
+	}
+	server, tool, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || tool == "" {
+		return ""
+	}
+	return server
 }
