@@ -68,7 +68,7 @@ func CodexMCPConfig(t *task.Task) string {
 		} else {
 			fmt.Fprintf(&b, "url = %s\n", strconv.Quote(s.MCP.URL(s.Name)))
 		}
-		b.WriteString("enabled = true\ndisabled_tools = []\n\n")
+		b.WriteString("enabled = true\nrequired = true\ndisabled_tools = []\n\n")
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,9 +23,11 @@ func mcpTask(t *testing.T, agentType, api, model, shellTool, shellInput, secret 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := ClaudeMCPConfigPath
+	// Claude Code names a server's tools mcp__SERVER__TOOL; Codex puts them in a Responses
+	// API namespace mcp__SERVER.
+	cfg, mcpCalls := ClaudeMCPConfigPath, "{name: mcp__calc__add, input: {a: 2, b: 40}}, {name: mcp__notes__secret, input: {}}"
 	if agentType == task.AgentCodex {
-		cfg = CodexManagedConfig
+		cfg, mcpCalls = CodexManagedConfig, "{namespace: mcp__calc, name: add, input: {a: 2, b: 40}}, {namespace: mcp__notes, name: secret, input: {}}"
 	}
 	probe := `(echo '{}' > ` + cfg + `) 2> /workspace/write.txt; echo done >> /workspace/write.txt; cat ` + cfg + ` > /workspace/config.txt`
 	files := map[string]string{
@@ -32,7 +35,7 @@ func mcpTask(t *testing.T, agentType, api, model, shellTool, shellInput, secret 
 		"svc/www/cgi-bin/rpc": string(server),
 		"model.yaml": "version: 1\napi: " + api + "\nturns:\n" +
 			"  - tool_calls: [{name: " + shellTool + ", input: {" + shellInput + ": " + quote(probe) + "}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
-			"  - tool_calls: [{name: mcp__calc__add, input: {a: 2, b: 40}}, {name: mcp__notes__secret, input: {}}]\n    usage: {input_tokens: 20, output_tokens: 5}\n" +
+			"  - tool_calls: [" + mcpCalls + "]\n    usage: {input_tokens: 20, output_tokens: 5}\n" +
 			"  - text: Done.\n    usage: {input_tokens: 30, output_tokens: 2}\n",
 	}
 	svc := func(name, cmd, mcp string, port int) string {
@@ -62,7 +65,7 @@ func TestRealCLIsCallTheTasksMCPServers(t *testing.T) {
 	withAgentImage(t)
 	for _, ex := range []struct{ agentType, api, model, tool, input string }{
 		{task.AgentClaudeCode, "anthropic", "claude-sonnet-4-5", "Bash", "command"},
-		{task.AgentCodex, "openai", "gpt-5.5", "exec_command", "cmd"},
+		{task.AgentCodex, "openai", "gpt-4.1", "exec_command", "cmd"},
 	} {
 		t.Run(ex.agentType, func(t *testing.T) {
 			secret := canary(t)
@@ -96,6 +99,24 @@ func TestRealCLIsCallTheTasksMCPServers(t *testing.T) {
 			}
 			if !sum || !sec {
 				t.Errorf("the model did not get the servers' answers (42: %v, the secret: %v)", sum, sec)
+				stdout, _ := os.ReadFile(filepath.Join(res.Dir, record.StdoutFile))
+				stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
+				t.Logf("stdout:\n%s\nstderr:\n%s", tail(stdout), tail(stderr))
+				for _, call := range readCalls(t, filepath.Join(res.Dir, record.ModelCallsFile)) {
+					var req struct {
+						Tools []json.RawMessage `json:"tools"`
+						Input []json.RawMessage `json:"input"`
+					}
+					json.Unmarshal(call.Request, &req)
+					for _, tl := range req.Tools {
+						t.Logf("depth %d stripped %d tool %.300s", call.Depth, call.Stripped, tl)
+					}
+					for _, in := range req.Input {
+						if !strings.Contains(string(in), "You are Codex") {
+							t.Logf("depth %d input %.500s", call.Depth, in)
+						}
+					}
+				}
 			}
 			if tc := res.ToolCalls; tc == nil || tc.ByMCPServer["calc"] != 1 || tc.ByMCPServer["notes"] != 1 {
 				t.Errorf("result.json's tool calls %+v", tc)

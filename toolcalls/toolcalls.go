@@ -400,6 +400,7 @@ func (p *parser) responsesItem(raw json.RawMessage) {
 		CallID    string `json:"call_id"`
 		ID        string `json:"id"`
 		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 		Arguments string `json:"arguments"`
 		Input     string `json:"input"`
 		Action    *struct {
@@ -415,6 +416,9 @@ func (p *parser) responsesItem(raw json.RawMessage) {
 	}
 	switch it.Type {
 	case "function_call":
+		if it.Namespace != "" { // Codex's MCP tools: namespace mcp__SERVER, name TOOL
+			it.Name = it.Namespace + "__" + it.Name
+		}
 		in, ok := fields([]byte(it.Arguments))
 		if !ok && it.Arguments != "" {
 			in = map[string]string{"arguments": capString(it.Arguments, MaxFieldBytes)}

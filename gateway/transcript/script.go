@@ -43,6 +43,9 @@ type scriptTurn struct {
 type scriptToolCall struct {
 	Name  string         `yaml:"name"`
 	Input map[string]any `yaml:"input"`
+	// Namespace is a Responses API function's namespace (Codex puts each MCP server's tools
+	// in one, mcp__SERVER); "" for a tool of no namespace.
+	Namespace string `yaml:"namespace"`
 }
 
 type scriptUsage struct {
@@ -271,8 +274,12 @@ func renderResponses(n int, t scriptTurn, model string, stream bool) (string, st
 			"content": []any{obj{"type": "output_text", "text": t.Text, "annotations": []any{}}}})
 	}
 	for i, c := range t.ToolCalls {
-		items = append(items, obj{"type": "function_call", "id": fmt.Sprintf("fc_ceval_%d_%d", n, i),
-			"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "name": c.Name, "arguments": mustJSON(toolInput(c)), "status": "completed"})
+		fc := obj{"type": "function_call", "id": fmt.Sprintf("fc_ceval_%d_%d", n, i),
+			"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "name": c.Name, "arguments": mustJSON(toolInput(c)), "status": "completed"}
+		if c.Namespace != "" {
+			fc["namespace"] = c.Namespace
+		}
+		items = append(items, fc)
 	}
 	done := obj{"id": id, "object": "response", "status": "completed", "model": model, "output": items, "usage": usage}
 	if !stream {
@@ -293,8 +300,11 @@ func renderResponses(n int, t scriptTurn, model string, stream bool) (string, st
 			add("response.output_text.delta", obj{"item_id": itemID, "output_index": i, "content_index": 0, "delta": t.Text})
 			add("response.output_text.done", obj{"item_id": itemID, "output_index": i, "content_index": 0, "text": t.Text})
 		} else {
-			add("response.output_item.added", obj{"output_index": i, "item": obj{"type": "function_call", "id": itemID,
-				"call_id": it["call_id"], "name": it["name"], "arguments": "", "status": "in_progress"}})
+			added := obj{"type": "function_call", "id": itemID, "call_id": it["call_id"], "name": it["name"], "arguments": "", "status": "in_progress"}
+			if ns, ok := it["namespace"]; ok {
+				added["namespace"] = ns
+			}
+			add("response.output_item.added", obj{"output_index": i, "item": added})
 			add("response.function_call_arguments.delta", obj{"item_id": itemID, "output_index": i, "delta": it["arguments"]})
 			add("response.function_call_arguments.done", obj{"item_id": itemID, "output_index": i, "arguments": it["arguments"]})
 		}

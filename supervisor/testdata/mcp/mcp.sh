@@ -10,6 +10,7 @@ field() { # field NAME JSON: the raw value of the last "NAME": in JSON (a number
 }
 
 answer() { # answer JSON: prints the JSON-RPC answer, nothing for a notification
+	echo "GOT $(field method "$1")" >&2
 	id=$(field id "$1")
 	[ -n "$id" ] || return 0
 	case "$1" in
