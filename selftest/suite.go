@@ -145,6 +145,9 @@ var setups = map[string]setup{
 	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*supervisor.KubeOptions) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
 	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
+	"service-mcp-stdio": {check: checkServicesSurvived, kube: func(*supervisor.KubeOptions) string {
+		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
+	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
 	"verifier-pkg-shadow-root": {rootful: "on a rootless containerd verifiers run unprivileged over the image's read-only root, where the guard's .pth cannot be installed: python3 -I, -E, env -i and a replaced PYTHONPATH are not guarded there (docs/criteria.md: the verifier's import guard)"},
 }
 
