@@ -17,7 +17,7 @@ import (
 // the default image): calc over streamable HTTP (a busybox httpd CGI), notes over stdio
 // (served by ceval-init --mcp-serve in its own container). The model script has the CLI write to
 // ceval's MCP configuration, then call one tool of each server.
-func mcpTask(t *testing.T, agentType, api, model, shellTool, shellInput, secret string) (string, map[string]string) {
+func mcpTask(t *testing.T, agentType, api, model, shellTool, shellInput, secret string, search bool) (string, map[string]string) {
 	t.Helper()
 	server, err := os.ReadFile("testdata/mcp/mcp.sh")
 	if err != nil {
@@ -35,6 +35,7 @@ func mcpTask(t *testing.T, agentType, api, model, shellTool, shellInput, secret 
 		"svc/www/cgi-bin/rpc": string(server),
 		"model.yaml": "version: 1\napi: " + api + "\nturns:\n" +
 			"  - tool_calls: [{name: " + shellTool + ", input: {" + shellInput + ": " + quote(probe) + "}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+			searchTurn(search) +
 			"  - tool_calls: [" + mcpCalls + "]\n    usage: {input_tokens: 20, output_tokens: 5}\n" +
 			"  - text: Done.\n    usage: {input_tokens: 30, output_tokens: 2}\n",
 	}
@@ -56,6 +57,15 @@ func mcpTask(t *testing.T, agentType, api, model, shellTool, shellInput, secret 
 	return doc, files
 }
 
+// searchTurn is the turn in which the model has Codex search the MCP tools it defers (with a
+// model its catalogue says searches tools: they are not offered before); "" without.
+func searchTurn(search bool) string {
+	if !search {
+		return ""
+	}
+	return "  - tool_calls: [{name: tool_search, type: tool_search, input: {query: add secret, limit: 8}}]\n    usage: {input_tokens: 15, output_tokens: 5}\n"
+}
+
 // The real Claude Code and Codex CLIs, configured by ceval, list and call the tools of a
 // task's MCP servers (streamable HTTP and stdio) through the gateway in replay: each server
 // got its call (its log), the model got each server's answer back (the transcript's next
@@ -63,13 +73,19 @@ func mcpTask(t *testing.T, agentType, api, model, shellTool, shellInput, secret 
 // is read-only to the agent.
 func TestRealCLIsCallTheTasksMCPServers(t *testing.T) {
 	withAgentImage(t)
-	for _, ex := range []struct{ agentType, api, model, tool, input string }{
-		{task.AgentClaudeCode, "anthropic", "claude-sonnet-4-5", "Bash", "command"},
-		{task.AgentCodex, "openai", "gpt-4.1", "exec_command", "cmd"},
+	for _, ex := range []struct {
+		name, agentType, api, model, tool, input string
+		search                                   bool
+	}{
+		{"claude-code", task.AgentClaudeCode, "anthropic", "claude-sonnet-4-5", "Bash", "command", false},
+		// A model outside Codex's catalogue gets each server's tools as a namespace at once.
+		{"codex", task.AgentCodex, "openai", "gpt-4.1", "exec_command", "cmd", false},
+		// One in it (gpt-5.5) finds them with Codex's own tool_search first.
+		{"codex-tool-search", task.AgentCodex, "openai", "gpt-5.5", "exec_command", "cmd", true},
 	} {
-		t.Run(ex.agentType, func(t *testing.T) {
+		t.Run(ex.name, func(t *testing.T) {
 			secret := canary(t)
-			doc, files := mcpTask(t, ex.agentType, ex.api, ex.model, ex.tool, ex.input, secret)
+			doc, files := mcpTask(t, ex.agentType, ex.api, ex.model, ex.tool, ex.input, secret, ex.search)
 			res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 			logs := map[string]string{}
 			for _, s := range []string{"calc", "notes"} {
@@ -90,9 +106,13 @@ func TestRealCLIsCallTheTasksMCPServers(t *testing.T) {
 				t.Errorf("the servers did not get the calls: %v", logs)
 			}
 			// Each server's answer went back to the model in the CLI's next request.
+			answered := 2
+			if ex.search {
+				answered = 3
+			}
 			var sum, sec bool
 			for _, call := range readCalls(t, filepath.Join(res.Dir, record.ModelCallsFile)) {
-				if call.Depth == 2 {
+				if call.Depth == answered {
 					sum = sum || strings.Contains(string(call.Request), "42")
 					sec = sec || strings.Contains(string(call.Request), secret)
 				}

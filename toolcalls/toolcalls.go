@@ -401,7 +401,8 @@ func (p *parser) responsesItem(raw json.RawMessage) {
 		ID        string `json:"id"`
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
-		Arguments string `json:"arguments"`
+		// Arguments is a JSON string of a function call's input, an object of a tool_search_call's.
+		Arguments json.RawMessage `json:"arguments"`
 		Input     string `json:"input"`
 		Action    *struct {
 			Command []string `json:"command"`
@@ -419,11 +420,16 @@ func (p *parser) responsesItem(raw json.RawMessage) {
 		if it.Namespace != "" { // Codex's MCP tools: namespace mcp__SERVER, name TOOL
 			it.Name = it.Namespace + "__" + it.Name
 		}
-		in, ok := fields([]byte(it.Arguments))
-		if !ok && it.Arguments != "" {
-			in = map[string]string{"arguments": capString(it.Arguments, MaxFieldBytes)}
+		var args string
+		_ = json.Unmarshal(it.Arguments, &args)
+		in, ok := fields([]byte(args))
+		if !ok && args != "" {
+			in = map[string]string{"arguments": capString(args, MaxFieldBytes)}
 		}
 		p.add(OpenAI, id, it.Name, in, ok)
+	case "tool_search_call": // Codex's search over the MCP tools it defers
+		in, ok := fields(it.Arguments)
+		p.add(OpenAI, id, "tool_search", in, ok)
 	case "custom_tool_call":
 		p.add(OpenAI, id, it.Name, map[string]string{"input": capString(it.Input, MaxFieldBytes)}, false)
 	case "local_shell_call":
@@ -487,7 +493,7 @@ func (p *parser) outcomesOf(api string, req json.RawMessage) {
 		}
 		for _, it := range items {
 			switch it.Type {
-			case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+			case "function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output":
 				p.outcome(api, it.CallID, responsesOutcome(it.Output))
 			}
 		}
