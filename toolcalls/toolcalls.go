@@ -403,7 +403,7 @@ func (p *parser) responsesItem(raw json.RawMessage) {
 		Namespace string `json:"namespace"`
 		// Arguments is a JSON string of a function call's input, an object of a tool_search_call's.
 		Arguments json.RawMessage `json:"arguments"`
-		Input     string `json:"input"`
+		Input     string          `json:"input"`
 		Action    *struct {
 			Command []string `json:"command"`
 		} `json:"action"`
