@@ -71,7 +71,7 @@ func DefaultAllowlist(api string) Allowlist {
 				"service_tier": {"default"},
 				// Tools the agent runs itself; a provider-side tool (billed per use) needs
 				// the task's server_tools and this list both.
-				"tools.type": {"function", "custom", "local_shell"},
+				"tools.type": {"function", "custom", "local_shell", "namespace", "tool_search"},
 				"store":      {"false"}, // stored responses live in the provider account
 				"include":    {"reasoning.encrypted_content"},
 				"input.type": {"message", "function_call", "function_call_output", "custom_tool_call",
@@ -224,7 +224,8 @@ const maxBodyDepth = 128
 // client's labels. A tool call's input the model wrote is one too (see opaque).
 var opaquePaths = map[string]bool{
 	"tools.input_schema": true, "tools.input_examples": true, "tools.parameters": true, "text.format.schema": true,
-	"metadata": true, "client_metadata": true,
+	"tools.tools.parameters": true, // a tool's of a Responses namespace (Codex's MCP servers)
+	"metadata":               true, "client_metadata": true,
 }
 
 // maxOpaqueKeys is one more than the keys of the longest opaque path's parent.

@@ -211,6 +211,14 @@ func TestProviderSideToolsAreStripped(t *testing.T) {
 		{"openai server tools", "/v1/responses",
 			`{"model":"m","input":[],"background":true,"tools":[{"type":"function","name":"exec_command"},{"type":"web_search"},{"type":"web_search_preview"},{"type":"file_search"},{"type":"code_interpreter"},{"type":"mcp","server_url":"https://evil.example"},{"type":"custom","name":"apply_patch"}]}`,
 			false, []string{"function", "custom"}, []string{"background"}},
+		// Codex's MCP servers: a namespace of functions, and its client-side tool_search;
+		// a namespace that holds a provider-side tool, or a tool_search the provider runs, is not.
+		{"codex namespaces and tool_search", "/v1/responses",
+			`{"model":"m","input":[],"tools":[{"type":"namespace","name":"mcp__calc","tools":[{"type":"function","name":"add","parameters":{"properties":{"image_url":{"type":"string"}}}}]},` +
+				`{"type":"namespace","name":"mcp__x","tools":[{"type":"function","name":"f"},{"type":"web_search"}]},{"type":"namespace","name":"mcp__e","tools":[]},` +
+				`{"type":"namespace","name":"n","tools":[{"type":"namespace","name":"m","tools":[{"type":"function","name":"g"}]}]},` +
+				`{"type":"tool_search","execution":"client","parameters":{}},{"type":"tool_search"}]}`,
+			false, []string{"namespace", "tool_search"}, nil},
 		{"only server tools leave none", "/v1/responses",
 			`{"model":"m","input":[],"tool_choice":"required","tools":[{"type":"web_search"}]}`,
 			false, nil, []string{"tools", "tool_choice"}},

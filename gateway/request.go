@@ -116,6 +116,23 @@ func clientTool(api string, t map[string]any) bool {
 	switch typ {
 	case "function", "custom", "local_shell":
 		return true
+	case "tool_search":
+		// Codex's search over the MCP tools it defers: run by the CLI ("execution": "client").
+		return t["execution"] == "client"
+	case "namespace":
+		// Codex groups each MCP server's tools (run by the agent's CLI) in a namespace: a
+		// client tool when every tool it holds is one.
+		nested, ok := t["tools"].([]any)
+		if !ok || len(nested) == 0 {
+			return false
+		}
+		for _, n := range nested {
+			m, _ := n.(map[string]any)
+			if m == nil || !clientTool(api, m) || m["type"] == "namespace" {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

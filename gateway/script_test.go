@@ -142,6 +142,46 @@ func TestScriptRendersResponsesAPIFunctionCalls(t *testing.T) {
 	}
 }
 
+// Codex's MCP tools: a search over them (tool_search_call, client-executed, its arguments
+// an object) and a call of a namespaced function (namespace mcp__SERVER, name TOOL).
+func TestScriptRendersCodexToolSearchAndNamespacedCalls(t *testing.T) {
+	f := parseScriptText(t, `{"version": 1, "api": "openai", "turns": [
+	  {"tool_calls": [{"name": "tool_search", "type": "tool_search", "input": {"query": "add", "limit": 2}}, {"name": "add", "namespace": "mcp__calc", "input": {"a": 2}}]},
+	  {"text": "Done."}]}`)
+	_, url := start(t, Config{Mode: Replay, Fixture: f}, nil)
+	code, body := post(t, url+"/v1/responses", dummyKey, withTools(transcript.OpenAI, 0, true))
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var search, call bool
+	for _, l := range strings.Split(body, "\n") {
+		d, ok := strings.CutPrefix(l, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type string         `json:"type"`
+			Item map[string]any `json:"item"`
+		}
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
+			t.Fatalf("event %q: %v", d, err)
+		}
+		if ev.Type != "response.output_item.done" {
+			continue
+		}
+		b, _ := json.Marshal(ev.Item)
+		switch ev.Item["type"] {
+		case "tool_search_call":
+			search = ev.Item["execution"] == "client" && strings.Contains(string(b), `"arguments":{"limit":2,"query":"add"}`)
+		case "function_call":
+			call = ev.Item["namespace"] == "mcp__calc" && ev.Item["name"] == "add"
+		}
+	}
+	if !search || !call {
+		t.Fatalf("tool_search_call %v, namespaced call %v in\n%s", search, call, body)
+	}
+}
+
 func TestParseScriptNamesTheLine(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"version", "version: 2\napi: anthropic\nturns: [{text: hi}]\n", "line 1: version 2"},
@@ -150,6 +190,8 @@ func TestParseScriptNamesTheLine(t *testing.T) {
 		{"unknown field", "version: 1\napi: openai\nturns:\n  - txt: hi\n", "line 4: field txt not found"},
 		{"usage sum", "version: 1\napi: openai\nturns:\n  - text: hi\n    usage: {input_tokens: 1, cached_input_tokens: 2}\n", "line 4: turn 0: input_tokens (1)"},
 		{"tool name", "version: 1\napi: openai\nturns:\n  - tool_calls: [{input: {}}]\n", "line 4: turn 0 tool call 0 has no name"},
+		{"tool type", "version: 1\napi: openai\nturns:\n  - tool_calls: [{name: x, type: web_search}]\n", "line 4: turn 0 tool call 0: type \"web_search\": the only type is tool_search"},
+		{"tool_search of anthropic", "version: 1\napi: anthropic\nturns:\n  - tool_calls: [{name: x, type: tool_search}]\n", "line 4: turn 0 tool call 0: type \"tool_search\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := transcript.ParseFixture(strings.NewReader(c.text))

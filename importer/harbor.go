@@ -283,10 +283,8 @@ func Harbor(dir string, opt Options) (Result, error) {
 			// reported once below
 		case key == "environment.mcp_servers" && v.raw == "[]":
 			c.note(at(key), key, "empty: nothing to carry")
-		case strings.HasPrefix(key, "environment.mcp_servers[]."):
-			// reported with its entry, below
-		case key == "environment.mcp_servers[]":
-			c.unmapped(at(key), key, "%s (%s)", harborMCPReason, strings.Join(mcpServer(cfg), ", "))
+		case strings.HasPrefix(key, "environment.mcp_servers[]"):
+			// each entry is mapped (or reported) by harborMCP (harbormcp.go)
 		case key == "environment.gpus" && (v.str == "0" || v.str == ""):
 			// no GPU: ceval's too
 		case strings.HasPrefix(key, "verifier.env."):
@@ -374,6 +372,13 @@ func Harbor(dir string, opt Options) (Result, error) {
 				set(root, "services", svcs)
 			}
 		}
+	}
+	if data, err := readCapped(tomlPath); err == nil {
+		image := ""
+		if n := get(get(root, "sandbox"), "image"); n != nil {
+			image = n.Value
+		}
+		c.harborMCP(harborMCPEntries(data), root, image) // harbormcp.go
 	}
 	c.problems = append(c.problems, harborReach(dir, handled)...)
 	if exists("solution/solve.sh") {
@@ -469,50 +474,32 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 // harborUnmapped says, per task.toml key (or table prefix ending in "."), why ceval cannot
 // carry it and what to do instead.
 var harborUnmapped = map[string]string{
-	"verifier.user":              "ceval's verifier runs tests/test.sh as an unprivileged user, never root: install what test.sh installs (apt-get, pip, uv) into the image instead",
-	"verifier.network_mode":      "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
-	"verifier.allowed_hosts":     "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
-	"verifier.environment_mode":  "ceval's verifier always runs in a fresh container from the task's image, after the agent's is gone",
-	"verifier.environment.":      "ceval's verifier always runs in a fresh container from the task's image: a verifier environment of its own is not built",
-	"verifier.collect[].":        "ceval copies only the workspace out of the agent's container: run the collect command in an after_agent step that writes into /workspace",
-	"agent.user":                 "ceval runs the agent as UID 2000, never root: give the image what the task needs at build time",
-	"agent.allowed_hosts":        "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"agent.network_mode":         "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"environment.network_mode":   "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"environment.allowed_hosts":  "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
-	"environment.gpus":           "ceval gives containers no GPU: the task cannot run as written",
-	"environment.gpu_types":      "ceval gives containers no GPU: the task cannot run as written",
-	"environment.mcp_servers":    "ceval gives the agent no MCP server from a task file: serve what the agent needs as a mock (protected_mocks) or drop it",
-	"environment.mcp_servers[]":  harborMCPReason,
-	"environment.mcp_servers[].": harborMCPReason,
-	"environment.env.":           "the environment's variables are resolved from the host at run time in Harbor; ceval passes only agent.env_passthrough, named by the user: list them there",
-	"environment.skills_dir":     "give the skills as a plugin (plugins: [{path}]) beside the task",
-	"environment.healthcheck.":   "ceval starts no service from the image: run the service and wait for its health in a setup step",
-	"environment.workdir":        "the agent's workspace is always /workspace in ceval",
-	"solution.env.":              "ceval runs solution/solve.sh with no environment from the task: export the values at the top of solve.sh",
-	"steps[]":                    "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"steps.":                     "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"steps[].":                   "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"artifacts":                  "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
-	"artifacts[]":                "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
-	"artifacts[].":               "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
-	"multi_step_reward_mode":     "a multi-step task has no ceval equivalent: ceval runs one prompt",
-}
-
-// harborMCPReason is why an [[environment.mcp_servers]] entry is not carried: the server
-// itself (a compose service) runs, but ceval tells the agent of no MCP server from a task.
-const harborMCPReason = "ceval gives the agent no MCP server from a task file (a compose service that serves it still runs, reachable at its name): configure the agent's MCP client in the agent's own command or plugin, or drop it"
-
-// mcpServer describes the (last) [[environment.mcp_servers]] entry: its keys as KEY=VALUE.
-func mcpServer(cfg map[string]tomlValue) []string {
-	var out []string
-	for k, v := range cfg {
-		if sub, ok := strings.CutPrefix(k, "environment.mcp_servers[]."); ok {
-			out = append(out, sub+"="+v.str)
-		}
-	}
-	sort.Strings(out)
-	return out
+	"verifier.user":             "ceval's verifier runs tests/test.sh as an unprivileged user, never root: install what test.sh installs (apt-get, pip, uv) into the image instead",
+	"verifier.network_mode":     "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
+	"verifier.allowed_hosts":    "ceval's verifier has no network: bake what tests/test.sh downloads into the image",
+	"verifier.environment_mode": "ceval's verifier always runs in a fresh container from the task's image, after the agent's is gone",
+	"verifier.environment.":     "ceval's verifier always runs in a fresh container from the task's image: a verifier environment of its own is not built",
+	"verifier.collect[].":       "ceval copies only the workspace out of the agent's container: run the collect command in an after_agent step that writes into /workspace",
+	"agent.user":                "ceval runs the agent as UID 2000, never root: give the image what the task needs at build time",
+	"agent.allowed_hosts":       "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"agent.network_mode":        "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.network_mode":  "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.allowed_hosts": "ceval's sandbox has no network (loopback only): an allowlist has no equivalent",
+	"environment.gpus":          "ceval gives containers no GPU: the task cannot run as written",
+	"environment.gpu_types":     "ceval gives containers no GPU: the task cannot run as written",
+	"environment.mcp_servers":   "an MCP server list this importer does not read: write each server as an [[environment.mcp_servers]] table",
+	"environment.env.":          "the environment's variables are resolved from the host at run time in Harbor; ceval passes only agent.env_passthrough, named by the user: list them there",
+	"environment.skills_dir":    "give the skills as a plugin (plugins: [{path}]) beside the task",
+	"environment.healthcheck.":  "ceval starts no service from the image: run the service and wait for its health in a setup step",
+	"environment.workdir":       "the agent's workspace is always /workspace in ceval",
+	"solution.env.":             "ceval runs solution/solve.sh with no environment from the task: export the values at the top of solve.sh",
+	"steps[]":                   "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"steps.":                    "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"steps[].":                  "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
+	"artifacts":                 "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"artifacts[]":               "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"artifacts[].":              "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
+	"multi_step_reward_mode":    "a multi-step task has no ceval equivalent: ceval runs one prompt",
 }
 
 // envName is a variable name a shell export takes.

@@ -51,7 +51,7 @@ var suiteNames = []string{
 	"priv-proc-sys-write", "priv-proc1-root", "priv-raw-socket", "priv-setpriv-caps", "priv-setuid",
 	"priv-su", "priv-sysrq-trigger", "priv-unshare-namespaces", "priv-user-namespace",
 	"quota-shared-uid",
-	"service-agent-attacks",
+	"service-agent-attacks", "service-mcp-stdio",
 	"steps-break-after-agent",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",

@@ -53,6 +53,7 @@ func AgentArgv(t *task.Task) ([]string, error) {
 		for _, p := range t.Plugins {
 			argv = append(argv, "--plugin-dir", p.Mount) // Claude Code loads a plugin root per flag
 		}
+		argv = append(argv, claudeMCPArgs(t)...) // mcp.go
 		if a.Model != "" {
 			argv = append(argv, "--model", a.Model)
 		}

@@ -33,6 +33,7 @@ func Check(t *task.Task, o Options) error {
 		func() error { return CheckJudge(t, o.Judge) },
 		func() error { return CheckJudgeAgents(t, lookup) },
 		func() error { return CheckSimulatedUser(t, o.Judge) },
+		func() error { return CheckMCP(t) },
 	}
 	if o.Kube != nil {
 		checks = append(checks, func() error { return kubernetes.Check(t) })

@@ -325,6 +325,11 @@ func (r *run) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	mcpMounts, err := prepareMCP(t, r.dir) // mcp.go: the CLI's MCP configuration, read-only
+	if err != nil {
+		return err
+	}
+	r.mounts = append(r.mounts, mcpMounts...)
 	mocks, mockMounts, err := startMocks(t, r.dir, r.o.InitDir, policy.AgentUID)
 	if err != nil {
 		return &InfraError{fmt.Errorf("protected mocks: %w", err)}

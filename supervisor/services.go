@@ -251,6 +251,7 @@ func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (
 	if err != nil {
 		return nil, err
 	}
+	argv = mcpServeArgv(spec, argv) // a stdio MCP server behind ceval-init --mcp-serve (mcp.go)
 	s.sb, err = local.NewSandbox(ctx, sandbox.Config{
 		Client: set.c, Image: set.images[spec.Image], ID: set.runID + "-svc-" + spec.Name,
 		Argv: argv, Env: env, Cwd: workdir, UserName: "service", UID: policy.ServiceUID,

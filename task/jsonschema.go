@@ -68,6 +68,11 @@ var jsService = jsObj(map[string]any{
 		"retries":  map[string]any{"type": "integer", "minimum": 1, "maximum": MaxReadyRetries},
 	}),
 	"depends_on": jsList(jsStr, "services started and ready before this one"),
+	"mcp": jsObj(map[string]any{
+		"transport": jsEnum("http (streamable HTTP, the default), sse (HTTP+SSE, Claude Code only) or stdio (the command speaks MCP on stdin/stdout)", MCPTransports...),
+		"port":      map[string]any{"type": "integer", "minimum": 1, "maximum": 65535, "description": "one of ports: the HTTP endpoint's, or where ceval serves the stdio command"},
+		"path":      jsType("string", "http, sse: the URL path (default /mcp, /sse)"),
+	}, "port"),
 }, "name", "ready")
 
 // criterionFieldSchema types every criterion field the loader knows.

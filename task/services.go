@@ -28,8 +28,9 @@ type Service struct {
 	Ports     []int    // TCP ports the agent may connect to
 	Limits    ServiceLimits
 	Ready     Readiness
-	DependsOn []string // names of services started (and ready) before this one
-	Line      int      // where the service starts in the task file
+	DependsOn []string   // names of services started (and ready) before this one
+	MCP       *MCPServer // non-nil: an MCP server the agent's CLI is configured with (mcp.go)
+	Line      int        // where the service starts in the task file
 	Column    int
 }
 
@@ -200,6 +201,7 @@ func (l *loader) service(i int, item *yaml.Node) (Service, bool) {
 		}},
 		{"ready", func(v *yaml.Node) { readyNode = v; l.readiness(v, where+".ready", &s.Ready) }},
 		{"depends_on", func(v *yaml.Node) { l.strings(v, where+".depends_on", &s.DependsOn) }},
+		{"mcp", func(v *yaml.Node) { l.mcp(v, where+".mcp", &s) }},
 	})
 	if got == nil {
 		return s, false
@@ -229,6 +231,9 @@ func (l *loader) service(i int, item *yaml.Node) (Service, bool) {
 	}
 	if slices.Contains(s.DependsOn, s.Name) {
 		bad(rn, "%s: %s depends_on itself", where, s.Name)
+	}
+	if !l.checkMCP(s, where) {
+		ok = false
 	}
 	if readyNode == nil {
 		bad(rn, "%s: missing required field ready ({tcp: PORT} or {command: [argv]}): the agent starts only once every service is ready", where)

@@ -46,6 +46,9 @@ type Call struct {
 	API  string `json:"api"`
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Server is the MCP server of a tool the CLI named mcp__SERVER__TOOL (Claude Code's and
+	// Codex's names for a configured server's tools); "" for the CLI's own tools.
+	Server string `json:"server,omitempty"`
 	// Input holds the call's top-level input fields: strings as they are, lists of strings
 	// joined with spaces, anything else as JSON; each capped at MaxFieldBytes.
 	Input map[string]string `json:"input,omitempty"`
@@ -64,11 +67,13 @@ type Log struct {
 
 // Summary is result.json's compact record of the tool calls.
 type Summary struct {
-	Total     int            `json:"total"`
-	Errors    int            `json:"errors,omitempty"`
-	ByTool    map[string]int `json:"by_tool"`
-	Truncated bool           `json:"truncated,omitempty"` // more than MaxCalls: ByTool counts the kept ones
-	Notes     []string       `json:"notes,omitempty"`
+	Total  int            `json:"total"`
+	Errors int            `json:"errors,omitempty"`
+	ByTool map[string]int `json:"by_tool"`
+	// ByMCPServer counts the calls of each MCP server's tools (see Call.Server).
+	ByMCPServer map[string]int `json:"by_mcp_server,omitempty"`
+	Truncated   bool           `json:"truncated,omitempty"` // more than MaxCalls: ByTool counts the kept ones
+	Notes       []string       `json:"notes,omitempty"`
 }
 
 // Summary counts the calls per tool.
@@ -76,6 +81,12 @@ func (l *Log) Summary() *Summary {
 	s := &Summary{Total: l.Total, ByTool: map[string]int{}, Truncated: l.Total > len(l.Calls), Notes: l.Notes}
 	for _, c := range l.Calls {
 		s.ByTool[c.Name]++
+		if c.Server != "" {
+			if s.ByMCPServer == nil {
+				s.ByMCPServer = map[string]int{}
+			}
+			s.ByMCPServer[c.Server]++
+		}
 		if c.Outcome == OutcomeError {
 			s.Errors++
 		}
@@ -215,8 +226,9 @@ func (p *parser) add(api, id, name string, input map[string]string, isJSON bool)
 	if len(p.log.Calls) >= MaxCalls {
 		return
 	}
+	name = capString(name, MaxNameBytes)
 	p.log.Calls = append(p.log.Calls, Call{Seq: p.log.Total, API: api, ID: capString(id, MaxNameBytes),
-		Name: capString(name, MaxNameBytes), Input: input, InputJSON: isJSON, Outcome: OutcomeUnknown})
+		Name: name, Server: MCPServer(name), Input: input, InputJSON: isJSON, Outcome: OutcomeUnknown})
 }
 
 // fields flattens a JSON object's top-level fields; ok is false when raw is not an object.
@@ -388,8 +400,10 @@ func (p *parser) responsesItem(raw json.RawMessage) {
 		CallID    string `json:"call_id"`
 		ID        string `json:"id"`
 		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-		Input     string `json:"input"`
+		Namespace string `json:"namespace"`
+		// Arguments is a JSON string of a function call's input, an object of a tool_search_call's.
+		Arguments json.RawMessage `json:"arguments"`
+		Input     string          `json:"input"`
 		Action    *struct {
 			Command []string `json:"command"`
 		} `json:"action"`
@@ -403,11 +417,19 @@ func (p *parser) responsesItem(raw json.RawMessage) {
 	}
 	switch it.Type {
 	case "function_call":
-		in, ok := fields([]byte(it.Arguments))
-		if !ok && it.Arguments != "" {
-			in = map[string]string{"arguments": capString(it.Arguments, MaxFieldBytes)}
+		if it.Namespace != "" { // Codex's MCP tools: namespace mcp__SERVER, name TOOL
+			it.Name = it.Namespace + "__" + it.Name
+		}
+		var args string
+		_ = json.Unmarshal(it.Arguments, &args)
+		in, ok := fields([]byte(args))
+		if !ok && args != "" {
+			in = map[string]string{"arguments": capString(args, MaxFieldBytes)}
 		}
 		p.add(OpenAI, id, it.Name, in, ok)
+	case "tool_search_call": // Codex's search over the MCP tools it defers
+		in, ok := fields(it.Arguments)
+		p.add(OpenAI, id, "tool_search", in, ok)
 	case "custom_tool_call":
 		p.add(OpenAI, id, it.Name, map[string]string{"input": capString(it.Input, MaxFieldBytes)}, false)
 	case "local_shell_call":
@@ -471,7 +493,7 @@ func (p *parser) outcomesOf(api string, req json.RawMessage) {
 		}
 		for _, it := range items {
 			switch it.Type {
-			case "function_call_output", "custom_tool_call_output", "local_shell_call_output":
+			case "function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output":
 				p.outcome(api, it.CallID, responsesOutcome(it.Output))
 			}
 		}
@@ -548,4 +570,18 @@ func oneLine(s string, n int) string {
 		return capString(s, n) + "…"
 	}
 	return s
+}
+
+// MCPServer is the server of an MCP tool named mcp__SERVER__TOOL, as Claude Code and Codex
+// name a configured server's tools; "" for any other name.
+func MCPServer(name string) string {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return ""
+	}
+	server, tool, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || tool == "" {
+		return ""
+	}
+	return server
 }

@@ -187,3 +187,35 @@ func TestShortInput(t *testing.T) {
 		t.Errorf("Short %q", got)
 	}
 }
+
+// A configured MCP server's tools reach the model as mcp__SERVER__TOOL (Claude Code, Codex):
+// each call is attributed to its server, and the summary counts the calls per server.
+func TestMCPToolCallsAreAttributedToTheirServer(t *testing.T) {
+	answer := `{"content":[{"type":"tool_use","id":"a1","name":"mcp__calc__add","input":{"a":2,"b":3}},` +
+		`{"type":"tool_use","id":"a2","name":"mcp__mcp-server__get_secret","input":{}},` +
+		`{"type":"tool_use","id":"a3","name":"mcp__calc__sub__x","input":{}},{"type":"tool_use","id":"a4","name":"Bash","input":{"command":"ls"}}]}`
+	codex := sse(`{"type":"response.output_item.done","item":{"type":"function_call","call_id":"c1","name":"mcp__notes__append","arguments":"{\"text\":\"hi\"}"}}`,
+		`{"type":"response.output_item.done","item":{"type":"function_call","call_id":"c2","namespace":"mcp__calc","name":"add","arguments":"{}"}}`,
+		`{"type":"response.output_item.done","item":{"type":"tool_search_call","call_id":"s1","execution":"client","arguments":{"query":"add","limit":8}}}`,
+		`{"type":"response.completed","response":{"output":[]}}`)
+	l := read(t, tline(t, "anthropic", 200, nil, "application/json", answer)+tline(t, "openai", 200, nil, "text/event-stream", codex))
+	var got []string
+	for _, c := range l.Calls {
+		got = append(got, c.Name+"@"+c.Server)
+	}
+	if want := "mcp__calc__add@calc,mcp__mcp-server__get_secret@mcp-server,mcp__calc__sub__x@calc,Bash@,mcp__notes__append@notes,mcp__calc__add@calc,tool_search@"; strings.Join(got, ",") != want {
+		t.Fatalf("calls %s, want %s", strings.Join(got, ","), want)
+	}
+	if q := l.Calls[len(l.Calls)-1].Input["query"]; q != "add" {
+		t.Errorf("tool_search's query %q", q)
+	}
+	s := l.Summary()
+	if len(s.ByMCPServer) != 3 || s.ByMCPServer["calc"] != 3 || s.ByMCPServer["mcp-server"] != 1 || s.ByMCPServer["notes"] != 1 {
+		t.Errorf("by_mcp_server %v", s.ByMCPServer)
+	}
+	for _, name := range []string{"mcp__", "mcp____x", "mcp__calc__", "mcp__calc", "Mcp__calc__add", "mcpx__calc__add"} {
+		if s := MCPServer(name); s != "" {
+			t.Errorf("MCPServer(%q) = %q, want none", name, s)
+		}
+	}
+}

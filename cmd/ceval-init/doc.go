@@ -14,4 +14,6 @@
 //
 //	ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV...
 //	ceval-init --control ADDR
+//	ceval-init --mcp-serve PORT -- ARGV...   (a stdio MCP server's service process: mcp.go)
+//	ceval-init --mcp-relay HOST:PORT         (the stdio command an agent's CLI starts for it)
 package main

@@ -56,6 +56,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == execWithASArg {
 		os.Exit(execWithAS(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == mcpRelayArg { // mcp.go: not an init, a program of the agent's CLI
+		os.Exit(mcpRelay(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == mcpServeArg { // mcp.go: a service's process
+		os.Exit(mcpServe(os.Args[2:]))
+	}
 	// Every OS thread counts against the container's pids.max; the init needs no parallelism.
 	runtime.GOMAXPROCS(1)
 	// The agent runs as our UID: without this it could read or write our memory through

@@ -43,6 +43,12 @@ type scriptTurn struct {
 type scriptToolCall struct {
 	Name  string         `yaml:"name"`
 	Input map[string]any `yaml:"input"`
+	// Namespace is a Responses API function's namespace (Codex puts each MCP server's tools
+	// in one, mcp__SERVER); "" for a tool of no namespace.
+	Namespace string `yaml:"namespace"`
+	// Type "tool_search" (Responses API only) is a search Codex runs over the MCP tools it
+	// defers (input: {query, limit}), answered as a tool_search_call; "" is a function call.
+	Type string `yaml:"type"`
 }
 
 type scriptUsage struct {
@@ -107,6 +113,9 @@ func parseScript(data []byte) (*Fixture, error) {
 		for j, c := range t.ToolCalls {
 			if c.Name == "" {
 				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d has no name", i, j)}
+			}
+			if c.Type != "" && (c.Type != "tool_search" || s.API != OpenAI) {
+				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d: type %q: the only type is tool_search, of api openai (Codex's search over the MCP tools it defers)", i, j, c.Type)}
 			}
 			// Rendered at request time: whatever cannot be JSON (NaN, a map with non-string
 			// keys) is refused here, never in the middle of a run.
@@ -271,8 +280,17 @@ func renderResponses(n int, t scriptTurn, model string, stream bool) (string, st
 			"content": []any{obj{"type": "output_text", "text": t.Text, "annotations": []any{}}}})
 	}
 	for i, c := range t.ToolCalls {
-		items = append(items, obj{"type": "function_call", "id": fmt.Sprintf("fc_ceval_%d_%d", n, i),
-			"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "name": c.Name, "arguments": mustJSON(toolInput(c)), "status": "completed"})
+		if c.Type == "tool_search" {
+			items = append(items, obj{"type": "tool_search_call", "id": fmt.Sprintf("ts_ceval_%d_%d", n, i),
+				"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "execution": "client", "arguments": toolInput(c), "status": "completed"})
+			continue
+		}
+		fc := obj{"type": "function_call", "id": fmt.Sprintf("fc_ceval_%d_%d", n, i),
+			"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "name": c.Name, "arguments": mustJSON(toolInput(c)), "status": "completed"}
+		if c.Namespace != "" {
+			fc["namespace"] = c.Namespace
+		}
+		items = append(items, fc)
 	}
 	done := obj{"id": id, "object": "response", "status": "completed", "model": model, "output": items, "usage": usage}
 	if !stream {
@@ -288,13 +306,18 @@ func renderResponses(n int, t scriptTurn, model string, stream bool) (string, st
 	add("response.created", obj{"response": obj{"id": id, "object": "response", "status": "in_progress", "model": model, "output": []any{}}})
 	for i, it := range items {
 		itemID := it["id"]
-		if it["type"] == "message" {
+		if it["type"] == "tool_search_call" {
+			add("response.output_item.added", obj{"output_index": i, "item": it})
+		} else if it["type"] == "message" {
 			add("response.output_item.added", obj{"output_index": i, "item": obj{"type": "message", "id": itemID, "status": "in_progress", "role": "assistant", "content": []any{}}})
 			add("response.output_text.delta", obj{"item_id": itemID, "output_index": i, "content_index": 0, "delta": t.Text})
 			add("response.output_text.done", obj{"item_id": itemID, "output_index": i, "content_index": 0, "text": t.Text})
 		} else {
-			add("response.output_item.added", obj{"output_index": i, "item": obj{"type": "function_call", "id": itemID,
-				"call_id": it["call_id"], "name": it["name"], "arguments": "", "status": "in_progress"}})
+			added := obj{"type": "function_call", "id": itemID, "call_id": it["call_id"], "name": it["name"], "arguments": "", "status": "in_progress"}
+			if ns, ok := it["namespace"]; ok {
+				added["namespace"] = ns
+			}
+			add("response.output_item.added", obj{"output_index": i, "item": added})
 			add("response.function_call_arguments.delta", obj{"item_id": itemID, "output_index": i, "delta": it["arguments"]})
 			add("response.function_call_arguments.done", obj{"item_id": itemID, "output_index": i, "arguments": it["arguments"]})
 		}
