@@ -57,6 +57,11 @@ type Options struct {
 	// Probes are addresses the init must fail to reach before the agent starts (the API
 	// server's service and the nodes' kubelets); nil: found from the cluster.
 	Probes []string
+	// Registry maps ceval's own images (the init image, ceval.local agent and package
+	// images) to where ceval images push --kubernetes put them (kubernetes.registry and
+	// kubernetes.images); a mapped image is pinned at that registry and named REPO@DIGEST,
+	// unless PullPolicy is Never.
+	Registry images.NodeRegistry
 
 	api kubeAPI // nil: Cluster; tests give a fake
 }
@@ -75,8 +80,8 @@ type kubePod interface {
 	dial(ctx context.Context) (net.Conn, error)
 	// lost says why the Pod went away, if it did (a *kube.PodLostError), else nil.
 	lost(ctx context.Context) error
-	// imageDigest is the agent image's digest as the node resolved it, "" if unknown.
-	imageDigest(ctx context.Context) string
+	// imageDigests are the agent's and the init's images as the node resolved them, "" if unknown.
+	imageDigests(ctx context.Context) (agent, init string)
 	// initState is the agent container's state: running, or ended with the init's exit code.
 	initState(ctx context.Context) (code int, ended bool, err error)
 	// delete removes the Pod and its NetworkPolicy.
@@ -140,14 +145,53 @@ func (k Backend) ResolveImage(ctx context.Context, sb task.Sandbox) (images.Imag
 	// (pinned: every run of an experiment the same); imported images (pull policy Never) are
 	// named as they are. The node's resolution is recorded, and checked against a pin, once
 	// the Pod runs (imageDigest).
-	if k.pins != nil && k.k.PullPolicy != kube.PullNever && images.Pinnable(sb.Image) {
-		pin, err := k.pins.Remote(ctx, sb.Image)
+	// ceval's own images (ceval.local/...) are pinned where the config's registry mapping
+	// says ceval images push --kubernetes put them.
+	name, err := k.nodeImage(ctx, sb.Image)
+	if err != nil {
+		return images.Image{Name: sb.Image}, err
+	}
+	if k.pins != nil && k.k.PullPolicy != kube.PullNever && images.Pinnable(name) {
+		pin, err := k.pins.Remote(ctx, name)
 		if err != nil {
 			return images.Image{Name: sb.Image}, err
 		}
 		return images.Image{Name: images.PinnedName(pin), Reference: pin.Reference, Digest: pin.Digest}, nil
 	}
-	return images.Image{Name: sb.Image}, nil
+	return images.Image{Name: name}, nil
+}
+
+// nodeImage is the name the nodes pull image by: its registry reference when the config
+// maps it (a ceval.local image, pull policy not Never), else image itself.
+func (k Backend) nodeImage(ctx context.Context, image string) (string, error) {
+	if k.k.PullPolicy == kube.PullNever {
+		return image, nil
+	}
+	ref, ok := k.k.Registry.Ref(image)
+	if !ok {
+		return image, nil
+	}
+	if k.pins == nil {
+		return "", fmt.Errorf("image %s maps to %s, but this run has no registry resolver to pin it with", image, ref)
+	}
+	if _, err := k.pins.Remote(ctx, ref); err != nil {
+		return "", fmt.Errorf("image %s (kubernetes.registry maps it to %s): %w; push it with ceval images push --kubernetes", image, ref, err)
+	}
+	return ref, nil
+}
+
+// initImage is the Pod's init image: REPO@DIGEST when the config maps it to a registry
+// (pinned like the agent's image: every run of an experiment the same), else as configured.
+func (k Backend) initImage(ctx context.Context) (string, error) {
+	name, err := k.nodeImage(ctx, k.k.InitImage)
+	if err != nil || name == k.k.InitImage {
+		return name, err
+	}
+	pin, err := k.pins.Remote(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return images.PinnedName(pin), nil
 }
 
 // checkNodeDigest refuses a Pod whose node ran another image than the digest image names
@@ -221,10 +265,14 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 	if cfg.Gateway != nil {
 		relays = append(relays, kubeproto.Relay{Name: relayGateway, Network: "tcp", Address: strings.TrimPrefix(sandbox.GatewayURL, "http://")})
 	}
+	initImage, err := k.initImage(ctx)
+	if err != nil {
+		return nil, &sandbox.InputError{Err: err}
+	}
 	lim := cfg.Limits
 	pod, err := k.k.api.startPod(ctx, kube.Config{
 		RunID: podRunID(cfg.ID), Controller: k.k.Controller, Namespace: k.k.Namespace,
-		Image: cfg.Image, PullPolicy: k.k.PullPolicy, InitImage: k.k.InitImage, Mounts: mounts,
+		Image: cfg.Image, PullPolicy: k.k.PullPolicy, InitImage: initImage, Mounts: mounts,
 		Timeout: lim.Timeout, Grace: cfg.Grace, MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, DiskMB: lim.DiskMB,
 		UserNamespace: k.k.UserNamespaces, RuntimeClassName: k.k.RuntimeClassName, ImagePullSecrets: k.k.ImagePullSecrets,
 	})
@@ -232,9 +280,13 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		return nil, err
 	}
 	s.pod = pod
-	s.imageID = pod.imageDigest(ctx)
+	var initID string
+	s.imageID, initID = pod.imageDigests(ctx)
 	if err := checkNodeDigest(cfg.Image, s.imageID); err != nil {
 		return nil, err
+	}
+	if err := checkNodeDigest(initImage, initID); err != nil {
+		return nil, fmt.Errorf("init image: %w", err)
 	}
 	sess, att, err := newSession(ctx, pod.dial, kubeproto.Start{
 		Argv: cfg.Argv, Env: kubeEnv(cfg.Env), Dir: oci.WorkspacePath,
@@ -710,7 +762,9 @@ func (p clusterPod) dial(ctx context.Context) (net.Conn, error) { return p.run.D
 
 func (p clusterPod) lost(ctx context.Context) error { return p.run.Lost(ctx) }
 
-func (p clusterPod) imageDigest(ctx context.Context) string { return p.run.ImageDigest(ctx) }
+func (p clusterPod) imageDigests(ctx context.Context) (string, string) {
+	return p.run.ImageDigests(ctx)
+}
 
 func (p clusterPod) delete(ctx context.Context) error { return p.run.Delete(ctx) }
 

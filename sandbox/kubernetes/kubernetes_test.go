@@ -73,11 +73,11 @@ type fakePod struct {
 	initEnded bool
 }
 
-func (p fakePod) dial(context.Context) (net.Conn, error)       { return nil, errors.New("no") }
-func (p fakePod) lost(context.Context) error                   { return p.lostErr }
-func (p fakePod) imageDigest(context.Context) string           { return "" }
-func (p fakePod) delete(context.Context) error                 { return nil }
-func (p fakePod) initState(context.Context) (int, bool, error) { return p.initCode, p.initEnded, nil }
+func (p fakePod) dial(context.Context) (net.Conn, error)        { return nil, errors.New("no") }
+func (p fakePod) lost(context.Context) error                    { return p.lostErr }
+func (p fakePod) imageDigests(context.Context) (string, string) { return "", "" }
+func (p fakePod) delete(context.Context) error                  { return nil }
+func (p fakePod) initState(context.Context) (int, bool, error)  { return p.initCode, p.initEnded, nil }
 
 // What breaks the Pod's side after the agent started is the agent's (a FAILURE with the
 // reason), unless the cluster lost the Pod (a retry) or ceval was interrupted.
