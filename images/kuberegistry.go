@@ -124,8 +124,12 @@ func (p Pushed) ByDigest() string {
 // duplicates once) to the reference r maps it to, through containerd's pusher (the
 // manifest goes last, so a reference names nothing until its image's every blob is in the
 // registry), then checks that the registry resolves the reference to the pushed digest. It
-// stops at the first failure, returning what was pushed before it.
-func NodePush(ctx context.Context, c *client.Client, r NodeRegistry, names []string, resolver remotes.Resolver, log io.Writer) ([]Pushed, error) {
+// stops at the first failure, returning what was pushed before it. Each image gets a
+// resolver of its own from newResolver: containerd's pusher remembers a blob it pushed by
+// its digest alone, not by repository, so a layer two images share (pushed to different
+// repositories) was skipped for the second, whose manifest the registry then refused
+// ("blob unknown to registry").
+func NodePush(ctx context.Context, c *client.Client, r NodeRegistry, names []string, newResolver func() (remotes.Resolver, error), log io.Writer) ([]Pushed, error) {
 	var out []Pushed
 	seen := map[string]bool{}
 	for _, name := range names {
@@ -136,6 +140,10 @@ func NodePush(ctx context.Context, c *client.Client, r NodeRegistry, names []str
 		ref, ok := r.Ref(name)
 		if !ok {
 			return out, fmt.Errorf("image %s: no registry reference for it: set kubernetes.registry (a repository prefix the nodes pull from) or kubernetes.images[%s] in ceval's config", name, name)
+		}
+		resolver, err := newResolver()
+		if err != nil {
+			return out, err
 		}
 		img, err := Push(ctx, c, name, ref, resolver, log)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/remotes"
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
@@ -40,9 +41,8 @@ func pushForKubernetes(cmd *cobra.Command, g *globalOptions, args []string, ro r
 		return err
 	}
 	ro = registryOptions(ro, ucfg)
-	res, err := ro.Resolver(registry.Quiet(cmd.Context()))
-	if err != nil {
-		return exitWith(exitInvalid, err)
+	if _, err := ro.Resolver(registry.Quiet(cmd.Context())); err != nil {
+		return exitWith(exitInvalid, err) // the credentials file, before anything is built
 	}
 	c, ctx, err := g.connect(cmd.Context(), cmd)
 	if err != nil {
@@ -58,7 +58,8 @@ func pushForKubernetes(cmd *cobra.Command, g *globalOptions, args []string, ro r
 	for _, n := range names.remote {
 		fmt.Fprintf(out, "%s: a registry image, pulled by the nodes as the task names it (pinned by digest at run time)\n", n)
 	}
-	pushed, err := images.NodePush(ctx, c, m, names.local, res, cmd.ErrOrStderr())
+	newResolver := func() (remotes.Resolver, error) { return ro.Resolver(ctx) }
+	pushed, err := images.NodePush(ctx, c, m, names.local, newResolver, cmd.ErrOrStderr())
 	for _, p := range pushed {
 		fmt.Fprintf(out, "pushed %s -> %s (%s)\n", p.Name, p.Reference, p.ByDigest())
 	}

@@ -6,14 +6,17 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/containerd/containerd/v2/client"
 	ctrimages "github.com/containerd/containerd/v2/core/images"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,18 +84,48 @@ func nodeImagesUnder(t *testing.T, prefix string) []string {
 
 var pushedLine = regexp.MustCompile(`(?m)^pushed (\S+) -> (\S+) \((\S+@sha256:[0-9a-f]{64})\)$`)
 
+// kubePushImagesOfTheirOwn makes an init image and an agent image whose IDs no other test
+// uses (each the usual one plus a layer holding marker), so that the node pulling them with
+// the test's credentials changes nothing for other tests: the kubelet (1.35+, its default
+// imagePullCredentialsVerificationPolicy) records an image ID pulled with a Secret and from
+// then on re-pulls it for a Pod without that Secret (which fails for the node's imported
+// init image under Never). It returns the init image's and the agent image's names.
+func kubePushImagesOfTheirOwn(t *testing.T, ctx context.Context, cl *client.Client, marker string) (string, string) {
+	t.Helper()
+	if _, err := images.BuildInit(ctx, cl, images.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := images.EnsureDefault(ctx, cl, images.DefaultOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	initName := images.InitRepo + ":t-" + marker
+	regtest.DeriveImage(t, ctx, cl, images.InitName(), initName, marker)
+	agent := "ceval.local/kube-push-test:" + marker
+	regtest.DeriveImage(t, ctx, cl, images.DefaultName, agent, marker)
+	if _, err := images.Label(ctx, cl, agent); err != nil { // a registry-like image gets the label as a user would
+		t.Fatal(err)
+	}
+	return initName, agent
+}
+
 // ceval images push --kubernetes TASK then ceval run --backend kubernetes TASK on the real
-// test cluster: the init image and the task's (the default image) go to the registry the
+// test cluster: the init image and the task's ceval.local image go to the registry the
 // config maps them to, the Pod names both by digest under IfNotPresent, the kubelet pulls
 // both digests from the test registry (events and the node's images say so; the node had
-// neither), the run succeeds and records the pinned reference and digest.
+// neither), the run succeeds on the pushed content and records the pinned reference and
+// digest.
 func TestKubeImagesPushThenRunPullsEveryImageByDigest(t *testing.T) {
 	c, ns, cfg, prefix := kubeRegistrySetup(t)
 	cl, ctx := ctrtest.Connect(t)
+	marker := path.Base(prefix)
+	initName, agent := kubePushImagesOfTheirOwn(t, ctx, cl, marker)
+	if err := appendFile(cfg, "  init_image: "+initName+"\n"); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	tk := filepath.Join(dir, "task.yaml")
-	if err := os.WriteFile(tk, []byte("task_id: kube-push\ninitial_prompt: p\nagent: {type: command, command: [sh, -c, 'echo ok > out.txt']}\n"+
-		"sandbox: {limits: {timeout: 60s}}\nsuccess_criteria: [{type: file_contains, path: out.txt, includes: [ok]}]\n"), 0o644); err != nil {
+	if err := os.WriteFile(tk, []byte("task_id: kube-push\ninitial_prompt: p\nagent: {type: command, command: [sh, -c, 'cat /marker > out.txt']}\n"+
+		"sandbox: {image: "+agent+", limits: {timeout: 60s}}\nsuccess_criteria: [{type: file_contains, path: out.txt, includes: ["+marker+"]}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if n := nodeImagesUnder(t, prefix); len(n) != 0 {
@@ -110,16 +143,16 @@ func TestKubeImagesPushThenRunPullsEveryImageByDigest(t *testing.T) {
 		}
 		byDigest[m[1]] = m[3]
 	}
-	initPinned, defPinned := byDigest[images.InitName()], byDigest[images.DefaultName]
-	if len(byDigest) != 2 || initPinned == "" || defPinned == "" {
-		t.Fatalf("pushed %v, want the init image %s and %s\n%s", byDigest, images.InitName(), images.DefaultName, r.stdout)
+	initPinned, agentPinned := byDigest[initName], byDigest[agent]
+	if len(byDigest) != 2 || initPinned == "" || agentPinned == "" {
+		t.Fatalf("pushed %v, want the init image %s and %s\n%s", byDigest, initName, agent, r.stdout)
 	}
-	local, err := images.Lookup(ctx, cl, images.DefaultName)
+	local, err := images.Lookup(ctx, cl, agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(defPinned, "@"+local.ManifestDigest.String()) {
-		t.Errorf("pushed %s, but the local image's manifest is %s", defPinned, local.ManifestDigest)
+	if !strings.HasSuffix(agentPinned, "@"+local.ManifestDigest.String()) {
+		t.Errorf("pushed %s, but the local image's manifest is %s", agentPinned, local.ManifestDigest)
 	}
 
 	runs := t.TempDir()
@@ -128,38 +161,15 @@ func TestKubeImagesPushThenRunPullsEveryImageByDigest(t *testing.T) {
 		t.Fatalf("run on the cluster: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	res := readOneResult(t, runs)
-	if res.Status != "SUCCESS" || res.Image.Name != defPinned || res.Image.Reference != prefix+"/default:latest" || !strings.HasSuffix(defPinned, "@"+res.Image.Digest.String()) {
-		t.Errorf("result %s image %+v, want SUCCESS on %s pinned from %s/default:latest", res.Status, res.Image, defPinned, prefix)
+	wantRef := prefix + "/kube-push-test:" + marker
+	if res.Status != "SUCCESS" || res.Image.Name != agentPinned || res.Image.Reference != wantRef || !strings.HasSuffix(agentPinned, "@"+res.Image.Digest.String()) {
+		t.Errorf("result %s image %+v, want SUCCESS on %s pinned from %s", res.Status, res.Image, agentPinned, wantRef)
 	}
 	got := nodeImagesUnder(t, prefix)
-	for _, want := range []string{initPinned, defPinned} {
+	for _, want := range []string{initPinned, agentPinned} {
 		if !slices.Contains(got, want) {
 			t.Errorf("the node's images %v: it did not pull %s", got, want)
 		}
-	}
-	evs, err := kubetest.Clientset(t, c).CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pulled := map[string]bool{}
-	for _, e := range evs.Items {
-		if e.Reason == "Pulled" && strings.Contains(e.Message, "Successfully pulled image") {
-			for _, want := range []string{initPinned, defPinned} {
-				if strings.Contains(e.Message, `"`+want+`"`) {
-					pulled[want] = true
-				}
-			}
-		}
-		if strings.Contains(e.Message, prefix+"/default:") || strings.Contains(e.Message, prefix+"/ceval-init:") || strings.Contains(e.Message, "ceval.local/") {
-			t.Errorf("a name other than the digest reached the node: %s: %s", e.Reason, e.Message)
-		}
-	}
-	if !pulled[initPinned] || !pulled[defPinned] {
-		var msgs []string
-		for _, e := range evs.Items {
-			msgs = append(msgs, e.Reason+": "+e.Message)
-		}
-		t.Errorf("the kubelet's pulls %v, want both %s and %s: %v", pulled, initPinned, defPinned, msgs)
 	}
 	t.Cleanup(func() {
 		node, nctx := kubetest.NodeContainerd(t)
@@ -167,9 +177,44 @@ func TestKubeImagesPushThenRunPullsEveryImageByDigest(t *testing.T) {
 			_ = node.ImageService().Delete(nctx, n, ctrimages.SynchronousDelete())
 		}
 	})
+	evs, err := kubetest.Clientset(t, c).CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled := map[string]bool{}
+	for _, e := range evs.Items {
+		if e.Reason == "Pulled" && strings.Contains(e.Message, "Successfully pulled image") {
+			for _, want := range []string{initPinned, agentPinned} {
+				if strings.Contains(e.Message, `"`+want+`"`) {
+					pulled[want] = true
+				}
+			}
+		}
+		if strings.Contains(e.Message, wantRef) || strings.Contains(e.Message, prefix+"/ceval-init:") || strings.Contains(e.Message, images.LocalPrefix) {
+			t.Errorf("a name other than the digest reached the node: %s: %s", e.Reason, e.Message)
+		}
+	}
+	if !pulled[initPinned] || !pulled[agentPinned] {
+		var msgs []string
+		for _, e := range evs.Items {
+			msgs = append(msgs, e.Reason+": "+e.Message)
+		}
+		t.Errorf("the kubelet's pulls %v, want both %s and %s: %v", pulled, initPinned, agentPinned, msgs)
+	}
 	if err := kubetest.Leftovers(context.Background(), c, ns); err != nil {
 		t.Errorf("left after the run: %v", err)
 	}
+
+}
+
+// appendFile appends s to the file at p.
+func appendFile(p, s string) error {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(s)
+	return errors.Join(err, f.Close())
 }
 
 // readOneResult reads the one result.json under runs.
