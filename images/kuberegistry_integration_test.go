@@ -2,8 +2,10 @@ package images_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,7 +90,9 @@ func TestNodePushThatFailsLeavesNoReferenceInTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := "ceval-test/" + strings.ToLower(t.Name())
+	b := make([]byte, 6)
+	rand.Read(b)
+	repo := "ceval-test/" + strings.ToLower(t.Name()) + "-" + hex.EncodeToString(b) // nothing there yet
 	m := images.NodeRegistry{Prefix: reg + "/" + repo}
 	ref, _ := m.Ref(images.DefaultName)
 	local, err := images.Lookup(ctx, c, images.DefaultName)
