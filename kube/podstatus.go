@@ -83,7 +83,7 @@ func agentStarted(p *Pod) (bool, error) {
 	name := p.Namespace + "/" + p.Name
 	for _, s := range p.Status.InitContainerStatuses {
 		if w := s.State.Waiting; w != nil && imageReasons[w.Reason] {
-			return false, fmt.Errorf("pod %s: install container %s: init image %s: %s: %s%s; put it in the node with `CEVAL_CONTAINERD_ADDRESS=NODE_SOCKET ceval images build-init --namespace k8s.io`, or write it with `ceval images build-init -o init.tar` and run `ceval images import --namespace k8s.io init.tar` on the node, or push that archive to a registry the node pulls from", name, s.Name, s.Image, w.Reason, w.Message, authHint(w.Message))
+			return false, fmt.Errorf("pod %s: install container %s: init image %s: %s: %s%s; put it in the node with `CEVAL_CONTAINERD_ADDRESS=NODE_SOCKET ceval images build-init --namespace k8s.io`, or write it with `ceval images build-init -o init.tar` and run `ceval images import --namespace k8s.io init.tar` on the node, or push it to the registry the nodes pull from with `ceval images push --kubernetes` (kubernetes.registry in ceval's config)", name, s.Name, s.Image, w.Reason, w.Message, authHint(w.Message))
 		}
 		if w := s.State.Waiting; w != nil && strings.HasPrefix(w.Reason, "CreateContainer") {
 			return false, fmt.Errorf("pod %s: install container %s: %s: %s", name, s.Name, w.Reason, w.Message)
@@ -97,7 +97,7 @@ func agentStarted(p *Pod) (bool, error) {
 			continue
 		}
 		if w := s.State.Waiting; w != nil && imageReasons[w.Reason] {
-			return false, fmt.Errorf("pod %s: agent image %s: %s: %s%s; put it in the node with `ceval images export %s -o image.tar` here and `ceval images import --namespace k8s.io image.tar` on the node, or push it to a registry the node pulls from", name, s.Image, w.Reason, w.Message, authHint(w.Message), s.Image)
+			return false, fmt.Errorf("pod %s: agent image %s: %s: %s%s; put it in the node with `ceval images export %s -o image.tar` here and `ceval images import --namespace k8s.io image.tar` on the node, or push it to the registry the nodes pull from with `ceval images push --kubernetes TASK` (kubernetes.registry in ceval's config; it builds a package image first)", name, s.Image, w.Reason, w.Message, authHint(w.Message), s.Image)
 		}
 		if w := s.State.Waiting; w != nil && (strings.HasPrefix(w.Reason, "CreateContainer") || w.Reason == "RunContainerError") {
 			return false, fmt.Errorf("pod %s: agent container: %s: %s", name, w.Reason, w.Message)

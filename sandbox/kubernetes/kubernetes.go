@@ -119,9 +119,6 @@ func Check(t *task.Task) error {
 	if len(t.Plugins) > 0 {
 		why = append(why, "plugins (bundles mounted from this machine)")
 	}
-	if t.Sandbox.PackageImage() != "" {
-		why = append(why, "sandbox.packages/pip (build the image with ceval images build, import it into the nodes or push it, and name it in sandbox.image)")
-	}
 	if t.Sandbox.Network == policy.NetworkHost {
 		why = append(why, "sandbox.network: host")
 	}
