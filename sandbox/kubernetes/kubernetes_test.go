@@ -75,11 +75,12 @@ type fakePod struct {
 	agentID, initID string // the images the node reports
 }
 
-func (p fakePod) dial(context.Context) (net.Conn, error)        { return nil, errors.New("no") }
-func (p fakePod) lost(context.Context) error                    { return p.lostErr }
-func (p fakePod) imageDigests(context.Context) (string, string) { return p.agentID, p.initID }
-func (p fakePod) delete(context.Context) error                  { return nil }
-func (p fakePod) initState(context.Context) (int, bool, error)  { return p.initCode, p.initEnded, nil }
+func (p fakePod) dial(context.Context) (net.Conn, error)               { return nil, errors.New("no") }
+func (p fakePod) lost(context.Context) error                           { return p.lostErr }
+func (p fakePod) imageDigests(context.Context) (string, string)        { return p.agentID, p.initID }
+func (p fakePod) prepReport(context.Context) (*kube.PrepReport, error) { return nil, nil }
+func (p fakePod) delete(context.Context) error                         { return nil }
+func (p fakePod) initState(context.Context) (int, bool, error)         { return p.initCode, p.initEnded, nil }
 
 // What breaks the Pod's side after the agent started is the agent's (a FAILURE with the
 // reason), unless the cluster lost the Pod (a retry) or ceval was interrupted.
