@@ -269,9 +269,9 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		UserNamespace: k.k.UserNamespaces, RuntimeClassName: k.k.RuntimeClassName, ImagePullSecrets: k.k.ImagePullSecrets,
 		// The prep container, in the agent's image, reports the image's ENV and working
 		// directory and copies what the run takes from the image (see kube.PrepContainerName).
-		Prep:        true,
-		CopyWorkdir: cfg.ImageWorkdir != "" && cfg.ImageWorkdir != task.ImageWorkdirIgnore,
-		Outputs:     cfg.Outputs, OutputsFromImage: cfg.OutputsFromImage,
+		Prep:        needsPrep(cfg),
+		CopyWorkdir: needsPrep(cfg) && cfg.ImageWorkdir != "" && cfg.ImageWorkdir != task.ImageWorkdirIgnore,
+		Outputs:     cfg.Outputs, OutputsFromImage: needsPrep(cfg) && cfg.OutputsFromImage,
 	})
 	if err != nil {
 		return nil, err
@@ -310,6 +310,14 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		}
 	}
 	return s, nil
+}
+
+// needsPrep says whether the run's Pod needs the prep container: every image but ceval's
+// default, whose config ceval wrote (WORKDIR /workspace holding nothing, ENV the standard
+// PATH: what the Pod has without it), when the run has no outputs. It costs a container start
+// (0.85 s a run on the 2-core test node).
+func needsPrep(cfg sandbox.Config) bool {
+	return cfg.Image != images.DefaultName || len(cfg.Outputs) > 0
 }
 
 // fromImage reads the prep container's report: a copy that failed is the task's input

@@ -246,3 +246,29 @@ func TestKubeMapsCevalsImagesToTheNodesRegistryByDigest(t *testing.T) {
 		t.Errorf("pull policy Never: %+v, %v; want the name as it is", img, err)
 	}
 }
+
+// Every image's Pod gets the prep container but ceval's default image's without outputs
+// (its config is ceval's: nothing to copy, the standard PATH), which saves a container start.
+func TestKubePrepContainerForEveryImageButTheDefault(t *testing.T) {
+	api := &fakeAPI{}
+	k := Backend{k: &Options{PullPolicy: kube.PullNever, InitImage: images.InitName(), Probes: []string{}, api: api, Controller: "c", Namespace: "ns"}}
+	for _, c := range []struct {
+		image   string
+		outputs []string
+		prep    bool
+	}{
+		{images.DefaultName, nil, false},
+		{images.DefaultName, []string{"/out"}, true},
+		{"ceval.test/other:1", nil, true},
+	} {
+		_, _ = k.NewSandbox(context.Background(), sandbox.Config{ID: "r", Dir: filepath.Join(t.TempDir(), "run"), Image: c.image, Outputs: c.outputs,
+			ImageWorkdir: "auto", OutputsFromImage: true, Limits: task.Limits{MemoryMB: 256}})
+		got := api.started[len(api.started)-1]
+		if got.Prep != c.prep || got.CopyWorkdir != c.prep || got.OutputsFromImage != c.prep {
+			t.Errorf("image %s outputs %v: prep %v copy %v outputs from image %v, want prep %v", c.image, c.outputs, got.Prep, got.CopyWorkdir, got.OutputsFromImage, c.prep)
+		}
+		if _, err := got.Pod(); err != nil {
+			t.Errorf("image %s: %v", c.image, err)
+		}
+	}
+}
