@@ -19,8 +19,8 @@ import (
 // holds its files in WORKDIR /app, sets ENV and fills /data runs as on the local backend:
 // the workspace starts from /app's files (a tool in /app/bin found through the image's PATH,
 // moved to /workspace/bin), the image's ENV reaches the agent but a proxy variable does not,
-// and the outputs /data (starting from the image's files, its link kept a link) and /tmp are
-// writable, copied out and graded at their paths.
+// and the outputs /data (starting from the image's files, its link kept a link, capped at
+// disk_mb) and /tmp are writable, copied out and graded at their paths.
 func TestKubeRunsFromTheImagesFilesEnvAndOutputs(t *testing.T) {
 	k := kubeTestOptions(t)
 	node, nctx := kubetest.NodeContainerd(t)
@@ -40,7 +40,8 @@ func TestKubeRunsFromTheImagesFilesEnvAndOutputs(t *testing.T) {
 	}
 	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(nctx), node, img) })
 	tk := kubeTask(t, agentTask("kube-image-files", `cat data.txt > got.txt; echo "$FOO" > foo.txt; hello > hello.txt; echo "${HTTPS_PROXY:-none}" > proxy.txt
-cat /data/expected.txt > /data/answer.txt; [ -L /data/passwd ] && echo link > /data/kind.txt; echo tmp-answer > /tmp/t.txt`,
+cat /data/expected.txt > /data/answer.txt; [ -L /data/passwd ] && echo link > /data/kind.txt; echo tmp-answer > /tmp/t.txt
+dd if=/dev/zero of=/data/big bs=1M count=100 2>/dev/null || echo capped > capped.txt; rm -f /data/big`,
 		`  - {type: file_contains, path: got.txt, includes: [`+marker+`]}
   - {type: file_contains, path: foo.txt, includes: [from-image]}
   - {type: file_contains, path: hello.txt, includes: [hi-from-image]}
@@ -49,12 +50,13 @@ cat /data/expected.txt > /data/answer.txt; [ -L /data/passwd ] && echo link > /d
   - {type: file_contains, path: /data/kind.txt, includes: [link]}
   - {type: file_contains, path: /tmp/t.txt, includes: [tmp-answer]}
   - {type: file_contains, path: /data/passwd, includes: ["root:"]}
+  - {type: file_contains, path: capped.txt, includes: [capped]}
 `, "  image: "+img+"\n  outputs: [/data, /tmp]\n"), nil)
 	res, err := kubeRun(t, k, tk, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "FAIL"} // the link is never followed
+	want := []string{"PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "PASS", "FAIL", "PASS"} // the link is never followed; 100 MB into the 64 MB /data fails
 	if len(res.Criteria) != len(want) {
 		t.Fatalf("%s with %d criteria: %s", res.Status, len(res.Criteria), res.Error)
 	}
