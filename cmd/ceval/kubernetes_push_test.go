@@ -205,6 +205,49 @@ func TestKubeImagesPushThenRunPullsEveryImageByDigest(t *testing.T) {
 		t.Errorf("left after the run: %v", err)
 	}
 
+	// An experiment pins both mapped images into plan.json before its first run, and every
+	// run names them by those digests.
+	exp := filepath.Join(dir, "experiment.yaml")
+	if err := os.WriteFile(exp, []byte("experiment_id: kube-push\ntasks: [task.yaml]\nrepeats: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expRuns := t.TempDir()
+	r = ceval(t, "run", "--config", cfg, "--runs-dir", expRuns, "-j", "2", exp)
+	if r.code != 0 {
+		t.Fatalf("experiment on the cluster: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	plans, _ := filepath.Glob(filepath.Join(expRuns, "*", record.PlanFile))
+	if len(plans) != 1 {
+		t.Fatalf("plan files %v", plans)
+	}
+	var plan record.Plan
+	data, _ := os.ReadFile(plans[0])
+	if err := json.Unmarshal(data, &plan); err != nil {
+		t.Fatal(err)
+	}
+	pinned := map[string]string{}
+	for _, p := range plan.Images {
+		pinned[p.Name] = p.Digest.String()
+	}
+	for ref, byDigest := range map[string]string{wantRef: agentPinned, prefix + "/ceval-init:t-" + marker: initPinned} {
+		if d := pinned[ref]; d == "" || !strings.HasSuffix(byDigest, "@"+d) {
+			t.Errorf("plan.json pins %v: want %s pinned as %s", pinned, ref, byDigest)
+		}
+	}
+	results, _ := filepath.Glob(filepath.Join(expRuns, "*", "default", "kube-push", "*", record.ResultFile))
+	if len(results) != 2 {
+		t.Fatalf("results %v", results)
+	}
+	for _, p := range results {
+		var res record.Result
+		data, _ := os.ReadFile(p)
+		if err := json.Unmarshal(data, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != "SUCCESS" || res.Image.Name != agentPinned {
+			t.Errorf("%s: %s on %s, want SUCCESS on %s", p, res.Status, res.Image.Name, agentPinned)
+		}
+	}
 }
 
 // appendFile appends s to the file at p.
