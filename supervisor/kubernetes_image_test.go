@@ -78,3 +78,41 @@ dd if=/dev/zero of=/data/big bs=1M count=100 2>/dev/null || echo capped > capped
 		t.Errorf("left after the run: %v", err)
 	}
 }
+
+// A file of the image's WORKDIR that only root may read cannot be copied by the prep
+// container (it copies as the agent's UID): the run is an error of its input naming the file
+// and the fix, before the agent starts, never a workspace silently missing that file.
+func TestKubeImageFileOnlyRootMayReadIsNamedNotDropped(t *testing.T) {
+	k := kubeTestOptions(t)
+	node, nctx := kubetest.NodeContainerd(t)
+	b := make([]byte, 6)
+	rand.Read(b)
+	img := "ceval.test/kube-image-secret:" + hex.EncodeToString(b)
+	if _, err := images.BuildDefault(nctx, node, images.DefaultOptions{Name: img, WorkingDir: "/app", Extra: []images.File{
+		{Path: "app/readable.txt", Mode: 0o644, Data: []byte("ok\n")},
+		{Path: "app/secret.txt", Mode: 0o600, Data: []byte("root only\n")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(nctx), node, img) })
+	tk := kubeTask(t, agentTask("kube-image-secret", `touch ran.txt`, "  - {type: file_exists, path: ran.txt}\n", "  image: "+img+"\n"), nil)
+	res, err := kubeRun(t, k, tk, Options{})
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if res != nil {
+		msg += " " + res.Error
+		if res.Status == "SUCCESS" {
+			t.Fatalf("the run succeeded with the image's secret.txt left out: %+v", res)
+		}
+	}
+	for _, w := range []string{"secret.txt", "chmod -R a+rX", "image_workdir: ignore"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the error %q does not name %q", msg, w)
+		}
+	}
+	if err := kubetest.Leftovers(context.Background(), k.Cluster, k.Namespace); err != nil {
+		t.Errorf("left after the run: %v", err)
+	}
+}
