@@ -360,16 +360,30 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 // pinImages pins every image the experiment's tasks name (sandbox.image, verifier
 // criteria's images; ceval's own are named by their inputs and not pinned) into plan, the
 // pins of an earlier start first. On a cluster whose nodes pull from a registry the tags
-// are resolved there, not pulled here; images imported into the nodes (pull policy Never)
-// are not pinned.
+// are resolved there, not pulled here, ceval's own images and the init image too where
+// kubernetes.registry maps them; images imported into the nodes (pull policy Never) are not
+// pinned.
 func pinImages(ctx context.Context, e *task.Experiment, o supervisor.Options, old []record.ImagePin, plan *record.Plan) error {
 	if o.Pins == nil || o.Kube != nil && o.Kube.PullPolicy == kube.PullNever {
 		plan.Images = old
 		return nil
 	}
 	o.Pins.Set(old)
-	for _, en := range e.Entries {
-		for _, name := range taskImages(en.Task) {
+	for i, en := range e.Entries {
+		names := taskImages(en.Task)
+		if o.Kube != nil && i == 0 {
+			if _, mapped := o.Kube.Registry.Ref(o.Kube.InitImage); mapped {
+				names = append(names, o.Kube.InitImage) // the Pods' init image, pushed with the rest
+			}
+		}
+		for _, name := range names {
+			if o.Kube != nil {
+				// ceval's own images, where ceval images push --kubernetes put them
+				// (kubernetes.registry): pinned as the registry images are.
+				if ref, ok := o.Kube.Registry.Ref(name); ok {
+					name = ref
+				}
+			}
 			if !images.Pinnable(name) {
 				continue
 			}

@@ -16,7 +16,7 @@ func TestInstallContainerMatchesTheInitImageLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Spec.InitContainers[0]
-	want := []string{images.InitBusybox, "cp", images.InitBinaryPath, images.MockBinaryPath, images.InitVolumePath + "/"}
+	want := []string{images.InitBusybox, "cp", images.InitBinaryPath, images.MockBinaryPath, images.InitBusybox, images.InitVolumePath + "/"}
 	if !slices.Equal(c.Command, want) || c.VolumeMounts[0].MountPath != images.InitVolumePath {
 		t.Errorf("install command %q at %s, want %q at %s", c.Command, c.VolumeMounts[0].MountPath, want, images.InitVolumePath)
 	}

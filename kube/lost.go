@@ -52,16 +52,28 @@ func podLimit(p *Pod) *PodLimitError {
 // imageID: "REPO@sha256:..." for an image with a repository digest, else "sha256:..." of its
 // config), "" until the container runs.
 func (r *Run) ImageDigest(ctx context.Context) string {
+	agent, _ := r.ImageDigests(ctx)
+	return agent
+}
+
+// ImageDigests are the agent container's and the install (init) container's images as the
+// node resolved them (see ImageDigest), "" for one the status does not report yet.
+func (r *Run) ImageDigests(ctx context.Context) (agent, init string) {
 	p, err := r.get(ctx)
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name == ContainerName {
-			return cs.ImageID
+			agent = cs.ImageID
 		}
 	}
-	return ""
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.Name == InstallContainerName {
+			init = cs.ImageID
+		}
+	}
+	return agent, init
 }
 
 // AgentState is the agent container's state: running (ended false), or ended with its

@@ -109,6 +109,14 @@ type Config struct {
 	// images with (a private registry). The Secrets are the cluster operator's: ceval never
 	// reads or writes them, and a task never names them.
 	ImagePullSecrets []string
+
+	// Prep runs PrepContainerName before the agent (it reports the image's working directory
+	// and environment: PrepReport); CopyWorkdir has it copy the image's working directory
+	// into /workspace, OutputsFromImage each output's path of the image into its volume.
+	Prep, CopyWorkdir, OutputsFromImage bool
+	// Outputs are container paths each given a memory-backed volume of DiskMB, read-write
+	// (sandbox.outputs); /tmp replaces the Pod's own /tmp.
+	Outputs []string
 }
 
 // FileMount is one file of the ceval volume (InitFile or MockFile) mounted read-only at Path,
@@ -195,6 +203,12 @@ func (cfg Config) validate() error {
 		}
 		seen[m.Path] = true
 	}
+	if err := cfg.validateOutputs(); err != nil {
+		bad("%w", err)
+	}
+	if (cfg.CopyWorkdir || cfg.OutputsFromImage) && !cfg.Prep {
+		bad("copying the image's files needs the prep container (Prep)")
+	}
 	if cfg.Timeout < 0 || cfg.Grace < 0 {
 		bad("timeout %s, grace %s: want positive durations", cfg.Timeout, cfg.Grace)
 	}
@@ -276,8 +290,9 @@ func milli(n int64) Quantity {
 // number of processes is bounded by the node's podPidsLimit (a Pod spec has no field for it).
 //
 // Before the agent container, the init container InstallContainerName (as hardened, with
-// small limits) copies ceval-init and ceval-mock from InitImage into the memory-backed ceval
-// volume, which the agent container mounts read-only at CevalDir and runs InitCommand from.
+// small limits) copies ceval-init, ceval-mock and its static busybox from InitImage into the
+// memory-backed ceval volume, which the agent container mounts read-only at CevalDir and runs
+// InitCommand from; with Prep, PrepContainerName follows it (see there).
 func (cfg Config) Pod() (*Pod, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -302,9 +317,16 @@ func (cfg Config) Pod() (*Pod, error) {
 	mounts := []VolumeMount{
 		{Name: "workspace", MountPath: oci.WorkspacePath},
 		{Name: "home", MountPath: oci.HomePath},
-		{Name: "tmp", MountPath: oci.TmpPath},
 		{Name: "ceval", MountPath: CevalDir, ReadOnly: true},
 		{Name: "run", MountPath: RunDir},
+	}
+	ownTmp := true
+	for i, p := range cfg.Outputs {
+		mounts = append(mounts, VolumeMount{Name: outputVolume(i), MountPath: p})
+		ownTmp = ownTmp && p != oci.TmpPath
+	}
+	if ownTmp {
+		mounts = append(mounts, VolumeMount{Name: "tmp", MountPath: oci.TmpPath})
 	}
 	for _, m := range cfg.Mounts {
 		mounts = append(mounts, VolumeMount{Name: "ceval", MountPath: m.Path, SubPath: m.File, ReadOnly: true})
@@ -336,7 +358,7 @@ func (cfg Config) Pod() (*Pod, error) {
 				Image:           cfg.InitImage,
 				ImagePullPolicy: cfg.PullPolicy,
 				// The init image's static busybox; the binaries are 0555 there and cp keeps them so.
-				Command:                  []string{"/bin/busybox", "cp", "/" + InitFile, "/" + MockFile, "/ceval/"},
+				Command:                  []string{"/bin/busybox", "cp", "/" + InitFile, "/" + MockFile, "/bin/busybox", "/ceval/"},
 				WorkingDir:               "/",
 				Env:                      env(),
 				Resources:                ResourceRequirements{Limits: installLimits, Requests: installLimits},
@@ -368,6 +390,12 @@ func (cfg Config) Pod() (*Pod, error) {
 				emptyDir("run", StorageMediumMemory, runMB),
 			},
 		},
+	}
+	for i := range cfg.Outputs {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, emptyDir(outputVolume(i), StorageMediumMemory, cfg.DiskMB))
+	}
+	if cfg.Prep {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, cfg.prepContainer(containerSecurity(uid, gid, seccomp), limits))
 	}
 	if cfg.UserNamespace {
 		pod.Spec.HostUsers = ptrTo(false)

@@ -304,7 +304,8 @@ func TestPodNamesTheImagePullSecrets(t *testing.T) {
 }
 
 // The install container sees only the ceval volume (the agent's workspace and home are not
-// there yet, and nothing else of the Pod is its business) and copies the two binaries.
+// there yet, and nothing else of the Pod is its business) and copies the two binaries and
+// its busybox (the prep container's).
 func TestPodInstallContainerWritesOnlyTheCevalVolume(t *testing.T) {
 	cfg := testConfig()
 	cfg.PullPolicy = PullNever
@@ -312,7 +313,7 @@ func TestPodInstallContainerWritesOnlyTheCevalVolume(t *testing.T) {
 	if c.Name != "ceval-install" || c.Image != cfg.InitImage || c.ImagePullPolicy != corev1.PullNever {
 		t.Errorf("install container %s image %s pull %s", c.Name, c.Image, c.ImagePullPolicy)
 	}
-	if strings.Join(c.Command, " ") != "/bin/busybox cp /ceval-init /ceval-mock /ceval/" {
+	if strings.Join(c.Command, " ") != "/bin/busybox cp /ceval-init /ceval-mock /bin/busybox /ceval/" {
 		t.Errorf("install command %q", c.Command)
 	}
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != "ceval" || c.VolumeMounts[0].MountPath != "/ceval" || c.VolumeMounts[0].SubPath != "" {

@@ -73,6 +73,14 @@ func authHint(msg string) string {
 	return ""
 }
 
+// agentImageError is the error of a container of the agent's image the node could not get.
+func agentImageError(name string, s ContainerStatus) error {
+	if w := s.State.Waiting; w != nil && imageReasons[w.Reason] {
+		return fmt.Errorf("pod %s: agent image %s: %s: %s%s; put it in the node with `ceval images export %s -o image.tar` here and `ceval images import --namespace k8s.io image.tar` on the node, or push it to the registry the nodes pull from with `ceval images push --kubernetes TASK` (kubernetes.registry in ceval's config; it builds a package image first)", name, s.Image, w.Reason, w.Message, authHint(w.Message), s.Image)
+	}
+	return nil
+}
+
 // agentStarted is StartAgent's view of the Pod: done once the agent container runs; an error
 // when it never will (lost: a *PodLostError; an image the node lacks; the install container
 // failed; the Pod or the agent ended first).
@@ -82,8 +90,19 @@ func agentStarted(p *Pod) (bool, error) {
 	}
 	name := p.Namespace + "/" + p.Name
 	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == PrepContainerName {
+			// The prep container runs the agent's image: its errors are the agent image's.
+			s.Name = ContainerName
+			if err := agentImageError(name, s); err != nil {
+				return false, err
+			}
+			if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+				return false, fmt.Errorf("pod %s: prep container %s (in the agent's image %s) failed (exit %d, %s): %s", name, PrepContainerName, s.Image, t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+			}
+			continue
+		}
 		if w := s.State.Waiting; w != nil && imageReasons[w.Reason] {
-			return false, fmt.Errorf("pod %s: install container %s: init image %s: %s: %s%s; put it in the node with `CEVAL_CONTAINERD_ADDRESS=NODE_SOCKET ceval images build-init --namespace k8s.io`, or write it with `ceval images build-init -o init.tar` and run `ceval images import --namespace k8s.io init.tar` on the node, or push that archive to a registry the node pulls from", name, s.Name, s.Image, w.Reason, w.Message, authHint(w.Message))
+			return false, fmt.Errorf("pod %s: install container %s: init image %s: %s: %s%s; put it in the node with `CEVAL_CONTAINERD_ADDRESS=NODE_SOCKET ceval images build-init --namespace k8s.io`, or write it with `ceval images build-init -o init.tar` and run `ceval images import --namespace k8s.io init.tar` on the node, or push it to the registry the nodes pull from with `ceval images push --kubernetes` (kubernetes.registry in ceval's config)", name, s.Name, s.Image, w.Reason, w.Message, authHint(w.Message))
 		}
 		if w := s.State.Waiting; w != nil && strings.HasPrefix(w.Reason, "CreateContainer") {
 			return false, fmt.Errorf("pod %s: install container %s: %s: %s", name, s.Name, w.Reason, w.Message)
@@ -96,8 +115,8 @@ func agentStarted(p *Pod) (bool, error) {
 		if s.Name != ContainerName {
 			continue
 		}
-		if w := s.State.Waiting; w != nil && imageReasons[w.Reason] {
-			return false, fmt.Errorf("pod %s: agent image %s: %s: %s%s; put it in the node with `ceval images export %s -o image.tar` here and `ceval images import --namespace k8s.io image.tar` on the node, or push it to a registry the node pulls from", name, s.Image, w.Reason, w.Message, authHint(w.Message), s.Image)
+		if err := agentImageError(name, s); err != nil {
+			return false, err
 		}
 		if w := s.State.Waiting; w != nil && (strings.HasPrefix(w.Reason, "CreateContainer") || w.Reason == "RunContainerError") {
 			return false, fmt.Errorf("pod %s: agent container: %s: %s", name, w.Reason, w.Message)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"ceval.dev/ceval/internal/kubeproto"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/snapshot"
 )
 
@@ -29,16 +30,22 @@ import (
 // (a cap, an error) marks every directory whose listing it had not finished, so no name ever
 // looks absent because of the transport. It reads at most lim's bytes, entries and paths
 // (plus tar's headers): past them it stops reading and returns, and the caller ends the stream.
-func SnapshotTar(r io.Reader, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
-	lim, err := lim.WithDefaults()
+func SnapshotTar(r io.Reader, dst string, lim snapshot.Limits) (_ *snapshot.Snapshot, err error) {
+	lim, err = lim.WithDefaults()
 	if err != nil {
 		return nil, err
 	}
-	staging, err := os.MkdirTemp(filepath.Dir(dst), ".tar-staging-")
+	// Made and removed as ceval's other temporary directories are (internal/tempdir): a
+	// second signal's exit removes it too, and a removal that fails is said, not dropped.
+	staging, err := tempdir.Make(filepath.Dir(dst), "ceval-tar-staging-")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of tar stream: %w", err)
 	}
-	defer os.RemoveAll(staging)
+	defer func() {
+		if rerr := tempdir.Remove(staging); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("snapshot of tar stream: its staging directory: %w", rerr))
+		}
+	}()
 	u, err := unpack(&boundedReader{r: r, left: streamBound(lim)}, staging, lim)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/internal/kubeproto"
+	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/snapshot"
 )
 
@@ -53,8 +54,13 @@ func snapTar(t *testing.T, r *bytes.Buffer, lim snapshot.Limits) *snapshot.Snaps
 	if err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, ".tar-staging-*")); len(left) != 0 {
-		t.Errorf("staging left behind: %v", left)
+	if left, _ := os.ReadDir(dir); len(left) != 1 || left[0].Name() != "snap" {
+		t.Errorf("beside the snapshot: %v, want nothing (the staging directory removed)", left)
+	}
+	for _, d := range tempdir.Live() {
+		if strings.HasPrefix(d, dir) {
+			t.Errorf("staging %s still registered for removal at exit", d)
+		}
 	}
 	return s
 }

@@ -128,6 +128,9 @@ var setups = map[string]setup{
 	"escape-host-mounts": {kube: func(*kubernetes.Options) string {
 		return "the kubelet mounts /etc/hosts, /etc/hostname, /etc/resolv.conf (root's, read-only to the agent), the container's cgroups (read-only) and /dev/termination-log (writable, bounded by the agent's RLIMIT_FSIZE: TestKubeAgentCannotWritePastItsDiskLimit) into every Pod"
 	}},
+	"fill-output": {kube: func(*kubernetes.Options) string {
+		return "a Pod's output volume is a memory-backed emptyDir whose size the kernel holds (TestKubeRunsFromTheImagesFilesEnvAndOutputs writes past it) but whose file count a Pod spec cannot cap, as the Pod's /workspace: its files are bounded by the Pod's memory limit (tmpfs inodes are charged to its cgroup) and the copy-out by the snapshot's entry cap, applied by the init at the source"
+	}},
 	"quota-shared-uid": {kube: func(o *kubernetes.Options) string {
 		if o.UserNamespaces {
 			return ""

@@ -141,11 +141,13 @@ func TestKubePullsAPushedImageByDigestWithThePullSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The kubelet's events name the image of the Pod's agent container as the Pod does: the
-	// digest, pulled (not found present), and never the tag.
+	// The kubelet's events name the agent's image as the Pod does: the digest, pulled (not
+	// found present) for the first container that runs it (the prep container, then the
+	// agent's finds it present), and never the tag.
 	pulled := false
 	for _, e := range evs.Items {
-		if e.Reason == "Pulled" && e.InvolvedObject.FieldPath == "spec.containers{"+kube.ContainerName+"}" &&
+		fp := e.InvolvedObject.FieldPath
+		if e.Reason == "Pulled" && (fp == "spec.containers{"+kube.ContainerName+"}" || fp == "spec.initContainers{"+kube.PrepContainerName+"}") &&
 			strings.Contains(e.Message, "Successfully pulled image \""+byDigest+"\"") {
 			pulled = true
 		}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,10 +27,31 @@ func outputManifest(runDir string, i int) string {
 // rules and limits (no link followed; a cap leaves an entry omitted, never absent), and
 // returns the copies and every cap they reached, named by output.
 func takeOutputs(paths, dirs []string, runDir string) ([]snapshot.Output, []string, error) {
+	return takeOutputsWith(paths, dirs, runDir, nil)
+}
+
+// outputTaker is a sandbox that copies its outputs out itself (the kubernetes backend
+// streams each out of the Pod with the snapshot's rules): output i into dst.
+type outputTaker interface {
+	TakeOutput(ctx context.Context, i int, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error)
+}
+
+// takeSandboxOutputs is takeOutputs of sb's outputs, copied by sb itself when it can.
+func takeSandboxOutputs(ctx context.Context, paths []string, sb interface{ OutputDirs() []string }, runDir string) ([]snapshot.Output, []string, error) {
+	if ot, ok := sb.(outputTaker); ok {
+		return takeOutputsWith(paths, nil, runDir, func(i int, dst string) (*snapshot.Snapshot, error) {
+			return ot.TakeOutput(ctx, i, dst, snapshot.DefaultLimits())
+		})
+	}
+	return takeOutputs(paths, sb.OutputDirs(), runDir)
+}
+
+// takeOutputsWith is takeOutputs, copying output i with take when it is given.
+func takeOutputsWith(paths, dirs []string, runDir string, take func(i int, dst string) (*snapshot.Snapshot, error)) ([]snapshot.Output, []string, error) {
 	if len(paths) == 0 {
 		return nil, nil, nil
 	}
-	if len(dirs) != len(paths) {
+	if take == nil && len(dirs) != len(paths) {
 		return nil, nil, fmt.Errorf("sandbox.outputs: this backend made %d of the task's %d outputs", len(dirs), len(paths))
 	}
 	var outs []snapshot.Output
@@ -39,7 +61,13 @@ func takeOutputs(paths, dirs []string, runDir string) ([]snapshot.Output, []stri
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("output %s: %w", p, err)
 		}
-		s, err := snapshot.Take(dirs[i], dst, snapshot.DefaultLimits())
+		var s *snapshot.Snapshot
+		var err error
+		if take != nil {
+			s, err = take(i, dst)
+		} else {
+			s, err = snapshot.Take(dirs[i], dst, snapshot.DefaultLimits())
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("output %s: %w", p, err)
 		}

@@ -585,7 +585,7 @@ func (r *run) snapshot(ctx context.Context) error {
 	if err := snap.WriteManifestUnsynced(filepath.Join(r.dir, record.SnapshotFile)); err != nil {
 		return &InfraError{err}
 	}
-	outs, hits, err := takeOutputs(r.t.Sandbox.Outputs, r.sb.OutputDirs(), r.dir)
+	outs, hits, err := takeSandboxOutputs(ctx, r.t.Sandbox.Outputs, r.sb, r.dir)
 	if err != nil {
 		return &InfraError{err}
 	}

@@ -139,13 +139,31 @@ func newImagesPullCmd(g *globalOptions) *cobra.Command {
 
 func newImagesPushCmd(g *globalOptions) *cobra.Command {
 	var ro registry.Options
+	var kubernetes bool
+	var busybox string
 	cmd := &cobra.Command{
-		Use:   "push NAME REF",
-		Short: "Push a local image (this platform) to a registry as REF",
+		Use:   "push NAME REF | push --kubernetes [TASK|EXPERIMENT...]",
+		Short: "Push a local image (this platform) to a registry as REF, or every image Kubernetes runs need",
 		Long: "push sends image NAME (this platform's manifest, config and layers) to REF with\n" +
-			"containerd's own registry client; credentials and hosts as for `images pull`.",
-		Args: cobra.ExactArgs(2),
+			"containerd's own registry client; credentials and hosts as for `images pull`.\n\n" +
+			"--kubernetes pushes every ceval image a Kubernetes run of the tasks needs (the init\n" +
+			"image and each task's ceval.local image: default, agent or package image, built first\n" +
+			"as a run would; without tasks the init and default images) to where ceval's config maps\n" +
+			"it: kubernetes.images[NAME], else kubernetes.registry/NAME:TAG. Runs then name each by\n" +
+			"the digest its reference resolves to (image_pull_policy IfNotPresent).",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if kubernetes {
+				return nil
+			}
+			if len(args) != 2 {
+				return exitWith(exitInvalid, fmt.Errorf("give NAME REF (got %d arguments), or --kubernetes with task files", len(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kubernetes {
+				return pushForKubernetes(cmd, g, args, ro, busybox)
+			}
 			ref, err := registry.Normalize(args[1])
 			if err != nil {
 				return exitWith(exitInvalid, err)
@@ -175,5 +193,7 @@ func newImagesPushCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	registryFlags(cmd, &ro)
+	cmd.Flags().BoolVar(&kubernetes, "kubernetes", false, "push every ceval image a Kubernetes run of the tasks needs to the registry kubernetes.registry (or kubernetes.images) maps it to")
+	cmd.Flags().StringVar(&busybox, "busybox", images.DefaultBusybox, "statically linked busybox the init image and a first default image are built with")
 	return cmd
 }

@@ -31,6 +31,15 @@ type kubeConfig struct {
 	RuntimeClass                  string   `yaml:"runtime_class"`
 	UserNamespaces                string   `yaml:"user_namespaces"`
 	AcceptUnenforcedNetworkPolicy bool     `yaml:"accept_unenforced_network_policy"`
+	// Registry and Images map ceval's own images to the registry the nodes pull from
+	// (ceval images push --kubernetes pushes them there).
+	Registry string            `yaml:"registry"`
+	Images   map[string]string `yaml:"images"`
+}
+
+// nodeRegistry is the config's mapping of ceval.local images to the nodes' registry.
+func (k kubeConfig) nodeRegistry() images.NodeRegistry {
+	return images.NodeRegistry{Prefix: k.Registry, Images: k.Images}
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -66,6 +75,11 @@ func checkBackendConfig(backend string, k *kubeConfig) error {
 	}
 	if k.RuntimeClass != "" && (len(k.RuntimeClass) > 63 || !dnsLabel.MatchString(k.RuntimeClass)) {
 		errs = append(errs, fmt.Errorf("kubernetes.runtime_class %q: want a DNS label", k.RuntimeClass))
+	}
+	if err := k.nodeRegistry().Check(); err != nil {
+		errs = append(errs, err)
+	} else if k.ImagePullPolicy == string(kube.PullNever) && !k.nodeRegistry().Empty() {
+		errs = append(errs, errors.New("kubernetes.image_pull_policy Never with kubernetes.registry or kubernetes.images: the nodes would never pull the pushed images; drop image_pull_policy (IfNotPresent is then the default) or the mapping"))
 	}
 	return errors.Join(errs...)
 }
@@ -142,13 +156,12 @@ func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *g
 		InitImage: k.InitImage, PullPolicy: kube.PullPolicy(k.ImagePullPolicy), RuntimeClassName: k.RuntimeClass,
 		ImagePullSecrets:              k.ImagePullSecrets,
 		AcceptUnenforcedNetworkPolicy: k.AcceptUnenforcedNetworkPolicy,
+		Registry:                      k.nodeRegistry(),
 	}
 	if o.InitImage == "" {
 		o.InitImage = images.InitName()
 	}
-	if o.PullPolicy == "" {
-		o.PullPolicy = kube.PullNever
-	}
+	o.PullPolicy = k.pullPolicy()
 	switch k.UserNamespaces {
 	case "true":
 		o.UserNamespaces = true
@@ -158,6 +171,18 @@ func (b *backendFlags) kubeOptions(ctx context.Context, cmd *cobra.Command, g *g
 		}
 	}
 	return o, nil
+}
+
+// pullPolicy is the Pods' image pull policy: the config's, else IfNotPresent when ceval's
+// images are mapped to a registry (the nodes pull them by digest), else Never (imported).
+func (k kubeConfig) pullPolicy() kube.PullPolicy {
+	switch {
+	case k.ImagePullPolicy != "":
+		return kube.PullPolicy(k.ImagePullPolicy)
+	case !k.nodeRegistry().Empty():
+		return kube.PullIfNotPresent
+	}
+	return kube.PullNever
 }
 
 // kubeSweep deletes what this controller left in the cluster (after Ctrl-C every run has

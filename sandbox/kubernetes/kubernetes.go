@@ -58,6 +58,11 @@ type Options struct {
 	// Probes are addresses the init must fail to reach before the agent starts (the API
 	// server's service and the nodes' kubelets); nil: found from the cluster.
 	Probes []string
+	// Registry maps ceval's own images (the init image, ceval.local agent and package
+	// images) to where ceval images push --kubernetes put them (kubernetes.registry and
+	// kubernetes.images); a mapped image is pinned at that registry and named REPO@DIGEST,
+	// unless PullPolicy is Never.
+	Registry images.NodeRegistry
 
 	api kubeAPI // nil: Cluster; tests give a fake
 }
@@ -76,8 +81,10 @@ type kubePod interface {
 	dial(ctx context.Context) (net.Conn, error)
 	// lost says why the Pod went away, if it did (a *kube.PodLostError), else nil.
 	lost(ctx context.Context) error
-	// imageDigest is the agent image's digest as the node resolved it, "" if unknown.
-	imageDigest(ctx context.Context) string
+	// imageDigests are the agent's and the init's images as the node resolved them, "" if unknown.
+	imageDigests(ctx context.Context) (agent, init string)
+	// prepReport is what the prep container found in the agent's image (nil: it did not run).
+	prepReport(ctx context.Context) (*kube.PrepReport, error)
 	// initState is the agent container's state: running, or ended with the init's exit code.
 	initState(ctx context.Context) (code int, ended bool, err error)
 	// delete removes the Pod and its NetworkPolicy.
@@ -115,22 +122,16 @@ func Check(t *task.Task) error {
 	if len(t.Plugins) > 0 {
 		why = append(why, "plugins (bundles mounted from this machine)")
 	}
-	if t.Sandbox.PackageImage() != "" {
-		why = append(why, "sandbox.packages/pip (build the image with ceval images build, import it into the nodes or push it, and name it in sandbox.image)")
-	}
 	if t.Sandbox.Network == policy.NetworkHost {
 		why = append(why, "sandbox.network: host")
 	}
-	if len(t.Sandbox.Outputs) > 0 {
-		why = append(why, "sandbox.outputs (capped writable paths outside /workspace)")
-	}
 	if len(t.Services) > 0 {
-		why = append(why, "services (each a hardened container beside the agent's, relayed on this machine)")
+		why = append(why, "services (not yet containers of the run's Pod)")
 	}
 	if len(why) == 0 {
 		return nil
 	}
-	return fmt.Errorf("task %s: the kubernetes backend does not run %s yet: run it with the local backend", t.ID, strings.Join(why, "; "))
+	return fmt.Errorf("task %s: the kubernetes backend does not run %s yet: run this task with the local backend (ceval run --backend local, on a machine with containerd; an experiment's other tasks can still go to the cluster in a run of their own)", t.ID, strings.Join(why, "; "))
 }
 
 // Prepare has nothing to start ahead of the Pod.
@@ -141,14 +142,53 @@ func (k Backend) ResolveImage(ctx context.Context, sb task.Sandbox) (images.Imag
 	// (pinned: every run of an experiment the same); imported images (pull policy Never) are
 	// named as they are. The node's resolution is recorded, and checked against a pin, once
 	// the Pod runs (imageDigest).
-	if k.pins != nil && k.k.PullPolicy != kube.PullNever && images.Pinnable(sb.Image) {
-		pin, err := k.pins.Remote(ctx, sb.Image)
+	// ceval's own images (ceval.local/...) are pinned where the config's registry mapping
+	// says ceval images push --kubernetes put them.
+	name, err := k.nodeImage(ctx, sb.Image)
+	if err != nil {
+		return images.Image{Name: sb.Image}, err
+	}
+	if k.pins != nil && k.k.PullPolicy != kube.PullNever && images.Pinnable(name) {
+		pin, err := k.pins.Remote(ctx, name)
 		if err != nil {
 			return images.Image{Name: sb.Image}, err
 		}
 		return images.Image{Name: images.PinnedName(pin), Reference: pin.Reference, Digest: pin.Digest}, nil
 	}
-	return images.Image{Name: sb.Image}, nil
+	return images.Image{Name: name}, nil
+}
+
+// nodeImage is the name the nodes pull image by: its registry reference when the config
+// maps it (a ceval.local image, pull policy not Never), else image itself.
+func (k Backend) nodeImage(ctx context.Context, image string) (string, error) {
+	if k.k.PullPolicy == kube.PullNever {
+		return image, nil
+	}
+	ref, ok := k.k.Registry.Ref(image)
+	if !ok {
+		return image, nil
+	}
+	if k.pins == nil {
+		return "", fmt.Errorf("image %s maps to %s, but this run has no registry resolver to pin it with", image, ref)
+	}
+	if _, err := k.pins.Remote(ctx, ref); err != nil {
+		return "", fmt.Errorf("image %s (kubernetes.registry maps it to %s): %w; push it with ceval images push --kubernetes", image, ref, err)
+	}
+	return ref, nil
+}
+
+// initImage is the Pod's init image: REPO@DIGEST when the config maps it to a registry
+// (pinned like the agent's image: every run of an experiment the same), else as configured.
+func (k Backend) initImage(ctx context.Context) (string, error) {
+	name, err := k.nodeImage(ctx, k.k.InitImage)
+	if err != nil || name == k.k.InitImage {
+		return name, err
+	}
+	pin, err := k.pins.Remote(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return images.PinnedName(pin), nil
 }
 
 // checkNodeDigest refuses a Pod whose node ran another image than the digest image names
@@ -191,10 +231,6 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 			err = errors.Join(err, s.Close(context.WithoutCancel(ctx)))
 		}
 	}()
-	if cfg.ImageWorkdir == task.ImageWorkdirCopy {
-		// The node unpacks the image: this process has no snapshot of it to copy from.
-		return nil, &sandbox.InputError{Err: fmt.Errorf("sandbox.image_workdir: copy is not supported by the kubernetes backend yet: copy the image's files into sandbox.workspace.template_dir, or drop the field (the workspace then starts empty)")}
-	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -222,23 +258,40 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 	if cfg.Gateway != nil {
 		relays = append(relays, kubeproto.Relay{Name: relayGateway, Network: "tcp", Address: strings.TrimPrefix(sandbox.GatewayURL, "http://")})
 	}
+	initImage, err := k.initImage(ctx)
+	if err != nil {
+		return nil, &sandbox.InputError{Err: err}
+	}
 	lim := cfg.Limits
 	pod, err := k.k.api.startPod(ctx, kube.Config{
 		RunID: podRunID(cfg.ID), Controller: k.k.Controller, Namespace: k.k.Namespace,
-		Image: cfg.Image, PullPolicy: k.k.PullPolicy, InitImage: k.k.InitImage, Mounts: mounts,
+		Image: cfg.Image, PullPolicy: k.k.PullPolicy, InitImage: initImage, Mounts: mounts,
 		Timeout: lim.Timeout, Grace: cfg.Grace, MemoryMB: lim.MemoryMB, CPUs: lim.CPUs, DiskMB: lim.DiskMB,
 		UserNamespace: k.k.UserNamespaces, RuntimeClassName: k.k.RuntimeClassName, ImagePullSecrets: k.k.ImagePullSecrets,
+		// The prep container, in the agent's image, reports the image's ENV and working
+		// directory and copies what the run takes from the image (see kube.PrepContainerName).
+		Prep:        needsPrep(cfg),
+		CopyWorkdir: needsPrep(cfg) && cfg.ImageWorkdir != "" && cfg.ImageWorkdir != task.ImageWorkdirIgnore,
+		Outputs:     cfg.Outputs, OutputsFromImage: needsPrep(cfg) && cfg.OutputsFromImage,
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.pod = pod
-	s.imageID = pod.imageDigest(ctx)
+	var initID string
+	s.imageID, initID = pod.imageDigests(ctx)
 	if err := checkNodeDigest(cfg.Image, s.imageID); err != nil {
 		return nil, err
 	}
+	if err := checkNodeDigest(initImage, initID); err != nil {
+		return nil, fmt.Errorf("init image: %w", err)
+	}
+	imageEnv, err := s.fromImage(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	sess, att, err := newSession(ctx, pod.dial, kubeproto.Start{
-		Argv: cfg.Argv, Env: kubeEnv(cfg.Env), Dir: oci.WorkspacePath,
+		Argv: cfg.Argv, Env: kubeEnv(sandbox.MergeImageEnv(sandbox.PrependImageEnv(imageEnv, cfg.PrependEnv), cfg.Env)), Dir: oci.WorkspacePath,
 		Timeout: lim.Timeout, Grace: cfg.Grace, Relays: relays, Probes: probes,
 		FileSizeLimit: uint64(max(lim.DiskMB, 1)) << 20,
 	})
@@ -258,6 +311,44 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		}
 	}
 	return s, nil
+}
+
+// needsPrep says whether the run's Pod needs the prep container: every image but ceval's
+// default, whose config ceval wrote (WORKDIR /workspace holding nothing, ENV the standard
+// PATH: what the Pod has without it), when the run has no outputs. It costs a container start
+// (0.85 s a run on the 2-core test node).
+func needsPrep(cfg sandbox.Config) bool {
+	return cfg.Image != images.DefaultName || len(cfg.Outputs) > 0
+}
+
+// fromImage reads the prep container's report: a copy that failed is the task's input
+// error (the image is its author's), the image's ENV is returned as ceval applies it
+// (sandbox.ImageEnv, the working directory's paths moved to /workspace when it was copied),
+// and the run's events say what was taken from the image, as a local run's do.
+func (s *kubeSandbox) fromImage(ctx context.Context, cfg sandbox.Config) ([]string, error) {
+	rep, err := s.pod.prepReport(ctx)
+	if err != nil || rep == nil {
+		return nil, err
+	}
+	copyWD := cfg.ImageWorkdir != "" && cfg.ImageWorkdir != task.ImageWorkdirIgnore
+	if cfg.ImageWorkdir == task.ImageWorkdirCopy && rep.Workdir == "/" {
+		return nil, &sandbox.InputError{Err: fmt.Errorf("sandbox.image_workdir is copy but image %s names no working directory: set WORKDIR in the image or drop sandbox.image_workdir", cfg.Image)}
+	}
+	if rep.Errors != "" {
+		return nil, &sandbox.InputError{Err: fmt.Errorf("image %s: copying its files into the Pod's volumes (as the agent's UID %d, within sandbox.limits.disk_mb %d) failed:%s fix: make those files readable by any user in the image (chmod -R a+rX), raise sandbox.limits.disk_mb, or set sandbox.image_workdir: ignore", cfg.Image, policy.AgentUID, cfg.Limits.DiskMB, " "+rep.Errors)}
+	}
+	wd := ""
+	if copyWD && rep.Workdir != "/" {
+		wd = rep.Workdir
+		if cfg.Emit != nil {
+			cfg.Emit("image_workdir", map[string]any{"image": cfg.Image, "dir": wd})
+		}
+	}
+	env, dropped := sandbox.ImageEnv(rep.Env, wd)
+	if (len(env) > 0 || len(dropped) > 0) && cfg.Emit != nil {
+		cfg.Emit("image_env", map[string]any{"image": cfg.Image, "env": env, "dropped": dropped})
+	}
+	return env, nil
 }
 
 // newSession opens the control channel to the Pod's init. The agent container counts as
@@ -564,8 +655,26 @@ func (s *kubeSandbox) collectHome(ctx context.Context) error {
 	return nil
 }
 
-// takeSnapshot streams the workspace out of the Pod into dst with the snapshot's rules.
-func (s *kubeSandbox) OutputDirs() []string { return nil } // Check refuses sandbox.outputs
+// OutputDirs is nil: the outputs stay in the Pod until TakeOutput streams each out.
+func (s *kubeSandbox) OutputDirs() []string { return nil }
+
+// TakeOutput streams output i (sandbox.outputs) out of the Pod into dst with the snapshot's
+// rules, as TakeSnapshot the workspace.
+func (s *kubeSandbox) TakeOutput(ctx context.Context, i int, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
+	if i < 0 || i >= len(s.cfg.Outputs) {
+		return nil, fmt.Errorf("output %d: the run has %d", i, len(s.cfg.Outputs))
+	}
+	snap, err := s.sess.CopyOut(ctx, s.cfg.Outputs[i], dst, lim)
+	if err != nil {
+		return nil, s.afterGo(ctx, fmt.Errorf("copy output %s out of the Pod: %w", s.cfg.Outputs[i], err))
+	}
+	if err := s.stillOurs(ctx); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// TakeSnapshot streams the workspace out of the Pod into dst with the snapshot's rules.
 
 func (s *kubeSandbox) TakeSnapshot(ctx context.Context, dst string, lim snapshot.Limits) (*snapshot.Snapshot, error) {
 	snap, err := s.sess.CopyOut(ctx, oci.WorkspacePath, dst, lim)
@@ -711,7 +820,13 @@ func (p clusterPod) dial(ctx context.Context) (net.Conn, error) { return p.run.D
 
 func (p clusterPod) lost(ctx context.Context) error { return p.run.Lost(ctx) }
 
-func (p clusterPod) imageDigest(ctx context.Context) string { return p.run.ImageDigest(ctx) }
+func (p clusterPod) imageDigests(ctx context.Context) (string, string) {
+	return p.run.ImageDigests(ctx)
+}
+
+func (p clusterPod) prepReport(ctx context.Context) (*kube.PrepReport, error) {
+	return p.run.PrepReport(ctx)
+}
 
 func (p clusterPod) delete(ctx context.Context) error { return p.run.Delete(ctx) }
 

@@ -18,6 +18,7 @@ import (
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
 )
 
@@ -68,16 +69,18 @@ func TestKubePodThatReachedTheClusterIsRefusedUnlessTheUserAccepts(t *testing.T)
 
 // fakePod is a kubePod whose loss and init the test decides.
 type fakePod struct {
-	lostErr   error
-	initCode  int
-	initEnded bool
+	lostErr         error
+	initCode        int
+	initEnded       bool
+	agentID, initID string // the images the node reports
 }
 
-func (p fakePod) dial(context.Context) (net.Conn, error)       { return nil, errors.New("no") }
-func (p fakePod) lost(context.Context) error                   { return p.lostErr }
-func (p fakePod) imageDigest(context.Context) string           { return "" }
-func (p fakePod) delete(context.Context) error                 { return nil }
-func (p fakePod) initState(context.Context) (int, bool, error) { return p.initCode, p.initEnded, nil }
+func (p fakePod) dial(context.Context) (net.Conn, error)               { return nil, errors.New("no") }
+func (p fakePod) lost(context.Context) error                           { return p.lostErr }
+func (p fakePod) imageDigests(context.Context) (string, string)        { return p.agentID, p.initID }
+func (p fakePod) prepReport(context.Context) (*kube.PrepReport, error) { return nil, nil }
+func (p fakePod) delete(context.Context) error                         { return nil }
+func (p fakePod) initState(context.Context) (int, bool, error)         { return p.initCode, p.initEnded, nil }
 
 // What breaks the Pod's side after the agent started is the agent's (a FAILURE with the
 // reason), unless the cluster lost the Pod (a retry) or ceval was interrupted.
@@ -172,6 +175,100 @@ func TestKubeRefusesANodeThatRanAnotherDigest(t *testing.T) {
 	for _, c := range cases {
 		if err := checkNodeDigest(c.image, c.id); (err == nil) != c.ok {
 			t.Errorf("checkNodeDigest(%s, %q) = %v, want ok=%v", c.image, c.id, err, c.ok)
+		}
+	}
+}
+
+// fakeAPI starts fakePods, keeping the Pods' configs.
+type fakeAPI struct {
+	pod     fakePod
+	started []kube.Config
+}
+
+func (a *fakeAPI) startPod(_ context.Context, cfg kube.Config) (kubePod, error) {
+	a.started = append(a.started, cfg)
+	return a.pod, nil
+}
+func (a *fakeAPI) probeTargets(context.Context) ([]string, error) { return nil, nil }
+
+// With ceval's images mapped to the nodes' registry (kubernetes.registry), the task's
+// ceval.local image and the init image are each resolved there once, pinned, and named
+// REPO@DIGEST in the Pod; a node reporting another init image than that digest is refused
+// before the session starts; with pull policy Never nothing is mapped.
+func TestKubeMapsCevalsImagesToTheNodesRegistryByDigest(t *testing.T) {
+	const dgst = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/manifests/") {
+			asked[r.URL.Path]++
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Header().Set("Docker-Content-Digest", dgst)
+			w.Header().Set("Content-Length", "2")
+		}
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	pins := images.NewPinner(images.PullMissing, registry.Options{HostsDir: t.TempDir(), DockerConfig: filepath.Join(t.TempDir(), "none")})
+	api := &fakeAPI{}
+	k := Backend{pins: pins, k: &Options{PullPolicy: kube.PullIfNotPresent, InitImage: images.InitName(), Probes: []string{}, api: api,
+		Registry: images.NodeRegistry{Prefix: host + "/ceval"}}}
+	img, err := k.ResolveImage(context.Background(), task.Sandbox{Image: images.DefaultName})
+	if err != nil || img.Name != host+"/ceval/default@"+dgst || img.Reference != host+"/ceval/default:latest" || img.Digest != dgst {
+		t.Fatalf("the default image on a mapped cluster: %+v, %v", img, err)
+	}
+	initPinned := host + "/ceval/ceval-init@" + dgst
+	for _, c := range []struct {
+		initID string
+		want   string
+	}{
+		{host + "/ceval/ceval-init@sha256:3333333333333333333333333333333333333333333333333333333333333333", "init image: the node ran image"},
+		{initPinned, "the Pod's init"}, // past the check: the fake Pod's init cannot be dialled
+	} {
+		api.pod = fakePod{agentID: img.Name, initID: c.initID}
+		_, err = k.NewSandbox(context.Background(), sandbox.Config{ID: "r", Dir: filepath.Join(t.TempDir(), "run"), Image: img.Name, Limits: task.Limits{MemoryMB: 256}})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("node reports init %s: %v, want %q", c.initID, err, c.want)
+		}
+		if got := api.started[len(api.started)-1]; got.InitImage != initPinned || got.Image != img.Name {
+			t.Errorf("the Pod's images %s and %s, want %s and %s", got.InitImage, got.Image, initPinned, img.Name)
+		}
+	}
+	for p, n := range asked {
+		if n != 1 {
+			t.Errorf("the registry was asked %d times for %s, want once (then pinned)", n, p)
+		}
+	}
+	if len(asked) != 2 {
+		t.Errorf("the registry was asked for %v, want the default and the init image", asked)
+	}
+	never := Backend{pins: pins, k: &Options{PullPolicy: kube.PullNever, Registry: images.NodeRegistry{Prefix: host + "/ceval"}}}
+	if img, err := never.ResolveImage(context.Background(), task.Sandbox{Image: images.DefaultName}); err != nil || img.Name != images.DefaultName {
+		t.Errorf("pull policy Never: %+v, %v; want the name as it is", img, err)
+	}
+}
+
+// Every image's Pod gets the prep container but ceval's default image's without outputs
+// (its config is ceval's: nothing to copy, the standard PATH), which saves a container start.
+func TestKubePrepContainerForEveryImageButTheDefault(t *testing.T) {
+	api := &fakeAPI{}
+	k := Backend{k: &Options{PullPolicy: kube.PullNever, InitImage: images.InitName(), Probes: []string{}, api: api, Controller: "c", Namespace: "ns"}}
+	for _, c := range []struct {
+		image   string
+		outputs []string
+		prep    bool
+	}{
+		{images.DefaultName, nil, false},
+		{images.DefaultName, []string{"/out"}, true},
+		{"ceval.test/other:1", nil, true},
+	} {
+		_, _ = k.NewSandbox(context.Background(), sandbox.Config{ID: "r", Dir: filepath.Join(t.TempDir(), "run"), Image: c.image, Outputs: c.outputs,
+			ImageWorkdir: "auto", OutputsFromImage: true, Limits: task.Limits{MemoryMB: 256}})
+		got := api.started[len(api.started)-1]
+		if got.Prep != c.prep || got.CopyWorkdir != c.prep || got.OutputsFromImage != c.prep {
+			t.Errorf("image %s outputs %v: prep %v copy %v outputs from image %v, want prep %v", c.image, c.outputs, got.Prep, got.CopyWorkdir, got.OutputsFromImage, c.prep)
+		}
+		if _, err := got.Pod(); err != nil {
+			t.Errorf("image %s: %v", c.image, err)
 		}
 	}
 }
