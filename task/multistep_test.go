@@ -78,7 +78,7 @@ func TestBadMultiStepTasksAreReportedAtTheirPosition(t *testing.T) {
 	step := "  - {prompt: p, success_criteria: [{type: file_exists, path: a}]}\n"
 	for _, tc := range []struct {
 		name, doc, want string
-		files        map[string]string
+		files           map[string]string
 	}{
 		{"not a list", "steps: x\n", "2:8: steps must be a list", nil},
 		{"empty", "steps: []\n", "2:8: steps must not be empty", nil},

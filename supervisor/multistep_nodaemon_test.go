@@ -1,0 +1,186 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/task"
+)
+
+// multiStepTask is a two-step task: step 1 wants a.txt, step 2 (whose files bring
+// given.txt) wants b.txt holding "b"; extra is added at the top level.
+func multiStepTask(extra string) string {
+	return `task_id: two
+agent: {type: command, command: [/bin/sh, -c, "true"]}
+sandbox:
+  limits: {timeout: 60s}
+steps:
+  - name: first
+    prompt: write a.txt
+    success_criteria:
+      - {type: file_exists, path: a.txt}
+  - name: second
+    prompt: write b.txt
+    files: step2
+    success_criteria:
+      - {type: file_exists, path: b.txt}
+      - {type: file_contains, path: b.txt, includes: [b]}
+` + extra
+}
+
+// stepAgent acts by the prompt in its home: solve says which steps it solves (1-based);
+// seen records, per run, whether given.txt (step 2's file) was in the workspace.
+func stepAgent(solve []int, seen *[]bool) func(ws, home string) (*Outcome, error) {
+	n := 0
+	return func(ws, home string) (*Outcome, error) {
+		n++
+		_, err := os.Stat(filepath.Join(ws, "given.txt"))
+		*seen = append(*seen, err == nil)
+		if !slices.Contains(solve, n) {
+			return exited(1), nil
+		}
+		p, err := os.ReadFile(filepath.Join(home, ".ceval", "prompt.md"))
+		if err != nil {
+			return nil, err
+		}
+		switch string(p) {
+		case "write a.txt":
+			return exited(0), os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644)
+		case "write b.txt":
+			return exited(0), os.WriteFile(filepath.Join(ws, "b.txt"), []byte("b"), 0o644)
+		}
+		return exited(2), nil
+	}
+}
+
+func runMultiStep(t *testing.T, doc string, rt *fakeRuntime) *record.Result {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "step2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "step2", "given.txt"), []byte("given"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tk.Close() })
+	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func stepStatuses(res *record.Result) []string {
+	var out []string
+	for _, s := range res.TaskSteps {
+		out = append(out, s.Status)
+	}
+	return out
+}
+
+// TestMultiStepScoresEachStep: an agent that solves step 1 and not step 2 gets each step's
+// grade; step 2's files reach the workspace before step 2 only; the task is FAILURE under
+// the default rule (all) with every step's criteria in order, and each step's files kept.
+func TestMultiStepScoresEachStep(t *testing.T) {
+	var seen []bool
+	rt := &fakeRuntime{agent: stepAgent([]int{1}, &seen)}
+	res := runMultiStep(t, multiStepTask(""), rt)
+	if got := stepStatuses(res); !slices.Equal(got, []string{"SUCCESS", "FAILURE"}) {
+		t.Fatalf("step statuses %v", got)
+	}
+	if res.Status != record.StatusFailure || res.Score != 0 || res.StepScore != task.StepScoreAll || !res.Complete {
+		t.Fatalf("task %s %v (rule %q, complete %v); want FAILURE 0 by all", res.Status, res.Score, res.StepScore, res.Complete)
+	}
+	if !slices.Equal(seen, []bool{false, true}) {
+		t.Fatalf("given.txt in the workspace per step: %v; want only in step 2", seen)
+	}
+	if len(res.Criteria) != 3 || res.Criteria[0].Status != record.CriterionPass || res.Criteria[1].Status != record.CriterionFail {
+		t.Fatalf("criteria %+v", res.Criteria)
+	}
+	if len(rt.again) != 1 || !slices.Contains(rt.again[0].Env, "CEVAL_STEP=2") || !slices.Contains(rt.again[0].Env, "CEVAL_STEP_NAME=second") {
+		t.Fatalf("again %+v: want one more run with CEVAL_STEP=2", rt.again)
+	}
+	if !slices.Contains(rt.cfg.Env, "CEVAL_STEP=2") {
+		t.Fatalf("env %v", rt.cfg.Env)
+	}
+	// step 1's snapshot moved aside; each step has its result.json; the run dir's is the task's
+	for _, f := range []string{"task_steps/1/workspace/a.txt", "task_steps/1/result.json", "task_steps/2/result.json", "workspace/given.txt"} {
+		if _, err := os.Stat(filepath.Join(res.Dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	onDisk, err := record.ReadResult(res.Dir)
+	if err != nil || len(onDisk.TaskSteps) != 2 || onDisk.Status != record.StatusFailure {
+		t.Fatalf("result.json %+v, %v", onDisk, err)
+	}
+}
+
+func TestMultiStepSolvedIsSuccess(t *testing.T) {
+	var seen []bool
+	res := runMultiStep(t, multiStepTask(""), &fakeRuntime{agent: stepAgent([]int{1, 2}, &seen)})
+	if res.Status != record.StatusSuccess || res.Score != 1 || !slices.Equal(stepStatuses(res), []string{"SUCCESS", "SUCCESS"}) {
+		t.Fatalf("task %s %v, steps %v", res.Status, res.Score, stepStatuses(res))
+	}
+}
+
+// TestMultiStepStopOnFailureSkipsTheRest: step 1 failed, so step 2 never runs: recorded
+// SKIPPED, its criteria FAIL naming why, the agent ran once.
+func TestMultiStepStopOnFailureSkipsTheRest(t *testing.T) {
+	var seen []bool
+	rt := &fakeRuntime{agent: stepAgent(nil, &seen)}
+	res := runMultiStep(t, multiStepTask("stop_on_failure: true\n"), rt)
+	if got := stepStatuses(res); !slices.Equal(got, []string{"FAILURE", record.StatusSkipped}) {
+		t.Fatalf("step statuses %v", got)
+	}
+	if len(seen) != 1 || len(rt.again) != 0 {
+		t.Fatalf("the agent ran %d times (again %d); want once", len(seen), len(rt.again))
+	}
+	s2 := res.TaskSteps[1]
+	if !s2.Skipped || len(s2.Criteria) != 2 || s2.Criteria[0].Status != record.CriterionFail || !strings.Contains(s2.Criteria[0].Details, "stop_on_failure") {
+		t.Fatalf("skipped step %+v", s2)
+	}
+	if res.TaskSteps[0].Over == "" || len(res.Criteria) != 3 || res.Status != record.StatusFailure {
+		t.Fatalf("result %+v", res)
+	}
+	// without stop_on_failure the second step runs after a failed first
+	seen = nil
+	rt = &fakeRuntime{agent: stepAgent([]int{2}, &seen)}
+	res = runMultiStep(t, multiStepTask(""), rt)
+	if got := stepStatuses(res); !slices.Equal(got, []string{"FAILURE", "SUCCESS"}) || len(seen) != 2 {
+		t.Fatalf("without stop_on_failure: steps %v, runs %d", got, len(seen))
+	}
+}
+
+func TestMultiStepScoreRules(t *testing.T) {
+	for _, tc := range []struct {
+		rule   string
+		solve  []int
+		status string
+		score  float64
+	}{
+		{"mean", []int{1}, record.StatusFailure, 0.5},
+		{"mean", []int{1, 2}, record.StatusSuccess, 1},
+		{"last", []int{2}, record.StatusSuccess, 1},
+		{"last", []int{1}, record.StatusFailure, 0},
+		{"all", []int{2}, record.StatusFailure, 0},
+	} {
+		var seen []bool
+		res := runMultiStep(t, multiStepTask("step_score: "+tc.rule+"\n"), &fakeRuntime{agent: stepAgent(tc.solve, &seen)})
+		if res.Status != tc.status || res.Score != tc.score || res.StepScore != tc.rule {
+			t.Errorf("%s solving %v: %s %v, want %s %v", tc.rule, tc.solve, res.Status, res.Score, tc.status, tc.score)
+		}
+	}
+}
