@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox/local"
+	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
 
@@ -152,4 +154,83 @@ func copyStepFiles(st task.TaskStep, ws string) error {
 		return fmt.Errorf("step %s: files %s: %w", st.Name, st.Files.Path, err)
 	}
 	return nil
+}
+
+// regradeSteps is RegradeRun for a multi-step run: each step that ran is graded again on
+// its own kept snapshot (task_steps/<n>/, the last graded one's the run directory's) with
+// that step's criteria as they are now, and the task's grade made again by step_score. A
+// step keeps a status its agent earned (a timeout, a budget) unless its grade is ERROR; the
+// steps skipped stay skipped.
+func regradeSteps(ctx context.Context, t *task.Task, dir string, res *record.Result, opts grader.Options) error {
+	if len(res.TaskSteps) != len(t.TaskSteps) {
+		return fmt.Errorf("the run has %d steps and the task %d now: a multi-step run is regraded by the same steps", len(res.TaskSteps), len(t.TaskSteps))
+	}
+	last := -1
+	for i, ts := range res.TaskSteps {
+		if ts.Name != t.TaskSteps[i].Name {
+			return fmt.Errorf("step %d was %q in the run and is %q in the task now: a multi-step run is regraded by the same steps", i+1, ts.Name, t.TaskSteps[i].Name)
+		}
+		if !ts.Skipped {
+			last = i
+		}
+	}
+	redact := regradeRedactor(t)
+	for i := 0; i <= last; i++ {
+		sdir, prefix := filepath.Join(dir, record.TaskStepsDir, strconv.Itoa(i+1)), filepath.Join(record.TaskStepsDir, strconv.Itoa(i+1))
+		if i == last {
+			sdir, prefix = dir, ""
+		}
+		snap, err := snapshot.Load(filepath.Join(sdir, record.WorkspaceDir), filepath.Join(sdir, record.SnapshotFile))
+		if err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+		if snap.Outputs, err = loadOutputs(t.Sandbox.Outputs, sdir); err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+		gt := t.ForStep(i)
+		o := opts
+		if o.Reference == nil {
+			o.Reference = t.Reference
+		}
+		if len(t.ProtectedMocks) > 0 {
+			o.MockCallsPath = filepath.Join(dir, record.MockCallsFile)
+		}
+		res.ToolCalls = readToolCalls(gt, dir, &o)
+		j, closeJudge, err := runJudge(gt, dir, opts.Judge, true)
+		if err != nil {
+			return err
+		}
+		o.Judge = j
+		o.AgentJudge = &recordedAgentJudges{dir: sdir}
+		g := grader.Grade(ctx, gt, snap, o)
+		closeJudge()
+		saveCriterionOutputs(sdir, g, redact)
+		ts := &res.TaskSteps[i]
+		for k := range g.Criteria {
+			for m, l := range g.Criteria[k].OutputLogs {
+				g.Criteria[k].OutputLogs[m] = filepath.Join(prefix, l)
+			}
+		}
+		ts.Criteria, ts.Score = g.Criteria, g.Score
+		switch ts.Status {
+		case record.StatusSuccess, record.StatusFailure, record.StatusError, record.StatusNotGraded:
+			ts.Status = g.Status
+		default: // TIMEOUT or a budget's: the agent's, unless the grade is ERROR
+			if g.Status == record.StatusError {
+				ts.Status = g.Status
+			}
+		}
+	}
+	res.Criteria = res.Criteria[:0:0]
+	for _, ts := range res.TaskSteps {
+		res.Criteria = append(res.Criteria, ts.Criteria...)
+	}
+	res.StepScore = t.StepScore
+	res.Score, res.Status = record.CombineSteps(t.StepScore, res.TaskSteps)
+	res.Status, _ = record.FinalStatus(res.Status, res.Agent, res.Gateway, t.Sandbox.Limits.Timeout)
+	var err error
+	if res.TaskSHA256, err = task.Digest(t); err != nil {
+		return err
+	}
+	return writeResult(dir, res, redact, nil)
 }

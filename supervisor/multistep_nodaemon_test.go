@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
@@ -182,5 +183,46 @@ func TestMultiStepScoreRules(t *testing.T) {
 		if res.Status != tc.status || res.Score != tc.score || res.StepScore != tc.rule {
 			t.Errorf("%s solving %v: %s %v, want %s %v", tc.rule, tc.solve, res.Status, res.Score, tc.status, tc.score)
 		}
+	}
+}
+
+// TestMultiStepRegradeGradesEachStepsOwnSnapshot: a regrade with changed criteria grades
+// step 1 on step 1's kept snapshot (given.txt, which came with step 2, is not there) and
+// step 2 on the run directory's, and combines them again.
+func TestMultiStepRegradeGradesEachStepsOwnSnapshot(t *testing.T) {
+	var seen []bool
+	res := runMultiStep(t, multiStepTask(""), &fakeRuntime{agent: stepAgent([]int{1}, &seen)})
+	if res.Status != record.StatusFailure {
+		t.Fatalf("run: %s", res.Status)
+	}
+	changed := strings.NewReplacer("{type: file_exists, path: a.txt}", "{type: file_exists, path: given.txt}",
+		"{type: file_exists, path: b.txt}\n      - {type: file_contains, path: b.txt, includes: [b]}", "{type: file_exists, path: a.txt}\n      - {type: file_exists, path: given.txt}").Replace(multiStepTask(""))
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "step2"), 0o755)
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	onDisk, err := record.ReadResult(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegradeRun(context.Background(), tk, res.Dir, onDisk, grader.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := record.ReadResult(res.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stepStatuses(again); !slices.Equal(got, []string{"FAILURE", "SUCCESS"}) || again.Status != record.StatusFailure || len(again.Criteria) != 3 {
+		t.Fatalf("regraded steps %v, task %s, %d criteria; want step 1 FAILURE on its own snapshot, step 2 SUCCESS", got, again.Status, len(again.Criteria))
+	}
+	if !strings.Contains(again.TaskSteps[0].Criteria[0].Details, "given.txt") {
+		t.Errorf("step 1's criterion: %+v", again.TaskSteps[0].Criteria[0])
 	}
 }

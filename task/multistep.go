@@ -77,6 +77,25 @@ func (t *Task) ForStep(i int) *Task {
 	return &s
 }
 
+// StepIndex finds a step by its name or its 1-based number; false when none.
+func (t *Task) StepIndex(s string) (int, bool) {
+	for i, st := range t.TaskSteps {
+		if st.Name == s || fmt.Sprint(i+1) == s {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// StepNames are the steps' names, in order.
+func (t *Task) StepNames() []string {
+	var out []string
+	for _, st := range t.TaskSteps {
+		out = append(out, st.Name)
+	}
+	return out
+}
+
 // StepSolution is the oracle of step i: its own solution, else the task's (nil when none).
 func (t *Task) StepSolution(i int) *Solution {
 	if s := t.TaskSteps[i].Solution; s != nil {
