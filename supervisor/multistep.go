@@ -126,6 +126,25 @@ func (r *run) finishSteps(over string) {
 	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score, "steps": len(res.TaskSteps)})
 }
 
+// stepEndedByLimits records the step under way, whose sandbox its limits ended before its
+// workspace could be copied out (endedByLimits), as a FAILURE scoring 0, its criteria FAIL
+// naming why, and the steps after it as skipped; the task's grade is then step_score's.
+func (r *run) stepEndedByLimits(why string) {
+	t, res := r.t, r.res
+	i := r.stepIndex()
+	if i >= len(t.TaskSteps) {
+		return
+	}
+	st := t.TaskSteps[i]
+	ts := record.TaskStep{N: i + 1, Name: st.Name, Status: record.StatusFailure, Criteria: []record.CriterionResult{}, Over: why}
+	for _, c := range t.StepCriteria(i) {
+		ts.Criteria = append(ts.Criteria, record.CriterionResult{Type: c.Type, Description: c.Description, Status: record.CriterionFail,
+			Weight: c.Weight, Gating: c.Weight > 0, Details: "the agent's sandbox was ended by its limits: " + why})
+	}
+	res.TaskSteps = append(res.TaskSteps, ts)
+	r.finishSteps(why)
+}
+
 // keepStep writes step n's result.json under task_steps/<n>/ and, when another step
 // follows, moves its files there (keepIteration's rule), pointing its criteria's output
 // logs at their new place.

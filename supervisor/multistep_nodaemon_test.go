@@ -226,3 +226,54 @@ func TestMultiStepRegradeGradesEachStepsOwnSnapshot(t *testing.T) {
 		t.Errorf("step 1's criterion: %+v", again.TaskSteps[0].Criteria[0])
 	}
 }
+
+// TestMultiStepEndedByLimitsKeepsEachStep: a sandbox its limits end in step 2 (the agent's
+// doing) leaves step 1's grade, step 2 a FAILURE scoring 0, and the task graded by its rule.
+func TestMultiStepEndedByLimitsKeepsEachStep(t *testing.T) {
+	n := 0
+	rt := &fakeRuntime{agent: func(ws, home string) (*Outcome, error) {
+		if n++; n == 2 {
+			return nil, agentCaused{}
+		}
+		return exited(0), os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a"), 0o644)
+	}}
+	res := runMultiStep(t, multiStepTask("step_score: mean\n"), rt)
+	if got := stepStatuses(res); !slices.Equal(got, []string{"SUCCESS", "FAILURE"}) || res.Status != record.StatusFailure || res.Score != 0.5 || len(res.Criteria) != 3 {
+		t.Fatalf("steps %v, task %s %v, %d criteria", got, res.Status, res.Score, len(res.Criteria))
+	}
+	if !strings.Contains(res.TaskSteps[1].Criteria[0].Details, "ended by its limits") {
+		t.Fatalf("step 2's criteria %+v", res.TaskSteps[1].Criteria)
+	}
+}
+
+type agentCaused struct{}
+
+func (agentCaused) Error() string       { return "the Pod was OOM-killed" }
+func (agentCaused) AgentCaused() string { return "memory limit: the Pod was OOM-killed" }
+
+// TestIterationEndedByLimitsIsTheAgentsFailure: an agent whose sandbox its limits end in a
+// later iteration (its doing: an OOM of the whole Pod, say) gets the FAILURE the first
+// iteration's did, never an ERROR that drops the run from the pass rates and retries it.
+func TestIterationEndedByLimitsIsTheAgentsFailure(t *testing.T) {
+	n := 0
+	rt := &fakeRuntime{agent: func(ws, home string) (*Outcome, error) {
+		if n++; n == 2 {
+			return nil, agentCaused{}
+		}
+		return exited(1), nil
+	}}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(agentTask("iter", "true", "  - {type: file_exists, path: hello.txt}\n", "iterations: {max: 3}\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
+	if err != nil || res.Status != record.StatusFailure || !res.Complete {
+		t.Fatalf("err %v, status %s, complete %v: want the agent's FAILURE", err, res.Status, res.Complete)
+	}
+}

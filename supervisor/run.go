@@ -220,6 +220,9 @@ func Run(ctx context.Context, t *task.Task, o Options) (res *record.Result, err 
 					continue
 				}
 				if err := again.do(ctx); err != nil {
+					if errors.Is(err, errEndedByLimits) { // as in the first run of the agent
+						return r.res, nil
+					}
 					return r.res, inPhase(again.name, err)
 				}
 			}
@@ -466,6 +469,9 @@ func (r *run) endedByLimits(err error) bool {
 	res.Status, res.Score, res.Complete = grader.TaskFailure, 0, true
 	res.Agent.StoppedBy = err.Error()
 	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score, "reason": err.Error()})
+	if r.t.MultiStep() {
+		r.stepEndedByLimits(err.Error()) // multistep.go
+	}
 	return true
 }
 

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -128,5 +129,27 @@ func TestBadMultiStepTasksAreReportedAtTheirPosition(t *testing.T) {
 				t.Errorf("got:\n%v\nwant (at FILE:LINE) %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExperimentOfMultiStepTasks: a multi-step task runs under an experiment's variants; a
+// variant that changes the prompt is refused for it, naming the variant and the task.
+func TestExperimentOfMultiStepTasks(t *testing.T) {
+	ms := "task_id: ms\nsteps:\n  - {prompt: p, success_criteria: [{type: file_exists, path: a}]}\n  - {prompt: q, success_criteria: [{type: file_exists, path: b}]}\n"
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"ms.yaml": ms,
+		"e.yaml":   "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - {variant_id: plain, step_score: mean}\n",
+		"bad.yaml": "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - variant_id: framed\n    prompt: {prefix: 'Careful. '}\n"})
+	e, err := LoadExperiment(filepath.Join(dir, "e.yaml"), ExperimentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if len(e.Entries) != 1 || !e.Entries[0].Task.MultiStep() || e.Entries[0].Task.StepScore != StepScoreMean {
+		t.Fatalf("entries %+v", e.Entries)
+	}
+	_, err = LoadExperiment(filepath.Join(dir, "bad.yaml"), ExperimentOptions{})
+	if err == nil || !strings.Contains(err.Error(), "variant framed (the experiment's line 4) changes the prompt") || !strings.Contains(err.Error(), "ms.yaml:3:5") {
+		t.Fatalf("a prompt variant over a multi-step task: %v", err)
 	}
 }
