@@ -277,3 +277,35 @@ func TestIterationEndedByLimitsIsTheAgentsFailure(t *testing.T) {
 		t.Fatalf("err %v, status %s, complete %v: want the agent's FAILURE", err, res.Status, res.Complete)
 	}
 }
+
+// TestMultiStepClaudeCodeContinuesItsSession: Claude Code's next step continues its session
+// (--continue) with the step's prompt, Codex resumes its last one, as iterations do.
+func TestMultiStepClaudeCodeContinuesItsSession(t *testing.T) {
+	for _, tc := range []struct{ agent, want string }{{"claude-code", "--continue"}, {"codex", "resume"}} {
+		var seen []bool
+		rt := &fakeRuntime{agent: stepAgent([]int{1, 2}, &seen)}
+		doc := strings.Replace(multiStepTask(""), "agent: {type: command, command: [/bin/sh, -c, \"true\"]}", "agent: {type: "+tc.agent+"}", 1)
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "step2"), 0o755)
+		p := filepath.Join(dir, "task.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := task.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tk.Close()
+		env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "OPENAI_API_KEY": "sk-test-0123456789"}
+		res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(env)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rt.again) != 1 || !slices.Contains(rt.again[0].Argv, tc.want) || !slices.Contains(rt.again[0].Argv, "write b.txt") {
+			t.Fatalf("%s: the next runs %+v; want %s with the step's prompt", tc.agent, rt.again, tc.want)
+		}
+		if res.Status != record.StatusSuccess {
+			t.Fatalf("%s: %s", tc.agent, res.Status)
+		}
+	}
+}
