@@ -309,3 +309,22 @@ func TestMultiStepClaudeCodeContinuesItsSession(t *testing.T) {
 		}
 	}
 }
+
+// TestKubernetesRefusesMultiStepTasksByName: the Kubernetes backend cannot run the agent again
+// over the same workspace yet, and says so naming steps.
+func TestKubernetesRefusesMultiStepTasksByName(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "step2"), 0o755)
+	p := filepath.Join(dir, "task.yaml")
+	if err := os.WriteFile(p, []byte(multiStepTask("")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := task.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	if err := CheckKubernetes(tk); err == nil || !strings.Contains(err.Error(), "multi-step tasks (steps:") {
+		t.Fatalf("CheckKubernetes: %v", err)
+	}
+}
