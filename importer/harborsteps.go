@@ -249,6 +249,7 @@ func (c *conv) harborMultiStep(dir string, cfg map[string]tomlValue, steps []har
 			timeouts = false
 		}
 		if isFile(sdir + "/tests/test.sh") {
+			c.problems = append(c.problems, harborStepTestsReach(dir, sdir)...)
 			graderFiles = append(graderFiles, sdir+"/tests")
 			set(crit, "type", scalar("run_command"))
 			set(crit, "description", str("Harbor tests ("+sdir+"/tests/test.sh); the score is its reward"))
@@ -373,4 +374,43 @@ func harborStepsCopy(src, dst string, steps []harborStep, workdir string) ([]Pro
 		}
 	}
 	return problems, nil
+}
+
+// harborStepTestsReach holds a step's tests to what the task's own are held to: a test.sh
+// line that downloads (unless it reaches a compose service or loopback only), code that
+// reaches an internet host or a model provider, a reward written by a program test.sh
+// starts; each at its FILE:LINE.
+func harborStepTestsReach(dir, sdir string) []Problem {
+	var problems []Problem
+	testSh := filepath.Join(dir, sdir, "tests", "test.sh")
+	data, err := readCapped(testSh)
+	if err != nil {
+		return nil
+	}
+	services, _, _ := composeReachInfo(dir)
+	handled := map[int]bool{}
+	line, what := fetchLine(data, handled)
+	for ; line > 0 && (what == "curl" || what == "wget") && localOnly(strings.Split(string(data), "\n")[line-1], services); line, what = fetchLine(data, handled) {
+		handled[line] = true
+	}
+	if line > 0 {
+		handled[line] = true
+		problems = append(problems, Problem{File: testSh, Line: line, Field: sdir + "/tests/test.sh", Unmapped: true,
+			Reason: fmt.Sprintf("installs or downloads at grading time (%s): ceval's verifier container has no network unless the user's config says verifier_network: host: install what the step's tests need into environment/Dockerfile and drop the line", what)})
+	}
+	_ = walkTextFiles(filepath.Join(dir, sdir, "tests"), func(p string, _ fs.FileMode, data []byte) error {
+		if reachCode(p, data) {
+			var skip map[int]bool
+			if p == testSh {
+				skip = handled
+			}
+			problems = append(problems, reachProblems(p, sdir+"/tests", false, data, services, skip)...)
+		}
+		return nil
+	})
+	if file, line := rewardWriter(filepath.Join(dir, sdir), data); file != "" {
+		problems = append(problems, Problem{File: file, Line: line, Field: "reward", Unmapped: true,
+			Reason: "the step's reward is written by a program its test.sh starts, not by test.sh's own shell: harbor_reward counts only what test.sh's own shell writes (its redirections, an EXIT trap, a script it sources), so this step would score 0: have test.sh write it"})
+	}
+	return problems
 }
