@@ -328,3 +328,17 @@ func TestKubernetesRefusesMultiStepTasksByName(t *testing.T) {
 		t.Fatalf("CheckKubernetes: %v", err)
 	}
 }
+
+// TestMultiStepAfterAgentRunsAfterEachStep: after_agent commands run after each step's
+// agent, one log per step, each recorded with its step.
+func TestMultiStepAfterAgentRunsAfterEachStep(t *testing.T) {
+	var seen []bool
+	rt := &fakeRuntime{agent: stepAgent([]int{1, 2}, &seen)}
+	res := runMultiStep(t, multiStepTask("after_agent: [\"true\"]\n"), rt)
+	if !slices.Equal(rt.steps, []string{"after_agent-1-step-1", "after_agent-1-step-2"}) {
+		t.Fatalf("steps run %v", rt.steps)
+	}
+	if len(res.Steps) != 2 || res.Steps[0].TaskStep != 1 || res.Steps[1].TaskStep != 2 || res.Steps[1].Log != "steps/after_agent-1-step-2.log" {
+		t.Fatalf("steps recorded %+v", res.Steps)
+	}
+}
