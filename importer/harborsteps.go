@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,9 +112,7 @@ func (c *conv) harborMultiStep(dir string, cfg map[string]tomlValue, steps []har
 	if isFile("instruction.md") {
 		c.unmapped(at(1), "instruction.md", "a multi-step task's prompts are its steps' (steps/NAME/instruction.md): this one is not given to the agent")
 	}
-	if isFile("tests/test.sh") {
-		c.unmapped(at(1), "tests/test.sh", "a multi-step task is verified by each step's steps/NAME/tests/test.sh (the top-level tests/ is merged into each): this one does not run by itself")
-	}
+	topTest, usedTop := isFile("tests/test.sh"), false
 	if isFile("solution/solve.sh") {
 		c.note(at(1), "solution/solve.sh", "the oracle ceval audit runs for every step that has no steps/NAME/solution/solve.sh (with CEVAL_STEP set)")
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
@@ -164,7 +163,7 @@ func (c *conv) harborMultiStep(dir string, cfg map[string]tomlValue, steps []har
 					Reason: "Harbor runs a step's workdir/setup.sh before its agent and the script removes itself; ceval copies it into the workspace with the step's files and does not run it (the agent sees it, what it prepares is not done)"})
 			}
 		}
-		crit := &yaml.Node{Kind: yaml.MappingNode, HeadComment: "Harbor's verifier for this step: " + sdir + "/tests/test.sh (the task's tests/ merged in) in a verifier container after the step's agent; the score is the reward it writes."}
+		crit := &yaml.Node{Kind: yaml.MappingNode}
 		env := append([]string{}, verifierEnv...)
 		timeout := "600s"
 		if v, ok := cfg["verifier.timeout_sec"]; ok {
@@ -248,13 +247,31 @@ func (c *conv) harborMultiStep(dir string, cfg map[string]tomlValue, steps []har
 		} else {
 			timeouts = false
 		}
-		if isFile(sdir + "/tests/test.sh") {
+		testSh := ""
+		switch {
+		case isFile(sdir + "/tests/test.sh"):
 			c.problems = append(c.problems, harborStepTestsReach(dir, sdir)...)
 			graderFiles = append(graderFiles, sdir+"/tests")
+			testSh = "/task/" + sdir + "/tests/test.sh"
+		case topTest && isDir(sdir+"/tests"):
+			// the task's tests/test.sh, merged into the step's tests (harborStepsCopy)
+			c.problems = append(c.problems, harborStepTestsReach(dir, sdir)...)
+			graderFiles = append(graderFiles, sdir+"/tests")
+			testSh, usedTop = "/task/"+sdir+"/tests/test.sh", true
+			c.note(at(st.line), sdir+"/tests", "has no test.sh: the task's tests/test.sh, merged into it as Harbor merges them, verifies the step")
+		case topTest:
+			if !usedTop && !slices.Contains(graderFiles, "tests") {
+				graderFiles = append(graderFiles, "tests")
+			}
+			testSh, usedTop = cevalHarborTests+"/test.sh", true
+			c.note(at(st.line), sdir+"/tests", "missing: the task's tests/test.sh verifies the step, as Harbor gives a step without tests/ the task's")
+		}
+		if testSh != "" {
+			crit.HeadComment = "Harbor's verifier for this step: " + strings.TrimPrefix(testSh, "/task/") + " (the task's tests/ merged in) in a verifier container after the step's agent; the score is the reward it writes."
 			set(crit, "type", scalar("run_command"))
-			set(crit, "description", str("Harbor tests ("+sdir+"/tests/test.sh); the score is its reward"))
+			set(crit, "description", str("Harbor tests ("+strings.TrimPrefix(testSh, "/task/")+"); the score is its reward"))
 			set(crit, "sandbox", scalar("container"))
-			set(crit, "command", str(strings.Join(env, "")+". /task/"+sdir+"/tests/test.sh"))
+			set(crit, "command", str(strings.Join(env, "")+". "+testSh))
 			set(crit, "harbor_reward", scalar("true"))
 			set(crit, "timeout", scalar(timeout))
 			// pass_threshold (min_reward), when set above, goes after the command
@@ -279,6 +296,9 @@ func (c *conv) harborMultiStep(dir string, cfg map[string]tomlValue, steps []har
 			set(item, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str(sdir + "/solution/solve.sh")}})
 		}
 		list.Content = append(list.Content, item)
+	}
+	if topTest && !usedTop {
+		c.unmapped(at(1), "tests/test.sh", "a multi-step task is verified by each step's steps/NAME/tests/test.sh (the top-level tests/ is merged into each): this one does not run by itself")
 	}
 	if _, ok := cfg["agent.timeout_sec"]; timeouts && total > 0 && (len(steps) > 1 || !ok) {
 		sb := get(root, "sandbox")
@@ -312,6 +332,12 @@ func harborStepsCopy(src, dst string, steps []harborStep, workdir string) ([]Pro
 			continue
 		}
 		sdir := filepath.Join("steps", name)
+		// the task's tests/ as written, merged first: their /tests is the step's merged tests
+		merged, err := mergeHarborTests(src, filepath.Join(src, "tests"), filepath.Join(dst, sdir, "tests"), sdir)
+		problems = append(problems, merged...)
+		if err != nil {
+			return problems, err
+		}
 		paths := harborPaths(workdir)
 		for i := range paths {
 			if paths[i][0] == harborTests {
@@ -323,57 +349,59 @@ func harborStepsCopy(src, dst string, steps []harborStep, workdir string) ([]Pro
 		if err != nil {
 			return problems, err
 		}
-		stepTests := filepath.Join(dst, sdir, "tests")
-		if fi, err := os.Lstat(stepTests); err != nil || !fi.IsDir() {
-			continue
-		}
-		top := filepath.Join(dst, "tests")
-		if fi, err := os.Lstat(top); err != nil || !fi.IsDir() {
-			continue
-		}
-		from, err := os.OpenRoot(top)
-		if err != nil {
-			return problems, err
-		}
-		to, err := os.OpenRoot(stepTests)
-		if err != nil {
-			from.Close()
-			return problems, err
-		}
-		err = fs.WalkDir(from.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil || p == "." {
-				return err
-			}
-			if d.IsDir() {
-				if err := to.Mkdir(p, 0o755); err != nil && !os.IsExist(err) {
-					return err
-				}
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				return nil // links were reported by the copy and not made
-			}
-			if _, err := to.Lstat(p); err == nil {
-				return nil // the step's own file wins
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			if err := rootfs.CopyFile(from, to, p, info.Mode().Perm()); err != nil {
-				return err
-			}
-			problems = append(problems, Problem{File: filepath.Join(src, "tests", p), Line: 1, Field: "tests",
-				Reason: fmt.Sprintf("merged into %s/tests/%s: Harbor merges the task's tests/ into each step's before verifying it", filepath.ToSlash(sdir), filepath.ToSlash(p))})
-			return nil
-		})
-		from.Close()
-		to.Close()
-		if err != nil {
-			return problems, err
-		}
 	}
 	return problems, nil
+}
+
+// mergeHarborTests copies the regular files of the task's tests/ (top) into a step's tests
+// copy (to) where the step has no file of that name (links are never followed or made);
+// nothing when the step has no tests/ directory (its verifier is the task's own tests/).
+func mergeHarborTests(src, top, to, sdir string) ([]Problem, error) {
+	var problems []Problem
+	if fi, err := os.Lstat(to); err != nil || !fi.IsDir() {
+		return nil, nil
+	}
+	if fi, err := os.Lstat(top); err != nil || !fi.IsDir() {
+		return nil, nil
+	}
+	from, err := os.OpenRoot(top)
+	if err != nil {
+		return nil, err
+	}
+	defer from.Close()
+	dst, err := os.OpenRoot(to)
+	if err != nil {
+		return nil, err
+	}
+	defer dst.Close()
+	err = fs.WalkDir(from.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return err
+		}
+		if d.IsDir() {
+			if err := dst.Mkdir(p, 0o755); err != nil && !os.IsExist(err) {
+				return err
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil // links were reported by the copy and not made
+		}
+		if _, err := dst.Lstat(p); err == nil {
+			return nil // the step's own file wins
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if err := rootfs.CopyFile(from, dst, p, info.Mode().Perm()); err != nil {
+			return err
+		}
+		problems = append(problems, Problem{File: filepath.Join(src, "tests", p), Line: 1, Field: "tests",
+			Reason: fmt.Sprintf("merged into %s/tests/%s: Harbor merges the task's tests/ into each step's before verifying it", filepath.ToSlash(sdir), filepath.ToSlash(p))})
+		return nil
+	})
+	return problems, err
 }
 
 // harborStepTestsReach holds a step's tests to what the task's own are held to: a test.sh
