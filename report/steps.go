@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -88,8 +89,8 @@ func taskStepViews(r Run) []iterationView {
 		}
 		if !s.Skipped {
 			dir := filepath.Join(record.TaskStepsDir, strconv.Itoa(s.N))
-			if i == lastRun {
-				dir = ""
+			if _, err := os.Lstat(filepath.Join(r.Dir, dir, record.StdoutFile)); i == lastRun && err != nil {
+				dir = "" // the last step that ran: its logs are the run directory's own
 			}
 			for _, name := range []string{record.StdoutFile, record.StderrFile} {
 				lp := preview(r.Dir, "", filepath.Join(dir, name))

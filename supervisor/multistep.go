@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/record"
@@ -81,6 +84,16 @@ func (r *run) nextStep(ctx context.Context) (bool, error) {
 		again.Prepare = func(ws string) error { return copyStepFiles(next, ws) }
 	}
 	if err := r.sb.Again(ctx, again); err != nil {
+		var full *stepFilesError
+		if errors.As(err, &full) {
+			// The agent filled (or blocked) its workspace: the next step cannot start, and
+			// that is the agent's doing, never an ERROR that drops the run or retries it.
+			why := full.Error()
+			res.TaskSteps[i].Over = why
+			r.emit("task_step_files_refused", map[string]any{"n": i + 2, "name": next.Name, "why": why})
+			r.finishSteps(why)
+			return false, nil
+		}
 		return false, &InfraError{err}
 	}
 	r.emit("task_step_started", map[string]any{"n": i + 2, "name": next.Name, "timeout_s": again.Timeout.Seconds()})
@@ -170,10 +183,20 @@ func copyStepFiles(st task.TaskStep, ws string) error {
 		return fmt.Errorf("step %s: files %s were not opened with the task", st.Name, st.Files.Path)
 	}
 	if err := local.CopyTree(src, ws); err != nil {
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+			return &stepFilesError{fmt.Errorf("step %s's files could not be copied into the workspace: %w (the agent filled it: sandbox.limits.disk_mb)", st.Name, err)}
+		}
 		return fmt.Errorf("step %s: files %s: %w", st.Name, st.Files.Path, err)
 	}
 	return nil
 }
+
+// stepFilesError is a step's files not fitting the workspace the agent left: the agent's
+// doing, so the steps end there (nextStep), graded as they are.
+type stepFilesError struct{ err error }
+
+func (e *stepFilesError) Error() string { return e.err.Error() }
+func (e *stepFilesError) Unwrap() error { return e.err }
 
 // regradeSteps is RegradeRun for a multi-step run: each step that ran is graded again on
 // its own kept snapshot (task_steps/<n>/, the last graded one's the run directory's) with
@@ -196,7 +219,9 @@ func regradeSteps(ctx context.Context, t *task.Task, dir string, res *record.Res
 	redact := regradeRedactor(t)
 	for i := 0; i <= last; i++ {
 		sdir, prefix := filepath.Join(dir, record.TaskStepsDir, strconv.Itoa(i+1)), filepath.Join(record.TaskStepsDir, strconv.Itoa(i+1))
-		if i == last {
+		if _, err := os.Stat(filepath.Join(sdir, record.SnapshotFile)); i == last && err != nil {
+			// the last step that ran keeps its files in the run directory (unless the steps
+			// ended while the next one started: then they were moved already)
 			sdir, prefix = dir, ""
 		}
 		snap, err := snapshot.Load(filepath.Join(sdir, record.WorkspaceDir), filepath.Join(sdir, record.SnapshotFile))

@@ -101,3 +101,23 @@ func TestMultiStepTaskAgainstContainerd(t *testing.T) {
 		}
 	})
 }
+
+// TestMultiStepAgentFillingItsWorkspaceEndsTheStepsNotTheRun: an agent that fills its
+// workspace in step 1, so that step 2's files no longer fit, gets step 1's grade and step 2
+// skipped (naming why): never an ERROR, which would drop the run from the pass rates and
+// have it retried.
+func TestMultiStepAgentFillingItsWorkspaceEndsTheStepsNotTheRun(t *testing.T) {
+	script := `if [ "$CEVAL_STEP" = 1 ]; then echo a > a.txt; dd if=/dev/zero of=fill bs=1024 count=20000 2>/dev/null; fi; true`
+	doc := strings.Replace(multiStepDoc(script, ""), "disk_mb: 64", "disk_mb: 8", 1)
+	files := map[string]string{"step2/given.txt": strings.Repeat("x", 256<<10)}
+	res, err := runTask(t, doc, files, Options{})
+	if err != nil {
+		t.Fatalf("%v (result %+v)", err, res)
+	}
+	if got := stepStatuses(res); !slices.Equal(got, []string{"SUCCESS", record.StatusSkipped}) || res.Status != "FAILURE" || !res.Complete {
+		t.Fatalf("steps %v, task %s (complete %v): want step 1 graded, step 2 skipped, the agent's FAILURE", got, res.Status, res.Complete)
+	}
+	if !strings.Contains(res.TaskSteps[0].Over, "could not be copied into the workspace") {
+		t.Errorf("why no step followed: %q", res.TaskSteps[0].Over)
+	}
+}
