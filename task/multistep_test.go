@@ -153,3 +153,14 @@ func TestExperimentOfMultiStepTasks(t *testing.T) {
 		t.Fatalf("a prompt variant over a multi-step task: %v", err)
 	}
 }
+
+// TestDatasetRowsAreNotSubstitutedInSteps: a dataset task's ${row.field} inside steps is
+// refused at its line (rows substitute in initial_prompt, sandbox and success_criteria only).
+func TestDatasetRowsAreNotSubstitutedInSteps(t *testing.T) {
+	p := writeTask(t, "task_id: ds\ndataset: {file: rows.jsonl}\nsteps:\n  - {prompt: \"write ${row.w}\", success_criteria: [{type: file_exists, path: a}]}\n",
+		map[string]string{"rows.jsonl": "{\"id\": \"a\", \"w\": \"x\"}\n"})
+	_, err := LoadAll(p, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "task.yaml:4:14: steps: ${row.") {
+		t.Fatalf("a row reference in steps: %v", err)
+	}
+}
