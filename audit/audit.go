@@ -125,9 +125,9 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 		for _, w := range Lint(tg.Task) {
 			r.Warnings = append(r.Warnings, w.String())
 		}
-		if tg.Task.Solution != nil {
+		if hasOracle(tg.Task) {
 			r.Oracle = &Run{Agent: OracleAgent, Kind: KindOracle}
-			if a, err := Oracle(tg.Task.Solution); err != nil {
+			if a, err := oracleFor(tg.Task); err != nil {
 				r.Oracle.Error = err.Error()
 			} else {
 				jobs = append(jobs, job{r.Oracle, a, tg})

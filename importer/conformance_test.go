@@ -489,8 +489,24 @@ var harborKeys = []struct{ table, key, value, want, outcome string }{
 	{"environment.env", "KEY", `"${KEY}"`, "", "unmapped"},
 	{"environment.healthcheck", "command", `"true"`, "", "unmapped"},
 	{"solution.env", "SEED", `"1"`, "", "unmapped"},
+	{"", "multi_step_reward_strategy", `"final"`, "", "note"},
 	{"[steps]", "instruction", `"one.md"`, "", "unmapped"},
-	{"steps.verifier", "timeout_sec", "30", "", "unmapped"},
+	{"[steps]", "name", `"one"`, "name: one", "carried"},
+	{"[steps]", "min_reward", "0.5", "pass_threshold: 0.5", "carried"},
+	{"[steps]", "artifacts", `["/app/x"]`, "", "unmapped"},
+	{"steps.agent", "timeout_sec", "30", "timeout: 30s", "carried"},
+	{"steps.agent", "user", `"root"`, "", "unmapped"},
+	{"steps.agent", "network_mode", `"allowlist"`, "", "unmapped"},
+	{"steps.agent", "allowed_hosts", `["pypi.org"]`, "", "unmapped"},
+	{"steps.verifier", "timeout_sec", "30", "timeout: 30s", "carried"},
+	{"steps.verifier", "user", `"root"`, "", "unmapped"},
+	{"steps.verifier", "network_mode", `"public"`, "", "unmapped"},
+	{"steps.verifier", "allowed_hosts", `["pypi.org"]`, "", "unmapped"},
+	{"steps.verifier", "environment_mode", `"separate"`, "", "unmapped"},
+	{"steps.verifier.env", "MODE", `"strict"`, "export MODE='strict'", "carried"},
+	{"steps.verifier.env", "TOKEN", `"${HOST_TOKEN}"`, "", "unmapped"},
+	{"steps.verifier.environment", "docker_image", `"v:1"`, "", "unmapped"},
+	{"steps.healthcheck", "command", `"true"`, "", "unmapped"},
 	{"verifier.collect", "command", `"true"`, "", "unmapped"},
 	{"", "a_key_from_the_future", "1", "", "unmapped"},
 	{"environment", "a_key_from_the_future", "1", "", "unmapped"},
@@ -508,7 +524,20 @@ func TestEveryHarborKeyIsCarriedNotedOrUnmapped(t *testing.T) {
 			if k.key == "version" || k.key == "schema_version" {
 				toml = ""
 			}
+			step := k.table == "[steps]" || strings.HasPrefix(k.table, "steps.")
 			switch {
+			case step && k.key != "instruction":
+				// a step of its own, named, with its directory (a step without a name is not imported)
+				toml += "[[steps]]\n"
+				if k.key != "name" {
+					toml += "name = \"one\"\n"
+				}
+				if k.table != "[steps]" {
+					toml += "[" + k.table + "]\n"
+				}
+				toml += k.key + " = " + k.value + "\n"
+				writeFile(t, filepath.Join(dir, "steps", "one", "instruction.md"), "do one")
+				writeFile(t, filepath.Join(dir, "steps", "one", "tests", "test.sh"), "echo 1 > /logs/verifier/reward.txt\n")
 			case k.table == "":
 				toml += k.key + " = " + k.value + "\n"
 			case strings.HasPrefix(k.table, "["):
@@ -523,9 +552,12 @@ func TestEveryHarborKeyIsCarriedNotedOrUnmapped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if step { // a step's keys are reported as steps[].KEY
+				name = "steps[]." + strings.TrimPrefix(strings.TrimPrefix(name, "[steps]."), "steps.")
+			}
 			var named *Problem
 			for i, p := range r.Problems {
-				if p.Field == name || strings.HasPrefix(p.Field, name) || name == "[steps].instruction" && strings.HasPrefix(p.Field, "steps") {
+				if p.Field == name || strings.HasPrefix(p.Field, name) || name == "steps[].instruction" && strings.HasPrefix(p.Field, "steps") {
 					named = &r.Problems[i]
 				}
 			}

@@ -150,6 +150,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 		return Result{}, fmt.Errorf("%s: %v (a Harbor task directory holds task.toml)", dir, err)
 	}
 	cfg, problems := readTOML(tomlPath, data)
+	var steps []harborStep // a multi-step task's [[steps]] (harborsteps.go)
+	if _, ok := cfg["steps[]"]; ok {
+		steps, _ = readHarborSteps(tomlPath, data) // readTOML reported its unreadable lines
+	}
 	c := &conv{file: tomlPath, opt: opt, problems: problems}
 	at := func(key string) *yaml.Node { return &yaml.Node{Line: max(cfg[key].line, 1)} }
 	exists := func(rel string) bool {
@@ -179,7 +183,9 @@ func Harbor(dir string, opt Options) (Result, error) {
 	if len(tags) > 0 {
 		set(root, "tags", strList(tags))
 	}
-	if !exists("instruction.md") {
+	if len(steps) > 0 {
+		// each step's prompt is its own (harborMultiStep)
+	} else if !exists("instruction.md") {
 		c.unmapped(&yaml.Node{Line: 1}, "instruction.md", "missing: a Harbor task's prompt is instruction.md")
 	} else {
 		set(root, "initial_prompt_file", str("instruction.md"))
@@ -246,6 +252,10 @@ func Harbor(dir string, opt Options) (Result, error) {
 	for _, key := range keys {
 		v := cfg[key]
 		switch {
+		case len(steps) > 0 && (key == "multi_step_reward_strategy" || key == "steps[]" || strings.HasPrefix(key, "steps[].") || strings.HasPrefix(key, "steps.")):
+			// each step's keys (harborMultiStep)
+		case key == "multi_step_reward_strategy":
+			c.note(at(key), key, "only for a task with [[steps]]: nothing to carry")
 		case key == "version" || key == "schema_version":
 			// the format's own version: nothing to carry
 		case key == "metadata.difficulty" || key == "metadata.category" || key == "metadata.tags" || key == "environment.docker_image" ||
@@ -384,6 +394,11 @@ func Harbor(dir string, opt Options) (Result, error) {
 	if exists("solution/solve.sh") {
 		set(root, "solution", &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{scalar("script"), str("solution/solve.sh")}})
 	}
+	if len(steps) > 0 {
+		c.harborMultiStep(dir, cfg, steps, root, verifierEnv)
+		out, err := encode(&yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{root}})
+		return Result{Output: out, Problems: c.problems}, err
+	}
 	criteria := &yaml.Node{Kind: yaml.SequenceNode}
 	if exists("tests/test.sh") {
 		set(root, "grader_files", &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{str("tests")}})
@@ -458,6 +473,15 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 		if _, err := rewriteInlineReward(dst); err != nil { // harborinlinereward.go
 			return results, err
 		}
+		if data, err := readCapped(filepath.Join(dir, "task.toml")); err == nil {
+			if steps, _ := readHarborSteps(filepath.Join(dir, "task.toml"), data); len(steps) > 0 {
+				notes, err = harborStepsCopy(dir, dst, steps, workdir) // harborsteps.go
+				if err != nil {
+					return results, err
+				}
+				r.Problems = append(r.Problems, notes...)
+			}
+		}
 		out := filepath.Join(dst, "task.yaml")
 		if err := os.WriteFile(out, r.Output, 0o644); err != nil {
 			return results, err
@@ -493,13 +517,26 @@ var harborUnmapped = map[string]string{
 	"environment.healthcheck.":  "ceval starts no service from the image: run the service and wait for its health in a setup step",
 	"environment.workdir":       "the agent's workspace is always /workspace in ceval",
 	"solution.env.":             "ceval runs solution/solve.sh with no environment from the task: export the values at the top of solve.sh",
-	"steps[]":                   "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"steps.":                    "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
-	"steps[].":                  "a multi-step task (one instruction per step, each verified) has no ceval equivalent: ceval runs one prompt; split it into one task per step, or use iterations with feedback",
 	"artifacts":                 "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
 	"artifacts[]":               "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
 	"artifacts[].":              "ceval keeps the workspace snapshot only: copy the artifact into /workspace in an after_agent step",
-	"multi_step_reward_mode":    "a multi-step task has no ceval equivalent: ceval runs one prompt",
+	"multi_step_reward_mode":    "not a key of Harbor's task.toml (its multi-step reward is multi_step_reward_strategy: mean or final)",
+}
+
+// harborMCPReason is why an [[environment.mcp_servers]] entry is not carried: the server
+// itself (a compose service) runs, but ceval tells the agent of no MCP server from a task.
+const harborMCPReason = "ceval gives the agent no MCP server from a task file (a compose service that serves it still runs, reachable at its name): configure the agent's MCP client in the agent's own command or plugin, or drop it"
+
+// mcpServer describes the (last) [[environment.mcp_servers]] entry: its keys as KEY=VALUE.
+func mcpServer(cfg map[string]tomlValue) []string {
+	var out []string
+	for k, v := range cfg {
+		if sub, ok := strings.CutPrefix(k, "environment.mcp_servers[]."); ok {
+			out = append(out, sub+"="+v.str)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // envName is a variable name a shell export takes.

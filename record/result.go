@@ -58,6 +58,11 @@ type Result struct {
 	// each one's, and IterationsDir/<n>/ keeps its files.
 	IterationsUsed int         `json:"iterations_used,omitempty"`
 	Iterations     []Iteration `json:"iterations,omitempty"`
+	// TaskSteps are a multi-step task's steps (task.yaml's steps:), each with its grade;
+	// the grade above is the task's by StepScore (CombineSteps) over every step's criteria
+	// in step order, and TaskStepsDir/<n>/ keeps each step's files.
+	TaskSteps []TaskStep `json:"task_steps,omitempty"`
+	StepScore string     `json:"step_score,omitempty"`
 }
 
 // IterationsDir is the run directory's subdirectory holding one directory per iteration

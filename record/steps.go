@@ -17,7 +17,10 @@ type StepResult struct {
 	Index int    `json:"index"` // 1-based, within its kind
 	// Iteration is the agent's iteration an after_agent step followed, in a task that may
 	// run the agent more than once (its log is then <kind>-<n>-iteration-<i>.log); else 0.
-	Iteration int     `json:"iteration,omitempty"`
+	Iteration int `json:"iteration,omitempty"`
+	// TaskStep is the step of a multi-step task an after_agent step followed (its log is
+	// <kind>-<n>-step-<s>.log); else 0.
+	TaskStep  int     `json:"task_step,omitempty"`
 	Run       string  `json:"run"`       // the command, as the task gives it
 	ExitCode  *int    `json:"exit_code"` // the shell's exit status; nil when it did not run
 	TimedOut  bool    `json:"timed_out,omitempty"`

@@ -88,6 +88,9 @@ type Stats struct {
 	// MeanScoreByIteration is the mean score after at most 1, 2, ... iterations of the
 	// agent (task iterations or a simulated user); absent when no run iterated.
 	MeanScoreByIteration []float64 `json:"mean_score_by_iteration,omitempty"`
+	// PassRateByStep is each step's pass rate for a multi-step task (a task inside a
+	// variant, or a summary of one task's runs); absent otherwise (steps.go).
+	PassRateByStep []StepRate `json:"pass_rate_by_step,omitempty"`
 
 	// ScoreSD is the score's sample standard deviation (0 under two runs), for Compare.
 	ScoreSD float64 `json:"score_sd"`
@@ -350,6 +353,7 @@ func stats(runs []Run, repeats int) Stats {
 		s.MeanAgentSeconds = agent / float64(agentRuns)
 	}
 	s.MeanScoreByIteration = meanScoreByIteration(runs)
+	s.PassRateByStep = passRateByStep(runs)
 	for k := 1; k <= repeats; k++ {
 		sum, tasks := 0.0, 0
 		for _, key := range taskOrder {

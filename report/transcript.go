@@ -58,6 +58,9 @@ type transcriptView struct {
 	TaskSteps []taskStepView
 	// Iterations are the agent's iterations, each a tab: its grade, criteria and logs.
 	Iterations []iterationView
+	// IterationsTitle and IterationWord name the tabs: Iterations/iteration, or a multi-step
+	// task's Steps/step (the same tabs, one per step: taskStepViews).
+	IterationsTitle, IterationWord string
 	// Services are the task's services, each with its log's tail.
 	Services []taskStepView
 }
@@ -165,7 +168,10 @@ func transcriptHTML(expDir string, r Run, p runPanel) ([]byte, error) {
 			v.TaskSteps = append(v.TaskSteps, tv)
 		}
 	}
-	v.Iterations = iterationViews(r, v.Run.Criteria)
+	v.Iterations, v.IterationsTitle, v.IterationWord = iterationViews(r, v.Run.Criteria), "Iterations", "iteration"
+	if sv := taskStepViews(r); sv != nil { // a multi-step run (steps.go)
+		v.Iterations, v.IterationsTitle, v.IterationWord = sv, "Steps", "step"
+	}
 	if r.Result != nil {
 		for _, sv := range r.Result.Services {
 			title := sv.Name + " (" + sv.Image + ")"

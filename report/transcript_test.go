@@ -335,3 +335,39 @@ func TestRunPageShowsTheTasksServices(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPageShowsEachStepOfAMultiStepRun: a multi-step run's page has a tab per step (its
+// status, score, criteria and agent logs; a skipped step's reason), and summary.json each
+// step's pass rate.
+func TestRunPageShowsEachStepOfAMultiStepRun(t *testing.T) {
+	dir, runDir := transcriptExperiment(t)
+	resp, err := record.ReadResult(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := *resp
+	res.TaskSteps = []record.TaskStep{
+		{N: 1, Name: "scaffold", Status: "SUCCESS", Score: 1, Criteria: []record.CriterionResult{{Type: "file_exists", Description: "greet.sh <exists>", Status: "PASS", Score: 1}}},
+		{N: 2, Name: "implement", Status: "FAILURE", Score: 0, Over: "step 2 (implement) is FAILURE and stop_on_failure is set", Criteria: []record.CriterionResult{{Type: "file_contains", Status: "FAIL"}}},
+		{N: 3, Name: "document", Status: record.StatusSkipped, Skipped: true, Criteria: []record.CriterionResult{{Type: "file_exists", Status: "FAIL", Details: "step 3 (document) did not run"}}},
+	}
+	if err := record.WriteJSONAtomic(filepath.Join(runDir, record.ResultFile), &res); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(runDir, record.TaskStepsDir, "1"), 0o700)
+	os.WriteFile(filepath.Join(runDir, record.TaskStepsDir, "1", record.StdoutFile), []byte("step one said <hi>\n"), 0o600)
+	if _, _, err := Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
+	for _, want := range []string{`<h2 id="iterations">Steps</h2>`, "step 1 scaffold: SUCCESS 1.00", "step 2 implement: FAILURE 0.00", "step 3 document: SKIPPED 0.00",
+		"greet.sh &lt;exists&gt;", "step one said &lt;hi&gt;", "no step followed: step 2 (implement) is FAILURE", "step 3 (document) did not run"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil || !strings.Contains(string(sum), `"pass_rate_by_step"`) || !strings.Contains(string(sum), `"name": "implement"`) {
+		t.Errorf("summary.json lacks the steps' pass rates: %v\n%s", err, sum)
+	}
+}

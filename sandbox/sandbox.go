@@ -178,6 +178,10 @@ type AgainConfig struct {
 	Argv, Env              []string
 	Timeout                time.Duration // what is left of the task's time
 	StdoutPath, StderrPath string
+	// Prepare, when set, is given the workspace on the host once the last agent is reaped
+	// and before the fresh container exists (a multi-step task's files for the next step);
+	// what it leaves there is handed to the agent's IDs as the first workspace was.
+	Prepare func(workspace string) error
 }
 
 // InputError is bad input (a task or a permission the user did not give): exit 2.

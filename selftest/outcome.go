@@ -186,6 +186,20 @@ func gather(res *record.Result, canary string) (log string, leaks []string) {
 			b.WriteByte('\n')
 		}
 	}
+	for _, ts := range res.TaskSteps { // a multi-step run's earlier steps' agent logs
+		for _, f := range []string{record.StdoutFile, record.StderrFile} {
+			data, _ := os.ReadFile(filepath.Join(res.Dir, record.TaskStepsDir, strconv.Itoa(ts.N), f))
+			if bytes.Contains(data, []byte(canary)) {
+				leaks = append(leaks, "the canary is in "+filepath.Join(record.TaskStepsDir, strconv.Itoa(ts.N), f))
+			}
+			if ts.N < len(res.TaskSteps) || ts.Skipped { // the last graded step's are the run directory's, read above
+				b.Write(data)
+				if len(data) > 0 && data[len(data)-1] != '\n' {
+					b.WriteByte('\n')
+				}
+			}
+		}
+	}
 	for _, st := range res.Steps { // setup and after_agent logs: the agent wrote what they ran
 		if data, _ := os.ReadFile(filepath.Join(res.Dir, st.Log)); st.Log != "" && bytes.Contains(data, []byte(canary)) {
 			leaks = append(leaks, "the canary is in "+st.Log)

@@ -52,7 +52,7 @@ var suiteNames = []string{
 	"priv-su", "priv-sysrq-trigger", "priv-unshare-namespaces", "priv-user-namespace",
 	"quota-shared-uid",
 	"service-agent-attacks", "service-mcp-stdio",
-	"steps-break-after-agent",
+	"steps-break-after-agent", "steps-files-symlink",
 	"survive-double-fork", "survive-fork-bomb", "survive-memory-bomb", "survive-setsid", "survive-sigterm",
 	"survive-supervisor-death",
 	"verifier-agent-home", "verifier-disk-filler", "verifier-fork-bomb", "verifier-harbor-reward", "verifier-late-daemon",

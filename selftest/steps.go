@@ -40,3 +40,12 @@ func checkServicesSurvived(res *record.Result) string {
 	}
 	return ""
 }
+
+// checkTaskStepsRan is the check of steps-files-symlink: both steps ran, so ceval copied the
+// second step's files over the links the first planted (a run stopped before proves nothing).
+func checkTaskStepsRan(res *record.Result) string {
+	if len(res.TaskSteps) != 2 || res.TaskSteps[1].Skipped {
+		return fmt.Sprintf("the run's steps are %+v: the second step, whose files the links wait for, did not run", res.TaskSteps)
+	}
+	return ""
+}

@@ -150,6 +150,9 @@ var setups = map[string]setup{
 	"fool-entry-cap-hides-file": {check: checkLimitsHitNames("snapshot entry cap")},
 	"fool-path-shape":           {check: checkPathShapeBounded},
 	"steps-break-after-agent":   {check: checkStepsHeld},
+	"steps-files-symlink": {check: checkTaskStepsRan, kube: func(*kubernetes.Options) string {
+		return "the kubernetes backend refuses multi-step tasks (CheckKubernetes)"
+	}},
 	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
 	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},

@@ -42,6 +42,9 @@ type iterations struct {
 // iterationEnv is the agent's environment for iteration n of a task that may run more than
 // once: CEVAL_ITERATION tells a command agent which one it is.
 func iterationEnv(env []string, t *task.Task, n int) []string {
+	if t.MultiStep() { // CEVAL_STEP: which step of a multi-step task this run of the agent is
+		return append(append([]string{}, env...), "CEVAL_STEP="+strconv.Itoa(n), "CEVAL_STEP_NAME="+t.TaskSteps[n-1].Name)
+	}
 	if t.MaxRuns() <= 1 {
 		return env
 	}
@@ -89,6 +92,9 @@ func FollowUpArgv(t *task.Task, prompt string) ([]string, error) {
 // the run is over.
 func (r *run) nextIteration(ctx context.Context) (bool, error) {
 	t, res := r.t, r.res
+	if t.MultiStep() {
+		return r.nextStep(ctx) // multistep.go
+	}
 	if t.MaxRuns() <= 1 {
 		return false, nil
 	}
@@ -153,14 +159,23 @@ func (r *run) iterationsOver(ctx context.Context, n int) string {
 			return fmt.Sprintf("iterations.max %d reached", t.Iterations.Max)
 		}
 		return fmt.Sprintf("simulated_user.max_turns %d reached", t.SimulatedUser.MaxTurns)
+	case res.Status == grader.TaskError:
+		return "the grade is ERROR"
+	}
+	return r.budgetOver()
+}
+
+// budgetOver says which of the run's budgets is spent (a gateway budget, the task's time),
+// or "": no further run of the agent fits.
+func (r *run) budgetOver() string {
+	t, res := r.t, r.res
+	switch {
 	case r.out.Stopped:
 		return "a run budget is spent: " + res.Agent.StoppedBy
 	case r.gw != nil && isClosed(r.gw.exceeded):
 		return "a run budget is spent: " + r.gw.srv.Totals().ExceededLimit
 	case res.Agent.TimedOut || r.iter.agentTime >= t.Sandbox.Limits.Timeout:
 		return "the task's time limit is spent"
-	case res.Status == grader.TaskError:
-		return "the grade is ERROR"
 	}
 	return ""
 }
@@ -188,7 +203,13 @@ func (r *run) followUp(ctx context.Context) (prompt, over string, err error) {
 // in first (a crash in between leaves an iteration without result.json, never one whose
 // result.json names a snapshot that is not there).
 func (r *run) keepIteration(n int, more bool) error {
-	dir := filepath.Join(r.dir, record.IterationsDir, strconv.Itoa(n))
+	return r.keepRun(record.IterationsDir, n, more)
+}
+
+// keepRun is keepIteration into sub/<n>/ of the run directory (iterations, or a multi-step
+// task's task_steps).
+func (r *run) keepRun(sub string, n int, more bool) error {
+	dir := filepath.Join(r.dir, sub, strconv.Itoa(n))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -201,7 +222,7 @@ func (r *run) keepIteration(n int, more bool) error {
 		for _, name := range []string{record.WorkspaceDir, record.SnapshotFile, record.OutputsDir, record.StdoutFile, record.StderrFile, SessionsDir, JudgeCallsFile, AgentJudgeDir, record.VerifierDir} {
 			err := os.Rename(filepath.Join(r.dir, name), filepath.Join(dir, name))
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("keep iteration %d: %w", n, err)
+				return fmt.Errorf("keep %s %d: %w", sub, n, err)
 			}
 		}
 	}

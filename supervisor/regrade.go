@@ -16,6 +16,9 @@ import (
 // is the run's result.json as read. The run keeps the status its agent earned (a timeout or
 // a model gateway budget, as result.json records them): FinalStatus decides, as for Run.
 func RegradeRun(ctx context.Context, t *task.Task, dir string, res *record.Result, opts grader.Options) error {
+	if t.MultiStep() {
+		return regradeSteps(ctx, t, dir, res, opts) // each step on its own snapshot (multistep.go)
+	}
 	snap, err := snapshot.Load(filepath.Join(dir, record.WorkspaceDir), filepath.Join(dir, record.SnapshotFile))
 	if err != nil {
 		return err

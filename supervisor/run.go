@@ -202,6 +202,9 @@ func (r *run) runPhases(ctx context.Context, from int) error {
 					continue
 				}
 				if err := again.do(ctx); err != nil {
+					if errors.Is(err, errEndedByLimits) { // as in the first run of the agent
+						return nil
+					}
 					return inPhase(again.name, err)
 				}
 			}
@@ -487,6 +490,9 @@ func (r *run) endedByLimits(err error) bool {
 	res.Status, res.Score, res.Complete = grader.TaskFailure, 0, true
 	res.Agent.StoppedBy = err.Error()
 	r.emit("graded", map[string]any{"status": res.Status, "score": res.Score, "reason": err.Error()})
+	if r.t.MultiStep() {
+		r.stepEndedByLimits(err.Error()) // multistep.go
+	}
 	return true
 }
 
@@ -618,19 +624,20 @@ func (r *run) grade(ctx context.Context) error {
 	if r.mocks != nil {
 		gopts.MockCallsPath = filepath.Join(r.dir, record.MockCallsFile)
 	}
-	res.ToolCalls = readToolCalls(t, r.dir, &gopts)
-	j, closeJudge, err := runJudge(t, r.dir, r.o.Judge, false)
+	gt := r.gradedTask() // a multi-step task's current step (multistep.go)
+	res.ToolCalls = readToolCalls(gt, r.dir, &gopts)
+	j, closeJudge, err := runJudge(gt, r.dir, r.o.Judge, false)
 	if err != nil {
 		return &InfraError{err}
 	}
 	defer closeJudge()
 	gopts.Judge = j
-	gopts.AgentJudge = &agentJudges{o: r.o, t: t, dir: r.dir}
+	gopts.AgentJudge = &agentJudges{o: r.o, t: gt, dir: r.dir}
 	gctx := ctx
 	if r.svcs != nil && t.GradesWithServices() {
 		gctx = sandbox.WithServices(ctx, &ServiceAccess{r.svcs})
 	}
-	g := grader.Grade(gctx, t, r.snap, gopts)
+	g := grader.Grade(gctx, gt, r.snap, gopts)
 	saveCriterionOutputs(r.dir, g, r.redact)
 	if t.MaxRuns() == 1 && t.GradesWithServices() {
 		if err := r.stopServices(); err != nil {

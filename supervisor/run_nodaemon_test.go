@@ -104,6 +104,11 @@ func (s *fakeSandbox) RunStep(_ context.Context, name string, argv []string, _ t
 
 func (s *fakeSandbox) Again(_ context.Context, next sandbox.AgainConfig) error {
 	s.f.again = append(s.f.again, next)
+	if next.Prepare != nil {
+		if err := next.Prepare(s.ws); err != nil {
+			return err
+		}
+	}
 	s.f.cfg.Argv, s.f.cfg.Env, s.f.cfg.StdoutPath, s.f.cfg.StderrPath = next.Argv, next.Env, next.StdoutPath, next.StderrPath
 	return nil
 }

@@ -99,7 +99,11 @@ func (r *run) runSteps(ctx context.Context, kind string, steps []task.Step) (*re
 		}
 		sr := record.StepResult{Kind: kind, Index: i + 1, Run: st.Run}
 		name := fmt.Sprintf("%s-%d", kind, i+1)
-		if kind == record.StepAfterAgent && r.t.MaxRuns() > 1 {
+		if kind == record.StepAfterAgent && r.t.MultiStep() {
+			// after each step's agent: one log per step of a multi-step task.
+			sr.TaskStep = r.stepIndex() + 1
+			name = fmt.Sprintf("%s-%d-step-%d", kind, i+1, sr.TaskStep)
+		} else if kind == record.StepAfterAgent && r.t.MaxRuns() > 1 {
 			// after_agent runs after each iteration of the agent: one log per iteration.
 			sr.Iteration = len(r.res.Iterations) + 1
 			name = fmt.Sprintf("%s-%d-iteration-%d", kind, i+1, sr.Iteration)
@@ -127,7 +131,7 @@ func (r *run) runSteps(ctx context.Context, kind string, steps []task.Step) (*re
 		r.emit("step_finished", map[string]any{"kind": kind, "step": sr.Index, "exit_code": code, "timed_out": exit.TimedOut, "seconds": sr.Seconds})
 		if !sr.OK() {
 			for j := i + 1; j < len(steps); j++ {
-				r.res.Steps = append(r.res.Steps, record.StepResult{Kind: kind, Index: j + 1, Iteration: sr.Iteration, Run: steps[j].Run, Skipped: true})
+				r.res.Steps = append(r.res.Steps, record.StepResult{Kind: kind, Index: j + 1, Iteration: sr.Iteration, TaskStep: sr.TaskStep, Run: steps[j].Run, Skipped: true})
 			}
 			return &sr, nil
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // PrepareWorkspace fills an empty workspace directory: the task's template_dir first (a git
-// repository arrives with HEAD and its ancestors only), then its starter_files on top.
+// repository arrives with HEAD and its ancestors only), then its starter_files on top, then
+// a multi-step task's first step's files.
 // Ownership is left to the caller, which hands the tree to the agent without following links.
 func PrepareWorkspace(ws string, t *task.Task) error {
 	for i, tpl := range t.Sandbox.Workspace.Templates() {
@@ -31,6 +32,9 @@ func PrepareWorkspace(ws string, t *task.Task) error {
 		if err := writeInRoot(root, f.Path, []byte(f.Content), 0o644); err != nil {
 			return fmt.Errorf("starter file %s: %w", f.Path, err)
 		}
+	}
+	if t.MultiStep() && t.TaskSteps[0].Files != nil {
+		return copyStepFiles(t.TaskSteps[0], ws) // the first step's files, over the rest
 	}
 	return nil
 }

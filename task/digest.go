@@ -42,6 +42,11 @@ func Material(t *Task) []string {
 			out = append(out, s.Files.Path)
 		}
 	}
+	for _, s := range t.TaskSteps {
+		if s.Files != nil {
+			out = append(out, s.Files.Path)
+		}
+	}
 	for _, g := range t.GraderFiles {
 		out = append(out, filepath.Join(g.Root.Path, g.Rel))
 	}
@@ -91,6 +96,9 @@ func Digest(t *Task) (string, error) {
 		addDir(p.Dir)
 	}
 	for _, s := range t.Services {
+		addDir(s.Files)
+	}
+	for _, s := range t.TaskSteps {
 		addDir(s.Files)
 	}
 	for _, c := range t.Criteria {

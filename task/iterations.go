@@ -41,6 +41,9 @@ type SimulatedUser struct {
 // MaxRuns is how many times the task's agent may run: iterations.max, or with a simulated
 // user 1+max_turns (the smaller when both are set); 1 without either.
 func (t *Task) MaxRuns() int {
+	if t.MultiStep() {
+		return len(t.TaskSteps) // one run of the agent per step (iterations are refused with steps)
+	}
 	n := 1
 	if t.Iterations != nil {
 		n = t.Iterations.Max

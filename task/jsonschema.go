@@ -173,6 +173,19 @@ func criterionSchema() map[string]any {
 	return s
 }
 
+// jsTaskStep is one of steps.
+func jsTaskStep() map[string]any {
+	return jsObj(map[string]any{
+		"name":             map[string]any{"type": "string", "pattern": taskStepNamePattern.String(), "description": "names the step in the result and the run directory (default step-N)"},
+		"prompt":           jsType("string", "what the agent is asked in this step"),
+		"prompt_file":      jsPath,
+		"files":            jsType("string", "a directory relative to the task file, copied into the workspace before this step's agent starts (never grading material)"),
+		"success_criteria": map[string]any{"type": "array", "minItems": 1, "items": criterionSchema()},
+		"stop_on_failure":  jsType("boolean", "skip the steps after this one when it is not SUCCESS (default: the task's stop_on_failure)"),
+		"solution":         jsObj(map[string]any{"script": jsPath}, "script"),
+	}, "success_criteria")
+}
+
 // TaskSchema is the JSON Schema of a task file.
 func TaskSchema() map[string]any {
 	pos := map[string]any{"type": "integer", "minimum": 1}
@@ -256,9 +269,14 @@ func TaskSchema() map[string]any {
 		"after_agent":     jsList(jsStep, "commands run in the agent's sandbox after the agent is gone, before the snapshot (e.g. a build); a failure is recorded"),
 		"python_wheels":   jsList(jsWheel, "pure-Python wheels (py3-none-any) beside the task every Python criterion can import"),
 		"services":        map[string]any{"type": "array", "items": jsService, "maxItems": MaxServices, "description": "the task's own programs beside the agent, each a hardened container started and ready before the agent; the agent reaches NAME:PORT"},
+		"steps": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxTaskSteps, "items": jsTaskStep(),
+			"description": "a multi-step task: the agent's turns, in order, in one workspace (and session), each graded after it (instead of initial_prompt and success_criteria)"},
+		"step_score":      jsEnum("how a multi-step task's score and status come from its steps': all (the lowest step's score; SUCCESS when every step is), mean (their mean; SUCCESS when it reaches 0.9), last (the last step's)", StepScoreRules...),
+		"stop_on_failure": jsType("boolean", "a multi-step task: skip the steps after one that is not SUCCESS (each step may say otherwise)"),
 		// read by LoadAll before the loader: one task per row
 		"dataset": jsObj(map[string]any{"file": jsType("string", "rows as .jsonl, .csv or .yaml, relative to the task file; ${row.field} is substituted in initial_prompt, sandbox and success_criteria")}, "file"),
-	}, "task_id", "success_criteria")
+	}, "task_id")
+	s["oneOf"] = []any{map[string]any{"required": []string{"success_criteria"}}, map[string]any{"required": []string{"steps"}}}
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	s["title"] = "ceval task file"
 	return s

@@ -77,6 +77,8 @@ func TestTaskSchemaNamesExactlyTheLoadersFields(t *testing.T) {
 		{"task_id: t\ninitial_prompt: p\n" + probeCriteria + "after_agent:\n  - zz_probe: 1\n", []string{"after_agent", "[]"}},
 		{"task_id: t\ninitial_prompt: p\n" + probeCriteria + "iterations:\n  zz_probe: 1\n", []string{"iterations"}},
 		{"task_id: t\ninitial_prompt: p\n" + probeCriteria + "simulated_user:\n  zz_probe: 1\n", []string{"simulated_user"}},
+		{"task_id: t\nsteps:\n  - prompt: p\n    zz_probe: 1\n", []string{"steps", "[]"}},
+		{"task_id: t\nsteps:\n  - prompt: p\n    solution:\n      zz_probe: 1\n", []string{"steps", "[]", "solution"}},
 		{"task_id: t\ninitial_prompt: p\nsuccess_criteria:\n  - type: file_check\n    path: a\n    patterns:\n      - zz_probe: 1\n", []string{"success_criteria", "[]", "patterns", "[]"}},
 		{"task_id: t\ninitial_prompt: p\nsuccess_criteria:\n  - type: json_check\n    path: a\n    assertions:\n      - zz_probe: 1\n", []string{"success_criteria", "[]", "assertions", "[]"}},
 		{"task_id: t\ninitial_prompt: p\nsuccess_criteria:\n  - type: cli_called\n    tool: x\n    argv:\n      zz_probe: 1\n", []string{"success_criteria", "[]", "argv"}},

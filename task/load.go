@@ -243,6 +243,10 @@ func (l *loader) task(n *yaml.Node) *Task {
 		{"after_agent", func(v *yaml.Node) { t.AfterAgent = l.steps(v, "after_agent") }},
 		{"python_wheels", func(v *yaml.Node) { l.pythonWheels(v, "python_wheels", &t.PythonWheels) }},
 		{"services", func(v *yaml.Node) { t.Services = l.services(v) }},
+		// A multi-step task (multistep.go).
+		{"steps", func(v *yaml.Node) { l.taskSteps(v, t) }},
+		{"step_score", func(v *yaml.Node) { l.stepScoreRule(v, t) }},
+		{"stop_on_failure", func(v *yaml.Node) { l.boolean(v, "stop_on_failure", &t.StopOnFailure) }},
 	})
 	if seen == nil {
 		return t
@@ -251,7 +255,9 @@ func (l *loader) task(n *yaml.Node) *Task {
 	if _, ok := seen["task_id"]; !ok {
 		l.errorf(n, "missing required field task_id")
 	}
+	l.checkTaskSteps(t, n, seen)
 	switch {
+	case seen["steps"] != nil: // each step has its own prompt and criteria (checkTaskSteps)
 	case promptNode != nil && promptFileNode != nil:
 		l.errorf(resolve(promptFileNode), "give initial_prompt or initial_prompt_file, not both")
 	case promptNode == nil && promptFileNode == nil:
@@ -261,7 +267,7 @@ func (l *loader) task(n *yaml.Node) *Task {
 			t.Prompt = string(data)
 		}
 	}
-	if criteriaNode == nil {
+	if criteriaNode == nil && seen["steps"] == nil {
 		l.errorf(n, "missing required field success_criteria (a non-empty list)")
 	}
 	t.read = l.read

@@ -170,6 +170,7 @@ func (t *Task) Close() error {
 	for _, s := range t.Services {
 		errs = append(errs, s.Files.Close())
 	}
+	errs = append(errs, closeTaskSteps(t.TaskSteps)...)
 	return errors.Join(errs...)
 }
 

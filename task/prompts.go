@@ -482,6 +482,14 @@ func (e *Experiment) decodeMutations(d *decoder, n *yaml.Node, raw *rawExperimen
 // applyPrompt lays the variant's prompt and its static mutation steps over t.Prompt. A
 // mutation that rephrases is left to the experiment's start (see Entry.Mutation).
 func (v rawVariant) applyPrompt(t *Task, f taskFile) Problems {
+	if t.MultiStep() && (v.prompt != nil || v.mutation != nil) {
+		line := 0
+		if v.at != nil {
+			line = v.at.Line
+		}
+		return Problems{{File: f.name, Line: t.TaskSteps[0].Line, Column: t.TaskSteps[0].Column,
+			Msg: fmt.Sprintf("variant %s (the experiment's line %d) changes the prompt, and this is a multi-step task, whose steps each have a prompt: a variant's prompt or prompt_mutations do not apply to steps yet (give the variant no prompt, or leave this task out of it)", v.id, line)}}
+	}
 	if v.prompt != nil {
 		t.Prompt = v.prompt.Prefix + t.Prompt + v.prompt.Suffix
 	}

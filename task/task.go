@@ -64,6 +64,13 @@ type Task struct {
 	PythonWheels []*Wheel
 	// Services are the task's own programs beside the agent, in start order (see Service).
 	Services []Service
+	// TaskSteps are a multi-step task's steps (steps:, see TaskStep), nil for a plain task;
+	// Prompt is then the first step's and Criteria every step's in step order. StepScore
+	// (step_score) makes the task's score from the steps'; StopOnFailure is the steps'
+	// default stop_on_failure.
+	TaskSteps     []TaskStep
+	StepScore     string
+	StopOnFailure bool
 
 	// Set only for a task expanded from an experiment (see LoadExperiment).
 	// Dataset is the task_id of the dataset task this one is a row of (its ID is then

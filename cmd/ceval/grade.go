@@ -20,11 +20,11 @@ import (
 )
 
 func newGradeCmd(g *globalOptions) *cobra.Command {
-	var workspace, row string
+	var workspace, row, step string
 	var outputs []string
 	var asJSON, allowHostNet bool
 	cmd := &cobra.Command{
-		Use:   "grade TASK --workspace DIR [--row ID] [--output PATH=DIR]...",
+		Use:   "grade TASK --workspace DIR [--row ID] [--step NAME] [--output PATH=DIR]...",
 		Short: "Grade a workspace directory against a task's criteria, with no agent",
 		Long: "grade snapshots DIR (a private copy that never follows a symlink) and grades the copy\n" +
 			"against TASK's success criteria. Criteria with sandbox: container run in verifier\n" +
@@ -32,6 +32,7 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 			"A task with a dataset is graded as one of its rows: --row ID (the row's id, else its number).\n" +
 			"--output PATH=DIR grades DIR as the task's sandbox.outputs entry PATH (an output not\n" +
 			"given is empty, as when the agent wrote nothing there).\n" +
+			"A multi-step task is graded with one step's criteria: --step NAME (or its number).\n" +
 			"Exit 0 on SUCCESS, 1 on FAILURE, 2 on invalid input, 3 on ERROR or NOT_GRADED.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -46,6 +47,9 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 				t, err = loadTask(args[0])
 			}
 			if err != nil {
+				return err
+			}
+			if t, err = gradedStep(t, step); err != nil {
 				return err
 			}
 			if fi, err := os.Stat(workspace); err != nil || !fi.IsDir() {
@@ -111,9 +115,27 @@ func newGradeCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().StringVarP(&workspace, "workspace", "w", "", "directory to grade (required)")
 	cmd.Flags().StringArrayVar(&outputs, "output", nil, "PATH=DIR: grade DIR as the task's sandbox.outputs entry PATH (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print exactly one JSON object")
+	cmd.Flags().StringVar(&step, "step", "", "for a multi-step task: grade with this step's criteria (its name, or its number from 1)")
 	cmd.Flags().StringVar(&row, "row", "", "for a task with a dataset: grade the task of this row (its id, else its number)")
 	cmd.Flags().BoolVar(&allowHostNet, "allow-host-network", false, "let sandbox: container criteria with network: host use the host's network")
 	return cmd
+}
+
+// gradedStep is the task as grade grades it: a multi-step task's step named by --step.
+func gradedStep(t *task.Task, step string) (*task.Task, error) {
+	switch {
+	case !t.MultiStep() && step != "":
+		return nil, exitWith(exitInvalid, fmt.Errorf("%s: --step %s: the task has no steps", t.Path, step))
+	case !t.MultiStep():
+		return t, nil
+	case step == "":
+		return nil, exitWith(exitInvalid, fmt.Errorf("%s is a multi-step task: give --step NAME to grade the workspace with that step's criteria (steps: %s)", t.Path, strings.Join(t.StepNames(), ", ")))
+	}
+	i, ok := t.StepIndex(step)
+	if !ok {
+		return nil, exitWith(exitInvalid, fmt.Errorf("%s: --step %s: no such step (steps: %s)", t.Path, step, strings.Join(t.StepNames(), ", ")))
+	}
+	return t.ForStep(i), nil
 }
 
 // loadRow loads the task of one row of a dataset task (the row's id, else its number).

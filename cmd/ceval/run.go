@@ -260,7 +260,7 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 	start := time.Now()
 	return func(event string, f map[string]any) {
 		switch event {
-		case "run_started", "package_image", "image_ready", "service_ready", "service_not_ready", "service_exited", "agent_started", "agent_exited", "snapshot_taken", "graded", "iteration_started":
+		case "run_started", "package_image", "image_ready", "service_ready", "service_not_ready", "service_exited", "agent_started", "agent_exited", "snapshot_taken", "graded", "iteration_started", "task_step_graded", "task_step_started":
 			extra := ""
 			switch event {
 			case "run_started":
@@ -276,6 +276,13 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 				extra = fmt.Sprintf("%v %.2f", f["status"], f["score"])
 			case "iteration_started":
 				extra = fmt.Sprintf("%v (%v prompt)", f["n"], f["prompt"])
+			case "task_step_graded": // a multi-step task's step
+				extra = fmt.Sprintf("%v %v: %v %.2f", f["n"], f["name"], f["status"], f["score"])
+				if over, _ := f["over"].(string); over != "" {
+					extra += " (no step follows: " + over + ")"
+				}
+			case "task_step_started":
+				extra = fmt.Sprintf("%v %v", f["n"], f["name"])
 			case "service_ready":
 				extra = fmt.Sprintf("%v at %v ports %v (%.2fs)", f["name"], f["address"], f["ports"], f["seconds"])
 			case "service_not_ready":

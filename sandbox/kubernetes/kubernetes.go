@@ -113,7 +113,9 @@ func Check(t *task.Task) error {
 	if len(t.Setup) > 0 || len(t.AfterAgent) > 0 {
 		why = append(why, "setup and after_agent steps (each runs in a container of its own)")
 	}
-	if t.MaxRuns() > 1 {
+	if t.MultiStep() {
+		why = append(why, "multi-step tasks (steps:, the agent going again over the same workspace)")
+	} else if t.MaxRuns() > 1 {
 		why = append(why, "iterations (the agent going again over the same workspace)")
 	}
 	if t.NeedsVerifier() {

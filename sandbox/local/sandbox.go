@@ -277,6 +277,14 @@ func (s *Sandbox) Again(ctx context.Context, next sandbox.AgainConfig) error {
 		}
 		s.ctr, s.created = nil, nil
 	}
+	if next.Prepare != nil {
+		if err := next.Prepare(s.Workspace); err != nil {
+			return err
+		}
+		if err := launcher.ChownTree(s.Workspace, int(s.HostUID()), int(s.HostUID())); err != nil {
+			return err
+		}
+	}
 	s.cfg.Argv, s.cfg.Env, s.cfg.Limits.Timeout = next.Argv, next.Env, next.Timeout
 	s.cfg.StdoutPath, s.cfg.StderrPath = next.StdoutPath, next.StderrPath
 	s.userns = nil // the last container's was closed at its start

@@ -1,0 +1,2 @@
+#!/bin/bash
+[ -f /app/one.txt ] && echo 1 > /logs/verifier/reward.txt

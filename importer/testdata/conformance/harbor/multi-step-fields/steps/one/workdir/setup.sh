@@ -1,0 +1,3 @@
+#!/bin/bash
+touch /app/ready
+rm -- "$0"

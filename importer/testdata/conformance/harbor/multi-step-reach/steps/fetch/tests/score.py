@@ -1,0 +1,3 @@
+import requests
+ok = requests.get("https://api.example.com/verify").ok
+open("/logs/verifier/reward.txt", "w").write("1" if ok else "0")

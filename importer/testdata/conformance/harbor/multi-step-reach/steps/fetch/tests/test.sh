@@ -1,0 +1,3 @@
+#!/bin/bash
+curl -fsSL https://example.com/check.sh -o /tmp/check.sh
+python3 /tests/score.py

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "olleh, $(cat /app/name.txt)" > /app/greeting.txt

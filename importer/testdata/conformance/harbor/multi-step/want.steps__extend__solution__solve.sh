@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "olleh, $(cat /workspace/name.txt)" > /workspace/greeting.txt

@@ -1,0 +1,3 @@
+# Shared by every step's test.sh (Harbor merges tests/ into each step's tests).
+pass() { echo 1 > /tmp/logs/verifier/reward.txt; exit 0; }
+fail() { echo 0 > /tmp/logs/verifier/reward.txt; exit 0; }
