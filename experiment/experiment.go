@@ -2,7 +2,6 @@ package experiment
 
 import (
 	"bufio"
-	"ceval.dev/ceval/kube"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +19,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/sandbox"
@@ -494,8 +494,12 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		// for a reason that is not the agent's (deleted, evicted for the node's pressure,
 		// never scheduled) ended nothing the agent did: try again, and say so in the run's
 		// events. A Pod its own limits ended is a kube.PodLimitError, never retried.
+		fields := map[string]any{"attempt": attempt + 1, "error": err.Error()}
+		if kept := keepAttemptLogs(rec.Dir, attempt); kept != "" {
+			fields["services_logs"] = kept
+		}
 		if ev, eerr := supervisor.OpenEvents(rec.Dir, nil); eerr == nil {
-			ev.Emit("retry", map[string]any{"attempt": attempt + 1, "error": err.Error()})
+			ev.Emit("retry", fields)
 			ev.Close()
 		}
 		if o.OnRetry != nil {
@@ -529,4 +533,20 @@ func experimentStopper(e *task.Experiment, plan *record.Plan, runs []record.Plan
 		}
 	}
 	return newStopper(e.StopEarly, plan, runs, expDir), nil
+}
+
+// keepAttemptLogs moves a failed attempt's service logs (services/, which a run creates
+// afresh and never overwrites) to services.attempt-N/ before the run is tried again, so the
+// retry starts with none and the log that says why the attempt failed (a service that never
+// became ready) is kept beside it. It returns the directory they went to, "" when there were none.
+func keepAttemptLogs(dir string, attempt int) string {
+	from := filepath.Join(dir, record.ServicesDir)
+	if _, err := os.Lstat(from); err != nil {
+		return ""
+	}
+	to := fmt.Sprintf("%s.attempt-%d", record.ServicesDir, attempt)
+	if err := os.Rename(from, filepath.Join(dir, to)); err != nil {
+		return ""
+	}
+	return to
 }

@@ -178,3 +178,40 @@ func TestExperimentWithASimulatedUserAndNoJudgeStartsNothing(t *testing.T) {
 		t.Errorf("the refused experiment started %d runs and wrote %v", started, left)
 	}
 }
+
+// A service that never becomes ready fails the attempt before the agent starts, which is
+// retried: the retry must start its services afresh (their logs are created, never
+// overwritten) and the first attempt's log, which says why it failed, is kept beside it.
+// Before: the retry failed at once with "services/db.log: file exists".
+func TestRetryOfARunWhoseServiceWasNotReadyStartsItsServicesAgain(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
+	e := loadTestExperiment(t, "experiment_id: r\ntasks: [a/task.yaml]\n", map[string]string{
+		"a": agentTask("a", "touch agent-ran", "  - {type: file_exists, path: agent-ran}\n", `services:
+  - name: db
+    command: [sh, -c, "echo db attempt; sleep 600"]
+    ports: [5432]
+    ready: {tcp: 5432, interval: 50ms, timeout: 200ms, retries: 5}
+`),
+	})
+	res, err := Run(ctx, e, Options{
+		Run:     supervisor.Options{Client: c, RunsDir: t.TempDir(), Grace: time.Second},
+		Retries: 1, Parallel: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := res.Records[0]
+	if rec.Attempts != 2 || rec.Err == nil || !strings.Contains(rec.Err.Error(), "TCP port 5432 failed 5 tries") {
+		t.Fatalf("attempts %d, err %v: want the second attempt's own readiness failure", rec.Attempts, rec.Err)
+	}
+	for _, p := range []string{"services/db.log", "services.attempt-1/db.log"} {
+		if data, err := os.ReadFile(filepath.Join(rec.Dir, p)); err != nil || !strings.Contains(string(data), "db attempt") {
+			t.Errorf("%s: %q %v", p, data, err)
+		}
+	}
+	events, _ := os.ReadFile(filepath.Join(rec.Dir, record.EventsFile))
+	if !strings.Contains(string(events), `"services_logs":"services.attempt-1"`) {
+		t.Errorf("the retry event does not say where the first attempt's logs went:\n%s", events)
+	}
+}
