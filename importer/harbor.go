@@ -401,6 +401,8 @@ func Harbor(dir string, opt Options) (Result, error) {
 			}
 		}
 		set(crit, "timeout", scalar(timeout))
+		crit, notes := harborHardened(crit, dir, cfg, verifierEnv) // harborpytestgrade.go: the standard pytest test.sh, hardened
+		c.problems = append(c.problems, notes...)
 		criteria.Content = append(criteria.Content, crit)
 	} else {
 		reason := "no tests/test.sh: the task has no verifier"
