@@ -451,7 +451,8 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 		if err != nil {
 			return results, err
 		}
-		r.Problems = append(r.Problems, notes...)
+		// harborpytestgrade.go: no preamble notes for a test.sh graded as hardened pytest
+		r.Problems = append(r.Problems, hardenedPreambleNotes(r.Problems, notes)...)
 		if _, err := rewriteInlineReward(dst); err != nil { // harborinlinereward.go
 			return results, err
 		}

@@ -302,7 +302,31 @@ func harborPytestCriterion(dir string, cfg map[string]tomlValue, verifierEnv []s
 	set(crit, "isolation", scalar("process"))
 	set(crit, "all_or_nothing", scalar("true"))
 	return crit, []Problem{{File: file, Line: g.line, Field: "tests/test.sh",
-		Reason: fmt.Sprintf("the standard pattern (install pytest, run it over %s, write 1 or 0 to the reward): graded as a pytest criterion with sandbox: container, isolation: process and all_or_nothing: true instead of harbor_reward, so the agent's code the tests import cannot rewrite their outcomes (pytest from the image, else ceval's own lent read-only; the preamble, uvx's options and pytest's output flags are not needed)", "/"+g.tests)}}
+		Reason: fmt.Sprintf(hardenedNote+" (install pytest, run it over %s, write 1 or 0 to the reward): graded as a pytest criterion with sandbox: container, isolation: process and all_or_nothing: true instead of harbor_reward, so the agent's code the tests import cannot rewrite their outcomes (pytest from the image, else ceval's own lent read-only; the preamble, uvx's options and pytest's output flags are not needed)", "/"+g.tests)}}
+}
+
+// hardenedNote opens the note of a test.sh graded as a hardened pytest criterion.
+const hardenedNote = "the standard pattern"
+
+// hardenedPreambleNotes are the notes of rewriteTBPreamble the import keeps: all of them,
+// unless the import graded test.sh as a hardened pytest criterion (its note among problems),
+// which runs no test.sh: then only what is unmapped (a requirements file it cannot read, an
+// image without python3).
+func hardenedPreambleNotes(problems, notes []Problem) []Problem {
+	hardened := false
+	for _, p := range problems {
+		hardened = hardened || p.Field == "tests/test.sh" && !p.Unmapped && strings.HasPrefix(p.Reason, hardenedNote)
+	}
+	if !hardened {
+		return notes
+	}
+	var kept []Problem
+	for _, n := range notes {
+		if n.Unmapped {
+			kept = append(kept, n)
+		}
+	}
+	return kept
 }
 
 // harborHardened is the test.sh criterion crit (harbor_reward) the import emits, or, when

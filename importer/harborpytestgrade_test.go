@@ -79,6 +79,17 @@ func TestImportHarborHardensTheStandardPytestTestSh(t *testing.T) {
 		t.Errorf("no note at test.sh:11: %v", r.Problems)
 	}
 
+	// ImportHarbor keeps no note of the preamble's rewrite: no criterion runs that test.sh
+	rs, err := ImportHarbor([]string{"testdata/harbor/tb-pytest"}, t.TempDir(), Options{})
+	if err != nil || !rs[0].OK() {
+		t.Fatalf("import: %v %v", err, rs)
+	}
+	for _, p := range rs[0].Problems {
+		if p.Field == "preamble" {
+			t.Errorf("a preamble note for the hardened test.sh: %v", p)
+		}
+	}
+
 	dir := t.TempDir()
 	copyDir(t, "testdata/harbor/tb-pytest", dir)
 	if err := os.WriteFile(filepath.Join(dir, "environment", "Dockerfile"), []byte("FROM debian:bookworm-slim\nWORKDIR /app\n"), 0o644); err != nil {
