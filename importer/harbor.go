@@ -421,6 +421,8 @@ func Harbor(dir string, opt Options) (Result, error) {
 			}
 		}
 		set(crit, "timeout", scalar(timeout))
+		crit, notes := harborHardened(crit, dir, cfg, verifierEnv) // harborpytestgrade.go: the standard pytest test.sh, hardened
+		c.problems = append(c.problems, notes...)
 		criteria.Content = append(criteria.Content, crit)
 	} else {
 		reason := "no tests/test.sh: the task has no verifier"
@@ -469,7 +471,8 @@ func ImportHarbor(dirs []string, outDir string, opt Options) ([]FileResult, erro
 		if err != nil {
 			return results, err
 		}
-		r.Problems = append(r.Problems, notes...)
+		// harborpytestgrade.go: no preamble notes for a test.sh graded as hardened pytest
+		r.Problems = append(r.Problems, hardenedPreambleNotes(r.Problems, notes)...)
 		if _, err := rewriteInlineReward(dst); err != nil { // harborinlinereward.go
 			return results, err
 		}

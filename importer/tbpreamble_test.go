@@ -124,7 +124,15 @@ func TestTerminalBenchPreambleRunsOfflineWithTheImagesPytest(t *testing.T) {
 // of its copied test.sh, one note each at test.sh:LINE; the input is untouched.
 func TestImportHarborRewritesTheTerminalBenchPreamble(t *testing.T) {
 	out := t.TempDir()
-	rs, err := ImportHarbor([]string{"testdata/harbor/tb-pytest"}, out, Options{})
+	// tb-pytest with pytest's -x: not exactly the standard pattern, so its test.sh is graded
+	// with harbor_reward (the standard one is a hardened pytest criterion: harborpytestgrade.go)
+	src := filepath.Join(t.TempDir(), "tb-pytest")
+	copyDir(t, "testdata/harbor/tb-pytest", src)
+	sh, _ := os.ReadFile(filepath.Join(src, "tests", "test.sh"))
+	if err := os.WriteFile(filepath.Join(src, "tests", "test.sh"), []byte(strings.Replace(string(sh), " -rA\n", " -rA -x\n", 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ImportHarbor([]string{src}, out, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

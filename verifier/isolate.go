@@ -49,6 +49,20 @@ if not report or subprocess.run(["python3", "-I", "-c", "open('/proc/%d/environ'
     sys.exit(3)
 open(report + "/` + harborStarted + `", "w").close()
 ` + importGuard([]string{"/workspace"}) + isolateTestSide + `
+try:
+    import pytest
+except ImportError:
+    # the image's python3 has no pytest: ceval's own, lent read-only (harborpytest.go), last on sys.path
+    lent = os.environ.get("` + HarborPytestEnv + `", "")
+    if not lent:
+        print("isolation: process: the image's python3 has no pytest, and this host lends none (install python3-pytest on it: scripts/containerd.sh install), or give the image pytest (RUN apt-get install -y python3-pytest)", file=sys.stderr)
+        sys.exit(4)
+    sys.path.append(lent)
+    try:
+        import pytest
+    except Exception as e:
+        print("isolation: process: the image's python3 %d.%d has no pytest, and ceval's (pytest 7.2.1, for python3 3.7 to 3.13) does not import in it: %r; give the image pytest (RUN apt-get install -y python3-pytest)" % (sys.version_info[0], sys.version_info[1], e), file=sys.stderr)
+        sys.exit(4)
 import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
 agent = cevalIsolate(` + pyQuote(isolateAgentSide) + `, "/workspace")

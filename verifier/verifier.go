@@ -324,18 +324,19 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		}
 		if c.HarborReward {
 			argv, env = harborArgv(c.Command), []string{harbor.env}
-			// ceval's own pytest, for an image whose python3 has none (see harborpytest.go);
-			// a host without python3-pytest lends none, and test.sh says what it lacks.
-			pyDir := filepath.Join(dir, "pytest")
-			switch err := copyHostPytest(hostDistPackages, pyDir, maxHarborPytestBytes); {
-			case err == nil:
-				mounts = append(mounts, oci.Mount{Source: pyDir, Destination: HarborPytestPath})
-				env = append(env, harborPytestEnv())
-			case !errors.Is(err, errNoHostPytest):
-				return nil, fmt.Errorf("verifier: %w", err)
-			}
 		} else {
 			argv, env = isolatedArgv(c), append(slices.Clone(pytestEnv), isolateEnv+strings.TrimPrefix(harbor.env, harborRewardEnv))
+		}
+		// ceval's own pytest, for an image whose python3 has none (see harborpytest.go):
+		// test.sh's, and isolation: process's test process (isolatedBoot); a host without
+		// python3-pytest lends none, and each says what it lacks.
+		pyDir := filepath.Join(dir, "pytest")
+		switch err := copyHostPytest(hostDistPackages, pyDir, maxHarborPytestBytes); {
+		case err == nil:
+			mounts = append(mounts, oci.Mount{Source: pyDir, Destination: HarborPytestPath})
+			env = append(env, harborPytestEnv())
+		case !errors.Is(err, errNoHostPytest):
+			return nil, fmt.Errorf("verifier: %w", err)
 		}
 	}
 	// The agent's sandbox.outputs, each copied into a capped scratch filesystem of its own
