@@ -1,0 +1,147 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/snapshot"
+	"ceval.dev/ceval/task"
+)
+
+// shapeSnapshot snapshots the workspace build makes, under lim.
+func shapeSnapshot(t *testing.T, lim snapshot.Limits, build func(ws string)) *snapshot.Snapshot {
+	t.Helper()
+	ws := t.TempDir()
+	build(ws)
+	s, err := snapshot.Take(ws, filepath.Join(t.TempDir(), "snap"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gradeAgentJudge grades one agent_judge over s with the run's own agentJudges: a workspace
+// it cannot hand whole to the judge is refused before any sandbox starts (no containerd
+// needed), so these cases never reach one.
+func gradeAgentJudge(t *testing.T, s *snapshot.Snapshot) grader.CriterionResult {
+	t.Helper()
+	doc := agentTask("judged-shape", "true", "  - {type: agent_judge, rubric: 'Score 1 if the work is done.', agent_fixture: judge.yaml}\n")
+	tk := loadedTask(t, doc, map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n  - text: Done.\n"})
+	aj := &agentJudges{t: tk, dir: t.TempDir()}
+	g := grader.Grade(context.Background(), tk, s, grader.Options{AgentJudge: aj})
+	if aj.n != 1 {
+		t.Fatalf("the judge was asked %d times", aj.n)
+	}
+	return g.Criteria[0]
+}
+
+// Every way the agent under test can leave its workspace so that a judge agent's copy would
+// miss part of it (a file over the snapshot's per-file cap, a tree past its depth or entry
+// cap, a name that is not UTF-8) FAILs the agent_judge with the reason: never ERROR (a file
+// over the per-file cap was, through the copy's failed read), never the judge's score over
+// the rest (the others were: the judge was handed the files the snapshot captured and could
+// pass what was left out). The 20,000-file cap (issue 32 item 5) stays a FAIL.
+func TestAgentJudgeFailsAWorkspaceItCannotHandWhole(t *testing.T) {
+	small := snapshot.Limits{MaxFileBytes: 1024, MaxDepth: 4, MaxEntries: 50}
+	for _, tc := range []struct {
+		name  string
+		lim   snapshot.Limits
+		build func(ws string)
+		want  string
+	}{
+		{"a file over the per-file cap", small, func(ws string) {
+			write(t, filepath.Join(ws, "REPORT.md"), "all done\n")
+			write(t, filepath.Join(ws, "log.txt"), strings.Repeat("padding ", 200)+"selftest-damning")
+		}, `1 file(s) whose content the snapshot left out, the first "log.txt" (1616 bytes`},
+		{"a tree past the depth cap", small, func(ws string) {
+			write(t, filepath.Join(ws, "REPORT.md"), "all done\n")
+			write(t, filepath.Join(ws, "a/b/c/d/e/status.md"), "selftest-damning")
+		}, `1 directory(ies) whose listing the snapshot did not capture whole, the first "a/b/c/d" (at the depth cap 4`},
+		{"entries past the entry cap", small, func(ws string) {
+			for i := range 60 {
+				write(t, filepath.Join(ws, "0pad", strconv.Itoa(i)), "done")
+			}
+			write(t, filepath.Join(ws, "status.md"), "selftest-damning")
+		}, "entry cap 50"},
+		{"a name that is not UTF-8", snapshot.DefaultLimits(), func(ws string) {
+			write(t, filepath.Join(ws, "REPORT.md"), "all done\n")
+			write(t, filepath.Join(ws, "notes", "st\xffatus.md"), "selftest-damning")
+		}, `the first "notes" (holds a name that is not valid UTF-8`},
+		{"over the judge's 20000 files", snapshot.DefaultLimits(), func(ws string) {
+			for i := range maxJudgedFiles + 1 {
+				f, err := os.Create(filepath.Join(ws, "f"+strconv.Itoa(i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+			}
+		}, "too large to hand to a judge agent (over 20000 files"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := shapeSnapshot(t, tc.lim, tc.build)
+			_, err := judgedFiles(s)
+			var we *grader.WorkspaceError
+			if !errors.As(err, &we) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("judgedFiles: %v, want a workspace error saying %q", err, tc.want)
+			}
+			r := gradeAgentJudge(t, s)
+			if r.Status != grader.Fail || r.Score != 0 || !strings.Contains(r.Details, tc.want) || !strings.Contains(r.Details, "the agent left") {
+				t.Errorf("agent_judge: %s %v %q, want FAIL saying %q", r.Status, r.Score, r.Details, tc.want)
+			}
+		})
+	}
+}
+
+// The shapes agent_judge already hands over: a FIFO, a symlink loop, links out of the tree
+// and names a listing trips on (a newline, a leading dash, spaces, a glob character) leave
+// the judge the workspace's files, named as they are, and nothing fails for them; links and
+// special files hold no content of their own and are not copied.
+func TestAgentJudgeHandsOverOddlyShapedWorkspaces(t *testing.T) {
+	names := []string{"-rf", "line\nbreak.md", "with space.md", "star*.md", "deep/-n/--/x.py"}
+	s := shapeSnapshot(t, snapshot.DefaultLimits(), func(ws string) {
+		for _, n := range names {
+			write(t, filepath.Join(ws, n), "content of "+n)
+		}
+		if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for link, target := range map[string]string{"loop": "loop", "up": "..", "self": ".", "etc": "/etc/passwd", "ping": "pong", "pong": "ping"} {
+			if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	files, err := judgedFiles(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(names) {
+		t.Fatalf("handed %d files, want the %d regular ones: %+v", len(files), len(names), files)
+	}
+	ws := t.TempDir()
+	if err := PrepareWorkspace(ws, &task.Task{Sandbox: task.Sandbox{Workspace: task.Workspace{StarterFiles: files}}}); err != nil {
+		t.Fatalf("the judge's workspace: %v", err)
+	}
+	for _, n := range names {
+		if b, err := os.ReadFile(filepath.Join(ws, n)); err != nil || string(b) != "content of "+n {
+			t.Errorf("the judge's copy of %q: %q, %v", n, b, err)
+		}
+	}
+}
