@@ -205,11 +205,11 @@ func judgedCopyIncomplete(s *snapshot.Snapshot) string {
 		switch e.Kind {
 		case snapshot.KindFile:
 			if files++; files == 1 {
-				firstFile = fmt.Sprintf("%q (%d bytes: %s)", e.Path, e.Size, e.Omitted)
+				firstFile = fmt.Sprintf("%s (%d bytes: %s)", quotedPath(e.Path), e.Size, e.Omitted)
 			}
 		case snapshot.KindDir:
 			if dirs++; dirs == 1 {
-				firstDir = fmt.Sprintf("%q (%s)", e.Path, e.Omitted)
+				firstDir = fmt.Sprintf("%s (%s)", quotedPath(e.Path), e.Omitted)
 			}
 		}
 	}
@@ -225,6 +225,14 @@ func judgedCopyIncomplete(s *snapshot.Snapshot) string {
 	}
 	return "the workspace cannot be handed whole to a judge agent, which could pass what was left out: " +
 		strings.Join(parts, "; ") + ": the agent left the workspace so; keep every file under the snapshot's caps (" + snapshotCaps(s.Limits) + ")"
+}
+
+// quotedPath quotes an agent-written path for a one-line reason, cut to its first 120 bytes.
+func quotedPath(p string) string {
+	if len(p) > 120 {
+		return strconv.Quote(strings.ToValidUTF8(p[:120], "")) + "..."
+	}
+	return strconv.Quote(p)
 }
 
 func snapshotCaps(l snapshot.Limits) string {
