@@ -150,7 +150,14 @@ func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Sn
 	}
 	data, err := readVerdict(filepath.Join(res.Dir, record.WorkspaceDir, VerdictFile))
 	if err != nil {
-		return &judge.Verdict{Malformed: fmt.Sprintf("%s (judge run %s, status %s)", err, rel(a.dir, res.Dir), res.Status)}, nil
+		why := fmt.Sprintf("%s (judge run %s, status %s)", err, rel(a.dir, res.Dir), res.Status)
+		if len(res.LimitsHit) > 0 {
+			// Its timeout, turns or budget, or the snapshot's caps (the judge's copy and what
+			// it made can pass them and leave its verdict out): said, so the FAIL is not
+			// read as a judge that chose to write nothing.
+			why += "; the judge's run hit " + strings.Join(res.LimitsHit, "; ")
+		}
+		return &judge.Verdict{Malformed: why}, nil
 	}
 	score, reasons, err := judge.ParseAnswer(string(data))
 	if err != nil {
