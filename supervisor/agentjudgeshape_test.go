@@ -145,3 +145,26 @@ func TestAgentJudgeHandsOverOddlyShapedWorkspaces(t *testing.T) {
 		}
 	}
 }
+
+// End to end with the real Claude Code in replay mode, as judge a script that greps its
+// copy for the damning marker (0 if found, else 1: a judge that passes what it is shown).
+// The agent under test leaves the marker below the snapshot's depth cap and under a name
+// that is not UTF-8: the criterion FAILs with the reason and no judge starts; without the
+// rule the judge was handed the rest and scored 1.
+func TestAgentJudgeOverAWorkspaceItsCopyCannotHoldFails(t *testing.T) {
+	withAgentImage(t)
+	script := `mark="selftest-""damning"; echo "All done." >REPORT.md; d=$(printf 'n/%.0s' $(seq 65)); mkdir -p "$d" && echo "$mark" >"${d}status.md"; mkdir -p notes && echo "$mark" >"notes/st$(printf '\377')tus.md"`
+	doc := agentTask("judged-past-the-caps", script,
+		"  - {type: agent_judge, rubric: 'Score 1 if the work is done.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
+	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > /workspace/" + VerdictFile + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
+	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Criteria[0]
+	if c.Status != grader.Fail || !strings.Contains(c.Details, "cannot be handed whole to a judge agent") || !strings.Contains(c.Details, "at the depth cap 64") {
+		t.Errorf("agent_judge: %s %v %q, want FAIL saying the copy could not hold the workspace", c.Status, c.Score, c.Details)
+	}
+}
