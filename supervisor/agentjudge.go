@@ -151,6 +151,12 @@ func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Sn
 	data, err := readVerdict(filepath.Join(res.Dir, record.WorkspaceDir, VerdictFile))
 	if err != nil {
 		why := fmt.Sprintf("%s (judge run %s, status %s)", err, rel(a.dir, res.Dir), res.Status)
+		if res.Agent.TimedOut {
+			why += fmt.Sprintf("; the judge agent ran out of its timeout of %s", c.Timeout)
+		}
+		if res.Agent.StoppedBy != "" {
+			why += "; ceval stopped the judge agent: " + res.Agent.StoppedBy
+		}
 		if len(res.LimitsHit) > 0 {
 			// Its timeout, turns or budget, or the snapshot's caps (the judge's copy and what
 			// it made can pass them and leave its verdict out): said, so the FAIL is not

@@ -168,3 +168,23 @@ func TestAgentJudgeOverAWorkspaceItsCopyCannotHoldFails(t *testing.T) {
 		t.Errorf("agent_judge: %s %v %q, want FAIL saying the copy could not hold the workspace", c.Status, c.Score, c.Details)
 	}
 }
+
+// A judge agent kept busy past its timeout (a test suite of the agent's that never ends, a
+// flood of output to read) writes no verdict: the criterion FAILs, saying the judge timed
+// out, never ERROR.
+func TestAgentJudgeThatTimesOutFailsSayingSo(t *testing.T) {
+	withAgentImage(t)
+	doc := agentTask("judge-times-out", "echo 'while :; do echo still testing; done' >run-tests.sh",
+		"  - {type: agent_judge, rubric: 'Run run-tests.sh; score 1 if it passes.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 15s}\n")
+	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"sh /workspace/run-tests.sh >/dev/null; sleep 600\", timeout: 600000}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
+	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Criteria[0]
+	if c.Status != grader.Fail || !strings.Contains(c.Details, "the judge agent ran out of its timeout of 15s") {
+		t.Errorf("agent_judge: %s %v %q, want FAIL saying the judge timed out", c.Status, c.Score, c.Details)
+	}
+}
