@@ -188,3 +188,24 @@ func TestAgentJudgeThatTimesOutFailsSayingSo(t *testing.T) {
 		t.Errorf("agent_judge: %s %v %q, want FAIL saying the judge timed out", c.Status, c.Score, c.Details)
 	}
 }
+
+// Names a listing trips on (a newline, a leading dash, spaces) and a symlink loop reach the
+// judge agent's copy as they are, end to end: the judge (the greping script) finds the
+// damning marker in the file named with a newline and scores 0; nothing ends ERROR.
+func TestAgentJudgeSeesFilesWithOddNames(t *testing.T) {
+	withAgentImage(t)
+	script := `mark="selftest-""damning"; echo "All done." >REPORT.md; echo fine >-rf; echo fine >'with space.md'; ln -s loop loop; printf '%s\n' "$mark" >"$(printf 'status\nmd')"`
+	doc := agentTask("judged-odd-names", script,
+		"  - {type: agent_judge, rubric: 'Score 1 if the work is done.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
+	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > /workspace/" + VerdictFile + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
+	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Criteria[0]
+	if c.Status != grader.Fail || c.Score != 0 || !strings.Contains(c.Details, "judge agent score 0") {
+		t.Errorf("agent_judge: %s %v %q, want the judge's 0 (it saw the file named with a newline)", c.Status, c.Score, c.Details)
+	}
+}
