@@ -55,8 +55,8 @@ RUBRIC:
 
 Inspect the work with your tools as the rubric requires. File names may hold spaces, newlines
 or a leading '-', and the tree may be large: list it with find -print0 (or a program), pass
-names after --, and look at everything the rubric asks about before you decide. Then write your verdict to
-/workspace/` + VerdictFile + ` as exactly one JSON object and nothing else:
+names after --, and look at everything the rubric asks about before you decide. Then write
+your verdict to /workspace/` + VerdictFile + ` as exactly one JSON object and nothing else:
 {"score": <number from 0 to 1>, "reasons": "<a few sentences>"}
 and stop.`
 
