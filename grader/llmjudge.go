@@ -57,28 +57,46 @@ func llmJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 	if v.Reused > 0 {
 		what += fmt.Sprintf(", %s reused from the recorded judgment", plural(v.Reused, "sample", "samples"))
 	}
-	if n := overInputCaps(c, shown, leftOut); n > 0 {
+	if hidden := overInputCaps(c, shown, leftOut); hidden != "" {
 		// The judge passed what it saw; what it did not see is the agent's too, and may be
 		// exactly what fails the rubric: an agent could pad its files, or add files a glob
 		// matches, until the damning part falls past the cap (issue 32 item 5).
-		return failed("llm_judge: %s of the agent's files past the judge's input caps (%d files, %d KiB in all) were not shown to it, so its verdict cannot pass them: the agent left that much; name fewer files or narrower globs (%s: %s)%s",
-			plural(n, "file", "files"), maxJudgeEntries, maxJudgeInputBytes>>10, what, quote(v.Reasons, 600), note)
+		return failed("llm_judge: the judge was not shown all of the agent's files: %s. Its verdict cannot pass what it did not see, so the criterion fails whatever it scored; the agent left that much: name fewer files or narrower globs (%s: %s)%s",
+			hidden, what, quote(v.Reasons, 600), note)
 	}
 	return scored(v.Score, what+": "+quote(v.Reasons, 1200)+note)
 }
 
-// overInputCaps counts the files the judge was not shown whole because of ceval's caps on
-// the whole input (the file cap, the 512 KiB of all files): left out, or cut short of
-// max_file_bytes. A file cut to max_file_bytes, the window the task author gives each file,
-// does not count: the judge is told it was cut and judges with that.
-func overInputCaps(c *task.Criterion, shown, leftOut []judge.File) int {
-	n := len(leftOut)
-	for _, f := range shown {
-		if f.Truncated && int64(len(f.Content)) < min(f.Size, int64(c.MaxFileBytes)) {
-			n++
+// overInputCaps says which files the judge was not shown whole because of ceval's caps on
+// the whole input, by cap: left out by the file cap, left out by the 512 KiB of all files,
+// cut short of max_file_bytes by it; "" when none was. A file cut to max_file_bytes, the
+// window the task author gives each file, does not count: the judge is told it was cut and
+// judges with that.
+func overInputCaps(c *task.Criterion, shown, leftOut []judge.File) string {
+	var byFiles, byBytes, cut int
+	for _, f := range leftOut {
+		if strings.Contains(f.Missing, "file cap") {
+			byFiles++
+		} else {
+			byBytes++
 		}
 	}
-	return n
+	for _, f := range shown {
+		if f.Truncated && int64(len(f.Content)) < min(f.Size, int64(c.MaxFileBytes)) {
+			cut++
+		}
+	}
+	var parts []string
+	if byFiles > 0 {
+		parts = append(parts, fmt.Sprintf("%s left out by its file cap of %d files", plural(byFiles, "file was", "files were"), maxJudgeEntries))
+	}
+	if byBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%s left out by its input cap of %d KiB of files in all", plural(byBytes, "file was", "files were"), maxJudgeInputBytes>>10))
+	}
+	if cut > 0 {
+		parts = append(parts, fmt.Sprintf("%s cut short by its input cap of %d KiB of files in all", plural(cut, "file was", "files were"), maxJudgeInputBytes>>10))
+	}
+	return strings.Join(parts, ", and ")
 }
 
 // maxJudgeEntries caps the files framed for one llm_judge: the files named first, then the

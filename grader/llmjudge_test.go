@@ -52,7 +52,7 @@ func TestLLMJudgeFileCapKeepsNamedFilesAndListsWhatItLeavesOut(t *testing.T) {
 	}
 	// What the judge did not see could fail the rubric: the judge's 1 cannot pass it.
 	want(t, got, Fail, 0, fmt.Sprintf("73 files left out (over the file cap of %d files): gen/f127.txt, gen/f128.txt", maxJudgeEntries))
-	want(t, got, Fail, 0, "73 files of the agent's files past the judge's input caps")
+	want(t, got, Fail, 0, fmt.Sprintf("the judge was not shown all of the agent's files: 73 files were left out by its file cap of %d files. Its verdict cannot pass what it did not see", maxJudgeEntries))
 	if !strings.Contains(got.Details, "gen/f199.txt") {
 		t.Errorf("details do not name the last file left out: %s", got.Details)
 	}
@@ -72,7 +72,7 @@ func TestLLMJudgeByteCapsSayWhatTheyCutAndLeaveOut(t *testing.T) {
 	}
 	want(t, got, Fail, 0, "1 file left out (the judge's input cap of 512 KiB was reached): c.txt")
 	want(t, got, Fail, 0, "2 files cut (max_file_bytes 262144, or the judge's input cap of 512 KiB): a.txt (262144 of 307200 bytes), b.txt (262144 of 307200 bytes)")
-	want(t, got, Fail, 0, "1 file of the agent's files past the judge's input caps")
+	want(t, got, Fail, 0, "the judge was not shown all of the agent's files: 1 file was left out by its input cap of 512 KiB of files in all. Its verdict")
 }
 
 // The damning part pushed past the judge's input caps (issue 32 item 5): padding files
@@ -112,4 +112,13 @@ func TestLLMJudgeShownEverythingSaysNothingLeftOut(t *testing.T) {
 	if strings.Contains(user, "LEFT OUT") || strings.Contains(got.Details, "not shown") {
 		t.Fatalf("details %q, prompt:\n%s", got.Details, user)
 	}
+}
+
+// The failure says, in a sentence, how many files each input cap left out or cut: here one
+// file cut short of its max_file_bytes by the 512 KiB of all files (a cut to max_file_bytes
+// alone is the author's window and is not counted).
+func TestLLMJudgeCapFailureSaysHowManyFilesEachCapHid(t *testing.T) {
+	got, _ := judgedPrompt(t, task.Criterion{Files: []string{"a.txt", "b.txt", "c.txt"}, MaxFileBytes: task.MaxJudgeFileBytes},
+		tree{"a.txt": strings.Repeat("a", 300<<10), "b.txt": strings.Repeat("b", 200<<10), "c.txt": strings.Repeat("c", 100<<10)})
+	want(t, got, Fail, 0, "llm_judge: the judge was not shown all of the agent's files: 1 file was cut short by its input cap of 512 KiB of files in all. Its verdict cannot pass what it did not see, so the criterion fails whatever it scored")
 }
