@@ -87,9 +87,12 @@ func DefaultAllowlist(api string) Allowlist {
 		Headers: []string{"Content-Type", "Accept", "Anthropic-Version", "Anthropic-Beta", "User-Agent", "X-App"},
 		HeaderValues: map[string][]string{"Anthropic-Beta": {"claude-code-20250219", "interleaved-thinking-2025-05-14",
 			"context-management-2025-06-27", "thinking-token-count-2026-05-13", "advanced-tool-use-2025-11-20",
-			"thinking-display-updates-2026-08-18", "fine-grained-tool-streaming-2025-05-14", "token-efficient-tools-2025-02-19"}},
+			"thinking-display-updates-2026-08-18", "fine-grained-tool-streaming-2025-05-14", "token-efficient-tools-2025-02-19",
+			// The pinned Claude Code with its own default model (no model named) sends these too.
+			"effort-2025-11-24", "per-turn-control-2026-07-01", "mid-conversation-tool-changes-2026-07-01"}},
 		Fields: []string{"model", "messages", "system", "max_tokens", "metadata", "stop_sequences", "stream",
-			"temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "context_management", "service_tier"},
+			"temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "context_management", "service_tier",
+			"output_config"}, // effort (and a structured output's format): the default model's requests
 		Values: map[string][]string{
 			"service_tier": {"standard_only"},
 			"tools.type":   {"custom", "bash_*", "text_editor_*", "computer_*", "memory_*"},

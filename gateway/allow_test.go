@@ -225,7 +225,7 @@ func TestWhatTheRealCLIsSendIsForwardedAndNothingElse(t *testing.T) {
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok"}]}]}],` +
 		`"system":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"Bash","input_schema":{"type":"object"}}],` +
 		`"metadata":{"user_id":"u"},"max_tokens":32000,"thinking":{"budget_tokens":31999,"type":"enabled","display":"updates"},` +
-		`"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"stream":true}`
+		`"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"output_config":{"effort":"high"},"stream":true}`
 	codex := `{"model":"m","stream":true,"instructions":"i","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]},` +
 		`{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"c"},{"type":"function_call_output","call_id":"c","output":"ok"},` +
 		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}],"tools":[{"type":"function","name":"exec_command"}],` +
@@ -233,7 +233,7 @@ func TestWhatTheRealCLIsSendIsForwardedAndNothingElse(t *testing.T) {
 		`"prompt_cache_key":"k","text":{"verbosity":"low"},"client_metadata":{"turn_id":"t"}}`
 	fp := &fakeProvider{}
 	s, url := start(t, Config{}, fp)
-	hdr := map[string]string{"anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,thinking-display-updates-2026-08-18",
+	hdr := map[string]string{"anthropic-beta": "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,thinking-token-count-2026-05-13,advanced-tool-use-2025-11-20,thinking-display-updates-2026-08-18,effort-2025-11-24,per-turn-control-2026-07-01,mid-conversation-tool-changes-2026-07-01",
 		"anthropic-version": "2023-06-01", "X-Stainless-Os": "Linux", "X-Claude-Code-Session-Id": "sess", "Cookie": "a=b", "Proxy-Authorization": "Basic eA=="}
 	if code, body, _ := postWith(t, url+"/v1/messages?beta=true", claude, hdr); code != 200 {
 		t.Fatalf("claude: %d %s", code, body)

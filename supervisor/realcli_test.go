@@ -343,3 +343,29 @@ func TestRealCLIsAreEndedByTheirBudget(t *testing.T) {
 		})
 	}
 }
+
+// Claude Code with no model named (its own default, as most users run it) sends what it
+// sends for that model, which the gateway's default allowlist must forward: a judge
+// engineer found every run of the pinned CLI's default model refused at its first call
+// (the effort beta and output_config). The replay script answers whatever the model.
+func TestRealClaudeCodeWithItsDefaultModelIsForwarded(t *testing.T) {
+	c, ctx := withAgentImage(t)
+	tk, _ := loadExample(t, "claude-code")
+	tk.Agent.Model = ""
+	secret := "sk-ant-api03-" + canary(t)
+	env := map[string]string{"ANTHROPIC_API_KEY": secret, "PATH": os.Getenv("PATH")}
+	res, err := runLoaded(t, ctx, c, tk, Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range readCalls(t, filepath.Join(res.Dir, record.ModelCallsFile)) {
+		if call.Status != 200 {
+			t.Errorf("a call of the default model was refused: %+v", call)
+		}
+		t.Logf("model %q", call.Model)
+	}
+	if res.Status != "SUCCESS" {
+		stderr, _ := os.ReadFile(filepath.Join(res.Dir, record.StderrFile))
+		t.Fatalf("status %s %+v\nstderr:\n%s", res.Status, res.Criteria, tail(stderr))
+	}
+}
