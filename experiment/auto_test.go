@@ -171,3 +171,17 @@ func TestHostReaderReadsIdleCPUsBetweenTwoReadings(t *testing.T) {
 		t.Errorf("idle %v of %d CPUs", second.IdleCPUs, second.CPUs)
 	}
 }
+
+// The experiment file's parallel: auto is -j auto unless the command line says otherwise.
+func TestParallelAutoInTheFileIsJAutoUnlessTheFlagSaysOtherwise(t *testing.T) {
+	auto, fixed := &task.Experiment{ParallelAuto: true}, &task.Experiment{Parallel: 3}
+	for _, c := range []struct {
+		flag int
+		e    *task.Experiment
+		want int
+	}{{0, auto, AutoParallel}, {2, auto, 2}, {AutoParallel, fixed, AutoParallel}, {0, fixed, 0}} {
+		if got := requestedParallel(c.flag, c.e); got != c.want {
+			t.Errorf("flag %d, file %+v: %d, want %d", c.flag, c.e, got, c.want)
+		}
+	}
+}

@@ -214,7 +214,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 		}
 	}
 	runs := plan.Runs()
-	parallel := o.Parallel
+	parallel := requestedParallel(o.Parallel, e)
 	var auto *autoJobs
 	var host hostReader
 	if parallel == AutoParallel {
@@ -549,4 +549,14 @@ func keepAttemptLogs(dir string, attempt int) string {
 		return ""
 	}
 	return to
+}
+
+// requestedParallel is the runs at once asked for: the command line's (-j N or auto), else
+// the experiment file's `parallel: auto` as AutoParallel; 0 leaves it to the file's number or
+// the default.
+func requestedParallel(flag int, e *task.Experiment) int {
+	if flag == 0 && e.ParallelAuto {
+		return AutoParallel
+	}
+	return flag
 }

@@ -40,12 +40,15 @@ type Experiment struct {
 	Dir         string // its directory: task paths and the paths in defaults and variants resolve here
 	ID          string
 	Description string
-	Repeats     int      // runs of each entry; at least 1
-	Parallel    int      // runs at once; 0 leaves the choice to the scheduler
-	Tags        []string // the filter applied: a task runs when it has one of these; empty = all
-	Variants    []string // variant IDs in file order
-	Overrides   []string // the -D path=value overrides applied, as given
-	Entries     []Entry  // variant-major, tasks in the order the tasks list names them
+	Repeats     int // runs of each entry; at least 1
+	Parallel    int // runs at once; 0 leaves the choice to the scheduler
+	// ParallelAuto is `parallel: auto`: the scheduler picks and adjusts the runs at once
+	// from the host, as -j auto (the command line's -j still wins).
+	ParallelAuto bool
+	Tags         []string // the filter applied: a task runs when it has one of these; empty = all
+	Variants     []string // variant IDs in file order
+	Overrides    []string // the -D path=value overrides applied, as given
+	Entries      []Entry  // variant-major, tasks in the order the tasks list names them
 	// Root is the experiment's declared root (its root: field, else --root, else Dir): the
 	// tasks list and the tasks' material may name anything inside it, nothing outside.
 	Root string
@@ -339,8 +342,12 @@ func (e *Experiment) decode(d *decoder, n *yaml.Node) rawExperiment {
 			}
 		}},
 		{"parallel", func(v *yaml.Node) {
+			if v.Kind == yaml.ScalarNode && v.Tag == "!!str" && v.Value == "auto" {
+				e.ParallelAuto = true
+				return
+			}
 			var p int64
-			d.integer(v, "parallel", 1, MaxParallel, &p)
+			d.integer(v, "parallel (or auto)", 1, MaxParallel, &p)
 			e.Parallel = int(p)
 		}},
 		{"tags", func(v *yaml.Node) { d.strings(v, "tags", &e.Tags) }},

@@ -229,3 +229,37 @@ func TestExperimentTagsFilterAndOverrideValues(t *testing.T) {
 		t.Error("IsExperiment tells the files apart wrongly")
 	}
 }
+
+// parallel: auto asks the scheduler to pick the runs at once from the host (as -j auto);
+// any other word is refused at its line.
+func TestExperimentParallelAuto(t *testing.T) {
+	for _, c := range []struct {
+		value, err string
+		auto       bool
+		n          int
+	}{
+		{"auto", "", true, 0},
+		{"3", "", false, 3},
+		{`"auto"`, "", true, 0},
+		{"fast", `exp.yaml:3:11: parallel (or auto) must be a whole number, got "fast"`, false, 0},
+		{"0", "exp.yaml:3:11: parallel (or auto) must be between 1 and 1024, got 0", false, 0},
+	} {
+		dir := testtree.New(t, map[string]string{
+			"tasks/a/task.yaml": taskA,
+			"exp.yaml":          "experiment_id: e1\ntasks: [tasks/*/task.yaml]\nparallel: " + c.value + "\n",
+		})
+		e, err := LoadExperiment(filepath.Join(dir, "exp.yaml"), ExperimentOptions{})
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("parallel: %s: err %v, want %q", c.value, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("parallel: %s: %v", c.value, err)
+		}
+		if e.ParallelAuto != c.auto || e.Parallel != c.n {
+			t.Errorf("parallel: %s: auto %v, n %d", c.value, e.ParallelAuto, e.Parallel)
+		}
+	}
+}

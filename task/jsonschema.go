@@ -323,9 +323,11 @@ func ExperimentSchema() map[string]any {
 			"confidence": map[string]any{"type": "number", "minimum": 0.5, "maximum": 0.9999, "description": "1 - the false-positive rate the test keeps (default 0.95)"},
 			"min_runs":   map[string]any{"type": "integer", "minimum": 1, "description": "runs of each compared variant before the first look (default 1)"},
 		}, "compare"),
-		"repeats":  map[string]any{"type": "integer", "minimum": 1, "maximum": MaxRepeats},
-		"parallel": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxParallel},
-		"tags":     jsStrs,
+		"repeats": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxRepeats},
+		"parallel": map[string]any{"oneOf": []any{
+			map[string]any{"type": "integer", "minimum": 1, "maximum": MaxParallel},
+			map[string]any{"const": "auto"}}},
+		"tags": jsStrs,
 	}, "experiment_id")
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
 	s["title"] = "ceval experiment file"
