@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,7 @@ type Agent struct {
 	Kind string
 	What string
 	Argv []string
+	lib  bool // a built-in agent: Argv is /bin/sh -c with lib.sh first (see forTask)
 }
 
 // Built-in agent names.
@@ -64,8 +66,29 @@ func Builtin(name string) (Agent, error) {
 		kind = KindBaseline
 	}
 	what, _, _ := strings.Cut(string(body), "\n")
-	return Agent{Name: name, Kind: kind, What: strings.TrimPrefix(what, "# "),
+	return Agent{Name: name, Kind: kind, What: strings.TrimPrefix(what, "# "), lib: true,
 		Argv: []string{"/bin/sh", "-c", string(lib) + "\n" + string(body)}}, nil
+}
+
+// forTask is agent a as it runs on task t: a built-in agent's script starts by naming the
+// task's sandbox.outputs (AUDIT_OUTPUTS, for lib.sh's prompt_paths), the absolute paths
+// outside /workspace the agent may write, so a cheat writes at the prompt's paths there too.
+func forTask(a Agent, t *task.Task) Agent {
+	if !a.lib || len(t.Sandbox.Outputs) == 0 {
+		return a
+	}
+	quoted := make([]string, len(t.Sandbox.Outputs))
+	for i, o := range t.Sandbox.Outputs {
+		quoted[i] = path.Clean(o)
+	}
+	a.Argv = slices.Clone(a.Argv)
+	a.Argv[2] = "AUDIT_OUTPUTS=" + shQuote(strings.Join(quoted, " ")) + "\n" + a.Argv[2]
+	return a
+}
+
+// shQuote is s as one word of /bin/sh.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Bounds of what an oracle passes on the agent's command line (Linux caps one argument at

@@ -1,0 +1,67 @@
+package audit
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"ceval.dev/ceval/task"
+)
+
+// promptPaths runs lib.sh's prompt_paths on the host over prompt, as agent a (Builtin, then
+// forTask) would in its container, with the workspace a temporary directory.
+func promptPaths(t *testing.T, a Agent, prompt string) []string {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".ceval"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".ceval", "prompt.md"), []byte(prompt), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := a.Argv[2]
+	const cd = "cd /workspace || exit 1\n"
+	if !strings.Contains(script, cd) {
+		t.Fatalf("lib.sh no longer holds %q: update this test", cd)
+	}
+	script = strings.Replace(script, cd, "cd \"$WS\" || exit 1\n", 1)
+	// the agent's body is replaced by a call to prompt_paths
+	body, _ := os.ReadFile("agents/" + a.Name + ".sh")
+	script = strings.Replace(script, string(body), "prompt_paths\n", 1)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = []string{"HOME=" + home, "WS=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("prompt_paths: %v: %s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// prompt_paths names what the agent may write that the prompt names: relative paths, absolute
+// ones inside /workspace made relative (a Harbor task's /app/calc.py is imported as
+// /workspace/calc.py, and patch-test-runner planted nothing there), absolute ones below the
+// task's sandbox.outputs as they are; never a path outside those, nor one with "..", whatever
+// punctuation or quotes surround it.
+func TestPromptPathsMapsAbsoluteWorkspacePathsAndDropsTheRest(t *testing.T) {
+	a, err := Builtin("empty-files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := "Write /workspace/calc.py, then fix `src/util.py` and \"/workspace/pkg/mod.py\".\n" +
+		"Read '/workspace/data/in.txt'; see ./notes.md (and /workspace/./lib/x.py).\n" +
+		"Never touch /etc/passwd, /app/other.py, /workspace/../etc/shadow, ../up.py or /workspace.\n" +
+		"Save the log at /output/run.log and /outputs2/no.log, the cache in /tmp/cache.json.\n"
+	got := promptPaths(t, forTask(a, &task.Task{}), prompt)
+	want := []string{"calc.py", "data/in.txt", "lib/x.py", "notes.md", "pkg/mod.py", "src/util.py"}
+	if !slices.Equal(got, want) {
+		t.Errorf("no outputs: prompt_paths %q, want %q", got, want)
+	}
+	got = promptPaths(t, forTask(a, &task.Task{Sandbox: task.Sandbox{Outputs: []string{"/output", "/tmp"}}}), prompt)
+	want = []string{"/output/run.log", "/tmp/cache.json", "calc.py", "data/in.txt", "lib/x.py", "notes.md", "pkg/mod.py", "src/util.py"}
+	if !slices.Equal(got, want) {
+		t.Errorf("outputs /output, /tmp: prompt_paths %q, want %q", got, want)
+	}
+}
