@@ -14,6 +14,11 @@ import (
 // promptPaths runs lib.sh's prompt_paths on the host over prompt, as agent a (Builtin, then
 // forTask) would in its container, with the workspace a temporary directory.
 func promptPaths(t *testing.T, a Agent, prompt string) []string {
+	return promptPathsIn(t, a, prompt, t.TempDir())
+}
+
+// promptPathsIn is promptPaths with the workspace ws.
+func promptPathsIn(t *testing.T, a Agent, prompt, ws string) []string {
 	t.Helper()
 	home := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, ".ceval"), 0o755); err != nil {
@@ -32,7 +37,7 @@ func promptPaths(t *testing.T, a Agent, prompt string) []string {
 	body, _ := os.ReadFile("agents/" + a.Name + ".sh")
 	script = strings.Replace(script, string(body), "prompt_paths\n", 1)
 	cmd := exec.Command("/bin/sh", "-c", script)
-	cmd.Env = []string{"HOME=" + home, "WS=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"HOME=" + home, "WS=" + ws, "PATH=" + os.Getenv("PATH")}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("prompt_paths: %v: %s", err, out)
@@ -63,5 +68,42 @@ func TestPromptPathsMapsAbsoluteWorkspacePathsAndDropsTheRest(t *testing.T) {
 	want = []string{"/output/run.log", "/tmp/cache.json", "calc.py", "data/in.txt", "lib/x.py", "notes.md", "pkg/mod.py", "src/util.py"}
 	if !slices.Equal(got, want) {
 		t.Errorf("outputs /output, /tmp: prompt_paths %q, want %q", got, want)
+	}
+}
+
+// An absolute path below the image's WORKDIR whose tree started the workspace (sandbox.image_workdir:
+// copy) is the workspace's: a directory that holds something, all of which the workspace
+// holds too. A directory holding something the workspace lacks, or nothing, is not.
+func TestPromptPathsMapsTheImagesWorkdirToTheWorkspace(t *testing.T) {
+	a, err := Builtin("empty-files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	write := func(p string) {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app, ws, other, empty := filepath.Join(root, "app"), filepath.Join(root, "ws"), filepath.Join(root, "other"), filepath.Join(root, "empty")
+	write(filepath.Join(app, "data.txt"))
+	write(filepath.Join(app, "src", "util.py"))
+	write(filepath.Join(ws, "data.txt"))
+	write(filepath.Join(ws, "src", "util.py"))
+	write(filepath.Join(ws, "template.md")) // the template's, over the image's tree
+	write(filepath.Join(other, "data.txt"))
+	write(filepath.Join(other, "secret.txt"))
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prompt := "Write " + app + "/calc.py and " + app + "/src/new.py, read " + app + "/data.txt.\n" +
+		"Leave " + other + "/x.py, " + empty + "/y.py and " + app + "/../other/z.py alone.\n"
+	got := promptPathsIn(t, forTask(a, &task.Task{}), prompt, ws)
+	want := []string{"calc.py", "data.txt", "src/new.py"}
+	if !slices.Equal(got, want) {
+		t.Errorf("prompt_paths %q, want %q", got, want)
 	}
 }
