@@ -186,12 +186,14 @@ func readSolutionFiles(d *task.Dir) ([]file, error) {
 }
 
 // writeFilesRunner writes the files its arguments describe, in triples (path, mode,
-// base64 chunk), appending chunks of the same path.
+// base64 chunk), appending chunks of the same path: a relative path in /workspace, an
+// absolute one where it says (the leaked-criteria agent's below a sandbox.outputs path,
+// which a criterion reads there).
 const writeFilesRunner = `set -e
 cd /workspace
 while [ $# -ge 3 ]; do
-	f=./$1
-	case "$1" in */*) mkdir -p "./${1%/*}" ;; esac
+	case "$1" in /*) f=$1 ;; *) f=./$1 ;; esac
+	mkdir -p "${f%/*}"
 	if [ "$f" != "$last" ]; then rm -rf "$f"; : > "$f"; last=$f; fi
 	printf '%s' "$3" | base64 -d >> "$f"
 	chmod "$2" "$f"

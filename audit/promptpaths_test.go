@@ -107,3 +107,30 @@ func TestPromptPathsMapsTheImagesWorkdirToTheWorkspace(t *testing.T) {
 		t.Errorf("prompt_paths %q, want %q", got, want)
 	}
 }
+
+// A file an audit agent writes at an absolute path (the leaked-criteria agent's answer to a
+// criterion on a sandbox.outputs path) lands there, not below the workspace, where no
+// criterion reads it; a relative one lands in the workspace.
+func TestWriteFilesWritesAnAbsolutePathWhereItSays(t *testing.T) {
+	tk := load(t, writeTask(t, "task_id: outputs\ninitial_prompt: Log to /output/run.log.\nsandbox: {outputs: [/output]}\n"+
+		"success_criteria:\n  - {type: file_contains, path: /output/run.log, includes: [done]}\n  - {type: file_contains, path: notes.md, includes: [seen]}\n", map[string]string{}))
+	a := Leaked(tk)
+	if !slices.Contains(a.Argv, "/output/run.log") {
+		t.Fatalf("leaked agent's argv %q: want it to write /output/run.log", a.Argv)
+	}
+	ws, out := t.TempDir(), t.TempDir()
+	argv := slices.Clone(a.Argv)
+	for i := range argv {
+		argv[i] = strings.ReplaceAll(argv[i], "/output/", out+"/")
+	}
+	argv[2] = strings.Replace(argv[2], "cd /workspace", "cd "+ws, 1)
+	if b, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "run.log")); err != nil || !strings.Contains(string(b), "done") {
+		t.Errorf("the output's run.log: %q, %v: want the leaked answer", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "notes.md")); err != nil || !strings.Contains(string(b), "seen") {
+		t.Errorf("the workspace's notes.md: %q, %v", b, err)
+	}
+}
