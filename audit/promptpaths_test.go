@@ -69,6 +69,13 @@ func TestPromptPathsMapsAbsoluteWorkspacePathsAndDropsTheRest(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("outputs /output, /tmp: prompt_paths %q, want %q", got, want)
 	}
+	// the prompt's last word, with no newline after it (as a one-line initial_prompt is)
+	if got := promptPaths(t, forTask(a, &task.Task{}), "Write the result to /workspace/out.txt."); !slices.Equal(got, []string{"out.txt"}) {
+		t.Errorf("a last word without a newline: prompt_paths %q, want [out.txt]", got)
+	}
+	if got := promptPaths(t, forTask(a, &task.Task{}), "Write the result to out.txt"); !slices.Equal(got, []string{"out.txt"}) {
+		t.Errorf("a last word without a newline: prompt_paths %q, want [out.txt]", got)
+	}
 }
 
 // An absolute path below the image's WORKDIR whose tree started the workspace (sandbox.image_workdir:

@@ -18,7 +18,7 @@ prompt_words() {
 # agent writes it there; any other absolute path, and any with .., is dropped: never outside
 # what the agent may write.
 prompt_paths() {
-	tr -c 'A-Za-z0-9_./-' '\n' < "$PROMPT" 2>/dev/null | sed -e 's/[.]*$//' | while IFS= read -r p; do
+	tr -c 'A-Za-z0-9_./-' '\n' < "$PROMPT" 2>/dev/null | sed -e 's/[.]*$//' | while IFS= read -r p || [ -n "$p" ]; do
 		case "$p" in
 		/workspace/*) p=${p#/workspace/} ;;
 		/*) in_outputs "$p" || p=$(in_workdir "$p") || continue ;;
