@@ -77,12 +77,19 @@ func forTask(a Agent, t *task.Task) Agent {
 	if !a.lib || len(t.Sandbox.Outputs) == 0 {
 		return a
 	}
-	quoted := make([]string, len(t.Sandbox.Outputs))
-	for i, o := range t.Sandbox.Outputs {
-		quoted[i] = path.Clean(o)
+	var outs []string
+	for _, o := range t.Sandbox.Outputs {
+		// one word of the shell's, no glob: a path prompt_paths could name (its words are
+		// made of these characters), so an output it could not is left out
+		if o = path.Clean(o); strings.Trim(o, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-") == "" {
+			outs = append(outs, o)
+		}
+	}
+	if len(outs) == 0 {
+		return a
 	}
 	a.Argv = slices.Clone(a.Argv)
-	a.Argv[2] = "AUDIT_OUTPUTS=" + shQuote(strings.Join(quoted, " ")) + "\n" + a.Argv[2]
+	a.Argv[2] = "AUDIT_OUTPUTS=" + shQuote(strings.Join(outs, " ")) + "\n" + a.Argv[2]
 	return a
 }
 

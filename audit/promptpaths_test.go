@@ -69,6 +69,10 @@ func TestPromptPathsMapsAbsoluteWorkspacePathsAndDropsTheRest(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("outputs /output, /tmp: prompt_paths %q, want %q", got, want)
 	}
+	// an output no prompt word could name (a space, a glob) is not passed: the shell would split it
+	if b := forTask(a, &task.Task{Sandbox: task.Sandbox{Outputs: []string{"/my out", "/o*", "/output"}}}); !strings.HasPrefix(b.Argv[2], "AUDIT_OUTPUTS='/output'\n") {
+		t.Errorf("outputs [/my out, /o*, /output]: the script starts %q, want AUDIT_OUTPUTS='/output'", b.Argv[2][:40])
+	}
 	// the prompt's last word, with no newline after it (as a one-line initial_prompt is)
 	if got := promptPaths(t, forTask(a, &task.Task{}), "Write the result to /workspace/out.txt."); !slices.Equal(got, []string{"out.txt"}) {
 		t.Errorf("a last word without a newline: prompt_paths %q, want [out.txt]", got)
