@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -32,6 +33,7 @@ type Agent struct {
 	Kind string
 	What string
 	Argv []string
+	lib  bool // a built-in agent: Argv is /bin/sh -c with lib.sh first (see forTask)
 }
 
 // Built-in agent names.
@@ -64,8 +66,36 @@ func Builtin(name string) (Agent, error) {
 		kind = KindBaseline
 	}
 	what, _, _ := strings.Cut(string(body), "\n")
-	return Agent{Name: name, Kind: kind, What: strings.TrimPrefix(what, "# "),
+	return Agent{Name: name, Kind: kind, What: strings.TrimPrefix(what, "# "), lib: true,
 		Argv: []string{"/bin/sh", "-c", string(lib) + "\n" + string(body)}}, nil
+}
+
+// forTask is agent a as it runs on task t: a built-in agent's script starts by naming the
+// task's sandbox.outputs (AUDIT_OUTPUTS, for lib.sh's prompt_paths), the absolute paths
+// outside /workspace the agent may write, so a cheat writes at the prompt's paths there too.
+func forTask(a Agent, t *task.Task) Agent {
+	if !a.lib || len(t.Sandbox.Outputs) == 0 {
+		return a
+	}
+	var outs []string
+	for _, o := range t.Sandbox.Outputs {
+		// one word of the shell's, no glob: a path prompt_paths could name (its words are
+		// made of these characters), so an output it could not is left out
+		if o = path.Clean(o); strings.Trim(o, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./-") == "" {
+			outs = append(outs, o)
+		}
+	}
+	if len(outs) == 0 {
+		return a
+	}
+	a.Argv = slices.Clone(a.Argv)
+	a.Argv[2] = "AUDIT_OUTPUTS=" + shQuote(strings.Join(outs, " ")) + "\n" + a.Argv[2]
+	return a
+}
+
+// shQuote is s as one word of /bin/sh.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Bounds of what an oracle passes on the agent's command line (Linux caps one argument at
@@ -163,12 +193,14 @@ func readSolutionFiles(d *task.Dir) ([]file, error) {
 }
 
 // writeFilesRunner writes the files its arguments describe, in triples (path, mode,
-// base64 chunk), appending chunks of the same path.
+// base64 chunk), appending chunks of the same path: a relative path in /workspace, an
+// absolute one where it says (the leaked-criteria agent's below a sandbox.outputs path,
+// which a criterion reads there).
 const writeFilesRunner = `set -e
 cd /workspace
 while [ $# -ge 3 ]; do
-	f=./$1
-	case "$1" in */*) mkdir -p "./${1%/*}" ;; esac
+	case "$1" in /*) f=$1 ;; *) f=./$1 ;; esac
+	mkdir -p "${f%/*}"
 	if [ "$f" != "$last" ]; then rm -rf "$f"; : > "$f"; last=$f; fi
 	printf '%s' "$3" | base64 -d >> "$f"
 	chmod "$2" "$f"

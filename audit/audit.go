@@ -176,7 +176,7 @@ func Audit(ctx context.Context, targets []Target, o Options) ([]Report, error) {
 // with a command agent in place of its own (and so no model gateway or run budgets).
 func runAgent(ctx context.Context, tg Target, a Agent, so supervisor.Options) Run {
 	r := Run{Agent: a.Name, Kind: a.Kind, What: a.What}
-	t := asAudited(tg.Task, a)
+	t := asAudited(tg.Task, forTask(a, tg.Task))
 	so.Variant = "audit-" + a.Name
 	if tg.Variant != "" {
 		so.Variant = tg.Variant + "-audit-" + a.Name

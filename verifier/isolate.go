@@ -35,7 +35,7 @@ const isolateEnv = "CEVAL_PYTEST_REPORT"
 
 // isolatedSetup runs as /bin/sh -c: it makes the unreadable copy of the image's python3 and
 // executes the boot ($1) on the rest of the arguments.
-const isolatedSetup = `py=$(command -v python3) || { echo "isolation: process: the image has no python3" >&2; exit 127; }
+const isolatedSetup = `py=$(command -v python3) || { echo "isolation: process: the image has no python3 (ceval lends pytest, not python3): give the criterion packages: [python3-pytest] or an image with python3" >&2; exit 127; }
 d=$(mktemp -d /tmp/.ceval-python.XXXXXX) && cp "$py" "$d/python3" && chmod 0111 "$d/python3" || exit 1
 boot=$1; shift
 exec "$d/python3" -I -B -c "$boot" "$@"`
@@ -72,6 +72,18 @@ code = pytest.main(sys.argv[1:] + ["--junitxml=" + report + "/junit.xml"])
 agent.kill()
 sys.exit(code)
 `
+
+// isolationNote is the last line of an isolated test process's stderr in which it says
+// what it lacked ("isolation: process: ..."), or "".
+func isolationNote(stderr []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "isolation: process: ") && strings.Contains(l, "pytest") {
+			return l
+		}
+	}
+	return ""
+}
 
 // pyQuote is s as a Python string literal.
 func pyQuote(s string) string {

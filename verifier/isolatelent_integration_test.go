@@ -61,3 +61,16 @@ func TestIsolatedPytestRunsCevalsPytestWhenTheImageHasNone(t *testing.T) {
 		})
 	}
 }
+
+// isolation: process over an image with no python3 at all (ceval's busybox default) is an
+// error before the tests start that says so and what to give the criterion: ceval lends
+// pytest, never python3, so the old advice alone did not say what was missing.
+func TestIsolatedPytestOverAnImageWithoutPython3SaysWhatToGive(t *testing.T) {
+	e, _, ctx := newExecutor(t)
+	v := &task.Verifier{Image: images.DefaultName, Network: policy.NetworkNone, MemoryMB: 256, Pids: 64, DiskMB: 64}
+	c := pytestCase(t, v, "def test_x():\n    assert True\n", task.IsolationProcess)
+	_, err := e.Execute(ctx, c, snap(t, map[string]string{"solution.py": goodSolution}), nil)
+	if err == nil || !strings.Contains(err.Error(), "the image has no python3 (ceval lends pytest, not python3): give the criterion packages: [python3-pytest]") {
+		t.Errorf("Execute: %v, want an error saying the image has no python3 and what to give the criterion", err)
+	}
+}

@@ -21,6 +21,34 @@ func TestPytestInAnImageWithoutPytestSaysWhatToAdd(t *testing.T) {
 	}
 }
 
+// isolation: process lends ceval's pytest to an image whose python3 has none: when it finds
+// none, its details say what the test process said it lacked (this host lends none, or ceval's
+// does not import in that python3), never that the image lacks pytest as if ceval lent none,
+// nor that pytest was called wrongly (its exit 4 is the same);
+// an image without python3 is refused before the test process starts, saying so and what to do.
+func TestIsolatedPytestWithoutPytestSaysWhatItLacked(t *testing.T) {
+	c := &task.Criterion{Type: task.Pytest, Isolation: task.IsolationProcess}
+	for _, tc := range []struct{ stderr, want string }{
+		{"isolation: process: the image's python3 has no pytest, and this host lends none (install python3-pytest on it: scripts/containerd.sh install), or give the image pytest (RUN apt-get install -y python3-pytest)\n",
+			"this host lends none"},
+		{"isolation: process: the image's python3 3.5 has no pytest, and ceval's (pytest 7.2.1, for python3 3.7 to 3.13) does not import in it: ModuleNotFoundError(\"No module named 'pytest'\"); give the image pytest (RUN apt-get install -y python3-pytest)\n",
+			"does not import in it"},
+	} {
+		r := &Run{CommandRun: grader.CommandRun{ExitCode: 4, Stderr: []byte(tc.stderr)}, Guarded: true, Started: true}
+		score, details, err := scoreParts(scoreRun(c, r))
+		if err != nil || score != 0 || !strings.Contains(details, tc.want) || strings.Contains(details, "the image lacks python3 or pytest") || strings.Contains(details, "called wrongly") {
+			t.Errorf("score %v, details %q, err %v: want 0 saying %q, never that the image lacks pytest nor that pytest was called wrongly", score, details, err, tc.want)
+		}
+	}
+	_, err := scoreRun(c, &Run{CommandRun: grader.CommandRun{ExitCode: 127, Stderr: []byte("isolation: process: the image has no python3 (ceval lends pytest, not python3): give the criterion packages: [python3-pytest] or an image with python3\n")}, Guarded: true})
+	if err == nil || !strings.Contains(err.Error(), "has no python3") || !strings.Contains(err.Error(), "packages: [python3-pytest]") {
+		t.Errorf("no python3: %v, want an error saying so and what to do", err)
+	}
+	if !strings.Contains(isolatedSetup, "has no python3 (ceval lends pytest, not python3): give the criterion packages: [python3-pytest]") {
+		t.Error("isolatedSetup no longer says what to do without python3")
+	}
+}
+
 func TestPytestScoreComesFromTheReportCheckedAgainstTheExitStatus(t *testing.T) {
 	c := &task.Criterion{Type: task.Pytest}
 	report := []byte(`<testsuites><testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><failure/></testcase></testsuite></testsuites>`)

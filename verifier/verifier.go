@@ -173,8 +173,16 @@ func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 	}
 	if c.Type == task.Pytest && r.Limit == "" {
 		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
-		if r.ExitCode == 127 || bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")) {
-			details += "; the image lacks python3 or pytest: give the criterion packages: [python3-pytest] (or an image that has it)"
+		switch {
+		case c.Isolation == task.IsolationProcess:
+			// The test process says what it lacked (isolatedBoot): the image's python3 has
+			// no pytest and this host lends none, or ceval's does not import in it.
+			// Its exit 4 is pytest's usage error's too: the note says which (score 0 either way).
+			if line := isolationNote(r.Stderr); r.ExitCode == 4 && line != "" {
+				details = "no pytest ran (exit 4): " + line
+			}
+		case r.ExitCode == 127 || bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")):
+			details += "; the image lacks python3 or pytest: give the criterion packages: [python3-pytest] (or an image that has it), or isolation: process, which lends ceval's pytest to an image with python3"
 		}
 		if len(r.Notes) > 0 {
 			details += "; " + strings.Join(r.Notes, "; ")

@@ -10,12 +10,53 @@ prompt_words() {
 	tr -c 'A-Za-z0-9_.\n-' '\n' < "$PROMPT" 2>/dev/null | sed -e 's/^[.-]*//' -e 's/[.-]*$//' | grep -v '^$'
 }
 
-# prompt_paths: the relative paths the prompt names (a word with a file extension or a
-# slash), one a line; never outside the workspace.
+# prompt_paths: the paths the prompt names (a word with a file extension or a slash), one a
+# line: relative ones, and absolute ones inside the workspace made relative (/workspace/calc.py
+# is calc.py: Harbor's /app/calc.py is imported as that; so is /app/calc.py when the image's
+# WORKDIR /app started the workspace, see in_workdir); an absolute path below one of the
+# task's sandbox.outputs (AUDIT_OUTPUTS, set by audit before this file) stays absolute, as the
+# agent writes it there; any other absolute path, and any with .., is dropped: never outside
+# what the agent may write.
 prompt_paths() {
-	tr -c 'A-Za-z0-9_./-' '\n' < "$PROMPT" 2>/dev/null | sed -e 's/^\.\///' -e 's/[.]*$//' |
-		grep -E '^[A-Za-z0-9_][A-Za-z0-9_./-]*(\.[A-Za-z0-9]+|/[A-Za-z0-9_.-]+)$' |
-		grep -v -e '\.\.' -e '^/' -e '//' | sort -u
+	tr -c 'A-Za-z0-9_./-' '\n' < "$PROMPT" 2>/dev/null | sed -e 's/[.]*$//' | while IFS= read -r p || [ -n "$p" ]; do
+		case "$p" in
+		/workspace/*) p=${p#/workspace/} ;;
+		/*) in_outputs "$p" || p=$(in_workdir "$p") || continue ;;
+		esac
+		while :; do case "$p" in ./*) p=${p#./} ;; *) break ;; esac; done
+		printf '%s\n' "$p"
+	done | grep -E '^/?[A-Za-z0-9_][A-Za-z0-9_./-]*(\.[A-Za-z0-9]+|/[A-Za-z0-9_.-]+)$' |
+		grep -v -e '\.\.' -e '//' | sort -u
+}
+
+# in_workdir PATH: the absolute PATH made relative to the image's WORKDIR whose tree started
+# the workspace (sandbox.image_workdir: copy): the shortest directory above PATH that holds
+# something, all of which the workspace holds too (/app when the image's /app held data.txt),
+# as an agent that looks would find; fails when none does.
+in_workdir() {
+	d=
+	r=${1#/}
+	while case "$r" in */*) true ;; *) false ;; esac; do
+		d=$d/${r%%/*}
+		r=${r#*/}
+		[ -d "$d" ] && [ ! -L "$d" ] || return 1
+		n=0
+		for e in "$d"/* "$d"/.[!.]* "$d"/..?*; do
+			[ -e "$e" ] || [ -L "$e" ] || continue
+			n=$((n + 1))
+			[ -e "./${e##*/}" ] || [ -L "./${e##*/}" ] || { n=-1; break; }
+		done
+		[ "$n" -gt 0 ] && { printf '%s\n' "$r"; return 0; }
+	done
+	return 1
+}
+
+# in_outputs PATH: whether the absolute PATH lies below one of AUDIT_OUTPUTS.
+in_outputs() {
+	for o in ${AUDIT_OUTPUTS:-}; do
+		case "$1" in "$o"/?*) return 0 ;; esac
+	done
+	return 1
 }
 
 # words_file FILE: write the prompt and every word of it to FILE.
