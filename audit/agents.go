@@ -93,6 +93,11 @@ func forTask(a Agent, t *task.Task) Agent {
 	return a
 }
 
+// imageWorkdirEnv is the variable a built-in agent's container gets naming the image's
+// WORKDIR whose tree started the workspace (supervisor.Options.ImageWorkdirEnv), so lib.sh's
+// in_workdir maps a prompt's /app/x.py to x.py even when /app started out empty.
+const imageWorkdirEnv = "AUDIT_IMAGE_WORKDIR"
+
 // shQuote is s as one word of /bin/sh.
 func shQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -182,6 +182,9 @@ func runAgent(ctx context.Context, tg Target, a Agent, so supervisor.Options) Ru
 		so.Variant = tg.Variant + "-audit-" + a.Name
 	}
 	so.Repeat = 1
+	if a.lib {
+		so.ImageWorkdirEnv = imageWorkdirEnv // lib.sh's in_workdir
+	}
 	res, err := supervisor.Run(ctx, &t, so)
 	if res != nil {
 		r.RunDir, r.Status, r.Score = res.Dir, res.Status, res.Score

@@ -20,6 +20,13 @@ func promptPaths(t *testing.T, a Agent, prompt string) []string {
 // promptPathsIn is promptPaths with the workspace ws.
 func promptPathsIn(t *testing.T, a Agent, prompt, ws string) []string {
 	t.Helper()
+	return promptPathsEnv(t, a, prompt, ws)
+}
+
+// promptPathsEnv is promptPathsIn with the variables env (KEY=VALUE) in the agent's
+// environment too, as supervisor.Options.ImageWorkdirEnv gives them.
+func promptPathsEnv(t *testing.T, a Agent, prompt, ws string, env ...string) []string {
+	t.Helper()
 	home := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, ".ceval"), 0o755); err != nil {
 		t.Fatal(err)
@@ -37,7 +44,7 @@ func promptPathsIn(t *testing.T, a Agent, prompt, ws string) []string {
 	body, _ := os.ReadFile("agents/" + a.Name + ".sh")
 	script = strings.Replace(script, string(body), "prompt_paths\n", 1)
 	cmd := exec.Command("/bin/sh", "-c", script)
-	cmd.Env = []string{"HOME=" + home, "WS=" + ws, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"HOME=" + home, "WS=" + ws, "PATH=" + os.Getenv("PATH")}, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("prompt_paths: %v: %s", err, out)
@@ -116,6 +123,39 @@ func TestPromptPathsMapsTheImagesWorkdirToTheWorkspace(t *testing.T) {
 	want := []string{"calc.py", "data.txt", "src/new.py"}
 	if !slices.Equal(got, want) {
 		t.Errorf("prompt_paths %q, want %q", got, want)
+	}
+}
+
+// Told the image's WORKDIR (AUDIT_IMAGE_WORKDIR, from the image's config where the backend
+// copied it), prompt_paths maps every path below it to the workspace's even when the WORKDIR
+// started out empty, as no guess from inside the container can (an empty /app is any empty
+// directory); a path outside it, or climbing out of it, is still dropped, and a WORKDIR of /
+// maps nothing.
+func TestPromptPathsMapsTheNamedImageWorkdirToTheWorkspace(t *testing.T) {
+	a, err := Builtin("empty-files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	app, other := filepath.Join(root, "app"), filepath.Join(root, "other")
+	for _, d := range []string{app, other} { // both empty: the guess maps neither
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prompt := "Write " + app + "/calc.py and " + app + "/src/new.py.\n" +
+		"Leave " + other + "/x.py, " + app + "x/y.py, " + app + "/../other/z.py and " + app + " alone.\n"
+	if got := promptPathsIn(t, forTask(a, &task.Task{}), prompt, t.TempDir()); len(got) != 0 {
+		t.Errorf("without AUDIT_IMAGE_WORKDIR prompt_paths %q, want nothing (the guess sees empty directories)", got)
+	}
+	for _, wd := range []string{app, app + "/"} {
+		got := promptPathsEnv(t, forTask(a, &task.Task{}), prompt, t.TempDir(), imageWorkdirEnv+"="+wd)
+		if want := []string{"calc.py", "src/new.py"}; !slices.Equal(got, want) {
+			t.Errorf("AUDIT_IMAGE_WORKDIR=%s: prompt_paths %q, want %q", wd, got, want)
+		}
+	}
+	if got := promptPathsEnv(t, forTask(a, &task.Task{}), "Write /etc/x.py and /calc.py.", t.TempDir(), imageWorkdirEnv+"=/"); len(got) != 0 {
+		t.Errorf("AUDIT_IMAGE_WORKDIR=/: prompt_paths %q, want nothing", got)
 	}
 }
 

@@ -104,7 +104,12 @@ type Config struct {
 	// task.ImageWorkdirCopy, or "" / task.ImageWorkdirIgnore (a verifier's or exec's
 	// sandbox). Emit (may be nil) gets the "image_workdir" event of what was copied.
 	ImageWorkdir string
-	Emit         func(string, map[string]any)
+	// ImageWorkdirEnv, when set, names a variable the container's processes get, valued the
+	// image's working directory whose tree started the workspace (/app), set only when one
+	// did (an empty one too): ceval audit's built-in agents map a prompt's /app/x.py to the
+	// workspace's x.py with it. The local backend sets it; the Kubernetes one does not yet.
+	ImageWorkdirEnv string
+	Emit            func(string, map[string]any)
 
 	// Outputs are the task's sandbox.outputs: container paths each given a capped scratch
 	// filesystem (Limits.DiskMB, as the workspace) bound read-write, /tmp replacing the

@@ -57,7 +57,10 @@ type Options struct {
 	Busybox  string                               // for building the default image on first use
 	InitDir  string                               // where the static init is installed; default under the user cache dir
 	Progress func(event string, f map[string]any) // optional: live events for the CLI
-	Executor grader.Executor                      // grades run_command and wasm criteria; nil leaves them NOT_GRADED
+	// ImageWorkdirEnv is sandbox.Config.ImageWorkdirEnv of the agent's sandbox (ceval audit
+	// sets it for its built-in agents); "" for none.
+	ImageWorkdirEnv string
+	Executor        grader.Executor // grades run_command and wasm criteria; nil leaves them NOT_GRADED
 	// IDs is the subordinate range runs take their user namespaces' host IDs from (ceval's
 	// config id_range); the zero value is sandbox.DefaultIDRange.
 	IDs sandbox.IDRange
@@ -387,6 +390,7 @@ func (r *run) launch(ctx context.Context) error {
 		StepBeforeStart: r.svcs.stepBeforeStart(), StepMounts: r.svcs.mounts(),
 		Prepare: r.prepareScratch, Reserved: r.ids,
 		ImageWorkdir: local.ImageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
+		ImageWorkdirEnv: o.ImageWorkdirEnv,
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw

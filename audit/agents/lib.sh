@@ -30,10 +30,18 @@ prompt_paths() {
 }
 
 # in_workdir PATH: the absolute PATH made relative to the image's WORKDIR whose tree started
-# the workspace (sandbox.image_workdir: copy): the shortest directory above PATH that holds
-# something, all of which the workspace holds too (/app when the image's /app held data.txt),
-# as an agent that looks would find; fails when none does.
+# the workspace (sandbox.image_workdir: copy), which audit names in AUDIT_IMAGE_WORKDIR when
+# the backend knows it (the local one), an empty one too; fails when PATH is not below it.
+# Without the variable (the Kubernetes backend, an agent run outside audit) it is guessed as
+# an agent that looks would find it: the shortest directory above PATH that holds something,
+# all of which the workspace holds too (/app when the image's /app held data.txt); an empty
+# WORKDIR cannot be told from any other empty directory so, and is missed.
 in_workdir() {
+	if [ -n "${AUDIT_IMAGE_WORKDIR:-}" ]; then
+		case "$AUDIT_IMAGE_WORKDIR" in /) return 1 ;; esac
+		case "$1" in "${AUDIT_IMAGE_WORKDIR%/}"/?*) printf '%s\n' "${1#"${AUDIT_IMAGE_WORKDIR%/}"/}"; return 0 ;; esac
+		return 1
+	fi
 	d=
 	r=${1#/}
 	while case "$r" in */*) true ;; *) false ;; esac; do

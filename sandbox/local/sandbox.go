@@ -164,6 +164,10 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 	}
 	var dropped []string
 	s.imageEnv, dropped = imageEnv(rc.Env, cp.Dir)
+	if cfg.ImageWorkdirEnv != "" && cp.Dir != "" {
+		// under cfg.Env as the image's own variables are, and in every step's process
+		s.imageEnv = append(s.imageEnv, cfg.ImageWorkdirEnv+"="+cp.Dir)
+	}
 	if (len(s.imageEnv) > 0 || len(dropped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_env", map[string]any{"image": cfg.Image, "env": s.imageEnv, "dropped": dropped})
 	}
