@@ -60,6 +60,9 @@ type File struct {
 	// named pipe. Tests use them to build hostile images.
 	Link string
 	FIFO bool
+	// Dir makes the entry a directory (empty unless other files go below it), as a
+	// Dockerfile's WORKDIR makes its own.
+	Dir bool
 }
 
 func (o DefaultOptions) withDefaults() DefaultOptions {
@@ -307,6 +310,8 @@ func defaultRootfs(busybox []byte, applets []string, extra []File) ([]byte, erro
 			entries[p] = entry{hdr: tar.Header{Typeflag: tar.TypeSymlink, Name: p, Linkname: f.Link, Mode: 0o777}}
 		case f.FIFO:
 			entries[p] = entry{hdr: tar.Header{Typeflag: tar.TypeFifo, Name: p, Mode: f.Mode}}
+		case f.Dir:
+			dir(p, f.Mode, 0, 0)
 		default:
 			file(p, f.Mode, f.Data)
 		}
