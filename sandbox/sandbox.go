@@ -107,7 +107,7 @@ type Config struct {
 	// ImageWorkdirEnv, when set, names a variable the container's processes get, valued the
 	// image's working directory whose tree started the workspace (/app), set only when one
 	// did (an empty one too): ceval audit's built-in agents map a prompt's /app/x.py to the
-	// workspace's x.py with it. The local backend sets it; the Kubernetes one does not yet.
+	// workspace's x.py with it.
 	ImageWorkdirEnv string
 	Emit            func(string, map[string]any)
 

@@ -32,10 +32,12 @@ prompt_paths() {
 # in_workdir PATH: the absolute PATH made relative to the image's WORKDIR whose tree started
 # the workspace (sandbox.image_workdir: copy), which audit names in AUDIT_IMAGE_WORKDIR when
 # the backend knows it (the local one), an empty one too; fails when PATH is not below it.
-# Without the variable (the Kubernetes backend, an agent run outside audit) it is guessed as
-# an agent that looks would find it: the shortest directory above PATH that holds something,
-# all of which the workspace holds too (/app when the image's /app held data.txt); an empty
-# WORKDIR cannot be told from any other empty directory so, and is missed.
+# Without the variable (no WORKDIR was copied, or lib.sh runs where no backend named it:
+# by hand, or under an older ceval) it is guessed as an agent that looks would find it: the
+# shortest directory above PATH that holds something, all of which the workspace holds too
+# (/app when the image's /app held data.txt); that finds nothing where the workspace did not
+# start from the image's tree, and misses an empty WORKDIR, which looks like any empty
+# directory: hence the variable.
 in_workdir() {
 	if [ -n "${AUDIT_IMAGE_WORKDIR:-}" ]; then
 		case "$AUDIT_IMAGE_WORKDIR" in /) return 1 ;; esac

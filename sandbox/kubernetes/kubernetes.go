@@ -350,6 +350,9 @@ func (s *kubeSandbox) fromImage(ctx context.Context, cfg sandbox.Config) ([]stri
 	if (len(env) > 0 || len(dropped) > 0) && cfg.Emit != nil {
 		cfg.Emit("image_env", map[string]any{"image": cfg.Image, "env": env, "dropped": dropped})
 	}
+	if cfg.ImageWorkdirEnv != "" && wd != "" {
+		env = append(env, cfg.ImageWorkdirEnv+"="+wd) // as the local backend: under cfg.Env
+	}
 	return env, nil
 }
 
