@@ -138,7 +138,7 @@ func TestExperimentOfMultiStepTasks(t *testing.T) {
 	ms := "task_id: ms\nsteps:\n  - {prompt: p, success_criteria: [{type: file_exists, path: a}]}\n  - {prompt: q, success_criteria: [{type: file_exists, path: b}]}\n"
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"ms.yaml": ms,
-		"e.yaml":   "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - {variant_id: plain, step_score: mean}\n",
+		"e.yaml": "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - {variant_id: plain, step_score: mean}\n",
 		"framed.yaml": "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - variant_id: framed\n    prompt: {prefix: 'Careful. '}\n" +
 			"prompt_mutations:\n  - {variant_id: loud, type: suffix, content: '!', separator: ''}\n",
 		"f.yaml":     "answers: [one]\n",
