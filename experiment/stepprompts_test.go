@@ -13,7 +13,7 @@ import (
 
 // TestRephraseOfAMultiStepTaskRecordsEveryStepsPrompt: a rephrase over a multi-step task
 // rephrases each step's prompt (a fixture's answers one per step, after the plain task's),
-// and prompts.json's record holds every step's prompt (step_prompts), which a resume reuses
+// and prompts.json's record holds every step's prompt (step_prompts, plan.json's too), which a resume reuses
 // for each step; a record without them (one made for the task's first prompt only) is not
 // reused, and a changed later step is another input.
 func TestRephraseOfAMultiStepTaskRecordsEveryStepsPrompt(t *testing.T) {
@@ -68,6 +68,17 @@ func TestRephraseOfAMultiStepTaskRecordsEveryStepsPrompt(t *testing.T) {
 	}
 	if got := steps(entry(e, "ms")); !slices.Equal(got, []string{"ONE", "TWO"}) || entry(e, "ms").Task.Prompt != "ONE" {
 		t.Fatalf("the steps' prompts the agent gets: %q (task %q)", got, entry(e, "ms").Task.Prompt)
+	}
+	// plan.json holds every step's prompt too (ceval plan --json)
+	plan, err := NewPlan(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pe := range plan.Entries {
+		if pe.Variant == "r" && pe.TaskID == "ms" && (pe.Prompt != "ONE" || !slices.Equal(pe.StepPrompts, []string{"ONE", "TWO"})) ||
+			pe.TaskID == "plain" && pe.StepPrompts != nil || pe.Variant != "r" && (pe.Prompt != "" || pe.StepPrompts != nil) {
+			t.Errorf("plan entry %+v", pe)
+		}
 	}
 	// written and read back as a resume does
 	if err := record.WriteJSONAtomic(filepath.Join(dir, record.PromptsFile), made); err != nil {
