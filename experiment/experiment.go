@@ -42,6 +42,9 @@ func NewPlan(e *task.Experiment) (*record.Plan, error) {
 		pe := record.PlanEntry{Variant: en.Variant, TaskID: en.Task.ID, TaskPath: en.Task.Path, TaskSHA256: sum}
 		if en.PromptVaried {
 			pe.Prompt = en.Task.Prompt
+			for _, st := range en.Task.TaskSteps {
+				pe.StepPrompts = append(pe.StepPrompts, st.Prompt)
+			}
 		}
 		p.Entries = append(p.Entries, pe)
 	}

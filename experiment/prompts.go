@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
@@ -36,12 +37,15 @@ type PromptsOptions struct {
 	Replay bool            // ask no model: leave live rephrases pending (plan)
 }
 
-// PromptInput identifies what a rephrase starts from: the prompt before the mutation and
-// the mutation's steps (a fixture's answers included).
+// PromptInput identifies what a rephrase starts from: the prompt before the mutation (each
+// step's of a multi-step task) and the mutation's steps (a fixture's answers included).
 func PromptInput(en task.Entry) string {
 	steps, _ := json.Marshal(en.Mutation.Steps)
 	h := sha256.New()
 	fmt.Fprintf(h, "%d:%s\n%d:%s\n%d", len(en.Task.Prompt), en.Task.Prompt, len(steps), steps, en.Index)
+	for _, st := range en.Task.TaskSteps[min(1, len(en.Task.TaskSteps)):] { // a multi-step task's later steps (a plain task's input is as it was)
+		fmt.Fprintf(h, "\nstep %d:%s", len(st.Prompt), st.Prompt)
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -58,9 +62,10 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 			continue
 		}
 		input := PromptInput(*en)
-		if p, ok := o.Reuse.Find(en.Variant, en.Task.ID, input); ok {
-			en.Task.Prompt = p
-			made.Entries = append(made.Entries, record.PromptRecord{Variant: en.Variant, TaskID: en.Task.ID, InputSHA256: input, Mode: "reused", Prompt: p})
+		if r := o.Reuse.FindRecord(en.Variant, en.Task.ID, input); r != nil && len(r.StepPrompts) == len(en.Task.TaskSteps) {
+			en.Task.Prompt = r.Prompt
+			setStepPrompts(en.Task, r.StepPrompts)
+			made.Entries = append(made.Entries, record.PromptRecord{Variant: en.Variant, TaskID: en.Task.ID, InputSHA256: input, Mode: "reused", Prompt: r.Prompt, StepPrompts: r.StepPrompts})
 			continue
 		}
 		mode := "replay"
@@ -81,7 +86,7 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 				return nil, nil, &sandbox.InputError{Err: fmt.Errorf("variant %s rephrases its prompts: %w", en.Variant, err)}
 			}
 		}
-		p, err := en.Mutation.Apply(en.Task.Prompt, en.Index, func(s *task.PromptStep, index int, prompt string) (string, error) {
+		rephrase := func(s *task.PromptStep, index int, prompt string) (string, error) {
 			var j *judge.Judge
 			if s.Answers != nil {
 				j = judge.NewReplay(o.Log, nil).WithFixture(&judge.Fixture{Answers: []string{s.Answers[index]}})
@@ -89,7 +94,22 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 				j = o.Judge.ForRun(o.Log, nil)
 			}
 			return j.Rewrite(ctx, rephraseSystem, rephraseUser(s.Instructions, prompt))
-		})
+		}
+		if en.Task.MultiStep() { // each step's prompt, a fixture's answers one per step from the entry's
+			var stepPrompts []string
+			for k, st := range en.Task.TaskSteps {
+				p, err := en.Mutation.Apply(st.Prompt, en.Index+k, rephrase)
+				if err != nil {
+					return nil, nil, &supervisor.InfraError{Err: fmt.Errorf("task %s, step %d %s: %w", en.Task.ID, k+1, st.Name, err)}
+				}
+				stepPrompts = append(stepPrompts, p)
+			}
+			en.Task.Prompt = stepPrompts[0]
+			setStepPrompts(en.Task, stepPrompts)
+			made.Entries = append(made.Entries, record.PromptRecord{Variant: en.Variant, TaskID: en.Task.ID, InputSHA256: input, Mode: mode, Prompt: stepPrompts[0], StepPrompts: stepPrompts})
+			continue
+		}
+		p, err := en.Mutation.Apply(en.Task.Prompt, en.Index, rephrase)
 		if err != nil {
 			return nil, nil, &supervisor.InfraError{Err: fmt.Errorf("task %s: %w", en.Task.ID, err)}
 		}
@@ -97,6 +117,18 @@ func ResolvePrompts(ctx context.Context, e *task.Experiment, o PromptsOptions) (
 		made.Entries = append(made.Entries, record.PromptRecord{Variant: en.Variant, TaskID: en.Task.ID, InputSHA256: input, Mode: mode, Prompt: p})
 	}
 	return made, pending, nil
+}
+
+// setStepPrompts gives a multi-step task's steps their prompts (a copy of its steps, which
+// the loader may share between entries).
+func setStepPrompts(t *task.Task, prompts []string) {
+	if !t.MultiStep() {
+		return
+	}
+	t.TaskSteps = slices.Clone(t.TaskSteps)
+	for i := range t.TaskSteps {
+		t.TaskSteps[i].Prompt = prompts[i]
+	}
 }
 
 // experimentPrompts rephrases what the experiment rephrases, before its plan: a resume

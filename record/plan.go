@@ -54,6 +54,9 @@ type PlanEntry struct {
 	// made it (a pending rephrase shows only in ceval plan, as PromptPending).
 	Prompt        string `json:"prompt,omitempty"`
 	PromptPending string `json:"prompt_pending,omitempty"`
+	// StepPrompts are a multi-step task's prompts, every step's in step order, when Prompt
+	// is set (it is the first's).
+	StepPrompts []string `json:"step_prompts,omitempty"`
 }
 
 // PlannedRun is one run of a plan.

@@ -27,6 +27,9 @@ type PromptRecord struct {
 	InputSHA256 string `json:"input_sha256"` // of the prompt before the mutation and the mutation's steps
 	Mode        string `json:"mode"`         // live | replay | reused
 	Prompt      string `json:"prompt"`
+	// StepPrompts are a multi-step task's prompts, every step's in step order (Prompt is
+	// the first's); absent for a task without steps and in records older than them.
+	StepPrompts []string `json:"step_prompts,omitempty"`
 }
 
 // Find returns the recorded prompt of variant/task made from the same input.
@@ -40,6 +43,19 @@ func (p *Prompts) Find(variant, taskID, input string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// FindRecord returns the record of variant/task made from the same input, nil when none.
+func (p *Prompts) FindRecord(variant, taskID, input string) *PromptRecord {
+	if p == nil {
+		return nil
+	}
+	for i, r := range p.Entries {
+		if r.Variant == variant && r.TaskID == taskID && r.InputSHA256 == input {
+			return &p.Entries[i]
+		}
+	}
+	return nil
 }
 
 // ReadPrompts reads prompts.json from an experiment's directory.

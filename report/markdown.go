@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"ceval.dev/ceval/record"
 )
 
 // MarkdownCellRunes caps each piece of run data a Markdown summary quotes.
@@ -107,6 +109,17 @@ func Markdown(e *Experiment, s *Summary) []byte {
 			}
 		}
 	}
+	if steps := stepRows(s); len(steps) > 0 {
+		b.WriteString("\n#### Steps of multi-step tasks\n\n| Variant | Task | Step | Ran | Skipped | Passed | Pass rate |\n|---|---|---|---:|---:|---:|---:|\n")
+		for i, r := range steps {
+			if i == MarkdownFailingRows {
+				fmt.Fprintf(&b, "\n%d more steps in summary.json (pass_rate_by_step).\n", len(steps)-i)
+				break
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d %s | %d | %d | %d | %s |\n", mdCode(r.variant), mdCode(r.task), r.n, mdCode(r.step.Name),
+				r.step.Runs, r.step.Skipped, r.step.Passed, pct(r.step.PassRate))
+		}
+	}
 	type failing struct {
 		v, t Stats
 		why  string
@@ -163,18 +176,64 @@ func firstFailure(e *Experiment, variant, taskID string) string {
 		if res == nil || passed(res) {
 			continue
 		}
-		for _, c := range res.Criteria {
-			if !c.Passed {
-				what := c.Description
-				if what == "" {
-					what = c.Type
+		steps := taskStepList(res)
+		for _, st := range res.TaskSteps { // a multi-step run: the criterion's step named
+			for _, c := range st.Criteria {
+				if !c.Passed {
+					return fmt.Sprintf("repeat %d: %sstep %d %s: %s: %s", r.Repeat, steps, st.N, mdCode(st.Name), mdCode(criterionName(c)), mdCode(c.Details))
 				}
-				return fmt.Sprintf("repeat %d: %s: %s", r.Repeat, mdCode(what), mdCode(c.Details))
 			}
 		}
-		return fmt.Sprintf("repeat %d: %s %s", r.Repeat, mdCode(res.Status), mdCode(res.Error))
+		for _, c := range res.Criteria {
+			if !c.Passed {
+				return fmt.Sprintf("repeat %d: %s%s: %s", r.Repeat, steps, mdCode(criterionName(c)), mdCode(c.Details))
+			}
+		}
+		return fmt.Sprintf("repeat %d: %s%s %s", r.Repeat, steps, mdCode(res.Status), mdCode(res.Error))
 	}
 	return "-"
+}
+
+// criterionName is a criterion's description, else its type.
+func criterionName(c record.CriterionResult) string {
+	if c.Description != "" {
+		return c.Description
+	}
+	return c.Type
+}
+
+// taskStepList is a multi-step run's steps, each with its status and score ("steps: 1
+// `scaffold` `SUCCESS` 1.00, 2 `implement` `FAILURE` 0.00; "), "" for a run without steps.
+func taskStepList(res *record.Result) string {
+	if len(res.TaskSteps) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(res.TaskSteps))
+	for _, s := range res.TaskSteps {
+		parts = append(parts, fmt.Sprintf("%d %s %s %.2f", s.N, mdCode(s.Name), mdCode(s.Status), s.Score))
+	}
+	return "steps: " + strings.Join(parts, ", ") + "; "
+}
+
+// stepRow is one step of a multi-step task inside a variant (summary.json's
+// pass_rate_by_step), for Markdown's table of steps.
+type stepRow struct {
+	variant, task string
+	n             int // 1-based
+	step          StepRate
+}
+
+// stepRows lists every step of every multi-step task of every variant, in the summary's order.
+func stepRows(s *Summary) []stepRow {
+	var out []stepRow
+	for _, v := range s.Variants {
+		for _, t := range v.Tasks {
+			for i, st := range t.PassRateByStep {
+				out = append(out, stepRow{v.VariantID, t.TaskID, i + 1, st})
+			}
+		}
+	}
+	return out
 }
 
 // MarkdownComparison renders a comparison: the verdict counts, every row with a verdict

@@ -199,3 +199,74 @@ func TestMarkdownComparisonFitsAPullRequestComment(t *testing.T) {
 		t.Errorf("no note of the rows left out:\n%s", md[len(md)-2000:])
 	}
 }
+
+// multiStepMarkdownExperiment is one variant over a two-step task (scaffold, implement)
+// run three times: both steps passed; implement failed; scaffold failed and implement was
+// skipped. stepName names the second step.
+func multiStepMarkdownExperiment(stepName string) (*Experiment, *Summary) {
+	plan := &record.Plan{ExperimentID: "exp", Repeats: 3, Variants: []string{"base"},
+		Entries: []record.PlanEntry{{Variant: "base", TaskID: "greet", TaskSHA256: "d"}}}
+	e := &Experiment{Dir: "/runs/exp", Plan: plan}
+	crit := func(desc string, ok bool) []record.CriterionResult {
+		c := record.CriterionResult{Type: "run_command", Description: desc, Passed: ok, Details: "exit 1"}
+		if ok {
+			c.Details = ""
+		}
+		return []record.CriterionResult{c}
+	}
+	type step struct {
+		status string
+		score  float64
+	}
+	for rep, steps := range [][2]step{
+		{{"SUCCESS", 1}, {"SUCCESS", 1}},
+		{{"SUCCESS", 1}, {"FAILURE", 0.5}},
+		{{"FAILURE", 0}, {record.StatusSkipped, 0}},
+	} {
+		res := &record.Result{Complete: true, StepScore: record.StepScoreAll}
+		res.TaskID, res.Status, res.Score = "greet", "SUCCESS", 1
+		for i, st := range steps {
+			name := []string{"scaffold", stepName}[i]
+			ts := record.TaskStep{N: i + 1, Name: name, Status: st.status, Score: st.score,
+				Criteria: crit(name+" check", st.status == "SUCCESS"), Skipped: st.status == record.StatusSkipped}
+			res.TaskSteps = append(res.TaskSteps, ts)
+			res.Criteria = append(res.Criteria, ts.Criteria...)
+			if st.status != "SUCCESS" {
+				res.Status, res.Score = "FAILURE", min(res.Score, st.score)
+			}
+		}
+		e.Runs = append(e.Runs, Run{PlannedRun: record.PlannedRun{Entry: 0, Repeat: rep + 1}, Variant: "base", TaskID: "greet", Result: res})
+	}
+	return e, Summarize(e)
+}
+
+func TestMarkdownShowsEachStepsPassRateAndEachFailingRunsSteps(t *testing.T) {
+	e, s := multiStepMarkdownExperiment("implement")
+	md := string(Markdown(e, s))
+	for _, want := range []string{
+		"#### Steps of multi-step tasks",
+		"| ` base ` | ` greet ` | 1 ` scaffold ` | 3 | 0 | 2 | 67% |",
+		"| ` base ` | ` greet ` | 2 ` implement ` | 2 | 1 | 1 | 33% |",
+		// the failing task's first failing run (repeat 2): every step's status and score,
+		// and the failed criterion's step
+		"repeat 2: steps: 1 ` scaffold ` ` SUCCESS ` 1.00, 2 ` implement ` ` FAILURE ` 0.50; step 2 ` implement `: ` implement check `: ` exit 1 `",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	checkInert(t, md)
+
+	// a task without steps shows no steps table and no steps in its failure
+	e, s = hostileMarkdownExperiment()
+	if md := string(Markdown(e, s)); strings.Contains(md, "Steps of multi-step") || strings.Contains(md, "steps: ") {
+		t.Errorf("steps shown for a task without them:\n%s", md)
+	}
+}
+
+func TestMarkdownKeepsHostileStepNamesInert(t *testing.T) {
+	for _, name := range hostileMD {
+		e, s := multiStepMarkdownExperiment(name)
+		checkInert(t, string(Markdown(e, s)))
+	}
+}

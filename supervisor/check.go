@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"fmt"
 	"os"
 
 	"ceval.dev/ceval/sandbox"
@@ -19,6 +20,11 @@ import (
 func Check(t *task.Task, o Options) error {
 	if _, err := AgentArgv(t); err != nil {
 		return &sandbox.InputError{Err: err}
+	}
+	for i, st := range t.TaskSteps[min(1, len(t.TaskSteps)):] { // a later step's prompt (a variant may have rephrased it)
+		if _, err := AgentArgv(t.ForStep(i + 1)); err != nil {
+			return &sandbox.InputError{Err: fmt.Errorf("step %d %s: %w", i+2, st.Name, err)}
+		}
 	}
 	if _, _, err := AgentEnv(t, o.Allow, func(string) (string, bool) { return "", true }); err != nil {
 		return &sandbox.InputError{Err: err}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -342,5 +343,36 @@ func TestMultiStepAfterAgentRunsAfterEachStep(t *testing.T) {
 	}
 	if len(res.Steps) != 2 || res.Steps[0].TaskStep != 1 || res.Steps[1].TaskStep != 2 || res.Steps[1].Log != "steps/after_agent-1-step-2.log" {
 		t.Fatalf("steps recorded %+v", res.Steps)
+	}
+}
+
+// TestCheckRefusesALaterStepsPromptTheAgentCannotTake: a later step's prompt over what
+// claude-code or codex take as one argument (a rephrase can make one) is refused before
+// the run starts, naming the step, not an ERROR when the step comes.
+func TestCheckRefusesALaterStepsPromptTheAgentCannotTake(t *testing.T) {
+	for _, agent := range []string{"claude-code", "codex"} {
+		doc := strings.Replace(multiStepTask(""), "agent: {type: command, command: [/bin/sh, -c, \"true\"]}", "agent: {type: "+agent+"}", 1)
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "step2"), 0o755)
+		p := filepath.Join(dir, "task.yaml")
+		if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := task.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tk.Close()
+		env := hostEnv(map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "OPENAI_API_KEY": "sk-test-0123456789"})
+		if err := Check(tk, Options{LookupEnv: env}); err != nil {
+			t.Fatalf("%s: the task as written: %v", agent, err)
+		}
+		tk.TaskSteps = slices.Clone(tk.TaskSteps)
+		tk.TaskSteps[1].Prompt = strings.Repeat("x", maxPromptArg+1)
+		err = Check(tk, Options{LookupEnv: env})
+		var ie *sandbox.InputError
+		if !errors.As(err, &ie) || !strings.Contains(err.Error(), "step 2 second: prompt is 122881 bytes") {
+			t.Fatalf("%s: a second step's prompt too long: %v", agent, err)
+		}
 	}
 }

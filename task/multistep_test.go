@@ -133,13 +133,16 @@ func TestBadMultiStepTasksAreReportedAtTheirPosition(t *testing.T) {
 }
 
 // TestExperimentOfMultiStepTasks: a multi-step task runs under an experiment's variants; a
-// variant that changes the prompt is refused for it, naming the variant and the task.
+// variant that changes the prompt changes every step's prompt.
 func TestExperimentOfMultiStepTasks(t *testing.T) {
 	ms := "task_id: ms\nsteps:\n  - {prompt: p, success_criteria: [{type: file_exists, path: a}]}\n  - {prompt: q, success_criteria: [{type: file_exists, path: b}]}\n"
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"ms.yaml": ms,
-		"e.yaml":   "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - {variant_id: plain, step_score: mean}\n",
-		"bad.yaml": "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - variant_id: framed\n    prompt: {prefix: 'Careful. '}\n"})
+		"e.yaml": "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - {variant_id: plain, step_score: mean}\n",
+		"framed.yaml": "experiment_id: e\ntasks: [ms.yaml]\nvariants:\n  - variant_id: framed\n    prompt: {prefix: 'Careful. '}\n" +
+			"prompt_mutations:\n  - {variant_id: loud, type: suffix, content: '!', separator: ''}\n",
+		"f.yaml":     "answers: [one]\n",
+		"short.yaml": "experiment_id: e\ntasks: [ms.yaml]\nprompt_mutations:\n  - {variant_id: r, type: rephrase, instructions: x, fixture: f.yaml}\n"})
 	e, err := LoadExperiment(filepath.Join(dir, "e.yaml"), ExperimentOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -148,9 +151,25 @@ func TestExperimentOfMultiStepTasks(t *testing.T) {
 	if len(e.Entries) != 1 || !e.Entries[0].Task.MultiStep() || e.Entries[0].Task.StepScore != StepScoreMean {
 		t.Fatalf("entries %+v", e.Entries)
 	}
-	_, err = LoadExperiment(filepath.Join(dir, "bad.yaml"), ExperimentOptions{})
-	if err == nil || !strings.Contains(err.Error(), "variant framed (the experiment's line 4) changes the prompt") || !strings.Contains(err.Error(), "ms.yaml:3:5") {
-		t.Fatalf("a prompt variant over a multi-step task: %v", err)
+	// a variant's prompt and a static mutation apply to every step's prompt
+	framed, err := LoadExperiment(filepath.Join(dir, "framed.yaml"), ExperimentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer framed.Close()
+	want := map[string][2]string{"framed": {"Careful. p", "Careful. q"}, "loud": {"p!", "q!"}}
+	for _, en := range framed.Entries {
+		if got := [2]string{en.Task.TaskSteps[0].Prompt, en.Task.TaskSteps[1].Prompt}; got != want[en.Variant] || en.Task.Prompt != got[0] {
+			t.Errorf("variant %s: steps' prompts %q, task's %q; want %q", en.Variant, got, en.Task.Prompt, want[en.Variant])
+		}
+	}
+	if e.Entries[0].Task.TaskSteps[0].Prompt != "p" {
+		t.Errorf("the plain variant's step prompt changed: %q", e.Entries[0].Task.TaskSteps[0].Prompt)
+	}
+	// a rephrase fixture gives one answer per step: two for this task
+	_, err = LoadExperiment(filepath.Join(dir, "short.yaml"), ExperimentOptions{})
+	if err == nil || !strings.Contains(err.Error(), "fixture f.yaml has 1 answers; variant r runs 1 tasks with 2 prompts") {
+		t.Fatalf("a one-answer fixture over a two-step task: %v", err)
 	}
 }
 

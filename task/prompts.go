@@ -482,13 +482,8 @@ func (e *Experiment) decodeMutations(d *decoder, n *yaml.Node, raw *rawExperimen
 // applyPrompt lays the variant's prompt and its static mutation steps over t.Prompt. A
 // mutation that rephrases is left to the experiment's start (see Entry.Mutation).
 func (v rawVariant) applyPrompt(t *Task, f taskFile) Problems {
-	if t.MultiStep() && (v.prompt != nil || v.mutation != nil) {
-		line := 0
-		if v.at != nil {
-			line = v.at.Line
-		}
-		return Problems{{File: f.name, Line: t.TaskSteps[0].Line, Column: t.TaskSteps[0].Column,
-			Msg: fmt.Sprintf("variant %s (the experiment's line %d) changes the prompt, and this is a multi-step task, whose steps each have a prompt: a variant's prompt or prompt_mutations do not apply to steps yet (give the variant no prompt, or leave this task out of it)", v.id, line)}}
+	if t.MultiStep() {
+		return v.applyStepPrompts(t, f) // stepprompts.go
 	}
 	if v.prompt != nil {
 		t.Prompt = v.prompt.Prefix + t.Prompt + v.prompt.Suffix
@@ -504,14 +499,16 @@ func (v rawVariant) applyPrompt(t *Task, f taskFile) Problems {
 	return nil
 }
 
-// indexEntries numbers each variant's entries and holds every rephrase fixture to one
-// answer per entry.
+// indexEntries numbers each variant's entries by the fixture answer of their (first)
+// prompt and holds every rephrase fixture to one answer per entry, one per step of a
+// multi-step task.
 func (e *Experiment) indexEntries(path string, raw rawExperiment) Problems {
-	count := map[string]int{}
+	count, tasks := map[string]int{}, map[string]int{}
 	for i := range e.Entries {
 		en := &e.Entries[i]
 		en.Index = count[en.Variant]
-		count[en.Variant]++
+		count[en.Variant] += max(1, len(en.Task.TaskSteps)) // a multi-step task: one answer per step
+		tasks[en.Variant]++
 	}
 	var ps Problems
 	for _, v := range raw.variants {
@@ -520,8 +517,11 @@ func (e *Experiment) indexEntries(path string, raw rawExperiment) Problems {
 		}
 		for _, s := range v.mutation.Steps {
 			if s.Answers != nil && len(s.Answers) < count[v.id] {
-				ps = append(ps, Problem{File: path, Line: s.fixtureNode.Line, Column: s.fixtureNode.Column,
-					Msg: fmt.Sprintf("fixture %s has %d answers; variant %s runs %d tasks: give one rewritten prompt per task, in the tasks' order", s.FixturePath, len(s.Answers), v.id, count[v.id])})
+				msg := fmt.Sprintf("fixture %s has %d answers; variant %s runs %d tasks: give one rewritten prompt per task, in the tasks' order", s.FixturePath, len(s.Answers), v.id, count[v.id])
+				if tasks[v.id] != count[v.id] {
+					msg = fmt.Sprintf("fixture %s has %d answers; variant %s runs %d tasks with %d prompts: give one rewritten prompt per task, one per step of a multi-step task, in the tasks' order", s.FixturePath, len(s.Answers), v.id, tasks[v.id], count[v.id])
+				}
+				ps = append(ps, Problem{File: path, Line: s.fixtureNode.Line, Column: s.fixtureNode.Column, Msg: msg})
 			}
 		}
 	}

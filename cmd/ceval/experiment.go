@@ -309,7 +309,7 @@ func newPlanCmd() *cobra.Command {
 				return exitWith(exitInfraErr, err)
 			}
 			for _, i := range pending {
-				plan.Entries[i].Prompt = ""
+				plan.Entries[i].Prompt, plan.Entries[i].StepPrompts = "", nil
 				plan.Entries[i].PromptPending = e.Entries[i].Mutation.Describe() + ", when the run starts"
 			}
 			if asJSON {
@@ -499,6 +499,12 @@ func printPlanPrompts(w io.Writer, e *task.Experiment, plan *record.Plan) {
 		}
 		if en.PromptPending != "" {
 			fmt.Fprintf(w, "  %s/%s: rephrased by the judge model of ceval's config when the run starts%s\n", en.Variant, en.TaskID, how)
+			continue
+		}
+		if len(en.StepPrompts) > 0 { // a multi-step task: each step's
+			for k, p := range en.StepPrompts {
+				fmt.Fprintf(w, "  %s/%s step %d: %s%s\n", en.Variant, en.TaskID, k+1, clipQuoted(p, 160), how)
+			}
 			continue
 		}
 		fmt.Fprintf(w, "  %s/%s: %s%s\n", en.Variant, en.TaskID, clipQuoted(en.Prompt, 160), how)
