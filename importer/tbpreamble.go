@@ -152,6 +152,9 @@ func rewriteTBPreamble(src, dst string) ([]Problem, error) {
 		return problems, nil
 	}
 	what := "uvx/uv run pytest at line " + joinInts(calls)
+	if strings.Contains(out, "\nceval_pytest() {") {
+		what = "uvx/uv run or bare pytest at line " + joinInts(calls) // tbbarepytest.go
+	}
 	if len(guarded) > 0 {
 		what += "; preamble at line " + joinInts(guarded)
 	}
@@ -291,6 +294,7 @@ func tbRewrite(text string) (out string, guarded, calls []int, other []aptExtra)
 // packages it could not read.
 func tbRewriteTask(text, dir string) (out string, guarded, calls []int, other []aptExtra, reqs []tbReq, unread []tbUnread) {
 	reqs, unread = tbRequirements(text, dir)
+	bare := false
 	lines := strings.Split(text, "\n")
 	next := make([]string, len(lines))
 	continued := false
@@ -315,6 +319,9 @@ func tbRewriteTask(text, dir string) (out string, guarded, calls []int, other []
 		if tbUVCall.MatchString(line) && !strings.Contains(line, "#") {
 			next[i] = tbUVCall.ReplaceAllString(line, "${1}ceval_${2}${3}")
 			calls = append(calls, i+1)
+		} else if routed, ok := tbRouteBarePytest(line); ok {
+			next[i], bare = routed, true // tbbarepytest.go
+			calls = append(calls, i+1)
 		}
 	}
 	if len(calls) == 0 {
@@ -324,7 +331,11 @@ func tbRewriteTask(text, dir string) (out string, guarded, calls []int, other []
 	if strings.HasPrefix(lines[0], "#!") {
 		at = 1
 	}
-	shim := strings.Split(strings.TrimSuffix(tbShimFor(reqs), "\n"), "\n")
+	shimText := tbShimFor(reqs)
+	if bare {
+		shimText += tbBareShim
+	}
+	shim := strings.Split(strings.TrimSuffix(shimText, "\n"), "\n")
 	next = append(next[:at], append(shim, next[at:]...)...)
 	return strings.Join(next, "\n"), guarded, calls, other, reqs, unread
 }

@@ -113,10 +113,15 @@ func TestTerminalBenchPreambleRunsOfflineWithTheImagesPytest(t *testing.T) {
 			}
 		})
 	}
-	// A test.sh without uv is left as it is.
+	// A test.sh without uv keeps its lines but its bare pytest call, routed to ceval_pytest
+	// (tbbarepytest.go); a test.sh without pytest is left as it is.
 	plain, _ := os.ReadFile(filepath.Join("testdata", "tbpreamble", "plain.sh"))
-	if out, g, c, _ := tbRewrite(string(plain)); out != string(plain) || g != nil || c != nil {
-		t.Errorf("a test.sh without uv was rewritten:\n%s", out)
+	if out, g, c, _ := tbRewrite(string(plain)); !strings.Contains(out, "\nceval_pytest python3 -m pytest @TESTS@/test_outputs.py &&") || g != nil || len(c) != 1 {
+		t.Errorf("a test.sh without uv: its pytest call not routed:\n%s", out)
+	}
+	noPytest := "#!/bin/sh\nmake check && echo 1 > /logs/verifier/reward.txt\n"
+	if out, g, c, _ := tbRewrite(noPytest); out != noPytest || g != nil || c != nil {
+		t.Errorf("a test.sh without uv or pytest was rewritten:\n%s", out)
 	}
 }
 

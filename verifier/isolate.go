@@ -35,7 +35,7 @@ const isolateEnv = "CEVAL_PYTEST_REPORT"
 
 // isolatedSetup runs as /bin/sh -c: it makes the unreadable copy of the image's python3 and
 // executes the boot ($1) on the rest of the arguments.
-const isolatedSetup = `py=$(command -v python3) || { echo "isolation: process: the image has no python3 (ceval lends pytest, not python3): give the criterion packages: [python3-pytest] or an image with python3" >&2; exit 127; }
+const isolatedSetup = `py=$(command -v python3) || { echo "isolation: process: ` + noPython3 + `" >&2; exit 127; }
 d=$(mktemp -d /tmp/.ceval-python.XXXXXX) && cp "$py" "$d/python3" && chmod 0111 "$d/python3" || exit 1
 boot=$1; shift
 exec "$d/python3" -I -B -c "$boot" "$@"`
@@ -49,21 +49,7 @@ if not report or subprocess.run(["python3", "-I", "-c", "open('/proc/%d/environ'
     sys.exit(3)
 open(report + "/` + harborStarted + `", "w").close()
 ` + importGuard([]string{"/workspace"}) + isolateTestSide + `
-try:
-    import pytest
-except ImportError:
-    # the image's python3 has no pytest: ceval's own, lent read-only (harborpytest.go), last on sys.path
-    lent = os.environ.get("` + HarborPytestEnv + `", "")
-    if not lent:
-        print("isolation: process: the image's python3 has no pytest, and this host lends none (install python3-pytest on it: scripts/containerd.sh install), or give the image pytest (RUN apt-get install -y python3-pytest)", file=sys.stderr)
-        sys.exit(4)
-    sys.path.append(lent)
-    try:
-        import pytest
-    except Exception as e:
-        print("isolation: process: the image's python3 %d.%d has no pytest, and ceval's (pytest 7.2.1, for python3 3.7 to 3.13) does not import in it: %r; give the image pytest (RUN apt-get install -y python3-pytest)" % (sys.version_info[0], sys.version_info[1], e), file=sys.stderr)
-        sys.exit(4)
-import pytest, _pytest, pluggy
+` + lentPytestImport(isolatedPytestWho) + `import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
 agent = cevalIsolate(` + pyQuote(isolateAgentSide) + `, "/workspace")
 os.chdir("/workspace")
@@ -75,15 +61,7 @@ sys.exit(code)
 
 // isolationNote is the last line of an isolated test process's stderr in which it says
 // what it lacked ("isolation: process: ..."), or "".
-func isolationNote(stderr []byte) string {
-	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "isolation: process: ") && strings.Contains(l, "pytest") {
-			return l
-		}
-	}
-	return ""
-}
+func isolationNote(stderr []byte) string { return lentPytestNote(stderr, isolatedPytestWho) }
 
 // pyQuote is s as a Python string literal.
 func pyQuote(s string) string {

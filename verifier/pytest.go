@@ -193,8 +193,8 @@ func pythonHookArgv(command string) []string {
 }
 
 // pytestBoot imports pytest fully before the workspace joins sys.path, then runs it there.
-var pytestBoot = `import sys
-` + importGuard([]string{"/workspace"}) + `import pytest, _pytest, pluggy
+var pytestBoot = `import sys, os
+` + importGuard([]string{"/workspace"}) + lentPytestImport(plainPytestWho) + `import pytest, _pytest, pluggy
 import _pytest.config, _pytest.main, _pytest.junitxml, _pytest.runner, _pytest.reports, _pytest.python
 sys.path.append("/workspace")
 import os

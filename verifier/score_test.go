@@ -121,3 +121,21 @@ func TestShadowsEncodingsNamesEveryFormCPythonImports(t *testing.T) {
 		}
 	}
 }
+
+// A pytest criterion without isolation: process is lent ceval's pytest too (pytestBoot):
+// when it finds none its details say what the test process lacked, and an image without
+// python3 is told that ceval lends pytest, not python3.
+func TestPlainPytestWithoutPytestSaysWhatItLacked(t *testing.T) {
+	c := &task.Criterion{Type: task.Pytest}
+	r := &Run{CommandRun: grader.CommandRun{ExitCode: 4, Stderr: []byte("pytest: the image's python3 has no pytest, and this host lends none (install python3-pytest on it: scripts/containerd.sh install), or give the image pytest (RUN apt-get install -y python3-pytest)\n")}}
+	if score, details, err := scoreParts(scoreRun(c, r)); err != nil || score != 0 || !strings.Contains(details, "this host lends none") || strings.Contains(details, "called wrongly") {
+		t.Errorf("score %v, details %q, err %v", score, details, err)
+	}
+	r = &Run{CommandRun: grader.CommandRun{ExitCode: 127, Stderr: []byte("exec: python3: not found\n")}}
+	if score, details, err := scoreParts(scoreRun(c, r)); err != nil || score != 0 || !strings.Contains(details, "ceval lends pytest, not python3") {
+		t.Errorf("no python3: score %v, details %q, err %v", score, details, err)
+	}
+	if !strings.Contains(pytestBoot, HarborPytestEnv) {
+		t.Error("pytestBoot does not use ceval's lent pytest")
+	}
+}

@@ -181,8 +181,13 @@ func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 			if line := isolationNote(r.Stderr); r.ExitCode == 4 && line != "" {
 				details = "no pytest ran (exit 4): " + line
 			}
-		case r.ExitCode == 127 || bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")):
-			details += "; the image lacks python3 or pytest: give the criterion packages: [python3-pytest] (or an image that has it), or isolation: process, which lends ceval's pytest to an image with python3"
+		case r.ExitCode == 4 && lentPytestNote(r.Stderr, plainPytestWho) != "":
+			// Likewise for a pytest criterion without isolation: process (pytestBoot).
+			details = "no pytest ran (exit 4): " + lentPytestNote(r.Stderr, plainPytestWho)
+		case r.ExitCode == 127:
+			details += "; " + noPython3
+		case bytes.Contains(r.Stderr, []byte("No module named 'pytest'")) || bytes.Contains(r.Stderr, []byte("No module named pytest")):
+			details += "; the image's python3 has no pytest and ceval lent none: give the criterion packages: [python3-pytest] (or an image that has it)"
 		}
 		if len(r.Notes) > 0 {
 			details += "; " + strings.Join(r.Notes, "; ")
@@ -335,9 +340,11 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		} else {
 			argv, env = isolatedArgv(c), append(slices.Clone(pytestEnv), isolateEnv+strings.TrimPrefix(harbor.env, harborRewardEnv))
 		}
+	}
+	if c.HarborReward || c.Type == task.Pytest {
 		// ceval's own pytest, for an image whose python3 has none (see harborpytest.go):
-		// test.sh's, and isolation: process's test process (isolatedBoot); a host without
-		// python3-pytest lends none, and each says what it lacks.
+		// test.sh's, and every pytest criterion's test process (lentPytestImport); a host
+		// without python3-pytest lends none, and each says what it lacks.
 		pyDir := filepath.Join(dir, "pytest")
 		switch err := copyHostPytest(hostDistPackages, pyDir, maxHarborPytestBytes); {
 		case err == nil:
