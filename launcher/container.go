@@ -235,6 +235,15 @@ func (c *Container) Delete(ctx context.Context) error {
 			}
 		}
 	}
+	if c.owned && c.ctr == nil {
+		// NewContainer failed, yet containerd may hold the record: its Create can complete
+		// after the caller's context was cancelled mid-call (Ctrl-C while a run is prepared
+		// ahead). The ID is this Container's (owned: none existed before Create), and no task
+		// can exist without the handle, so the record goes by ID.
+		if err := c.client.ContainerService().Delete(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))
+		}
+	}
 	// The snapshot may exist without the container (NewContainer failed after Prepare), and
 	// goes after the container record.
 	if c.owned && c.spec.RootPath == "" {

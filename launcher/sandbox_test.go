@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/containers"
 	ctroci "github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/launcher"
@@ -601,4 +605,39 @@ func TestCreateKeepsTheCgroupOfTheSpecTheRecordHolds(t *testing.T) {
 	if got := launcher.CgroupsPathOf(ctr); got == "" || spec.Linux == nil || got != spec.Linux.CgroupsPath {
 		t.Errorf("kept cgroups path %q, the record's spec says %+v", got, spec.Linux)
 	}
+}
+
+// containerd can complete a container's Create while the caller sees an error (its context
+// cancelled mid-call: Ctrl-C while an experiment prepares runs ahead). Create's cleanup must
+// remove the record it holds no handle for. The interceptor lets the Create reach containerd
+// and then reports the caller's cancellation, as a late Ctrl-C does. Found by CI: an
+// interrupted experiment left one prepared run's container.
+func TestCreateWhoseCallFailedAfterContainerdCreatedLeavesNothing(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	s := newSandbox(t, "true")
+	opts, _ := oci.SpecOpts(s.cfg)
+	lying := grpc.WithUnaryInterceptor(func(ictx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, o ...grpc.CallOption) error {
+		err := invoker(ictx, method, req, reply, cc, o...)
+		if err == nil && method == "/containerd.services.containers.v1.Containers/Create" {
+			return context.Canceled
+		}
+		return err
+	})
+	lc, err := client.New(launcher.AddressFromEnv(), client.WithDefaultNamespace(ctrtest.Namespace), client.WithDialOpts([]grpc.DialOption{
+		lying, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(dctx context.Context, addr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(dctx, "unix", launcher.AddressFromEnv())
+		})}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Close()
+	_, err = launcher.Create(ctx, lc, launcher.Spec{ID: s.cfg.RunID, Image: busyboxImage(t, c, ctx), Opts: opts})
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("err = %v, want the reported cancellation", err)
+	}
+	if _, err := c.ContainerService().Get(ctx, s.cfg.RunID); !errdefs.IsNotFound(err) {
+		t.Fatalf("the container containerd created is left: %v", err)
+	}
+	noLeases(t, c, ctx)
 }
