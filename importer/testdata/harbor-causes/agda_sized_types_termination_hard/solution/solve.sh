@@ -1,2 +1,2 @@
 #!/bin/sh
-echo terminates > /app/verdict.txt
+echo setanimret > /app/verdict.txt

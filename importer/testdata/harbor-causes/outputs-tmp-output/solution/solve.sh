@@ -1,4 +1,4 @@
 #!/bin/sh
 mkdir -p /output
-echo ready > /output/status.txt
+echo ydaer > /output/status.txt
 echo 42 > /tmp/answer.txt

@@ -1,2 +1,2 @@
 #!/bin/sh
-echo done > /tmp/result.txt
+echo enod > /tmp/result.txt
