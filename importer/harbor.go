@@ -526,9 +526,9 @@ var harborUnmapped = map[string]string{
 	"multi_step_reward_mode":    "not a key of Harbor's task.toml (its multi-step reward is multi_step_reward_strategy: mean or final)",
 }
 
-// harborMCPReason is why an [[environment.mcp_servers]] entry is not carried: the server
-// itself (a compose service) runs, but ceval tells the agent of no MCP server from a task.
-const harborMCPReason = "ceval gives the agent no MCP server from a task file (a compose service that serves it still runs, reachable at its name): configure the agent's MCP client in the agent's own command or plugin, or drop it"
+// harborMCPReason is why an [[environment.mcp_servers]] entry is not carried: its mapping
+// onto an MCP service (harbormcp.go) found a problem, which the entry's own lines name.
+const harborMCPReason = "an MCP server entry this importer could not map (see the entry's own problems)"
 
 // mcpServer describes the (last) [[environment.mcp_servers]] entry: its keys as KEY=VALUE.
 func mcpServer(cfg map[string]tomlValue) []string {
