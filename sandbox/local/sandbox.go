@@ -163,7 +163,7 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 		}
 	}
 	var dropped []string
-	s.imageEnv, dropped = imageEnv(rc.Env, cp.Dir)
+	s.imageEnv, dropped = sandbox.ImageEnv(rc.Env, cp.Dir)
 	if cfg.ImageWorkdirEnv != "" && cp.Dir != "" {
 		// under cfg.Env as the image's own variables are, and in every step's process
 		s.imageEnv = append(s.imageEnv, cfg.ImageWorkdirEnv+"="+cp.Dir)
@@ -244,7 +244,7 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	}
 	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
-		Args: cfg.Argv, Env: mergeImageEnv(prependImageEnv(s.imageEnv, cfg.PrependEnv), cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
+		Args: cfg.Argv, Env: sandbox.MergeImageEnv(sandbox.PrependImageEnv(s.imageEnv, cfg.PrependEnv), cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID, RootInUserNS: cfg.Root, RootPath: s.rootPath, Cwd: cfg.Cwd, UserName: cfg.UserName,

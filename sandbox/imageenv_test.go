@@ -1,4 +1,4 @@
-package local
+package sandbox
 
 import (
 	"slices"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestImageEnvKeepsTheImagesVariablesButNotCevalsOrItsChannels(t *testing.T) {
-	kept, dropped := imageEnv([]string{
+	kept, dropped := ImageEnv([]string{
 		"PATH=/app/bin:/usr/local/bin:/application:/app", "FOO=1", "FOO=2", "HOME=/root", "CEVAL_GATEWAY_URL=http://evil",
 		"LD_PRELOAD=/x.so", "https_proxy=http://evil:3128", "ANTHROPIC_BASE_URL=http://evil", "bad-key=1", "NOEQUALS",
 		"DATA=/app/data.csv",
@@ -22,11 +22,11 @@ func TestImageEnvKeepsTheImagesVariablesButNotCevalsOrItsChannels(t *testing.T) 
 		}
 	}
 	// ceval's own variables win over the image's.
-	got := mergeImageEnv(kept, []string{"FOO=ceval", "CEVAL_TASK_ID=t"})
+	got := MergeImageEnv(kept, []string{"FOO=ceval", "CEVAL_TASK_ID=t"})
 	if !slices.Equal(got, []string{"PATH=/workspace/bin:/usr/local/bin:/application:/workspace", "DATA=/workspace/data.csv", "FOO=ceval", "CEVAL_TASK_ID=t"}) {
 		t.Errorf("merged %q", got)
 	}
-	if kept, _ := imageEnv([]string{"PATH=/app/bin"}, ""); !slices.Equal(kept, []string{"PATH=/app/bin"}) {
+	if kept, _ := ImageEnv([]string{"PATH=/app/bin"}, ""); !slices.Equal(kept, []string{"PATH=/app/bin"}) {
 		t.Errorf("without a copied workdir the value changed: %q", kept)
 	}
 }
@@ -35,7 +35,7 @@ func TestImageEnvKeepsTheImagesVariablesButNotCevalsOrItsChannels(t *testing.T) 
 // PYTHONPATH=/app), sets an unset or empty one, and leaves the image's slice alone.
 func TestPrependImageEnvKeepsTheImagesValueBehind(t *testing.T) {
 	image := []string{"PYTHONPATH=/workspace/lib:/opt", "EMPTY=", "FOO=1"}
-	got := prependImageEnv(image, []string{"PYTHONPATH=/ceval/python", "EMPTY=/x", "NEW=/y"})
+	got := PrependImageEnv(image, []string{"PYTHONPATH=/ceval/python", "EMPTY=/x", "NEW=/y"})
 	want := []string{"PYTHONPATH=/ceval/python:/workspace/lib:/opt", "EMPTY=/x", "FOO=1", "NEW=/y"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
