@@ -298,31 +298,48 @@ func TestFloodedRunDoesNotStallAnotherRun(t *testing.T) {
 	a, addrA := serve(t, cfgA)
 	b, addrB := serve(t, floodCfg(Replay))
 
+	// Run B's agent calls for a while before the flood (its own speed on this host now: a
+	// loaded host makes every call slow, flood or not) and then while A is flooded.
+	cB := newClient()
+	calls := func(what string, d time.Duration) []time.Duration {
+		var lat []time.Duration
+		for end := time.Now().Add(d); time.Now().Before(end) || len(lat) < 3; time.Sleep(20 * time.Millisecond) {
+			d, err := wellBehaved(cB, addrB)
+			if err != nil {
+				t.Fatalf("run B failed %s after %v: %v", what, d, err)
+			}
+			lat = append(lat, d)
+		}
+		slices.Sort(lat)
+		return lat
+	}
+	base := calls("before the flood of run A", time.Second)
+
 	ctx, cancel := context.WithCancel(context.Background())
 	stopHeap := heapWatch()
 	wg := flood(ctx, addrA)
-
-	// Run B's agent keeps calling while A is flooded.
-	cB := newClient()
-	var lat []time.Duration
-	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		d, err := wellBehaved(cB, addrB)
-		if err != nil {
-			t.Fatalf("run B failed during the flood of run A after %v: %v", d, err)
-		}
-		lat = append(lat, d)
-	}
+	lat := calls("during the flood of run A", 4*time.Second)
 	cancel()
 	wg.Wait()
 	peak := stopHeap()
-	slices.Sort(lat)
-	t.Logf("run B during the flood: %d calls, p50 %v, p99 %v, max %v; peak heap in use %d MiB",
+	t.Logf("run B before the flood: %d calls, p50 %v, p90 %v; during it: %d calls, p50 %v, p99 %v, max %v; peak heap in use %d MiB",
+		len(base), percentile(base, .5), percentile(base, .9),
 		len(lat), percentile(lat, .5), percentile(lat, .99), lat[len(lat)-1], peak>>20)
-	// p90, not p99: with some 100 calls p99 is about the slowest, and on a loaded 2-core
-	// host one call of B's may wait a second for the CPU whatever A does. A B stalled by
-	// A's flood shows in most of its calls (and past stallGuard in wellBehaved).
-	if p90 := percentile(lat, .9); p90 > time.Second {
-		t.Errorf("run B's p90 latency under the flood of A is %v, over 1s", p90)
+	// What a stall looks like: B waiting on something A's flood holds (a shared slot, lock
+	// or buffer) waits as long as A's abuse lasts: a silent connection holds 5 s, a
+	// slowloris header a minute, a huge body as long as it takes to refuse. The flood also
+	// takes CPU from B in this one process, and a loaded host slows every call, so the
+	// bounds are B's own speed before the flood (measured now, on this host) and the
+	// shortest hold of A's abuse, not a fixed latency: a clean-clone make test met B's p90 at 1.15 s under
+	// stress-ng at load 60 with 7 calls in all, none stalled. A B stalled by A's flood
+	// shows in most of its calls (and past stallGuard in wellBehaved).
+	// p90, not p99: with some 100 calls p99 is about the slowest call, which a loaded host
+	// may delay whatever A does.
+	if p90, limit := percentile(lat, .9), max(time.Second, 5*percentile(base, .9)); p90 > limit {
+		t.Errorf("run B's p90 latency under the flood of A is %v, over %v (5x its p90 before the flood, at least 1s)", p90, limit)
+	}
+	if worst := lat[len(lat)-1]; worst >= 5*time.Second {
+		t.Errorf("a call of run B took %v under the flood of A: as long as A's silent connections stay open", worst)
 	}
 	// Bounded, independent of how long the flood lasts: one run's caps (MaxConns bodies of
 	// at most MaxRequestBytes) and a parse bounded by the value cap.
