@@ -20,6 +20,9 @@ type TaskStep struct {
 	Skipped  bool              `json:"skipped,omitempty"`
 	// Over is why no step followed this one when steps remained ("" while one did).
 	Over string `json:"over,omitempty"`
+	// Iterations are the agent's runs within this step, when the task has iterations or a
+	// simulated user (which follow up within each step); the last is the step's grade.
+	Iterations []Iteration `json:"iterations,omitempty"`
 }
 
 // StatusSkipped is a step of a multi-step task that did not run: an earlier step failed

@@ -75,6 +75,9 @@ func taskStepViews(r Run) []iterationView {
 	for i, s := range r.Result.TaskSteps {
 		iv := iterationView{ID: fmt.Sprintf("task-step-tab-%d", s.N), Checked: i == max(lastRun, 0), Over: StripControls(s.Over),
 			Label: StripControls(fmt.Sprintf("step %d %s: %s %.2f", s.N, s.Name, s.Status, s.Score))}
+		if n := len(s.Iterations); n > 1 { // followed up within the step (iterations, simulated_user)
+			iv.Label += fmt.Sprintf(" after %d runs", n)
+		}
 		for _, c := range s.Criteria {
 			row := criterionRow{Type: StripControls(c.Type), Description: StripControls(c.Description),
 				Status: StripControls(string(c.Status)), Details: StripControls(c.Details), Score: c.Score, Weight: c.Weight, Gating: c.Gating}
@@ -95,6 +98,12 @@ func taskStepViews(r Run) []iterationView {
 			for _, name := range []string{record.StdoutFile, record.StderrFile} {
 				lp := preview(r.Dir, "", filepath.Join(dir, name))
 				lp.Name, lp.Href = filepath.Join(dir, name), relHref(dir, name)
+				iv.Logs = append(iv.Logs, lp)
+			}
+			for _, it := range s.Iterations[:max(len(s.Iterations)-1, 0)] { // the step's earlier runs, kept apart
+				d := filepath.Join(record.TaskStepsDir, strconv.Itoa(s.N), record.IterationsDir, strconv.Itoa(it.N))
+				lp := preview(r.Dir, "", filepath.Join(d, record.StdoutFile))
+				lp.Name, lp.Href = filepath.Join(d, record.StdoutFile), relHref(d, record.StdoutFile)
 				iv.Logs = append(iv.Logs, lp)
 			}
 		}

@@ -347,7 +347,8 @@ func TestRunPageShowsEachStepOfAMultiStepRun(t *testing.T) {
 	}
 	res := *resp
 	res.TaskSteps = []record.TaskStep{
-		{N: 1, Name: "scaffold", Status: "SUCCESS", Score: 1, Criteria: []record.CriterionResult{{Type: "file_exists", Description: "greet.sh <exists>", Status: "PASS", Score: 1}}},
+		{N: 1, Name: "scaffold", Status: "SUCCESS", Score: 1, Criteria: []record.CriterionResult{{Type: "file_exists", Description: "greet.sh <exists>", Status: "PASS", Score: 1}},
+			Iterations: []record.Iteration{{N: 1, Prompt: "initial", Status: "FAILURE"}, {N: 2, Prompt: "feedback", Status: "SUCCESS", Score: 1, Over: "SUCCESS"}}},
 		{N: 2, Name: "implement", Status: "FAILURE", Score: 0, Over: "step 2 (implement) is FAILURE and stop_on_failure is set", Criteria: []record.CriterionResult{{Type: "file_contains", Status: "FAIL"}}},
 		{N: 3, Name: "document", Status: record.StatusSkipped, Skipped: true, Criteria: []record.CriterionResult{{Type: "file_exists", Status: "FAIL", Details: "step 3 (document) did not run"}}},
 	}
@@ -356,11 +357,13 @@ func TestRunPageShowsEachStepOfAMultiStepRun(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Join(runDir, record.TaskStepsDir, "1"), 0o700)
 	os.WriteFile(filepath.Join(runDir, record.TaskStepsDir, "1", record.StdoutFile), []byte("step one said <hi>\n"), 0o600)
+	os.MkdirAll(filepath.Join(runDir, record.TaskStepsDir, "1", record.IterationsDir, "1"), 0o700)
+	os.WriteFile(filepath.Join(runDir, record.TaskStepsDir, "1", record.IterationsDir, "1", record.StdoutFile), []byte("step one first tried\n"), 0o600)
 	if _, _, err := Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	page, _ := os.ReadFile(filepath.Join(runDir, TranscriptFile))
-	for _, want := range []string{`<h2 id="iterations">Steps</h2>`, "step 1 scaffold: SUCCESS 1.00", "step 2 implement: FAILURE 0.00", "step 3 document: SKIPPED 0.00",
+	for _, want := range []string{`<h2 id="iterations">Steps</h2>`, "step 1 scaffold: SUCCESS 1.00 after 2 runs", "step one first tried", "task_steps/1/iterations/1/agent.stdout.log", "step 2 implement: FAILURE 0.00", "step 3 document: SKIPPED 0.00",
 		"greet.sh &lt;exists&gt;", "step one said &lt;hi&gt;", "no step followed: step 2 (implement) is FAILURE", "step 3 (document) did not run"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("run page lacks %q", want)

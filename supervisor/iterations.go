@@ -37,15 +37,32 @@ type iterations struct {
 	prompt    string        // how the current iteration was prompted
 	agentTime time.Duration // the agent's time in the iterations so far
 	user      *simulatedUser
+	// A multi-step task's runs of the agent within the current step, and their time
+	// (stepiterations.go).
+	stepRuns []record.Iteration
+	stepTime time.Duration
 }
 
 // iterationEnv is the agent's environment for iteration n of a task that may run more than
 // once: CEVAL_ITERATION tells a command agent which one it is.
 func iterationEnv(env []string, t *task.Task, n int) []string {
-	if t.MultiStep() { // CEVAL_STEP: which step of a multi-step task this run of the agent is
-		return append(append([]string{}, env...), "CEVAL_STEP="+strconv.Itoa(n), "CEVAL_STEP_NAME="+t.TaskSteps[n-1].Name)
+	if t.MultiStep() { // n is the step
+		return stepEnv(env, t, n, 1)
 	}
-	if t.MaxRuns() <= 1 {
+	return runEnv(env, t, n)
+}
+
+// stepEnv is the agent's environment for run k of step n (1-based) of a multi-step task:
+// CEVAL_STEP and CEVAL_STEP_NAME say which step, CEVAL_ITERATION which run within it when
+// the task follows up within each step.
+func stepEnv(env []string, t *task.Task, n, k int) []string {
+	return append(append([]string{}, runEnv(env, t, k)...), "CEVAL_STEP="+strconv.Itoa(n), "CEVAL_STEP_NAME="+t.TaskSteps[n-1].Name)
+}
+
+// runEnv is iterationEnv without the step: CEVAL_ITERATION=n when the agent may run again
+// for the same prompt.
+func runEnv(env []string, t *task.Task, n int) []string {
+	if t.StepRuns() <= 1 {
 		return env
 	}
 	return append(append([]string{}, env...), "CEVAL_ITERATION="+strconv.Itoa(n))
@@ -154,7 +171,7 @@ func (r *run) iterationsOver(ctx context.Context, n int) string {
 	switch {
 	case res.Status == grader.TaskSuccess:
 		return "SUCCESS"
-	case n >= t.MaxRuns():
+	case n >= t.StepRuns(): // a plain task's MaxRuns; a multi-step task's runs per step
 		if t.Iterations != nil && n >= t.Iterations.Max {
 			return fmt.Sprintf("iterations.max %d reached", t.Iterations.Max)
 		}
@@ -186,7 +203,7 @@ func (r *run) followUp(ctx context.Context) (prompt, over string, err error) {
 	t := r.t
 	feedback := ""
 	if t.Iterations != nil || t.SimulatedUser == nil {
-		feedback = FeedbackPrompt(t, &r.res.Grade)
+		feedback = FeedbackPrompt(r.gradedTask(), &r.res.Grade) // a multi-step task's: the step's criteria
 	}
 	if t.SimulatedUser == nil {
 		r.iter.prompt = PromptFeedback

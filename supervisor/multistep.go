@@ -49,8 +49,12 @@ func (r *run) nextStep(ctx context.Context) (bool, error) {
 	i := r.stepIndex()
 	st := t.TaskSteps[i]
 	r.iter.agentTime += r.out.Exit.Duration
+	if again, err := r.followUpInStep(ctx); again || err != nil { // stepiterations.go
+		return again, err
+	}
 	ts := record.TaskStep{N: i + 1, Name: st.Name, Status: res.Status, Score: res.Score,
 		Criteria: append([]record.CriterionResult{}, res.Criteria...), Agent: r.out.Exit.Duration.Seconds()}
+	r.stepRunsDone(&ts)
 	last := i+1 >= len(t.TaskSteps)
 	over := ""
 	if !last {
@@ -151,6 +155,7 @@ func (r *run) stepEndedByLimits(why string) {
 	}
 	st := t.TaskSteps[i]
 	ts := record.TaskStep{N: i + 1, Name: st.Name, Status: record.StatusFailure, Criteria: []record.CriterionResult{}, Over: why}
+	r.stepRunsDone(&ts)
 	for _, c := range t.StepCriteria(i) {
 		ts.Criteria = append(ts.Criteria, record.CriterionResult{Type: c.Type, Description: c.Description, Status: record.CriterionFail,
 			Weight: c.Weight, Gating: c.Weight > 0, Details: "the agent's sandbox was ended by its limits: " + why})
@@ -264,6 +269,9 @@ func regradeSteps(ctx context.Context, t *task.Task, dir string, res *record.Res
 			if g.Status == record.StatusError {
 				ts.Status = g.Status
 			}
+		}
+		if n := len(ts.Iterations); n > 0 { // the snapshot is the step's last run's
+			ts.Iterations[n-1].Status, ts.Iterations[n-1].Score = ts.Status, ts.Score
 		}
 	}
 	res.Criteria = res.Criteria[:0:0]

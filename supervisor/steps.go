@@ -103,6 +103,10 @@ func (r *run) runSteps(ctx context.Context, kind string, steps []task.Step) (*re
 			// after each step's agent: one log per step of a multi-step task.
 			sr.TaskStep = r.stepIndex() + 1
 			name = fmt.Sprintf("%s-%d-step-%d", kind, i+1, sr.TaskStep)
+			if r.t.StepRuns() > 1 { // and one per run within the step
+				sr.Iteration = len(r.iter.stepRuns) + 1
+				name += fmt.Sprintf("-iteration-%d", sr.Iteration)
+			}
 		} else if kind == record.StepAfterAgent && r.t.MaxRuns() > 1 {
 			// after_agent runs after each iteration of the agent: one log per iteration.
 			sr.Iteration = len(r.res.Iterations) + 1

@@ -39,11 +39,19 @@ type SimulatedUser struct {
 }
 
 // MaxRuns is how many times the task's agent may run: iterations.max, or with a simulated
-// user 1+max_turns (the smaller when both are set); 1 without either.
+// user 1+max_turns (the smaller when both are set); 1 without either. A multi-step task's
+// agent may run that many times in each step (StepRuns).
 func (t *Task) MaxRuns() int {
 	if t.MultiStep() {
-		return len(t.TaskSteps) // one run of the agent per step (iterations are refused with steps)
+		return len(t.TaskSteps) * t.StepRuns()
 	}
+	return t.StepRuns()
+}
+
+// StepRuns is how many times the agent may run for one prompt: for a multi-step task, in
+// each step (iterations and simulated_user follow up within a step); the task's MaxRuns
+// otherwise.
+func (t *Task) StepRuns() int {
 	n := 1
 	if t.Iterations != nil {
 		n = t.Iterations.Max

@@ -206,8 +206,6 @@ func (l *loader) checkTaskSteps(t *Task, top *yaml.Node, seen map[string]*yaml.N
 		{"initial_prompt", "each step gives its own prompt (steps[].prompt); the first step's is the agent's first prompt"},
 		{"initial_prompt_file", "each step gives its own prompt_file (steps[].prompt_file)"},
 		{"success_criteria", "each step gives its own success_criteria (steps[].success_criteria), graded after that step"},
-		{"iterations", "multi-step tasks do not iterate yet: the agent gets one turn per step (split the task, or leave iterations out)"},
-		{"simulated_user", "multi-step tasks have no simulated user yet: each step's prompt is the user's (leave simulated_user out)"},
 	} {
 		if key := seen[k.key]; key != nil {
 			l.errorf(key, "%s cannot be given with steps: %s", k.key, k.why)

@@ -102,8 +102,6 @@ func TestBadMultiStepTasksAreReportedAtTheirPosition(t *testing.T) {
 		{"initial_prompt too", "initial_prompt: p\nsteps:\n" + step, "2:1: initial_prompt cannot be given with steps", nil},
 		{"initial_prompt_file too", "initial_prompt_file: p.md\nsteps:\n" + step, "2:1: initial_prompt_file cannot be given with steps", map[string]string{"p.md": "x"}},
 		{"success_criteria too", "success_criteria: [{type: file_exists, path: a}]\nsteps:\n" + step, "2:1: success_criteria cannot be given with steps", nil},
-		{"iterations", "iterations: {max: 2}\nsteps:\n" + step, "2:1: iterations cannot be given with steps", nil},
-		{"simulated_user", "simulated_user: {instructions: x, max_turns: 1}\nsteps:\n" + step, "2:1: simulated_user cannot be given with steps", nil},
 		{"step_score alone", "initial_prompt: p\nsuccess_criteria: [{type: file_exists, path: a}]\nstep_score: mean\n", "4:1: step_score is for a multi-step task", nil},
 		{"stop alone", "initial_prompt: p\nsuccess_criteria: [{type: file_exists, path: a}]\nstop_on_failure: true\n", "4:1: stop_on_failure is for a multi-step task", nil},
 		{"files hold the reference", "reference: {directory: s/ref}\nsteps:\n  - {prompt: p, files: s, success_criteria: [{type: file_exists, path: a}]}\n",
@@ -181,5 +179,31 @@ func TestDatasetRowsAreNotSubstitutedInSteps(t *testing.T) {
 	_, err := LoadAll(p, LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "task.yaml:4:14: steps: ${row.") {
 		t.Fatalf("a row reference in steps: %v", err)
+	}
+}
+
+// TestMultiStepTaskWithFollowUps: iterations and simulated_user load beside steps and apply
+// within each step: the agent may run StepRuns times per step, MaxRuns in all.
+func TestMultiStepTaskWithFollowUps(t *testing.T) {
+	two := "steps:\n  - {prompt: p, success_criteria: [{type: file_exists, path: a}]}\n  - {prompt: q, success_criteria: [{type: file_exists, path: b}]}\n"
+	for _, tc := range []struct {
+		name, doc   string
+		step, total int
+	}{
+		{"plain", two, 1, 2},
+		{"iterations", "iterations: {max: 3, feedback: descriptions}\n" + two, 3, 6},
+		{"simulated_user", "simulated_user: {instructions: x, max_turns: 1}\n" + two, 2, 4},
+		{"both", "iterations: {max: 3}\nsimulated_user: {instructions: x, max_turns: 1}\n" + two, 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk, err := Load(writeTask(t, "task_id: ms\n"+tc.doc, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tk.Close()
+			if tk.StepRuns() != tc.step || tk.MaxRuns() != tc.total {
+				t.Fatalf("StepRuns %d, MaxRuns %d; want %d, %d", tk.StepRuns(), tk.MaxRuns(), tc.step, tc.total)
+			}
+		})
 	}
 }

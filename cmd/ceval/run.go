@@ -276,6 +276,9 @@ func progressPrinter(w io.Writer, taskID string) func(string, map[string]any) {
 				extra = fmt.Sprintf("%v %.2f", f["status"], f["score"])
 			case "iteration_started":
 				extra = fmt.Sprintf("%v (%v prompt)", f["n"], f["prompt"])
+				if st, ok := f["step"]; ok { // a run within a multi-step task's step
+					extra = fmt.Sprintf("%v of step %v (%v prompt)", f["n"], st, f["prompt"])
+				}
 			case "task_step_graded": // a multi-step task's step
 				extra = fmt.Sprintf("%v %v: %v %.2f", f["n"], f["name"], f["status"], f["score"])
 				if over, _ := f["over"].(string); over != "" {
