@@ -106,6 +106,16 @@ func New(pins *images.Pinner, o Options) Backend {
 	return Backend{pins, &o}
 }
 
+// ServicesRefusal is why a task's services do not run as containers of the run's Pod:
+// every guarantee but the network's would hold (a UID of their own, the agent's hardening,
+// a kubelet startup probe before the agent, their logs, stopped after it), but a Pod has one
+// network namespace, which the local backend's per-service namespaces and relay of declared
+// ports keep apart (supervisor/services.go).
+const ServicesRefusal = "services (a Pod's containers share one network namespace, so the agent would reach every port a service listens on, " +
+	"not only the declared ones, and a service would reach the agent's own ports, its relay to the model gateway " +
+	"and ceval-init's control port, which takes its first connection as the controller's; " +
+	"the local backend gives each service a network namespace of its own and relays only the declared ports)"
+
 // Check refuses, before anything starts, what the Kubernetes backend cannot run
 // with the local backend's guarantees yet; each message says what to do instead.
 func Check(t *task.Task) error {
@@ -128,7 +138,7 @@ func Check(t *task.Task) error {
 		why = append(why, "sandbox.network: host")
 	}
 	if len(t.Services) > 0 {
-		why = append(why, "services (not yet containers of the run's Pod)")
+		why = append(why, ServicesRefusal)
 	}
 	if len(why) == 0 {
 		return nil
