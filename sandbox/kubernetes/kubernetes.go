@@ -219,6 +219,22 @@ func checkNodeDigest(image, id string) error {
 	return nil
 }
 
+// checkInitExe refuses a Pod whose init is not this ceval's ceval-init (sha256 want): the
+// kubelet's imageID cannot tell, since a node whose containerd holds other content under the
+// init image's pinned name REPO@DIGEST reports that name's digest whatever it ran. got is
+// the hash the init reported of its own executable ("" from an init too old to report it).
+// The init's Attest is what the Pod's own binary says, so this catches a node's mistake (a
+// stale or other build under the name), not a node that lies.
+func checkInitExe(initImage, got, want string) error {
+	if got == want {
+		return nil
+	}
+	if got == "" {
+		got = "no hash (an init older than this ceval)"
+	}
+	return fmt.Errorf("the Pod's init from image %s is not this ceval's ceval-init: its executable's sha256 is %s, want %s; refused (the node holds other content under that name, or kubernetes.init_image names another ceval's init: run ceval images push --kubernetes with this ceval, or ceval images build-init and import it into the nodes)", initImage, got, want)
+}
+
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // podRunID names a run's Pod: the start of the run's ID as a DNS label and a random suffix,
@@ -315,6 +331,9 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		return nil, err
 	}
 	if err := s.checkAttestation(att, lim); err != nil {
+		return nil, err
+	}
+	if err := checkInitExe(initImage, att.Exe, embedded.Init.SHA256()); err != nil {
 		return nil, err
 	}
 	for _, d := range []struct{ local, in string }{{s.ws, oci.WorkspacePath}, {s.home, oci.HomePath}} {
