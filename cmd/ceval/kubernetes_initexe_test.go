@@ -28,11 +28,9 @@ func TestKubeNodeHoldingAnotherInitUnderThePinnedNameIsRefused(t *testing.T) {
 	c, ns, cfg, prefix := kubeRegistrySetup(t)
 	cl, ctx := ctrtest.Connect(t)
 	marker := path.Base(prefix)
-	if _, err := images.BuildInit(ctx, cl, images.InitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	initName := images.InitRepo + ":t-" + marker
-	regtest.DeriveImage(t, ctx, cl, images.InitName(), initName, marker)
+	// Images of the test's own (see kubePushImagesOfTheirOwn): what the node pulls with the
+	// test's Secret must not be another test's imported image.
+	initName, agent := kubePushImagesOfTheirOwn(t, ctx, cl, marker)
 	other := images.InitRepo + ":t-" + marker + "-other"
 	regtest.DeriveImageWithFile(t, ctx, cl, images.InitName(), other, strings.TrimPrefix(images.InitBinaryPath, "/"), 0o555,
 		append(append([]byte{}, embedded.Init.Bytes()...), '\n'), "another ceval-init")
@@ -42,7 +40,7 @@ func TestKubeNodeHoldingAnotherInitUnderThePinnedNameIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	tk := filepath.Join(dir, "task.yaml")
 	if err := os.WriteFile(tk, []byte("task_id: kube-init-exe\ninitial_prompt: p\nagent: {type: command, command: [sh, -c, 'echo ok > out.txt']}\n"+
-		"sandbox: {limits: {timeout: 60s}}\nsuccess_criteria: [{type: file_exists, path: out.txt}]\n"), 0o644); err != nil {
+		"sandbox: {image: "+agent+", limits: {timeout: 60s}}\nsuccess_criteria: [{type: file_exists, path: out.txt}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
