@@ -26,7 +26,9 @@ import (
 // (the node had nothing under the prefix before), and the agent uses the package (python3,
 // which the default image lacks) to succeed. Red if a package image is not mapped (the Pod
 // would name ceval.local/packages:HASH, which no node has) or not pinned (a tag reaching the
-// node).
+// node). The package image itself cannot be one of the test's own (the task names it by its
+// inputs): no other cluster test may import a package image into the node under Never, or the
+// kubelet's credential re-verification refuses it after this test pulled it with the Secret.
 func TestKubePackageImagePushedThenPulledByDigestRunsThePackage(t *testing.T) {
 	c, ns, cfg, prefix := kubeRegistrySetup(t)
 	cl, ctx := ctrtest.Connect(t)
