@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,7 +20,7 @@ var procFiles = []string{"status", "uid_map", "gid_map", "limits", "cgroup", "ne
 // collectAttest reads the init's own isolation as the controller checks it, and runs the
 // probes (all at once, probeTimeout each) before anything of the agent's has run.
 func collectAttest(probes []string) *kubeproto.Attest {
-	a := &kubeproto.Attest{Files: map[string]string{}, PID: os.Getpid()}
+	a := &kubeproto.Attest{Files: map[string]string{}, PID: os.Getpid(), Exe: exeSHA256()}
 	for _, name := range procFiles {
 		if b, err := os.ReadFile("/proc/self/" + name); err == nil {
 			a.Files[name] = string(b)
@@ -56,6 +59,21 @@ func collectAttest(probes []string) *kubeproto.Attest {
 	}
 	wg.Wait()
 	return a
+}
+
+// exeSHA256 hashes the init's own executable (the file the kernel runs, whatever name the
+// image gave it), or "" when it cannot be read.
+func exeSHA256() string {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // cgroupRoot is where the container sees its cgroups.

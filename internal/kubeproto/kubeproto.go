@@ -81,6 +81,10 @@ type Attest struct {
 	Interfaces []string // as net.Interfaces reports them: name, flags, addresses
 	Probes     []Probe
 	PID        int // the init's pid in its PID namespace (1 in a Pod)
+	// Exe is the sha256 (hex) of the init's own executable (/proc/self/exe): the controller
+	// checks it against its own ceval-init, which a node holding other content under the init
+	// image's pinned name would not run. "" when it could not be read.
+	Exe string
 }
 
 // Probe is one probe's outcome: Err "" means the connection SUCCEEDED (a breach).

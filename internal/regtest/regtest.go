@@ -62,6 +62,13 @@ func Registry(t *testing.T) (registry.Options, string) {
 // isolation label in its config (as an image from a registry has none), and returns it.
 func DeriveImage(t *testing.T, ctx context.Context, c *client.Client, base, name, marker string) images.Image {
 	t.Helper()
+	return DeriveImageWithFile(t, ctx, c, base, name, "marker", 0o644, []byte(marker), "marker "+marker)
+}
+
+// DeriveImageWithFile is DeriveImage with one layer holding the file at path (relative to
+// the root; mode, data) instead of the marker, and history line createdBy.
+func DeriveImageWithFile(t *testing.T, ctx context.Context, c *client.Client, base, name, path string, mode int64, data []byte, createdBy string) images.Image {
+	t.Helper()
 	cs := c.ContentStore()
 	lctx, done, err := c.WithLease(ctx)
 	if err != nil {
@@ -90,8 +97,8 @@ func DeriveImage(t *testing.T, ctx context.Context, c *client.Client, base, name
 	}
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
-	tw.WriteHeader(&tar.Header{Name: "marker", Mode: 0o644, Size: int64(len(marker)), ModTime: time.Unix(0, 0)})
-	tw.Write([]byte(marker))
+	tw.WriteHeader(&tar.Header{Name: path, Mode: mode, Size: int64(len(data)), ModTime: time.Unix(0, 0)})
+	tw.Write(data)
 	tw.Close()
 	put := func(mt string, b []byte, labels map[string]string) ocispec.Descriptor {
 		d := ocispec.Descriptor{MediaType: mt, Digest: digest.FromBytes(b), Size: int64(len(b))}
@@ -103,7 +110,7 @@ func DeriveImage(t *testing.T, ctx context.Context, c *client.Client, base, name
 	ld := put(ocispec.MediaTypeImageLayer, layer.Bytes(), nil)
 	cfg.RootFS.DiffIDs = append(cfg.RootFS.DiffIDs, ld.Digest)
 	if len(cfg.History) > 0 {
-		cfg.History = append(cfg.History, ocispec.History{CreatedBy: "marker " + marker})
+		cfg.History = append(cfg.History, ocispec.History{CreatedBy: createdBy})
 	}
 	delete(cfg.Config.Labels, images.IsolationLabel)
 	nb, _ := json.Marshal(cfg)

@@ -106,6 +106,16 @@ func New(pins *images.Pinner, o Options) Backend {
 	return Backend{pins, &o}
 }
 
+// ServicesRefusal is why a task's services do not run as containers of the run's Pod:
+// every guarantee but the network's would hold (a UID of their own, the agent's hardening,
+// a kubelet startup probe before the agent, their logs, stopped after it), but a Pod has one
+// network namespace, which the local backend's per-service namespaces and relay of declared
+// ports keep apart (supervisor/services.go).
+const ServicesRefusal = "services (a Pod's containers share one network namespace, so the agent would reach every port a service listens on, " +
+	"not only the declared ones, and a service would reach the agent's own ports, its relay to the model gateway " +
+	"and ceval-init's control port, which takes its first connection as the controller's; " +
+	"the local backend gives each service a network namespace of its own and relays only the declared ports)"
+
 // Check refuses, before anything starts, what the Kubernetes backend cannot run
 // with the local backend's guarantees yet; each message says what to do instead.
 func Check(t *task.Task) error {
@@ -128,7 +138,7 @@ func Check(t *task.Task) error {
 		why = append(why, "sandbox.network: host")
 	}
 	if len(t.Services) > 0 {
-		why = append(why, "services (not yet containers of the run's Pod)")
+		why = append(why, ServicesRefusal)
 	}
 	if len(why) == 0 {
 		return nil
@@ -207,6 +217,22 @@ func checkNodeDigest(image, id string) error {
 		return fmt.Errorf("the node ran image %q for %s, not its pinned digest %s; refused", id, image, want)
 	}
 	return nil
+}
+
+// checkInitExe refuses a Pod whose init is not this ceval's ceval-init (sha256 want): the
+// kubelet's imageID cannot tell, since a node whose containerd holds other content under the
+// init image's pinned name REPO@DIGEST reports that name's digest whatever it ran. got is
+// the hash the init reported of its own executable ("" from an init too old to report it).
+// The init's Attest is what the Pod's own binary says, so this catches a node's mistake (a
+// stale or other build under the name), not a node that lies.
+func checkInitExe(initImage, got, want string) error {
+	if got == want {
+		return nil
+	}
+	if got == "" {
+		got = "no hash (an init older than this ceval)"
+	}
+	return fmt.Errorf("the Pod's init from image %s is not this ceval's ceval-init: its executable's sha256 is %s, want %s; refused (the node holds other content under that name, or kubernetes.init_image names another ceval's init: run ceval images push --kubernetes with this ceval, or ceval images build-init and import it into the nodes)", initImage, got, want)
 }
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -305,6 +331,9 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		return nil, err
 	}
 	if err := s.checkAttestation(att, lim); err != nil {
+		return nil, err
+	}
+	if err := checkInitExe(initImage, att.Exe, embedded.Init.SHA256()); err != nil {
 		return nil, err
 	}
 	for _, d := range []struct{ local, in string }{{s.ws, oci.WorkspacePath}, {s.home, oci.HomePath}} {

@@ -14,6 +14,7 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/internal/kubeproto"
 	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/record"
@@ -269,6 +270,29 @@ func TestKubePrepContainerForEveryImageButTheDefault(t *testing.T) {
 		}
 		if _, err := got.Pod(); err != nil {
 			t.Errorf("image %s: %v", c.image, err)
+		}
+	}
+}
+
+// The node's imageID cannot show that a node ran other content under the init image's pinned
+// name; the init's hash of its own executable can: anything but this ceval's ceval-init (an
+// older init reporting no hash included) is refused, naming the image and both hashes.
+func TestKubeRefusesAnInitThatIsNotThisCevals(t *testing.T) {
+	const img = "reg.example/ceval-init@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	want := embedded.Init.SHA256()
+	if err := checkInitExe(img, want, want); err != nil {
+		t.Fatalf("this ceval's init refused: %v", err)
+	}
+	other := strings.Repeat("ab", 32)
+	for _, got := range []string{other, ""} {
+		err := checkInitExe(img, got, want)
+		if err == nil {
+			t.Fatalf("an init hashing %q was accepted", got)
+		}
+		for _, s := range []string{img, want, "ceval images push --kubernetes"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("the refusal lacks %q: %v", s, err)
+			}
 		}
 	}
 }
