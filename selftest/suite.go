@@ -155,10 +155,10 @@ var setups = map[string]setup{
 	}},
 	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
-	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
+	}},
 	"service-mcp-stdio": {check: checkServicesSurvived, kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
-	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
+	}},
 }
 
 // gatewayProvider runs an attack against the fake provider with a real-looking key.

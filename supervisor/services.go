@@ -172,8 +172,8 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
 		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
 	}
-	if local.RootlessMode() != nil {
-		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
+	if err := checkRlimitServices(t, local.RootlessMode()); err != nil {
+		return nil, &sandbox.InputError{Err: err}
 	}
 	for _, tool := range launcher.RedirectTools() {
 		if _, err := os.Stat(tool); err != nil {
@@ -217,6 +217,26 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		return nil, &InfraError{fmt.Errorf("services: %w", err)}
 	}
 	return []oci.Mount{{Source: hosts, Destination: "/etc/hosts"}}, nil
+}
+
+// rlimitMCPServeMB is the least memory_mb under which ceval-init --mcp-serve, a Go program,
+// starts in rlimit mode (RLIMIT_AS): the Go runtime reserves its address space up front
+// (measured rootless: 512 fails with "failed to reserve page summary memory", 1024 serves).
+const rlimitMCPServeMB = 1024
+
+// checkRlimitServices refuses, on a rootless daemon in rlimit mode (no delegated cgroup
+// subtree: memory is RLIMIT_AS per process), a stdio MCP service whose memory_mb is too small
+// for the Go program ceval serves it with; the user can do something about either.
+func checkRlimitServices(t *task.Task, rl *local.Rootless) error {
+	if rl == nil || rl.Delegated != "" {
+		return nil
+	}
+	for _, s := range t.Services {
+		if s.MCP != nil && s.MCP.Transport == task.MCPStdio && s.Limits.MemoryMB < rlimitMCPServeMB {
+			return fmt.Errorf("task %s: service %s is a stdio MCP server, which ceval serves with ceval-init --mcp-serve, a Go program that reserves some 700 MiB of address space at start; rootless without a delegated cgroup subtree holds memory by RLIMIT_AS, so its memory_mb %d cannot start it: give the service limits: {memory_mb: %d} (it bounds each process, not their sum), or have root run ceval rootless setup --user USER (docs/rootless.md)", t.ID, s.Name, s.Limits.MemoryMB, rlimitMCPServeMB)
+		}
+	}
+	return nil
 }
 
 // startServices starts the services in order, each ready before the next starts.
