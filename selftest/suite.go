@@ -143,6 +143,9 @@ var setups = map[string]setup{
 	"author-material-swap": swapSetup(map[string][]string{
 		"run_started": {"kit"}, "plugin_verified": {"calls.jsonl"}, "agent_exited": {"reference"}}),
 	"author-hostile-wheel": {refused: "installs a .pth file (evil_hook.pth)"},
+	"author-service-hostnet": {refused: "service bridge asks for network: host", kube: func(*kubernetes.Options) string {
+		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
+	}},
 	"author-hostile-registry": {registry: true, refused: "redirected to another host", kube: func(*kubernetes.Options) string {
 		return "a Pod's images are pulled by its node's containerd, not by ceval"
 	}},
