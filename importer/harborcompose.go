@@ -108,7 +108,8 @@ func (c *conv) composeService(dir, id string, name, m *yaml.Node) *yaml.Node {
 	}
 	s := &yaml.Node{Kind: yaml.MappingNode}
 	set(s, "name", str(name.Value))
-	var image, build, command, entrypoint, health, healthKey *yaml.Node
+	var image, build, command, entrypoint, health, healthKey, depsKey *yaml.Node
+	hostNet := false
 	var ports []int
 	lim := &yaml.Node{Kind: yaml.MappingNode}
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -137,6 +138,7 @@ func (c *conv) composeService(dir, id string, name, m *yaml.Node) *yaml.Node {
 		case "healthcheck":
 			health, healthKey = v, k
 		case "depends_on":
+			depsKey = k
 			if deps := c.composeDepends(k, v, f); deps != nil {
 				set(s, "depends_on", deps)
 			}
@@ -158,6 +160,8 @@ func (c *conv) composeService(dir, id string, name, m *yaml.Node) *yaml.Node {
 			c.unmapped(k, f, "a service runs with no capabilities, no_new_privs and seccomp, like the agent")
 		case "user":
 			c.unmapped(k, f, "a service runs as UID 4000 in a user namespace of its own")
+		case "network_mode":
+			hostNet = c.composeNetworkMode(s, k, v, f) // harborcompose_network.go
 		default:
 			c.unmapped(k, f, "not a compose setting this importer maps")
 		}
@@ -203,7 +207,9 @@ func (c *conv) composeService(dir, id string, name, m *yaml.Node) *yaml.Node {
 		start, from = serviceImageStart(filepath.Join(dir, "environment", buildContext(build)), buildDockerfile(build))
 	}
 	const noFetch = "a ceval service has no network, so it would never become ready; install what it fetches into its image at build time and start it without fetching (python3 server.py)"
-	if m := fetchCommand.FindStringSubmatch(start); m != nil {
+	if hostNet {
+		c.composeHostNetDeps(depsKey, field) // a service on the host's network may fetch
+	} else if m := fetchCommand.FindStringSubmatch(start); m != nil {
 		c.unmapped(name, field, "the service starts with %q (%s), which fetches at start (%s): %s", start, from, m[2], noFetch)
 	} else if f := strings.Fields(start); len(f) > 0 && build != nil {
 		// a script of the build context it starts (CMD ["./entrypoint.sh"])

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A task with one service (busybox httpd, ready on its port) beside the same task without
 # it, and beside `ctr run` of the service (detached, until the agent is done) plus
-# `ctr run --rm --seccomp` of the agent, interleaved so all see the same machine state.
-# Prints the medians, the service's cost in ms (with minus without) and the ratio to ctr.
-# Target: the task with its service within 1.5x of the ctr pair.
+# `ctr run --rm --seccomp` of the agent, and beside that `ctr run` of the agent alone,
+# interleaved so all see the same machine state. Prints the medians, the service's cost in
+# ms (with minus without, in ceval and in ctr) and the ratios. Target: the task with its
+# service within 1.5x of the ctr pair; the other ratios are reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/bench-lib.sh
@@ -31,18 +32,21 @@ ctr_pair() {
 "$BIN" images build-default >/dev/null
 "$BIN" run --runs-dir "$runs" bench/trivial.yaml >/dev/null 2>&1   # warm: preflight cache, init
 "$BIN" run --runs-dir "$runs" bench/service.yaml >/dev/null 2>&1
-without=(); with=(); pair=(); ready=()
+without=(); with=(); pair=(); alone=(); ready=()
 for i in $(seq 1 "$N"); do
   t0=$(now); "$BIN" run --runs-dir "$runs" bench/trivial.yaml >/dev/null 2>&1; t1=$(now)
   "$BIN" run --json --runs-dir "$runs" bench/service.yaml >"$runs/result.json" 2>/dev/null; t2=$(now)
   ctr_pair "$i"; t3=$(now)
-  without+=($(( (t1 - t0) / 1000000 ))); with+=($(( (t2 - t1) / 1000000 ))); pair+=($(( (t3 - t2) / 1000000 )))
+  ctr -a "$SOCK" -n "$NS" run --rm --seccomp "$IMG" "ceval-bench-alone-$$-$i" /bin/true >/dev/null; t4=$(now)
+  without+=($(( (t1 - t0) / 1000000 ))); with+=($(( (t2 - t1) / 1000000 ))); pair+=($(( (t3 - t2) / 1000000 ))); alone+=($(( (t4 - t3) / 1000000 )))
   ready+=($(awk -F'[:,]' '/"ready_seconds":/ { printf "%.1f", $2 * 1000; exit }' "$runs/result.json"))
 done
-mo=$(median "${without[@]}"); mw=$(median "${with[@]}"); mp=$(median "${pair[@]}"); mr=$(median "${ready[@]}")
+mo=$(median "${without[@]}"); mw=$(median "${with[@]}"); mp=$(median "${pair[@]}"); ma=$(median "${alone[@]}"); mr=$(median "${ready[@]}")
 echo "ceval run, trivial task:                 median ${mo} ms over $N runs"
 echo "ceval run, the same task with a service: median ${mw} ms over $N runs (the service's cost: $((mw - mo)) ms; ready after ${mr} ms)"
-echo "ctr run of the service + the agent:      median ${mp} ms over $N runs"
+echo "ctr run of the service + the agent:      median ${mp} ms over $N runs (the service's cost: $((mp - ma)) ms)"
+echo "ctr run of the agent alone:              median ${ma} ms over $N runs"
 awk -v a="$mw" -v b="$mp" 'BEGIN { printf "ratio ceval with a service / ctr pair: %.2fx (target <= 1.5x)\n", a / b }'
 bench_row "ceval run, trivial task with one service" "$mw" "ctr run of the service + the agent" "$mp" ms 1.5x
-bench_row "one service's cost in a ceval run" "$((mw - mo))" "-" "-" ms -
+bench_row "ceval run, the task with one service vs without it" "$mw" "ceval run, the same task without" "$mo" ms -
+bench_row "one service's cost in ms: ceval (with - without) vs ctr (pair - agent alone)" "$((mw - mo))" "ctr: the pair - the agent alone" "$((mp - ma))" ms -

@@ -23,7 +23,7 @@ import (
 // so an attack cannot silently stop existing.
 var suiteNames = []string{
 	"agent-judge-over-context",
-	"author-git-host-alternates", "author-git-host-objects", "author-hostile-registry", "author-hostile-wheel", "author-material-swap",
+	"author-git-host-alternates", "author-git-host-objects", "author-hostile-registry", "author-hostile-wheel", "author-material-swap", "author-service-hostnet",
 	"canary-ceval-binary", "canary-env-and-home", "canary-find-name", "canary-grep-filesystem",
 	"canary-mountinfo-paths", "canary-path-guess", "canary-proc-cmdline", "canary-proc-environ",
 	"canary-proc-fd", "canary-proc-mem", "canary-proc-root-cwd", "canary-solution",

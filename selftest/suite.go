@@ -143,6 +143,9 @@ var setups = map[string]setup{
 	"author-material-swap": swapSetup(map[string][]string{
 		"run_started": {"kit"}, "plugin_verified": {"calls.jsonl"}, "agent_exited": {"reference"}}),
 	"author-hostile-wheel": {refused: "installs a .pth file (evil_hook.pth)"},
+	"author-service-hostnet": {refused: "service bridge asks for network: host", kube: func(*kubernetes.Options) string {
+		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
+	}},
 	"author-hostile-registry": {registry: true, refused: "redirected to another host", kube: func(*kubernetes.Options) string {
 		return "a Pod's images are pulled by its node's containerd, not by ceval"
 	}},
@@ -155,10 +158,10 @@ var setups = map[string]setup{
 	}},
 	"service-agent-attacks": {check: checkServicesSurvived, kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
-	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
+	}},
 	"service-mcp-stdio": {check: checkServicesSurvived, kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses tasks with services (CheckKubernetes)"
-	}, rootful: "services need a rootful containerd for now (ceval relays the agent's connections between network namespaces); a rootless run refuses such a task"},
+	}},
 }
 
 // gatewayProvider runs an attack against the fake provider with a real-looking key.

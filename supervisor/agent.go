@@ -146,7 +146,7 @@ func CheckNetwork(t *task.Task, allow Allow) error {
 	if t.Sandbox.Network == policy.NetworkHost && !allow.HostNetwork {
 		return fmt.Errorf("task %s asks for sandbox.network: host; allow it with --allow-host-network", t.ID)
 	}
-	return nil
+	return checkServiceNetwork(t, allow) // services.go
 }
 
 // Redactor replaces each secret with [REDACTED].

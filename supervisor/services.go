@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,24 @@ import (
 // model gateway, the mocks nor any network. The agent's /etc/hosts names the addresses. A
 // service reaches the services it depends on the same way (their ports relayed into its own
 // namespace, the same /etc/hosts), and no other.
+
+// A service whose task says network: host runs in the host's network namespace (the
+// daemon's), as an agent with sandbox.network: host does, and only when the user allows
+// host networking the same way (--allow-host-network, allow_host_network: true): it then
+// reaches what such an agent could. The agent's own network stays as its task says, and
+// the agent still reaches the service only through the relay of its declared ports; the
+// run installs nothing in the host's namespace (such a service takes no depends_on).
+
+// checkServiceNetwork refuses a service's network: host unless the user allowed host
+// networking, as CheckNetwork does the agent's.
+func checkServiceNetwork(t *task.Task, allow Allow) error {
+	for _, s := range t.Services {
+		if s.Network == policy.NetworkHost && !allow.HostNetwork {
+			return fmt.Errorf("task %s: service %s asks for network: host; allow it with --allow-host-network (or allow_host_network: true in ceval's config), as for an agent's sandbox.network: host", t.ID, s.Name)
+		}
+	}
+	return nil
+}
 
 // PhaseServices starts the task's services and waits until each is ready: after launch,
 // before setup and the agent (see the Phase constants in run.go).
@@ -108,11 +127,14 @@ type service struct {
 	sb      *local.Sandbox
 	tk      *launcher.Task
 	netns   *os.File
-	stop    context.CancelFunc // ends the wait: SIGTERM, grace, SIGKILL, reap
-	waited  chan struct{}      // closed once the wait returned
-	exit    launcher.Exit
-	waitErr error
-	halted  bool // ceval stopped it (set before stop is called)
+	// ownNetns: netns is not ceval's own (a service with network: host runs in the daemon's,
+	// which is ceval's unless the daemon runs elsewhere): dial into it there.
+	ownNetns bool
+	stop     context.CancelFunc // ends the wait: SIGTERM, grace, SIGKILL, reap
+	waited   chan struct{}      // closed once the wait returned
+	exit     launcher.Exit
+	waitErr  error
+	halted   bool // ceval stopped it (set before stop is called)
 }
 
 // serviceLifetime bounds a service's life: the agent's every iteration, every step and
@@ -150,8 +172,8 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
 		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
 	}
-	if local.RootlessMode() != nil {
-		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which need a rootful containerd for now (ceval relays the agent's connections between network namespaces): run it as root", t.ID)}
+	if err := checkRlimitServices(t, local.RootlessMode()); err != nil {
+		return nil, &sandbox.InputError{Err: err}
 	}
 	for _, tool := range launcher.RedirectTools() {
 		if _, err := os.Stat(tool); err != nil {
@@ -195,6 +217,26 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		return nil, &InfraError{fmt.Errorf("services: %w", err)}
 	}
 	return []oci.Mount{{Source: hosts, Destination: "/etc/hosts"}}, nil
+}
+
+// rlimitMCPServeMB is the least memory_mb under which ceval-init --mcp-serve, a Go program,
+// starts in rlimit mode (RLIMIT_AS): the Go runtime reserves its address space up front
+// (measured rootless: 512 fails with "failed to reserve page summary memory", 1024 serves).
+const rlimitMCPServeMB = 1024
+
+// checkRlimitServices refuses, on a rootless daemon in rlimit mode (no delegated cgroup
+// subtree: memory is RLIMIT_AS per process), a stdio MCP service whose memory_mb is too small
+// for the Go program ceval serves it with; the user can do something about either.
+func checkRlimitServices(t *task.Task, rl *local.Rootless) error {
+	if rl == nil || rl.Delegated != "" {
+		return nil
+	}
+	for _, s := range t.Services {
+		if s.MCP != nil && s.MCP.Transport == task.MCPStdio && s.Limits.MemoryMB < rlimitMCPServeMB {
+			return fmt.Errorf("task %s: service %s is a stdio MCP server, which ceval serves with ceval-init --mcp-serve, a Go program that reserves some 700 MiB of address space at start; rootless without a delegated cgroup subtree holds memory by RLIMIT_AS, so its memory_mb %d cannot start it: give the service limits: {memory_mb: %d} (it bounds each process, not their sum), or have root run ceval rootless setup --user USER (docs/rootless.md)", t.ID, s.Name, s.Limits.MemoryMB, rlimitMCPServeMB)
+		}
+	}
+	return nil
 }
 
 // startServices starts the services in order, each ready before the next starts.
@@ -256,7 +298,7 @@ func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (
 		Client: set.c, Image: set.images[spec.Image], ID: set.runID + "-svc-" + spec.Name,
 		Argv: argv, Env: env, Cwd: workdir, UserName: "service", UID: policy.ServiceUID,
 		Limits:  task.Limits{Timeout: set.life, MemoryMB: spec.Limits.MemoryMB, CPUs: spec.Limits.CPUs, Pids: spec.Limits.Pids, DiskMB: spec.Limits.DiskMB},
-		Network: policy.NetworkNone, Grace: serviceGrace, InitDir: set.initDir, IDs: set.ids,
+		Network: cmp.Or(spec.Network, policy.NetworkNone), Grace: serviceGrace, InitDir: set.initDir, IDs: set.ids,
 		Dir:    filepath.Join(set.runDir, scratchSubdir+"-services", spec.Name),
 		Stdout: s.log, Stderr: s.log, LogCap: serviceLogCap,
 		// It reaches the services it depends on (started and ready before it) as the agent does.
@@ -296,6 +338,7 @@ func (set *serviceSet) launch(ctx context.Context, s *service, logPath string) (
 	if s.netns, err = launcher.OpenNetns(tk.Pid()); err != nil {
 		return att, err
 	}
+	s.ownNetns = !sameNetns(s.netns)
 	set.emit("service_started", map[string]any{"name": spec.Name, "isolation": att})
 	return att, nil
 }
@@ -391,7 +434,7 @@ func (set *serviceSet) waitReady(ctx context.Context, s *service) (int64, error)
 func (set *serviceSet) probe(ctx context.Context, s *service, try int64) (bool, string) {
 	rd := s.spec.Ready
 	if rd.TCP != 0 {
-		c, err := launcher.DialInNetns(ctx, s.netns, net.JoinHostPort("127.0.0.1", strconv.Itoa(rd.TCP)), rd.Timeout)
+		c, err := s.dial(ctx, rd.TCP, rd.Timeout)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -409,6 +452,31 @@ func (set *serviceSet) probe(ctx context.Context, s *service, try int64) (bool, 
 		return false, fmt.Sprintf("exit status %d: %s", r.Code, strings.TrimSpace(set.redact(out.String())))
 	}
 	return true, ""
+}
+
+// dial connects to port on the service's own loopback: from inside its network namespace,
+// or directly when that is ceval's own (network: host; a rootless ceval may not enter the
+// host's namespace it is in already, which its user namespace does not own).
+func (s *service) dial(ctx context.Context, port int, timeout time.Duration) (net.Conn, error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if !s.ownNetns {
+		return (&net.Dialer{Timeout: timeout}).DialContext(ctx, "tcp", addr)
+	}
+	return launcher.DialInNetns(ctx, s.netns, addr, timeout)
+}
+
+// sameNetns reports whether ns is this process's own network namespace.
+func sameNetns(ns *os.File) bool {
+	a, err := ns.Stat()
+	if err != nil {
+		return false
+	}
+	// This thread's: one that entered a container's (launcher.DialInNetns) is locked to
+	// the goroutine that did, never this one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b, err := os.Stat("/proc/thread-self/ns/net")
+	return err == nil && os.SameFile(a, b)
 }
 
 // tailBuffer keeps the last 512 bytes written to it.
@@ -518,7 +586,7 @@ func (set *serviceSet) accept(ctx context.Context, ln net.Listener, s *service, 
 			defer set.relays.Done()
 			defer set.release()
 			defer set.untrack(c)
-			up, err := launcher.DialInNetns(ctx, s.netns, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), serviceDialMax)
+			up, err := s.dial(ctx, port, serviceDialMax)
 			if err != nil {
 				return // the agent sees its connection closed, as if the port refused it
 			}

@@ -68,6 +68,7 @@ var jsService = jsObj(map[string]any{
 		"retries":  map[string]any{"type": "integer", "minimum": 1, "maximum": MaxReadyRetries},
 	}),
 	"depends_on": jsList(jsStr, "services started and ready before this one"),
+	"network":    jsEnum("none (its own namespace: loopback only, the default) or host (the host's network: run only with the user's --allow-host-network, as the agent's sandbox.network: host; not with depends_on)", policy.NetworkNone, policy.NetworkHost),
 	"mcp": jsObj(map[string]any{
 		"transport": jsEnum("http (streamable HTTP, the default), sse (HTTP+SSE, Claude Code only) or stdio (the command speaks MCP on stdin/stdout)", MCPTransports...),
 		"port":      map[string]any{"type": "integer", "minimum": 1, "maximum": 65535, "description": "one of ports: the HTTP endpoint's, or where ceval serves the stdio command"},

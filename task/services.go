@@ -17,7 +17,10 @@ import (
 
 // Service is one program the task ships beside the agent (services:): a hardened container
 // of its own that ceval starts, and waits ready, before the agent, and stops before grading.
-// The agent reaches it at NAME:PORT for each of Ports and nothing else of it.
+// The agent reaches it at NAME:PORT for each of Ports and nothing else of it. Its network
+// is a namespace of its own (loopback only) unless it says network: host, the host's
+// network, which a run gives it only when the user allows host networking, as for the
+// agent's sandbox.network: host; the agent's own network stays as the task says.
 type Service struct {
 	Name      string
 	Image     string
@@ -30,6 +33,7 @@ type Service struct {
 	Ready     Readiness
 	DependsOn []string   // names of services started (and ready) before this one
 	MCP       *MCPServer // non-nil: an MCP server the agent's CLI is configured with (mcp.go)
+	Network   string     // policy.NetworkNone (default) or NetworkHost, only if the user allows it (see below)
 	Line      int        // where the service starts in the task file
 	Column    int
 }
@@ -171,11 +175,11 @@ func (l *loader) service(i int, item *yaml.Node) (Service, bool) {
 	where := fmt.Sprintf("services[%d]", i)
 	rn := resolve(item)
 	s := Service{
-		Image: DefaultImage, Line: rn.Line, Column: rn.Column,
+		Image: DefaultImage, Network: policy.NetworkNone, Line: rn.Line, Column: rn.Column,
 		Limits: ServiceLimits{MemoryMB: DefaultServiceMemoryMB, CPUs: DefaultServiceCPUs, Pids: DefaultServicePids, DiskMB: DefaultServiceDiskMB},
 		Ready:  Readiness{Interval: DefaultReadyInterval, Timeout: DefaultReadyTimeout, Retries: DefaultReadyRetries},
 	}
-	var nameNode, commandNode, workdirNode, readyNode *yaml.Node
+	var nameNode, commandNode, workdirNode, readyNode, networkNode *yaml.Node
 	got := l.mapping(item, where, []field{
 		{"name", func(v *yaml.Node) { nameNode = v; l.str(v, where+".name", &s.Name) }},
 		{"image", func(v *yaml.Node) {
@@ -202,6 +206,10 @@ func (l *loader) service(i int, item *yaml.Node) (Service, bool) {
 		{"ready", func(v *yaml.Node) { readyNode = v; l.readiness(v, where+".ready", &s.Ready) }},
 		{"depends_on", func(v *yaml.Node) { l.strings(v, where+".depends_on", &s.DependsOn) }},
 		{"mcp", func(v *yaml.Node) { l.mcp(v, where+".mcp", &s) }},
+		{"network", func(v *yaml.Node) {
+			networkNode = v
+			l.enum(v, where+".network", []string{policy.NetworkNone, policy.NetworkHost}, &s.Network)
+		}},
 	})
 	if got == nil {
 		return s, false
@@ -228,6 +236,11 @@ func (l *loader) service(i int, item *yaml.Node) (Service, bool) {
 	}
 	if workdirNode != nil && (!path.IsAbs(s.Workdir) || path.Clean(s.Workdir) != s.Workdir || strings.ContainsRune(s.Workdir, 0)) {
 		bad(resolve(workdirNode), "%s.workdir %q: want an absolute, clean path in the service's container", where, s.Workdir)
+	}
+	if s.Network == policy.NetworkHost && len(s.DependsOn) > 0 {
+		// ceval relays a dependency's ports into the dependent's own network namespace; the
+		// host's is not the run's to change.
+		bad(resolve(networkNode), "%s.network: host with depends_on (%s): a service on the host's network cannot be given the services it depends on; drop depends_on, or network: host", where, strings.Join(s.DependsOn, ", "))
 	}
 	if slices.Contains(s.DependsOn, s.Name) {
 		bad(rn, "%s: %s depends_on itself", where, s.Name)

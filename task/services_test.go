@@ -22,6 +22,7 @@ func TestServicesLoadInDependencyOrderWithDefaults(t *testing.T) {
     workdir: /var/db
     limits: {memory_mb: 64, pids: 40, cpus: 0.5, disk_mb: 10}
     ready: {command: [db, ping]}
+    network: host
 `
 	tk, err := Load(writeTask(t, doc, map[string]string{"svc/api/www/index.html": "hi"}))
 	if err != nil {
@@ -34,6 +35,9 @@ func TestServicesLoadInDependencyOrderWithDefaults(t *testing.T) {
 	db, api := tk.Services[0], tk.Services[1]
 	if db.Workdir != "/var/db" || db.Limits != (ServiceLimits{MemoryMB: 64, CPUs: 0.5, Pids: 40, DiskMB: 10}) || !slices.Equal(db.Ready.Command, []string{"db", "ping"}) || db.Ready.Retries != DefaultReadyRetries {
 		t.Errorf("db = %+v", db)
+	}
+	if db.Network != "host" || api.Network != "none" {
+		t.Errorf("networks: db %q (said host), api %q (the default: none)", db.Network, api.Network)
 	}
 	if api.Image != DefaultImage || api.Workdir != "" || api.Files == nil || !slices.Equal(api.Env, []string{"A=x", "B=2"}) ||
 		api.Ready.TCP != 8080 || api.Ready.Interval != 100*time.Millisecond || api.Ready.Timeout != DefaultReadyTimeout || api.Ready.Retries != 5 || !slices.Equal(api.Ports, []int{8080}) {
@@ -69,6 +73,8 @@ func TestBadServicesAreReportedAtTheirPosition(t *testing.T) {
 		{"self dependency", svc("    depends_on: [api]\n"), "6:5: services[0]: api depends_on itself"},
 		{"cycle", "services:\n  - {name: a, command: [x], ready: {tcp: 1}, depends_on: [b]}\n  - {name: b, command: [x], ready: {tcp: 1}, depends_on: [a]}\n", "6:5: services: depends_on forms a cycle (a -> b -> a)"},
 		{"host network", "sandbox: {network: host}\n" + svc(""), "6:1: services need sandbox.network: none"},
+		{"bad service network", svc("    network: bridge\n"), `9:14: services[0].network`},
+		{"host service with dependencies", svc("    network: host\n    depends_on: [db]\n  - {name: db, command: [x], ready: {tcp: 1}}\n"), "9:14: services[0].network: host with depends_on (db)"},
 		{"files leave the task", svc("    files: ../x\n"), `9:12: services[0].files: "../x" leaves the task file's directory`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

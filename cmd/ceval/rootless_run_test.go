@@ -150,7 +150,7 @@ func TestRootlessRunOfTheHelloExampleSucceedsWithItsIsolationAttested(t *testing
 	wantLimitsBy(t, res, delegated)
 }
 
-// wantHostIDsInSubordinateRange: the attestation names the agent's UID as the real host
+// wantHostIDsInSubordinateRange: the attestation names the agent's (or a service's) UID as the real host
 // numbers it, a subordinate UID of this user's in a per-run slice (never the user's own UID,
 // nor the daemon's own first slice), and keeps the daemon namespace's numbering apart.
 func wantHostIDsInSubordinateRange(t *testing.T, a *record.Attestation) {
@@ -175,8 +175,8 @@ func wantHostIDsInSubordinateRange(t *testing.T, a *record.Attestation) {
 			a.HostUID, a.HostGID, u.Username, first, end, os.Getuid())
 	}
 	if len(a.UIDMap) != 1 || int(a.UIDMap[0].HostID) < first || int(a.UIDMap[0].HostID)+int(a.UIDMap[0].Size) > end ||
-		a.HostUID != int(a.UIDMap[0].HostID)+2000 {
-		t.Fatalf("uid_map %+v: want the run's slice in host IDs, holding host_uid %d as 2000", a.UIDMap, a.HostUID)
+		a.HostUID != int(a.UIDMap[0].HostID)+a.UID {
+		t.Fatalf("uid_map %+v: want the run's slice in host IDs, holding host_uid %d as %d", a.UIDMap, a.HostUID, a.UID)
 	}
 	d := a.DaemonUserNS
 	if d == nil || d.HostUID != a.HostUID-int(start)+1 || len(d.UIDMap) != 1 || d.UIDMap[0].HostID < launcher.RootlessSliceHostID(0) {
