@@ -5,16 +5,19 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/gateway/transcript"
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/judge"
 )
 
 // A judge agent's own workspace is snapshotted like any run's, under the snapshot's caps. The
@@ -127,5 +130,52 @@ func TestAgentJudgeWhoseModelRefusesAnOutputFloodFailsSayingSo(t *testing.T) {
 	c := res.Criteria[0]
 	if c.Status != grader.Fail || c.Score != 0 || !strings.Contains(c.Details, "the judge model refused") {
 		t.Errorf("agent_judge: %s %v %q, want FAIL saying the judge model refused its calls", c.Status, c.Score, c.Details)
+	}
+}
+
+// The llm_judge side of the output flood: the agent floods the log the rubric names; the
+// judge model (a loopback stub of the Messages API whose context is 48 KiB of request)
+// refuses the request with Anthropic's real 400 "prompt is too long". The criterion FAILs,
+// saying the workspace's files were more than the judge's model takes: never a pass, an
+// ERROR or a silent 0. A short log is judged as usual (the stub scores it 1).
+func TestLLMJudgeWhoseModelRefusesAnOutputFloodFailsSayingSo(t *testing.T) {
+	var calls, refused atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if len(body) > 48<<10 {
+			refused.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212345 tokens > 200000 maximum"}}`)
+			return
+		}
+		io.WriteString(w, `{"content":[{"type":"text","text":"{\"score\": 1, \"reasons\": \"the build log shows success\"}"}],"usage":{"input_tokens":500,"output_tokens":20}}`)
+	}))
+	defer srv.Close()
+	j := judge.New(judge.Config{API: judge.Anthropic, Model: "judge-m", BaseURL: srv.URL, Key: "sk-judge-" + canary(t), Timeout: 10 * time.Second}, nil, nil)
+	for _, tc := range []struct {
+		name, lines string
+		want        grader.Status
+	}{
+		{"a flood", "4000", grader.Fail},
+		{"a short log", "20", grader.Pass},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := refused.Load()
+			doc := agentTask("llm-judge-flood", `i=0; while [ $i -lt `+tc.lines+` ]; do echo "build step $i: compiling module $i of the project, all fine so far"; i=$((i+1)); done >build.log`,
+				"  - {type: llm_judge, rubric: 'Score 1 if build.log shows the build succeeded.', files: [build.log], max_file_bytes: 262144}\n")
+			res, err := runTask(t, doc, nil, Options{Judge: j})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := res.Criteria[0]
+			if c.Status != tc.want {
+				t.Fatalf("llm_judge: %s %v %q, want %s", c.Status, c.Score, c.Details, tc.want)
+			}
+			if tc.want == grader.Fail && (c.Score != 0 || refused.Load() == before || !strings.Contains(c.Details, "more than its model takes") || !strings.Contains(c.Details, "prompt is too long")) {
+				t.Errorf("llm_judge over a flood: %s %v %q (refused %d), want FAIL saying the model refused the files as too long", c.Status, c.Score, c.Details, refused.Load()-before)
+			}
+		})
 	}
 }
