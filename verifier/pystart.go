@@ -39,6 +39,10 @@ type pyStdlib struct {
 	dir      string   // "/usr/lib/python3.11"
 	encoding []byte   // encodings/__init__.py as the image has it
 	pycs     []string // container paths of encodings/__pycache__/__init__.*.pyc
+	// unguarded says why the guard cannot run in this interpreter (Python older than 3.6,
+	// encodings only as bytecode, a python3N.zip ahead of the library); such an entry gets
+	// no mount, and every criterion's details say so (unguardedNotes).
+	unguarded string
 }
 
 // Bounds of the search for an image's standard libraries.
@@ -50,6 +54,10 @@ const (
 
 // stdlibName is a CPython 3 standard library directory's name: python3.N, python3.Nt.
 var stdlibName = regexp.MustCompile(`^python3\.([0-9]+)t?$`)
+
+// stdlibZipName is the zip archive a CPython 3 puts on sys.path ahead of its library
+// directory (PREFIX/lib/python3N.zip), when it exists.
+var stdlibZipName = regexp.MustCompile(`^python3[0-9]+t?\.zip$`)
 
 // searchSkip are directories that hold no interpreter's standard library (or hold only
 // the packages of one found already): not descended into anywhere in the image.
@@ -75,6 +83,9 @@ func findStdlibs(r *os.Root) ([]pyStdlib, error) {
 			return nil // an unreadable directory of the image: not searched
 		}
 		if !d.IsDir() {
+			if stdlibZipName.MatchString(d.Name()) && d.Type().IsRegular() {
+				out = append(out, pyStdlib{dir: "/" + p, unguarded: "a standard library archive, first on that CPython's sys.path, ahead of its library directory, which ceval cannot bind into"})
+			}
 			return nil
 		}
 		if p == "." {
@@ -94,6 +105,9 @@ func findStdlibs(r *os.Root) ([]pyStdlib, error) {
 			return nil
 		}
 		if minor, _ := strconv.Atoi(m[1]); minor < 6 {
+			if fi, err := r.Lstat(path.Join(p, "encodings")); err == nil && fi.IsDir() {
+				out = append(out, pyStdlib{dir: "/" + p, unguarded: "Python 3." + m[1] + ", older than the guard's 3.6"})
+			}
 			return fs.SkipDir
 		}
 		lib, err := stdlibAt(r, p)
@@ -114,6 +128,9 @@ func stdlibAt(r *os.Root, p string) (*pyStdlib, error) {
 	init := path.Join(p, "encodings", "__init__.py")
 	fi, err := r.Lstat(init)
 	if err != nil || !fi.Mode().IsRegular() {
+		if fi, err := r.Lstat(init + "c"); err == nil && fi.Mode().IsRegular() {
+			return &pyStdlib{dir: "/" + p, unguarded: "its encodings package only as bytecode, encodings/__init__.pyc without source, to which ceval cannot append the guard"}, nil
+		}
 		return nil, nil
 	}
 	f, err := r.Open(init)
@@ -179,6 +196,9 @@ func pythonStartMounts(dir string, libs []pyStdlib, agentDirs []string) ([]oci.M
 	guard := startGuard(agentDirs)
 	var mounts []oci.Mount
 	for i, lib := range libs {
+		if lib.unguarded != "" {
+			continue
+		}
 		src := filepath.Join(dir, fmt.Sprintf("encodings-%d.py", i))
 		text := append([]byte(nil), lib.encoding...)
 		if len(text) > 0 && text[len(text)-1] != '\n' {
@@ -252,4 +272,17 @@ def cevalAgentStart(agent):
 cevalAgentStart(` + jsonList(agentDirs) + `)
 del cevalAgentStart
 ` + importGuard(agentDirs)
+}
+
+// unguardedNotes are the details' notes for the image's interpreters the guard cannot run
+// in: their starts import a name the image provides from wherever their sys.path says,
+// the workspace included (docs/security.md says which these are).
+func unguardedNotes(libs []pyStdlib) []string {
+	var notes []string
+	for _, l := range libs {
+		if l.unguarded != "" {
+			notes = append(notes, fmt.Sprintf("the image's CPython at %s is not covered by ceval's Python start guard (%s): a start of it may import the agent's files for the image's modules; run the image's guarded python3 instead", l.dir, l.unguarded))
+		}
+	}
+	return notes
 }

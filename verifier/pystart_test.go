@@ -11,7 +11,9 @@ import (
 // findStdlibs finds every CPython 3.6+ standard library of an image, wherever its prefix
 // (Debian's /usr, /usr/local, a uv- or pyenv-managed one under a home), reads its
 // encodings/__init__.py and names that file's bytecode; it follows no link, skips site
-// directories and Python older than 3.6, and fails on an image too big to search.
+// directories, and fails on an image too big to search. An interpreter the guard cannot run
+// in (Python older than 3.6, encodings only as bytecode, a python3N.zip archive) is listed
+// as unguarded, for the details' note, and gets no mount.
 func TestFindStdlibsFindsEveryInterpreterOfTheImage(t *testing.T) {
 	dir := t.TempDir()
 	write := func(rel, text string) {
@@ -31,6 +33,10 @@ func TestFindStdlibsFindsEveryInterpreterOfTheImage(t *testing.T) {
 	write("usr/lib/python3.5/encodings/__init__.py", "old")
 	write("usr/lib/python3/dist-packages/python3.9/encodings/__init__.py", "inside a site directory")
 	write("usr/lib/python3.10/encodings.txt", "no package")
+	// unguarded: named in every criterion's details, never bound over
+	write("opt/app/lib/python3.9/encodings/__init__.pyc", "bytecode only")
+	write("opt/embed/lib/python312.zip", "PK")
+	write("opt/old/lib/python3.4/encodings/__init__.py", "older than 3.6")
 	if err := os.Symlink("lib", filepath.Join(dir, "usr/lib64")); err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +49,20 @@ func TestFindStdlibsFindsEveryInterpreterOfTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got, unguarded []string
 	for _, l := range libs {
+		if l.unguarded != "" {
+			unguarded = append(unguarded, l.dir)
+			continue
+		}
 		got = append(got, l.dir+"="+string(l.encoding)+strings.Join(l.pycs, ","))
+	}
+	slices.Sort(unguarded)
+	if want := []string{"/opt/app/lib/python3.9", "/opt/embed/lib/python312.zip", "/opt/old/lib/python3.4", "/usr/lib/python3.5"}; !slices.Equal(unguarded, want) {
+		t.Errorf("unguarded interpreters %q, want %q", unguarded, want)
+	}
+	if notes := unguardedNotes(libs); len(notes) != 4 || !strings.Contains(strings.Join(notes, "\n"), "/opt/app/lib/python3.9 is not covered by ceval's Python start guard (its encodings package only as bytecode, encodings/__init__.pyc without source") {
+		t.Errorf("notes %q", notes)
 	}
 	slices.Sort(got)
 	want := []string{

@@ -481,7 +481,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
 	r.StdoutCut, r.StderrCut = stdout.cut, stderr.cut
-	r.Notes = notes
+	r.Notes = append(notes, unguardedNotes(libs)...)
 	switch {
 	case out.Exit.TimedOut:
 		r.Limit = fmt.Sprintf("timeout: still running after the %v limit; stopped", c.Timeout)
