@@ -40,9 +40,14 @@ type pyStdlib struct {
 	encoding []byte   // encodings/__init__.py as the image has it
 	pycs     []string // container paths of encodings/__pycache__/__init__.*.pyc
 	// unguarded says why the guard cannot run in this interpreter (Python older than 3.6,
-	// encodings only as bytecode, a python3N.zip ahead of the library); such an entry gets
-	// no mount, and every criterion's details say so (unguardedNotes).
+	// a python3N.zip ahead of the library); such an entry gets no mount, and every
+	// criterion's details say so (unguardedNotes).
 	unguarded string
+	// bytecode is a library whose encodings package is bytecode only (the legacy layout,
+	// encodings/__init__.pyc and no source): its files by name, bound over the image's
+	// directory with a guarded __init__.py beside them that runs the image's __init__.pyc
+	// (sourcelessStart).
+	bytecode map[string][]byte
 }
 
 // Bounds of the search for an image's standard libraries.
@@ -129,7 +134,7 @@ func stdlibAt(r *os.Root, p string) (*pyStdlib, error) {
 	fi, err := r.Lstat(init)
 	if err != nil || !fi.Mode().IsRegular() {
 		if fi, err := r.Lstat(init + "c"); err == nil && fi.Mode().IsRegular() {
-			return &pyStdlib{dir: "/" + p, unguarded: "its encodings package only as bytecode, encodings/__init__.pyc without source, to which ceval cannot append the guard"}, nil
+			return sourcelessAt(r, p)
 		}
 		return nil, nil
 	}
@@ -197,6 +202,14 @@ func pythonStartMounts(dir string, libs []pyStdlib, agentDirs []string) ([]oci.M
 	var mounts []oci.Mount
 	for i, lib := range libs {
 		if lib.unguarded != "" {
+			continue
+		}
+		if lib.bytecode != nil {
+			m, err := sourcelessMount(filepath.Join(dir, fmt.Sprintf("encodings-%d", i)), lib, guard)
+			if err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, m)
 			continue
 		}
 		src := filepath.Join(dir, fmt.Sprintf("encodings-%d.py", i))
@@ -285,4 +298,71 @@ func unguardedNotes(libs []pyStdlib) []string {
 		}
 	}
 	return notes
+}
+
+// maxSourcelessBytes bounds what ceval copies of a bytecode-only encodings package.
+const maxSourcelessBytes = 8 << 20
+
+// sourcelessAt reads the bytecode-only encodings package of the library at p: its regular
+// files (the __init__.pyc and its codec modules); a subdirectory or a link is not copied.
+func sourcelessAt(r *os.Root, p string) (*pyStdlib, error) {
+	dir := path.Join(p, "encodings")
+	entries, err := fs.ReadDir(r.FS(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", "/"+dir, err)
+	}
+	lib := &pyStdlib{dir: "/" + p, bytecode: map[string][]byte{}}
+	total := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || e.Name() == "__init__.py" {
+			continue
+		}
+		data, err := r.ReadFile(path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("the image's %s: %w", "/"+path.Join(dir, e.Name()), err)
+		}
+		if total += len(data); total > maxSourcelessBytes {
+			return nil, fmt.Errorf("the image's %s holds over %d bytes: ceval cannot guard its CPython", "/"+dir, maxSourcelessBytes)
+		}
+		lib.bytecode[e.Name()] = data
+	}
+	return lib, nil
+}
+
+// sourcelessStart is the __init__.py ceval puts beside a bytecode-only encodings package's
+// files: it runs the image's own __init__.pyc in the package's namespace (CPython prefers
+// a source file to bytecode in one directory), then the guard. Only builtin modules are
+// imported: nothing else can be imported yet while CPython starts.
+const sourcelessStart = `# ceval: this CPython keeps its encodings package as bytecode only. Run the image's own
+# __init__.pyc (copied beside this file), then ceval's import guard.
+def cevalImageInit():
+    import _io, marshal, sys
+    f = _io.open(__file__ + "c", "rb")
+    try:
+        data = f.read()
+    finally:
+        f.close()
+    return marshal.loads(data[16 if sys.version_info >= (3, 7) else 12:])
+exec(cevalImageInit(), globals())
+del cevalImageInit
+`
+
+// sourcelessMount writes into dir the image's bytecode-only encodings package with a
+// guarded __init__.py, read-only, and returns its bind over the image's directory.
+func sourcelessMount(dir string, lib pyStdlib, guard string) (oci.Mount, error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return oci.Mount{}, err
+	}
+	for name, data := range lib.bytecode {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o444); err != nil {
+			return oci.Mount{}, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "__init__.py"), []byte(sourcelessStart+guard), 0o444); err != nil {
+		return oci.Mount{}, err
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		return oci.Mount{}, err
+	}
+	return oci.Mount{Source: dir, Destination: lib.dir + "/encodings"}, nil
 }
