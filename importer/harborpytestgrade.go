@@ -27,6 +27,7 @@ import (
 type harborPytestGrade struct {
 	tests string
 	line  int
+	ctrf  string // the file --ctrf names, when the call writes a CTRF report
 }
 
 var (
@@ -57,22 +58,26 @@ func harborStandardPytest(text []byte, tests string) (harborPytestGrade, bool) {
 	lines, nums := logicalLines(string(text))
 	var toks []string
 	var tokLine []int
+	deb := debNone
 	for i, l := range lines {
 		l = strings.TrimSpace(l)
 		switch {
 		case l == "", strings.HasPrefix(l, "#"):
 			continue
-		case hpgSet.MatchString(l), hpgMkdir.MatchString(l), l == "exit 0":
+		case deb == debNone && (hpgSet.MatchString(l) || hpgMkdir.MatchString(l) || l == "exit 0"):
 			continue
 		}
-		if ok, _ := tbPreambleLine(l); ok {
-			if m := tbPipPytest.FindStringSubmatch(l); m != nil {
-				for _, w := range strings.Fields(m[1]) {
-					if w = strings.Trim(w, `"'`); !strings.HasPrefix(w, "-") && !hpgWithPkg.MatchString(w) {
-						return harborPytestGrade{}, false // installs what the tests need besides pytest
-					}
-				}
-			}
+		// the preamble's tools installed only on Debian: if [ -f /etc/debian_version ]; then
+		// (preamble lines only) fi, on one line or several
+		prev, ok := deb, false
+		if deb, ok = hpgDebianBlock(deb, l); !ok {
+			return harborPytestGrade{}, false
+		} else if prev != debNone || deb != debNone || hpgDebianIf.MatchString(l) {
+			continue
+		}
+		if pre, ok := hpgPreamble(l); !ok {
+			return harborPytestGrade{}, false
+		} else if pre {
 			continue
 		}
 		if strings.ContainsAny(l, "#'\"`<(){}*") || strings.Contains(strings.ReplaceAll(l, "||", ""), "|") {
@@ -91,7 +96,7 @@ func harborStandardPytest(text []byte, tests string) (harborPytestGrade, bool) {
 			}
 		}
 	}
-	if len(toks) == 0 {
+	if len(toks) == 0 || deb != debNone {
 		return harborPytestGrade{}, false
 	}
 	var g harborPytestGrade
@@ -137,6 +142,78 @@ func harborStandardPytest(text []byte, tests string) (harborPytestGrade, bool) {
 	cond, found := strings.CutPrefix(rest[0], "if ")
 	m := hpgCond.FindStringSubmatch(strings.TrimSpace(cond))
 	return g, found && m != nil && m[1] == status && hpgIfRest(rest[1:])
+}
+
+// hpgPreamble says whether l is a line of the preamble (pre), and !ok when it is one that
+// installs what the tests need besides pytest (not the pattern).
+func hpgPreamble(l string) (pre, ok bool) {
+	if is, _ := tbPreambleLine(l); !is {
+		return false, true
+	}
+	if m := tbPipPytest.FindStringSubmatch(l); m != nil {
+		for _, w := range strings.Fields(m[1]) {
+			if w = strings.Trim(w, `"'`); !strings.HasPrefix(w, "-") && !hpgWithPkg.MatchString(w) {
+				return true, false
+			}
+		}
+	}
+	return true, true
+}
+
+// Where harborStandardPytest is in a Terminal-Bench variant's Debian-only preamble block.
+const (
+	debNone = iota // outside
+	debIf          // after its if line, before then
+	debBody        // between then and fi
+)
+
+// hpgDebianIf opens the block: if [ -f /etc/debian_version ] (-e too), then and what
+// follows on the same line.
+var hpgDebianIf = lazyregexp.New(`^if\s+\[\s+-[ef]\s+/etc/debian_version\s+\](?:\s*;\s*then(?:\s+(.*))?)?$`)
+
+// hpgDebianBlock reads line l in state deb: the next state, and !ok when l breaks the
+// block (anything but then, preamble lines and fi inside it). Outside the block, only an
+// opening line changes the state.
+func hpgDebianBlock(deb int, l string) (int, bool) {
+	body := func(rest string) (int, bool) {
+		rest = strings.TrimSpace(rest)
+		closes := false
+		if r, found := strings.CutSuffix(rest, "fi"); found && (r == "" || strings.HasSuffix(strings.TrimSpace(r), ";")) {
+			rest, closes = strings.TrimSuffix(strings.TrimSpace(r), ";"), true
+		}
+		if rest = strings.TrimSpace(rest); rest != "" {
+			for _, part := range strings.Split(rest, ";") {
+				if part = strings.TrimSpace(part); part == "" {
+					continue
+				}
+				if pre, ok := hpgPreamble(part); !pre || !ok {
+					return deb, false
+				}
+			}
+		}
+		if closes {
+			return debNone, true
+		}
+		return debBody, true
+	}
+	switch deb {
+	case debNone:
+		m := hpgDebianIf.FindStringSubmatch(l)
+		switch {
+		case m == nil:
+			return debNone, true
+		case !strings.Contains(l, "then"):
+			return debIf, true
+		}
+		return body(m[1])
+	case debIf:
+		rest, found := strings.CutPrefix(l+" ", "then ")
+		if !found {
+			return deb, false
+		}
+		return body(rest)
+	}
+	return body(l)
 }
 
 // hpgIfRest matches the rest of an if over pytest's status: then, 1, else, 0, fi, each 1
@@ -207,12 +284,16 @@ func hpgCall(call, tests string) (harborPytestGrade, bool) {
 	}
 	var files []string
 	dir := false
+	ctrf := ""
 	for i := 0; i < len(w); i++ {
 		a := w[i]
 		switch {
 		case a == "--ctrf" && i+1 < len(w):
 			i++
-		case strings.HasPrefix(a, "--ctrf="), hpgPyFlag.MatchString(a):
+			ctrf = w[i]
+		case strings.HasPrefix(a, "--ctrf="):
+			ctrf = strings.TrimPrefix(a, "--ctrf=")
+		case hpgPyFlag.MatchString(a):
 		case a == "/tests" || a == "/tests/":
 			dir = true
 		case hpgTestFile.MatchString(a):
@@ -227,11 +308,11 @@ func hpgCall(call, tests string) (harborPytestGrade, bool) {
 	}
 	switch {
 	case dir && len(files) == 0:
-		return harborPytestGrade{tests: "tests"}, true
+		return harborPytestGrade{tests: "tests", ctrf: ctrf}, true
 	case dir || len(files) == 0:
 		return harborPytestGrade{}, false
 	case len(files) == 1:
-		return harborPytestGrade{tests: "tests/" + files[0]}, true
+		return harborPytestGrade{tests: "tests/" + files[0], ctrf: ctrf}, true
 	}
 	// several files: the directory, when they are every test file it holds
 	all, err := filepath.Glob(filepath.Join(tests, "*.py"))
@@ -249,7 +330,7 @@ func hpgCall(call, tests string) (harborPytestGrade, bool) {
 	if strings.Join(files, ",") != strings.Join(held, ",") {
 		return harborPytestGrade{}, false
 	}
-	return harborPytestGrade{tests: "tests"}, true
+	return harborPytestGrade{tests: "tests", ctrf: ctrf}, true
 }
 
 func compactStrings(s []string) []string {
@@ -301,8 +382,14 @@ func harborPytestCriterion(dir string, cfg map[string]tomlValue, verifierEnv []s
 	set(crit, "sandbox", scalar("container"))
 	set(crit, "isolation", scalar("process"))
 	set(crit, "all_or_nothing", scalar("true"))
-	return crit, []Problem{{File: file, Line: g.line, Field: "tests/test.sh",
+	notes := []Problem{{File: file, Line: g.line, Field: "tests/test.sh",
 		Reason: fmt.Sprintf(hardenedNote+" (install pytest, run it over %s, write 1 or 0 to the reward): graded as a pytest criterion with sandbox: container, isolation: process and all_or_nothing: true instead of harbor_reward, so the agent's code the tests import cannot rewrite their outcomes (pytest from the image, else ceval's own lent read-only; the preamble, uvx's options and pytest's output flags are not needed)", "/"+g.tests)}}
+	if g.ctrf != "" {
+		// Harbor keeps the CTRF report as a log beside the reward; the reward never reads it
+		notes = append(notes, Problem{File: file, Line: g.line, Field: "tests/test.sh",
+			Reason: fmt.Sprintf("--ctrf %s: the grade never read this CTRF report and the hardened pytest writes none (it runs no plugin of test.sh's): each test's outcome is in the criterion's details in result.json instead (pytest: N/M passed, every failed or erroring test named, up to 20); a tool that reads ctrf.json from Harbor's verifier logs must read result.json", g.ctrf)})
+	}
+	return crit, notes
 }
 
 // hardenedNote opens the note of a test.sh graded as a hardened pytest criterion.

@@ -30,6 +30,16 @@ func TestHarborStandardPytestShape(t *testing.T) {
 		{"every test file", "pytest /tests/test_outputs.py /tests/test_more.py" + ifR, "tests"},
 		{"the directory", "pytest /tests" + ifR, "tests"},
 		{"pip install pytest", "pip install pytest==8.4.1\npytest /tests/test_outputs.py" + ifR, "tests/test_outputs.py"},
+		{"curl only on debian", "#!/bin/bash\nif [ -f /etc/debian_version ]; then\n    apt-get update && apt-get install -y curl\nfi\n\ncurl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nsource $HOME/.local/bin/env\nuvx -p 3.13 -w pytest==8.4.1 pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA\nstatus=$?\nif [ $status -eq 0 ]; then\n  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\nexit 0\n", "tests/test_outputs.py"},
+		{"debian block, then on its own line", "if [ -e /etc/debian_version ]\nthen\n  apt-get update\n  apt-get install -y --no-install-recommends curl ca-certificates\nfi\npytest /tests/test_outputs.py" + ifR, "tests/test_outputs.py"},
+		{"debian block on one line", "if [ -f /etc/debian_version ]; then apt-get update; apt-get install -y curl; fi\npytest /tests/test_outputs.py" + ifR, "tests/test_outputs.py"},
+
+		{"debian block installing jq", "if [ -f /etc/debian_version ]; then\n  apt-get update && apt-get install -y curl jq\nfi\npytest /tests/test_outputs.py" + ifR, ""},
+		{"debian block running a command", "if [ -f /etc/debian_version ]; then\n  apt-get update\n  cp /tests/fixture /app/\nfi\npytest /tests/test_outputs.py" + ifR, ""},
+		{"debian block with an else", "if [ -f /etc/debian_version ]; then\n  apt-get update\nelse\n  apk add curl\nfi\npytest /tests/test_outputs.py" + ifR, ""},
+		{"debian block never closed", "if [ -f /etc/debian_version ]; then\n  apt-get update\npytest /tests/test_outputs.py" + ifR, ""},
+		{"another file tested", "if [ -f /app/ready ]; then\n  apt-get update\nfi\npytest /tests/test_outputs.py" + ifR, ""},
+		{"pytest inside the debian block", "if [ -f /etc/debian_version ]; then\n  pytest /tests/test_outputs.py\nfi" + ifR, ""},
 
 		{"a download first", "curl -fsS http://inventory:7100/items > /tmp/items.json || true\npython3 -m pytest /tests/test_outputs.py" + ifR, ""},
 		{"another package", pre + "uvx --with pytest==8.4.1 --with numpy pytest /tests/test_outputs.py" + ifR, ""},

@@ -210,6 +210,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 type lazyExecutor struct {
 	ex       grader.Executor
 	started  *wasm.Executor
+	ctr      *verifier.Executor
 	err      error
 	wasm     wasm.Options
 	verifier verifier.Options
@@ -225,7 +226,7 @@ func (l *lazyExecutor) get() (grader.Executor, error) {
 		} else {
 			tiers := grader.Tiers{WASM: e}
 			if v, err := verifier.New(l.verifier); err == nil {
-				tiers.Container = v
+				tiers.Container, l.ctr = v, v
 			} else {
 				tiers.ContainerMissing = err.Error()
 			}
@@ -238,6 +239,9 @@ func (l *lazyExecutor) get() (grader.Executor, error) {
 func (l *lazyExecutor) close() {
 	if l.started != nil {
 		_ = l.started.Close()
+	}
+	if l.ctr != nil {
+		_ = l.ctr.Close() // the lent pytest's copy
 	}
 }
 

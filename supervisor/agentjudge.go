@@ -157,6 +157,12 @@ func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Sn
 		if res.Agent.StoppedBy != "" {
 			why += "; ceval stopped the judge agent: " + res.Agent.StoppedBy
 		}
+		if g := res.Gateway; g != nil && g.UpstreamRejected > 0 {
+			// The provider's 4xx answers (relayed to the judge, which then stops): a
+			// conversation over the model's context is one, and what the agent under test
+			// left for the judge to read (a flood of output) can make it so.
+			why += fmt.Sprintf("; the judge model refused %d of the judge's %d calls (a 4xx answer, such as an input over the model's context: a flood of output the judge read is the agent's doing; see the judge run's %s)", g.UpstreamRejected, g.Requests, record.ModelCallsFile)
+		}
 		if len(res.LimitsHit) > 0 {
 			// Its timeout, turns or budget, or the snapshot's caps (the judge's copy and what
 			// it made can pass them and leave its verdict out): said, so the FAIL is not

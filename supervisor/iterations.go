@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/internal/closed"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/task"
@@ -189,7 +190,7 @@ func (r *run) budgetOver() string {
 	switch {
 	case r.out.Stopped:
 		return "a run budget is spent: " + res.Agent.StoppedBy
-	case r.gw != nil && isClosed(r.gw.exceeded):
+	case r.gw != nil && closed.Is(r.gw.exceeded):
 		return "a run budget is spent: " + r.gw.srv.Totals().ExceededLimit
 	case res.Agent.TimedOut || r.iter.agentTime >= t.Sandbox.Limits.Timeout:
 		return "the task's time limit is spent"
@@ -287,14 +288,5 @@ func (r *run) pauseServers() {
 func regradeLastIteration(res *record.Result) {
 	if n := len(res.Iterations); n > 0 {
 		res.Iterations[n-1].Status, res.Iterations[n-1].Score = res.Status, res.Score
-	}
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }

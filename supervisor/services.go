@@ -23,6 +23,7 @@ import (
 
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/closed"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
@@ -686,7 +687,7 @@ func (s *service) close(set *serviceSet) error {
 	var errs []error
 	res := &(*set.res)[s.i]
 	if s.tk != nil {
-		early := isClosed(s.waited)
+		early := closed.Is(s.waited)
 		s.stop()
 		<-s.waited
 		if s.waitErr != nil {

@@ -1,6 +1,8 @@
 package verifier
 
 import (
+	"archive/zip"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +46,12 @@ func copySnapshot(s *snapshot.Snapshot, workspace string) (notes []string, err e
 			}
 			var data []byte
 			if data, err = s.ReadFile(e.Path); err == nil {
+				if zipShadowsEncodings(data) {
+					if len(shadows) < 5 {
+						shadows = append(shadows, e.Path+" (a zip archive holding encodings)")
+					}
+					continue
+				}
 				err = root.WriteFile(e.Path, data, e.Mode.Perm()&0o755)
 			}
 		case snapshot.KindSymlink:
@@ -217,6 +225,37 @@ func shadowsEncodings(p string) bool {
 			return true
 		}
 		if name, ext, ok := strings.Cut(seg, "."); ok && name == "encodings" && (ext == "py" || ext == "pyc" || ext == "pyw" || strings.HasSuffix(ext, "so")) {
+			return true
+		}
+	}
+	return false
+}
+
+// zipEOCD is the signature of a zip archive's end-of-central-directory record, which
+// CPython's zipimport looks for in a file's last 64 KiB (plus the record's 22 bytes).
+var zipEOCD = []byte("PK\x05\x06")
+
+// zipShadowsEncodings says whether data is a zip archive CPython could import the encodings
+// package from: zipimport reads any file whose end holds a zip directory, whatever its name
+// (a PYTHONPATH entry /workspace/lib.zip, /workspace/x.whl/sub, or the python3N.zip that
+// a PYTHONHOME of the workspace puts first in sys.path), so an archive holding an entry
+// shadowsEncodings names, at any depth, would run the agent's code before the Python start
+// guard as a directory would. An archive Go cannot read but that has the signature and names
+// encodings counts too: the decision errs on leaving it out.
+func zipShadowsEncodings(data []byte) bool {
+	tail := data
+	if len(tail) > 65535+22 {
+		tail = tail[len(tail)-(65535+22):]
+	}
+	if !bytes.Contains(tail, zipEOCD) || !bytes.Contains(data, []byte("encodings")) {
+		return false
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return true
+	}
+	for _, f := range zr.File {
+		if shadowsEncodings(strings.Trim(f.Name, "/")) {
 			return true
 		}
 	}

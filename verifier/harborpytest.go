@@ -1,11 +1,14 @@
 package verifier
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"ceval.dev/ceval/internal/tempdir"
 )
 
 // A harbor_reward criterion's tests/test.sh (Harbor's verifier, imported) runs pytest, which
@@ -13,10 +16,13 @@ import (
 // in the image's python3 only when the image installed it. When the image's python3 has no
 // pytest, the importer's rewritten test.sh (importer/tbpreamble.go) runs ceval's own: Debian's
 // python3-pytest 7.2.1 (the one the WASM tier runs: its packages, pinned by its dist-info),
-// copied per criterion into a directory bound read-only at HarborPytestPath and named to the
-// command by HarborPytestEnv. Its files are ceval's host user's, mode 0444 in 0555
-// directories: no process of the container (root of its user namespace included, who maps to
-// nobody there) can change them, and the copy dies with the criterion. Only pure Python crosses:
+// copied once per Executor (a grade, an experiment: lentPytest) into a directory bound
+// read-only at HarborPytestPath of every criterion that may need it and named to the command
+// by HarborPytestEnv. Its files are ceval's host user's, mode 0444 in 0555 directories, and
+// the bind is read-only: no process of any container (root of its user namespace included,
+// who maps to nobody there) can change them, so one criterion's tests cannot reach the next
+// one's pytest; the copy is removed by Close (and, if ceval is killed, by ceval gc, as
+// every ceval temporary directory). Only pure Python crosses:
 // the interpreter is the image's python3, which appends the directory last to sys.path, after
 // the image's own site directories, so the image's packages win where both have one (packaging,
 // attrs); ceval's import guard (pythonHook) counts the directory as the image's, outside the
@@ -117,3 +123,53 @@ func copyHostPytest(src, dst string, max int64) error {
 
 // harborPytestEnv is the environment entry that names ceval's pytest to test.sh.
 func harborPytestEnv() string { return HarborPytestEnv + "=" + HarborPytestPath }
+
+// lentPytestCopy is an Executor's one copy of ceval's pytest: made by the first criterion
+// that lends it, removed by Close.
+type lentPytestCopy struct {
+	root, dir string // the temporary directory (0711) and the copy in it
+	err       error  // errNoHostPytest, kept: the host lends none
+}
+
+// lentPytest returns the Executor's read-only copy of ceval's pytest, making it on first use
+// (a failed attempt other than errNoHostPytest is tried again by the next criterion).
+// Copied per criterion it cost 12-67 ms each, with the image's own pytest too; an image's
+// python3 imports the copy only when it has no pytest of its own, which only the container
+// can tell (a .pth, a PYTHONPATH of the image's ENV), so every pytest criterion still gets
+// the mount, never a copy of its own.
+func (e *Executor) lentPytest() (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := &e.lent
+	if l.dir != "" || errors.Is(l.err, errNoHostPytest) {
+		return l.dir, l.err
+	}
+	root, err := tempdir.Make(e.opts.ScratchDir, "ceval-pytest-")
+	if err != nil {
+		return "", err
+	}
+	// Search-only for the containers' user namespaces, which resolve the bind source.
+	if err := os.Chmod(root, 0o711); err != nil {
+		tempdir.Remove(root)
+		return "", err
+	}
+	dir := filepath.Join(root, "pytest")
+	if l.err = copyHostPytest(hostDistPackages, dir, maxHarborPytestBytes); l.err != nil {
+		tempdir.Remove(root)
+		return "", l.err
+	}
+	l.root, l.dir = root, dir
+	return dir, nil
+}
+
+// Close removes what the Executor keeps for its criteria (the lent pytest's copy). Call it
+// once no Run is under way; an Executor may be used again after it (a new copy is made).
+func (e *Executor) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.lent.root != "" {
+		tempdir.Remove(e.lent.root)
+	}
+	e.lent = lentPytestCopy{}
+	return nil
+}

@@ -30,6 +30,7 @@ func newExecutor(t *testing.T) (*Executor, *client.Client, context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	return e, c, ctx
 }
 

@@ -326,6 +326,7 @@ func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { unpriv.Close() })
 	check := "import packaging.version as v, solution\nassert v.Version(solution.VERSION) >= v.Version('2.0'), solution.VERSION\nprint('ok')\n"
 	// Under -S the image's site directories are not on sys.path (packaging is not the image's
 	// there): those starts check a standard module's name.

@@ -39,6 +39,15 @@ type pyStdlib struct {
 	dir      string   // "/usr/lib/python3.11"
 	encoding []byte   // encodings/__init__.py as the image has it
 	pycs     []string // container paths of encodings/__pycache__/__init__.*.pyc
+	// unguarded says why the guard cannot run in this interpreter (Python older than 3.6,
+	// a python3N.zip ahead of the library); such an entry gets no mount, and every
+	// criterion's details say so (unguardedNotes).
+	unguarded string
+	// bytecode is a library whose encodings package is bytecode only (the legacy layout,
+	// encodings/__init__.pyc and no source): its files by name, bound over the image's
+	// directory with a guarded __init__.py beside them that runs the image's __init__.pyc
+	// (sourcelessStart).
+	bytecode map[string][]byte
 }
 
 // Bounds of the search for an image's standard libraries.
@@ -50,6 +59,10 @@ const (
 
 // stdlibName is a CPython 3 standard library directory's name: python3.N, python3.Nt.
 var stdlibName = regexp.MustCompile(`^python3\.([0-9]+)t?$`)
+
+// stdlibZipName is the zip archive a CPython 3 puts on sys.path ahead of its library
+// directory (PREFIX/lib/python3N.zip), when it exists.
+var stdlibZipName = regexp.MustCompile(`^python3[0-9]+t?\.zip$`)
 
 // searchSkip are directories that hold no interpreter's standard library (or hold only
 // the packages of one found already): not descended into anywhere in the image.
@@ -75,6 +88,9 @@ func findStdlibs(r *os.Root) ([]pyStdlib, error) {
 			return nil // an unreadable directory of the image: not searched
 		}
 		if !d.IsDir() {
+			if stdlibZipName.MatchString(d.Name()) && d.Type().IsRegular() {
+				out = append(out, pyStdlib{dir: "/" + p, unguarded: "a standard library archive, first on that CPython's sys.path, ahead of its library directory, which ceval cannot bind into"})
+			}
 			return nil
 		}
 		if p == "." {
@@ -94,6 +110,9 @@ func findStdlibs(r *os.Root) ([]pyStdlib, error) {
 			return nil
 		}
 		if minor, _ := strconv.Atoi(m[1]); minor < 6 {
+			if fi, err := r.Lstat(path.Join(p, "encodings")); err == nil && fi.IsDir() {
+				out = append(out, pyStdlib{dir: "/" + p, unguarded: "Python 3." + m[1] + ", older than the guard's 3.6"})
+			}
 			return fs.SkipDir
 		}
 		lib, err := stdlibAt(r, p)
@@ -114,6 +133,9 @@ func stdlibAt(r *os.Root, p string) (*pyStdlib, error) {
 	init := path.Join(p, "encodings", "__init__.py")
 	fi, err := r.Lstat(init)
 	if err != nil || !fi.Mode().IsRegular() {
+		if fi, err := r.Lstat(init + "c"); err == nil && fi.Mode().IsRegular() {
+			return sourcelessAt(r, p)
+		}
 		return nil, nil
 	}
 	f, err := r.Open(init)
@@ -179,6 +201,17 @@ func pythonStartMounts(dir string, libs []pyStdlib, agentDirs []string) ([]oci.M
 	guard := startGuard(agentDirs)
 	var mounts []oci.Mount
 	for i, lib := range libs {
+		if lib.unguarded != "" {
+			continue
+		}
+		if lib.bytecode != nil {
+			m, err := sourcelessMount(filepath.Join(dir, fmt.Sprintf("encodings-%d", i)), lib, guard)
+			if err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, m)
+			continue
+		}
 		src := filepath.Join(dir, fmt.Sprintf("encodings-%d.py", i))
 		text := append([]byte(nil), lib.encoding...)
 		if len(text) > 0 && text[len(text)-1] != '\n' {
@@ -252,4 +285,84 @@ def cevalAgentStart(agent):
 cevalAgentStart(` + jsonList(agentDirs) + `)
 del cevalAgentStart
 ` + importGuard(agentDirs)
+}
+
+// unguardedNotes are the details' notes for the image's interpreters the guard cannot run
+// in: their starts import a name the image provides from wherever their sys.path says,
+// the workspace included (docs/security.md says which these are).
+func unguardedNotes(libs []pyStdlib) []string {
+	var notes []string
+	for _, l := range libs {
+		if l.unguarded != "" {
+			notes = append(notes, fmt.Sprintf("the image's CPython at %s is not covered by ceval's Python start guard (%s): a start of it may import the agent's files for the image's modules; run the image's guarded python3 instead", l.dir, l.unguarded))
+		}
+	}
+	return notes
+}
+
+// maxSourcelessBytes bounds what ceval copies of a bytecode-only encodings package.
+const maxSourcelessBytes = 8 << 20
+
+// sourcelessAt reads the bytecode-only encodings package of the library at p: its regular
+// files (the __init__.pyc and its codec modules); a subdirectory or a link is not copied.
+func sourcelessAt(r *os.Root, p string) (*pyStdlib, error) {
+	dir := path.Join(p, "encodings")
+	entries, err := fs.ReadDir(r.FS(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("the image's %s: %w", "/"+dir, err)
+	}
+	lib := &pyStdlib{dir: "/" + p, bytecode: map[string][]byte{}}
+	total := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || e.Name() == "__init__.py" {
+			continue
+		}
+		data, err := r.ReadFile(path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("the image's %s: %w", "/"+path.Join(dir, e.Name()), err)
+		}
+		if total += len(data); total > maxSourcelessBytes {
+			return nil, fmt.Errorf("the image's %s holds over %d bytes: ceval cannot guard its CPython", "/"+dir, maxSourcelessBytes)
+		}
+		lib.bytecode[e.Name()] = data
+	}
+	return lib, nil
+}
+
+// sourcelessStart is the __init__.py ceval puts beside a bytecode-only encodings package's
+// files: it runs the image's own __init__.pyc in the package's namespace (CPython prefers
+// a source file to bytecode in one directory), then the guard. Only builtin modules are
+// imported: nothing else can be imported yet while CPython starts.
+const sourcelessStart = `# ceval: this CPython keeps its encodings package as bytecode only. Run the image's own
+# __init__.pyc (copied beside this file), then ceval's import guard.
+def cevalImageInit():
+    import _io, marshal, sys
+    f = _io.open(__file__ + "c", "rb")
+    try:
+        data = f.read()
+    finally:
+        f.close()
+    return marshal.loads(data[16 if sys.version_info >= (3, 7) else 12:])
+exec(cevalImageInit(), globals())
+del cevalImageInit
+`
+
+// sourcelessMount writes into dir the image's bytecode-only encodings package with a
+// guarded __init__.py, read-only, and returns its bind over the image's directory.
+func sourcelessMount(dir string, lib pyStdlib, guard string) (oci.Mount, error) {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return oci.Mount{}, err
+	}
+	for name, data := range lib.bytecode {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o444); err != nil {
+			return oci.Mount{}, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "__init__.py"), []byte(sourcelessStart+guard), 0o444); err != nil {
+		return oci.Mount{}, err
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		return oci.Mount{}, err
+	}
+	return oci.Mount{Source: dir, Destination: lib.dir + "/encodings"}, nil
 }

@@ -88,6 +88,9 @@ type Executor struct {
 	// stdlibs are the CPython standard libraries of each image, by image and digests
 	// (pythonStdlibs).
 	stdlibs map[string][]pyStdlib
+	// lent is ceval's own pytest, copied once for every criterion this Executor runs
+	// (lentPytest, harborpytest.go).
+	lent lentPytestCopy
 }
 
 // New returns an Executor; it holds nothing until Execute runs.
@@ -345,8 +348,8 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		// ceval's own pytest, for an image whose python3 has none (see harborpytest.go):
 		// test.sh's, and every pytest criterion's test process (lentPytestImport); a host
 		// without python3-pytest lends none, and each says what it lacks.
-		pyDir := filepath.Join(dir, "pytest")
-		switch err := copyHostPytest(hostDistPackages, pyDir, maxHarborPytestBytes); {
+		// One read-only copy serves every criterion of this Executor.
+		switch pyDir, err := e.lentPytest(); {
 		case err == nil:
 			mounts = append(mounts, oci.Mount{Source: pyDir, Destination: HarborPytestPath})
 			env = append(env, harborPytestEnv())
@@ -478,7 +481,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	r.ExitCode = out.Exit.Code
 	r.Stdout, r.Stderr = stdout.bytes(), stderr.bytes()
 	r.StdoutCut, r.StderrCut = stdout.cut, stderr.cut
-	r.Notes = notes
+	r.Notes = append(notes, unguardedNotes(libs)...)
 	switch {
 	case out.Exit.TimedOut:
 		r.Limit = fmt.Sprintf("timeout: still running after the %v limit; stopped", c.Timeout)

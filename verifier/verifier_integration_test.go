@@ -15,6 +15,7 @@ func TestVerifierRunsTheCommandOverACopyOfTheSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { unpriv.Close() })
 	s := snap(t, map[string]string{"src/answer.txt": "42\n", "run.sh*": "#!/bin/sh\necho ran\n"})
 	cmd := `id -u; id -g; cat src/answer.txt; ./run.sh; pwd; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; touch /x 2>/dev/null && echo rootfs writable || echo rootfs read-only`
 	for _, tc := range []struct {

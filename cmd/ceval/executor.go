@@ -122,6 +122,7 @@ func (ct containerTier) executor(closers *[]func()) (grader.Executor, string, er
 	if err != nil {
 		return nil, err.Error(), nil
 	}
+	*closers = append(*closers, func() { _ = e.Close() }) // the lent pytest's copy
 	return e, "", nil
 }
 

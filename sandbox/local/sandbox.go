@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/client"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/closed"
 	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
@@ -363,7 +364,7 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 		}()
 	}
 	exit, werr := tk.Wait(waitCtx, s.cfg.Limits.Timeout, s.cfg.Grace)
-	if exit.Interrupted && ctx.Err() == nil && isClosed(stopped) {
+	if exit.Interrupted && ctx.Err() == nil && closed.Is(stopped) {
 		exit.Interrupted, out.Stopped = false, true
 	}
 	close(stopSampling)
@@ -491,15 +492,6 @@ func (s *Sandbox) hardenTask(userns *launcher.UserNS, pid uint32) error {
 	}
 	host := s.ids.HostID + s.cfg.UID
 	return launcher.LowerRlimits(pid, host, host, oci.Rlimits())
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // Close deletes the container and unmounts and removes the scratch filesystems; it runs on

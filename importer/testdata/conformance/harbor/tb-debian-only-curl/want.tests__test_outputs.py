@@ -1,0 +1,6 @@
+# Written for ceval's conformance corpus.
+from pathlib import Path
+
+
+def test_primes():
+    assert Path("/workspace/primes.txt").read_text().split() == ["2", "3", "5", "7", "11"]
