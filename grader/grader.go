@@ -134,7 +134,7 @@ type Options struct {
 // AgentJudge runs a judge agent over a copy of the snapshot and returns its verdict. A
 // judge that wrote no valid verdict is a Verdict with Malformed set; err is ceval's side.
 type AgentJudge interface {
-	RunAgentJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error)
+	RunAgentJudge(ctx context.Context, c *task.AgentJudgeSpec, s *snapshot.Snapshot) (*judge.Verdict, error)
 }
 
 // verdict is what evaluating one criterion yields before thresholds apply. A forced
@@ -202,6 +202,25 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 	if c.Executes() {
 		return execute(ctx, c, s, opts)
 	}
+	switch spec := c.Spec.(type) {
+	case *task.LLMJudgeSpec:
+		return llmJudge(ctx, spec, s, opts)
+	case *task.AgentJudgeSpec:
+		if opts.AgentJudge == nil {
+			return verdict{forced: NotGraded, details: "agent_judge runs a judge agent in its own sandbox: graded by ceval run (and regrade), not offline"}
+		}
+		v, err := opts.AgentJudge.RunAgentJudge(ctx, spec, s)
+		if why, ok := workspaceFault(err); ok {
+			return failed("agent_judge: %s", why)
+		}
+		if err != nil {
+			return errored("agent_judge: %v", err)
+		}
+		if v.Malformed != "" {
+			return failed("the judge agent wrote no valid verdict: %s", v.Malformed)
+		}
+		return scored(v.Score, fmt.Sprintf("judge agent score %.3g: %s", v.Score, quote(v.Reasons, 1200)))
+	}
 	switch c.Type {
 	case task.FileExists:
 		return fileExists(c, s)
@@ -219,23 +238,6 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return mockCalls(c, opts.MockCallsPath)
 	case task.ToolCalled, task.ToolCallsBudget, task.SkillUsed:
 		return toolCallCriterion(c, opts)
-	case task.LLMJudge:
-		return llmJudge(ctx, c, s, opts)
-	case task.AgentJudge:
-		if opts.AgentJudge == nil {
-			return verdict{forced: NotGraded, details: "agent_judge runs a judge agent in its own sandbox: graded by ceval run (and regrade), not offline"}
-		}
-		v, err := opts.AgentJudge.RunAgentJudge(ctx, c, s)
-		if why, ok := workspaceFault(err); ok {
-			return failed("agent_judge: %s", why)
-		}
-		if err != nil {
-			return errored("agent_judge: %v", err)
-		}
-		if v.Malformed != "" {
-			return failed("the judge agent wrote no valid verdict: %s", v.Malformed)
-		}
-		return scored(v.Score, fmt.Sprintf("judge agent score %.3g: %s", v.Score, quote(v.Reasons, 1200)))
 	}
 	return errored("unknown criterion type %q", c.Type)
 }

@@ -40,8 +40,7 @@ func TestOutputCapNeverHidesAFile(t *testing.T) {
 // container paths.
 func TestJudgeFilesReadTheOutputsCopy(t *testing.T) {
 	ws := withOutput(t, snap(t, tree{"notes.md": "workspace notes"}), "/output", tree{"report.md": "the report", "more/a.md": "a", "link.md": "symlink:/etc/passwd"})
-	c := crit(task.Criterion{Type: task.LLMJudge, Files: []string{"notes.md", "/output/report.md", "/output/**/*.md", "/nowhere/x"}, MaxFileBytes: 1000})
-	shown, _ := judgeFiles(&c, ws)
+	shown, _ := judgeFiles(&task.LLMJudgeSpec{Files: []string{"notes.md", "/output/report.md", "/output/**/*.md", "/nowhere/x"}, MaxFileBytes: 1000}, ws)
 	got := map[string]string{}
 	for _, f := range shown {
 		got[f.Path] = string(f.Content) + f.Missing

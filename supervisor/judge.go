@@ -49,7 +49,7 @@ func runJudge(t *task.Task, dir string, base *judge.Judge, reuse bool) (*judge.J
 // would be spent and its judged criteria ERROR.
 func CheckJudge(t *task.Task, j *judge.Judge) error {
 	for i, c := range t.Criteria {
-		if c.Type != task.LLMJudge || c.JudgeAnswers != nil {
+		if s, ok := c.Spec.(*task.LLMJudgeSpec); !ok || s.JudgeAnswers != nil {
 			continue
 		}
 		if j == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -21,6 +22,37 @@ type criterionType struct {
 	// check refuses missing fields and bad combinations, fills defaults, and turns a
 	// coder_eval spelling into ceval's type (recording the spelling in Criterion.Alias).
 	check func(cd *criterionDecoding)
+	// spec makes the type's empty struct (its defaults set), which decodes and checks itself.
+	spec func() CriterionSpec
+}
+
+// CriterionSpec is a criterion type's own fields: one struct per type (*LLMJudgeSpec, ...),
+// which owns its fields' decoding and its checks. Only this package's types implement it.
+type CriterionSpec interface {
+	// fields are the type's own fields, each decoded into the struct; any other key is
+	// refused with this list. Their order is the JSON Schema's.
+	fields() []criterionField
+	// check refuses missing fields and bad combinations and fills defaults once the fields
+	// are read; it may replace cd.c.Spec (a coder_eval spelling becomes ceval's type).
+	check(cd *criterionDecoding)
+}
+
+// criterionField is one field of a criterion type, with its decoder into the type's struct.
+type criterionField struct {
+	name   string
+	decode criterionFieldDecoder
+}
+
+// fieldNames are the type's own fields in their declared order.
+func (ct *criterionType) fieldNames() []string {
+	if ct.spec == nil {
+		return ct.fields
+	}
+	var names []string
+	for _, f := range ct.spec().fields() {
+		names = append(names, f.name)
+	}
+	return names
 }
 
 // criterionRegistry is every criterion type, in the order CriterionTypes lists them (help,
@@ -44,10 +76,8 @@ var criterionRegistry = []criterionType{
 		fields: strings.Fields("pattern min_count max_count " + strings.Join(coderEvalCommandFields, " "))},
 	{name: Pytest, check: checkPytest, tier: true, fields: strings.Fields(
 		"tests args timeout all_or_nothing isolation python_packages python_wheels " + graderFieldList + " services")},
-	{name: AgentJudge, check: checkAgentJudge,
-		fields: strings.Fields("rubric rubric_file judge_agent judge_model agent_fixture timeout max_turns")},
-	{name: LLMJudge, check: checkLLMJudge,
-		fields: strings.Fields("rubric rubric_file files max_file_bytes reference_files samples judge_fixture")},
+	{name: AgentJudge, spec: func() CriterionSpec { return newAgentJudgeSpec() }},
+	{name: LLMJudge, spec: func() CriterionSpec { return newLLMJudgeSpec() }},
 	{name: ToolCalled, check: checkToolCalled, fields: strings.Fields(toolCallFilter + " min_count max_count")},
 	{name: ToolCallsBudget, check: checkToolCallsBudget, fields: strings.Fields(toolCallFilter + " target max")},
 	{name: SkillUsed, check: checkSkillUsed, fields: strings.Fields("skill expect_used")},
@@ -79,7 +109,7 @@ func lookupCriterionType(name string) *criterionType {
 // criterionFieldDecoders reads each criterion field into the Criterion; the tables are
 // disjoint (mergeFieldDecoders panics otherwise), so a field reads the same in every type.
 var criterionFieldDecoders = mergeFieldDecoders(fileFieldDecoders, execFieldDecoders, tierFieldDecoders(),
-	callLogFieldDecoders, toolCallFieldDecoders, judgeFieldDecoders, agentJudgeFieldDecoders)
+	callLogFieldDecoders, toolCallFieldDecoders)
 
 // criterionFieldDecoder reads one field's value (v) into cd.c.
 type criterionFieldDecoder func(cd *criterionDecoding, v *yaml.Node)
@@ -154,12 +184,22 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		{"weight", func(v *yaml.Node) { l.number(v, cd.what+".weight", 0, 1e6, &c.Weight) }},
 		{"pass_threshold", func(v *yaml.Node) { l.number(v, cd.what+".pass_threshold", 0, 1, &c.PassThreshold) }},
 	}
-	for _, name := range ct.fields {
-		dec := criterionFieldDecoders[name]
-		fields = append(fields, field{name, func(v *yaml.Node) { cd.vals[name] = v; dec(cd, v) }})
+	if ct.spec == nil {
+		for _, name := range ct.fields {
+			dec := criterionFieldDecoders[name]
+			fields = append(fields, field{name, func(v *yaml.Node) { cd.vals[name] = v; dec(cd, v) }})
+		}
+		cd.keys = l.mappingHint(rn, cd.what, fields, fieldOfOtherTypes)
+		ct.check(cd)
+		return c, true
+	}
+	spec := ct.spec()
+	c.Spec = spec
+	for _, f := range spec.fields() {
+		fields = append(fields, field{f.name, func(v *yaml.Node) { cd.vals[f.name] = v; f.decode(cd, v) }})
 	}
 	cd.keys = l.mappingHint(rn, cd.what, fields, fieldOfOtherTypes)
-	ct.check(cd)
+	spec.check(cd)
 	return c, true
 }
 
@@ -168,7 +208,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 func fieldOfOtherTypes(name string) string {
 	var types []string
 	for _, ct := range criterionRegistry {
-		for _, f := range ct.fields {
+		for _, f := range ct.fieldNames() {
 			if f == name {
 				types = append(types, ct.name)
 			}
@@ -264,6 +304,11 @@ var execFieldDecoders = map[string]criterionFieldDecoder{
 		cd.l.pythonWheels(v, cd.what+".python_wheels", &cd.c.PythonWheels)
 	},
 	"services": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".services", &cd.c.Services) },
+}
+
+// timeoutField reads timeout (the executing criteria's and agent_judge's) into dst.
+func timeoutField(dst *time.Duration) criterionField {
+	return criterionField{"timeout", func(cd *criterionDecoding, v *yaml.Node) { cd.l.duration(v, cd.what+".timeout", dst) }}
 }
 
 // tierFieldDecoders read the grader: section's fields on a criterion of a tier type.

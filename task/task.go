@@ -331,21 +331,9 @@ type Criterion struct {
 	ExpectUsed     bool   // skill_used: false when the skill must not be used
 	Alias          string // the coder_eval type the task wrote (command_executed, ...), "" when none
 
-	// llm_judge.
-	Rubric         string   // the rubric's text (inline, or read from rubric_file)
-	Files          []string // workspace paths or globs shown to the judge
-	MaxFileBytes   int      // per file shown
-	ReferenceFiles []string // paths or globs under the reference directory shown to the judge
-	Samples        int      // verdicts asked; the median counts
-	JudgeAnswers   []string // judge_fixture's answers (replay), nil for a live judge
-
-	// agent_judge (Rubric and Timeout too).
-	JudgeAgent       string // claude-code | codex
-	JudgeModel       string
-	AgentFixturePath string              // absolute: the judge agent's gateway replay fixture; "" forwards
-	AgentFixture     *transcript.Fixture // parsed at load from AgentFixturePath
-	AgentFixtureData []byte              // its bytes as read at load (digested for regrade reuse)
-	JudgeMaxTurns    int
+	// Spec is the type's own fields, for the types decoded into a struct of their own
+	// (*LLMJudgeSpec, *AgentJudgeSpec); nil for the others, whose fields are above.
+	Spec CriterionSpec
 }
 
 // FlagCheck is one flag predicate of a cli_called criterion: Op applied to the flag

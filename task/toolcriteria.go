@@ -154,7 +154,7 @@ func (cd *criterionDecoding) checkToolCall() {
 // calls are read from its transcript, and nothing else is trusted for them.
 func (l *loader) checkToolCriteria(t *Task) {
 	for i, c := range t.Criteria {
-		if c.Type == LLMJudge && len(c.ReferenceFiles) > 0 && t.Reference == nil {
+		if s, ok := c.Spec.(*LLMJudgeSpec); ok && len(s.ReferenceFiles) > 0 && t.Reference == nil {
 			l.errorf(&yaml.Node{Line: c.Line, Column: c.Column}, "success_criteria[%d] (llm_judge): reference_files needs reference.directory", i)
 		}
 	}
