@@ -203,6 +203,10 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return execute(ctx, c, s, opts)
 	}
 	switch spec := c.Spec.(type) {
+	case *task.CLICalledSpec, *task.CommandExecutedSpec:
+		return mockCalls(spec, opts.MockCallsPath)
+	case *task.ToolCalledSpec, *task.ToolCallsBudgetSpec, *task.SkillUsedSpec:
+		return toolCallCriterion(spec, opts)
 	case *task.LLMJudgeSpec:
 		return llmJudge(ctx, spec, s, opts)
 	case *task.AgentJudgeSpec:
@@ -234,10 +238,6 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return jsonCheck(ctx, c, s)
 	case task.ClassificationMatch:
 		return classificationMatch(c, s)
-	case task.CLICalled, task.CommandExecuted:
-		return mockCalls(c, opts.MockCallsPath)
-	case task.ToolCalled, task.ToolCallsBudget, task.SkillUsed:
-		return toolCallCriterion(c, opts)
 	}
 	return errored("unknown criterion type %q", c.Type)
 }

@@ -71,18 +71,17 @@ var criterionRegistry = []criterionType{
 			"uses_reference python_packages python_wheels " + graderFieldList + " services")},
 	{name: WASMCheck, check: checkWASM,
 		fields: strings.Fields("module sha256 args timeout expected_exit_code score_from_stdout reward_key uses_reference")},
-	{name: CLICalled, check: checkCLICalled, fields: strings.Fields("tool argv min_count max_count")},
-	{name: CommandExecuted, check: checkCommandExecuted,
-		fields: strings.Fields("pattern min_count max_count " + strings.Join(coderEvalCommandFields, " "))},
+	{name: CLICalled, spec: func() CriterionSpec { return newCLICalledSpec() }},
+	{name: CommandExecuted, spec: func() CriterionSpec { return newCommandExecuted() }},
 	{name: Pytest, check: checkPytest, tier: true, fields: strings.Fields(
 		"tests args timeout all_or_nothing isolation python_packages python_wheels " + graderFieldList + " services")},
 	{name: AgentJudge, spec: func() CriterionSpec { return newAgentJudgeSpec() }},
 	{name: LLMJudge, spec: func() CriterionSpec { return newLLMJudgeSpec() }},
-	{name: ToolCalled, check: checkToolCalled, fields: strings.Fields(toolCallFilter + " min_count max_count")},
-	{name: ToolCallsBudget, check: checkToolCallsBudget, fields: strings.Fields(toolCallFilter + " target max")},
-	{name: SkillUsed, check: checkSkillUsed, fields: strings.Fields("skill expect_used")},
-	{name: CommandsEfficiency, check: checkCommandsEfficiency, fields: strings.Fields("expected_commands")},
-	{name: SkillTriggered, check: checkSkillTriggered, fields: strings.Fields("skill_name expected_skill")},
+	{name: ToolCalled, spec: func() CriterionSpec { return newToolCalledSpec() }},
+	{name: ToolCallsBudget, spec: func() CriterionSpec { return &ToolCallsBudgetSpec{} }},
+	{name: SkillUsed, spec: func() CriterionSpec { return &SkillUsedSpec{} }},
+	{name: CommandsEfficiency, spec: func() CriterionSpec { return &commandsEfficiency{} }},
+	{name: SkillTriggered, spec: func() CriterionSpec { return &skillTriggered{} }},
 }
 
 // CriterionTypes lists the criterion types in criterionRegistry's order, for help and messages.
@@ -108,8 +107,7 @@ func lookupCriterionType(name string) *criterionType {
 
 // criterionFieldDecoders reads each criterion field into the Criterion; the tables are
 // disjoint (mergeFieldDecoders panics otherwise), so a field reads the same in every type.
-var criterionFieldDecoders = mergeFieldDecoders(fileFieldDecoders, execFieldDecoders, tierFieldDecoders(),
-	callLogFieldDecoders, toolCallFieldDecoders)
+var criterionFieldDecoders = mergeFieldDecoders(fileFieldDecoders, execFieldDecoders, tierFieldDecoders())
 
 // criterionFieldDecoder reads one field's value (v) into cd.c.
 type criterionFieldDecoder func(cd *criterionDecoding, v *yaml.Node)
@@ -155,7 +153,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what := fmt.Sprintf("success_criteria[%d]", i)
 	rn := resolve(n)
 	c := Criterion{Weight: DefaultWeight, PassThreshold: DefaultPassThreshold, Line: rn.Line, Column: rn.Column,
-		Timeout: DefaultCheckTimeout, MinCount: 1, MaxCount: -1}
+		Timeout: DefaultCheckTimeout}
 	if rn.Kind != yaml.MappingNode {
 		l.errorf(rn, "%s must be a mapping, got %s", what, kindName(rn))
 		return c, false
@@ -225,6 +223,7 @@ var fileFieldDecoders = map[string]criterionFieldDecoder{
 	// a glob: any match for file_exists, exactly one file for the others
 	"path":     func(cd *criterionDecoding, v *yaml.Node) { cd.c.Path = cd.l.criterionPath(v, cd.what+".path", true) },
 	"includes": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".includes", &cd.c.Includes) },
+	"pattern":  func(cd *criterionDecoding, v *yaml.Node) { cd.l.regex(v, cd.what+".pattern", &cd.c.Pattern) },
 	"excludes": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".excludes", &cd.c.Excludes) },
 	"patterns": func(cd *criterionDecoding, v *yaml.Node) {
 		l := cd.l
@@ -320,24 +319,6 @@ func tierFieldDecoders() map[string]criterionFieldDecoder {
 	return m
 }
 
-// callLogFieldDecoders read the fields of the criteria on the protected mocks' call log
-// (cli_called, command_executed); tool and the counts are tool_called's too.
-var callLogFieldDecoders = map[string]criterionFieldDecoder{
-	"pattern": func(cd *criterionDecoding, v *yaml.Node) { cd.l.regex(v, cd.what+".pattern", &cd.c.Pattern) },
-	"tool":    func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".tool", &cd.c.Tool) },
-	"argv":    func(cd *criterionDecoding, v *yaml.Node) { cd.l.argvCheck(v, cd.what+".argv", cd.c) },
-	"min_count": func(cd *criterionDecoding, v *yaml.Node) {
-		n := int64(cd.c.MinCount)
-		cd.l.integer(v, cd.what+".min_count", 0, 1e6, &n)
-		cd.c.MinCount = int(n)
-	},
-	"max_count": func(cd *criterionDecoding, v *yaml.Node) {
-		n := int64(cd.c.MaxCount)
-		cd.l.integer(v, cd.what+".max_count", 0, 1e6, &n)
-		cd.c.MaxCount = int(n)
-	},
-}
-
 func checkFileExists(cd *criterionDecoding) { cd.need("path") }
 
 func checkFileContains(cd *criterionDecoding) {
@@ -395,11 +376,6 @@ func checkPytest(cd *criterionDecoding) {
 	cd.need("tests")
 }
 
-func checkCLICalled(cd *criterionDecoding) {
-	cd.need("tool")
-	cd.checkCounts()
-}
-
 // tierRead finishes a tier type's grader: fields once the mapping is read (the load
 // resolves Verifier from them).
 func (cd *criterionDecoding) tierRead() {
@@ -414,13 +390,6 @@ func (cd *criterionDecoding) tierRead() {
 	g.harborNode = cd.vals["harbor_reward"]
 	if cd.c.Isolation == IsolationProcess {
 		g.isolationNode = cd.vals["isolation"]
-	}
-}
-
-// checkCounts refuses a min_count over max_count.
-func (cd *criterionDecoding) checkCounts() {
-	if c := cd.c; c.MaxCount >= 0 && c.MinCount > c.MaxCount {
-		cd.errorf(cd.n, "min_count %d is over max_count %d", c.MinCount, c.MaxCount)
 	}
 }
 

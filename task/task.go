@@ -265,7 +265,7 @@ type Criterion struct {
 	Path     string // workspace-relative; a glob for file_exists
 	Includes []string
 	Excludes []string
-	Pattern  string
+	Pattern  string // file_matches_regex
 	Patterns []PatternCheck
 
 	JSONSchema any    // decoded JSON Schema document (inline or from a file), nil when none
@@ -311,25 +311,7 @@ type Criterion struct {
 	PythonPackages []string     // python_packages, the task's included: import names in Debian's dist-packages
 	PythonWheels   []*Wheel     // python_wheels, the task's included: unpacked at load
 
-	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
-	Tool       string
-	Positional []string    // cli_called: the call's positional arguments start with these
-	Flags      []FlagCheck // cli_called: every check holds
-	MinCount   int         // default 1
-	MaxCount   int         // -1: no maximum
-
-	// Tool-call criteria (tool_called, tool_calls_budget, skill_used), graded on the model
-	// gateway's transcript; Tool is the exact tool name, MinCount and MaxCount count calls.
-	ToolPattern    string // regular expression on the tool name
-	InputField     string // the input field InputPattern tests; "": command or cmd, else all fields
-	InputPattern   string
-	ExcludePattern string // calls whose input matches it do not count
-	Outcome        string // any | ok | error
-	Target, Max    int    // tool_calls_budget: score 1 at or under Target calls, 0 at Max
-	BudgetRatio    bool   // commands_efficiency: score Target/max(calls, Target), 0 for no call
-	Skill          string // skill_used
-	ExpectUsed     bool   // skill_used: false when the skill must not be used
-	Alias          string // the coder_eval type the task wrote (command_executed, ...), "" when none
+	Alias string // the coder_eval type the task wrote (command_executed, ...), "" when none
 
 	// Spec is the type's own fields, for the types decoded into a struct of their own
 	// (*LLMJudgeSpec, *AgentJudgeSpec); nil for the others, whose fields are above.
@@ -346,7 +328,11 @@ type FlagCheck struct {
 
 // OnToolCalls reports whether the criterion is graded on the model gateway's transcript.
 func (c *Criterion) OnToolCalls() bool {
-	return c.Type == ToolCalled || c.Type == ToolCallsBudget || c.Type == SkillUsed
+	switch c.Spec.(type) {
+	case *ToolCalledSpec, *ToolCallsBudgetSpec, *SkillUsedSpec:
+		return true
+	}
+	return false
 }
 
 // Executes reports whether the criterion runs code (and so runs in the WASM sandbox).
