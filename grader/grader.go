@@ -203,6 +203,18 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 		return execute(ctx, c, s, opts)
 	}
 	switch spec := c.Spec.(type) {
+	case *task.FileExistsSpec:
+		return fileExists(spec, s)
+	case *task.FileContainsSpec:
+		return fileContains(spec, s)
+	case *task.FileMatchesRegexSpec:
+		return fileMatchesRegex(spec, s)
+	case *task.FileCheckSpec:
+		return fileCheck(spec, s)
+	case *task.JSONCheckSpec:
+		return jsonCheck(ctx, spec, s)
+	case *task.ClassificationMatchSpec:
+		return classificationMatch(spec, s)
 	case *task.CLICalledSpec, *task.CommandExecutedSpec:
 		return mockCalls(spec, opts.MockCallsPath)
 	case *task.ToolCalledSpec, *task.ToolCallsBudgetSpec, *task.SkillUsedSpec:
@@ -224,20 +236,6 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 			return failed("the judge agent wrote no valid verdict: %s", v.Malformed)
 		}
 		return scored(v.Score, fmt.Sprintf("judge agent score %.3g: %s", v.Score, quote(v.Reasons, 1200)))
-	}
-	switch c.Type {
-	case task.FileExists:
-		return fileExists(c, s)
-	case task.FileContains:
-		return fileContains(c, s)
-	case task.FileMatchesRegex:
-		return fileMatchesRegex(c, s)
-	case task.FileCheck:
-		return fileCheck(c, s)
-	case task.JSONCheck:
-		return jsonCheck(ctx, c, s)
-	case task.ClassificationMatch:
-		return classificationMatch(c, s)
 	}
 	return errored("unknown criterion type %q", c.Type)
 }

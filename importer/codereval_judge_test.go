@@ -209,7 +209,7 @@ simulation:
 		t.Errorf("flags: %v", p)
 	}
 	tk := loadOut(t, r)
-	c := tk.Criteria[1]
+	c := tk.Criteria[1].Spec.(*task.FileCheckSpec)
 	if len(c.Patterns) != 2 || c.Patterns[0].Pattern != "(?im)^HELLO" || c.Patterns[1].Pattern != "(?s)x.y" {
 		t.Errorf("patterns = %+v", c.Patterns)
 	}

@@ -303,7 +303,7 @@ func TestImportCoderEvalDatasetBecomesCevalsDataset(t *testing.T) {
 		t.Fatalf("%v %+v", err, rs)
 	}
 	ts, err := task.LoadAll(rs[0].Output, task.LoadOptions{})
-	if err != nil || len(ts) != 2 || ts[1].ID != "cls.b" || ts[1].Criteria[0].ExpectedLabel != "n" {
+	if err != nil || len(ts) != 2 || ts[1].ID != "cls.b" || ts[1].Criteria[0].Spec.(*task.ClassificationMatchSpec).ExpectedLabel != "n" {
 		t.Fatalf("%v %v", err, ts)
 	}
 	for _, tk := range ts {

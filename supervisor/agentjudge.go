@@ -136,7 +136,7 @@ func (a *agentJudges) run(ctx context.Context, c *task.AgentJudgeSpec, s *snapsh
 		Sandbox: task.Sandbox{Image: images.AgentName, Network: policy.NetworkNone,
 			Limits:    task.Limits{Timeout: c.Timeout, MemoryMB: 2048, CPUs: 2, Pids: 256, DiskMB: 512},
 			Workspace: task.Workspace{StarterFiles: files}},
-		Criteria:  []task.Criterion{{Type: task.FileExists, Path: VerdictFile, Weight: 1, PassThreshold: 1}},
+		Criteria:  []task.Criterion{{Type: task.FileExists, Weight: 1, PassThreshold: 1, Spec: &task.FileExistsSpec{Path: VerdictFile}}},
 		RunLimits: &task.RunLimits{MaxTurns: int64(c.JudgeMaxTurns)},
 	}
 	if c.AgentFixture != nil {

@@ -59,13 +59,12 @@ func (ct *criterionType) fieldNames() []string {
 // messages, the JSON Schema's enum). A new type is one entry here: the order is this
 // table's, never that of file names or init functions.
 var criterionRegistry = []criterionType{
-	{name: FileExists, check: checkFileExists, fields: strings.Fields("path")},
-	{name: FileContains, check: checkFileContains, fields: strings.Fields("path includes excludes")},
-	{name: FileMatchesRegex, check: checkFileMatchesRegex, fields: strings.Fields("path pattern")},
-	{name: FileCheck, check: checkFileCheck, fields: strings.Fields("path includes excludes patterns")},
-	{name: JSONCheck, check: checkJSONCheck, fields: strings.Fields("path json_schema assertions")},
-	{name: ClassificationMatch, check: checkClassificationMatch,
-		fields: strings.Fields("path expected_label allowed_labels case_sensitive")},
+	{name: FileExists, spec: func() CriterionSpec { return &FileExistsSpec{} }},
+	{name: FileContains, spec: func() CriterionSpec { return &FileContainsSpec{} }},
+	{name: FileMatchesRegex, spec: func() CriterionSpec { return &FileMatchesRegexSpec{} }},
+	{name: FileCheck, spec: func() CriterionSpec { return &FileCheckSpec{} }},
+	{name: JSONCheck, spec: func() CriterionSpec { return &JSONCheckSpec{} }},
+	{name: ClassificationMatch, spec: func() CriterionSpec { return &ClassificationMatchSpec{} }},
 	{name: RunCommand, check: checkRunCommand, tier: true, fields: strings.Fields(
 		"command timeout expected_exit_code expected_stdout stdout_match score_from_stdout reward_key harbor_reward " +
 			"uses_reference python_packages python_wheels " + graderFieldList + " services")},
@@ -107,7 +106,7 @@ func lookupCriterionType(name string) *criterionType {
 
 // criterionFieldDecoders reads each criterion field into the Criterion; the tables are
 // disjoint (mergeFieldDecoders panics otherwise), so a field reads the same in every type.
-var criterionFieldDecoders = mergeFieldDecoders(fileFieldDecoders, execFieldDecoders, tierFieldDecoders())
+var criterionFieldDecoders = mergeFieldDecoders(execFieldDecoders, tierFieldDecoders())
 
 // criterionFieldDecoder reads one field's value (v) into cd.c.
 type criterionFieldDecoder func(cd *criterionDecoding, v *yaml.Node)
@@ -218,41 +217,6 @@ func fieldOfOtherTypes(name string) string {
 	return fmt.Sprintf("%s is a field of %s", name, strings.Join(types, ", "))
 }
 
-// fileFieldDecoders read the fields of the criteria on workspace files.
-var fileFieldDecoders = map[string]criterionFieldDecoder{
-	// a glob: any match for file_exists, exactly one file for the others
-	"path":     func(cd *criterionDecoding, v *yaml.Node) { cd.c.Path = cd.l.criterionPath(v, cd.what+".path", true) },
-	"includes": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".includes", &cd.c.Includes) },
-	"pattern":  func(cd *criterionDecoding, v *yaml.Node) { cd.l.regex(v, cd.what+".pattern", &cd.c.Pattern) },
-	"excludes": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".excludes", &cd.c.Excludes) },
-	"patterns": func(cd *criterionDecoding, v *yaml.Node) {
-		l := cd.l
-		l.list(v, cd.what+".patterns", func(j int, item *yaml.Node) {
-			pw := fmt.Sprintf("%s.patterns[%d]", cd.what, j)
-			p := PatternCheck{MustMatch: true}
-			got := l.mapping(item, pw, []field{
-				{"pattern", func(v *yaml.Node) { l.regex(v, pw+".pattern", &p.Pattern) }},
-				{"must_match", func(v *yaml.Node) { l.boolean(v, pw+".must_match", &p.MustMatch) }},
-			})
-			if got != nil && got["pattern"] == nil {
-				l.errorf(item, "%s: missing required field pattern", pw)
-			}
-			cd.c.Patterns = append(cd.c.Patterns, p)
-		})
-	},
-	"json_schema":    func(cd *criterionDecoding, v *yaml.Node) { cd.l.jsonSchema(v, cd.what+".json_schema", cd.c) },
-	"assertions":     func(cd *criterionDecoding, v *yaml.Node) { cd.l.assertions(v, cd.what+".assertions", cd.c) },
-	"expected_label": func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".expected_label", &cd.c.ExpectedLabel) },
-	"allowed_labels": func(cd *criterionDecoding, v *yaml.Node) {
-		cd.l.strings(v, cd.what+".allowed_labels", &cd.c.AllowedLabels)
-	},
-	"case_sensitive": func(cd *criterionDecoding, v *yaml.Node) {
-		sensitive := true
-		cd.l.boolean(v, cd.what+".case_sensitive", &sensitive)
-		cd.c.CaseInsensitive = !sensitive
-	},
-}
-
 // execFieldDecoders read the fields of the criteria that run code (run_command, wasm,
 // pytest); timeout is agent_judge's too.
 var execFieldDecoders = map[string]criterionFieldDecoder{
@@ -317,43 +281,6 @@ func tierFieldDecoders() map[string]criterionFieldDecoder {
 		m[name] = func(cd *criterionDecoding, v *yaml.Node) { cd.tier[name](v) }
 	}
 	return m
-}
-
-func checkFileExists(cd *criterionDecoding) { cd.need("path") }
-
-func checkFileContains(cd *criterionDecoding) {
-	cd.need("path")
-	if cd.vals["includes"] == nil && cd.vals["excludes"] == nil {
-		cd.errorf(cd.n, "give includes, excludes or both")
-	}
-}
-
-func checkFileMatchesRegex(cd *criterionDecoding) {
-	cd.need("path")
-	cd.need("pattern")
-}
-
-func checkFileCheck(cd *criterionDecoding) {
-	cd.need("path")
-	if cd.vals["includes"] == nil && cd.vals["excludes"] == nil && cd.vals["patterns"] == nil {
-		cd.errorf(cd.n, "give at least one of includes, excludes, patterns")
-	}
-}
-
-func checkJSONCheck(cd *criterionDecoding) {
-	cd.need("path")
-	if cd.vals["json_schema"] == nil && len(cd.c.Assertions) == 0 && cd.keys["assertions"] == nil {
-		cd.errorf(cd.n, "give json_schema, assertions or both")
-	}
-}
-
-func checkClassificationMatch(cd *criterionDecoding) {
-	c := cd.c
-	cd.need("path")
-	cd.need("expected_label")
-	if len(c.AllowedLabels) > 0 && c.ExpectedLabel != "" && !containsLabel(c.AllowedLabels, c.ExpectedLabel, c.CaseInsensitive) {
-		cd.errorf(cd.n, "expected_label %q is not among allowed_labels", c.ExpectedLabel)
-	}
 }
 
 func checkRunCommand(cd *criterionDecoding) {

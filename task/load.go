@@ -831,7 +831,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (l *loader) assertions(n *yaml.Node, what string, c *Criterion) {
+func (l *loader) assertions(n *yaml.Node, what string, c *JSONCheckSpec) {
 	l.list(n, what, func(i int, item *yaml.Node) {
 		aw := fmt.Sprintf("%s[%d]", what, i)
 		a := Assertion{}

@@ -262,22 +262,6 @@ type Criterion struct {
 	PassThreshold float64
 	Line, Column  int // where it starts in the task file
 
-	Path     string // workspace-relative; a glob for file_exists
-	Includes []string
-	Excludes []string
-	Pattern  string // file_matches_regex
-	Patterns []PatternCheck
-
-	JSONSchema any    // decoded JSON Schema document (inline or from a file), nil when none
-	SchemaFile string // absolute path when the schema came from a file
-	Assertions []Assertion
-
-	ExpectedLabel string
-	AllowedLabels []string
-	// CaseInsensitive (case_sensitive: false) matches the label up to case and records
-	// the allowed label's spelling; exact by default.
-	CaseInsensitive bool
-
 	// Executing criteria (run_command, wasm).
 	Command          string
 	Module           *File // the task's WASI module, opened at load
