@@ -19,7 +19,8 @@ const JudgeCallsFile = "judge_calls.jsonl"
 func runJudge(t *task.Task, dir string, base *judge.Judge, reuse bool) (*judge.Judge, func(), error) {
 	need := false
 	for _, c := range t.Criteria {
-		need = need || c.Type == task.LLMJudge
+		_, judged := c.Spec.(*task.LLMJudgeSpec)
+		need = need || judged
 	}
 	if !need {
 		return nil, func() {}, nil
