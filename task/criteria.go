@@ -10,7 +10,9 @@ import (
 )
 
 // criterionType is one type of success criterion: the fields it takes besides type,
-// description, weight and pass_threshold, and its check once they are read.
+// description, weight and pass_threshold, and its check once they are read. A type with
+// spec decodes into a struct of its own (Criterion.Spec); the executing types (run_command,
+// wasm, pytest) still decode into Criterion's own fields through fields, tier and check.
 type criterionType struct {
 	name string
 	// fields are the type's own fields, each read by criterionFieldDecoders[field]; any other
@@ -104,11 +106,13 @@ func lookupCriterionType(name string) *criterionType {
 	return nil
 }
 
-// criterionFieldDecoders reads each criterion field into the Criterion; the tables are
-// disjoint (mergeFieldDecoders panics otherwise), so a field reads the same in every type.
+// criterionFieldDecoders reads each field of the executing types into the Criterion; the
+// tables are disjoint (mergeFieldDecoders panics otherwise), so a field reads the same in
+// every such type. A type with a struct of its own shares a field's decoder by a function
+// (pathField, timeoutField, rubricFields, ...).
 var criterionFieldDecoders = mergeFieldDecoders(execFieldDecoders, tierFieldDecoders())
 
-// criterionFieldDecoder reads one field's value (v) into cd.c.
+// criterionFieldDecoder reads one field's value (v) into cd.c, or into its type's struct.
 type criterionFieldDecoder func(cd *criterionDecoding, v *yaml.Node)
 
 func mergeFieldDecoders(tables ...map[string]criterionFieldDecoder) map[string]criterionFieldDecoder {

@@ -254,15 +254,17 @@ const (
 	AgentJudge         = "agent_judge"         // a judge agent's verdict, from its own sandbox
 )
 
-// Criterion is one success criterion; which fields are set depends on Type.
+// Criterion is one success criterion: what every type has, and its type's own fields in Spec
+// (run_command's, wasm's and pytest's in the fields below, which are set by Type).
 type Criterion struct {
 	Type          string
 	Description   string
 	Weight        float64
 	PassThreshold float64
-	Line, Column  int // where it starts in the task file
+	Line, Column  int    // where it starts in the task file
+	Alias         string // the coder_eval type the task wrote (command_executed, ...), "" when none
 
-	// Executing criteria (run_command, wasm).
+	// Executing criteria (run_command, wasm, pytest).
 	Command          string
 	Module           *File // the task's WASI module, opened at load
 	ModuleSHA256     string
@@ -295,10 +297,8 @@ type Criterion struct {
 	PythonPackages []string     // python_packages, the task's included: import names in Debian's dist-packages
 	PythonWheels   []*Wheel     // python_wheels, the task's included: unpacked at load
 
-	Alias string // the coder_eval type the task wrote (command_executed, ...), "" when none
-
-	// Spec is the type's own fields, for the types decoded into a struct of their own
-	// (*LLMJudgeSpec, *AgentJudgeSpec); nil for the others, whose fields are above.
+	// Spec is the type's own fields, one struct per type (*FileContainsSpec, *ToolCalledSpec,
+	// *LLMJudgeSpec, ...); nil for run_command, wasm and pytest, whose fields are above.
 	Spec CriterionSpec
 }
 
