@@ -313,26 +313,26 @@ func (l *loader) checkToolCriteria(t *Task) {
 }
 
 // String describes the filter for details and reports.
-func (c *ToolCallFilter) String() string {
+func (f *ToolCallFilter) String() string {
 	var parts []string
 	switch {
-	case c.Tool != "":
-		parts = append(parts, "tool "+c.Tool)
-	case c.ToolPattern != "":
-		parts = append(parts, fmt.Sprintf("tool ~ /%s/", c.ToolPattern))
+	case f.Tool != "":
+		parts = append(parts, "tool "+f.Tool)
+	case f.ToolPattern != "":
+		parts = append(parts, fmt.Sprintf("tool ~ /%s/", f.ToolPattern))
 	}
-	if c.InputPattern != "" {
-		f := c.InputField
-		if f == "" {
-			f = "input"
+	if f.InputPattern != "" {
+		field := f.InputField
+		if field == "" {
+			field = "input"
 		}
-		parts = append(parts, fmt.Sprintf("%s ~ /%s/", f, c.InputPattern))
+		parts = append(parts, fmt.Sprintf("%s ~ /%s/", field, f.InputPattern))
 	}
-	if c.ExcludePattern != "" {
-		parts = append(parts, fmt.Sprintf("not /%s/", c.ExcludePattern))
+	if f.ExcludePattern != "" {
+		parts = append(parts, fmt.Sprintf("not /%s/", f.ExcludePattern))
 	}
-	if c.Outcome != "" && c.Outcome != "any" {
-		parts = append(parts, "outcome "+c.Outcome)
+	if f.Outcome != "" && f.Outcome != "any" {
+		parts = append(parts, "outcome "+f.Outcome)
 	}
 	if len(parts) == 0 {
 		return "any call"
