@@ -79,13 +79,13 @@ func TestMatchingStringsMatchTheirPattern(t *testing.T) {
 
 func TestLeakedAgentWritesTheLiteralExpectations(t *testing.T) {
 	tk := &task.Task{Criteria: []task.Criterion{
-		{Type: task.FileContains, Path: "out.txt", Includes: []string{"alpha", "beta"}},
-		{Type: task.ClassificationMatch, Path: "label.txt", ExpectedLabel: "fixed"},
-		{Type: task.JSONCheck, Path: "r.json", Assertions: []task.Assertion{
+		{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "out.txt", Includes: []string{"alpha", "beta"}}},
+		{Type: task.ClassificationMatch, Spec: &task.ClassificationMatchSpec{Path: "label.txt", ExpectedLabel: "fixed"}},
+		{Type: task.JSONCheck, Spec: &task.JSONCheckSpec{Path: "r.json", Assertions: []task.Assertion{
 			{Expression: "status", Operator: "equals", Expected: "done"},
 			{Expression: "stats.files", Operator: "gt", Expected: 2.0},
 			{Expression: "items[0]", Operator: "equals", Expected: "x"}, // not plain fields: skipped
-		}},
+		}}},
 	}}
 	a := Leaked(tk)
 	files := map[string]string{}

@@ -28,45 +28,57 @@ func Leaked(t *task.Task) Agent {
 		}
 	}
 	for _, c := range t.Criteria {
-		if c.Type != task.FileExists {
-			if concrete, ok := globExample(c.Path); ok {
-				c.Path = concrete // plant the answer at a path the glob matches
-			} else {
-				continue
+		var path string
+		var lines []string // the text criteria's strings
+		var assertions []task.Assertion
+		switch s := c.Spec.(type) {
+		case *task.FileExistsSpec:
+			if !strings.ContainsAny(s.Path, "*?[") {
+				add(s.Path)
+				texts[s.Path] = append(texts[s.Path], "")
 			}
-		}
-		switch c.Type {
-		case task.FileExists:
-			if !strings.ContainsAny(c.Path, "*?[") {
-				add(c.Path)
-				texts[c.Path] = append(texts[c.Path], "")
-			}
-		case task.FileContains, task.FileCheck, task.FileMatchesRegex, task.ClassificationMatch:
-			add(c.Path)
-			lines := []string{}
-			if c.ExpectedLabel != "" {
-				lines = append(lines, c.ExpectedLabel)
-			}
-			lines = append(lines, c.Includes...)
-			if c.Pattern != "" {
-				lines = append(lines, matching(c.Pattern))
-			}
-			for _, p := range c.Patterns {
+			continue
+		case *task.FileContainsSpec:
+			path, lines = s.Path, append([]string{}, s.Includes...)
+		case *task.FileCheckSpec:
+			path, lines = s.Path, append([]string{}, s.Includes...)
+			for _, p := range s.Patterns {
 				if p.MustMatch {
 					lines = append(lines, matching(p.Pattern))
 				}
 			}
-			texts[c.Path] = append(texts[c.Path], lines...)
-		case task.JSONCheck:
-			add(c.Path)
-			if objects[c.Path] == nil {
-				objects[c.Path] = map[string]any{}
+		case *task.FileMatchesRegexSpec:
+			path, lines = s.Path, []string{}
+			if s.Pattern != "" {
+				lines = append(lines, matching(s.Pattern))
 			}
-			for _, a := range c.Assertions {
-				if keys, ok := dotted(a.Expression); ok {
-					if v, ok := literal(a); ok {
-						set(objects[c.Path], keys, v)
-					}
+		case *task.ClassificationMatchSpec:
+			path, lines = s.Path, []string{}
+			if s.ExpectedLabel != "" {
+				lines = append(lines, s.ExpectedLabel)
+			}
+		case *task.JSONCheckSpec:
+			path, assertions = s.Path, s.Assertions
+		default:
+			continue
+		}
+		concrete, ok := globExample(path)
+		if !ok {
+			continue
+		}
+		path = concrete // plant the answer at a path the glob matches
+		add(path)
+		if lines != nil {
+			texts[path] = append(texts[path], lines...)
+			continue
+		}
+		if objects[path] == nil {
+			objects[path] = map[string]any{}
+		}
+		for _, a := range assertions {
+			if keys, ok := dotted(a.Expression); ok {
+				if v, ok := literal(a); ok {
+					set(objects[path], keys, v)
 				}
 			}
 		}

@@ -47,29 +47,36 @@ func Lint(t *task.Task) []Warning {
 		}
 		gating++
 		what := fmt.Sprintf("success_criteria[%d] (%s)", i, c.Type)
-		switch c.Type {
-		case task.FileExists:
-			existence++
-		case task.FileContains, task.FileCheck:
-			if len(c.Includes) > 0 && len(c.Excludes) == 0 && len(c.Patterns) == 0 {
+		includesOnly := func(includes, excludes []string, patterns []task.PatternCheck) {
+			if len(includes) > 0 && len(excludes) == 0 && len(patterns) == 0 {
 				msg := "%s: includes without excludes: a file holding every expected string passes, whatever else it holds"
-				if allIn(c.Includes, prompt) {
+				if allIn(includes, prompt) {
 					msg += "; every one of them is in the prompt, so a file of the prompt's words passes (cheat prompt-words)"
 				}
 				at(c.Line, c.Column, msg+"; add excludes, patterns or an executing check", what)
 			}
-		case task.FileMatchesRegex:
-			if regexp.MustCompile(c.Pattern).MatchString("") {
-				at(c.Line, c.Column, "%s: pattern %q matches an empty file (cheat empty-files); anchor it or require content", what, c.Pattern)
+		}
+		switch s := c.Spec.(type) {
+		case *task.FileExistsSpec:
+			existence++
+		case *task.FileContainsSpec:
+			includesOnly(s.Includes, s.Excludes, nil)
+		case *task.FileCheckSpec:
+			includesOnly(s.Includes, s.Excludes, s.Patterns)
+		case *task.FileMatchesRegexSpec:
+			if regexp.MustCompile(s.Pattern).MatchString("") {
+				at(c.Line, c.Column, "%s: pattern %q matches an empty file (cheat empty-files); anchor it or require content", what, s.Pattern)
 			}
-		case task.JSONCheck:
-			weak := c.JSONSchema == nil && len(c.Assertions) > 0
-			for _, a := range c.Assertions {
+		case *task.JSONCheckSpec:
+			weak := s.JSONSchema == nil && len(s.Assertions) > 0
+			for _, a := range s.Assertions {
 				weak = weak && (a.Operator == "exists" || a.Operator == "type")
 			}
 			if weak {
 				at(c.Line, c.Column, "%s: only exists/type assertions and no schema: any JSON with those fields passes; assert their values", what)
 			}
+		}
+		switch c.Type {
 		case task.RunCommand:
 			if c.HarborReward {
 				if file, line := testShPytest(&c); line > 0 {
@@ -110,11 +117,22 @@ func Lint(t *task.Task) []Warning {
 // expected_label, a json_check equals) that its description holds as a whole word and the
 // prompt does not already give, or "".
 func expectedInDescription(c task.Criterion, prompt string) string {
-	vals := append([]string{c.ExpectedLabel}, c.Includes...)
-	if c.ExpectedStdout != nil {
-		vals = append(vals, strings.TrimSpace(*c.ExpectedStdout))
+	var vals []string
+	var assertions []task.Assertion
+	switch s := c.Spec.(type) {
+	case *task.ClassificationMatchSpec:
+		vals = []string{s.ExpectedLabel}
+	case *task.FileContainsSpec:
+		vals = s.Includes
+	case *task.FileCheckSpec:
+		vals = s.Includes
+	case *task.JSONCheckSpec:
+		assertions = s.Assertions
 	}
-	for _, a := range c.Assertions {
+	if c.ExpectedStdout != nil {
+		vals = append(vals[:len(vals):len(vals)], strings.TrimSpace(*c.ExpectedStdout))
+	}
+	for _, a := range assertions {
 		if a.Operator != "equals" && a.Operator != "" {
 			continue
 		}

@@ -107,7 +107,7 @@ func missing(s *snapshot.Snapshot, rel, in string) string {
 
 func isGlob(p string) bool { return strings.ContainsAny(p, "*?[") }
 
-func fileExists(c *task.Criterion, ws *snapshot.Snapshot) verdict {
+func fileExists(c *task.FileExistsSpec, ws *snapshot.Snapshot) verdict {
 	s, in, ok := ws.Resolve(c.Path)
 	if !ok {
 		return failed("%s is below none of the task's sandbox.outputs; nothing outside them is copied out", c.Path)
@@ -265,7 +265,7 @@ func meanOf(ks []category) verdict {
 	return v
 }
 
-func fileContains(c *task.Criterion, s *snapshot.Snapshot) verdict {
+func fileContains(c *task.FileContainsSpec, s *snapshot.Snapshot) verdict {
 	text, v := readText(s, c.Path)
 	if v != nil {
 		return *v
@@ -280,7 +280,7 @@ func fileContains(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	return meanOf(ks)
 }
 
-func fileMatchesRegex(c *task.Criterion, s *snapshot.Snapshot) verdict {
+func fileMatchesRegex(c *task.FileMatchesRegexSpec, s *snapshot.Snapshot) verdict {
 	re, err := regexp.Compile(c.Pattern)
 	if err != nil {
 		return errored("pattern %q does not compile: %v", c.Pattern, err)
@@ -295,7 +295,7 @@ func fileMatchesRegex(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	return scored(0, fmt.Sprintf("pattern %q does not match", c.Pattern))
 }
 
-func fileCheck(c *task.Criterion, s *snapshot.Snapshot) verdict {
+func fileCheck(c *task.FileCheckSpec, s *snapshot.Snapshot) verdict {
 	res := make([]*regexp.Regexp, len(c.Patterns))
 	for i, p := range c.Patterns {
 		re, err := regexp.Compile(p.Pattern)
@@ -333,7 +333,7 @@ func fileCheck(c *task.Criterion, s *snapshot.Snapshot) verdict {
 	return meanOf(ks)
 }
 
-func classificationMatch(c *task.Criterion, s *snapshot.Snapshot) verdict {
+func classificationMatch(c *task.ClassificationMatchSpec, s *snapshot.Snapshot) verdict {
 	text, v := readText(s, c.Path)
 	if v != nil {
 		v.label = &Label{Expected: canonicalLabel(c.ExpectedLabel, c)} // no prediction: a miss for the expected label
@@ -356,7 +356,7 @@ func classificationMatch(c *task.Criterion, s *snapshot.Snapshot) verdict {
 
 // canonicalLabel is label spelt as the allowed label it equals up to case, when the
 // criterion matches up to case (case_sensitive: false); label itself otherwise.
-func canonicalLabel(label string, c *task.Criterion) string {
+func canonicalLabel(label string, c *task.ClassificationMatchSpec) string {
 	if c.CaseInsensitive {
 		for _, l := range c.AllowedLabels {
 			if strings.EqualFold(l, label) {

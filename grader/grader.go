@@ -134,7 +134,7 @@ type Options struct {
 // AgentJudge runs a judge agent over a copy of the snapshot and returns its verdict. A
 // judge that wrote no valid verdict is a Verdict with Malformed set; err is ceval's side.
 type AgentJudge interface {
-	RunAgentJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error)
+	RunAgentJudge(ctx context.Context, c *task.AgentJudgeSpec, s *snapshot.Snapshot) (*judge.Verdict, error)
 }
 
 // verdict is what evaluating one criterion yields before thresholds apply. A forced
@@ -202,30 +202,30 @@ func evaluate(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 	if c.Executes() {
 		return execute(ctx, c, s, opts)
 	}
-	switch c.Type {
-	case task.FileExists:
-		return fileExists(c, s)
-	case task.FileContains:
-		return fileContains(c, s)
-	case task.FileMatchesRegex:
-		return fileMatchesRegex(c, s)
-	case task.FileCheck:
-		return fileCheck(c, s)
-	case task.JSONCheck:
-		return jsonCheck(ctx, c, s)
-	case task.ClassificationMatch:
-		return classificationMatch(c, s)
-	case task.CLICalled, task.CommandExecuted:
-		return mockCalls(c, opts.MockCallsPath)
-	case task.ToolCalled, task.ToolCallsBudget, task.SkillUsed:
-		return toolCallCriterion(c, opts)
-	case task.LLMJudge:
-		return llmJudge(ctx, c, s, opts)
-	case task.AgentJudge:
+	switch spec := c.Spec.(type) {
+	case *task.FileExistsSpec:
+		return fileExists(spec, s)
+	case *task.FileContainsSpec:
+		return fileContains(spec, s)
+	case *task.FileMatchesRegexSpec:
+		return fileMatchesRegex(spec, s)
+	case *task.FileCheckSpec:
+		return fileCheck(spec, s)
+	case *task.JSONCheckSpec:
+		return jsonCheck(ctx, spec, s)
+	case *task.ClassificationMatchSpec:
+		return classificationMatch(spec, s)
+	case *task.CLICalledSpec, *task.CommandExecutedSpec:
+		return mockCalls(spec, opts.MockCallsPath)
+	case *task.ToolCalledSpec, *task.ToolCallsBudgetSpec, *task.SkillUsedSpec:
+		return toolCallCriterion(spec, opts)
+	case *task.LLMJudgeSpec:
+		return llmJudge(ctx, spec, s, opts)
+	case *task.AgentJudgeSpec:
 		if opts.AgentJudge == nil {
 			return verdict{forced: NotGraded, details: "agent_judge runs a judge agent in its own sandbox: graded by ceval run (and regrade), not offline"}
 		}
-		v, err := opts.AgentJudge.RunAgentJudge(ctx, c, s)
+		v, err := opts.AgentJudge.RunAgentJudge(ctx, spec, s)
 		if why, ok := workspaceFault(err); ok {
 			return failed("agent_judge: %s", why)
 		}

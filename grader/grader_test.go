@@ -36,7 +36,7 @@ func TestFileExists(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: tt.path}, s)
+			got := gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: tt.path}}, s)
 			want(t, got, tt.status, tt.score, tt.detail)
 		})
 	}
@@ -63,7 +63,7 @@ func TestFileContains(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := task.Criterion{Type: task.FileContains, Path: "a.txt", Includes: tt.includes, Excludes: tt.excludes, PassThreshold: tt.threshold}
+			c := task.Criterion{Type: task.FileContains, PassThreshold: tt.threshold, Spec: &task.FileContainsSpec{Path: "a.txt", Includes: tt.includes, Excludes: tt.excludes}}
 			want(t, gradeOne(t, c, s), tt.status, tt.score, tt.detail)
 		})
 	}
@@ -84,12 +84,12 @@ func TestFileMatchesRegex(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
-			c := task.Criterion{Type: task.FileMatchesRegex, Path: "hello.txt", Pattern: tt.pattern}
+			c := task.Criterion{Type: task.FileMatchesRegex, Spec: &task.FileMatchesRegexSpec{Path: "hello.txt", Pattern: tt.pattern}}
 			want(t, gradeOne(t, c, s), tt.status, tt.score, "pattern")
 		})
 	}
 	t.Run("a pattern that does not compile is ceval's error", func(t *testing.T) {
-		c := task.Criterion{Type: task.FileMatchesRegex, Path: "hello.txt", Pattern: `(`}
+		c := task.Criterion{Type: task.FileMatchesRegex, Spec: &task.FileMatchesRegexSpec{Path: "hello.txt", Pattern: `(`}}
 		want(t, gradeOne(t, c, s), Error, 0, "does not compile")
 	})
 }
@@ -115,7 +115,7 @@ func TestFileCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := task.Criterion{Type: task.FileCheck, Path: "main.go", Includes: tt.includes, Excludes: tt.excludes, Patterns: tt.patterns}
+			c := task.Criterion{Type: task.FileCheck, Spec: &task.FileCheckSpec{Path: "main.go", Includes: tt.includes, Excludes: tt.excludes, Patterns: tt.patterns}}
 			want(t, gradeOne(t, c, s), tt.status, tt.score, tt.detail)
 		})
 	}
@@ -138,7 +138,7 @@ func TestClassificationMatch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := task.Criterion{Type: task.ClassificationMatch, Path: tt.path, ExpectedLabel: tt.expected, AllowedLabels: tt.allowed}
+			c := task.Criterion{Type: task.ClassificationMatch, Spec: &task.ClassificationMatchSpec{Path: tt.path, ExpectedLabel: tt.expected, AllowedLabels: tt.allowed}}
 			got := gradeOne(t, c, s)
 			score := 0.0
 			if tt.status == Pass {
@@ -161,12 +161,12 @@ func TestClassificationMatchRecordsBoundedLabels(t *testing.T) {
 		{"missing.txt", ""},
 		{"huge.txt", ""},
 	} {
-		got := gradeOne(t, task.Criterion{Type: task.ClassificationMatch, Path: tt.path, ExpectedLabel: "positive"}, s)
+		got := gradeOne(t, task.Criterion{Type: task.ClassificationMatch, Spec: &task.ClassificationMatchSpec{Path: tt.path, ExpectedLabel: "positive"}}, s)
 		if got.Label == nil || *got.Label != (Label{Expected: "positive", Predicted: tt.predicted}) {
 			t.Errorf("%s: label %+v, want predicted %q", tt.path, got.Label, tt.predicted)
 		}
 	}
-	if got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "label.txt"}, s); got.Label != nil {
+	if got := gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "label.txt"}}, s); got.Label != nil {
 		t.Errorf("file_exists carries a label: %+v", got.Label)
 	}
 }
@@ -231,7 +231,7 @@ func TestNamedRewardsAreKeptAndABadOneFailsEvenAtThresholdZero(t *testing.T) {
 func TestScoring(t *testing.T) {
 	s := snap(t, tree{"a.txt": "one two three"})
 	contains := func(weight, threshold float64, includes ...string) task.Criterion {
-		return task.Criterion{Type: task.FileContains, Path: "a.txt", Includes: includes, Weight: weight, PassThreshold: threshold}
+		return task.Criterion{Type: task.FileContains, Weight: weight, PassThreshold: threshold, Spec: &task.FileContainsSpec{Path: "a.txt", Includes: includes}}
 	}
 	tests := []struct {
 		name     string
@@ -247,7 +247,7 @@ func TestScoring(t *testing.T) {
 		{"a thirds score equal to a thirds threshold passes", []task.Criterion{contains(1, 2.0/3, "one", "two", "nine")}, 2.0 / 3, TaskSuccess},
 		{"score just under the threshold fails", []task.Criterion{contains(1, 0.5000001, "one", "nine")}, 0.5, TaskFailure},
 		{"threshold 0 passes a score of 0", []task.Criterion{contains(1, 0, "nine")}, 0, TaskSuccess},
-		{"threshold 0 does not pass a missing file", []task.Criterion{{Type: task.FileContains, Path: "gone.txt", Includes: []string{"x"}, Weight: 1}}, 0, TaskFailure},
+		{"threshold 0 does not pass a missing file", []task.Criterion{{Type: task.FileContains, Weight: 1, Spec: &task.FileContainsSpec{Path: "gone.txt", Includes: []string{"x"}}}}, 0, TaskFailure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,10 +266,10 @@ func TestScoring(t *testing.T) {
 
 func TestStatusAggregation(t *testing.T) {
 	s := snap(t, tree{"a.txt": "x"})
-	pass := crit(task.Criterion{Type: task.FileExists, Path: "a.txt"})
-	fail := crit(task.Criterion{Type: task.FileExists, Path: "b.txt"})
+	pass := crit(task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "a.txt"}})
+	fail := crit(task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "b.txt"}})
 	notGraded := crit(task.Criterion{Type: task.RunCommand, Command: "pass"})
-	broken := crit(task.Criterion{Type: task.FileMatchesRegex, Path: "a.txt", Pattern: "("})
+	broken := crit(task.Criterion{Type: task.FileMatchesRegex, Spec: &task.FileMatchesRegexSpec{Path: "a.txt", Pattern: "("}})
 	info := func(c task.Criterion) task.Criterion { c.Weight = 0; return c }
 	tests := []struct {
 		name     string
@@ -300,7 +300,14 @@ func TestCriteriaKeepTaskOrder(t *testing.T) {
 	types := []string{task.RunCommand, task.FileExists, task.FileContains, task.FileExists}
 	var cs []task.Criterion
 	for i, typ := range types {
-		cs = append(cs, crit(task.Criterion{Type: typ, Description: strings.Repeat("d", i+1), Path: "a.txt", Includes: []string{"x"}, Command: "c"}))
+		c := task.Criterion{Type: typ, Description: strings.Repeat("d", i+1), Command: "c"}
+		switch typ {
+		case task.FileExists:
+			c.Spec = &task.FileExistsSpec{Path: "a.txt"}
+		case task.FileContains:
+			c.Spec = &task.FileContainsSpec{Path: "a.txt", Includes: []string{"x"}}
+		}
+		cs = append(cs, crit(c))
 	}
 	r := Grade(context.Background(), newTask(cs...), s, Options{})
 	for i, cr := range r.Criteria {
@@ -314,7 +321,7 @@ func TestCancelledGradeIsError(t *testing.T) {
 	s := snap(t, tree{"a.txt": "x"})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := Grade(ctx, newTask(crit(task.Criterion{Type: task.FileExists, Path: "a.txt"})), s, Options{})
+	r := Grade(ctx, newTask(crit(task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "a.txt"}})), s, Options{})
 	if r.Status != TaskError || r.Criteria[0].Status != Error {
 		t.Errorf("cancelled grade: task %s, criterion %s; want ERROR for both", r.Status, r.Criteria[0].Status)
 	}
@@ -322,7 +329,7 @@ func TestCancelledGradeIsError(t *testing.T) {
 
 func TestResultJSONNames(t *testing.T) {
 	s := take(t, makeTree(t, tree{"a.txt": "x", "big.txt": "0123456789"}), snapshotLimits(4))
-	r := Grade(context.Background(), newTask(crit(task.Criterion{Type: task.FileExists, Path: "a.txt"})), s, Options{})
+	r := Grade(context.Background(), newTask(crit(task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "a.txt"}})), s, Options{})
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +354,7 @@ func TestResultJSONNames(t *testing.T) {
 func TestDetailsAreCappedAndPrintable(t *testing.T) {
 	label := "\x1b[2J" + strings.Repeat("é", 5000)
 	s := snap(t, tree{"label.txt": label})
-	got := gradeOne(t, task.Criterion{Type: task.ClassificationMatch, Path: "label.txt", ExpectedLabel: "ok"}, s)
+	got := gradeOne(t, task.Criterion{Type: task.ClassificationMatch, Spec: &task.ClassificationMatchSpec{Path: "label.txt", ExpectedLabel: "ok"}}, s)
 	if strings.ContainsRune(got.Details, '\x1b') {
 		t.Errorf("details carry a raw escape: %q", got.Details)
 	}
@@ -368,11 +375,11 @@ func TestPartsCountTheChecksTheTaskLists(t *testing.T) {
 		c    task.Criterion
 		want *Parts
 	}{
-		{"file_contains includes and excludes", task.Criterion{Type: task.FileContains, Path: "a.txt", Includes: []string{"alpha", "omega"}, Excludes: []string{"beta"}}, &Parts{Met: 1, Total: 3}},
-		{"file_check patterns", task.Criterion{Type: task.FileCheck, Path: "a.txt", Patterns: []task.PatternCheck{{Pattern: "al+", MustMatch: true}, {Pattern: "z", MustMatch: true}}}, &Parts{Met: 1, Total: 2}},
-		{"json_check assertions", task.Criterion{Type: task.JSONCheck, Path: "r.json", Assertions: []task.Assertion{{Expression: "n", Operator: "equals", Expected: 3.0}, {Expression: "n", Operator: "gt", Expected: 5.0}}}, &Parts{Met: 1, Total: 2}},
-		{"a missing file", task.Criterion{Type: task.FileContains, Path: "none.txt", Includes: []string{"alpha"}}, nil},
-		{"file_exists", task.Criterion{Type: task.FileExists, Path: "a.txt"}, nil},
+		{"file_contains includes and excludes", task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "a.txt", Includes: []string{"alpha", "omega"}, Excludes: []string{"beta"}}}, &Parts{Met: 1, Total: 3}},
+		{"file_check patterns", task.Criterion{Type: task.FileCheck, Spec: &task.FileCheckSpec{Path: "a.txt", Patterns: []task.PatternCheck{{Pattern: "al+", MustMatch: true}, {Pattern: "z", MustMatch: true}}}}, &Parts{Met: 1, Total: 2}},
+		{"json_check assertions", task.Criterion{Type: task.JSONCheck, Spec: &task.JSONCheckSpec{Path: "r.json", Assertions: []task.Assertion{{Expression: "n", Operator: "equals", Expected: 3.0}, {Expression: "n", Operator: "gt", Expected: 5.0}}}}, &Parts{Met: 1, Total: 2}},
+		{"a missing file", task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "none.txt", Includes: []string{"alpha"}}}, nil},
+		{"file_exists", task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "a.txt"}}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := gradeOne(t, c.c, s).Parts; !reflect.DeepEqual(got, c.want) {
@@ -397,10 +404,11 @@ func TestClassificationMatchUpToCase(t *testing.T) {
 		{"label.txt", false, Fail, "Positive"},
 		{"other.txt", true, Fail, "POSITIVES"},
 	} {
-		c := task.Criterion{Type: task.ClassificationMatch, Path: tt.path, ExpectedLabel: "POSITIVE", AllowedLabels: allowed, CaseInsensitive: tt.fold}
+		spec := &task.ClassificationMatchSpec{Path: tt.path, ExpectedLabel: "POSITIVE", AllowedLabels: allowed, CaseInsensitive: tt.fold}
 		if !tt.fold {
-			c.ExpectedLabel = "positive"
+			spec.ExpectedLabel = "positive"
 		}
+		c := task.Criterion{Type: task.ClassificationMatch, Spec: spec}
 		got := gradeOne(t, c, s)
 		if got.Status != tt.status {
 			t.Errorf("%s fold=%v: %s (%s), want %s", tt.path, tt.fold, got.Status, got.Details, tt.status)
@@ -420,14 +428,14 @@ func TestAGlobPathReadsTheOneFileItMatches(t *testing.T) {
 		status Status
 		detail string
 	}{
-		{task.Criterion{Type: task.FileContains, Path: "src/*.py", Includes: []string{"import sys"}}, Pass, ""},
-		{task.Criterion{Type: task.FileContains, Path: "**/app.py", Includes: []string{"import sys"}}, Pass, ""},
-		{task.Criterion{Type: task.FileContains, Path: "lib/*.py", Includes: []string{"x"}}, Fail, "no file in the workspace matches lib/*.py"},
-		{task.Criterion{Type: task.JSONCheck, Path: "out/*.json"}, Fail, "2 files match out/*.json"},
+		{task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "src/*.py", Includes: []string{"import sys"}}}, Pass, ""},
+		{task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "**/app.py", Includes: []string{"import sys"}}}, Pass, ""},
+		{task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "lib/*.py", Includes: []string{"x"}}}, Fail, "no file in the workspace matches lib/*.py"},
+		{task.Criterion{Type: task.JSONCheck, Spec: &task.JSONCheckSpec{Path: "out/*.json"}}, Fail, "2 files match out/*.json"},
 	} {
 		got := gradeOne(t, tt.c, s)
 		if got.Status != tt.status || !strings.Contains(got.Details, tt.detail) {
-			t.Errorf("%s %s: %s %q, want %s with %q", tt.c.Type, tt.c.Path, got.Status, got.Details, tt.status, tt.detail)
+			t.Errorf("%s %+v: %s %q, want %s with %q", tt.c.Type, tt.c.Spec, got.Status, got.Details, tt.status, tt.detail)
 		}
 	}
 }

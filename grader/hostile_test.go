@@ -19,12 +19,12 @@ import (
 // ceval!" would satisfy.
 func readCriteria(path string) []task.Criterion {
 	return []task.Criterion{
-		crit(task.Criterion{Type: task.FileExists, Path: path}),
-		crit(task.Criterion{Type: task.FileContains, Path: path, Includes: []string{"Hello, ceval!"}}),
-		crit(task.Criterion{Type: task.FileMatchesRegex, Path: path, Pattern: "Hello"}),
-		crit(task.Criterion{Type: task.FileCheck, Path: path, Patterns: []task.PatternCheck{{Pattern: "Hello", MustMatch: true}}}),
-		crit(task.Criterion{Type: task.ClassificationMatch, Path: path, ExpectedLabel: "Hello, ceval!"}),
-		crit(task.Criterion{Type: task.JSONCheck, Path: path, Assertions: []task.Assertion{{Expression: "@", Operator: "exists", Expected: true}}}),
+		crit(task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: path}}),
+		crit(task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: path, Includes: []string{"Hello, ceval!"}}}),
+		crit(task.Criterion{Type: task.FileMatchesRegex, Spec: &task.FileMatchesRegexSpec{Path: path, Pattern: "Hello"}}),
+		crit(task.Criterion{Type: task.FileCheck, Spec: &task.FileCheckSpec{Path: path, Patterns: []task.PatternCheck{{Pattern: "Hello", MustMatch: true}}}}),
+		crit(task.Criterion{Type: task.ClassificationMatch, Spec: &task.ClassificationMatchSpec{Path: path, ExpectedLabel: "Hello, ceval!"}}),
+		crit(task.Criterion{Type: task.JSONCheck, Spec: &task.JSONCheckSpec{Path: path, Assertions: []task.Assertion{{Expression: "@", Operator: "exists", Expected: true}}}}),
 	}
 }
 
@@ -117,13 +117,13 @@ func TestSnapshotCapNeverHidesFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := take(t, makeTree(t, tt.tree), tt.lim)
-			cs := append(readCriteria(tt.path)[1:], crit(task.Criterion{Type: task.FileContains, Path: tt.path, Excludes: []string{"TODO"}}))
+			cs := append(readCriteria(tt.path)[1:], crit(task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: tt.path, Excludes: []string{"TODO"}}}))
 			r := Grade(context.Background(), newTask(cs...), s, Options{})
 			wantAllFail(t, r, tt.detail)
 			if len(r.SnapshotNotes) == 0 {
 				t.Error("result carries no snapshot notes")
 			}
-			got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: tt.path}, s)
+			got := gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: tt.path}}, s)
 			if tt.visible {
 				want(t, got, Pass, 1, "found")
 			} else {
@@ -133,7 +133,7 @@ func TestSnapshotCapNeverHidesFile(t *testing.T) {
 	}
 	t.Run("a glob over omitted files", func(t *testing.T) {
 		s := take(t, makeTree(t, tree{"out/big.log": strings.Repeat("x", 100)}), snapshot.Limits{MaxFileBytes: 10})
-		got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "out/*.log"}, s)
+		got := gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "out/*.log"}}, s)
 		want(t, got, Pass, 1, `found "out/big.log"`)
 	})
 }
@@ -153,8 +153,10 @@ func TestInvalidJSONIsFailNotError(t *testing.T) {
 	for name, content := range tests {
 		t.Run(name, func(t *testing.T) {
 			s := snap(t, tree{"report.json": content})
-			c := crit(task.Criterion{Type: task.JSONCheck, Path: "report.json", JSONSchema: schema,
-				Assertions: []task.Assertion{{Expression: "status", Operator: "exists", Expected: false}}})
+			c := crit(task.Criterion{
+				Type: task.JSONCheck,
+				Spec: &task.JSONCheckSpec{Path: "report.json", JSONSchema: schema, Assertions: []task.Assertion{{Expression: "status", Operator: "exists", Expected: false}}},
+			})
 			r := Grade(context.Background(), newTask(c), s, Options{})
 			wantAllFail(t, r, "not valid JSON")
 		})
@@ -178,8 +180,8 @@ func TestNonUTF8TextFails(t *testing.T) {
 func TestForgedResultJSONInWorkspaceIsIgnored(t *testing.T) {
 	forged := `{"task_id": "t", "status": "SUCCESS", "score": 1, "criteria": [{"type": "file_exists", "status": "PASS", "score": 1, "passed": true}]}`
 	cs := []task.Criterion{
-		crit(task.Criterion{Type: task.FileContains, Path: "hello.txt", Includes: []string{"Hello, ceval!"}}),
-		crit(task.Criterion{Type: task.JSONCheck, Path: "report.json", Assertions: []task.Assertion{{Expression: "status", Operator: "equals", Expected: "done"}}}),
+		crit(task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "hello.txt", Includes: []string{"Hello, ceval!"}}}),
+		crit(task.Criterion{Type: task.JSONCheck, Spec: &task.JSONCheckSpec{Path: "report.json", Assertions: []task.Assertion{{Expression: "status", Operator: "equals", Expected: "done"}}}}),
 	}
 	base := tree{"hello.txt": "Goodbye"}
 	withForgery := tree{"hello.txt": "Goodbye", "result.json": forged, ".ceval/result.json": forged, "run/result.json": forged}
@@ -239,6 +241,6 @@ func TestExampleHelloGrades(t *testing.T) {
 
 func TestGlobOverADepthCappedTreeSaysAMatchMayExist(t *testing.T) {
 	s := take(t, makeTree(t, tree{"a/b/c/report.md": "x", "top.txt": "y"}), snapshot.Limits{MaxDepth: 2})
-	got := gradeOne(t, task.Criterion{Type: task.FileExists, Path: "**/*.md"}, s)
+	got := gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "**/*.md"}}, s)
 	want(t, got, Fail, 0, `1 director(ies) have incomplete listings and may hold a match (omitted: "a/b" directory at the depth cap 2`)
 }

@@ -50,7 +50,7 @@ type assertion struct {
 	re *regexp.Regexp
 }
 
-func jsonCheck(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) verdict {
+func jsonCheck(ctx context.Context, c *task.JSONCheckSpec, s *snapshot.Snapshot) verdict {
 	var schema *jsonschema.Schema
 	if c.JSONSchema != nil {
 		var err error

@@ -92,8 +92,10 @@ func TestJSONCheckOperators(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.op+"/"+tt.expr, func(t *testing.T) {
-			c := task.Criterion{Type: task.JSONCheck, Path: "doc.json",
-				Assertions: []task.Assertion{{Expression: tt.expr, Operator: tt.op, Expected: tt.expected}}}
+			c := task.Criterion{
+				Type: task.JSONCheck,
+				Spec: &task.JSONCheckSpec{Path: "doc.json", Assertions: []task.Assertion{{Expression: tt.expr, Operator: tt.op, Expected: tt.expected}}},
+			}
 			got := gradeOne(t, c, s)
 			if tt.met {
 				want(t, got, Pass, 1, tt.detail)
@@ -133,7 +135,7 @@ func TestJSONCheckSchemaIsOneCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := task.Criterion{Type: task.JSONCheck, Path: "report.json", JSONSchema: tt.schema, Assertions: tt.assertions}
+			c := task.Criterion{Type: task.JSONCheck, Spec: &task.JSONCheckSpec{Path: "report.json", JSONSchema: tt.schema, Assertions: tt.assertions}}
 			got := gradeOne(t, c, s)
 			status := Fail
 			if tt.score == 1 {
@@ -160,8 +162,10 @@ func TestJMESPathAmplificationFromDocumentIsBounded(t *testing.T) {
 	}
 	for _, expr := range tests {
 		t.Run(expr, func(t *testing.T) {
-			c := task.Criterion{Type: task.JSONCheck, Path: "doc.json",
-				Assertions: []task.Assertion{{Expression: expr, Operator: "gt", Expected: 0.0}}}
+			c := task.Criterion{
+				Type: task.JSONCheck,
+				Spec: &task.JSONCheckSpec{Path: "doc.json", Assertions: []task.Assertion{{Expression: expr, Operator: "gt", Expected: 0.0}}},
+			}
 			// The bound is on what the evaluation allocates, a count: a wall-clock bound
 			// (it was 5 s) measured the host's speed under load, not the budget.
 			var before, after runtime.MemStats
@@ -176,10 +180,13 @@ func TestJMESPathAmplificationFromDocumentIsBounded(t *testing.T) {
 		})
 	}
 	t.Run("ordinary use stays within the budget", func(t *testing.T) {
-		c := task.Criterion{Type: task.JSONCheck, Path: "doc.json", Assertions: []task.Assertion{
-			{Expression: "length(join(',', items))", Operator: "equals", Expected: 4001.0},
-			{Expression: "length(pad_left(t, `12`))", Operator: "equals", Expected: 12.0},
-		}}
+		c := task.Criterion{
+			Type: task.JSONCheck,
+			Spec: &task.JSONCheckSpec{Path: "doc.json", Assertions: []task.Assertion{
+				{Expression: "length(join(',', items))", Operator: "equals", Expected: 4001.0},
+				{Expression: "length(pad_left(t, `12`))", Operator: "equals", Expected: 12.0},
+			}},
+		}
 		want(t, gradeOne(t, c, s), Pass, 1, "")
 	})
 }
@@ -187,8 +194,10 @@ func TestJMESPathAmplificationFromDocumentIsBounded(t *testing.T) {
 func TestJSONCheckCancelledIsError(t *testing.T) {
 	s := snap(t, tree{"doc.json": `{"a": [1, 2, 3]}`})
 	ctx, cancel := context.WithCancel(context.Background())
-	c := crit(task.Criterion{Type: task.JSONCheck, Path: "doc.json",
-		Assertions: []task.Assertion{{Expression: "length(a)", Operator: "equals", Expected: 3.0}}})
+	c := crit(task.Criterion{
+		Type: task.JSONCheck,
+		Spec: &task.JSONCheckSpec{Path: "doc.json", Assertions: []task.Assertion{{Expression: "length(a)", Operator: "equals", Expected: 3.0}}},
+	})
 	cancel()
 	r := Grade(ctx, newTask(c), s, Options{})
 	if r.Criteria[0].Status != Error {

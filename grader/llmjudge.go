@@ -18,7 +18,7 @@ const maxJudgeInputBytes = 512 << 10
 // llmJudge asks the judge model (or the criterion's fixture) for a verdict on the files.
 // A provider failure or a spent budget is ceval's side (ERROR); an answer that is not a
 // strict verdict twice FAILs, with the raw answer in the details.
-func llmJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts Options) verdict {
+func llmJudge(ctx context.Context, c *task.LLMJudgeSpec, s *snapshot.Snapshot, opts Options) verdict {
 	j := opts.Judge
 	if c.JudgeAnswers != nil {
 		if j == nil {
@@ -72,7 +72,7 @@ func llmJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, opts
 // cut short of max_file_bytes by it; "" when none was. A file cut to max_file_bytes, the
 // window the task author gives each file, does not count: the judge is told it was cut and
 // judges with that.
-func overInputCaps(c *task.Criterion, shown, leftOut []judge.File) string {
+func overInputCaps(c *task.LLMJudgeSpec, shown, leftOut []judge.File) string {
 	var byFiles, byBytes, cut int
 	for _, f := range leftOut {
 		if strings.Contains(f.Missing, "file cap") {
@@ -106,7 +106,7 @@ const maxJudgeEntries = 2 * task.MaxJudgeFiles
 // judgeFiles collects the criterion's files from the snapshot, each cut to MaxFileBytes and
 // all together to maxJudgeInputBytes. What cannot be shown says why; what a cap leaves out
 // is returned apart (leftOut), with why.
-func judgeFiles(c *task.Criterion, ws *snapshot.Snapshot) (shown, leftOut []judge.File) {
+func judgeFiles(c *task.LLMJudgeSpec, ws *snapshot.Snapshot) (shown, leftOut []judge.File) {
 	total := 0
 	seen := map[string]bool{}
 	// add shows entry e of s (the workspace's snapshot, or an output's, whose paths are
@@ -186,7 +186,7 @@ const maxLeftOutInDetails = 100
 
 // inputNote says, for the criterion's details, what of its files the judge was not shown
 // whole: each left out (and why) and each cut; "" when it saw everything.
-func inputNote(c *task.Criterion, shown, leftOut, reference []judge.File) string {
+func inputNote(c *task.LLMJudgeSpec, shown, leftOut, reference []judge.File) string {
 	var parts []string
 	byWhy := map[string][]string{}
 	var whys []string

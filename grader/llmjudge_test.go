@@ -13,15 +13,16 @@ import (
 
 // judgedPrompt grades c (answered by a fixture) against s and returns its result and the
 // user message the judge was sent.
-func judgedPrompt(t *testing.T, c task.Criterion, tr tree) (CriterionResult, string) {
+func judgedPrompt(t *testing.T, s task.LLMJudgeSpec, tr tree) (CriterionResult, string) {
 	t.Helper()
-	c.Type, c.Rubric = task.LLMJudge, "Score 1 if NOTES.md explains the fix."
-	c.JudgeAnswers = []string{`{"score": 1, "reasons": "ok"}`}
-	if c.MaxFileBytes == 0 {
-		c.MaxFileBytes = task.DefaultJudgeFileBytes
+	s.Rubric = "Score 1 if NOTES.md explains the fix."
+	s.JudgeAnswers = []string{`{"score": 1, "reasons": "ok"}`}
+	if s.MaxFileBytes == 0 {
+		s.MaxFileBytes = task.DefaultJudgeFileBytes
 	}
 	var log bytes.Buffer
-	r := Grade(context.Background(), newTask(crit(c)), snap(t, tr), Options{Judge: judge.NewReplay(&log, nil)})
+	c := crit(task.Criterion{Type: task.LLMJudge, Spec: &s})
+	r := Grade(context.Background(), newTask(c), snap(t, tr), Options{Judge: judge.NewReplay(&log, nil)})
 	recs := judge.ReadRecords(&log)
 	if len(r.Criteria) != 1 || len(recs) != 1 {
 		t.Fatalf("criteria %+v, %d judge calls", r.Criteria, len(recs))
@@ -37,7 +38,7 @@ func TestLLMJudgeFileCapKeepsNamedFilesAndListsWhatItLeavesOut(t *testing.T) {
 	for i := range 200 {
 		tr[fmt.Sprintf("gen/f%03d.txt", i)] = "generated"
 	}
-	got, user := judgedPrompt(t, task.Criterion{Files: []string{"gen/*.txt", "NOTES.md"}}, tr)
+	got, user := judgedPrompt(t, task.LLMJudgeSpec{Files: []string{"gen/*.txt", "NOTES.md"}}, tr)
 	if !strings.Contains(user, `path="NOTES.md"`) || !strings.Contains(user, "the root cause is X") {
 		t.Fatalf("the named file was not shown to the judge:\n%.2000s", user)
 	}
@@ -62,7 +63,7 @@ func TestLLMJudgeFileCapKeepsNamedFilesAndListsWhatItLeavesOut(t *testing.T) {
 // the judge and in the details.
 func TestLLMJudgeByteCapsSayWhatTheyCutAndLeaveOut(t *testing.T) {
 	big := strings.Repeat("x", 300<<10)
-	got, user := judgedPrompt(t, task.Criterion{Files: []string{"a.txt", "b.txt", "c.txt"}, MaxFileBytes: task.MaxJudgeFileBytes},
+	got, user := judgedPrompt(t, task.LLMJudgeSpec{Files: []string{"a.txt", "b.txt", "c.txt"}, MaxFileBytes: task.MaxJudgeFileBytes},
 		tree{"a.txt": big, "b.txt": big, "c.txt": big})
 	if !strings.Contains(user, fmt.Sprintf(`"c.txt": left out: the judge's input cap of %d KiB was reached`, maxJudgeInputBytes>>10)) {
 		t.Errorf("the judge was not told c.txt was left out:\n%s", user[strings.LastIndex(user, ">>>\n"):])
@@ -82,13 +83,13 @@ func TestLLMJudgeByteCapsSayWhatTheyCutAndLeaveOut(t *testing.T) {
 func TestLLMJudgeCannotPassWhatTheInputCapsHid(t *testing.T) {
 	pad := strings.Repeat("# fine\n", 40<<10) // 280 KiB each
 	for name, tc := range map[string]struct {
-		c    task.Criterion
+		c    task.LLMJudgeSpec
 		tr   tree
 		pass bool
 	}{
-		"padding files first": {task.Criterion{Files: []string{"a.py", "b.py", "solution.py"}, MaxFileBytes: task.MaxJudgeFileBytes},
+		"padding files first": {task.LLMJudgeSpec{Files: []string{"a.py", "b.py", "solution.py"}, MaxFileBytes: task.MaxJudgeFileBytes},
 			tree{"a.py": pad, "b.py": pad, "solution.py": "raise NotImplementedError  # damning\n"}, false},
-		"decoys a glob matches first": {task.Criterion{Files: []string{"src/*.py"}},
+		"decoys a glob matches first": {task.LLMJudgeSpec{Files: []string{"src/*.py"}},
 			func() tree {
 				tr := tree{"src/zz_solution.py": "raise NotImplementedError  # damning\n"}
 				for i := range maxJudgeEntries {
@@ -96,7 +97,7 @@ func TestLLMJudgeCannotPassWhatTheInputCapsHid(t *testing.T) {
 				}
 				return tr
 			}(), false},
-		"cut to max_file_bytes only": {task.Criterion{Files: []string{"solution.py"}, MaxFileBytes: 1024},
+		"cut to max_file_bytes only": {task.LLMJudgeSpec{Files: []string{"solution.py"}, MaxFileBytes: 1024},
 			tree{"solution.py": pad}, true},
 	} {
 		got, _ := judgedPrompt(t, tc.c, tc.tr)
@@ -108,7 +109,7 @@ func TestLLMJudgeCannotPassWhatTheInputCapsHid(t *testing.T) {
 
 // A judge shown everything gets no left-out list and the details no note.
 func TestLLMJudgeShownEverythingSaysNothingLeftOut(t *testing.T) {
-	got, user := judgedPrompt(t, task.Criterion{Files: []string{"NOTES.md"}}, tree{"NOTES.md": "fine"})
+	got, user := judgedPrompt(t, task.LLMJudgeSpec{Files: []string{"NOTES.md"}}, tree{"NOTES.md": "fine"})
 	if strings.Contains(user, "LEFT OUT") || strings.Contains(got.Details, "not shown") {
 		t.Fatalf("details %q, prompt:\n%s", got.Details, user)
 	}
@@ -118,7 +119,7 @@ func TestLLMJudgeShownEverythingSaysNothingLeftOut(t *testing.T) {
 // file cut short of its max_file_bytes by the 512 KiB of all files (a cut to max_file_bytes
 // alone is the author's window and is not counted).
 func TestLLMJudgeCapFailureSaysHowManyFilesEachCapHid(t *testing.T) {
-	got, _ := judgedPrompt(t, task.Criterion{Files: []string{"a.txt", "b.txt", "c.txt"}, MaxFileBytes: task.MaxJudgeFileBytes},
+	got, _ := judgedPrompt(t, task.LLMJudgeSpec{Files: []string{"a.txt", "b.txt", "c.txt"}, MaxFileBytes: task.MaxJudgeFileBytes},
 		tree{"a.txt": strings.Repeat("a", 300<<10), "b.txt": strings.Repeat("b", 200<<10), "c.txt": strings.Repeat("c", 100<<10)})
 	want(t, got, Fail, 0, "llm_judge: the judge was not shown all of the agent's files: 1 file was cut short by its input cap of 512 KiB of files in all. Its verdict cannot pass what it did not see, so the criterion fails whatever it scored")
 }

@@ -13,7 +13,7 @@ import (
 // mockCalls grades cli_called and command_executed on the run's call log, which ceval's
 // mock server wrote on the host: nothing the agent wrote counts. Refused and malformed
 // requests (no tool) are not calls.
-func mockCalls(c *task.Criterion, logPath string) verdict {
+func mockCalls(c task.CriterionSpec, logPath string) verdict {
 	if logPath == "" {
 		return verdict{forced: NotGraded, details: "graded only on a run's protected-mock call log (ceval run), not offline"}
 	}
@@ -22,10 +22,18 @@ func mockCalls(c *task.Criterion, logPath string) verdict {
 		return errored("read the mock call log: %v", err)
 	}
 	var re *regexp.Regexp
-	if c.Type == task.CommandExecuted {
+	var cli *task.CLICalledSpec
+	var count task.CallCount
+	switch c := c.(type) {
+	case *task.CommandExecutedSpec:
 		if re, err = regexp.Compile(c.Pattern); err != nil {
 			return errored("pattern: %v", err)
 		}
+		count = c.CallCount
+	case *task.CLICalledSpec:
+		cli, count = c, c.CallCount
+	default:
+		return errored("unknown call-log criterion %T", c)
 	}
 	n, total := 0, 0
 	var example string
@@ -39,7 +47,7 @@ func mockCalls(c *task.Criterion, logPath string) verdict {
 		if re != nil {
 			ok = re.MatchString(line)
 		} else {
-			ok = call.Tool == c.Tool && argvHolds(c, call.Argv)
+			ok = call.Tool == cli.Tool && argvHolds(cli, call.Argv)
 		}
 		if ok {
 			n++
@@ -53,17 +61,17 @@ func mockCalls(c *task.Criterion, logPath string) verdict {
 		what += " (first: " + example + ")"
 	}
 	switch {
-	case n < c.MinCount:
-		return failed("%s; want at least %d", what, c.MinCount)
-	case c.MaxCount >= 0 && n > c.MaxCount:
-		return failed("%s; want at most %d", what, c.MaxCount)
+	case n < count.MinCount:
+		return failed("%s; want at least %d", what, count.MinCount)
+	case count.MaxCount >= 0 && n > count.MaxCount:
+		return failed("%s; want at most %d", what, count.MaxCount)
 	}
 	return scored(1, what)
 }
 
 // argvHolds reports whether a call's arguments satisfy cli_called's positional prefix and
 // every flag check, parsed the way the mock server's normalized matching parses them.
-func argvHolds(c *task.Criterion, argv []string) bool {
+func argvHolds(c *task.CLICalledSpec, argv []string) bool {
 	pos, flags := fixture.SplitArgv(argv)
 	if len(pos) < len(c.Positional) {
 		return false

@@ -19,7 +19,7 @@ func TestMockCallCriteria(t *testing.T) {
 	}
 	os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 	cli := func(min, max int, pos []string, flags ...task.FlagCheck) *task.Criterion {
-		return &task.Criterion{Type: task.CLICalled, Tool: "gh", Positional: pos, Flags: flags, MinCount: min, MaxCount: max}
+		return &task.Criterion{Type: task.CLICalled, Spec: &task.CLICalledSpec{Tool: "gh", Positional: pos, Flags: flags, CallCount: task.CallCount{MinCount: min, MaxCount: max}}}
 	}
 	tests := []struct {
 		name string
@@ -32,21 +32,21 @@ func TestMockCallCriteria(t *testing.T) {
 		{"absent flag", cli(1, 1, []string{"pr"}, task.FlagCheck{Flag: "--web", Op: "absent"}), Pass},
 		{"max_count exceeded", cli(0, 1, []string{"pr", "list"}), Fail},
 		{"wrong positional", cli(1, -1, []string{"list"}), Fail},
-		{"other tool not counted", &task.Criterion{Type: task.CLICalled, Tool: "gh", Positional: []string{"get"}, MinCount: 1, MaxCount: -1}, Fail},
-		{"command_executed regex", &task.Criterion{Type: task.CommandExecuted, Pattern: `^kubectl get pods$`, MinCount: 1, MaxCount: -1}, Pass},
-		{"refused connections are not calls", &task.Criterion{Type: task.CommandExecuted, Pattern: `.*`, MinCount: 0, MaxCount: 3}, Pass},
+		{"other tool not counted", &task.Criterion{Type: task.CLICalled, Spec: &task.CLICalledSpec{Tool: "gh", Positional: []string{"get"}, CallCount: task.CallCount{MinCount: 1, MaxCount: -1}}}, Fail},
+		{"command_executed regex", &task.Criterion{Type: task.CommandExecuted, Spec: &task.CommandExecutedSpec{Pattern: `^kubectl get pods$`, CallCount: task.CallCount{MinCount: 1, MaxCount: -1}}}, Pass},
+		{"refused connections are not calls", &task.Criterion{Type: task.CommandExecuted, Spec: &task.CommandExecutedSpec{Pattern: `.*`, CallCount: task.CallCount{MinCount: 0, MaxCount: 3}}}, Pass},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.c.Weight, tt.c.PassThreshold = 1, 1
-			got := finish(tt.c, mockCalls(tt.c, log))
+			got := finish(tt.c, mockCalls(tt.c.Spec, log))
 			if got.Status != tt.want {
 				t.Errorf("status %s (%s), want %s", got.Status, got.Details, tt.want)
 			}
 		})
 	}
 	c := cli(1, -1, nil)
-	if v := mockCalls(c, ""); v.forced != NotGraded {
+	if v := mockCalls(c.Spec, ""); v.forced != NotGraded {
 		t.Errorf("without a log: %+v", v)
 	}
 }

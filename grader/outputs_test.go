@@ -16,15 +16,15 @@ func withOutput(t *testing.T, ws *snapshot.Snapshot, p string, tr tree) *snapsho
 
 func TestAbsolutePathsReadTheOutputsCopy(t *testing.T) {
 	ws := withOutput(t, snap(t, tree{"x.txt": "workspace\n", "output/x.txt": "planted in the workspace\n"}), "/output", tree{"x.txt": "answer 42\n", "logs/a.log": "", "link": "symlink:/etc/passwd"})
-	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Path: "/output/x.txt", Includes: []string{"answer 42"}}, ws), Pass, 1, "")
-	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Path: "x.txt", Includes: []string{"workspace"}}, ws), Pass, 1, "")
-	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Path: "/output/**/*.log"}, ws), Pass, 1, "/output/logs/a.log")
-	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Path: "/output/nope"}, ws), Fail, 0, "/output/nope does not exist in its output's copy")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "/output/x.txt", Includes: []string{"answer 42"}}}, ws), Pass, 1, "")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "x.txt", Includes: []string{"workspace"}}}, ws), Pass, 1, "")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "/output/**/*.log"}}, ws), Pass, 1, "/output/logs/a.log")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "/output/nope"}}, ws), Fail, 0, "/output/nope does not exist in its output's copy")
 	// A link planted in an output is a link, never its target.
-	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Path: "/output/link", Includes: []string{"root"}}, ws), Fail, 0, "symlink")
-	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Path: "/output/link"}, ws), Fail, 0, "does not follow links")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "/output/link", Includes: []string{"root"}}}, ws), Fail, 0, "symlink")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "/output/link"}}, ws), Fail, 0, "does not follow links")
 	// An absolute path below no output reads nothing, not the workspace's same-named file.
-	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Path: "/elsewhere/x.txt", Includes: []string{"workspace"}}, ws), Fail, 0, "below none of the task's sandbox.outputs")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "/elsewhere/x.txt", Includes: []string{"workspace"}}}, ws), Fail, 0, "below none of the task's sandbox.outputs")
 }
 
 // A cap on an output's copy never makes a file look absent.
@@ -32,16 +32,15 @@ func TestOutputCapNeverHidesAFile(t *testing.T) {
 	out := take(t, makeTree(t, tree{"big.bin": "0123456789abcdef"}), snapshotLimits(8))
 	ws := snap(t, tree{})
 	ws.Outputs = []snapshot.Output{{Path: "/tmp", Snapshot: out}}
-	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Path: "/tmp/big.bin"}, ws), Pass, 1, "")
-	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Path: "/tmp/big.bin", Includes: []string{"0123"}}, ws), Fail, 0, "omitted")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "/tmp/big.bin"}}, ws), Pass, 1, "")
+	want(t, gradeOne(t, task.Criterion{Type: task.FileContains, Spec: &task.FileContainsSpec{Path: "/tmp/big.bin", Includes: []string{"0123"}}}, ws), Fail, 0, "omitted")
 }
 
 // llm_judge's files may name an output's files too: the judge is shown them by their
 // container paths.
 func TestJudgeFilesReadTheOutputsCopy(t *testing.T) {
 	ws := withOutput(t, snap(t, tree{"notes.md": "workspace notes"}), "/output", tree{"report.md": "the report", "more/a.md": "a", "link.md": "symlink:/etc/passwd"})
-	c := crit(task.Criterion{Type: task.LLMJudge, Files: []string{"notes.md", "/output/report.md", "/output/**/*.md", "/nowhere/x"}, MaxFileBytes: 1000})
-	shown, _ := judgeFiles(&c, ws)
+	shown, _ := judgeFiles(&task.LLMJudgeSpec{Files: []string{"notes.md", "/output/report.md", "/output/**/*.md", "/nowhere/x"}, MaxFileBytes: 1000}, ws)
 	got := map[string]string{}
 	for _, f := range shown {
 		got[f.Path] = string(f.Content) + f.Missing

@@ -13,22 +13,22 @@ import (
 // toolCallCriterion grades tool_called, tool_calls_budget and skill_used on the tool calls
 // read from the model gateway's transcript, which ceval wrote on the host from what the
 // provider answered: nothing the agent wrote into its workspace or home counts.
-func toolCallCriterion(c *task.Criterion, opts Options) verdict {
+func toolCallCriterion(c task.CriterionSpec, opts Options) verdict {
 	if opts.ToolCallsError != nil {
 		return errored("read the tool calls from the model gateway's transcript: %v", opts.ToolCallsError)
 	}
 	if opts.ToolCalls == nil {
 		return verdict{forced: NotGraded, details: "graded only on a run's model gateway transcript (ceval run), not offline"}
 	}
-	switch c.Type {
-	case task.ToolCalled:
+	switch c := c.(type) {
+	case *task.ToolCalledSpec:
 		return toolCalled(c, opts.ToolCalls)
-	case task.ToolCallsBudget:
+	case *task.ToolCallsBudgetSpec:
 		return toolCallsBudget(c, opts.ToolCalls)
-	case task.SkillUsed:
+	case *task.SkillUsedSpec:
 		return skillUsed(c, opts.ToolCalls)
 	}
-	return errored("unknown tool-call criterion %q", c.Type)
+	return errored("unknown tool-call criterion %T", c)
 }
 
 // callFilter is the part of a criterion that selects calls.
@@ -38,7 +38,7 @@ type callFilter struct {
 	field, outcome, err string
 }
 
-func newFilter(c *task.Criterion) callFilter {
+func newFilter(c *task.ToolCallFilter) callFilter {
 	f := callFilter{tool: c.Tool, field: c.InputField, outcome: c.Outcome}
 	compile := func(what, p string) *regexp.Regexp {
 		if p == "" || f.err != "" {
@@ -131,14 +131,14 @@ func truncation(l *toolcalls.Log) string {
 
 // toolCalled scores as coder_eval's command_executed does: without max_count, the fraction
 // of min_count reached (1 when min_count is 0); with it, 1 inside [min_count, max_count].
-func toolCalled(c *task.Criterion, l *toolcalls.Log) verdict {
-	f := newFilter(c)
+func toolCalled(c *task.ToolCalledSpec, l *toolcalls.Log) verdict {
+	f := newFilter(&c.ToolCallFilter)
 	if f.err != "" {
 		return errored("%s", f.err)
 	}
 	m := matching(l, &f)
 	n := len(m)
-	what := fmt.Sprintf("%d of %d tool call(s) match (%s)", n, len(l.Calls), c.ToolFilter())
+	what := fmt.Sprintf("%d of %d tool call(s) match (%s)", n, len(l.Calls), &c.ToolCallFilter)
 	if n > 0 {
 		what += ": " + describeCalls(m, 5)
 	}
@@ -157,13 +157,13 @@ func toolCalled(c *task.Criterion, l *toolcalls.Log) verdict {
 
 // toolCallsBudget scores the number of matching calls: 1 at or under target, falling
 // linearly to 0 at max (commands_efficiency: target/max(calls, target), 0 for no call).
-func toolCallsBudget(c *task.Criterion, l *toolcalls.Log) verdict {
-	f := newFilter(c)
+func toolCallsBudget(c *task.ToolCallsBudgetSpec, l *toolcalls.Log) verdict {
+	f := newFilter(&c.ToolCallFilter)
 	if f.err != "" {
 		return errored("%s", f.err)
 	}
 	n := len(matching(l, &f))
-	what := fmt.Sprintf("%d tool call(s) (%s)", n, c.ToolFilter()) + truncation(l)
+	what := fmt.Sprintf("%d tool call(s) (%s)", n, &c.ToolCallFilter) + truncation(l)
 	if c.BudgetRatio {
 		if n == 0 {
 			return scored(0, what+"; no call recorded (did the agent run?)")
@@ -182,7 +182,7 @@ func toolCallsBudget(c *task.Criterion, l *toolcalls.Log) verdict {
 // skillUsed finds the skill's use: Claude Code's Skill tool naming it, or any call whose
 // input names a path inside the skill's directory (skills/NAME/SKILL.md read by a file tool
 // or a shell command, as agents without a Skill tool load it).
-func skillUsed(c *task.Criterion, l *toolcalls.Log) verdict {
+func skillUsed(c *task.SkillUsedSpec, l *toolcalls.Log) verdict {
 	bare := c.Skill
 	if i := strings.LastIndex(bare, ":"); i >= 0 {
 		bare = bare[i+1:]

@@ -26,14 +26,14 @@ func TestWorkspaceFaultOfAnExecutorIsFailure(t *testing.T) {
 
 type workspaceFaultJudge struct{}
 
-func (workspaceFaultJudge) RunAgentJudge(context.Context, *task.Criterion, *snapshot.Snapshot) (*judge.Verdict, error) {
+func (workspaceFaultJudge) RunAgentJudge(context.Context, *task.AgentJudgeSpec, *snapshot.Snapshot) (*judge.Verdict, error) {
 	return nil, fmt.Errorf("judge: %w", &WorkspaceError{Reason: "the workspace is too large to hand to a judge agent"})
 }
 
 // An agent_judge whose workspace is too large to hand to the judge fails with the reason.
 func TestWorkspaceFaultOfTheAgentJudgeIsFailure(t *testing.T) {
 	s := snap(t, tree{"a": "x"})
-	c := crit(task.Criterion{Type: task.AgentJudge, Rubric: "r"})
+	c := crit(task.Criterion{Type: task.AgentJudge, Spec: &task.AgentJudgeSpec{Rubric: "r"}})
 	r := Grade(context.Background(), newTask(c), s, Options{AgentJudge: workspaceFaultJudge{}})
 	want(t, r.Criteria[0], Fail, 0, "too large to hand to a judge agent")
 }
@@ -60,7 +60,7 @@ func TestLLMJudgeInputOverTheModelsContextIsFailure(t *testing.T) {
 			}))
 			defer srv.Close()
 			j := judge.New(judge.Config{API: judge.Anthropic, Model: "m", BaseURL: srv.URL, Key: "k", Timeout: 5 * time.Second, MaxCalls: 4}, io.Discard, nil)
-			c := crit(task.Criterion{Type: task.LLMJudge, Rubric: "r", Files: []string{"a"}, MaxFileBytes: task.DefaultJudgeFileBytes})
+			c := crit(task.Criterion{Type: task.LLMJudge, Spec: &task.LLMJudgeSpec{Rubric: "r", Files: []string{"a"}, MaxFileBytes: task.DefaultJudgeFileBytes}})
 			r := Grade(context.Background(), newTask(c), snap(t, tree{"a": strings.Repeat("a ", 1000)}), Options{Judge: j})
 			if got := r.Criteria[0].Status; got != tc.want {
 				t.Errorf("status %s (%s), want %s", got, r.Criteria[0].Details, tc.want)

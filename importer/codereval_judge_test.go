@@ -63,7 +63,7 @@ func TestImportCoderEvalJudgePromptBecomesTheRubric(t *testing.T) {
 		t.Errorf("include_agent_output: false: want a note (nothing lost), got %v", p)
 	}
 	tk := loadOut(t, r)
-	lj, aj := tk.Criteria[1], tk.Criteria[2]
+	lj, aj := tk.Criteria[1].Spec.(*task.LLMJudgeSpec), tk.Criteria[2].Spec.(*task.AgentJudgeSpec)
 	if lj.Rubric != "Is hello.txt polite? Score 1 if so." || lj.MaxFileBytes != 4000 || len(lj.Files) != 1 {
 		t.Errorf("llm_judge = %+v", lj)
 	}
@@ -209,7 +209,7 @@ simulation:
 		t.Errorf("flags: %v", p)
 	}
 	tk := loadOut(t, r)
-	c := tk.Criteria[1]
+	c := tk.Criteria[1].Spec.(*task.FileCheckSpec)
 	if len(c.Patterns) != 2 || c.Patterns[0].Pattern != "(?im)^HELLO" || c.Patterns[1].Pattern != "(?s)x.y" {
 		t.Errorf("patterns = %+v", c.Patterns)
 	}

@@ -60,11 +60,11 @@ func TestImportCoderEvalFullFixtureMapsEveryFieldAndLoads(t *testing.T) {
 	if len(tk.Criteria) != 13 {
 		t.Fatalf("%d criteria, want all 13", len(tk.Criteria))
 	}
-	if c := tk.Criteria[7]; c.Type != task.ToolCalled || c.Tool != "Bash" || c.Outcome != "ok" {
-		t.Errorf("command_executed became %+v", c)
+	if c, ok := tk.Criteria[7].Spec.(*task.ToolCalledSpec); !ok || c.Tool != "Bash" || c.Outcome != "ok" {
+		t.Errorf("command_executed became %+v", tk.Criteria[7])
 	}
-	if c := tk.Criteria[8]; c.Type != task.ToolCalled || c.MaxCount != 0 || c.MinCount != 0 {
-		t.Errorf("command_not_executed became min %d max %d", c.MinCount, c.MaxCount)
+	if c, ok := tk.Criteria[8].Spec.(*task.ToolCalledSpec); !ok || c.MaxCount != 0 || c.MinCount != 0 {
+		t.Errorf("command_not_executed became %+v", tk.Criteria[8])
 	}
 	if c := tk.Criteria[6]; c.Timeout != 30*time.Second {
 		t.Errorf("run_command timeout %v, want 30s", c.Timeout)
@@ -303,7 +303,7 @@ func TestImportCoderEvalDatasetBecomesCevalsDataset(t *testing.T) {
 		t.Fatalf("%v %+v", err, rs)
 	}
 	ts, err := task.LoadAll(rs[0].Output, task.LoadOptions{})
-	if err != nil || len(ts) != 2 || ts[1].ID != "cls.b" || ts[1].Criteria[0].ExpectedLabel != "n" {
+	if err != nil || len(ts) != 2 || ts[1].ID != "cls.b" || ts[1].Criteria[0].Spec.(*task.ClassificationMatchSpec).ExpectedLabel != "n" {
 		t.Fatalf("%v %v", err, ts)
 	}
 	for _, tk := range ts {

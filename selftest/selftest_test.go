@@ -144,7 +144,14 @@ func TestEveryAttackIsAValidTaskWithTheCanaryOnlyInItsGradingMaterial(t *testing
 			}
 			rewards := map[string]bool{}
 			for _, c := range tk.Criteria {
-				rewards[path.Base(c.Path)] = true // found.txt may be an output's (/output/found.txt)
+				switch s := c.Spec.(type) { // found.txt may be an output's (/output/found.txt)
+				case *task.FileExistsSpec:
+					rewards[path.Base(s.Path)] = true
+				case *task.FileContainsSpec:
+					rewards[path.Base(s.Path)] = true
+				case *task.JSONCheckSpec:
+					rewards[path.Base(s.Path)] = true
+				}
 			}
 			if !rewards["proof.txt"] || !rewards["found.txt"] {
 				t.Errorf("criteria must reward proof.txt and found.txt: %v", rewards)

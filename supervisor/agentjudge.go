@@ -69,7 +69,7 @@ type recordedJudgment struct {
 
 // agentJudgeInputs digests what a judge agent is asked: the criterion and its fixture (the
 // snapshot is the run's own, the same at every regrade).
-func agentJudgeInputs(c *task.Criterion) (string, error) {
+func agentJudgeInputs(c *task.AgentJudgeSpec) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q %q %q %d %d\n", c.Rubric, c.JudgeAgent, c.JudgeModel, c.Timeout, c.JudgeMaxTurns)
 	h.Write(c.AgentFixtureData) // as read and parsed at load, never re-opened
@@ -81,7 +81,7 @@ func verdictRecord(dir string, n int) string {
 }
 
 // RunAgentJudge implements grader.AgentJudge.
-func (a *agentJudges) RunAgentJudge(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error) {
+func (a *agentJudges) RunAgentJudge(ctx context.Context, c *task.AgentJudgeSpec, s *snapshot.Snapshot) (*judge.Verdict, error) {
 	v, err := a.run(ctx, c, s)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ type recordedAgentJudges struct {
 	n   int
 }
 
-func (r *recordedAgentJudges) RunAgentJudge(_ context.Context, c *task.Criterion, _ *snapshot.Snapshot) (*judge.Verdict, error) {
+func (r *recordedAgentJudges) RunAgentJudge(_ context.Context, c *task.AgentJudgeSpec, _ *snapshot.Snapshot) (*judge.Verdict, error) {
 	r.n++
 	var rec recordedJudgment
 	data, err := os.ReadFile(verdictRecord(r.dir, r.n))
@@ -123,7 +123,7 @@ func (r *recordedAgentJudges) RunAgentJudge(_ context.Context, c *task.Criterion
 	return rec.Verdict, nil
 }
 
-func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*judge.Verdict, error) {
+func (a *agentJudges) run(ctx context.Context, c *task.AgentJudgeSpec, s *snapshot.Snapshot) (*judge.Verdict, error) {
 	a.n++
 	files, err := judgedFiles(s)
 	if err != nil {
@@ -136,7 +136,7 @@ func (a *agentJudges) run(ctx context.Context, c *task.Criterion, s *snapshot.Sn
 		Sandbox: task.Sandbox{Image: images.AgentName, Network: policy.NetworkNone,
 			Limits:    task.Limits{Timeout: c.Timeout, MemoryMB: 2048, CPUs: 2, Pids: 256, DiskMB: 512},
 			Workspace: task.Workspace{StarterFiles: files}},
-		Criteria:  []task.Criterion{{Type: task.FileExists, Path: VerdictFile, Weight: 1, PassThreshold: 1, MinCount: 1, MaxCount: -1}},
+		Criteria:  []task.Criterion{{Type: task.FileExists, Weight: 1, PassThreshold: 1, Spec: &task.FileExistsSpec{Path: VerdictFile}}},
 		RunLimits: &task.RunLimits{MaxTurns: int64(c.JudgeMaxTurns)},
 	}
 	if c.AgentFixture != nil {

@@ -288,11 +288,12 @@ func missingCredential(agentType string, lookup func(string) (string, bool)) str
 // when grading, it cost a whole run of the agent (and its model calls).
 func CheckJudgeAgents(t *task.Task, lookup func(string) (string, bool)) error {
 	for i, c := range t.Criteria {
-		if c.Type != task.AgentJudge || c.AgentFixture != nil {
+		s, ok := c.Spec.(*task.AgentJudgeSpec)
+		if !ok || s.AgentFixture != nil {
 			continue
 		}
-		if name := missingCredential(c.JudgeAgent, lookup); name != "" {
-			return fmt.Errorf("task %s: success_criteria[%d] (agent_judge) forwards its judge agent %s's calls with ceval's %s, which is not set in ceval's environment: export it, or give the criterion an agent_fixture", t.ID, i, c.JudgeAgent, name)
+		if name := missingCredential(s.JudgeAgent, lookup); name != "" {
+			return fmt.Errorf("task %s: success_criteria[%d] (agent_judge) forwards its judge agent %s's calls with ceval's %s, which is not set in ceval's environment: export it, or give the criterion an agent_fixture", t.ID, i, s.JudgeAgent, name)
 		}
 	}
 	return nil

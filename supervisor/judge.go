@@ -19,7 +19,8 @@ const JudgeCallsFile = "judge_calls.jsonl"
 func runJudge(t *task.Task, dir string, base *judge.Judge, reuse bool) (*judge.Judge, func(), error) {
 	need := false
 	for _, c := range t.Criteria {
-		need = need || c.Type == task.LLMJudge
+		_, judged := c.Spec.(*task.LLMJudgeSpec)
+		need = need || judged
 	}
 	if !need {
 		return nil, func() {}, nil
@@ -49,7 +50,7 @@ func runJudge(t *task.Task, dir string, base *judge.Judge, reuse bool) (*judge.J
 // would be spent and its judged criteria ERROR.
 func CheckJudge(t *task.Task, j *judge.Judge) error {
 	for i, c := range t.Criteria {
-		if c.Type != task.LLMJudge || c.JudgeAnswers != nil {
+		if s, ok := c.Spec.(*task.LLMJudgeSpec); !ok || s.JudgeAnswers != nil {
 			continue
 		}
 		if j == nil {

@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // criterionType is one type of success criterion: the fields it takes besides type,
-// description, weight and pass_threshold, and its check once they are read.
+// description, weight and pass_threshold, and its check once they are read. A type with
+// spec decodes into a struct of its own (Criterion.Spec); the executing types (run_command,
+// wasm, pytest) still decode into Criterion's own fields through fields, tier and check.
 type criterionType struct {
 	name string
 	// fields are the type's own fields, each read by criterionFieldDecoders[field]; any other
@@ -21,38 +24,65 @@ type criterionType struct {
 	// check refuses missing fields and bad combinations, fills defaults, and turns a
 	// coder_eval spelling into ceval's type (recording the spelling in Criterion.Alias).
 	check func(cd *criterionDecoding)
+	// spec makes the type's empty struct (its defaults set), which decodes and checks itself.
+	spec func() CriterionSpec
+}
+
+// CriterionSpec is a criterion type's own fields: one struct per type (*LLMJudgeSpec, ...),
+// which owns its fields' decoding and its checks. Only this package's types implement it.
+type CriterionSpec interface {
+	// fields are the type's own fields, each decoded into the struct; any other key is
+	// refused with this list. Their order is the JSON Schema's.
+	fields() []criterionField
+	// check refuses missing fields and bad combinations and fills defaults once the fields
+	// are read; it may replace cd.c.Spec (a coder_eval spelling becomes ceval's type).
+	check(cd *criterionDecoding)
+}
+
+// criterionField is one field of a criterion type, with its decoder into the type's struct.
+type criterionField struct {
+	name   string
+	decode criterionFieldDecoder
+}
+
+// fieldNames are the type's own fields in their declared order.
+func (ct *criterionType) fieldNames() []string {
+	if ct.spec == nil {
+		return ct.fields
+	}
+	var names []string
+	for _, f := range ct.spec().fields() {
+		names = append(names, f.name)
+	}
+	return names
 }
 
 // criterionRegistry is every criterion type, in the order CriterionTypes lists them (help,
 // messages, the JSON Schema's enum). A new type is one entry here: the order is this
 // table's, never that of file names or init functions.
 var criterionRegistry = []criterionType{
-	{name: FileExists, check: checkFileExists, fields: strings.Fields("path")},
-	{name: FileContains, check: checkFileContains, fields: strings.Fields("path includes excludes")},
-	{name: FileMatchesRegex, check: checkFileMatchesRegex, fields: strings.Fields("path pattern")},
-	{name: FileCheck, check: checkFileCheck, fields: strings.Fields("path includes excludes patterns")},
-	{name: JSONCheck, check: checkJSONCheck, fields: strings.Fields("path json_schema assertions")},
-	{name: ClassificationMatch, check: checkClassificationMatch,
-		fields: strings.Fields("path expected_label allowed_labels case_sensitive")},
+	{name: FileExists, spec: func() CriterionSpec { return &FileExistsSpec{} }},
+	{name: FileContains, spec: func() CriterionSpec { return &FileContainsSpec{} }},
+	{name: FileMatchesRegex, spec: func() CriterionSpec { return &FileMatchesRegexSpec{} }},
+	{name: FileCheck, spec: func() CriterionSpec { return &FileCheckSpec{} }},
+	{name: JSONCheck, spec: func() CriterionSpec { return &JSONCheckSpec{} }},
+	{name: ClassificationMatch, spec: func() CriterionSpec { return &ClassificationMatchSpec{} }},
 	{name: RunCommand, check: checkRunCommand, tier: true, fields: strings.Fields(
 		"command timeout expected_exit_code expected_stdout stdout_match score_from_stdout reward_key harbor_reward " +
 			"uses_reference python_packages python_wheels " + graderFieldList + " services")},
 	{name: WASMCheck, check: checkWASM,
 		fields: strings.Fields("module sha256 args timeout expected_exit_code score_from_stdout reward_key uses_reference")},
-	{name: CLICalled, check: checkCLICalled, fields: strings.Fields("tool argv min_count max_count")},
-	{name: CommandExecuted, check: checkCommandExecuted,
-		fields: strings.Fields("pattern min_count max_count " + strings.Join(coderEvalCommandFields, " "))},
+	{name: CLICalled, spec: func() CriterionSpec { return newCLICalledSpec() }},
+	{name: CommandExecuted, spec: func() CriterionSpec { return newCommandExecuted() }},
 	{name: Pytest, check: checkPytest, tier: true, fields: strings.Fields(
 		"tests args timeout all_or_nothing isolation python_packages python_wheels " + graderFieldList + " services")},
-	{name: AgentJudge, check: checkAgentJudge,
-		fields: strings.Fields("rubric rubric_file judge_agent judge_model agent_fixture timeout max_turns")},
-	{name: LLMJudge, check: checkLLMJudge,
-		fields: strings.Fields("rubric rubric_file files max_file_bytes reference_files samples judge_fixture")},
-	{name: ToolCalled, check: checkToolCalled, fields: strings.Fields(toolCallFilter + " min_count max_count")},
-	{name: ToolCallsBudget, check: checkToolCallsBudget, fields: strings.Fields(toolCallFilter + " target max")},
-	{name: SkillUsed, check: checkSkillUsed, fields: strings.Fields("skill expect_used")},
-	{name: CommandsEfficiency, check: checkCommandsEfficiency, fields: strings.Fields("expected_commands")},
-	{name: SkillTriggered, check: checkSkillTriggered, fields: strings.Fields("skill_name expected_skill")},
+	{name: AgentJudge, spec: func() CriterionSpec { return newAgentJudgeSpec() }},
+	{name: LLMJudge, spec: func() CriterionSpec { return newLLMJudgeSpec() }},
+	{name: ToolCalled, spec: func() CriterionSpec { return newToolCalledSpec() }},
+	{name: ToolCallsBudget, spec: func() CriterionSpec { return &ToolCallsBudgetSpec{} }},
+	{name: SkillUsed, spec: func() CriterionSpec { return &SkillUsedSpec{} }},
+	{name: CommandsEfficiency, spec: func() CriterionSpec { return &commandsEfficiency{} }},
+	{name: SkillTriggered, spec: func() CriterionSpec { return &skillTriggered{} }},
 }
 
 // CriterionTypes lists the criterion types in criterionRegistry's order, for help and messages.
@@ -76,12 +106,13 @@ func lookupCriterionType(name string) *criterionType {
 	return nil
 }
 
-// criterionFieldDecoders reads each criterion field into the Criterion; the tables are
-// disjoint (mergeFieldDecoders panics otherwise), so a field reads the same in every type.
-var criterionFieldDecoders = mergeFieldDecoders(fileFieldDecoders, execFieldDecoders, tierFieldDecoders(),
-	callLogFieldDecoders, toolCallFieldDecoders, judgeFieldDecoders, agentJudgeFieldDecoders)
+// criterionFieldDecoders reads each field of the executing types into the Criterion; the
+// tables are disjoint (mergeFieldDecoders panics otherwise), so a field reads the same in
+// every such type. A type with a struct of its own shares a field's decoder by a function
+// (pathField, timeoutField, rubricFields, ...).
+var criterionFieldDecoders = mergeFieldDecoders(execFieldDecoders, tierFieldDecoders())
 
-// criterionFieldDecoder reads one field's value (v) into cd.c.
+// criterionFieldDecoder reads one field's value (v) into cd.c, or into its type's struct.
 type criterionFieldDecoder func(cd *criterionDecoding, v *yaml.Node)
 
 func mergeFieldDecoders(tables ...map[string]criterionFieldDecoder) map[string]criterionFieldDecoder {
@@ -125,7 +156,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 	what := fmt.Sprintf("success_criteria[%d]", i)
 	rn := resolve(n)
 	c := Criterion{Weight: DefaultWeight, PassThreshold: DefaultPassThreshold, Line: rn.Line, Column: rn.Column,
-		Timeout: DefaultCheckTimeout, MinCount: 1, MaxCount: -1}
+		Timeout: DefaultCheckTimeout}
 	if rn.Kind != yaml.MappingNode {
 		l.errorf(rn, "%s must be a mapping, got %s", what, kindName(rn))
 		return c, false
@@ -154,12 +185,22 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 		{"weight", func(v *yaml.Node) { l.number(v, cd.what+".weight", 0, 1e6, &c.Weight) }},
 		{"pass_threshold", func(v *yaml.Node) { l.number(v, cd.what+".pass_threshold", 0, 1, &c.PassThreshold) }},
 	}
-	for _, name := range ct.fields {
-		dec := criterionFieldDecoders[name]
-		fields = append(fields, field{name, func(v *yaml.Node) { cd.vals[name] = v; dec(cd, v) }})
+	if ct.spec == nil {
+		for _, name := range ct.fields {
+			dec := criterionFieldDecoders[name]
+			fields = append(fields, field{name, func(v *yaml.Node) { cd.vals[name] = v; dec(cd, v) }})
+		}
+		cd.keys = l.mappingHint(rn, cd.what, fields, fieldOfOtherTypes)
+		ct.check(cd)
+		return c, true
+	}
+	spec := ct.spec()
+	c.Spec = spec
+	for _, f := range spec.fields() {
+		fields = append(fields, field{f.name, func(v *yaml.Node) { cd.vals[f.name] = v; f.decode(cd, v) }})
 	}
 	cd.keys = l.mappingHint(rn, cd.what, fields, fieldOfOtherTypes)
-	ct.check(cd)
+	spec.check(cd)
 	return c, true
 }
 
@@ -168,7 +209,7 @@ func (l *loader) criterion(i int, n *yaml.Node) (Criterion, bool) {
 func fieldOfOtherTypes(name string) string {
 	var types []string
 	for _, ct := range criterionRegistry {
-		for _, f := range ct.fields {
+		for _, f := range ct.fieldNames() {
 			if f == name {
 				types = append(types, ct.name)
 			}
@@ -178,40 +219,6 @@ func fieldOfOtherTypes(name string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s is a field of %s", name, strings.Join(types, ", "))
-}
-
-// fileFieldDecoders read the fields of the criteria on workspace files.
-var fileFieldDecoders = map[string]criterionFieldDecoder{
-	// a glob: any match for file_exists, exactly one file for the others
-	"path":     func(cd *criterionDecoding, v *yaml.Node) { cd.c.Path = cd.l.criterionPath(v, cd.what+".path", true) },
-	"includes": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".includes", &cd.c.Includes) },
-	"excludes": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".excludes", &cd.c.Excludes) },
-	"patterns": func(cd *criterionDecoding, v *yaml.Node) {
-		l := cd.l
-		l.list(v, cd.what+".patterns", func(j int, item *yaml.Node) {
-			pw := fmt.Sprintf("%s.patterns[%d]", cd.what, j)
-			p := PatternCheck{MustMatch: true}
-			got := l.mapping(item, pw, []field{
-				{"pattern", func(v *yaml.Node) { l.regex(v, pw+".pattern", &p.Pattern) }},
-				{"must_match", func(v *yaml.Node) { l.boolean(v, pw+".must_match", &p.MustMatch) }},
-			})
-			if got != nil && got["pattern"] == nil {
-				l.errorf(item, "%s: missing required field pattern", pw)
-			}
-			cd.c.Patterns = append(cd.c.Patterns, p)
-		})
-	},
-	"json_schema":    func(cd *criterionDecoding, v *yaml.Node) { cd.l.jsonSchema(v, cd.what+".json_schema", cd.c) },
-	"assertions":     func(cd *criterionDecoding, v *yaml.Node) { cd.l.assertions(v, cd.what+".assertions", cd.c) },
-	"expected_label": func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".expected_label", &cd.c.ExpectedLabel) },
-	"allowed_labels": func(cd *criterionDecoding, v *yaml.Node) {
-		cd.l.strings(v, cd.what+".allowed_labels", &cd.c.AllowedLabels)
-	},
-	"case_sensitive": func(cd *criterionDecoding, v *yaml.Node) {
-		sensitive := true
-		cd.l.boolean(v, cd.what+".case_sensitive", &sensitive)
-		cd.c.CaseInsensitive = !sensitive
-	},
 }
 
 // execFieldDecoders read the fields of the criteria that run code (run_command, wasm,
@@ -266,6 +273,11 @@ var execFieldDecoders = map[string]criterionFieldDecoder{
 	"services": func(cd *criterionDecoding, v *yaml.Node) { cd.l.strings(v, cd.what+".services", &cd.c.Services) },
 }
 
+// timeoutField reads timeout (the executing criteria's and agent_judge's) into dst.
+func timeoutField(dst *time.Duration) criterionField {
+	return criterionField{"timeout", func(cd *criterionDecoding, v *yaml.Node) { cd.l.duration(v, cd.what+".timeout", dst) }}
+}
+
 // tierFieldDecoders read the grader: section's fields on a criterion of a tier type.
 func tierFieldDecoders() map[string]criterionFieldDecoder {
 	m := map[string]criterionFieldDecoder{}
@@ -273,61 +285,6 @@ func tierFieldDecoders() map[string]criterionFieldDecoder {
 		m[name] = func(cd *criterionDecoding, v *yaml.Node) { cd.tier[name](v) }
 	}
 	return m
-}
-
-// callLogFieldDecoders read the fields of the criteria on the protected mocks' call log
-// (cli_called, command_executed); tool and the counts are tool_called's too.
-var callLogFieldDecoders = map[string]criterionFieldDecoder{
-	"pattern": func(cd *criterionDecoding, v *yaml.Node) { cd.l.regex(v, cd.what+".pattern", &cd.c.Pattern) },
-	"tool":    func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".tool", &cd.c.Tool) },
-	"argv":    func(cd *criterionDecoding, v *yaml.Node) { cd.l.argvCheck(v, cd.what+".argv", cd.c) },
-	"min_count": func(cd *criterionDecoding, v *yaml.Node) {
-		n := int64(cd.c.MinCount)
-		cd.l.integer(v, cd.what+".min_count", 0, 1e6, &n)
-		cd.c.MinCount = int(n)
-	},
-	"max_count": func(cd *criterionDecoding, v *yaml.Node) {
-		n := int64(cd.c.MaxCount)
-		cd.l.integer(v, cd.what+".max_count", 0, 1e6, &n)
-		cd.c.MaxCount = int(n)
-	},
-}
-
-func checkFileExists(cd *criterionDecoding) { cd.need("path") }
-
-func checkFileContains(cd *criterionDecoding) {
-	cd.need("path")
-	if cd.vals["includes"] == nil && cd.vals["excludes"] == nil {
-		cd.errorf(cd.n, "give includes, excludes or both")
-	}
-}
-
-func checkFileMatchesRegex(cd *criterionDecoding) {
-	cd.need("path")
-	cd.need("pattern")
-}
-
-func checkFileCheck(cd *criterionDecoding) {
-	cd.need("path")
-	if cd.vals["includes"] == nil && cd.vals["excludes"] == nil && cd.vals["patterns"] == nil {
-		cd.errorf(cd.n, "give at least one of includes, excludes, patterns")
-	}
-}
-
-func checkJSONCheck(cd *criterionDecoding) {
-	cd.need("path")
-	if cd.vals["json_schema"] == nil && len(cd.c.Assertions) == 0 && cd.keys["assertions"] == nil {
-		cd.errorf(cd.n, "give json_schema, assertions or both")
-	}
-}
-
-func checkClassificationMatch(cd *criterionDecoding) {
-	c := cd.c
-	cd.need("path")
-	cd.need("expected_label")
-	if len(c.AllowedLabels) > 0 && c.ExpectedLabel != "" && !containsLabel(c.AllowedLabels, c.ExpectedLabel, c.CaseInsensitive) {
-		cd.errorf(cd.n, "expected_label %q is not among allowed_labels", c.ExpectedLabel)
-	}
 }
 
 func checkRunCommand(cd *criterionDecoding) {
@@ -350,11 +307,6 @@ func checkPytest(cd *criterionDecoding) {
 	cd.need("tests")
 }
 
-func checkCLICalled(cd *criterionDecoding) {
-	cd.need("tool")
-	cd.checkCounts()
-}
-
 // tierRead finishes a tier type's grader: fields once the mapping is read (the load
 // resolves Verifier from them).
 func (cd *criterionDecoding) tierRead() {
@@ -369,13 +321,6 @@ func (cd *criterionDecoding) tierRead() {
 	g.harborNode = cd.vals["harbor_reward"]
 	if cd.c.Isolation == IsolationProcess {
 		g.isolationNode = cd.vals["isolation"]
-	}
-}
-
-// checkCounts refuses a min_count over max_count.
-func (cd *criterionDecoding) checkCounts() {
-	if c := cd.c; c.MaxCount >= 0 && c.MinCount > c.MaxCount {
-		cd.errorf(cd.n, "min_count %d is over max_count %d", c.MinCount, c.MaxCount)
 	}
 }
 

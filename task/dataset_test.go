@@ -37,8 +37,8 @@ func TestDatasetExpandsOneTaskPerRow(t *testing.T) {
 			if len(ts) != 2 || ts[0].ID != "classify.a" || ts[1].ID != "classify.b" || ts[1].Dataset != "classify" {
 				t.Fatalf("tasks %v", ts)
 			}
-			if ts[1].Prompt != "Classify: awful" || ts[1].Criteria[0].ExpectedLabel != "negative" || ts[1].Sandbox.Workspace.StarterFiles[0].Content != "awful" {
-				t.Fatalf("row b: prompt %q label %q", ts[1].Prompt, ts[1].Criteria[0].ExpectedLabel)
+			if label := ts[1].Criteria[0].Spec.(*ClassificationMatchSpec).ExpectedLabel; ts[1].Prompt != "Classify: awful" || label != "negative" || ts[1].Sandbox.Workspace.StarterFiles[0].Content != "awful" {
+				t.Fatalf("row b: prompt %q label %q", ts[1].Prompt, label)
 			}
 			for _, tk := range ts {
 				tk.Close()
@@ -89,7 +89,7 @@ func TestExperimentExpandsADatasetTaskPerRowAndVariant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Entries) != 4 || e.Entries[1].Task.ID != "classify.y" || e.Entries[1].Task.Criteria[0].ExpectedLabel != "negative" || e.Entries[3].Variant != "b" {
+	if len(e.Entries) != 4 || e.Entries[1].Task.ID != "classify.y" || e.Entries[1].Task.Criteria[0].Spec.(*ClassificationMatchSpec).ExpectedLabel != "negative" || e.Entries[3].Variant != "b" {
 		t.Fatalf("entries %+v", e.Entries)
 	}
 	writeFiles(t, dir, map[string]string{"task.yaml": strings.Replace(datasetTask, "${row.text}\"\ndataset", "${row.txt}\"\ndataset", 1)})

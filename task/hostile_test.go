@@ -320,9 +320,9 @@ func TestMaterialNamedManyTimesIsParsedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := tk.Criteria[0].JSONSchema.(map[string]any)
+	first := tk.Criteria[0].Spec.(*JSONCheckSpec).JSONSchema.(map[string]any)
 	for _, c := range tk.Criteria[1:3] {
-		if m := c.JSONSchema.(map[string]any); fmt.Sprintf("%p", m) != fmt.Sprintf("%p", first) {
+		if m := c.Spec.(*JSONCheckSpec).JSONSchema.(map[string]any); fmt.Sprintf("%p", m) != fmt.Sprintf("%p", first) {
 			t.Errorf("the schema file was parsed again for %+v", c)
 		}
 	}

@@ -163,7 +163,7 @@ func criterionSchema() map[string]any {
 	types := append([]string{}, CriterionTypes...)
 	sort.Strings(types)
 	for _, t := range types {
-		names := append(append([]string{}, criterionCommon...), lookupCriterionType(t).fields...)
+		names := append(append([]string{}, criterionCommon...), lookupCriterionType(t).fieldNames()...)
 		rules = append(rules, map[string]any{
 			"if":   map[string]any{"properties": map[string]any{"type": map[string]any{"const": t}}, "required": []string{"type"}},
 			"then": map[string]any{"propertyNames": map[string]any{"enum": names}},

@@ -18,42 +18,61 @@ const (
 	MaxJudgeAnswers       = 1000
 )
 
-// judgeFieldDecoders read llm_judge's fields (rubric and rubric_file are agent_judge's too).
-var judgeFieldDecoders = map[string]criterionFieldDecoder{
-	"rubric": func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".rubric", &cd.c.Rubric) },
-	"rubric_file": func(cd *criterionDecoding, v *yaml.Node) {
-		if p, data := cd.l.readFile(v, cd.what+".rubric_file"); p != "" {
-			cd.c.Rubric = string(data)
-		}
-	},
-	"files": func(cd *criterionDecoding, v *yaml.Node) {
-		cd.l.list(v, cd.what+".files", func(i int, item *yaml.Node) {
-			if p := cd.l.criterionPath(item, fmt.Sprintf("%s.files[%d]", cd.what, i), true); p != "" {
-				cd.c.Files = append(cd.c.Files, p)
+// LLMJudgeSpec is an llm_judge: a model's verdict on workspace files, asked by ceval on the host.
+type LLMJudgeSpec struct {
+	Rubric         string   // the rubric's text (inline, or read from rubric_file)
+	Files          []string // workspace paths or globs shown to the judge
+	MaxFileBytes   int      // per file shown
+	ReferenceFiles []string // paths or globs under the reference directory shown to the judge
+	Samples        int      // verdicts asked; the median counts
+	JudgeAnswers   []string // judge_fixture's answers (replay), nil for a live judge
+}
+
+func newLLMJudgeSpec() *LLMJudgeSpec { return &LLMJudgeSpec{} }
+
+// rubricFields read rubric and rubric_file (llm_judge's and agent_judge's) into dst.
+func rubricFields(dst *string) []criterionField {
+	return []criterionField{
+		{"rubric", func(cd *criterionDecoding, v *yaml.Node) { cd.l.str(v, cd.what+".rubric", dst) }},
+		{"rubric_file", func(cd *criterionDecoding, v *yaml.Node) {
+			if p, data := cd.l.readFile(v, cd.what+".rubric_file"); p != "" {
+				*dst = string(data)
 			}
-		})
-	},
-	"max_file_bytes": func(cd *criterionDecoding, v *yaml.Node) {
-		n := int64(DefaultJudgeFileBytes)
-		cd.l.integer(v, cd.what+".max_file_bytes", 1, MaxJudgeFileBytes, &n)
-		cd.c.MaxFileBytes = int(n)
-	},
-	"reference_files": func(cd *criterionDecoding, v *yaml.Node) {
-		cd.l.strings(v, cd.what+".reference_files", &cd.c.ReferenceFiles)
-		for _, p := range cd.c.ReferenceFiles {
-			if path.IsAbs(p) || p != path.Clean(p) || p == ".." || strings.HasPrefix(p, "../") {
-				cd.l.errorf(resolve(v), "%s.reference_files: %q must be a clean path relative to reference.directory", cd.what, p)
+		}},
+	}
+}
+
+func (s *LLMJudgeSpec) fields() []criterionField {
+	return append(rubricFields(&s.Rubric), []criterionField{
+		{"files", func(cd *criterionDecoding, v *yaml.Node) {
+			cd.l.list(v, cd.what+".files", func(i int, item *yaml.Node) {
+				if p := cd.l.criterionPath(item, fmt.Sprintf("%s.files[%d]", cd.what, i), true); p != "" {
+					s.Files = append(s.Files, p)
+				}
+			})
+		}},
+		{"max_file_bytes", func(cd *criterionDecoding, v *yaml.Node) {
+			n := int64(DefaultJudgeFileBytes)
+			cd.l.integer(v, cd.what+".max_file_bytes", 1, MaxJudgeFileBytes, &n)
+			s.MaxFileBytes = int(n)
+		}},
+		{"reference_files", func(cd *criterionDecoding, v *yaml.Node) {
+			cd.l.strings(v, cd.what+".reference_files", &s.ReferenceFiles)
+			for _, p := range s.ReferenceFiles {
+				if path.IsAbs(p) || p != path.Clean(p) || p == ".." || strings.HasPrefix(p, "../") {
+					cd.l.errorf(resolve(v), "%s.reference_files: %q must be a clean path relative to reference.directory", cd.what, p)
+				}
 			}
-		}
-	},
-	"samples": func(cd *criterionDecoding, v *yaml.Node) {
-		n := int64(1)
-		cd.l.integer(v, cd.what+".samples", 1, MaxJudgeSamples, &n)
-		cd.c.Samples = int(n)
-	},
-	"judge_fixture": func(cd *criterionDecoding, v *yaml.Node) {
-		cd.c.JudgeAnswers = cd.l.judgeFixture(v, cd.what+".judge_fixture")
-	},
+		}},
+		{"samples", func(cd *criterionDecoding, v *yaml.Node) {
+			n := int64(1)
+			cd.l.integer(v, cd.what+".samples", 1, MaxJudgeSamples, &n)
+			s.Samples = int(n)
+		}},
+		{"judge_fixture", func(cd *criterionDecoding, v *yaml.Node) {
+			s.JudgeAnswers = cd.l.judgeFixture(v, cd.what+".judge_fixture")
+		}},
+	}...)
 }
 
 // judgeFixture reads a replay fixture of judge answers: {answers: [...]}, each a raw answer
@@ -102,9 +121,9 @@ func (l *loader) judgeFixture(v *yaml.Node, what string) []string {
 	return answers
 }
 
-// checkLLMJudge validates an llm_judge once its fields are read.
-func checkLLMJudge(cd *criterionDecoding) {
-	c, n := cd.c, cd.n
+// check validates an llm_judge once its fields are read.
+func (c *LLMJudgeSpec) check(cd *criterionDecoding) {
+	n := cd.n
 	switch {
 	case cd.keys["rubric"] != nil && cd.keys["rubric_file"] != nil:
 		cd.errorf(n, "give rubric or rubric_file, not both")
@@ -121,6 +140,6 @@ func checkLLMJudge(cd *criterionDecoding) {
 		c.Samples = 1
 	}
 	if cd.keys["pass_threshold"] == nil {
-		c.PassThreshold = 0.7 // a judge's scores are graded, rarely 1 for good work
+		cd.c.PassThreshold = 0.7 // a judge's scores are graded, rarely 1 for good work
 	}
 }

@@ -22,12 +22,14 @@ func TestJudgeCriteriaSchema(t *testing.T) {
 	}{
 		{"llm_judge defaults", "success_criteria: [{type: llm_judge, rubric: r, files: ['*.md']}]",
 			func(c Criterion) bool {
-				return c.Samples == 1 && c.MaxFileBytes == DefaultJudgeFileBytes && c.PassThreshold == 0.7 && c.JudgeAnswers == nil
+				s := c.Spec.(*LLMJudgeSpec)
+				return s.Samples == 1 && s.MaxFileBytes == DefaultJudgeFileBytes && c.PassThreshold == 0.7 && s.JudgeAnswers == nil
 			}, ""},
 		{"rubric file and fixture", "success_criteria: [{type: llm_judge, rubric_file: rubric.md, judge_fixture: answers.yaml, samples: 3, pass_threshold: 0.5}]",
 			func(c Criterion) bool {
-				return c.Rubric == "Score it.\n" && c.Samples == 3 && c.PassThreshold == 0.5 &&
-					len(c.JudgeAnswers) == 2 && c.JudgeAnswers[0] == `{"reasons":"ok","score":1}` && c.JudgeAnswers[1] == "not json"
+				s := c.Spec.(*LLMJudgeSpec)
+				return s.Rubric == "Score it.\n" && s.Samples == 3 && c.PassThreshold == 0.5 &&
+					len(s.JudgeAnswers) == 2 && s.JudgeAnswers[0] == `{"reasons":"ok","score":1}` && s.JudgeAnswers[1] == "not json"
 			}, ""},
 		{"no rubric", "success_criteria: [{type: llm_judge, files: [a]}]", nil, "missing required field rubric"},
 		{"both rubrics", "success_criteria: [{type: llm_judge, rubric: r, rubric_file: rubric.md}]", nil, "not both"},
@@ -38,8 +40,9 @@ func TestJudgeCriteriaSchema(t *testing.T) {
 		{"reference_files escaping", "reference: {directory: ref}\nsuccess_criteria: [{type: llm_judge, rubric: r, reference_files: [../x]}]", nil, "clean path relative"},
 		{"agent_judge defaults", "success_criteria: [{type: agent_judge, rubric: r, agent_fixture: model.yaml}]",
 			func(c Criterion) bool {
-				return c.JudgeAgent == AgentClaudeCode && c.Timeout == DefaultAgentJudgeTimeout && c.JudgeMaxTurns == DefaultAgentJudgeTurns &&
-					c.AgentFixturePath == filepath.Join(dir, "model.yaml") && c.AgentFixture != nil && c.PassThreshold == 0.7
+				s := c.Spec.(*AgentJudgeSpec)
+				return s.JudgeAgent == AgentClaudeCode && s.Timeout == DefaultAgentJudgeTimeout && s.JudgeMaxTurns == DefaultAgentJudgeTurns &&
+					s.AgentFixturePath == filepath.Join(dir, "model.yaml") && s.AgentFixture != nil && c.PassThreshold == 0.7
 			}, ""},
 		{"agent_judge bad agent", "success_criteria: [{type: agent_judge, rubric: r, judge_agent: command}]", nil, "judge_agent"},
 		{"agent_judge bad fixture", "success_criteria: [{type: agent_judge, rubric: r, agent_fixture: rubric.md}]", nil, "agent_fixture"},

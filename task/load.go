@@ -340,15 +340,20 @@ func (l *loader) checkMockCriteria(t *Task) {
 		mocked[m.Tool] = true
 	}
 	for i, c := range t.Criteria {
-		if c.Type != CLICalled && c.Type != CommandExecuted {
+		var tool string
+		switch s := c.Spec.(type) {
+		case *CLICalledSpec:
+			tool = s.Tool
+		case *CommandExecutedSpec:
+		default:
 			continue
 		}
 		n := &yaml.Node{Line: c.Line, Column: c.Column}
 		switch {
 		case len(t.ProtectedMocks) == 0:
 			l.errorf(n, "success_criteria[%d] (%s): graded on the protected mocks' call log, but the task has no protected_mocks", i, c.Type)
-		case c.Type == CLICalled && c.Tool != "" && !mocked[c.Tool]:
-			l.errorf(n, "success_criteria[%d] (cli_called): tool %q is not among protected_mocks", i, c.Tool)
+		case tool != "" && !mocked[tool]:
+			l.errorf(n, "success_criteria[%d] (cli_called): tool %q is not among protected_mocks", i, tool)
 		}
 	}
 }
@@ -762,7 +767,7 @@ func (l *loader) criteria(n *yaml.Node) []Criterion {
 var flagOps = []string{"equals", "contains", "regex", "present", "absent"}
 
 // argvCheck reads cli_called's argv: {positional: [..], flags: {--flag: {OP: value}}}.
-func (l *loader) argvCheck(n *yaml.Node, what string, c *Criterion) {
+func (l *loader) argvCheck(n *yaml.Node, what string, c *CLICalledSpec) {
 	l.mapping(n, what, []field{
 		{"positional", func(v *yaml.Node) { l.strings(v, what+".positional", &c.Positional) }},
 		{"flags", func(v *yaml.Node) {
@@ -826,7 +831,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func (l *loader) assertions(n *yaml.Node, what string, c *Criterion) {
+func (l *loader) assertions(n *yaml.Node, what string, c *JSONCheckSpec) {
 	l.list(n, what, func(i int, item *yaml.Node) {
 		aw := fmt.Sprintf("%s[%d]", what, i)
 		a := Assertion{}

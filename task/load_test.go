@@ -243,7 +243,7 @@ func TestWorkspacePathsCannotLeaveWorkspace(t *testing.T) {
 	}
 	doc := "task_id: t\ninitial_prompt: p\nsuccess_criteria:\n  - {type: file_contains, path: './a/../b.txt', includes: [x]}\n"
 	tk, err := Load(writeTask(t, doc, nil))
-	if err != nil || tk.Criteria[0].Path != "b.txt" {
+	if err != nil || tk.Criteria[0].Spec.(*FileContainsSpec).Path != "b.txt" {
 		t.Fatalf("clean inside path: %v %+v", err, tk)
 	}
 }
@@ -331,7 +331,7 @@ func TestDigestCoversReferencedFiles(t *testing.T) {
 func TestAReadingCriterionPathMayBeAGlob(t *testing.T) {
 	ok := "task_id: t\ninitial_prompt: p\nsuccess_criteria:\n  - {type: file_contains, path: \"src/*.py\", includes: [x]}\n  - {type: json_check, path: \"**/r.json\", assertions: [{expression: a, operator: exists}]}\n"
 	tk, err := Parse("t.yaml", t.TempDir(), []byte(ok))
-	if err != nil || tk.Criteria[0].Path != "src/*.py" || tk.Criteria[1].Path != "**/r.json" {
+	if err != nil || tk.Criteria[0].Spec.(*FileContainsSpec).Path != "src/*.py" || tk.Criteria[1].Spec.(*JSONCheckSpec).Path != "**/r.json" {
 		t.Fatalf("%v %+v", err, tk)
 	}
 	bad := "task_id: t\ninitial_prompt: p\nsandbox:\n  workspace:\n    starter_files: [{path: \"a*.txt\", content: x}]\nsuccess_criteria:\n  - {type: file_exists, path: a}\n"

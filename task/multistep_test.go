@@ -43,7 +43,7 @@ func TestMultiStepTaskLoads(t *testing.T) {
 	if tk.Prompt != "write a" || len(tk.Criteria) != 3 {
 		t.Errorf("prompt %q (the first step's), %d criteria in all (want 3)", tk.Prompt, len(tk.Criteria))
 	}
-	if got := tk.StepCriteria(1); len(got) != 2 || got[0].Path != "b.txt" {
+	if got := tk.StepCriteria(1); len(got) != 2 || got[0].Spec.(*FileExistsSpec).Path != "b.txt" {
 		t.Errorf("step 2's criteria %+v", got)
 	}
 	st := tk.ForStep(1)

@@ -18,7 +18,7 @@ func TestOutputsAndAbsoluteCriterionPathsBelowThem(t *testing.T) {
 	if !slices.Equal(tk.Sandbox.Outputs, []string{"/tmp", "/output"}) {
 		t.Errorf("outputs = %q", tk.Sandbox.Outputs)
 	}
-	if got := []string{tk.Criteria[0].Path, tk.Criteria[1].Path, tk.Criteria[2].Path}; !slices.Equal(got, []string{"/output/x.txt", "/tmp/**/*.log", "rel.txt"}) {
+	if got := []string{tk.Criteria[0].Spec.(*FileContainsSpec).Path, tk.Criteria[1].Spec.(*FileExistsSpec).Path, tk.Criteria[2].Spec.(*FileExistsSpec).Path}; !slices.Equal(got, []string{"/output/x.txt", "/tmp/**/*.log", "rel.txt"}) {
 		t.Errorf("paths = %q", got)
 	}
 }

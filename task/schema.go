@@ -13,7 +13,7 @@ import (
 
 // jsonSchema reads a json_check schema, inline (a mapping) or from a file next to the task
 // (a string), and compiles it so a bad schema is a validation error, not a grading one.
-func (l *loader) jsonSchema(n *yaml.Node, what string, c *Criterion) {
+func (l *loader) jsonSchema(n *yaml.Node, what string, c *JSONCheckSpec) {
 	rn := resolve(n)
 	var doc any
 	switch rn.Kind {

@@ -254,31 +254,17 @@ const (
 	AgentJudge         = "agent_judge"         // a judge agent's verdict, from its own sandbox
 )
 
-// Criterion is one success criterion; which fields are set depends on Type.
+// Criterion is one success criterion: what every type has, and its type's own fields in Spec
+// (run_command's, wasm's and pytest's in the fields below, which are set by Type).
 type Criterion struct {
 	Type          string
 	Description   string
 	Weight        float64
 	PassThreshold float64
-	Line, Column  int // where it starts in the task file
+	Line, Column  int    // where it starts in the task file
+	Alias         string // the coder_eval type the task wrote (command_executed, ...), "" when none
 
-	Path     string // workspace-relative; a glob for file_exists
-	Includes []string
-	Excludes []string
-	Pattern  string
-	Patterns []PatternCheck
-
-	JSONSchema any    // decoded JSON Schema document (inline or from a file), nil when none
-	SchemaFile string // absolute path when the schema came from a file
-	Assertions []Assertion
-
-	ExpectedLabel string
-	AllowedLabels []string
-	// CaseInsensitive (case_sensitive: false) matches the label up to case and records
-	// the allowed label's spelling; exact by default.
-	CaseInsensitive bool
-
-	// Executing criteria (run_command, wasm).
+	// Executing criteria (run_command, wasm, pytest).
 	Command          string
 	Module           *File // the task's WASI module, opened at load
 	ModuleSHA256     string
@@ -311,41 +297,9 @@ type Criterion struct {
 	PythonPackages []string     // python_packages, the task's included: import names in Debian's dist-packages
 	PythonWheels   []*Wheel     // python_wheels, the task's included: unpacked at load
 
-	// Call-log criteria (cli_called, command_executed); Pattern is command_executed's regex.
-	Tool       string
-	Positional []string    // cli_called: the call's positional arguments start with these
-	Flags      []FlagCheck // cli_called: every check holds
-	MinCount   int         // default 1
-	MaxCount   int         // -1: no maximum
-
-	// Tool-call criteria (tool_called, tool_calls_budget, skill_used), graded on the model
-	// gateway's transcript; Tool is the exact tool name, MinCount and MaxCount count calls.
-	ToolPattern    string // regular expression on the tool name
-	InputField     string // the input field InputPattern tests; "": command or cmd, else all fields
-	InputPattern   string
-	ExcludePattern string // calls whose input matches it do not count
-	Outcome        string // any | ok | error
-	Target, Max    int    // tool_calls_budget: score 1 at or under Target calls, 0 at Max
-	BudgetRatio    bool   // commands_efficiency: score Target/max(calls, Target), 0 for no call
-	Skill          string // skill_used
-	ExpectUsed     bool   // skill_used: false when the skill must not be used
-	Alias          string // the coder_eval type the task wrote (command_executed, ...), "" when none
-
-	// llm_judge.
-	Rubric         string   // the rubric's text (inline, or read from rubric_file)
-	Files          []string // workspace paths or globs shown to the judge
-	MaxFileBytes   int      // per file shown
-	ReferenceFiles []string // paths or globs under the reference directory shown to the judge
-	Samples        int      // verdicts asked; the median counts
-	JudgeAnswers   []string // judge_fixture's answers (replay), nil for a live judge
-
-	// agent_judge (Rubric and Timeout too).
-	JudgeAgent       string // claude-code | codex
-	JudgeModel       string
-	AgentFixturePath string              // absolute: the judge agent's gateway replay fixture; "" forwards
-	AgentFixture     *transcript.Fixture // parsed at load from AgentFixturePath
-	AgentFixtureData []byte              // its bytes as read at load (digested for regrade reuse)
-	JudgeMaxTurns    int
+	// Spec is the type's own fields, one struct per type (*FileContainsSpec, *ToolCalledSpec,
+	// *LLMJudgeSpec, ...); nil for run_command, wasm and pytest, whose fields are above.
+	Spec CriterionSpec
 }
 
 // FlagCheck is one flag predicate of a cli_called criterion: Op applied to the flag
@@ -358,7 +312,11 @@ type FlagCheck struct {
 
 // OnToolCalls reports whether the criterion is graded on the model gateway's transcript.
 func (c *Criterion) OnToolCalls() bool {
-	return c.Type == ToolCalled || c.Type == ToolCallsBudget || c.Type == SkillUsed
+	switch c.Spec.(type) {
+	case *ToolCalledSpec, *ToolCallsBudgetSpec, *SkillUsedSpec:
+		return true
+	}
+	return false
 }
 
 // Executes reports whether the criterion runs code (and so runs in the WASM sandbox).

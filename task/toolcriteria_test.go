@@ -14,15 +14,20 @@ func TestToolCallCriteriaSchema(t *testing.T) {
 	}{
 		{"tool_called defaults", "{type: tool_called, tool: Bash, input_pattern: 'pytest'}",
 			func(c Criterion) bool {
-				return c.Type == ToolCalled && c.Tool == "Bash" && c.MinCount == 1 && c.MaxCount == -1 && c.Outcome == "any"
+				s, ok := c.Spec.(*ToolCalledSpec)
+				return ok && c.Type == ToolCalled && s.Tool == "Bash" && s.MinCount == 1 && s.MaxCount == -1 && s.Outcome == "any"
 			}, ""},
 		{"coder_eval command_executed is a tool_called", "{type: command_executed, tool_name: Bash, command_pattern: 'curl.*x', exclude_pattern: dry, require_success: true, min_count: 0, max_count: 0}",
 			func(c Criterion) bool {
-				return c.Type == ToolCalled && c.Alias == CommandExecuted && c.Tool == "Bash" && c.InputPattern == "curl.*x" &&
-					c.ExcludePattern == "dry" && c.Outcome == "ok" && c.MinCount == 0 && c.MaxCount == 0
+				s, ok := c.Spec.(*ToolCalledSpec)
+				return ok && c.Type == ToolCalled && c.Alias == CommandExecuted && s.Tool == "Bash" && s.InputPattern == "curl.*x" &&
+					s.ExcludePattern == "dry" && s.Outcome == "ok" && s.MinCount == 0 && s.MaxCount == 0
 			}, ""},
 		{"command_executed with nothing counts any call", "{type: command_executed, min_count: 2}",
-			func(c Criterion) bool { return c.Type == ToolCalled && c.MinCount == 2 }, ""},
+			func(c Criterion) bool {
+				s, ok := c.Spec.(*ToolCalledSpec)
+				return ok && c.Type == ToolCalled && s.MinCount == 2
+			}, ""},
 		{"both forms of command_executed", "{type: command_executed, pattern: gh, tool_name: Bash}", nil,
 			"task.yaml:5:5: success_criteria[0] (command_executed): pattern grades the protected mocks' call log, tool_name the model's tool calls"},
 		{"tool and tool_pattern", "{type: tool_called, tool: Bash, tool_pattern: B.*}", nil, "give tool (an exact name) or tool_pattern"},
@@ -31,24 +36,35 @@ func TestToolCallCriteriaSchema(t *testing.T) {
 		{"bad outcome", "{type: tool_called, outcome: maybe}", nil, "outcome"},
 		{"budget", "{type: tool_calls_budget, target: 5, max: 15, tool: Bash}",
 			func(c Criterion) bool {
-				return c.Type == ToolCallsBudget && c.Target == 5 && c.Max == 15 && !c.BudgetRatio
+				s, ok := c.Spec.(*ToolCallsBudgetSpec)
+				return ok && c.Type == ToolCallsBudget && s.Target == 5 && s.Max == 15 && !s.BudgetRatio
 			}, ""},
 		{"budget max under target", "{type: tool_calls_budget, target: 5, max: 5}", nil, "max 5 must be more than target 5"},
 		{"budget without max", "{type: tool_calls_budget, target: 5}", nil, "give target"},
 		{"commands_efficiency", "{type: commands_efficiency, expected_commands: 8}",
 			func(c Criterion) bool {
-				return c.Type == ToolCallsBudget && c.Alias == CommandsEfficiency && c.Target == 8 && c.BudgetRatio
+				s, ok := c.Spec.(*ToolCallsBudgetSpec)
+				return ok && c.Type == ToolCallsBudget && c.Alias == CommandsEfficiency && s.Target == 8 && s.BudgetRatio && s.Outcome == "any"
 			}, ""},
 		{"commands_efficiency of 0", "{type: commands_efficiency, expected_commands: 0}", nil, "expected_commands must be at least 1"},
 		{"skill_used", "{type: skill_used, skill: 'my-plugin:pdf'}",
-			func(c Criterion) bool { return c.Type == SkillUsed && c.Skill == "my-plugin:pdf" && c.ExpectUsed }, ""},
+			func(c Criterion) bool {
+				s, ok := c.Spec.(*SkillUsedSpec)
+				return ok && c.Type == SkillUsed && s.Skill == "my-plugin:pdf" && s.ExpectUsed
+			}, ""},
 		{"skill_used must not", "{type: skill_used, skill: pdf, expect_used: false}",
-			func(c Criterion) bool { return !c.ExpectUsed }, ""},
+			func(c Criterion) bool { return !c.Spec.(*SkillUsedSpec).ExpectUsed }, ""},
 		{"skill name", "{type: skill_used, skill: '../x'}", nil, "is not a skill name"},
 		{"skill_triggered positive", "{type: skill_triggered, skill_name: pdf, expected_skill: pdf}",
-			func(c Criterion) bool { return c.Type == SkillUsed && c.Alias == SkillTriggered && c.ExpectUsed }, ""},
+			func(c Criterion) bool {
+				s, ok := c.Spec.(*SkillUsedSpec)
+				return ok && c.Type == SkillUsed && c.Alias == SkillTriggered && s.ExpectUsed && s.Skill == "pdf"
+			}, ""},
 		{"skill_triggered negative", "{type: skill_triggered, skill_name: pdf, expected_skill: ''}",
-			func(c Criterion) bool { return c.Type == SkillUsed && !c.ExpectUsed }, ""},
+			func(c Criterion) bool {
+				s, ok := c.Spec.(*SkillUsedSpec)
+				return ok && c.Type == SkillUsed && !s.ExpectUsed
+			}, ""},
 		{"skill_triggered without expected_skill", "{type: skill_triggered, skill_name: pdf}", nil, "give skill_name and expected_skill"},
 		{"unknown field", "{type: tool_called, command_pattern: x}", nil, "command_pattern"},
 	}

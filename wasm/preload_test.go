@@ -72,7 +72,7 @@ func TestUsesToolbox(t *testing.T) {
 		{task.Criterion{Type: task.RunCommand, Command: "true", Verifier: &task.Verifier{}}, false},
 		{task.Criterion{Type: task.WASMCheck}, false},
 		{task.Criterion{Type: task.Pytest}, false},
-		{task.Criterion{Type: task.FileExists, Path: "a"}, false},
+		{task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "a"}}, false},
 	} {
 		if got := UsesToolbox(&tt.c); got != tt.want {
 			t.Errorf("UsesToolbox(%s, verifier %v) = %v, want %v", tt.c.Type, tt.c.Verifier != nil, got, tt.want)

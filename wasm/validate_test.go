@@ -14,7 +14,7 @@ func TestCommandWarningsNameProgramsTheSandboxLacks(t *testing.T) {
 	tk := &task.Task{Path: "/t/task.yaml", Criteria: []task.Criterion{
 		{Type: task.RunCommand, Command: "python3 check.py | grep ok", Line: 5, Column: 5},
 		{Type: task.RunCommand, Command: "node test.js && ruby x.rb", Line: 6, Column: 5},
-		{Type: task.FileExists, Path: "a", Line: 7, Column: 5},
+		{Type: task.FileExists, Line: 7, Column: 5, Spec: &task.FileExistsSpec{Path: "a"}},
 		{Type: task.RunCommand, Command: "npm test", Line: 8, Column: 5, Verifier: &task.Verifier{}},
 	}}
 	got := CommandWarnings(tk)
