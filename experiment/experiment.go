@@ -81,13 +81,45 @@ type Options struct {
 // RunRecord is how one planned run ended.
 type RunRecord struct {
 	record.PlannedRun
-	Variant  string
-	TaskID   string
-	Dir      string
-	Result   *record.Result // nil when the run made no result.json
+	Variant string
+	TaskID  string
+	Dir     string
+	// Result is the run's result.json as the callbacks (OnFinish) hear it; nil when the run
+	// made none. Result.Records keep only the Outcome (Result nil): an experiment's memory
+	// stays flat however many runs it has; ReadResult reads the rest back from Dir.
+	Result   *record.Result
+	Outcome  *Outcome // nil when the run made no result.json
 	Err      error
 	Resumed  bool // complete in an earlier start; not run again
 	Attempts int  // 0 when resumed or never started
+}
+
+// Outcome is what an experiment keeps of a run's result in memory.
+type Outcome struct {
+	Status      string
+	Score       float64
+	Complete    bool
+	Interrupted bool
+}
+
+// ReadResult reads the run's result.json back from its directory (nil, nil when it has none).
+func (r *RunRecord) ReadResult() (*record.Result, error) {
+	res, err := record.ReadResult(r.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return res, err
+}
+
+// kept is what Result.Records holds of rec once its callbacks heard it: the record
+// without its Result, the outcome in its place.
+func (r *RunRecord) kept() *RunRecord {
+	k := *r
+	if res := r.Result; res != nil {
+		k.Outcome = &Outcome{Status: res.Status, Score: res.Score, Complete: res.Complete, Interrupted: res.Interrupted}
+	}
+	k.Result = nil
+	return &k
 }
 
 // Result is every planned run's record, in plan order; Interrupted when the
@@ -95,7 +127,7 @@ type RunRecord struct {
 type Result struct {
 	Dir         string
 	Plan        *record.Plan
-	Records     []*RunRecord // nil entries were never started
+	Records     []*RunRecord // nil entries were never started; each without its Result (see RunRecord.Outcome)
 	Interrupted bool
 	// StoppedEarly is set when stop_early decided in this start: the runs not launched are
 	// nil in Records, and a resume completes them.
@@ -103,6 +135,13 @@ type Result struct {
 	// Concurrency is how -j auto chose the runs at once; nil at a fixed -j.
 	Concurrency *record.Concurrency
 }
+
+// The scheduler's two calls out of the process, variables so its unit tests can give
+// it a fake sandbox: the image resolve before the pool, and one attempt run as it comes.
+var (
+	resolveSandbox = images.ResolveSandbox
+	runAttempt     = supervisor.Run
+)
 
 // DefaultParallel is how many runs fit at once: one per CPU, and no more than the host's
 // available memory holds at memoryMB each; at least 1.
@@ -210,7 +249,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 			continue // Check refused what the cluster cannot run
 		}
 		if img := en.Task.Sandbox.Image; !resolved[img] {
-			if _, err := images.ResolveSandbox(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
+			if _, err := resolveSandbox(ctx, o.Run.Client, en.Task.Sandbox, o.Run.Pins, o.Run.Preflight, o.Run.Busybox, nil); err != nil {
 				return nil, &supervisor.InfraError{Err: fmt.Errorf("image %s: %w", img, err)}
 			}
 			resolved[img] = true
@@ -296,7 +335,6 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 					continue
 				}
 				runPlanned(ctx, e, plan, expDir, runs[d.i], o, d, fin, func(rec *RunRecord) {
-					out.Records[d.i] = rec
 					n := finished.Add(1)
 					if auto != nil && rec != nil {
 						adjusted(auto.observe(rec.Result, int(n), time.Now()))
@@ -306,6 +344,10 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 							stopOnce.Do(func() { stopErr = err })
 						}
 					}
+					if rec != nil {
+						rec = rec.kept() // the result is on disk; memory stays flat over the runs
+					}
+					out.Records[d.i] = rec
 				})
 				g.release()
 			}
@@ -348,7 +390,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 		}
 	}
 	for _, r := range out.Records {
-		if r == nil && out.StoppedEarly == nil || r != nil && r.Result != nil && r.Result.Interrupted {
+		if r == nil && out.StoppedEarly == nil || r != nil && r.Outcome != nil && r.Outcome.Interrupted {
 			out.Interrupted = true
 		}
 	}
@@ -469,7 +511,7 @@ func runPlanned(ctx context.Context, e *task.Experiment, plan *record.Plan, expD
 		switch {
 		case attempt > 1 || a == nil:
 			a = &try{}
-			res, err = supervisor.Run(ctx, t, attemptOptions(o, en, pr, attempt, a))
+			res, err = runAttempt(ctx, t, attemptOptions(o, en, pr, attempt, a))
 		default:
 			err = a.p.Execute(ctx, d.due)
 			if err == nil || a.started.Load() {

@@ -99,7 +99,7 @@ func TestFailureBeforeTheAgentStartedIsRetriedAndRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := res.Records[0]
-	if retried != 1 || rec.Attempts != 2 || rec.Err == nil || rec.Result == nil || rec.Result.Attempt != 2 {
+	if retried != 1 || rec.Attempts != 2 || rec.Err == nil || resultOf(rec) == nil || resultOf(rec).Attempt != 2 {
 		t.Fatalf("retried %d, record %+v", retried, rec)
 	}
 	events, _ := os.ReadFile(filepath.Join(rec.Dir, record.EventsFile))

@@ -83,12 +83,12 @@ func TestExperimentPinsTheDigestAcrossATagMove(t *testing.T) {
 		t.Fatalf("the tag did not move in containerd: %v %v", rec.Target.Digest, err)
 	}
 	for i, r := range out.Records {
-		if r == nil || r.Result == nil {
+		if r == nil || resultOf(r) == nil {
 			t.Fatalf("run %d: %+v", i, r)
 		}
-		img := r.Result.Image
-		if r.Result.Status != grader.TaskSuccess || img.Digest != v1.ManifestDigest || img.ManifestDigest != v1.ManifestDigest || img.Reference != ref || img.Source != images.SourcePulled {
-			t.Errorf("run %d (repeat %d): status %s, image %+v; want SUCCESS on v1 %s", i, r.Repeat, r.Result.Status, img, v1.ManifestDigest)
+		img := resultOf(r).Image
+		if resultOf(r).Status != grader.TaskSuccess || img.Digest != v1.ManifestDigest || img.ManifestDigest != v1.ManifestDigest || img.Reference != ref || img.Source != images.SourcePulled {
+			t.Errorf("run %d (repeat %d): status %s, image %+v; want SUCCESS on v1 %s", i, r.Repeat, resultOf(r).Status, img, v1.ManifestDigest)
 		}
 	}
 
@@ -109,7 +109,7 @@ func TestExperimentPinsTheDigestAcrossATagMove(t *testing.T) {
 		t.Errorf("the resume pulled %d times; want the plan's pin and no registry", pins2.Pulls)
 	}
 	r := out2.Records[len(out2.Records)-1]
-	if r.Resumed || r.Result == nil || r.Result.Image.Digest != v1.ManifestDigest || r.Result.Status != grader.TaskSuccess {
-		t.Fatalf("resumed run: %+v", r.Result)
+	if r.Resumed || resultOf(r) == nil || resultOf(r).Image.Digest != v1.ManifestDigest || resultOf(r).Status != grader.TaskSuccess {
+		t.Fatalf("resumed run: %+v", resultOf(r))
 	}
 }

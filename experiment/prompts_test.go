@@ -66,7 +66,7 @@ prompt_mutations:
 		"formal": "Kindly carry out the task, if you would.",
 	}
 	for _, r := range res.Records {
-		if r == nil || r.Result == nil || r.Result.Status != "SUCCESS" {
+		if r == nil || resultOf(r) == nil || resultOf(r).Status != "SUCCESS" {
 			t.Fatalf("run %+v", r)
 		}
 		if got := readSeen(t, r.Dir); got != want[r.Variant] {

@@ -68,11 +68,11 @@ func TestWarmSandboxesAreFreshAndAttestedOneRunEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res.Records {
-		if r == nil || r.Result == nil {
+		if r == nil || resultOf(r) == nil {
 			t.Fatalf("a run did not run: %+v", res.Records)
 		}
-		if r.Result.Status != "SUCCESS" || r.Result.Isolation == nil || r.Attempts != 1 {
-			t.Errorf("run %d: status %s, isolation %v, attempts %d, error %v (a sandbox that was not fresh fails)", r.Repeat, r.Result.Status, r.Result.Isolation, r.Attempts, r.Err)
+		if resultOf(r).Status != "SUCCESS" || resultOf(r).Isolation == nil || r.Attempts != 1 {
+			t.Errorf("run %d: status %s, isolation %v, attempts %d, error %v (a sandbox that was not fresh fails)", r.Repeat, resultOf(r).Status, resultOf(r).Isolation, r.Attempts, r.Err)
 		}
 		ev, _ := os.ReadFile(filepath.Join(r.Dir, record.EventsFile))
 		ready, due := strings.Index(string(ev), `"event":"sandbox_ready"`), strings.Index(string(ev), `"event":"run_due"`)
@@ -120,7 +120,7 @@ func TestWarmSandboxesAreDroppedWhenTheExperimentIsInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Interrupted || res.Records[0] == nil || res.Records[0].Result == nil || !res.Records[0].Result.Interrupted {
+	if !res.Interrupted || res.Records[0] == nil || resultOf(res.Records[0]) == nil || !resultOf(res.Records[0]).Interrupted {
 		t.Fatalf("interrupted %v, first run %+v", res.Interrupted, res.Records[0])
 	}
 	for i, r := range res.Records[1:] {
@@ -151,7 +151,7 @@ func TestAutoParallelRunsTheExperimentAndRecordsItsChoices(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res.Records {
-		if r == nil || r.Result == nil || r.Result.Status != "SUCCESS" {
+		if r == nil || resultOf(r) == nil || resultOf(r).Status != "SUCCESS" {
 			t.Fatalf("a run did not succeed: %+v", r)
 		}
 	}

@@ -1,9 +1,11 @@
 package record
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -42,6 +44,26 @@ const (
 // WriteFileAtomic writes data to path through a temporary file in the same directory,
 // fsyncs it and renames it into place, so a crash leaves the old file or the new, never half.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, perm, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// WriteAtomic is WriteFileAtomic of what write writes, streamed to the temporary file
+// (never held in memory whole: a 1,000-run report page is megabytes); an error from write
+// leaves path as it was.
+func WriteAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
+	return writeAtomic(path, perm, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 64<<10)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+func writeAtomic(path string, perm os.FileMode, write func(*os.File) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -49,7 +71,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

@@ -163,6 +163,20 @@ type logPreview struct {
 // escaped by html/template; the page carries a Content-Security-Policy that allows no script
 // and no network.
 func HTML(e *Experiment, s *Summary) ([]byte, error) {
+	panels := make([]runPanel, len(e.Runs))
+	for i, r := range e.Runs {
+		panels[i] = panelFor(e.Dir, i, r)
+	}
+	var buf bytes.Buffer
+	if err := writeHTML(&buf, e, s, panels); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeHTML renders HTML's page to w, over the runs' panels (panelFor of each run, made once
+// for this page and the runs' own).
+func writeHTML(w io.Writer, e *Experiment, s *Summary, panels []runPanel) error {
 	p := &htmlPage{CSP: contentSecurityPolicy, Summary: s, Variants: e.Plan.Variants, IntervalNote: IntervalNote(), Differences: s.Differences}
 	for k := 1; k <= s.Repeats; k++ {
 		p.Ks = append(p.Ks, strconv.Itoa(k))
@@ -201,16 +215,13 @@ func HTML(e *Experiment, s *Summary) ([]byte, error) {
 	}
 	p.Audits = AuditRows(s)
 	p.Plots = Plots(e, s)
-	for i, r := range e.Runs {
-		p.Runs = append(p.Runs, panelFor(e.Dir, i, r))
-	}
+	p.Runs = panels
 	p.Filters, p.FilterCSS = runFilters(p.Runs)
 	p.CSP = pageCSP(string(p.FilterCSS))
-	var buf bytes.Buffer
-	if err := pageTemplate().Execute(&buf, p); err != nil {
-		return nil, fmt.Errorf("render %s: %w", HTMLFile, err)
+	if err := pageTemplate().Execute(w, p); err != nil {
+		return fmt.Errorf("render %s: %w", HTMLFile, err)
 	}
-	return buf.Bytes(), nil
+	return nil
 }
 
 func panelFor(expDir string, i int, r Run) runPanel {

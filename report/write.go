@@ -1,6 +1,7 @@
 package report
 
 import (
+	"io"
 	"path/filepath"
 
 	"ceval.dev/ceval/record"
@@ -25,11 +26,9 @@ func Write(expDir string) (*Experiment, *Summary, error) {
 	if err := record.WriteFileAtomic(filepath.Join(expDir, JUnitFile), j, 0o600); err != nil {
 		return e, s, err
 	}
-	h, err := HTML(e, s)
-	if err != nil {
-		return e, s, err
-	}
-	// Each run's own page first: the experiment's page links to them.
+	// Each run's own page first: the experiment's page links to them. Both pages of a run
+	// show its panel, made once; the experiment's page is streamed to its file (megabytes
+	// at 1,000 runs, never held whole).
 	panels := make([]runPanel, len(e.Runs))
 	for i, r := range e.Runs {
 		panels[i] = panelFor(expDir, i, r)
@@ -37,5 +36,7 @@ func Write(expDir string) (*Experiment, *Summary, error) {
 	if err := writeTranscripts(e, panels); err != nil {
 		return e, s, err
 	}
-	return e, s, record.WriteFileAtomic(filepath.Join(expDir, HTMLFile), h, 0o600)
+	return e, s, record.WriteAtomic(filepath.Join(expDir, HTMLFile), 0o600, func(w io.Writer) error {
+		return writeHTML(w, e, s, panels)
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/containerd/containerd/v2/client"
@@ -40,6 +42,17 @@ type imageWorkdirCopy struct {
 	Skipped []string // devices, FIFOs, sockets left out: "PATH (KIND)"
 }
 
+// emptyWorkdirs remembers, per image content (the chain ID of its layers: a committed
+// snapshot's tree never changes) and working directory, a tree copyImageWorkdir found
+// nothing in (no such directory, or an empty one), so the next run of this process over the
+// same image mounts no view of it: a view is a lease, a snapshot made and removed, a mount
+// and an unmount, containerd metadata writes each run paid for an empty /workspace (the
+// default image's). A tree with anything in it is copied afresh for every run.
+var emptyWorkdirs sync.Map // chainID + "\x00" + rel -> imageWorkdirCopy
+
+// workdirViews counts the views copyImageWorkdir mounted, for tests.
+var workdirViews atomic.Int64
+
 // copyImageWorkdir fills the fresh workspace ws with the tree at wd, the WorkingDir of image
 // name's config, read from a read-only view of its unpacked snapshot, when mode (ImageWorkdirAuto,
 // task.ImageWorkdirCopy or task.ImageWorkdirIgnore; "" is ignore) asks for it. The tree is
@@ -58,12 +71,19 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws 
 		}
 		return out, nil
 	}
+	key, keyErr := workdirKey(ctx, c, name, rel)
+	if keyErr == nil {
+		if known, ok := emptyWorkdirs.Load(key); ok {
+			return known.(imageWorkdirCopy), nil
+		}
+	}
 	tc := &treeCopy{
 		maxBytes: diskMB << 20, maxEntries: workspaceInodes(diskMB),
 		capErr: func(what string) error {
 			return fmt.Errorf("image %s: its working directory %s holds %s, over the workspace's cap (sandbox.limits.disk_mb %d): raise sandbox.limits.disk_mb, make the image's %s smaller, or set sandbox.image_workdir: ignore", name, "/"+rel, what, diskMB, "/"+rel)
 		},
 	}
+	workdirViews.Add(1)
 	err := withImageRoot(ctx, c, name, func(r *os.Root) error {
 		sub, err := openImageDir(r, rel, "make WORKDIR a real directory or set sandbox.image_workdir: ignore")
 		if err != nil || sub == nil {
@@ -83,7 +103,24 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws 
 		}
 		return out, fmt.Errorf("image %s: working directory /%s: %w", name, rel, err)
 	}
+	if keyErr == nil && tc.entries == 0 && len(tc.skipped) == 0 {
+		emptyWorkdirs.Store(key, imageWorkdirCopy{Dir: out.Dir})
+	}
 	return out, nil
+}
+
+// workdirKey names the tree at rel in image name's content: its layers' chain ID (read from
+// the image's manifest and config, no snapshot) and rel.
+func workdirKey(ctx context.Context, c *client.Client, name, rel string) (string, error) {
+	img, err := c.GetImage(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	diffIDs, err := img.RootFS(ctx)
+	if err != nil {
+		return "", err
+	}
+	return identity.ChainID(diffIDs).String() + "\x00" + rel, nil
 }
 
 // withImageRoot calls f with a read-only view of image name's unpacked rootfs.
