@@ -79,14 +79,21 @@ func ownCacheDirName() string {
 	if name != "wazero-dev-"+runtime.GOARCH+"-"+runtime.GOOS {
 		return name
 	}
-	return "wazero-dev-build-" + buildID() + "-" + runtime.GOARCH + "-" + runtime.GOOS
+	return devCacheDirName(buildID())
+}
+
+func devCacheDirName(id string) string {
+	return "wazero-dev-build-" + id + "-" + runtime.GOARCH + "-" + runtime.GOOS
 }
 
 // buildID is a digest of this executable's Go build ID (its ELF note), else of the whole
 // executable: either changes with every build.
-var buildID = sync.OnceValue(func() string {
+var buildID = sync.OnceValue(func() string { return buildIDOf("/proc/self/exe") })
+
+// buildIDOf is buildID of the executable at exe.
+func buildIDOf(exe string) string {
 	h := sha256.New()
-	if f, err := elf.Open("/proc/self/exe"); err == nil {
+	if f, err := elf.Open(exe); err == nil {
 		if sec := f.Section(".note.go.buildid"); sec != nil {
 			if b, err := sec.Data(); err == nil && len(b) > 0 {
 				h.Write(b)
@@ -96,12 +103,12 @@ var buildID = sync.OnceValue(func() string {
 		}
 		f.Close()
 	}
-	if f, err := os.Open("/proc/self/exe"); err == nil {
+	if f, err := os.Open(exe); err == nil {
 		_, _ = io.Copy(h, f)
 		f.Close()
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
-})
+}
 
 // openCompilationCache opens wazero's cache in this build's directory below the one open
 // on rootFD (ownCacheDirName) and returns it with the shared lock on that directory, which
