@@ -129,6 +129,7 @@ type Executor struct {
 	// landlock: run workers can be started unable to write any file, so they may read the
 	// cache, which only the compiler writes (keep.go); without it they get no cache.
 	landlock bool
+	started  time.Time // when NewExecutor was called (keep.go)
 
 	mu sync.Mutex
 	// toKeep: what a run worker compiled itself (not in the cache); Close has the
@@ -171,7 +172,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 	// Hashing the embedded toolbox (some 10 ms) overlaps the worker's start.
 	toolbox := make(chan *taskModule, 1)
 	go func() { toolbox <- defaultToolbox() }()
-	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), modules: map[*task.File]*taskModule{}}
+	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), modules: map[*task.File]*taskModule{}, started: time.Now()}
 	if e.uid == 0 {
 		e.asRoot = true
 		e.uid, e.gid = opts.WorkerUID, opts.WorkerGID
