@@ -117,3 +117,52 @@ func TestRunWorkerCannotWriteTheCacheTheCompilerKeeps(t *testing.T) {
 		t.Error("the planted file is in the cache")
 	}
 }
+
+// The grades of one process that missed the cache together (an experiment's first runs)
+// keep the module once; a grade that starts after it was kept and misses all the same (the
+// entry went) keeps it again.
+func TestGradesThatMissedTogetherKeepOnce(t *testing.T) {
+	if landlockABI() < 1 {
+		t.Skip("the kernel has no Landlock: run workers get no cache")
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	s := workspace(t, map[string]string{"a.txt": "hello\n"}, nil)
+	grade := func() *Executor {
+		e := newExecutor(t, standin, Options{CacheDir: cache})
+		if _, score, _ := runScript(t, e, command("cat a.txt"), s, nil); score != 1 {
+			t.Fatalf("score %v", score)
+		}
+		return e
+	}
+	a, b := grade(), grade()
+	key := a.keepKey(standin)
+	a.Close()
+	first, ok := keptHere[key]
+	if !ok {
+		t.Fatal("the first grade kept nothing")
+	}
+	b.Close()
+	if !keptHere[key].Equal(first) {
+		t.Fatal("the second grade, which missed with the first, kept the module again")
+	}
+	if c := grade(); len(c.toKeep) != 0 {
+		t.Fatalf("a later grade compiled %d modules itself", len(c.toKeep))
+	}
+	marks, _ := filepath.Glob(filepath.Join(cache, "worker-*", "*", "ceval-kept-*"))
+	if len(marks) == 0 {
+		t.Fatal("no kept mark")
+	}
+	for _, m := range marks {
+		if err := os.Remove(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := grade()
+	if len(d.toKeep) != 1 {
+		t.Fatalf("with its mark gone the module was not compiled by the grade (%d to keep)", len(d.toKeep))
+	}
+	d.Close()
+	if !keptHere[key].After(first) {
+		t.Fatal("the module whose entry went was not kept again")
+	}
+}
