@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -143,7 +142,7 @@ func (st *workerState) compileKeptPyLib(req *wire.CompilePyLib) wire.ModuleReply
 	r := wire.ModuleReply{Digest: req.Digest}
 	c := st.modules[moduleKey{digest: req.Digest}]
 	if c == nil || st.pylib == nil {
-		r.Err = errors.New("CPython or pytest's packages are not loaded").Error()
+		r.Err = "CPython or pytest's packages are not loaded"
 		return r
 	}
 	how, err := st.compilePyLib(c, req.Digest, req.MemoryLimit)
