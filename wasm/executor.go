@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -125,14 +126,23 @@ type Executor struct {
 	uid, gid int  // who the worker runs as
 	asRoot   bool // ceval is root, so the worker drops to uid:gid
 	cache    *os.File
+	// landlock: run workers can be started unable to write any file, so they may read the
+	// cache, which only the compiler writes (keep.go); without it they get no cache.
+	landlock bool
+	started  time.Time // when NewExecutor was called (keep.go)
 
-	mu      sync.Mutex
-	w       *worker
-	closed  bool
-	toolbox *taskModule                // what run_command runs
-	modules map[*task.File]*taskModule // task modules, by the handle the task opened at load
-	py      *taskModule                // CPython, stripped, once read
-	pyErr   error                      // why CPython cannot be had, once known for good
+	mu sync.Mutex
+	// toKeep: what a run worker compiled itself (not in the cache); Close has the
+	// compiler compile and keep it for later workers.
+	toKeep    []*taskModule
+	keepPyLib *wire.CompilePyLib // pytest's bytecode, with this CPython
+	keeping   bool               // e.w is the compiler
+	w         *worker
+	closed    bool
+	toolbox   *taskModule                // what run_command runs
+	modules   map[*task.File]*taskModule // task modules, by the handle the task opened at load
+	py        *taskModule                // CPython, stripped, once read
+	pyErr     error                      // why CPython cannot be had, once known for good
 
 	stopPreload context.CancelFunc // cancels the toolbox load NewExecutor started
 }
@@ -162,11 +172,12 @@ func NewExecutor(opts Options) (*Executor, error) {
 	// Hashing the embedded toolbox (some 10 ms) overlaps the worker's start.
 	toolbox := make(chan *taskModule, 1)
 	go func() { toolbox <- defaultToolbox() }()
-	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), modules: map[*task.File]*taskModule{}}
+	e := &Executor{opts: opts, uid: os.Geteuid(), gid: os.Getegid(), modules: map[*task.File]*taskModule{}, started: time.Now()}
 	if e.uid == 0 {
 		e.asRoot = true
 		e.uid, e.gid = opts.WorkerUID, opts.WorkerGID
 	}
+	e.landlock = landlockABI() >= 1
 	if e.cache, err = openCacheDirs(opts.CacheDir, opts.CacheRoot, e.uid, e.gid); err != nil {
 		return nil, err
 	}
@@ -211,6 +222,7 @@ func (e *Executor) Close() error {
 		e.w.stop(closeGrace)
 		e.w = nil
 	}
+	e.keep()
 	return e.cache.Close()
 }
 
@@ -311,6 +323,9 @@ func (e *Executor) run(ctx context.Context, req *wire.RunRequest) (*wire.RunRepl
 		return nil, fmt.Sprintf("the sandbox worker died while running the criterion: %v", err), nil
 	case err != nil:
 		return nil, "", err
+	}
+	if req.PyLib && r.PyLib == wire.BytecodeCompiled && e.landlock && e.keepPyLib == nil {
+		e.keepPyLib = &wire.CompilePyLib{Digest: req.Digest, MemoryLimit: req.MemoryLimit}
 	}
 	if req.PyLib {
 		// The worker answered a pytest run: it compiled (or tried to compile) pytest's
@@ -450,6 +465,9 @@ func (e *Executor) loadModule(ctx context.Context, m *taskModule) error {
 		return fmt.Errorf("wasm: module %s: %s", m.digest[:12], r.Err)
 	}
 	e.w.modules[key] = true
+	if e.landlock && !e.keeping && !r.FromCache && !slices.Contains(e.toKeep, m) {
+		e.toKeep = append(e.toKeep, m)
+	}
 	return nil
 }
 

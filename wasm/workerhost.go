@@ -130,13 +130,21 @@ func workerSysProcAttr(uid, gid int, asRoot bool) *syscall.SysProcAttr {
 // would hold only on the thread that happened to call prctl. The thread stays alive until
 // the worker has exited, because Pdeathsig fires when the thread that started the child
 // exits; then it exits with its goroutine, still locked, taking its no_new_privs with it.
-func startWithNoNewPrivs(cmd *exec.Cmd, exited <-chan struct{}) error {
+// readOnly: the thread also gives up every filesystem write (landlock.go) before it starts
+// the worker, which inherits that too.
+func startWithNoNewPrivs(cmd *exec.Cmd, exited <-chan struct{}, readOnly bool) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			started <- fmt.Errorf("set no_new_privs: %w", err)
 			return
+		}
+		if readOnly {
+			if err := denyThreadFSWrites(); err != nil {
+				started <- err
+				return
+			}
 		}
 		if err := cmd.Start(); err != nil {
 			started <- err
@@ -148,19 +156,33 @@ func startWithNoNewPrivs(cmd *exec.Cmd, exited <-chan struct{}) error {
 	return <-started
 }
 
-// startWorker re-executes this binary as the worker, with an empty environment, "/" as its
-// directory, the cache directory as its only extra descriptor, and checks its handshake.
-func (e *Executor) startWorker() (*worker, error) {
+// startWorker starts a run worker (see workerCmd).
+func (e *Executor) startWorker() (*worker, error) { return e.startWorkerMode(wire.ModeRun) }
+
+// workerCmd is the command of a worker in mode (wire.ModeRun or wire.ModeCompile): this
+// binary re-executed with an empty environment, "/" as its directory and the cache
+// directory as its only extra descriptor. A run worker gets the cache only where it can be
+// started unable to write it (e.landlock); extra is for tests.
+func (e *Executor) workerCmd(mode string, extra ...string) *exec.Cmd {
 	cmd := &exec.Cmd{
 		// The kernel resolves /proc/self/exe without walking the path to the binary, which
 		// the worker's uid may be unable to traverse.
 		Path:        "/proc/self/exe",
-		Args:        []string{"ceval-wasm-worker", wire.WorkerCommand, "cache"},
+		Args:        append([]string{"ceval-wasm-worker", wire.WorkerCommand, mode}, extra...),
 		Env:         []string{},
 		Dir:         "/",
 		ExtraFiles:  []*os.File{e.cache},
 		SysProcAttr: workerSysProcAttr(e.uid, e.gid, e.asRoot),
 	}
+	if mode == wire.ModeRun && !e.landlock {
+		cmd.Args[2], cmd.ExtraFiles = "", nil
+	}
+	return cmd
+}
+
+// startWorkerMode starts a worker (workerCmd) and checks its handshake.
+func (e *Executor) startWorkerMode(mode string) (*worker, error) {
+	cmd := e.workerCmd(mode)
 	w := &worker{cmd: cmd, stderr: &tailBuffer{max: 8 << 10}, waited: make(chan struct{}), modules: map[string]bool{}}
 	cmd.Stderr = w.stderr
 	// Our own pipes rather than StdinPipe/StdoutPipe: Wait must not close the read end
@@ -176,7 +198,7 @@ func (e *Executor) startWorker() (*worker, error) {
 		return nil, fmt.Errorf("wasm worker: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
-	err = startWithNoNewPrivs(cmd, w.waited)
+	err = startWithNoNewPrivs(cmd, w.waited, mode != wire.ModeCompile && e.landlock)
 	inR.Close()
 	outW.Close()
 	if err != nil {

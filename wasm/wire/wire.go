@@ -15,8 +15,21 @@ import (
 )
 
 // WorkerCommand is the hidden first argument with which the host re-executes ceval as the
-// worker (worker.Main); a second argument "cache" says CacheFD holds its cache directory.
+// worker (worker.Main); a second argument says what it is: ModeRun ("cache": a run worker
+// with CacheFD holding its cache directory, which it may only read), ModeCompile (the
+// compiler, which writes it) or none (a run worker without a cache).
 const WorkerCommand = "__wasm-worker"
+
+// Worker modes (the argument after WorkerCommand). A run worker runs guests over the
+// workspace, so nothing it could leave behind is trusted: the host starts it unable to
+// write any file (Landlock: wasm/landlock.go) and it only reads the cache. The compiler
+// runs no guest and sees no workspace or task: it compiles the modules and ceval's own
+// Python sources the host sends it and keeps them in the cache, which later run workers
+// execute.
+const (
+	ModeRun     = "cache"
+	ModeCompile = "compile"
+)
 
 // CacheFD is the descriptor on which the worker inherits its compilation cache directory;
 // it reaches the directory only through it.
@@ -58,7 +71,18 @@ const (
 	OpViewDone   = 'v'
 	OpRun        = 'R' // parent → worker: RunRequest; reply OpRunDone
 	OpRunDone    = 'r'
+	// OpCompilePyLib: parent → compiler: compile pytest's packages (the pylib view sent
+	// before) with the CPython module of CompilePyLib.Digest, and keep the bytecode; reply
+	// OpCompiledPyLib with a ModuleReply. Only the compiler takes it.
+	OpCompilePyLib  = 'P'
+	OpCompiledPyLib = 'p'
 )
+
+// CompilePyLib is an OpCompilePyLib request.
+type CompilePyLib struct {
+	Digest      string `json:"digest"` // the CPython module's, loaded before
+	MemoryLimit uint64 `json:"memory_limit"`
+}
 
 // Frame size caps. The worker trusts the parent more than the parent trusts the worker,
 // whose replies carry guest output.
@@ -88,6 +112,10 @@ type ModuleReply struct {
 	// SiteBytecode says, for CPython, how ceval's sitecustomize got its bytecode
 	// ("compiled" or "cache", pylib.go).
 	SiteBytecode string `json:"site_bytecode,omitempty"`
+	// FromCache: a run worker found the module's native code in the cache, as the
+	// compiler kept it; false, it compiled the module itself and kept nothing, and the host
+	// has the compiler compile it for the next worker.
+	FromCache bool `json:"from_cache,omitempty"`
 }
 
 type ViewBegin struct {

@@ -24,13 +24,18 @@ package worker
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"golang.org/x/sys/unix"
@@ -63,13 +68,59 @@ func wazeroCacheDirName() string {
 	return "wazero-" + v + "-" + runtime.GOARCH + "-" + runtime.GOOS
 }
 
-// openCompilationCache opens wazero's cache in the directory open on rootFD and returns it
-// with the shared lock on this version's directory, which the caller keeps open (and so
-// locked) for as long as it may use the cache.
-func openCompilationCache(rootFD int) (wazero.CompilationCache, *os.File, error) {
+// ownCacheDirName is this build's directory below the cache root: wazero's own
+// (wazeroCacheDirName) for a released wazero, whose code for a module is the same in every
+// build that links it. A build whose wazero calls itself "dev" (a replaced or unreleased
+// wazero) is told apart from every other such build by its Go build ID: its directory is
+// wazero-dev-build-ID-GOARCH-GOOS, in which wazero makes its own wazero-dev-GOARCH-GOOS.
+// Its name starts "wazero-" too, so the pruner removes another build's.
+func ownCacheDirName() string {
 	name := wazeroCacheDirName()
+	if name != "wazero-dev-"+runtime.GOARCH+"-"+runtime.GOOS {
+		return name
+	}
+	return devCacheDirName(buildID())
+}
+
+func devCacheDirName(id string) string {
+	return "wazero-dev-build-" + id + "-" + runtime.GOARCH + "-" + runtime.GOOS
+}
+
+// buildID is a digest of this executable's Go build ID (its ELF note), else of the whole
+// executable: either changes with every build.
+var buildID = sync.OnceValue(func() string { return buildIDOf("/proc/self/exe") })
+
+// buildIDOf is buildID of the executable at exe.
+func buildIDOf(exe string) string {
+	h := sha256.New()
+	if f, err := elf.Open(exe); err == nil {
+		if sec := f.Section(".note.go.buildid"); sec != nil {
+			if b, err := sec.Data(); err == nil && len(b) > 0 {
+				h.Write(b)
+				f.Close()
+				return hex.EncodeToString(h.Sum(nil))[:16]
+			}
+		}
+		f.Close()
+	}
+	if f, err := os.Open(exe); err == nil {
+		_, _ = io.Copy(h, f)
+		f.Close()
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// openCompilationCache opens wazero's cache in this build's directory below the one open
+// on rootFD (ownCacheDirName) and returns it with the shared lock on that directory, which
+// the caller keeps open (and so locked) for as long as it may use the cache.
+func openCompilationCache(rootFD int) (wazero.CompilationCache, *os.File, error) {
+	name := ownCacheDirName()
+	dir := "/proc/self/fd/" + strconv.Itoa(rootFD)
+	if name != wazeroCacheDirName() {
+		dir += "/" + name
+	}
 	for range 10 {
-		c, err := wazero.NewCompilationCacheWithDir("/proc/self/fd/" + strconv.Itoa(rootFD))
+		c, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -102,7 +153,7 @@ func openCompilationCache(rootFD int) (wazero.CompilationCache, *os.File, error)
 // left any. A root without this version's own directory is left alone: it is not a cache
 // this worker knows.
 func pruneStaleCaches(rootFD int) (removed []string, err error) {
-	own := wazeroCacheDirName()
+	own := ownCacheDirName()
 	names, err := readDirNames(rootFD)
 	if err != nil {
 		return nil, err
@@ -158,8 +209,15 @@ func pruneOne(rootFD int, name string) (bool, error) {
 		return false, err
 	}
 	for _, e := range entries {
-		// wazero writes only files here (KEY and KEY.*.tmp); anything else stays, and so
-		// does the directory.
+		// wazero writes only files here (KEY and KEY.*.tmp), and the compiler its marks;
+		// a dev build's directory holds wazero's own (ownCacheDirName), of files too.
+		// Anything else stays, and so does the directory.
+		if strings.HasPrefix(e, "wazero-") {
+			if err := removeFilesAndDir(fd, e); err != nil {
+				return false, err
+			}
+			continue
+		}
 		if err := unix.Unlinkat(fd, e, 0); err != nil {
 			return false, fmt.Errorf("remove %s: %w", e, err)
 		}
@@ -168,6 +226,28 @@ func pruneOne(rootFD int, name string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// removeFilesAndDir removes the files in the directory name below dirFD, then it.
+func removeFilesAndDir(dirFD int, name string) error {
+	fd, err := unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
+	}
+	defer unix.Close(fd)
+	entries, err := readDirNames(fd)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := unix.Unlinkat(fd, e, 0); err != nil {
+			return fmt.Errorf("remove %s/%s: %w", name, e, err)
+		}
+	}
+	if err := unix.Unlinkat(dirFD, name, unix.AT_REMOVEDIR); err != nil {
+		return fmt.Errorf("remove %s: %w", name, err)
+	}
+	return nil
 }
 
 // otherWorkerUses reports whether a process other than this one that is a ceval worker has

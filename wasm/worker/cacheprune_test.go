@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -41,17 +42,18 @@ func TestWazeroCacheDirNameIsWazeros(t *testing.T) {
 	}
 }
 
-// cacheRoot makes a worker cache directory holding this version's directory, two other
-// versions' (as an older ceval and a build without module information leave them) and the
+// cacheRoot makes a worker cache directory holding this version's directory, three other
+// versions' (as an older ceval, a build without module information and another dev build
+// leave them) and the
 // Python bytecode caches, each with a file; it returns the directory and a descriptor on it.
 func cacheRoot(t *testing.T) (string, int, []string) {
 	t.Helper()
 	dir := t.TempDir()
 	stale := []string{"wazero-v1.11.0-amd64-linux", "wazero-dev-amd64-linux"}
-	if wazeroCacheDirName() == stale[1] {
+	if ownCacheDirName() == stale[1] {
 		stale[1] = "wazero-v1.12.0-amd64-linux"
 	}
-	for _, d := range append([]string{wazeroCacheDirName()}, stale...) {
+	for _, d := range append([]string{ownCacheDirName()}, stale...) {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +63,17 @@ func cacheRoot(t *testing.T) (string, int, []string) {
 			}
 		}
 	}
+	// Another dev build's directory, holding wazero's own (ownCacheDirName).
+	otherDev := "wazero-dev-build-0123456789abcdef-amd64-linux"
+	if err := os.MkdirAll(filepath.Join(dir, otherDev, "wazero-dev-amd64-linux"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ceval-kept-1-abc", "wazero-dev-amd64-linux/075d9068928c10ff"} {
+		if err := os.WriteFile(filepath.Join(dir, otherDev, f), []byte("code"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale = append(stale, otherDev)
 	for _, f := range []string{"pytest-pyc-4399c583", "site-pyc-01f60761"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte("pyc"), 0o600); err != nil {
 			t.Fatal(err)
@@ -98,12 +111,12 @@ func TestPruneRemovesOnlyOtherVersionsDirectories(t *testing.T) {
 	if !slices.Equal(removed, stale) {
 		t.Errorf("removed %v, want %v", removed, stale)
 	}
-	want := []string{"pytest-pyc-4399c583", "site-pyc-01f60761", wazeroCacheDirName()}
+	want := []string{"pytest-pyc-4399c583", "site-pyc-01f60761", ownCacheDirName()}
 	slices.Sort(want)
 	if got := dirNames(t, dir); !slices.Equal(got, want) {
 		t.Errorf("left %v, want %v", got, want)
 	}
-	if got := dirNames(t, filepath.Join(dir, wazeroCacheDirName())); len(got) != 2 {
+	if got := dirNames(t, filepath.Join(dir, ownCacheDirName())); len(got) != 2 {
 		t.Errorf("this version's directory holds %v, want its two files", got)
 	}
 }
@@ -111,12 +124,12 @@ func TestPruneRemovesOnlyOtherVersionsDirectories(t *testing.T) {
 // A root without this version's directory is no cache the worker knows: nothing goes.
 func TestPruneLeavesARootWithoutItsOwnDirectory(t *testing.T) {
 	dir, fd, _ := cacheRoot(t)
-	if err := os.RemoveAll(filepath.Join(dir, wazeroCacheDirName())); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, ownCacheDirName())); err != nil {
 		t.Fatal(err)
 	}
 	before := dirNames(t, dir)
 	if removed, err := pruneStaleCaches(fd); err != nil || len(removed) != 0 {
-		t.Fatalf("removed %v (err %v) from a root without %s", removed, err, wazeroCacheDirName())
+		t.Fatalf("removed %v (err %v) from a root without %s", removed, err, ownCacheDirName())
 	}
 	if got := dirNames(t, dir); !slices.Equal(got, before) {
 		t.Errorf("left %v, want %v", got, before)
@@ -193,7 +206,7 @@ func TestPruneLeavesEverythingWhileAnotherWorkerHasTheCache(t *testing.T) {
 // makes it anew rather than keep a directory no longer linked, where wazero's writes fail.
 func TestWorkerMakesItsDirectoryAnewWhenPrunedUnderIt(t *testing.T) {
 	dir, fd, _ := cacheRoot(t)
-	own := filepath.Join(dir, wazeroCacheDirName())
+	own := filepath.Join(dir, ownCacheDirName())
 	pruner, err := os.Open(own)
 	if err != nil {
 		t.Fatal(err)
@@ -253,5 +266,40 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
 		}
+	}
+}
+
+// A build whose wazero is unversioned ("dev") keeps its code apart from every other such
+// build: its directory is named by its Go build ID, which differs between two builds.
+func TestDevBuildsDoNotShareACacheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	ids := map[string]bool{}
+	for i, body := range []string{"println(1)", "println(2)"} {
+		src := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\nfunc main() { "+body+" }\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		build := exec.Command("go", "build", "-o", "bin", ".")
+		build.Dir = src
+		if b, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		id := buildIDOf(filepath.Join(src, "bin"))
+		if id != buildIDOf(filepath.Join(src, "bin")) {
+			t.Fatal("a build's ID changes between reads")
+		}
+		ids[id] = true
+	}
+	if len(ids) != 2 {
+		t.Fatalf("two builds have one cache key: %v", ids)
+	}
+	if got := devCacheDirName(buildID()); got == "wazero-dev-"+runtime.GOARCH+"-"+runtime.GOOS || !strings.Contains(got, buildID()) || !strings.HasPrefix(got, "wazero-") {
+		t.Fatalf("a dev build's directory is %q", got)
 	}
 }

@@ -25,7 +25,7 @@ import (
 // load 6-10.
 
 // pycCacheMagic starts a cache file; its version changes with the format.
-const pycCacheMagic = "ceval-pytest-pyc-4\n"
+const pycCacheMagic = "ceval-pytest-pyc-5\n" // 5: written by the compiler only (keep.go)
 
 // maxPycCacheBytes bounds a cache file read back.
 const maxPycCacheBytes = 128 << 20

@@ -147,7 +147,7 @@ func (st *workerState) compileCeval(kind string, py *compiled, pyDigest string, 
 	if len(files) == 0 {
 		return wire.BytecodeCompiled, fmt.Errorf("no output")
 	}
-	if st.cache != nil {
+	if st.cache != nil && st.compiler { // a run worker keeps nothing (keep.go)
 		if err := writePycCache(kind, key, files); err != nil {
 			fmt.Fprintf(os.Stderr, "ceval wasm worker: keep bytecode: %v\n", err) // only a cache
 		}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 	"golang.org/x/sys/unix"
 
@@ -67,6 +66,8 @@ type compiled struct {
 
 type workerState struct {
 	cache         wazero.CompilationCache
+	cacheDir      *os.File // this build's directory in the cache, locked shared
+	compiler      bool     // wire.ModeCompile: runs nothing, writes the cache
 	modules       map[moduleKey]*compiled
 	workspace     *memFS
 	outputs       []outputView // the workspace snapshot's sandbox.outputs, at their paths
@@ -93,23 +94,35 @@ func serve(in io.Reader, out io.Writer) error {
 		return errors.New(h.Err)
 	}
 	st := &workerState{modules: map[moduleKey]*compiled{}, roots: map[string]*memFS{}}
-	if len(os.Args) > 2 && os.Args[2] == "cache" {
+	mode := ""
+	if len(os.Args) > 2 {
+		mode = os.Args[2]
+	}
+	st.compiler = mode == wire.ModeCompile
+	if mode == wire.ModeRun || st.compiler {
 		c, held, err := openCompilationCache(wire.CacheFD)
-		if err != nil {
+		switch {
+		case err != nil && st.compiler:
 			return fmt.Errorf("compilation cache: %w", err)
+		case err == nil:
+			defer held.Close() // the shared lock on this version's directory, for the worker's life
+			st.cache, st.cacheDir = c, held
 		}
-		defer held.Close() // the shared lock on this version's directory, for the worker's life
-		st.cache = c
-		// Other wazero versions' directories, off the critical path (cacheprune.go); the
-		// worker's exit waits for it, so a pruning is never left half done for no reason.
-		pruned := make(chan struct{})
-		defer func() { <-pruned }()
-		go func() {
-			defer close(pruned)
-			if _, err := pruneStaleCaches(wire.CacheFD); err != nil && !errors.Is(err, errInUse) {
-				fmt.Fprintf(os.Stderr, "ceval wasm worker: prune the compilation cache: %v\n", err)
-			}
-		}()
+		// else: a run worker cannot make the directories of a cache the compiler has not
+		// made yet; it compiles everything itself.
+		if st.compiler {
+			// Other wazero versions' directories, off the critical path (cacheprune.go);
+			// the compiler's exit waits for it, so a pruning is never left half done for no
+			// reason. A run worker cannot remove anything (it writes no file).
+			pruned := make(chan struct{})
+			defer func() { <-pruned }()
+			go func() {
+				defer close(pruned)
+				if _, err := pruneStaleCaches(wire.CacheFD); err != nil && !errors.Is(err, errInUse) {
+					fmt.Fprintf(os.Stderr, "ceval wasm worker: prune the compilation cache: %v\n", err)
+				}
+			}()
+		}
 	}
 	br := bufio.NewReaderSize(in, 256<<10)
 	for {
@@ -122,7 +135,19 @@ func serve(in io.Reader, out io.Writer) error {
 			err = wire.WriteJSON(bw, wire.OpModuleDone, st.load(b))
 		case wire.OpViewBegin:
 			err = wire.WriteJSON(bw, wire.OpViewDone, st.readView(br, b))
+		case wire.OpCompilePyLib:
+			if !st.compiler {
+				return errors.New("a compile request to a run worker")
+			}
+			var req wire.CompilePyLib
+			if err := json.Unmarshal(b, &req); err != nil {
+				return fmt.Errorf("compile request: %w", err)
+			}
+			err = wire.WriteJSON(bw, wire.OpCompiledPyLib, st.compileKeptPyLib(&req))
 		case wire.OpRun:
+			if st.compiler {
+				return errors.New("a run request to the compiler, which runs nothing")
+			}
 			var req wire.RunRequest
 			if err := json.Unmarshal(b, &req); err != nil {
 				return fmt.Errorf("run request: %w", err)
@@ -205,6 +230,7 @@ func (st *workerState) load(b []byte) wire.ModuleReply {
 		return r
 	}
 	ctx := context.Background()
+	start := time.Now()
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(key.closeOnDone).
 		// Our allocator enforces the run's memory limit and can say it was hit; wazero's
@@ -212,31 +238,32 @@ func (st *workerState) load(b []byte) wire.ModuleReply {
 		WithMemoryLimitPages(65536).
 		WithMemoryCapacityFromMax(true).
 		WithDebugInfoEnabled(false)
-	if st.cache != nil {
-		cfg = cfg.WithCompilationCache(st.cache)
+	// A run worker reads the native code from the cache only where the compiler marked
+	// it kept (a miss would have wazero write it, which the run worker cannot); it
+	// compiles anything else itself and keeps nothing.
+	useCache := st.cache != nil && !st.compiler && st.keptModule(b[0], key.digest)
+	var rt wazero.Runtime
+	var cm wazero.CompiledModule
+	var err error
+	if st.compiler && st.cache != nil {
+		rt, cm, err = st.compileAndKeep(ctx, cfg, wasm, b[0], key.digest)
+	} else {
+		rt, cm, err = st.compileModule(ctx, cfg, wasm, useCache)
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		rt.Close(ctx)
-		r.Err = fmt.Sprintf("instantiate WASI: %v", err)
-		return r
+	if err != nil && useCache {
+		// The entry is gone or damaged since the compiler kept it: compile without it.
+		useCache = false
+		rt, cm, err = st.compileModule(ctx, cfg, wasm, false)
 	}
-	if err := instantiateHostModule(ctx, rt); err != nil {
-		rt.Close(ctx)
-		r.Err = fmt.Sprintf("instantiate the ceval host module: %v", err)
-		return r
-	}
-	start := time.Now()
-	cm, err := rt.CompileModule(ctx, wasm)
 	r.Compile = time.Since(start)
 	if err != nil {
-		rt.Close(ctx)
-		r.Err = fmt.Sprintf("compile: %v", err)
+		r.Err = err.Error()
 		if sum := sha256.Sum256(wasm); hex.EncodeToString(sum[:]) != key.digest {
 			r.Err += fmt.Sprintf(" (the %d bytes received have sha256 %x, not the digest sent with them)", len(wasm), sum)
 		}
 		return r
 	}
+	r.FromCache = useCache
 	c := &compiled{rt: rt, cm: cm}
 	for _, m := range cm.ExportedMemories() {
 		c.memMin = max(c.memMin, uint64(m.Min())*65536)
