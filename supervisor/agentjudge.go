@@ -275,10 +275,13 @@ func sizeText(n int64) string {
 // code and instructions: hooks that rewrite the verdict after the judge wrote it, MCP
 // servers, CLAUDE.md / AGENTS.md read as instructions, skills). The CLI starts in JudgeDir
 // (sandbox.Config.Cwd; Codex's -C), so /workspace is not its project: neither CLI walks
-// into it for CLAUDE.md, AGENTS.md, skills, .claude or .codex. Claude Code reads only the
-// user settings of the judge's fresh home (--setting-sources user) and no MCP servers but
-// --mcp-config's (--strict-mcp-config: none); Codex loads a project's .codex only when its
-// home's config trusts the project, which ceval's never does.
+// into it for CLAUDE.md, AGENTS.md, skills, .claude or .codex. Claude Code also reads only
+// the user settings of the judge's fresh home (--setting-sources user) and no MCP servers but
+// --mcp-config's (--strict-mcp-config: none): measured with 2.1.332, each of the two (the
+// directory, the flags) alone kept every planted hook, MCP server, CLAUDE.md and skill out.
+// Codex 0.169 loads AGENTS.md and .agents/skills from its project whatever the trust, and a
+// project's .codex (instructions, MCP servers) once its home's config trusts the project,
+// which ceval's never does: the directory is what keeps them out.
 func judgeArgv(t *task.Task) ([]string, error) {
 	a := t.Agent
 	if len(t.Prompt) > maxPromptArg {
