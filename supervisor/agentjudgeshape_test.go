@@ -157,7 +157,7 @@ func TestAgentJudgeOverAWorkspaceItsCopyCannotHoldFails(t *testing.T) {
 	doc := agentTask("judged-past-the-caps", script,
 		"  - {type: agent_judge, rubric: 'Score 1 if the work is done.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
 	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
-		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > /workspace/" + VerdictFile + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > " + JudgeVerdict + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
@@ -198,7 +198,7 @@ func TestAgentJudgeSeesFilesWithOddNames(t *testing.T) {
 	doc := agentTask("judged-odd-names", script,
 		"  - {type: agent_judge, rubric: 'Score 1 if the work is done.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
 	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
-		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > /workspace/" + VerdictFile + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > " + JudgeVerdict + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {

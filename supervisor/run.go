@@ -81,6 +81,10 @@ type Options struct {
 	// container (ceval run --backend kubernetes); Client may then be nil.
 	Kube *kubernetes.Options
 
+	// judgeAgent runs the task's agent as an agent_judge's judge (agentjudge.go): its CLI
+	// starts in JudgeDir, never in the judged copy at /workspace, with judgeArgv's flags.
+	judgeAgent bool
+
 	// containers is what Run needs of the container runtime; nil: containerd through Client.
 	// Tests of the run logic give a fake.
 	containers sandbox.Backend
@@ -280,7 +284,11 @@ type run struct {
 func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	r := &run{t: t, o: o, start: start}
 	var err error
-	if r.argv, err = AgentArgv(t); err != nil {
+	argv := AgentArgv
+	if o.judgeAgent {
+		argv = judgeArgv // agentjudge.go
+	}
+	if r.argv, err = argv(t); err != nil {
 		return nil, &sandbox.InputError{Err: err}
 	}
 	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
@@ -391,6 +399,9 @@ func (r *run) launch(ctx context.Context) error {
 		Prepare: r.prepareScratch, Reserved: r.ids,
 		ImageWorkdir: local.ImageWorkdirMode(t.Sandbox), Emit: r.emit, Outputs: t.Sandbox.Outputs, OutputsFromImage: true,
 		ImageWorkdirEnv: o.ImageWorkdirEnv,
+	}
+	if o.judgeAgent {
+		cfg.Cwd = JudgeDir // agentjudge.go
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw

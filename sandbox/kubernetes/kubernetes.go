@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -319,7 +320,7 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		return nil, err
 	}
 	sess, att, err := newSession(ctx, pod.dial, kubeproto.Start{
-		Argv: cfg.Argv, Env: kubeEnv(sandbox.MergeImageEnv(sandbox.PrependImageEnv(imageEnv, cfg.PrependEnv), cfg.Env)), Dir: oci.WorkspacePath,
+		Argv: cfg.Argv, Env: kubeEnv(sandbox.MergeImageEnv(sandbox.PrependImageEnv(imageEnv, cfg.PrependEnv), cfg.Env)), Dir: cmp.Or(cfg.Cwd, oci.WorkspacePath), // a judge agent's is its own (sandbox.Config.Cwd)
 		Timeout: lim.Timeout, Grace: cfg.Grace, Relays: relays, Probes: probes,
 		FileSizeLimit: uint64(max(lim.DiskMB, 1)) << 20,
 	})
