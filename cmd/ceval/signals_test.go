@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	apitasks "github.com/containerd/containerd/api/services/tasks/v1"
 	apitask "github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/client"
 
@@ -221,6 +222,29 @@ func containerRunning(ctx context.Context, c *client.Client, _ string, _ []proc)
 	for _, tk := range tasks.Tasks {
 		if tk.Status == apitask.Status_RUNNING {
 			return true
+		}
+	}
+	return false
+}
+
+// containerRuns reports whether a running task of the namespace has a process named comm.
+func containerRuns(ctx context.Context, c *client.Client, comm string) bool {
+	tasks, err := c.TaskService().List(ctx, nil)
+	if err != nil {
+		return false
+	}
+	for _, tk := range tasks.Tasks {
+		if tk.Status != apitask.Status_RUNNING {
+			continue
+		}
+		pids, err := c.TaskService().ListPids(ctx, &apitasks.ListPidsRequest{ContainerID: tk.ID})
+		if err != nil {
+			continue
+		}
+		for _, p := range pids.Processes {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.Pid)); err == nil && strings.TrimSpace(string(b)) == comm {
+				return true
+			}
 		}
 	}
 	return false
@@ -448,7 +472,13 @@ func TestGradeSignalledTwiceLeavesNothingAfterGC(t *testing.T) {
 	if len(entries(tmp)) == 0 {
 		t.Fatal("grade made nothing in TMPDIR: the test tests nothing")
 	}
-	time.Sleep(300 * time.Millisecond) // the shell's trap set
+	// The shell's trap is set once its sleep runs (a fixed wait missed it under load: the
+	// first SIGTERM then ended the shell at once, and ceval exited before the second).
+	for end := time.Now().Add(3 * time.Minute); !containerRuns(ctx, c, "sleep"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the verifier's command never reached its sleep:\n%s", out.String())
+		}
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	// Two pending SIGTERMs are one: the second once the first was delivered (the
 	// cleanup it starts takes longer than ceval takes to queue the second).
