@@ -50,6 +50,9 @@ func TestSelftestEveryAttackRunsAndScoresZero(t *testing.T) {
 			t.Logf("KNOWN BREACH %s: %s (waits for: %s)", a.Name, a.Detail, why)
 		case known:
 			t.Errorf("%s no longer breaches (%s): remove it from knownBreaches", a.Name, a.Outcome)
+		case a.Outcome == string(selftest.Skipped) && a.Score == 0 && strings.Contains(a.Detail, "build it with ceval images build-agent"):
+			// The judge attacks need the agent image, which this default-image suite does
+			// not build: TestSelftestAgainstDebianAgentImageScoresZero runs them in it.
 		case a.Outcome != string(selftest.Blocked) && a.Outcome != string(selftest.Detected) || a.Score != 0:
 			t.Errorf("%s: %s, score %.2f: %s", a.Name, a.Outcome, a.Score, a.Detail)
 		}
