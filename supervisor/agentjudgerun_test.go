@@ -3,6 +3,7 @@ package supervisor
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,20 +37,25 @@ echo tests passed`,
 // cannot rewrite the judge's verdict: every Bash-tool command runs behind ceval-init
 // --judge-shell, in a Landlock domain that writes nothing outside /workspace, /tmp and /dev
 // and reaches no process outside it. The judge (real Claude Code in replay) writes 0 with
-// its Write tool, then runs the tests and waits a second. Without the fix: PASS 1 "forged
-// by a background loop", and PASS 1 "forged directly".
+// its Write tool, then runs the tests (in the foreground, or with Bash's run_in_background)
+// and waits a second. Without the fix: PASS 1 "forged by a background loop", PASS 1
+// "forged through proc".
 func TestAgentJudgeClaudeCodeCommandsCannotRewriteTheVerdict(t *testing.T) {
 	withAgentImage(t)
-	for name, script := range forgeScripts {
-		t.Run(name, func(t *testing.T) {
-			id := "judged-forge-" + name
-			plant := "cat >run-tests.sh <<'EOF'\n" + script + "\nEOF\n"
+	cases := []struct {
+		name, script string
+		background bool // the judge runs the script with Bash's run_in_background
+	}{{"background-loop", forgeScripts["background-loop"], false}, {"direct", forgeScripts["direct"], false}, {"run-in-background", forgeScripts["direct"], true}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "judged-forge-" + tc.name
+			plant := "cat >run-tests.sh <<'EOF'\n" + tc.script + "\nEOF\n"
 			doc := agentTask(id, plant,
 				"  - {type: agent_judge, rubric: 'Run sh /workspace/run-tests.sh; score 0.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
 			files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
 				"  - tool_calls: [{name: Write, input: {file_path: " + JudgeVerdict + ", content: '{\"score\": 0, \"reasons\": \"the judge says 0\"}'}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
-				"  - tool_calls: [{name: Bash, input: {command: \"cd /workspace && sh run-tests.sh; echo run-tests=$?; ls -l /judge\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
-				"  - tool_calls: [{name: Bash, input: {command: \"sleep 1; cat /judge/ceval-verdict.json\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+				"  - tool_calls: [{name: Bash, input: {command: \"cd /workspace && sh run-tests.sh >/workspace/tests.log; echo run-tests=$?; ls -l /judge\", run_in_background: " + strconv.FormatBool(tc.background) + "}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+				"  - tool_calls: [{name: Bash, input: {command: \"sleep 1; cat /workspace/tests.log /judge/ceval-verdict.json\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 				"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 			res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 			if err != nil {
