@@ -44,7 +44,7 @@ func TestAgentJudgeClaudeCodeCommandsCannotRewriteTheVerdict(t *testing.T) {
 	withAgentImage(t)
 	cases := []struct {
 		name, script string
-		background bool // the judge runs the script with Bash's run_in_background
+		background   bool // the judge runs the script with Bash's run_in_background
 	}{{"background-loop", forgeScripts["background-loop"], false}, {"direct", forgeScripts["direct"], false}, {"run-in-background", forgeScripts["direct"], true}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
