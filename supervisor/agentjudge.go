@@ -16,6 +16,7 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
@@ -84,9 +85,14 @@ var judgeVerdictTool = map[string]string{
 // or the judge's home, and cannot signal, ptrace or read the /proc of the CLI. The CLI
 // writes the verdict with its in-process Write tool. The code the rubric has the judge run
 // (the agent's tests and scripts, git over its .git/config) is such a command.
-func judgeEnv(t *task.Task) []string {
+// On Kubernetes the init is the Pod's ceval volume's (kube.CevalDir), not oci.InitPath.
+func judgeEnv(t *task.Task, onKube bool) []string {
+	init := oci.InitPath
+	if onKube {
+		init = kube.CevalDir + "/" + kube.InitFile
+	}
 	if t.Agent.Type == task.AgentClaudeCode {
-		return []string{"CLAUDE_CODE_SHELL_PREFIX=" + oci.InitPath + " --judge-shell"}
+		return []string{"CLAUDE_CODE_SHELL_PREFIX=" + init + " --judge-shell"}
 	}
 	return nil
 }

@@ -295,7 +295,7 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 		return nil, &sandbox.InputError{Err: err}
 	}
 	if o.judgeAgent {
-		r.env = append(r.env, judgeEnv(t)...) // agentjudge.go
+		r.env = append(r.env, judgeEnv(t, o.Kube != nil)...) // agentjudge.go
 	}
 	if err := Check(t, o); err != nil {
 		return nil, err
