@@ -38,7 +38,7 @@ func TestAgentJudgesOwnSnapshotPastTheEntryCapFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := res.Criteria[0]
-	if c.Status != grader.Fail || !strings.Contains(c.Details, "wrote no "+VerdictFile) || !strings.Contains(c.Details, "entry cap 100000") {
+	if c.Status != grader.Fail || !strings.Contains(c.Details, "wrote no "+JudgeVerdict) || !strings.Contains(c.Details, "entry cap 100000") {
 		t.Errorf("agent_judge: %s %v %q, want FAIL naming the judge's snapshot's entry cap", c.Status, c.Score, c.Details)
 	}
 }
