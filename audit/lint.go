@@ -76,22 +76,22 @@ func Lint(t *task.Task) []Warning {
 				at(c.Line, c.Column, "%s: only exists/type assertions and no schema: any JSON with those fields passes; assert their values", what)
 			}
 		}
-		switch c.Type {
-		case task.RunCommand:
-			if c.HarborReward {
-				if file, line := testShPytest(&c); line > 0 {
+		switch s := c.Spec.(type) {
+		case *task.RunCommandSpec:
+			if s.HarborReward {
+				if file, line := testShPytest(s); line > 0 {
 					at(c.Line, c.Column, "%s: %s:%d runs pytest, and test.sh writes the reward from it: when a test imports the agent's modules, the agent's code runs in pytest's own process and can rewrite every outcome, and with them the reward (cheat patch-test-runner, which ceval audit runs); grade those tests with a pytest criterion with sandbox: container, isolation: process and all_or_nothing: true (a 0/1 reward), or check what the agent's code cannot reach", what, file, line)
 				}
 			}
-			if c.ExpectedStdout == nil && !c.ScoreFromStdout && !c.HarborReward && !c.UsesReference && agentRunners.MatchString(c.Command) {
-				at(c.Line, c.Column, "%s: only the exit code of %q is checked, and it runs code the agent controls (cheats stub-tests, empty-tests, plant-hooks make it exit 0); check its output with expected_stdout, or run a check the agent cannot edit (uses_reference)", what, clip(c.Command, 60))
+			if s.ExpectedStdout == nil && !s.ScoreFromStdout && !s.HarborReward && !s.UsesReference && agentRunners.MatchString(s.Command) {
+				at(c.Line, c.Column, "%s: only the exit code of %q is checked, and it runs code the agent controls (cheats stub-tests, empty-tests, plant-hooks make it exit 0); check its output with expected_stdout, or run a check the agent cannot edit (uses_reference)", what, clip(s.Command, 60))
 			}
-		case task.Pytest:
-			if c.Verifier == nil {
+		case *task.PytestSpec:
+			if s.Verifier == nil {
 				// The WASM tier has one interpreter and no processes: isolation: process is
 				// refused there at load, so the way out is the container tier.
 				at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner), and the WASM sandbox has no hardened mode (CPython for WASI runs the tests and the agent's code in one interpreter); give it sandbox: container, an image with python3 and pytest (packages: [python3-pytest]) and isolation: process, or check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout)", what)
-			} else if c.Isolation != task.IsolationProcess {
+			} else if s.Isolation != task.IsolationProcess {
 				at(c.Line, c.Column, "%s: the tests import the agent's code into pytest's own process, where it can rewrite every test's outcome (cheat patch-test-runner); give it sandbox: container and isolation: process (the agent's modules then run in a process of their own, behind plain-data proxies), or check behaviour the agent's code cannot reach: run its program and check the output (run_command with expected_stdout)", what)
 			}
 		}
@@ -129,8 +129,8 @@ func expectedInDescription(c task.Criterion, prompt string) string {
 	case *task.JSONCheckSpec:
 		assertions = s.Assertions
 	}
-	if c.ExpectedStdout != nil {
-		vals = append(vals[:len(vals):len(vals)], strings.TrimSpace(*c.ExpectedStdout))
+	if sc := c.StdoutScoring(); sc != nil && sc.ExpectedStdout != nil {
+		vals = append(vals[:len(vals):len(vals)], strings.TrimSpace(*sc.ExpectedStdout))
 	}
 	for _, a := range assertions {
 		if a.Operator != "equals" && a.Operator != "" {
@@ -196,7 +196,7 @@ func clip(s string, n int) string {
 // testShPytest finds the pytest run in a harbor_reward criterion's tests/test.sh (the
 // grader file its command sources): the file's task-relative name and the line of its first
 // pytest, or line 0 when there is none (or no test.sh to read).
-func testShPytest(c *task.Criterion) (string, int) {
+func testShPytest(c *task.RunCommandSpec) (string, int) {
 	const maxTestSh = 1 << 20
 	for _, gf := range c.GraderFiles {
 		rel := gf.Rel

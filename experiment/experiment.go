@@ -456,7 +456,7 @@ func pinImages(ctx context.Context, e *task.Experiment, o supervisor.Options, ol
 func taskImages(t *task.Task) []string {
 	out := []string{t.Sandbox.Image}
 	for i := range t.Criteria {
-		if v := t.Criteria[i].Verifier; v != nil && !slices.Contains(out, v.Image) {
+		if v := t.Criteria[i].Verifier(); v != nil && !slices.Contains(out, v.Image) {
 			out = append(out, v.Image)
 		}
 	}

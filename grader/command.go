@@ -53,6 +53,10 @@ const excerptBytes = 300
 // scoreRewards) decides; with neither, the exit code alone does. Only an expected_stdout regex
 // that does not compile is an error: the task's fault.
 func ScoreCommand(c *task.Criterion, r CommandRun) (Scored, error) {
+	sc := c.StdoutScoring()
+	if sc == nil { // pytest: scored by its exit status alone
+		sc = &task.StdoutScoring{}
+	}
 	details := func(format string, args ...any) string {
 		d := fmt.Sprintf(format, args...)
 		if len(r.Stderr) > 0 {
@@ -72,8 +76,8 @@ func ScoreCommand(c *task.Criterion, r CommandRun) (Scored, error) {
 	if r.Limit != "" {
 		return fail("%s", r.Limit)
 	}
-	if r.ExitCode != c.ExpectedExitCode {
-		return fail("exit code %d, want %d; stdout %s", r.ExitCode, c.ExpectedExitCode, quote(string(r.Stdout), excerptBytes))
+	if r.ExitCode != sc.ExpectedExitCode {
+		return fail("exit code %d, want %d; stdout %s", r.ExitCode, sc.ExpectedExitCode, quote(string(r.Stdout), excerptBytes))
 	}
 	note := ""
 	if len(r.Notes) > 0 {
@@ -81,10 +85,10 @@ func ScoreCommand(c *task.Criterion, r CommandRun) (Scored, error) {
 	}
 	stdout := string(r.Stdout)
 	switch {
-	case c.ExpectedStdout != nil:
-		want := *c.ExpectedStdout
+	case sc.ExpectedStdout != nil:
+		want := *sc.ExpectedStdout
 		var ok bool
-		switch c.StdoutMatch {
+		switch sc.StdoutMatch {
 		case "", "exact":
 			ok = strings.TrimRight(stdout, "\n") == strings.TrimRight(want, "\n")
 		case "contains":
@@ -96,9 +100,9 @@ func ScoreCommand(c *task.Criterion, r CommandRun) (Scored, error) {
 			}
 			ok = re.MatchString(stdout)
 		default:
-			return Scored{}, fmt.Errorf("unknown stdout_match %q", c.StdoutMatch)
+			return Scored{}, fmt.Errorf("unknown stdout_match %q", sc.StdoutMatch)
 		}
-		match := c.StdoutMatch
+		match := sc.StdoutMatch
 		if match == "" {
 			match = "exact"
 		}
@@ -106,25 +110,25 @@ func ScoreCommand(c *task.Criterion, r CommandRun) (Scored, error) {
 			return fail("stdout %s does not match (%s) %s", quote(stdout, excerptBytes), match, quote(want, excerptBytes))
 		}
 		return Scored{Score: 1, Details: fmt.Sprintf("exit code %d; stdout matches (%s)%s", r.ExitCode, match, note)}, nil
-	case c.ScoreFromStdout && strings.HasPrefix(strings.TrimSpace(stdout), "{"):
+	case sc.ScoreFromStdout && strings.HasPrefix(strings.TrimSpace(stdout), "{"):
 		rewards, err := parseRewards(stdout)
 		if err != nil {
 			return invalid("score_from_stdout: %v", err)
 		}
-		v, rule, err := scoreRewards(rewards, c.RewardKey)
+		v, rule, err := scoreRewards(rewards, sc.RewardKey)
 		if err != nil {
 			return invalid("score_from_stdout: %v", err)
 		}
 		return Scored{Score: v, Rewards: rewards, Details: fmt.Sprintf("exit code %d; rewards %s; score %s (%s)%s",
 			r.ExitCode, formatRewards(rewards), formatScore(v), rule, note)}, nil
-	case c.ScoreFromStdout:
+	case sc.ScoreFromStdout:
 		line, _, _ := strings.Cut(stdout, "\n")
 		v, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
 		if err != nil || math.IsNaN(v) || v < 0 || v > 1 {
 			return invalid("score_from_stdout: the first line of stdout is %s, not a number from 0 to 1", quote(line, excerptBytes))
 		}
-		if c.RewardKey != "" {
-			return invalid("score_from_stdout: reward_key %q names a reward, but stdout is the single number %s, not named rewards", c.RewardKey, formatScore(v))
+		if sc.RewardKey != "" {
+			return invalid("score_from_stdout: reward_key %q names a reward, but stdout is the single number %s, not named rewards", sc.RewardKey, formatScore(v))
 		}
 		return Scored{Score: v, Details: fmt.Sprintf("exit code %d; score %s from stdout%s", r.ExitCode, formatScore(v), note)}, nil
 	}

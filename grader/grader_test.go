@@ -173,9 +173,11 @@ func TestClassificationMatchRecordsBoundedLabels(t *testing.T) {
 
 func TestExecutingCriteria(t *testing.T) {
 	s := snap(t, tree{"a.txt": "x"})
-	run := func(cmd string) task.Criterion { return crit(task.Criterion{Type: task.RunCommand, Command: cmd}) }
+	run := func(cmd string) task.Criterion {
+		return crit(task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: cmd}})
+	}
 	t.Run("without an executor they are not graded", func(t *testing.T) {
-		tk := newTask(run("pass"), crit(task.Criterion{Type: task.WASMCheck, Module: &task.File{Path: "/m.wasm"}}))
+		tk := newTask(run("pass"), crit(task.Criterion{Type: task.WASMCheck, Spec: &task.WASMSpec{Module: &task.File{Path: "/m.wasm"}}}))
 		r := Grade(context.Background(), tk, s, Options{})
 		for _, cr := range r.Criteria {
 			want(t, cr, NotGraded, 0, "WASM sandbox")
@@ -211,16 +213,18 @@ func TestExecutingCriteria(t *testing.T) {
 
 func TestNamedRewardsAreKeptAndABadOneFailsEvenAtThresholdZero(t *testing.T) {
 	s := snap(t, tree{})
-	run := func(cmd string) task.Criterion { return crit(task.Criterion{Type: task.RunCommand, Command: cmd}) }
+	run := func(cmd string) task.Criterion {
+		return crit(task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: cmd}})
+	}
 	c := run("rewards")
-	c.ScoreFromStdout, c.Args = true, []string{`{"correctness": 1, "performance": 0.5}`}
+	c.StdoutScoring().ScoreFromStdout = true
 	r := Grade(context.Background(), newTask(c), s, Options{Executor: &fakeExecutor{}})
 	want(t, r.Criteria[0], Fail, 0.75, `rewards "correctness"=1, "performance"=0.5; score 0.75 (mean of 2)`)
 	if got := r.Criteria[0].Rewards; len(got) != 2 || got["correctness"] != 1 || got["performance"] != 0.5 {
 		t.Errorf("rewards %v, want correctness 1 and performance 0.5 kept", got)
 	}
 	c = run("bad-reward")
-	c.ScoreFromStdout, c.PassThreshold, c.Args = true, 0, []string{`{"correctness": "high"}`}
+	c.StdoutScoring().ScoreFromStdout, c.PassThreshold = true, 0
 	r = Grade(context.Background(), newTask(c), s, Options{Executor: &fakeExecutor{}})
 	want(t, r.Criteria[0], Fail, 0, `reward "correctness" is the string "high", not a number from 0 to 1`)
 	if r.Status != "FAILURE" {
@@ -268,7 +272,7 @@ func TestStatusAggregation(t *testing.T) {
 	s := snap(t, tree{"a.txt": "x"})
 	pass := crit(task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "a.txt"}})
 	fail := crit(task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "b.txt"}})
-	notGraded := crit(task.Criterion{Type: task.RunCommand, Command: "pass"})
+	notGraded := crit(task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "pass"}})
 	broken := crit(task.Criterion{Type: task.FileMatchesRegex, Spec: &task.FileMatchesRegexSpec{Path: "a.txt", Pattern: "("}})
 	info := func(c task.Criterion) task.Criterion { c.Weight = 0; return c }
 	tests := []struct {
@@ -300,7 +304,7 @@ func TestCriteriaKeepTaskOrder(t *testing.T) {
 	types := []string{task.RunCommand, task.FileExists, task.FileContains, task.FileExists}
 	var cs []task.Criterion
 	for i, typ := range types {
-		c := task.Criterion{Type: typ, Description: strings.Repeat("d", i+1), Command: "c"}
+		c := task.Criterion{Type: typ, Description: strings.Repeat("d", i+1), Spec: &task.RunCommandSpec{Command: "c"}}
 		switch typ {
 		case task.FileExists:
 			c.Spec = &task.FileExistsSpec{Path: "a.txt"}

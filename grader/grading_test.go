@@ -13,7 +13,7 @@ import (
 type pythonExecutor struct{ fakeExecutor }
 
 func (p *pythonExecutor) Python(c *task.Criterion) *Interpreter {
-	if strings.HasPrefix(c.Command, "python") {
+	if strings.HasPrefix(c.Spec.(*task.RunCommandSpec).Command, "python") {
 		return &Interpreter{Name: "test python", SHA256: "abc"}
 	}
 	return nil
@@ -35,7 +35,7 @@ func TestResultNamesThePythonThatGradedIt(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tk := &task.Task{ID: "t"}
 			for _, cmd := range tc.commands {
-				tk.Criteria = append(tk.Criteria, task.Criterion{Type: task.RunCommand, Command: cmd, Weight: 1, PassThreshold: 0.9})
+				tk.Criteria = append(tk.Criteria, task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: cmd}, Weight: 1, PassThreshold: 0.9})
 			}
 			res := Grade(context.Background(), tk, s, Options{Executor: tc.ex})
 			b, _ := json.Marshal(res)

@@ -109,13 +109,16 @@ func want(t *testing.T, got CriterionResult, status Status, score float64, detai
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
+// fakeRewards are the stdouts of the commands "rewards" and "bad-reward" of fakeExecutor.
+var fakeRewards = map[string]string{"rewards": `{"correctness": 1, "performance": 0.5}`, "bad-reward": `{"correctness": "high"}`}
+
 // fakeExecutor grades run_command criteria by their command: "pass", "fail", "half",
 // "error" (ceval-side failure) or "nan".
 type fakeExecutor struct{ references []*task.Dir }
 
 func (f *fakeExecutor) Execute(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot, reference *task.Dir) (Scored, error) {
 	f.references = append(f.references, reference)
-	switch c.Command {
+	switch c.Spec.(*task.RunCommandSpec).Command {
 	case "pass":
 		return Scored{Score: 1, Details: "ran"}, nil
 	case "half":
@@ -127,7 +130,7 @@ func (f *fakeExecutor) Execute(ctx context.Context, c *task.Criterion, s *snapsh
 	case "workspace":
 		return Scored{}, fmt.Errorf("verifier: %w", &WorkspaceError{Reason: "the workspace holds a file too large to copy"})
 	case "rewards", "bad-reward":
-		return ScoreCommand(c, CommandRun{Stdout: []byte(c.Args[0])})
+		return ScoreCommand(c, CommandRun{Stdout: []byte(fakeRewards[c.Spec.(*task.RunCommandSpec).Command])})
 	}
 	return Scored{Details: "ran"}, nil
 }

@@ -10,12 +10,12 @@ import (
 	"ceval.dev/ceval/task"
 )
 
-// outputExecutor scores its command's first arg and returns args[1] as stdout.
+// outputExecutor scores its wasm criterion's first arg and returns args[1] as stdout.
 type outputExecutor struct{}
 
 func (outputExecutor) Execute(_ context.Context, c *task.Criterion, _ *snapshot.Snapshot, _ *task.Dir) (Scored, error) {
-	sc := Scored{Details: "exit code 1, want 0", Output: &Output{Stdout: []byte(c.Args[1]), Stderr: []byte("E   assert 1 == 2\n"), StderrCut: 5}}
-	if c.Args[0] == "pass" {
+	sc := Scored{Details: "exit code 1, want 0", Output: &Output{Stdout: []byte(c.Spec.(*task.WASMSpec).Args[1]), Stderr: []byte("E   assert 1 == 2\n"), StderrCut: 5}}
+	if c.Spec.(*task.WASMSpec).Args[0] == "pass" {
 		sc.Score = 1
 	}
 	return sc, nil
@@ -27,9 +27,9 @@ func (outputExecutor) Execute(_ context.Context, c *task.Criterion, _ *snapshot.
 func TestExecutedCriterionDetailsEndWithItsOutputsTail(t *testing.T) {
 	long := strings.Repeat("x", 5000) + "\nFAILED tests/test_outputs.py::test_answer - assert 41 == 42\n"
 	tk := newTask(
-		crit(task.Criterion{Type: task.RunCommand, Command: "c", Args: []string{"fail", long}}),
-		crit(task.Criterion{Type: task.RunCommand, Command: "c", Args: []string{"pass", "all good"}}),
-		crit(task.Criterion{Type: task.RunCommand, Command: "c", Args: []string{"fail", ""}}),
+		crit(task.Criterion{Type: task.WASMCheck, Spec: &task.WASMSpec{Args: []string{"fail", long}}}),
+		crit(task.Criterion{Type: task.WASMCheck, Spec: &task.WASMSpec{Args: []string{"pass", "all good"}}}),
+		crit(task.Criterion{Type: task.WASMCheck, Spec: &task.WASMSpec{Args: []string{"fail", ""}}}),
 	)
 	r := Grade(context.Background(), tk, snap(t, tree{}), Options{Executor: outputExecutor{}})
 	failedCr, passed, quiet := r.Criteria[0], r.Criteria[1], r.Criteria[2]

@@ -19,7 +19,7 @@ import (
 // the criterion with the reason; it is not ERROR, which pass rates leave out.
 func TestWorkspaceFaultOfAnExecutorIsFailure(t *testing.T) {
 	s := snap(t, tree{"a": "x"})
-	c := crit(task.Criterion{Type: task.RunCommand, Command: "workspace"})
+	c := crit(task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "workspace"}})
 	r := Grade(context.Background(), newTask(c), s, Options{Executor: &fakeExecutor{}})
 	want(t, r.Criteria[0], Fail, 0, "too large to copy")
 }

@@ -66,8 +66,8 @@ func TestImportCoderEvalFullFixtureMapsEveryFieldAndLoads(t *testing.T) {
 	if c, ok := tk.Criteria[8].Spec.(*task.ToolCalledSpec); !ok || c.MaxCount != 0 || c.MinCount != 0 {
 		t.Errorf("command_not_executed became %+v", tk.Criteria[8])
 	}
-	if c := tk.Criteria[6]; c.Timeout != 30*time.Second {
-		t.Errorf("run_command timeout %v, want 30s", c.Timeout)
+	if c := tk.Criteria[6]; c.Execution().Timeout != 30*time.Second {
+		t.Errorf("run_command timeout %v, want 30s", c.Execution().Timeout)
 	}
 	data, _ := os.ReadFile(r.Output)
 	for _, comment := range []string{"# A coder_eval task using every field", "# the file must exist"} {
@@ -169,7 +169,7 @@ func checkPlaceholder(t *testing.T, in string) {
 		t.Fatalf("%d criteria, want the kept one and the placeholder", len(tk.Criteria))
 	}
 	c := tk.Criteria[1]
-	if c.Type != task.RunCommand || !strings.HasSuffix(c.Command, "; exit 1") || !strings.Contains(c.Description, "unmapped criterion") || !strings.Contains(c.Description, "in.yaml:9") {
+	if c.Type != task.RunCommand || !strings.HasSuffix(c.Spec.(*task.RunCommandSpec).Command, "; exit 1") || !strings.Contains(c.Description, "unmapped criterion") || !strings.Contains(c.Description, "in.yaml:9") {
 		t.Errorf("placeholder = %+v", c)
 	}
 }
@@ -284,7 +284,7 @@ func TestImportCoderEvalRunCommandReadingTheReferenceUsesIt(t *testing.T) {
 		t.Fatalf("%v\n%s", err, r.Output)
 	}
 	defer tk.Close()
-	if c := tk.Criteria[1]; c.Type != task.RunCommand || !c.UsesReference {
+	if c := tk.Criteria[1]; c.Type != task.RunCommand || !c.Spec.(*task.RunCommandSpec).UsesReference {
 		t.Fatalf("criterion %+v", c)
 	}
 }
@@ -428,13 +428,13 @@ func TestImportCoderEvalMapsPythonCriteria(t *testing.T) {
 		t.Fatalf("criteria %d, grader files %+v", len(tk.Criteria), tk.GraderFiles)
 	}
 	py, imp, chk := tk.Criteria[0], tk.Criteria[1], tk.Criteria[2]
-	if py.Type != task.RunCommand || py.Tier() != task.TierContainer || py.Command != "python3 -m pytest -q -p no:cacheprovider 'tests' '-x'" || py.Timeout != 120*time.Second {
+	if py.Type != task.RunCommand || py.Tier() != task.TierContainer || py.Spec.(*task.RunCommandSpec).Command != "python3 -m pytest -q -p no:cacheprovider 'tests' '-x'" || py.Execution().Timeout != 120*time.Second {
 		t.Errorf("pytest became %+v", py)
 	}
-	if imp.Type != task.RunCommand || imp.Tier() != task.TierWASM || !imp.ScoreFromStdout || !strings.HasSuffix(imp.Command, " 'stats.py'") {
+	if imp.Type != task.RunCommand || imp.Tier() != task.TierWASM || !imp.StdoutScoring().ScoreFromStdout || !strings.HasSuffix(imp.Spec.(*task.RunCommandSpec).Command, " 'stats.py'") {
 		t.Errorf("import_check became %+v", imp)
 	}
-	if chk.Tier() != task.TierWASM || len(chk.GraderFiles) != 1 || chk.GraderFiles[0].Rel != "checks" {
+	if chk.Tier() != task.TierWASM || len(chk.Execution().GraderFiles) != 1 || chk.Execution().GraderFiles[0].Rel != "checks" {
 		t.Errorf("the $TASK_DIR run_command became %+v", chk)
 	}
 }

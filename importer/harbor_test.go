@@ -50,8 +50,8 @@ func TestImportHarborMapsTheTaskAndItsTests(t *testing.T) {
 		t.Fatalf("solution %+v criteria %+v", tk.Solution, tk.Criteria)
 	}
 	c := tk.Criteria[0]
-	if c.Type != task.RunCommand || c.Tier() != task.TierContainer || !c.HarborReward || c.ScoreFromStdout || c.Timeout != 60*time.Second ||
-		len(c.GraderFiles) != 1 || c.GraderFiles[0].Rel != "tests" || !c.GraderFiles[0].Dir {
+	if c.Type != task.RunCommand || c.Tier() != task.TierContainer || !c.Spec.(*task.RunCommandSpec).HarborReward || c.StdoutScoring().ScoreFromStdout || c.Execution().Timeout != 60*time.Second ||
+		len(c.Execution().GraderFiles) != 1 || c.Execution().GraderFiles[0].Rel != "tests" || !c.Execution().GraderFiles[0].Dir {
 		t.Fatalf("criterion %+v", c)
 	}
 	script, err := os.ReadFile(filepath.Join(out, "hello-file", "tests", "test.sh"))

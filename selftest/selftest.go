@@ -133,7 +133,7 @@ func runBudget(t *task.Task) time.Duration {
 	}
 	for i := range t.Criteria {
 		if c := &t.Criteria[i]; c.Executes() {
-			round += cmp.Or(c.Timeout, task.DefaultCheckTimeout)
+			round += cmp.Or(c.Execution().Timeout, task.DefaultCheckTimeout)
 		}
 	}
 	rounds := 1

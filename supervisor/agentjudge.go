@@ -16,6 +16,8 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/kube"
+	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
@@ -64,9 +66,36 @@ RUBRIC:
 Inspect the work with your tools as the rubric requires. File names may hold spaces, newlines
 or a leading '-', and the tree may be large: list it with find -print0 (or a program), pass
 names after --, and look at everything the rubric asks about before you decide. Then write
-your verdict to ` + JudgeVerdict + ` (not in /workspace) as exactly one JSON object and nothing else:
+your verdict to ` + JudgeVerdict + ` (not in /workspace) with %s as exactly one JSON object and nothing else:
 {"score": <number from 0 to 1>, "reasons": "<a few sentences>"}
 and stop.`
+
+// judgeVerdictTool is how each judge CLI is told to write its verdict: the commands it runs
+// cannot write JudgeDir (judgeEnv), its own file tool can.
+var judgeVerdictTool = map[string]string{
+	task.AgentClaudeCode: "your Write tool (shell commands cannot write in " + JudgeDir + ")",
+	task.AgentCodex:      "your file-editing tool",
+}
+
+// judgeEnv is what a judge agent's CLI gets beyond AgentEnv. Claude Code runs every command
+// of its Bash tool behind CLAUDE_CODE_SHELL_PREFIX (measured with 2.1.332: the prefix gets
+// the whole command string as one argument), here ceval-init --judge-shell
+// (cmd/ceval-init/judgeshell.go), which confines the command and everything it leaves
+// behind with Landlock: it writes only under /workspace, /tmp and /dev, never JudgeDir
+// or the judge's home, and cannot signal, ptrace or read the /proc of the CLI. The CLI
+// writes the verdict with its in-process Write tool. The code the rubric has the judge run
+// (the agent's tests and scripts, git over its .git/config) is such a command.
+// On Kubernetes the init is the Pod's ceval volume's (kube.CevalDir), not oci.InitPath.
+func judgeEnv(t *task.Task, onKube bool) []string {
+	init := oci.InitPath
+	if onKube {
+		init = kube.CevalDir + "/" + kube.InitFile
+	}
+	if t.Agent.Type == task.AgentClaudeCode {
+		return []string{"CLAUDE_CODE_SHELL_PREFIX=" + init + " --judge-shell"}
+	}
+	return nil
+}
 
 // recordedJudgment is agent_judge/verdict-N.json: the N-th judge's verdict and what it was
 // asked, so regrade (which starts no sandbox) reuses it while the inputs are the same.
@@ -139,7 +168,7 @@ func (a *agentJudges) run(ctx context.Context, c *task.AgentJudgeSpec, s *snapsh
 	}
 	jt := &task.Task{Path: a.t.Path, Dir: a.t.Dir, ExperimentDir: a.t.ExperimentDir,
 		ID:     a.t.ID + "-agent-judge-" + strconv.Itoa(a.n),
-		Prompt: fmt.Sprintf(agentJudgePrompt, c.Rubric),
+		Prompt: fmt.Sprintf(agentJudgePrompt, c.Rubric, judgeVerdictTool[c.JudgeAgent]),
 		Agent:  &task.Agent{Type: c.JudgeAgent, Model: c.JudgeModel, Gateway: &task.Gateway{Mode: task.GatewayForward}},
 		Sandbox: task.Sandbox{Image: images.AgentName, Network: policy.NetworkNone,
 			Limits:    task.Limits{Timeout: c.Timeout, MemoryMB: 2048, CPUs: 2, Pids: 256, DiskMB: 512},

@@ -56,7 +56,7 @@ echo 'the notes of the work' >sub/notes.md`
 		"  - {type: agent_judge, rubric: 'Score 0.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
 	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
 		"  - tool_calls: [{name: Read, input: {file_path: /workspace/sub/notes.md}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
-		"  - tool_calls: [{name: Bash, input: {command: \"printf '{\\\"score\\\": 0, \\\"reasons\\\": \\\"the judge says 0\\\"}' > " + verdict + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Write, input: {file_path: " + verdict + ", content: '{\"score\": 0, \"reasons\": \"the judge says 0\"}'}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {

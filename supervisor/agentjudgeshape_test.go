@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/grader"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -147,7 +148,7 @@ func TestAgentJudgeHandsOverOddlyShapedWorkspaces(t *testing.T) {
 }
 
 // End to end with the real Claude Code in replay mode, as judge a script that greps its
-// copy for the damning marker (0 if found, else 1: a judge that passes what it is shown).
+// copy for the damning marker and scores 1 (a judge that passes what it is shown).
 // The agent under test leaves the marker below the snapshot's depth cap and under a name
 // that is not UTF-8: the criterion FAILs with the reason and no judge starts; without the
 // rule the judge was handed the rest and scored 1.
@@ -157,7 +158,8 @@ func TestAgentJudgeOverAWorkspaceItsCopyCannotHoldFails(t *testing.T) {
 	doc := agentTask("judged-past-the-caps", script,
 		"  - {type: agent_judge, rubric: 'Score 1 if the work is done.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
 	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
-		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > " + JudgeVerdict + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"grep -rla selftest-damning /workspace || echo nothing-damning\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Write, input: {file_path: " + JudgeVerdict + ", content: '{\"score\": 1, \"reasons\": \"what the copy holds\"}'}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
@@ -190,7 +192,7 @@ func TestAgentJudgeThatTimesOutFailsSayingSo(t *testing.T) {
 }
 
 // Names a listing trips on (a newline, a leading dash, spaces) and a symlink loop reach the
-// judge agent's copy as they are, end to end: the judge (the greping script) finds the
+// judge agent's copy as they are, end to end: the judge's grep finds the
 // damning marker in the file named with a newline and scores 0; nothing ends ERROR.
 func TestAgentJudgeSeesFilesWithOddNames(t *testing.T) {
 	withAgentImage(t)
@@ -198,7 +200,8 @@ func TestAgentJudgeSeesFilesWithOddNames(t *testing.T) {
 	doc := agentTask("judged-odd-names", script,
 		"  - {type: agent_judge, rubric: 'Score 1 if the work is done.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 2m}\n")
 	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
-		"  - tool_calls: [{name: Bash, input: {command: \"if grep -rqa selftest-damning /workspace; then s=0; else s=1; fi; printf '{\\\"score\\\": %s, \\\"reasons\\\": \\\"what the copy holds\\\"}' $s > " + JudgeVerdict + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"grep -rla selftest-damning /workspace | tr '\\\\n' '|'\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Write, input: {file_path: " + JudgeVerdict + ", content: '{\"score\": 0, \"reasons\": \"what the copy holds\"}'}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
@@ -206,6 +209,11 @@ func TestAgentJudgeSeesFilesWithOddNames(t *testing.T) {
 	}
 	c := res.Criteria[0]
 	if c.Status != grader.Fail || c.Score != 0 || !strings.Contains(c.Details, "judge agent score 0") {
-		t.Errorf("agent_judge: %s %v %q, want the judge's 0 (it saw the file named with a newline)", c.Status, c.Score, c.Details)
+		t.Errorf("agent_judge: %s %v %q, want the judge's 0", c.Status, c.Score, c.Details)
+	}
+	// The judge's grep found the marker in the file named with a newline (tr shows its newline as |).
+	out, _ := os.ReadFile(filepath.Join(judgeRunDir(res, "judged-odd-names"), record.StdoutFile))
+	if !strings.Contains(string(out), "/workspace/status|md|") {
+		t.Errorf("the judge did not find the marker in the file named with a newline:\n%s", tail(out))
 	}
 }

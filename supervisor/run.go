@@ -294,6 +294,9 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 	if r.env, r.secrets, err = AgentEnv(t, o.Allow, o.LookupEnv); err != nil {
 		return nil, &sandbox.InputError{Err: err}
 	}
+	if o.judgeAgent {
+		r.env = append(r.env, judgeEnv(t, o.Kube != nil)...) // agentjudge.go
+	}
 	if err := Check(t, o); err != nil {
 		return nil, err
 	}

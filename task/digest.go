@@ -33,8 +33,8 @@ func Material(t *Task) []string {
 		}
 	}
 	for _, c := range t.Criteria {
-		if c.Module != nil {
-			out = append(out, c.Module.Path)
+		if s, ok := c.Spec.(*WASMSpec); ok && s.Module != nil {
+			out = append(out, s.Module.Path)
 		}
 	}
 	for _, s := range t.Services {
@@ -102,7 +102,8 @@ func Digest(t *Task) (string, error) {
 		addDir(s.Files)
 	}
 	for _, c := range t.Criteria {
-		if m := c.Module; m != nil {
+		if s, ok := c.Spec.(*WASMSpec); ok && s.Module != nil {
+			m := s.Module
 			add(m.Path, func(h io.Writer, name string) error { return hashFile(h, m, name) })
 		}
 	}

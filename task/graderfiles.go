@@ -55,11 +55,18 @@ func (l *loader) graderFiles(n *yaml.Node) []GraderFile {
 // criterion its tests too.
 func attachGraderFiles(t *Task) {
 	for i := range t.Criteria {
-		if c := &t.Criteria[i]; c.Executes() {
-			c.GraderFiles = withTests(t.GraderFiles, c.Tests)
-			c.PythonPackages = mergePackages(t.PythonPackages, c.PythonPackages)
-			c.PythonWheels = mergeWheels(t.PythonWheels, c.PythonWheels)
+		c := &t.Criteria[i]
+		e := c.Execution()
+		if e == nil {
+			continue
 		}
+		var tests *GraderFile
+		if s, ok := c.Spec.(*PytestSpec); ok {
+			tests = s.Tests
+		}
+		e.GraderFiles = withTests(t.GraderFiles, tests)
+		e.PythonPackages = mergePackages(t.PythonPackages, e.PythonPackages)
+		e.PythonWheels = mergeWheels(t.PythonWheels, e.PythonWheels)
 	}
 }
 

@@ -26,8 +26,8 @@ func TestGraderFilesReachEveryExecutingCriterion(t *testing.T) {
 	if len(g) != 2 || g[0].Root.Path != dir || g[0].Rel != "checks" || !g[0].Dir || g[1].Root != g[0].Root || g[1].Rel != "single.txt" || g[1].Dir {
 		t.Errorf("GraderFiles = %+v, want checks/ and single.txt in %s", tk.GraderFiles, dir)
 	}
-	if len(tk.Criteria[0].GraderFiles) != 2 || tk.Criteria[1].GraderFiles != nil {
-		t.Errorf("criteria grader files: %+v / %+v", tk.Criteria[0].GraderFiles, tk.Criteria[1].GraderFiles)
+	if len(tk.Criteria[0].Execution().GraderFiles) != 2 || tk.Criteria[1].Execution() != nil {
+		t.Errorf("criteria grader files: %+v / %+v", tk.Criteria[0].Execution().GraderFiles, tk.Criteria[1].Spec)
 	}
 }
 

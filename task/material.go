@@ -165,7 +165,9 @@ func (t *Task) Close() error {
 		errs = append(errs, p.Dir.Close())
 	}
 	for _, c := range t.Criteria {
-		errs = append(errs, c.Module.Close())
+		if s, ok := c.Spec.(*WASMSpec); ok {
+			errs = append(errs, s.Module.Close())
+		}
 	}
 	for _, s := range t.Services {
 		errs = append(errs, s.Files.Close())

@@ -77,7 +77,7 @@ func TestMaterialSwappedForSymlinkAfterLoadIsNotWhatIsRead(t *testing.T) {
 			t.Errorf("read %q through a handle, want the validated material", got)
 		}
 	}
-	if data, err := tk.Criteria[0].Module.ReadAll(1 << 20); err != nil || string(data) != "\x00asm-validated" {
+	if data, err := tk.Criteria[0].Spec.(*WASMSpec).Module.ReadAll(1 << 20); err != nil || string(data) != "\x00asm-validated" {
 		t.Errorf("module read %q (%v), want the validated one", data, err)
 	}
 	if c := tk.Agent.Gateway.Fixture.Calls; len(c) != 1 || !strings.Contains(c[0].Response, "validated") {

@@ -42,11 +42,11 @@ success_criteria:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(tk.Criteria[0].PythonPackages, " "); got != "puremod purepkg" {
+	if got := strings.Join(tk.Criteria[0].Execution().PythonPackages, " "); got != "puremod purepkg" {
 		t.Errorf("criterion packages %q, want puremod purepkg", got)
 	}
-	if tk.Criteria[1].PythonPackages != nil {
-		t.Errorf("file_exists got packages %q", tk.Criteria[1].PythonPackages)
+	if e := tk.Criteria[1].Execution(); e != nil {
+		t.Errorf("file_exists got packages %q", e.PythonPackages)
 	}
 }
 

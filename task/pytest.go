@@ -12,7 +12,7 @@ const Pytest = "pytest"
 
 // pytestTests reads a pytest criterion's tests: a file or directory inside the task's
 // directory, which becomes one of that criterion's grader files (at /task/Rel).
-func (l *loader) pytestTests(n *yaml.Node, what string, c *Criterion) {
+func (l *loader) pytestTests(n *yaml.Node, what string, dst **GraderFile) {
 	rel, ok := l.taskRel(n, what)
 	if !ok {
 		return
@@ -32,7 +32,7 @@ func (l *loader) pytestTests(n *yaml.Node, what string, c *Criterion) {
 		return
 	}
 	if base := l.baseDir(n); base != nil {
-		c.Tests = &GraderFile{Root: base, Rel: filepath.ToSlash(rel), Dir: fi.IsDir()}
+		*dst = &GraderFile{Root: base, Rel: filepath.ToSlash(rel), Dir: fi.IsDir()}
 	}
 }
 

@@ -426,7 +426,7 @@ func gradingMaterial(t *Task) (out []material, done func()) {
 func (l *loader) checkServiceCriteria(t *Task) {
 	for i := range t.Criteria {
 		c := &t.Criteria[i]
-		if len(c.Services) == 0 {
+		if len(c.Services()) == 0 {
 			continue
 		}
 		n := &yaml.Node{Line: c.Line, Column: c.Column}
@@ -434,7 +434,7 @@ func (l *loader) checkServiceCriteria(t *Task) {
 		if c.Tier() != TierContainer {
 			l.errorf(n, "%s: only a verifier container reaches the task's services: add sandbox: container", what)
 		}
-		for _, name := range c.Services {
+		for _, name := range c.Services() {
 			j := slices.IndexFunc(t.Services, func(s Service) bool { return s.Name == name })
 			switch {
 			case j < 0:
@@ -450,7 +450,7 @@ func (l *loader) checkServiceCriteria(t *Task) {
 // run until the run is graded instead of stopping with the agent.
 func (t *Task) GradesWithServices() bool {
 	for i := range t.Criteria {
-		if len(t.Criteria[i].Services) > 0 {
+		if len(t.Criteria[i].Services()) > 0 {
 			return true
 		}
 	}

@@ -127,8 +127,8 @@ func TestCriterionServicesAreTheTasksAndOnlyInAVerifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !tk.GradesWithServices() || !slices.Equal(tk.Criteria[1].Services, []string{"api"}) {
-		t.Errorf("criterion services %v", tk.Criteria[1].Services)
+	if !tk.GradesWithServices() || !slices.Equal(tk.Criteria[1].Services(), []string{"api"}) {
+		t.Errorf("criterion services %v", tk.Criteria[1].Services())
 	}
 	tk.Close()
 	for _, tc := range []struct{ name, crit, want string }{

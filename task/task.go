@@ -254,8 +254,7 @@ const (
 	AgentJudge         = "agent_judge"         // a judge agent's verdict, from its own sandbox
 )
 
-// Criterion is one success criterion: what every type has, and its type's own fields in Spec
-// (run_command's, wasm's and pytest's in the fields below, which are set by Type).
+// Criterion is one success criterion: what every type has, and its type's own fields in Spec.
 type Criterion struct {
 	Type          string
 	Description   string
@@ -264,41 +263,8 @@ type Criterion struct {
 	Line, Column  int    // where it starts in the task file
 	Alias         string // the coder_eval type the task wrote (command_executed, ...), "" when none
 
-	// Executing criteria (run_command, wasm, pytest).
-	Command          string
-	Module           *File // the task's WASI module, opened at load
-	ModuleSHA256     string
-	Args             []string
-	Timeout          time.Duration
-	ExpectedExitCode int
-	ExpectedStdout   *string
-	StdoutMatch      string // exact | contains | regex
-	ScoreFromStdout  bool
-	// RewardKey, with score_from_stdout, scores named rewards ({"correctness": 1, ...},
-	// Harbor's reward.json) by that one reward; "" scores them by their mean.
-	RewardKey string
-	// HarborReward runs command as Harbor's tests/test.sh in a verifier container and scores
-	// the reward that command's own shell writes to /tmp/logs/verifier (reward.txt's first
-	// line, else reward.json), read by ceval once every process is gone: no program the
-	// shell starts can write it (see verifier.HarborArgv).
-	HarborReward  bool
-	UsesReference bool
-	// Services are the task's services a verifier criterion reaches, by name, as the agent
-	// does: they still run while it does (see Task.GradesWithServices).
-	Services []string
-	// Verifier is set when a run_command runs in a verifier container (sandbox: container,
-	// on the criterion or as the task's grader: default); nil: the WASM sandbox.
-	Verifier       *Verifier
-	tier           *graderSpec  // what the task file wrote, until the load resolves Verifier
-	GraderFiles    []GraderFile // the task's grader_files, on executing criteria
-	Tests          *GraderFile  // pytest: the task's tests (also among GraderFiles)
-	AllOrNothing   bool         // pytest: 1 only when every collected test passed
-	Isolation      string       // pytest: IsolationNone ("" too) or IsolationProcess
-	PythonPackages []string     // python_packages, the task's included: import names in Debian's dist-packages
-	PythonWheels   []*Wheel     // python_wheels, the task's included: unpacked at load
-
-	// Spec is the type's own fields, one struct per type (*FileContainsSpec, *ToolCalledSpec,
-	// *LLMJudgeSpec, ...); nil for run_command, wasm and pytest, whose fields are above.
+	// Spec is the type's own fields, one struct per type (*RunCommandSpec, *FileContainsSpec,
+	// *ToolCalledSpec, *LLMJudgeSpec, ...).
 	Spec CriterionSpec
 }
 
@@ -317,11 +283,6 @@ func (c *Criterion) OnToolCalls() bool {
 		return true
 	}
 	return false
-}
-
-// Executes reports whether the criterion runs code (and so runs in the WASM sandbox).
-func (c *Criterion) Executes() bool {
-	return c.Type == RunCommand || c.Type == WASMCheck || c.Type == Pytest
 }
 
 // PatternCheck is one regular expression of a file_check.

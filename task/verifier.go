@@ -63,7 +63,7 @@ func (c *Criterion) Tier() string {
 	switch {
 	case !c.Executes():
 		return ""
-	case c.Verifier != nil:
+	case c.Verifier() != nil:
 		return TierContainer
 	}
 	return TierWASM
@@ -76,13 +76,19 @@ func (c *Criterion) Tier() string {
 // unreadable copy of bash that makes the shell non-dumpable, listing the reward's hidden
 // directory) would let that code reach the verdict.
 func (c *Criterion) SharesNoPrivilegeWithItsTests() bool {
-	return c.HarborReward || c.Type == Pytest && c.Isolation == IsolationProcess
+	switch s := c.Spec.(type) {
+	case *RunCommandSpec:
+		return s.HarborReward
+	case *PytestSpec:
+		return s.Isolation == IsolationProcess
+	}
+	return false
 }
 
 // NeedsVerifier reports whether any criterion of the task runs in a verifier container.
 func (t *Task) NeedsVerifier() bool {
 	for i := range t.Criteria {
-		if t.Criteria[i].Verifier != nil {
+		if t.Criteria[i].Verifier() != nil {
 			return true
 		}
 	}
@@ -187,10 +193,20 @@ type graderTimeout struct {
 func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeout) {
 	for i := range t.Criteria {
 		c := &t.Criteria[i]
-		cs := c.tier
-		c.tier = nil
-		if c.Type != RunCommand && c.Type != Pytest || cs == nil {
+		g := c.GraderTier()
+		if g == nil || g.tier == nil {
 			continue
+		}
+		cs := g.tier
+		g.tier = nil
+		e := c.Execution()
+		var tests *GraderFile
+		harborReward := false
+		switch s := c.Spec.(type) {
+		case *RunCommandSpec:
+			harborReward = s.HarborReward
+		case *PytestSpec:
+			tests = s.Tests
 		}
 		pick := func(name string, own, fallback string) string {
 			if _, ok := cs.nodes[name]; ok {
@@ -203,7 +219,7 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 		}
 		sandbox := pick("sandbox", cs.sandbox, def.sandbox)
 		if sandbox != TierContainer {
-			if cs.harborNode != nil && c.HarborReward {
+			if cs.harborNode != nil && harborReward {
 				l.errorf(cs.harborNode, "success_criteria[%d] (%s).harbor_reward runs tests/test.sh in a verifier container: add sandbox: container", i, c.Type)
 			}
 			if cs.isolationNode != nil {
@@ -246,10 +262,10 @@ func (l *loader) resolveTiers(t *Task, def *graderSpec, defTimeout *graderTimeou
 			v.Pids = def.pids
 		}
 		if !cs.ownTimeout && defTimeout.node != nil {
-			c.Timeout = defTimeout.d
+			e.Timeout = defTimeout.d
 		}
-		v.GraderFiles = withTests(t.GraderFiles, c.Tests)
-		c.Verifier = v
+		v.GraderFiles = withTests(t.GraderFiles, tests)
+		g.Verifier = v
 	}
 	hasRunCommand := false
 	for i := range t.Criteria {

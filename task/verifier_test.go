@@ -46,10 +46,10 @@ func TestVerifierTier(t *testing.T) {
 		}
 		cr := tk.Criteria[0]
 		switch {
-		case (cr.Verifier == nil) != (c.want == nil), cr.Verifier != nil && !reflect.DeepEqual(*cr.Verifier, *c.want):
-			t.Errorf("%s: verifier %+v, want %+v", c.name, cr.Verifier, c.want)
-		case cr.Timeout != c.timeout:
-			t.Errorf("%s: timeout %v, want %v", c.name, cr.Timeout, c.timeout)
+		case (cr.Verifier() == nil) != (c.want == nil), cr.Verifier() != nil && !reflect.DeepEqual(*cr.Verifier(), *c.want):
+			t.Errorf("%s: verifier %+v, want %+v", c.name, cr.Verifier(), c.want)
+		case cr.Execution().Timeout != c.timeout:
+			t.Errorf("%s: timeout %v, want %v", c.name, cr.Execution().Timeout, c.timeout)
 		}
 		wantTier := TierWASM
 		if c.want != nil {
@@ -108,8 +108,8 @@ func TestGraderFilesReachEveryContainerCriterion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	if len(tk.GraderFiles) != 1 || len(tk.Criteria[0].Verifier.GraderFiles) != 1 || tk.Criteria[0].Verifier.GraderFiles[0] != tk.GraderFiles[0] {
-		t.Errorf("grader_files %v, criterion's %v", tk.GraderFiles, tk.Criteria[0].Verifier)
+	if len(tk.GraderFiles) != 1 || len(tk.Criteria[0].Verifier().GraderFiles) != 1 || tk.Criteria[0].Verifier().GraderFiles[0] != tk.GraderFiles[0] {
+		t.Errorf("grader_files %v, criterion's %v", tk.GraderFiles, tk.Criteria[0].Verifier())
 	}
 	if _, err := Parse("task.yaml", dir, []byte(strings.Replace(doc, "hidden", "../etc", 1))); err == nil {
 		t.Error("grader_files outside the task's directory was accepted")
@@ -139,7 +139,7 @@ func TestVerifierPackageImageFromPackagesAndPip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := tk.Criteria[0].Verifier
+			v := tk.Criteria[0].Verifier()
 			if v == nil {
 				t.Fatal("no verifier")
 			}
@@ -189,10 +189,10 @@ func TestUnforgeableVerdictsRunUnprivileged(t *testing.T) {
 		c    Criterion
 		want bool
 	}{
-		{Criterion{Type: RunCommand, HarborReward: true}, true},
-		{Criterion{Type: Pytest, Isolation: IsolationProcess}, true},
-		{Criterion{Type: Pytest}, false},
-		{Criterion{Type: Pytest, Isolation: IsolationNone}, false},
+		{Criterion{Type: RunCommand, Spec: &RunCommandSpec{HarborReward: true}}, true},
+		{Criterion{Type: Pytest, Spec: &PytestSpec{Isolation: IsolationProcess}}, true},
+		{Criterion{Type: Pytest, Spec: &PytestSpec{}}, false},
+		{Criterion{Type: Pytest, Spec: &PytestSpec{Isolation: IsolationNone}}, false},
 		{Criterion{Type: RunCommand}, false},
 	} {
 		if got := c.c.SharesNoPrivilegeWithItsTests(); got != c.want {

@@ -359,10 +359,13 @@ func mergeWheels(task, crit []*Wheel) []*Wheel {
 // (Debian's) provide too: the two would be merged into one directory of the sandbox.
 func (l *loader) checkWheelPackages(t *Task) {
 	for i := range t.Criteria {
-		c := &t.Criteria[i]
-		for _, w := range c.PythonWheels {
+		e := t.Criteria[i].Execution()
+		if e == nil {
+			continue
+		}
+		for _, w := range e.PythonWheels {
 			for _, top := range w.Top {
-				if slices.Contains(c.PythonPackages, strings.TrimSuffix(top, ".py")) {
+				if slices.Contains(e.PythonPackages, strings.TrimSuffix(top, ".py")) {
 					l.errorf(w.node, "python_wheels: %s installs %q, which python_packages also names (success_criteria[%d]): keep one of them", filepath.Base(w.Path), top, i)
 					return
 				}

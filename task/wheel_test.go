@@ -84,7 +84,7 @@ func TestPythonWheelIsUnpackedAtLoadAndReachesPythonCriteria(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := tk.Criteria[0].PythonWheels
+	ws := tk.Criteria[0].Execution().PythonWheels
 	if len(ws) != 1 {
 		t.Fatalf("criterion wheels %v", ws)
 	}
@@ -208,9 +208,9 @@ func TestPythonWheelNamedManyTimesIsHeldOnceAndTheTasksWheelsAreBounded(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := &tk.Criteria[0].PythonWheels[0].Files[3].Data[0]
+	first := &tk.Criteria[0].Execution().PythonWheels[0].Files[3].Data[0]
 	for i, c := range tk.Criteria {
-		if len(c.PythonWheels) != 1 || &c.PythonWheels[0].Files[3].Data[0] != first {
+		if len(c.Execution().PythonWheels) != 1 || &c.Execution().PythonWheels[0].Files[3].Data[0] != first {
 			t.Fatalf("criterion %d holds its own unpacked copy of the wheel", i)
 		}
 	}

@@ -27,7 +27,7 @@ exit 0
 `})
 	c := container("./test.sh")
 	want := "ok"
-	c.ExpectedStdout = &want
+	c.StdoutScoring().ExpectedStdout = &want
 	score, details, err := scoreParts(e.Execute(ctx, c, s, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ exit 0
 `})
 	c := container("./test.sh")
 	want := "ALL TESTS PASSED"
-	c.ExpectedStdout = &want
+	c.StdoutScoring().ExpectedStdout = &want
 	// Without the held exit the daemon won its race with the init's kill in 3 of 32 runs here
 	// (measured): this catches a regression most times; ceval-init's
 	// TestDaemonCannotWriteAfterTheAgentExited holds the window open and fails every time.
@@ -102,7 +102,7 @@ func TestVerifierReferenceIsAbsentUnlessDeclared(t *testing.T) {
 		t.Errorf("undeclared /reference was readable: %q", r.Stdout)
 	}
 	c := container("./check.sh")
-	c.UsesReference = true
+	c.Spec.(*task.RunCommandSpec).UsesReference = true
 	r, err = e.Run(ctx, c, s, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestVerifierForkBombIsBounded(t *testing.T) {
 	e, _, ctx := newExecutor(t)
 	s := snap(t, map[string]string{"bomb.sh*": "#!/bin/sh\nb() { b | b & }; b\nsleep 1000\n"})
 	c := container("./bomb.sh")
-	c.Timeout = 3 * time.Second
+	c.Execution().Timeout = 3 * time.Second
 	start := time.Now()
 	r, err := e.Run(ctx, c, s, nil)
 	if err != nil {
@@ -177,7 +177,7 @@ func TestVerifierDiskFillerHitsTheCap(t *testing.T) {
 	e, _, ctx := newExecutor(t)
 	s := snap(t, map[string]string{"fill.sh*": "#!/bin/sh\ndd if=/dev/zero of=/workspace/big bs=1M count=1000 2>/dev/null || echo workspace-full\ndd if=/dev/zero of=/tmp/big bs=1M count=5000 2>/dev/null || echo tmp-full\ndu -sm /workspace/big | cut -f1\n"})
 	c := container("./fill.sh")
-	c.Verifier.MemoryMB = 512
+	c.Verifier().MemoryMB = 512
 	r, err := e.Run(ctx, c, s, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestVerifierGraderFilesAreReadOnlyAtTask(t *testing.T) {
 	defer d.Close()
 	s := snap(t, map[string]string{"answer.txt": "42\n"})
 	c := container("sh /task/tests/check.sh; rm -f /task/tests/check.sh 2>/dev/null || echo READ-ONLY; touch /task/x 2>/dev/null || echo READ-ONLY")
-	c.Verifier.GraderFiles = []task.GraderFile{{Root: d, Rel: "tests", Dir: true}}
+	c.Verifier().GraderFiles = []task.GraderFile{{Root: d, Rel: "tests", Dir: true}}
 	r, err := e.Run(ctx, c, s, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestVerifierWorkspaceOverTheCapFailsNotErrors(t *testing.T) {
 	e, _, ctx := newExecutor(t)
 	s := snap(t, map[string]string{"big.bin": strings.Repeat("x", 3<<20)})
 	c := container("true")
-	c.Verifier.DiskMB = 1
+	c.Verifier().DiskMB = 1
 	score, details, err := scoreParts(e.Execute(ctx, c, s, nil))
 	if err != nil || score != 0 || !strings.Contains(details, "does not fit the verifier's workspace cap") {
 		t.Errorf("score %v details %q err %v", score, details, err)
@@ -280,7 +280,7 @@ func TestVerifierHostNetworkNeedsTheUsersFlag(t *testing.T) {
 	e, _, ctx := newExecutor(t)
 	s := snap(t, nil)
 	c := container("tail -n +3 /proc/net/dev | cut -d: -f1")
-	c.Verifier.Network = policy.NetworkHost
+	c.Verifier().Network = policy.NetworkHost
 	_, _, err := scoreParts(e.Execute(ctx, c, s, nil))
 	var ng *grader.NotGradedError
 	if !errors.As(err, &ng) || !strings.Contains(ng.Reason, "--allow-host-network") {

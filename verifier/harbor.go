@@ -206,7 +206,7 @@ func readRegular(f *os.File, name string, max int) ([]byte, error) {
 // scoreHarbor scores a harbor_reward run: a limit or a test.sh killed by a signal fails it,
 // its exit status is otherwise ignored (as Harbor does), and the score is the reward its
 // shell wrote, strictly parsed (grader.ScoreCommand's score_from_stdout rules).
-func scoreHarbor(c *task.Criterion, r *Run) (grader.Scored, error) {
+func scoreHarbor(c *task.RunCommandSpec, r *Run) (grader.Scored, error) {
 	tail := func() string {
 		s := "" // the output's tail is the details' end (grader.Scored.Output), as for every criterion
 		if len(r.Notes) > 0 {
@@ -224,7 +224,7 @@ func scoreHarbor(c *task.Criterion, r *Run) (grader.Scored, error) {
 	case r.Reward == nil:
 		return grader.Scored{Details: fmt.Sprintf("tests/test.sh's shell wrote no reward.txt or reward.json to %s (exit status %d): score 0; only what its own shell writes counts (echo 1 > %s/reward.txt), not a file a program it runs writes there%s", task.HarborLogs, r.ExitCode, task.HarborLogs, tail())}, nil
 	}
-	cc := task.Criterion{Type: task.RunCommand, ScoreFromStdout: true, RewardKey: c.RewardKey, ExpectedExitCode: r.ExitCode}
+	cc := task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{StdoutScoring: task.StdoutScoring{ScoreFromStdout: true, RewardKey: c.RewardKey, ExpectedExitCode: r.ExitCode}}}
 	sc, err := grader.ScoreCommand(&cc, grader.CommandRun{ExitCode: r.ExitCode, Stdout: r.Reward, Stderr: r.Stderr, Notes: r.Notes})
 	sc.Details = strings.Replace(sc.Details, "score_from_stdout: the first line of stdout", "the first line of "+r.RewardFile, 1)
 	sc.Details = strings.Replace(sc.Details, "from stdout", "from "+r.RewardFile, 1)

@@ -38,8 +38,8 @@ func harborCriterion(t *testing.T, ctx context.Context, c *client.Client) *task.
 		t.Fatalf("the test image with bash (apt-get install bash-static): %v", err)
 	}
 	cr := container(". /workspace/tests/test.sh")
-	cr.HarborReward = true
-	cr.Verifier.Image = harborImage
+	cr.Spec.(*task.RunCommandSpec).HarborReward = true
+	cr.Verifier().Image = harborImage
 	return cr
 }
 
@@ -159,10 +159,10 @@ func TestTerminalBenchTestShRunsOfflineAsImported(t *testing.T) {
 	} {
 		s := snap(t, map[string]string{"tests/test.sh*": c.script, "tests/test_outputs.py": tests, "answer.txt": c.answer + "\n"})
 		cr := container(". /workspace/tests/test.sh")
-		cr.HarborReward = true
-		cr.Timeout = 120 * time.Second
+		cr.Spec.(*task.RunCommandSpec).HarborReward = true
+		cr.Execution().Timeout = 120 * time.Second
 		vc := *v
-		cr.Verifier = &vc
+		cr.GraderTier().Verifier = &vc
 		sc, err := e.Execute(ctx, cr, s, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)

@@ -63,9 +63,9 @@ func TestHarborBarePytestTestShRunsCevalsPytestWhenTheImageHasNone(t *testing.T)
 			}{{"right answer", "42\n", 1}, {"wrong answer", "41\n", 0}} {
 				files := map[string]string{"tests/test.sh*": testSh, "tests/test_outputs.py": tests, "answer.txt": c.answer}
 				cr := container(". /workspace/tests/test.sh")
-				cr.HarborReward = true
-				cr.Timeout = 120 * time.Second
-				cr.Verifier = &task.Verifier{Image: image, Network: policy.NetworkNone, MemoryMB: 1024, Pids: 256, DiskMB: 256}
+				cr.Spec.(*task.RunCommandSpec).HarborReward = true
+				cr.Execution().Timeout = 120 * time.Second
+				cr.GraderTier().Verifier = &task.Verifier{Image: image, Network: policy.NetworkNone, MemoryMB: 1024, Pids: 256, DiskMB: 256}
 				sc, err := e.Execute(ctx, cr, snap(t, files), nil)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)

@@ -66,9 +66,9 @@ if touch "$p/x" || echo 'raise SystemExit(0)' >> "$p/_pytest/main.py" || chmod 7
 					files[k] = v
 				}
 				cr := container(". /workspace/tests/test.sh")
-				cr.HarborReward = true
-				cr.Timeout = 120 * time.Second
-				cr.Verifier = &task.Verifier{Image: name, Network: policy.NetworkNone, MemoryMB: 1024, Pids: 256, DiskMB: 256}
+				cr.Spec.(*task.RunCommandSpec).HarborReward = true
+				cr.Execution().Timeout = 120 * time.Second
+				cr.GraderTier().Verifier = &task.Verifier{Image: name, Network: policy.NetworkNone, MemoryMB: 1024, Pids: 256, DiskMB: 256}
 				sc, err := e.Execute(ctx, cr, snap(t, files), nil)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
@@ -124,9 +124,9 @@ func TestHarborInlineRewardProgramCountsAsImported(t *testing.T) {
 		{"as written, right answer", original, "42", 0},
 	} {
 		cr := container(". /workspace/tests/test.sh")
-		cr.HarborReward = true
-		cr.Timeout = 60 * time.Second
-		cr.Verifier = &task.Verifier{Image: name, Network: policy.NetworkNone, MemoryMB: 512, Pids: 128, DiskMB: 64}
+		cr.Spec.(*task.RunCommandSpec).HarborReward = true
+		cr.Execution().Timeout = 60 * time.Second
+		cr.GraderTier().Verifier = &task.Verifier{Image: name, Network: policy.NetworkNone, MemoryMB: 512, Pids: 128, DiskMB: 64}
 		sc, err := e.Execute(ctx, cr, snap(t, map[string]string{"tests/test.sh*": c.testSh, "answer.txt": c.answer + "\n"}), nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)

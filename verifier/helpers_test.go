@@ -62,10 +62,8 @@ func snap(t *testing.T, files map[string]string) *snapshot.Snapshot {
 // container is a container-tier run_command with the defaults task.Load gives it.
 func container(command string) *task.Criterion {
 	return &task.Criterion{
-		Type: task.RunCommand, Command: command, Weight: 1, PassThreshold: task.DefaultPassThreshold,
-		Timeout: 20 * time.Second,
-		Verifier: &task.Verifier{Image: images.DefaultName, Network: policy.NetworkNone,
-			MemoryMB: 256, Pids: 64, DiskMB: 64},
+		Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: command, Execution: task.Execution{Timeout: 20 * time.Second}, GraderTier: task.GraderTier{Verifier: &task.Verifier{Image: images.DefaultName, Network: policy.NetworkNone,
+			MemoryMB: 256, Pids: 64, DiskMB: 64}}}, Weight: 1, PassThreshold: task.DefaultPassThreshold,
 	}
 }
 

@@ -69,7 +69,7 @@ func pyQuote(s string) string {
 }
 
 // isolatedArgv is the container's argv for a pytest criterion with isolation: process.
-func isolatedArgv(c *task.Criterion) []string {
+func isolatedArgv(c *task.PytestSpec) []string {
 	argv := []string{"/bin/sh", "-c", isolatedSetup, "pytest", isolatedBoot,
 		"-p", "no:cacheprovider", "-c", "/dev/null", "--rootdir=" + GraderFilesPath, "--confcutdir=" + GraderFilesPath, "-q"}
 	argv = append(argv, c.Args...)

@@ -42,8 +42,8 @@ func pytestCase(t *testing.T, v *task.Verifier, tests, isolation string) *task.C
 	tf := &task.GraderFile{Root: root, Rel: "tests", Dir: true}
 	vc := *v
 	vc.GraderFiles = []task.GraderFile{*tf}
-	return &task.Criterion{Type: task.Pytest, Tests: tf, GraderFiles: vc.GraderFiles, Timeout: 120 * time.Second,
-		Weight: 1, PassThreshold: task.DefaultPassThreshold, Isolation: isolation, Verifier: &vc}
+	return &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{Tests: tf, Isolation: isolation, Execution: task.Execution{GraderFiles: vc.GraderFiles, Timeout: 120 * time.Second}, GraderTier: task.GraderTier{Verifier: &vc}},
+		Weight: 1, PassThreshold: task.DefaultPassThreshold}
 }
 
 // forgeReports is what audit's patch-test-runner appends to the agent's modules: once a

@@ -70,12 +70,12 @@ func TestEveryPytestCriterionOfAnExecutorIsLentTheOneCopy(t *testing.T) {
 		}
 		m := lentStamp.FindStringSubmatch(string(r.Stdout) + string(r.Stderr))
 		if m == nil {
-			t.Fatalf("no stamp from the tests (%s):\n%.3000s\n%.3000s", c.Tests.Rel, r.Stdout, r.Stderr)
+			t.Fatalf("no stamp from the tests (%s):\n%.3000s\n%.3000s", c.Spec.(*task.PytestSpec).Tests.Rel, r.Stdout, r.Stderr)
 		}
 		if !strings.HasPrefix(m[1], HarborPytestPath+"/") {
 			t.Fatalf("pytest imported from %s, not ceval's lent copy", m[1])
 		}
-		t.Logf("%s: %s (%v)", c.Tests.Rel, m[2], time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: %s (%v)", c.Spec.(*task.PytestSpec).Tests.Rel, m[2], time.Since(start).Round(time.Millisecond))
 		return m[2]
 	}
 	a, b := stamp(e, &tk.Criteria[0]), stamp(e, &tk.Criteria[1])

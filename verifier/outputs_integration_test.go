@@ -41,7 +41,7 @@ func TestVerifierGetsItsImagesEnv(t *testing.T) {
 	}
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, img) })
 	cr := container(`checker; echo "$GREETING|$HOME"`)
-	cr.Verifier.Image = img
+	cr.Verifier().Image = img
 	r, err := e.Run(ctx, cr, snap(t, map[string]string{"a": "a"}), nil)
 	if err != nil {
 		t.Fatal(err)

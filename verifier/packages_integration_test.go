@@ -49,12 +49,12 @@ func pytestTree(t *testing.T, v *task.Verifier) (string, *task.Criterion) {
 	}
 	t.Cleanup(func() { root.Close() })
 	tf := &task.GraderFile{Root: root, Rel: "tests", Dir: true}
-	c := &task.Criterion{Type: task.Pytest, Tests: tf, GraderFiles: []task.GraderFile{*tf}, Timeout: 120 * time.Second,
+	c := &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{Tests: tf, Execution: task.Execution{GraderFiles: []task.GraderFile{*tf}, Timeout: 120 * time.Second}},
 		Weight: 1, PassThreshold: task.DefaultPassThreshold}
 	if v != nil {
 		vc := *v
-		vc.GraderFiles = c.GraderFiles
-		c.Verifier = &vc
+		vc.GraderFiles = c.Execution().GraderFiles
+		c.GraderTier().Verifier = &vc
 	}
 	return dir, c
 }
@@ -119,13 +119,13 @@ func TestVerifierAndWASMAgreeOnToolchainChecks(t *testing.T) {
 			c := container(r.container)
 			vc := *v
 			vc.GraderFiles = goFiles
-			c.Verifier, c.Timeout = &vc, 120*time.Second
+			c.GraderTier().Verifier, c.Execution().Timeout = &vc, 120*time.Second
 			inContainer, cd, err := scoreParts(e.Execute(ctx, c, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
 			wc := container(r.wasm)
-			wc.Verifier = nil
+			wc.GraderTier().Verifier = nil
 			inWASM, wd, err := scoreParts(w.Execute(ctx, wc, s, nil))
 			if err != nil {
 				t.Fatal(err)
@@ -147,14 +147,19 @@ func TestVerifierAndWASMAgreeOnToolchainChecks(t *testing.T) {
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			s := snap(t, map[string]string{"solution.py": r.solution})
+			// Copies of pc's spec: the criteria share none of it.
+			ps := *pc.Spec.(*task.PytestSpec)
+			ps.AllOrNothing = r.allOrNothing
 			c := *pc
-			c.AllOrNothing = r.allOrNothing
+			c.Spec = &ps
 			inContainer, cd, err := scoreParts(e.Execute(ctx, &c, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
+			ws := ps
+			ws.Verifier = nil
 			wc := c
-			wc.Verifier = nil
+			wc.Spec = &ws
 			inWASM, wd, err := scoreParts(w.Execute(ctx, &wc, s, nil))
 			if err != nil {
 				t.Fatal(err)
@@ -377,8 +382,8 @@ func TestVerifierRunCommandWorkspaceCannotShadowAnImagePackage(t *testing.T) {
 					})
 					c := container(cmd.command)
 					vc := *v
-					c.Verifier = &vc
-					c.Timeout = 120 * time.Second
+					c.GraderTier().Verifier = &vc
+					c.Execution().Timeout = 120 * time.Second
 					r, err := e.Run(ctx, c, s, nil)
 					if err != nil {
 						t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"ceval.dev/ceval/task"
 	"ceval.dev/ceval/wasm"
 )
 
@@ -41,13 +42,15 @@ func TestVerifierAndWASMScoreTheSameChecksAlike(t *testing.T) {
 	for _, r := range rows {
 		t.Run(r.name, func(t *testing.T) {
 			c := container(r.command)
-			c.ExpectedStdout, c.StdoutMatch, c.ScoreFromStdout, c.ExpectedExitCode = r.stdout, r.match, r.fromStdout, r.exitCode
+			c.StdoutScoring().ExpectedStdout, c.StdoutScoring().StdoutMatch, c.StdoutScoring().ScoreFromStdout, c.StdoutScoring().ExpectedExitCode = r.stdout, r.match, r.fromStdout, r.exitCode
 			inContainer, cd, err := scoreParts(e.Execute(ctx, c, s, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
+			ws := *c.Spec.(*task.RunCommandSpec) // a copy: c keeps its verifier
+			ws.Verifier = nil
 			wc := *c
-			wc.Verifier = nil
+			wc.Spec = &ws
 			inWASM, wd, err := scoreParts(w.Execute(ctx, &wc, s, nil))
 			if err != nil {
 				t.Fatal(err)

@@ -212,7 +212,7 @@ const pytestReportDir = ".ceval-pytest"
 const maxReportBytes = 8 << 20
 
 // pytestArgv is the container's argv for a pytest criterion.
-func pytestArgv(c *task.Criterion) []string {
+func pytestArgv(c *task.PytestSpec) []string {
 	argv := []string{"python3", "-I", "-B", "-c", pytestBoot,
 		"-p", "no:cacheprovider", "-c", "/dev/null", "--rootdir=" + GraderFilesPath, "--confcutdir=" + GraderFilesPath,
 		"--junitxml=/workspace/" + pytestReportDir + "/junit.xml", "-q"}

@@ -26,7 +26,7 @@ rm /bin/true 2>/dev/null || rm -f /usr/bin/true
 /usr/local/bin/tool`
 	want := "installed 42"
 	c := container(install)
-	c.ExpectedStdout = &want
+	c.StdoutScoring().ExpectedStdout = &want
 	r, err := e.Run(ctx, c, s, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -143,8 +143,8 @@ func TestRootVerifierInstallsADebianPackage(t *testing.T) {
 	s := snap(t, map[string]string{"ceval-probe.deb": string(data)})
 	c := container(`dpkg -i ceval-probe.deb >/dev/null && dpkg -s ceval-probe | grep -q 'Status: install ok installed' && stat -c %U /usr/bin/ceval-probe && ceval-probe`)
 	vc := *v
-	c.Verifier = &vc
-	c.Timeout = 60 * time.Second
+	c.GraderTier().Verifier = &vc
+	c.Execution().Timeout = 60 * time.Second
 	r, err := e.Run(ctx, c, s, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestPytestInAnImageWithoutPytestSaysWhatToAdd(t *testing.T) {
-	c := &task.Criterion{Type: task.Pytest}
+	c := &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{}}
 	for _, r := range []*Run{
 		{CommandRun: grader.CommandRun{ExitCode: 1, Stderr: []byte("ModuleNotFoundError: No module named 'pytest'\n")}},
 		{CommandRun: grader.CommandRun{ExitCode: 127, Stderr: []byte("exec: python3: not found\n")}},
@@ -27,7 +27,7 @@ func TestPytestInAnImageWithoutPytestSaysWhatToAdd(t *testing.T) {
 // nor that pytest was called wrongly (its exit 4 is the same);
 // an image without python3 is refused before the test process starts, saying so and what to do.
 func TestIsolatedPytestWithoutPytestSaysWhatItLacked(t *testing.T) {
-	c := &task.Criterion{Type: task.Pytest, Isolation: task.IsolationProcess}
+	c := &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{Isolation: task.IsolationProcess}}
 	for _, tc := range []struct{ stderr, want string }{
 		{"isolation: process: the image's python3 has no pytest, and this host lends none (install python3-pytest on it: scripts/containerd.sh install), or give the image pytest (RUN apt-get install -y python3-pytest)\n",
 			"this host lends none"},
@@ -50,7 +50,7 @@ func TestIsolatedPytestWithoutPytestSaysWhatItLacked(t *testing.T) {
 }
 
 func TestPytestScoreComesFromTheReportCheckedAgainstTheExitStatus(t *testing.T) {
-	c := &task.Criterion{Type: task.Pytest}
+	c := &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{}}
 	report := []byte(`<testsuites><testsuite><testcase classname="t" name="a"/><testcase classname="t" name="b"><failure/></testcase></testsuite></testsuites>`)
 	if score, details, _ := scoreParts(scoreRun(c, &Run{CommandRun: grader.CommandRun{ExitCode: 1}, Report: report})); score != 0.5 {
 		t.Errorf("score %v (%s), want 0.5", score, details)
@@ -68,7 +68,7 @@ func TestPytestScoreComesFromTheReportCheckedAgainstTheExitStatus(t *testing.T) 
 // An isolated pytest whose test process its children could read (the kernel did not make the
 // unreadable copy non-dumpable) is not run, and that is ceval's side: an error, not a score.
 func TestIsolatedPytestNotRunForWantOfIsolationIsAnError(t *testing.T) {
-	c := &task.Criterion{Type: task.Pytest, Isolation: task.IsolationProcess}
+	c := &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{Isolation: task.IsolationProcess}}
 	r := &Run{CommandRun: grader.CommandRun{ExitCode: 3, Stderr: []byte(isolationUnsafe + "\n")}, Guarded: true}
 	if _, err := scoreRun(c, r); err == nil {
 		t.Error("scored, want an error")
@@ -84,7 +84,7 @@ func TestIsolatedPytestNotRunForWantOfIsolationIsAnError(t *testing.T) {
 // A harbor_reward run scores the reward its shell wrote, whatever test.sh's exit status, and
 // not at all when a signal ended it.
 func TestHarborScoreIsTheRewardUnlessASignalEndedTestSh(t *testing.T) {
-	c := &task.Criterion{Type: task.RunCommand, HarborReward: true}
+	c := &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{HarborReward: true}}
 	if _, err := scoreRun(c, &Run{CommandRun: grader.CommandRun{ExitCode: 1, Stderr: []byte("harbor_reward: the image has no bash")}, Guarded: true}); err == nil {
 		t.Error("a harness that did not start test.sh scored, want an error")
 	}
@@ -126,7 +126,7 @@ func TestShadowsEncodingsNamesEveryFormCPythonImports(t *testing.T) {
 // when it finds none its details say what the test process lacked, and an image without
 // python3 is told that ceval lends pytest, not python3.
 func TestPlainPytestWithoutPytestSaysWhatItLacked(t *testing.T) {
-	c := &task.Criterion{Type: task.Pytest}
+	c := &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{}}
 	r := &Run{CommandRun: grader.CommandRun{ExitCode: 4, Stderr: []byte("pytest: the image's python3 has no pytest, and this host lends none (install python3-pytest on it: scripts/containerd.sh install), or give the image pytest (RUN apt-get install -y python3-pytest)\n")}}
 	if score, details, err := scoreParts(scoreRun(c, r)); err != nil || score != 0 || !strings.Contains(details, "this host lends none") || strings.Contains(details, "called wrongly") {
 		t.Errorf("score %v, details %q, err %v", score, details, err)

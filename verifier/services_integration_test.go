@@ -77,7 +77,7 @@ func TestVerifierCriterionQueriesARunningService(t *testing.T) {
 func TestVerifierCriterionWithServicesOutsideARunIsNotGraded(t *testing.T) {
 	ex, _, ctx := newExecutor(t)
 	c := container("wget -qO- http://kv:8080/")
-	c.Services = []string{"kv"}
+	c.GraderTier().Services = []string{"kv"}
 	_, err := ex.Execute(ctx, c, snap(t, nil), nil)
 	if err == nil || !strings.Contains(err.Error(), "run only within ceval run") {
 		t.Fatalf("err %v", err)

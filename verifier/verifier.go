@@ -171,13 +171,13 @@ func scoreRun(c *task.Criterion, r *Run) (grader.Scored, error) {
 		// The harness refused before any of the task's code ran: ceval's or the task's side.
 		return grader.Scored{}, fmt.Errorf("verifier: the command did not start: %s", strings.TrimSpace(tailOf(r.Stderr)))
 	}
-	if c.HarborReward {
-		return scoreHarbor(c, r)
+	if s, ok := c.Spec.(*task.RunCommandSpec); ok && s.HarborReward {
+		return scoreHarbor(s, r)
 	}
-	if c.Type == task.Pytest && r.Limit == "" {
-		sc, details := grader.ScorePytest(r.ExitCode, r.Report, c.AllOrNothing)
+	if s, ok := c.Spec.(*task.PytestSpec); ok && r.Limit == "" {
+		sc, details := grader.ScorePytest(r.ExitCode, r.Report, s.AllOrNothing)
 		switch {
-		case c.Isolation == task.IsolationProcess:
+		case s.Isolation == task.IsolationProcess:
 			// The test process says what it lacked (isolatedBoot): the image's python3 has
 			// no pytest and this host lends none, or ceval's does not import in it.
 			// Its exit 4 is pytest's usage error's too: the note says which (score 0 either way).
@@ -226,14 +226,27 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	if e.opts.Namespace != "" {
 		ctx = namespaces.WithNamespace(ctx, e.opts.Namespace)
 	}
-	v := c.Verifier
+	v := c.Verifier()
 	if v == nil {
 		return nil, fmt.Errorf("verifier: criterion %s at line %d does not declare sandbox: container", c.Type, c.Line)
 	}
 	if s == nil {
 		return nil, errors.New("verifier: no snapshot")
 	}
-	if c.UsesReference && reference.Root() == nil {
+	// run_command's command and flags, or pytest's spec (v is set only for these two types).
+	var (
+		command                     string
+		usesReference, harborReward bool
+		pytest                      *task.PytestSpec
+	)
+	switch s := c.Spec.(type) {
+	case *task.RunCommandSpec:
+		command, usesReference, harborReward = s.Command, s.UsesReference, s.HarborReward
+	case *task.PytestSpec:
+		pytest = s
+	}
+	timeout, services := c.Execution().Timeout, c.Services()
+	if usesReference && reference.Root() == nil {
 		return nil, errors.New("verifier: the criterion uses_reference but the task has no reference directory")
 	}
 	network := policy.NetworkNone
@@ -283,7 +296,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	}{
 		{reference, ReferencePath, "reference"},
 	} {
-		if m.dir.Root() == nil || (m.dst == ReferencePath && !c.UsesReference) {
+		if m.dir.Root() == nil || (m.dst == ReferencePath && !usesReference) {
 			continue
 		}
 		copyDir := filepath.Join(dir, m.name)
@@ -304,16 +317,16 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	// A criterion that reaches the task's services gets them as the agent did: their names
 	// in /etc/hosts, and their declared ports relayed into its own network namespace.
 	var beforeStart launcher.StartHook
-	if len(c.Services) > 0 {
+	if len(services) > 0 {
 		acc := sandbox.ServicesFrom(ctx)
 		switch {
 		case acc == nil:
-			return nil, &grader.NotGradedError{Reason: fmt.Sprintf("the criterion reaches the task's services %v, which run only within ceval run", c.Services)}
+			return nil, &grader.NotGradedError{Reason: fmt.Sprintf("the criterion reaches the task's services %v, which run only within ceval run", services)}
 		case network != policy.NetworkNone:
 			return nil, errors.New("verifier: a criterion with services needs network: none (the services are relayed into its own network namespace)")
 		}
 		mounts = append(mounts, acc.Hosts())
-		beforeStart = acc.BeforeStart(c.Services)
+		beforeStart = acc.BeforeStart(services)
 	}
 	var notes []string
 	stdout := &cappedBuffer{max: e.opts.MaxOutput}
@@ -324,27 +337,27 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	}
 	id := make([]byte, 6)
 	_, _ = rand.Read(id)
-	argv, env := []string{"/bin/sh", "-c", c.Command}, []string(nil)
-	if c.Type == task.Pytest {
-		if c.Tests == nil {
+	argv, env := []string{"/bin/sh", "-c", command}, []string(nil)
+	if pytest != nil {
+		if pytest.Tests == nil {
 			return nil, errors.New("verifier: pytest criterion without tests")
 		}
-		argv, env = pytestArgv(c), pytestEnv
+		argv, env = pytestArgv(pytest), pytestEnv
 	}
 	// A hidden directory only the command's own shell (harbor_reward) or test process
 	// (isolation: process) can name: see harborDir.
 	var harbor *harborDir
-	if c.HarborReward || c.Type == task.Pytest && c.Isolation == task.IsolationProcess {
+	if harborReward || pytest != nil && pytest.Isolation == task.IsolationProcess {
 		if harbor, err = newHarborDir(); err != nil {
 			return nil, fmt.Errorf("verifier: %w", err)
 		}
-		if c.HarborReward {
-			argv, env = harborArgv(c.Command), []string{harbor.env}
+		if harborReward {
+			argv, env = harborArgv(command), []string{harbor.env}
 		} else {
-			argv, env = isolatedArgv(c), append(slices.Clone(pytestEnv), isolateEnv+strings.TrimPrefix(harbor.env, harborRewardEnv))
+			argv, env = isolatedArgv(pytest), append(slices.Clone(pytestEnv), isolateEnv+strings.TrimPrefix(harbor.env, harborRewardEnv))
 		}
 	}
-	if c.HarborReward || c.Type == task.Pytest {
+	if harborReward || pytest != nil {
 		// ceval's own pytest, for an image whose python3 has none (see harborpytest.go):
 		// test.sh's, and every pytest criterion's test process (lentPytestImport); a host
 		// without python3-pytest lends none, and each says what it lacks.
@@ -386,8 +399,8 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		}
 		mounts = append(mounts, oci.Mount{Source: hook, Destination: pythonHookPath})
 		prependEnv = []string{"PYTHONPATH=" + pythonHookPath}
-		if !c.HarborReward {
-			argv = pythonHookArgv(c.Command)
+		if !harborReward {
+			argv = pythonHookArgv(command)
 		}
 	}
 	sb, err := local.NewSandbox(ctx, sandbox.Config{
@@ -405,7 +418,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 		},
 		Client: e.opts.Client, Image: img.Name, ID: "verify-" + hex.EncodeToString(id),
 		Argv: argv, Env: env, PrependEnv: prependEnv,
-		Limits:  task.Limits{Timeout: c.Timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
+		Limits:  task.Limits{Timeout: timeout, MemoryMB: v.MemoryMB, CPUs: policy.DefaultCPUs, Pids: v.Pids, DiskMB: diskMB},
 		Network: network, Grace: e.opts.Grace, InitDir: e.opts.InitDir, IDs: e.opts.IDs,
 		Dir: filepath.Join(dir, "sandbox"), Mounts: mounts, UID: policy.GraderUID, Root: e.Root() && !c.SharesNoPrivilegeWithItsTests(),
 		Stdout: stdout, Stderr: stderr, BeforeStart: beforeStart,
@@ -457,7 +470,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	var reward []byte
 	var rewardFile, rewardErr string
 	started := runErr == nil && harbor != nil && harbor.started()
-	if runErr == nil && c.HarborReward {
+	if runErr == nil && harborReward {
 		// Likewise for the reward: the container's processes are all gone.
 		var err error
 		if reward, rewardFile, err = harbor.read(); err != nil {
@@ -484,7 +497,7 @@ func (e *Executor) Run(ctx context.Context, c *task.Criterion, s *snapshot.Snaps
 	r.Notes = append(notes, unguardedNotes(libs)...)
 	switch {
 	case out.Exit.TimedOut:
-		r.Limit = fmt.Sprintf("timeout: still running after the %v limit; stopped", c.Timeout)
+		r.Limit = fmt.Sprintf("timeout: still running after the %v limit; stopped", timeout)
 	case out.Resources.OOMKills > 0:
 		r.Limit = fmt.Sprintf("memory limit: %d process(es) killed over the %d MiB limit", out.Resources.OOMKills, v.MemoryMB)
 	case stdout.cut > 0:

@@ -48,8 +48,8 @@ func TestVerifierZipOfEncodingsOnPythonPathOrHomeNeverRuns(t *testing.T) {
 		}
 		score, details, _ := scoreOf(c, r)
 		if score != 0 {
-			t.Errorf("%s: score %v (%s): the agent's archive ran before the guard", c.Command, score, details)
+			t.Errorf("%s: score %v (%s): the agent's archive ran before the guard", c.Spec.(*task.RunCommandSpec).Command, score, details)
 		}
-		t.Logf("%s: %v %s; notes %q", c.Command, score, details, r.Notes)
+		t.Logf("%s: %v %s; notes %q", c.Spec.(*task.RunCommandSpec).Command, score, details, r.Notes)
 	}
 }

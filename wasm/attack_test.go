@@ -176,7 +176,7 @@ func TestListingRootShowsOnlyTheSandbox(t *testing.T) {
 				{true, "reference\ntmp\nworkspace\n"},
 			} {
 				c := command("ls /")
-				c.UsesReference = tt.usesRef
+				c.Spec.(*task.RunCommandSpec).UsesReference = tt.usesRef
 				r, _, _ := runScript(t, e, c, s, ref)
 				if string(r.Stdout) != tt.want {
 					t.Errorf("uses_reference=%v: ls / = %q, want %q", tt.usesRef, r.Stdout, tt.want)
@@ -257,7 +257,7 @@ func TestInfiniteLoopStopsAtTimeout(t *testing.T) {
 				script = "while true; do :; done"
 			}
 			c := command(script)
-			c.Timeout = time.Second
+			c.Execution().Timeout = time.Second
 			// The worker's own timer stops the loop and says so in its reply (Limit); a loop
 			// it could not stop would be killed by ceval runGrace later, with no reply. That
 			// is the property, checked without a wall-clock bound on how long the stop took:
@@ -317,7 +317,7 @@ func TestOutputFloodIsCutAtTheCap(t *testing.T) {
 				// run whose cap never cuts (the details then name it, and the test fails),
 				// so it is long: a loaded machine never meets it while the cap works.
 				c := command(script)
-				c.Timeout = 2 * time.Minute
+				c.Execution().Timeout = 2 * time.Minute
 				r, score, details := runScript(t, e, c, s, nil)
 				got := len(r.Stdout)
 				if stream == "stderr" {
@@ -356,7 +356,7 @@ func TestTrojanGrepInWorkspaceIsNeverRun(t *testing.T) {
 		e := newExecutor(t, nil, Options{})
 		s := workspace(t, files, setup)
 		c := command("PATH=/workspace/bin:$PATH; export PATH; grep -c nomatch data.txt")
-		c.ExpectedExitCode = 1
+		c.StdoutScoring().ExpectedExitCode = 1
 		r, score, details := runScript(t, e, c, s, nil)
 		if bytes.Contains(r.Stdout, []byte("TROJAN")) || strings.TrimSpace(string(r.Stdout)) != "0" || score != 1 {
 			t.Errorf("grep on a PATH the script set: stdout %q, score %v, details %q; want the toolbox's grep", r.Stdout, score, details)
@@ -377,14 +377,14 @@ func TestReferenceIsMountedOnlyWhenDeclaredAndItsLinksAreNotFollowed(t *testing.
 	s := workspace(t, nil, nil)
 
 	c := command("cat /reference/answer.txt; cat /reference/leak")
-	c.UsesReference = true
+	c.Spec.(*task.RunCommandSpec).UsesReference = true
 	r, _, details := runScript(t, e, c, s, openRef(t, ref))
-	cn.assertAbsent(t, c.Command, r.Stdout, r.Stderr, []byte(details))
+	cn.assertAbsent(t, c.Spec.(*task.RunCommandSpec).Command, r.Stdout, r.Stderr, []byte(details))
 	if string(r.Stdout) != "42\n" {
 		t.Errorf("with uses_reference: stdout %q, want the reference's answer", r.Stdout)
 	}
 	c = command("env")
-	c.UsesReference = true
+	c.Spec.(*task.RunCommandSpec).UsesReference = true
 	if r, _, _ := runScript(t, e, c, s, openRef(t, ref)); !bytes.Contains(r.Stdout, []byte("REFERENCE_DIR=/reference\n")) {
 		t.Errorf("REFERENCE_DIR not set: %q", r.Stdout)
 	}
@@ -471,12 +471,12 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer module.Close()
-	c := &task.Criterion{Type: task.WASMCheck, Module: module, ModuleSHA256: strings.Repeat("0", 64), Args: []string{"exit", "0"}}
+	c := &task.Criterion{Type: task.WASMCheck, Spec: &task.WASMSpec{Module: module, ModuleSHA256: strings.Repeat("0", 64), Args: []string{"exit", "0"}}}
 	score, details, err := scoreParts(e.Execute(t.Context(), c, s, nil))
 	if err == nil || !strings.Contains(err.Error(), "not graded as success") || score != 0 {
 		t.Fatalf("score %v, details %q, err %v; want an error", score, details, err)
 	}
-	c.ModuleSHA256 = standin.digest
+	c.Spec.(*task.WASMSpec).ModuleSHA256 = standin.digest
 	for _, tt := range []struct {
 		args      []string
 		fromOut   bool
@@ -487,7 +487,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 		{[]string{"echo", "0.25"}, true, 0.25},
 		{[]string{"echo", "lots"}, true, 0},
 	} {
-		c.Args, c.ScoreFromStdout = tt.args, tt.fromOut
+		c.Spec.(*task.WASMSpec).Args, c.StdoutScoring().ScoreFromStdout = tt.args, tt.fromOut
 		score, details, err := scoreParts(e.Execute(t.Context(), c, s, nil))
 		if err != nil || score != tt.wantScore {
 			t.Errorf("wasm %v: score %v, details %q, err %v; want %v", tt.args, score, details, err, tt.wantScore)
@@ -495,7 +495,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 	}
 	// The module is re-checked on each use: changing the file after the first read does
 	// not get a different module run under the old pin.
-	c.ModuleSHA256 = strings.Repeat("a", 64)
+	c.Spec.(*task.WASMSpec).ModuleSHA256 = strings.Repeat("a", 64)
 	if _, _, err := scoreParts(e.Execute(t.Context(), c, s, nil)); err == nil {
 		t.Error("a wrong pin passed once the module was cached")
 	}

@@ -39,7 +39,7 @@ func benchWorkspace(b *testing.B) *snapshot.Snapshot {
 func BenchmarkRunCommand(b *testing.B) {
 	tb, script := benchScript()
 	s := benchWorkspace(b)
-	c := &task.Criterion{Type: task.RunCommand, Command: script, Timeout: 30 * time.Second}
+	c := &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: script, Execution: task.Execution{Timeout: 30 * time.Second}}}
 	cache := filepath.Join(b.TempDir(), "cache")
 	ctx := context.Background()
 
@@ -116,7 +116,7 @@ func BenchmarkRunCommand(b *testing.B) {
 // guest (sha256 rounds) compiled with the context checks and without.
 func BenchmarkCloseOnContextDone(b *testing.B) {
 	s := benchWorkspace(b)
-	c := &task.Criterion{Type: task.RunCommand, Command: "hash 300000", Timeout: time.Minute}
+	c := &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "hash 300000", Execution: task.Execution{Timeout: time.Minute}}}
 	cache := filepath.Join(b.TempDir(), "cache")
 	var times [2]time.Duration
 	execs := [2]*Executor{

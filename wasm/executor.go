@@ -246,8 +246,8 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if e.closed {
 		return nil, grader.Scored{}, errors.New("wasm: executor is closed")
 	}
-	if c.Type == task.Pytest {
-		return e.executePytest(ctx, c, s)
+	if p, ok := c.Spec.(*task.PytestSpec); ok {
+		return e.executePytest(ctx, p, s)
 	}
 	module, args, err := e.module(c)
 	if err != nil {
@@ -256,7 +256,7 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if viewBytes(s) > e.opts.MaxViewBytes {
 		return nil, grader.Scored{Details: fmt.Sprintf("the workspace snapshot (with its outputs) holds %s of files, over the %s the sandbox takes; not run", human(viewBytes(s)), human(e.opts.MaxViewBytes))}, nil
 	}
-	timeout := c.Timeout
+	timeout := c.Execution().Timeout
 	if timeout <= 0 {
 		timeout = task.DefaultCheckTimeout
 	}
@@ -271,7 +271,14 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 		MaxTmpBytes: e.opts.MaxTmpBytes,
 		CloseOnDone: e.checked(module),
 	}
-	if c.UsesReference {
+	usesReference := false
+	switch s := c.Spec.(type) {
+	case *task.RunCommandSpec:
+		usesReference = s.UsesReference
+	case *task.WASMSpec:
+		usesReference = s.UsesReference
+	}
+	if usesReference {
 		if reference.Root() == nil {
 			return nil, grader.Scored{}, errors.New("wasm: the criterion uses_reference but the task has no reference directory")
 		}
@@ -282,7 +289,7 @@ func (e *Executor) execute(ctx context.Context, c *task.Criterion, s *snapshot.S
 	if err := e.prepare(ctx, module, s, req.Reference, reference); err != nil {
 		return nil, grader.Scored{}, err
 	}
-	if err := e.prepareTask(ctx, c.GraderFiles, req); err != nil {
+	if err := e.prepareTask(ctx, c.Execution().GraderFiles, req); err != nil {
 		return nil, grader.Scored{}, err
 	}
 	if err := e.preparePython(ctx, c, req); err != nil {
@@ -341,25 +348,25 @@ func (e *Executor) run(ctx context.Context, req *wire.RunRequest) (*wire.RunRepl
 
 // module returns the module a criterion runs, with its argv.
 func (e *Executor) module(c *task.Criterion) (*taskModule, []string, error) {
-	switch c.Type {
-	case task.RunCommand:
+	switch s := c.Spec.(type) {
+	case *task.RunCommandSpec:
 		if !bytes.HasPrefix(e.toolbox.data, wasmMagic) {
 			return nil, nil, errNoToolbox
 		}
-		return e.toolbox, []string{"toolbox", "-c", c.Command}, nil
-	case task.WASMCheck:
-		m, err := e.taskModule(c)
+		return e.toolbox, []string{"toolbox", "-c", s.Command}, nil
+	case *task.WASMSpec:
+		m, err := e.taskModule(s)
 		if err != nil {
 			return nil, nil, err
 		}
-		return m, append([]string{filepath.Base(c.Module.Path)}, c.Args...), nil
+		return m, append([]string{filepath.Base(s.Module.Path)}, s.Args...), nil
 	}
 	return nil, nil, fmt.Errorf("wasm: criterion type %q does not execute", c.Type)
 }
 
 // taskModule reads a task's module once and checks it against the pinned sha256 on every
 // use: a module that differs is never run.
-func (e *Executor) taskModule(c *task.Criterion) (*taskModule, error) {
+func (e *Executor) taskModule(c *task.WASMSpec) (*taskModule, error) {
 	if c.Module == nil {
 		return nil, errors.New("wasm: the criterion names no module")
 	}

@@ -23,7 +23,7 @@ func TestPythonThatNeverYieldsIsStoppedAtItsLimitByEndingTheWorker(t *testing.T)
 	if err := os.WriteFile(filepath.Join(dir, "tests", "test_spin.py"), []byte("def test_spin():\n    print('spinning', flush=True)\n    while True:\n        pass\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pt.Timeout = 20 * time.Second // the first pytest run also compiles pytest's packages, before its timer
+	pt.Execution().Timeout = 20 * time.Second // the first pytest run also compiles pytest's packages, before its timer
 	ok := command(`python3 -c 'print(6 * 7)'`)
 	for _, tc := range []struct {
 		name   string
@@ -42,7 +42,7 @@ while True: pass'`), wire.LimitTimeout, "before\nspinning\n"},
 				// Only a loop meets its timeout, so only a loop gets a short one: the flood,
 				// which the stdout cap stops (a count), once had 3 s too, and CPython's start
 				// (~0.1 s of CPU) at a twentieth of a core (load 40 on 2 cores) nearly met it.
-				tc.c.Timeout = 3 * time.Second
+				tc.c.Execution().Timeout = 3 * time.Second
 			}
 			before := 0
 			if e.w != nil {

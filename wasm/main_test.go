@@ -174,7 +174,7 @@ func workspace(t testing.TB, files map[string]string, setup func(src string)) *s
 }
 
 func command(script string) *task.Criterion {
-	return &task.Criterion{Type: task.RunCommand, Command: script, Timeout: 20 * time.Second}
+	return &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: script, Execution: task.Execution{Timeout: 20 * time.Second}}}
 }
 
 // runScript runs script as a run_command over s and returns the reply, failing the test on
@@ -182,13 +182,17 @@ func command(script string) *task.Criterion {
 func runScript(t *testing.T, e *Executor, c *task.Criterion, s *snapshot.Snapshot, ref *task.Dir) (*wire.RunReply, float64, string) {
 	t.Helper()
 	r, score, details, err := replyParts(e.execute(context.Background(), c, s, ref))
+	label := c.Type // a pytest criterion's; a run_command's is its command
+	if sc, ok := c.Spec.(*task.RunCommandSpec); ok {
+		label = sc.Command
+	}
 	if err != nil {
-		t.Fatalf("%q: %v", c.Command, err)
+		t.Fatalf("%q: %v", label, err)
 	}
 	if r == nil {
 		r = &wire.RunReply{}
 	}
-	t.Logf("%q: score %v, wall %v, details %.300s", c.Command, score, r.Wall, details)
+	t.Logf("%q: score %v, wall %v, details %.300s", label, score, r.Wall, details)
 	return r, score, details
 }
 

@@ -72,14 +72,14 @@ func TestCapNeverMakesAFileLookAbsentToAGuest(t *testing.T) {
 	}
 	t.Run("reads fail with an I/O error", func(t *testing.T) {
 		s := cappedWorkspace(t, workspaces[0].files, workspaces[0].lim)
-		c := &task.Criterion{Type: task.RunCommand, Command: "cat credentials.txt", Timeout: command("").Timeout}
+		c := &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "cat credentials.txt", Execution: task.Execution{Timeout: command("").Execution().Timeout}}}
 		r, _, _ := runScript(t, e, c, s, nil)
 		if r.ExitCode == 0 || !strings.Contains(strings.ToLower(string(r.Stderr)), "i/o error") {
 			t.Fatalf("cat of an omitted file: exit %d, stderr %q; want it to fail with an I/O error", r.ExitCode, r.Stderr)
 		}
 		for _, ws := range workspaces {
 			s := cappedWorkspace(t, ws.files, ws.lim)
-			c.Command = "grep -r TODO ."
+			c.Spec.(*task.RunCommandSpec).Command = "grep -r TODO ."
 			r, _, details := runScript(t, e, c, s, nil)
 			if r.ExitCode != 2 {
 				t.Errorf("%s: grep -r exited %d, want 2; stderr %q", ws.name, r.ExitCode, r.Stderr)

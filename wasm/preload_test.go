@@ -39,7 +39,7 @@ func TestToolboxIsLoadedOnlyWhenACriterionRunsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer module.Close()
-	check := &task.Criterion{Type: task.WASMCheck, Module: module, ModuleSHA256: standin.digest, Args: []string{"exit", "0"}}
+	check := &task.Criterion{Type: task.WASMCheck, Spec: &task.WASMSpec{Module: module, ModuleSHA256: standin.digest, Args: []string{"exit", "0"}}}
 	s := workspace(t, map[string]string{"a.txt": "x"}, nil)
 
 	for _, lazy := range []bool{true, false} {
@@ -68,14 +68,14 @@ func TestUsesToolbox(t *testing.T) {
 		c    task.Criterion
 		want bool
 	}{
-		{task.Criterion{Type: task.RunCommand, Command: "true"}, true},
-		{task.Criterion{Type: task.RunCommand, Command: "true", Verifier: &task.Verifier{}}, false},
-		{task.Criterion{Type: task.WASMCheck}, false},
-		{task.Criterion{Type: task.Pytest}, false},
+		{task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "true"}}, true},
+		{task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "true", GraderTier: task.GraderTier{Verifier: &task.Verifier{}}}}, false},
+		{task.Criterion{Type: task.WASMCheck, Spec: &task.WASMSpec{}}, false},
+		{task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{}}, false},
 		{task.Criterion{Type: task.FileExists, Spec: &task.FileExistsSpec{Path: "a"}}, false},
 	} {
 		if got := UsesToolbox(&tt.c); got != tt.want {
-			t.Errorf("UsesToolbox(%s, verifier %v) = %v, want %v", tt.c.Type, tt.c.Verifier != nil, got, tt.want)
+			t.Errorf("UsesToolbox(%s, verifier %v) = %v, want %v", tt.c.Type, tt.c.Verifier() != nil, got, tt.want)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func benchPython(b *testing.B, code, stdout string) {
 	src := testPython(b)
 	script := "python3 -c '" + code + "'"
 	s := benchWorkspace(b)
-	c := &task.Criterion{Type: task.RunCommand, Command: script, ExpectedStdout: ptr(stdout), StdoutMatch: "exact", Timeout: 60 * time.Second}
+	c := &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: script, StdoutScoring: task.StdoutScoring{ExpectedStdout: ptr(stdout), StdoutMatch: "exact"}, Execution: task.Execution{Timeout: 60 * time.Second}}}
 	cache := filepath.Join(b.TempDir(), "cache")
 	ctx := context.Background()
 	execute := func(e *Executor) {

@@ -84,7 +84,7 @@ func sendWheels(w io.Writer, wheels []*task.Wheel, maxBytes int64) error {
 
 // preparePackages loads the criterion's python_packages and python_wheels (unless the
 // worker holds them).
-func (e *Executor) preparePackages(ctx context.Context, c *task.Criterion, req *wire.RunRequest) error {
+func (e *Executor) preparePackages(ctx context.Context, c *task.Execution, req *wire.RunRequest) error {
 	names, wheels := c.PythonPackages, c.PythonWheels
 	if len(names) == 0 && len(wheels) == 0 {
 		return nil

@@ -41,7 +41,7 @@ const (
 
 // pytestArgs is pytest's argv for a pytest criterion; the worker runs it through its boot
 // (wire.RunRequest.Pytest).
-func pytestArgs(c *task.Criterion) []string {
+func pytestArgs(c *task.PytestSpec) []string {
 	args := []string{"-p", "no:cacheprovider", "-p", "no:faulthandler", "--capture=sys",
 		"-c", wire.PytestLibDir + "/pytest.ini", "--rootdir=/task", "--confcutdir=/task",
 		"-o", "log_file=" + pytestLogFile, "--junitxml=" + pytestJUnit,
@@ -52,7 +52,7 @@ func pytestArgs(c *task.Criterion) []string {
 
 // executePytest runs a pytest criterion and scores it from the exit status and the JUnit
 // report, which ceval parses (grader.ScorePytest).
-func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snapshot.Snapshot) (*wire.RunReply, grader.Scored, error) {
+func (e *Executor) executePytest(ctx context.Context, c *task.PytestSpec, s *snapshot.Snapshot) (*wire.RunReply, grader.Scored, error) {
 	if c.Tests == nil {
 		return nil, grader.Scored{}, errors.New("wasm: pytest criterion without tests")
 	}
@@ -93,7 +93,7 @@ func (e *Executor) executePytest(ctx context.Context, c *task.Criterion, s *snap
 	if err := e.preparePytestLib(ctx); err != nil {
 		return nil, grader.Scored{}, err
 	}
-	if err := e.preparePackages(ctx, c, req); err != nil {
+	if err := e.preparePackages(ctx, &c.Execution, req); err != nil {
 		return nil, grader.Scored{}, err
 	}
 	r, details, err := e.run(ctx, req)

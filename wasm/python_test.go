@@ -115,9 +115,9 @@ while True: sys.stderr.write("y" * 1000)'`, wire.LimitStderr, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := command(tc.script)
-			c.Timeout = 3 * time.Second
+			c.Execution().Timeout = 3 * time.Second
 			if tc.limit != wire.LimitTimeout {
-				c.Timeout = 30 * time.Second // only the loop should meet it, even on a loaded machine
+				c.Execution().Timeout = 30 * time.Second // only the loop should meet it, even on a loaded machine
 			}
 			r, score, details := runScript(t, e, c, s, nil)
 			cn.assertAbsent(t, tc.script, r.Stdout, r.Stderr, []byte(details))
@@ -226,7 +226,7 @@ func TestPythonPackagesAreImportableOnlyWhenDeclared(t *testing.T) {
 	e := pyExecutor(t, Options{})
 	s := workspace(t, map[string]string{}, nil)
 	c := command(`python3 -c 'import six, iniconfig; print(six.PY3, iniconfig.__name__)'`)
-	c.PythonPackages = []string{"six", "iniconfig"}
+	c.Execution().PythonPackages = []string{"six", "iniconfig"}
 	if r, score, details := runScript(t, e, c, s, nil); score != 1 || string(r.Stdout) != "True iniconfig\n" {
 		t.Errorf("declared: score %v stdout %q (%s; stderr %s)", score, r.Stdout, details, r.Stderr)
 	}
@@ -263,7 +263,7 @@ func TestPythonWheelsAreImportableOnlyWhenDeclared(t *testing.T) {
 	e := pyExecutor(t, Options{})
 	s := workspace(t, map[string]string{}, nil)
 	c := command(`python3 -c 'import wheelmod, wheelmod.sub.deep, importlib.metadata as m; print(wheelmod.X, wheelmod.sub.deep.Z, m.version("wheelmod"))'`)
-	c.PythonWheels = []*task.Wheel{testWheel(t)}
+	c.Execution().PythonWheels = []*task.Wheel{testWheel(t)}
 	if r, score, details := runScript(t, e, c, s, nil); score != 1 || string(r.Stdout) != "7 deep 1.0\n" {
 		t.Errorf("declared: score %v stdout %q (%s; stderr %s)", score, r.Stdout, details, r.Stderr)
 	}

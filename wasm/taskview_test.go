@@ -53,7 +53,7 @@ func TestGraderFilesAreTheOnlyTaskFilesACriterionSees(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := command(tc.script)
-			c.GraderFiles = files
+			c.Execution().GraderFiles = files
 			r, _, details := runScript(t, e, c, s, nil)
 			cn.assertAbsent(t, tc.script, r.Stdout, r.Stderr, []byte(details))
 			if string(r.Stdout) != tc.stdout {

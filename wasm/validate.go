@@ -18,10 +18,11 @@ import (
 func CommandWarnings(t *task.Task) []string {
 	var out []string
 	for i, c := range t.Criteria {
-		if c.Type != task.RunCommand || c.Tier() != task.TierWASM {
+		s, ok := c.Spec.(*task.RunCommandSpec)
+		if !ok || c.Tier() != task.TierWASM {
 			continue
 		}
-		names, err := shell.Unavailable(c.Command)
+		names, err := shell.Unavailable(s.Command)
 		if err != nil || len(names) == 0 {
 			continue // a script that does not parse fails at grading with the parser's message
 		}

@@ -59,6 +59,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == mcpRelayArg { // mcp.go: not an init, a program of the agent's CLI
 		os.Exit(mcpRelay(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == judgeShellArg { // judgeshell.go: a judge agent's shell commands
+		os.Exit(judgeShell(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == mcpServeArg { // mcp.go: a service's process
 		os.Exit(mcpServe(os.Args[2:]))
 	}

@@ -149,8 +149,8 @@ func gradingTiers(t *task.Task) string {
 			wasmN++
 		case task.TierContainer:
 			ctr++
-			if !slices.Contains(imgs, c.Verifier.Image) {
-				imgs = append(imgs, c.Verifier.Image)
+			if !slices.Contains(imgs, c.Verifier().Image) {
+				imgs = append(imgs, c.Verifier().Image)
 			}
 		}
 	}

@@ -61,7 +61,7 @@ func checkRootOverlayKernel(release string) error {
 // run unprivileged): nil for a task with none.
 func CheckRootVerifier(t *task.Task) error {
 	for i := range t.Criteria {
-		if c := &t.Criteria[i]; c.Verifier != nil && !c.SharesNoPrivilegeWithItsTests() {
+		if c := &t.Criteria[i]; c.Verifier() != nil && !c.SharesNoPrivilegeWithItsTests() {
 			if err := CheckRootOverlayKernel(); err != nil {
 				return fmt.Errorf("criterion %d (%s, sandbox: container): %w", i+1, c.Type, err)
 			}

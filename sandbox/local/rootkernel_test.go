@@ -34,10 +34,9 @@ func TestCheckRootVerifierRefusesOnlyTasksThatNeedIt(t *testing.T) {
 	old := kernelRelease
 	kernelRelease = func() string { return "5.15.0-91-generic" }
 	t.Cleanup(func() { kernelRelease = old })
-	root := task.Criterion{Type: task.RunCommand, Command: "true", Verifier: &task.Verifier{}}
-	harbor := root
-	harbor.HarborReward = true
-	wasm := task.Criterion{Type: task.RunCommand, Command: "true"}
+	root := task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "true", GraderTier: task.GraderTier{Verifier: &task.Verifier{}}}}
+	harbor := task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "true", HarborReward: true, GraderTier: task.GraderTier{Verifier: &task.Verifier{}}}}
+	wasm := task.Criterion{Type: task.RunCommand, Spec: &task.RunCommandSpec{Command: "true"}}
 	if err := CheckRootVerifier(&task.Task{Criteria: []task.Criterion{wasm, root}}); err == nil || !strings.Contains(err.Error(), "criterion 2 (run_command, sandbox: container)") || !strings.Contains(err.Error(), "5.15.0-91-generic") {
 		t.Errorf("a task with a root verifier criterion: %v", err)
 	}

@@ -37,7 +37,7 @@ func VerifierInfo(network string, t *task.Task) *record.VerifierResult {
 	if RootVerifierSupported() {
 		v.User = "root in its own user namespace"
 		for i := range t.Criteria {
-			if c := &t.Criteria[i]; c.Verifier != nil && c.SharesNoPrivilegeWithItsTests() {
+			if c := &t.Criteria[i]; c.Verifier() != nil && c.SharesNoPrivilegeWithItsTests() {
 				v.User += "; " + uid + " for harbor_reward and isolation: process criteria"
 				break
 			}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A judge agent (supervisor/agentjudge.go) runs code the agent under test wrote when its
+// rubric asks: the agent's tests, its scripts, git over its .git/config. That code runs as
+// the judge's user, and without more it could write the judge's verdict file, or reach the
+// judge's CLI (signals, ptrace, /proc/PID/mem, fd, root, cwd) before the CLI exits. So every
+// command of the judge's shell tool runs behind
+//
+//	ceval-init --judge-shell SCRIPT   (Claude Code's CLAUDE_CODE_SHELL_PREFIX)
+//
+// which puts itself in a Landlock domain and then execs bash -c SCRIPT: no file can be
+// written, made, removed, renamed or truncated outside judgeShellWritable; no signal reaches
+// and no abstract unix socket connects to a process outside the domain (scoping, ABI 6), and
+// Landlock refuses ptrace (and so /proc/PID/mem, fd, root, cwd) of a process outside it at
+// any ABI. The domain is inherited by everything the command starts, a background loop
+// included, for good. A kernel without Landlock ABI 6 runs no command at all: the judge is
+// never silently unprotected.
+const judgeShellArg = "--judge-shell"
+
+// judgeShellWritable are where a judge's commands may write: the judged copy, the
+// temporary directory (the CLI's own command bookkeeping, such as the file each command
+// writes its working directory to, is there) and devices (/dev/null, /dev/tty). Never the
+// judge's directory (/judge, where the CLI writes the verdict with its own in-process tool)
+// nor its home (the CLI's settings, read again while it runs).
+var judgeShellWritable = []string{"/workspace", "/tmp", "/dev"}
+
+// judgeShellHome is the HOME a judge's commands see: a directory of their own under /tmp,
+// since they cannot write the CLI's home (tools keep caches under HOME).
+const judgeShellHome = "/tmp/ceval-judge-home"
+
+// judgeShellMinABI is the least Landlock ABI that confines a judge's commands: 6 scopes
+// signals and abstract unix sockets to the domain.
+const judgeShellMinABI = 6
+
+// judgeShellShells are tried in order; the CLI's command strings are bash.
+var judgeShellShells = []string{"/bin/bash", "/usr/bin/bash"}
+
+// judgeShell is --judge-shell SCRIPT: it returns only when the command cannot start.
+func judgeShell(args []string) int {
+	if len(args) != 1 {
+		logf("usage: ceval-init " + judgeShellArg + " SCRIPT")
+		return exitUsage
+	}
+	runtime.LockOSThread() // the domain is the calling thread's, and the exec below is on it
+	if err := judgeShellRestrict(); err != nil {
+		logf("the judge's command was not run: " + err.Error())
+		return exitCannotExec
+	}
+	_ = os.MkdirAll(judgeShellHome, 0o700)
+	env := os.Environ()
+	for i, kv := range env {
+		if len(kv) >= 5 && kv[:5] == "HOME=" {
+			env[i] = "HOME=" + judgeShellHome
+		}
+	}
+	for _, sh := range judgeShellShells {
+		if _, err := os.Stat(sh); err != nil {
+			continue
+		}
+		err := syscall.Exec(sh, []string{sh, "-c", args[0]}, env)
+		logf(fmt.Sprintf("exec %s: %v", sh, err))
+		return exitCannotExec
+	}
+	logf("no bash in the image (" + fmt.Sprint(judgeShellShells) + ")")
+	return exitNotFound
+}
+
+// judgeShellRestrict puts the calling thread (and what it execs) in the judge's commands'
+// Landlock domain.
+func judgeShellRestrict() error {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 || int(abi) < judgeShellMinABI {
+		why := "none"
+		if errno == 0 {
+			why = fmt.Sprintf("ABI %d", abi)
+		}
+		return fmt.Errorf("the kernel's Landlock (%s) is not ABI %d or later, which ceval needs to keep the code a judge agent runs from rewriting its verdict or reaching its CLI; run agent_judge criteria on a kernel with Landlock ABI %d (Linux 6.12 or later, with landlock in its lsm= list)", why, judgeShellMinABI, judgeShellMinABI)
+	}
+	writes := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
+		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_SYM | unix.LANDLOCK_ACCESS_FS_REFER | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
+		unix.LANDLOCK_ACCESS_FS_IOCTL_DEV)
+	attr := struct{ fs, net, scoped uint64 }{fs: writes, scoped: unix.LANDLOCK_SCOPE_SIGNAL | unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %v", errno)
+	}
+	defer unix.Close(int(fd))
+	for _, dir := range judgeShellWritable {
+		d, err := unix.Open(dir, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		if err != nil {
+			continue // not in this sandbox: nothing to allow there
+		}
+		rule := unix.LandlockPathBeneathAttr{Allowed_access: writes, Parent_fd: int32(d)}
+		_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, fd, unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&rule)), 0, 0, 0)
+		unix.Close(d)
+		if errno != 0 {
+			return fmt.Errorf("landlock_add_rule %s: %v", dir, errno)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %v", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %v", errno)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// ceval-init --judge-shell runs a judge agent's command in a Landlock domain: it writes
+// under /tmp (and /workspace, /dev) but nowhere else, even through a process it leaves
+// behind or git over a repository's core.fsmonitor, and it cannot signal a process outside
+// the domain (here the test). Without the ruleset the outside files are written and the
+// signal delivered.
+func TestJudgeShellConfinesTheCommand(t *testing.T) {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 || abi < judgeShellMinABI {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("this kernel has no Landlock ABI %d (got %d, %v): the judge's commands cannot be confined here", judgeShellMinABI, abi, errno)
+		}
+		t.Skipf("no Landlock ABI %d here", judgeShellMinABI)
+	}
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skip("no /bin/bash")
+	}
+	inTmp, err := os.MkdirTemp("/tmp", "judgeshell-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(inTmp)
+	wd, _ := os.Getwd()
+	outside, err := os.MkdirTemp(wd, ".judgeshell-") // not under /tmp, /workspace or /dev
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	script := `printf ok >` + inTmp + `/in
+printf forged 2>` + inTmp + `/err1 >` + outside + `/verdict
+( sleep 0.2; printf forged 2>` + inTmp + `/err2 >` + outside + `/later ) &
+kill -0 $PPID 2>` + inTmp + `/err3 && echo signalled
+echo "HOME=$HOME"
+wait`
+	out, err := exec.Command(initPath, judgeShellArg, script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ceval-init %s: %v\n%s", judgeShellArg, err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inTmp, "in")); string(b) != "ok" {
+		t.Errorf("the command could not write under /tmp: %q", b)
+	}
+	for _, f := range []string{"verdict", "later"} {
+		if _, err := os.Stat(filepath.Join(outside, f)); err == nil {
+			t.Errorf("the command (or what it left behind) wrote %s outside /tmp, /workspace and /dev", f)
+		}
+	}
+	for _, f := range []string{"err1", "err2"} {
+		if b, _ := os.ReadFile(filepath.Join(inTmp, f)); !strings.Contains(string(b), "Permission denied") {
+			t.Errorf("%s: %q, want Permission denied", f, b)
+		}
+	}
+	if _, err := exec.LookPath("git"); err == nil {
+		// git over a .git/config the agent wrote: its core.fsmonitor runs in the domain.
+		repo := filepath.Join(inTmp, "repo")
+		if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+		hook := "printf forged >" + outside + "/by-fsmonitor 2>" + inTmp + "/err4; printf ran >" + inTmp + "/fsmonitor-ran; exit 1"
+		if err := os.WriteFile(filepath.Join(repo, "hook.sh"), []byte(hook), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("git", "-C", repo, "add", "hook.sh").CombinedOutput(); err != nil {
+			t.Fatalf("git add: %v %s", err, out)
+		}
+		if out, err := exec.Command("git", "-C", repo, "config", "core.fsmonitor", "sh "+repo+"/hook.sh").CombinedOutput(); err != nil {
+			t.Fatalf("git config: %v %s", err, out)
+		}
+		gout, err := exec.Command(initPath, judgeShellArg, "cd "+repo+" && git status").CombinedOutput()
+		if err != nil {
+			t.Errorf("git status behind %s: %v\n%s", judgeShellArg, err, gout)
+		}
+		if _, err := os.Stat(filepath.Join(inTmp, "fsmonitor-ran")); err != nil {
+			t.Errorf("git status did not run the fsmonitor:\n%s", gout)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "by-fsmonitor")); err == nil {
+			t.Errorf("the repository's core.fsmonitor wrote outside /tmp, /workspace and /dev")
+		}
+	}
+	if strings.Contains(string(out), "signalled") {
+		t.Errorf("the command signalled a process outside its domain:\n%s", out)
+	}
+	if !strings.Contains(string(out), "HOME="+judgeShellHome) {
+		t.Errorf("HOME is not %s:\n%s", judgeShellHome, out)
+	}
+}
+
+func TestJudgeShellUsage(t *testing.T) {
+	out, err := exec.Command(initPath, judgeShellArg).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "usage") {
+		t.Errorf("no script: %v %q", err, out)
+	}
+}
