@@ -122,48 +122,72 @@ func (r *run) nextIteration(ctx context.Context) (bool, error) {
 		return false, &InfraError{errors.New("interrupted between iterations: the run did not finish")}
 	}
 	n := len(res.Iterations) + 1
+	r.iter.agentTime += r.out.Exit.Duration
+	it, prompt, err := r.gradedRun(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	res.Iterations = append(res.Iterations, it)
+	res.IterationsUsed = n
+	r.emit("iteration_graded", map[string]any{"n": n, "status": it.Status, "score": it.Score, "over": it.Over})
+	if err := r.keepIteration(n, it.Over == ""); err != nil {
+		return false, &InfraError{err}
+	}
+	if it.Over != "" {
+		return false, nil
+	}
+	if err := r.startFollowUp(ctx, prompt, iterationEnv(r.env, t, n+1), map[string]any{"n": n + 1}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// gradedRun records the agent's run just graded as run n of its count (a plain task's
+// iterations, a multi-step task's runs of one step) and, unless none follows, writes the
+// follow-up prompt into the agent's home: the run's record, whose Over says why no run
+// follows ("" when one does), and the prompt.
+func (r *run) gradedRun(ctx context.Context, n int) (record.Iteration, string, error) {
 	if r.iter.prompt == "" {
 		r.iter.prompt = PromptInitial
 	}
-	r.iter.agentTime += r.out.Exit.Duration
+	res := r.res
 	it := record.Iteration{N: n, Prompt: r.iter.prompt, Status: res.Status, Score: res.Score, Agent: r.out.Exit.Duration.Seconds()}
 	over := r.iterationsOver(ctx, n)
 	var prompt string
 	if over == "" {
 		var err error
 		if prompt, over, err = r.followUp(ctx); err != nil {
-			return false, err
+			return it, "", err
 		}
 	}
 	if over == "" {
 		// The home is the agent's (and capped): one it filled, or whose .ceval it made
-		// unwritable, ends its iterations with the grade it has, never an ERROR of ceval's.
+		// unwritable, ends its runs with the grade it has, never an ERROR of ceval's.
 		if err := writeFollowUpPrompt(r.home, prompt); err != nil {
 			over = "the follow-up prompt could not be written into the agent's home: " + err.Error()
 		}
 	}
 	it.Over = over
-	res.Iterations = append(res.Iterations, it)
-	res.IterationsUsed = n
-	r.emit("iteration_graded", map[string]any{"n": n, "status": it.Status, "score": it.Score, "over": over})
-	if err := r.keepIteration(n, over == ""); err != nil {
-		return false, &InfraError{err}
-	}
-	if over != "" {
-		return false, nil
-	}
-	argv, err := FollowUpArgv(t, prompt)
+	return it, prompt, nil
+}
+
+// startFollowUp creates the fresh container of the agent's next run over the same
+// workspace and home, given the follow-up prompt, the task's time left and env; event is
+// iteration_started's fields beside the prompt and the timeout.
+func (r *run) startFollowUp(ctx context.Context, prompt string, env []string, event map[string]any) error {
+	argv, err := FollowUpArgv(r.t, prompt)
 	if err != nil {
-		return false, &sandbox.InputError{Err: err}
+		return &sandbox.InputError{Err: err}
 	}
-	left := t.Sandbox.Limits.Timeout - r.iter.agentTime
-	err = r.sb.Again(ctx, sandbox.AgainConfig{Argv: argv, Env: iterationEnv(r.env, t, n+1), Timeout: left,
+	left := r.t.Sandbox.Limits.Timeout - r.iter.agentTime
+	err = r.sb.Again(ctx, sandbox.AgainConfig{Argv: argv, Env: env, Timeout: left,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile)})
 	if err != nil {
-		return false, &InfraError{err}
+		return &InfraError{err}
 	}
-	r.emit("iteration_started", map[string]any{"n": n + 1, "prompt": r.iter.prompt, "timeout_s": left.Seconds()})
-	return true, nil
+	event["prompt"], event["timeout_s"] = r.iter.prompt, left.Seconds()
+	r.emit("iteration_started", event)
+	return nil
 }
 
 // iterationsOver says why no iteration follows iteration n, or "".
