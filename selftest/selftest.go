@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/errdefs"
 
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
@@ -431,25 +430,4 @@ func lookupEnv(env map[string]string, canary string) func(string) (string, bool)
 		}
 		return os.LookupEnv(k)
 	}
-}
-
-// judgeImageMissing says why an attack with an agent_judge criterion cannot try what it
-// attacks: its judge agent runs in the agent image (the real CLIs), and without that image
-// the judge never starts and the criterion ends ERROR, which the suite must count as a
-// breach for every other attack (an agent that makes its run ERROR has it excluded). The
-// attack is skipped, saying how to build the image, instead; "" when it can run.
-func judgeImageMissing(ctx context.Context, o Options, t *task.Task) string {
-	if o.Kube != nil || o.Client == nil {
-		return ""
-	}
-	for _, c := range t.Criteria {
-		if c.Type != task.AgentJudge {
-			continue
-		}
-		if _, err := o.Client.ImageService().Get(ctx, images.AgentName); errdefs.IsNotFound(err) {
-			return "its judge agent needs " + images.AgentName + ", which is not in containerd: build it with ceval images build-agent"
-		}
-		return ""
-	}
-	return ""
 }
