@@ -32,9 +32,15 @@ func newSelftestCmd(g *globalOptions) *cobra.Command {
 			"ceval run, each with a fresh random canary in its grading material, and prints one row per\n" +
 			"attack: blocked (denied, nothing rewarded), detected (ceval flagged it: a limit, a snapshot\n" +
 			"note, a timeout), BREACH (rewarded, or the canary reached ceval's output), error (the\n" +
-			"attempt never ran, so it proved nothing) or skipped (the host lacks git). The load-*\n" +
-			"attacks are hostile task and experiment files instead: a child `ceval validate` must refuse\n" +
-			"each within 5 s and 100 MiB peak RSS without quoting the canary.\n\n" +
+			"attempt never ran, so it proved nothing) or skipped (it cannot try anything here, saying\n" +
+			"why: the host lacks git, a rootless containerd or the Kubernetes backend lacks what it\n" +
+			"attacks, or its judge needs the agent image). The load-* attacks are hostile task and\n" +
+			"experiment files instead: a child `ceval validate` must refuse each within 5 s and 100 MiB\n" +
+			"peak RSS without quoting the canary.\n\n" +
+			"The agent_judge attacks whose judge agent must run need the agent image,\n" +
+			images.AgentName + " (the real Claude Code and Codex CLIs): without it in containerd they\n" +
+			"are skipped, so build it first with `ceval images build-agent`. A judge attack whose judge\n" +
+			"never starts (its judged copy is refused first) runs without it.\n\n" +
 			"Runs go to a private directory under a temp dir (removed when everything passes) unless\n" +
 			"--runs-dir is given. Exit 0 when every attack scored 0 and none breached, 1 on any\n" +
 			"BREACH, 3 when an attack could not run, 2 on invalid input.",
