@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,17 +110,7 @@ func TestSelftestAgainstDebianAgentImageScoresZero(t *testing.T) {
 		t.Fatalf("build-agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = ceval(t, "selftest", "--json", "--namespace", ctrtest.Namespace, "--image", images.AgentName, "--runs-dir", t.TempDir())
-	var rep struct {
-		Attacks []struct {
-			Name    string  `json:"name"`
-			Outcome string  `json:"outcome"`
-			Score   float64 `json:"score"`
-			Detail  string  `json:"detail"`
-		} `json:"attacks"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("exit %d: stdout is not the JSON report: %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
-	}
+	rep := selftestReport(t, r)
 	if len(rep.Attacks) < 40 {
 		t.Fatalf("%d attacks ran, want the whole suite", len(rep.Attacks))
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -20,18 +19,7 @@ func TestSelftestEveryAttackRunsAndScoresZero(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
 	r := ceval(t, "selftest", "--json", "--namespace", ctrtest.Namespace, "--runs-dir", t.TempDir())
-	var rep struct {
-		Attacks []struct {
-			Name    string  `json:"name"`
-			Tried   string  `json:"tried"`
-			Outcome string  `json:"outcome"`
-			Score   float64 `json:"score"`
-			Detail  string  `json:"detail"`
-		} `json:"attacks"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("exit %d: stdout is not the JSON report: %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
-	}
+	rep := selftestReport(t, r)
 	suite, err := selftest.Attacks()
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,18 +23,7 @@ func TestSelftestWithoutTheAgentImageRunsTheJudgeAttackWhoseJudgeNeverStarts(t *
 	_, ns := ctrtest.FreshNamespace(t, ctx, c)
 	r := ceval(t, "selftest", "--json", "--namespace", ns, "--runs-dir", t.TempDir(),
 		"--only", "agent-judge-over-context,agent-judge-config")
-	var rep struct {
-		Attacks []struct {
-			Name    string  `json:"name"`
-			Outcome string  `json:"outcome"`
-			Score   float64 `json:"score"`
-			Detail  string  `json:"detail"`
-			RunDir  string  `json:"run_dir"`
-		} `json:"attacks"`
-	}
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-		t.Fatalf("exit %d: stdout is not the JSON report: %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
-	}
+	rep := selftestReport(t, r)
 	if len(rep.Attacks) != 2 || r.code != 0 {
 		t.Fatalf("exit %d, %d rows, want 0 and 2:\n%s\n%s", r.code, len(rep.Attacks), r.stdout, r.stderr)
 	}
