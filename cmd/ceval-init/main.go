@@ -31,10 +31,6 @@ const (
 const usage = "usage: ceval-init [--timeout DURATION] [--grace DURATION] [--wait-go] [--supervisor-fifo PATH] [--rlimit-as BYTES] -- ARGV...\n" +
 	"       ceval-init --control ADDR"
 
-// execWithASArg as the first argument makes the init the agent's last step before its execve
-// (see execWithAS): the init starts itself that way when --rlimit-as is given.
-const execWithASArg = "--exec-with-rlimit-as"
-
 // config is the parsed command line.
 type config struct {
 	timeout time.Duration // 0: no deadline
@@ -53,9 +49,6 @@ type config struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == execWithASArg {
-		os.Exit(execWithAS(os.Args[2:]))
-	}
 	if len(os.Args) > 1 && os.Args[1] == mcpRelayArg { // mcp.go: not an init, a program of the agent's CLI
 		os.Exit(mcpRelay(os.Args[2:]))
 	}
@@ -215,22 +208,18 @@ type agentSpec struct {
 	dir      string    // its working directory; "": ours
 	files    []uintptr // its stdin, stdout and stderr
 	setsid   bool      // a session (and process group) of its own
-	rlimitAS uint64    // > 0: started through execWithAS
+	rlimitAS uint64    // > 0: the agent's RLIMIT_AS, set at its exec stop (traceAgent)
 }
 
-// start runs s.argv as a child; with rlimitAS > 0, through execWithAS. The child is traced
-// by this thread (see agent), which must stay locked to its OS thread.
+// start runs s.argv as a child, traced by this thread (see agent), which must stay locked
+// to its OS thread; with rlimitAS > 0 the child's RLIMIT_AS is set before its first
+// instruction (traceAgent).
 func start(s agentSpec) (*agent, error) {
 	path, err := lookPath(s.argv[0], s.env, s.dir)
 	if err != nil {
 		return nil, err
 	}
-	exe, args := path, s.argv
-	if s.rlimitAS > 0 {
-		exe = "/proc/self/exe"
-		args = append([]string{"ceval-init", execWithASArg, strconv.FormatUint(s.rlimitAS, 10), path}, s.argv...)
-	}
-	pid, err := syscall.ForkExec(exe, args, &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(path, s.argv, &syscall.ProcAttr{
 		Dir:   s.dir,
 		Env:   s.env,
 		Files: s.files,
@@ -243,33 +232,7 @@ func start(s agentSpec) (*agent, error) {
 		}
 		return nil, &startError{code, err}
 	}
-	return traceAgent(pid)
-}
-
-// execWithAS (args: BYTES PATH ARGV...) sets RLIMIT_AS to BYTES, soft and hard, and execs
-// PATH with ARGV: the limit is in place from the agent's first instruction, and the init
-// itself, whose Go runtime reserves more address space than an agent's cap, stays without it.
-// It returns an exit code only when it could not exec.
-func execWithAS(args []string) int {
-	if len(args) < 3 {
-		logf(execWithASArg + ": want BYTES PATH ARGV...")
-		return exitUsage
-	}
-	n, err := strconv.ParseUint(args[0], 10, 64)
-	if err != nil || n == 0 {
-		logf(execWithASArg + ": invalid byte count " + strconv.Quote(args[0]))
-		return exitUsage
-	}
-	if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: n, Max: n}); err != nil {
-		logf("set RLIMIT_AS: " + err.Error() + "; the agent was not started")
-		return exitUsage
-	}
-	err = syscall.Exec(args[1], args[2:], os.Environ())
-	logf("exec " + args[1] + ": " + err.Error())
-	if errors.Is(err, syscall.ENOENT) {
-		return exitNotFound
-	}
-	return exitCannotExec
+	return traceAgent(pid, s.rlimitAS)
 }
 
 // lookPath resolves name like execvp: as given when it has a slash, else through PATH in env

@@ -708,3 +708,47 @@ func TestDaemonThatStarvesTheInitOfDescriptorsCannotPassALateWrite(t *testing.T)
 		t.Errorf("exit %d (late write: %v), want 137: an init that could not see every process must not report the agent's exit; stderr %q", r.code, late, r.stderr)
 	}
 }
+
+// TestRlimitASAgentStartsWhateverItsEnvironment: the agent starts under a cap far below what
+// a Go runtime reserves, with an environment its start must copy (6 MB, past the 4 MiB a Go
+// heap maps at a time), and sees the cap. The limit is set on the agent itself at its exec
+// stop; a Go program run between the setrlimit and the agent's execve (the earlier design)
+// died of "runtime: out of memory" whenever its heap had to grow there: here always, on a
+// loaded host about 1 start in 300, whatever the environment.
+func TestRlimitASAgentStartsWhateverItsEnvironment(t *testing.T) {
+	// execve takes arguments and environment up to a quarter of the stack limit.
+	var stack syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &stack); err != nil {
+		t.Fatal(err)
+	}
+	if stack.Cur != ^uint64(0) && stack.Cur < 64<<20 {
+		raised := stack
+		raised.Cur = min(64<<20, stack.Max)
+		if err := syscall.Setrlimit(syscall.RLIMIT_STACK, &raised); err != nil || raised.Cur < 32<<20 {
+			t.Skipf("cannot raise RLIMIT_STACK to pass a 6 MB environment: %v (hard limit %d)", err, stack.Max)
+		}
+		t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_STACK, &stack) })
+	}
+	eachMode(t, func(t *testing.T, m mode) {
+		p := &proc{t: t, cmd: exec.Command(initPath, "--rlimit-as", strconv.Itoa(64<<20), "--", "sh", "-c",
+			`grep "Max address space" /proc/self/limits; echo "env=${#CEVAL_BIG_0}"`)}
+		p.cmd.Env = os.Environ()
+		for i := range 60 {
+			p.cmd.Env = append(p.cmd.Env, "CEVAL_BIG_"+strconv.Itoa(i)+"="+strings.Repeat("x", 100_000))
+		}
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		p.cmd.WaitDelay = 5 * time.Second
+		if m.pidns {
+			p.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+		}
+		p.started = time.Now()
+		if err := p.cmd.Start(); err != nil {
+			t.Fatalf("start init: %v", err)
+		}
+		r := p.wait()
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) != 2 || strings.Fields(lines[0])[3] != "67108864" || lines[1] != "env=100000" {
+			t.Fatalf("exit %d stdout %q stderr %.600q: want the agent started under RLIMIT_AS 67108864 with its whole environment", r.code, r.stdout, r.stderr)
+		}
+	})
+}

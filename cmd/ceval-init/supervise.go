@@ -223,8 +223,14 @@ type agent struct {
 const traceOptions = unix.PTRACE_O_TRACEEXIT | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL
 
 // traceAgent takes the child pid, just started with PTRACE_TRACEME, at the SIGTRAP stop after
-// its execve, sets the trace options and lets it run.
-func traceAgent(pid int) (*agent, error) {
+// its execve, sets the trace options and lets it run. With rlimitAS > 0 it first sets the
+// child's RLIMIT_AS, soft and hard, with prlimit: in force from the agent's first instruction,
+// and never on a Go program. (An earlier design set it in a re-exec of this Go program just
+// before its execve of the agent: that runtime had reserved more address space than an
+// agent's cap, so any heap growth after the setrlimit, which a loaded host makes likely,
+// killed it with "fatal error: runtime: out of memory" before the agent ran, about 1 start in
+// 300 under load: an agent that never ran, graded FAILURE.)
+func traceAgent(pid int, rlimitAS uint64) (*agent, error) {
 	a := &agent{pid: pid}
 	var ws syscall.WaitStatus
 	for {
@@ -240,6 +246,12 @@ func traceAgent(pid int) (*agent, error) {
 	if !ws.Stopped() { // killed before it ran (the supervisor's watch)
 		a.reaped, a.status = true, ws
 		return a, nil
+	}
+	if rlimitAS > 0 {
+		if err := unix.Prlimit(pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: rlimitAS, Max: rlimitAS}, nil); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return nil, &startError{exitUsage, errors.New("set the agent's RLIMIT_AS: " + err.Error() + "; the agent was not started")}
+		}
 	}
 	if err := unix.PtraceSetOptions(pid, traceOptions); err != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)

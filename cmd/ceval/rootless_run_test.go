@@ -120,7 +120,32 @@ func rootlessRun(t *testing.T, env []string, taskPath string) (*record.Result, s
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
-	return &res, filepath.Dir(m[0])
+	dir := filepath.Dir(m[0])
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("what the run left in %s:\n%s\nceval's stderr:\n%s", dir, describeRunDir(dir), r.stderr)
+		}
+	})
+	return &res, dir
+}
+
+// describeRunDir is what a failed run left to explain itself: its result, the agent's output
+// and the names in its workspace copy.
+func describeRunDir(dir string) string {
+	var b strings.Builder
+	for _, f := range []string{record.ResultFile, "agent.stdout.log", "agent.stderr.log", "events.jsonl"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			data = []byte(err.Error())
+		}
+		b.WriteString("--- " + f + "\n" + string(data) + "\n")
+	}
+	b.WriteString("--- workspace:")
+	_ = filepath.WalkDir(filepath.Join(dir, record.WorkspaceDir), func(p string, d os.DirEntry, err error) error {
+		b.WriteString(" " + p)
+		return nil
+	})
+	return b.String()
 }
 
 // wantLimitsBy checks that the attestation names the mode in force for every limit.
