@@ -190,7 +190,7 @@ func TestParseScriptNamesTheLine(t *testing.T) {
 		{"unknown field", "version: 1\napi: openai\nturns:\n  - txt: hi\n", "line 4: field txt not found"},
 		{"usage sum", "version: 1\napi: openai\nturns:\n  - text: hi\n    usage: {input_tokens: 1, cached_input_tokens: 2}\n", "line 4: turn 0: input_tokens (1)"},
 		{"tool name", "version: 1\napi: openai\nturns:\n  - tool_calls: [{input: {}}]\n", "line 4: turn 0 tool call 0 has no name"},
-		{"tool type", "version: 1\napi: openai\nturns:\n  - tool_calls: [{name: x, type: web_search}]\n", "line 4: turn 0 tool call 0: type \"web_search\": the only type is tool_search"},
+		{"tool type", "version: 1\napi: openai\nturns:\n  - tool_calls: [{name: x, type: web_search}]\n", "line 4: turn 0 tool call 0: type \"web_search\": the only types are tool_search"},
 		{"tool_search of anthropic", "version: 1\napi: anthropic\nturns:\n  - tool_calls: [{name: x, type: tool_search}]\n", "line 4: turn 0 tool call 0: type \"tool_search\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

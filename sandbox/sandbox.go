@@ -91,6 +91,10 @@ type Config struct {
 
 	// Mounts are read-only binds (plugin bundles); oci refuses any that overlap its own.
 	Mounts []oci.Mount
+	// InitBinds are container paths where the static init is bound read-only too, beside
+	// its own path: a Codex judge's shells (supervisor/agentjudge.go), which confine the
+	// judge's commands. The local backend only; another refuses them.
+	InitBinds []string
 
 	StdoutPath, StderrPath string    // agent output files; "" uses Stdout/Stderr
 	Stdout, Stderr         io.Writer // used when the paths are empty

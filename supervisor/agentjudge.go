@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -71,10 +72,31 @@ your verdict to ` + JudgeVerdict + ` (not in /workspace) with %s as exactly one 
 and stop.`
 
 // judgeVerdictTool is how each judge CLI is told to write its verdict: the commands it runs
-// cannot write JudgeDir (judgeEnv), its own file tool can.
+// cannot write JudgeDir (judgeEnv, judgeShells), its own file tool can.
 var judgeVerdictTool = map[string]string{
 	task.AgentClaudeCode: "your Write tool (shell commands cannot write in " + JudgeDir + ")",
-	task.AgentCodex:      "your file-editing tool",
+	task.AgentCodex:      "your apply_patch tool (shell commands cannot write in " + JudgeDir + ")",
+}
+
+// judgeShellBash is where a Codex judge's container has ceval-init's bash, first on the
+// CLI's PATH (cmd/ceval-init/judgeshell.go).
+const judgeShellBash = "/usr/lib/ceval-judge/bash"
+
+// judgeShells are the init binds (sandbox.Config.InitBinds) and PATH of a judge agent's
+// container. Codex has no shell prefix: it runs each command as SHELL -lc CMD, SHELL being
+// the user's shell (/bin/sh), else bash found on PATH, else /bin/sh; a shell the model
+// names in exec_command only picks the type, Codex finds the executable (measured with
+// 0.169: shell /tmp/x/bash ran /bin/bash). So ceval-init is bound over /bin/sh (a regular
+// busybox in the agent image) and at judgeShellBash, first on PATH: started through either
+// it confines itself as --judge-shell does (Landlock: writes only under /workspace, /tmp
+// and /dev; no signal, ptrace or /proc of the CLI) and execs the real shell. The CLI
+// writes the verdict with apply_patch, in its own process. Claude Code needs none of this
+// (judgeEnv).
+func judgeShells(t *task.Task) (binds, prependEnv []string) {
+	if t.Agent.Type != task.AgentCodex {
+		return nil, nil
+	}
+	return []string{"/bin/sh", judgeShellBash}, []string{"PATH=" + path.Dir(judgeShellBash)}
 }
 
 // judgeEnv is what a judge agent's CLI gets beyond AgentEnv. Claude Code runs every command

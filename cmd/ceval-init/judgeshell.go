@@ -51,6 +51,56 @@ func judgeShell(args []string) int {
 		logf("usage: ceval-init " + judgeShellArg + " SCRIPT")
 		return exitUsage
 	}
+	for _, sh := range judgeShellShells {
+		if _, err := os.Stat(sh); err == nil {
+			return judgeShellExec(sh, []string{sh, "-c", args[0]})
+		}
+	}
+	logf("no bash in the image (" + fmt.Sprint(judgeShellShells) + ")")
+	return exitNotFound
+}
+
+// A Codex judge runs each command as SHELL -lc CMD (or -c), SHELL being the user's shell
+// (/bin/sh in ceval's agent image), else bash looked up on PATH, else /bin/sh: Codex 0.169
+// takes only a shell type from the model's exec_command (measured: shell /tmp/x/bash ran
+// /bin/bash) and finds the executable itself. Its container binds this binary over /bin/sh
+// (a regular busybox in the agent image) and at judgeShellBash, first on the CLI's PATH
+// (supervisor/agentjudge.go), so every shell Codex can start is one of these: started as
+// one of judgeShellAs (seen through /proc/self/exe, which names the bind the binary was
+// executed through), the init confines itself as --judge-shell does and execs the real
+// shell with the same arguments. Nothing the command starts, a script's #!/bin/sh and a
+// background loop included, gets out of the domain.
+const judgeShellBash = "/usr/lib/ceval-judge/bash"
+
+// judgeShellAs maps where a judge's shell binds are to the real shell each one runs: the
+// path executed and its argv[0] (busybox picks its applet by argv[0]).
+var judgeShellAs = map[string][2]string{
+	"/bin/sh":      {"/bin/busybox", "sh"},
+	judgeShellBash: {"/bin/bash", "bash"},
+}
+
+// judgeShellStartedAs is the judge shell this process was executed as, or "".
+func judgeShellStartedAs() string {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return ""
+	}
+	if _, ok := judgeShellAs[exe]; ok {
+		return exe
+	}
+	return ""
+}
+
+// judgeShellAsShell runs a judge's command given to the shell at path: args are the
+// shell's own (-lc CMD, -c CMD ARG0 ARGS...), passed on unchanged.
+func judgeShellAsShell(path string, args []string) int {
+	real := judgeShellAs[path]
+	return judgeShellExec(real[0], append([]string{real[1]}, args...))
+}
+
+// judgeShellExec confines this process (judgeShellRestrict) and execs path with argv; it
+// returns only when the command cannot start, and never runs it unconfined.
+func judgeShellExec(path string, argv []string) int {
 	runtime.LockOSThread() // the domain is the calling thread's, and the exec below is on it
 	if err := judgeShellRestrict(); err != nil {
 		logf("the judge's command was not run: " + err.Error())
@@ -63,16 +113,9 @@ func judgeShell(args []string) int {
 			env[i] = "HOME=" + judgeShellHome
 		}
 	}
-	for _, sh := range judgeShellShells {
-		if _, err := os.Stat(sh); err != nil {
-			continue
-		}
-		err := syscall.Exec(sh, []string{sh, "-c", args[0]}, env)
-		logf(fmt.Sprintf("exec %s: %v", sh, err))
-		return exitCannotExec
-	}
-	logf("no bash in the image (" + fmt.Sprint(judgeShellShells) + ")")
-	return exitNotFound
+	err := syscall.Exec(path, argv, env)
+	logf(fmt.Sprintf("exec %s: %v", path, err))
+	return exitCannotExec
 }
 
 // judgeShellRestrict puts the calling thread (and what it execs) in the judge's commands'

@@ -53,6 +53,9 @@ type config struct {
 }
 
 func main() {
+	if sh := judgeShellStartedAs(); sh != "" { // judgeshell.go: a Codex judge's shell
+		os.Exit(judgeShellAsShell(sh, os.Args[1:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == execWithASArg {
 		os.Exit(execWithAS(os.Args[2:]))
 	}

@@ -274,6 +274,9 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 			return nil, err
 		}
 	}
+	if len(cfg.InitBinds) > 0 {
+		return nil, &sandbox.InputError{Err: fmt.Errorf("a Codex judge agent (agent_judge with judge_agent: codex) runs on the local backend only: its commands' shells are binds a Pod does not get; use judge_agent: claude-code on Kubernetes")}
+	}
 	mounts, relays, err := kubeMounts(cfg.Mounts, cfg.InitDir)
 	if err != nil {
 		return nil, &sandbox.InputError{Err: err}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -243,9 +244,13 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	for i, p := range cfg.Outputs {
 		outputs = append(outputs, oci.Mount{Source: s.Outputs[i], Destination: p})
 	}
+	extra := cfg.Mounts
+	for _, d := range cfg.InitBinds {
+		extra = append(slices.Clip(extra), oci.Mount{Source: s.initPath, Destination: d})
+	}
 	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
-		Args: cfg.Argv, Env: sandbox.MergeImageEnv(sandbox.PrependImageEnv(s.imageEnv, cfg.PrependEnv), cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
+		Args: cfg.Argv, Env: sandbox.MergeImageEnv(sandbox.PrependImageEnv(s.imageEnv, cfg.PrependEnv), cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: extra,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID, RootInUserNS: cfg.Root, RootPath: s.rootPath, Cwd: cfg.Cwd, UserName: cfg.UserName,
