@@ -21,6 +21,7 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -82,21 +83,25 @@ var judgeVerdictTool = map[string]string{
 // CLI's PATH (cmd/ceval-init/judgeshell.go).
 const judgeShellBash = "/usr/lib/ceval-judge/bash"
 
-// judgeShells are the init binds (sandbox.Config.InitBinds) and PATH of a judge agent's
-// container. Codex has no shell prefix: it runs each command as SHELL -lc CMD, SHELL being
-// the user's shell (/bin/sh), else bash found on PATH, else /bin/sh; a shell the model
-// names in exec_command only picks the type, Codex finds the executable (measured with
-// 0.169: shell /tmp/x/bash ran /bin/bash). So ceval-init is bound over /bin/sh (a regular
-// busybox in the agent image) and at judgeShellBash, first on PATH: started through either
-// it confines itself as --judge-shell does (Landlock: writes only under /workspace, /tmp
-// and /dev; no signal, ptrace or /proc of the CLI) and execs the real shell. The CLI
-// writes the verdict with apply_patch, in its own process. Claude Code needs none of this
-// (judgeEnv).
-func judgeShells(t *task.Task) (binds, prependEnv []string) {
+// judgeShells gives a Codex judge's container its shells (sandbox.Config.InitBinds, PATH,
+// Passwd). Codex has no shell prefix: it runs each command as SHELL -lc CMD, SHELL being
+// the user's shell, else bash found on PATH, else /bin/sh; a shell the model names in
+// exec_command only picks the type, Codex finds the executable (measured with 0.169: shell
+// /tmp/x/bash ran /bin/bash). So ceval-init is bound over /bin/sh (what the image's /bin/sh
+// resolves to: busybox in the minimal agent image, dash in the Debian one) and at
+// judgeShellBash, first on PATH, and the user's shell is /bin/sh: started as either, the
+// init confines itself as --judge-shell does (Landlock: writes only under /workspace, /tmp
+// and /dev; no signal, ptrace or /proc of the CLI) and execs the image's bash
+// (cmd/ceval-init/judgeshell.go). The CLI writes the verdict with apply_patch, in its own
+// process. Claude Code needs none of this (judgeEnv).
+func judgeShells(t *task.Task, cfg *sandbox.Config) {
 	if t.Agent.Type != task.AgentCodex {
-		return nil, nil
+		return
 	}
-	return []string{"/bin/sh", judgeShellBash}, []string{"PATH=" + path.Dir(judgeShellBash)}
+	cfg.InitBinds = []string{"/bin/sh", judgeShellBash}
+	cfg.PrependEnv = append(cfg.PrependEnv, "PATH="+path.Dir(judgeShellBash))
+	cfg.Passwd = []byte(fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nagent:x:%d:%d:ceval judge:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+		policy.AgentUID, policy.AgentGID, ContainerHome))
 }
 
 // judgeEnv is what a judge agent's CLI gets beyond AgentEnv. Claude Code runs every command

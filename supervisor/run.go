@@ -405,7 +405,7 @@ func (r *run) launch(ctx context.Context) error {
 	}
 	if o.judgeAgent {
 		cfg.Cwd = JudgeDir // agentjudge.go
-		cfg.InitBinds, cfg.PrependEnv = judgeShells(t)
+		judgeShells(t, &cfg)
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw

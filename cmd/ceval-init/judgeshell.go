@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"unsafe"
@@ -60,42 +61,40 @@ func judgeShell(args []string) int {
 	return exitNotFound
 }
 
-// A Codex judge runs each command as SHELL -lc CMD (or -c), SHELL being the user's shell
-// (/bin/sh in ceval's agent image), else bash looked up on PATH, else /bin/sh: Codex 0.169
-// takes only a shell type from the model's exec_command (measured: shell /tmp/x/bash ran
-// /bin/bash) and finds the executable itself. Its container binds this binary over /bin/sh
-// (a regular busybox in the agent image) and at judgeShellBash, first on the CLI's PATH
-// (supervisor/agentjudge.go), so every shell Codex can start is one of these: started as
-// one of judgeShellAs (seen through /proc/self/exe, which names the bind the binary was
-// executed through), the init confines itself as --judge-shell does and execs the real
-// shell with the same arguments. Nothing the command starts, a script's #!/bin/sh and a
-// background loop included, gets out of the domain.
-const judgeShellBash = "/usr/lib/ceval-judge/bash"
+// A Codex judge runs each command as SHELL -lc CMD (or -c), SHELL being the user's shell,
+// else bash looked up on PATH, else /bin/sh: Codex 0.169 takes only a shell type from the
+// model's exec_command (measured: shell /tmp/x/bash ran /bin/bash) and finds the executable
+// itself. Its container binds this binary over /bin/sh (whatever the image's /bin/sh
+// resolves to: busybox, dash) and at /usr/lib/ceval-judge/bash, first on the CLI's PATH,
+// and gives the user /bin/sh as its shell (supervisor/agentjudge.go), so every shell Codex
+// can start is this binary. Started as one of judgeShellAs (argv[0]'s last element, which
+// Codex and every shell set to the name they ran), it confines itself as --judge-shell
+// does and execs the real shell with the same arguments: bash, as sh when asked for sh.
+// Nothing the command starts, a script's #!/bin/sh and a background loop included, gets out
+// of the domain. The init itself is never started under these names.
+var judgeShellAs = map[string]string{"sh": "sh", "dash": "sh", "bash": "bash"}
 
-// judgeShellAs maps where a judge's shell binds are to the real shell each one runs: the
-// path executed and its argv[0] (busybox picks its applet by argv[0]).
-var judgeShellAs = map[string][2]string{
-	"/bin/sh":      {"/bin/busybox", "sh"},
-	judgeShellBash: {"/bin/bash", "bash"},
-}
+// judgeShellReal is the shell a judge shell execs: an image's bash is never bound over.
+const judgeShellReal = "/bin/bash"
 
-// judgeShellStartedAs is the judge shell this process was executed as, or "".
+// judgeShellStartedAs is the argv[0] (sh or bash) this process runs as a judge's shell, or "".
 func judgeShellStartedAs() string {
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
+	if len(os.Args) == 0 {
 		return ""
 	}
-	if _, ok := judgeShellAs[exe]; ok {
-		return exe
-	}
-	return ""
+	return judgeShellAs[filepath.Base(os.Args[0])]
 }
 
-// judgeShellAsShell runs a judge's command given to the shell at path: args are the
-// shell's own (-lc CMD, -c CMD ARG0 ARGS...), passed on unchanged.
-func judgeShellAsShell(path string, args []string) int {
-	real := judgeShellAs[path]
-	return judgeShellExec(real[0], append([]string{real[1]}, args...))
+// judgeShellAsShell runs a judge's command given to a shell: args are the shell's own
+// (-lc CMD, -c CMD ARG0 ARGS...), passed on unchanged to judgeShellReal as argv0.
+func judgeShellAsShell(argv0 string, args []string) int {
+	self, err1 := os.Stat("/proc/self/exe")
+	real, err2 := os.Stat(judgeShellReal)
+	if err1 != nil || err2 != nil || os.SameFile(self, real) {
+		logf("the judge's command was not run: no " + judgeShellReal + " in the image other than ceval's judge shell")
+		return exitNotFound
+	}
+	return judgeShellExec(judgeShellReal, append([]string{argv0}, args...))
 }
 
 // judgeShellExec confines this process (judgeShellRestrict) and execs path with argv; it

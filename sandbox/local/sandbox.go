@@ -1,7 +1,10 @@
 package local
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -247,6 +250,13 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	extra := cfg.Mounts
 	for _, d := range cfg.InitBinds {
 		extra = append(slices.Clip(extra), oci.Mount{Source: s.initPath, Destination: d})
+	}
+	if cfg.Passwd != nil {
+		p, err := installPasswd(filepath.Dir(s.initPath), cfg.Passwd)
+		if err != nil {
+			return err
+		}
+		extra = append(slices.Clip(extra), oci.Mount{Source: p, Destination: "/etc/passwd"})
 	}
 	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
@@ -592,4 +602,33 @@ func attest(ctx context.Context, pid uint32) (*record.Attestation, error) {
 		}
 	}
 	return ReadAttestation(pid)
+}
+
+// installPasswd writes data beside the installed init (a directory every container's mount
+// reaches), named by its digest, readable by all, and returns its path.
+func installPasswd(dir string, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	p := filepath.Join(dir, "passwd-"+hex.EncodeToString(sum[:8]))
+	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, data) {
+		return p, nil
+	}
+	f, err := os.CreateTemp(dir, ".passwd-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("install the judge's passwd in %s: %w", dir, err)
+	}
+	return p, nil
 }
