@@ -122,7 +122,7 @@ var setups = map[string]setup{
 	"verifier-harbor-reward": {probe: true},
 
 	// What a Pod does differently from the local sandbox (docs/kubernetes.md).
-	"agent-judge-run-forgery-codex": {kube: func(*kubernetes.Options) string {
+	"agent-judge-codex-forgery": {kube: func(*kubernetes.Options) string {
 		return "the kubernetes backend refuses " + kubernetes.CodexJudgeRefusal
 	}},
 	"survive-supervisor-death": {kube: func(*kubernetes.Options) string {
