@@ -85,6 +85,17 @@ func judgeShellStartedAs() string {
 	return judgeShellAs[filepath.Base(os.Args[0])]
 }
 
+// judgeShellOverBusybox says why a command cannot run in an agent image older than this
+// ceval, whose /bin/sh links to busybox: the bind over /bin/sh covered /bin/busybox, so every
+// other applet (ls, cat) starts the init; "" when this process was not started so.
+func judgeShellOverBusybox() string {
+	if exe, err := os.Readlink("/proc/self/exe"); err != nil || exe != "/bin/busybox" {
+		return ""
+	}
+	return "the judge's command " + filepath.Base(os.Args[0]) + " was not run: this agent image's /bin/sh links to busybox, " +
+		"which a Codex judge's shell covers (an image built by an older ceval); rebuild it with ceval images build-agent"
+}
+
 // judgeShellAsShell runs a judge's command given to a shell: args are the shell's own
 // (-lc CMD, -c CMD ARG0 ARGS...), passed on unchanged to judgeShellReal as argv0.
 func judgeShellAsShell(argv0 string, args []string) int {

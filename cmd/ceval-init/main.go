@@ -56,6 +56,10 @@ func main() {
 	if sh := judgeShellStartedAs(); sh != "" { // judgeshell.go: a Codex judge's shell
 		os.Exit(judgeShellAsShell(sh, os.Args[1:]))
 	}
+	if why := judgeShellOverBusybox(); why != "" {
+		logf(why)
+		os.Exit(exitNotFound)
+	}
 	if len(os.Args) > 1 && os.Args[1] == execWithASArg {
 		os.Exit(execWithAS(os.Args[2:]))
 	}
