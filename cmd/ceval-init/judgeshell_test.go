@@ -172,3 +172,48 @@ wait`
 		})
 	}
 }
+
+// A judge's shell started from a judge's shell, 20 deep (past the kernel's 16 Landlock
+// layers: scripts that run scripts), still runs its command, confined. Red with E2BIG an
+// error: the command refused from the 16th shell on.
+func TestJudgeShellsNestPastLandlocksLayers(t *testing.T) {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 || abi < judgeShellMinABI {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("this kernel has no Landlock ABI %d (got %d, %v)", judgeShellMinABI, abi, errno)
+		}
+		t.Skipf("no Landlock ABI %d here", judgeShellMinABI)
+	}
+	if _, err := os.Stat(judgeShellReal); err != nil {
+		t.Skip("no " + judgeShellReal)
+	}
+	inTmp, err := os.MkdirTemp("/tmp", "judgeshell-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(inTmp)
+	wd, _ := os.Getwd()
+	outside, err := os.MkdirTemp(wd, ".judgeshell-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	// Each level starts the init as bash again (exec -a), as a script's #!/bin/sh would.
+	script := `n=$1
+if [ "$n" -lt 20 ]; then exec -a bash "$INIT" -c "$SCRIPT" bash $((n+1)); fi
+printf forged 2>/dev/null >` + outside + `/deep
+echo "depth=$n"; printf ok >` + inTmp + `/deep`
+	cmd := exec.Command(initPath, "-c", script, "bash", "1")
+	cmd.Args[0] = "bash"
+	cmd.Env = append(os.Environ(), "INIT="+initPath, "SCRIPT="+script)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "depth=20") {
+		t.Fatalf("20 nested judge shells: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inTmp, "deep")); string(b) != "ok" {
+		t.Errorf("the deepest command could not write under /tmp: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "deep")); err == nil {
+		t.Errorf("the deepest command wrote outside /tmp, /workspace and /dev")
+	}
+}
