@@ -182,6 +182,43 @@ func TestScriptRendersCodexToolSearchAndNamespacedCalls(t *testing.T) {
 	}
 }
 
+// Codex's freeform apply_patch: a custom tool call whose input is the patch text, streamed
+// as custom_tool_call_input deltas and done as a custom_tool_call item.
+func TestScriptRendersACustomToolCall(t *testing.T) {
+	f := parseScriptText(t, `{"version": 1, "api": "openai", "turns": [
+	  {"tool_calls": [{"name": "apply_patch", "type": "custom", "input": {"input": "*** Begin Patch\n*** End Patch\n"}}]},
+	  {"text": "Done."}]}`)
+	_, url := start(t, Config{Mode: Replay, Fixture: f}, nil)
+	code, body := post(t, url+"/v1/responses", dummyKey, withTools(transcript.OpenAI, 0, true))
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var delta, done bool
+	for _, l := range strings.Split(body, "\n") {
+		d, ok := strings.CutPrefix(l, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type  string         `json:"type"`
+			Delta string         `json:"delta"`
+			Item  map[string]any `json:"item"`
+		}
+		if err := json.Unmarshal([]byte(d), &ev); err != nil {
+			t.Fatalf("event %q: %v", d, err)
+		}
+		switch ev.Type {
+		case "response.custom_tool_call_input.delta":
+			delta = ev.Delta == "*** Begin Patch\n*** End Patch\n"
+		case "response.output_item.done":
+			done = ev.Item["type"] == "custom_tool_call" && ev.Item["name"] == "apply_patch" && ev.Item["input"] == "*** Begin Patch\n*** End Patch\n" && ev.Item["call_id"] != nil
+		}
+	}
+	if !delta || !done {
+		t.Fatalf("input delta %v, custom_tool_call %v in\n%s", delta, done, body)
+	}
+}
+
 func TestParseScriptNamesTheLine(t *testing.T) {
 	for _, c := range []struct{ name, text, want string }{
 		{"version", "version: 2\napi: anthropic\nturns: [{text: hi}]\n", "line 1: version 2"},
@@ -190,7 +227,8 @@ func TestParseScriptNamesTheLine(t *testing.T) {
 		{"unknown field", "version: 1\napi: openai\nturns:\n  - txt: hi\n", "line 4: field txt not found"},
 		{"usage sum", "version: 1\napi: openai\nturns:\n  - text: hi\n    usage: {input_tokens: 1, cached_input_tokens: 2}\n", "line 4: turn 0: input_tokens (1)"},
 		{"tool name", "version: 1\napi: openai\nturns:\n  - tool_calls: [{input: {}}]\n", "line 4: turn 0 tool call 0 has no name"},
-		{"tool type", "version: 1\napi: openai\nturns:\n  - tool_calls: [{name: x, type: web_search}]\n", "line 4: turn 0 tool call 0: type \"web_search\": the only type is tool_search"},
+		{"tool type", "version: 1\napi: openai\nturns:\n  - tool_calls: [{name: x, type: web_search}]\n", "line 4: turn 0 tool call 0: type \"web_search\": the only types are tool_search"},
+		{"custom input", "version: 1\napi: openai\nturns:\n  - tool_calls: [{name: apply_patch, type: custom, input: {patch: x}}]\n", "line 4: turn 0 tool call 0: a custom tool call's input is {input: TEXT}"},
 		{"tool_search of anthropic", "version: 1\napi: anthropic\nturns:\n  - tool_calls: [{name: x, type: tool_search}]\n", "line 4: turn 0 tool call 0: type \"tool_search\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -43,7 +43,7 @@ const AgentVersionLabelPrefix = "dev.ceval.agent-cli."
 
 // agentLayerFormat changes whenever the agent layer's layout changes, so images built by
 // an older ceval are rebuilt.
-const agentLayerFormat = "ceval-agent-layer-v1"
+const agentLayerFormat = "ceval-agent-layer-v2"
 
 // ErrAgentInput is wrapped by errors about what the agent image is built from on the host
 // (an unknown --with name, a missing musl loader or static bash): bad input, not a
@@ -329,6 +329,14 @@ func planAgent(opts AgentOptions) (*agentPlan, error) {
 		return nil, err
 	}
 	p.host = append(p.host, hostFile{to: "bin/bash", mode: 0o755, data: data})
+	// /bin/sh is busybox itself, a regular file, not the base's link to /bin/busybox: a
+	// Codex judge's container binds ceval's judge shell over /bin/sh alone (a bind over
+	// the link would cover /bin/busybox and every applet), see supervisor/agentjudge.go.
+	sh, err := os.ReadFile(busybox)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read busybox %s: %w", ErrAgentInput, busybox, err)
+	}
+	p.host = append(p.host, hostFile{to: "bin/sh", mode: 0o755, data: sh})
 
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\nbase %s\n", agentLayerFormat, p.baseDiff)

@@ -215,9 +215,11 @@ func TestAgentLayerHoldsCLIsRealLoaderAndStaticBash(t *testing.T) {
 	}
 	wantLoader, _ := os.ReadFile(realLoader)
 	wantBash, _ := os.ReadFile(BashStatic)
+	wantSh, _ := os.ReadFile(DefaultBusybox) // busybox as a regular file: a Codex judge binds over /bin/sh alone
 	for name, want := range map[string][]byte{
 		"lib/ld-musl-x86_64.so.1":       wantLoader,
 		"bin/bash":                      wantBash,
+		"bin/sh":                        wantSh,
 		"usr/local/bin/claude":          []byte("#!/bin/sh\necho claude\n"),
 		"usr/local/lib/codex/bin/codex": []byte("codex!"),
 	} {
@@ -238,12 +240,12 @@ func TestAgentLayerHoldsCLIsRealLoaderAndStaticBash(t *testing.T) {
 			t.Errorf("directory %s: %+v", d, h)
 		}
 	}
-	if _, ok := hdrs["README.md"]; ok || len(hdrs) != 15 {
+	if _, ok := hdrs["README.md"]; ok || len(hdrs) != 16 {
 		var names []string
 		for n := range hdrs {
 			names = append(names, n)
 		}
-		t.Errorf("layer holds %d entries, want 15: %v", len(hdrs), names)
+		t.Errorf("layer holds %d entries, want 16: %v", len(hdrs), names)
 	}
 
 	// A cached file changed after extraction is caught while the layer is written.

@@ -91,6 +91,13 @@ type Config struct {
 
 	// Mounts are read-only binds (plugin bundles); oci refuses any that overlap its own.
 	Mounts []oci.Mount
+	// InitBinds are container paths where the static init is bound read-only too, beside
+	// its own path: a Codex judge's shells (supervisor/agentjudge.go), which confine the
+	// judge's commands. The local backend only; another refuses them.
+	InitBinds []string
+	// Passwd, when set, is bound read-only over the image's /etc/passwd (a Codex judge's,
+	// whose user's shell must be the /bin/sh bound in InitBinds). The local backend only.
+	Passwd []byte
 
 	StdoutPath, StderrPath string    // agent output files; "" uses Stdout/Stderr
 	Stdout, Stderr         io.Writer // used when the paths are empty

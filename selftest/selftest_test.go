@@ -22,7 +22,7 @@ import (
 // suiteNames is the suite as it must ship. Removing an attack means removing it here too,
 // so an attack cannot silently stop existing.
 var suiteNames = []string{
-	"agent-judge-config", "agent-judge-over-context", "agent-judge-run-forgery", "agent-judge-snapshot-flood",
+	"agent-judge-codex-forgery", "agent-judge-config", "agent-judge-over-context", "agent-judge-run-forgery", "agent-judge-snapshot-flood",
 	"author-git-host-alternates", "author-git-host-objects", "author-hostile-registry", "author-hostile-wheel", "author-material-swap", "author-service-hostnet",
 	"canary-ceval-binary", "canary-env-and-home", "canary-find-name", "canary-grep-filesystem",
 	"canary-mountinfo-paths", "canary-path-guess", "canary-proc-cmdline", "canary-proc-environ",

@@ -122,6 +122,9 @@ var setups = map[string]setup{
 	"verifier-harbor-reward": {probe: true},
 
 	// What a Pod does differently from the local sandbox (docs/kubernetes.md).
+	"agent-judge-codex-forgery": {kube: func(*kubernetes.Options) string {
+		return "the kubernetes backend refuses " + kubernetes.CodexJudgeRefusal
+	}},
 	"survive-supervisor-death": {kube: func(*kubernetes.Options) string {
 		return "the local init's supervisor FIFO; a Pod's init kills everything when its control connection to ceval drops (TestKubeKill9ThenGCLeavesNothing, TestLostControlConnectionKillsEverythingAndExits123)"
 	}},

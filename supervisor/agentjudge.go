@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
+	"ceval.dev/ceval/sandbox"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -71,10 +73,35 @@ your verdict to ` + JudgeVerdict + ` (not in /workspace) with %s as exactly one 
 and stop.`
 
 // judgeVerdictTool is how each judge CLI is told to write its verdict: the commands it runs
-// cannot write JudgeDir (judgeEnv), its own file tool can.
+// cannot write JudgeDir (judgeEnv, judgeShells), its own file tool can.
 var judgeVerdictTool = map[string]string{
 	task.AgentClaudeCode: "your Write tool (shell commands cannot write in " + JudgeDir + ")",
-	task.AgentCodex:      "your file-editing tool",
+	task.AgentCodex:      "your apply_patch tool (shell commands cannot write in " + JudgeDir + ")",
+}
+
+// judgeShellBash is where a Codex judge's container has ceval-init's bash, first on the
+// CLI's PATH (cmd/ceval-init/judgeshell.go).
+const judgeShellBash = "/usr/lib/ceval-judge/bash"
+
+// judgeShells gives a Codex judge's container its shells (sandbox.Config.InitBinds, PATH,
+// Passwd). Codex has no shell prefix: it runs each command as SHELL -lc CMD, SHELL being
+// the user's shell, else bash found on PATH, else /bin/sh; a shell the model names in
+// exec_command only picks the type, Codex finds the executable (measured with 0.169: shell
+// /tmp/x/bash ran /bin/bash). So ceval-init is bound over /bin/sh (what the image's /bin/sh
+// resolves to: busybox in the minimal agent image, dash in the Debian one) and at
+// judgeShellBash, first on PATH, and the user's shell is /bin/sh: started as either, the
+// init confines itself as --judge-shell does (Landlock: writes only under /workspace, /tmp
+// and /dev; no signal, ptrace or /proc of the CLI) and execs the image's bash
+// (cmd/ceval-init/judgeshell.go). The CLI writes the verdict with apply_patch, in its own
+// process. Claude Code needs none of this (judgeEnv).
+func judgeShells(t *task.Task, cfg *sandbox.Config) {
+	if t.Agent.Type != task.AgentCodex {
+		return
+	}
+	cfg.InitBinds = []string{"/bin/sh", judgeShellBash}
+	cfg.PrependEnv = append(cfg.PrependEnv, "PATH="+path.Dir(judgeShellBash))
+	cfg.Passwd = []byte(fmt.Sprintf("root:x:0:0:root:/root:/bin/sh\nagent:x:%d:%d:ceval judge:%s:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+		policy.AgentUID, policy.AgentGID, ContainerHome))
 }
 
 // judgeEnv is what a judge agent's CLI gets beyond AgentEnv. Claude Code runs every command

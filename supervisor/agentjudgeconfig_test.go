@@ -127,7 +127,7 @@ echo 'the notes of the work' >sub/notes.md`
 		"  - {type: agent_judge, rubric: 'Score 0.', judge_agent: codex, judge_model: gpt-5.5, agent_fixture: judge.yaml, timeout: 2m}\n")
 	files := map[string]string{"judge.yaml": "version: 1\napi: openai\nturns:\n" +
 		"  - tool_calls: [{name: exec_command, input: {cmd: \"cat /workspace/sub/notes.md\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
-		"  - tool_calls: [{name: exec_command, input: {cmd: \"printf '{\\\"score\\\": 0, \\\"reasons\\\": \\\"the judge says 0\\\"}' > " + JudgeVerdict + "\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: apply_patch, type: custom, input: {input: \"*** Begin Patch\\n*** Add File: " + JudgeVerdict + "\\n+{\\\"score\\\": 0, \\\"reasons\\\": \\\"the judge says 0\\\"}\\n*** End Patch\\n\"}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {

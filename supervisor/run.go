@@ -405,6 +405,7 @@ func (r *run) launch(ctx context.Context) error {
 	}
 	if o.judgeAgent {
 		cfg.Cwd = JudgeDir // agentjudge.go
+		judgeShells(t, &cfg)
 	}
 	if r.gw != nil {
 		cfg.Gateway = r.gw

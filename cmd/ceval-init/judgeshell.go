@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"unsafe"
@@ -51,6 +52,65 @@ func judgeShell(args []string) int {
 		logf("usage: ceval-init " + judgeShellArg + " SCRIPT")
 		return exitUsage
 	}
+	for _, sh := range judgeShellShells {
+		if _, err := os.Stat(sh); err == nil {
+			return judgeShellExec(sh, []string{sh, "-c", args[0]})
+		}
+	}
+	logf("no bash in the image (" + fmt.Sprint(judgeShellShells) + ")")
+	return exitNotFound
+}
+
+// A Codex judge runs each command as SHELL -lc CMD (or -c), SHELL being the user's shell,
+// else bash looked up on PATH, else /bin/sh: Codex 0.169 takes only a shell type from the
+// model's exec_command (measured: shell /tmp/x/bash ran /bin/bash) and finds the executable
+// itself. Its container binds this binary over /bin/sh (whatever the image's /bin/sh
+// resolves to: busybox, dash) and at /usr/lib/ceval-judge/bash, first on the CLI's PATH,
+// and gives the user /bin/sh as its shell (supervisor/agentjudge.go), so every shell Codex
+// can start is this binary. Started as one of judgeShellAs (argv[0]'s last element, which
+// Codex and every shell set to the name they ran), it confines itself as --judge-shell
+// does and execs the real shell with the same arguments: bash, as sh when asked for sh.
+// Nothing the command starts, a script's #!/bin/sh and a background loop included, gets out
+// of the domain. The init itself is never started under these names.
+var judgeShellAs = map[string]string{"sh": "sh", "dash": "sh", "bash": "bash"}
+
+// judgeShellReal is the shell a judge shell execs: an image's bash is never bound over.
+const judgeShellReal = "/bin/bash"
+
+// judgeShellStartedAs is the argv[0] (sh or bash) this process runs as a judge's shell, or "".
+func judgeShellStartedAs() string {
+	if len(os.Args) == 0 {
+		return ""
+	}
+	return judgeShellAs[filepath.Base(os.Args[0])]
+}
+
+// judgeShellOverBusybox says why a command cannot run in an agent image older than this
+// ceval, whose /bin/sh links to busybox: the bind over /bin/sh covered /bin/busybox, so every
+// other applet (ls, cat) starts the init; "" when this process was not started so.
+func judgeShellOverBusybox() string {
+	if exe, err := os.Readlink("/proc/self/exe"); err != nil || exe != "/bin/busybox" {
+		return ""
+	}
+	return "the judge's command " + filepath.Base(os.Args[0]) + " was not run: this agent image's /bin/sh links to busybox, " +
+		"which a Codex judge's shell covers (an image built by an older ceval); rebuild it with ceval images build-agent"
+}
+
+// judgeShellAsShell runs a judge's command given to a shell: args are the shell's own
+// (-lc CMD, -c CMD ARG0 ARGS...), passed on unchanged to judgeShellReal as argv0.
+func judgeShellAsShell(argv0 string, args []string) int {
+	self, err1 := os.Stat("/proc/self/exe")
+	real, err2 := os.Stat(judgeShellReal)
+	if err1 != nil || err2 != nil || os.SameFile(self, real) {
+		logf("the judge's command was not run: no " + judgeShellReal + " in the image other than ceval's judge shell")
+		return exitNotFound
+	}
+	return judgeShellExec(judgeShellReal, append([]string{argv0}, args...))
+}
+
+// judgeShellExec confines this process (judgeShellRestrict) and execs path with argv; it
+// returns only when the command cannot start, and never runs it unconfined.
+func judgeShellExec(path string, argv []string) int {
 	runtime.LockOSThread() // the domain is the calling thread's, and the exec below is on it
 	if err := judgeShellRestrict(); err != nil {
 		logf("the judge's command was not run: " + err.Error())
@@ -63,16 +123,9 @@ func judgeShell(args []string) int {
 			env[i] = "HOME=" + judgeShellHome
 		}
 	}
-	for _, sh := range judgeShellShells {
-		if _, err := os.Stat(sh); err != nil {
-			continue
-		}
-		err := syscall.Exec(sh, []string{sh, "-c", args[0]}, env)
-		logf(fmt.Sprintf("exec %s: %v", sh, err))
-		return exitCannotExec
-	}
-	logf("no bash in the image (" + fmt.Sprint(judgeShellShells) + ")")
-	return exitNotFound
+	err := syscall.Exec(path, argv, env)
+	logf(fmt.Sprintf("exec %s: %v", path, err))
+	return exitCannotExec
 }
 
 // judgeShellRestrict puts the calling thread (and what it execs) in the judge's commands'
@@ -112,7 +165,13 @@ func judgeShellRestrict() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %v", err)
 	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno == unix.E2BIG {
+		// Already 16 domains deep (the kernel's most), a judge's shell in a judge's shell in
+		// ...: only a judge's shells make domains in its container, and what an unconfined
+		// process could do with 16 of its own it could do without them, so this process is
+		// in the judge's domain already, for good.
+		return nil
+	} else if errno != 0 {
 		return fmt.Errorf("landlock_restrict_self: %v", errno)
 	}
 	return nil

@@ -101,3 +101,119 @@ func TestJudgeShellUsage(t *testing.T) {
 		t.Errorf("no script: %v %q", err, out)
 	}
 }
+
+// Started as a shell (argv[0] sh, dash or bash, as a Codex judge's container binds it over
+// /bin/sh and at /usr/lib/ceval-judge/bash), the init confines itself as --judge-shell does
+// and runs /bin/bash with the shell's own arguments (-lc CMD, -c CMD ARG0 ARGS): the command
+// writes under /tmp, not outside, nor does what it leaves behind, and cannot signal the test;
+// as sh it is bash in POSIX mode. Without the ruleset the outside files are written.
+func TestInitStartedAsAShellConfinesTheCommand(t *testing.T) {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 || abi < judgeShellMinABI {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("this kernel has no Landlock ABI %d (got %d, %v): the judge's commands cannot be confined here", judgeShellMinABI, abi, errno)
+		}
+		t.Skipf("no Landlock ABI %d here", judgeShellMinABI)
+	}
+	if _, err := os.Stat(judgeShellReal); err != nil {
+		t.Skip("no " + judgeShellReal)
+	}
+	for _, tc := range []struct {
+		argv0 string
+		args  []string
+	}{
+		{"/bin/sh", []string{"-lc"}},
+		{"sh", []string{"-c"}},
+		{"dash", []string{"-c"}},
+		{"/usr/lib/ceval-judge/bash", []string{"-lc"}},
+	} {
+		t.Run(filepath.Base(tc.argv0)+tc.args[0], func(t *testing.T) {
+			inTmp, err := os.MkdirTemp("/tmp", "judgeshell-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(inTmp)
+			wd, _ := os.Getwd()
+			outside, err := os.MkdirTemp(wd, ".judgeshell-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(outside)
+			script := `printf ok >` + inTmp + `/in
+printf forged 2>` + inTmp + `/err1 >` + outside + `/verdict
+( sleep 0.2; printf forged >` + outside + `/later ) 2>/dev/null &
+kill -0 $PPID 2>/dev/null && echo signalled
+echo "posix=$POSIXLY_CORRECT args=$0,$1 HOME=$HOME"
+wait`
+			cmd := exec.Command(initPath, append(tc.args, script, "zero", "one")...)
+			cmd.Args[0] = tc.argv0
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("ceval-init as %s: %v\n%s", tc.argv0, err, out)
+			}
+			if b, _ := os.ReadFile(filepath.Join(inTmp, "in")); string(b) != "ok" {
+				t.Errorf("the command could not write under /tmp: %q\n%s", b, out)
+			}
+			for _, f := range []string{"verdict", "later"} {
+				if _, err := os.Stat(filepath.Join(outside, f)); err == nil {
+					t.Errorf("the command (or what it left behind) wrote %s outside /tmp, /workspace and /dev", f)
+				}
+			}
+			if strings.Contains(string(out), "signalled") {
+				t.Errorf("the command signalled a process outside its domain:\n%s", out)
+			}
+			wantPosix := "posix= "
+			if filepath.Base(tc.argv0) != "bash" {
+				wantPosix = "posix=y "
+			}
+			if !strings.Contains(string(out), wantPosix+"args=zero,one HOME="+judgeShellHome) {
+				t.Errorf("want %sargs=zero,one HOME=%s:\n%s", wantPosix, judgeShellHome, out)
+			}
+		})
+	}
+}
+
+// A judge's shell started from a judge's shell, 20 deep (past the kernel's 16 Landlock
+// layers: scripts that run scripts), still runs its command, confined. Red with E2BIG an
+// error: the command refused from the 16th shell on.
+func TestJudgeShellsNestPastLandlocksLayers(t *testing.T) {
+	abi, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 || abi < judgeShellMinABI {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("this kernel has no Landlock ABI %d (got %d, %v)", judgeShellMinABI, abi, errno)
+		}
+		t.Skipf("no Landlock ABI %d here", judgeShellMinABI)
+	}
+	if _, err := os.Stat(judgeShellReal); err != nil {
+		t.Skip("no " + judgeShellReal)
+	}
+	inTmp, err := os.MkdirTemp("/tmp", "judgeshell-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(inTmp)
+	wd, _ := os.Getwd()
+	outside, err := os.MkdirTemp(wd, ".judgeshell-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(outside)
+	// Each level starts the init as bash again (exec -a), as a script's #!/bin/sh would.
+	script := `n=$1
+if [ "$n" -lt 20 ]; then exec -a bash "$INIT" -c "$SCRIPT" bash $((n+1)); fi
+printf forged 2>/dev/null >` + outside + `/deep
+echo "depth=$n"; printf ok >` + inTmp + `/deep`
+	cmd := exec.Command(initPath, "-c", script, "bash", "1")
+	cmd.Args[0] = "bash"
+	cmd.Env = append(os.Environ(), "INIT="+initPath, "SCRIPT="+script)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "depth=20") {
+		t.Fatalf("20 nested judge shells: %v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(inTmp, "deep")); string(b) != "ok" {
+		t.Errorf("the deepest command could not write under /tmp: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "deep")); err == nil {
+		t.Errorf("the deepest command wrote outside /tmp, /workspace and /dev")
+	}
+}

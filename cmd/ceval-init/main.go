@@ -39,8 +39,8 @@ type config struct {
 	// supervisorFIFO is a FIFO whose write end only the host's supervisor holds: its EOF
 	// means the supervisor is gone, and everything is killed (see watchSupervisor).
 	supervisorFIFO string
-	// rlimitAS (bytes; 0: none) is set as the agent's RLIMIT_AS, soft and hard, just before
-	// its execve: rootless without a memory cgroup, it bounds each of the agent's processes.
+	// rlimitAS (bytes; 0: none) is set as the agent's RLIMIT_AS, soft and hard, at its exec
+	// stop: rootless without a memory cgroup, it bounds each of the agent's processes.
 	rlimitAS uint64
 	argv     []string
 	// control is the address of control mode (kube.go): the run's parameters and the
@@ -49,6 +49,13 @@ type config struct {
 }
 
 func main() {
+	if sh := judgeShellStartedAs(); sh != "" { // judgeshell.go: a Codex judge's shell
+		os.Exit(judgeShellAsShell(sh, os.Args[1:]))
+	}
+	if why := judgeShellOverBusybox(); why != "" {
+		logf(why)
+		os.Exit(exitNotFound)
+	}
 	if len(os.Args) > 1 && os.Args[1] == mcpRelayArg { // mcp.go: not an init, a program of the agent's CLI
 		os.Exit(mcpRelay(os.Args[2:]))
 	}

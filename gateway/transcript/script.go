@@ -47,7 +47,9 @@ type scriptToolCall struct {
 	// in one, mcp__SERVER); "" for a tool of no namespace.
 	Namespace string `yaml:"namespace"`
 	// Type "tool_search" (Responses API only) is a search Codex runs over the MCP tools it
-	// defers (input: {query, limit}), answered as a tool_search_call; "" is a function call.
+	// defers (input: {query, limit}), answered as a tool_search_call; "custom" (Responses API
+	// only) calls a freeform tool such as Codex's apply_patch with input {input: TEXT},
+	// answered as a custom_tool_call; "" is a function call.
 	Type string `yaml:"type"`
 }
 
@@ -114,8 +116,11 @@ func parseScript(data []byte) (*Fixture, error) {
 			if c.Name == "" {
 				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d has no name", i, j)}
 			}
-			if c.Type != "" && (c.Type != "tool_search" || s.API != OpenAI) {
-				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d: type %q: the only type is tool_search, of api openai (Codex's search over the MCP tools it defers)", i, j, c.Type)}
+			if c.Type != "" && (c.Type != "tool_search" && c.Type != "custom" || s.API != OpenAI) {
+				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d: type %q: the only types are tool_search (Codex's search over the MCP tools it defers) and custom (a freeform tool such as apply_patch), of api openai", i, j, c.Type)}
+			}
+			if _, ok := c.Input["input"].(string); c.Type == "custom" && (!ok || len(c.Input) != 1) {
+				return nil, &FixtureError{at, fmt.Sprintf("turn %d tool call %d: a custom tool call's input is {input: TEXT} and nothing else", i, j)}
 			}
 			// Rendered at request time: whatever cannot be JSON (NaN, a map with non-string
 			// keys) is refused here, never in the middle of a run.
@@ -285,6 +290,11 @@ func renderResponses(n int, t scriptTurn, model string, stream bool) (string, st
 				"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "execution": "client", "arguments": toolInput(c), "status": "completed"})
 			continue
 		}
+		if c.Type == "custom" {
+			items = append(items, obj{"type": "custom_tool_call", "id": fmt.Sprintf("ctc_ceval_%d_%d", n, i),
+				"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "name": c.Name, "input": c.Input["input"], "status": "completed"})
+			continue
+		}
 		fc := obj{"type": "function_call", "id": fmt.Sprintf("fc_ceval_%d_%d", n, i),
 			"call_id": fmt.Sprintf("call_ceval_%d_%d", n, i), "name": c.Name, "arguments": mustJSON(toolInput(c)), "status": "completed"}
 		if c.Namespace != "" {
@@ -308,6 +318,11 @@ func renderResponses(n int, t scriptTurn, model string, stream bool) (string, st
 		itemID := it["id"]
 		if it["type"] == "tool_search_call" {
 			add("response.output_item.added", obj{"output_index": i, "item": it})
+		} else if it["type"] == "custom_tool_call" {
+			add("response.output_item.added", obj{"output_index": i, "item": obj{"type": "custom_tool_call", "id": itemID,
+				"call_id": it["call_id"], "name": it["name"], "input": "", "status": "in_progress"}})
+			add("response.custom_tool_call_input.delta", obj{"item_id": itemID, "output_index": i, "delta": it["input"]})
+			add("response.custom_tool_call_input.done", obj{"item_id": itemID, "output_index": i, "input": it["input"]})
 		} else if it["type"] == "message" {
 			add("response.output_item.added", obj{"output_index": i, "item": obj{"type": "message", "id": itemID, "status": "in_progress", "role": "assistant", "content": []any{}}})
 			add("response.output_text.delta", obj{"item_id": itemID, "output_index": i, "content_index": 0, "delta": t.Text})

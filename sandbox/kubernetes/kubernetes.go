@@ -117,6 +117,11 @@ const ServicesRefusal = "services (a Pod's containers share one network namespac
 	"and ceval-init's control port, which takes its first connection as the controller's; " +
 	"the local backend gives each service a network namespace of its own and relays only the declared ports)"
 
+// CodexJudgeRefusal is why Check refuses an agent_judge whose judge is Codex: its
+// commands are confined through shells bound over the agent image's (InitBinds), which a
+// Pod does not get.
+const CodexJudgeRefusal = "agent_judge with judge_agent: codex (the judge's commands are confined through shells bound into its container, which a Pod does not get)"
+
 // Check refuses, before anything starts, what the Kubernetes backend cannot run
 // with the local backend's guarantees yet; each message says what to do instead.
 func Check(t *task.Task) error {
@@ -140,6 +145,12 @@ func Check(t *task.Task) error {
 	}
 	if len(t.Services) > 0 {
 		why = append(why, ServicesRefusal)
+	}
+	for _, c := range t.Criteria {
+		if s, ok := c.Spec.(*task.AgentJudgeSpec); ok && s.JudgeAgent == task.AgentCodex {
+			why = append(why, CodexJudgeRefusal)
+			break
+		}
 	}
 	if len(why) == 0 {
 		return nil
@@ -273,6 +284,9 @@ func (k Backend) NewSandbox(ctx context.Context, cfg sandbox.Config) (_ sandbox.
 		if err := cfg.Prepare(s.ws, s.home); err != nil {
 			return nil, err
 		}
+	}
+	if len(cfg.InitBinds) > 0 {
+		return nil, &sandbox.InputError{Err: errors.New("the kubernetes backend does not run " + CodexJudgeRefusal + ": use judge_agent: claude-code there")}
 	}
 	mounts, relays, err := kubeMounts(cfg.Mounts, cfg.InitDir)
 	if err != nil {

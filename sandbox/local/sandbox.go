@@ -1,12 +1,16 @@
 package local
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -243,9 +247,20 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	for i, p := range cfg.Outputs {
 		outputs = append(outputs, oci.Mount{Source: s.Outputs[i], Destination: p})
 	}
+	extra := cfg.Mounts
+	for _, d := range cfg.InitBinds {
+		extra = append(slices.Clip(extra), oci.Mount{Source: s.initPath, Destination: d})
+	}
+	if cfg.Passwd != nil {
+		p, err := installPasswd(filepath.Dir(s.initPath), cfg.Passwd)
+		if err != nil {
+			return err
+		}
+		extra = append(slices.Clip(extra), oci.Mount{Source: p, Destination: "/etc/passwd"})
+	}
 	ocfg := oci.Config{Outputs: outputs,
 		RunID: launcher.ContainerID(cfg.ID), PID: os.Getpid(), BootID: s.bootID,
-		Args: cfg.Argv, Env: sandbox.MergeImageEnv(sandbox.PrependImageEnv(s.imageEnv, cfg.PrependEnv), cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: cfg.Mounts,
+		Args: cfg.Argv, Env: sandbox.MergeImageEnv(sandbox.PrependImageEnv(s.imageEnv, cfg.PrependEnv), cfg.Env), WorkspaceDir: s.Workspace, HomeDir: s.Home, InitPath: s.initPath, ExtraMounts: extra,
 		SupervisorFIFO: s.lifeline.Path(), WaitForGo: true, Timeout: cfg.Limits.Timeout, Grace: cfg.Grace,
 		MemoryMB: cfg.Limits.MemoryMB, CPUs: cfg.Limits.CPUs, Pids: cfg.Limits.Pids, Network: cfg.Network,
 		UserNS: userns, UID: cfg.UID, RootInUserNS: cfg.Root, RootPath: s.rootPath, Cwd: cfg.Cwd, UserName: cfg.UserName,
@@ -587,4 +602,33 @@ func attest(ctx context.Context, pid uint32) (*record.Attestation, error) {
 		}
 	}
 	return ReadAttestation(pid)
+}
+
+// installPasswd writes data beside the installed init (a directory every container's mount
+// reaches), named by its digest, readable by all, and returns its path.
+func installPasswd(dir string, data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	p := filepath.Join(dir, "passwd-"+hex.EncodeToString(sum[:8]))
+	if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, data) {
+		return p, nil
+	}
+	f, err := os.CreateTemp(dir, ".passwd-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), p)
+	}
+	if err != nil {
+		return "", fmt.Errorf("install the judge's passwd in %s: %w", dir, err)
+	}
+	return p, nil
 }
