@@ -216,6 +216,21 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "results-serve-nothing",
+		says: "`record` and `report` depend on no server package: `gateway`, `mockd`, `judge` (a model client) or `net/http`.",
+		why:  "a report is rendered from a run directory's files on any machine; what served or judged the run (the model gateway, the mocks, the judge's HTTP client) is no part of reading what it recorded, and a reader that links them grows back into the run machinery (report read judge_calls.jsonl through judge and so linked net/http).",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, name := range []string{"record", "report"} {
+				for _, d := range pkgs[name].Deps {
+					if s, ok := short(d); ok && (s == "gateway" || s == "mockd" || s == "judge") || d == "net/http" {
+						bad = append(bad, name+" depends on "+d)
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "images-build-no-servers",
 		says: "`images` depends on no `gateway`, `mockd`, `grader` or `judge`.",
 		why:  "the servers and judges that run beside and after an agent are no part of an image, so building, pulling or pinning one never links them.",
@@ -354,8 +369,9 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		"ceval-links-no-kubernetes-client": func(p map[string]*pkg) {
 			add(p, "cmd/ceval", "Deps", "k8s.io/client-go/kubernetes")
 		},
-		"wasm-worker-apart": func(p map[string]*pkg) { add(p, "wasm", "Deps", module+"wasm/worker") },
-		"record-is-a-leaf":  func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
+		"wasm-worker-apart":     func(p map[string]*pkg) { add(p, "wasm", "Deps", module+"wasm/worker") },
+		"record-is-a-leaf":      func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
+		"results-serve-nothing": func(p map[string]*pkg) { add(p, "report", "Deps", "net/http") },
 		"images-build-no-servers": func(p map[string]*pkg) {
 			add(p, "images", "Deps", module+"mockd")
 		},
