@@ -373,8 +373,8 @@ func (r *run) prepare(ctx context.Context) error {
 		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
 			return &sandbox.InputError{Err: err}
 		}
-		if hint := harborBuildHint(t, t.Sandbox.Image); hint != "" && errors.As(err, new(*images.NotFoundError)) {
-			err = fmt.Errorf("%w; this task was imported from Harbor: build its image as ceval import harbor said: %s", err, hint) // harborbuild.go
+		if hint := images.HarborBuildHint(t, t.Sandbox.Image); hint != "" && errors.As(err, new(*images.NotFoundError)) {
+			err = fmt.Errorf("%w; this task was imported from Harbor: build its image as ceval import harbor said: %s", err, hint)
 		}
 		return &InfraError{err}
 	}

@@ -200,7 +200,7 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		img, err := images.Resolve(ctx, r.o.Client, s.Image, r.o.Preflight, r.o.Busybox)
 		var missing *images.NotFoundError
 		if errors.As(err, &missing) {
-			if hint := harborBuildHint(t, s.Image); hint != "" { // harborbuild.go
+			if hint := images.HarborBuildHint(t, s.Image); hint != "" {
 				err = fmt.Errorf("not in containerd namespace %s; build it as ceval import harbor said: %s", missing.Namespace, hint)
 			}
 		}

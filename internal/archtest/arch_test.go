@@ -290,6 +290,22 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "runs-parse-no-files",
+		says: "`supervisor` imports no YAML or TOML parser (`go.yaml.in/yaml`, `gopkg.in/yaml`, `sigs.k8s.io/yaml`, `github.com/pelletier/go-toml`, `github.com/BurntSushi/toml`).",
+		why: "what a user writes (task and experiment YAML, an imported Harbor task's compose file) is parsed where it is loaded (task, importer) or built (images), which report FILE:LINE; " +
+			"a run takes what was loaded as data, so a file's format can never fail a run half-way, and a run's phases are not where a format grows a second reader.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, imp := range pkgs["supervisor"].Imports {
+				for _, prefix := range []string{"go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml", "github.com/pelletier/go-toml", "github.com/BurntSushi/toml"} {
+					if strings.HasPrefix(imp, prefix) {
+						bad = append(bad, "supervisor imports "+imp)
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "verifier-runs-no-experiment",
 		says: "`verifier` and the sandbox packages (`sandbox`, `sandbox/local`, `sandbox/kubernetes`) depend on no `supervisor` or `experiment`.",
 		why: "an executor of the grader runs one container in the local backend's sandbox: the run orchestrator and the experiment scheduler sit above it " +
@@ -375,6 +391,7 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		"images-build-no-servers": func(p map[string]*pkg) {
 			add(p, "images", "Deps", module+"mockd")
 		},
+		"runs-parse-no-files": func(p map[string]*pkg) { add(p, "supervisor", "Imports", "go.yaml.in/yaml/v3") },
 		"verifier-runs-no-experiment": func(p map[string]*pkg) {
 			add(p, "verifier", "Deps", module+"supervisor")
 		},
