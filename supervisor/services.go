@@ -170,7 +170,7 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 	if len(t.Services) == 0 {
 		return nil, nil
 	}
-	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
+	if _, isLocal := r.o.Backend.(*local.Backend); !isLocal || r.o.Client == nil {
 		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
 	}
 	if err := checkRlimitServices(t, local.RootlessMode()); err != nil {

@@ -71,10 +71,11 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			defer kubeSweep(cmd, g.kube)
 			base := rf.options(ucfg, g.kube)
 			if experimentFile != "" {
-				if base.Pins, err = pf.pinner(ucfg, cmd.ErrOrStderr()); err != nil {
+				pins, err := pf.pinner(ucfg, cmd.ErrOrStderr())
+				if err != nil {
 					return err
 				}
-				return runExperiment(cmd, g, experimentFile, &x, base)
+				return runExperiment(cmd, g, experimentFile, &x, withPins(base, pins, g.kube))
 			}
 			return runTasks(cmd, g, tasks, base, ucfg, &pf, asJSON)
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/supervisor"
@@ -42,13 +43,25 @@ func runOptions(ucfg userConfig, runsDir, busybox string) supervisor.Options {
 // options is runOptions with ceval run's flags and the config's model settings: the host
 // variables a task may pass (--allow-env and allow_env), --allow-host-network, --grace,
 // --agent, the prices, gateway_allow, the judge model, and the backend chosen (kube: nil for
-// the local one). Tasks and experiments run with the same; an experiment sets its run ID.
+// the local one, Options.Backend left nil). Tasks and experiments run with the same; an experiment sets its run ID.
 func (f runFlags) options(ucfg userConfig, kube *kubernetes.Options) supervisor.Options {
 	o := runOptions(ucfg, f.runsDir, f.busybox)
 	o.Allow = supervisor.Allow{Env: append(f.allowEnv, ucfg.AllowEnv...), HostNetwork: f.allowHostNet || ucfg.AllowHostNetwork}
 	o.Grace, o.AgentOverride = f.grace, f.agent
 	o.Prices, o.GatewayAllow, o.Judge = ucfg.prices, ucfg.gatewayAllow, ucfg.judge
-	o.Kube = kube
+	if kube != nil {
+		o.Backend = kubernetes.New(nil, *kube) // withPins gives it the pinner
+	}
+	return o
+}
+
+// withPins gives o the pinner the tasks' images are pinned with; a Kubernetes backend
+// (kube) resolves their tags through it too.
+func withPins(o supervisor.Options, pins *images.Pinner, kube *kubernetes.Options) supervisor.Options {
+	o.Pins = pins
+	if kube != nil {
+		o.Backend = kubernetes.New(pins, *kube)
+	}
 	return o
 }
 
@@ -145,8 +158,8 @@ func runTasks(cmd *cobra.Command, g *globalOptions, tasks []*task.Task, base sup
 	var results []*record.Result
 	worst := exitOK
 	for _, t := range tasks {
-		opts := base
-		opts.Client, opts.Preflight, opts.Executor, opts.Pins = c, pc, ex, pins
+		opts := withPins(base, pins, g.kube)
+		opts.Client, opts.Preflight, opts.Executor = c, pc, ex
 		opts.Progress = progressPrinter(errOut, t.ID)
 		res, err := supervisor.Run(cctx, t, opts)
 		code := exitCodeFor(res, err)
