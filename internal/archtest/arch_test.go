@@ -306,6 +306,20 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "backends-are-handed-in",
+		says: "`supervisor` imports no `sandbox/kubernetes` or `kube`: of the backends, only `sandbox/local` (its default, and the task's services).",
+		why: "the caller constructs the backend (cmd/ceval's --backend, selftest) and hands it in as `Options.Backend`, and `supervisor.Check` asks the backend for its own refusals, " +
+			"so a new backend (a remote provider, gVisor as a runtime class) is one package and no edit to the run's phases; supervisor choosing by an `Options.Kube` had every backend grow into it.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, imp := range pkgs["supervisor"].Imports {
+				if s, ok := short(imp); ok && (s == "sandbox/kubernetes" || s == "kube") {
+					bad = append(bad, "supervisor imports "+s)
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "verifier-runs-no-experiment",
 		says: "`verifier` and the sandbox packages (`sandbox`, `sandbox/local`, `sandbox/kubernetes`) depend on no `supervisor` or `experiment`.",
 		why: "an executor of the grader runs one container in the local backend's sandbox: the run orchestrator and the experiment scheduler sit above it " +
@@ -391,7 +405,8 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		"images-build-no-servers": func(p map[string]*pkg) {
 			add(p, "images", "Deps", module+"mockd")
 		},
-		"runs-parse-no-files": func(p map[string]*pkg) { add(p, "supervisor", "Imports", "go.yaml.in/yaml/v3") },
+		"runs-parse-no-files":    func(p map[string]*pkg) { add(p, "supervisor", "Imports", "go.yaml.in/yaml/v3") },
+		"backends-are-handed-in": func(p map[string]*pkg) { add(p, "supervisor", "Imports", module+"sandbox/kubernetes") },
 		"verifier-runs-no-experiment": func(p map[string]*pkg) {
 			add(p, "verifier", "Deps", module+"supervisor")
 		},
