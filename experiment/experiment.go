@@ -23,6 +23,7 @@ import (
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
@@ -176,6 +177,7 @@ func availableMemoryMB() int64 {
 // A resume skips runs whose result.json is complete and refuses a different plan.
 func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	o.Run = o.Run.WithDefaults(time.Now())
+	onKube := kubeOptions(o.Run.Backend) != nil
 	expDir := filepath.Join(o.Run.RunsDir, o.Run.RunID)
 	// Every entry is checked before anything starts: a bad task fails the experiment here,
 	// never run by run once the pool started.
@@ -234,7 +236,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 			return nil, &supervisor.InfraError{Err: err}
 		}
 	}
-	if len(plan.Images) > 0 && o.Run.Kube == nil {
+	if len(plan.Images) > 0 && !onKube {
 		if err := images.MarkPinned(ctx, o.Run.Client, plan.Images, o.Run.RunID, expDir); err != nil {
 			return nil, &supervisor.InfraError{Err: err}
 		}
@@ -245,7 +247,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	// experiment before any run instead.
 	resolved := map[string]bool{}
 	for _, en := range e.Entries {
-		if o.Run.Kube != nil {
+		if onKube {
 			continue // Check refused what the cluster cannot run
 		}
 		if img := en.Task.Sandbox.Image; !resolved[img] {
@@ -292,7 +294,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 	if ahead == 0 {
 		ahead = g.limit + 1 // one more than run at once: the next is being made while one is taken
 	}
-	if ahead < 0 || o.Run.Kube != nil {
+	if ahead < 0 || onKube {
 		ahead = 0 // a Pod is not made ahead of its turn
 	}
 	ahead = aheadFor(ahead, parallel, e, o.Run.IDs)
@@ -395,7 +397,7 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 		}
 	}
 	out.Interrupted = out.Interrupted || ctx.Err() != nil
-	if !out.Interrupted && out.StoppedEarly == nil && len(plan.Images) > 0 && o.Run.Kube == nil {
+	if !out.Interrupted && out.StoppedEarly == nil && len(plan.Images) > 0 && !onKube {
 		// Finished: images prune may take its images again once no run uses them.
 		_ = images.MarkPinned(context.WithoutCancel(ctx), o.Run.Client, plan.Images, o.Run.RunID, "")
 	}
@@ -409,23 +411,24 @@ func Run(ctx context.Context, e *task.Experiment, o Options) (*Result, error) {
 // kubernetes.registry maps them; images imported into the nodes (pull policy Never) are not
 // pinned.
 func pinImages(ctx context.Context, e *task.Experiment, o supervisor.Options, old []record.ImagePin, plan *record.Plan) error {
-	if o.Pins == nil || o.Kube != nil && o.Kube.PullPolicy == kube.PullNever {
+	k := kubeOptions(o.Backend)
+	if o.Pins == nil || k != nil && k.PullPolicy == kube.PullNever {
 		plan.Images = old
 		return nil
 	}
 	o.Pins.Set(old)
 	for i, en := range e.Entries {
 		names := taskImages(en.Task)
-		if o.Kube != nil && i == 0 {
-			if _, mapped := o.Kube.Registry.Ref(o.Kube.InitImage); mapped {
-				names = append(names, o.Kube.InitImage) // the Pods' init image, pushed with the rest
+		if k != nil && i == 0 {
+			if _, mapped := k.Registry.Ref(k.InitImage); mapped {
+				names = append(names, k.InitImage) // the Pods' init image, pushed with the rest
 			}
 		}
 		for _, name := range names {
-			if o.Kube != nil {
+			if k != nil {
 				// ceval's own images, where ceval images push --kubernetes put them
 				// (kubernetes.registry): pinned as the registry images are.
-				if ref, ok := o.Kube.Registry.Ref(name); ok {
+				if ref, ok := k.Registry.Ref(name); ok {
 					name = ref
 				}
 			}
@@ -433,7 +436,7 @@ func pinImages(ctx context.Context, e *task.Experiment, o supervisor.Options, ol
 				continue
 			}
 			var err error
-			if o.Kube != nil {
+			if k != nil {
 				_, err = o.Pins.Remote(ctx, name)
 			} else {
 				_, err = o.Pins.Pin(ctx, o.Client, name)
@@ -604,4 +607,14 @@ func requestedParallel(flag int, e *task.Experiment) int {
 		return AutoParallel
 	}
 	return flag
+}
+
+// kubeOptions are the Kubernetes backend's options when b runs the sandboxes as Pods of a
+// cluster; nil for another backend.
+func kubeOptions(b sandbox.Backend) *kubernetes.Options {
+	if k, ok := b.(kubernetes.Backend); ok {
+		o := k.Options()
+		return &o
+	}
+	return nil
 }

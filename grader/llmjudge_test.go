@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -23,7 +24,7 @@ func judgedPrompt(t *testing.T, s task.LLMJudgeSpec, tr tree) (CriterionResult, 
 	var log bytes.Buffer
 	c := crit(task.Criterion{Type: task.LLMJudge, Spec: &s})
 	r := Grade(context.Background(), newTask(c), snap(t, tr), Options{Judge: judge.NewReplay(&log, nil)})
-	recs := judge.ReadRecords(&log)
+	recs := record.ReadJudgeCalls(&log)
 	if len(r.Criteria) != 1 || len(recs) != 1 {
 		t.Fatalf("criteria %+v, %d judge calls", r.Criteria, len(recs))
 	}

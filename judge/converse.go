@@ -3,6 +3,8 @@ package judge
 import (
 	"context"
 	"time"
+
+	"ceval.dev/ceval/record"
 )
 
 // Converse asks the model for a free-form answer (the simulated user's next message, say)
@@ -13,7 +15,7 @@ func (j *Judge) Converse(ctx context.Context, system, user string) (string, erro
 	if j.fixture != nil {
 		api, model = "replay", "replay"
 	}
-	rec := Record{API: api, Model: model, InputSHA256: InputDigest(api, model, system, user, 0), Attempt: 1, System: system, User: user}
+	rec := record.JudgeCall{API: api, Model: model, InputSHA256: InputDigest(api, model, system, user, 0), Attempt: 1, System: system, User: user}
 	answer, err := j.ask(ctx, system, user, "", &rec)
 	if err != nil {
 		rec.Error = err.Error()

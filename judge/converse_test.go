@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"ceval.dev/ceval/record"
 )
 
 // TestConverseAsksTheModelAndRecordsTheCall: a live call sends the system prompt and user
@@ -24,7 +26,7 @@ func TestConverseAsksTheModelAndRecordsTheCall(t *testing.T) {
 		if um := f.userMessages(); len(um) != 1 || um[0] != "the agent said hi" {
 			t.Fatalf("%s: user messages %q", api, um)
 		}
-		recs := ReadRecords(&log)
+		recs := record.ReadJudgeCalls(&log)
 		if len(recs) != 1 || recs[0].Mode != "live" || recs[0].Score != nil || recs[0].System != "play the user" || recs[0].Answer != got {
 			t.Fatalf("%s: records %+v", api, recs)
 		}

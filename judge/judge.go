@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"ceval.dev/ceval/record"
 )
 
 // APIs a judge speaks.
@@ -92,35 +94,13 @@ type Fixture struct {
 	Answers []string
 }
 
-// Record is one line of judge_calls.jsonl.
-type Record struct {
-	Time         string   `json:"time"`
-	API          string   `json:"api"`
-	Model        string   `json:"model"`
-	InputSHA256  string   `json:"input_sha256"` // of api, model, system prompt, user message and sample index
-	Sample       int      `json:"sample"`
-	Attempt      int      `json:"attempt"`
-	Mode         string   `json:"mode"` // live | replay | reused
-	Status       int      `json:"status,omitempty"`
-	System       string   `json:"system,omitempty"`
-	User         string   `json:"user,omitempty"`
-	Answer       string   `json:"answer,omitempty"`
-	Score        *float64 `json:"score,omitempty"` // set when the answer was valid
-	Reasons      string   `json:"reasons,omitempty"`
-	Error        string   `json:"error,omitempty"`
-	InputTokens  int64    `json:"input_tokens,omitempty"`
-	OutputTokens int64    `json:"output_tokens,omitempty"`
-	CostUSD      float64  `json:"cost_usd,omitempty"`
-	DurationMS   float64  `json:"duration_ms"`
-}
-
 // Judge makes one run's judge calls. It is safe for concurrent use.
 type Judge struct {
 	cfg      Config
 	fixture  *Fixture // replay: no network
 	http     *http.Client
 	log      io.Writer
-	recorded map[string]Record // input digest -> a valid recorded judgment (regrade)
+	recorded map[string]record.JudgeCall // input digest -> a valid recorded judgment (regrade)
 
 	mu    sync.Mutex
 	calls int
@@ -130,7 +110,7 @@ type Judge struct {
 
 // New returns the judge of a run. log receives judge_calls.jsonl (nil: none); recorded are
 // the records of an earlier grade of the same run, reused when the inputs match.
-func New(cfg Config, log io.Writer, recorded []Record) *Judge {
+func New(cfg Config, log io.Writer, recorded []record.JudgeCall) *Judge {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -140,7 +120,7 @@ func New(cfg Config, log io.Writer, recorded []Record) *Judge {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
-	j := &Judge{cfg: cfg, log: log, recorded: map[string]Record{},
+	j := &Judge{cfg: cfg, log: log, recorded: map[string]record.JudgeCall{},
 		http: &http.Client{Timeout: cfg.Timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	for _, r := range recorded {
 		if r.Score != nil { // the digest covers the API and model
@@ -152,7 +132,7 @@ func New(cfg Config, log io.Writer, recorded []Record) *Judge {
 
 // ForRun returns a judge with j's configuration for one run: its own budget, log and
 // recorded judgments.
-func (j *Judge) ForRun(log io.Writer, recorded []Record) *Judge {
+func (j *Judge) ForRun(log io.Writer, recorded []record.JudgeCall) *Judge {
 	return New(j.cfg, log, recorded)
 }
 
@@ -163,7 +143,7 @@ func (j *Judge) WithFixture(f *Fixture) *Judge {
 }
 
 // NewReplay returns a judge that answers only from fixtures (no judge configured).
-func NewReplay(log io.Writer, recorded []Record) *Judge {
+func NewReplay(log io.Writer, recorded []record.JudgeCall) *Judge {
 	return New(Config{API: "replay", Model: "replay"}, log, recorded)
 }
 
@@ -242,7 +222,7 @@ func (j *Judge) sample(ctx context.Context, system, user string, s int) (score f
 	}
 	var prev string
 	for attempt := 1; attempt <= 2; attempt++ {
-		rec := Record{API: api, Model: model, InputSHA256: digest, Sample: s, Attempt: attempt, System: system, User: user}
+		rec := record.JudgeCall{API: api, Model: model, InputSHA256: digest, Sample: s, Attempt: attempt, System: system, User: user}
 		answer, err := j.ask(ctx, system, user, prev, &rec)
 		if err != nil {
 			rec.Error = err.Error()
@@ -263,7 +243,7 @@ func (j *Judge) sample(ctx context.Context, system, user string, s int) (score f
 	return 0, "", capText(prev, maxRawInDetails), false, nil
 }
 
-func (j *Judge) write(rec Record) {
+func (j *Judge) write(rec record.JudgeCall) {
 	if j.log == nil {
 		return
 	}
@@ -311,7 +291,7 @@ const retryPrompt = "Your answer was not a valid verdict. Answer again with only
 	`{"score": <number from 0 to 1>, "reasons": "<text>"}`
 
 // ask makes one call (or takes the fixture's next answer) within the run's budget.
-func (j *Judge) ask(ctx context.Context, system, user, prev string, rec *Record) (string, error) {
+func (j *Judge) ask(ctx context.Context, system, user, prev string, rec *record.JudgeCall) (string, error) {
 	start := time.Now()
 	defer func() { rec.DurationMS = float64(time.Since(start).Microseconds()) / 1000 }()
 	j.mu.Lock()
@@ -460,18 +440,4 @@ func capText(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// ReadRecords reads judge_calls.jsonl; a missing file has none. Lines that do not parse
-// are skipped: a recorded judgment is only a shortcut.
-func ReadRecords(r io.Reader) []Record {
-	var out []Record
-	dec := json.NewDecoder(io.LimitReader(r, 256<<20))
-	for {
-		var rec Record
-		if err := dec.Decode(&rec); err != nil {
-			return out
-		}
-		out = append(out, rec)
-	}
 }

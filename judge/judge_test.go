@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"ceval.dev/ceval/record"
 )
 
 // fakeProvider speaks the Messages or Responses API on loopback and answers the queued
@@ -127,7 +129,7 @@ func TestJudgeAgainstBothAPIs(t *testing.T) {
 					if api == Anthropic && h.Get("x-api-key") != cfg.Key || api == OpenAI && h.Get("Authorization") != "Bearer "+cfg.Key {
 						t.Errorf("credential header missing: %v", h)
 					}
-					recs := ReadRecords(&log)
+					recs := record.ReadJudgeCalls(&log)
 					if len(recs) != c.calls || recs[0].CostUSD != (1000*3+50*15)/1e6 || recs[0].InputSHA256 == "" || recs[0].Mode != "live" {
 						t.Errorf("judge_calls records %+v", recs)
 					}
@@ -173,13 +175,13 @@ func TestRecordedJudgmentIsReusedForIdenticalInputs(t *testing.T) {
 	if _, err := New(cfg, &log, nil).Judge(context.Background(), request); err != nil {
 		t.Fatal(err)
 	}
-	recs := ReadRecords(&log)
+	recs := record.ReadJudgeCalls(&log)
 	var again bytes.Buffer
 	v, err := New(cfg, &again, recs).Judge(context.Background(), request)
 	if err != nil || v.Score != 0.8 || v.Reused != 1 || len(f.bodies) != 1 {
 		t.Fatalf("reuse: %+v %v, %d calls", v, err, len(f.bodies))
 	}
-	if r := ReadRecords(&again); len(r) != 1 || r[0].Mode != "reused" {
+	if r := record.ReadJudgeCalls(&again); len(r) != 1 || r[0].Mode != "reused" {
 		t.Errorf("records of the regrade %+v", r)
 	}
 	changed := request

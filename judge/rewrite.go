@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+
+	"ceval.dev/ceval/record"
 )
 
 // MaxRewriteBytes bounds a rewritten text.
@@ -17,7 +19,7 @@ func (j *Judge) Rewrite(ctx context.Context, system, user string) (string, error
 	if j.fixture != nil {
 		api, model = "replay", "replay"
 	}
-	rec := Record{API: api, Model: model, InputSHA256: InputDigest(api, model, system, user, 0), Attempt: 1, System: system, User: user}
+	rec := record.JudgeCall{API: api, Model: model, InputSHA256: InputDigest(api, model, system, user, 0), Attempt: 1, System: system, User: user}
 	answer, err := j.ask(ctx, system, user, "", &rec)
 	if err == nil {
 		rec.Answer = capText(answer, maxAnswerBytes)

@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"ceval.dev/ceval/atif"
-	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
 )
 
@@ -323,7 +322,7 @@ func judgeViews(dir string) []judgeView {
 		return nil
 	}
 	var out []judgeView
-	for _, rec := range judge.ReadRecords(f) {
+	for _, rec := range record.ReadJudgeCalls(f) {
 		title := fmt.Sprintf("%s %s sample %d (%s)", rec.API, rec.Model, rec.Sample, rec.Mode)
 		if rec.Score != nil {
 			title += fmt.Sprintf(": score %.2f", *rec.Score)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"ceval.dev/ceval/internal/chromiumtest"
-	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/record"
 )
 
@@ -242,7 +241,7 @@ func iterationsExperiment(t *testing.T) (dir, runDir string) {
 	os.WriteFile(filepath.Join(runDir, "steps", "setup-1.log"), []byte("deps ok\n"), 0o600)
 	os.WriteFile(filepath.Join(runDir, "steps", "after_agent-1-iteration-1.log"), []byte("check "+hostileLog), 0o600)
 	score := 0.25
-	rec, _ := json.Marshal(judge.Record{API: "anthropic", Model: "judge-<b>model</b>", Sample: 1, Mode: "replay", Score: &score,
+	rec, _ := json.Marshal(record.JudgeCall{API: "anthropic", Model: "judge-<b>model</b>", Sample: 1, Mode: "replay", Score: &score,
 		User: "the agent wrote: <script>alert(9)</script>\x1b[2J", Answer: `{"score": 0.25, "reasons": "<img src=x onerror=alert(10)>"}`})
 	os.WriteFile(filepath.Join(runDir, judgeCallsFile), append(rec, '\n'), 0o600)
 	return dir, runDir

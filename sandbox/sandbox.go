@@ -30,6 +30,18 @@ type Backend interface {
 	// NewSandbox prepares the scratch filesystems and the workspace and creates the
 	// container, not yet started. Close undoes it all.
 	NewSandbox(ctx context.Context, cfg Config) (Sandbox, error)
+	// Check refuses, before anything starts, a task this backend cannot run (an
+	// *InputError), or one the host lacks something for (a plain error); nil: it can run.
+	Check(t *task.Task) error
+}
+
+// Remote is a Backend whose sandboxes run away from this host (a cluster's Pod): the
+// sandbox's init relays the agent's calls of the model gateway and the mocks to this
+// process, where they arrive as this process's UID, and ceval's init is at InitPath in the
+// sandbox, not at oci.InitPath.
+type Remote interface {
+	Backend
+	InitPath() string
 }
 
 // Sandbox is a created agent container, as a run uses it: start, attest, wait and reap (Run),

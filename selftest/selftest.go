@@ -355,7 +355,7 @@ func runAttack(ctx context.Context, a Attack, o Options, lex *lazyExecutor, prob
 	res, runErr := supervisor.Run(actx, t, supervisor.Options{
 		RunsDir: runsDir, RunID: runID, Client: o.Client,
 		Grace: grace, Version: o.Version, Preflight: o.Preflight, Busybox: o.Busybox, InitDir: o.InitDir,
-		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress, Kube: o.Kube, Pins: pins,
+		Executor: ex, LookupEnv: lookupEnv(env, canary), IDs: o.IDs, Progress: progress, Backend: backend(o.Kube, pins), Pins: pins,
 		Judge: runJudge,
 	})
 	if s.registry {
@@ -430,4 +430,12 @@ func lookupEnv(env map[string]string, canary string) func(string) (string, bool)
 		}
 		return os.LookupEnv(k)
 	}
+}
+
+// backend is the Kubernetes backend of kube (pinning through pins), or nil for the local one.
+func backend(kube *kubernetes.Options, pins *images.Pinner) sandbox.Backend {
+	if kube == nil {
+		return nil
+	}
+	return kubernetes.New(pins, *kube)
 }

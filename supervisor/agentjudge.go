@@ -17,7 +17,6 @@ import (
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/judge"
-	"ceval.dev/ceval/kube"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
@@ -112,11 +111,11 @@ func judgeShells(t *task.Task, cfg *sandbox.Config) {
 // or the judge's home, and cannot signal, ptrace or read the /proc of the CLI. The CLI
 // writes the verdict with its in-process Write tool. The code the rubric has the judge run
 // (the agent's tests and scripts, git over its .git/config) is such a command.
-// On Kubernetes the init is the Pod's ceval volume's (kube.CevalDir), not oci.InitPath.
-func judgeEnv(t *task.Task, onKube bool) []string {
+// A remote backend's sandbox (a Pod) has the init elsewhere than oci.InitPath (its InitPath).
+func judgeEnv(t *task.Task, b sandbox.Backend) []string {
 	init := oci.InitPath
-	if onKube {
-		init = kube.CevalDir + "/" + kube.InitFile
+	if r, ok := b.(sandbox.Remote); ok {
+		init = r.InitPath()
 	}
 	if t.Agent.Type == task.AgentClaudeCode {
 		return []string{"CLAUDE_CODE_SHELL_PREFIX=" + init + " --judge-shell"}

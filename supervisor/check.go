@@ -5,18 +5,16 @@ import (
 	"os"
 
 	"ceval.dev/ceval/sandbox"
-	"ceval.dev/ceval/sandbox/kubernetes"
-	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/task"
 )
 
 // Check refuses, before anything starts, a task that Run would refuse as input under o: its
 // agent's argv and environment names, network, run_limits, judges, agent judges' keys,
-// simulated_user and, on a cluster (o.Kube), what the Kubernetes backend cannot run. Every
+// simulated_user and what o's backend cannot run (its Check). Every
 // entry point calls it once per task before it starts anything (an experiment for each
 // entry before its pool), so a bad task fails there and never run by run. The error is an
-// *sandbox.InputError, but for a kernel too old for the verifier's root overlay
-// (local.CheckRootVerifier). Environment values are not looked up here (Run reads them when it starts).
+// *sandbox.InputError, but for a kernel too old for the local verifier's root overlay
+// (local.Backend's Check). Environment values are not looked up here (Run reads them when it starts).
 func Check(t *task.Task, o Options) error {
 	if _, err := AgentArgv(t); err != nil {
 		return &sandbox.InputError{Err: err}
@@ -41,19 +39,12 @@ func Check(t *task.Task, o Options) error {
 		func() error { return CheckSimulatedUser(t, o.Judge) },
 		func() error { return CheckMCP(t) },
 	}
-	if o.Kube != nil {
-		checks = append(checks, func() error { return kubernetes.Check(t) })
-	}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return &sandbox.InputError{Err: err}
 		}
 	}
-	if o.Kube == nil {
-		// the host's kernel, not the task: a plain error (sandbox/local/rootkernel.go)
-		if err := local.CheckRootVerifier(t); err != nil {
-			return err
-		}
-	}
-	return nil
+	// The backend's own: what a Pod cannot run (an *InputError), or the host's kernel for the
+	// local verifier's root overlay (a plain error, sandbox/local/rootkernel.go).
+	return o.backend().Check(t)
 }

@@ -29,7 +29,7 @@ func runIterFake(t *testing.T, rt *fakeRuntime, doc string) (*record.Result, err
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tk.Close() })
-	return Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
+	return Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt, LookupEnv: hostEnv(nil)})
 }
 
 // TestIterationsRunTheAgentAgainWithFeedbackUntilSuccess: an agent that writes the right
@@ -190,7 +190,7 @@ func TestSimulatedUserNeverSeesACredentialTheAgentPrinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt,
+	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt,
 		Allow: Allow{Env: []string{"API_TOKEN"}}, LookupEnv: hostEnv(map[string]string{"API_TOKEN": secret})})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"ceval.dev/ceval/judge"
+	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/task"
 )
 
@@ -29,11 +30,11 @@ func runJudge(t *task.Task, dir string, base *judge.Judge, reuse bool) (*judge.J
 		base = judge.NewReplay(nil, nil)
 	}
 	p := filepath.Join(dir, JudgeCallsFile)
-	var recorded []judge.Record
+	var recorded []record.JudgeCall
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if reuse {
 		if f, err := os.Open(p); err == nil {
-			recorded = judge.ReadRecords(f)
+			recorded = record.ReadJudgeCalls(f)
 			f.Close()
 		}
 		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND

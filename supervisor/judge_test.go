@@ -56,7 +56,7 @@ func TestLLMJudgeRecordsItsCallsAndRegradeReusesThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := judge.ReadRecords(f)
+	recs := record.ReadJudgeCalls(f)
 	f.Close()
 	if len(recs) != 2 || recs[0].Mode != "live" || recs[1].Mode != "replay" || recs[0].Score == nil || *recs[0].Score != 0.25 {
 		b, _ := json.Marshal(recs)

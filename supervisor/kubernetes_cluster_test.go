@@ -47,7 +47,7 @@ func kubeTestOptions(t *testing.T) *sbkube.Options {
 // kubeRun runs a loaded task on the cluster.
 func kubeRun(t *testing.T, k *sbkube.Options, tk *task.Task, o Options) (*record.Result, error) {
 	t.Helper()
-	o.Kube = k
+	o.Backend = sbkube.New(o.Pins, *k)
 	if o.RunsDir == "" {
 		o.RunsDir = t.TempDir()
 	}

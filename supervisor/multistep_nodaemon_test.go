@@ -80,7 +80,7 @@ func runMultiStep(t *testing.T, doc string, rt *fakeRuntime) *record.Result {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tk.Close() })
-	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
+	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt, LookupEnv: hostEnv(nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestIterationEndedByLimitsIsTheAgentsFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
+	res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt, LookupEnv: hostEnv(nil)})
 	if err != nil || res.Status != record.StatusFailure || !res.Complete {
 		t.Fatalf("err %v, status %s, complete %v: want the agent's FAILURE", err, res.Status, res.Complete)
 	}
@@ -300,7 +300,7 @@ func TestMultiStepClaudeCodeContinuesItsSession(t *testing.T) {
 		}
 		defer tk.Close()
 		env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test-0123456789", "OPENAI_API_KEY": "sk-test-0123456789"}
-		res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(env)})
+		res, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt, LookupEnv: hostEnv(env)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,14 +20,12 @@ import (
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/internal/embedded"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/sandbox"
-	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -77,45 +75,23 @@ type Options struct {
 	// task given to Run already has the replacement); recorded as result.json's agent.override.
 	AgentOverride string
 
-	// Kube, when set, runs the agent as a Pod of a Kubernetes cluster instead of a local
-	// container (ceval run --backend kubernetes); Client may then be nil.
-	Kube *kubernetes.Options
+	// Backend makes the agent's sandbox: a Pod of a Kubernetes cluster (sandbox/kubernetes,
+	// ceval run --backend kubernetes; Client may then be nil), or any other sandbox.Backend;
+	// nil: the local containerd backend through Client (sandbox/local). Tests of the run
+	// logic give a fake.
+	Backend sandbox.Backend
 
 	// judgeAgent runs the task's agent as an agent_judge's judge (agentjudge.go): its CLI
 	// starts in JudgeDir, never in the judged copy at /workspace, with judgeArgv's flags.
 	judgeAgent bool
-
-	// containers is what Run needs of the container runtime; nil: containerd through Client.
-	// Tests of the run logic give a fake.
-	containers sandbox.Backend
 }
 
-// containerd is the sandbox.Backend of a real run: the local containerd backend.
-type containerd struct{ o Options }
-
-func (c containerd) ResolveImage(ctx context.Context, sb task.Sandbox) (images.Image, error) {
-	return images.ResolveSandbox(ctx, c.o.Client, sb, c.o.Pins, c.o.Preflight, c.o.Busybox, nil)
-}
-
-// Prepare starts the ID slot's /proc scan and the user namespace holder's fork and exec
-// (NewSandbox takes the chain over), and the init's digest (once per process), which names
-// its installed file.
-func (c containerd) Prepare() sandbox.Reservation {
-	ids := c.o.IDs
-	if ids == (sandbox.IDRange{}) {
-		ids = sandbox.DefaultIDRange
+// backend is o's Backend, or the local containerd backend through o.Client.
+func (o Options) backend() sandbox.Backend {
+	if o.Backend != nil {
+		return o.Backend
 	}
-	go embedded.Init.SHA256()
-	return local.StartIDs(ids)
-}
-
-func (c containerd) NewSandbox(ctx context.Context, cfg sandbox.Config) (sandbox.Sandbox, error) {
-	cfg.Client = c.o.Client
-	sb, err := local.NewSandbox(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return sb, nil
+	return &local.Backend{Client: o.Client, Pins: o.Pins, Preflight: o.Preflight, Busybox: o.Busybox, IDs: o.IDs}
 }
 
 // InfraError is a failure on ceval's side (containerd, images, the host): the run is ERROR
@@ -295,7 +271,7 @@ func newRun(t *task.Task, o Options, start time.Time) (*run, error) {
 		return nil, &sandbox.InputError{Err: err}
 	}
 	if o.judgeAgent {
-		r.env = append(r.env, judgeEnv(t, o.Kube != nil)...) // agentjudge.go
+		r.env = append(r.env, judgeEnv(t, o.Backend)...) // agentjudge.go
 	}
 	if err := Check(t, o); err != nil {
 		return nil, err
@@ -368,13 +344,13 @@ func (r *run) prepare(ctx context.Context) error {
 	}
 	// The launch's longest waits start while the image is resolved (which mostly waits on
 	// containerd); Run releases what no sandbox took over.
-	r.ids = r.o.containers.Prepare()
-	if r.img, err = r.o.containers.ResolveImage(ctx, t.Sandbox); err != nil {
+	r.ids = r.o.Backend.Prepare()
+	if r.img, err = r.o.Backend.ResolveImage(ctx, t.Sandbox); err != nil {
 		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
 			return &sandbox.InputError{Err: err}
 		}
-		if hint := harborBuildHint(t, t.Sandbox.Image); hint != "" && errors.As(err, new(*images.NotFoundError)) {
-			err = fmt.Errorf("%w; this task was imported from Harbor: build its image as ceval import harbor said: %s", err, hint) // harborbuild.go
+		if hint := images.HarborBuildHint(t, t.Sandbox.Image); hint != "" && errors.As(err, new(*images.NotFoundError)) {
+			err = fmt.Errorf("%w; this task was imported from Harbor: build its image as ceval import harbor said: %s", err, hint)
 		}
 		return &InfraError{err}
 	}
@@ -412,7 +388,7 @@ func (r *run) launch(ctx context.Context) error {
 	}
 	if r.mocks != nil {
 		cfg.MockSocket = r.mocks.socket
-		if o.Kube != nil {
+		if _, remote := o.Backend.(sandbox.Remote); remote {
 			// The Pod's init relays the agent's mock calls through this process: the agent's
 			// UID reaches the mock server as ours.
 			if err := r.mocks.server.UseUIDMappings([]specs.LinuxIDMapping{{ContainerID: policy.AgentUID, HostID: uint32(os.Getuid()), Size: 1}}); err != nil {
@@ -420,7 +396,7 @@ func (r *run) launch(ctx context.Context) error {
 			}
 		}
 	}
-	sb, err := o.containers.NewSandbox(ctx, cfg)
+	sb, err := o.Backend.NewSandbox(ctx, cfg)
 	if err != nil {
 		return asRunError(err)
 	}
@@ -780,12 +756,7 @@ func (o Options) WithDefaults(now time.Time) Options {
 	if o.InitDir == "" {
 		o.InitDir = local.DefaultInitDir()
 	}
-	if o.containers == nil && o.Kube != nil {
-		o.containers = kubernetes.New(o.Pins, *o.Kube)
-	}
-	if o.containers == nil {
-		o.containers = containerd{o}
-	}
+	o.Backend = o.backend()
 	return o
 }
 

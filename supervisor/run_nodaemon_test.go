@@ -15,6 +15,7 @@ import (
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )
@@ -38,6 +39,9 @@ type fakeRuntime struct {
 }
 
 func (f *fakeRuntime) Prepare() sandbox.Reservation { return nil }
+
+// Check is the local backend's, as the runs it stands in for were checked.
+func (f *fakeRuntime) Check(t *task.Task) error { return local.CheckRootVerifier(t) }
 
 func (f *fakeRuntime) ResolveImage(_ context.Context, sb task.Sandbox) (images.Image, error) {
 	return images.Image{Name: sb.Image, ManifestDigest: "sha256:fake"}, f.imageErr
@@ -139,7 +143,7 @@ func runFake(t *testing.T, rt *fakeRuntime, events *[]string) (*record.Result, e
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tk.Close() })
-	o := Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)}
+	o := Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt, LookupEnv: hostEnv(nil)}
 	if events != nil {
 		o.Progress = func(ev string, _ map[string]any) { *events = append(*events, ev) }
 	}
@@ -290,7 +294,7 @@ func TestAgentLogsAreRedactedWhenTheRunFailsAfterTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	o := Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(map[string]string{"ANTHROPIC_API_KEY": key})}
+	o := Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt, LookupEnv: hostEnv(map[string]string{"ANTHROPIC_API_KEY": key})}
 	res, err := Run(context.Background(), tk, o)
 	var pe *PhaseError
 	if !errors.As(err, &pe) || pe.Phase != PhaseSnapshot || res.Status != record.StatusError {

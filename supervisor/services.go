@@ -170,7 +170,7 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 	if len(t.Services) == 0 {
 		return nil, nil
 	}
-	if _, local := r.o.containers.(containerd); !local || r.o.Client == nil {
+	if _, isLocal := r.o.Backend.(*local.Backend); !isLocal || r.o.Client == nil {
 		return nil, &sandbox.InputError{Err: fmt.Errorf("task %s has services, which only the local containerd backend runs", t.ID)}
 	}
 	if err := checkRlimitServices(t, local.RootlessMode()); err != nil {
@@ -200,7 +200,7 @@ func (r *run) prepareServices(ctx context.Context) ([]oci.Mount, error) {
 		img, err := images.Resolve(ctx, r.o.Client, s.Image, r.o.Preflight, r.o.Busybox)
 		var missing *images.NotFoundError
 		if errors.As(err, &missing) {
-			if hint := harborBuildHint(t, s.Image); hint != "" { // harborbuild.go
+			if hint := images.HarborBuildHint(t, s.Image); hint != "" {
 				err = fmt.Errorf("not in containerd namespace %s; build it as ceval import harbor said: %s", missing.Namespace, hint)
 			}
 		}

@@ -44,7 +44,7 @@ func loadServiceTask(t *testing.T) *task.Task {
 func TestServicesAreRefusedWhereTheyCannotRun(t *testing.T) {
 	tk := loadServiceTask(t)
 	rt := &fakeRuntime{agent: writesHello}
-	_, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), containers: rt, LookupEnv: hostEnv(nil)})
+	_, err := Run(context.Background(), tk, Options{RunsDir: t.TempDir(), InitDir: t.TempDir(), Backend: rt, LookupEnv: hostEnv(nil)})
 	var ie *sandbox.InputError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "only the local containerd backend runs") || rt.launched != 0 {
 		t.Fatalf("err %v (launched %d), want an InputError before the launch", err, rt.launched)

@@ -34,7 +34,7 @@ func runFakeSteps(t *testing.T, rt *fakeRuntime, doc string, o Options, events *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tk.Close() })
-	o.RunsDir, o.InitDir, o.containers = t.TempDir(), t.TempDir(), rt
+	o.RunsDir, o.InitDir, o.Backend = t.TempDir(), t.TempDir(), rt
 	if o.LookupEnv == nil {
 		o.LookupEnv = hostEnv(nil)
 	}

@@ -9,15 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/audit"
 	"ceval.dev/ceval/audit/verdict"
 	"ceval.dev/ceval/images"
-	"ceval.dev/ceval/record"
-	"ceval.dev/ceval/supervisor"
 	"ceval.dev/ceval/task"
 )
 
@@ -74,12 +71,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			}
 			// What every audit run shares; each task, as audited, is checked against it before
 			// containerd is reached.
-			run := supervisor.Options{
-				RunsDir: runsDir, RunID: record.NewRunID(time.Now()), Version: cevalVersion(), Busybox: busybox, IDs: ucfg.idRange(),
-				// A task asking for host networking gets it only as for ceval run: when the user's config allows it.
-				Allow:           supervisor.Allow{HostNetwork: ucfg.AllowHostNetwork},
-				VerifierNetwork: ucfg.VerifierNetwork,
-			}
+			run := runOptions(ucfg, runsDir, busybox)
 			if err := audit.Check(targets, run); err != nil {
 				return exitWith(exitInvalid, err)
 			}
@@ -96,7 +88,7 @@ func newAuditCmd(g *globalOptions) *cobra.Command {
 			for _, t := range targets {
 				tasks = append(tasks, t.Task)
 			}
-			tier := sessionTier(sess, g, busybox, ucfg.idRange(), ucfg.AllowHostNetwork, ucfg.VerifierNetwork)
+			tier := sessionTier(sess, g, run.Busybox, run.IDs, run.Allow.HostNetwork, run.VerifierNetwork)
 			tier.pins = pins
 			ex, closeEx, err := executorFor(tier, tasks...)
 			if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,22 +15,15 @@ import (
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox"
-	"ceval.dev/ceval/supervisor"
-	"ceval.dev/ceval/task"
 )
 
 func newRunCmd(g *globalOptions) *cobra.Command {
 	var (
-		runsDir      string
-		asJSON       bool
-		allowEnv     []string
-		allowHostNet bool
-		grace        time.Duration
-		busybox      string
-		agentSpec    string
-		x            experimentFlags
-		b            backendFlags
-		pf           pullFlags
+		rf     runFlags
+		asJSON bool
+		x      experimentFlags
+		b      backendFlags
+		pf     pullFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run TASK... | run EXPERIMENT [TASK...] | run --resume RUN_DIR",
@@ -65,162 +57,38 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkAgentSpec(agentSpec); err != nil {
-				return exitWith(exitInvalid, err)
-			}
-			x.agent = agentSpec
-			if x.resume != "" {
-				var err error
-				if args, err = x.resumeArgs(cmd, args); err != nil {
-					return err
-				}
-			}
-			if len(args) > 1 && task.IsExperiment(args[0]) {
-				x.tasks = args[1:] // the tasks named on the command line replace the file's list
-				args = args[:1]
-			}
-			if len(args) == 1 && task.IsExperiment(args[0]) || x.resume != "" {
-				if len(args) != 1 || !task.IsExperiment(args[0]) {
-					return exitWith(exitInvalid, errors.New("--resume takes the experiment file, with the task files it ran (or none: plan.json names them)"))
-				}
-				ucfg, err := g.config(cmd)
-				if err != nil {
-					return exitWith(exitInvalid, err)
-				}
-				if err := b.choose(cmd, g, ucfg); err != nil {
-					return err
-				}
-				defer kubeSweep(cmd, g.kube)
-				pins, err := pf.pinner(ucfg, cmd.ErrOrStderr())
-				if err != nil {
-					return err
-				}
-				return runExperiment(cmd, g, args[0], &x, supervisor.Options{
-					Pins:    pins,
-					RunsDir: runsDir, Grace: grace, Busybox: busybox, Kube: g.kube,
-					Allow:  supervisor.Allow{Env: append(allowEnv, ucfg.AllowEnv...), HostNetwork: allowHostNet || ucfg.AllowHostNetwork},
-					Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(), Judge: ucfg.judge,
-					VerifierNetwork: ucfg.VerifierNetwork,
-				})
-			}
-			for _, a := range args {
-				if task.IsExperiment(a) {
-					return exitWith(exitInvalid, fmt.Errorf("%s is an experiment file: run it alone (ceval run %s)", a, a))
-				}
-			}
-			if x.changed(cmd) {
-				return exitWith(exitInvalid, errors.New("-j, --repeats, --tags, -D, --resume, --audit and --baseline (with its gate flags) are for experiment files"))
-			}
-			var tasks []*task.Task
-			var problems []error
-			for _, a := range args {
-				ts, err := task.LoadAll(a, task.LoadOptions{Root: x.root})
-				if err != nil {
-					problems = append(problems, err)
-					continue
-				}
-				for _, t := range ts {
-					if err := applyAgent(t, agentSpec); err != nil {
-						problems = append(problems, err)
-						continue
-					}
-					if t.Agent == nil {
-						problems = append(problems, fmt.Errorf("%s: task %s names no agent; add an agent section (type: command, claude-code or codex) to run it, or choose one with --agent (claude-code, codex, oracle, none or a command line)", a, t.ID))
-						continue
-					}
-					tasks = append(tasks, t)
-				}
-			}
-			if len(problems) > 0 {
-				return exitWith(exitInvalid, errors.Join(problems...))
+			experimentFile, tasks, err := runArgs(cmd, args, rf.agent, &x)
+			if err != nil {
+				return err
 			}
 			ucfg, err := g.config(cmd)
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
-			allowEnv = append(allowEnv, ucfg.AllowEnv...)
-			allowHostNet = allowHostNet || ucfg.AllowHostNetwork
 			if err := b.choose(cmd, g, ucfg); err != nil {
 				return err
 			}
 			defer kubeSweep(cmd, g.kube)
-			// What every run shares; each task is checked against it before anything starts.
-			base := supervisor.Options{
-				RunsDir: runsDir, RunID: record.NewRunID(time.Now()),
-				Allow: supervisor.Allow{Env: allowEnv, HostNetwork: allowHostNet}, Prices: ucfg.prices, GatewayAllow: ucfg.gatewayAllow, IDs: ucfg.idRange(),
-				Grace: grace, Version: cevalVersion(), Busybox: busybox, Judge: ucfg.judge, Kube: g.kube,
-				AgentOverride: agentSpec, VerifierNetwork: ucfg.VerifierNetwork,
-			}
-			for _, t := range tasks {
-				if err := supervisor.Check(t, base); err != nil {
-					if !strings.Contains(err.Error(), t.ID) {
-						err = fmt.Errorf("%s: %w", t.ID, err) // as a refused run says it
-					}
-					problems = append(problems, err)
-				}
-			}
-			if len(problems) > 0 {
-				return exitWith(exitInvalid, errors.Join(problems...))
-			}
-			pins, err := pf.pinner(ucfg, errOutOf(cmd))
-			if err != nil {
-				return err
-			}
-			sess, err := g.openSession(cmd)
-			if err != nil {
-				return err
-			}
-			defer sess.Close()
-			c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
-			tier := sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet, ucfg.VerifierNetwork)
-			tier.pins = pins
-			ex, closeEx, err := executorFor(tier, tasks...)
-			if err != nil {
-				return exitWith(exitInfraErr, err)
-			}
-			defer closeEx()
-			errOut := cmd.ErrOrStderr()
-			var results []*record.Result
-			worst := exitOK
-			for _, t := range tasks {
-				opts := base
-				opts.Client, opts.Preflight, opts.Executor, opts.Pins = c, pc, ex, pins
-				opts.Progress = progressPrinter(errOut, t.ID)
-				res, err := supervisor.Run(cctx, t, opts)
-				code := exitCodeFor(res, err)
+			base := rf.options(ucfg, g.kube)
+			if experimentFile != "" {
+				pins, err := pf.pinner(ucfg, cmd.ErrOrStderr())
 				if err != nil {
-					fmt.Fprintf(errOut, "ceval: %s: %v\n", t.ID, err)
+					return err
 				}
-				if res != nil {
-					results = append(results, res)
-				}
-				worst = worseExit(worst, code)
-				if code == exitInvalid || ctx.Err() != nil {
-					break
-				}
+				return runExperiment(cmd, g, experimentFile, &x, withPins(base, pins, g.kube))
 			}
-			if asJSON {
-				if err := printJSONResults(cmd.OutOrStdout(), results); err != nil {
-					return exitWith(exitInfraErr, err)
-				}
-			} else {
-				printRunTable(cmd.OutOrStdout(), results)
-			}
-			if worst != exitOK {
-				return exitCode(worst)
-			}
-			return nil
+			return runTasks(cmd, g, tasks, base, ucfg, &pf, asJSON)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&x.root, "root", "", rootHelp)
-	f.StringVar(&runsDir, "runs-dir", "runs", "directory that receives RUNS/<run_id>/... results")
+	f.StringVar(&rf.runsDir, "runs-dir", "runs", "directory that receives RUNS/<run_id>/... results")
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON (one object for one task, else a list)")
-	f.StringArrayVar(&allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable; also allow_env in the config file)")
-	f.BoolVar(&allowHostNet, "allow-host-network", false, "let tasks that ask for sandbox.network: host have it")
-	f.DurationVar(&grace, "grace", policy.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
-	f.StringVar(&busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
-	addAgentFlag(cmd, &agentSpec)
+	f.StringArrayVar(&rf.allowEnv, "allow-env", nil, "host variable NAME a task may pass to its agent (repeatable; also allow_env in the config file)")
+	f.BoolVar(&rf.allowHostNet, "allow-host-network", false, "let tasks that ask for sandbox.network: host have it")
+	f.DurationVar(&rf.grace, "grace", policy.DefaultGrace, "time between SIGTERM and SIGKILL when stopping an agent")
+	f.StringVar(&rf.busybox, "busybox", images.DefaultBusybox, "static busybox used to build the default image on first use")
+	addAgentFlag(cmd, &rf.agent)
 	x.add(cmd)
 	b.add(cmd)
 	pf.add(cmd)

@@ -216,6 +216,21 @@ var rules = []rule{
 		},
 	},
 	{
+		name: "results-serve-nothing",
+		says: "`record` and `report` depend on no server package: `gateway`, `mockd`, `judge` (a model client) or `net/http`.",
+		why:  "a report is rendered from a run directory's files on any machine; what served or judged the run (the model gateway, the mocks, the judge's HTTP client) is no part of reading what it recorded, and a reader that links them grows back into the run machinery (report read judge_calls.jsonl through judge and so linked net/http).",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, name := range []string{"record", "report"} {
+				for _, d := range pkgs[name].Deps {
+					if s, ok := short(d); ok && (s == "gateway" || s == "mockd" || s == "judge") || d == "net/http" {
+						bad = append(bad, name+" depends on "+d)
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
 		name: "images-build-no-servers",
 		says: "`images` depends on no `gateway`, `mockd`, `grader` or `judge`.",
 		why:  "the servers and judges that run beside and after an agent are no part of an image, so building, pulling or pinning one never links them.",
@@ -269,6 +284,36 @@ var rules = []rule{
 			for _, d := range pkgs["wasm/wire"].Deps {
 				if s, ok := short(d); ok {
 					bad = append(bad, "wasm/wire depends on "+s)
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "runs-parse-no-files",
+		says: "`supervisor` imports no YAML or TOML parser (`go.yaml.in/yaml`, `gopkg.in/yaml`, `sigs.k8s.io/yaml`, `github.com/pelletier/go-toml`, `github.com/BurntSushi/toml`).",
+		why: "what a user writes (task and experiment YAML, an imported Harbor task's compose file) is parsed where it is loaded (task, importer) or built (images), which report FILE:LINE; " +
+			"a run takes what was loaded as data, so a file's format can never fail a run half-way, and a run's phases are not where a format grows a second reader.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, imp := range pkgs["supervisor"].Imports {
+				for _, prefix := range []string{"go.yaml.in/yaml", "gopkg.in/yaml", "sigs.k8s.io/yaml", "github.com/pelletier/go-toml", "github.com/BurntSushi/toml"} {
+					if strings.HasPrefix(imp, prefix) {
+						bad = append(bad, "supervisor imports "+imp)
+					}
+				}
+			}
+			return bad
+		},
+	},
+	{
+		name: "backends-are-handed-in",
+		says: "`supervisor` imports no `sandbox/kubernetes` or `kube`: of the backends, only `sandbox/local` (its default, and the task's services).",
+		why: "the caller constructs the backend (cmd/ceval's --backend, selftest) and hands it in as `Options.Backend`, and `supervisor.Check` asks the backend for its own refusals, " +
+			"so a new backend (a remote provider, gVisor as a runtime class) is one package and no edit to the run's phases; supervisor choosing by an `Options.Kube` had every backend grow into it.",
+		check: func(pkgs map[string]*pkg) (bad []string) {
+			for _, imp := range pkgs["supervisor"].Imports {
+				if s, ok := short(imp); ok && (s == "sandbox/kubernetes" || s == "kube") {
+					bad = append(bad, "supervisor imports "+s)
 				}
 			}
 			return bad
@@ -354,11 +399,14 @@ func TestRulesCatchWhatTheyForbid(t *testing.T) {
 		"ceval-links-no-kubernetes-client": func(p map[string]*pkg) {
 			add(p, "cmd/ceval", "Deps", "k8s.io/client-go/kubernetes")
 		},
-		"wasm-worker-apart": func(p map[string]*pkg) { add(p, "wasm", "Deps", module+"wasm/worker") },
-		"record-is-a-leaf":  func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
+		"wasm-worker-apart":     func(p map[string]*pkg) { add(p, "wasm", "Deps", module+"wasm/worker") },
+		"record-is-a-leaf":      func(p map[string]*pkg) { add(p, "record", "Imports", module+"judge") },
+		"results-serve-nothing": func(p map[string]*pkg) { add(p, "report", "Deps", "net/http") },
 		"images-build-no-servers": func(p map[string]*pkg) {
 			add(p, "images", "Deps", module+"mockd")
 		},
+		"runs-parse-no-files":    func(p map[string]*pkg) { add(p, "supervisor", "Imports", "go.yaml.in/yaml/v3") },
+		"backends-are-handed-in": func(p map[string]*pkg) { add(p, "supervisor", "Imports", module+"sandbox/kubernetes") },
 		"verifier-runs-no-experiment": func(p map[string]*pkg) {
 			add(p, "verifier", "Deps", module+"supervisor")
 		},

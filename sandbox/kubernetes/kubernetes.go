@@ -107,6 +107,21 @@ func New(pins *images.Pinner, o Options) Backend {
 	return Backend{pins, &o}
 }
 
+// Check refuses what a Pod cannot run (Check), as an *sandbox.InputError.
+func (b Backend) Check(t *task.Task) error {
+	if err := Check(t); err != nil {
+		return &sandbox.InputError{Err: err}
+	}
+	return nil
+}
+
+// InitPath is ceval's init in the Pod: its ceval volume's (kube.CevalDir), where the init
+// container installed it.
+func (b Backend) InitPath() string { return kube.CevalDir + "/" + kube.InitFile }
+
+// Options are the options the backend was made with (New's o).
+func (b Backend) Options() Options { return *b.k }
+
 // ServicesRefusal is why a task's services do not run as containers of the run's Pod:
 // every guarantee but the network's would hold (a UID of their own, the agent's hardening,
 // a kubelet startup probe before the agent, their logs, stopped after it), but a Pod has one

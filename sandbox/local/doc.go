@@ -1,5 +1,6 @@
-// Package local is the local containerd backend of package sandbox: an agent's container
-// on this host (NewSandbox, Sandbox), with its capped scratch filesystems, the workspace
+// Package local is the local containerd backend of package sandbox (Backend: images resolved
+// in containerd, ID slots prepared, the verifier's root overlay checked against the kernel):
+// an agent's container on this host (NewSandbox, Sandbox), with its capped scratch filesystems, the workspace
 // started from the image's working directory or a template (CopyTree, with its repositories
 // rebuilt to HEAD's history), the image's environment as ceval applies it, setup steps in
 // containers of their own (RunStep), and the isolation attested from /proc (ReadAttestation,

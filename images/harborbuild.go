@@ -1,4 +1,4 @@
-package supervisor
+package images
 
 import (
 	"fmt"
@@ -15,16 +15,16 @@ import (
 // A task imported from Harbor names the image harbor/<task_id>:latest for its
 // environment/Dockerfile, and harbor/<task_id>-<service>:latest for a compose service built
 // from a context, which `ceval import harbor` said to build first. When one is missing at run
-// time, harborBuildHint repeats the import's build command, read again from the imported
+// time, HarborBuildHint repeats the import's build command, read again from the imported
 // task's own copy of environment/ (its Dockerfile, its docker-compose.yaml).
 
 // maxComposeBytes bounds the compose file read for the hint.
 const maxComposeBytes = 1 << 20
 
-// harborBuildHint is `ceval images build NAME -f DOCKERFILE [CONTEXT]` for image when it is an
+// HarborBuildHint is `ceval images build NAME -f DOCKERFILE [CONTEXT]` for image when it is an
 // image the Harbor import named for t ("" otherwise, or when the task's files do not say how
 // to build it).
-func harborBuildHint(t *task.Task, image string) string {
+func HarborBuildHint(t *task.Task, image string) string {
 	name := strings.TrimSuffix(strings.TrimPrefix(image, "docker.io/"), ":latest")
 	if t.Dir == "" {
 		return ""

@@ -1,4 +1,4 @@
-package supervisor
+package images
 
 import (
 	"os"
@@ -41,7 +41,7 @@ func TestHarborBuildHintRepeatsTheImportsBuildCommand(t *testing.T) {
 		"harbor/other-api-server:latest":             "",
 		"ceval.local/default:latest":                 "",
 	} {
-		if got := harborBuildHint(tk, image); got != want {
+		if got := HarborBuildHint(tk, image); got != want {
 			t.Errorf("%s: %q, want %q", image, got, want)
 		}
 	}
