@@ -47,6 +47,9 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 			}
 			defer c.Close()
 			removed, kept, err := local.GC(ctx, c)
+			// Then the shims of containers gone (a ceval killed while it created a task).
+			sr, serr := launcher.SweepOrphanShims(ctx, c, g.containerdAddress)
+			removed, err = append(removed, sr...), errors.Join(err, serr)
 			// After GC: a killed verifier's directory is free once its scratch mounts are gone.
 			tr, tk, terr := tempdir.Sweep("")
 			for _, d := range tr {
