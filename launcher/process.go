@@ -123,7 +123,7 @@ func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *T
 	if c.spec.FIFODir != "" {
 		ioOpts = append(ioOpts, cio.WithFIFODir(c.spec.FIFODir))
 	}
-	tk, err := c.ctr.NewTask(ctx, cio.NewCreator(ioOpts...))
+	tk, err := newTaskUncancelled(ctx, c.ctr, cio.NewCreator(ioOpts...))
 	if err != nil {
 		stopWait()
 		t.closeOutputs()
@@ -146,6 +146,10 @@ func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *T
 		}
 	}()
 
+	if err := ctx.Err(); err != nil {
+		// Cancelled while containerd created the task: it goes (deferred destroy) now.
+		return nil, fmt.Errorf("create task %s: %w", c.spec.ID, context.Cause(ctx))
+	}
 	exitCh, err := tk.Wait(wctx)
 	if err != nil {
 		return nil, fmt.Errorf("wait task %s: %w", c.spec.ID, err)
@@ -166,6 +170,30 @@ func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *T
 	}
 	return t, nil
 }
+
+// newTaskUncancelled creates ctr's task on a context the caller's cancellation does not
+// cancel until createGrace after it: containerd 1.6 does not undo a task create whose call
+// was cancelled mid-way (its shim left running, or its bundle directory left, which fails
+// the next create of the same ID with "mkdir .../io.containerd.runtime.v2.task/NS/ID: file
+// exists"). The caller sees its cancellation once the call returns, and destroys the task.
+func newTaskUncancelled(ctx context.Context, ctr client.Container, ioc cio.Creator) (client.Task, error) {
+	nctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() {
+		bound := time.NewTimer(createGrace)
+		defer bound.Stop()
+		select {
+		case <-bound.C:
+			cancel()
+		case <-nctx.Done():
+		}
+	})()
+	return ctr.NewTask(nctx, ioc)
+}
+
+// createGrace bounds how long a task create goes on once its caller was cancelled: past it
+// something is wrong with containerd, and what it left is ceval gc's.
+const createGrace = time.Minute
 
 // Start starts a task CreateTask made; once only. If it fails, the task is killed and
 // deleted; the container stays for Delete.

@@ -328,10 +328,10 @@ func startSleeperTask(t *testing.T, ctx context.Context, c *client.Client, doc s
 	}()
 	select {
 	case <-started:
-	case <-time.After(30 * time.Second):
+	case <-time.After(3 * time.Minute): // the default image is imported first (each test removes it)
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatal("the agent never started")
+		t.Fatal("the agent never started in 3 minutes")
 	}
 	return cmd, runs
 }

@@ -21,9 +21,11 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 		Long: "gc removes, from the namespace, the containers ceval labelled whose owning ceval process\n" +
 			"is gone (its PID and boot id, checked against the process's start time), killing their\n" +
 			"tasks first (their init has killed the agent already, once it saw ceval's FIFO close),\n" +
-			"with their snapshots, leases, scratch filesystems and supervisor FIFOs, then the lock files\n" +
-			"of user-namespace ID slots no live ceval holds (/run/ceval/idslots), and the temporary\n" +
-			"directories (TMPDIR/ceval-*) of a ceval that is gone. What a live ceval owns\n" +
+			"with their snapshots, leases, scratch filesystems and supervisor FIFOs, the runtime shims\n" +
+			"left running with no container or task (a ceval killed while it created a task), the lock\n" +
+			"files of user-namespace ID slots no live ceval holds (/run/ceval/idslots), and the temporary\n" +
+			"directories (TMPDIR/ceval-*) of a ceval that is gone, unmounting what is mounted in them.\n" +
+			"What a live ceval owns\n" +
 			"is kept. Exit 0 when everything left behind was removed, 3 otherwise.\n\n" +
 			"With --backend kubernetes it removes, from the Kubernetes namespace (--namespace, else the\n" +
 			"config's kubernetes.namespace, else default), the Pods and NetworkPolicies of ceval\n" +
@@ -47,6 +49,9 @@ func newGCCmd(g *globalOptions) *cobra.Command {
 			}
 			defer c.Close()
 			removed, kept, err := local.GC(ctx, c)
+			// Then the shims of containers gone (a ceval killed while it created a task).
+			sr, serr := launcher.SweepOrphanShims(ctx, c, g.containerdAddress)
+			removed, err = append(removed, sr...), errors.Join(err, serr)
 			// After GC: a killed verifier's directory is free once its scratch mounts are gone.
 			tr, tk, terr := tempdir.Sweep("")
 			for _, d := range tr {

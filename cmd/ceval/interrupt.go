@@ -31,8 +31,8 @@ func signalName(s syscall.Signal) string {
 }
 
 // interruptible returns a context cancelled, with an interruption as its cause, by the
-// first SIGINT or SIGTERM: every command stops its children (procgroup), removes its
-// containers and temporary directories, and returns. A second signal exits at once, after
+// first SIGINT or SIGTERM, which ceval acknowledges on stderr: every command stops its
+// children (procgroup), removes its containers and temporary directories, and returns. A second signal exits at once, after
 // killing the child process groups still running (procgroup.KillAll) and removing the
 // temporary directories still there that hold no mount (tempdir.RemoveLive): the deferred
 // calls that would have done so never run.
@@ -44,6 +44,9 @@ func interruptible(parent context.Context) (context.Context, func()) {
 	go func() {
 		select {
 		case s := <-sigs:
+			// Said once the signal is received: Go's runtime merges a second signal that
+			// arrives before its receiver took the first, so a second sent earlier is lost.
+			fmt.Fprintf(os.Stderr, "ceval: %s: stopping and cleaning up (%[1]s again: exit at once)\n", signalName(s.(syscall.Signal)))
 			cancel(interruption{s.(syscall.Signal)})
 		case <-quit:
 			return

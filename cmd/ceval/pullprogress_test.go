@@ -25,7 +25,7 @@ func TestPullProgressRedrawsBytesPerBlobInPlace(t *testing.T) {
 	p := startPullProgress(context.Background(), &out, statuses, 5*time.Millisecond)
 	waitFor := func(s string) {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), s); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(out.String(), s); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("progress never showed %q: %q", s, out.String())
 			}

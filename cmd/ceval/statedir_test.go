@@ -68,7 +68,8 @@ func closedStateContainerd(t *testing.T) (sock, state string) {
 			t.Errorf("throwaway containerd's directory: %v", err)
 		}
 	})
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	// A bound, not a wait: a loaded host starts a daemon slowly (15 s was within its reach).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		c, _, err := launcher.Connect(context.Background(), sock, ctrtest.Namespace)
 		if err == nil {
 			c.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	apitasks "github.com/containerd/containerd/api/services/tasks/v1"
 
 	"ceval.dev/ceval/internal/ctrtest"
 	"ceval.dev/ceval/launcher"
@@ -238,7 +241,10 @@ func gcAfterKill9(t *testing.T, wait time.Duration) {
 		t.Fatal("kill -9 left no root overlay: the test does not test gc")
 	}
 	r := ceval(t, "gc", "--namespace", ctrtest.Namespace)
-	if r.code != 0 || !strings.Contains(r.stdout, "root overlay of a") {
+	// Not "root overlay of a" in its report: any ceval gc on this host (another package's
+	// test, another checkout's) sweeps a dead ceval's overlay too, and did (3 runs in 8
+	// beside another test process); what is left is checked below.
+	if r.code != 0 {
 		t.Errorf("gc: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if left := ours(); len(left) > 0 {
@@ -259,4 +265,40 @@ func gcAfterKill9(t *testing.T, wait time.Duration) {
 			t.Errorf("container %s left after gc", ctr.ID())
 		}
 	}
+	if tasks, err := c.TaskService().List(ctx, &apitasks.ListTasksRequest{}); err != nil || len(tasks.Tasks) > 0 {
+		t.Errorf("tasks left after gc: %v %v", tasks, err)
+	}
+	// A shim ceval started a task create with, killed mid-call, runs on (containerd 1.6 ends
+	// it some seconds later, unless it stops first: CI's stopped daemon kept one running); gc
+	// kills it at once. What may follow is containerd's own cleanup of it ("... delete"),
+	// which ends by itself.
+	var left []string
+	for _, s := range shimsIn(ctrtest.Namespace) {
+		if !strings.HasSuffix(s, " delete ") {
+			left = append(left, s)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("shims left after gc: %v", left)
+	}
+	for end := time.Now().Add(time.Minute); len(shimsIn(ctrtest.Namespace)) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Errorf("containerd's cleanup of a shim still runs a minute after gc: %v", shimsIn(ctrtest.Namespace))
+			break
+		}
+	}
+}
+
+// shimsIn lists the command lines of the containerd shims running for namespace ns.
+func shimsIn(ns string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte("containerd-shim")) || !bytes.Contains(b, []byte("\x00-namespace\x00"+ns+"\x00")) {
+			continue
+		}
+		out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return out
 }

@@ -157,8 +157,8 @@ type Swept struct {
 }
 
 // Sweep removes, from dir ("" = os.TempDir()), the directories Make named for a process
-// that is gone (no process has that PID and start time), owned by this user; those of a
-// live ceval are kept, and so is one with something still mounted below it (an error).
+// that is gone (no process has that PID and start time), owned by this user, detaching
+// first what is mounted below them (its scratch filesystems); those of a live ceval are kept.
 func Sweep(dir string) (removed, kept []Swept, err error) {
 	if dir == "" {
 		dir = os.TempDir()
@@ -190,11 +190,22 @@ func Sweep(dir string) (removed, kept []Swept, err error) {
 			kept = append(kept, Swept{p, fmt.Sprintf("its ceval, pid %d, runs", pid)})
 			continue
 		}
-		if err := RemoveTree(p); err != nil {
+		// What is mounted below is its ceval's (a verifier's scratch filesystems, a ceval
+		// killed before their container existed): detached first, so that the removal
+		// never reaches through a mount.
+		n, err := detachBelow(p)
+		if err == nil {
+			err = RemoveTree(p)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("gc: %w", err))
 			continue
 		}
-		removed = append(removed, Swept{p, fmt.Sprintf("its ceval, pid %d, is gone", pid)})
+		why := fmt.Sprintf("its ceval, pid %d, is gone", pid)
+		if n > 0 {
+			why += fmt.Sprintf("; %d mount(s) below it detached", n)
+		}
+		removed = append(removed, Swept{p, why})
 	}
 	return removed, kept, errors.Join(errs...)
 }
@@ -219,9 +230,30 @@ func startTime(pid int) (string, bool) {
 
 // mountedBelow returns a mount point at or below dir, or "".
 func mountedBelow(dir string) string {
+	if m := mountsBelow(dir); len(m) > 0 {
+		return m[0]
+	}
+	return ""
+}
+
+// detachBelow detaches (MNT_DETACH) every mount at or below dir, deepest first, and says
+// how many.
+func detachBelow(dir string) (int, error) {
+	points := mountsBelow(dir)
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return 0, fmt.Errorf("unmount %s: %w", p, err)
+		}
+	}
+	return len(points), nil
+}
+
+// mountsBelow returns the mount points at or below dir.
+func mountsBelow(dir string) []string {
 	mi, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return ""
+		return nil
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -230,6 +262,7 @@ func mountedBelow(dir string) string {
 	if r, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = r
 	}
+	var out []string
 	for _, line := range strings.Split(string(mi), "\n") {
 		f := strings.Fields(line)
 		if len(f) <= 4 {
@@ -237,10 +270,10 @@ func mountedBelow(dir string) string {
 		}
 		mp := unescape(f[4])
 		if mp == abs || strings.HasPrefix(mp, abs+"/") {
-			return mp
+			out = append(out, mp)
 		}
 	}
-	return ""
+	return out
 }
 
 // unescape undoes mountinfo's octal escapes (\040 for a space, ...).

@@ -257,3 +257,52 @@ func TestNoOtherPackageMakesTemporaryDirectories(t *testing.T) {
 		t.Errorf("%s: os.MkdirTemp: use tempdir.Make and tempdir.Remove", b)
 	}
 }
+
+// ceval gc after a kill -9 mid-create: the killed verifier's scratch filesystems are mounted
+// in its directory (no container names them yet). Sweep detaches them, then removes the
+// directory, and never reaches through a mount: a directory bound there keeps its files.
+func TestSweepDetachesWhatIsMountedInAGoneCevalsDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	base := t.TempDir()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	start, _ := startTime(pid)
+	cmd.Process.Kill()
+	cmd.Wait()
+	dead := filepath.Join(base, fmt.Sprintf("ceval-verify-p%ds%s-123", pid, start))
+	ws, bound := filepath.Join(dead, "sandbox", "workspace"), filepath.Join(dead, "sandbox", "workspace", "material")
+	os.MkdirAll(ws, 0o700)
+	if err := unix.Mount("tmpfs", ws, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(ws, unix.MNT_DETACH) })
+	os.WriteFile(filepath.Join(ws, "f"), []byte("x"), 0o600)
+	precious := t.TempDir()
+	os.WriteFile(filepath.Join(precious, "keep"), []byte("x"), 0o600)
+	os.Mkdir(bound, 0o700)
+	if err := unix.Mount(precious, bound, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(bound, unix.MNT_DETACH) })
+	removed, _, err := Sweep(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || !strings.Contains(removed[0].Why, "2 mount(s) below it detached") {
+		t.Errorf("removed %v", removed)
+	}
+	if _, err := os.Lstat(dead); err == nil {
+		t.Errorf("%s left", dead)
+	}
+	if m := mountedBelow(base); m != "" {
+		t.Errorf("%s still mounted", m)
+	}
+	if _, err := os.Stat(filepath.Join(precious, "keep")); err != nil {
+		t.Errorf("a file of a directory bound below was removed: %v", err)
+	}
+}
