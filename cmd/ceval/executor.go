@@ -60,10 +60,11 @@ func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool, vnet string)
 // verifier containers when any declares sandbox: container. Without containerd those are
 // NOT_GRADED with the reason. close releases both.
 func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, close func(), err error) {
-	needWASM, needContainer, needToolbox := false, false, false
+	needWASM, needContainer, needToolbox, needFullToolbox := false, false, false, false
 	for _, t := range tasks {
 		for i := range t.Criteria {
 			needToolbox = needToolbox || wasm.UsesToolbox(&t.Criteria[i])
+			needFullToolbox = needFullToolbox || wasm.UsesFullToolbox(&t.Criteria[i])
 			switch t.Criteria[i].Tier() {
 			case task.TierWASM:
 				needWASM = true
@@ -83,7 +84,8 @@ func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, clo
 		}
 	}
 	if needWASM {
-		opts, err := wasmOptions(wasm.Options{Python: images.PythonSource(os.Stderr), NoToolboxPreload: !needToolbox})
+		opts, err := wasmOptions(wasm.Options{Python: images.PythonSource(os.Stderr), NoToolboxPreload: !needToolbox,
+			NoFullToolboxPreload: !needFullToolbox})
 		if err != nil {
 			return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		}

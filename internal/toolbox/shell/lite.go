@@ -1,0 +1,129 @@
+package shell
+
+import (
+	"errors"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+
+	"ceval.dev/ceval/internal/toolbox/cmds"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// LiteProgram returns script as the program of the small toolbox (cmd/ceval-toolbox-lite),
+// or ok false when the script needs the full one. It accepts only what runs the same in
+// both: statements of commands of cmds.LiteNames joined by &&, || and !, with no
+// redirection, assignment, background job or pipeline, and words without a parameter,
+// command substitution, arithmetic, tilde or glob, so that their fields depend on nothing
+// the sandbox holds. The fields are expanded here by the same parser and expand package
+// the full shell runs.
+func LiteProgram(script string) (prog []string, ok bool) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
+	if err != nil {
+		return nil, false
+	}
+	for _, st := range f.Stmts {
+		if prog, ok = liteStmt(prog, st); !ok {
+			return nil, false
+		}
+	}
+	if prog == nil {
+		prog = []string{}
+	}
+	return prog, true
+}
+
+func liteStmt(prog []string, st *syntax.Stmt) ([]string, bool) {
+	if st == nil || len(st.Redirs) > 0 || st.Background || st.Coprocess || st.Disown {
+		return nil, false
+	}
+	if st.Negated {
+		prog = append(prog, "!")
+	}
+	switch x := st.Cmd.(type) {
+	case *syntax.BinaryCmd:
+		var op string
+		switch x.Op {
+		case syntax.AndStmt:
+			op = "&&"
+		case syntax.OrStmt:
+			op = "||"
+		default:
+			return nil, false
+		}
+		prog = append(prog, op)
+		var ok bool
+		if prog, ok = liteStmt(prog, x.X); !ok {
+			return nil, false
+		}
+		return liteStmt(prog, x.Y)
+	case *syntax.CallExpr:
+		if len(x.Assigns) > 0 || len(x.Args) == 0 {
+			return nil, false
+		}
+		var fields []string
+		for _, w := range x.Args {
+			f, ok := liteFields(w)
+			if !ok {
+				return nil, false
+			}
+			fields = append(fields, f...)
+		}
+		if len(fields) == 0 {
+			return nil, false
+		}
+		// The full shell looks a name up as a builtin first (true and false are both, with
+		// the same status), then maps /bin/NAME and the like to the toolbox's NAME.
+		name := commandName(fields[0])
+		if _, builtin := builtins[fields[0]]; builtin && name != "true" && name != "false" {
+			return nil, false
+		}
+		if !slices.Contains(cmds.LiteNames, name) {
+			return nil, false
+		}
+		fields[0] = name
+		prog = append(prog, "c", strconv.Itoa(len(fields)))
+		return append(prog, fields...), true
+	}
+	return nil, false
+}
+
+var errLiteGlob = errors.New("glob")
+
+// liteFields expands a word that holds only literal text and quotes, as the full shell
+// would; ok is false for any other word, and for one the full shell would glob or rewrite
+// (its runner's dotSlashDashNames applies to words with glob characters).
+func liteFields(w *syntax.Word) ([]string, bool) {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.ContainsAny(p.Value, "*?~") || strings.Contains(p.Value, "[") && !(len(w.Parts) == 1 && p.Value == "[") {
+				return nil, false
+			}
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return nil, false
+			}
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				if _, ok := q.(*syntax.Lit); !ok {
+					return nil, false
+				}
+			}
+		default:
+			return nil, false
+		}
+	}
+	cfg := &expand.Config{
+		Env: expand.ListEnviron(),
+		// Never called for these words; if it were, the field would depend on the sandbox.
+		ReadDir2: func(string) ([]fs.DirEntry, error) { return nil, errLiteGlob },
+	}
+	fields, err := expand.Fields(cfg, w)
+	if err != nil {
+		return nil, false
+	}
+	return fields, true
+}
