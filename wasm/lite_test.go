@@ -29,13 +29,17 @@ var liteScripts = []string{
 	`/bin/grep -q hello a.txt`, `/usr/bin/test -e a.txt`, `true && false || echo fallback`,
 	`! grep -q zzz a.txt`, `false; true`, `true; false`, `echo {a,b}{1,2} x{1..3}`, `# nothing`,
 	`echo "\$HOME \"q\"" a\"b`, "grep -q hello a.txt &&\n  wc -l lines.txt",
+	`cat a.txt | grep -q hello`, `grep o a.txt b.txt | wc -l`, `sort words.txt | uniq -c | sort -rn`,
+	`! cat a.txt | grep -q zzz`, `true | false`, `false | true`, `grep zzz nofile | wc -l`,
+	`seq 1 200000 | head -n 2`, `seq 1 200000 | tail -n 1`, `cat lines.txt | tr a-z A-Z | cut -c1-4`,
+	`seq 3 | grep -q 2 && echo found || echo none`,
 }
 
 // fullScripts need the full toolbox: a redirection, a substitution, a glob, a tilde, a
-// builtin, a pipeline, a command outside cmds.LiteNames, a variable.
+// builtin, a |& or subshell stage, a command outside cmds.LiteNames, a variable.
 var fullScripts = []string{
 	`wc -l < lines.txt`, `[ "$(echo x)" = x ]`, `cat *.txt`, `echo ~`, `cd sub && cat c.txt`,
-	`grep o a.txt | wc -l`, `jq -n 1`, `echo $PWD`, `x=1 grep -q hello a.txt`, `exit 3`,
+	`grep o a.txt |& wc -l`, `grep o a.txt | (cat)`, `jq -n 1`, `echo $PWD`, `x=1 grep -q hello a.txt`, `exit 3`,
 }
 
 func liteTestTask(t *testing.T, scripts []string) *task.Task {

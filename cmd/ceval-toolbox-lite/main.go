@@ -6,10 +6,12 @@
 // expansion) into a program:
 //
 //	toolbox-lite STMT...
-//	STMT := "!" STMT | "&&" STMT STMT | "||" STMT STMT | "c" N WORD...
+//	STMT := "!" STMT | "&&" STMT STMT | "||" STMT STMT | "|" N CMD... | CMD
+//	CMD  := "c" N WORD...
 //
-// each token one argument, N the number of WORDs of a command (its name first). It runs the
-// statements in order and exits with the last one's status, as the full shell does.
+// each token one argument, N the number of WORDs of a command (its name first) or of the
+// commands of a pipeline. It runs the statements in order and exits with the last one's
+// status, as the full shell does.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 
 	"ceval.dev/ceval/internal/toolbox/cmds"
 )
@@ -39,7 +42,9 @@ func run(prog []string) (status int) {
 	if err != nil || dir == "" {
 		dir = "/"
 	}
-	r := &runner{dir: dir, stdin: bufio.NewReader(os.Stdin), stdout: os.Stdout, stderr: os.Stderr}
+	// As the full shell's, the streams are locked: a pipeline's stages write concurrently.
+	var mu sync.Mutex
+	r := &runner{dir: dir, stdin: bufio.NewReader(os.Stdin), stdout: lockedWriter{&mu, os.Stdout}, stderr: lockedWriter{&mu, os.Stderr}}
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(r.stderr, "toolbox: internal error: %v\n", p)
@@ -82,25 +87,104 @@ func (r *runner) do(prog []string, skip bool) ([]string, error) {
 		runY := !skip && (r.exit == 0) == (op == "&&")
 		return r.do(rest, !runY)
 	case "c":
-		if len(rest) == 0 {
-			return nil, fmt.Errorf("command without its word count")
+		args, rest, err := commandArgs(prog)
+		if err != nil {
+			return nil, err
 		}
-		n, err := strconv.Atoi(rest[0])
-		if err != nil || n < 1 || n > len(rest)-1 {
-			return nil, fmt.Errorf("bad word count %q", rest[0])
-		}
-		args := rest[1 : 1+n]
 		if !skip {
-			r.exit = r.command(args)
+			r.exit = r.command(args, r.stdin, r.stdout)
 		}
-		return rest[1+n:], nil
+		return rest, nil
+	case "|":
+		n, err := count(rest)
+		if err != nil || n < 2 {
+			return nil, fmt.Errorf("bad pipeline length")
+		}
+		rest = rest[1:]
+		stages := make([][]string, n)
+		for i := range stages {
+			if stages[i], rest, err = commandArgs(rest); err != nil {
+				return nil, err
+			}
+		}
+		if !skip {
+			r.exit = r.pipeline(stages)
+		}
+		return rest, nil
 	default:
 		return nil, fmt.Errorf("unknown statement %q", op)
 	}
 }
 
+// count reads the count that starts prog.
+func count(prog []string) (int, error) {
+	if len(prog) == 0 {
+		return 0, fmt.Errorf("count missing")
+	}
+	n, err := strconv.Atoi(prog[0])
+	if err != nil || n < 1 || n > len(prog)-1 {
+		return 0, fmt.Errorf("bad count %q", prog[0])
+	}
+	return n, nil
+}
+
+// commandArgs reads one "c" N WORD... and returns its words and the rest.
+func commandArgs(prog []string) (args, rest []string, err error) {
+	if len(prog) == 0 || prog[0] != "c" {
+		return nil, nil, fmt.Errorf("command expected")
+	}
+	n, err := count(prog[1:])
+	if err != nil {
+		return nil, nil, err
+	}
+	return prog[2 : 2+n], prog[2+n:], nil
+}
+
+// pipeline runs the stages as the full shell's pipeline does: each stage but the last in a
+// goroutine writing through a 64 KiB buffer into an io.Pipe, the last in this one; when it
+// ends its input pipe is closed (the stage before sees a broken pipe). The status is the
+// last stage's (no pipefail).
+func (r *runner) pipeline(stages [][]string) int {
+	n := len(stages)
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	in := r.stdin
+	var prevReader *io.PipeReader
+	for i, args := range stages {
+		if i == n-1 {
+			statuses[i] = r.command(args, in, r.stdout)
+			if prevReader != nil {
+				prevReader.CloseWithError(io.ErrClosedPipe)
+			}
+			break
+		}
+		pr, pw := io.Pipe()
+		bw := bufio.NewWriterSize(pw, 64*1024)
+		wg.Add(1)
+		go func(i int, args []string, myIn io.Reader, myPrev *io.PipeReader) {
+			defer wg.Done()
+			defer func() {
+				if p := recover(); p != nil {
+					fmt.Fprintf(r.stderr, "toolbox: internal error: %v\n", p)
+					statuses[i] = 2
+				}
+				bw.Flush()
+				pw.Close()
+				if myPrev != nil {
+					myPrev.CloseWithError(io.ErrClosedPipe)
+				}
+			}()
+			statuses[i] = r.command(args, myIn, bw)
+		}(i, args, in, prevReader)
+		prevReader = pr
+		in = bufio.NewReader(pr)
+	}
+	wg.Wait()
+	return statuses[n-1]
+}
+
 // command runs one toolbox command as the full shell's runCommand does.
-func (r *runner) command(args []string) (status int) {
+func (r *runner) command(args []string, stdin io.Reader, stdout io.Writer) (status int) {
 	name := args[0]
 	fn, ok := cmds.Lookup(name)
 	if !ok {
@@ -108,7 +192,7 @@ func (r *runner) command(args []string) (status int) {
 		return 127
 	}
 	e := &cmds.Env{
-		Ctx: context.Background(), Stdin: r.stdin, Stdout: r.stdout, Stderr: r.stderr, Dir: r.dir,
+		Ctx: context.Background(), Stdin: stdin, Stdout: stdout, Stderr: r.stderr, Dir: r.dir,
 		Getenv:  os.Getenv,
 		Environ: os.Environ,
 		Run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -122,4 +206,15 @@ func (r *runner) command(args []string) (status int) {
 		}
 	}()
 	return fn(e, args[1:])
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

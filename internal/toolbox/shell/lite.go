@@ -50,6 +50,8 @@ func liteStmt(prog []string, st *syntax.Stmt) ([]string, bool) {
 			op = "&&"
 		case syntax.OrStmt:
 			op = "||"
+		case syntax.Pipe:
+			return litePipeline(prog, x)
 		default:
 			return nil, false
 		}
@@ -60,37 +62,80 @@ func liteStmt(prog []string, st *syntax.Stmt) ([]string, bool) {
 		}
 		return liteStmt(prog, x.Y)
 	case *syntax.CallExpr:
-		if len(x.Assigns) > 0 || len(x.Args) == 0 {
-			return nil, false
-		}
-		var fields []string
-		for _, w := range x.Args {
-			f, ok := liteFields(w)
-			if !ok {
-				return nil, false
-			}
-			fields = append(fields, f...)
-		}
-		if len(fields) == 0 {
-			return nil, false
-		}
-		// The full shell looks a name up as a builtin first (true and false are both, with
-		// the same status), then maps /bin/NAME and the like to the toolbox's NAME.
-		name := commandName(fields[0])
-		if _, builtin := builtins[fields[0]]; builtin && name != "true" && name != "false" {
-			return nil, false
-		}
-		if !slices.Contains(cmds.LiteNames, name) {
-			return nil, false
-		}
-		fields[0] = name
-		prog = append(prog, "c", strconv.Itoa(len(fields)))
-		return append(prog, fields...), true
+		return liteCall(prog, x)
 	}
 	return nil, false
 }
 
-var errLiteGlob = errors.New("glob")
+// litePipeline writes a pipeline whose stages are all plain commands (no negation,
+// redirection or |&) as "|" N and its N commands; the small toolbox joins them as the full
+// shell's pipeline does (goroutines, io.Pipe, the last stage's status).
+func litePipeline(prog []string, x *syntax.BinaryCmd) ([]string, bool) {
+	var stages []*syntax.CallExpr
+	var flatten func(c *syntax.BinaryCmd) bool
+	stage := func(st *syntax.Stmt) bool {
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || st.Negated || len(st.Redirs) > 0 || st.Background || st.Coprocess || st.Disown {
+			return false
+		}
+		stages = append(stages, call)
+		return true
+	}
+	flatten = func(c *syntax.BinaryCmd) bool {
+		if c.Op != syntax.Pipe {
+			return false
+		}
+		if b, ok := c.X.Cmd.(*syntax.BinaryCmd); ok && !c.X.Negated && len(c.X.Redirs) == 0 {
+			if !flatten(b) {
+				return false
+			}
+		} else if !stage(c.X) {
+			return false
+		}
+		return stage(c.Y)
+	}
+	if !flatten(x) {
+		return nil, false
+	}
+	prog = append(prog, "|", strconv.Itoa(len(stages)))
+	for _, call := range stages {
+		var ok bool
+		if prog, ok = liteCall(prog, call); !ok {
+			return nil, false
+		}
+	}
+	return prog, true
+}
+
+// liteCall writes a command as "c" N and its N fields.
+func liteCall(prog []string, x *syntax.CallExpr) ([]string, bool) {
+	if len(x.Assigns) > 0 || len(x.Args) == 0 {
+		return nil, false
+	}
+	var fields []string
+	for _, w := range x.Args {
+		f, ok := liteFields(w)
+		if !ok {
+			return nil, false
+		}
+		fields = append(fields, f...)
+	}
+	if len(fields) == 0 {
+		return nil, false
+	}
+	// The full shell looks a name up as a builtin first (true and false are both, with
+	// the same status), then maps /bin/NAME and the like to the toolbox's NAME.
+	name := commandName(fields[0])
+	if _, builtin := builtins[fields[0]]; builtin && name != "true" && name != "false" {
+		return nil, false
+	}
+	if !slices.Contains(cmds.LiteNames, name) {
+		return nil, false
+	}
+	fields[0] = name
+	prog = append(prog, "c", strconv.Itoa(len(fields)))
+	return append(prog, fields...), true
+}
 
 // liteFields expands a word that holds only literal text and quotes, as the full shell
 // would; ok is false for any other word, and for one the full shell would glob or rewrite
@@ -119,7 +164,7 @@ func liteFields(w *syntax.Word) ([]string, bool) {
 	cfg := &expand.Config{
 		Env: expand.ListEnviron(),
 		// Never called for these words; if it were, the field would depend on the sandbox.
-		ReadDir2: func(string) ([]fs.DirEntry, error) { return nil, errLiteGlob },
+		ReadDir2: func(string) ([]fs.DirEntry, error) { return nil, errors.New("glob") },
 	}
 	fields, err := expand.Fields(cfg, w)
 	if err != nil {
