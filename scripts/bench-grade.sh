@@ -4,7 +4,7 @@
 # the same grade with one static criterion, interleaved so both see the same machine load;
 # N (default 15) of each. Prints the medians and the difference. Target: under 120 ms extra.
 # The script (test -f a.txt) runs in the small toolbox (cmd/ceval-toolbox-lite); a second row
-# grades one that needs the full one (a pipeline). Beside them the same grade of a `wasm`
+# grades one that needs the full one (jq). Beside them the same grade of a `wasm`
 # criterion running a 50-byte module (its _start returns): the worker process, the protocol
 # and one instance without a toolbox, the floor any run_command module stands on (the rest of
 # a run_command row is loading its toolbox: wazero decodes, validates and hashes it before its
@@ -21,7 +21,7 @@ mkdir "$dir/ws"
 echo hello >"$dir/ws/a.txt"
 printf 'task_id: grade-static\ninitial_prompt: x\nsuccess_criteria:\n  - {type: file_exists, path: a.txt}\n' >"$dir/static.yaml"
 printf 'task_id: grade-command\ninitial_prompt: x\nsuccess_criteria:\n  - {type: run_command, command: "test -f a.txt"}\n' >"$dir/command.yaml"
-printf 'task_id: grade-full\ninitial_prompt: x\nsuccess_criteria:\n  - {type: run_command, command: "cat a.txt | grep -q hello"}\n' >"$dir/full.yaml"
+printf 'task_id: grade-full\ninitial_prompt: x\nsuccess_criteria:\n  - {type: run_command, command: "jq -e -n true"}\n' >"$dir/full.yaml"
 # The smallest WASI command: a memory and a _start that returns.
 printf '\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x05\x03\x01\x00\x01\x07\x13\x02\x06memory\x02\x00\x06_start\x00\x00\x0a\x04\x01\x02\x00\x0b' >"$dir/tiny.wasm"
 printf 'task_id: grade-tiny\ninitial_prompt: x\nsuccess_criteria:\n  - {type: wasm, module: tiny.wasm, sha256: %s}\n' \
@@ -44,7 +44,7 @@ ms=$(median "${static_ms[@]}"); mc=$(median "${command_ms[@]}"); mt=$(median "${
 echo "ceval grade, one static criterion:      median ${ms} ms over $N fresh processes"
 echo "ceval grade, one run_command criterion: median ${mc} ms over $N fresh processes"
 echo "ceval grade, one 50-byte wasm module:   median ${mt} ms over $N fresh processes"
-echo "ceval grade, one run_command the full toolbox runs (a pipeline): median ${mf} ms over $N fresh processes"
+echo "ceval grade, one run_command the full toolbox runs (jq): median ${mf} ms over $N fresh processes"
 echo "run_command extra: $((mc - ms)) ms (target < 120 ms); the sandbox's floor without the toolbox: $((mt - ms)) ms"
 bench_row "ceval grade, 1 run_command criterion (cold)" "$mc" "same grade, 1 static criterion" "$ms" ms +120
 bench_row "ceval grade, 1 run_command criterion, full toolbox (cold)" "$mf" "same grade, 1 static criterion" "$ms" ms -
