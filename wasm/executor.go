@@ -75,9 +75,10 @@ type Options struct {
 	// only would pay for nothing. A run_command still loads it on first use.
 	NoToolboxPreload bool
 	// NoFullToolboxPreload: every toolbox criterion's script runs in the small toolbox
-	// (UsesFullToolbox is false for all of them), so NewExecutor loads only that one ahead.
-	// A script that needs the full toolbox still loads it on first use.
-	NoFullToolboxPreload bool
+	// (UsesFullToolbox is false for all of them), so NewExecutor loads only that one ahead;
+	// NoLiteToolboxPreload: none does, so it loads only the full one. A script still loads
+	// the toolbox it needs on first use.
+	NoFullToolboxPreload, NoLiteToolboxPreload bool
 
 	// noCloseOnDone compiles every guest without wazero's context checks, as CPython
 	// always is (faster loops; a limit then stops them by ending the worker); for the
@@ -202,7 +203,7 @@ func NewExecutor(opts Options) (*Executor, error) {
 			defer e.mu.Unlock()
 			defer cancel()
 			// A failure shows again, as an error, on first use.
-			if e.lite != nil {
+			if e.lite != nil && !opts.NoLiteToolboxPreload {
 				_ = e.loadModule(ctx, e.lite)
 			}
 			if !opts.NoFullToolboxPreload || e.lite == nil {

@@ -111,3 +111,35 @@ func TestSmallToolboxRunsItsScriptsAsTheFullOne(t *testing.T) {
 		t.Errorf("%d scripts ran in the small toolbox, want the %d of liteScripts", ranLite, len(liteScripts))
 	}
 }
+
+// NewExecutor loads ahead only the toolboxes its criteria's scripts need: a grade whose
+// scripts all fit the small toolbox never pays for validating the full one, nor one whose
+// scripts all need the full toolbox for the small one. Red with either option ignored.
+func TestOnlyTheToolboxesTheScriptsNeedArePreloaded(t *testing.T) {
+	if !HasToolbox() || defaultToolboxLite() == nil {
+		t.Skip("internal/embedded has no toolboxes: run make embedded")
+	}
+	tk := liteTestTask(t, []string{"test -f a.txt", "jq -n -e true"})
+	lite, full := &tk.Criteria[0], &tk.Criteria[1]
+	if UsesFullToolbox(lite) || !UsesFullToolbox(full) {
+		t.Fatalf("UsesFullToolbox: %v for test -f, %v for jq; want false, true", UsesFullToolbox(lite), UsesFullToolbox(full))
+	}
+	for _, tt := range []struct {
+		noFull, noLite     bool
+		wantFull, wantLite bool
+	}{
+		{false, false, true, true},
+		{true, false, false, true},
+		{false, true, true, false},
+	} {
+		e, err := NewExecutor(Options{CacheDir: testCache, NoFullToolboxPreload: tt.noFull, NoLiteToolboxPreload: tt.noLite})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, got2 := holdsModule(e, defaultToolbox()), holdsModule(e, defaultToolboxLite()); got != tt.wantFull || got2 != tt.wantLite {
+			t.Errorf("NoFullToolboxPreload %v, NoLiteToolboxPreload %v: full loaded %v, small loaded %v; want %v, %v",
+				tt.noFull, tt.noLite, got, got2, tt.wantFull, tt.wantLite)
+		}
+		e.Close()
+	}
+}

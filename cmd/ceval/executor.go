@@ -60,11 +60,14 @@ func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool, vnet string)
 // verifier containers when any declares sandbox: container. Without containerd those are
 // NOT_GRADED with the reason. close releases both.
 func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, close func(), err error) {
-	needWASM, needContainer, needToolbox, needFullToolbox := false, false, false, false
+	needWASM, needContainer, needToolbox := false, false, false
+	needFullToolbox, needLiteToolbox := false, false
 	for _, t := range tasks {
 		for i := range t.Criteria {
 			needToolbox = needToolbox || wasm.UsesToolbox(&t.Criteria[i])
-			needFullToolbox = needFullToolbox || wasm.UsesFullToolbox(&t.Criteria[i])
+			full := wasm.UsesFullToolbox(&t.Criteria[i])
+			needFullToolbox = needFullToolbox || full
+			needLiteToolbox = needLiteToolbox || wasm.UsesToolbox(&t.Criteria[i]) && !full
 			switch t.Criteria[i].Tier() {
 			case task.TierWASM:
 				needWASM = true
@@ -85,7 +88,7 @@ func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, clo
 	}
 	if needWASM {
 		opts, err := wasmOptions(wasm.Options{Python: images.PythonSource(os.Stderr), NoToolboxPreload: !needToolbox,
-			NoFullToolboxPreload: !needFullToolbox})
+			NoFullToolboxPreload: !needFullToolbox, NoLiteToolboxPreload: !needLiteToolbox})
 		if err != nil {
 			return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		}
