@@ -33,13 +33,17 @@ var liteScripts = []string{
 	`! cat a.txt | grep -q zzz`, `true | false`, `false | true`, `grep zzz nofile | wc -l`,
 	`seq 1 200000 | head -n 2`, `seq 1 200000 | tail -n 1`, `cat lines.txt | tr a-z A-Z | cut -c1-4`,
 	`seq 3 | grep -q 2 && echo found || echo none`,
+	`grep -q hello a.txt 2>/dev/null`, `grep x nofile 2>/dev/null || echo none`, `cat nofile 2>&1`,
+	`cat nofile 2>&1 >/dev/null`, `cat a.txt nofile >/dev/null 2>&1`, `echo err >&2`, `cat nofile &>/dev/null`,
+	`grep hello nofile a.txt 2>&1 | wc -l`, `cat nofile 2>&1 | sort`, `grep o a.txt >/dev/null && echo yes`,
+	`! grep -q zzz a.txt 2>/dev/null`, `echo x 1>&1 2>&2 >>/dev/null`,
 }
 
-// fullScripts need the full toolbox: a redirection, a substitution, a glob, a tilde, a
+// fullScripts need the full toolbox: a redirection from or to a file, a substitution, a glob, a tilde, a
 // builtin, a |& or subshell stage, a command outside cmds.LiteNames, a variable.
 var fullScripts = []string{
 	`wc -l < lines.txt`, `[ "$(echo x)" = x ]`, `cat *.txt`, `echo ~`, `cd sub && cat c.txt`,
-	`grep o a.txt |& wc -l`, `grep o a.txt | (cat)`, `jq -n 1`, `echo $PWD`, `x=1 grep -q hello a.txt`, `exit 3`,
+	`grep o a.txt |& wc -l`, `grep o a.txt | (cat)`, `jq -n 1`, `echo x > out.txt`, `cat a.txt 3>/dev/null`, `echo $PWD`, `x=1 grep -q hello a.txt`, `exit 3`,
 }
 
 func liteTestTask(t *testing.T, scripts []string) *task.Task {

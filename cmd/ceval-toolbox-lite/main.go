@@ -7,10 +7,12 @@
 //
 //	toolbox-lite STMT...
 //	STMT := "!" STMT | "&&" STMT STMT | "||" STMT STMT | "|" N CMD... | CMD
-//	CMD  := "c" N WORD...
+//	CMD  := ["r" N REDIR...] "c" N WORD...
+//	REDIR := "o-" | "e-" | "e>o" | "o>e"
 //
-// each token one argument, N the number of WORDs of a command (its name first) or of the
-// commands of a pipeline. It runs the statements in order and exits with the last one's
+// each token one argument, N the number of WORDs of a command (its name first), of the
+// commands of a pipeline or of a command's redirections (stdout or stderr to /dev/null,
+// 2>&1, >&2; applied left to right). It runs the statements in order and exits with the last one's
 // status, as the full shell does.
 package main
 
@@ -86,13 +88,13 @@ func (r *runner) do(prog []string, skip bool) ([]string, error) {
 		}
 		runY := !skip && (r.exit == 0) == (op == "&&")
 		return r.do(rest, !runY)
-	case "c":
-		args, rest, err := commandArgs(prog)
+	case "c", "r":
+		cmd, rest, err := parseCommand(prog)
 		if err != nil {
 			return nil, err
 		}
 		if !skip {
-			r.exit = r.command(args, r.stdin, r.stdout)
+			r.exit = r.command(cmd, r.stdin, r.stdout, r.stderr)
 		}
 		return rest, nil
 	case "|":
@@ -101,9 +103,9 @@ func (r *runner) do(prog []string, skip bool) ([]string, error) {
 			return nil, fmt.Errorf("bad pipeline length")
 		}
 		rest = rest[1:]
-		stages := make([][]string, n)
+		stages := make([]command, n)
 		for i := range stages {
-			if stages[i], rest, err = commandArgs(rest); err != nil {
+			if stages[i], rest, err = parseCommand(rest); err != nil {
 				return nil, err
 			}
 		}
@@ -128,31 +130,44 @@ func count(prog []string) (int, error) {
 	return n, nil
 }
 
-// commandArgs reads one "c" N WORD... and returns its words and the rest.
-func commandArgs(prog []string) (args, rest []string, err error) {
+// command is one command with its redirections.
+type command struct {
+	redirs, args []string
+}
+
+// parseCommand reads one ["r" N REDIR...] "c" N WORD... and returns it and the rest.
+func parseCommand(prog []string) (cmd command, rest []string, err error) {
+	if len(prog) > 0 && prog[0] == "r" {
+		n, err := count(prog[1:])
+		if err != nil {
+			return cmd, nil, err
+		}
+		cmd.redirs, prog = prog[2:2+n], prog[2+n:]
+	}
 	if len(prog) == 0 || prog[0] != "c" {
-		return nil, nil, fmt.Errorf("command expected")
+		return cmd, nil, fmt.Errorf("command expected")
 	}
 	n, err := count(prog[1:])
 	if err != nil {
-		return nil, nil, err
+		return cmd, nil, err
 	}
-	return prog[2 : 2+n], prog[2+n:], nil
+	cmd.args = prog[2 : 2+n]
+	return cmd, prog[2+n:], nil
 }
 
 // pipeline runs the stages as the full shell's pipeline does: each stage but the last in a
 // goroutine writing through a 64 KiB buffer into an io.Pipe, the last in this one; when it
 // ends its input pipe is closed (the stage before sees a broken pipe). The status is the
 // last stage's (no pipefail).
-func (r *runner) pipeline(stages [][]string) int {
+func (r *runner) pipeline(stages []command) int {
 	n := len(stages)
 	statuses := make([]int, n)
 	var wg sync.WaitGroup
 	in := r.stdin
 	var prevReader *io.PipeReader
-	for i, args := range stages {
+	for i, cmd := range stages {
 		if i == n-1 {
-			statuses[i] = r.command(args, in, r.stdout)
+			statuses[i] = r.command(cmd, in, r.stdout, r.stderr)
 			if prevReader != nil {
 				prevReader.CloseWithError(io.ErrClosedPipe)
 			}
@@ -161,7 +176,7 @@ func (r *runner) pipeline(stages [][]string) int {
 		pr, pw := io.Pipe()
 		bw := bufio.NewWriterSize(pw, 64*1024)
 		wg.Add(1)
-		go func(i int, args []string, myIn io.Reader, myPrev *io.PipeReader) {
+		go func(i int, cmd command, myIn io.Reader, myPrev *io.PipeReader) {
 			defer wg.Done()
 			defer func() {
 				if p := recover(); p != nil {
@@ -174,8 +189,8 @@ func (r *runner) pipeline(stages [][]string) int {
 					myPrev.CloseWithError(io.ErrClosedPipe)
 				}
 			}()
-			statuses[i] = r.command(args, myIn, bw)
-		}(i, args, in, prevReader)
+			statuses[i] = r.command(cmd, myIn, bw, r.stderr)
+		}(i, cmd, in, prevReader)
 		prevReader = pr
 		in = bufio.NewReader(pr)
 	}
@@ -183,16 +198,33 @@ func (r *runner) pipeline(stages [][]string) int {
 	return statuses[n-1]
 }
 
-// command runs one toolbox command as the full shell's runCommand does.
-func (r *runner) command(args []string, stdin io.Reader, stdout io.Writer) (status int) {
+// command runs one toolbox command as the full shell's runCommand does, its streams first
+// redirected as the full shell's redirect does.
+func (r *runner) command(cmd command, stdin io.Reader, stdout, stderr io.Writer) (status int) {
+	for _, op := range cmd.redirs {
+		switch op {
+		case "o-":
+			stdout = io.Discard
+		case "e-":
+			stderr = io.Discard
+		case "e>o":
+			stderr = stdout
+		case "o>e":
+			stdout = stderr
+		default:
+			fmt.Fprintf(r.stderr, "toolbox-lite: unknown redirection %q\n", op)
+			return 2
+		}
+	}
+	args := cmd.args
 	name := args[0]
 	fn, ok := cmds.Lookup(name)
 	if !ok {
-		fmt.Fprintf(r.stderr, "toolbox: %s\n", cmds.NotFound(name))
+		fmt.Fprintf(stderr, "toolbox: %s\n", cmds.NotFound(name))
 		return 127
 	}
 	e := &cmds.Env{
-		Ctx: context.Background(), Stdin: stdin, Stdout: stdout, Stderr: r.stderr, Dir: r.dir,
+		Ctx: context.Background(), Stdin: stdin, Stdout: stdout, Stderr: stderr, Dir: r.dir,
 		Getenv:  os.Getenv,
 		Environ: os.Environ,
 		Run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -201,7 +233,7 @@ func (r *runner) command(args []string, stdin io.Reader, stdout io.Writer) (stat
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(r.stderr, "toolbox: %s: internal error: %v\n", name, p)
+			fmt.Fprintf(stderr, "toolbox: %s: internal error: %v\n", name, p)
 			status = 2
 		}
 	}()

@@ -14,8 +14,9 @@ import (
 
 // LiteProgram returns script as the program of the small toolbox (cmd/ceval-toolbox-lite),
 // or ok false when the script needs the full one. It accepts only what runs the same in
-// both: statements of commands of cmds.LiteNames joined by &&, || and !, with no
-// redirection, assignment, background job or pipeline, and words without a parameter,
+// both: statements of commands of cmds.LiteNames joined by &&, ||, ! and pipelines, with
+// no redirection but to /dev/null and between stdout and stderr, no assignment or
+// background job, and words without a parameter,
 // command substitution, arithmetic, tilde or glob, so that their fields depend on nothing
 // the sandbox holds. The fields are expanded here by the same parser and expand package
 // the full shell runs.
@@ -36,11 +37,19 @@ func LiteProgram(script string) (prog []string, ok bool) {
 }
 
 func liteStmt(prog []string, st *syntax.Stmt) ([]string, bool) {
-	if st == nil || len(st.Redirs) > 0 || st.Background || st.Coprocess || st.Disown {
+	if st == nil || st.Background || st.Coprocess || st.Disown {
 		return nil, false
 	}
 	if st.Negated {
 		prog = append(prog, "!")
+	}
+	if len(st.Redirs) > 0 {
+		call, isCall := st.Cmd.(*syntax.CallExpr)
+		var ok bool
+		if prog, ok = liteRedirs(prog, st.Redirs); !ok || !isCall {
+			return nil, false
+		}
+		return liteCall(prog, call)
 	}
 	switch x := st.Cmd.(type) {
 	case *syntax.BinaryCmd:
@@ -73,12 +82,13 @@ func liteStmt(prog []string, st *syntax.Stmt) ([]string, bool) {
 func litePipeline(prog []string, x *syntax.BinaryCmd) ([]string, bool) {
 	var stages []*syntax.CallExpr
 	var flatten func(c *syntax.BinaryCmd) bool
+	var redirs [][]*syntax.Redirect
 	stage := func(st *syntax.Stmt) bool {
 		call, ok := st.Cmd.(*syntax.CallExpr)
-		if !ok || st.Negated || len(st.Redirs) > 0 || st.Background || st.Coprocess || st.Disown {
+		if !ok || st.Negated || st.Background || st.Coprocess || st.Disown {
 			return false
 		}
-		stages = append(stages, call)
+		stages, redirs = append(stages, call), append(redirs, st.Redirs)
 		return true
 	}
 	flatten = func(c *syntax.BinaryCmd) bool {
@@ -98,13 +108,70 @@ func litePipeline(prog []string, x *syntax.BinaryCmd) ([]string, bool) {
 		return nil, false
 	}
 	prog = append(prog, "|", strconv.Itoa(len(stages)))
-	for _, call := range stages {
+	for i, call := range stages {
 		var ok bool
+		if prog, ok = liteRedirs(prog, redirs[i]); !ok {
+			return nil, false
+		}
 		if prog, ok = liteCall(prog, call); !ok {
 			return nil, false
 		}
 	}
 	return prog, true
+}
+
+// liteRedirs writes a command's redirections, when it has any, as "r" N and N of: "o-"
+// (stdout to /dev/null), "e-" (stderr to /dev/null), "e>o" (2>&1: stderr to where stdout
+// goes now), "o>e" (>&2); the full shell's redirect makes these of >, >>, >|, &>, &>> to
+// /dev/null and of >& and 2>&, left to right. Any other redirection needs the full shell.
+func liteRedirs(prog []string, rds []*syntax.Redirect) ([]string, bool) {
+	if len(rds) == 0 {
+		return prog, true
+	}
+	var ops []string
+	for _, rd := range rds {
+		fd := "1"
+		if rd.N != nil {
+			fd = rd.N.Value
+		}
+		if fd != "1" && fd != "2" || rd.Hdoc != nil {
+			return nil, false
+		}
+		words, ok := liteFields(rd.Word)
+		if !ok || len(words) != 1 {
+			return nil, false
+		}
+		target := words[0]
+		switch rd.Op {
+		case syntax.RdrOut, syntax.AppOut, syntax.RdrClob:
+			if target != "/dev/null" {
+				return nil, false
+			}
+			ops = append(ops, map[string]string{"1": "o-", "2": "e-"}[fd])
+		case syntax.RdrAll, syntax.AppAll:
+			if target != "/dev/null" || rd.N != nil {
+				return nil, false
+			}
+			ops = append(ops, "o-", "e-")
+		case syntax.DplOut:
+			switch {
+			case fd == "2" && target == "1":
+				ops = append(ops, "e>o")
+			case fd == "1" && target == "2":
+				ops = append(ops, "o>e")
+			case fd == target:
+			default:
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	if len(ops) == 0 {
+		return prog, true
+	}
+	prog = append(prog, "r", strconv.Itoa(len(ops)))
+	return append(prog, ops...), true
 }
 
 // liteCall writes a command as "c" N and its N fields.
