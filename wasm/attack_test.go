@@ -503,7 +503,7 @@ func TestModuleNotMatchingPinnedSHA256IsAnError(t *testing.T) {
 
 func TestRunCommandWithoutToolboxIsAnError(t *testing.T) {
 	e := newExecutor(t, nil, Options{})
-	e.toolbox = newTaskModule(nil)
+	e.toolbox, e.lite = newTaskModule(nil), nil // a build without the toolbox has neither
 	_, _, err := scoreParts(e.Execute(t.Context(), command("true"), workspace(t, nil, nil), nil))
 	if err == nil || !strings.Contains(err.Error(), "toolbox") {
 		t.Errorf("err = %v, want one naming the missing toolbox", err)

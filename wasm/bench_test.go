@@ -87,6 +87,9 @@ func BenchmarkRunCommand(b *testing.B) {
 			b.Fatal(err)
 		}
 		pre.toolbox = tb
+		if tb != defaultToolbox() {
+			pre.lite = nil
+		}
 		pre.mu.Lock() // wait for the preload
 		pre.mu.Unlock()
 		start = time.Now()

@@ -74,6 +74,11 @@ type Options struct {
 	// before it finds it in the compilation cache), which a grade of wasm or pytest criteria
 	// only would pay for nothing. A run_command still loads it on first use.
 	NoToolboxPreload bool
+	// NoFullToolboxPreload: every toolbox criterion's script runs in the small toolbox
+	// (UsesFullToolbox is false for all of them), so NewExecutor loads only that one ahead;
+	// NoLiteToolboxPreload: none does, so it loads only the full one. A script still loads
+	// the toolbox it needs on first use.
+	NoFullToolboxPreload, NoLiteToolboxPreload bool
 
 	// noCloseOnDone compiles every guest without wazero's context checks, as CPython
 	// always is (faster loops; a limit then stops them by ending the worker); for the
@@ -140,6 +145,7 @@ type Executor struct {
 	w         *worker
 	closed    bool
 	toolbox   *taskModule                // what run_command runs
+	lite      *taskModule                // what run_command runs when its script fits (nil: none)
 	modules   map[*task.File]*taskModule // task modules, by the handle the task opened at load
 	py        *taskModule                // CPython, stripped, once read
 	pyErr     error                      // why CPython cannot be had, once known for good
@@ -186,16 +192,23 @@ func NewExecutor(opts Options) (*Executor, error) {
 		return nil, err
 	}
 	e.toolbox = <-toolbox
+	e.lite = defaultToolboxLite()
 	if tb := e.toolbox; !opts.noPreload && !opts.NoToolboxPreload && bytes.HasPrefix(tb.data, wasmMagic) {
-		// Load the toolbox while the caller does other work (in `ceval run`, the whole
-		// agent run): the first run_command then finds it compiled. Execute waits for it.
+		// Load the toolboxes while the caller does other work (in `ceval run`, the whole
+		// agent run): the first run_command then finds them compiled. Execute waits for them.
 		ctx, cancel := context.WithCancel(context.Background())
 		e.stopPreload = cancel
 		e.mu.Lock()
 		go func() {
 			defer e.mu.Unlock()
 			defer cancel()
-			_ = e.loadModule(ctx, tb) // a failure shows again, as an error, on first use
+			// A failure shows again, as an error, on first use.
+			if e.lite != nil && !opts.NoLiteToolboxPreload {
+				_ = e.loadModule(ctx, e.lite)
+			}
+			if !opts.NoFullToolboxPreload || e.lite == nil {
+				_ = e.loadModule(ctx, tb)
+			}
 		}()
 	}
 	return e, nil
@@ -205,6 +218,20 @@ func NewExecutor(opts Options) (*Executor, error) {
 // a run_command not sent to a verifier container.
 func UsesToolbox(c *task.Criterion) bool {
 	return c.Type == task.RunCommand && c.Tier() == task.TierWASM
+}
+
+// UsesFullToolbox reports whether the criterion runs the full toolbox: a run_command in the
+// WASM sandbox whose script the small toolbox cannot run (shell.LiteProgram).
+func UsesFullToolbox(c *task.Criterion) bool {
+	if !UsesToolbox(c) {
+		return false
+	}
+	s, ok := c.Spec.(*task.RunCommandSpec)
+	if !ok {
+		return true
+	}
+	_, lite := liteProgram(s.Command)
+	return !lite || defaultToolboxLite() == nil
 }
 
 // Close stops the worker and releases the cache directory.
@@ -352,6 +379,11 @@ func (e *Executor) module(c *task.Criterion) (*taskModule, []string, error) {
 	case *task.RunCommandSpec:
 		if !bytes.HasPrefix(e.toolbox.data, wasmMagic) {
 			return nil, nil, errNoToolbox
+		}
+		if e.lite != nil {
+			if argv, ok := liteProgram(s.Command); ok {
+				return e.lite, argv, nil
+			}
 		}
 		return e.toolbox, []string{"toolbox", "-c", s.Command}, nil
 	case *task.WASMSpec:

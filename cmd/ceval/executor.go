@@ -61,9 +61,13 @@ func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool, vnet string)
 // NOT_GRADED with the reason. close releases both.
 func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, close func(), err error) {
 	needWASM, needContainer, needToolbox := false, false, false
+	needFullToolbox, needLiteToolbox := false, false
 	for _, t := range tasks {
 		for i := range t.Criteria {
 			needToolbox = needToolbox || wasm.UsesToolbox(&t.Criteria[i])
+			full := wasm.UsesFullToolbox(&t.Criteria[i])
+			needFullToolbox = needFullToolbox || full
+			needLiteToolbox = needLiteToolbox || wasm.UsesToolbox(&t.Criteria[i]) && !full
 			switch t.Criteria[i].Tier() {
 			case task.TierWASM:
 				needWASM = true
@@ -83,7 +87,8 @@ func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, clo
 		}
 	}
 	if needWASM {
-		opts, err := wasmOptions(wasm.Options{Python: images.PythonSource(os.Stderr), NoToolboxPreload: !needToolbox})
+		opts, err := wasmOptions(wasm.Options{Python: images.PythonSource(os.Stderr), NoToolboxPreload: !needToolbox,
+			NoFullToolboxPreload: !needFullToolbox, NoLiteToolboxPreload: !needLiteToolbox})
 		if err != nil {
 			return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		}

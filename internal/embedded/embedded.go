@@ -1,5 +1,5 @@
-// Package embedded holds the four static programs ceval embeds, built from cmd/ceval-init,
-// cmd/ceval-mock, cmd/ceval-probe and cmd/ceval-toolbox by one recipe with one pinned
+// Package embedded holds the five static programs ceval embeds, built from cmd/ceval-init,
+// cmd/ceval-mock, cmd/ceval-probe, cmd/ceval-toolbox and cmd/ceval-toolbox-lite by one recipe with one pinned
 // toolchain (`make embedded`, mk/embedded.mk) and committed beside this file, so a plain
 // `go build ./cmd/ceval` works; `make check-embedded` (run by `make test`) rebuilds them and
 // fails when a committed file is not what its sources build. It never runs them.
@@ -20,6 +20,8 @@ var (
 	probeBinary []byte
 	//go:embed toolbox.wasm
 	toolboxModule []byte
+	//go:embed toolbox-lite.wasm
+	toolboxLiteModule []byte
 )
 
 var (
@@ -37,3 +39,7 @@ var (
 // Toolbox returns ceval-toolbox, the WASI shell and commands that run_command criteria run
 // in package wasm. Callers must not modify it.
 func Toolbox() []byte { return toolboxModule }
+
+// ToolboxLite returns ceval-toolbox-lite, the small toolbox (the common commands without the
+// shell's parser) that package wasm runs the scripts it can hold. Callers must not modify it.
+func ToolboxLite() []byte { return toolboxLiteModule }

@@ -15,9 +15,11 @@ func TestEmbeddedBinariesAreBuiltStaticExecutables(t *testing.T) {
 	}
 }
 
-// The committed toolbox is a WebAssembly module, not a placeholder.
+// The committed toolboxes are WebAssembly modules, not placeholders.
 func TestToolboxIsAWebAssemblyModule(t *testing.T) {
-	if !bytes.HasPrefix(Toolbox(), []byte("\x00asm")) {
-		t.Fatalf("toolbox.wasm starts %q, not a WebAssembly module: run make toolbox", Toolbox()[:min(4, len(Toolbox()))])
+	for name, m := range map[string][]byte{"toolbox.wasm": Toolbox(), "toolbox-lite.wasm": ToolboxLite()} {
+		if !bytes.HasPrefix(m, []byte("\x00asm")) {
+			t.Errorf("%s starts %q, not a WebAssembly module: run make embedded", name, m[:min(4, len(m))])
+		}
 	}
 }

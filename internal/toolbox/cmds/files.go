@@ -1,3 +1,5 @@
+//go:build !toolboxlite
+
 package cmds
 
 // mkdir, rm and touch: the commands that change the directory tree.

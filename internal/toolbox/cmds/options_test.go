@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -319,5 +321,21 @@ func TestFlagSetShorthandsAndOrder(t *testing.T) {
 	}
 	if _, err := jq.parse([]string{"--arg", "a"}); err == nil {
 		t.Error("jq --arg with one value: no error")
+	}
+}
+
+// LiteNames lists exactly the small toolbox's commands, sorted, each one the full
+// toolbox's own function under the same name.
+func TestLiteNamesAreTheLiteCommands(t *testing.T) {
+	var names []string
+	for n := range liteCommands() {
+		names = append(names, n)
+		if _, ok := Lookup(n); !ok {
+			t.Errorf("%s: in the small toolbox but not the full one", n)
+		}
+	}
+	sort.Strings(names)
+	if !slices.Equal(names, LiteNames) || !slices.IsSorted(LiteNames) {
+		t.Errorf("LiteNames = %q, the small toolbox's commands are %q", LiteNames, names)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !toolboxlite
+
 package cmds
 
 import (
