@@ -277,6 +277,7 @@ func otherWorkerUses(rootFD int) bool {
 		if len(argv) < 2 || string(argv[0]) != workerArgv0 || string(argv[1]) != wire.WorkerCommand {
 			continue
 		}
+		argvRead(pid)
 		var st unix.Stat_t
 		err = unix.Stat("/proc/"+p.Name()+"/fd/"+strconv.Itoa(wire.CacheFD), &st)
 		switch {
@@ -297,6 +298,10 @@ func otherWorkerUses(rootFD int) bool {
 	}
 	return false
 }
+
+// argvRead is called in otherWorkerUses with each worker process found, before its
+// descriptor is read (a test holds the scan there while the process exits).
+var argvRead = func(pid int) {}
 
 // isWorker reports whether /proc/pid's argv is a ceval worker's.
 func isWorker(pid string) bool {
