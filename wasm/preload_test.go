@@ -1,13 +1,17 @@
 package wasm
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"ceval.dev/ceval/task"
+
+	"ceval.dev/ceval/wasm/wire"
 )
 
 // holdsToolbox reports whether e's worker has the embedded toolbox loaded (or is loading
@@ -87,6 +91,61 @@ func TestUsesToolbox(t *testing.T) {
 // 40-80 MB, which nothing removed) at its start, keeping its own (wasm/worker's
 // cacheprune_test.go holds the rules on what it must leave).
 func TestWorkerPrunesOtherWazeroVersionsCaches(t *testing.T) {
+	testWorkerPrunes(t, nil)
+}
+
+// A worker of another UID whose descriptors the compiler (the worker UID) cannot read, as
+// a rootless daemon's ceval runs (its worker's UID is mapped from the daemon's user
+// namespace) or another user's, cannot reach below this cache directory (mode 0700, the
+// worker UID's) either: it does not hold back the prune. Such workers ran beside the tests
+// on a shared machine, and every compiler run skipped its prune while one lived (the flake
+// of TestWorkerPrunesOtherWazeroVersionsCaches under load).
+func TestWorkerPrunesBesideAnotherUIDsWorker(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("starting a worker of another UID takes root")
+	}
+	testWorkerPrunes(t, func() {
+		dir := t.TempDir()
+		other := DefaultWorkerUID - 1
+		if err := os.Chown(dir, other, other); err != nil {
+			t.Fatal(err)
+		}
+		held, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Close()
+		// This test binary as another ceval's worker (TestMain), idle until its stdin closes.
+		cmd := &exec.Cmd{
+			Path:        "/proc/self/exe",
+			Args:        []string{"ceval-wasm-worker", wire.WorkerCommand, "cache"},
+			Env:         []string{},
+			Dir:         "/",
+			ExtraFiles:  []*os.File{held},
+			SysProcAttr: workerSysProcAttr(other, other, true),
+		}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+		var h wire.Hello
+		if err := wire.ReadReply(bufio.NewReader(stdout), wire.OpHello, &h); err != nil || h.Err != "" || h.UID != other {
+			t.Fatalf("the other worker: hello %+v, %v", h, err)
+		}
+	})
+}
+
+// testWorkerPrunes has a grade's compiler prune a stale wazero directory; beside, if not
+// nil, is called just before that grade (what it starts runs beside it).
+func testWorkerPrunes(t *testing.T, beside func()) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	// The compiler prunes (run workers write nothing): it runs when a grade compiled a
 	// module the cache did not hold.
@@ -121,6 +180,9 @@ func TestWorkerPrunesOtherWazeroVersionsCaches(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	if beside != nil {
+		beside()
 	}
 	grade()
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {

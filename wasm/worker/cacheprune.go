@@ -14,7 +14,9 @@ package worker
 //     been since the sandbox exists (bb55706): a process whose argv starts
 //     "ceval-wasm-worker __wasm-worker" with its cache directory on descriptor 3. While any
 //     other such process has this cache directory open, nothing is pruned; one whose
-//     descriptor cannot be read counts as using it.
+//     descriptor cannot be read counts as using it, unless it exited since (its argv
+//     reads empty) or it could not reach below the directory anyway (another UID than
+//     the directory's owner, no capability: cannotReach).
 //
 // What is left is one window, for a pre-lock ceval only: its worker starting between the
 // scan and the removal, missing the cache and failing its compile's write into the removed
@@ -275,11 +277,19 @@ func otherWorkerUses(rootFD int) bool {
 		if len(argv) < 2 || string(argv[0]) != workerArgv0 || string(argv[1]) != wire.WorkerCommand {
 			continue
 		}
+		argvRead(pid)
 		var st unix.Stat_t
 		err = unix.Stat("/proc/"+p.Name()+"/fd/"+strconv.Itoa(wire.CacheFD), &st)
 		switch {
 		case errors.Is(err, unix.ENOENT):
 			continue // gone, or a worker without a cache
+		case err != nil && !isWorker(p.Name()):
+			// It exited since its argv was read: a process whose memory is gone (exiting,
+			// or a zombie) has /proc/PID/fd closed to all but root, and its argv reads
+			// empty. It runs nothing any more.
+			continue
+		case err != nil && cannotReach(p.Name(), &root):
+			continue
 		case err != nil:
 			return true
 		case st.Dev == root.Dev && st.Ino == root.Ino:
@@ -287,6 +297,67 @@ func otherWorkerUses(rootFD int) bool {
 		}
 	}
 	return false
+}
+
+// argvRead is called in otherWorkerUses with each worker process found, before its
+// descriptor is read (a test holds the scan there while the process exits).
+var argvRead = func(pid int) {}
+
+// isWorker reports whether /proc/pid's argv is a ceval worker's.
+func isWorker(pid string) bool {
+	cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline")
+	if err != nil {
+		return false
+	}
+	argv := bytes.Split(cmdline, []byte{0})
+	return len(argv) >= 2 && string(argv[0]) == workerArgv0 && string(argv[1]) == wire.WorkerCommand
+}
+
+// cannotReach reports whether process pid, whose descriptors this one cannot read, cannot
+// reach anything below the directory dir (the cache root, whose owner is this worker's UID)
+// either: dir is closed to all but its owner (mode 0700 or less, as openCacheDirs insists),
+// none of the process's UIDs (real, effective, saved, filesystem) is the owner, and it
+// holds no capability, permitted or effective, to pass over that (as no worker does: the
+// host refuses one that holds any). Such a process, a worker of another UID (another
+// user's ceval, or a rootless daemon's, whose worker runs as a UID mapped from its user
+// namespace), may have the directory open but can open nothing below it.
+func cannotReach(pid string, dir *unix.Stat_t) bool {
+	if dir.Mode&0o077 != 0 {
+		return false
+	}
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return false
+	}
+	var uids, capEff, capPrm bool
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		switch k {
+		case "Uid":
+			if len(f) != 4 {
+				return false
+			}
+			for _, u := range f {
+				n, err := strconv.ParseUint(u, 10, 32)
+				if err != nil || uint32(n) == dir.Uid {
+					return false
+				}
+			}
+			uids = true
+		case "CapEff", "CapPrm":
+			if len(f) != 1 {
+				return false
+			}
+			n, err := strconv.ParseUint(f[0], 16, 64)
+			if err != nil || n != 0 {
+				return false
+			}
+			capEff = capEff || k == "CapEff"
+			capPrm = capPrm || k == "CapPrm"
+		}
+	}
+	return uids && capEff && capPrm
 }
 
 // readDirNames lists the directory open on fd (without moving fd's own offset).

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	}
+	if pid := os.Getenv("CEVAL_TEST_PRUNER_HOLD"); pid != "" {
+		prunerHolding(pid) // cacheprune_exit_test.go
+	}
 	os.Exit(m.Run())
 }
 
