@@ -1,6 +1,7 @@
 package main
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -134,7 +135,9 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			if len(problems) > 0 {
 				return exitWith(exitInvalid, errors.Join(problems...))
 			}
+			endConfig := phasetime.Span("cli: config")
 			ucfg, err := g.config(cmd)
+			endConfig()
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}
@@ -166,7 +169,9 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			endSession := phasetime.Span("cli: containerd session")
 			sess, err := g.openSession(cmd)
+			endSession()
 			if err != nil {
 				return err
 			}
@@ -174,7 +179,9 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
 			tier := sessionTier(sess, g, busybox, ucfg.idRange(), allowHostNet, ucfg.VerifierNetwork)
 			tier.pins = pins
+			endExecutor := phasetime.Span("cli: executor")
 			ex, closeEx, err := executorFor(tier, tasks...)
+			endExecutor()
 			if err != nil {
 				return exitWith(exitInfraErr, err)
 			}
@@ -186,7 +193,9 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 				opts := base
 				opts.Client, opts.Preflight, opts.Executor, opts.Pins = c, pc, ex, pins
 				opts.Progress = progressPrinter(errOut, t.ID)
+				endRun := phasetime.Span("run")
 				res, err := supervisor.Run(cctx, t, opts)
+				endRun()
 				code := exitCodeFor(res, err)
 				if err != nil {
 					fmt.Fprintf(errOut, "ceval: %s: %v\n", t.ID, err)

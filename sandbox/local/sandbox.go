@@ -1,6 +1,7 @@
 package local
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -124,6 +125,7 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 			<-initc // s.initPath is written by that goroutine: never return before it
 		}
 	}()
+	endScratch := phasetime.Span("sandbox: scratch mounts")
 	unmountWS, err := launcher.MountScratch(s.Workspace, cfg.Limits.DiskMB, workspaceInodes(cfg.Limits.DiskMB), 0, 0)
 	if err != nil {
 		return nil, err
@@ -143,11 +145,16 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 	}
 	// The image's config: its WorkingDir's tree starts the workspace, its ENV (PATH to its
 	// tools, above all) is the processes' as Docker gives it, under ceval's own variables.
+	endScratch()
+	endRC := phasetime.Span("sandbox: image config")
 	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	endRC()
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
 	}
+	endWD := phasetime.Span("sandbox: workdir")
 	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
+	endWD()
 	if err != nil {
 		return nil, &sandbox.InputError{Err: err}
 	}
@@ -198,7 +205,10 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 		return nil, err
 	}
 	s.undo = append(s.undo, s.lifeline.Close)
-	if s.ids, s.userns, err = ids.wait(); err != nil {
+	endIDs := phasetime.Span("sandbox: ids wait")
+	s.ids, s.userns, err = ids.wait()
+	endIDs()
+	if err != nil {
 		return nil, err
 	}
 	s.undo = append(s.undo, s.userns.Close) // idempotent: hardenTask closes it at start
@@ -217,10 +227,14 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 		}
 	}
 	initDone = true
-	if err := <-initc; err != nil {
+	endInit := phasetime.Span("sandbox: init install wait")
+	err = <-initc
+	endInit()
+	if err != nil {
 		return nil, err
 	}
 	s.cfg = cfg
+	defer phasetime.Span("sandbox: create container")()
 	if err := s.create(ctx); err != nil {
 		return nil, err
 	}
@@ -363,7 +377,9 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 			}
 		}()
 	}
+	endWait := phasetime.Span("agent: wait")
 	exit, werr := tk.Wait(waitCtx, s.cfg.Limits.Timeout, s.cfg.Grace)
+	endWait()
 	if exit.Interrupted && ctx.Err() == nil && closed.Is(stopped) {
 		exit.Interrupted, out.Stopped = false, true
 	}
@@ -392,10 +408,15 @@ func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestatio
 	}
 	tk := s.created
 	s.created = nil
-	if err := tk.Start(ctx); err != nil {
+	endStart := phasetime.Span("agent: task start")
+	err := tk.Start(ctx)
+	endStart()
+	if err != nil {
 		return nil, nil, err
 	}
+	endAttest := phasetime.Span("agent: attest")
 	att, err := s.attestInit(ctx, tk.Pid())
+	endAttest()
 	if err != nil {
 		s.goW.Close() // EOF without the go-ahead: the init exits without starting the process
 		cleanupCtx, cancel := launcher.CleanupContext(ctx)
@@ -422,7 +443,9 @@ func (s *Sandbox) Ready(ctx context.Context) error {
 	if s.ctr == nil {
 		return errors.New("ready: the sandbox has no container")
 	}
+	endCreate := phasetime.Span("agent: task create")
 	tk, err := s.ctr.CreateTask(ctx, s.beforeStart)
+	endCreate()
 	if err != nil {
 		return err
 	}
@@ -504,12 +527,16 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		s.goW.Close()
 	}
 	if s.ctr != nil {
+		endDelete := phasetime.Span("close: container delete")
 		errs = append(errs, s.ctr.Delete(cleanupCtx)) // a task Ready created and Start never took too
+		endDelete()
 		s.ctr, s.created = nil, nil
 	}
+	endUndo := phasetime.Span("close: unmounts")
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		errs = append(errs, s.undo[i]())
 	}
+	endUndo()
 	s.undo = nil
 	return errors.Join(errs...)
 }
