@@ -140,6 +140,7 @@ func resolveFor(ctx context.Context, cs content.Provider, rec images.Image, matc
 		return nil, fmt.Errorf("image %s: read config: %w", rec.Name, err)
 	}
 	r.image = newImage(rec.Name, desc.Digest, r.configDesc.Digest, r.config.Config.Labels)
+	r.remember()
 	r.image.Source = rec.Labels[SourceLabel]
 	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"io"
 	"sync"
@@ -30,8 +31,13 @@ const DefaultLeaseExpiry = 24 * time.Hour
 // Spec is what Create needs: the container's identity, image and runtime-spec options (from
 // package oci), and where its output goes.
 type Spec struct {
-	ID          string            // container ID, also the rootfs snapshot key
-	Image       client.Image      // must be unpacked into Snapshotter
+	ID    string       // container ID, also the rootfs snapshot key
+	Image client.Image // must be unpacked into Snapshotter; nil when ChainID is set
+	// ChainID, when set, is the chain ID of the image's layers unpacked into Snapshotter: the
+	// rootfs snapshot is made on it directly (no lookup of the image, its manifest or config),
+	// and the container record names ImageName.
+	ChainID     digest.Digest
+	ImageName   string
 	Snapshotter string            // "" = containerd's default
 	Opts        []oci.SpecOpts    // applied to containerd's default spec, in order
 	Labels      map[string]string // container labels (see package oci's Labels)
@@ -76,7 +82,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	if s.ID == "" {
 		return nil, errors.New("create container: empty ID")
 	}
-	if s.Image == nil {
+	if s.Image == nil && (s.ChainID == "" || s.ImageName == "") && s.RootPath == "" {
 		return nil, fmt.Errorf("create container %s: no image", s.ID)
 	}
 	if s.StdoutPath != "" && s.StdoutPath == s.StderrPath {
@@ -146,7 +152,14 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	var spec *specs.Spec
 	opts := []client.NewContainerOpts{withNewSpecKept(&spec, s.Opts...), client.WithContainerLabels(s.Labels)}
 	if s.RootPath == "" {
-		opts = append(opts, client.WithSnapshotter(s.Snapshotter), client.WithNewSnapshot(s.ID, s.Image))
+		opts = append(opts, client.WithSnapshotter(s.Snapshotter))
+		if s.ChainID != "" {
+			opts = append(opts, withSnapshotOn(s.ID, s.ChainID, s.ImageName))
+		} else {
+			opts = append(opts, client.WithNewSnapshot(s.ID, s.Image))
+		}
+	} else if s.Image == nil {
+		opts = append(opts, client.WithImageName(s.ImageName))
 	}
 	cc, err := c.NewContainer(lctx, s.ID, opts...)
 	if err != nil {
@@ -168,6 +181,19 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	}
 	ctr.process = spec.Process
 	return ctr, nil
+}
+
+// withSnapshotOn is client.WithNewSnapshot for an image whose layers' chain ID the caller
+// knows: the writable snapshot id is prepared on that committed snapshot (the image's unpacked
+// layers) and the container names image name, without reading the image again.
+func withSnapshotOn(id string, chainID digest.Digest, name string) client.NewContainerOpts {
+	return func(ctx context.Context, c *client.Client, ctr *containers.Container) error {
+		if _, err := c.SnapshotService(ctr.Snapshotter).Prepare(ctx, id, chainID.String()); err != nil {
+			return fmt.Errorf("snapshot of image %s (layers %s): %w", name, chainID, err)
+		}
+		ctr.SnapshotKey, ctr.Image = id, name
+		return nil
+	}
 }
 
 // withNewSpecKept is client.WithNewSpec that also keeps the spec it generated in *spec:

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"github.com/opencontainers/go-digest"
 	"io"
 	"net"
 	"time"
@@ -77,9 +78,13 @@ type Reservation interface{ Release() error }
 type Config struct {
 	Client *client.Client // the local backend's containerd
 	Image  string         // an image that passed images.Resolve
-	ID     string         // unique per container; labels and the container ID derive from it
-	Argv   []string
-	Env    []string
+	// ImageConfig is the config digest of Image as images.Resolve returned it (its
+	// ConfigDigest): the local backend then reads the config and the layers' chain ID by
+	// digest (images.ConfigOf), never the name again; "" looks the name up.
+	ImageConfig digest.Digest
+	ID          string // unique per container; labels and the container ID derive from it
+	Argv        []string
+	Env         []string
 	// PrependEnv are KEY=VALUE entries put before the image config's value of KEY, joined by
 	// a colon (PYTHONPATH=/ceval/python ahead of the image's own PYTHONPATH); Env wins over both.
 	PrependEnv []string

@@ -405,7 +405,7 @@ func (r *run) prepare(ctx context.Context) error {
 func (r *run) launch(ctx context.Context) error {
 	t, o := r.t, r.o
 	cfg := sandbox.Config{
-		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
+		Image: r.img.Name, ImageConfig: r.img.ConfigDigest, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: r.argv, Env: iterationEnv(r.env, t, 1), Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"io"
 	"os"
 	"path/filepath"
@@ -37,9 +39,9 @@ type Sandbox struct {
 	goW       *io.PipeWriter
 	ids       *IDSlot
 	userns    *launcher.UserNS
-	ocfg      oci.Config   // the agent container's; a step's container is made from a copy (see RunStep)
-	imageEnv  []string     // the image config's Env as ceval applies it (imageEnv), under cfg.Env
-	img       client.Image // the agent's image
+	ocfg      oci.Config    // the agent container's; a step's container is made from a copy (see RunStep)
+	imageEnv  []string      // the image config's Env as ceval applies it (imageEnv), under cfg.Env
+	chainID   digest.Digest // the image's layers (its snapshot's key), when its config was read by digest
 	initPath  string
 	bootID    string
 	lifeline  *launcher.Lifeline
@@ -147,13 +149,14 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 	// tools, above all) is the processes' as Docker gives it, under ceval's own variables.
 	endScratch()
 	endRC := phasetime.Span("sandbox: image config")
-	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	rc, chain, err := imageConfig(ctx, cfg)
 	endRC()
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
+		return nil, err
 	}
+	s.chainID = chain
 	endWD := phasetime.Span("sandbox: workdir")
-	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
+	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, chain, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
 	endWD()
 	if err != nil {
 		return nil, &sandbox.InputError{Err: err}
@@ -268,20 +271,50 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	img, err := cfg.Client.GetImage(ctx, cfg.Image)
+	img, err := s.image(ctx)
 	if err != nil {
-		return fmt.Errorf("image %s: %w", cfg.Image, err)
+		return err
 	}
-	s.ocfg, s.img = ocfg, img
+	s.ocfg = ocfg
 	goR, goW := io.Pipe()
 	s.goW = goW
 	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
-		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg),
+		ID: ocfg.RunID, Image: img, ImageName: cfg.Image, ChainID: s.chainID, Opts: opts, Labels: oci.Labels(ocfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 		LogCap: cfg.LogCap, Stdin: goR, RootPath: s.rootPath,
 	})
 	return err
+}
+
+// image is the agent's image for launcher.Spec: nil when its layers' chain ID is known
+// (launcher.Create then makes the rootfs from that snapshot without a lookup), else looked up.
+func (s *Sandbox) image(ctx context.Context) (client.Image, error) {
+	if s.chainID != "" {
+		return nil, nil
+	}
+	img, err := s.cfg.Client.GetImage(ctx, s.cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", s.cfg.Image, err)
+	}
+	return img, nil
+}
+
+// imageConfig is the run configuration of cfg's image and its layers' chain ID: read by the
+// config digest it was resolved to when cfg has it (images.ConfigOf), else by name (chain "").
+func imageConfig(ctx context.Context, cfg sandbox.Config) (ocispec.ImageConfig, digest.Digest, error) {
+	if cfg.ImageConfig != "" {
+		ic, err := images.ConfigOf(ctx, cfg.Client, cfg.ImageConfig)
+		if err != nil {
+			return ocispec.ImageConfig{}, "", fmt.Errorf("image %s: %w", cfg.Image, err)
+		}
+		return ic.Config, images.ChainID(ic), nil
+	}
+	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	if err != nil {
+		return rc, "", fmt.Errorf("image %s: %w", cfg.Image, err)
+	}
+	return rc, "", nil
 }
 
 // Again deletes the container, whose agent Run has reaped, and creates a fresh one over the
