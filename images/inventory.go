@@ -125,13 +125,21 @@ func Prune(ctx context.Context, c *client.Client, olderThan time.Duration, dryRu
 	return removed, kept, errors.Join(errs...)
 }
 
-// touched are the images this process recorded a use of already.
-var touched sync.Map
+// touched are the images this process recorded a use of already; touching counts the
+// updates under way.
+var (
+	touched  sync.Map
+	touching sync.WaitGroup
+)
 
 // TouchOnce is Touch at most once per image and process (a run resolves its image on
-// every run; one label update per experiment is enough for images prune).
+// every run; one label update per experiment is enough for images prune), in the background:
+// nothing of a run waits on the label (WaitTouches before the client closes).
 func TouchOnce(ctx context.Context, c *client.Client, name string) {
 	if _, done := touched.LoadOrStore(name, true); !done {
-		Touch(ctx, c, name)
+		touching.Go(func() { Touch(context.WithoutCancel(ctx), c, name) })
 	}
 }
+
+// WaitTouches waits for the label updates TouchOnce started.
+func WaitTouches() { touching.Wait() }

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -236,8 +237,11 @@ func (c *Container) Delete(ctx context.Context) error {
 	taskGone := false
 	if c.task != nil {
 		// A failed background deletion is tried again here; only a second failure counts.
+		endTask := phasetime.Span("delete: task")
 		bgErr := c.task.waitDeletion(ctx)
-		if err := c.task.destroy(ctx); err != nil {
+		err := c.task.destroy(ctx)
+		endTask()
+		if err != nil {
 			errs = append(errs, bgErr, err)
 		} else {
 			taskGone = true
@@ -256,6 +260,7 @@ func (c *Container) Delete(ctx context.Context) error {
 		// first load the task and the record again (two round trips), and the snapshot is
 		// removed below either way. A task that could not be deleted keeps its record.
 		if taskGone {
+			defer phasetime.Span("delete: container record")()
 			if err := c.client.ContainerService().Delete(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))
 			}
@@ -273,11 +278,15 @@ func (c *Container) Delete(ctx context.Context) error {
 	// The snapshot may exist without the container (NewContainer failed after Prepare), and
 	// goes after the container record.
 	if c.owned && c.spec.RootPath == "" {
+		defer phasetime.Span("delete: snapshot")()
 		if err := c.client.SnapshotService(c.spec.Snapshotter).Remove(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", c.spec.ID, err))
 		}
 	}
-	if err := c.client.LeasesService().Delete(ctx, leases.Lease{ID: c.leaseID}); err != nil && !errdefs.IsNotFound(err) {
+	endLease := phasetime.Span("delete: lease")
+	err := c.client.LeasesService().Delete(ctx, leases.Lease{ID: c.leaseID})
+	endLease()
+	if err != nil && !errdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("delete lease %s: %w", c.leaseID, err))
 	}
 	if len(errs) > 0 {

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -123,7 +124,9 @@ func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *T
 	if c.spec.FIFODir != "" {
 		ioOpts = append(ioOpts, cio.WithFIFODir(c.spec.FIFODir))
 	}
+	endNewTask := phasetime.Span("task create: NewTask")
 	tk, err := c.ctr.NewTask(ctx, cio.NewCreator(ioOpts...))
+	endNewTask()
 	if err != nil {
 		stopWait()
 		t.closeOutputs()
@@ -160,6 +163,7 @@ func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *T
 	}()
 
 	if beforeStart != nil {
+		defer phasetime.Span("task create: before start")()
 		if err := beforeStart(ctx, tk.Pid()); err != nil {
 			return nil, fmt.Errorf("start task %s: before start: %w", c.spec.ID, err)
 		}
