@@ -26,6 +26,7 @@ for i in $(seq 1 "$N"); do
   echo "$t0 $t1" >"$work/t.$i"
   ctr -a "$SOCK" -n "$NS" run --rm --seccomp "$IMG" "ceval-phases-$$-$i" /bin/true >/dev/null
   ctr_ms+=($(( ($(now) - t1) / 1000000 )))
+  echo "${ctr_ms[-1]}" >"$work/ctr.$i"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); ctr run --rm --seccomp median $(median "${ctr_ms[@]}") ms"
 python3 - "$work" "$N" <<'PY'
