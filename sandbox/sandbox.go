@@ -68,6 +68,16 @@ type Readier interface {
 	Ready(ctx context.Context) error
 }
 
+// Primer is a Readier that can also be started ahead of its run: Prime starts the readied
+// container's init and attests it, and the init then waits for the go-ahead, which Run gives
+// at the run's turn (the agent's deadline counts from it); nothing of the image's or the
+// agent's runs before. The attestation or its failure is Run's, at the turn, as if it had been
+// read then. Optional, after Ready succeeded; Close ends a primed init that never got the
+// go-ahead with the rest.
+type Primer interface {
+	Prime(ctx context.Context)
+}
+
 // Reservation is what a Backend prepared for one sandbox; Release (idempotent) frees it.
 type Reservation interface{ Release() error }
 

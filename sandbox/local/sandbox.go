@@ -35,6 +35,7 @@ type Sandbox struct {
 	cfg       sandbox.Config
 	ctr       *launcher.Container
 	created   *launcher.Task // Ready's task, created and not yet started; Start takes it
+	primed    *primedInit    // Prime's task, started and attested, its init waiting for the go-ahead; Start takes it
 	undo      []func() error // in reverse order on Close
 	goW       *io.PipeWriter
 	ids       *IDSlot
@@ -327,7 +328,7 @@ func (s *Sandbox) Again(ctx context.Context, next sandbox.AgainConfig) error {
 		if err := s.ctr.Delete(cleanupCtx); err != nil {
 			return fmt.Errorf("delete the container of the last iteration: %w", err)
 		}
-		s.ctr, s.created = nil, nil
+		s.ctr, s.created, s.primed = nil, nil, nil
 	}
 	if next.Prepare != nil {
 		if err := next.Prepare(s.Workspace); err != nil {
@@ -355,7 +356,7 @@ func (s *Sandbox) DeleteContainer(ctx context.Context) error {
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
 	err := s.ctr.Delete(cleanupCtx)
-	s.ctr, s.created = nil, nil
+	s.ctr, s.created, s.primed = nil, nil, nil
 	return err
 }
 
@@ -431,25 +432,63 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	return out, nil
 }
 
-// Start starts the container, attests the init after its execve and, when the attestation
-// matches policy, lets the process start; the caller waits for it (Run does). The
-// attestation is returned whenever it was read; on an error the init has exited without
-// starting the process, or Start failed before.
-func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestation, error) {
-	if err := s.Ready(ctx); err != nil {
-		return nil, nil, err
+// primedInit is what Prime did ahead of the run's turn: the task started (or its failure)
+// and the init's attestation (or its failure), for Start.
+type primedInit struct {
+	tk  *launcher.Task
+	att *record.Attestation
+	err error
+}
+
+// Prime starts the readied container's init and attests it ahead of the run's turn
+// (sandbox.Primer): the init then waits for the go-ahead Start gives. Whatever it met (a
+// failed start, an attestation that does not match policy) is Start's to return, at the turn.
+func (s *Sandbox) Prime(ctx context.Context) {
+	if s.primed != nil || s.created == nil {
+		return
 	}
 	tk := s.created
 	s.created = nil
-	endStart := phasetime.Span("agent: task start")
-	err := tk.Start(ctx)
-	endStart()
-	if err != nil {
-		return nil, nil, err
+	p := &primedInit{}
+	s.primed = p
+	if p.err = tk.Start(ctx); p.err != nil {
+		return
 	}
-	endAttest := phasetime.Span("agent: attest")
-	att, err := s.attestInit(ctx, tk.Pid())
-	endAttest()
+	p.tk = tk
+	p.att, p.err = s.attestInit(ctx, tk.Pid())
+}
+
+// Start starts the container, attests the init after its execve and, when the attestation
+// matches policy, lets the process start; the caller waits for it (Run does). The
+// attestation is returned whenever it was read; on an error the init has exited without
+// starting the process, or Start failed before. A primed sandbox (Prime) was started and
+// attested ahead: Start gives the go-ahead, or returns what Prime met.
+func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestation, error) {
+	var tk *launcher.Task
+	var att *record.Attestation
+	var err error
+	if p := s.primed; p != nil {
+		s.primed = nil
+		if p.tk == nil {
+			return nil, nil, p.err
+		}
+		tk, att, err = p.tk, p.att, p.err
+	} else {
+		if err := s.Ready(ctx); err != nil {
+			return nil, nil, err
+		}
+		tk = s.created
+		s.created = nil
+		endStart := phasetime.Span("agent: task start")
+		err = tk.Start(ctx)
+		endStart()
+		if err != nil {
+			return nil, nil, err
+		}
+		endAttest := phasetime.Span("agent: attest")
+		att, err = s.attestInit(ctx, tk.Pid())
+		endAttest()
+	}
 	if err != nil {
 		s.goW.Close() // EOF without the go-ahead: the init exits without starting the process
 		cleanupCtx, cancel := launcher.CleanupContext(ctx)
@@ -457,6 +496,7 @@ func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestatio
 		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
 		return nil, att, err
 	}
+	tk.GoAhead(time.Now()) // the agent's deadline counts from here, as the init's does
 	if _, err := s.goW.Write([]byte("go\n")); err != nil {
 		return tk, att, fmt.Errorf("start %s: %w", s.cfg.Argv[0], err)
 	}
@@ -470,7 +510,7 @@ func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestatio
 // task's network namespace); nothing of the image's or the agent's runs before Start. Again,
 // or after Start, it does nothing until Start has taken the task.
 func (s *Sandbox) Ready(ctx context.Context) error {
-	if s.created != nil {
+	if s.created != nil || s.primed != nil {
 		return nil
 	}
 	if s.ctr == nil {
@@ -561,9 +601,9 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	}
 	if s.ctr != nil {
 		endDelete := phasetime.Span("close: container delete")
-		errs = append(errs, s.ctr.Delete(cleanupCtx)) // a task Ready created and Start never took too
+		errs = append(errs, s.ctr.Delete(cleanupCtx)) // a task Ready created or Prime started and Start never took too
 		endDelete()
-		s.ctr, s.created = nil, nil
+		s.ctr, s.created, s.primed = nil, nil, nil
 	}
 	endUndo := phasetime.Span("close: unmounts")
 	for i := len(s.undo) - 1; i >= 0; i-- {
