@@ -142,6 +142,9 @@ func resolveFor(ctx context.Context, cs content.Provider, rec images.Image, matc
 	r.image = newImage(rec.Name, desc.Digest, r.configDesc.Digest, r.config.Config.Labels)
 	r.remember()
 	r.image.Source = rec.Labels[SourceLabel]
+	if v := rec.Labels[LastUsedLabel]; v != "" {
+		lastUsed.Store(rec.Name, v)
+	}
 	return r, nil
 }
 

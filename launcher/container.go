@@ -112,6 +112,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		s.Snapshotter = name
 	}
 
+	endLease := phasetime.Span("create: lease")
 	ls := c.LeasesService()
 	lease, err := ls.Create(ctx,
 		leases.WithRandomID(),
@@ -119,6 +120,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		leases.WithLabel("dev.ceval.container", s.ID),
 		leases.WithLabels(s.Labels), // the owner's PID and boot id, so a sweeper can tell a live run's lease
 	)
+	endLease()
 	if err != nil {
 		return nil, fmt.Errorf("create lease for container %s: %w", s.ID, err)
 	}
@@ -135,6 +137,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 
 	// An existing container or snapshot of this ID is someone else's: fail without touching
 	// it (the deferred cleanup removes only what this call owns).
+	endChecks := phasetime.Span("create: checks")
 	if _, err := c.ContainerService().Get(ctx, s.ID); err == nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, errdefs.ErrAlreadyExists)
 	} else if !errdefs.IsNotFound(err) {
@@ -147,6 +150,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 			return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, err)
 		}
 	}
+	endChecks()
 	ctr.owned = true
 
 	lctx := leases.WithLease(ctx, lease.ID)
@@ -162,7 +166,9 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	} else if s.Image == nil {
 		opts = append(opts, client.WithImageName(s.ImageName))
 	}
+	endNew := phasetime.Span("create: NewContainer")
 	cc, err := c.NewContainer(lctx, s.ID, opts...)
+	endNew()
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
@@ -173,7 +179,10 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 			return nil, fmt.Errorf("create container %s: rootfs mounts: %w", s.ID, err)
 		}
 	}
-	if err := makeMountpoints(ctx, mounts, spec); err != nil {
+	endMP := phasetime.Span("create: mountpoints")
+	err = makeMountpoints(ctx, mounts, spec)
+	endMP()
+	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
 	if spec.Linux != nil {
@@ -189,6 +198,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 // layers) and the container names image name, without reading the image again.
 func withSnapshotOn(id string, chainID digest.Digest, name string) client.NewContainerOpts {
 	return func(ctx context.Context, c *client.Client, ctr *containers.Container) error {
+		defer phasetime.Span("create: snapshot prepare")()
 		if _, err := c.SnapshotService(ctr.Snapshotter).Prepare(ctx, id, chainID.String()); err != nil {
 			return fmt.Errorf("snapshot of image %s (layers %s): %w", name, chainID, err)
 		}
