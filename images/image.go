@@ -56,7 +56,7 @@ func Lookup(ctx context.Context, c *client.Client, name string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	r, err := resolve(ctx, c.ContentStore(), rec)
+	r, err := resolve(ctx, sizedContent(c), rec)
 	if err != nil {
 		return Image{}, err
 	}
