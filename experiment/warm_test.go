@@ -91,13 +91,14 @@ func TestWarmSandboxesAreDroppedWhenTheExperimentIsInterrupted(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
 	e := loadTestExperiment(t, "experiment_id: w\ntasks: [a/task.yaml]\nrepeats: 6\n", map[string]string{
-		"a": agentTask("a", "sleep 1000", "  - {type: file_exists, path: x}\n"),
+		"a": agentTask("a", "sleep 1000; true", "  - {type: file_exists, path: x}\n"),
 	})
 	runs := t.TempDir()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		// Cancel once one task runs beside two created ones.
+		// Cancel once one agent runs beside two prepared runs (their inits started and waiting
+		// for the go-ahead: three tasks running, one agent).
 		for rctx.Err() == nil {
 			tasks, err := c.TaskService().List(ctx, nil)
 			if err == nil {
@@ -105,7 +106,7 @@ func TestWarmSandboxesAreDroppedWhenTheExperimentIsInterrupted(t *testing.T) {
 				for _, tk := range tasks.Tasks {
 					n[tk.Status.String()]++
 				}
-				if n["RUNNING"] == 1 && n["CREATED"] == 2 {
+				if n["RUNNING"] == 3 && agentsRunning("sleep 1000; true") == 1 {
 					if len(slotsHeld()) != 3 {
 						t.Errorf("ID slots held by one running and two prepared runs: %v", slotsHeld())
 					}
@@ -173,6 +174,100 @@ func TestAutoParallelRunsTheExperimentAndRecordsItsChoices(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, record.ConcurrencyFile)); !os.IsNotExist(err) {
 		t.Errorf("concurrency.json kept after a start at -j 1 (%v)", err)
+	}
+	nothingLeft(t, ctx, c, runs)
+}
+
+// agentsRunning counts the processes on the host whose command line has arg (a test agent's
+// script, unique to it): a primed sandbox's init runs, its agent does not.
+func agentsRunning(arg string) int {
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	n := 0
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		if args := strings.Split(string(data), "\x00"); len(args) > 2 && args[0] == "/bin/sh" && args[2] == arg {
+			n++ // the agent's shell, not the init whose arguments name it too
+		}
+	}
+	return n
+}
+
+// A run prepared ahead has its container's init started and attested before its turn, waiting
+// for the go-ahead (three tasks running while one agent runs), and nothing of the agent's
+// runs before the turn: each agent's first instruction is after its run_due. The agent's
+// deadline counts from the go-ahead: a primed init waits over 1 s for its turn, and its 2 s
+// agent under a 3 s timeout still succeeds (red with the host's deadline counted from the
+// task's start: TIMEOUT; the init's backstop counted from the go-ahead is
+// cmd/ceval-init's TestWaitGoDeadlineCountsFromTheGoAhead). Red without Prime: at most one task
+// running. Each run is attested and the experiment leaves nothing.
+func TestWarmSandboxesArePrimedAndTheirDeadlineCountsFromTheGoAhead(t *testing.T) {
+	c, ctx := ctrtest.Connect(t)
+	t.Cleanup(func() { ctrtest.RemoveImage(context.WithoutCancel(ctx), c, images.DefaultName) })
+	const script = "touch /tmp/f && stat -c %y /tmp/f > first; sleep 2; echo ok > fresh # primed-test"
+	e := loadTestExperiment(t, "experiment_id: w\ntasks: [a/task.yaml]\nrepeats: 3\n", map[string]string{
+		"a": "task_id: a\ninitial_prompt: p\nagent:\n  type: command\n  command: [/bin/sh, -c, \"" + script + "\"]\n" +
+			"sandbox:\n  limits: {timeout: 3s, memory_mb: 256, pids: 128, disk_mb: 64}\n" +
+			"success_criteria:\n  - {type: file_exists, path: fresh}\n",
+	})
+	runs := t.TempDir()
+	seen := make(chan [2]int, 1)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		best := [2]int{}
+		defer func() { seen <- best }()
+		for wctx.Err() == nil {
+			if tasks, err := c.TaskService().List(ctx, nil); err == nil {
+				running := 0
+				for _, tk := range tasks.Tasks {
+					if tk.Status.String() == "RUNNING" {
+						running++
+					}
+				}
+				if agents := agentsRunning(script); running > best[0] {
+					best = [2]int{running, agents}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	res, err := Run(ctx, e, Options{Run: supervisor.Options{Client: c, RunsDir: runs, Grace: time.Second, IDs: warmIDs}, Parallel: 1, Ahead: 2})
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best := <-seen; best[0] != 3 || best[1] != 1 {
+		t.Errorf("at most %d tasks running with %d agents, want 3 (one agent, two primed inits) and 1", best[0], best[1])
+	}
+	longest := 0.0
+	for _, r := range res.Records {
+		res := resultOf(r)
+		if res == nil || res.Status != "SUCCESS" || res.Isolation == nil || res.Agent.TimedOut {
+			t.Fatalf("run %d: %+v (a deadline counted from the init's start times out the last run)", r.Repeat, res)
+		}
+		ev, _ := os.ReadFile(filepath.Join(r.Dir, record.EventsFile))
+		var due time.Time
+		for _, line := range strings.Split(string(ev), "\n") {
+			if i := strings.Index(line, `"due":"`); i >= 0 && strings.Contains(line, `"event":"run_due"`) {
+				due, _ = time.Parse(time.RFC3339Nano, strings.SplitN(line[i+7:], `"`, 2)[0])
+				var w float64
+				if j := strings.Index(line, `"waited_s":`); j >= 0 {
+					fmt.Sscan(strings.TrimLeft(line[j+11:], " "), &w)
+				}
+				longest = max(longest, w)
+			}
+		}
+		first, err := os.ReadFile(filepath.Join(r.Dir, record.WorkspaceDir, "first"))
+		at, perr := time.Parse("2006-01-02 15:04:05.999999999 -0700", strings.TrimSpace(string(first)))
+		if due.IsZero() || err != nil || perr != nil || at.Before(due) {
+			t.Errorf("run %d: the agent's first instruction at %v (%q, %v, %v), its run due at %v: agent code ran before its turn", r.Repeat, at, first, err, perr, due)
+		}
+	}
+	if longest < 1 {
+		t.Errorf("no primed sandbox waited over 1 s for its turn (longest %.2f s): the deadline was not tested", longest)
 	}
 	nothingLeft(t, ctx, c, runs)
 }

@@ -93,7 +93,7 @@ func EnsureDefault(ctx context.Context, c *client.Client, opts DefaultOptions) (
 	if err != nil {
 		return Image{}, err
 	}
-	r, err := resolve(ctx, c.ContentStore(), rec)
+	r, err := resolve(ctx, sizedContent(c), rec) // a run's critical path: one round trip per blob
 	if err != nil {
 		return Image{}, err
 	}

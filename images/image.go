@@ -56,7 +56,7 @@ func Lookup(ctx context.Context, c *client.Client, name string) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	r, err := resolve(ctx, c.ContentStore(), rec)
+	r, err := resolve(ctx, sizedContent(c), rec)
 	if err != nil {
 		return Image{}, err
 	}
@@ -140,7 +140,11 @@ func resolveFor(ctx context.Context, cs content.Provider, rec images.Image, matc
 		return nil, fmt.Errorf("image %s: read config: %w", rec.Name, err)
 	}
 	r.image = newImage(rec.Name, desc.Digest, r.configDesc.Digest, r.config.Config.Labels)
+	r.remember()
 	r.image.Source = rec.Labels[SourceLabel]
+	if v := rec.Labels[LastUsedLabel]; v != "" {
+		lastUsed.Store(rec.Name, v)
+	}
 	return r, nil
 }
 

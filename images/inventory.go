@@ -102,15 +102,15 @@ func Prune(ctx context.Context, c *client.Client, olderThan time.Duration, dryRu
 	now := time.Now()
 	var errs []error
 	for _, e := range entries {
-		used := e.LastUsed
+		used, slack := e.LastUsed, TouchGranularity // a run that recent may not have rewritten the label
 		if used.IsZero() {
-			used = e.Created
+			used, slack = e.Created, 0
 		}
 		if d := slices.IndexFunc(e.PinnedBy, Unfinished); d >= 0 {
 			kept = append(kept, Pruned{e, "pinned by the unfinished experiment " + e.PinnedBy[d]})
 			continue
 		}
-		if age := now.Sub(used); age < olderThan {
+		if age := now.Sub(used); age < olderThan+slack {
 			kept = append(kept, Pruned{e, fmt.Sprintf("used %s ago", age.Round(time.Second))})
 			continue
 		}
@@ -125,13 +125,36 @@ func Prune(ctx context.Context, c *client.Client, olderThan time.Duration, dryRu
 	return removed, kept, errors.Join(errs...)
 }
 
-// touched are the images this process recorded a use of already.
-var touched sync.Map
+// TouchGranularity is how stale an image's last-used label may be: a run does not rewrite a
+// label this recent (a write to containerd's metadata, which the run's own container creation
+// would queue behind), and images prune keeps an image this much longer.
+const TouchGranularity = 10 * time.Minute
+
+// touched are the images this process recorded a use of already; touching counts the
+// updates under way; lastUsed is each image's last-used label as this process read it.
+var (
+	touched  sync.Map
+	touching sync.WaitGroup
+	lastUsed sync.Map // name -> label value
+)
 
 // TouchOnce is Touch at most once per image and process (a run resolves its image on
-// every run; one label update per experiment is enough for images prune).
+// every run; one label update per experiment is enough for images prune), in the background:
+// nothing of a run waits on the label (WaitTouches before the client closes). A label under
+// TouchGranularity old, as the image's resolve read it, is left as it is.
 func TouchOnce(ctx context.Context, c *client.Client, name string) {
-	if _, done := touched.LoadOrStore(name, true); !done {
-		Touch(ctx, c, name)
+	if _, done := touched.LoadOrStore(name, true); done {
+		return
 	}
+	if v, ok := lastUsed.Load(name); ok {
+		if t, err := time.Parse(time.RFC3339, v.(string)); err == nil {
+			if age := time.Since(t); age >= -time.Minute && age < TouchGranularity {
+				return
+			}
+		}
+	}
+	touching.Go(func() { Touch(context.WithoutCancel(ctx), c, name) })
 }
+
+// WaitTouches waits for the label updates TouchOnce started.
+func WaitTouches() { touching.Wait() }

@@ -1,6 +1,7 @@
 package images
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -21,15 +22,20 @@ import (
 func Resolve(ctx context.Context, c *client.Client, name string, pc *PreflightCache, busybox string) (Image, error) {
 	var img Image
 	var err error
+	endLookup := phasetime.Span("resolve: ensure/lookup")
 	if name == DefaultName {
 		img, err = EnsureDefault(ctx, c, DefaultOptions{Busybox: busybox})
 	} else {
 		img, err = Lookup(ctx, c, name)
 	}
+	endLookup()
 	if err != nil {
 		return img, err
 	}
+	endTouch := phasetime.Span("resolve: label write")
 	TouchOnce(ctx, c, img.Name)
+	endTouch()
+	defer phasetime.Span("resolve: preflight")()
 	var rep *Report
 	if pc != nil {
 		rep, err = pc.PreflightOf(ctx, c, img) // img was resolved just now: no second lookup

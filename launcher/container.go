@@ -1,9 +1,11 @@
 package launcher
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"io"
 	"sync"
@@ -30,8 +32,13 @@ const DefaultLeaseExpiry = 24 * time.Hour
 // Spec is what Create needs: the container's identity, image and runtime-spec options (from
 // package oci), and where its output goes.
 type Spec struct {
-	ID          string            // container ID, also the rootfs snapshot key
-	Image       client.Image      // must be unpacked into Snapshotter
+	ID    string       // container ID, also the rootfs snapshot key
+	Image client.Image // must be unpacked into Snapshotter; nil when ChainID is set
+	// ChainID, when set, is the chain ID of the image's layers unpacked into Snapshotter: the
+	// rootfs snapshot is made on it directly (no lookup of the image, its manifest or config),
+	// and the container record names ImageName.
+	ChainID     digest.Digest
+	ImageName   string
 	Snapshotter string            // "" = containerd's default
 	Opts        []oci.SpecOpts    // applied to containerd's default spec, in order
 	Labels      map[string]string // container labels (see package oci's Labels)
@@ -76,7 +83,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	if s.ID == "" {
 		return nil, errors.New("create container: empty ID")
 	}
-	if s.Image == nil {
+	if s.Image == nil && (s.ChainID == "" || s.ImageName == "") && s.RootPath == "" {
 		return nil, fmt.Errorf("create container %s: no image", s.ID)
 	}
 	if s.StdoutPath != "" && s.StdoutPath == s.StderrPath {
@@ -105,6 +112,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		s.Snapshotter = name
 	}
 
+	endLease := phasetime.Span("create: lease")
 	ls := c.LeasesService()
 	lease, err := ls.Create(ctx,
 		leases.WithRandomID(),
@@ -112,6 +120,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 		leases.WithLabel("dev.ceval.container", s.ID),
 		leases.WithLabels(s.Labels), // the owner's PID and boot id, so a sweeper can tell a live run's lease
 	)
+	endLease()
 	if err != nil {
 		return nil, fmt.Errorf("create lease for container %s: %w", s.ID, err)
 	}
@@ -128,6 +137,7 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 
 	// An existing container or snapshot of this ID is someone else's: fail without touching
 	// it (the deferred cleanup removes only what this call owns).
+	endChecks := phasetime.Span("create: checks")
 	if _, err := c.ContainerService().Get(ctx, s.ID); err == nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, errdefs.ErrAlreadyExists)
 	} else if !errdefs.IsNotFound(err) {
@@ -140,15 +150,25 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 			return nil, fmt.Errorf("create container %s: snapshot %s: %w", s.ID, s.ID, err)
 		}
 	}
+	endChecks()
 	ctr.owned = true
 
 	lctx := leases.WithLease(ctx, lease.ID)
 	var spec *specs.Spec
 	opts := []client.NewContainerOpts{withNewSpecKept(&spec, s.Opts...), client.WithContainerLabels(s.Labels)}
 	if s.RootPath == "" {
-		opts = append(opts, client.WithSnapshotter(s.Snapshotter), client.WithNewSnapshot(s.ID, s.Image))
+		opts = append(opts, client.WithSnapshotter(s.Snapshotter))
+		if s.ChainID != "" {
+			opts = append(opts, withSnapshotOn(s.ID, s.ChainID, s.ImageName))
+		} else {
+			opts = append(opts, client.WithNewSnapshot(s.ID, s.Image))
+		}
+	} else if s.Image == nil {
+		opts = append(opts, client.WithImageName(s.ImageName))
 	}
+	endNew := phasetime.Span("create: NewContainer")
 	cc, err := c.NewContainer(lctx, s.ID, opts...)
+	endNew()
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
@@ -159,7 +179,10 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 			return nil, fmt.Errorf("create container %s: rootfs mounts: %w", s.ID, err)
 		}
 	}
-	if err := makeMountpoints(ctx, mounts, spec); err != nil {
+	endMP := phasetime.Span("create: mountpoints")
+	err = makeMountpoints(ctx, mounts, spec)
+	endMP()
+	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", s.ID, err)
 	}
 	if spec.Linux != nil {
@@ -168,6 +191,20 @@ func Create(ctx context.Context, c *client.Client, s Spec) (_ *Container, retErr
 	}
 	ctr.process = spec.Process
 	return ctr, nil
+}
+
+// withSnapshotOn is client.WithNewSnapshot for an image whose layers' chain ID the caller
+// knows: the writable snapshot id is prepared on that committed snapshot (the image's unpacked
+// layers) and the container names image name, without reading the image again.
+func withSnapshotOn(id string, chainID digest.Digest, name string) client.NewContainerOpts {
+	return func(ctx context.Context, c *client.Client, ctr *containers.Container) error {
+		defer phasetime.Span("create: snapshot prepare")()
+		if _, err := c.SnapshotService(ctr.Snapshotter).Prepare(ctx, id, chainID.String()); err != nil {
+			return fmt.Errorf("snapshot of image %s (layers %s): %w", name, chainID, err)
+		}
+		ctr.SnapshotKey, ctr.Image = id, name
+		return nil
+	}
 }
 
 // withNewSpecKept is client.WithNewSpec that also keeps the spec it generated in *spec:
@@ -210,8 +247,11 @@ func (c *Container) Delete(ctx context.Context) error {
 	taskGone := false
 	if c.task != nil {
 		// A failed background deletion is tried again here; only a second failure counts.
+		endTask := phasetime.Span("delete: task")
 		bgErr := c.task.waitDeletion(ctx)
-		if err := c.task.destroy(ctx); err != nil {
+		err := c.task.destroy(ctx)
+		endTask()
+		if err != nil {
 			errs = append(errs, bgErr, err)
 		} else {
 			taskGone = true
@@ -230,6 +270,7 @@ func (c *Container) Delete(ctx context.Context) error {
 		// first load the task and the record again (two round trips), and the snapshot is
 		// removed below either way. A task that could not be deleted keeps its record.
 		if taskGone {
+			defer phasetime.Span("delete: container record")()
 			if err := c.client.ContainerService().Delete(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("delete container %s: %w", c.spec.ID, err))
 			}
@@ -247,11 +288,15 @@ func (c *Container) Delete(ctx context.Context) error {
 	// The snapshot may exist without the container (NewContainer failed after Prepare), and
 	// goes after the container record.
 	if c.owned && c.spec.RootPath == "" {
+		defer phasetime.Span("delete: snapshot")()
 		if err := c.client.SnapshotService(c.spec.Snapshotter).Remove(ctx, c.spec.ID); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove snapshot %s: %w", c.spec.ID, err))
 		}
 	}
-	if err := c.client.LeasesService().Delete(ctx, leases.Lease{ID: c.leaseID}); err != nil && !errdefs.IsNotFound(err) {
+	endLease := phasetime.Span("delete: lease")
+	err := c.client.LeasesService().Delete(ctx, leases.Lease{ID: c.leaseID})
+	endLease()
+	if err != nil && !errdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("delete lease %s: %w", c.leaseID, err))
 	}
 	if len(errs) > 0 {

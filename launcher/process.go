@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,7 @@ type Task struct {
 	task        client.Task
 	cgroupsPath string
 	started     time.Time
+	goAhead     time.Time // GoAhead's; under mu
 	stopWait    context.CancelFunc
 	outs        []*cappedWriter
 
@@ -123,7 +125,9 @@ func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *T
 	if c.spec.FIFODir != "" {
 		ioOpts = append(ioOpts, cio.WithFIFODir(c.spec.FIFODir))
 	}
+	endNewTask := phasetime.Span("task create: NewTask")
 	tk, err := newTaskUncancelled(ctx, c.ctr, cio.NewCreator(ioOpts...))
+	endNewTask()
 	if err != nil {
 		stopWait()
 		t.closeOutputs()
@@ -164,6 +168,7 @@ func (c *Container) CreateTask(ctx context.Context, beforeStart StartHook) (_ *T
 	}()
 
 	if beforeStart != nil {
+		defer phasetime.Span("task create: before start")()
 		if err := beforeStart(ctx, tk.Pid()); err != nil {
 			return nil, fmt.Errorf("start task %s: before start: %w", c.spec.ID, err)
 		}
@@ -242,6 +247,25 @@ func (t *Task) output(path string, w io.Writer, name string, limit int64) (io.Wr
 	return cw, nil
 }
 
+// GoAhead records when the task's process was let go (the init's go-ahead, given after its
+// attestation, possibly long after Start for a sandbox started ahead of its turn): Wait's
+// timeout and the Exit's Duration count from it, as the init's own deadline does.
+func (t *Task) GoAhead(at time.Time) {
+	t.mu.Lock()
+	t.goAhead = at
+	t.mu.Unlock()
+}
+
+// from is when the task's time counts from: its go-ahead, else its start.
+func (t *Task) from() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.goAhead.IsZero() {
+		return t.goAhead
+	}
+	return t.started
+}
+
 // Pid returns PID 1's PID on the host.
 func (t *Task) Pid() uint32 { return t.task.Pid() }
 
@@ -264,7 +288,7 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 	var ex Exit
 	var deadline <-chan time.Time
 	if timeout > 0 {
-		tm := time.NewTimer(time.Until(t.started.Add(timeout)))
+		tm := time.NewTimer(time.Until(t.from().Add(timeout)))
 		defer tm.Stop()
 		deadline = tm.C
 	}
@@ -284,7 +308,7 @@ func (t *Task) Wait(ctx context.Context, timeout, grace time.Duration) (Exit, er
 		}
 	}
 
-	ex.Duration = t.exitedAt.Sub(t.started)
+	ex.Duration = t.exitedAt.Sub(t.from())
 	code, _, err := t.status.Result()
 	if err != nil {
 		return ex, fmt.Errorf("wait task %s: %w", t.ctr.spec.ID, err)

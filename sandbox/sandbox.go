@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"github.com/opencontainers/go-digest"
 	"io"
 	"net"
 	"time"
@@ -79,6 +80,16 @@ type Readier interface {
 	Ready(ctx context.Context) error
 }
 
+// Primer is a Readier that can also be started ahead of its run: Prime starts the readied
+// container's init and attests it, and the init then waits for the go-ahead, which Run gives
+// at the run's turn (the agent's deadline counts from it); nothing of the image's or the
+// agent's runs before. The attestation or its failure is Run's, at the turn, as if it had been
+// read then. Optional, after Ready succeeded; Close ends a primed init that never got the
+// go-ahead with the rest.
+type Primer interface {
+	Prime(ctx context.Context)
+}
+
 // Reservation is what a Backend prepared for one sandbox; Release (idempotent) frees it.
 type Reservation interface{ Release() error }
 
@@ -89,9 +100,13 @@ type Reservation interface{ Release() error }
 type Config struct {
 	Client *client.Client // the local backend's containerd
 	Image  string         // an image that passed images.Resolve
-	ID     string         // unique per container; labels and the container ID derive from it
-	Argv   []string
-	Env    []string
+	// ImageConfig is the config digest of Image as images.Resolve returned it (its
+	// ConfigDigest): the local backend then reads the config and the layers' chain ID by
+	// digest (images.ConfigOf), never the name again; "" looks the name up.
+	ImageConfig digest.Digest
+	ID          string // unique per container; labels and the container ID derive from it
+	Argv        []string
+	Env         []string
 	// PrependEnv are KEY=VALUE entries put before the image config's value of KEY, joined by
 	// a colon (PYTHONPATH=/ceval/python ahead of the image's own PYTHONPATH); Env wins over both.
 	PrependEnv []string

@@ -60,6 +60,9 @@ func prepareRun(ctx context.Context, t *task.Task, o Options, ahead bool) (*Prep
 			p.err = inPhase(PhaseLaunch, asRunError(err))
 			return p, nil
 		}
+		if pr, ok := r.sb.(sandbox.Primer); ok && len(t.Setup) == 0 {
+			pr.Prime(ctx) // its init started and attested, waiting for the go-ahead at the turn
+		}
 		r.res.Timings.Prepare = time.Since(r.start).Seconds()
 		r.emit("sandbox_ready", nil)
 	}

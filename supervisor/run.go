@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"ceval.dev/ceval/atif"
+	"ceval.dev/ceval/internal/phasetime"
 	"ceval.dev/ceval/sandbox/local"
 	"context"
 	"errors"
@@ -164,7 +165,10 @@ func (r *run) phaseTable() []phase {
 func (r *run) runPhases(ctx context.Context, from int) error {
 	phases := r.phaseTable()
 	for _, p := range phases[from:] {
-		if err := p.do(ctx); err != nil {
+		endPhase := phasetime.Span("phase " + p.name)
+		err := p.do(ctx)
+		endPhase()
+		if err != nil {
 			if errors.Is(err, errEndedByLimits) {
 				return nil
 			}
@@ -203,7 +207,10 @@ func (r *run) runPhases(ctx context.Context, from int) error {
 func (r *run) close(ctx context.Context, err error) error {
 	r.iter.user.close()
 	if r.sb != nil {
-		if cerr := r.sb.Close(ctx); cerr != nil && err == nil {
+		endClose := phasetime.Span("close: sandbox")
+		cerr := r.sb.Close(ctx)
+		endClose()
+		if cerr != nil && err == nil {
 			err = inPhase(PhaseCleanup, &InfraError{cerr})
 		}
 		r.emit("container_deleted", nil)
@@ -222,7 +229,9 @@ func (r *run) close(ctx context.Context, err error) error {
 	if rerr := r.redactLogs(ctx); rerr != nil && err == nil {
 		err = inPhase(PhaseRecord, rerr)
 	}
+	endRecord := phasetime.Span("close: record")
 	err = r.record(err)
+	endRecord()
 	r.ev.Close()
 	return err
 }
@@ -345,7 +354,10 @@ func (r *run) prepare(ctx context.Context) error {
 	// The launch's longest waits start while the image is resolved (which mostly waits on
 	// containerd); Run releases what no sandbox took over.
 	r.ids = r.o.Backend.Prepare()
-	if r.img, err = r.o.Backend.ResolveImage(ctx, t.Sandbox); err != nil {
+	endResolve := phasetime.Span("prepare: resolve image")
+	r.img, err = r.o.Backend.ResolveImage(ctx, t.Sandbox)
+	endResolve()
+	if err != nil {
 		if errors.Is(err, registry.ErrRefused) { // the registry the task named sent what ceval refuses
 			return &sandbox.InputError{Err: err}
 		}
@@ -369,7 +381,7 @@ func (r *run) prepare(ctx context.Context) error {
 func (r *run) launch(ctx context.Context) error {
 	t, o := r.t, r.o
 	cfg := sandbox.Config{
-		Image: r.img.Name, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
+		Image: r.img.Name, ImageConfig: r.img.ConfigDigest, ID: fmt.Sprintf("%s-%s-%s-%d", o.RunID, o.Variant, t.ID, o.Repeat),
 		Argv: r.argv, Env: iterationEnv(r.env, t, 1), Limits: t.Sandbox.Limits, Network: t.Sandbox.Network, Grace: o.Grace,
 		InitDir: o.InitDir, Dir: filepath.Join(r.dir, scratchSubdir), Mounts: r.mounts, IDs: o.IDs,
 		StdoutPath: filepath.Join(r.dir, record.StdoutFile), StderrPath: filepath.Join(r.dir, record.StderrFile),

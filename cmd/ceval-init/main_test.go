@@ -752,3 +752,45 @@ func TestRlimitASAgentStartsWhateverItsEnvironment(t *testing.T) {
 		}
 	})
 }
+
+// An init started ahead of its run's turn waits for the go-ahead as long as the turn takes:
+// the agent's --timeout counts from the go-ahead, so a 300 ms agent under a 1 s deadline
+// runs to its end after a 1.5 s wait (red with the deadline from the init's start: killed,
+// 137), and the deadline still ends an agent that outlives it.
+func TestWaitGoDeadlineCountsFromTheGoAhead(t *testing.T) {
+	for _, tc := range []struct {
+		name, agent string
+		code        int
+	}{
+		{"agent within its deadline", "sleep 0.3", 0},
+		{"agent past its deadline", "sleep 5", exitDeadline},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &proc{t: t, cmd: exec.Command(initPath, "--wait-go", "--timeout", "1s", "--grace", "100ms", "--", "/bin/sh", "-c", tc.agent)}
+			goR, goW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.cmd.Stdin = goR
+			p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+			p.started = time.Now()
+			if err := p.cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			goR.Close()
+			time.Sleep(1500 * time.Millisecond) // the run's turn comes later than the deadline
+			goAhead := time.Now()
+			if _, err := goW.Write([]byte("go\n")); err != nil {
+				t.Fatal(err)
+			}
+			goW.Close()
+			r := p.wait()
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %q", r.code, tc.code, r.stderr)
+			}
+			if ran := time.Since(goAhead); tc.code == exitDeadline && ran < time.Second {
+				t.Fatalf("killed %v after the go-ahead, before its 1s deadline", ran)
+			}
+		})
+	}
+}

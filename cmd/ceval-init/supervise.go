@@ -90,6 +90,9 @@ func run(cfg config) int {
 			return exitNoGo
 		}
 		stdin = fd
+		// The deadline is the agent's: counted from the go-ahead, however long this init
+		// waited for it (a warm sandbox's is started and attested ahead of its run's turn).
+		started = time.Now()
 	}
 	a, err := start(agentSpec{argv: cfg.argv, env: os.Environ(), files: []uintptr{uintptr(stdin), 1, 2}, rlimitAS: cfg.rlimitAS})
 	if err != nil {

@@ -62,7 +62,8 @@ func newImagesPruneCmd(g *globalOptions) *cobra.Command {
 		Use:   "prune [--older-than 720h] [--dry-run]",
 		Short: "Remove the images no run used for a while (never one an unfinished experiment pinned)",
 		Long: "prune removes from the namespace the images no run used for --older-than (by their last\n" +
-			"use, else when they were made); containerd then frees their content. An image an\n" +
+			"use, recorded to within 10 minutes, which it allows for; else when they were made);\n" +
+			"containerd then frees their content. An image an\n" +
 			"experiment pinned is kept while that experiment has runs without a complete result.json\n" +
 			"(interrupted, stopped early, running): ceval run --resume needs exactly that digest.\n" +
 			"ceval's own images are built again on first use.",

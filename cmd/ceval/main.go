@@ -3,6 +3,7 @@
 package main
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -130,6 +131,7 @@ func newRootCmd() *cobra.Command {
 func init() { initgc.Restore() }
 
 func main() {
+	phasetime.Mark("main")
 	// ceval re-executes itself as the unprivileged worker that runs WASM criteria.
 	if len(os.Args) > 1 && os.Args[1] == worker.Command {
 		worker.Main()

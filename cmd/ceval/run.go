@@ -1,6 +1,7 @@
 package main
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,7 +62,9 @@ func newRunCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			endConfig := phasetime.Span("cli: config")
 			ucfg, err := g.config(cmd)
+			endConfig()
 			if err != nil {
 				return exitWith(exitInvalid, err)
 			}

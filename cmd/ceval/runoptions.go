@@ -1,6 +1,7 @@
 package main
 
 import (
+	"ceval.dev/ceval/internal/phasetime"
 	"errors"
 	"fmt"
 	"strings"
@@ -141,7 +142,9 @@ func runTasks(cmd *cobra.Command, g *globalOptions, tasks []*task.Task, base sup
 	if err != nil {
 		return err
 	}
+	endSession := phasetime.Span("cli: containerd session")
 	sess, err := g.openSession(cmd)
+	endSession()
 	if err != nil {
 		return err
 	}
@@ -149,7 +152,9 @@ func runTasks(cmd *cobra.Command, g *globalOptions, tasks []*task.Task, base sup
 	c, cctx, ctx, pc := sess.client, sess.ctx, sess.ctx, sess.preflight
 	tier := sessionTier(sess, g, base.Busybox, base.IDs, base.Allow.HostNetwork, base.VerifierNetwork)
 	tier.pins = pins
+	endExecutor := phasetime.Span("cli: executor")
 	ex, closeEx, err := executorFor(tier, tasks...)
+	endExecutor()
 	if err != nil {
 		return exitWith(exitInfraErr, err)
 	}
@@ -161,7 +166,9 @@ func runTasks(cmd *cobra.Command, g *globalOptions, tasks []*task.Task, base sup
 		opts := withPins(base, pins, g.kube)
 		opts.Client, opts.Preflight, opts.Executor = c, pc, ex
 		opts.Progress = progressPrinter(errOut, t.ID)
+		endRun := phasetime.Span("run")
 		res, err := supervisor.Run(cctx, t, opts)
+		endRun()
 		code := exitCodeFor(res, err)
 		if err != nil {
 			fmt.Fprintf(errOut, "ceval: %s: %v\n", t.ID, err)

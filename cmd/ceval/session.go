@@ -40,6 +40,7 @@ func (g *globalOptions) openSession(cmd *cobra.Command) (*session, error) {
 // Close releases the client and the signal handler.
 func (s *session) Close() {
 	if s.client != nil {
+		images.WaitTouches() // the last-used labels this session's runs started
 		s.client.Close()
 	}
 	s.stop()

@@ -16,9 +16,9 @@ import (
 )
 
 // kill -9 of an experiment's ceval while one run's agent runs and two more runs are
-// prepared ahead of their turn (warm sandboxes: containers with a task created, not
-// started, their scratch filesystems mounted, ID slots taken): ceval gc removes all of it,
-// as it removes a running run's.
+// prepared ahead of their turn (warm sandboxes: containers whose init is started and attested,
+// waiting for a go-ahead that never comes, their scratch filesystems mounted, ID slots taken):
+// ceval gc removes all of it, as it removes a running run's.
 func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
 	t.Cleanup(func() { ctrtest.RemoveImage(ctx, c, images.DefaultName) })
@@ -26,7 +26,7 @@ func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 	cfg := filepath.Join(dir, "config.yaml")
 	const base = 3221225472 + 8*65536 // a range of its own (see TestGCAfterKill9LeavesNothingOfCevals)
 	os.WriteFile(cfg, []byte(fmt.Sprintf("id_range: {start: %d, slots: 4}\n", base)), 0o644)
-	os.WriteFile(filepath.Join(dir, "task.yaml"), []byte("task_id: sleeper\ninitial_prompt: p\nagent: {type: command, command: [sleep, \"1000\"]}\n"+
+	os.WriteFile(filepath.Join(dir, "task.yaml"), []byte("task_id: sleeper\ninitial_prompt: p\nagent: {type: command, command: [/bin/sh, -c, \"sleep 1000; true\"]}\n"+
 		"sandbox: {limits: {timeout: 5m, memory_mb: 64, pids: 32, disk_mb: 8}}\nsuccess_criteria: [{type: file_exists, path: x}]\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "exp.yaml"), []byte("experiment_id: warm\ntasks: [task.yaml]\nrepeats: 4\n"), 0o644)
 	runs := t.TempDir()
@@ -44,7 +44,7 @@ func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 			ceval(t, "gc", "--namespace", ctrtest.Namespace)
 		}
 	})
-	// One running, two prepared: three tasks, one of them running.
+	// One running, two prepared: three tasks running (two inits waiting), one agent.
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		tasks, err := c.TaskService().List(ctx, nil)
@@ -60,11 +60,11 @@ func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 				running++
 			}
 		}
-		if created == 2 && running == 1 {
+		if created == 0 && running == 3 && agentShells("sleep 1000; true") == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no run running beside two prepared ones after 90s: %d created, %d running; ceval said:\n%s", created, running, stderr.String())
+			t.Fatalf("no run running beside two primed ones after 90s: %d created, %d running, %d agents; ceval said:\n%s", created, running, agentShells("sleep 1000; true"), stderr.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -105,4 +105,21 @@ func TestGCAfterKill9RemovesTheExperimentsWarmSandboxes(t *testing.T) {
 			t.Errorf("ID slot lock %s left (%v)", p, err)
 		}
 	}
+}
+
+// agentShells counts the host's processes that are /bin/sh -c script (an agent's shell; its
+// init's arguments name the script too, after others).
+func agentShells(script string) int {
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	n := 0
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			continue
+		}
+		if args := strings.Split(string(data), "\x00"); len(args) > 2 && args[0] == "/bin/sh" && args[2] == script {
+			n++
+		}
+	}
+	return n
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
 	"io/fs"
 	"os"
 	"path"
@@ -44,10 +46,11 @@ type imageWorkdirCopy struct {
 
 // emptyWorkdirs remembers, per image content (the chain ID of its layers: a committed
 // snapshot's tree never changes) and working directory, a tree copyImageWorkdir found
-// nothing in (no such directory, or an empty one), so the next run of this process over the
-// same image mounts no view of it: a view is a lease, a snapshot made and removed, a mount
-// and an unmount, containerd metadata writes each run paid for an empty /workspace (the
-// default image's). A tree with anything in it is copied afresh for every run.
+// nothing in (no such directory, or an empty one), so the next run over the same image
+// mounts no view of it: a view is a lease, a snapshot made and removed, a mount and an
+// unmount, containerd metadata writes each run paid for an empty /workspace (the default
+// image's). Later processes learn it from images' empty-directory cache on disk (same key).
+// A tree with anything in it is copied afresh for every run.
 var emptyWorkdirs sync.Map // chainID + "\x00" + rel -> imageWorkdirCopy
 
 // workdirViews counts the views copyImageWorkdir mounted, for tests.
@@ -59,7 +62,10 @@ var workdirViews atomic.Int64
 // copied as a template_dir is (no link followed, special files skipped) under the
 // workspace's caps: a cap hit is an error naming the image, as the image is the task
 // author's and a silently partial workspace would grade the agent on the wrong input.
-func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws string, diskMB int64) (imageWorkdirCopy, error) {
+//
+// chain is the chain ID of the image's layers as the run resolved them ("" looks the name up):
+// the tree is remembered by it, and viewed from it.
+func copyImageWorkdir(ctx context.Context, c *client.Client, name string, chain digest.Digest, wd, mode, ws string, diskMB int64) (imageWorkdirCopy, error) {
 	var out imageWorkdirCopy
 	if mode == "" || mode == task.ImageWorkdirIgnore {
 		return out, nil
@@ -71,10 +77,19 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws 
 		}
 		return out, nil
 	}
-	key, keyErr := workdirKey(ctx, c, name, rel)
+	var keyErr error
+	if chain == "" {
+		chain, keyErr = imageChainID(ctx, c, name)
+	}
+	key := chain.String() + "\x00" + rel
 	if keyErr == nil {
 		if known, ok := emptyWorkdirs.Load(key); ok {
 			return known.(imageWorkdirCopy), nil
+		}
+		if images.KnownEmptyDir(chain, rel) {
+			known := imageWorkdirCopy{Dir: "/" + rel}
+			emptyWorkdirs.Store(key, known)
+			return known, nil
 		}
 	}
 	tc := &treeCopy{
@@ -84,7 +99,7 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws 
 		},
 	}
 	workdirViews.Add(1)
-	err := withImageRoot(ctx, c, name, func(r *os.Root) error {
+	err := withImageRootOf(ctx, c, name, chain, func(r *os.Root) error {
 		sub, err := openImageDir(r, rel, "make WORKDIR a real directory or set sandbox.image_workdir: ignore")
 		if err != nil || sub == nil {
 			return err
@@ -105,13 +120,14 @@ func copyImageWorkdir(ctx context.Context, c *client.Client, name, wd, mode, ws 
 	}
 	if keyErr == nil && tc.entries == 0 && len(tc.skipped) == 0 {
 		emptyWorkdirs.Store(key, imageWorkdirCopy{Dir: out.Dir})
+		_ = images.RememberEmptyDir(chain, rel) // a cache: a write that fails costs the next process a view
 	}
 	return out, nil
 }
 
-// workdirKey names the tree at rel in image name's content: its layers' chain ID (read from
-// the image's manifest and config, no snapshot) and rel.
-func workdirKey(ctx context.Context, c *client.Client, name, rel string) (string, error) {
+// imageChainID is the chain ID of image name's layers (read from its manifest and config, no
+// snapshot).
+func imageChainID(ctx context.Context, c *client.Client, name string) (digest.Digest, error) {
 	img, err := c.GetImage(ctx, name)
 	if err != nil {
 		return "", err
@@ -120,7 +136,30 @@ func workdirKey(ctx context.Context, c *client.Client, name, rel string) (string
 	if err != nil {
 		return "", err
 	}
-	return identity.ChainID(diffIDs).String() + "\x00" + rel, nil
+	return identity.ChainID(diffIDs), nil
+}
+
+// withImageRootOf is withImageRoot of the layers with chain ID chain, when it is not "": the
+// very layers the caller keys what it learns by. When they are not unpacked, the image is
+// looked up and unpacked, and must still have those layers.
+func withImageRootOf(ctx context.Context, c *client.Client, name string, chain digest.Digest, f func(*os.Root) error) error {
+	if chain == "" {
+		return withImageRoot(ctx, c, name, f)
+	}
+	if _, err := c.SnapshotService(images.Snapshotter).Stat(ctx, chain.String()); err != nil {
+		if !errdefs.IsNotFound(err) {
+			return fmt.Errorf("image %s: %w", name, err)
+		}
+		got, err := imageChainID(ctx, c, name)
+		if err != nil {
+			return fmt.Errorf("image %s: %w", name, err)
+		}
+		if got != chain {
+			return fmt.Errorf("image %s changed while the run started (its layers are now %s, resolved as %s): run again", name, got, chain)
+		}
+		return withImageRoot(ctx, c, name, f)
+	}
+	return viewLayers(ctx, c, name, chain, f)
 }
 
 // withImageRoot calls f with a read-only view of image name's unpacked rootfs.
@@ -140,6 +179,12 @@ func withImageRoot(ctx context.Context, c *client.Client, name string, f func(*o
 	if err != nil {
 		return fmt.Errorf("image %s: %w", name, err)
 	}
+	return viewLayers(ctx, c, name, identity.ChainID(diffIDs), f)
+}
+
+// viewLayers calls f with a read-only view of the unpacked layers with chain ID chain (of
+// image name, for errors).
+func viewLayers(ctx context.Context, c *client.Client, name string, chain digest.Digest, f func(*os.Root) error) error {
 	lctx, done, err := c.WithLease(ctx)
 	if err != nil {
 		return err
@@ -147,7 +192,7 @@ func withImageRoot(ctx context.Context, c *client.Client, name string, f func(*o
 	defer done(context.WithoutCancel(ctx))
 	sn := c.SnapshotService(images.Snapshotter)
 	key := "ceval-workdir-" + rand.Text()
-	mounts, err := sn.View(lctx, key, identity.ChainID(diffIDs).String())
+	mounts, err := sn.View(lctx, key, chain.String())
 	if err != nil {
 		return fmt.Errorf("image %s: view of its snapshot: %w", name, err)
 	}

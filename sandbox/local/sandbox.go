@@ -2,11 +2,14 @@ package local
 
 import (
 	"bytes"
+	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"io"
 	"os"
 	"path/filepath"
@@ -36,13 +39,14 @@ type Sandbox struct {
 	cfg       sandbox.Config
 	ctr       *launcher.Container
 	created   *launcher.Task // Ready's task, created and not yet started; Start takes it
+	primed    *primedInit    // Prime's task, started and attested, its init waiting for the go-ahead; Start takes it
 	undo      []func() error // in reverse order on Close
 	goW       *io.PipeWriter
 	ids       *IDSlot
 	userns    *launcher.UserNS
-	ocfg      oci.Config   // the agent container's; a step's container is made from a copy (see RunStep)
-	imageEnv  []string     // the image config's Env as ceval applies it (imageEnv), under cfg.Env
-	img       client.Image // the agent's image
+	ocfg      oci.Config    // the agent container's; a step's container is made from a copy (see RunStep)
+	imageEnv  []string      // the image config's Env as ceval applies it (imageEnv), under cfg.Env
+	chainID   digest.Digest // the image's layers (its snapshot's key), when its config was read by digest
 	initPath  string
 	bootID    string
 	lifeline  *launcher.Lifeline
@@ -128,6 +132,7 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 			<-initc // s.initPath is written by that goroutine: never return before it
 		}
 	}()
+	endScratch := phasetime.Span("sandbox: scratch mounts")
 	unmountWS, err := launcher.MountScratch(s.Workspace, cfg.Limits.DiskMB, workspaceInodes(cfg.Limits.DiskMB), 0, 0)
 	if err != nil {
 		return nil, err
@@ -147,11 +152,17 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 	}
 	// The image's config: its WorkingDir's tree starts the workspace, its ENV (PATH to its
 	// tools, above all) is the processes' as Docker gives it, under ceval's own variables.
-	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	endScratch()
+	endRC := phasetime.Span("sandbox: image config")
+	rc, chain, err := imageConfig(ctx, cfg)
+	endRC()
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", cfg.Image, err)
+		return nil, err
 	}
-	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
+	s.chainID = chain
+	endWD := phasetime.Span("sandbox: workdir")
+	cp, err := copyImageWorkdir(ctx, cfg.Client, cfg.Image, chain, rc.WorkingDir, cfg.ImageWorkdir, s.Workspace, cfg.Limits.DiskMB)
+	endWD()
 	if err != nil {
 		return nil, &sandbox.InputError{Err: err}
 	}
@@ -202,7 +213,10 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 		return nil, err
 	}
 	s.undo = append(s.undo, s.lifeline.Close)
-	if s.ids, s.userns, err = ids.wait(); err != nil {
+	endIDs := phasetime.Span("sandbox: ids wait")
+	s.ids, s.userns, err = ids.wait()
+	endIDs()
+	if err != nil {
 		return nil, err
 	}
 	s.undo = append(s.undo, s.userns.Close) // idempotent: hardenTask closes it at start
@@ -221,10 +235,14 @@ func NewSandbox(ctx context.Context, cfg sandbox.Config) (_ *Sandbox, err error)
 		}
 	}
 	initDone = true
-	if err := <-initc; err != nil {
+	endInit := phasetime.Span("sandbox: init install wait")
+	err = <-initc
+	endInit()
+	if err != nil {
 		return nil, err
 	}
 	s.cfg = cfg
+	defer phasetime.Span("sandbox: create container")()
 	if err := s.create(ctx); err != nil {
 		return nil, err
 	}
@@ -269,20 +287,50 @@ func (s *Sandbox) create(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	img, err := cfg.Client.GetImage(ctx, cfg.Image)
+	img, err := s.image(ctx)
 	if err != nil {
-		return fmt.Errorf("image %s: %w", cfg.Image, err)
+		return err
 	}
-	s.ocfg, s.img = ocfg, img
+	s.ocfg = ocfg
 	goR, goW := io.Pipe()
 	s.goW = goW
 	s.ctr, err = launcher.Create(ctx, cfg.Client, launcher.Spec{
-		ID: ocfg.RunID, Image: img, Opts: opts, Labels: oci.Labels(ocfg),
+		ID: ocfg.RunID, Image: img, ImageName: cfg.Image, ChainID: s.chainID, Opts: opts, Labels: oci.Labels(ocfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		StdoutPath:  cfg.StdoutPath, StderrPath: cfg.StderrPath, Stdout: cfg.Stdout, Stderr: cfg.Stderr,
 		LogCap: cfg.LogCap, Stdin: goR, RootPath: s.rootPath,
 	})
 	return err
+}
+
+// image is the agent's image for launcher.Spec: nil when its layers' chain ID is known
+// (launcher.Create then makes the rootfs from that snapshot without a lookup), else looked up.
+func (s *Sandbox) image(ctx context.Context) (client.Image, error) {
+	if s.chainID != "" {
+		return nil, nil
+	}
+	img, err := s.cfg.Client.GetImage(ctx, s.cfg.Image)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", s.cfg.Image, err)
+	}
+	return img, nil
+}
+
+// imageConfig is the run configuration of cfg's image and its layers' chain ID: read by the
+// config digest it was resolved to when cfg has it (images.ConfigOf), else by name (chain "").
+func imageConfig(ctx context.Context, cfg sandbox.Config) (ocispec.ImageConfig, digest.Digest, error) {
+	if cfg.ImageConfig != "" {
+		ic, err := images.ConfigOf(ctx, cfg.Client, cfg.ImageConfig)
+		if err != nil {
+			return ocispec.ImageConfig{}, "", fmt.Errorf("image %s: %w", cfg.Image, err)
+		}
+		return ic.Config, images.ChainID(ic), nil
+	}
+	rc, err := images.RunConfig(ctx, cfg.Client, cfg.Image)
+	if err != nil {
+		return rc, "", fmt.Errorf("image %s: %w", cfg.Image, err)
+	}
+	return rc, "", nil
 }
 
 // Again deletes the container, whose agent Run has reaped, and creates a fresh one over the
@@ -295,7 +343,7 @@ func (s *Sandbox) Again(ctx context.Context, next sandbox.AgainConfig) error {
 		if err := s.ctr.Delete(cleanupCtx); err != nil {
 			return fmt.Errorf("delete the container of the last iteration: %w", err)
 		}
-		s.ctr, s.created = nil, nil
+		s.ctr, s.created, s.primed = nil, nil, nil
 	}
 	if next.Prepare != nil {
 		if err := next.Prepare(s.Workspace); err != nil {
@@ -323,7 +371,7 @@ func (s *Sandbox) DeleteContainer(ctx context.Context) error {
 	cleanupCtx, cancel := launcher.CleanupContext(ctx)
 	defer cancel()
 	err := s.ctr.Delete(cleanupCtx)
-	s.ctr, s.created = nil, nil
+	s.ctr, s.created, s.primed = nil, nil, nil
 	return err
 }
 
@@ -378,7 +426,9 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 			}
 		}()
 	}
+	endWait := phasetime.Span("agent: wait")
 	exit, werr := tk.Wait(waitCtx, s.cfg.Limits.Timeout, s.cfg.Grace)
+	endWait()
 	if exit.Interrupted && ctx.Err() == nil && closed.Is(stopped) {
 		exit.Interrupted, out.Stopped = false, true
 	}
@@ -397,20 +447,63 @@ func (s *Sandbox) Run(ctx context.Context, emit func(string, map[string]any)) (*
 	return out, nil
 }
 
-// Start starts the container, attests the init after its execve and, when the attestation
-// matches policy, lets the process start; the caller waits for it (Run does). The
-// attestation is returned whenever it was read; on an error the init has exited without
-// starting the process, or Start failed before.
-func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestation, error) {
-	if err := s.Ready(ctx); err != nil {
-		return nil, nil, err
+// primedInit is what Prime did ahead of the run's turn: the task started (or its failure)
+// and the init's attestation (or its failure), for Start.
+type primedInit struct {
+	tk  *launcher.Task
+	att *record.Attestation
+	err error
+}
+
+// Prime starts the readied container's init and attests it ahead of the run's turn
+// (sandbox.Primer): the init then waits for the go-ahead Start gives. Whatever it met (a
+// failed start, an attestation that does not match policy) is Start's to return, at the turn.
+func (s *Sandbox) Prime(ctx context.Context) {
+	if s.primed != nil || s.created == nil {
+		return
 	}
 	tk := s.created
 	s.created = nil
-	if err := tk.Start(ctx); err != nil {
-		return nil, nil, err
+	p := &primedInit{}
+	s.primed = p
+	if p.err = tk.Start(ctx); p.err != nil {
+		return
 	}
-	att, err := s.attestInit(ctx, tk.Pid())
+	p.tk = tk
+	p.att, p.err = s.attestInit(ctx, tk.Pid())
+}
+
+// Start starts the container, attests the init after its execve and, when the attestation
+// matches policy, lets the process start; the caller waits for it (Run does). The
+// attestation is returned whenever it was read; on an error the init has exited without
+// starting the process, or Start failed before. A primed sandbox (Prime) was started and
+// attested ahead: Start gives the go-ahead, or returns what Prime met.
+func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestation, error) {
+	var tk *launcher.Task
+	var att *record.Attestation
+	var err error
+	if p := s.primed; p != nil {
+		s.primed = nil
+		if p.tk == nil {
+			return nil, nil, p.err
+		}
+		tk, att, err = p.tk, p.att, p.err
+	} else {
+		if err := s.Ready(ctx); err != nil {
+			return nil, nil, err
+		}
+		tk = s.created
+		s.created = nil
+		endStart := phasetime.Span("agent: task start")
+		err = tk.Start(ctx)
+		endStart()
+		if err != nil {
+			return nil, nil, err
+		}
+		endAttest := phasetime.Span("agent: attest")
+		att, err = s.attestInit(ctx, tk.Pid())
+		endAttest()
+	}
 	if err != nil {
 		s.goW.Close() // EOF without the go-ahead: the init exits without starting the process
 		cleanupCtx, cancel := launcher.CleanupContext(ctx)
@@ -418,6 +511,7 @@ func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestatio
 		_, _ = tk.Wait(cleanupCtx, 5*time.Second, time.Second)
 		return nil, att, err
 	}
+	tk.GoAhead(time.Now()) // the agent's deadline counts from here, as the init's does
 	if _, err := s.goW.Write([]byte("go\n")); err != nil {
 		return tk, att, fmt.Errorf("start %s: %w", s.cfg.Argv[0], err)
 	}
@@ -431,13 +525,15 @@ func (s *Sandbox) Start(ctx context.Context) (*launcher.Task, *record.Attestatio
 // task's network namespace); nothing of the image's or the agent's runs before Start. Again,
 // or after Start, it does nothing until Start has taken the task.
 func (s *Sandbox) Ready(ctx context.Context) error {
-	if s.created != nil {
+	if s.created != nil || s.primed != nil {
 		return nil
 	}
 	if s.ctr == nil {
 		return errors.New("ready: the sandbox has no container")
 	}
+	endCreate := phasetime.Span("agent: task create")
 	tk, err := s.ctr.CreateTask(ctx, s.beforeStart)
+	endCreate()
 	if err != nil {
 		return err
 	}
@@ -519,12 +615,16 @@ func (s *Sandbox) Close(ctx context.Context) error {
 		s.goW.Close()
 	}
 	if s.ctr != nil {
-		errs = append(errs, s.ctr.Delete(cleanupCtx)) // a task Ready created and Start never took too
-		s.ctr, s.created = nil, nil
+		endDelete := phasetime.Span("close: container delete")
+		errs = append(errs, s.ctr.Delete(cleanupCtx)) // a task Ready created or Prime started and Start never took too
+		endDelete()
+		s.ctr, s.created, s.primed = nil, nil, nil
 	}
+	endUndo := phasetime.Span("close: unmounts")
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		errs = append(errs, s.undo[i]())
 	}
+	endUndo()
 	s.undo = nil
 	return errors.Join(errs...)
 }

@@ -41,8 +41,12 @@ func (s *Sandbox) RunStep(ctx context.Context, name string, argv []string, timeo
 	}
 	goR, goW := io.Pipe()
 	defer goW.Close()
+	img, err := s.image(ctx)
+	if err != nil {
+		return launcher.Exit{}, fmt.Errorf("step %s: %w", name, err)
+	}
 	ctr, err := launcher.Create(ctx, s.cfg.Client, launcher.Spec{
-		ID: cfg.RunID, Image: s.img, Opts: opts, Labels: oci.Labels(cfg),
+		ID: cfg.RunID, Image: img, ImageName: s.cfg.Image, ChainID: s.chainID, Opts: opts, Labels: oci.Labels(cfg),
 		Snapshotter: images.Snapshotter, // where images unpacked it: no lookup of the namespace's default
 		Stdout:      log, Stderr: log, LogCap: StepLogCap, Stdin: goR,
 	})
