@@ -1,7 +1,6 @@
 package images
 
 import (
-	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/containerd/containerd/v2/client"
 
+	"ceval.dev/ceval/internal/phasetime"
 	"ceval.dev/ceval/internal/rootfs"
 	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/task"

@@ -1,12 +1,9 @@
 package launcher
 
 import (
-	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/opencontainers/go-digest"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"io"
 	"sync"
 	"syscall"
@@ -20,6 +17,10 @@ import (
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"ceval.dev/ceval/internal/phasetime"
 )
 
 // DefaultLogCap is how much of each of stdout and stderr is kept when Spec.LogCap is 0.

@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
+
+	"ceval.dev/ceval/internal/phasetime"
 )
 
 // killWait bounds how long Wait waits for the task to report its exit after SIGKILL to

@@ -1,9 +1,6 @@
 package supervisor
 
 import (
-	"ceval.dev/ceval/atif"
-	"ceval.dev/ceval/internal/phasetime"
-	"ceval.dev/ceval/sandbox/local"
 	"context"
 	"errors"
 	"fmt"
@@ -18,15 +15,18 @@ import (
 	"github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/atif"
 	"ceval.dev/ceval/gateway"
 	"ceval.dev/ceval/grader"
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/phasetime"
 	"ceval.dev/ceval/judge"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/registry"
 	"ceval.dev/ceval/sandbox"
+	"ceval.dev/ceval/sandbox/local"
 	"ceval.dev/ceval/snapshot"
 	"ceval.dev/ceval/task"
 )

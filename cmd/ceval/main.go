@@ -3,7 +3,6 @@
 package main
 
 import (
-	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/internal/initgc"
+	"ceval.dev/ceval/internal/phasetime"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/wasm/worker"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"ceval.dev/ceval/internal/phasetime"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/phasetime"
 	"ceval.dev/ceval/record"
 	"ceval.dev/ceval/sandbox/kubernetes"
 	"ceval.dev/ceval/supervisor"

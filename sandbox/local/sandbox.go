@@ -2,14 +2,11 @@ package local
 
 import (
 	"bytes"
-	"ceval.dev/ceval/internal/phasetime"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,13 +14,15 @@ import (
 	"strconv"
 	"time"
 
-	ctroci "github.com/containerd/containerd/v2/pkg/oci"
-
 	"github.com/containerd/containerd/v2/client"
+	ctroci "github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"ceval.dev/ceval/images"
 	"ceval.dev/ceval/internal/closed"
 	"ceval.dev/ceval/internal/embedded"
+	"ceval.dev/ceval/internal/phasetime"
 	"ceval.dev/ceval/launcher"
 	"ceval.dev/ceval/oci"
 	"ceval.dev/ceval/policy"
