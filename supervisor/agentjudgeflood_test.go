@@ -21,26 +21,29 @@ import (
 )
 
 // A judge agent's own directory (JudgeDir, where its verdict goes) is copied out like any
-// run's outputs, under the snapshot's caps. The agent under test leaves a test script that
-// floods it past the entry cap (100,000 entries) in a directory that sorts before the
-// verdict file; the judge runs it
-// as the rubric asks and writes a verdict of 1, which the snapshot never reaches. The
-// criterion FAILs saying the judge's run hit the entry cap (the agent's doing), never ERROR
-// and never a pass.
-func TestAgentJudgesOwnSnapshotPastTheEntryCapFails(t *testing.T) {
+// run's outputs, under the snapshot's caps (past its entry cap, the criterion FAILs naming the
+// cap). The agent under test leaves a test script that floods it past that cap (100,000
+// entries) in a directory that sorts before the verdict file; the judge runs it as the rubric
+// asks, then writes its verdict of 1 with its Write tool. The judge's commands run confined
+// (ceval-init --judge-shell: writes only under /workspace, /tmp, /dev), so the flood never
+// reaches JudgeDir: the verdict is read as the judge wrote it, and the judge's directory
+// holds nothing of the flood. Red without the confinement: the flood lands, and the criterion
+// FAILs naming the entry cap.
+func TestAgentJudgesCommandsCannotFloodItsOwnDirectory(t *testing.T) {
 	withAgentImage(t)
 	doc := agentTask("judge-snapshot-flood", `printf 'mkdir -p /judge/a-results && cd /judge/a-results && seq 1 100500 | xargs touch\n' >run-tests.sh`,
-		"  - {type: agent_judge, rubric: 'Run run-tests.sh; score 1 if it passes.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 5m}\n")
+		"  - {type: agent_judge, rubric: 'Run run-tests.sh; score 1 if it ran.', judge_model: claude-sonnet-4-5, agent_fixture: judge.yaml, timeout: 5m}\n")
 	files := map[string]string{"judge.yaml": "version: 1\napi: anthropic\nturns:\n" +
-		"  - tool_calls: [{name: Bash, input: {command: \"sh /workspace/run-tests.sh && printf '{\\\"score\\\": 1, \\\"reasons\\\": \\\"the tests ran\\\"}' > " + JudgeVerdict + "; ls /judge/a-results | wc -l\", timeout: 240000}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Bash, input: {command: \"sh /workspace/run-tests.sh; ls /judge | wc -l\", timeout: 240000}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
+		"  - tool_calls: [{name: Write, input: {file_path: " + JudgeVerdict + ", content: '{\"score\": 1, \"reasons\": \"the tests ran\"}'}}]\n    usage: {input_tokens: 10, output_tokens: 5}\n" +
 		"  - text: Done.\n    usage: {input_tokens: 20, output_tokens: 2}\n"}
 	res, err := runTask(t, doc, files, Options{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := res.Criteria[0]
-	if c.Status != grader.Fail || !strings.Contains(c.Details, "wrote no "+JudgeVerdict) || !strings.Contains(c.Details, "entry cap 100000") {
-		t.Errorf("agent_judge: %s %v %q, want FAIL naming the judge's snapshot's entry cap", c.Status, c.Score, c.Details)
+	if c.Status != grader.Pass || c.Score != 1 || !strings.Contains(c.Details, "the tests ran") || strings.Contains(c.Details, "entry cap") {
+		t.Errorf("agent_judge: %s %v %q, want the judge's own verdict (PASS 1, 'the tests ran'), its directory never flooded", c.Status, c.Score, c.Details)
 	}
 }
 
