@@ -11,6 +11,8 @@ import (
 	"github.com/containerd/errdefs"
 	digest "github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
+
+	"ceval.dev/ceval/internal/busy"
 )
 
 // importRepo names what an archive leaves unnamed: a bare OCI tag "v1" becomes
@@ -96,7 +98,9 @@ func unpack(ctx context.Context, c *client.Client, rec images.Image) error {
 	if ok {
 		return nil
 	}
-	if err := img.Unpack(ctx, Snapshotter); err != nil {
+	// Unpack is idempotent: one that failed on a busy temporary mount of containerd's is
+	// tried again as a whole.
+	if err := busy.Retry(ctx, func() error { return img.Unpack(ctx, Snapshotter) }); err != nil {
 		return fmt.Errorf("image %s: unpack for %s: %w", rec.Name, Snapshotter, err)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/platforms"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"ceval.dev/ceval/internal/busy"
 	cevalregistry "ceval.dev/ceval/registry"
 )
 
@@ -135,7 +136,10 @@ func pull(ctx context.Context, c *client.Client, ref string, o PullOptions) (*re
 	// The preflight reads the layers while they are unpacked (both only read the content
 	// store); a refused image's snapshots go with its record and the lease.
 	unpacked := make(chan error, 1)
-	go func() { unpacked <- client.NewImageWithPlatform(c, rec, match).Unpack(lctx, Snapshotter) }()
+	go func() {
+		img := client.NewImageWithPlatform(c, rec, match)
+		unpacked <- busy.Retry(lctx, func() error { return img.Unpack(lctx, Snapshotter) })
+	}()
 	rep, err := scan(lctx, c.ContentStore(), r)
 	uerr := <-unpacked
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"ceval.dev/ceval/internal/busy"
 	"ceval.dev/ceval/internal/phasetime"
 )
 
@@ -345,7 +346,7 @@ func specKillsByInit(s *specs.Spec) bool {
 func deleteTaskKilled(ctx context.Context, ctr client.Container, t client.Task) error {
 	spec, err := ctr.Spec(ctx)
 	if err != nil || !specKillsByInit(spec) {
-		_, err := t.Delete(ctx, client.WithProcessKill)
+		err := busy.Retry(ctx, func() error { _, err := t.Delete(ctx, client.WithProcessKill); return err })
 		if errdefs.IsNotFound(err) {
 			return nil
 		}
@@ -365,7 +366,7 @@ func deleteTaskKilled(ctx context.Context, ctr client.Container, t client.Task) 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if _, err := t.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+	if err := busy.Retry(ctx, func() error { _, err := t.Delete(ctx); return err }); err != nil && !errdefs.IsNotFound(err) {
 		return err
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
+	"ceval.dev/ceval/internal/busy"
 	"ceval.dev/ceval/internal/tempdir"
 	"ceval.dev/ceval/oci"
 )
@@ -289,7 +290,7 @@ func deleteDeadContainer(ctx context.Context, ctr client.Container, why string) 
 	} else if !errdefs.IsNotFound(err) {
 		return out, fmt.Errorf("gc: task of %s: %w", ctr.ID(), err)
 	}
-	if err := ctr.Delete(ctx, client.WithSnapshotCleanup); err != nil && !errdefs.IsNotFound(err) {
+	if err := busy.Retry(ctx, func() error { return ctr.Delete(ctx, client.WithSnapshotCleanup) }); err != nil && !errdefs.IsNotFound(err) {
 		return out, fmt.Errorf("gc: delete container %s: %w", ctr.ID(), err)
 	}
 	return append(out, Swept{"container", ctr.ID(), why}), nil

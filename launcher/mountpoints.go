@@ -11,6 +11,8 @@ import (
 
 	"github.com/containerd/containerd/v2/core/mount"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"ceval.dev/ceval/internal/busy"
 )
 
 // makeMountpoints creates, in the container's rootfs snapshot and as the host's root, every
@@ -20,7 +22,7 @@ import (
 // is reached through an os.Root, so an image's symbolic link cannot point a mount point out
 // of it; what already exists is left alone.
 func makeMountpoints(ctx context.Context, mounts []mount.Mount, spec *specs.Spec) error {
-	return mount.WithTempMount(ctx, mounts, func(rootfs string) error {
+	return busy.WithTempMount(ctx, mounts, false, func(rootfs string) error {
 		root, err := os.OpenRoot(rootfs)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/errdefs"
 
+	"ceval.dev/ceval/internal/busy"
 	"ceval.dev/ceval/internal/phasetime"
 )
 
@@ -524,11 +525,14 @@ func (t *Task) destroy(ctx context.Context) error {
 		}
 	default:
 	}
-	_, err := t.task.Delete(ctx, opts...)
-	if errdefs.IsFailedPrecondition(err) && len(opts) == 0 {
-		// The exit seen was the wait stream's end, not the task's: kill it after all.
-		_, err = t.task.Delete(ctx, client.WithProcessKill)
-	}
+	err := busy.Retry(ctx, func() error { // a host tool holding the rootfs for a moment
+		_, err := t.task.Delete(ctx, opts...)
+		if errdefs.IsFailedPrecondition(err) && len(opts) == 0 {
+			// The exit seen was the wait stream's end, not the task's: kill it after all.
+			_, err = t.task.Delete(ctx, client.WithProcessKill)
+		}
+		return err
+	})
 	if err != nil && !errdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("delete task %s: %w", t.ctr.spec.ID, err))
 	}

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/containerd/containerd/v2/core/mount"
 	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/internal/busy"
 )
 
 // RootOverlayPrefix starts the name of the directory that holds a RootOverlay's dir
@@ -146,11 +149,7 @@ func idmapBind(src, target string, ns int) error {
 }
 
 func unmount(dir string) error {
-	err := unix.Unmount(dir, 0)
-	if errors.Is(err, unix.EBUSY) {
-		err = unix.Unmount(dir, unix.MNT_DETACH)
-	}
-	if err != nil && !errors.Is(err, unix.EINVAL) { // EINVAL: not mounted (any more)
+	if err := busy.Unmount(context.Background(), dir); err != nil {
 		return fmt.Errorf("unmount %s: %w", dir, err)
 	}
 	return nil

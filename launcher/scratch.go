@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"ceval.dev/ceval/internal/busy"
 )
 
 // MountScratch mounts a tmpfs of sizeMB MiB and at most inodes files on dir (nosuid,
@@ -28,11 +31,7 @@ func MountScratch(dir string, sizeMB, inodes int64, uid, gid int) (unmount func(
 	var uerr error
 	unmount = func() error {
 		once.Do(func() {
-			err := unix.Unmount(dir, 0)
-			if errors.Is(err, unix.EBUSY) {
-				err = unix.Unmount(dir, unix.MNT_DETACH)
-			}
-			if err != nil {
+			if err := busy.Unmount(context.Background(), dir); err != nil {
 				uerr = fmt.Errorf("unmount scratch %s: %w", dir, err)
 			}
 		})

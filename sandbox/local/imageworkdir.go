@@ -16,10 +16,10 @@ import (
 	"syscall"
 
 	"github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/opencontainers/image-spec/identity"
 
 	"ceval.dev/ceval/images"
+	"ceval.dev/ceval/internal/busy"
 	"ceval.dev/ceval/task"
 )
 
@@ -197,7 +197,7 @@ func viewLayers(ctx context.Context, c *client.Client, name string, chain digest
 		return fmt.Errorf("image %s: view of its snapshot: %w", name, err)
 	}
 	defer sn.Remove(context.WithoutCancel(lctx), key)
-	return mount.WithReadonlyTempMount(lctx, mounts, func(root string) error {
+	return busy.WithTempMount(lctx, mounts, true, func(root string) error {
 		r, err := os.OpenRoot(root)
 		if err != nil {
 			return err
