@@ -21,8 +21,9 @@ import (
 )
 
 // TestImportRidesOutAHolderOfContainerdsTempMount holds the temporary mount containerd
-// applies a layer on (ROOT/tmpmounts/containerd-mount*) for 5 s, as a host tool that walks
-// every mount does: containerd's own unmount gives up after 2.5 s and the unpack fails with
+// applies a layer on (ROOT/tmpmounts/containerd-mount*) for 8 s, as a host tool that walks
+// every mount does: past the layer's extraction (seconds under load: a 5 s hold ended
+// before it once) containerd's own unmount gives up after 2.5 s and the unpack fails with
 // 'device or resource busy'; Import tries the unpack again and succeeds.
 func TestImportRidesOutAHolderOfContainerdsTempMount(t *testing.T) {
 	c, ctx := ctrtest.Connect(t)
@@ -59,7 +60,7 @@ func TestImportRidesOutAHolderOfContainerdsTempMount(t *testing.T) {
 	var held atomic.Bool
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { // hold the first temp mount seen for 5 s
+	go func() { // hold the first temp mount seen for 8 s
 		defer close(done)
 		for {
 			select {
@@ -77,7 +78,7 @@ func TestImportRidesOutAHolderOfContainerdsTempMount(t *testing.T) {
 					continue
 				}
 				held.Store(true)
-				time.Sleep(5 * time.Second)
+				time.Sleep(8 * time.Second)
 				f.Close()
 				return
 			}
@@ -92,7 +93,7 @@ func TestImportRidesOutAHolderOfContainerdsTempMount(t *testing.T) {
 		t.Fatalf("the layer's temporary mount under %s was never caught (import took %s): the test held nothing", tmpmounts, time.Since(start))
 	}
 	if err != nil {
-		t.Fatalf("import while containerd's temporary mount was held for 5 s: %v", err)
+		t.Fatalf("import while containerd's temporary mount was held for 8 s: %v", err)
 	}
 	if len(imgs) != 1 || imgs[0].Name != name {
 		t.Fatalf("imported %v, want one image %s", imgs, name)
