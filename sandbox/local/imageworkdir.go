@@ -171,7 +171,7 @@ func withImageRoot(ctx context.Context, c *client.Client, name string, f func(*o
 	if ok, err := img.IsUnpacked(ctx, images.Snapshotter); err != nil {
 		return fmt.Errorf("image %s: %w", name, err)
 	} else if !ok {
-		if err := img.Unpack(ctx, images.Snapshotter); err != nil {
+		if err := busy.Retry(ctx, func() error { return img.Unpack(ctx, images.Snapshotter) }); err != nil {
 			return fmt.Errorf("unpack image %s: %w", name, err)
 		}
 	}
