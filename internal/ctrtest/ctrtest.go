@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/containerd/containerd/v2/client"
@@ -40,6 +41,7 @@ func Connect(t testing.TB) (*client.Client, context.Context) {
 		defer c.Close()
 		if err := Leftovers(ctx, c); err != nil {
 			t.Errorf("left behind in namespace %s: %v", Namespace, err)
+			reportedOnce(ctx, c)
 		}
 		// Best effort: an empty namespace and the empty cgroup directories runc leaves.
 		if c.NamespaceService().Delete(ctx, Namespace) == nil {
@@ -66,12 +68,49 @@ func skipOrFail(t testing.TB, msg string) {
 	t.Skipf("no containerd: %s", msg)
 }
 
-// Leftovers reports the containers, tasks and active snapshots in ctx's namespace.
+// reported holds the leftovers a test already failed for (by namespace and name): later tests
+// of the same binary share the namespace, and one leak failing every test after it would hide
+// which test made it.
+var (
+	reportedMu sync.Mutex
+	reported   = map[string]bool{}
+)
+
+// reportedOnce marks what Leftovers finds now as reported.
+func reportedOnce(ctx context.Context, c *client.Client) {
+	left := leftovers(ctx, c)
+	ns, _ := namespaces.Namespace(ctx)
+	reportedMu.Lock()
+	defer reportedMu.Unlock()
+	for _, l := range left {
+		reported[ns+" "+l] = true
+	}
+}
+
+// Leftovers reports the containers, tasks and active snapshots in ctx's namespace that no
+// earlier test of this binary failed for already.
 func Leftovers(ctx context.Context, c *client.Client) error {
+	ns, _ := namespaces.Namespace(ctx)
+	var left []string
+	reportedMu.Lock()
+	for _, l := range leftovers(ctx, c) {
+		if !reported[ns+" "+l] {
+			left = append(left, l)
+		}
+	}
+	reportedMu.Unlock()
+	if len(left) > 0 {
+		return fmt.Errorf("%s", strings.Join(left, ", "))
+	}
+	return nil
+}
+
+// leftovers lists the containers, tasks and active snapshots in ctx's namespace.
+func leftovers(ctx context.Context, c *client.Client) []string {
 	var left []string
 	cs, err := c.Containers(ctx)
 	if err != nil {
-		return err
+		return []string{"(containers not listed: " + err.Error() + ")"}
 	}
 	for _, ctr := range cs {
 		left = append(left, "container "+ctr.ID())
@@ -91,10 +130,7 @@ func Leftovers(ctx context.Context, c *client.Client) error {
 			return nil
 		})
 	}
-	if len(left) > 0 {
-		return fmt.Errorf("%s", strings.Join(left, ", "))
-	}
-	return nil
+	return left
 }
 
 // RemoveImage deletes an image and waits for containerd's garbage collection: after an
@@ -117,6 +153,7 @@ func FreshNamespace(t testing.TB, ctx context.Context, c *client.Client) (contex
 		cctx := context.WithoutCancel(nctx)
 		if err := Leftovers(cctx, c); err != nil {
 			t.Errorf("left behind in namespace %s: %v", ns, err)
+			reportedOnce(cctx, c)
 		}
 		imgs, _ := c.ImageService().List(cctx)
 		for _, img := range imgs {
