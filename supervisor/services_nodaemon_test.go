@@ -148,34 +148,28 @@ func TestRelayedConnectionsAreCappedPerRun(t *testing.T) {
 		}
 		clients = append(clients, c)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		n := len(held)
-		mu.Unlock()
-		if n >= maxRelays || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // any relay past the cap would have dialled by now
-	mu.Lock()
-	n := len(held)
-	mu.Unlock()
+	// Every client reads until its connection ends. Once 40 were closed and maxRelays reached
+	// the service, every connection has been accepted and decided: accepted - closed is at
+	// most maxRelays, so no other connection can reach the service later.
 	var closed atomic.Int32
-	var wg sync.WaitGroup
 	for _, c := range clients {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 			if _, err := c.Read(make([]byte, 1)); errors.Is(err, io.EOF) {
 				closed.Add(1)
 			}
 		}()
 	}
-	wg.Wait()
-	if n != maxRelays || closed.Load() != 40 {
+	reached := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(held)
+	}
+	for deadline := time.Now().Add(30 * time.Second); closed.Load() < 40 || reached() < maxRelays; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) || reached() > maxRelays {
+			break
+		}
+	}
+	if n := reached(); n != maxRelays || closed.Load() != 40 {
 		t.Errorf("%d connections reached the service and %d were closed, want %d and 40", n, closed.Load(), maxRelays)
 	}
 	if err := set.stop(); err != nil {
