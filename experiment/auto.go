@@ -236,6 +236,7 @@ type gate struct {
 	cond    *sync.Cond
 	limit   int
 	running int
+	waiting int // workers blocked in acquire
 }
 
 func newGate(limit int) *gate {
@@ -247,7 +248,9 @@ func newGate(limit int) *gate {
 func (g *gate) acquire() {
 	g.mu.Lock()
 	for g.running >= g.limit {
+		g.waiting++
 		g.cond.Wait()
+		g.waiting--
 	}
 	g.running++
 	g.mu.Unlock()
@@ -265,6 +268,13 @@ func (g *gate) setLimit(n int) {
 	g.limit = n
 	g.mu.Unlock()
 	g.cond.Broadcast()
+}
+
+// blocked is how many workers wait in acquire.
+func (g *gate) blocked() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waiting
 }
 
 func (g *gate) inUse() int {

@@ -142,10 +142,20 @@ func TestGateHoldsItsLimitAsItChanges(t *testing.T) {
 		g.acquire()
 		close(in)
 	}()
-	select {
-	case <-in:
-		t.Fatal("a second worker got in at limit 1")
-	case <-time.After(50 * time.Millisecond):
+	// Until the second worker waits (it has looked at the limit), and once it does, it is not in.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		waits := g.blocked() == 1
+		select {
+		case <-in:
+			t.Fatal("a second worker got in at limit 1")
+		default:
+		}
+		if waits {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second worker never waited at limit 1")
+		}
 	}
 	g.setLimit(2)
 	select {
