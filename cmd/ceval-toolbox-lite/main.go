@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"ceval.dev/ceval/internal/toolbox/cmds"
+	"ceval.dev/ceval/internal/toolbox/pipeline"
 )
 
 func main() {
@@ -46,7 +47,7 @@ func run(prog []string) (status int) {
 	}
 	// As the full shell's, the streams are locked: a pipeline's stages write concurrently.
 	var mu sync.Mutex
-	r := &runner{dir: dir, stdin: bufio.NewReader(os.Stdin), stdout: lockedWriter{&mu, os.Stdout}, stderr: lockedWriter{&mu, os.Stderr}}
+	r := &runner{dir: dir, stdin: bufio.NewReader(os.Stdin), stdout: pipeline.Locked(&mu, os.Stdout), stderr: pipeline.Locked(&mu, os.Stderr)}
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(r.stderr, "toolbox: internal error: %v\n", p)
@@ -160,42 +161,10 @@ func parseCommand(prog []string) (cmd command, rest []string, err error) {
 // ends its input pipe is closed (the stage before sees a broken pipe). The status is the
 // last stage's (no pipefail).
 func (r *runner) pipeline(stages []command) int {
-	n := len(stages)
-	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	in := r.stdin
-	var prevReader *io.PipeReader
-	for i, cmd := range stages {
-		if i == n-1 {
-			statuses[i] = r.command(cmd, in, r.stdout, r.stderr)
-			if prevReader != nil {
-				prevReader.CloseWithError(io.ErrClosedPipe)
-			}
-			break
-		}
-		pr, pw := io.Pipe()
-		bw := bufio.NewWriterSize(pw, 64*1024)
-		wg.Add(1)
-		go func(i int, cmd command, myIn io.Reader, myPrev *io.PipeReader) {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					fmt.Fprintf(r.stderr, "toolbox: internal error: %v\n", p)
-					statuses[i] = 2
-				}
-				bw.Flush()
-				pw.Close()
-				if myPrev != nil {
-					myPrev.CloseWithError(io.ErrClosedPipe)
-				}
-			}()
-			statuses[i] = r.command(cmd, myIn, bw, r.stderr)
-		}(i, cmd, in, prevReader)
-		prevReader = pr
-		in = bufio.NewReader(pr)
-	}
-	wg.Wait()
-	return statuses[n-1]
+	statuses := pipeline.Run(len(stages), r.stdin, r.stdout, r.stderr, func(i int, in io.Reader, out io.Writer) int {
+		return r.command(stages[i], in, out, r.stderr)
+	})
+	return statuses[len(stages)-1]
 }
 
 // command runs one toolbox command as the full shell's runCommand does, its streams first
@@ -238,15 +207,4 @@ func (r *runner) command(cmd command, stdin io.Reader, stdout, stderr io.Writer)
 		}
 	}()
 	return fn(e, args[1:])
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -1,19 +1,18 @@
 package shell
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/pattern"
 	"mvdan.cc/sh/v3/syntax"
 
 	"ceval.dev/ceval/internal/toolbox/cmds"
+	"ceval.dev/ceval/internal/toolbox/pipeline"
 )
 
 func (r *Runner) stmts(list []*syntax.Stmt) {
@@ -351,48 +350,21 @@ func (r *Runner) pipeline(x *syntax.BinaryCmd) {
 	}
 	flatten(x)
 	n := len(stages)
-	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	in := r.stdin
-	var prevReader *io.PipeReader
-	for i, st := range stages {
-		sub := r.subshell()
-		sub.stdin = in
-		if i == n-1 {
-			sub.stmt(st)
-			statuses[i] = sub.exit
-			if prevReader != nil {
-				prevReader.CloseWithError(io.ErrClosedPipe)
-			}
-			break
-		}
-		pr, pw := io.Pipe()
-		bw := bufio.NewWriterSize(pw, 64*1024)
-		sub.stdout = bw
-		if withStderr[i] {
-			sub.stderr = bw
-		}
-		wg.Add(1)
-		go func(i int, sub *Runner, st *syntax.Stmt, myIn *io.PipeReader) {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					fmt.Fprintf(r.stderr, "toolbox: internal error: %v\n", p)
-					statuses[i] = 2
-				}
-				bw.Flush()
-				pw.Close()
-				if myIn != nil {
-					myIn.CloseWithError(io.ErrClosedPipe)
-				}
-			}()
-			sub.stmt(st)
-			statuses[i] = sub.exit
-		}(i, sub, st, prevReader)
-		prevReader = pr
-		in = bufio.NewReader(pr)
+	// Each stage's subshell is made here, in order, before any stage runs.
+	subs := make([]*Runner, n)
+	for i := range stages {
+		subs[i] = r.subshell()
 	}
-	wg.Wait()
+	statuses := pipeline.Run(n, r.stdin, r.stdout, r.stderr, func(i int, in io.Reader, out io.Writer) int {
+		sub := subs[i]
+		sub.stdin = in
+		sub.stdout = out
+		if withStderr[i] {
+			sub.stderr = out
+		}
+		sub.stmt(stages[i])
+		return sub.exit
+	})
 	status := statuses[n-1]
 	if r.opts.pipefail {
 		for i := n - 1; i >= 0; i-- {

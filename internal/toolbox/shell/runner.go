@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"ceval.dev/ceval/internal/toolbox/pipeline"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -56,18 +57,6 @@ type Runner struct {
 	pid         int
 }
 
-// lockedWriter serialises writes from concurrent pipeline stages to a shared sink.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // New returns a shell whose working directory is dir and whose exported variables are
 // environ (NAME=value).
 func New(dir string, environ []string, stdin io.Reader, stdout, stderr io.Writer) *Runner {
@@ -79,8 +68,8 @@ func New(dir string, environ []string, stdin io.Reader, stdout, stderr io.Writer
 		funcs:  map[string]*syntax.Stmt{},
 		name:   "toolbox",
 		stdin:  bufio.NewReader(stdin),
-		stdout: lockedWriter{&mu, stdout},
-		stderr: lockedWriter{&mu, stderr},
+		stdout: pipeline.Locked(&mu, stdout),
+		stderr: pipeline.Locked(&mu, stderr),
 		rnd:    rand.New(rand.NewSource(1)),
 		pid:    os.Getpid(),
 	}
