@@ -41,7 +41,6 @@ func Connect(t testing.TB) (*client.Client, context.Context) {
 		defer c.Close()
 		if err := Leftovers(ctx, c); err != nil {
 			t.Errorf("left behind in namespace %s: %v", Namespace, err)
-			reportedOnce(ctx, c)
 		}
 		// Best effort: an empty namespace and the empty cgroup directories runc leaves.
 		if c.NamespaceService().Delete(ctx, Namespace) == nil {
@@ -76,25 +75,16 @@ var (
 	reported   = map[string]bool{}
 )
 
-// reportedOnce marks what Leftovers finds now as reported.
-func reportedOnce(ctx context.Context, c *client.Client) {
-	left := leftovers(ctx, c)
-	ns, _ := namespaces.Namespace(ctx)
-	reportedMu.Lock()
-	defer reportedMu.Unlock()
-	for _, l := range left {
-		reported[ns+" "+l] = true
-	}
-}
-
 // Leftovers reports the containers, tasks and active snapshots in ctx's namespace that no
-// earlier test of this binary failed for already.
+// earlier check of this binary reported already; what it reports is marked reported (every
+// caller fails its test on it), so each leftover fails one test, once.
 func Leftovers(ctx context.Context, c *client.Client) error {
 	ns, _ := namespaces.Namespace(ctx)
 	var left []string
 	reportedMu.Lock()
 	for _, l := range leftovers(ctx, c) {
 		if !reported[ns+" "+l] {
+			reported[ns+" "+l] = true
 			left = append(left, l)
 		}
 	}
@@ -153,7 +143,6 @@ func FreshNamespace(t testing.TB, ctx context.Context, c *client.Client) (contex
 		cctx := context.WithoutCancel(nctx)
 		if err := Leftovers(cctx, c); err != nil {
 			t.Errorf("left behind in namespace %s: %v", ns, err)
-			reportedOnce(cctx, c)
 		}
 		imgs, _ := c.ImageService().List(cctx)
 		for _, img := range imgs {
