@@ -31,12 +31,7 @@ func TestJudgeShellConfinesTheCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(inTmp)
-	wd, _ := os.Getwd()
-	outside, err := os.MkdirTemp(wd, ".judgeshell-") // not under /tmp, /workspace or /dev
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(outside)
+	outside := outsideTheDomain(t)
 	script := `printf ok >` + inTmp + `/in
 printf forged 2>` + inTmp + `/err1 >` + outside + `/verdict
 ( sleep 0.2; printf forged 2>` + inTmp + `/err2 >` + outside + `/later ) &
@@ -133,12 +128,7 @@ func TestInitStartedAsAShellConfinesTheCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.RemoveAll(inTmp)
-			wd, _ := os.Getwd()
-			outside, err := os.MkdirTemp(wd, ".judgeshell-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(outside)
+			outside := outsideTheDomain(t)
 			script := `printf ok >` + inTmp + `/in
 printf forged 2>` + inTmp + `/err1 >` + outside + `/verdict
 ( sleep 0.2; printf forged >` + outside + `/later ) 2>/dev/null &
@@ -192,12 +182,7 @@ func TestJudgeShellsNestPastLandlocksLayers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(inTmp)
-	wd, _ := os.Getwd()
-	outside, err := os.MkdirTemp(wd, ".judgeshell-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(outside)
+	outside := outsideTheDomain(t)
 	// Each level starts the init as bash again (exec -a), as a script's #!/bin/sh would.
 	script := `n=$1
 if [ "$n" -lt 20 ]; then exec -a bash "$INIT" -c "$SCRIPT" bash $((n+1)); fi
@@ -216,4 +201,36 @@ echo "depth=$n"; printf ok >` + inTmp + `/deep`
 	if _, err := os.Stat(filepath.Join(outside, "deep")); err == nil {
 		t.Errorf("the deepest command wrote outside /tmp, /workspace and /dev")
 	}
+}
+
+// outsideTheDomain makes a directory that no path the judge's domain may write
+// (judgeShellWritable) contains: the package's directory, unless the checkout is itself under
+// one of them (a clone in /tmp: there every write the tests expect refused is allowed, and
+// they failed for it), else /var/tmp or $HOME. Removed at the test's end.
+func outsideTheDomain(t *testing.T) string {
+	t.Helper()
+	wd, _ := os.Getwd()
+	for _, parent := range []string{wd, "/var/tmp", os.Getenv("HOME")} {
+		real, err := filepath.EvalSymlinks(parent)
+		if parent == "" || err != nil || underAny(real, judgeShellWritable) {
+			continue
+		}
+		dir, err := os.MkdirTemp(real, ".judgeshell-")
+		if err != nil {
+			continue
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	t.Fatalf("no writable directory outside %v (tried the package's directory %s, /var/tmp and $HOME) to check that the judge's commands cannot write there", judgeShellWritable, wd)
+	return ""
+}
+
+func underAny(path string, roots []string) bool {
+	for _, r := range roots {
+		if path == r || strings.HasPrefix(path, r+"/") {
+			return true
+		}
+	}
+	return false
 }
