@@ -202,9 +202,13 @@ func NewExecutor(opts Options) (*Executor, error) {
 		go func() {
 			defer e.mu.Unlock()
 			defer cancel()
-			// A failure shows again, as an error, on first use.
+			// A failure shows again, as an error, on first use. It ends the preload: a failed
+			// load has stopped the worker (its state unknown), and Close cancels ctx to end
+			// the preload early.
 			if e.lite != nil && !opts.NoLiteToolboxPreload {
-				_ = e.loadModule(ctx, e.lite)
+				if e.loadModule(ctx, e.lite) != nil {
+					return
+				}
 			}
 			if !opts.NoFullToolboxPreload || e.lite == nil {
 				_ = e.loadModule(ctx, tb)
@@ -479,6 +483,9 @@ func (e *Executor) loadView(ctx context.Context, name string, send func(io.Write
 
 // loadModule has the worker compile m (from the disk cache when it can) unless it holds it.
 func (e *Executor) loadModule(ctx context.Context, m *taskModule) error {
+	if e.w == nil {
+		return errors.New("wasm: load module: no worker runs (an earlier failure stopped it)")
+	}
 	flags := byte(0)
 	if e.checked(m) {
 		flags |= wire.ModuleChecked

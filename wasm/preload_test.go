@@ -192,3 +192,39 @@ func testWorkerPrunes(t *testing.T, beside func()) {
 		t.Errorf("the worker's own cache directory went: %v", err)
 	}
 }
+
+// An Executor closed while its toolbox preload runs (ceval interrupted during a grade's
+// start, as the selftest's SIGINT test did in a clean-clone run) ends the preload: the first
+// load, cancelled, stopped the worker, and the preload must not go on to load the second
+// toolbox into no worker (it dereferenced the nil worker and crashed ceval). Several rounds:
+// the close must land while a load is in flight, which a fresh module's load always is for
+// some milliseconds.
+func TestCloseDuringTheToolboxPreloadEndsIt(t *testing.T) {
+	if !HasToolbox() {
+		t.Skip("internal/embedded/toolbox.wasm is not a WebAssembly module")
+	}
+	for range 5 {
+		e, err := NewExecutor(Options{CacheDir: testCache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A load with no worker is an error, never a crash.
+	e, err := NewExecutor(Options{CacheDir: testCache, noPreload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.mu.Lock()
+	w := e.w
+	e.w = nil
+	err = e.loadModule(t.Context(), defaultToolbox())
+	e.w = w
+	e.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "no worker runs") {
+		t.Errorf("load with no worker: %v", err)
+	}
+}
