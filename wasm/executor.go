@@ -238,8 +238,16 @@ func UsesFullToolbox(c *task.Criterion) bool {
 	return !lite || defaultToolboxLite() == nil
 }
 
-// Close stops the worker and releases the cache directory.
-func (e *Executor) Close() error {
+// Close stops the worker, has the compiler keep what the grades compiled themselves for
+// later grades (keep), and releases the cache directory.
+func (e *Executor) Close() error { return e.close(true) }
+
+// Drop is Close without the keep: for a ceval that was interrupted and must exit promptly
+// (the compiler's work is bounded by keepWait, minutes with pytest's packages). Nothing is
+// lost but time: the next grade compiles again and keeps it then.
+func (e *Executor) Drop() error { return e.close(false) }
+
+func (e *Executor) close(keep bool) error {
 	if e.stopPreload != nil {
 		e.stopPreload()
 	}
@@ -253,7 +261,9 @@ func (e *Executor) Close() error {
 		e.w.stop(closeGrace)
 		e.w = nil
 	}
-	e.keep()
+	if keep {
+		e.keep()
+	}
 	return e.cache.Close()
 }
 

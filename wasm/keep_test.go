@@ -166,3 +166,31 @@ func TestGradesThatMissedTogetherKeepOnce(t *testing.T) {
 		t.Fatal("the module whose entry went was not kept again")
 	}
 }
+
+// An interrupted ceval drops its executor: the compiler does not start (its work is
+// bounded by minutes, not by the user's patience), and the next grade keeps instead.
+func TestADroppedExecutorKeepsNothing(t *testing.T) {
+	if landlockABI() < 1 {
+		t.Skip("the kernel has no Landlock: run workers get no cache")
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	s := workspace(t, map[string]string{"a.txt": "hello\n"}, nil)
+	e := newExecutor(t, standin, Options{CacheDir: cache})
+	if _, score, _ := runScript(t, e, command("cat a.txt"), s, nil); score != 1 {
+		t.Fatalf("score %v", score)
+	}
+	if len(e.toKeep) == 0 {
+		t.Fatal("the grade compiled nothing itself: nothing to test")
+	}
+	key := e.keepKey(standin)
+	before, hadBefore := keptHere[key]
+	if err := e.Drop(); err != nil {
+		t.Fatal(err)
+	}
+	if after, ok := keptHere[key]; ok && (!hadBefore || after.After(before)) {
+		t.Fatal("Drop ran the compiler")
+	}
+	if marks, _ := filepath.Glob(filepath.Join(cache, "worker-*", "*", "ceval-kept-*")); len(marks) != 0 {
+		t.Fatalf("Drop kept %v", marks)
+	}
+}

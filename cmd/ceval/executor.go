@@ -97,7 +97,13 @@ func executorFor(ct containerTier, tasks ...*task.Task) (ex grader.Executor, clo
 			return nil, func() {}, fmt.Errorf("WASM sandbox for executing criteria: %w", err)
 		}
 		tiers.WASM = e
-		closers = append(closers, func() { _ = e.Close() })
+		closers = append(closers, func() {
+			if interrupted.Load() {
+				_ = e.Drop() // exit promptly: the next grade compiles and keeps
+			} else {
+				_ = e.Close()
+			}
+		})
 	}
 	if needContainer {
 		if tiers.Container, tiers.ContainerMissing, err = ct.executor(&closers); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -30,6 +31,11 @@ func signalName(s syscall.Signal) string {
 	return "SIGTERM"
 }
 
+// interrupted is set by the first SIGINT or SIGTERM, before the commands' context is
+// cancelled: closers that would do optional work at the end (the WASM compiler keeping what
+// grades compiled) skip it, so ceval exits promptly.
+var interrupted atomic.Bool
+
 // interruptible returns a context cancelled, with an interruption as its cause, by the
 // first SIGINT or SIGTERM, which ceval acknowledges on stderr: every command stops its
 // children (procgroup), removes its containers and temporary directories, and returns. A second signal exits at once, after
@@ -47,6 +53,7 @@ func interruptible(parent context.Context) (context.Context, func()) {
 			// Said once the signal is received: Go's runtime merges a second signal that
 			// arrives before its receiver took the first, so a second sent earlier is lost.
 			fmt.Fprintf(os.Stderr, "ceval: %s: stopping and cleaning up (%[1]s again: exit at once)\n", signalName(s.(syscall.Signal)))
+			interrupted.Store(true)
 			cancel(interruption{s.(syscall.Signal)})
 		case <-quit:
 			return
