@@ -246,17 +246,19 @@ func (s *Server) Serve(ln net.Listener) {
 }
 
 // Close stops serving, cuts open connections and in-flight upstream requests, and waits
-// for Serve to return. It is safe to call more than once.
+// for Serve to return. It is safe to call more than once, and from several goroutines: one
+// closes, the others return at once.
 func (s *Server) Close() error {
+	s.hmu.Lock()
 	select {
 	case <-s.closed:
+		s.hmu.Unlock()
 		return nil
 	default:
 	}
-	s.hmu.Lock()
 	s.closing = true
-	s.hmu.Unlock()
 	close(s.closed)
+	s.hmu.Unlock()
 	err := s.srv.Close()
 	s.wg.Wait()
 	// Calls under way end now (their upstream context is cancelled); wait for them, so the

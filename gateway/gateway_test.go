@@ -496,3 +496,26 @@ func TestParseFixtureRejectsBadLines(t *testing.T) {
 		}
 	}
 }
+
+// Close from several goroutines at once closes once: the others return, none panics
+// ("close of closed channel" when two saw the server open).
+func TestCloseFromSeveralGoroutinesAtOnce(t *testing.T) {
+	for range 3000 {
+		s, err := New(Config{Mode: Forward, Key: dummyKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				s.Close()
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+}

@@ -534,9 +534,9 @@ func (set *serviceSet) relayInto(ctx context.Context, pid uint32, names []string
 				return fmt.Errorf("service %s: stopped already", s.spec.Name)
 			}
 			set.lns = append(set.lns, ln)
+			set.relays.Add(1) // under the lock that stop takes before it waits
 			set.mu.Unlock()
 			rs = append(rs, launcher.Redirect{Addr: netip.MustParseAddr(s.addr), Port: uint16(port), ToPort: uint16(ln.Addr().(*net.TCPAddr).Port)})
-			set.relays.Add(1)
 			go set.accept(ctx, ln, s, port)
 		}
 	}

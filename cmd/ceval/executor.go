@@ -47,7 +47,10 @@ func dialTier(cmd *cobra.Command, g *globalOptions, allowHost bool, vnet string)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		return c, g.namespace, func() { c.Close() }, nil
+		return c, g.namespace, func() {
+			images.WaitTouches() // the last-used labels the verifiers' image lookups started
+			c.Close()
+		}, nil
 	}, busybox: images.DefaultBusybox, allowHost: allowHost, vnet: vnet}
 	if dir, err := images.DefaultCacheDir(); err == nil {
 		ct.preflight, _ = images.NewPreflightCache(dir)

@@ -56,6 +56,7 @@ func newSandboxCmd(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			defer images.WaitTouches() // the image's last-used label, before the client closes
 			if _, err := images.Resolve(cctx, c, image, nil, busybox); err != nil {
 				var nf *images.NotFoundError
 				if errors.As(err, &nf) {
