@@ -31,7 +31,10 @@ func TestImportRidesOutAHolderOfContainerdsTempMount(t *testing.T) {
 
 	// Enough files that applying the layer takes long enough to catch its mount.
 	var entries []tarEntry
-	entries = append(entries, file("etc/passwd", agentPasswd, 0o644), file("nonce", rand.Text(), 0o644))
+	// The nonce tells this import's temporary mount from those of other tests sharing the
+	// daemon (other packages' tests import images at the same time).
+	nonce := rand.Text()
+	entries = append(entries, file("etc/passwd", agentPasswd, 0o644), file("nonce", nonce, 0o644))
 	for i := range 4000 {
 		entries = append(entries, file(fmt.Sprintf("d%d/f%d", i%40, i), strings.Repeat("x", 64), 0o644))
 	}
@@ -48,19 +51,28 @@ func TestImportRidesOutAHolderOfContainerdsTempMount(t *testing.T) {
 	}
 	deleteImageAtEnd(t, ctx, c, name)
 
+	var held atomic.Bool
+	var heldPath string // set before held
 	t.Cleanup(func() {
 		// containerd 1.6 leaves the temporary mount it gave up on mounted (on its aborted
 		// snapshot's directory, deleted since): its own leftover, gone at its next start.
+		// Only the one this test held: detaching another test's temporary mount would pull
+		// the layer it is applying from under containerd ('UtimesNanoAt ... dev: no such file
+		// or directory' in a clean-clone run, when this cleanup detached them all).
+		if !held.Load() {
+			return
+		}
 		for _, m := range mountPointsUnder(tmpmounts) {
-			t.Logf("containerd left its temporary mount %s mounted; detaching it", m)
-			_ = unix.Unmount(m, unix.MNT_DETACH)
-			_ = os.Remove(m)
+			if m == heldPath {
+				t.Logf("containerd left its temporary mount %s mounted; detaching it", m)
+				_ = unix.Unmount(m, unix.MNT_DETACH)
+				_ = os.Remove(m)
+			}
 		}
 	})
-	var held atomic.Bool
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() { // hold the first temp mount seen for 8 s
+	go func() { // hold this import's temp mount for 8 s, once its nonce is written
 		defer close(done)
 		for {
 			select {
@@ -77,6 +89,11 @@ func TestImportRidesOutAHolderOfContainerdsTempMount(t *testing.T) {
 					f.Close()
 					continue
 				}
+				if b, err := os.ReadFile(filepath.Join(m, "nonce")); err != nil || string(b) != nonce {
+					f.Close() // another test's, or this one's before its nonce is there
+					continue
+				}
+				heldPath = m
 				held.Store(true)
 				time.Sleep(8 * time.Second)
 				f.Close()
