@@ -15,9 +15,10 @@ import (
 	"strings"
 	"sync"
 
-	"ceval.dev/ceval/internal/toolbox/pipeline"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"ceval.dev/ceval/internal/toolbox/pipeline"
 )
 
 // maxCallDepth bounds function recursion; Go stacks would otherwise grow until the
